@@ -1,0 +1,430 @@
+"""The client side: one data holder's table and everything computed from its rows.
+
+A :class:`FITSClient` answers the coordinator's messages (:mod:`fits.protocol`).  Its
+rows never leave it; it uploads only
+
+* in the setup round, its row count and a description of its columns;
+* for the first chain column, the sum of smoothed indicators on the grid (eq. 16);
+* for each batch of query points, step 1: the kernel-weighted Hessians S_k(x) (eq. 5);
+* and step 2: given q(x) from the coordinator, the CDF vectors F_k(z | x) (eqs. 8-9).
+
+The kernel weights come from the client's own scheme (:mod:`fits.kernels`) on its own
+standardization of the continualized covariates; the local-linear design stays in native
+units (Remark 3.2).  Discrete query coordinates are moved to their interval midpoints
+(eq. 24) and mismatched categories are penalized (eqs. 25-26).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import sparse
+from scipy.spatial import cKDTree
+
+from fits.continualization import Encoder
+from fits.kernels import (
+    GaussianKernel,
+    Kernel,
+    KNNKernel,
+    epanechnikov_product,
+    resolve_kernel,
+    response_cdf_kernel,
+)
+from fits.protocol import Message, ProtocolError
+from fits.schema import Schema, SchemaError, describe_table
+
+__all__ = ["FITSClient", "MIN_CLIENT_ROWS"]
+
+#: Fewest rows a client may hold: a one-row client would reveal its row through its sums.
+MIN_CLIENT_ROWS = 2
+#: Total weight below which a query counts as far from all of a client's rows.
+_TINY = 1e-300
+
+
+@dataclass
+class _Weights:
+    """Kernel weights of one batch of queries: dense (all rows) or on neighbour lists."""
+
+    w: np.ndarray  # (B, m) dense, or (B, c) with idx
+    idx: np.ndarray | None = None  # (B, c) neighbour indices for the KNN scheme
+    x: np.ndarray | None = None  # (B, d) midpoint-substituted queries, native units
+
+
+class FITSClient:
+    """One data holder in a FITS federation.
+
+    Parameters
+    ----------
+    data : DataFrame
+        The client's table (the same columns at every client).
+    name : str
+        How the client is named in messages and errors.
+    kernel : {"knn", "gaussian"} or Kernel
+        The client's own kernel scheme and parameters.
+    min_rows : int
+        Refuse to take part with fewer rows than this (default 2).
+    """
+
+    def __init__(
+        self,
+        data: pd.DataFrame,
+        name: str = "client",
+        kernel: str | Kernel = "knn",
+        *,
+        min_rows: int = MIN_CLIENT_ROWS,
+    ) -> None:
+        if not isinstance(data, pd.DataFrame):
+            raise TypeError(f"{name}: expected a pandas DataFrame, got {type(data).__name__}")
+        self.name = name
+        self.kernel = resolve_kernel(kernel)
+        self.data = data
+        n = data.shape[0]
+        if n == 0:
+            raise SchemaError(f"{name}: the table is empty; every client needs rows")
+        if n < min_rows:
+            raise SchemaError(
+                f"{name} has {n} row(s); a client needs at least {min_rows} (its uploads "
+                "would reveal its rows): merge it with another site or leave it out"
+            )
+        if isinstance(self.kernel, KNNKernel) and n < self.kernel.min_neighbors:
+            raise SchemaError(
+                f"{name} has {n} rows, fewer than the KNN minimum c0="
+                f"{self.kernel.min_neighbors}; give this client kernel='gaussian' or merge it"
+            )
+        self._schema: Schema | None = None
+        self._cache: dict[str, object] = {}
+
+    # ------------------------------------------------------------------ dispatch
+    def handle(self, message: Message) -> Message:
+        """Answer one protocol message (see :mod:`fits.protocol`)."""
+        handler = {
+            "setup": self._setup,
+            "configure": self._configure,
+            "marginal": self._marginal,
+            "hessian": self._hessian,
+            "cdf": self._cdf,
+        }.get(message.kind)
+        if handler is None:
+            raise ProtocolError(f"{self.name}: unknown message kind {message.kind!r}")
+        if message.kind not in ("setup", "configure") and self._schema is None:
+            raise ProtocolError(f"{self.name}: {message.kind} before configure")
+        return handler(message)
+
+    @property
+    def n_rows(self) -> int:
+        """Number of local rows."""
+        return int(self.data.shape[0])
+
+    # ------------------------------------------------------------------ setup round
+    def _setup(self, msg: Message) -> Message:
+        declared = json.loads(str(msg.config.get("declared", "{}")))
+        desc = describe_table(self.data, declared, client=self.name)
+        return Message(
+            "setup",
+            {"n_rows": np.array([self.n_rows], dtype=np.int64)},
+            {"description": json.dumps(desc, default=_json_default)},
+        )
+
+    def _configure(self, msg: Message) -> Message:
+        schema = Schema.from_json(str(msg.config["schema"]))
+        missing = [c for c in schema.names if c not in self.data.columns]
+        if missing:
+            raise SchemaError(
+                f"{self.name}: column(s) {missing} of the schema are missing here; every "
+                "client must hold every column"
+            )
+        extra = [c for c in self.data.columns if c not in schema.names]
+        if extra:
+            raise SchemaError(
+                f"{self.name}: column(s) {extra} are not in the schema; drop them or add them"
+            )
+        self._schema = schema
+        self.n_total = int(msg.config["n_total"])
+        rng = np.random.default_rng(int(msg.config["seed"]))
+        specs = schema.ordered()
+        self.columns = [s.name for s in specs]
+        self.encoders = [Encoder(s) for s in specs]
+        m, p = self.n_rows, len(specs)
+        z = np.empty((m, p))
+        codes = np.full((m, p), -1, dtype=np.int64)
+        for j, enc in enumerate(self.encoders):
+            values = self.data[enc.spec.name]
+            if enc.spec.is_discrete:
+                codes[:, j] = enc.to_codes(values, client=self.name)
+                z[:, j] = enc.lift(codes[:, j], rng)
+            else:
+                z[:, j] = enc.to_numeric(values, client=self.name)
+        self.z = z  # continualized table, chain order, native units
+        self.codes = codes
+        if "scale_mean" in msg.arrays:  # a common scaling, e.g. for the pooled check
+            self.loc = np.asarray(msg.arrays["scale_mean"], dtype=float)
+            self.scale = np.asarray(msg.arrays["scale_sd"], dtype=float)
+        else:
+            self.loc = z.mean(axis=0)
+            sd = z.std(axis=0)
+            self.scale = np.where(sd > 0, sd, 1.0)  # locally constant column: sd 1
+        self.center = z.mean(axis=0)  # numerical centring of the native design
+        # response bandwidths per row and column (METHOD.md)
+        bw_cont = float(msg.config.get("response_bandwidth", 0.05))
+        bw_disc = float(msg.config.get("discrete_response_bandwidth", 0.05))
+        self.wz = np.empty((m, p))
+        for j, enc in enumerate(self.encoders):
+            if enc.spec.is_discrete:
+                self.wz[:, j] = bw_disc * enc.widths[codes[:, j]]
+            else:
+                sd = z[:, j].std()
+                self.wz[:, j] = bw_cont * (sd if sd > 0 else 1.0)
+        self.grids = {
+            name[5:]: np.asarray(a, dtype=float)
+            for name, a in msg.arrays.items()
+            if name.startswith("grid:")
+        }
+        self._cache.clear()
+        return Message("configure", {"n_rows": np.array([m], dtype=np.int64)})
+
+    # ------------------------------------------------------------------ helpers
+    def _position(self, msg: Message) -> int:
+        column = str(msg.config["column"])
+        if column not in self.columns:
+            raise ProtocolError(f"{self.name}: unknown column {column!r}")
+        return self.columns.index(column)
+
+    def _response_matrix(self, j: int) -> np.ndarray:
+        """Phi((z_l - y_i) / w_i) for every local row i and grid point l (cached)."""
+        key = f"phi:{j}"
+        if key not in self._cache:
+            self._cache = {k: v for k, v in self._cache.items() if not k.startswith("phi:")}
+            grid = self.grids[self.columns[j]]
+            y = self.z[:, j]
+            t = (grid[None, :] - y[:, None]) / self.wz[:, j][:, None]
+            self._cache[key] = response_cdf_kernel(t)
+        return self._cache[key]  # type: ignore[return-value]
+
+    def _prepared(self, d: int) -> dict[str, np.ndarray | object]:
+        """Per-prefix data: standardized covariates, penalties, KD-tree (cached)."""
+        key = f"prep:{d}"
+        if key not in self._cache:
+            self._cache = {k: v for k, v in self._cache.items() if not k.startswith("prep:")}
+            self._cache[key] = {"hbar": (self.z[:, :d] - self.loc[:d]) / self.scale[:d]}
+        return self._cache[key]  # type: ignore[return-value]
+
+    def _tree(self, d: int) -> cKDTree:
+        prep = self._prepared(d)
+        if "tree" not in prep:
+            prep["tree"] = cKDTree(prep["hbar"])
+        return prep["tree"]  # type: ignore[return-value]
+
+    def _substitute(self, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Midpoint substitution (eq. 24); returns queries and their category codes."""
+        x = np.array(queries, dtype=float, copy=True)
+        qcodes = np.full(x.shape, -1, dtype=np.int64)
+        for j in range(x.shape[1]):
+            enc = self.encoders[j]
+            if enc.spec.is_discrete:
+                qcodes[:, j] = enc.ceil(x[:, j])
+                x[:, j] = enc.midpoints[qcodes[:, j]]
+        return x, qcodes
+
+    def _scheme(self, msg: Message) -> Kernel:
+        if msg.config.get("scheme", "own") == "knn" and not isinstance(self.kernel, KNNKernel):
+            k = self.kernel
+            return KNNKernel(k.ordinal_penalty, k.nominal_penalty, k.column_penalties)
+        return self.kernel
+
+    # ------------------------------------------------------------------ kernel weights
+    def _weights(self, x: np.ndarray, qcodes: np.ndarray, kernel: Kernel) -> _Weights:
+        d = x.shape[1]
+        xbar = (x - self.loc[:d]) / self.scale[:d]
+        if isinstance(kernel, KNNKernel):
+            return self._knn_weights(x, xbar, qcodes, kernel)
+        if isinstance(kernel, GaussianKernel):
+            return self._gaussian_weights(x, xbar, qcodes, kernel)
+        raise TypeError(f"{self.name}: unsupported kernel {kernel!r}")
+
+    def _discrete_covariates(self, d: int, kernel: Kernel) -> list[tuple[int, str, float]]:
+        out = []
+        for j in range(d):
+            spec = self.encoders[j].spec
+            if spec.is_discrete:
+                out.append((j, spec.kind, kernel.penalty_for(spec.name, spec.kind)))
+        return out
+
+    def _gaussian_weights(
+        self, x: np.ndarray, xbar: np.ndarray, qcodes: np.ndarray, kernel: GaussianKernel
+    ) -> _Weights:
+        """Dense weights exp(-|xbar - hbar|^2 / 2w^2) * rho, by one matrix product.
+
+        Every term of log w is bilinear in a feature of the query and a feature of the
+        row: squared distances, nominal matches (one-hot . one-hot) and ordinal rank
+        gaps (|a - b| = |T(a) - T(b)|^2 with the thermometer code T), so
+        ``log W = A_x A_h' + row + col``.
+        """
+        d = x.shape[1]
+        w = kernel.bandwidth_for(self.n_total, d)
+        hbar = self._prepared(d)["hbar"]
+        ax = [xbar / (w * w)]
+        ah = [hbar]
+        row = -0.5 * np.einsum("ij,ij->i", xbar, xbar) / (w * w)
+        col = -0.5 * np.einsum("ij,ij->i", hbar, hbar) / (w * w)
+        for j, kind, pen in self._discrete_covariates(d, kernel):
+            levels = self.encoders[j].spec.n_levels
+            hc, qc = self.codes[:, j], qcodes[:, j]
+            if kind == "nominal":
+                if pen == 1.0:
+                    continue
+                lg = np.log(pen)
+                ax.append(-lg * _one_hot(qc, levels))
+                ah.append(_one_hot(hc, levels))
+                row = row + lg
+            else:
+                if pen == 0.0:
+                    continue
+                ax.append(2.0 * pen * _thermometer(qc, levels))
+                ah.append(_thermometer(hc, levels))
+                row = row - pen * qc
+                col = col - pen * hc
+        logw = np.hstack(ax) @ np.hstack(ah).T
+        logw += row[:, None]
+        logw += col[None, :]
+        np.exp(logw, out=logw)
+        return _Weights(logw, None, x)
+
+    def _knn_weights(
+        self, x: np.ndarray, xbar: np.ndarray, qcodes: np.ndarray, kernel: KNNKernel
+    ) -> _Weights:
+        d = x.shape[1]
+        c = kernel.neighbors(self.n_rows, self.n_total, d)
+        dist, idx = self._tree(d).query(xbar, k=c, workers=-1)
+        dist = dist.reshape(len(x), c)
+        idx = idx.reshape(len(x), c)
+        r = np.maximum(dist[:, -1], 1e-12)  # all neighbours on the query: equal weights
+        hbar = self._prepared(d)["hbar"]
+        u = (hbar[idx] - xbar[:, None, :]) / (kernel.eta * r)[:, None, None]
+        w = epanechnikov_product(u)
+        for j, kind, pen in self._discrete_covariates(d, kernel):
+            hc = self.codes[idx, j]
+            qc = qcodes[:, j][:, None]
+            if kind == "nominal":
+                w *= np.where(hc == qc, 1.0, pen)
+            else:
+                w *= np.exp(-pen * np.abs(hc - qc))
+        return _Weights(w, idx, x)
+
+    def _weights_for(self, msg: Message) -> _Weights:
+        """Weights for a request's queries, reused between step 1 and step 2."""
+        request = str(msg.config.get("request", ""))
+        key = f"{request}|{msg.config['column']}|{msg.config.get('scheme', 'own')}"
+        cached = self._cache.get("weights")
+        if request and cached is not None and cached[0] == key:  # type: ignore[index]
+            return cached[1]  # type: ignore[index]
+        queries = np.asarray(msg.arrays["queries"], dtype=float)
+        d = self._position(msg)
+        if queries.ndim != 2 or queries.shape[1] != d:
+            raise ProtocolError(
+                f"{self.name}: queries for column {self.columns[d]!r} need {d} columns, "
+                f"got shape {queries.shape}"
+            )
+        x, qcodes = self._substitute(queries)
+        weights = self._weights(x, qcodes, self._scheme(msg))
+        if request:
+            self._cache["weights"] = (key, weights)
+        return weights
+
+    # ------------------------------------------------------------------ the two steps
+    def _hessian(self, msg: Message) -> Message:
+        """Step 1: S_k(x) = sum_i w_i U_i U_i' with U_i = (1, h_i - x) (eq. 5)."""
+        wts = self._weights_for(msg)
+        d = self._position(msg)
+        b, p = wts.x.shape[0], d + 1
+        iu = np.triu_indices(p)
+        if wts.idx is None:  # dense: raw moments by matrix products, then shift to x
+            hc = self.z[:, :d] - self.center[:d]
+            xc = wts.x - self.center[:d]
+            m0 = wts.w.sum(axis=1)
+            m1 = wts.w @ hc
+            ia, ib = np.triu_indices(d)
+            m2p = wts.w @ (hc[:, ia] * hc[:, ib])
+            m2 = np.empty((b, d, d))
+            m2[:, ia, ib] = m2p
+            m2[:, ib, ia] = m2p
+            s = np.empty((b, p, p))
+            s[:, 0, 0] = m0
+            s1 = m1 - m0[:, None] * xc
+            s[:, 0, 1:] = s1
+            s[:, 1:, 0] = s1
+            s[:, 1:, 1:] = (
+                m2
+                - m1[:, :, None] * xc[:, None, :]
+                - xc[:, :, None] * m1[:, None, :]
+                + m0[:, None, None] * xc[:, :, None] * xc[:, None, :]
+            )
+        else:  # neighbour lists: direct sums
+            u = self._design(wts, d)
+            s = np.matmul(np.swapaxes(u * wts.w[:, :, None], 1, 2), u)
+        return Message("hessian", {"S": s[:, iu[0], iu[1]]})
+
+    def _design(self, wts: _Weights, d: int) -> np.ndarray:
+        """U_i = (1, h_i - x) for the neighbours of each query, native units."""
+        b, c = wts.idx.shape
+        u = np.empty((b, c, d + 1))
+        u[:, :, 0] = 1.0
+        u[:, :, 1:] = self.z[wts.idx, :d] - wts.x[:, None, :]
+        return u
+
+    def _cdf(self, msg: Message) -> Message:
+        """Step 2: alpha_i = w_i q'U_i (eq. 8) and F_k(z) = sum_i alpha_i K(...) (eq. 9)."""
+        wts = self._weights_for(msg)
+        self._cache.pop("weights", None)  # step 2 closes the request
+        d = self._position(msg)
+        q = np.asarray(msg.arrays["q"], dtype=float)
+        if q.shape != (wts.x.shape[0], d + 1):
+            raise ProtocolError(
+                f"{self.name}: q has shape {q.shape}, expected ({len(wts.x)}, {d + 1})"
+            )
+        phi = self._response_matrix(d)
+        if wts.idx is None:
+            hc = self.z[:, :d] - self.center[:d]
+            xc = wts.x - self.center[:d]
+            a = q[:, 0] - np.einsum("ij,ij->i", q[:, 1:], xc)
+            alpha = q[:, 1:] @ hc.T
+            alpha += a[:, None]
+            alpha *= wts.w
+            f = alpha @ phi
+        else:
+            u = self._design(wts, d)
+            alpha = wts.w * np.einsum("bcp,bp->bc", u, q)
+            b, c = wts.idx.shape
+            mat = sparse.csr_matrix(
+                (alpha.ravel(), wts.idx.ravel(), np.arange(0, b * c + 1, c)),
+                shape=(b, self.n_rows),
+            )
+            f = mat @ phi
+        return Message("cdf", {"F": np.ascontiguousarray(f)})
+
+    def _marginal(self, msg: Message) -> Message:
+        """First column: sum_i K((z - y_i) / w_z) on the grid (eq. 16, unnormalized)."""
+        j = self._position(msg)
+        return Message("marginal", {"F": self._response_matrix(j).sum(axis=0)})
+
+
+def _one_hot(codes: np.ndarray, levels: int) -> np.ndarray:
+    out = np.zeros((codes.shape[0], levels))
+    out[np.arange(codes.shape[0]), codes] = 1.0
+    return out
+
+
+def _thermometer(codes: np.ndarray, levels: int) -> np.ndarray:
+    """T(r)_t = 1{r > t}, t = 0..L-2, so that |T(a) - T(b)|^2 = |a - b|."""
+    return (codes[:, None] > np.arange(levels - 1)[None, :]).astype(float)
+
+
+def _json_default(v: object) -> object:
+    if isinstance(v, np.generic):
+        return v.item()
+    if isinstance(v, Mapping):
+        return dict(v)
+    raise TypeError(f"cannot serialize {type(v).__name__}")

@@ -1,0 +1,441 @@
+"""The coordinator (the paper's central server): Algorithms 1 and 2.
+
+The coordinator holds no rows.  Through a :class:`~fits.transport.Transport` it
+
+1. runs the setup round and merges the clients' descriptions into the schema;
+2. broadcasts the schema, the total row count M, the grids and each client's seed;
+3. estimates conditional CDFs with the two-step aggregation (Algorithm 1): sum the
+   clients' S_k(x), solve ``q = (S + ridge)^-1 e1``, broadcast q, sum the clients'
+   F_k(z | x) and post-process (clip to [0, 1], make monotone, end at 1);
+4. generates synthetic rows column by column with the chain rule and inverse-CDF
+   sampling by linear interpolation on the grid (Algorithm 2), for all rows of a column
+   at once in memory-bounded chunks.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
+from scipy.optimize import isotonic_regression
+
+from fits.continualization import Encoder
+from fits.protocol import Message, packed_size
+from fits.schema import Schema, merge_descriptions
+from fits.transport import Transport
+
+__all__ = [
+    "Coordinator",
+    "default_grid",
+    "postprocess_cdf",
+    "inverse_cdf",
+    "solve_first_row",
+    "MONOTONE_METHODS",
+]
+
+MONOTONE_METHODS = ("isotonic", "rearrange")
+#: Total kernel weight at or below which a query is "far from all data" (degenerate).
+DEGENERATE_WEIGHT = 1e-250
+
+ProgressCallback = Callable[[str, int, int], None]
+
+
+def default_grid(
+    encoder: Encoder,
+    grid_size: int = 300,
+    response_bandwidth: float = 0.05,
+    discrete_response_bandwidth: float = 0.05,
+) -> np.ndarray:
+    """The evaluation grid of one column (METHOD.md, "Generation").
+
+    Continuous columns: ``grid_size`` equally spaced points over the column's range,
+    padded on both sides by ``1.5 * response_bandwidth * range`` (at least three
+    response bandwidths, since a client's sd is at most half the range).  Discrete
+    columns: aligned with the continualization intervals, every boundary v_0..v_L a grid
+    point and about ``grid_size / L`` points per interval, plus one point four response
+    bandwidths beyond each end so that smoothed mass is not lost there.
+    """
+    spec = encoder.spec
+    if spec.is_discrete:
+        b = encoder.boundaries
+        widths = encoder.widths
+        n_levels = len(widths)
+        per = max(2, int(np.ceil((grid_size - 1) / n_levels)))
+        inner = b[:-1, None] + widths[:, None] * (np.arange(per) / per)[None, :]
+        lo = b[0] - 4 * discrete_response_bandwidth * widths[0]
+        hi = b[-1] + 4 * discrete_response_bandwidth * widths[-1]
+        return np.concatenate([[lo], inner.ravel(), [b[-1], hi]])
+    lo, hi = float(spec.lower), float(spec.upper)  # type: ignore[arg-type]
+    pad = 1.5 * response_bandwidth * (hi - lo)
+    return np.linspace(lo - pad, hi + pad, grid_size)
+
+
+def solve_first_row(s: np.ndarray, ridge: float = 1e-8) -> np.ndarray:
+    """q = (S + ridge)^-1 e1 for a batch of symmetric matrices S (eq. 7).
+
+    The ridge is scale-invariant (METHOD.md): ``ridge * diag(S)`` is added to the
+    diagonal, not a multiple of the identity.  A zero diagonal entry (a covariate with
+    no spread among the weighted rows) gets 1 instead; its row and column of S are zero,
+    so this only pins the matching entry of q to 0.
+    """
+    p = s.shape[-1]
+    diag = np.diagonal(s, axis1=-2, axis2=-1)
+    reg = np.where(diag > 0, ridge * diag, 1.0)
+    a = s.copy()
+    idx = np.arange(p)
+    a[:, idx, idx] += reg
+    e1 = np.zeros((s.shape[0], p, 1))
+    e1[:, 0, 0] = 1.0
+    try:
+        return np.linalg.solve(a, e1)[:, :, 0]
+    except np.linalg.LinAlgError:  # a singular batch member: pseudo-inverse for all
+        return (np.linalg.pinv(a) @ e1)[:, :, 0]
+
+
+def postprocess_cdf(f: np.ndarray, method: str = "isotonic") -> tuple[np.ndarray, np.ndarray]:
+    """The post-processing operator M_cdf: clip to [0, 1], make monotone, end at 1.
+
+    Parameters
+    ----------
+    f : ndarray of shape (B, L)
+        Raw CDF vectors on the grid.
+    method : {"isotonic", "rearrange"}
+        ``"isotonic"``: L2 projection onto monotone vectors (pool-adjacent-violators),
+        run only on rows that are not monotone already.  ``"rearrange"``: sort along
+        the grid (monotone rearrangement).  Never a running maximum (METHOD.md).
+
+    Returns
+    -------
+    cdf : ndarray of shape (B, L)
+        Post-processed CDFs.
+    bad : ndarray of bool, shape (B,)
+        Rows with no positive mass (their cdf is left at 0 and needs a fallback).
+    """
+    if method not in MONOTONE_METHODS:
+        raise ValueError(f"unknown monotone method {method!r}; use one of {MONOTONE_METHODS}")
+    out = np.clip(f, 0.0, 1.0)
+    if method == "rearrange":
+        out.sort(axis=1)
+    else:
+        viol = np.flatnonzero(np.any(np.diff(out, axis=1) < 0, axis=1))
+        for i in viol:  # only rows that need it; PAVA is linear in L
+            out[i] = isotonic_regression(out[i]).x
+    last = out[:, -1]
+    bad = ~(last > 0)
+    out[~bad] /= last[~bad, None]
+    return out, bad
+
+
+def inverse_cdf(cdf: np.ndarray, grid: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """Inverse-CDF sampling by linear interpolation between grid points (eq. 17).
+
+    Parameters
+    ----------
+    cdf : ndarray of shape (B, L)
+        Monotone CDFs on ``grid`` ending at 1.
+    grid : ndarray of shape (L,)
+        Increasing grid.
+    u : ndarray of shape (B,)
+        Uniform draws.
+    """
+    b, n = cdf.shape
+    rows = np.arange(b)
+    pos = np.clip((cdf < u[:, None]).sum(axis=1), 1, n - 1)
+    f0 = cdf[rows, pos - 1]
+    f1 = cdf[rows, pos]
+    gap = f1 - f0
+    t = np.divide(u - f0, gap, out=np.zeros(b), where=gap > 0)
+    t = np.clip(t, 0.0, 1.0)
+    return grid[pos - 1] + t * (grid[pos] - grid[pos - 1])
+
+
+class Coordinator:
+    """Drives a FITS federation through a transport; never touches a row.
+
+    Parameters
+    ----------
+    transport : Transport
+        The channel to the clients.
+    grid_size : int
+        G, points per grid (default 300, sec. 6.1.2).
+    ridge : float
+        Relative ridge of eq. 7 (default 1e-8, times diag(S)); 0 for none.
+    response_bandwidth : float
+        w_z of a continuous response, in units of each client's sd (default 0.05).
+    discrete_response_bandwidth : float
+        w_z of a discrete response, in units of the interval width (default 0.05).
+    monotone : {"isotonic", "rearrange"}
+        How post-processing makes CDFs monotone.
+    batch_size : int, optional
+        Queries per message; default chosen so that the clients' dense weight matrices
+        together stay under ``memory_budget`` float64 values.
+    memory_budget : int
+        See ``batch_size`` (default 2**25 values, 256 MiB).
+    """
+
+    def __init__(
+        self,
+        transport: Transport,
+        *,
+        grid_size: int = 300,
+        ridge: float = 1e-8,
+        response_bandwidth: float = 0.05,
+        discrete_response_bandwidth: float = 0.05,
+        monotone: str = "isotonic",
+        batch_size: int | None = None,
+        memory_budget: int = 2**25,
+    ) -> None:
+        if grid_size < 3:
+            raise ValueError("grid_size must be at least 3")
+        if ridge < 0:
+            raise ValueError("ridge must be >= 0")
+        if not (response_bandwidth > 0 and discrete_response_bandwidth > 0):
+            raise ValueError("response bandwidths must be > 0")
+        if monotone not in MONOTONE_METHODS:
+            raise ValueError(f"monotone must be one of {MONOTONE_METHODS}")
+        self.transport = transport
+        self.grid_size = grid_size
+        self.ridge = ridge
+        self.response_bandwidth = response_bandwidth
+        self.discrete_response_bandwidth = discrete_response_bandwidth
+        self.monotone = monotone
+        self.batch_size = batch_size
+        self.memory_budget = memory_budget
+        self.schema: Schema | None = None
+        self.n_rows: list[int] = []
+        self.grids: dict[str, np.ndarray] = {}
+        self.fallbacks = 0  # queries that needed the degenerate-query fallback
+        self._requests = itertools.count()
+        self._marginals: dict[str, np.ndarray] = {}
+
+    # ---------------------------------------------------------------- setup round
+    @property
+    def n_total(self) -> int:
+        """M, the number of rows in the federation."""
+        return int(sum(self.n_rows))
+
+    def setup(
+        self,
+        *,
+        kinds: Mapping[str, str] | None = None,
+        order: Sequence[str] | None = None,
+        schema: Schema | None = None,
+    ) -> Schema:
+        """Setup round: collect counts and descriptions, merge them into the schema.
+
+        With a user ``schema`` the descriptions are not merged; the clients check their
+        data against it when configured.
+        """
+        declared = {c: {"kind": k} for c, k in (kinds or {}).items()}
+        if schema is not None:
+            declared = {c.name: {"kind": c.kind} for c in schema.columns}
+        msg = Message("setup", config={"declared": json.dumps(declared)})
+        replies = self.transport.broadcast(msg)
+        self.n_rows = [int(r.arrays["n_rows"][0]) for r in replies]
+        if schema is None:
+            descriptions = [json.loads(str(r.config["description"])) for r in replies]
+            schema = merge_descriptions(
+                descriptions, self.transport.client_names, kinds=kinds, order=order
+            )
+        elif order is not None:
+            schema = Schema(schema.columns, list(order))
+        self.schema = schema
+        return schema
+
+    def configure(
+        self,
+        seed: int | np.random.SeedSequence | None = None,
+        *,
+        scaling: tuple[np.ndarray, np.ndarray] | None = None,
+        grids: Mapping[str, np.ndarray] | None = None,
+    ) -> None:
+        """Broadcast schema, M, grids and per-client lifting seeds.
+
+        Parameters
+        ----------
+        seed : int or SeedSequence, optional
+            Root of the clients' continualization seeds.
+        scaling : (loc, scale), optional
+            One common standardization for every client (arrays over the chain
+            columns), instead of each client's own; used to check the federated
+            estimate against a pooled one.
+        grids : mapping, optional
+            Grids to use instead of :func:`default_grid` for some columns.
+        """
+        if self.schema is None:
+            raise RuntimeError("run setup() before configure()")
+        seq = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+        encoders = {s.name: Encoder(s) for s in self.schema.columns}
+        self.encoders = encoders
+        self.grids = {
+            name: default_grid(
+                enc, self.grid_size, self.response_bandwidth, self.discrete_response_bandwidth
+            )
+            for name, enc in encoders.items()
+        }
+        for name, g in (grids or {}).items():
+            g = np.asarray(g, dtype=float)
+            if g.ndim != 1 or g.size < 2 or np.any(np.diff(g) <= 0):
+                raise ValueError(f"grid for {name!r} must be a strictly increasing 1-D array")
+            self.grids[name] = g
+        arrays = {f"grid:{name}": g for name, g in self.grids.items()}
+        if scaling is not None:
+            arrays["scale_mean"] = np.asarray(scaling[0], dtype=float)
+            arrays["scale_sd"] = np.asarray(scaling[1], dtype=float)
+        children = seq.spawn(self.transport.n_clients)
+        config = {
+            "schema": self.schema.to_json(),
+            "n_total": self.n_total,
+            "response_bandwidth": self.response_bandwidth,
+            "discrete_response_bandwidth": self.discrete_response_bandwidth,
+        }
+        for k, child in enumerate(children):
+            lift_seed = int(child.generate_state(1, np.uint64)[0] >> np.uint64(1))
+            self.transport.send(k, Message("configure", arrays, {**config, "seed": lift_seed}))
+        self._marginals.clear()
+
+    # ---------------------------------------------------------------- estimation
+    def _batch(self) -> int:
+        if self.batch_size:
+            return int(self.batch_size)
+        return int(np.clip(self.memory_budget // max(self.n_total, 1), 64, 8192))
+
+    def marginal_cdf(self, column: str) -> np.ndarray:
+        """The smoothed marginal CDF of a column on its grid (eq. 16), post-processed."""
+        if column not in self._marginals:
+            grid = self.grids[column]
+            msg = Message("marginal", config={"column": column, "grid_size": grid.size})
+            total = sum(r.arrays["F"] for r in self.transport.broadcast(msg))
+            cdf, bad = postprocess_cdf(total[None, :] / self.n_total, self.monotone)
+            if bad[0]:
+                raise RuntimeError(f"column {column!r}: the marginal CDF has no mass")
+            self._marginals[column] = cdf[0]
+        return self._marginals[column]
+
+    def _two_step(self, column: str, x: np.ndarray, scheme: str) -> tuple[np.ndarray, np.ndarray]:
+        """Algorithm 1 for one batch: raw F and a mask of degenerate queries."""
+        b, d = x.shape
+        p = d + 1
+        grid = self.grids[column]
+        config = {"column": column, "request": f"r{next(self._requests)}", "scheme": scheme}
+        step1 = Message("hessian", {"queries": x}, config)
+        packed = np.zeros((b, packed_size(p)))
+        for k in range(self.transport.n_clients):
+            packed += self.transport.send(k, step1).arrays["S"]
+        s = np.empty((b, p, p))
+        iu = np.triu_indices(p)
+        s[:, iu[0], iu[1]] = packed
+        s[:, iu[1], iu[0]] = packed
+        q = solve_first_row(s, self.ridge)
+        degenerate = ~(s[:, 0, 0] > DEGENERATE_WEIGHT) | ~np.all(np.isfinite(q), axis=1)
+        q[degenerate] = 0.0
+        step2 = Message("cdf", {"queries": x, "q": q}, {**config, "grid_size": grid.size})
+        f = np.zeros((b, grid.size))
+        for k in range(self.transport.n_clients):
+            f += self.transport.send(k, step2).arrays["F"]
+        return f, degenerate
+
+    def _estimate_batch(self, column: str, x: np.ndarray, postprocess: bool) -> np.ndarray:
+        f, degenerate = self._two_step(column, x, "own")
+        if np.any(degenerate):
+            # far from every row under the clients' own kernels: ask for KNN weights,
+            # which always find neighbours (documented fallback)
+            self.fallbacks += int(degenerate.sum())
+            f_knn, still = self._two_step(column, x[degenerate], "knn")
+            f[degenerate] = f_knn
+            degenerate[np.flatnonzero(degenerate)[~still]] = False
+        if not postprocess:
+            return f
+        cdf, bad = postprocess_cdf(f, self.monotone)
+        bad |= degenerate
+        if np.any(bad):  # no usable local fit at all: fall back to the marginal
+            self.fallbacks += int(bad.sum())
+            cdf[bad] = self.marginal_cdf(column)
+        return cdf
+
+    def conditional_cdf(
+        self, column: str, queries: np.ndarray, *, postprocess: bool = True
+    ) -> np.ndarray:
+        """Federated conditional CDF of ``column`` given the columns before it in the chain.
+
+        Parameters
+        ----------
+        column : str
+            The response column.
+        queries : ndarray of shape (B, d)
+            Query points on the continualized scale, one column per chain column before
+            ``column`` (discrete coordinates are moved to interval midpoints by the
+            clients).
+        postprocess : bool
+            Apply M_cdf (default) or return the raw sums of eq. 10.
+
+        Returns
+        -------
+        ndarray of shape (B, L)
+            CDF values on ``self.grids[column]``.
+        """
+        if self.schema is None or not self.grids:
+            raise RuntimeError("run setup() and configure() first")
+        j = self.schema.order.index(column)
+        x = np.atleast_2d(np.asarray(queries, dtype=float))
+        if j == 0:
+            raise ValueError(f"{column!r} is first in the chain; use marginal_cdf()")
+        if x.shape[1] != j:
+            raise ValueError(f"queries for {column!r} need {j} columns, got {x.shape[1]}")
+        step = self._batch()
+        out = np.empty((x.shape[0], self.grids[column].size))
+        for start in range(0, x.shape[0], step):
+            sl = slice(start, start + step)
+            out[sl] = self._estimate_batch(column, x[sl], postprocess)
+        return out
+
+    # ---------------------------------------------------------------- generation
+    def sample(
+        self,
+        n: int,
+        rng: np.random.Generator,
+        *,
+        progress: ProgressCallback | None = None,
+    ) -> np.ndarray:
+        """Algorithm 2: draw ``n`` rows on the continualized scale, in chain order.
+
+        Parameters
+        ----------
+        n : int
+            Number of synthetic rows.
+        rng : Generator
+            Source of every uniform draw (all drawn up front, so results do not depend
+            on the batch size).
+        progress : callable, optional
+            Called as ``progress(column, rows_done, rows_total)``.
+
+        Returns
+        -------
+        ndarray of shape (n, P)
+            Synthetic values, columns in ``schema.order``.
+        """
+        if self.schema is None or not self.grids:
+            raise RuntimeError("run setup() and configure() first")
+        if n < 1:
+            raise ValueError("the number of rows to sample must be at least 1")
+        order = self.schema.order
+        u = rng.random((n, len(order)))
+        out = np.empty((n, len(order)))
+        step = self._batch()
+        for j, column in enumerate(order):
+            grid = self.grids[column]
+            if j == 0:
+                cdf = np.broadcast_to(self.marginal_cdf(column), (n, grid.size))
+                out[:, 0] = inverse_cdf(cdf, grid, u[:, 0])
+                if progress:
+                    progress(column, n, n)
+                continue
+            for start in range(0, n, step):
+                sl = slice(start, min(start + step, n))
+                cdf = self._estimate_batch(column, out[sl, :j], True)
+                out[sl, j] = inverse_cdf(cdf, grid, u[sl, j])
+                if progress:
+                    progress(column, sl.stop, n)
+        return out

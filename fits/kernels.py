@@ -1,0 +1,188 @@
+"""Client-designed kernels (paper sec. 3.2) and the penalty-adaptive kernel (sec. 4.4).
+
+Each client picks its own scheme and parameters:
+
+* :class:`GaussianKernel` -- the fixed-bandwidth scheme (eq. 11): every local row gets
+  the weight ``exp(-|x - h|^2 / (2 w_x^2)) * rho`` on locally standardized covariates,
+  with ``w_x = M^(-1/(d+4))`` by default (sec. 6.1.2).  No normalizing constant, as in
+  the paper.
+* :class:`KNNKernel` -- the KNN scheme (eqs. 12-13): the ``c_k`` nearest local rows of
+  the standardized query get the product Epanechnikov weight
+  ``prod_j (1 - u_j^2)_+ * rho`` with ``u = (h - x) / (eta r)``, ``r`` the distance to
+  the ``c_k``-th neighbour.  The factor 3/4 of the Epanechnikov kernel is dropped: the
+  local-linear estimate is invariant to a common scale of the weights.
+
+Both multiply by the category penalty rho (eqs. 25-26): ``exp(-lambda |rank gap|)`` per
+ordinal covariate and ``gamma`` per nominal covariate whose category differs from the
+query's.  Discrete query coordinates are moved to their interval midpoint first (eq. 24;
+done by the client, see :mod:`fits.client`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.special import ndtr
+
+__all__ = [
+    "Kernel",
+    "GaussianKernel",
+    "KNNKernel",
+    "DEFAULT_KNN_BUDGET",
+    "knn_budget",
+    "resolve_kernel",
+    "response_cdf_kernel",
+    "epanechnikov_product",
+]
+
+#: Global KNN budget r0 by number of conditioning columns d (sec. 6.1.2); key 0 = "more".
+DEFAULT_KNN_BUDGET: dict[int, int] = {1: 350, 2: 250, 0: 200}
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """Common part of both schemes: the category penalty of the penalty-adaptive kernel.
+
+    Parameters
+    ----------
+    ordinal_penalty : float
+        lambda_q in eq. 26: the weight of a row whose ordinal category is ``g`` ranks
+        away from the query's is multiplied by ``exp(-lambda_q g)``.  Default 1.
+    nominal_penalty : float
+        gamma_q in eq. 26, in (0, 1]: the factor for a nominal category mismatch.
+        Default 0.1.
+    column_penalties : mapping, optional
+        Per-column overrides: column name -> lambda_q or gamma_q.
+    """
+
+    ordinal_penalty: float = 1.0
+    nominal_penalty: float = 0.1
+    column_penalties: Mapping[str, float] = field(default_factory=dict)
+
+    name = "kernel"
+
+    def __post_init__(self) -> None:
+        if not self.ordinal_penalty >= 0:
+            raise ValueError("ordinal_penalty (lambda_q) must be >= 0")
+        if not 0 < self.nominal_penalty <= 1:
+            raise ValueError("nominal_penalty (gamma_q) must lie in (0, 1]")
+
+    def penalty_for(self, column: str, kind: str) -> float:
+        """lambda_q (ordinal) or gamma_q (nominal) for one covariate."""
+        if column in self.column_penalties:
+            value = float(self.column_penalties[column])
+        else:
+            value = self.ordinal_penalty if kind == "ordinal" else self.nominal_penalty
+        if kind == "nominal" and not 0 < value <= 1:
+            raise ValueError(f"nominal penalty for {column!r} must lie in (0, 1], got {value}")
+        if kind == "ordinal" and value < 0:
+            raise ValueError(f"ordinal penalty for {column!r} must be >= 0, got {value}")
+        return value
+
+
+@dataclass(frozen=True)
+class GaussianKernel(Kernel):
+    """Fixed-bandwidth scheme with the Gaussian product kernel (eq. 11).
+
+    Parameters
+    ----------
+    bandwidth : float, optional
+        w_x on the standardized scale; default ``M ** (-1 / (d + 4))`` with M the total
+        number of rows in the federation and d the number of conditioning columns.
+    """
+
+    bandwidth: float | None = None
+
+    name = "gaussian"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.bandwidth is not None and not self.bandwidth > 0:
+            raise ValueError("bandwidth must be > 0")
+
+    def bandwidth_for(self, n_total: int, d: int) -> float:
+        """w_x for d conditioning columns in a federation of n_total rows."""
+        if self.bandwidth is not None:
+            return float(self.bandwidth)
+        return float(n_total) ** (-1.0 / (d + 4))
+
+
+@dataclass(frozen=True)
+class KNNKernel(Kernel):
+    """KNN scheme with the product Epanechnikov kernel (eqs. 12-13).
+
+    Parameters
+    ----------
+    budget : int or mapping, optional
+        The global budget r0, or a mapping d -> r0 (key 0 for "any other d").  Default
+        350 / 250 / 200 for d = 1 / 2 / more (sec. 6.1.2).
+    min_neighbors : int
+        c0 in eq. 12, at least 2.  Default 2.
+    eta : float
+        Kernel-scale factor eta in eq. 13; default 1.05.
+    """
+
+    budget: int | Mapping[int, int] | None = None
+    min_neighbors: int = 2
+    eta: float = 1.05
+
+    name = "knn"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.min_neighbors < 2:
+            raise ValueError("min_neighbors (c0) must be at least 2")
+        if not self.eta > 0:
+            raise ValueError("eta must be > 0")
+
+    def budget_for(self, d: int) -> int:
+        """The global budget r0 for d conditioning columns."""
+        b = self.budget
+        if b is None:
+            b = DEFAULT_KNN_BUDGET
+        if isinstance(b, Mapping):
+            return int(b.get(d, b.get(0, 200)))
+        return int(b)
+
+    def neighbors(self, m_k: int, n_total: int, d: int) -> int:
+        """c_k of eq. 12 for a client with m_k of n_total rows."""
+        return knn_budget(m_k, n_total, self.budget_for(d), self.min_neighbors)
+
+
+def knn_budget(m_k: int, n_total: int, r0: int, c0: int = 2) -> int:
+    """Local KNN budget, eq. 12: ``c_k = max(c0, min(round(m_k r0 / M), m_k))``.
+
+    ``round`` is round-half-up (the paper's nearest-integer bracket).
+    """
+    share = int(np.floor(m_k * r0 / n_total + 0.5))
+    return max(int(c0), min(share, int(m_k)))
+
+
+def resolve_kernel(kernel: str | Kernel) -> Kernel:
+    """Turn ``"knn"`` / ``"gaussian"`` (or a :class:`Kernel`) into a kernel object."""
+    if isinstance(kernel, Kernel):
+        return kernel
+    if isinstance(kernel, str):
+        key = kernel.lower()
+        if key in ("knn", "k", "fits-k", "epanechnikov"):
+            return KNNKernel()
+        if key in ("gaussian", "g", "fits-g", "fixed"):
+            return GaussianKernel()
+    raise ValueError(
+        f"unknown kernel {kernel!r}: use 'knn', 'gaussian', or a KNNKernel / GaussianKernel"
+    )
+
+
+def response_cdf_kernel(t: np.ndarray) -> np.ndarray:
+    """The CDF kernel K of eq. 3: the standard normal CDF."""
+    return ndtr(t)
+
+
+def epanechnikov_product(u: np.ndarray) -> np.ndarray:
+    """Product Epanechnikov kernel without its constant: ``prod_j (1 - u_j^2)_+``.
+
+    ``u`` has the coordinates on its last axis.
+    """
+    return np.prod(np.clip(1.0 - u * u, 0.0, None), axis=-1)
