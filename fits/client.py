@@ -42,7 +42,8 @@ __all__ = ["FITSClient", "MIN_CLIENT_ROWS"]
 #: Fewest rows a client may hold: a one-row client would reveal its row through its sums.
 MIN_CLIENT_ROWS = 2
 #: Total weight below which a query counts as far from all of a client's rows.
-_TINY = 1e-300
+#: Half-width, in response bandwidths, of the band where Phi differs from a step.
+_BAND = 9.0
 
 
 @dataclass
@@ -52,6 +53,7 @@ class _Weights:
     w: np.ndarray  # (B, m) dense, or (B, c) with idx
     idx: np.ndarray | None = None  # (B, c) neighbour indices for the KNN scheme
     x: np.ndarray | None = None  # (B, d) midpoint-substituted queries, native units
+    u: np.ndarray | None = None  # (B, c, d + 1) local-linear design of the neighbours
 
 
 class FITSClient:
@@ -204,6 +206,35 @@ class FITSClient:
             self._cache[key] = response_cdf_kernel(t)
         return self._cache[key]  # type: ignore[return-value]
 
+    def _response_parts(self, j: int) -> tuple[np.ndarray, sparse.csr_matrix]:
+        """Phi((z_l - y_i) / w_i) split as step + band, for neighbour-list step 2 (cached).
+
+        ``Phi(t) = H(t) + (Phi(t) - H(t))`` with H the unit step; the second term is
+        below 1e-19 for |t| > 9, so it is kept only on the band |t| <= 9 around each
+        y_i (a sparse matrix) and the step part becomes a cumulative sum.  Returns the
+        first grid index at or above each y_i and the band matrix.
+        """
+        key = f"band:{j}"
+        if key not in self._cache:
+            self._cache = {k: v for k, v in self._cache.items() if not k.startswith("band:")}
+            grid = self.grids[self.columns[j]]
+            y, w = self.z[:, j], self.wz[:, j]
+            first = np.searchsorted(grid, y, side="left")
+            lo = np.searchsorted(grid, y - _BAND * w, side="left")
+            hi = np.searchsorted(grid, y + _BAND * w, side="right")
+            width = int(max(1, (hi - lo).max()))
+            cols = lo[:, None] + np.arange(width)[None, :]
+            keep = cols < np.minimum(hi, grid.size)[:, None]
+            cols_k = np.where(keep, cols, 0)
+            t = (grid[cols_k] - y[:, None]) / w[:, None]
+            vals = response_cdf_kernel(t) - (cols_k >= first[:, None])
+            rows = np.broadcast_to(np.arange(y.size)[:, None], cols.shape)
+            band = sparse.csr_matrix(
+                (vals[keep], (rows[keep], cols_k[keep])), shape=(y.size, grid.size)
+            )
+            self._cache[key] = (first, band)
+        return self._cache[key]  # type: ignore[return-value]
+
     def _prepared(self, d: int) -> dict[str, np.ndarray | object]:
         """Per-prefix data: standardized covariates, penalties, KD-tree (cached)."""
         key = f"prep:{d}"
@@ -215,7 +246,7 @@ class FITSClient:
     def _tree(self, d: int) -> cKDTree:
         prep = self._prepared(d)
         if "tree" not in prep:
-            prep["tree"] = cKDTree(prep["hbar"])
+            prep["tree"] = cKDTree(prep["hbar"], leafsize=64)
         return prep["tree"]  # type: ignore[return-value]
 
     def _substitute(self, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -368,11 +399,14 @@ class FITSClient:
         return Message("hessian", {"S": s[:, iu[0], iu[1]]})
 
     def _design(self, wts: _Weights, d: int) -> np.ndarray:
-        """U_i = (1, h_i - x) for the neighbours of each query, native units."""
+        """U_i = (1, h_i - x) for the neighbours of each query, native units (cached)."""
+        if wts.u is not None:
+            return wts.u
         b, c = wts.idx.shape
         u = np.empty((b, c, d + 1))
         u[:, :, 0] = 1.0
         u[:, :, 1:] = self.z[wts.idx, :d] - wts.x[:, None, :]
+        wts.u = u
         return u
 
     def _cdf(self, msg: Message) -> Message:
@@ -385,8 +419,8 @@ class FITSClient:
             raise ProtocolError(
                 f"{self.name}: q has shape {q.shape}, expected ({len(wts.x)}, {d + 1})"
             )
-        phi = self._response_matrix(d)
         if wts.idx is None:
+            phi = self._response_matrix(d)
             hc = self.z[:, :d] - self.center[:d]
             xc = wts.x - self.center[:d]
             a = q[:, 0] - np.einsum("ij,ij->i", q[:, 1:], xc)
@@ -398,11 +432,16 @@ class FITSClient:
             u = self._design(wts, d)
             alpha = wts.w * np.einsum("bcp,bp->bc", u, q)
             b, c = wts.idx.shape
+            first, band = self._response_parts(d)
+            size = self.grids[self.columns[d]].size + 1
+            flat = (np.arange(b)[:, None] * size + first[wts.idx]).ravel()
+            steps = np.bincount(flat, weights=alpha.ravel(), minlength=b * size)
+            f = np.cumsum(steps.reshape(b, size), axis=1)[:, :-1]
             mat = sparse.csr_matrix(
                 (alpha.ravel(), wts.idx.ravel(), np.arange(0, b * c + 1, c)),
                 shape=(b, self.n_rows),
             )
-            f = mat @ phi
+            f += (mat @ band).toarray()
         return Message("cdf", {"F": np.ascontiguousarray(f)})
 
     def _marginal(self, msg: Message) -> Message:

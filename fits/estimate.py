@@ -113,7 +113,7 @@ def estimate_conditional_cdf(
         subset[name] = frame[columns]
     _, transport = build_federation(subset, kernel)
     coord = Coordinator(transport, ridge=ridge, **options)  # type: ignore[arg-type]
-    coord.setup(kinds=kinds, order=columns)
+    coord.setup(kinds={c: k for c, k in (kinds or {}).items() if c in columns}, order=columns)
     if scaling is not None:
         loc = np.append(np.asarray(scaling[0], dtype=float), 0.0)
         scale = np.append(np.asarray(scaling[1], dtype=float), 1.0)
