@@ -68,7 +68,9 @@ def _pooled_cdf(zs, codes, weights, x, grid, encoders, d):
     """Pooled local-linear fit per query: argmin sum_i w_i (K_i(z) - b0 - b'(h_i - x))^2."""
     h = np.vstack([z[:, :d] for z in zs])
     y = np.concatenate([z[:, d] for z in zs])
-    wz = np.concatenate([_response_bandwidths(z, c, encoders, d) for z, c in zip(zs, codes)])
+    wz = np.concatenate(
+        [_response_bandwidths(z, c, encoders, d) for z, c in zip(zs, codes, strict=True)]
+    )
     k = ndtr((grid[None, :] - y[:, None]) / wz[:, None])
     out = np.empty((len(x), grid.size))
     for b in range(len(x)):
@@ -82,7 +84,7 @@ def _pooled_cdf(zs, codes, weights, x, grid, encoders, d):
 
 def _gaussian_weights(zs, codes, x, qcodes, encoders, loc, scale, bandwidth):
     out = []
-    for z, cd in zip(zs, codes):
+    for z, cd in zip(zs, codes, strict=True):
         w = np.empty((len(x), len(z)))
         for b in range(len(x)):
             for i in range(len(z)):
@@ -95,7 +97,7 @@ def _gaussian_weights(zs, codes, x, qcodes, encoders, loc, scale, bandwidth):
 def _knn_weights(zs, codes, x, qcodes, encoders, loc, scale, n_total, r0):
     d = x.shape[1]
     out = []
-    for z, cd in zip(zs, codes):
+    for z, cd in zip(zs, codes, strict=True):
         m = len(z)
         c = max(2, min(int(np.floor(m * r0 / n_total + 0.5)), m))
         w = np.zeros((len(x), m))
@@ -132,14 +134,30 @@ def test_federated_equals_pooled(mixed_clients, scheme, response):
     kernel = GaussianKernel() if scheme == "gaussian" else KNNKernel(budget=120)
     tables = [t[[*covariates, response]] for t in mixed_clients]
     first = estimate_conditional_cdf(
-        tables, covariates, response, np.zeros((1, d)), kernel=kernel, kinds=KINDS,
-        postprocess=False, scaling=(loc, scale), ridge=0.0, seed=3,
+        tables,
+        covariates,
+        response,
+        np.zeros((1, d)),
+        kernel=kernel,
+        kinds=KINDS,
+        postprocess=False,
+        scaling=(loc, scale),
+        ridge=0.0,
+        seed=3,
     )
     zs, codes, encoders = _lifted(first), _codes(first), _encoders(first)
     x_raw = _queries(zs, d, seed=4)
     result = estimate_conditional_cdf(
-        tables, covariates, response, x_raw, kernel=kernel, kinds=KINDS,
-        postprocess=False, scaling=(loc, scale), ridge=0.0, seed=3,
+        tables,
+        covariates,
+        response,
+        x_raw,
+        kernel=kernel,
+        kinds=KINDS,
+        postprocess=False,
+        scaling=(loc, scale),
+        ridge=0.0,
+        seed=3,
     )
     x, qcodes = _midpoints(x_raw, encoders)
     n_total = sum(len(z) for z in zs)
@@ -161,14 +179,30 @@ def test_ridge_changes_little_and_mixed_schemes_still_pool(mixed_clients):
     kernels = [GaussianKernel(bandwidth=0.4), KNNKernel(budget=90), KNNKernel(budget=200)]
     loc, scale = np.zeros(2), np.ones(2)
     base = estimate_conditional_cdf(
-        tables, covariates, response, np.zeros((1, 2)), kernel=kernels,
-        kinds=KINDS, postprocess=False, scaling=(loc, scale), ridge=0.0, seed=5,
+        tables,
+        covariates,
+        response,
+        np.zeros((1, 2)),
+        kernel=kernels,
+        kinds=KINDS,
+        postprocess=False,
+        scaling=(loc, scale),
+        ridge=0.0,
+        seed=5,
     )
     zs, codes, encoders = _lifted(base), _codes(base), _encoders(base)
     x_raw = _queries(zs, 2, seed=6)
     result = estimate_conditional_cdf(
-        tables, covariates, response, x_raw, kernel=kernels, kinds=KINDS,
-        postprocess=False, scaling=(loc, scale), ridge=0.0, seed=5,
+        tables,
+        covariates,
+        response,
+        x_raw,
+        kernel=kernels,
+        kinds=KINDS,
+        postprocess=False,
+        scaling=(loc, scale),
+        ridge=0.0,
+        seed=5,
     )
     x, qcodes = _midpoints(x_raw, encoders)
     n_total = sum(len(z) for z in zs)
@@ -178,7 +212,15 @@ def test_ridge_changes_little_and_mixed_schemes_still_pool(mixed_clients):
     expected = _pooled_cdf(zs, codes, w0 + w1 + w2, x, result.grid, encoders, 2)
     np.testing.assert_allclose(result.values, expected, rtol=0, atol=1e-10)
     ridged = estimate_conditional_cdf(
-        tables, covariates, response, x_raw, kernel=kernels, kinds=KINDS,
-        postprocess=False, scaling=(loc, scale), ridge=1e-8, seed=5,
+        tables,
+        covariates,
+        response,
+        x_raw,
+        kernel=kernels,
+        kinds=KINDS,
+        postprocess=False,
+        scaling=(loc, scale),
+        ridge=1e-8,
+        seed=5,
     )
     assert np.max(np.abs(ridged.values - expected)) < 1e-5

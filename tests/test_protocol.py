@@ -1,0 +1,72 @@
+"""What crosses the wire: only the protocol's arrays, never rows."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fits import FITSSynthesizer, Message, ProtocolError
+from fits.protocol import check_reply, packed_size
+
+
+def _record(synth):
+    log = []
+    synth.coordinator.transport.observers.append(
+        lambda k, req, rep: log.append((k, req, rep))
+    )
+    return log
+
+
+def test_clients_send_only_protocol_arrays_and_no_rows(mixed_clients):
+    synth = FITSSynthesizer(["knn", "gaussian", "knn"], seed=0, grid_size=101).fit(mixed_clients)
+    log = _record(synth)
+    n = 257
+    synth.sample(n)
+    sizes = [len(t) for t in mixed_clients]
+    kinds_seen = set()
+    raw_values = [set(np.round(t["x"].to_numpy(), 12)) | set(np.round(t["y"].to_numpy(), 12))
+                  for t in mixed_clients]
+    for k, req, rep in log:
+        check_reply(req, rep)  # the transport already did; do it again explicitly
+        kinds_seen.add(rep.kind)
+        assert set(rep.config) == set()
+        for name, arr in rep.arrays.items():
+            assert arr.dtype.kind == "f"
+            assert sizes[k] not in arr.shape, f"{rep.kind}.{name} has a row-sized axis"
+            # no uploaded number is one of the client's raw continuous values
+            assert not (set(np.round(arr.ravel(), 12)) & raw_values[k])
+        if rep.kind == "hessian":
+            b, d = req.arrays["queries"].shape
+            assert rep.arrays["S"].shape == (b, packed_size(d + 1))
+        if rep.kind == "cdf":
+            assert rep.arrays["F"].shape == (req.arrays["q"].shape[0], req.config["grid_size"])
+    assert kinds_seen == {"marginal", "hessian", "cdf"}
+
+
+def test_upload_volume_matches_remark_3_3(mixed_clients):
+    synth = FITSSynthesizer("knn", seed=0, batch_size=10_000).fit(mixed_clients)
+    before = list(synth.uploaded_bytes_)
+    n = 300
+    synth.sample(n)
+    coord = synth.coordinator
+    order = coord.schema.order
+    per_row = sum(
+        packed_size(j + 1) + coord.grids[c].size for j, c in enumerate(order) if j > 0
+    )
+    first = coord.grids[order[0]].size
+    for k, b0 in enumerate(before):
+        assert synth.uploaded_bytes_[k] - b0 == 8 * (n * per_row + first)
+
+
+def test_check_reply_refuses_extra_or_misshaped_arrays():
+    req = Message("hessian", {"queries": np.zeros((4, 2))}, {"column": "y", "request": "r0"})
+    good = Message("hessian", {"S": np.zeros((4, 6))})
+    check_reply(req, good)
+    with pytest.raises(ProtocolError, match="allows exactly"):
+        check_reply(req, Message("hessian", {"S": np.zeros((4, 6)), "rows": np.zeros((9, 3))}))
+    with pytest.raises(ProtocolError, match="shape"):
+        check_reply(req, Message("hessian", {"S": np.zeros((9, 6))}))
+    with pytest.raises(ProtocolError, match="config"):
+        check_reply(req, Message("hessian", {"S": np.zeros((4, 6))}, {"leak": "1,2,3"}))
+    with pytest.raises(ProtocolError, match="reply"):
+        check_reply(req, Message("cdf", {"F": np.zeros((4, 3))}))

@@ -1,0 +1,187 @@
+"""The pandas API end to end: fidelity, reproducibility, dtypes, degenerate cases."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fits import FITSSynthesizer, GaussianKernel, SchemaError, estimate_conditional_cdf
+from fits.coordinator import inverse_cdf, postprocess_cdf
+from fits.evaluation import energy_distance, independent_resample
+
+from conftest import mixed_table, split
+
+KINDS = {"b": "nominal", "x": "continuous", "o": "ordinal", "c": "nominal", "y": "continuous"}
+
+
+@pytest.fixture(scope="module")
+def fidelity_data():
+    real = mixed_table(4000, seed=11)
+    clients = split(real, [1800, 1200, 700, 300])  # four clients of unequal size
+    reference = mixed_table(4000, seed=12)  # fresh draw from the same distribution
+    return clients, reference
+
+
+@pytest.mark.parametrize("kernel", ["knn", "gaussian"])
+def test_fidelity_far_better_than_independent_resample(fidelity_data, kernel):
+    clients, reference = fidelity_data
+    train = pd.concat(clients, ignore_index=True)
+    synthetic = FITSSynthesizer(kernel, seed=0).fit(clients).sample(4000)
+    ed_fits = energy_distance(reference, synthetic, KINDS)
+    ed_indep = energy_distance(reference, independent_resample(train, 4000, random_state=0), KINDS)
+    ed_real = energy_distance(reference, train, KINDS)  # the sampling-noise floor
+    assert ed_fits < 0.35 * ed_indep, (ed_fits, ed_indep, ed_real)
+    assert ed_fits < 3 * ed_real + 0.05, (ed_fits, ed_real)
+    # the dependence that drives the table is kept
+    assert abs(synthetic["x"].corr(synthetic["y"]) - train["x"].corr(train["y"])) < 0.05
+    p_real = train.groupby("b")["x"].mean()
+    p_syn = synthetic.groupby("b")["x"].mean()
+    assert np.all(np.abs(p_real - p_syn) < 0.15)
+
+
+def test_fixed_seed_reproduces_bit_for_bit(mixed_clients):
+    a = FITSSynthesizer(["knn", "gaussian", "knn"], seed=7).fit(mixed_clients).sample(500)
+    b = FITSSynthesizer(["knn", "gaussian", "knn"], seed=7).fit(mixed_clients).sample(500)
+    pd.testing.assert_frame_equal(a, b)
+    c = FITSSynthesizer(["knn", "gaussian", "knn"], seed=8).fit(mixed_clients).sample(500)
+    assert not a.equals(c)
+    # the batch size does not change the draw
+    d = (
+        FITSSynthesizer(["knn", "gaussian", "knn"], seed=7, batch_size=64)
+        .fit(mixed_clients)
+        .sample(500)
+    )
+    pd.testing.assert_frame_equal(a, d)
+
+
+def test_output_keeps_columns_dtypes_and_valid_categories(mixed_clients):
+    frames = [t.assign(c=pd.Categorical(t["c"]), o=t["o"].astype("int32")) for t in mixed_clients]
+    synth = FITSSynthesizer(seed=0).fit(frames)
+    out = synth.sample(800)
+    assert list(out.columns) == list(mixed_clients[0].columns)
+    assert out["b"].dtype == bool
+    assert isinstance(out["c"].dtype, pd.CategoricalDtype)
+    assert set(out["c"].cat.categories) == {"north", "south", "west"}
+    assert pd.api.types.is_integer_dtype(out["o"])
+    assert set(out["o"]) <= {1, 2, 5}
+    assert out["y"].dtype == float
+    lo, hi = min(t["y"].min() for t in frames), max(t["y"].max() for t in frames)
+    assert out["y"].between(lo, hi).all()
+    assert not out.isna().any().any()
+    assert synth.schema_.kinds() == KINDS
+
+
+def test_postprocessed_cdfs_are_monotone_in_unit_interval_ending_at_one(mixed_clients):
+    for monotone in ("isotonic", "rearrange"):
+        res = estimate_conditional_cdf(
+            mixed_clients, ["b", "x", "o"], "y", np.random.default_rng(0).normal(size=(200, 3)),
+            kinds=KINDS, seed=0, monotone=monotone,
+        )
+        f = res.values
+        assert np.all(f >= 0) and np.all(f <= 1)
+        assert np.all(np.diff(f, axis=1) >= 0)
+        np.testing.assert_allclose(f[:, -1], 1.0)
+
+
+def test_postprocess_isotonic_is_the_l2_projection():
+    raw = np.array([[-0.1, 0.3, 0.2, 0.6, 0.5, 1.3]])
+    out, bad = postprocess_cdf(raw, "isotonic")
+    np.testing.assert_allclose(out[0], [0, 0.25, 0.25, 0.55, 0.55, 1.0] / np.float64(1.0))
+    assert not bad[0]
+    out, _ = postprocess_cdf(raw, "rearrange")
+    np.testing.assert_allclose(out[0], [0, 0.2, 0.3, 0.5, 0.6, 1.0])
+    # no running maximum: a dip is pooled, not carried forward
+    out, _ = postprocess_cdf(np.array([[0.0, 0.9, 0.1, 1.0]]), "isotonic")
+    np.testing.assert_allclose(out[0], [0, 0.5, 0.5, 1.0])
+    _, bad = postprocess_cdf(np.array([[-0.2, -0.1, 0.0]]), "isotonic")
+    assert bad[0]
+
+
+def test_inverse_cdf_is_linear_interpolation_eq_17():
+    grid = np.array([0.0, 1.0, 2.0, 4.0])
+    cdf = np.tile([0.0, 0.2, 0.6, 1.0], (4, 1))
+    u = np.array([0.1, 0.2, 0.8, 1.0])
+    np.testing.assert_allclose(inverse_cdf(cdf, grid, u), [0.5, 1.0, 3.0, 4.0])
+
+
+def test_query_far_from_all_data_falls_back_without_nan(mixed_clients):
+    """A tiny Gaussian bandwidth leaves far queries with zero weight at every client."""
+    kernel = GaussianKernel(bandwidth=0.01)
+    x = np.array([[1.5, 40.0, 2.0], [0.5, -0.2, 1.5]])
+    res = estimate_conditional_cdf(mixed_clients, ["b", "x", "o"], "y", x, kernel=kernel,
+                                   kinds=KINDS, seed=0)
+    assert np.all(np.isfinite(res.values))
+    assert res.coordinator.fallbacks >= 1
+    np.testing.assert_allclose(res.values[:, -1], 1.0)
+
+
+def test_gaussian_synthesis_with_far_rows_has_no_nan(mixed_clients):
+    out = FITSSynthesizer(GaussianKernel(bandwidth=0.02), seed=1).fit(mixed_clients).sample(300)
+    assert not out.isna().any().any()
+
+
+def test_client_below_knn_minimum_is_a_clear_error(mixed_clients):
+    tiny = mixed_clients[2].iloc[:1]
+    with pytest.raises(SchemaError, match="client 3 has 1 row"):
+        FITSSynthesizer("knn").fit([mixed_clients[0], mixed_clients[1], tiny])
+
+
+def test_constant_column_at_one_client_is_fine(mixed_clients):
+    frames = [t.copy() for t in mixed_clients]
+    frames[2]["x"] = 0.25  # constant at this client only
+    frames[1]["c"] = "west"
+    out = FITSSynthesizer("knn", seed=0).fit(frames).sample(400)
+    assert not out.isna().any().any()
+    assert out["x"].std() > 0.5
+
+
+def test_category_present_at_one_client_only(mixed_clients):
+    frames = [t.copy() for t in mixed_clients]
+    frames[0].loc[frames[0].index[:150], "c"] = "east"  # only client 1 has "east"
+    synth = FITSSynthesizer("gaussian", seed=0).fit(frames)
+    assert "east" in synth.schema_["c"].categories
+    out = synth.sample(2000)
+    share = (out["c"] == "east").mean()
+    assert 0.05 < share < 0.3  # true share 150 / 1000
+
+
+def test_globally_constant_column_is_a_clear_error(mixed_clients):
+    frames = [t.assign(k=1.0) for t in mixed_clients]
+    with pytest.raises(SchemaError, match="'k' is constant"):
+        FITSSynthesizer().fit(frames)
+
+
+def test_columns_missing_at_a_client_name_the_client(mixed_clients):
+    frames = [mixed_clients[0], mixed_clients[1].drop(columns="o"), mixed_clients[2]]
+    with pytest.raises(SchemaError, match=r"client 2: columns differ.*missing: \['o'\]"):
+        FITSSynthesizer().fit(frames)
+
+
+def test_numeric_and_text_types_disagreeing_is_a_clear_error(mixed_clients):
+    frames = [t.copy() for t in mixed_clients]
+    frames[1]["o"] = frames[1]["o"].astype(str)
+    with pytest.raises(SchemaError, match="'o' is numeric at some clients and text at others"):
+        FITSSynthesizer().fit(frames)
+
+
+def test_bad_sample_sizes(mixed_clients):
+    synth = FITSSynthesizer(seed=0).fit(mixed_clients)
+    for bad in (0, -5):
+        with pytest.raises(ValueError, match="at least 1"):
+            synth.sample(bad)
+    with pytest.raises(TypeError):
+        synth.sample(2.5)
+
+
+def test_single_table_is_refused_with_a_hint(mixed_clients):
+    with pytest.raises(TypeError, match="one DataFrame per client"):
+        FITSSynthesizer().fit(mixed_clients[0])
+
+
+def test_user_order_and_kinds(mixed_clients):
+    synth = FITSSynthesizer(seed=0, order=["y", "x", "c", "o", "b"], kinds={"o": "nominal"})
+    out = synth.fit(mixed_clients).sample(200)
+    assert synth.schema_.order == ["y", "x", "c", "o", "b"]
+    assert synth.schema_["o"].kind == "nominal"
+    assert list(out.columns) == list(mixed_clients[0].columns)
