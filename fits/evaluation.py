@@ -336,7 +336,7 @@ def _energy_distance_points(x: np.ndarray, y: np.ndarray, chunk_size: int) -> fl
     # 2 E|X-Y| - E|X-X'| - E|Y-Y'| = -v^T D v with v = p_x - p_y (signed weights),
     # which is exactly 0 for identical empirical distributions.
     radicand = -float(_distance_form(unique, v[:, None], chunk_size)[0, 0])
-    return float(np.sqrt(max(radicand, 0.0)))
+    return float(np.sqrt(radicand)) if radicand > 0.0 else 0.0
 
 
 def energy_distance(

@@ -9,7 +9,9 @@ protocol (:func:`fits.protocol.check_reply`).
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
+from collections import defaultdict
 from collections.abc import Callable, Sequence
 
 from fits.protocol import Message, check_reply
@@ -34,6 +36,8 @@ class Transport(ABC):
         self.uploaded_bytes = [0] * len(self.client_names)
         self.downloaded_bytes = [0] * len(self.client_names)
         self.observers: list[Callable[[int, Message, Message], None]] = []
+        #: Wall seconds spent waiting for replies, by message kind.
+        self.seconds: dict[str, float] = defaultdict(float)
 
     @property
     def n_clients(self) -> int:
@@ -46,7 +50,9 @@ class Transport(ABC):
 
     def send(self, client: int, message: Message) -> Message:
         """Send ``message`` to client number ``client``; return its checked reply."""
+        start = time.perf_counter()
         reply = self._deliver(client, message)
+        self.seconds[message.kind] += time.perf_counter() - start
         if self.validate:
             check_reply(message, reply)
         self.downloaded_bytes[client] += message.nbytes()

@@ -11,9 +11,7 @@ from fits.protocol import check_reply, packed_size
 
 def _record(synth):
     log = []
-    synth.coordinator.transport.observers.append(
-        lambda k, req, rep: log.append((k, req, rep))
-    )
+    synth.coordinator.transport.observers.append(lambda k, req, rep: log.append((k, req, rep)))
     return log
 
 
@@ -24,8 +22,10 @@ def test_clients_send_only_protocol_arrays_and_no_rows(mixed_clients):
     synth.sample(n)
     sizes = [len(t) for t in mixed_clients]
     kinds_seen = set()
-    raw_values = [set(np.round(t["x"].to_numpy(), 12)) | set(np.round(t["y"].to_numpy(), 12))
-                  for t in mixed_clients]
+    raw_values = [
+        set(np.round(t["x"].to_numpy(), 12)) | set(np.round(t["y"].to_numpy(), 12))
+        for t in mixed_clients
+    ]
     for k, req, rep in log:
         check_reply(req, rep)  # the transport already did; do it again explicitly
         kinds_seen.add(rep.kind)
@@ -50,9 +50,7 @@ def test_upload_volume_matches_remark_3_3(mixed_clients):
     synth.sample(n)
     coord = synth.coordinator
     order = coord.schema.order
-    per_row = sum(
-        packed_size(j + 1) + coord.grids[c].size for j, c in enumerate(order) if j > 0
-    )
+    per_row = sum(packed_size(j + 1) + coord.grids[c].size for j, c in enumerate(order) if j > 0)
     first = coord.grids[order[0]].size
     for k, b0 in enumerate(before):
         assert synth.uploaded_bytes_[k] - b0 == 8 * (n * per_row + first)

@@ -75,8 +75,13 @@ def test_output_keeps_columns_dtypes_and_valid_categories(mixed_clients):
 def test_postprocessed_cdfs_are_monotone_in_unit_interval_ending_at_one(mixed_clients):
     for monotone in ("isotonic", "rearrange"):
         res = estimate_conditional_cdf(
-            mixed_clients, ["b", "x", "o"], "y", np.random.default_rng(0).normal(size=(200, 3)),
-            kinds=KINDS, seed=0, monotone=monotone,
+            mixed_clients,
+            ["b", "x", "o"],
+            "y",
+            np.random.default_rng(0).normal(size=(200, 3)),
+            kinds=KINDS,
+            seed=0,
+            monotone=monotone,
         )
         f = res.values
         assert np.all(f >= 0) and np.all(f <= 1)
@@ -109,8 +114,9 @@ def test_query_far_from_all_data_falls_back_without_nan(mixed_clients):
     """A tiny Gaussian bandwidth leaves far queries with zero weight at every client."""
     kernel = GaussianKernel(bandwidth=0.01)
     x = np.array([[1.5, 40.0, 2.0], [0.5, -0.2, 1.5]])
-    res = estimate_conditional_cdf(mixed_clients, ["b", "x", "o"], "y", x, kernel=kernel,
-                                   kinds=KINDS, seed=0)
+    res = estimate_conditional_cdf(
+        mixed_clients, ["b", "x", "o"], "y", x, kernel=kernel, kinds=KINDS, seed=0
+    )
     assert np.all(np.isfinite(res.values))
     assert res.coordinator.fallbacks >= 1
     np.testing.assert_allclose(res.values[:, -1], 1.0)

@@ -1,0 +1,1 @@
+"""The ``fits`` command line (installed as ``fits.cli``)."""

@@ -1,0 +1,226 @@
+"""Tests for fits.evaluation: energy distance and the fidelity diagnostics."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+from scipy.spatial.distance import cdist
+
+from fits.evaluation import (
+    column_fidelity,
+    energy_distance,
+    independent_resample,
+    mean_pairwise_distance,
+    pair_fidelity,
+)
+
+KINDS = {"x": "continuous", "z": "continuous", "o": "ordinal", "c": "nominal"}
+
+
+def _mixed(n: int, seed: int, shift: float = 0.0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    x = rng.normal(shift, 2.0, n)
+    return pd.DataFrame(
+        {
+            "x": x,
+            "z": 0.8 * x + rng.normal(0.0, 1.0, n),
+            "o": rng.integers(1, 5, n),
+            "c": rng.choice(np.array(["a", "b", "c"], dtype=object), n, p=[0.5, 0.3, 0.2]),
+        }
+    )
+
+
+def _reference_energy(real: pd.DataFrame, syn: pd.DataFrame) -> float:
+    """Unchunked D_E from an encoding built independently of the module."""
+    cats = sorted(set(real["c"]) | set(syn["c"]))
+
+    def enc(frame: pd.DataFrame) -> np.ndarray:
+        parts = []
+        for col in ("x", "z", "o"):
+            ref = real[col].to_numpy(float)
+            parts.append((frame[col].to_numpy(float) - ref.mean()) / ref.std())
+        onehot = [(frame["c"] == cat).to_numpy(float) / np.sqrt(2.0) for cat in cats]
+        return np.column_stack(parts + onehot)
+
+    a, b = enc(real), enc(syn)
+    radicand = 2 * cdist(a, b).mean() - cdist(a, a).mean() - cdist(b, b).mean()
+    return float(np.sqrt(radicand))
+
+
+# -- energy distance -----------------------------------------------------------------------
+
+
+def test_single_continuous_column_matches_scipy() -> None:
+    rng = np.random.default_rng(0)
+    x = rng.normal(1.0, 3.0, 700)
+    y = rng.standard_t(4, 500) * 2.0 + 2.0
+    sd = x.std()
+    got = energy_distance(
+        pd.DataFrame({"v": x}), pd.DataFrame({"v": y}), {"v": "continuous"}, chunk_size=128
+    )
+    assert got == pytest.approx(stats.energy_distance(x / sd, y / sd), abs=1e-10)
+
+
+def test_mean_pairwise_distance_matches_scipy_and_cdist() -> None:
+    rng = np.random.default_rng(1)
+    x = rng.exponential(5.0, 600)
+    y = rng.normal(4.0, 2.0, 450)
+    mxy = mean_pairwise_distance(x, y, chunk_size=100)
+    mxx = mean_pairwise_distance(x, chunk_size=100)
+    myy = mean_pairwise_distance(y, chunk_size=100)
+    assert mxy == pytest.approx(np.abs(x[:, None] - y[None, :]).mean(), abs=1e-10)
+    assert mxx == pytest.approx(np.abs(x[:, None] - x[None, :]).mean(), abs=1e-10)
+    assert np.sqrt(2 * mxy - mxx - myy) == pytest.approx(stats.energy_distance(x, y), abs=1e-10)
+
+    a = rng.normal(size=(300, 7))
+    b = rng.normal(size=(257, 7)) + 0.3
+    a[:40] = a[40:80]  # duplicated rows
+    assert mean_pairwise_distance(a, b, chunk_size=64) == pytest.approx(
+        cdist(a, b).mean(), abs=1e-10
+    )
+    assert mean_pairwise_distance(a, chunk_size=64) == pytest.approx(cdist(a, a).mean(), abs=1e-10)
+
+
+def test_mixed_table_matches_unchunked_computation() -> None:
+    real = _mixed(400, seed=2)
+    syn = _mixed(300, seed=3, shift=0.5)
+    syn.loc[:9, "c"] = "d"  # a category only the synthetic table has
+    expected = _reference_energy(real, syn)
+    for chunk_size in (37, 128, 5000):
+        got = energy_distance(real, syn, KINDS, chunk_size=chunk_size)
+        assert got == pytest.approx(expected, abs=1e-10)
+
+
+def test_identical_tables_score_zero_and_shift_is_monotone() -> None:
+    real = _mixed(500, seed=4)
+    assert energy_distance(real, real.copy(), KINDS, chunk_size=64) == 0.0
+    assert energy_distance(real, real.sample(frac=1.0, random_state=0), KINDS) < 1e-7
+    distances = []
+    for shift in (0.25, 1.0, 3.0):
+        syn = real.copy()
+        syn["x"] = syn["x"] + shift
+        distances.append(energy_distance(real, syn, KINDS))
+    assert 0 < distances[0] < distances[1] < distances[2]
+
+
+def test_nominal_one_hot_blocks_are_at_unit_distance() -> None:
+    real = pd.DataFrame({"c": ["a"]})
+    syn = pd.DataFrame({"c": ["b"]})
+    got = energy_distance(real, syn, {"c": "nominal"})
+    assert got == pytest.approx(np.sqrt(2.0), abs=1e-12)
+
+
+def test_ordered_categorical_ordinal_uses_codes() -> None:
+    levels = ["low", "mid", "high"]
+    dtype = pd.CategoricalDtype(levels, ordered=True)
+    real = pd.DataFrame({"o": pd.Series(["low", "mid", "high", "high"], dtype=dtype)})
+    syn = pd.DataFrame({"o": pd.Series(["low", "low", "mid", "high"], dtype=dtype)})
+    as_codes = energy_distance(
+        pd.DataFrame({"o": [0, 1, 2, 2]}), pd.DataFrame({"o": [0, 0, 1, 2]}), {"o": "ordinal"}
+    )
+    assert energy_distance(real, syn, {"o": "ordinal"}) == pytest.approx(as_codes, abs=1e-12)
+
+
+def test_subsample_is_reproducible() -> None:
+    real = _mixed(900, seed=5)
+    syn = _mixed(800, seed=6, shift=0.3)
+    first = energy_distance(real, syn, KINDS, max_rows=200, random_state=11)
+    again = energy_distance(real, syn, KINDS, max_rows=200, random_state=11)
+    other = energy_distance(real, syn, KINDS, max_rows=200, random_state=12)
+    full = energy_distance(real, syn, KINDS)
+    assert first == again
+    assert first != other
+    assert energy_distance(real, syn, KINDS, max_rows=10_000, random_state=1) == full
+
+
+def test_errors_name_the_problem() -> None:
+    real = _mixed(50, seed=7)
+    syn = _mixed(50, seed=8)
+    with pytest.raises(ValueError, match=r"'z'.*synthetic"):
+        energy_distance(real, syn.drop(columns="z"), KINDS)
+    with pytest.raises(ValueError, match=r"'x'.*real"):
+        energy_distance(real.drop(columns="x"), syn, KINDS)
+    with_nan = syn.copy()
+    with_nan.loc[3, "o"] = np.nan
+    with pytest.raises(ValueError, match=r"'o'.*missing"):
+        energy_distance(real, with_nan, KINDS)
+    with pytest.raises(ValueError, match="unknown kind"):
+        energy_distance(real, syn, {"x": "interval"})
+    with pytest.raises(ValueError, match="no rows"):
+        energy_distance(real, syn.iloc[:0], KINDS)
+    with pytest.raises(ValueError, match="no kind"):
+        energy_distance(real, syn, KINDS, columns=["x", "extra"])
+
+
+# -- independent resample ------------------------------------------------------------------
+
+
+def test_independent_resample_keeps_marginals_and_breaks_dependence() -> None:
+    rng = np.random.default_rng(9)
+    n = 4000
+    x = rng.normal(size=n)
+    frame = pd.DataFrame(
+        {
+            "x": x,
+            "y": x + 0.1 * rng.normal(size=n),
+            "k": rng.integers(0, 4, n),
+            "c": pd.Categorical(rng.choice(["u", "v"], n)),
+        }
+    )
+    out = independent_resample(frame, random_state=3)
+    assert list(out.columns) == list(frame.columns)
+    assert (out.dtypes == frame.dtypes).all()
+    assert len(out) == n
+    for col in frame.columns:
+        assert set(out[col]) <= set(frame[col])
+    assert frame["x"].corr(frame["y"]) > 0.99
+    assert abs(out["x"].corr(out["y"])) < 0.06
+    assert len(independent_resample(frame, n=10, random_state=3)) == 10
+    pd.testing.assert_frame_equal(out, independent_resample(frame, random_state=3))
+
+
+# -- column and pair fidelity --------------------------------------------------------------
+
+
+def test_fidelity_of_identical_tables_is_one() -> None:
+    real = _mixed(600, seed=10)
+    cols = column_fidelity(real, real.copy(), KINDS)
+    assert list(cols.columns) == ["column", "kind", "metric", "score"]
+    assert list(cols["metric"]) == ["KS", "KS", "TV", "TV"]
+    np.testing.assert_allclose(cols["score"], 1.0)
+    pairs = pair_fidelity(real, real.copy(), KINDS)
+    assert list(pairs.columns) == ["col_a", "col_b", "metric", "score"]
+    assert len(pairs) == 6
+    metric = dict(
+        zip(zip(pairs["col_a"], pairs["col_b"], strict=True), pairs["metric"], strict=True)
+    )
+    assert metric[("x", "z")] == "correlation"
+    assert metric[("x", "o")] == "contingency"
+    np.testing.assert_allclose(pairs["score"], 1.0)
+
+
+def test_shuffle_lowers_pair_score_and_shift_lowers_column_score() -> None:
+    real = _mixed(2000, seed=11)
+    real["o"] = np.where(real["c"] == "a", 1, real["o"])  # make (o, c) dependent
+    syn = real.copy()
+    rng = np.random.default_rng(0)
+    syn["z"] = rng.permutation(syn["z"].to_numpy())
+    syn["c"] = rng.permutation(syn["c"].to_numpy())
+
+    pairs = pair_fidelity(real, syn, KINDS).set_index(["col_a", "col_b"])["score"]
+    assert pairs[("x", "z")] < 0.7  # correlation ~0.85 destroyed
+    assert pairs[("o", "c")] < 0.9
+    assert pairs[("x", "o")] == pytest.approx(1.0)  # untouched pair
+
+    cols = column_fidelity(real, syn, KINDS).set_index("column")["score"]
+    np.testing.assert_allclose(cols, 1.0)  # shuffling keeps marginals
+
+    shifted = real.copy()
+    shifted["x"] += 1.0
+    shifted["o"] += 1
+    cols = column_fidelity(real, shifted, KINDS).set_index("column")["score"]
+    assert cols["x"] < 0.9
+    assert cols["o"] < 0.9
+    assert cols["z"] == pytest.approx(1.0)
