@@ -1,0 +1,128 @@
+"""Schema inference, the setup-round merge, and JSON round trips."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fits.schema import (
+    MAX_ORDINAL_LEVELS,
+    ColumnSpec,
+    Schema,
+    SchemaError,
+    describe_table,
+    merge_descriptions,
+)
+
+
+def _merge(frames, **kw):
+    names = [f"site {k + 1}" for k in range(len(frames))]
+    return merge_descriptions(
+        [describe_table(f, client=n) for f, n in zip(frames, names, strict=True)], names, **kw
+    )
+
+
+def test_inference_rules():
+    rng = np.random.default_rng(0)
+    n = 200
+    frame = pd.DataFrame(
+        {
+            "few_ints": rng.integers(0, MAX_ORDINAL_LEVELS, n),
+            "many_ints": np.arange(n),
+            "floats": rng.normal(size=n),
+            "integral_floats": rng.integers(0, 5, n).astype(float),
+            "text": rng.choice(["a", "b", "c"], n),
+            "flag": rng.random(n) < 0.5,
+            "cat": pd.Categorical(rng.choice(["x", "y"], n)),
+            "grade": pd.Categorical(
+                rng.choice(["low", "mid", "high"], n),
+                categories=["low", "mid", "high"],
+                ordered=True,
+            ),
+        }
+    )
+    schema = _merge([frame])
+    assert schema.kinds() == {
+        "few_ints": "ordinal",
+        "many_ints": "continuous",
+        "floats": "continuous",
+        "integral_floats": "ordinal",
+        "text": "nominal",
+        "flag": "nominal",
+        "cat": "nominal",
+        "grade": "ordinal",
+    }
+    assert schema["grade"].categories == ["low", "mid", "high"]  # the dtype's order
+    assert schema["text"].categories == ["a", "b", "c"]  # sorted labels
+    assert schema["many_ints"].dtype == "int"
+    assert schema.order == list(frame.columns)
+
+
+def test_merge_unions_categories_and_bounds():
+    a = pd.DataFrame({"c": ["x", "y"], "v": [1.5, 5.25], "o": [1, 2]})
+    b = pd.DataFrame({"c": ["z", "y"], "v": [-2.5, 3.1], "o": [2, 4]})
+    schema = _merge([a, b])
+    assert schema["c"].categories == ["x", "y", "z"]
+    assert (schema["v"].lower, schema["v"].upper) == (-2.5, 5.25)
+    assert schema["o"].categories == [1, 2, 4]
+
+
+def test_overrides_and_order():
+    a = pd.DataFrame({"o": [1, 2, 3], "v": [0.5, 1.5, 2.5]})
+    schema = _merge([a], kinds={"o": "nominal"}, order=["v", "o"])
+    assert schema["o"].kind == "nominal" and schema.order == ["v", "o"]
+    with pytest.raises(SchemaError, match="unknown column"):
+        _merge([a], kinds={"zz": "nominal"})
+    with pytest.raises(SchemaError, match="unknown kind"):
+        _merge([a], kinds={"o": "categorical"})
+    with pytest.raises(SchemaError, match="every column exactly once"):
+        _merge([a], order=["v"])
+
+
+def test_many_valued_integer_declared_ordinal_reports_its_values():
+    a = pd.DataFrame({"age": np.arange(18, 90), "v": np.linspace(0, 1, 72)})
+    declared = {"age": {"kind": "ordinal"}}
+    desc = describe_table(a, declared, client="site 1")
+    schema = merge_descriptions([desc], ["site 1"], kinds={"age": "ordinal"})
+    assert schema["age"].kind == "ordinal" and len(schema["age"].categories) == 72
+
+
+def test_continuous_columns_report_no_values():
+    a = pd.DataFrame({"v": np.random.default_rng(0).normal(size=50)})
+    info = describe_table(a)["columns"]["v"]
+    assert "values" not in info and set(info) == {"dtype", "min", "max", "integral"}
+
+
+def test_bad_tables():
+    with pytest.raises(SchemaError, match="site 1: the table is empty"):
+        describe_table(pd.DataFrame({"v": []}), client="site 1")
+    with pytest.raises(SchemaError, match="site 2: column 'v' has 1 missing"):
+        describe_table(pd.DataFrame({"v": [1.0, None]}), client="site 2")
+    with pytest.raises(SchemaError, match="infinite"):
+        describe_table(pd.DataFrame({"v": [1.0, np.inf]}))
+    with pytest.raises(SchemaError, match="extra: \\['w'\\]"):
+        _merge([pd.DataFrame({"v": [1.0, 2.0]}), pd.DataFrame({"v": [1.0, 2.0], "w": [1, 2]})])
+
+
+def test_json_round_trip():
+    schema = Schema(
+        [
+            ColumnSpec("a", "nominal", "object", ["p", "q"]),
+            ColumnSpec("b", "ordinal", "int", [1, 3, 9]),
+            ColumnSpec("c", "continuous", "float", lower=-1.5, upper=2.0),
+            ColumnSpec("d", "nominal", "bool", [False, True]),
+        ],
+        ["c", "a", "b", "d"],
+    )
+    again = Schema.from_json(schema.to_json())
+    assert again == schema
+
+
+def test_spec_validation():
+    with pytest.raises(SchemaError, match="needs categories"):
+        ColumnSpec("a", "nominal", "object", [])
+    with pytest.raises(SchemaError, match="not unique"):
+        ColumnSpec("a", "nominal", "object", ["x", "x"])
+    with pytest.raises(SchemaError, match="duplicate"):
+        Schema([ColumnSpec("a", "continuous", lower=0, upper=1)] * 2)
