@@ -250,7 +250,7 @@ class FITSClient:
     def _tree(self, d: int) -> cKDTree:
         prep = self._prepared(d)
         if "tree" not in prep:
-            prep["tree"] = cKDTree(prep["hbar"], leafsize=64)
+            prep["tree"] = cKDTree(prep["hbar"], leafsize=64, balanced_tree=False)
         return prep["tree"]  # type: ignore[return-value]
 
     def _substitute(self, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -336,20 +336,29 @@ class FITSClient:
         start = time.perf_counter()
         dist, idx = self._tree(d).query(xbar, k=c)
         self.timings["neighbour_search"] += time.perf_counter() - start
-        dist = dist.reshape(len(x), c)
-        idx = idx.reshape(len(x), c)
+        b = len(x)
+        dist = dist.reshape(b, c)
+        idx = idx.reshape(b, c)
         r = np.maximum(dist[:, -1], 1e-12)  # all neighbours on the query: equal weights
-        hbar = self._prepared(d)["hbar"]
-        u = (hbar[idx] - xbar[:, None, :]) / (kernel.eta * r)[:, None, None]
-        w = epanechnikov_product(u)
-        for j, kind, pen in self._discrete_covariates(d, kernel):
-            hc = self.codes[idx, j]
-            qc = qcodes[:, j][:, None]
-            if kind == "nominal":
-                w *= np.where(hc == qc, 1.0, pen)
-            else:
-                w *= np.exp(-pen * np.abs(hc - qc))
-        return _Weights(w, idx, x)
+        # the design U_i = (1, h_i - x) in native units; the kernel argument is the same
+        # difference on the standardized scale: (h_i - x) / scale / (eta r)
+        u = np.empty((b, c, d + 1))
+        u[:, :, 0] = 1.0
+        diff = u[:, :, 1:]
+        np.subtract(self.z[idx, :d], x[:, None, :], out=diff)
+        arg = diff / self.scale[:d]
+        arg /= (kernel.eta * r)[:, None, None]
+        w = epanechnikov_product(arg)
+        disc = self._discrete_covariates(d, kernel)
+        if disc:
+            cols = [j for j, _, _ in disc]
+            gap = np.abs(self.codes[idx[:, :, None], np.array(cols)] - qcodes[:, None, cols])
+            rate = np.array([pen if kind == "ordinal" else -np.log(pen) for _, kind, pen in disc])
+            nominal = np.array([kind == "nominal" for _, kind, _ in disc])
+            gap = gap.astype(float)
+            gap[:, :, nominal] = gap[:, :, nominal] > 0
+            w *= np.exp(-(gap @ rate))
+        return _Weights(w, idx, x, u)
 
     def _weights_for(self, msg: Message) -> _Weights:
         """Weights for a request's queries, reused between step 1 and step 2."""

@@ -31,11 +31,15 @@ __all__ = [
     "default_grid",
     "postprocess_cdf",
     "inverse_cdf",
+    "inverse_masses",
+    "mass_grid",
+    "masses_from_cdf",
     "solve_first_row",
     "MONOTONE_METHODS",
 ]
 
 MONOTONE_METHODS = ("isotonic", "rearrange")
+DISCRETE_SAMPLING = ("mass", "grid")
 #: Total kernel weight at or below which a query is "far from all data" (degenerate).
 DEGENERATE_WEIGHT = 1e-250
 
@@ -70,6 +74,50 @@ def default_grid(
     lo, hi = float(spec.lower), float(spec.upper)  # type: ignore[arg-type]
     pad = 1.5 * response_bandwidth * (hi - lo)
     return np.linspace(lo - pad, hi + pad, grid_size)
+
+
+def mass_grid(encoder: Encoder, offset: float) -> np.ndarray:
+    """Two interior points per interval of a discrete column (Corollary 5.4).
+
+    For interval (v_{l-1}, v_l] of width |I_l|: v_{l-1} + offset |I_l| and
+    v_l - offset |I_l|, so the pair is (1 - 2 offset) |I_l| apart.
+    """
+    b, w = encoder.boundaries, encoder.widths
+    return np.column_stack([b[:-1] + offset * w, b[1:] - offset * w]).ravel()
+
+
+def masses_from_cdf(f: np.ndarray, offset: float) -> tuple[np.ndarray, np.ndarray]:
+    """Conditional category masses from F at two interior points per interval.
+
+    ``p_l = |I_l| / (z+ - z-) * (F(z+) - F(z-))`` (Corollary 5.4), then clipped at 0 and
+    normalized to sum to 1.  Returns the masses (B, L) and a mask of rows with no
+    positive mass.
+    """
+    p = (f[:, 1::2] - f[:, 0::2]) / (1.0 - 2.0 * offset)
+    np.clip(p, 0.0, None, out=p)
+    total = p.sum(axis=1)
+    bad = ~(total > 0)
+    p[~bad] /= total[~bad, None]
+    return p, bad
+
+
+def inverse_masses(p: np.ndarray, boundaries: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """Inverse-CDF sampling of a continualized discrete column from category masses.
+
+    The masses define the lifted CDF, piecewise linear within each interval; the draw
+    is its inverse at ``u``: category l with probability p_l, placed uniformly in
+    (v_{l-1}, v_l].
+    """
+    b, n = p.shape
+    rows = np.arange(b)
+    cum = np.cumsum(p, axis=1)
+    level = np.minimum((cum < u[:, None]).sum(axis=1), n - 1)
+    prev = np.where(level > 0, cum[rows, np.maximum(level - 1, 0)], 0.0)
+    mass = p[rows, level]
+    frac = np.divide(u - prev, mass, out=np.full(b, 0.5), where=mass > 0)
+    frac = np.clip(frac, 1e-12, 1.0)
+    widths = np.diff(boundaries)
+    return boundaries[level] + frac * widths[level]
 
 
 def solve_first_row(s: np.ndarray, ridge: float = 1e-8) -> np.ndarray:
@@ -168,6 +216,12 @@ class Coordinator:
         w_z of a discrete response, in units of the interval width (default 0.05).
     monotone : {"isotonic", "rearrange"}
         How post-processing makes CDFs monotone.
+    discrete_sampling : {"mass", "grid"}
+        ``"mass"`` (default): a discrete column's grid is two interior points per
+        interval, ``offset = min(0.25, 4 * discrete_response_bandwidth)`` of its width
+        in from each end; its conditional category masses come from the differences of
+        F there (Corollary 5.4) and a category is drawn from them.  ``"grid"``: inverse
+        interpolation on an aligned grid of about ``grid_size`` points (eq. 17).
     batch_size : int, optional
         Queries per message; default chosen so that the clients' dense weight matrices
         together stay under ``memory_budget`` float64 values.
@@ -184,6 +238,7 @@ class Coordinator:
         response_bandwidth: float = 0.05,
         discrete_response_bandwidth: float = 0.05,
         monotone: str = "isotonic",
+        discrete_sampling: str = "mass",
         batch_size: int | None = None,
         memory_budget: int = 2**25,
     ) -> None:
@@ -195,12 +250,17 @@ class Coordinator:
             raise ValueError("response bandwidths must be > 0")
         if monotone not in MONOTONE_METHODS:
             raise ValueError(f"monotone must be one of {MONOTONE_METHODS}")
+        if discrete_sampling not in DISCRETE_SAMPLING:
+            raise ValueError(f"discrete_sampling must be one of {DISCRETE_SAMPLING}")
         self.transport = transport
         self.grid_size = grid_size
         self.ridge = ridge
         self.response_bandwidth = response_bandwidth
         self.discrete_response_bandwidth = discrete_response_bandwidth
         self.monotone = monotone
+        self.discrete_sampling = discrete_sampling
+        #: Where the two interior points of each interval sit (mass sampling).
+        self.mass_offset = min(0.25, 4.0 * discrete_response_bandwidth)
         self.batch_size = batch_size
         self.memory_budget = memory_budget
         self.schema: Schema | None = None
@@ -270,7 +330,9 @@ class Coordinator:
         encoders = {s.name: Encoder(s) for s in self.schema.columns}
         self.encoders = encoders
         self.grids = {
-            name: default_grid(
+            name: mass_grid(enc, self.mass_offset)
+            if self._by_mass(name)
+            else default_grid(
                 enc, self.grid_size, self.response_bandwidth, self.discrete_response_bandwidth
             )
             for name, enc in encoders.items()
@@ -337,7 +399,11 @@ class Coordinator:
             f += self.transport.send(k, step2).arrays["F"]
         return f, degenerate
 
-    def _estimate_batch(self, column: str, x: np.ndarray, postprocess: bool) -> np.ndarray:
+    def _by_mass(self, column: str) -> bool:
+        return self.discrete_sampling == "mass" and self.encoders[column].spec.is_discrete
+
+    def _raw_batch(self, column: str, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Raw F for a batch, with the KNN fallback for degenerate queries."""
         f, degenerate = self._two_step(column, x, "own")
         if np.any(degenerate):
             # far from every row under the clients' own kernels: ask for KNN weights,
@@ -346,6 +412,10 @@ class Coordinator:
             f_knn, still = self._two_step(column, x[degenerate], "knn")
             f[degenerate] = f_knn
             degenerate[np.flatnonzero(degenerate)[~still]] = False
+        return f, degenerate
+
+    def _estimate_batch(self, column: str, x: np.ndarray, postprocess: bool) -> np.ndarray:
+        f, degenerate = self._raw_batch(column, x)
         if not postprocess:
             return f
         cdf, bad = postprocess_cdf(f, self.monotone)
@@ -354,6 +424,55 @@ class Coordinator:
             self.fallbacks += int(bad.sum())
             cdf[bad] = self.marginal_cdf(column)
         return cdf
+
+    def _masses_batch(self, column: str, x: np.ndarray) -> np.ndarray:
+        f, degenerate = self._raw_batch(column, x)
+        p, bad = masses_from_cdf(f, self.mass_offset)
+        bad |= degenerate
+        if np.any(bad):
+            self.fallbacks += int(bad.sum())
+            p[bad] = self.marginal_masses(column)
+        return p
+
+    def marginal_masses(self, column: str) -> np.ndarray:
+        """Marginal category masses of a discrete column (mass sampling, eq. 16)."""
+        key = f"masses:{column}"
+        if key not in self._marginals:
+            grid = self.grids[column]
+            msg = Message("marginal", config={"column": column, "grid_size": grid.size})
+            total = sum(r.arrays["F"] for r in self.transport.broadcast(msg))
+            p, bad = masses_from_cdf(total[None, :] / self.n_total, self.mass_offset)
+            if bad[0]:
+                raise RuntimeError(f"column {column!r}: the marginal has no mass")
+            self._marginals[key] = p[0]
+        return self._marginals[key]
+
+    def conditional_masses(self, column: str, queries: np.ndarray) -> np.ndarray:
+        """Conditional category masses of a discrete column (Corollary 5.4).
+
+        Needs ``discrete_sampling="mass"`` (the column's grid holds two interior points
+        per interval).  Returns an array (B, L) of masses summing to 1 per row.
+        """
+        if not self._by_mass(column):
+            raise ValueError(f"{column!r} is not a discrete column sampled by mass")
+        x = self._queries(column, queries)
+        step = self._batch()
+        out = np.empty((x.shape[0], self.encoders[column].spec.n_levels))
+        for start in range(0, x.shape[0], step):
+            sl = slice(start, start + step)
+            out[sl] = self._masses_batch(column, x[sl])
+        return out
+
+    def _queries(self, column: str, queries: np.ndarray) -> np.ndarray:
+        if self.schema is None or not self.grids:
+            raise RuntimeError("run setup() and configure() first")
+        j = self.schema.order.index(column)
+        x = np.atleast_2d(np.asarray(queries, dtype=float))
+        if j == 0:
+            raise ValueError(f"{column!r} is first in the chain; use marginal_cdf()")
+        if x.shape[1] != j:
+            raise ValueError(f"queries for {column!r} need {j} columns, got {x.shape[1]}")
+        return x
 
     def conditional_cdf(
         self, column: str, queries: np.ndarray, *, postprocess: bool = True
@@ -376,14 +495,7 @@ class Coordinator:
         ndarray of shape (B, L)
             CDF values on ``self.grids[column]``.
         """
-        if self.schema is None or not self.grids:
-            raise RuntimeError("run setup() and configure() first")
-        j = self.schema.order.index(column)
-        x = np.atleast_2d(np.asarray(queries, dtype=float))
-        if j == 0:
-            raise ValueError(f"{column!r} is first in the chain; use marginal_cdf()")
-        if x.shape[1] != j:
-            raise ValueError(f"queries for {column!r} need {j} columns, got {x.shape[1]}")
+        x = self._queries(column, queries)
         step = self._batch()
         out = np.empty((x.shape[0], self.grids[column].size))
         for start in range(0, x.shape[0], step):
@@ -426,16 +538,26 @@ class Coordinator:
         step = self._batch()
         for j, column in enumerate(order):
             grid = self.grids[column]
+            by_mass = self._by_mass(column)
+            bounds = self.encoders[column].boundaries
             if j == 0:
-                cdf = np.broadcast_to(self.marginal_cdf(column), (n, grid.size))
-                out[:, 0] = inverse_cdf(cdf, grid, u[:, 0])
+                if by_mass:
+                    p = np.broadcast_to(self.marginal_masses(column), (n, grid.size // 2))
+                    out[:, 0] = inverse_masses(p, bounds, u[:, 0])
+                else:
+                    cdf = np.broadcast_to(self.marginal_cdf(column), (n, grid.size))
+                    out[:, 0] = inverse_cdf(cdf, grid, u[:, 0])
                 if progress:
                     progress(column, n, n)
                 continue
             for start in range(0, n, step):
                 sl = slice(start, min(start + step, n))
-                cdf = self._estimate_batch(column, out[sl, :j], True)
-                out[sl, j] = inverse_cdf(cdf, grid, u[sl, j])
+                if by_mass:
+                    p = self._masses_batch(column, out[sl, :j])
+                    out[sl, j] = inverse_masses(p, bounds, u[sl, j])
+                else:
+                    cdf = self._estimate_batch(column, out[sl, :j], True)
+                    out[sl, j] = inverse_cdf(cdf, grid, u[sl, j])
                 if progress:
                     progress(column, sl.stop, n)
         return out

@@ -105,7 +105,13 @@ class FITSSynthesizer:
         Chain order; default the tables' column order.
     schema : Schema, optional
         A complete schema (kinds, categories, bounds, order) instead of inference.
-    grid_size, ridge, response_bandwidth, discrete_response_bandwidth, monotone, batch_size
+    grid_size, ridge, response_bandwidth, discrete_response_bandwidth, monotone
+        Passed to :class:`~fits.coordinator.Coordinator`.
+    discrete_sampling : {"mass", "grid"}
+        How discrete columns are drawn: from category masses estimated at two interior
+        points per interval (Corollary 5.4, default), or by inverse-CDF interpolation on
+        an aligned grid of about ``grid_size`` points.
+    batch_size
         Passed to :class:`~fits.coordinator.Coordinator`.
     min_client_rows : int
         Fewest rows a client may hold (default 2).
@@ -132,6 +138,7 @@ class FITSSynthesizer:
         response_bandwidth: float = 0.05,
         discrete_response_bandwidth: float = 0.05,
         monotone: str = "isotonic",
+        discrete_sampling: str = "mass",
         batch_size: int | None = None,
         min_client_rows: int = MIN_CLIENT_ROWS,
     ) -> None:
@@ -146,6 +153,7 @@ class FITSSynthesizer:
             response_bandwidth=response_bandwidth,
             discrete_response_bandwidth=discrete_response_bandwidth,
             monotone=monotone,
+            discrete_sampling=discrete_sampling,
             batch_size=batch_size,
         )
         self.min_client_rows = min_client_rows
