@@ -334,7 +334,7 @@ class FITSClient:
         d = x.shape[1]
         c = kernel.neighbors(self.n_rows, self.n_total, d)
         start = time.perf_counter()
-        dist, idx = self._tree(d).query(xbar, k=c)
+        dist, idx = self._tree(d).query(xbar, k=c, eps=kernel.search_eps)
         self.timings["neighbour_search"] += time.perf_counter() - start
         b = len(x)
         dist = dist.reshape(b, c)

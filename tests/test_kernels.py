@@ -69,3 +69,25 @@ def test_per_column_penalties():
     assert k.penalty_for("a", "nominal") == 0.5
     assert k.penalty_for("b", "nominal") == 0.1
     assert k.penalty_for("b", "ordinal") == 1.0
+
+
+def test_approximate_search_is_opt_in_and_close(mixed_clients):
+    from fits import estimate_conditional_cdf
+
+    with pytest.raises(ValueError, match="search_eps"):
+        KNNKernel(search_eps=-0.1)
+    assert KNNKernel().search_eps == 0.0  # exact neighbours unless asked
+    kinds = {"b": "nominal", "o": "ordinal", "c": "nominal"}
+    x = np.random.default_rng(0).normal(size=(300, 3))
+    exact = estimate_conditional_cdf(mixed_clients, ["b", "x", "o"], "y", x, kinds=kinds, seed=0)
+    approx = estimate_conditional_cdf(
+        mixed_clients,
+        ["b", "x", "o"],
+        "y",
+        x,
+        kinds=kinds,
+        seed=0,
+        kernel=KNNKernel(search_eps=0.2),
+    )
+    assert np.max(np.abs(exact.values - approx.values)) < 0.1
+    assert np.mean(np.abs(exact.values - approx.values)) < 0.005
