@@ -137,7 +137,9 @@ class FITSClient:
 
     def _configure(self, msg: Message) -> Message:
         schema = Schema.from_json(str(msg.config["schema"]))
-        missing = [c for c in schema.names if c not in self.data.columns]
+        missing = [
+            c.name for c in schema.columns if c.indicates is None and c.name not in self.data
+        ]
         if missing:
             raise SchemaError(
                 f"{self.name}: column(s) {missing} of the schema are missing here; every "
@@ -157,15 +159,24 @@ class FITSClient:
         m, p = self.n_rows, len(specs)
         z = np.empty((m, p))
         codes = np.full((m, p), -1, dtype=np.int64)
+        valid = np.ones((m, p), dtype=bool)
         for j, enc in enumerate(self.encoders):
-            values = self.data[enc.spec.name]
-            if enc.spec.is_discrete:
-                codes[:, j] = enc.to_codes(values, client=self.name)
+            spec = enc.spec
+            if spec.indicates is not None:  # missingness indicator: False / True
+                codes[:, j] = self.data[spec.indicates].isna().to_numpy().astype(np.int64)
+                z[:, j] = enc.lift(codes[:, j], rng)
+            elif spec.is_discrete:
+                codes[:, j] = enc.to_codes(self.data[spec.name], client=self.name)
                 z[:, j] = enc.lift(codes[:, j], rng)
             else:
-                z[:, j] = enc.to_numeric(values, client=self.name)
+                values = enc.to_numeric(self.data[spec.name], client=self.name)
+                absent = np.isnan(values)
+                values[absent] = spec.lower  # the fill every party uses (see Coordinator)
+                valid[:, j] = ~absent
+                z[:, j] = values
         self.z = z  # continualized table, chain order, native units
         self.codes = codes
+        self.valid = valid  # False where a continuous value is missing
         if "scale_mean" in msg.arrays:  # a common scaling, e.g. for the pooled check
             self.loc = np.asarray(msg.arrays["scale_mean"], dtype=float)
             self.scale = np.asarray(msg.arrays["scale_sd"], dtype=float)
@@ -182,7 +193,8 @@ class FITSClient:
             if enc.spec.is_discrete:
                 self.wz[:, j] = bw_disc * enc.widths[codes[:, j]]
             else:
-                sd = z[:, j].std()
+                present = z[valid[:, j], j]
+                sd = present.std() if present.size else 0.0
                 self.wz[:, j] = bw_cont * (sd if sd > 0 else 1.0)
         self.grids = {
             name[5:]: np.asarray(a, dtype=float)
@@ -247,11 +259,20 @@ class FITSClient:
             self._cache[key] = {"hbar": (self.z[:, :d] - self.loc[:d]) / self.scale[:d]}
         return self._cache[key]  # type: ignore[return-value]
 
-    def _tree(self, d: int) -> cKDTree:
+    def _tree(self, d: int) -> tuple[cKDTree | None, np.ndarray | None]:
+        """KD-tree over the rows usable as responses for column d (cached).
+
+        Returns the tree (None if no row is usable) and the rows it holds (None = all).
+        """
         prep = self._prepared(d)
         if "tree" not in prep:
-            prep["tree"] = cKDTree(prep["hbar"], leafsize=64, balanced_tree=False)
-        return prep["tree"]  # type: ignore[return-value]
+            rows = None if self.valid[:, d].all() else np.flatnonzero(self.valid[:, d])
+            points = prep["hbar"] if rows is None else prep["hbar"][rows]
+            prep["rows"] = rows
+            prep["tree"] = (
+                cKDTree(points, leafsize=64, balanced_tree=False) if len(points) else None
+            )
+        return prep["tree"], prep["rows"]  # type: ignore[return-value]
 
     def _substitute(self, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Midpoint substitution (eq. 24); returns queries and their category codes."""
@@ -326,19 +347,26 @@ class FITSClient:
         logw += row[:, None]
         logw += col[None, :]
         np.exp(logw, out=logw)
+        if not self.valid[:, d].all():  # rows missing this response take no part
+            logw *= self.valid[:, d][None, :]
         return _Weights(logw, None, x)
 
     def _knn_weights(
         self, x: np.ndarray, xbar: np.ndarray, qcodes: np.ndarray, kernel: KNNKernel
     ) -> _Weights:
         d = x.shape[1]
-        c = kernel.neighbors(self.n_rows, self.n_total, d)
-        start = time.perf_counter()
-        dist, idx = self._tree(d).query(xbar, k=c, eps=kernel.search_eps)
-        self.timings["neighbour_search"] += time.perf_counter() - start
         b = len(x)
+        tree, rows = self._tree(d)
+        if tree is None:  # no usable row here for this column: contribute nothing
+            return _Weights(np.zeros((b, 1)), np.zeros((b, 1), dtype=np.int64), x)
+        c = min(kernel.neighbors(self.n_rows, self.n_total, d), tree.n)
+        start = time.perf_counter()
+        dist, idx = tree.query(xbar, k=c, eps=kernel.search_eps)
+        self.timings["neighbour_search"] += time.perf_counter() - start
         dist = dist.reshape(b, c)
         idx = idx.reshape(b, c)
+        if rows is not None:
+            idx = rows[idx]
         r = np.maximum(dist[:, -1], 1e-12)  # all neighbours on the query: equal weights
         # the design U_i = (1, h_i - x) in native units; the kernel argument is the same
         # difference on the standardized scale: (h_i - x) / scale / (eta r)
@@ -462,7 +490,8 @@ class FITSClient:
     def _marginal(self, msg: Message) -> Message:
         """First column: sum_i K((z - y_i) / w_z) on the grid (eq. 16, unnormalized)."""
         j = self._position(msg)
-        return Message("marginal", {"F": self._response_matrix(j).sum(axis=0)})
+        phi = self._response_matrix(j)
+        return Message("marginal", {"F": phi[self.valid[:, j]].sum(axis=0)})
 
 
 def _one_hot(codes: np.ndarray, levels: int) -> np.ndarray:

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from fits.schema import ColumnSpec, SchemaError
+from fits.schema import ColumnSpec, SchemaError, datetime_seconds
 
 __all__ = ["Encoder", "interval_boundaries"]
 
@@ -65,7 +65,7 @@ class Encoder:
 
     # -- raw values <-> codes ------------------------------------------------------------
     def to_codes(self, values: pd.Series, *, client: str = "client") -> np.ndarray:
-        """Codes 0..L-1 of a discrete column's raw values.
+        """Codes 0..L-1 of a discrete column's raw values (missing -> the None category).
 
         Raises
         ------
@@ -74,31 +74,63 @@ class Encoder:
             the first unknown values).
         """
         spec = self.spec
-        cats = spec.categories or []
+        cats = list(spec.categories or [])
         if isinstance(values.dtype, pd.CategoricalDtype):
             values = values.astype(object)
-        index = pd.Index(cats)
-        codes = index.get_indexer(pd.Index(values.to_numpy()))
+        missing = values.isna().to_numpy()
+        raw = values.to_numpy(dtype=object)
+        codes = np.full(raw.shape[0], -1, dtype=np.int64)
+        labels = [c for c in cats if c is not None]
+        codes[~missing] = pd.Index(labels, dtype=object).get_indexer(raw[~missing])
+        if np.any(missing):
+            if None not in cats:
+                raise SchemaError(
+                    f"{client}: column {spec.name!r} has {int(missing.sum())} missing "
+                    "value(s) but the schema has no missing category; set \"missing\": true "
+                    "for it, or fill the values"
+                )
+            codes[missing] = cats.index(None)
         if np.any(codes < 0):
-            bad = pd.unique(values.to_numpy()[codes < 0])[:5]
+            bad = pd.unique(raw[codes < 0])[:5]
             raise SchemaError(
                 f"{client}: column {spec.name!r} has value(s) {list(bad)} that are not among "
                 f"its categories {cats[:10]}{'...' if len(cats) > 10 else ''}; add them to "
                 "the schema or fix the data"
             )
-        return codes.astype(np.int64)
+        return codes
 
     def to_numeric(self, values: pd.Series, *, client: str = "client") -> np.ndarray:
-        """A continuous column's values as float64 (with a clear error for text)."""
-        try:
-            out = pd.to_numeric(values, errors="raise").to_numpy(dtype=float)
-        except (ValueError, TypeError) as exc:
+        """A continuous column's values as float64; NaN where missing.
+
+        Datetimes become seconds since 1970-01-01 UTC.  Text gives a clear error, and so
+        do missing values when the schema does not expect them.
+        """
+        spec = self.spec
+        if spec.dtype == "datetime":
+            if not pd.api.types.is_datetime64_any_dtype(values.dtype):
+                try:
+                    values = pd.to_datetime(values, utc=spec.tz is not None)
+                except (ValueError, TypeError) as exc:
+                    raise SchemaError(
+                        f"{client}: column {spec.name!r} is a datetime column in the schema "
+                        f"but holds values that are not dates ({exc})"
+                    ) from None
+            out = datetime_seconds(values)
+        else:
+            try:
+                out = pd.to_numeric(values, errors="raise").to_numpy(dtype=float, copy=True)
+            except (ValueError, TypeError) as exc:
+                raise SchemaError(
+                    f"{client}: column {spec.name!r} is continuous in the schema but holds "
+                    f"non-numeric values ({exc}); fix the values or declare the column nominal"
+                ) from None
+        if np.any(np.isinf(out)):
+            raise SchemaError(f"{client}: column {spec.name!r} has infinite values")
+        if np.any(np.isnan(out)) and not spec.missing:
             raise SchemaError(
-                f"{client}: column {self.spec.name!r} is continuous in the schema but holds "
-                f"non-numeric values ({exc}); fix the values or declare the column nominal"
-            ) from None
-        if not np.all(np.isfinite(out)):
-            raise SchemaError(f"{client}: column {self.spec.name!r} has missing or infinite values")
+                f"{client}: column {spec.name!r} has missing values but the schema does not "
+                "expect any; set \"missing\": true for it in the schema, or fill the values"
+            )
         return out
 
     # -- continualization ----------------------------------------------------------------
@@ -135,33 +167,50 @@ class Encoder:
     def decode(self, y: np.ndarray) -> pd.Series:
         """Turn synthetic values on the numeric scale back into the column's values.
 
-        Discrete columns map through the ceiling map to their labels; continuous columns
-        are clipped to the schema bounds and rounded when the column holds integers.
+        Discrete columns map through the ceiling map to their labels (the None category
+        to a missing value); continuous columns are clipped to the schema bounds,
+        rounded when the column holds integers, and turned back into datetimes when the
+        column holds datetimes.
         """
         spec = self.spec
         if spec.is_discrete:
-            cats = np.empty(len(spec.categories or []), dtype=object)
-            cats[:] = spec.categories
-            labels = cats[self.ceil(y)]
-            if spec.dtype == "category":
-                return pd.Series(
-                    pd.Categorical(
-                        labels, categories=spec.categories, ordered=spec.kind == "ordinal"
-                    ),
-                    name=spec.name,
-                )
-            if spec.dtype == "bool":
-                return pd.Series(labels.astype(bool), name=spec.name)
-            if spec.dtype == "int":
-                return pd.Series(labels.astype(np.int64), name=spec.name)
-            if spec.dtype == "float":
-                return pd.Series(labels.astype(float), name=spec.name)
-            if spec.dtype == "string":
-                return pd.Series(labels, name=spec.name, dtype="string")
-            return pd.Series(labels, name=spec.name, dtype=object)
+            return self._decode_labels(self.ceil(y))
         lo = -np.inf if spec.lower is None else spec.lower
         hi = np.inf if spec.upper is None else spec.upper
         x = np.clip(y, lo, hi)
+        if spec.dtype == "datetime":
+            t = pd.to_datetime(np.round(x * 1e6).astype(np.int64), unit="us")
+            t = t.round("D") if spec.date_only else t
+            if spec.tz is not None:
+                t = t.tz_localize("UTC").tz_convert(spec.tz)
+            return pd.Series(t, name=spec.name)
         if spec.dtype == "int":
             return pd.Series(np.round(x).astype(np.int64), name=spec.name)
         return pd.Series(x, name=spec.name)
+
+    def _decode_labels(self, codes: np.ndarray) -> pd.Series:
+        spec = self.spec
+        cats = np.empty(spec.n_levels, dtype=object)
+        cats[:] = spec.categories
+        labels = cats[codes]
+        has_missing = spec.missing and None in (spec.categories or [])
+        present = [c for c in spec.categories or [] if c is not None]
+        if spec.dtype == "category":
+            cat = pd.Categorical(labels, categories=present, ordered=spec.kind == "ordinal")
+            return pd.Series(cat, name=spec.name)
+        if has_missing and bool(np.any(labels == None)):  # noqa: E711 (object array)
+            if spec.dtype in ("int", "float"):
+                out = np.array([np.nan if v is None else v for v in labels], dtype=float)
+                return pd.Series(out, name=spec.name)
+            if spec.dtype == "string":
+                return pd.Series(labels, name=spec.name, dtype="string")
+            return pd.Series(labels, name=spec.name, dtype=object)
+        if spec.dtype == "bool":
+            return pd.Series(labels.astype(bool), name=spec.name)
+        if spec.dtype == "int":
+            return pd.Series(labels.astype(np.int64), name=spec.name)
+        if spec.dtype == "float":
+            return pd.Series(labels.astype(float), name=spec.name)
+        if spec.dtype == "string":
+            return pd.Series(labels, name=spec.name, dtype="string")
+        return pd.Series(labels, name=spec.name, dtype=object)

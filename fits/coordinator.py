@@ -286,7 +286,9 @@ class Coordinator:
         """Setup round: collect counts and descriptions, merge them into the schema.
 
         With a user ``schema`` the descriptions are not merged; the clients check their
-        data against it when configured.
+        data against it when configured.  Returns the user-facing schema; the engine
+        draws ``self.schema``, which adds a missingness indicator before each continuous
+        column with missing values.
         """
         declared = {c: {"kind": k} for c, k in (kinds or {}).items()}
         if schema is not None:
@@ -301,7 +303,8 @@ class Coordinator:
             )
         elif order is not None:
             schema = Schema(schema.columns, list(order))
-        self.schema = schema
+        self.user_schema = schema
+        self.schema = schema.expanded()  # with missingness indicators in the chain
         return schema
 
     def configure(
@@ -550,14 +553,23 @@ class Coordinator:
                 if progress:
                     progress(column, n, n)
                 continue
+            spec = self.encoders[column].spec
+            absent = np.zeros(n, dtype=bool)
+            if spec.kind == "continuous" and spec.missing:
+                # rows whose indicator (drawn just before) says "missing" take the fill
+                flag = order.index(f"{column} (missing)")
+                absent = self.encoders[order[flag]].ceil(out[:, flag]) == 1
+                out[absent, j] = spec.lower
             for start in range(0, n, step):
-                sl = slice(start, min(start + step, n))
-                if by_mass:
-                    p = self._masses_batch(column, out[sl, :j])
-                    out[sl, j] = inverse_masses(p, bounds, u[sl, j])
-                else:
-                    cdf = self._estimate_batch(column, out[sl, :j], True)
-                    out[sl, j] = inverse_cdf(cdf, grid, u[sl, j])
+                rows = np.arange(start, min(start + step, n))
+                rows = rows[~absent[rows]]
+                if rows.size:
+                    if by_mass:
+                        p = self._masses_batch(column, out[rows, :j])
+                        out[rows, j] = inverse_masses(p, bounds, u[rows, j])
+                    else:
+                        cdf = self._estimate_batch(column, out[rows, :j], True)
+                        out[rows, j] = inverse_cdf(cdf, grid, u[rows, j])
                 if progress:
-                    progress(column, sl.stop, n)
+                    progress(column, min(start + step, n), n)
         return out

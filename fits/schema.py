@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +35,7 @@ __all__ = [
     "ColumnSpec",
     "Schema",
     "SchemaError",
+    "datetime_seconds",
     "describe_table",
     "merge_descriptions",
 ]
@@ -67,7 +69,20 @@ class ColumnSpec:
         (numeric values, or the order of an ordered categorical); nominal columns keep
         the sorted labels (METHOD.md: coding by sorted labels).
     lower, upper : float, optional
-        Continuous columns: the range synthetic values are kept in.
+        Continuous columns: the range synthetic values are kept in (datetimes: seconds
+        since 1970-01-01 UTC).
+    missing : bool
+        The column has missing values somewhere.  A discrete column then has ``None``
+        among its categories (missing is a category of its own); a continuous column
+        gets a missingness indicator drawn just before it in the chain.
+    indicates : str, optional
+        Set on the internal indicator column: the name of the column whose missingness
+        it records.
+    tz : str, optional
+        Datetime columns: the time zone to restore.
+    date_only : bool
+        Datetime columns whose values are all at midnight: synthetic values are rounded
+        to whole days.
     """
 
     name: str
@@ -76,6 +91,10 @@ class ColumnSpec:
     categories: list[Any] | None = None
     lower: float | None = None
     upper: float | None = None
+    missing: bool = False
+    indicates: str | None = None
+    tz: str | None = None
+    date_only: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -102,10 +121,18 @@ class ColumnSpec:
         """JSON-ready description."""
         out: dict[str, Any] = {"name": self.name, "kind": self.kind, "dtype": self.dtype}
         if self.is_discrete:
-            out["categories"] = [_jsonable(c) for c in self.categories or []]
+            out["categories"] = [_hashable(c) for c in self.categories or []]
         else:
             out["lower"] = self.lower
             out["upper"] = self.upper
+        if self.missing:
+            out["missing"] = True
+        if self.indicates is not None:
+            out["indicates"] = self.indicates
+        if self.tz is not None:
+            out["tz"] = self.tz
+        if self.date_only:
+            out["date_only"] = True
         return out
 
     @classmethod
@@ -119,6 +146,10 @@ class ColumnSpec:
             categories=list(cats) if cats is not None else None,
             lower=d.get("lower"),
             upper=d.get("upper"),
+            missing=bool(d.get("missing", False)),
+            indicates=d.get("indicates"),
+            tz=d.get("tz"),
+            date_only=bool(d.get("date_only", False)),
         )
 
 
@@ -171,6 +202,22 @@ class Schema:
         """Mapping column -> kind."""
         return {c.name: c.kind for c in self.columns}
 
+    def expanded(self) -> Schema:
+        """The schema the engine draws: each continuous column with missing values is
+        preceded in the chain by its missingness indicator (a nominal bool column named
+        ``"<column> (missing)"``)."""
+        columns, order = list(self.columns), []
+        for name in self.order:
+            spec = self[name]
+            if spec.kind == "continuous" and spec.missing:
+                flag = f"{name} (missing)"
+                if flag in self.names:
+                    raise SchemaError(f"column name {flag!r} is reserved for an indicator")
+                columns.append(ColumnSpec(flag, "nominal", "bool", [False, True], indicates=name))
+                order.append(flag)
+            order.append(name)
+        return Schema(columns, order)
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready description (what ``fits schema`` writes)."""
         return {"columns": [c.to_dict() for c in self.columns], "order": list(self.order)}
@@ -201,13 +248,6 @@ def _hashable(v: Any) -> Any:
     return v.item() if isinstance(v, np.generic) else v
 
 
-def _jsonable(v: Any) -> Any:
-    v = _hashable(v)
-    if isinstance(v, float) and v.is_integer():
-        return v
-    return v
-
-
 def _dtype_family(s: pd.Series) -> str:
     dt = s.dtype
     if isinstance(dt, pd.CategoricalDtype):
@@ -226,11 +266,24 @@ def _dtype_family(s: pd.Series) -> str:
 
 
 def _sort_labels(labels: Sequence[Any]) -> list[Any]:
+    """Sorted labels (METHOD.md: nominal coding by sorted labels); ``None`` last."""
     labels = [_hashable(v) for v in labels]
+    present = [v for v in labels if v is not None]
     try:
-        return sorted(labels)
+        out = sorted(present)
     except TypeError:  # mixed types: order by type name, then by text
-        return sorted(labels, key=lambda v: (type(v).__name__, str(v)))
+        out = sorted(present, key=lambda v: (type(v).__name__, str(v)))
+    return out + [None] * (len(present) < len(labels))
+
+
+def datetime_seconds(s: pd.Series) -> np.ndarray:
+    """Seconds since 1970-01-01 UTC of a datetime column (NaN where missing)."""
+    if getattr(s.dt, "tz", None) is not None:
+        s = s.dt.tz_convert("UTC").dt.tz_localize(None)
+    values = s.to_numpy(dtype="datetime64[ns]")
+    out = values.astype("datetime64[us]").astype(np.int64).astype(float) / 1e6
+    out[np.isnat(values)] = np.nan
+    return out
 
 
 def describe_table(
@@ -267,49 +320,65 @@ def describe_table(
     for name in frame.columns:
         if not isinstance(name, str):
             raise SchemaError(f"{client}: column names must be strings, got {name!r}")
-        s = frame[name]
-        n_missing = int(s.isna().sum())
-        if n_missing:
-            raise SchemaError(
-                f"{client}: column {name!r} has {n_missing} missing value(s); fits does not "
-                "model missing values yet: fill or drop them before fitting"
-            )
-        fam = _dtype_family(s)
-        if fam == "datetime":
-            raise SchemaError(
-                f"{client}: column {name!r} is a datetime column; convert it to a number "
-                "(for example days since an epoch) before fitting"
-            )
-        kind = declared.get(name, {}).get("kind")
-        info: dict[str, Any] = {"dtype": fam}
-        if fam == "category" and s.cat.ordered:
-            info["ordered"] = True
-            info["categories"] = [_hashable(c) for c in s.cat.categories]
-            info["present"] = [_hashable(c) for c in s.unique()]
-        elif fam in ("category", "bool", "string", "object"):
-            if fam == "object" and kind == "continuous":
-                raise SchemaError(
-                    f"{client}: column {name!r} is declared continuous but holds text; "
-                    "fix the values or declare it nominal"
-                )
-            info["values"] = _sort_labels(s.unique().tolist())
-        else:
-            values = s.to_numpy(dtype=float)
-            if not np.all(np.isfinite(values)):
-                raise SchemaError(f"{client}: column {name!r} has infinite values; remove them")
-            info["min"] = float(values.min())
-            info["max"] = float(values.max())
-            integral = bool(np.all(values == np.round(values)))
-            uniq = np.unique(values)
-            if kind in ("ordinal", "nominal") or (
-                kind is None and integral and uniq.size <= MAX_ORDINAL_LEVELS
-            ):
-                vals: list[Any] = [int(v) if fam == "int" else float(v) for v in uniq]
-                info["values"] = vals
-            info["integral"] = integral
-        out["columns"][name] = info
+        out["columns"][name] = _describe_column(frame[name], name, declared, client)
         out["order"].append(name)
     return out
+
+
+def _describe_column(
+    s: pd.Series, name: str, declared: Mapping[str, Mapping[str, Any]], client: str
+) -> dict[str, Any]:
+    fam = _dtype_family(s)
+    kind = declared.get(name, {}).get("kind")
+    missing = s.isna().to_numpy()
+    info: dict[str, Any] = {"dtype": fam, "n_missing": int(missing.sum())}
+    present = s[~missing]
+    if present.size == 0:
+        info["all_missing"] = True
+        return info
+    if fam == "datetime":
+        if kind in ("ordinal", "nominal"):
+            raise SchemaError(
+                f"{client}: column {name!r} holds datetimes; it can only be continuous"
+            )
+        sec = datetime_seconds(present)
+        info.update(min=float(sec.min()), max=float(sec.max()), integral=False)
+        tz = getattr(s.dt, "tz", None)
+        info["tz"] = str(tz) if tz is not None else None
+        info["date_only"] = bool(np.all(np.mod(sec, 86400.0) == 0))
+        return info
+    if fam == "category" and s.cat.ordered:
+        info["ordered"] = True
+        info["categories"] = [_hashable(c) for c in s.cat.categories]
+        info["present"] = [_hashable(c) for c in present.unique()]
+        return info
+    if fam in ("category", "bool", "string", "object"):
+        if kind == "continuous":
+            numeric = pd.to_numeric(present, errors="coerce")
+            bad = present[numeric.isna()]
+            if len(bad):
+                raise SchemaError(
+                    f"{client}: column {name!r} is declared continuous but holds text "
+                    f"such as {bad.iloc[0]!r}; fix the values or declare it nominal"
+                )
+            values = numeric.to_numpy(dtype=float)
+            info.update(min=float(values.min()), max=float(values.max()), integral=False)
+            return info
+        info["values"] = _sort_labels(present.unique().tolist())
+        return info
+    values = present.to_numpy(dtype=float)
+    if not np.all(np.isfinite(values)):
+        raise SchemaError(f"{client}: column {name!r} has infinite values; remove them")
+    info["min"] = float(values.min())
+    info["max"] = float(values.max())
+    integral = bool(np.all(values == np.round(values)))
+    uniq = np.unique(values)
+    if kind in ("ordinal", "nominal") or (
+        kind is None and integral and uniq.size <= MAX_ORDINAL_LEVELS
+    ):
+        info["values"] = [int(v) if integral else float(v) for v in uniq]
+    info["integral"] = integral
+    return info
 
 
 def merge_descriptions(
@@ -355,7 +424,18 @@ def merge_descriptions(
     specs = []
     for name in first:
         infos = [d["columns"][name] for d in descriptions]
-        specs.append(_merge_column(name, infos, clients, kinds.get(name)))
+        if all(i.get("all_missing") for i in infos):
+            raise SchemaError(
+                f"column {name!r} is missing in every row at every client; drop it"
+            )
+        spec = _merge_column(
+            name, [i for i in infos if not i.get("all_missing")], clients, kinds.get(name)
+        )
+        if any(i.get("n_missing") for i in infos):
+            spec.missing = True
+            if spec.is_discrete and None not in (spec.categories or []):
+                spec.categories = [*(spec.categories or []), None]
+        specs.append(_check_constant(spec))
     return Schema(specs, list(order) if order else list(first))
 
 
@@ -363,6 +443,25 @@ def _merge_column(
     name: str, infos: Sequence[Mapping[str, Any]], clients: Sequence[str], kind: str | None
 ) -> ColumnSpec:
     fams = [i["dtype"] for i in infos]
+    if "datetime" in fams:
+        if set(fams) != {"datetime"}:
+            raise SchemaError(
+                f"column {name!r} holds datetimes at some clients and not at others; "
+                "make its type the same everywhere"
+            )
+        tzs = {i.get("tz") for i in infos}
+        if len(tzs) > 1:
+            raise SchemaError(f"column {name!r} has different time zones at different clients")
+        spec = ColumnSpec(
+            name,
+            "continuous",
+            "datetime",
+            lower=min(float(i["min"]) for i in infos),
+            upper=max(float(i["max"]) for i in infos),
+            tz=tzs.pop(),
+            date_only=all(i.get("date_only") for i in infos),
+        )
+        return spec
     numeric = {"int", "float"}
     textual = {"string", "object", "category", "bool"}
     if any(f in numeric for f in fams) and any(f in textual for f in fams):
@@ -385,7 +484,7 @@ def _merge_column(
         used = {v for i in infos for v in i["present"]}
         cats = [c for c in cats if c in used] or cats
         spec = ColumnSpec(name, kind or "ordinal", "category", cats)
-        return _check_constant(spec)
+        return spec
 
     if fam in textual or all("values" in i for i in infos) and kind != "continuous":
         if kind == "continuous":
@@ -396,7 +495,18 @@ def _merge_column(
         else:
             inferred = "nominal"
         spec = ColumnSpec(name, kind or inferred, fam, values)
-        return _check_constant(spec)
+        if spec.n_levels > MANY_LEVELS_WARNING:
+            warnings.warn(
+                f"column {name!r} has {spec.n_levels} levels; it looks like an identifier. "
+                "Drop it (an identifier has no distribution to learn), group rare levels, "
+                + (
+                    f"or declare it continuous with kinds={{'{name}': 'continuous'}}"
+                    if fam in numeric
+                    else "or map it to fewer labels before fitting"
+                ),
+                stacklevel=3,
+            )
+        return spec
 
     # continuous (or declared discrete but too many values were not reported)
     if kind in ("ordinal", "nominal"):
@@ -406,7 +516,7 @@ def _merge_column(
     if fam == "float" and all(i.get("integral") for i in infos) and "int" in fams:
         fam = "int"
     spec = ColumnSpec(name, "continuous", fam, None, lo, hi)
-    return _check_constant(spec)
+    return spec
 
 
 def _check_constant(spec: ColumnSpec) -> ColumnSpec:

@@ -239,11 +239,19 @@ class FITSSynthesizer:
         return self._decode(values)
 
     def _decode(self, values: np.ndarray) -> pd.DataFrame:
-        order = self.schema_.order
+        coord = self.coordinator
+        order = coord.schema.order
         cols = {}
         for name in self.schema_.names:
-            enc = self.coordinator.encoders[name]
-            cols[name] = enc.decode(values[:, order.index(name)]).reset_index(drop=True)
+            enc = coord.encoders[name]
+            col = enc.decode(values[:, order.index(name)]).reset_index(drop=True)
+            flag = f"{name} (missing)"
+            if enc.spec.kind == "continuous" and flag in order:
+                absent = coord.encoders[flag].ceil(values[:, order.index(flag)]) == 1
+                if enc.spec.dtype == "int":
+                    col = col.astype("Int64")
+                col = col.mask(pd.Series(absent))
+            cols[name] = col
         return pd.DataFrame(cols)[[c for c in self._columns if c in cols]]
 
 

@@ -1,0 +1,139 @@
+"""Missing values are modelled, not dropped; datetimes round-trip as continuous columns."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fits import FITSSynthesizer, Schema, SchemaError
+
+
+def _table(n: int, seed: int) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    group = rng.choice(["a", "b", "c"], n, p=[0.5, 0.3, 0.2])
+    x = rng.normal(size=n) + (group == "b") * 3.0
+    # income is missing far more often in group "c" (missing together with a value)
+    p_missing = np.where(group == "c", 0.6, 0.05)
+    income = np.exp(rng.normal(10, 0.5, n))
+    income[rng.random(n) < p_missing] = np.nan
+    colour = rng.choice(["red", "blue"], n).astype(object)
+    colour[rng.random(n) < 0.15] = None
+    count = rng.integers(0, 5, n).astype(float)
+    count[rng.random(n) < 0.1] = np.nan
+    day = pd.Timestamp("2024-01-01") + pd.to_timedelta(
+        np.round(30 * x + 100 + 20 * rng.normal(size=n)).astype(int), unit="D"
+    )
+    return pd.DataFrame(
+        {"group": group, "x": x, "income": income, "colour": colour, "count": count, "day": day}
+    )
+
+
+@pytest.fixture(scope="module")
+def clients():
+    t = _table(3000, 0)
+    return [t.iloc[:1500], t.iloc[1500:2400], t.iloc[2400:]]
+
+
+@pytest.fixture(scope="module")
+def synthetic(clients):
+    synth = FITSSynthesizer(seed=0).fit(clients)
+    return synth, synth.sample(6000)
+
+
+def test_schema_records_missing_and_datetimes(synthetic):
+    synth, _ = synthetic
+    schema = synth.schema_
+    assert schema["income"].missing and schema["income"].kind == "continuous"
+    assert None in schema["colour"].categories  # missing is a category of its own
+    assert None in schema["count"].categories and schema["count"].kind == "ordinal"
+    assert schema["day"].dtype == "datetime" and schema["day"].date_only
+    # the engine draws a missingness indicator just before the continuous column
+    order = synth.coordinator.schema.order
+    assert order.index("income (missing)") == order.index("income") - 1
+    assert Schema.from_json(schema.to_json()) == schema
+
+
+def test_missing_rates_and_their_dependence_are_reproduced(clients, synthetic):
+    _, out = synthetic
+    real = pd.concat(clients, ignore_index=True)
+    assert list(out.columns) == list(real.columns)
+    for col in ("income", "colour", "count"):
+        assert abs(out[col].isna().mean() - real[col].isna().mean()) < 0.03, col
+    # missing together with what: income is missing mostly in group "c"
+    by_group_real = real["income"].isna().groupby(real["group"]).mean()
+    by_group_syn = out["income"].isna().groupby(out["group"]).mean()
+    np.testing.assert_allclose(by_group_syn, by_group_real, atol=0.08)
+    # the values that are present keep their distribution
+    assert abs(np.log(out["income"].dropna()).mean() - np.log(real["income"].dropna()).mean()) < 0.1
+
+
+def test_types_come_back(synthetic):
+    _, out = synthetic
+    assert pd.api.types.is_datetime64_any_dtype(out["day"])
+    assert (out["day"] == out["day"].dt.normalize()).all()  # dates stay dates
+    assert out["count"].dtype == float  # the input was float because of its NaNs
+    assert set(out["count"].dropna()) <= {0.0, 1.0, 2.0, 3.0, 4.0}
+    assert set(out["colour"].dropna()) <= {"red", "blue"}
+    assert out["income"].dtype == float
+
+
+def test_datetime_dependence_is_kept(clients, synthetic):
+    _, out = synthetic
+    real = pd.concat(clients, ignore_index=True)
+    days = (out["day"] - pd.Timestamp("2024-01-01")).dt.days
+    real_days = (real["day"] - pd.Timestamp("2024-01-01")).dt.days
+    # drawn last, after five columns, the dependence is smoothed a little (0.93 -> 0.85)
+    assert abs(np.corrcoef(days, out["x"])[0, 1] - np.corrcoef(real_days, real["x"])[0, 1]) < 0.1
+
+
+def test_timezones_are_restored():
+    rng = np.random.default_rng(1)
+    t = pd.DataFrame(
+        {
+            "when": pd.Timestamp("2024-03-01", tz="Europe/Berlin")
+            + pd.to_timedelta(rng.integers(0, 10**6, 400), unit="s"),
+            "v": rng.normal(size=400),
+        }
+    )
+    out = FITSSynthesizer(seed=0).fit([t.iloc[:200], t.iloc[200:]]).sample(100)
+    assert str(out["when"].dt.tz) == "Europe/Berlin"
+    assert out["when"].between(t["when"].min(), t["when"].max()).all()
+
+
+def test_integer_column_with_missing_values_stays_integer():
+    rng = np.random.default_rng(2)
+    v = pd.array(rng.integers(0, 1000, 600), dtype="Int64")
+    v[rng.random(600) < 0.2] = pd.NA
+    t = pd.DataFrame({"v": v, "w": rng.normal(size=600)})
+    out = FITSSynthesizer(seed=0).fit([t.iloc[:300], t.iloc[300:]]).sample(500)
+    assert str(out["v"].dtype) == "Int64"
+    assert 0.1 < out["v"].isna().mean() < 0.3
+
+
+def test_column_missing_at_one_client_only(clients):
+    frames = [c.copy() for c in clients]
+    frames[2]["x"] = np.nan  # entirely missing at one client, present elsewhere
+    synth = FITSSynthesizer(seed=0).fit(frames)
+    out = synth.sample(2000)
+    assert synth.schema_["x"].missing
+    assert 0.05 < out["x"].isna().mean() < 0.4
+
+
+def test_many_levels_warn_with_a_fix():
+    rng = np.random.default_rng(3)
+    t = pd.DataFrame({"id": [f"u{i}" for i in range(2500)], "v": rng.normal(size=2500)})
+    with pytest.warns(UserWarning, match="'id' has 2500 levels.*Drop it"):
+        FITSSynthesizer(seed=0).fit([t.iloc[:1200], t.iloc[1200:]])
+
+
+def test_text_in_a_column_declared_continuous(clients):
+    frames = [c.copy() for c in clients]
+    frames[1]["x"] = frames[1]["x"].astype(object)
+    frames[1].loc[frames[1].index[3], "x"] = "n/a"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(SchemaError, match="client 2: column 'x' .*continuous.*'n/a'"):
+            FITSSynthesizer(kinds={"x": "continuous"}).fit(frames)
