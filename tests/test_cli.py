@@ -1,0 +1,419 @@
+"""The real `fits` executable, driven as a user would (subprocess)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+FITS = shutil.which("fits") or str(Path(sys.executable).with_name("fits"))
+
+
+def run(*args: str, cwd: Path | None = None, timeout: int = 180) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [FITS, *args], capture_output=True, text=True, cwd=cwd, timeout=timeout, check=False
+    )
+
+
+def _sites(n: int, seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    g = rng.choice(["north", "south", "east"], n)
+    age = rng.integers(18, 90, n)
+    flag = rng.random(n) < 0.3
+    score = age * 0.5 + (g == "south") * 10 + rng.normal(size=n) * 3
+    score[rng.random(n) < 0.1] = np.nan
+    when = pd.Timestamp("2023-01-01") + pd.to_timedelta(rng.integers(0, 365, n), unit="D")
+    return pd.DataFrame({"g": g, "age": age, "flag": flag, "score": score, "when": when})
+
+
+@pytest.fixture()
+def site_files(tmp_path):
+    t = _sites(900)
+    paths = [tmp_path / "site_a.csv", tmp_path / "site_b.csv", tmp_path / "site_c.parquet"]
+    t.iloc[:450].to_csv(paths[0], index=False)
+    t.iloc[450:750].to_csv(paths[1], index=False)
+    t.iloc[750:].to_parquet(paths[2], index=False)
+    return paths
+
+
+def test_fits_executable_is_installed():
+    assert Path(FITS).exists(), "the `fits` command is not installed"
+    res = run("--help")
+    assert res.returncode == 0
+    for command in ("synthesize", "schema", "demo"):
+        assert command in res.stdout
+
+
+@pytest.mark.parametrize("command", ["synthesize", "schema", "demo"])
+def test_every_command_has_help_with_an_example(command):
+    res = run(command, "--help")
+    assert res.returncode == 0
+    assert "Example" in res.stdout and "fits " in res.stdout
+
+
+def test_synthesize_keeps_columns_and_types(site_files, tmp_path):
+    out = tmp_path / "synthetic.csv"
+    res = run("synthesize", *map(str, site_files), "--rows", "400", "--out", str(out), "--quiet")
+    assert res.returncode == 0, res.stderr
+    assert "wrote 400 synthetic rows" in res.stdout and "site_a (450 rows)" in res.stdout
+    syn = pd.read_csv(out, parse_dates=["when"])
+    assert list(syn.columns) == ["g", "age", "flag", "score", "when"]
+    assert len(syn) == 400
+    assert syn["age"].dtype == np.int64  # integers stay integers
+    assert syn["flag"].dtype == bool
+    assert set(syn["g"]) <= {"north", "south", "east"}
+    assert pd.api.types.is_datetime64_any_dtype(syn["when"])
+    assert 0.02 < syn["score"].isna().mean() < 0.25  # missing values are modelled
+    parquet = tmp_path / "synthetic.parquet"
+    res = run("synthesize", *map(str, site_files), "--rows", "50", "--out", str(parquet), "-q")
+    assert res.returncode == 0, res.stderr
+    back = pd.read_parquet(parquet)
+    assert pd.api.types.is_datetime64_any_dtype(back["when"]) and back["flag"].dtype == bool
+
+
+def test_seed_reproduces_the_file(site_files, tmp_path):
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    for out in (a, b):
+        res = run(
+            "synthesize",
+            *map(str, site_files),
+            "--rows",
+            "200",
+            "--out",
+            str(out),
+            "--seed",
+            "5",
+            "--kernel",
+            "gaussian",
+            "-q",
+        )
+        assert res.returncode == 0, res.stderr
+    assert a.read_bytes() == b.read_bytes()
+
+
+def test_schema_round_trip_with_edits(site_files, tmp_path):
+    schema = tmp_path / "schema.json"
+    res = run("schema", *map(str, site_files), "--out", str(schema))
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(schema.read_text())
+    kinds = {c["name"]: c["kind"] for c in doc["columns"]}
+    assert kinds == {
+        "g": "nominal",
+        "age": "continuous",
+        "flag": "nominal",
+        "score": "continuous",
+        "when": "continuous",
+    }
+    # the user edits it: a different chain order
+    doc["order"] = ["g", "flag", "age", "when", "score"]
+    schema.write_text(json.dumps(doc))
+    out = tmp_path / "s.csv"
+    res = run(
+        "synthesize",
+        *map(str, site_files),
+        "--rows",
+        "100",
+        "--out",
+        str(out),
+        "--schema",
+        str(schema),
+        "-q",
+    )
+    assert res.returncode == 0, res.stderr
+    assert list(pd.read_csv(out).columns) == ["g", "age", "flag", "score", "when"]
+
+
+def test_simulate_clients_from_one_table(tmp_path):
+    pooled = tmp_path / "pooled.csv"
+    _sites(1000, seed=3).to_csv(pooled, index=False)
+    out = tmp_path / "out.csv"
+    res = run(
+        "synthesize",
+        str(pooled),
+        "--simulate-clients",
+        "4",
+        "--shares",
+        "40,30,20,10",
+        "--rows",
+        "300",
+        "--out",
+        str(out),
+        "-q",
+    )
+    assert res.returncode == 0, res.stderr
+    assert "site 1 (400 rows)" in res.stdout and "site 4 (100 rows)" in res.stdout
+    res = run(
+        "synthesize",
+        str(pooled),
+        "--simulate-clients",
+        "3",
+        "--shares",
+        "50,50",
+        "--rows",
+        "10",
+        "--out",
+        str(out),
+    )
+    assert res.returncode == 2 and "--shares" in res.stderr
+
+
+def _expect_error(res, code, *fragments):
+    assert res.returncode == code, (res.returncode, res.stdout, res.stderr)
+    for fragment in fragments:
+        assert fragment in res.stderr, (fragment, res.stderr)
+
+
+def test_bad_files(site_files, tmp_path):
+    out = tmp_path / "out.csv"
+    empty = tmp_path / "empty.csv"
+    empty.write_text("")
+    _expect_error(
+        run("synthesize", str(empty), str(site_files[0]), "--rows", "5", "--out", str(out)),
+        1,
+        "empty.csv",
+        "empty",
+    )
+    header = tmp_path / "header.csv"
+    header.write_text("a,b\n")
+    _expect_error(
+        run("synthesize", str(header), str(site_files[0]), "--rows", "5", "--out", str(out)),
+        1,
+        "header.csv",
+        "no rows",
+    )
+    junk = tmp_path / "junk.parquet"
+    junk.write_text("not parquet at all")
+    _expect_error(
+        run("synthesize", str(junk), str(site_files[0]), "--rows", "5", "--out", str(out)),
+        1,
+        "junk.parquet",
+        "cannot read",
+    )
+    xlsx = tmp_path / "sheet.xlsx"
+    xlsx.write_text("x")
+    _expect_error(
+        run("synthesize", str(xlsx), "--rows", "5", "--out", str(out)),
+        2,
+        "sheet.xlsx",
+        ".csv or .parquet",
+    )
+    _expect_error(
+        run(
+            "synthesize", *map(str, site_files), "--rows", "5", "--out", str(tmp_path / "out.json")
+        ),
+        2,
+        "out.json",
+    )
+    _expect_error(
+        run("synthesize", str(tmp_path / "nope.csv"), "--rows", "5", "--out", str(out)),
+        1,
+        "nope.csv",
+        "no such file",
+    )
+    assert not out.exists()
+
+
+def test_sites_that_do_not_fit_together(site_files, tmp_path):
+    out = tmp_path / "out.csv"
+    frame = pd.read_csv(site_files[1])
+    frame.drop(columns="age").assign(extra=1).to_csv(tmp_path / "odd.csv", index=False)
+    _expect_error(
+        run(
+            "synthesize",
+            str(site_files[0]),
+            str(tmp_path / "odd.csv"),
+            "--rows",
+            "5",
+            "--out",
+            str(out),
+        ),
+        1,
+        "odd",
+        "missing: ['age']",
+        "extra: ['extra']",
+    )
+    frame.assign(age=frame["age"].astype(str) + "y").to_csv(tmp_path / "text.csv", index=False)
+    _expect_error(
+        run(
+            "synthesize",
+            str(site_files[0]),
+            str(tmp_path / "text.csv"),
+            "--rows",
+            "5",
+            "--out",
+            str(out),
+        ),
+        1,
+        "'age'",
+        "numeric at some clients and text",
+    )
+    assert not out.exists()
+
+
+def test_degenerate_columns(site_files, tmp_path):
+    out = tmp_path / "out.csv"
+    a = pd.read_csv(site_files[0])
+    b = pd.read_csv(site_files[1])
+    a.assign(empty=np.nan).to_csv(tmp_path / "a.csv", index=False)
+    b.assign(empty=np.nan).to_csv(tmp_path / "b.csv", index=False)
+    _expect_error(
+        run(
+            "synthesize",
+            str(tmp_path / "a.csv"),
+            str(tmp_path / "b.csv"),
+            "--rows",
+            "5",
+            "--out",
+            str(out),
+        ),
+        1,
+        "'empty'",
+        "missing in every row",
+        "drop it",
+    )
+    a.assign(k="same").to_csv(tmp_path / "a2.csv", index=False)
+    b.assign(k="same").to_csv(tmp_path / "b2.csv", index=False)
+    _expect_error(
+        run(
+            "synthesize",
+            str(tmp_path / "a2.csv"),
+            str(tmp_path / "b2.csv"),
+            "--rows",
+            "5",
+            "--out",
+            str(out),
+        ),
+        1,
+        "'k' is constant",
+        "drop it",
+    )
+    a.iloc[:1].to_csv(tmp_path / "one.csv", index=False)
+    _expect_error(
+        run(
+            "synthesize",
+            str(site_files[0]),
+            str(tmp_path / "one.csv"),
+            "--rows",
+            "5",
+            "--out",
+            str(out),
+        ),
+        1,
+        "one has 1 row",
+    )
+    assert not out.exists()
+
+
+def test_many_levels_warn(site_files, tmp_path):
+    a = pd.read_csv(site_files[0])
+    b = pd.read_csv(site_files[1])
+    rng = np.random.default_rng(0)
+    a.assign(uid=[f"id{i}" for i in rng.permutation(len(a))]).to_csv(
+        tmp_path / "a.csv", index=False
+    )
+    b.assign(uid=[f"x{i}" for i in range(len(b))]).to_csv(tmp_path / "b.csv", index=False)
+    res = run(
+        "schema",
+        str(tmp_path / "a.csv"),
+        str(tmp_path / "b.csv"),
+        "--out",
+        str(tmp_path / "s.json"),
+    )
+    assert res.returncode == 0
+    assert "levels" not in res.stderr  # 750 levels: below the warning threshold (1000)
+    a = pd.concat([a] * 3, ignore_index=True)
+    a.assign(uid=[f"id{i}" for i in range(len(a))]).to_csv(tmp_path / "a.csv", index=False)
+    res = run(
+        "schema",
+        str(tmp_path / "a.csv"),
+        str(tmp_path / "b.csv"),
+        "--out",
+        str(tmp_path / "s.json"),
+    )
+    assert res.returncode == 0
+    assert "'uid' has 1650 levels" in res.stderr and "Drop it" in res.stderr
+
+
+def test_text_in_a_column_the_schema_says_is_numeric(site_files, tmp_path):
+    schema = tmp_path / "schema.json"
+    assert run("schema", *map(str, site_files), "--out", str(schema)).returncode == 0
+    b = pd.read_csv(site_files[1])
+    b["age"] = b["age"].astype(object)
+    b.loc[5, "age"] = "unknown"
+    b.to_csv(tmp_path / "b.csv", index=False)
+    res = run(
+        "synthesize",
+        str(site_files[0]),
+        str(tmp_path / "b.csv"),
+        "--rows",
+        "5",
+        "--out",
+        str(tmp_path / "o.csv"),
+        "--schema",
+        str(schema),
+    )
+    _expect_error(res, 1, "b: column 'age'", "holds text", "'unknown'")
+
+
+def test_schema_file_that_does_not_match(site_files, tmp_path):
+    schema = tmp_path / "schema.json"
+    assert run("schema", *map(str, site_files), "--out", str(schema)).returncode == 0
+    doc = json.loads(schema.read_text())
+    doc["columns"] = [c for c in doc["columns"] if c["name"] != "flag"]
+    doc["order"] = [c for c in doc["order"] if c != "flag"]
+    schema.write_text(json.dumps(doc))
+    res = run(
+        "synthesize",
+        *map(str, site_files),
+        "--rows",
+        "5",
+        "--out",
+        str(tmp_path / "o.csv"),
+        "--schema",
+        str(schema),
+    )
+    _expect_error(res, 1, "site_a", "['flag']", "not in the schema")
+    schema.write_text("{not json")
+    res = run(
+        "synthesize",
+        *map(str, site_files),
+        "--rows",
+        "5",
+        "--out",
+        str(tmp_path / "o.csv"),
+        "--schema",
+        str(schema),
+    )
+    _expect_error(res, 1, "schema.json", "fits schema")
+
+
+@pytest.mark.parametrize("rows", ["0", "-3"])
+def test_bad_row_counts_are_usage_errors(site_files, tmp_path, rows):
+    res = run("synthesize", *map(str, site_files), "--rows", rows, "--out", str(tmp_path / "o.csv"))
+    _expect_error(res, 2, "--rows")
+
+
+def test_existing_output_is_replaced_only_on_success(site_files, tmp_path):
+    out = tmp_path / "out.csv"
+    out.write_text("precious\n")
+    empty = tmp_path / "empty.csv"
+    empty.write_text("")
+    res = run("synthesize", str(empty), "--rows", "5", "--out", str(out))
+    assert res.returncode == 1
+    assert out.read_text() == "precious\n"
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+    res = run("synthesize", *map(str, site_files), "--rows", "5", "--out", str(out), "-q")
+    assert res.returncode == 0 and out.read_text() != "precious\n"
+
+
+def test_demo_runs_and_says_where_outputs_are(tmp_path):
+    res = run("demo", "--out", str(tmp_path / "demo"), "--rows", "2000", "--quiet")
+    assert res.returncode == 0, res.stderr
+    assert (tmp_path / "demo" / "synthetic.csv").exists()
+    assert str(tmp_path / "demo" / "synthetic.csv") in res.stdout
