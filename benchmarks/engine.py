@@ -22,7 +22,7 @@ import time
 
 import pandas as pd
 
-from fits import FITSSynthesizer
+from fits import FITSSynthesizer, GaussianKernel, KNNKernel
 from fits.datasets import federated_split, load_dataset
 from fits.evaluation import energy_distance, independent_resample
 
@@ -38,6 +38,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--out", default=None, help="write the JSON record here")
     ap.add_argument("--discrete-sampling", default="mass", choices=["mass", "grid"])
     ap.add_argument("--discrete-bandwidth", type=float, default=0.05)
+    ap.add_argument("--search-eps", type=float, default=0.0, help="KNN: approximate search")
     args = ap.parse_args(argv)
 
     data = load_dataset(args.dataset, args.data_dir)
@@ -55,8 +56,9 @@ def main(argv: list[str] | None = None) -> dict:
             mark[0] = now
 
     start = time.perf_counter()
+    kernel = KNNKernel(search_eps=args.search_eps) if args.kernel == "knn" else GaussianKernel()
     synth = FITSSynthesizer(
-        args.kernel,
+        kernel,
         seed=args.seed,
         kinds=data.kinds,
         order=data.order,
@@ -78,6 +80,7 @@ def main(argv: list[str] | None = None) -> dict:
         "kernel": args.kernel,
         "discrete_sampling": args.discrete_sampling,
         "discrete_bandwidth": args.discrete_bandwidth,
+        "search_eps": args.search_eps,
         "clients": [len(c) for c in clients],
         "rows_synthesized": n,
         "seconds_total": round(total_s, 1),

@@ -367,13 +367,16 @@ class Coordinator:
             return int(self.batch_size)
         return int(np.clip(self.memory_budget // max(self.n_total, 1), 64, 8192))
 
+    def _marginal_sum(self, column: str) -> np.ndarray:
+        """Eq. 16: the clients' sums of smoothed indicators on the grid, over M."""
+        grid = self.grids[column]
+        msg = Message("marginal", config={"column": column, "grid_size": grid.size})
+        return sum(r.arrays["F"] for r in self.transport.broadcast(msg))[None, :] / self.n_total
+
     def marginal_cdf(self, column: str) -> np.ndarray:
         """The smoothed marginal CDF of a column on its grid (eq. 16), post-processed."""
         if column not in self._marginals:
-            grid = self.grids[column]
-            msg = Message("marginal", config={"column": column, "grid_size": grid.size})
-            total = sum(r.arrays["F"] for r in self.transport.broadcast(msg))
-            cdf, bad = postprocess_cdf(total[None, :] / self.n_total, self.monotone)
+            cdf, bad = postprocess_cdf(self._marginal_sum(column), self.monotone)
             if bad[0]:
                 raise RuntimeError(f"column {column!r}: the marginal CDF has no mass")
             self._marginals[column] = cdf[0]
@@ -441,10 +444,7 @@ class Coordinator:
         """Marginal category masses of a discrete column (mass sampling, eq. 16)."""
         key = f"masses:{column}"
         if key not in self._marginals:
-            grid = self.grids[column]
-            msg = Message("marginal", config={"column": column, "grid_size": grid.size})
-            total = sum(r.arrays["F"] for r in self.transport.broadcast(msg))
-            p, bad = masses_from_cdf(total[None, :] / self.n_total, self.mass_offset)
+            p, bad = masses_from_cdf(self._marginal_sum(column), self.mass_offset)
             if bad[0]:
                 raise RuntimeError(f"column {column!r}: the marginal has no mass")
             self._marginals[key] = p[0]

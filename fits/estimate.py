@@ -75,7 +75,9 @@ def estimate_conditional_cdf(
         covariate's value anywhere in its category's interval); a DataFrame holds raw
         values (category labels), which are mapped to their interval midpoints.
     grid : ndarray, optional
-        Response grid; default the synthesizer's grid for that column.
+        Response grid; default the synthesizer's grid for that column (for a discrete
+        response sampled by mass, two interior points per category interval; pass
+        ``discrete_sampling="grid"`` for the fine aligned grid).
     kernel : str, Kernel, or one per client
         The clients' kernel schemes.
     kinds : mapping, optional
