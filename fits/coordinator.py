@@ -382,8 +382,15 @@ class Coordinator:
             self._marginals[column] = cdf[0]
         return self._marginals[column]
 
-    def _two_step(self, column: str, x: np.ndarray, scheme: str) -> tuple[np.ndarray, np.ndarray]:
-        """Algorithm 1 for one batch: raw F and a mask of degenerate queries."""
+    def _two_step(
+        self, column: str, x: np.ndarray, scheme: str, *, local_constant: bool = False
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Algorithm 1 for one batch: raw F and a mask of degenerate queries.
+
+        ``local_constant=True`` broadcasts ``q = e1 / S_00`` instead of eq. 7, so that
+        ``alpha_i = w_i / sum(w)``: the local-constant (Nadaraya-Watson) fit with the same
+        weights, a conditional fallback that is always a proper CDF.
+        """
         b, d = x.shape
         p = d + 1
         grid = self.grids[column]
@@ -396,7 +403,11 @@ class Coordinator:
         iu = np.triu_indices(p)
         s[:, iu[0], iu[1]] = packed
         s[:, iu[1], iu[0]] = packed
-        q = solve_first_row(s, self.ridge)
+        if local_constant:
+            q = np.zeros((b, p))
+            np.divide(1.0, s[:, 0, 0], out=q[:, 0], where=s[:, 0, 0] > 0)
+        else:
+            q = solve_first_row(s, self.ridge)
         degenerate = ~(s[:, 0, 0] > DEGENERATE_WEIGHT) | ~np.all(np.isfinite(q), axis=1)
         q[degenerate] = 0.0
         step2 = Message("cdf", {"queries": x, "q": q}, {**config, "grid_size": grid.size})
@@ -420,24 +431,40 @@ class Coordinator:
             degenerate[np.flatnonzero(degenerate)[~still]] = False
         return f, degenerate
 
+    def _local_constant(self, column: str, x: np.ndarray, scheme: str) -> np.ndarray:
+        """Raw F of the local-constant fit (see :meth:`_two_step`); 0 rows if none."""
+        f, degenerate = self._two_step(column, x, scheme, local_constant=True)
+        f[degenerate] = 0.0
+        return f
+
     def _estimate_batch(self, column: str, x: np.ndarray, postprocess: bool) -> np.ndarray:
         f, degenerate = self._raw_batch(column, x)
         if not postprocess:
             return f
         cdf, bad = postprocess_cdf(f, self.monotone)
         bad |= degenerate
-        if np.any(bad):  # no usable local fit at all: fall back to the marginal
+        if np.any(bad):  # the local-linear fit has no mass left: local-constant fit
             self.fallbacks += int(bad.sum())
-            cdf[bad] = self.marginal_cdf(column)
+            scheme = "own" if not np.any(degenerate[bad]) else "knn"
+            cdf[bad], still = postprocess_cdf(
+                self._local_constant(column, x[bad], scheme), self.monotone
+            )
+            if np.any(still):  # nothing local at all: the marginal
+                cdf[np.flatnonzero(bad)[still]] = self.marginal_cdf(column)
         return cdf
 
     def _masses_batch(self, column: str, x: np.ndarray) -> np.ndarray:
         f, degenerate = self._raw_batch(column, x)
         p, bad = masses_from_cdf(f, self.mass_offset)
         bad |= degenerate
-        if np.any(bad):
+        if np.any(bad):  # the local-linear fit has no mass left: local-constant fit
             self.fallbacks += int(bad.sum())
-            p[bad] = self.marginal_masses(column)
+            scheme = "own" if not np.any(degenerate[bad]) else "knn"
+            p[bad], still = masses_from_cdf(
+                self._local_constant(column, x[bad], scheme), self.mass_offset
+            )
+            if np.any(still):  # nothing local at all: the marginal
+                p[np.flatnonzero(bad)[still]] = self.marginal_masses(column)
         return p
 
     def marginal_masses(self, column: str) -> np.ndarray:

@@ -224,3 +224,37 @@ def test_ridge_changes_little_and_mixed_schemes_still_pool(mixed_clients):
         seed=5,
     )
     assert np.max(np.abs(ridged.values - expected)) < 1e-5
+
+
+def test_local_constant_fallback_is_nadaraya_watson(mixed_clients):
+    """The fallback fit (q = e1 / S_00) is sum_i w_i K_i(z) / sum_i w_i, same weights."""
+    covariates, response = ["b", "x"], "y"
+    tables = [t[[*covariates, response]] for t in mixed_clients]
+    loc, scale = np.zeros(2), np.ones(2)
+    res = estimate_conditional_cdf(
+        tables,
+        covariates,
+        response,
+        np.zeros((1, 2)),
+        kernel=GaussianKernel(),
+        kinds=KINDS,
+        postprocess=False,
+        scaling=(loc, scale),
+        seed=2,
+    )
+    zs, codes, encoders = _lifted(res), _codes(res), _encoders(res)
+    x_raw = _queries(zs, 2, seed=9)
+    coord = res.coordinator
+    got = coord._local_constant(response, x_raw, "own")
+    x, qcodes = _midpoints(x_raw, encoders)
+    n_total = sum(len(z) for z in zs)
+    w = np.hstack(
+        _gaussian_weights(zs, codes, x, qcodes, encoders, loc, scale, n_total ** (-1 / 6))
+    )
+    y = np.concatenate([z[:, 2] for z in zs])
+    wz = np.concatenate(
+        [_response_bandwidths(z, c, encoders, 2) for z, c in zip(zs, codes, strict=True)]
+    )
+    k = ndtr((res.grid[None, :] - y[:, None]) / wz[:, None])
+    expected = (w @ k) / w.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-10)
