@@ -370,21 +370,27 @@ class FITSClient:
         r = np.maximum(dist[:, -1], 1e-12)  # all neighbours on the query: equal weights
         # the design U_i = (1, h_i - x) in native units; the kernel argument is the same
         # difference on the standardized scale: (h_i - x) / scale / (eta r)
+        prep = self._prepared(d)
+        if "zd" not in prep:  # contiguous copies make the neighbour gathers cheap
+            prep["zd"] = np.ascontiguousarray(self.z[:, :d])
         u = np.empty((b, c, d + 1))
         u[:, :, 0] = 1.0
         diff = u[:, :, 1:]
-        np.subtract(self.z[idx, :d], x[:, None, :], out=diff)
-        arg = diff / self.scale[:d]
-        arg /= (kernel.eta * r)[:, None, None]
-        w = epanechnikov_product(arg)
+        np.subtract(prep["zd"][idx], x[:, None, :], out=diff)
+        # the kernel argument is the same difference on the standardized scale
+        arg = diff * (1.0 / self.scale[:d])
+        arg *= (1.0 / (kernel.eta * r))[:, None, None]
+        w = epanechnikov_product(arg, overwrite_input=True)
         disc = self._discrete_covariates(d, kernel)
         if disc:
             cols = [j for j, _, _ in disc]
-            gap = np.abs(self.codes[idx[:, :, None], np.array(cols)] - qcodes[:, None, cols])
-            rate = np.array([pen if kind == "ordinal" else -np.log(pen) for _, kind, pen in disc])
+            if "codes" not in prep:
+                prep["codes"] = np.ascontiguousarray(self.codes[:, cols], dtype=np.int16)
+            gap = prep["codes"][idx] - qcodes[:, None, cols].astype(np.int16)
+            np.abs(gap, out=gap)
             nominal = np.array([kind == "nominal" for _, kind, _ in disc])
-            gap = gap.astype(float)
             gap[:, :, nominal] = gap[:, :, nominal] > 0
+            rate = np.array([pen if kind == "ordinal" else -np.log(pen) for _, kind, pen in disc])
             w *= np.exp(-(gap @ rate))
         return _Weights(w, idx, x, u)
 

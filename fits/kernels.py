@@ -189,9 +189,14 @@ def response_cdf_kernel(t: np.ndarray) -> np.ndarray:
     return ndtr(t)
 
 
-def epanechnikov_product(u: np.ndarray) -> np.ndarray:
+def epanechnikov_product(u: np.ndarray, *, overwrite_input: bool = False) -> np.ndarray:
     """Product Epanechnikov kernel without its constant: ``prod_j (1 - u_j^2)_+``.
 
-    ``u`` has the coordinates on its last axis.
+    ``u`` has the coordinates on its last axis; with ``overwrite_input`` it is used as
+    scratch space (saves memory traffic on large neighbour batches).
     """
-    return np.prod(np.clip(1.0 - u * u, 0.0, None), axis=-1)
+    t = u if overwrite_input else u.copy()
+    np.square(t, out=t)
+    np.subtract(1.0, t, out=t)
+    np.maximum(t, 0.0, out=t)
+    return t.prod(axis=-1)
