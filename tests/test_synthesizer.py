@@ -191,3 +191,13 @@ def test_user_order_and_kinds(mixed_clients):
     assert synth.schema_.order == ["y", "x", "c", "o", "b"]
     assert synth.schema_["o"].kind == "nominal"
     assert list(out.columns) == list(mixed_clients[0].columns)
+
+
+def test_progress_is_reported_per_chain_column(mixed_clients, capsys):
+    synth = FITSSynthesizer(seed=0, batch_size=100).fit(mixed_clients)
+    seen: dict[str, list[int]] = {}
+    synth.sample(250, progress=lambda col, done, total: seen.setdefault(col, []).append(done))
+    assert list(seen) == synth.schema_.order
+    assert all(v[-1] == 250 for v in seen.values())
+    assert seen["x"] == [100, 200, 250]  # one step per batch
+    synth.sample(50, progress=True)  # a rich progress bar, no error
