@@ -162,8 +162,8 @@ class FITSClient:
         valid = np.ones((m, p), dtype=bool)
         for j, enc in enumerate(self.encoders):
             spec = enc.spec
-            if spec.indicates is not None:  # missingness indicator: False / True
-                codes[:, j] = self.data[spec.indicates].isna().to_numpy().astype(np.int64)
+            if spec.indicates is not None:  # missing / point-mass indicator: False, True
+                codes[:, j] = self._flags(spec.indicates, spec.indicator).astype(np.int64)
                 z[:, j] = enc.lift(codes[:, j], rng)
             elif spec.is_discrete:
                 codes[:, j] = enc.to_codes(self.data[spec.name], client=self.name)
@@ -172,7 +172,8 @@ class FITSClient:
                 values = enc.to_numeric(self.data[spec.name], client=self.name)
                 absent = np.isnan(values)
                 values[absent] = spec.lower  # the fill every party uses (see Coordinator)
-                valid[:, j] = ~absent
+                # rows at the point mass keep their value but are drawn by the indicator
+                valid[:, j] = ~absent & (values != spec.point_mass)
                 z[:, j] = values
         self.z = z  # continualized table, chain order, native units
         self.codes = codes
@@ -205,6 +206,15 @@ class FITSClient:
         return Message("configure", {"n_rows": np.array([m], dtype=np.int64)})
 
     # ------------------------------------------------------------------ helpers
+    def _flags(self, column: str, indicator: str) -> np.ndarray:
+        """Rows where ``column`` is missing, or sits at its point mass."""
+        missing = self.data[column].isna().to_numpy()
+        if indicator == "missing":
+            return missing
+        spec = self._schema[column]  # type: ignore[index]
+        values = Encoder(spec).to_numeric(self.data[column], client=self.name)
+        return ~missing & (values == spec.point_mass)
+
     def _position(self, msg: Message) -> int:
         column = str(msg.config["column"])
         if column not in self.columns:

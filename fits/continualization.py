@@ -86,7 +86,7 @@ class Encoder:
             if None not in cats:
                 raise SchemaError(
                     f"{client}: column {spec.name!r} has {int(missing.sum())} missing "
-                    "value(s) but the schema has no missing category; set \"missing\": true "
+                    'value(s) but the schema has no missing category; set "missing": true '
                     "for it, or fill the values"
                 )
             codes[missing] = cats.index(None)
@@ -129,7 +129,7 @@ class Encoder:
         if np.any(np.isnan(out)) and not spec.missing:
             raise SchemaError(
                 f"{client}: column {spec.name!r} has missing values but the schema does not "
-                "expect any; set \"missing\": true for it in the schema, or fill the values"
+                'expect any; set "missing": true for it in the schema, or fill the values'
             )
         return out
 

@@ -23,7 +23,7 @@ from scipy.optimize import isotonic_regression
 
 from fits.continualization import Encoder
 from fits.protocol import Message, packed_size
-from fits.schema import Schema, merge_descriptions
+from fits.schema import Schema, merge_descriptions, missing_flag, point_mass_flag
 from fits.transport import Transport
 
 __all__ = [
@@ -582,11 +582,17 @@ class Coordinator:
                 continue
             spec = self.encoders[column].spec
             absent = np.zeros(n, dtype=bool)
-            if spec.kind == "continuous" and spec.missing:
-                # rows whose indicator (drawn just before) says "missing" take the fill
-                flag = order.index(f"{column} (missing)")
-                absent = self.encoders[order[flag]].ceil(out[:, flag]) == 1
-                out[absent, j] = spec.lower
+            # rows whose indicators (drawn just before) say "missing" take the fill,
+            # rows at the point mass take its value; the rest are drawn
+            for flag, value in (
+                (missing_flag(column), spec.lower),
+                (point_mass_flag(column), spec.point_mass),
+            ):
+                if flag in self.encoders:
+                    pos = order.index(flag)
+                    hit = ~absent & (self.encoders[flag].ceil(out[:, pos]) == 1)
+                    out[hit, j] = value
+                    absent |= hit
             for start in range(0, n, step):
                 rows = np.arange(start, min(start + step, n))
                 rows = rows[~absent[rows]]

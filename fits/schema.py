@@ -32,12 +32,15 @@ __all__ = [
     "KINDS",
     "MAX_ORDINAL_LEVELS",
     "MANY_LEVELS_WARNING",
+    "POINT_MASS_SHARE",
     "ColumnSpec",
     "Schema",
     "SchemaError",
     "datetime_seconds",
     "describe_table",
     "merge_descriptions",
+    "missing_flag",
+    "point_mass_flag",
 ]
 
 KINDS = ("continuous", "ordinal", "nominal")
@@ -45,6 +48,11 @@ KINDS = ("continuous", "ordinal", "nominal")
 MAX_ORDINAL_LEVELS = 20
 #: A nominal column with more levels than this draws a warning (it is probably an id).
 MANY_LEVELS_WARNING = 1000
+#: A continuous column whose most frequent value holds at least this share of the
+#: (present) values gets a point-mass indicator (zero-inflated columns, e.g. capital-gain).
+POINT_MASS_SHARE = 0.1
+#: Clients report their most frequent value of a continuous column only from this share.
+_POINT_MASS_REPORT = 0.05
 
 
 class SchemaError(ValueError):
@@ -76,8 +84,14 @@ class ColumnSpec:
         among its categories (missing is a category of its own); a continuous column
         gets a missingness indicator drawn just before it in the chain.
     indicates : str, optional
-        Set on the internal indicator column: the name of the column whose missingness
-        it records.
+        Set on an internal indicator column: the name of the column it marks.
+    indicator : {"missing", "point_mass"}
+        With ``indicates``: whether the indicator marks missing values or values at the
+        column's point mass.
+    point_mass : float, optional
+        Continuous columns: a value held by at least :data:`POINT_MASS_SHARE` of the
+        rows (e.g. the zeros of a zero-inflated column).  It gets an indicator drawn
+        before the column, so synthetic rows hit it exactly as often as real ones.
     tz : str, optional
         Datetime columns: the time zone to restore.
     date_only : bool
@@ -95,6 +109,8 @@ class ColumnSpec:
     indicates: str | None = None
     tz: str | None = None
     date_only: bool = False
+    point_mass: float | None = None
+    indicator: str = "missing"
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -133,6 +149,10 @@ class ColumnSpec:
             out["tz"] = self.tz
         if self.date_only:
             out["date_only"] = True
+        if self.point_mass is not None:
+            out["point_mass"] = self.point_mass
+        if self.indicates is not None and self.indicator != "missing":
+            out["indicator"] = self.indicator
         return out
 
     @classmethod
@@ -150,6 +170,8 @@ class ColumnSpec:
             indicates=d.get("indicates"),
             tz=d.get("tz"),
             date_only=bool(d.get("date_only", False)),
+            point_mass=d.get("point_mass"),
+            indicator=str(d.get("indicator", "missing")),
         )
 
 
@@ -205,15 +227,24 @@ class Schema:
     def expanded(self) -> Schema:
         """The schema the engine draws: each continuous column with missing values is
         preceded in the chain by its missingness indicator (a nominal bool column named
-        ``"<column> (missing)"``)."""
+        ``"<column> (missing)"``), and one with a point mass by a point-mass indicator
+        (``"<column> (at point mass)"``)."""
         columns, order = list(self.columns), []
         for name in self.order:
             spec = self[name]
+            flags = []
             if spec.kind == "continuous" and spec.missing:
-                flag = f"{name} (missing)"
+                flags.append((missing_flag(name), "missing"))
+            if spec.kind == "continuous" and spec.point_mass is not None:
+                flags.append((point_mass_flag(name), "point_mass"))
+            for flag, what in flags:
                 if flag in self.names:
                     raise SchemaError(f"column name {flag!r} is reserved for an indicator")
-                columns.append(ColumnSpec(flag, "nominal", "bool", [False, True], indicates=name))
+                columns.append(
+                    ColumnSpec(
+                        flag, "nominal", "bool", [False, True], indicates=name, indicator=what
+                    )
+                )
                 order.append(flag)
             order.append(name)
         return Schema(columns, order)
@@ -246,6 +277,16 @@ class Schema:
 
 def _hashable(v: Any) -> Any:
     return v.item() if isinstance(v, np.generic) else v
+
+
+def missing_flag(column: str) -> str:
+    """Name of the engine's missingness indicator of a continuous column."""
+    return f"{column} (missing)"
+
+
+def point_mass_flag(column: str) -> str:
+    """Name of the engine's point-mass indicator of a continuous column."""
+    return f"{column} (at point mass)"
 
 
 def _dtype_family(s: pd.Series) -> str:
@@ -377,7 +418,14 @@ def _describe_column(
         kind is None and integral and uniq.size <= MAX_ORDINAL_LEVELS
     ):
         info["values"] = [int(v) if integral else float(v) for v in uniq]
+    else:  # a continuous candidate: report a heavy point mass, if any (count only)
+        uniq, counts = np.unique(values, return_counts=True)
+        top = int(np.argmax(counts))
+        if counts[top] >= _POINT_MASS_REPORT * values.size:
+            info["top_value"] = float(uniq[top])
+            info["top_count"] = int(counts[top])
     info["integral"] = integral
+    info["n_present"] = int(values.size)
     return info
 
 
@@ -425,9 +473,7 @@ def merge_descriptions(
     for name in first:
         infos = [d["columns"][name] for d in descriptions]
         if all(i.get("all_missing") for i in infos):
-            raise SchemaError(
-                f"column {name!r} is missing in every row at every client; drop it"
-            )
+            raise SchemaError(f"column {name!r} is missing in every row at every client; drop it")
         spec = _merge_column(
             name, [i for i in infos if not i.get("all_missing")], clients, kinds.get(name)
         )
@@ -516,6 +562,15 @@ def _merge_column(
     if fam == "float" and all(i.get("integral") for i in infos) and "int" in fams:
         fam = "int"
     spec = ColumnSpec(name, "continuous", fam, None, lo, hi)
+    present = sum(int(i.get("n_present", 0)) for i in infos)
+    tops: dict[float, int] = {}
+    for i in infos:
+        if "top_value" in i:
+            tops[float(i["top_value"])] = tops.get(float(i["top_value"]), 0) + int(i["top_count"])
+    if tops and present:
+        value, count = max(tops.items(), key=lambda kv: kv[1])
+        if count >= POINT_MASS_SHARE * present and lo < hi:
+            spec.point_mass = value
     return spec
 
 

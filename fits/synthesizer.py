@@ -21,7 +21,7 @@ import pandas as pd
 from fits.client import MIN_CLIENT_ROWS, FITSClient
 from fits.coordinator import Coordinator
 from fits.kernels import Kernel
-from fits.schema import Schema
+from fits.schema import Schema, missing_flag
 from fits.transport import InProcessTransport
 
 __all__ = ["FITSSynthesizer", "build_federation"]
@@ -245,7 +245,7 @@ class FITSSynthesizer:
         for name in self.schema_.names:
             enc = coord.encoders[name]
             col = enc.decode(values[:, order.index(name)]).reset_index(drop=True)
-            flag = f"{name} (missing)"
+            flag = missing_flag(name)
             if enc.spec.kind == "continuous" and flag in order:
                 absent = coord.encoders[flag].ceil(values[:, order.index(flag)]) == 1
                 if enc.spec.dtype == "int":

@@ -92,7 +92,7 @@ def test_continuous_columns_report_no_values():
     a = pd.DataFrame({"v": np.random.default_rng(0).normal(size=50)})
     info = describe_table(a)["columns"]["v"]
     assert "values" not in info
-    assert set(info) == {"dtype", "n_missing", "min", "max", "integral"}
+    assert set(info) == {"dtype", "n_missing", "min", "max", "integral", "n_present"}
 
 
 def test_bad_tables():
