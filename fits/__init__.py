@@ -12,6 +12,7 @@ from fits.coordinator import Coordinator
 from fits.estimate import ConditionalCDF, estimate_conditional_cdf
 from fits.kernels import GaussianKernel, KNNKernel
 from fits.protocol import Message, ProtocolError
+from fits.report import evaluate
 from fits.schema import ColumnSpec, Schema, SchemaError
 from fits.synthesizer import FITSSynthesizer
 from fits.transport import InProcessTransport, Transport
@@ -33,5 +34,6 @@ __all__ = [
     "SchemaError",
     "InProcessTransport",
     "Transport",
+    "evaluate",
     "__version__",
 ]

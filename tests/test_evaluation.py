@@ -8,9 +8,11 @@ import pytest
 from scipy import stats
 from scipy.spatial.distance import cdist
 
+from fits import evaluation
 from fits.evaluation import (
     column_fidelity,
     energy_distance,
+    energy_distances,
     independent_resample,
     mean_pairwise_distance,
     pair_fidelity,
@@ -224,3 +226,91 @@ def test_shuffle_lowers_pair_score_and_shift_lowers_column_score() -> None:
     assert cols["x"] < 0.9
     assert cols["o"] < 0.9
     assert cols["z"] == pytest.approx(1.0)
+
+
+# -- several tables and column sets at once ------------------------------------------------
+
+
+def _with_responses(n: int, seed: int, shift: float = 0.0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    frame = _mixed(n, seed, shift)
+    frame["y"] = frame["x"] - frame["z"] + rng.normal(0.0, 1.0, n)
+    frame["r"] = rng.choice(np.array(["no", "yes"], dtype=object), n)
+    return frame
+
+
+RESPONSE_KINDS = {**KINDS, "y": "continuous", "r": "nominal"}
+
+
+def _tables_with_twins() -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
+    """Reference and tables with rows that coincide on the covariates only."""
+    real = _with_responses(400, seed=20)
+    syn = _with_responses(300, seed=21, shift=0.4)
+    syn.loc[:9, "c"] = "d"  # a category only the synthetic table has
+    covs = list(KINDS)
+    syn.loc[20:39, covs] = real.loc[0:19, covs].to_numpy()  # covariate twins across tables
+    real.loc[100:109, covs] = real.loc[110:119, covs].to_numpy()  # twins within a table
+    real.loc[200:204] = real.loc[205:209].to_numpy()  # exact duplicate rows
+    small = real.sample(60, random_state=0).reset_index(drop=True)  # rows of the reference
+    return real, {"synthetic": syn, "subset": small, "itself": real.copy()}
+
+
+@pytest.mark.parametrize("chunk_size", [37, 128, 5000])
+def test_energy_distances_match_energy_distance(chunk_size: int) -> None:
+    real, tables = _tables_with_twins()
+    got = energy_distances(
+        real, tables, RESPONSE_KINDS, list(KINDS), responses=["y", "r"], chunk_size=chunk_size
+    )
+    assert list(got.index) == list(tables)
+    assert list(got.columns) == ["covariates", "covariates + y", "covariates + r"]
+    sets = {"covariates": [], "covariates + y": ["y"], "covariates + r": ["r"]}
+    for name, table in tables.items():
+        for label, extra in sets.items():
+            expected = energy_distance(real, table, RESPONSE_KINDS, list(KINDS) + extra)
+            assert got.loc[name, label] == pytest.approx(expected, abs=1e-10)
+    assert (got.loc["itself"] == 0.0).all()
+
+
+def test_energy_distances_direct_computation() -> None:
+    real, tables = _tables_with_twins()
+    got = energy_distances(real, {"synthetic": tables["synthetic"]}, RESPONSE_KINDS, list(KINDS))
+    assert got.loc["synthetic", "covariates"] == pytest.approx(
+        _reference_energy(real[list(KINDS)], tables["synthetic"][list(KINDS)]), abs=1e-10
+    )
+
+
+def test_energy_distances_fallback_and_threads_agree(monkeypatch: pytest.MonkeyPatch) -> None:
+    real, tables = _tables_with_twins()
+    args = (real, tables, RESPONSE_KINDS, list(KINDS))
+    shared = energy_distances(*args, responses=["y", "r"], n_jobs=1)
+    threaded = energy_distances(*args, responses=["y", "r"], n_jobs=3, chunk_size=64)
+    single = energy_distances(*args, responses=["y", "r"], n_jobs=1, chunk_size=64)
+    pd.testing.assert_frame_equal(threaded, single, check_exact=True)  # independent of n_jobs
+    pd.testing.assert_frame_equal(shared, single, rtol=0, atol=1e-12)
+    # too many coinciding rows: one pass per column set, same numbers
+    monkeypatch.setattr(evaluation, "_MAX_TWIN_PAIRS", 0)
+    fallback = energy_distances(*args, responses=["y", "r"])
+    pd.testing.assert_frame_equal(fallback, shared, rtol=0, atol=1e-12)
+
+
+def test_energy_distances_subsample_and_errors() -> None:
+    real, tables = _tables_with_twins()
+    first = energy_distances(real, tables, RESPONSE_KINDS, max_rows=100, random_state=3)
+    again = energy_distances(real, tables, RESPONSE_KINDS, max_rows=100, random_state=3)
+    pd.testing.assert_frame_equal(first, again)
+    assert list(first.columns) == ["covariates"]
+    with pytest.raises(ValueError, match=r"'y'.*both"):
+        energy_distances(real, tables, RESPONSE_KINDS, list(RESPONSE_KINDS), responses=["y"])
+    with pytest.raises(ValueError, match=r"'r'.*missing from the subset table"):
+        energy_distances(real, {"subset": tables["subset"].drop(columns="r")}, RESPONSE_KINDS)
+    with pytest.raises(ValueError, match="empty"):
+        energy_distances(real, {}, RESPONSE_KINDS)
+
+
+def test_energy_distance_threads_give_the_same_number() -> None:
+    real = _mixed(700, seed=30)
+    syn = _mixed(500, seed=31, shift=0.2)
+    one = energy_distance(real, syn, KINDS, chunk_size=64, n_jobs=1)
+    three = energy_distance(real, syn, KINDS, chunk_size=64, n_jobs=3)
+    assert one == three
+    assert one == pytest.approx(_reference_energy(real, syn), abs=1e-10)

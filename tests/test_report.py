@@ -1,0 +1,265 @@
+"""Tests for fits.report (``fits.evaluate``) and the ``fits report`` command."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fits import FITSSynthesizer, evaluate
+from fits.datasets import federated_split, simulate
+from fits.report import fmt_number, fmt_percent
+from fits.schema import describe_table, merge_descriptions
+
+
+@pytest.fixture(scope="module")
+def setup():
+    data = simulate(1200, seed=2)
+    clients, test = federated_split(data.frame, shares=(0.5, 0.3, 0.2), seed=0)
+    synth = FITSSynthesizer("knn", seed=0, kinds=data.kinds, order=data.order).fit(clients)
+    synthetic = synth.sample(sum(len(c) for c in clients))
+    return data, clients, test, synth, synthetic
+
+
+@pytest.fixture(scope="module")
+def report(setup):
+    data, clients, test, synth, synthetic = setup
+    return evaluate(
+        data.frame,
+        synthetic,
+        data.kinds,
+        target=["Y_lin", "Y_log"],
+        test=test,
+        clients=clients,
+        settings=synth,
+        reference_params={"Y_lin": data.params["linear"], "Y_log": data.params["logistic"]},
+        boosting_iterations=25,
+    )
+
+
+def _numbers(value) -> list[float | int]:
+    """Every number in a JSON document."""
+    if isinstance(value, dict):
+        return [n for v in value.values() for n in _numbers(v)]
+    if isinstance(value, list):
+        return [n for v in value for n in _numbers(v)]
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return []
+    return [value]
+
+
+def test_html_is_self_contained(report) -> None:
+    page = report.to_html()
+    assert page.startswith("<!DOCTYPE html>")
+    assert "http://" not in page and "https://" not in page
+    assert "<script" not in page and "<link" not in page and "url(" not in page
+    sources = re.findall(r'<img[^>]*\ssrc="([^"]*)"', page)
+    assert len(sources) == len(re.findall(r"<img\b", page)) >= 5
+    for src in sources:
+        assert src.startswith("data:image/png;base64,")
+        png = base64.b64decode(src.split(",", 1)[1], validate=True)
+        assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    for anchor in re.findall(r'href="([^"]*)"', page):
+        assert anchor.startswith("#")  # only links within the page
+
+
+def test_json_holds_every_number_the_page_shows(report) -> None:
+    data = json.loads(report.to_json())
+    shown = {"–"}
+    for number in _numbers(data):
+        shown.update({fmt_number(number), fmt_percent(number)})
+    page = report.to_html()
+    cells = re.findall(r'<(?:td|span) class="num[^"]*"[^>]*>(.*?)</(?:td|span)>', page)
+    assert len(cells) > 100
+    for cell in cells:
+        text = re.sub(r"</?b>", "", cell)
+        assert text in shown, f"{text!r} is on the page but not in the JSON"
+    # and the JSON has the headline numbers themselves
+    assert data["energy"]["headline_columns"] == "covariates + Y_lin"
+    table = data["energy"]["table"]
+    assert set(table) == {"synthetic", "real held-out rows", "independent columns"}
+    assert set(table["synthetic"]) == {"covariates", "covariates + Y_lin", "covariates + Y_log"}
+    assert table["synthetic"]["covariates"] == pytest.approx(
+        report.energy.loc["synthetic", "covariates"]
+    )
+    assert set(data["utility"]) == {"Y_lin", "Y_log"}
+    assert data["utility"]["Y_lin"]["reference_source"] == "true parameters"
+    assert data["privacy"]["baseline"] == "holdout"
+    assert data["settings"]["synthesizer"] == "FITSSynthesizer"
+    assert data["kinds"] == simulate(10, seed=0).kinds  # the kinds given, kept as they are
+
+
+def test_numbers_make_sense(report, setup) -> None:
+    data, clients, test, synth, synthetic = setup
+    energy = report.energy
+    assert list(energy.index) == ["synthetic", "real held-out rows", "independent columns"]
+    # FITS keeps the dependence that an independent resample destroys
+    assert (energy.loc["synthetic"] < energy.loc["independent columns"]).all()
+    assert report.column_scores["score"].between(0.8, 1.0).all()
+    m1 = report.utility["Y_lin"].table
+    m1 = m1[(m1["mode"] == "M1") & (m1["model"] == "linear regression")]
+    assert float(m1["param_error"].iloc[0]) < 1.0
+    assert report.privacy is not None and report.privacy.synthetic_copies == 0
+    lines = report.summary().splitlines()
+    assert lines[0].startswith("fits fidelity report:")
+    assert any(line.startswith("Energy distance (covariates + Y_lin") for line in lines)
+    assert any(line.startswith("Utility (Y_log, logistic regression)") for line in lines)
+    assert any(line.startswith("Privacy:") for line in lines)
+
+
+def test_save_is_atomic_and_readable(report, tmp_path: Path) -> None:
+    html_path = tmp_path / "report.html"
+    json_path = tmp_path / "report.json"
+    html_path.write_text("old")
+    report.save(html_path, json_path)
+    assert html_path.read_text(encoding="utf-8") == report.to_html()
+    assert json.loads(json_path.read_text(encoding="utf-8"))["title"] == "fits fidelity report"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.html", "report.json"]
+    umask = os.umask(0)
+    os.umask(umask)
+    assert html_path.stat().st_mode & 0o777 == 0o666 & ~umask
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        report.save(tmp_path / "missing" / "report.html")
+
+
+def test_kinds_inferred_without_target_or_split(setup) -> None:
+    data, clients, test, synth, synthetic = setup
+    result = evaluate(data.frame, synthetic, title="no target")
+    payload = json.loads(result.to_json())
+    # fits' schema inference: 0/1 and 1..4 integer columns are ordinal, floats continuous
+    assert payload["kinds"]["X_G1"] == "continuous"
+    assert payload["kinds"]["X_O"] == "ordinal"
+    assert list(result.energy.columns) == ["all columns"]
+    assert list(result.energy.index) == ["synthetic", "independent columns"]
+    assert result.utility == {}
+    assert result.privacy is not None and result.privacy.baseline == "leave-one-out"
+    assert any("no target" in note for note in payload["notes"])
+    page = result.to_html()
+    assert "Not evaluated: no target column" in page and "leave-one-out" in page
+
+
+def test_input_errors_name_the_problem(setup) -> None:
+    data, clients, test, synth, synthetic = setup
+    with pytest.raises(ValueError, match=r"synthetic table lacks column\(s\) \['X_L'\]"):
+        evaluate(data.frame, synthetic.drop(columns="X_L"), data.kinds)
+    with pytest.raises(ValueError, match="target 'nope'"):
+        evaluate(data.frame, synthetic, data.kinds, target="nope")
+    with pytest.raises(ValueError, match="test table lacks"):
+        evaluate(data.frame, synthetic, data.kinds, test=test.drop(columns="X_B"))
+
+
+# -- the command line ----------------------------------------------------------------------
+
+
+def _fits_command() -> list[str]:
+    local = Path(sys.executable).with_name("fits")
+    if local.exists():
+        return [str(local)]
+    found = shutil.which("fits")
+    return [found] if found else [sys.executable, "-m", "fits.cli.main"]
+
+
+def test_fits_report_command(tmp_path: Path) -> None:
+    data = simulate(700, seed=5)
+    clients, test = federated_split(data.frame, shares=(0.6, 0.4), seed=0)
+    frame = data.frame.drop(columns="Y_log")
+    paths = {}
+    for name, table in {
+        "real": frame,
+        "test": test.drop(columns="Y_log"),
+        "site_a": clients[0].drop(columns="Y_log"),
+        "site_b": clients[1].drop(columns="Y_log"),
+    }.items():
+        paths[name] = tmp_path / f"{name}.csv"
+        table.to_csv(paths[name], index=False)
+    synthetic = pd.concat(clients, ignore_index=True).drop(columns="Y_log")
+    rng = np.random.default_rng(0)
+    synthetic["X_G1"] += rng.normal(0.0, 0.2, len(synthetic))
+    paths["synthetic"] = tmp_path / "synthetic.parquet"
+    synthetic.to_parquet(paths["synthetic"])
+    schema = merge_descriptions([describe_table(frame)], ["real"], kinds={"X_B": "nominal"})
+    paths["schema"] = tmp_path / "schema.json"
+    paths["schema"].write_text(schema.to_json())
+    out = tmp_path / "out.html"
+    out_json = tmp_path / "out.json"
+    command = _fits_command() + [
+        "report", "--real", str(paths["real"]), "--synthetic", str(paths["synthetic"]),
+        "--out", str(out), "--json", str(out_json), "--target", "Y_lin",
+        "--test", str(paths["test"]), "--clients", str(paths["site_a"]), str(paths["site_b"]),
+        "--schema", str(paths["schema"]),
+    ]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert f"report: {out}" in done.stdout and f"json: {out_json}" in done.stdout
+    assert "Energy distance" in done.stderr  # the summary
+    payload = json.loads(out_json.read_text())
+    assert payload["sources"]["client site_b"] == str(paths["site_b"])
+    assert payload["kinds"]["X_B"] == "nominal"  # from the schema file (inference: ordinal)
+    assert payload["kinds"]["X_O"] == "ordinal"
+    assert list(payload["utility"]["Y_lin"]["rows"][0]) and payload["meta"]["rows"]["train"] == 560
+    assert out.read_text().startswith("<!DOCTYPE html>")
+
+    bad = tmp_path / "real.txt"
+    bad.write_text("a,b\n1,2\n")
+    done = subprocess.run(
+        _fits_command() + ["report", "--real", str(bad), "--synthetic", str(paths["synthetic"])],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode in (1, 2)
+    assert str(bad) in done.stderr and ".txt" in done.stderr
+
+    empty = tmp_path / "empty.csv"
+    empty.write_text("")
+    done = subprocess.run(
+        _fits_command() + ["report", "--real", str(empty), "--synthetic", str(paths["synthetic"])],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert str(empty) in done.stderr and "empty" in done.stderr
+
+
+# -- a real browser --------------------------------------------------------------------------
+
+
+def _chromium() -> str | None:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+def test_report_renders_in_headless_chromium(report, tmp_path: Path) -> None:
+    browser = _chromium()
+    if browser is None:
+        pytest.skip(
+            "chromium is not installed (Debian: apt-get install chromium; CI installs it in "
+            ".ci/run)"
+        )
+    page = tmp_path / "report.html"
+    report.save(page)
+    shot = tmp_path / "shot.png"
+    profile = tmp_path / "profile"
+    command = [
+        browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+        "--no-first-run", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", f"--user-data-dir={profile}", f"--screenshot={shot}",
+        "--window-size=1280,2000", page.resolve().as_uri(),
+    ]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert shot.exists(), f"no screenshot; chromium said: {done.stderr[-2000:]}"
+    assert shot.stat().st_size > 20_000
+    from matplotlib.image import imread
+
+    pixels = imread(shot)
+    assert pixels.shape[:2] == (2000, 1280)
+    assert float(pixels[..., :3].std()) > 0.05  # not a blank page
