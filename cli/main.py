@@ -20,6 +20,9 @@ from typing import Annotated, Any
 import pandas as pd
 import typer
 
+from fits.cli.benchmark import benchmark
+from fits.cli.report import report
+
 app = typer.Typer(
     help="fits: federated synthetic data for mixed-type tables (FITS).",
     no_args_is_help=True,
@@ -340,6 +343,10 @@ def demo(
     typer.echo(summary)
     typer.echo(f"synthetic table: {path}\nsummary: {summary_path}")
 
+
+app.command(name="report")(report)
+
+app.command(name="benchmark")(benchmark)
 
 if __name__ == "__main__":  # pragma: no cover
     app()

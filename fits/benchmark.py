@@ -1,0 +1,914 @@
+"""The paper-reproduction benchmark (issue #5): FITS-G and FITS-K across clients and modes.
+
+:func:`run_benchmark` runs the FITS paper's protocol on one data set, ``repeats`` times
+(repeat ``r`` uses seed ``seed + r`` everywhere):
+
+1. load the data (the simulation is drawn afresh with the repeat's seed);
+2. split it 80/20 into training and test rows and the training rows over 10 clients
+   with the paper's shares (:func:`fits.datasets.federated_split`, the repeat's seed);
+3. for each generator (FITS-G: ``"gaussian"``, FITS-K: ``"knn"``) fit FITS on the
+   clients and synthesize as many rows as the training split, timing it and reading
+   the bytes each client uploaded;
+4. per client and data usage mode M1-M4 (:func:`fits.utility.downstream_utility`): the
+   parametric downstream model's parameter error and test metric on the full
+   lambda / r grid, and the gradient-boosting test metric at the headline settings;
+5. energy distances (:func:`fits.evaluation.energy_distance`) of the covariates and of
+   covariates plus response(s) against the full data, for the synthetic tables and for
+   two floors computed the same way: the real test split, and a column-wise
+   independent resample of the training split (:func:`fits.evaluation.independent_resample`);
+6. per-column and per-pair fidelity (:func:`fits.evaluation.column_fidelity`,
+   :func:`fits.evaluation.pair_fidelity`) of each synthetic table against the full data,
+   to name what contributes most to the distance.
+
+For the simulation both responses are used: the covariates, ``Y_lin`` and ``Y_log`` are
+synthesized once per generator (chain order: the data set's) and both the linear task
+(``Y_lin``) and the logistic task (``Y_log``) are evaluated on that one table, against
+the true parameters. For real data the reference parameter is the fit on the full real
+data.
+
+:meth:`BenchmarkResult.to_markdown` lays the results out like the paper's tables
+(clients as columns, modes as rows, ``mean (sd)`` over repeats);
+:meth:`BenchmarkResult.to_json` keeps every per-repeat number.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import resource
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from fits.datasets import Dataset, federated_split, load_dataset, simulate
+from fits.evaluation import column_fidelity, energy_distance, independent_resample, pair_fidelity
+from fits.synthesizer import FITSSynthesizer
+from fits.utility import downstream_utility
+
+__all__ = [
+    "DEFAULT_LAMBDAS",
+    "DEFAULT_RATIOS",
+    "ENERGY_MAX_ROWS",
+    "GENERATOR_NAMES",
+    "BenchmarkResult",
+    "column_energy",
+    "run_benchmark",
+    "write_result",
+]
+
+#: Display names of the generators.
+GENERATOR_NAMES: dict[str, str] = {"gaussian": "FITS-G", "knn": "FITS-K"}
+
+#: M4's synthetic loss weights evaluated with the parametric model (0 is M2).
+DEFAULT_LAMBDAS: tuple[float, ...] = (0.0, 0.05, 0.1, 0.2, 0.5, 1.0)
+
+#: M3's synthetic-to-local row ratios.
+DEFAULT_RATIOS: tuple[float, ...] = (1.0,)
+
+#: The M4 weight at which the boosting model is also evaluated (the paper's headline).
+BOOSTING_LAMBDA = 0.1
+
+#: Tables with more rows are subsampled to this many rows for the energy distance
+#: (only Adult: its full data has 45,222 rows).
+ENERGY_MAX_ROWS = 20_000
+
+#: Columns / pairs listed as the largest contributors.
+N_WORST = 5
+
+_TEST_METRIC = {"regression": "mse", "classification": "roc_auc"}
+_METRIC_LABEL = {
+    "param_error": "parameter error (Euclidean, intercept included)",
+    "mse": "test MSE",
+    "r2": "test R^2",
+    "roc_auc": "test ROC AUC",
+    "accuracy": "test accuracy",
+}
+_LOWER_IS_BETTER = {
+    "param_error": True,
+    "mse": True,
+    "r2": False,
+    "roc_auc": False,
+    "accuracy": False,
+}
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _peak_rss_mb() -> float:
+    """The process's peak resident set size so far, in MB (Linux: ru_maxrss in KiB)."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    scale = 1.0 if sys.platform == "darwin" else 1024.0
+    return float(peak) * scale / 1e6
+
+
+def _fmt(mean: float, sd: float | None = None, digits: int = 3) -> str:
+    if mean is None or not math.isfinite(mean):
+        return "-"
+    text = f"{mean:.{digits}g}" if abs(mean) < 1e3 else f"{mean:,.0f}"
+    if sd is not None and math.isfinite(sd):
+        text += f" ({sd:.{max(1, digits - 1)}g})" if abs(sd) < 1e3 else f" ({sd:,.0f})"
+    return text
+
+
+def _mean_sd(values: Sequence[float]) -> tuple[float, float]:
+    arr = np.array([v for v in values if v is not None and math.isfinite(v)], dtype=float)
+    if arr.size == 0:
+        return math.nan, math.nan
+    sd = float(arr.std(ddof=1)) if arr.size > 1 else math.nan
+    return float(arr.mean()), sd
+
+
+def _tasks(data: Dataset) -> list[dict[str, Any]]:
+    """The downstream tasks: (target, task, covariates, true parameters or None)."""
+    params = data.params or {}
+    cols = [str(c) for c in data.frame.columns]
+    if data.name == "simulation" and {"Y_lin", "Y_log"} <= set(cols):
+        covariates = [c for c in data.order if c not in ("Y_lin", "Y_log")]
+        return [
+            {
+                "target": "Y_lin",
+                "task": "regression",
+                "covariates": covariates,
+                "truth": params.get("linear"),
+            },
+            {
+                "target": "Y_log",
+                "task": "classification",
+                "covariates": covariates,
+                "truth": params.get("logistic"),
+            },
+        ]
+    covariates = [c for c in (data.order or cols) if c != data.target]
+    return [{"target": data.target, "task": data.task, "covariates": covariates, "truth": None}]
+
+
+@dataclass
+class BenchmarkResult:
+    """Per-repeat results of :func:`run_benchmark` and their summaries.
+
+    Attributes
+    ----------
+    dataset : str
+        The data set's name.
+    config : dict
+        Settings: repeats, seed, generators, lambdas, ratios, row counts, the
+        energy-distance subsample size, the tasks, the machine and the date.
+    runs : list of dict
+        One record per repeat (every number; see :meth:`to_json`).
+    """
+
+    dataset: str
+    config: dict[str, Any]
+    runs: list[dict[str, Any]] = field(default_factory=list)
+
+    # ----------------------------------------------------------------- raw access
+    def utility_frame(self) -> pd.DataFrame:
+        """Every downstream fit of every repeat as one long table.
+
+        Columns: ``repeat``, ``generator``, ``target`` and the columns of
+        :class:`fits.utility.UtilityResult`'s table.
+        """
+        rows = []
+        for run in self.runs:
+            for gen, res in run["generators"].items():
+                for target, records in res["utility"].items():
+                    for rec in records:
+                        rows.append(
+                            {"repeat": run["repeat"], "generator": gen, "target": target, **rec}
+                        )
+        frame = pd.DataFrame.from_records(rows)
+        for col in ("param_error", "mse", "r2", "accuracy", "roc_auc", "lam", "r"):
+            if col in frame.columns:
+                frame[col] = pd.to_numeric(frame[col], errors="coerce")
+        return frame
+
+    def energy_frame(self) -> pd.DataFrame:
+        """Energy distances per repeat: ``repeat``, ``table``, ``covariates``, ``all``."""
+        rows = []
+        for run in self.runs:
+            for name, ed in run["floors"].items():
+                rows.append({"repeat": run["repeat"], "table": name, **ed})
+            for gen, res in run["generators"].items():
+                rows.append({"repeat": run["repeat"], "table": gen, **res["energy"]})
+                if "energy_test_size" in res:
+                    rows.append(
+                        {
+                            "repeat": run["repeat"],
+                            "table": f"{gen}@test_size",
+                            **res["energy_test_size"],
+                        }
+                    )
+        return pd.DataFrame.from_records(rows)
+
+    def mode_table(
+        self, generator: str, target: str, metric: str, model: str = "parametric"
+    ) -> pd.DataFrame:
+        """Mean and sd over repeats: one row per mode / setting, one column per client.
+
+        Parameters
+        ----------
+        generator : str
+            ``"gaussian"`` or ``"knn"``.
+        target : str
+            The response.
+        metric : str
+            ``"param_error"``, ``"mse"``, ``"r2"``, ``"accuracy"`` or ``"roc_auc"``.
+        model : {"parametric", "boosting"}
+            Which downstream model.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Index: row labels (``"M1"``, ``"M2"``, ``"M3 (r=1)"``, ``"M4 (lambda=0.1)"``,
+            ...); columns: ``(client, "mean")`` and ``(client, "sd")``. M1 (one fit on
+            the synthetic table, the same for every client) is repeated in each column.
+            Also ``"M4 (best lambda)"``: per client, the lambda whose mean is best.
+        """
+        frame = self.utility_frame()
+        if frame.empty:
+            return pd.DataFrame()
+        want = "gradient boosting" if model == "boosting" else None
+        sel = frame[(frame["generator"] == generator) & (frame["target"] == target)]
+        sel = sel[sel["model"] == want] if want else sel[sel["model"] != "gradient boosting"]
+        clients = [c for c in dict.fromkeys(sel["client"]) if c != "all clients"]
+        labels: list[str] = []
+        cells: dict[tuple[str, str], tuple[float, float]] = {}
+        m1 = sel[sel["mode"] == "M1"]
+        if not m1.empty:
+            labels.append("M1")
+            mean, sd = _mean_sd(m1[metric].tolist())
+            for c in clients:
+                cells[("M1", c)] = (mean, sd)
+        for mode in ("M2", "M3", "M4"):
+            part = sel[sel["mode"] == mode]
+            for setting in dict.fromkeys(part["setting"]):
+                label = f"{mode} ({setting})" if setting else mode
+                labels.append(label)
+                for c in clients:
+                    vals = part[(part["setting"] == setting) & (part["client"] == c)][metric]
+                    cells[(label, c)] = _mean_sd(vals.tolist())
+        m4 = [lab for lab in labels if lab.startswith("M4 (")]
+        if len(m4) > 1:
+            label = "M4 (best lambda)"
+            labels.append(label)
+            lower = _LOWER_IS_BETTER[metric]
+            for c in clients:
+                options = [
+                    (cells[(lab, c)], lab) for lab in m4 if math.isfinite(cells[(lab, c)][0])
+                ]
+                if options:
+                    (mean, sd), _ = (min if lower else max)(options, key=lambda o: o[0][0])
+                    cells[(label, c)] = (mean, sd)
+                else:
+                    cells[(label, c)] = (math.nan, math.nan)
+        pooled = sel[sel["mode"] == "pooled"]
+        if not pooled.empty:
+            labels.append("pooled real (yardstick)")
+            mean, sd = _mean_sd(pooled[metric].tolist())
+            for c in clients:
+                cells[("pooled real (yardstick)", c)] = (mean, sd)
+        columns = pd.MultiIndex.from_product([clients, ["mean", "sd"]])
+        data = [[cells[(lab, c)][i] for c in clients for i in (0, 1)] for lab in labels]
+        return pd.DataFrame(data, index=labels, columns=columns)
+
+    def best_lambdas(self, generator: str, target: str, metric: str = "param_error") -> dict:
+        """Per client, the M4 lambda with the best mean ``metric`` over repeats."""
+        table = self.mode_table(generator, target, metric)
+        out = {}
+        lower = _LOWER_IS_BETTER[metric]
+        m4 = [lab for lab in table.index if lab.startswith("M4 (lambda=")]
+        for client in dict.fromkeys(table.columns.get_level_values(0)):
+            means = {lab: table.loc[lab, (client, "mean")] for lab in m4}
+            means = {k: v for k, v in means.items() if math.isfinite(v)}
+            if means:
+                best = (min if lower else max)(means, key=means.get)
+                out[client] = float(best.split("=")[1].rstrip(")"))
+        return out
+
+    def energy_summary(self) -> pd.DataFrame:
+        """Mean and sd over repeats of each table's energy distances, with ratios."""
+        frame = self.energy_frame()
+        gens = self.config["generators"]
+        order = ["real_test", *gens, *(f"{g}@test_size" for g in gens), "independent"]
+        rows = []
+        floor = {}
+        for key in ("covariates", "all"):
+            floor[key] = _mean_sd(frame.loc[frame["table"] == "real_test", key].tolist())[0]
+        for name in order:
+            part = frame[frame["table"] == name]
+            if part.empty:
+                continue
+            rec: dict[str, Any] = {"table": name}
+            for key in ("covariates", "all"):
+                mean, sd = _mean_sd(part[key].tolist())
+                rec[f"{key}_mean"] = mean
+                rec[f"{key}_sd"] = sd
+                rec[f"{key}_ratio"] = mean / floor[key] if floor[key] > 0 else math.nan
+            rows.append(rec)
+        return pd.DataFrame.from_records(rows)
+
+    def worst_fidelity(self, generator: str = "knn", n: int = N_WORST) -> dict[str, pd.DataFrame]:
+        """The lowest-scoring columns and pairs (mean score over repeats)."""
+        cols, pairs = [], []
+        for run in self.runs:
+            res = run["generators"].get(generator)
+            if res is None:
+                continue
+            cols.extend(res["fidelity"]["columns"])
+            pairs.extend(res["fidelity"]["pairs"])
+        out: dict[str, pd.DataFrame] = {}
+        if cols:
+            c = pd.DataFrame.from_records(cols)
+            out["columns"] = (
+                c.groupby(["column", "kind", "metric"], sort=False)["score"]
+                .agg(["mean", "std"])
+                .reset_index()
+                .sort_values("mean")
+                .head(n)
+            )
+        if pairs:
+            p = pd.DataFrame.from_records(pairs)
+            out["pairs"] = (
+                p.groupby(["col_a", "col_b", "metric"], sort=False)["score"]
+                .agg(["mean", "std"])
+                .reset_index()
+                .sort_values("mean")
+                .head(n)
+            )
+        return out
+
+    # ----------------------------------------------------------------- output
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form: the configuration and every per-repeat number."""
+        return _jsonable({"dataset": self.dataset, "config": self.config, "runs": self.runs})
+
+    def to_json(self, indent: int | None = 1) -> str:
+        """The raw per-repeat numbers as JSON (NaN becomes null)."""
+        return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
+
+    @classmethod
+    def from_json(cls, text: str) -> BenchmarkResult:
+        """Read back :meth:`to_json`'s output."""
+        obj = json.loads(text)
+        return cls(dataset=obj["dataset"], config=obj["config"], runs=obj["runs"])
+
+    def to_markdown(self) -> str:
+        """The results as markdown tables laid out like the paper's."""
+        cfg = self.config
+        gens = cfg["generators"]
+        n_rep = len(self.runs)
+        lines = [
+            f"# Benchmark: {self.dataset}",
+            "",
+            f"Produced by `{cfg.get('command', 'fits.benchmark.run_benchmark')}` on "
+            f"{cfg.get('date', '?')}. Machine: {cfg.get('machine', '?')}.",
+            "",
+            f"{n_rep} repeat(s) (seeds {cfg['seed']}..{cfg['seed'] + max(n_rep, 1) - 1}); "
+            f"{cfg['n_rows']:,} rows, {cfg['n_test']:,} test, {cfg['n_train']:,} training rows "
+            f"over {len(cfg['client_sizes'])} clients "
+            f"({', '.join(str(s) for s in cfg['client_sizes'])} rows, the paper's shares); "
+            f"{cfg['n_train']:,} synthetic rows per generator. Every cell: mean (sd) over "
+            "repeats.",
+            "",
+        ]
+        if n_rep < cfg["repeats"]:
+            lines += [f"**Only {n_rep} of the {cfg['repeats']} requested repeats finished.**", ""]
+        # energy distance
+        lines += ["## Energy distance to the full data", ""]
+        lines += [
+            "Paper sec. 6.2.3, via `fits.evaluation.energy_distance` against the full data "
+            f"({cfg['n_rows']:,} rows)"
+            + (
+                f"; every table with more than {cfg['energy_max_rows']:,} rows subsampled to "
+                f"{cfg['energy_max_rows']:,} rows (seeded per repeat)"
+                if cfg["n_rows"] > cfg["energy_max_rows"]
+                else ""
+            )
+            + ". Ratio: to the real-test floor's mean.",
+            "",
+            "| table | covariates | ratio | covariates + response | ratio |",
+            "| --- | --- | --- | --- | --- |",
+        ]
+        names = {
+            "real_test": "real test split (floor)",
+            "independent": "column-wise independent resample of the training split",
+        }
+        for rec in self.energy_summary().to_dict(orient="records"):
+            table = rec["table"]
+            if table.endswith("@test_size"):
+                gen = table.split("@")[0]
+                name = (
+                    f"{GENERATOR_NAMES.get(gen, gen)}, subsampled to the test split's "
+                    f"{cfg['n_test']:,} rows"
+                )
+            else:
+                name = names.get(table, GENERATOR_NAMES.get(table, table))
+            lines.append(
+                f"| {name} | {_fmt(rec['covariates_mean'], rec['covariates_sd'])} | "
+                f"{rec['covariates_ratio']:.2f} | {_fmt(rec['all_mean'], rec['all_sd'])} | "
+                f"{rec['all_ratio']:.2f} |"
+            )
+        resp = ", ".join(t["target"] for t in cfg["tasks"])
+        lines += [
+            "",
+            f"Covariates + response: every column ({resp} included). The energy distance is a "
+            "V-statistic: its expectation grows as the tables shrink (about "
+            "E||X - X'|| (1/n + 1/m) on the radicand), so a table of fewer rows sits higher. "
+            f"The real test split has {cfg['n_test']:,} rows and the synthetic tables "
+            f"{cfg['n_train']:,}; the rows 'subsampled to the test split's rows' compare "
+            "like with like. (The test split is also part of the full data, which lowers its "
+            "distance a little.)",
+            "",
+        ]
+        # cost
+        lines += [
+            "## Time, memory, upload",
+            "",
+            "Wall time: fit + sample of one generator. Peak memory: the benchmark process's "
+            "peak resident set size (`getrusage` ru_maxrss) when the generator finished, so "
+            "it includes everything the process did before (loading, earlier generators).",
+            "",
+            "| generator | wall time (s) | fit (s) | sample (s) | process peak RSS (MB) | "
+            "uploaded, all clients (MB) | bytes per synthetic row |",
+            "| --- | --- | --- | --- | --- | --- | --- |",
+        ]
+        for gen in gens:
+            vals = [run["generators"][gen] for run in self.runs if gen in run["generators"]]
+            if not vals:
+                continue
+
+            def ms(key: str, vals: list[dict[str, Any]] = vals) -> tuple[float, float]:
+                return _mean_sd([v[key] for v in vals])
+
+            up = _mean_sd([sum(v["uploaded_bytes"]) / 1e6 for v in vals])
+            per_row = _mean_sd([sum(v["uploaded_bytes"]) / v["n_synthetic"] for v in vals])
+            lines.append(
+                f"| {GENERATOR_NAMES.get(gen, gen)} | {_fmt(*ms('wall_s'))} | "
+                f"{_fmt(*ms('fit_s'))} | {_fmt(*ms('sample_s'))} | {_fmt(*ms('peak_rss_mb'))} | "
+                f"{_fmt(*up)} | {_fmt(per_row[0], None, 6)} |"
+            )
+        lines.append("")
+        # fidelity contributions
+        lines += [
+            "## What contributes most to the distance",
+            "",
+            "Lowest per-column scores (`column_fidelity`: 1 - KS for continuous, 1 - TV for "
+            "discrete columns) and per-pair scores (`pair_fidelity`: 1 - |corr difference| / 2 "
+            "for two continuous columns, else 1 - TV of the contingency table with 10 quantile "
+            "bins) of each synthetic table against the full data, mean (sd) over repeats.",
+            "",
+        ]
+        for gen in gens:
+            worst = self.worst_fidelity(gen)
+            if not worst:
+                continue
+            label = GENERATOR_NAMES.get(gen, gen)
+            lines += [
+                f"**{label}, columns**",
+                "",
+                "| column | kind | metric | score |",
+                "| --- | --- | --- | --- |",
+            ]
+            for rec in worst["columns"].to_dict(orient="records"):
+                lines.append(
+                    f"| {rec['column']} | {rec['kind']} | {rec['metric']} | "
+                    f"{_fmt(rec['mean'], rec['std'])} |"
+                )
+            lines += [
+                "",
+                f"**{label}, pairs**",
+                "",
+                "| pair | metric | score |",
+                "| --- | --- | --- |",
+            ]
+            for rec in worst["pairs"].to_dict(orient="records"):
+                lines.append(
+                    f"| {rec['col_a']} x {rec['col_b']} | {rec['metric']} | "
+                    f"{_fmt(rec['mean'], rec['std'])} |"
+                )
+            lines.append("")
+        # utility
+        lines += [
+            "## Downstream utility per client and mode",
+            "",
+            "Modes (paper app. D.1): M1 synthetic only (one fit, repeated in every column), "
+            "M2 local only, M3 local + r x m_k synthetic rows, M4 local + all synthetic rows "
+            "with loss weight lambda (lambda = 0 is M2). `M4 (best lambda)`: per client the "
+            "lambda with the best mean over repeats (an oracle choice). The pooled row fits "
+            "all clients' real rows together (not allowed under federation; a yardstick). "
+            "Clients are numbered by decreasing size.",
+            "",
+        ]
+        for task in cfg["tasks"]:
+            target = task["target"]
+            ref = task.get("reference_source", "")
+            lines += [f"### {target} ({task['task']}; {task.get('parametric', '')})", ""]
+            if ref:
+                lines += [f"Reference parameter: {ref}.", ""]
+            metric = _TEST_METRIC[task["task"]]
+            specs = [("parametric", "param_error"), ("parametric", metric), ("boosting", metric)]
+            for gen in gens:
+                for model, met in specs:
+                    table = self.mode_table(gen, target, met, model)
+                    if table.empty:
+                        continue
+                    what = (
+                        "gradient boosting"
+                        if model == "boosting"
+                        else task.get("parametric", "parametric model")
+                    )
+                    better = "lower" if _LOWER_IS_BETTER[met] else "higher"
+                    lines += [
+                        f"**{GENERATOR_NAMES.get(gen, gen)}, {what}: {_METRIC_LABEL[met]}** "
+                        f"({better} is better)",
+                        "",
+                    ]
+                    lines += _markdown_table(table, cfg["client_sizes"])
+                    lines.append("")
+        return "\n".join(lines).rstrip() + "\n"
+
+
+def _markdown_table(table: pd.DataFrame, sizes: Sequence[int]) -> list[str]:
+    clients = list(dict.fromkeys(table.columns.get_level_values(0)))
+    heads = []
+    for i, c in enumerate(clients):
+        short = c.replace("client ", "C")
+        heads.append(f"{short} ({sizes[i]})" if i < len(sizes) else short)
+    out = ["| mode | " + " | ".join(heads) + " |", "| --- |" + " --- |" * len(clients)]
+    for label in table.index:
+        cells = [_fmt(table.loc[label, (c, "mean")], table.loc[label, (c, "sd")]) for c in clients]
+        out.append(f"| {label} | " + " | ".join(cells) + " |")
+    return out
+
+
+def _jsonable(obj: Any) -> Any:
+    if isinstance(obj, Mapping):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return [_jsonable(v) for v in obj.tolist()]
+    if isinstance(obj, np.generic):
+        obj = obj.item()
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None if math.isnan(obj) else ("inf" if obj > 0 else "-inf")
+    return obj
+
+
+def _machine() -> str:
+    cpus = os.cpu_count() or 0
+    mem = ""
+    try:
+        with open("/proc/meminfo", encoding="utf-8") as fh:
+            kib = int(fh.readline().split()[1])
+        mem = f", {kib / 1024**2:.0f} GiB RAM"
+    except (OSError, ValueError, IndexError):
+        pass
+    return (
+        f"{cpus} CPU cores{mem}, {platform.machine()}, Python {platform.python_version()}, "
+        f"numpy {np.__version__}, pandas {pd.__version__}"
+    )
+
+
+def _load(
+    dataset: str, data_dir: str | os.PathLike[str] | None, n_rows: int | None, seed: int
+) -> Dataset:
+    key = dataset.strip().lower()
+    if key == "simulation":
+        return simulate(n=10_000 if n_rows is None else int(n_rows), seed=seed)
+    data = load_dataset(key, data_dir)
+    if n_rows is not None and n_rows < len(data.frame):
+        rng = np.random.default_rng(seed)
+        rows = np.sort(rng.choice(len(data.frame), size=int(n_rows), replace=False))
+        data.frame = data.frame.iloc[rows].reset_index(drop=True)
+    return data
+
+
+def _merge_utility(param_rows: list[dict], boost_rows: list[dict]) -> list[dict]:
+    keep = [r for r in param_rows if r["model"] != "gradient boosting"]
+    return keep + [r for r in boost_rows if r["model"] == "gradient boosting"]
+
+
+def run_benchmark(
+    dataset: str,
+    data_dir: str | os.PathLike[str] | None = None,
+    repeats: int = 5,
+    seed: int = 0,
+    generators: Sequence[str] = ("gaussian", "knn"),
+    lambdas: Sequence[float] = DEFAULT_LAMBDAS,
+    ratios: Sequence[float] = DEFAULT_RATIOS,
+    progress: Callable[[str], None] | None = None,
+    *,
+    n_rows: int | None = None,
+    boosting: bool = True,
+    energy_max_rows: int = ENERGY_MAX_ROWS,
+    checkpoint: str | os.PathLike[str] | None = None,
+    command: str | None = None,
+) -> BenchmarkResult:
+    """Run the paper's protocol on one data set.
+
+    Parameters
+    ----------
+    dataset : {"simulation", "adult", "bike", "german"}
+        The data set (case-insensitive).
+    data_dir : str or path-like, optional
+        Folder with the UCI files (default: ``FITS_DATA_DIR``); not used by the
+        simulation.
+    repeats : int, default 5
+        Repeats; repeat ``r`` uses seed ``seed + r`` for the simulation, the split,
+        the synthesizers, the energy-distance subsamples and the downstream fits.
+    seed : int, default 0
+        The first repeat's seed.
+    generators : sequence of {"gaussian", "knn"}, default both
+        FITS-G and FITS-K.
+    lambdas : sequence of float, default (0, 0.05, 0.1, 0.2, 0.5, 1)
+        M4's synthetic loss weights for the parametric model (0 reproduces M2).
+    ratios : sequence of float, default (1,)
+        M3's synthetic-to-local ratios.
+    progress : callable, optional
+        Called with a one-line message at each stage.
+    n_rows : int, optional
+        Rows of the data: the simulation's ``n`` (default 10,000), or a seeded
+        subsample of a real data set (default: all rows). For quick checks.
+    boosting : bool, default True
+        Also evaluate gradient boosting (at M1, M2, M3 and M4 with lambda = 0.1 only,
+        to bound the time).
+    energy_max_rows : int, default 20,000
+        Tables with more rows are subsampled to this many for the energy distance.
+    checkpoint : str or path-like, optional
+        Base path (without suffix): after every repeat the partial result is written
+        to ``<checkpoint>.md`` and ``<checkpoint>.json``.
+    command : str, optional
+        The command line to record in the output.
+
+    Returns
+    -------
+    BenchmarkResult
+    """
+    if repeats < 1:
+        raise ValueError(f"repeats must be at least 1, got {repeats}")
+    generators = [str(g) for g in generators]
+    for g in generators:
+        if g not in GENERATOR_NAMES:
+            raise ValueError(f"unknown generator {g!r}; choose from {list(GENERATOR_NAMES)}")
+    say = progress or (lambda message: None)
+    key = dataset.strip().lower()
+    base = _load(key, data_dir, n_rows, seed)
+    tasks = _tasks(base)
+    lambdas = [float(v) for v in lambdas]
+    ratios = [float(v) for v in ratios]
+    boost_lambdas = [BOOSTING_LAMBDA]
+    result = BenchmarkResult(
+        dataset=key,
+        config={
+            "dataset": key,
+            "description": base.description,
+            "repeats": int(repeats),
+            "seed": int(seed),
+            "generators": generators,
+            "lambdas": lambdas,
+            "ratios": ratios,
+            "boosting": bool(boosting),
+            "boosting_settings": {"lambdas": boost_lambdas, "ratios": ratios},
+            "n_rows": len(base.frame),
+            "n_train": 0,
+            "n_test": 0,
+            "client_sizes": [],
+            "energy_max_rows": int(energy_max_rows),
+            "order": list(base.order),
+            "kinds": dict(base.kinds),
+            "tasks": [{k: v for k, v in t.items() if k != "truth"} for t in tasks],
+            "machine": _machine(),
+            "date": _now(),
+            "command": command or f"run_benchmark({key!r}, repeats={repeats}, seed={seed})",
+        },
+    )
+    for r in range(repeats):
+        rseed = seed + r
+        t_repeat = time.perf_counter()
+        data = base if (key != "simulation" or r == 0) else _load(key, data_dir, n_rows, rseed)
+        full = data.frame
+        clients, test = federated_split(full, seed=rseed)
+        train = pd.concat(clients, ignore_index=True)
+        n_syn = len(train)
+        if r == 0:
+            result.config.update(
+                n_train=n_syn, n_test=len(test), client_sizes=[len(c) for c in clients]
+            )
+        say(
+            f"[{key}] repeat {r + 1}/{repeats} (seed {rseed}): {len(full):,} rows, "
+            f"{n_syn:,} training rows over {len(clients)} clients"
+        )
+        covariates = tasks[0]["covariates"]
+        all_cols = [str(c) for c in full.columns]
+
+        def ed(
+            table: pd.DataFrame,
+            cols: list[str],
+            full: pd.DataFrame = full,
+            rseed: int = rseed,
+            kinds: dict[str, str] = data.kinds,
+        ) -> float:
+            return energy_distance(
+                full, table, kinds, columns=cols, max_rows=energy_max_rows, random_state=rseed
+            )
+
+        run: dict[str, Any] = {
+            "repeat": r,
+            "seed": rseed,
+            "client_sizes": [len(c) for c in clients],
+            "floors": {},
+            "generators": {},
+        }
+        indep = independent_resample(train, n=n_syn, random_state=rseed)
+        for name, table in (("real_test", test), ("independent", indep)):
+            run["floors"][name] = {"covariates": ed(table, covariates), "all": ed(table, all_cols)}
+        say(
+            f"[{key}]   floors: real test {run['floors']['real_test']['all']:.4f}, "
+            f"independent {run['floors']['independent']['all']:.4f}"
+        )
+        for gen in generators:
+            t0 = time.perf_counter()
+            synth = FITSSynthesizer(gen, seed=rseed, kinds=data.kinds, order=data.order)
+            synth.fit(clients)
+            t1 = time.perf_counter()
+            synthetic = synth.sample(n_syn)
+            t2 = time.perf_counter()
+            res: dict[str, Any] = {
+                "wall_s": t2 - t0,
+                "fit_s": t1 - t0,
+                "sample_s": t2 - t1,
+                "peak_rss_mb": _peak_rss_mb(),
+                "uploaded_bytes": [int(b) for b in synth.uploaded_bytes_],
+                "n_synthetic": n_syn,
+                "fallbacks": _fallbacks(synth),
+            }
+            say(f"[{key}]   {GENERATOR_NAMES[gen]}: synthesized {n_syn:,} rows in {t2 - t0:.1f} s")
+            res["energy"] = {
+                "covariates": ed(synthetic, covariates),
+                "all": ed(synthetic, all_cols),
+            }
+            # the same at the real test split's size (the V-statistic's bias grows as
+            # the tables shrink, so this is the like-for-like comparison with the floor)
+            sub = synthetic.sample(n=min(len(test), n_syn), random_state=rseed)
+            res["energy_test_size"] = {"covariates": ed(sub, covariates), "all": ed(sub, all_cols)}
+            res["fidelity"] = {
+                "columns": column_fidelity(full, synthetic, data.kinds).to_dict(orient="records"),
+                "pairs": pair_fidelity(full, synthetic, data.kinds).to_dict(orient="records"),
+            }
+            res["utility"] = {}
+            for task in tasks:
+                target = task["target"]
+                reference = task["truth"] if task["truth"] is not None else full
+                kinds = {c: data.kinds[c] for c in [*task["covariates"], target]}
+                common = dict(
+                    task=task["task"],
+                    covariates=task["covariates"],
+                    reference=reference,
+                    ratios=ratios,
+                    seed=rseed,
+                )
+                ures = downstream_utility(
+                    clients,
+                    synthetic,
+                    test,
+                    target,
+                    kinds,
+                    lambdas=lambdas,
+                    boosting=False,
+                    **common,
+                )
+                rows = ures.to_dict()["rows"]
+                if boosting:
+                    bres = downstream_utility(
+                        clients,
+                        synthetic,
+                        test,
+                        target,
+                        kinds,
+                        lambdas=boost_lambdas,
+                        boosting=True,
+                        **common,
+                    )
+                    rows = _merge_utility(rows, bres.to_dict()["rows"])
+                res["utility"][target] = rows
+                task.setdefault("reference_source", ures.reference_source)
+                task.setdefault("parametric", ures.parametric)
+                res.setdefault("reference", {})[target] = ures.to_dict()["reference"]
+            res["eval_s"] = time.perf_counter() - t2
+            say(
+                f"[{key}]   {GENERATOR_NAMES[gen]}: energy distance {res['energy']['all']:.4f} "
+                f"(covariates {res['energy']['covariates']:.4f}); evaluation "
+                f"{res['eval_s']:.1f} s"
+            )
+            run["generators"][gen] = res
+        run["repeat_s"] = time.perf_counter() - t_repeat
+        result.runs.append(run)
+        result.config["tasks"] = [{k: v for k, v in t.items() if k != "truth"} for t in tasks]
+        result.config["date"] = _now()
+        if checkpoint is not None:
+            write_result(result, checkpoint)
+            say(f"[{key}]   wrote {checkpoint}.md / .json after repeat {r + 1}")
+    return result
+
+
+def column_energy(
+    full: pd.DataFrame,
+    synthetic: pd.DataFrame,
+    kinds: Mapping[str, str],
+    *,
+    max_rows: int | None = ENERGY_MAX_ROWS,
+    random_state: int | None = 0,
+) -> pd.DataFrame:
+    """How much each column contributes to the energy distance of a synthetic table.
+
+    Per column: the energy distance of that column alone (its marginal, encoded as in
+    :func:`fits.evaluation.energy_distance`) and the drop of the all-column distance
+    when the column is left out (``all - without``; large: the column, with its
+    dependence on the others, carries much of the distance).
+
+    Parameters
+    ----------
+    full, synthetic : pandas.DataFrame
+        The reference (full real data) and the synthetic table.
+    kinds : mapping
+        Column -> kind.
+    max_rows : int or None, default 20,000
+        Subsample size for tables with more rows (the same rows for every column set:
+        one seed).
+    random_state : int or None, default 0
+        Seed of the subsample.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``column``, ``kind``, ``marginal``, ``without``, ``drop`` (sorted by ``drop``,
+        largest first); the all-column distance is in ``attrs["all"]``.
+    """
+    cols = [str(c) for c in kinds]
+
+    def ed(columns: list[str]) -> float:
+        return energy_distance(
+            full, synthetic, kinds, columns=columns, max_rows=max_rows, random_state=random_state
+        )
+
+    total = ed(cols)
+    records = []
+    for col in cols:
+        without = ed([c for c in cols if c != col])
+        records.append(
+            {
+                "column": col,
+                "kind": kinds[col],
+                "marginal": ed([col]),
+                "without": without,
+                "drop": total - without,
+            }
+        )
+    out = pd.DataFrame.from_records(records).sort_values("drop", ascending=False)
+    out = out.reset_index(drop=True)
+    out.attrs["all"] = total
+    return out
+
+
+def _fallbacks(synth: FITSSynthesizer) -> Any:
+    value = getattr(synth.coordinator, "fallbacks", None)
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    return None
+
+
+def write_result(result: BenchmarkResult, base: str | os.PathLike[str]) -> tuple[Path, Path]:
+    """Write ``<base>.md`` and ``<base>.json`` atomically.
+
+    Parameters
+    ----------
+    result : BenchmarkResult
+        What to write.
+    base : str or path-like
+        The path without suffix, e.g. ``out/adult``.
+
+    Returns
+    -------
+    tuple of pathlib.Path
+        The markdown and the JSON file.
+    """
+    from fits.io import write_text
+
+    base = Path(base)
+    md = write_text(result.to_markdown(), base.with_name(base.name + ".md"))
+    js = write_text(result.to_json() + "\n", base.with_name(base.name + ".json"))
+    return md, js

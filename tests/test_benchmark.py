@@ -1,0 +1,219 @@
+"""The paper-reproduction benchmark (`fits.benchmark`, `fits benchmark`), on tiny settings."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fits.benchmark import GENERATOR_NAMES, BenchmarkResult, run_benchmark
+
+SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
+
+FITS = shutil.which("fits") or str(Path(sys.executable).with_name("fits"))
+
+LAMBDAS = (0.0, 0.1, 1.0)
+
+
+@pytest.fixture(scope="module")
+def sim_result() -> BenchmarkResult:
+    messages: list[str] = []
+    result = run_benchmark(
+        "simulation",
+        repeats=2,
+        seed=3,
+        lambdas=LAMBDAS,
+        n_rows=600,
+        boosting=False,
+        progress=messages.append,
+    )
+    assert any("repeat 2/2" in m for m in messages)
+    return result
+
+
+def test_structure(sim_result: BenchmarkResult) -> None:
+    cfg = sim_result.config
+    assert sim_result.dataset == "simulation"
+    assert len(sim_result.runs) == 2
+    assert [run["seed"] for run in sim_result.runs] == [3, 4]
+    assert cfg["n_rows"] == 600 and cfg["n_test"] == 120 and cfg["n_train"] == 480
+    assert sum(cfg["client_sizes"]) == 480 and len(cfg["client_sizes"]) == 10
+    assert [t["target"] for t in cfg["tasks"]] == ["Y_lin", "Y_log"]
+    assert cfg["tasks"][0]["reference_source"] == "true parameters"
+    # both responses are left out of the covariates of either task
+    assert "Y_log" not in cfg["tasks"][0]["covariates"]
+    assert "Y_lin" not in cfg["tasks"][1]["covariates"]
+    for run in sim_result.runs:
+        assert set(run["floors"]) == {"real_test", "independent"}
+        assert set(run["generators"]) == {"gaussian", "knn"}
+        for res in run["generators"].values():
+            assert res["n_synthetic"] == 480
+            assert len(res["uploaded_bytes"]) == 10 and min(res["uploaded_bytes"]) > 0
+            assert res["wall_s"] > 0 and res["peak_rss_mb"] > 0
+            assert 0 < res["energy"]["covariates"] and 0 < res["energy"]["all"]
+            assert set(res["utility"]) == {"Y_lin", "Y_log"}
+            cols = {rec["column"] for rec in res["fidelity"]["columns"]}
+            assert cols == set(cfg["kinds"])
+    util = sim_result.utility_frame()
+    lin = util[(util["target"] == "Y_lin") & (util["generator"] == "knn")]
+    assert set(lin["mode"]) == {"M1", "M2", "M3", "M4", "pooled"}
+    assert np.isfinite(lin["param_error"]).all()
+    # a simulation table sits between the real test split and the independent resample
+    energy = sim_result.energy_summary().set_index("table")
+    assert energy.loc["knn", "all_mean"] < energy.loc["independent", "all_mean"]
+
+
+def test_m4_lambda0_equals_m2(sim_result: BenchmarkResult) -> None:
+    util = sim_result.utility_frame()
+    keys = ["repeat", "generator", "target", "client"]
+    m2 = util[util["mode"] == "M2"].set_index(keys)
+    m4 = util[(util["mode"] == "M4") & (util["lam"] == 0.0)].set_index(keys)
+    assert len(m2) == len(m4) == 2 * 2 * 2 * 10
+    m4 = m4.loc[m2.index]
+    np.testing.assert_allclose(m4["param_error"], m2["param_error"], rtol=1e-9)
+    np.testing.assert_allclose(m4["mse"].dropna(), m2["mse"].dropna(), rtol=1e-9)
+    table = sim_result.mode_table("gaussian", "Y_lin", "param_error")
+    np.testing.assert_allclose(
+        table.loc["M4 (lambda=0)"].to_numpy(), table.loc["M2"].to_numpy(), rtol=1e-9
+    )
+
+
+def test_mode_table_layout(sim_result: BenchmarkResult) -> None:
+    table = sim_result.mode_table("knn", "Y_lin", "param_error")
+    clients = list(dict.fromkeys(table.columns.get_level_values(0)))
+    assert clients == [f"client {k}" for k in range(1, 11)]
+    assert list(table.index) == [
+        "M1",
+        "M2",
+        "M3 (r=1)",
+        "M4 (lambda=0)",
+        "M4 (lambda=0.1)",
+        "M4 (lambda=1)",
+        "M4 (best lambda)",
+        "pooled real (yardstick)",
+    ]
+    # M1 is one fit on the synthetic table, the same in every column
+    m1 = table.loc["M1"].xs("mean", level=1)
+    assert np.allclose(m1, m1.iloc[0])
+    # the best lambda is the smallest mean among the lambdas
+    lam = table.loc[["M4 (lambda=0)", "M4 (lambda=0.1)", "M4 (lambda=1)"]].xs(
+        "mean", axis=1, level=1
+    )
+    best = table.loc["M4 (best lambda)"].xs("mean", level=1)
+    np.testing.assert_allclose(best.to_numpy(), lam.min(axis=0).to_numpy())
+    assert set(sim_result.best_lambdas("knn", "Y_lin").values()) <= set(LAMBDAS)
+
+
+def test_markdown(sim_result: BenchmarkResult) -> None:
+    md = sim_result.to_markdown()
+    assert md.startswith("# Benchmark: simulation")
+    assert "## Energy distance to the full data" in md
+    assert "## Time, memory, upload" in md
+    assert "## What contributes most to the distance" in md
+    assert "### Y_lin (regression; linear regression)" in md
+    assert "### Y_log (classification; logistic regression)" in md
+    for gen in GENERATOR_NAMES.values():
+        assert f"**{gen}, linear regression: parameter error" in md
+        assert f"**{gen}, logistic regression: test ROC AUC" in md
+    header = "| mode | C1 (144) | C2 (96) |"
+    assert header in md
+    # every table row has as many cells as its header
+    for block in md.split("\n\n"):
+        rows = [line for line in block.splitlines() if line.startswith("|")]
+        if rows:
+            assert len({row.count("|") for row in rows}) == 1, block
+    assert "M4 (lambda=0.1) |" in md and "(" in md  # mean (sd)
+
+
+def test_json_round_trip(sim_result: BenchmarkResult) -> None:
+    text = sim_result.to_json()
+    obj = json.loads(text)  # strict JSON: no NaN
+    assert obj["dataset"] == "simulation" and len(obj["runs"]) == 2
+    back = BenchmarkResult.from_json(text)
+    assert back.to_json() == text
+    assert back.to_markdown() == sim_result.to_markdown()
+
+
+def test_bad_arguments() -> None:
+    with pytest.raises(ValueError, match="repeats"):
+        run_benchmark("simulation", repeats=0)
+    with pytest.raises(ValueError, match="generator"):
+        run_benchmark("simulation", repeats=1, generators=("nope",), n_rows=200)
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [FITS, "benchmark", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env=env,
+    )
+
+
+def test_cli_simulation(tmp_path: Path) -> None:
+    out = tmp_path / "results"
+    proc = run_cli(
+        "--dataset", "simulation", "--repeats", "1", "--rows", "300", "--no-boosting",
+        "--out", str(out), "--quiet",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    md, js = out / "simulation.md", out / "simulation.json"
+    assert f"wrote {md}" in proc.stdout and f"wrote {js}" in proc.stdout
+    assert proc.stderr == ""
+    obj = json.loads(js.read_text())
+    assert obj["config"]["n_rows"] == 300 and len(obj["runs"]) == 1
+    text = md.read_text()
+    assert "fits benchmark --dataset simulation" in text
+    assert "| FITS-K |" in text
+    assert not list(out.glob(".*.tmp"))  # atomic writes leave nothing behind
+
+
+def test_cli_missing_data_dir(tmp_path: Path) -> None:
+    missing = tmp_path / "nowhere"
+    proc = run_cli("--dataset", "adult", "--data-dir", str(missing), "--out", str(tmp_path))
+    assert proc.returncode == 1
+    assert "error:" in proc.stderr and "nowhere" in proc.stderr
+    env = {k: v for k, v in os.environ.items() if k != "FITS_DATA_DIR"}
+    proc = run_cli("--dataset", "bike", "--out", str(tmp_path), env=env)
+    assert proc.returncode == 1
+    assert "FITS_DATA_DIR" in proc.stderr
+    # a folder without the files: the loader's message names the file
+    proc = run_cli("--dataset", "german", "--data-dir", str(tmp_path), "--out", str(tmp_path))
+    assert proc.returncode == 1
+    assert "german.data" in proc.stderr
+    assert not (tmp_path / "german.md").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not SHARED_DATA.is_dir(), reason="UCI files not available")
+def test_german_one_repeat() -> None:
+    result = run_benchmark("german", data_dir=SHARED_DATA, repeats=1)
+    assert result.config["n_rows"] == 1000
+    cfg = result.config["tasks"][0]
+    assert cfg["target"] == "credit_risk"
+    assert "1,000 rows" in cfg["reference_source"]
+    energy = result.energy_summary().set_index("table")
+    assert math.isfinite(energy.loc["knn", "all_ratio"])
+
+
+def test_column_energy() -> None:
+    from fits.benchmark import column_energy
+    from fits.datasets import simulate
+    from fits.evaluation import independent_resample
+
+    data = simulate(400, seed=1)
+    fake = independent_resample(data.frame, random_state=2)
+    out = column_energy(data.frame, fake, data.kinds, random_state=0)
+    assert set(out["column"]) == set(data.kinds)
+    assert (out["marginal"] >= 0).all() and out.attrs["all"] > 0
+    np.testing.assert_allclose(out["drop"], out.attrs["all"] - out["without"])
+    assert list(out["drop"]) == sorted(out["drop"], reverse=True)
