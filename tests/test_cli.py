@@ -415,5 +415,7 @@ def test_existing_output_is_replaced_only_on_success(site_files, tmp_path):
 def test_demo_runs_and_says_where_outputs_are(tmp_path):
     res = run("demo", "--out", str(tmp_path / "demo"), "--rows", "2000", "--quiet")
     assert res.returncode == 0, res.stderr
-    assert (tmp_path / "demo" / "synthetic.csv").exists()
-    assert str(tmp_path / "demo" / "synthetic.csv") in res.stdout
+    for name in ("synthetic.csv", "report.html", "report.json"):
+        assert (tmp_path / "demo" / name).exists()
+        assert str(tmp_path / "demo" / name) in res.stdout
+    assert "Energy distance" in res.stdout
