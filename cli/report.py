@@ -17,9 +17,6 @@ import typer
 __all__ = ["read_table", "report"]
 
 #: File extensions ``fits report`` reads.
-EXTENSIONS = (".csv", ".parquet")
-
-
 class DataError(Exception):
     """A data problem (unreadable or empty file, inconsistent tables): exit code 1."""
 
@@ -45,8 +42,10 @@ def read_table(path: Path, option: str) -> pd.DataFrame:
     DataError
         The file cannot be parsed or holds no rows.
     """
-    suffix = path.suffix.lower()
-    if suffix not in EXTENSIONS:
+    from fits.io import TABLE_SUFFIXES, DataFileError
+    from fits.io import read_table as _read_table
+
+    if path.suffix.lower() not in TABLE_SUFFIXES:
         raise UsageError(
             f"{option} {str(path)!r}: unknown file extension {path.suffix or '(none)'!r}; "
             "fits report reads .csv and .parquet files"
@@ -56,20 +55,9 @@ def read_table(path: Path, option: str) -> pd.DataFrame:
     if not path.is_file():
         raise UsageError(f"{option} {str(path)!r}: not a file")
     try:
-        if suffix == ".csv":
-            frame = pd.read_csv(path)
-        else:
-            frame = pd.read_parquet(path)
-    except pd.errors.EmptyDataError:
-        raise DataError(f"{option} {str(path)!r}: the file is empty") from None
-    except Exception as err:  # noqa: BLE001 - any parser failure is a data error here
-        kind = "CSV" if suffix == ".csv" else "Parquet"
-        raise DataError(f"{option} {str(path)!r}: cannot read it as {kind}: {err}") from None
-    if frame.shape[1] == 0:
-        raise DataError(f"{option} {str(path)!r}: the file has no columns")
-    if len(frame) == 0:
-        raise DataError(f"{option} {str(path)!r}: the file has a header but no rows")
-    return frame
+        return _read_table(path)
+    except DataFileError as err:
+        raise DataError(f"{option} {err}") from None
 
 
 def _fail(message: str, code: int) -> typer.Exit:
