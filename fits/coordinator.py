@@ -437,35 +437,50 @@ class Coordinator:
         f[degenerate] = 0.0
         return f
 
+    def _with_fallbacks(
+        self,
+        column: str,
+        x: np.ndarray,
+        f: np.ndarray,
+        degenerate: np.ndarray,
+        convert: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]],
+        marginal: Callable[[str], np.ndarray],
+    ) -> np.ndarray:
+        """Convert raw F (to CDFs or masses); rows with no usable mass fall back to the
+        local-constant fit with the same weights, and then to the marginal."""
+        out, bad = convert(f)
+        bad |= degenerate
+        if np.any(bad):
+            self.fallbacks += int(bad.sum())
+            scheme = "own" if not np.any(degenerate[bad]) else "knn"
+            out[bad], still = convert(self._local_constant(column, x[bad], scheme))
+            if np.any(still):  # nothing local at all: the marginal
+                out[np.flatnonzero(bad)[still]] = marginal(column)
+        return out
+
     def _estimate_batch(self, column: str, x: np.ndarray, postprocess: bool) -> np.ndarray:
         f, degenerate = self._raw_batch(column, x)
         if not postprocess:
             return f
-        cdf, bad = postprocess_cdf(f, self.monotone)
-        bad |= degenerate
-        if np.any(bad):  # the local-linear fit has no mass left: local-constant fit
-            self.fallbacks += int(bad.sum())
-            scheme = "own" if not np.any(degenerate[bad]) else "knn"
-            cdf[bad], still = postprocess_cdf(
-                self._local_constant(column, x[bad], scheme), self.monotone
-            )
-            if np.any(still):  # nothing local at all: the marginal
-                cdf[np.flatnonzero(bad)[still]] = self.marginal_cdf(column)
-        return cdf
+        return self._with_fallbacks(
+            column,
+            x,
+            f,
+            degenerate,
+            lambda g: postprocess_cdf(g, self.monotone),
+            self.marginal_cdf,
+        )
 
     def _masses_batch(self, column: str, x: np.ndarray) -> np.ndarray:
         f, degenerate = self._raw_batch(column, x)
-        p, bad = masses_from_cdf(f, self.mass_offset)
-        bad |= degenerate
-        if np.any(bad):  # the local-linear fit has no mass left: local-constant fit
-            self.fallbacks += int(bad.sum())
-            scheme = "own" if not np.any(degenerate[bad]) else "knn"
-            p[bad], still = masses_from_cdf(
-                self._local_constant(column, x[bad], scheme), self.mass_offset
-            )
-            if np.any(still):  # nothing local at all: the marginal
-                p[np.flatnonzero(bad)[still]] = self.marginal_masses(column)
-        return p
+        return self._with_fallbacks(
+            column,
+            x,
+            f,
+            degenerate,
+            lambda g: masses_from_cdf(g, self.mass_offset),
+            self.marginal_masses,
+        )
 
     def marginal_masses(self, column: str) -> np.ndarray:
         """Marginal category masses of a discrete column (mass sampling, eq. 16)."""
