@@ -8,11 +8,19 @@ from __future__ import annotations
 import os
 import re
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
 
-__all__ = ["TABLE_SUFFIXES", "DataFileError", "read_table", "write_table", "check_suffix"]
+__all__ = [
+    "TABLE_SUFFIXES",
+    "DataFileError",
+    "check_suffix",
+    "read_table",
+    "write_table",
+    "write_text",
+]
 
 TABLE_SUFFIXES = (".csv", ".parquet")
 _ISO_DATE = re.compile(
@@ -85,38 +93,41 @@ def _parse_dates(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def write_table(frame: pd.DataFrame, path: str | os.PathLike[str]) -> Path:
-    """Write a table atomically: to a temporary file beside ``path``, then rename.
-
-    On any error nothing is left behind and an existing file at ``path`` is untouched.
-    """
-    path = Path(path)
-    suffix = check_suffix(path, "output")
+def _atomic(path: Path, write: Callable[[str], None]) -> Path:
+    """Run ``write(tmp)`` on a temporary file beside ``path``, then rename it over
+    ``path``; on any error the temporary file is removed and ``path`` is untouched."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
     try:
-        if suffix == ".csv":
-            frame.to_csv(tmp, index=False)
-        else:
-            frame.to_parquet(tmp, index=False)
+        write(tmp)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; give the usual permissions
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def write_table(frame: pd.DataFrame, path: str | os.PathLike[str]) -> Path:
+    """Write a table atomically (CSV or Parquet by extension).
+
+    It goes to a temporary file beside ``path`` and is renamed over ``path`` only when
+    complete: on any error nothing is left behind and an existing file is untouched.
+    """
+    path = Path(path)
+    if check_suffix(path, "output") == ".csv":
+        return _atomic(path, lambda tmp: frame.to_csv(tmp, index=False))
+    return _atomic(path, lambda tmp: frame.to_parquet(tmp, index=False))
 
 
 def write_text(text: str, path: str | os.PathLike[str]) -> Path:
     """Write a text file atomically (temporary file, then rename)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+
+    def write(tmp: str) -> None:
+        with open(tmp, "w", encoding="utf-8") as fh:
             fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+
+    return _atomic(Path(path), write)

@@ -32,7 +32,6 @@ import io
 import json
 import math
 import os
-import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -43,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from fits.io import write_text
 from fits.schema import describe_table, merge_descriptions
 
 if TYPE_CHECKING:  # the evaluators are imported when used: `import fits` stays light
@@ -200,20 +200,7 @@ def _atomic_write(path: Path, text: str) -> None:
         raise FileNotFoundError(
             f"cannot write {str(path)!r}: the folder {str(folder)!r} does not exist"
         )
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; give the usual permissions
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    write_text(text, path)
 
 
 # ---------------------------------------------------------------------------------------

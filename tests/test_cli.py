@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -62,6 +63,9 @@ def test_synthesize_keeps_columns_and_types(site_files, tmp_path):
     res = run("synthesize", *map(str, site_files), "--rows", "400", "--out", str(out), "--quiet")
     assert res.returncode == 0, res.stderr
     assert "wrote 400 synthetic rows" in res.stdout and "site_a (450 rows)" in res.stdout
+    umask = os.umask(0)
+    os.umask(umask)
+    assert out.stat().st_mode & 0o777 == 0o666 & ~umask  # not the temp file's 0600
     syn = pd.read_csv(out, parse_dates=["when"])
     assert list(syn.columns) == ["g", "age", "flag", "score", "when"]
     assert len(syn) == 400
