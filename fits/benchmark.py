@@ -117,7 +117,7 @@ def _fmt(mean: float, sd: float | None = None, digits: int = 3) -> str:
         return "-"
     text = f"{mean:.{digits}g}" if abs(mean) < 1e3 else f"{mean:,.0f}"
     if sd is not None and math.isfinite(sd):
-        text += f" ({sd:.{max(1, digits - 1)}g})" if abs(sd) < 1e3 else f" ({sd:,.0f})"
+        text += f" ({sd:.{max(1, digits - 1)}g})" if abs(sd) < 10 else f" ({sd:,.0f})"
     return text
 
 
