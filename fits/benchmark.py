@@ -233,7 +233,7 @@ class BenchmarkResult:
             Index: row labels (``"M1"``, ``"M2"``, ``"M3 (r=1)"``, ``"M4 (lambda=0.1)"``,
             ...); columns: ``(client, "mean")`` and ``(client, "sd")``. M1 (one fit on
             the synthetic table, the same for every client) is repeated in each column.
-            Also ``"M4 (best lambda)"``: per client, the lambda whose mean is best.
+            Also ``"M4 (best lambda)"``: per client, the positive lambda whose mean is best.
         """
         frame = self.utility_frame()
         if frame.empty:
@@ -258,7 +258,8 @@ class BenchmarkResult:
                 for c in clients:
                     vals = part[(part["setting"] == setting) & (part["client"] == c)][metric]
                     cells[(label, c)] = _mean_sd(vals.tolist())
-        m4 = [lab for lab in labels if lab.startswith("M4 (")]
+        # lambda = 0 is M2 itself: the best lambda is chosen among the positive ones
+        m4 = [lab for lab in labels if lab.startswith("M4 (") and lab != "M4 (lambda=0)"]
         if len(m4) > 1:
             label = "M4 (best lambda)"
             labels.append(label)
@@ -287,7 +288,9 @@ class BenchmarkResult:
         table = self.mode_table(generator, target, metric)
         out = {}
         lower = _LOWER_IS_BETTER[metric]
-        m4 = [lab for lab in table.index if lab.startswith("M4 (lambda=")]
+        m4 = [
+            lab for lab in table.index if lab.startswith("M4 (lambda=") and lab != "M4 (lambda=0)"
+        ]
         for client in dict.fromkeys(table.columns.get_level_values(0)):
             means = {lab: table.loc[lab, (client, "mean")] for lab in m4}
             means = {k: v for k, v in means.items() if math.isfinite(v)}
@@ -505,8 +508,8 @@ class BenchmarkResult:
             "Modes (paper app. D.1): M1 synthetic only (one fit, repeated in every column), "
             "M2 local only, M3 local + r x m_k synthetic rows, M4 local + all synthetic rows "
             "with loss weight lambda (lambda = 0 is M2). `M4 (best lambda)`: per client the "
-            "lambda with the best mean over repeats (an oracle choice). The pooled row fits "
-            "all clients' real rows together (not allowed under federation; a yardstick). "
+            "positive lambda with the best mean over repeats (an oracle choice). The pooled "
+            "row fits all clients' real rows together (not allowed under federation; a yardstick). "
             "Clients are numbered by decreasing size.",
             "",
         ]
