@@ -356,9 +356,11 @@ class Coordinator:
             "response_bandwidth": self.response_bandwidth,
             "discrete_response_bandwidth": self.discrete_response_bandwidth,
         }
-        for k, child in enumerate(children):
+        messages = []
+        for child in children:
             lift_seed = int(child.generate_state(1, np.uint64)[0] >> np.uint64(1))
-            self.transport.send(k, Message("configure", arrays, {**config, "seed": lift_seed}))
+            messages.append(Message("configure", arrays, {**config, "seed": lift_seed}))
+        self.transport.exchange(messages)
         self._marginals.clear()
 
     # ---------------------------------------------------------------- estimation
@@ -397,8 +399,8 @@ class Coordinator:
         config = {"column": column, "request": f"r{next(self._requests)}", "scheme": scheme}
         step1 = Message("hessian", {"queries": x}, config)
         packed = np.zeros((b, packed_size(p)))
-        for k in range(self.transport.n_clients):
-            packed += self.transport.send(k, step1).arrays["S"]
+        for reply in self.transport.broadcast(step1):
+            packed += reply.arrays["S"]
         s = np.empty((b, p, p))
         iu = np.triu_indices(p)
         s[:, iu[0], iu[1]] = packed
@@ -412,8 +414,8 @@ class Coordinator:
         q[degenerate] = 0.0
         step2 = Message("cdf", {"queries": x, "q": q}, {**config, "grid_size": grid.size})
         f = np.zeros((b, grid.size))
-        for k in range(self.transport.n_clients):
-            f += self.transport.send(k, step2).arrays["F"]
+        for reply in self.transport.broadcast(step2):
+            f += reply.arrays["F"]
         return f, degenerate
 
     def _by_mass(self, column: str) -> bool:

@@ -48,22 +48,49 @@ class Transport(ABC):
     def _deliver(self, client: int, message: Message) -> Message:
         """Send one message to one client and return its reply."""
 
-    def send(self, client: int, message: Message) -> Message:
-        """Send ``message`` to client number ``client``; return its checked reply."""
-        start = time.perf_counter()
-        reply = self._deliver(client, message)
-        self.seconds[message.kind] += time.perf_counter() - start
+    def _deliver_all(self, messages: Sequence[Message]) -> list[Message]:
+        """Send message ``k`` to client ``k`` for every client; replies in client order.
+
+        The default delivers one after another; a networked transport overrides this
+        so that the clients work on a round at the same time.
+        """
+        return [self._deliver(k, m) for k, m in enumerate(messages)]
+
+    def _record(self, client: int, message: Message, reply: Message) -> None:
         if self.validate:
             check_reply(message, reply)
         self.downloaded_bytes[client] += message.nbytes()
         self.uploaded_bytes[client] += reply.nbytes()
         for observer in self.observers:
             observer(client, message, reply)
+
+    def send(self, client: int, message: Message) -> Message:
+        """Send ``message`` to client number ``client``; return its checked reply."""
+        start = time.perf_counter()
+        reply = self._deliver(client, message)
+        self.seconds[message.kind] += time.perf_counter() - start
+        self._record(client, message, reply)
         return reply
 
+    def exchange(self, messages: Sequence[Message]) -> list[Message]:
+        """One round: message ``k`` goes to client ``k``; checked replies in client order.
+
+        All messages of a round must be of one kind.
+        """
+        if len(messages) != self.n_clients:
+            raise ValueError(f"a round needs {self.n_clients} messages, got {len(messages)}")
+        if len({m.kind for m in messages}) > 1:
+            raise ValueError("all messages of a round must be of one kind")
+        start = time.perf_counter()
+        replies = self._deliver_all(messages)
+        self.seconds[messages[0].kind] += time.perf_counter() - start
+        for k, (message, reply) in enumerate(zip(messages, replies, strict=True)):
+            self._record(k, message, reply)
+        return replies
+
     def broadcast(self, message: Message) -> list[Message]:
-        """Send the same message to every client; replies in client order."""
-        return [self.send(k, message) for k in range(self.n_clients)]
+        """Send the same message to every client in one round; replies in client order."""
+        return self.exchange([message] * self.n_clients)
 
 
 class InProcessTransport(Transport):

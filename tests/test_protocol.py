@@ -68,3 +68,29 @@ def test_check_reply_refuses_extra_or_misshaped_arrays():
         check_reply(req, Message("hessian", {"S": np.zeros((4, 6))}, {"leak": "1,2,3"}))
     with pytest.raises(ProtocolError, match="reply"):
         check_reply(req, Message("cdf", {"F": np.zeros((4, 3))}))
+
+
+class _Echo:
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.seen: list[Message] = []
+
+    def handle(self, message: Message) -> Message:
+        self.seen.append(message)
+        return Message("setup", {"n_rows": np.array([len(self.name)])}, {"description": "{}"})
+
+
+def test_exchange_is_one_round_of_one_kind_in_client_order():
+    from fits.transport import InProcessTransport
+
+    clients = [_Echo("a"), _Echo("bb"), _Echo("ccc")]
+    transport = InProcessTransport(clients)
+    msgs = [Message("setup", config={"declared": str(k)}) for k in range(3)]
+    replies = transport.exchange(msgs)
+    assert [int(r.arrays["n_rows"][0]) for r in replies] == [1, 2, 3]
+    assert [c.seen[0].config["declared"] for c in clients] == ["0", "1", "2"]
+    assert all(b > 0 for b in transport.uploaded_bytes)
+    with pytest.raises(ValueError, match="needs 3 messages"):
+        transport.exchange(msgs[:2])
+    with pytest.raises(ValueError, match="one kind"):
+        transport.exchange([msgs[0], msgs[1], Message("marginal", config={"grid_size": 3})])
