@@ -21,6 +21,7 @@ import pandas as pd
 import typer
 
 from fits.cli.benchmark import benchmark
+from fits.cli.federate import federate
 from fits.cli.report import report
 
 app = typer.Typer(
@@ -355,6 +356,8 @@ def demo(
 app.command(name="report")(report)
 
 app.command(name="benchmark")(benchmark)
+
+app.add_typer(federate, name="federate")
 
 if __name__ == "__main__":  # pragma: no cover
     app()

@@ -132,7 +132,7 @@ class FITSClient:
         return Message(
             "setup",
             {"n_rows": np.array([self.n_rows], dtype=np.int64)},
-            {"description": json.dumps(desc, default=_json_default)},
+            {"description": json.dumps(desc, default=_json_default), "name": self.name},
         )
 
     def _configure(self, msg: Message) -> Message:
@@ -269,20 +269,27 @@ class FITSClient:
             self._cache[key] = {"hbar": (self.z[:, :d] - self.loc[:d]) / self.scale[:d]}
         return self._cache[key]  # type: ignore[return-value]
 
-    def _tree(self, d: int) -> tuple[cKDTree | None, np.ndarray | None]:
-        """KD-tree over the rows usable as responses for column d (cached).
+    def _tree(self, d: int, method: str = "kdtree") -> tuple[object | None, np.ndarray | None]:
+        """Neighbour index over the rows usable as responses for column d (cached).
 
-        Returns the tree (None if no row is usable) and the rows it holds (None = all).
+        Returns the index (a ``cKDTree`` or a fitted brute-force ``NearestNeighbors``;
+        None if no row is usable) and the rows it holds (None = all).
         """
         prep = self._prepared(d)
-        if "tree" not in prep:
+        key = f"index:{method}"
+        if key not in prep:
             rows = None if self.valid[:, d].all() else np.flatnonzero(self.valid[:, d])
             points = prep["hbar"] if rows is None else prep["hbar"][rows]
             prep["rows"] = rows
-            prep["tree"] = (
-                cKDTree(points, leafsize=64, balanced_tree=False) if len(points) else None
-            )
-        return prep["tree"], prep["rows"]  # type: ignore[return-value]
+            if not len(points):
+                prep[key] = None
+            elif method == "brute":
+                from sklearn.neighbors import NearestNeighbors  # only when a scan is needed
+
+                prep[key] = NearestNeighbors(algorithm="brute").fit(points)
+            else:
+                prep[key] = cKDTree(points, leafsize=64, balanced_tree=False)
+        return prep[key], prep["rows"]  # type: ignore[return-value]
 
     def _substitute(self, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Midpoint substitution (eq. 24); returns queries and their category codes."""
@@ -366,12 +373,17 @@ class FITSClient:
     ) -> _Weights:
         d = x.shape[1]
         b = len(x)
-        tree, rows = self._tree(d)
-        if tree is None:  # no usable row here for this column: contribute nothing
+        method = kernel.search_method(d)
+        index, rows = self._tree(d, method)
+        if index is None:  # no usable row here for this column: contribute nothing
             return _Weights(np.zeros((b, 1)), np.zeros((b, 1), dtype=np.int64), x)
-        c = min(kernel.neighbors(self.n_rows, self.n_total, d), tree.n)
         start = time.perf_counter()
-        dist, idx = tree.query(xbar, k=c, eps=kernel.search_eps)
+        if method == "brute":
+            c = min(kernel.neighbors(self.n_rows, self.n_total, d), index.n_samples_fit_)
+            dist, idx = index.kneighbors(xbar, n_neighbors=c)
+        else:
+            c = min(kernel.neighbors(self.n_rows, self.n_total, d), index.n)
+            dist, idx = index.query(xbar, k=c, eps=kernel.search_eps)
         self.timings["neighbour_search"] += time.perf_counter() - start
         dist = dist.reshape(b, c)
         idx = idx.reshape(b, c)

@@ -9,7 +9,8 @@ kind         request (coordinator -> client)             reply (client -> coordi
 ===========  ==========================================  ===================================
 setup        config ``declared`` (JSON kinds)            ``n_rows`` (1,); config
                                                          ``description`` (JSON: dtypes,
-                                                         category sets, min / max)
+                                                         category sets, min / max) and
+                                                         ``name`` (the site's name)
 configure    config ``schema``, ``n_total``, ``seed``,   ``n_rows`` (1,)
              bandwidths; arrays ``grid:<column>``,
              optional ``scale_mean`` / ``scale_sd``
@@ -103,7 +104,7 @@ def check_reply(request: Message, reply: Message) -> None:
         raise ProtocolError(f"a {request.kind} request got a {reply.kind} reply")
     kind = request.kind
     if kind == "setup":
-        _expect(reply, {"n_rows": (1,)}, {"description"})
+        _expect(reply, {"n_rows": (1,)}, {"description", "name"})
     elif kind == "configure":
         _expect(reply, {"n_rows": (1,)}, set())
     elif kind == "marginal":

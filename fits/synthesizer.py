@@ -22,7 +22,7 @@ from fits.client import MIN_CLIENT_ROWS, FITSClient
 from fits.coordinator import Coordinator
 from fits.kernels import Kernel
 from fits.schema import Schema, missing_flag
-from fits.transport import InProcessTransport
+from fits.transport import InProcessTransport, Transport
 
 __all__ = ["FITSSynthesizer", "build_federation"]
 
@@ -159,19 +159,25 @@ class FITSSynthesizer:
         self.min_client_rows = min_client_rows
         self._coordinator: Coordinator | None = None
 
-    def fit(self, tables: Tables) -> FITSSynthesizer:
+    def fit(self, tables: Tables | Transport) -> FITSSynthesizer:
         """Run the setup round on the clients' tables.
 
         Parameters
         ----------
-        tables : sequence or mapping of DataFrame
-            One DataFrame per client (a mapping also names the clients).
+        tables : sequence or mapping of DataFrame, or Transport
+            One DataFrame per client (a mapping also names the clients), for an
+            in-process federation; or a :class:`~fits.transport.Transport` to clients
+            elsewhere (for example :class:`fits.flower.FlowerTransport`), whose sites
+            chose their own kernels (``kernel`` is then not used).
 
         Returns
         -------
         self
         """
-        clients, transport = build_federation(tables, self.kernel, min_rows=self.min_client_rows)
+        if isinstance(tables, Transport):
+            transport = tables
+        else:
+            transport = build_federation(tables, self.kernel, min_rows=self.min_client_rows)[1]
         coordinator = Coordinator(transport, **self.coordinator_options)
         schema = coordinator.setup(kinds=self.kinds, order=self.order, schema=self.schema)
         root = np.random.SeedSequence(self.seed)
@@ -182,11 +188,12 @@ class FITSSynthesizer:
         self.schema_ = schema
         self.client_names_ = list(transport.client_names)
         self.n_rows_ = list(coordinator.n_rows)
-        self._columns = (
-            [c for c in tables[next(iter(tables))].columns]
-            if isinstance(tables, Mapping)
-            else list(tables[0].columns)
-        )
+        if isinstance(tables, Transport):
+            self._columns = list(schema.names)
+        elif isinstance(tables, Mapping):
+            self._columns = list(tables[next(iter(tables))].columns)
+        else:
+            self._columns = list(tables[0].columns)
         return self
 
     @property

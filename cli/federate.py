@@ -1,0 +1,296 @@
+"""``fits federate``: run FITS across machines on Flower (needs ``fits[flower]``).
+
+Registered on the ``fits`` app in :mod:`fits.cli.main`:
+
+* ``fits federate superlink``: the coordinator's SuperLink (runs until stopped);
+* ``fits federate site``: one site's SuperNode, with its data and kernel;
+* ``fits federate run``: submit a synthesis run and wait for the table;
+* ``fits federate local``: all of it on this machine, for a first try.
+
+See ``docs/federation.md``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+__all__ = ["federate"]
+
+federate = typer.Typer(
+    help="Run FITS across machines on Flower (pip install 'fits[flower]').",
+    no_args_is_help=True,
+)
+
+Insecure = Annotated[
+    bool, typer.Option("--insecure", help="Plain HTTP without TLS (tests, trusted networks).")
+]
+
+
+def _fail(message: str, code: int = 1) -> None:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(code)
+
+
+def _launch() -> Any:
+    try:
+        import flwr  # noqa: F401
+    except ImportError:
+        _fail("Flower is not installed: pip install 'fits[flower]'", 2)
+    from fits import flower_launch
+
+    return flower_launch
+
+
+def _exec(cmd: list[str], home: Path) -> None:
+    """Run a Flower process in the foreground until it ends (Ctrl-C stops it)."""
+    launch = _launch()
+    home.mkdir(parents=True, exist_ok=True)
+    typer.echo(" ".join(cmd), err=True)
+    try:
+        code = subprocess.call(cmd, env=launch.flower_env(home))
+    except KeyboardInterrupt:
+        code = 0
+    raise typer.Exit(code)
+
+
+@federate.command()
+def superlink(
+    port: Annotated[int, typer.Option("--port", help="Port the sites and runs connect to.")] = 9093,
+    host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "0.0.0.0",
+    insecure: Insecure = False,
+    certificates: Annotated[
+        tuple[Path, Path, Path] | None,
+        typer.Option("--tls", help="Server certificate, key and CA certificate (PEM)."),
+    ] = None,
+    home: Annotated[Path, typer.Option("--home", help="Flower's state folder.")] = Path(
+        ".fits-flower/superlink"
+    ),
+) -> None:
+    """Start the coordinator's SuperLink (Flower); the synthetic table is written here.
+
+    Example:
+
+      fits federate superlink --port 9093 --tls server.pem server.key ca.pem
+    """
+    launch = _launch()
+    try:
+        cmd = launch.superlink_command(
+            host, port, insecure=insecure, certificates=[str(p) for p in certificates or ()]
+        )
+    except launch.FederationError as exc:
+        _fail(str(exc), 2)
+    _exec(cmd, home.resolve())
+
+
+@federate.command()
+def site(
+    data: Annotated[Path, typer.Option("--data", help="This site's table (CSV or Parquet).")],
+    superlink: Annotated[
+        str, typer.Option("--superlink", help="host:port of the coordinator's SuperLink.")
+    ],
+    name: Annotated[str, typer.Option("--name", help="Site name (default: file name).")] = "",
+    kernel: Annotated[
+        str, typer.Option("--kernel", help="This site's scheme: knn or gaussian.")
+    ] = "knn",
+    bandwidth: Annotated[
+        float, typer.Option("--bandwidth", help="gaussian: bandwidth (0: the default).")
+    ] = 0.0,
+    knn_budget: Annotated[
+        int, typer.Option("--knn-budget", help="knn: global budget r0 (0: the default).")
+    ] = 0,
+    port: Annotated[int, typer.Option("--port", help="Local port for Flower's apps.")] = 9094,
+    insecure: Insecure = False,
+    root_certificates: Annotated[
+        Path | None, typer.Option("--ca", help="The SuperLink's CA certificate (PEM).")
+    ] = None,
+    home: Annotated[Path, typer.Option("--home", help="Flower's state folder.")] = Path(
+        ".fits-flower/site"
+    ),
+) -> None:
+    """Start this site's SuperNode; its rows stay here, only protocol arrays leave.
+
+    Example:
+
+      fits federate site --data site-a.csv --name site-a --superlink coord:9093 --ca ca.pem
+    """
+    launch = _launch()
+    if kernel not in ("knn", "gaussian"):
+        _fail(f"--kernel {kernel!r}: use knn or gaussian", 2)
+    from fits.io import DataFileError, read_table
+
+    try:  # check the table here, before the coordinator asks
+        frame = read_table(data)
+    except DataFileError as exc:
+        _fail(str(exc))
+    typer.echo(f"{name or data.stem}: {len(frame)} rows, {frame.shape[1]} columns", err=True)
+    try:
+        cmd = launch.supernode_command(
+            superlink,
+            data,
+            name=name,
+            kernel=kernel,
+            bandwidth=bandwidth,
+            knn_budget=knn_budget,
+            port=port,
+            insecure=insecure,
+            root_certificates=str(root_certificates) if root_certificates else None,
+        )
+    except launch.FederationError as exc:
+        _fail(str(exc), 2)
+    _exec(cmd, home.resolve())
+
+
+def _run_config(
+    out: Path,
+    rows: int,
+    seed: int,
+    kinds: list[str],
+    order: str,
+    schema: Path | None,
+    timeout: float,
+    sites: int,
+    audit: Path | None,
+) -> dict[str, Any]:
+    for item in kinds:
+        if ":" not in item:
+            _fail(f"--kind {item!r}: write column:kind, e.g. --kind age:continuous", 2)
+    return {
+        "output": str(out.resolve()),
+        "rows": rows,
+        "seed": seed,
+        "kinds": ",".join(kinds),
+        "order": order,
+        "schema": str(schema.resolve()) if schema else "",
+        "timeout": float(timeout),
+        "min-sites": sites,
+        "audit": str(audit.resolve()) if audit else "",
+    }
+
+
+Out = Annotated[
+    Path,
+    typer.Option("--out", "-o", help="Synthetic table (.csv or .parquet), written atomically."),
+]
+Rows = Annotated[int, typer.Option("--rows", "-n", min=1, help="Synthetic rows.")]
+Seed = Annotated[int, typer.Option("--seed", help="Seed of every random draw.")]
+Kinds = Annotated[list[str], typer.Option("--kind", help="column:kind override (repeatable).")]
+Order = Annotated[str, typer.Option("--order", help="Chain order, comma-separated.")]
+SchemaOpt = Annotated[Path | None, typer.Option("--schema", help="Schema JSON file.")]
+Timeout = Annotated[float, typer.Option("--round-timeout", help="Seconds a round may take.")]
+Audit = Annotated[
+    Path | None,
+    typer.Option("--audit", help="Write what each site sent (JSON lines: shapes, no values)."),
+]
+
+
+def _report(result: Any, out: Path) -> None:
+    if not result.ok:
+        typer.echo(result.log[-4000:], err=True)
+        _fail(f"run {result.run_id} {result.status}: {result.details}")
+    summary = next(
+        (json.loads(line) for line in result.log.splitlines() if line.startswith('{"output"')),
+        None,
+    )
+    typer.echo(f"run {result.run_id} finished in {result.seconds:.1f} s")
+    if summary:
+        typer.echo(f"sites: {summary['sites']}")
+    typer.echo(f"synthetic table: {out} (on the SuperLink's machine)")
+
+
+@federate.command()
+def run(
+    superlink: Annotated[str, typer.Option("--superlink", help="host:port of the SuperLink.")],
+    out: Out,
+    rows: Rows,
+    seed: Seed = 0,
+    kind: Kinds = [],  # noqa: B006 - typer needs a list default
+    order: Order = "",
+    schema: SchemaOpt = None,
+    sites: Annotated[
+        int, typer.Option("--sites", min=1, help="Wait until this many sites are connected.")
+    ] = 1,
+    round_timeout: Timeout = 600.0,
+    audit: Audit = None,
+    insecure: Insecure = False,
+    root_certificates: Annotated[
+        Path | None, typer.Option("--ca", help="The SuperLink's CA certificate (PEM).")
+    ] = None,
+) -> None:
+    """Synthesize on a running federation and wait until the table is written.
+
+    The table is written by the coordinator (the SuperLink's machine) at --out.
+
+    Example:
+
+      fits federate run --superlink coord:9093 --ca ca.pem --sites 3 --rows 20000 \\
+          --out /data/synthetic.csv
+    """
+    launch = _launch()
+    config = _run_config(out, rows, seed, kind, order, schema, round_timeout, sites, audit)
+    try:
+        result = launch.submit_run(
+            superlink,
+            config,
+            insecure=insecure,
+            root_certificates=str(root_certificates) if root_certificates else None,
+            progress=lambda status: typer.echo(f"  {status}", err=True),
+        )
+    except launch.FederationError as exc:
+        _fail(str(exc))
+    _report(result, out)
+
+
+@federate.command()
+def local(
+    data: Annotated[list[Path], typer.Argument(help="One table per site (CSV or Parquet).")],
+    out: Out,
+    rows: Rows,
+    kernel: Annotated[
+        list[str],
+        typer.Option("--kernel", help="Scheme per site, in order (knn or gaussian)."),
+    ] = [],  # noqa: B006
+    seed: Seed = 0,
+    kind: Kinds = [],  # noqa: B006
+    order: Order = "",
+    schema: SchemaOpt = None,
+    round_timeout: Timeout = 600.0,
+    audit: Audit = None,
+) -> None:
+    """Try a real federation on this machine: a SuperLink and one SuperNode per file.
+
+    Every process runs on 127.0.0.1 without TLS and is stopped at the end.
+
+    Example:
+
+      fits federate local a.csv b.csv c.csv --kernel knn --kernel gaussian --kernel knn \\
+          --rows 5000 --out synthetic.csv
+    """
+    launch = _launch()
+    if kernel and len(kernel) != len(data):
+        _fail(f"give one --kernel per site ({len(data)}), or none", 2)
+    names = [p.stem for p in data]
+    if len(set(names)) != len(names):
+        _fail("site files need different names (the site is named after its file)", 2)
+    for path in data:
+        if not path.is_file():
+            _fail(f"{path}: no such file")
+    config = _run_config(out, rows, seed, kind, order, schema, round_timeout, len(data), audit)
+    kernels = dict(zip(names, kernel, strict=True)) if kernel else {}
+    try:
+        with launch.LocalFederation(dict(zip(names, data, strict=True)), kernels=kernels) as fed:
+            typer.echo(f"SuperLink at {fed.superlink}; sites {names}", err=True)
+            result = fed.run(config, timeout=float(os.environ.get("FITS_RUN_TIMEOUT", 3600)))
+    except launch.FederationError as exc:
+        _fail(str(exc))
+    _report(result, out)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(federate())

@@ -1,0 +1,455 @@
+"""FITS on Flower: the coordinator as a ServerApp, each site as a ClientApp.
+
+Install with ``pip install "fits[flower]"``.  This module adds no second implementation
+of the method: the ServerApp drives the same :class:`~fits.coordinator.Coordinator`
+(through :class:`FlowerTransport`, a :class:`~fits.transport.Transport`) and the ClientApp
+answers with the same :class:`~fits.client.FITSClient`.  A fits
+:class:`~fits.protocol.Message` travels as a Flower ``RecordDict`` with one
+``ArrayRecord`` (``"arrays"``) and one ``ConfigRecord`` (``"config"``); its kind is the
+Flower message type ``query.fits_<kind>``.
+
+Site side (node config of each SuperNode, see ``docs/federation.md``)::
+
+    data-path = "/data/site-a.csv"   # the site's table (CSV or Parquet); required
+    name      = "site-a"             # how the site is named (default: the file's stem)
+    kernel    = "knn"                # or "gaussian": the site's own scheme
+    bandwidth = 0.0                  # gaussian: h on the standardized scale (0: default)
+    knn-budget = 0                   # knn: r0 of eq. 12 (0: the paper's default)
+
+Flower starts a new ClientApp process for every message.  The site rebuilds its
+:class:`~fits.client.FITSClient` from its file each time and replays the coordinator's
+``configure`` message, which it keeps in the run's ``context.state`` (on the site's own
+SuperNode; it holds the schema, grids and the site's lifting seed, never a row), so
+that every message sees the same continualized data.
+
+Coordinator side (run config, ``fits federate run`` fills it in)::
+
+    output     = "synthetic.csv"   # written atomically when the run succeeds
+    rows       = 1000              # synthetic rows
+    seed       = 0
+    kinds      = ""                # kind overrides, "age:continuous,grade:ordinal"
+    order      = ""                # comma-separated chain order ("" = the tables')
+    schema     = ""                # path of a schema JSON file ("" = inferred)
+    timeout    = 600.0             # seconds a round may take before the run stops
+    batch-size = 0                 # queries per message (0: as large as memory allows)
+    min-sites  = 1                 # wait for at least this many sites
+    audit      = ""                # path: one JSON line per site reply (what was sent)
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from flwr.app import Array, ArrayRecord, ConfigRecord, Context, RecordDict
+from flwr.app import Message as FlowerMessage
+from flwr.clientapp import ClientApp
+from flwr.serverapp import Grid, ServerApp
+
+from fits.protocol import KINDS, Message, ProtocolError
+from fits.transport import ClientError, Transport
+
+__all__ = [
+    "FlowerTransport",
+    "client_app",
+    "server_app",
+    "to_records",
+    "from_records",
+    "message_type",
+    "run_coordinator",
+]
+
+#: Prefix of the Flower message types that carry fits messages.
+MESSAGE_PREFIX = "query.fits_"
+#: Memory budget per site for one message's dense weights (float64 values).
+SITE_MEMORY_BUDGET = 2**26
+
+
+def message_type(kind: str) -> str:
+    """The Flower message type of a fits message kind."""
+    return MESSAGE_PREFIX + kind
+
+
+def to_records(message: Message) -> RecordDict:
+    """A fits message as a Flower ``RecordDict`` (arrays and config, nothing else)."""
+    arrays = ArrayRecord(
+        {name: Array(np.ascontiguousarray(a)) for name, a in message.arrays.items()}
+    )
+    return RecordDict({"arrays": arrays, "config": ConfigRecord(dict(message.config))})
+
+
+def from_records(kind: str, content: RecordDict) -> Message:
+    """The fits message in a Flower ``RecordDict`` made by :func:`to_records`."""
+    if set(content) != {"arrays", "config"}:
+        raise ProtocolError(f"a fits message holds 'arrays' and 'config', got {sorted(content)}")
+    arrays = {name: arr.numpy() for name, arr in content.array_records["arrays"].items()}
+    config = dict(content.config_records["config"])
+    return Message(kind, arrays, config)
+
+
+def _kind_of(flower_type: str) -> str:
+    if not flower_type.startswith(MESSAGE_PREFIX):
+        raise ProtocolError(f"not a fits message type: {flower_type!r}")
+    kind = flower_type[len(MESSAGE_PREFIX) :]
+    if kind not in KINDS:
+        raise ProtocolError(f"unknown fits message kind {kind!r}")
+    return kind
+
+
+# ---------------------------------------------------------------------- coordinator side
+class FlowerTransport(Transport):
+    """Reaches the sites through a Flower ``Grid``: one Flower message per site and round.
+
+    A round pushes every site's message at once and collects the replies, so the sites
+    work in parallel.  The sites' names come back in the setup round; from then on the
+    sites are kept in the order of their names, so that a run's seeds and sums do not
+    depend on Flower's random node ids.
+
+    Parameters
+    ----------
+    grid : flwr.serverapp.Grid
+        The ServerApp's grid.
+    node_ids : sequence of int
+        The SuperNodes taking part.
+    timeout : float
+        Seconds a round may take; a site that has not answered by then stops the run.
+    poll : float
+        Seconds between checks for replies.
+    """
+
+    def __init__(
+        self,
+        grid: Grid,
+        node_ids: Sequence[int],
+        *,
+        timeout: float = 600.0,
+        poll: float = 0.05,
+        validate: bool = True,
+    ) -> None:
+        if not node_ids:
+            raise ValueError("no SuperNode is connected to the SuperLink")
+        self.grid = grid
+        self.node_ids = [int(n) for n in node_ids]
+        self.timeout = float(timeout)
+        self.poll = float(poll)
+        super().__init__([f"node {n}" for n in self.node_ids], validate=validate)
+
+    def _deliver(self, client: int, message: Message) -> Message:
+        return self._round({client: message})[client]
+
+    def _deliver_all(self, messages: Sequence[Message]) -> list[Message]:
+        replies = self._round(dict(enumerate(messages)))
+        out = [replies[k] for k in range(len(messages))]
+        if messages and messages[0].kind == "setup":
+            names = [str(r.config.get("name") or self.client_names[k]) for k, r in enumerate(out)]
+            dupes = sorted({n for n in names if names.count(n) > 1})
+            if dupes:
+                raise ClientError(
+                    f"two sites call themselves {dupes}: give each SuperNode its own "
+                    "'name' in its node config"
+                )
+            perm = sorted(range(len(names)), key=names.__getitem__)
+            self.node_ids = [self.node_ids[k] for k in perm]
+            self.client_names = [names[k] for k in perm]
+            out = [out[k] for k in perm]
+        return out
+
+    def _round(self, messages: Mapping[int, Message]) -> dict[int, Message]:
+        """Push one message per site, pull the replies; errors name the site."""
+        outgoing = {
+            k: FlowerMessage(
+                to_records(m), dst_node_id=self.node_ids[k], message_type=message_type(m.kind)
+            )
+            for k, m in messages.items()
+        }
+        ids = list(self.grid.push_messages(list(outgoing.values())))
+        by_id = dict(zip(ids, outgoing, strict=True))
+        waiting = set(ids)
+        replies: dict[int, Message] = {}
+        deadline = time.monotonic() + self.timeout
+        while waiting:
+            for reply in self.grid.pull_messages(list(waiting)):
+                mid = reply.metadata.reply_to_message_id
+                if mid not in waiting:
+                    continue
+                waiting.discard(mid)
+                k = by_id[mid]
+                if reply.has_error():
+                    raise ClientError(
+                        f"{self.client_names[k]} (SuperNode {self.node_ids[k]}) failed during "
+                        f"the {messages[k].kind} round: {reply.error.reason} "
+                        f"(Flower error code {reply.error.code}); the run stopped and no "
+                        "output was written"
+                    )
+                replies[k] = from_records(messages[k].kind, reply.content)
+            if waiting and time.monotonic() > deadline:
+                late = sorted(self.client_names[by_id[m]] for m in waiting)
+                raise ClientError(
+                    f"no reply from {late} within {self.timeout:g} s in the "
+                    f"{next(iter(messages.values())).kind} round; the run stopped and no "
+                    "output was written (raise 'timeout' if the sites need longer)"
+                )
+            if waiting:
+                time.sleep(self.poll)
+        return replies
+
+
+def _parse_kinds(text: str) -> dict[str, str]:
+    """``"age:continuous,grade:ordinal"`` -> ``{"age": "continuous", "grade": "ordinal"}``."""
+    kinds = {}
+    for item in filter(None, (t.strip() for t in text.split(","))):
+        column, sep, kind = item.rpartition(":")
+        if not sep or not column:
+            raise ValueError(
+                f"run config kinds: {item!r} is not 'column:kind' (e.g. 'age:continuous')"
+            )
+        kinds[column] = kind
+    return kinds
+
+
+def format_kinds(kinds: Mapping[str, str]) -> str:
+    """The run-config text of a column -> kind mapping (inverse of the parser)."""
+    bad = [c for c in kinds if "," in c]
+    if bad:
+        raise ValueError(f"columns {bad} contain ',': give a schema file instead of kinds")
+    return ",".join(f"{c}:{k}" for c, k in kinds.items())
+
+
+def _read_run_config(config: Mapping[str, Any]) -> dict[str, Any]:
+    def get(key: str, default: Any) -> Any:
+        return config.get(key, default)
+
+    return {
+        "output": str(get("output", "synthetic.csv")),
+        "rows": int(get("rows", 1000)),
+        "seed": int(get("seed", 0)),
+        "kinds": _parse_kinds(str(get("kinds", ""))),
+        "order": [c for c in str(get("order", "")).split(",") if c] or None,
+        "schema": str(get("schema", "")),
+        "timeout": float(get("timeout", 600.0)),
+        "batch_size": int(get("batch-size", 0)),
+        "min_sites": int(get("min-sites", 1)),
+        "audit": str(get("audit", "")),
+    }
+
+
+def run_coordinator(grid: Grid, config: Mapping[str, Any]) -> Path:
+    """The ServerApp's work: setup, configure, sample, write the table (atomically).
+
+    Parameters
+    ----------
+    grid : flwr.serverapp.Grid
+        The ServerApp's grid.
+    config : mapping
+        The run config (see the module docstring).
+
+    Returns
+    -------
+    Path
+        Where the synthetic table was written.
+    """
+    cfg = _read_run_config(config)
+    deadline = time.monotonic() + cfg["timeout"]
+    nodes = list(grid.get_node_ids())
+    while len(nodes) < max(cfg["min_sites"], 1):
+        if time.monotonic() > deadline:
+            raise ClientError(
+                f"only {len(nodes)} of the {cfg['min_sites']} sites asked for ('min-sites') "
+                f"connected within {cfg['timeout']:g} s"
+            )
+        time.sleep(0.5)
+        nodes = list(grid.get_node_ids())
+    transport = FlowerTransport(grid, sorted(nodes), timeout=cfg["timeout"])
+    audit: list[str] = []
+    if cfg["audit"]:
+        transport.observers.append(
+            lambda k, request, reply: audit.append(
+                json.dumps(_describe_reply(transport.client_names[k], reply))
+            )
+        )
+    try:
+        return _synthesize(transport, cfg)
+    finally:
+        if cfg["audit"]:
+            from fits.io import write_text
+
+            write_text("".join(line + "\n" for line in audit), cfg["audit"])
+
+
+def _describe_reply(site: str, reply: Message) -> dict[str, Any]:
+    """What a site sent: kind, each array's shape and dtype, the config keys, bytes."""
+    return {
+        "site": site,
+        "kind": reply.kind,
+        "arrays": {n: [list(a.shape), str(a.dtype)] for n, a in reply.arrays.items()},
+        "config": sorted(reply.config),
+        "bytes": reply.nbytes(),
+    }
+
+
+def _synthesize(transport: FlowerTransport, cfg: Mapping[str, Any]) -> Path:
+    from fits.io import write_table
+    from fits.schema import Schema
+    from fits.synthesizer import FITSSynthesizer
+
+    schema = Schema.from_json(Path(cfg["schema"]).read_text()) if cfg["schema"] else None
+    synth = FITSSynthesizer(
+        seed=cfg["seed"],
+        kinds=cfg["kinds"],
+        order=cfg["order"],
+        schema=schema,
+        batch_size=cfg["batch_size"] or None,
+    )
+    synth.fit(transport)
+    if not cfg["batch_size"]:  # each site is its own machine: budget per site
+        synth.coordinator.batch_size = int(
+            np.clip(SITE_MEMORY_BUDGET // max(max(synth.n_rows_), 1), 64, cfg["rows"])
+        )
+    table = synth.sample(cfg["rows"])
+    path = write_table(table, cfg["output"])
+    summary = {
+        "output": str(path),
+        "rows": cfg["rows"],
+        "sites": dict(zip(synth.client_names_, synth.n_rows_, strict=True)),
+        "uploaded_bytes": dict(zip(synth.client_names_, synth.uploaded_bytes_, strict=True)),
+    }
+    print(json.dumps(summary))  # noqa: T201 - shows in the ServerApp's log (flwr log)
+    return path
+
+
+server_app = ServerApp()
+
+
+@server_app.main()
+def _server_main(grid: Grid, context: Context) -> None:
+    run_coordinator(grid, context.run_config)
+
+
+# ---------------------------------------------------------------------- site side
+def site_kernel(node_config: Mapping[str, Any]) -> Any:
+    """The site's kernel scheme from its node config (``kernel``, ``bandwidth``, ...)."""
+    from fits.kernels import GaussianKernel, KNNKernel
+
+    kind = str(node_config.get("kernel", "knn")).lower()
+    if kind in ("knn", "fits-k"):
+        budget = int(node_config.get("knn-budget", 0)) or None
+        return KNNKernel(budget=budget)
+    if kind in ("gaussian", "fits-g"):
+        bandwidth = float(node_config.get("bandwidth", 0.0)) or None
+        return GaussianKernel(bandwidth=bandwidth)
+    raise ValueError(f"node config kernel={kind!r}: use 'knn' or 'gaussian'")
+
+
+def build_site(node_config: Mapping[str, Any]) -> Any:
+    """The site's :class:`~fits.client.FITSClient`, from its node config."""
+    from fits.client import FITSClient
+    from fits.io import read_table
+
+    if "data-path" not in node_config:
+        raise ValueError(
+            "this SuperNode has no 'data-path' in its node config: start it with "
+            "--node-config \"data-path='/path/to/site.csv'\""
+        )
+    path = Path(str(node_config["data-path"]))
+    name = str(node_config.get("name", "")) or path.stem
+    return FITSClient(read_table(path), name, site_kernel(node_config))
+
+
+_STATE_ARRAYS = "fits_configure_arrays"
+_STATE_CONFIG = "fits_configure_config"
+
+
+def _handle(msg: FlowerMessage, context: Context) -> FlowerMessage:
+    kind = _kind_of(msg.metadata.message_type)
+    request = from_records(kind, msg.content)
+    site = build_site(context.node_config)
+    if kind == "configure":
+        context.state[_STATE_ARRAYS] = msg.content.array_records["arrays"]
+        context.state[_STATE_CONFIG] = msg.content.config_records["config"]
+    elif kind != "setup":
+        if _STATE_CONFIG not in context.state:
+            raise ProtocolError(f"{site.name}: {kind} before configure")
+        stored = RecordDict(
+            {
+                "arrays": context.state.array_records[_STATE_ARRAYS],
+                "config": context.state.config_records[_STATE_CONFIG],
+            }
+        )
+        site.handle(from_records("configure", stored))
+    reply = site.handle(request)
+    return FlowerMessage(to_records(reply), reply_to=msg)
+
+
+client_app = ClientApp()
+for _kind in KINDS:
+    client_app.query(f"fits_{_kind}")(_handle)
+
+
+# ---------------------------------------------------------------------- the Flower app
+#: Run-config keys of the app and their defaults (the types Flower checks ``-c`` against).
+RUN_CONFIG_DEFAULTS: dict[str, Any] = {
+    "output": "synthetic.csv",
+    "rows": 1000,
+    "seed": 0,
+    "kinds": "",
+    "order": "",
+    "schema": "",
+    "timeout": 600.0,
+    "batch-size": 0,
+    "min-sites": 1,
+    "audit": "",
+}
+
+
+def _toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    return json.dumps(str(v))
+
+
+def write_app(directory: str | Path) -> Path:
+    """Write the Flower app project (a ``pyproject.toml``) that ``flwr run`` takes.
+
+    The app's code is this installed module (``fits.flower:server_app`` and
+    ``fits.flower:client_app``); the directory holds only its Flower metadata and run
+    config defaults, so it is the same at every site.
+
+    Returns
+    -------
+    Path
+        The directory.
+    """
+    from fits import __version__
+
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    config = "\n".join(f"{k} = {_toml_value(v)}" for k, v in RUN_CONFIG_DEFAULTS.items())
+    text = f"""[build-system]
+requires = ["hatchling"]
+build-backend = "hatchling.build"
+
+[project]
+name = "fits-federation"
+version = "{__version__}"
+description = "FITS federated synthesis (the app's code is the installed fits package)"
+license = "MIT"
+dependencies = []
+
+[tool.flwr.app]
+publisher = "fits"
+
+[tool.flwr.app.components]
+serverapp = "fits.flower:server_app"
+clientapp = "fits.flower:client_app"
+
+[tool.flwr.app.config]
+{config}
+"""
+    (directory / "pyproject.toml").write_text(text)
+    return directory

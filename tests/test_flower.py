@@ -1,0 +1,243 @@
+"""FITS on Flower (``fits[flower]``): records, the transport, and a real federation.
+
+The first tests run the ServerApp's transport against the ClientApp's handler through a
+stand-in for Flower's Grid (same messages, no processes).  The tests marked ``flower``
+start a real SuperLink and three SuperNodes as separate processes on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+flwr = pytest.importorskip("flwr", reason="needs the flower extra: pip install 'fits[flower]'")
+
+from flwr.app import Context, Error, RecordDict  # noqa: E402
+from flwr.app import Message as FlowerMessage  # noqa: E402
+
+from fits import FITSSynthesizer, Message  # noqa: E402
+from fits.datasets import simulate  # noqa: E402
+from fits.flower import (  # noqa: E402
+    FlowerTransport,
+    _handle,
+    format_kinds,
+    from_records,
+    run_coordinator,
+    to_records,
+)
+from fits.io import read_table  # noqa: E402
+from fits.protocol import packed_size  # noqa: E402
+from fits.transport import ClientError  # noqa: E402
+
+KERNELS = {"site-a": "knn", "site-b": "gaussian", "site-c": "knn"}
+
+
+@pytest.fixture(scope="module")
+def site_files(tmp_path_factory):
+    """Three sites of unequal size with the paper's simulation design (6 columns)."""
+    data = simulate(1500, seed=2)
+    frame = data.frame[data.order[:6]].sample(frac=1, random_state=0).reset_index(drop=True)
+    folder = tmp_path_factory.mktemp("sites")
+    paths = {}
+    for name, (lo, hi) in zip(KERNELS, [(0, 650), (650, 1050), (1050, 1300)], strict=True):
+        paths[name] = folder / f"{name}.csv"
+        frame.iloc[lo:hi].to_csv(paths[name], index=False)
+    kinds = {c: k for c, k in data.kinds.items() if c in frame.columns}
+    return paths, kinds, list(frame.columns)
+
+
+def _in_process(paths, kinds, order, rows, seed):
+    tables = {name: read_table(path) for name, path in sorted(paths.items())}
+    synth = FITSSynthesizer({n: KERNELS[n] for n in tables}, seed=seed, kinds=kinds, order=order)
+    return synth.fit(tables).sample(rows)
+
+
+@pytest.fixture(autouse=True)
+def _task_identity(monkeypatch):
+    """What Flower sets in a ServerApp process before messages are created."""
+    from flwr.supercore.task_identity import TaskIdentity
+
+    for attr, value in (("_run_id", 1), ("_node_id", 1), ("_task_id", 1)):
+        monkeypatch.setattr(TaskIdentity, attr, value)
+
+
+class FakeGrid:
+    """Flower's Grid interface, delivering to the ClientApp handler in this process."""
+
+    def __init__(self, node_configs, fail=None):
+        self.nodes = {1000 + 7 * k: cfg for k, cfg in enumerate(node_configs)}
+        self.states = {n: RecordDict() for n in self.nodes}
+        self.replies = {}
+        self.sent = []
+        self.fail = fail or {}
+
+    def get_node_ids(self):
+        return list(self.nodes)[::-1]  # Flower's order is arbitrary
+
+    def push_messages(self, messages):
+        ids = []
+        for msg in messages:
+            mid = uuid.uuid4().hex
+            msg.metadata.__dict__["_message_id"] = mid
+            node = msg.metadata.dst_node_id
+            ctx = Context(1, node, self.nodes[node], self.states[node], {})
+            kind = msg.metadata.message_type.rsplit("_", 1)[1]
+            if self.fail.get(node) == kind:
+                reply = FlowerMessage(Error(5, "node went away"), reply_to=msg)
+            else:
+                reply = _handle(msg, ctx)
+                self.sent.append((node, reply.content))
+            self.replies[mid] = reply
+            ids.append(mid)
+        return ids
+
+    def pull_messages(self, message_ids):
+        return [self.replies.pop(m) for m in message_ids if m in self.replies]
+
+
+def _node_configs(paths):
+    return [{"data-path": str(p), "name": n, "kernel": KERNELS[n]} for n, p in paths.items()]
+
+
+def test_records_round_trip_exactly():
+    msg = Message(
+        "cdf",
+        {"queries": np.random.default_rng(0).normal(size=(4, 3)), "q": np.eye(4)[:, :4]},
+        {"column": "age", "request": "r1", "grid_size": 300, "scale": 0.1, "flag": True},
+    )
+    back = from_records("cdf", to_records(msg))
+    assert back.config == msg.config
+    for name, a in msg.arrays.items():
+        assert back.arrays[name].dtype == a.dtype
+        np.testing.assert_array_equal(back.arrays[name], a)
+    assert format_kinds({"a": "nominal", "b c": "ordinal"}) == "a:nominal,b c:ordinal"
+
+
+def test_flower_transport_equals_in_process_engine(site_files, tmp_path):
+    paths, kinds, order = site_files
+    grid = FakeGrid(_node_configs(paths))
+    out = tmp_path / "synthetic.csv"
+    config = {"output": str(out), "rows": 300, "seed": 4, "kinds": format_kinds(kinds)}
+    config["order"] = ",".join(order)
+    run_coordinator(grid, config)
+    expected = _in_process(paths, kinds, order, 300, 4)
+    pd.testing.assert_frame_equal(read_table(out), expected, check_exact=True)
+
+
+def test_a_failing_site_stops_the_run_by_name_and_nothing_is_written(site_files, tmp_path):
+    paths, kinds, order = site_files
+    grid = FakeGrid(_node_configs(paths), fail={1007: "hessian"})  # site-b
+    out = tmp_path / "synthetic.csv"
+    with pytest.raises(ClientError, match=r"site-b \(SuperNode 1007\) failed during the hessian"):
+        run_coordinator(grid, {"output": str(out), "rows": 50, "kinds": format_kinds(kinds)})
+    assert not out.exists() and not list(tmp_path.iterdir())
+
+
+def test_sites_send_only_protocol_arrays(site_files):
+    paths, kinds, _ = site_files
+    grid = FakeGrid(_node_configs(paths))
+    transport = FlowerTransport(grid, grid.get_node_ids())
+    synth = FITSSynthesizer(seed=0, kinds=kinds).fit(transport)
+    synth.sample(40)
+    assert transport.client_names == sorted(KERNELS)  # sorted by name after setup
+    kinds_seen = set()
+    for _, content in grid.sent:
+        assert set(content) == {"arrays", "config"}
+        arrays = content.array_records["arrays"]
+        assert set(arrays) <= {"n_rows", "S", "F"}
+        config = content.config_records["config"]
+        assert set(config) <= {"description", "name"}
+        for name, arr in arrays.items():
+            a = arr.numpy()
+            assert a.dtype.kind in "fi" and a.ndim <= 2
+            if name == "S":
+                assert a.shape[1] in {packed_size(p) for p in range(2, 8)}
+        kinds_seen.add(tuple(sorted(arrays)))
+    assert kinds_seen == {("n_rows",), ("F",), ("S",)}
+
+
+def test_missing_data_path_is_a_clear_error():
+    grid = FakeGrid([{"name": "x"}])
+    transport = FlowerTransport(grid, grid.get_node_ids())
+    with pytest.raises(ValueError, match="no 'data-path' in its node config"):
+        transport.broadcast(Message("setup", config={"declared": "{}"}))
+
+
+# ------------------------------------------------------------------ real processes
+@pytest.mark.flower
+def test_real_superlink_and_three_supernodes_equal_in_process(site_files, tmp_path):
+    from fits.flower_launch import LocalFederation
+
+    paths, kinds, order = site_files
+    out, audit = tmp_path / "synthetic.csv", tmp_path / "audit.jsonl"
+    config = {
+        "output": str(out),
+        "rows": 400,
+        "seed": 11,
+        "kinds": format_kinds(kinds),
+        "order": ",".join(order),
+        "audit": str(audit),
+        "timeout": 240.0,
+    }
+    with LocalFederation(paths, kernels=KERNELS, workdir=tmp_path / "fed") as fed:
+        pids = [p.pid for p in fed.processes.values()]
+        result = fed.run(config, timeout=420)
+        assert result.ok, f"{result.status}: {result.details}\n{result.log[-3000:]}"
+    # every process is gone after the federation closed
+    for pid in pids:
+        assert (
+            not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text()
+        )
+    expected = _in_process(paths, kinds, order, 400, 11)
+    # bit for bit: the same messages, the same client order, the same float sums
+    pd.testing.assert_frame_equal(read_table(out), expected, check_exact=True)
+    # what each site sent, as the coordinator received it: protocol arrays only
+    lines = [json.loads(line) for line in audit.read_text().splitlines()]
+    assert {line["site"] for line in lines} == set(KERNELS)
+    allowed = {
+        "setup": {"n_rows"},
+        "configure": {"n_rows"},
+        "marginal": {"F"},
+        "hessian": {"S"},
+        "cdf": {"F"},
+    }
+    for line in lines:
+        assert set(line["arrays"]) == allowed[line["kind"]]
+        assert set(line["config"]) <= {"description", "name"}
+        if line["kind"] == "hessian":
+            rows, width = line["arrays"]["S"][0]
+            assert rows <= 400 and width <= packed_size(len(order))
+    assert sum(line["kind"] == "cdf" for line in lines) >= 3 * (len(order) - 1)
+
+
+@pytest.mark.flower
+def test_a_site_that_disconnects_stops_the_run_without_output(site_files, tmp_path):
+    from fits.flower_launch import LocalFederation
+
+    paths, kinds, order = site_files
+    out = tmp_path / "synthetic.csv"
+    config = {"output": str(out), "rows": 300, "kinds": format_kinds(kinds), "timeout": 150.0}
+    with LocalFederation(paths, kernels=KERNELS, workdir=tmp_path / "fed") as fed:
+        outcome = {}
+        runner = threading.Thread(target=lambda: outcome.update(r=fed.run(config, timeout=400)))
+        runner.start()
+        # wait until site-b has answered its first message, then pull its plug
+        apps = tmp_path / "fed" / "site-site-b" / "apps"
+        deadline = time.monotonic() + 120
+        while not (apps.exists() and any(apps.iterdir())) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        time.sleep(3)
+        fed.kill_site("site-b")
+        runner.join(timeout=420)
+        result = outcome["r"]
+    assert not result.ok
+    assert "site-b" in result.details + result.log, result.log[-3000:]
+    assert "no output was written" in result.details + result.log
+    assert not out.exists()
