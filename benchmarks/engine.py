@@ -39,6 +39,9 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--discrete-sampling", default="mass", choices=["mass", "grid"])
     ap.add_argument("--discrete-bandwidth", type=float, default=0.05)
     ap.add_argument("--search-eps", type=float, default=0.0, help="KNN: approximate search")
+    ap.add_argument(
+        "--search", default="auto", choices=["auto", "kdtree", "brute"], help="KNN: how"
+    )
     args = ap.parse_args(argv)
 
     data = load_dataset(args.dataset, args.data_dir)
@@ -56,7 +59,11 @@ def main(argv: list[str] | None = None) -> dict:
             mark[0] = now
 
     start = time.perf_counter()
-    kernel = KNNKernel(search_eps=args.search_eps) if args.kernel == "knn" else GaussianKernel()
+    kernel = (
+        KNNKernel(search_eps=args.search_eps, search=args.search)
+        if args.kernel == "knn"
+        else GaussianKernel()
+    )
     synth = FITSSynthesizer(
         kernel,
         seed=args.seed,
@@ -81,6 +88,7 @@ def main(argv: list[str] | None = None) -> dict:
         "discrete_sampling": args.discrete_sampling,
         "discrete_bandwidth": args.discrete_bandwidth,
         "search_eps": args.search_eps,
+        "search": args.search,
         "clients": [len(c) for c in clients],
         "rows_synthesized": n,
         "seconds_total": round(total_s, 1),

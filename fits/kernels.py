@@ -31,6 +31,8 @@ __all__ = [
     "GaussianKernel",
     "KNNKernel",
     "DEFAULT_KNN_BUDGET",
+    "BRUTE_FORCE_MIN_DIM",
+    "NEIGHBOUR_SEARCH",
     "knn_budget",
     "resolve_kernel",
     "response_cdf_kernel",
@@ -39,6 +41,12 @@ __all__ = [
 
 #: Global KNN budget r0 by number of conditioning columns d (sec. 6.1.2); key 0 = "more".
 DEFAULT_KNN_BUDGET: dict[int, int] = {1: 350, 2: 250, 0: 200}
+#: Ways to find the KNN neighbours (:class:`KNNKernel`'s ``search``).
+NEIGHBOUR_SEARCH = ("auto", "kdtree", "brute")
+#: From this many covariates on, ``search="auto"`` scans instead of using a KD-tree.
+#: Measured (docs/benchmarks.md): at d = 12 the scan took 0.56x the tree's time, at
+#: d = 8 the same, at d = 4 2.7x.
+BRUTE_FORCE_MIN_DIM = 8
 
 
 @dataclass(frozen=True)
@@ -128,12 +136,20 @@ class KNNKernel(Kernel):
         factor ``1 + search_eps`` of the true ones (faster in many dimensions; the
         weights are still a valid bounded kernel, and the federated estimate still
         equals the pooled one with those weights).
+    search : {"auto", "kdtree", "brute"}
+        How the exact neighbours are found: a KD-tree (scipy's ``cKDTree``), or a
+        brute-force scan (scikit-learn's chunked pairwise reduction, which uses matrix
+        products and both cores).  ``"auto"`` (default) takes the tree below
+        :data:`BRUTE_FORCE_MIN_DIM` conditioning columns and the scan from there on,
+        where a KD-tree degrades towards a scan anyway; with ``search_eps > 0`` it
+        always takes the tree.  Both give the same neighbours (up to exact ties).
     """
 
     budget: int | Mapping[int, int] | None = None
     min_neighbors: int = 2
     eta: float = 1.05
     search_eps: float = 0.0
+    search: str = "auto"
 
     name = "knn"
 
@@ -145,6 +161,18 @@ class KNNKernel(Kernel):
             raise ValueError("eta must be > 0")
         if not self.search_eps >= 0:
             raise ValueError("search_eps must be >= 0")
+        if self.search not in NEIGHBOUR_SEARCH:
+            raise ValueError(f"search must be one of {NEIGHBOUR_SEARCH}, got {self.search!r}")
+        if self.search == "brute" and self.search_eps > 0:
+            raise ValueError("search_eps (approximate neighbours) needs search='kdtree'")
+
+    def search_method(self, d: int) -> str:
+        """``"kdtree"`` or ``"brute"``: how neighbours are found with d covariates."""
+        if self.search != "auto":
+            return self.search
+        if self.search_eps > 0 or d < BRUTE_FORCE_MIN_DIM:
+            return "kdtree"
+        return "brute"
 
     def budget_for(self, d: int) -> int:
         """The global budget r0 for d conditioning columns."""

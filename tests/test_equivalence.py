@@ -123,7 +123,7 @@ def _queries(zs, d, seed):
 
 
 @pytest.mark.parametrize("response", ["y", "o"])
-@pytest.mark.parametrize("scheme", ["gaussian", "knn"])
+@pytest.mark.parametrize("scheme", ["gaussian", "knn", "knn-brute"])
 def test_federated_equals_pooled(mixed_clients, scheme, response):
     covariates = [c for c in COVARIATES if c != response]
     if response == "o":
@@ -131,7 +131,11 @@ def test_federated_equals_pooled(mixed_clients, scheme, response):
     d = len(covariates)
     loc = np.zeros(d) + 0.3
     scale = np.linspace(0.8, 1.6, d)
-    kernel = GaussianKernel() if scheme == "gaussian" else KNNKernel(budget=120)
+    kernel = {
+        "gaussian": GaussianKernel(),
+        "knn": KNNKernel(budget=120, search="kdtree"),
+        "knn-brute": KNNKernel(budget=120, search="brute"),  # the scan used from d = 8 on
+    }[scheme]
     tables = [t[[*covariates, response]] for t in mixed_clients]
     first = estimate_conditional_cdf(
         tables,

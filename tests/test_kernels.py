@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
+from fits import FITSSynthesizer
 from fits.kernels import (
     GaussianKernel,
     KNNKernel,
@@ -91,3 +93,30 @@ def test_approximate_search_is_opt_in_and_close(mixed_clients):
     )
     assert np.max(np.abs(exact.values - approx.values)) < 0.1
     assert np.mean(np.abs(exact.values - approx.values)) < 0.005
+
+
+def test_neighbour_search_choice():
+    assert KNNKernel().search_method(3) == "kdtree"
+    assert KNNKernel().search_method(12) == "brute"
+    assert KNNKernel(search_eps=0.1).search_method(12) == "kdtree"
+    assert KNNKernel(search="kdtree").search_method(12) == "kdtree"
+    assert KNNKernel(search="brute").search_method(1) == "brute"
+    with pytest.raises(ValueError, match="search must be one of"):
+        KNNKernel(search="ball")
+    with pytest.raises(ValueError, match="needs search='kdtree'"):
+        KNNKernel(search="brute", search_eps=0.1)
+
+
+def test_scan_and_tree_give_the_same_synthetic_table():
+    rng = np.random.default_rng(5)
+    n = 900
+    cols = {f"x{j}": rng.normal(size=n) for j in range(9)}
+    frame = pd.DataFrame(cols)
+    frame["x8"] = frame["x0"] + 0.3 * frame["x8"]
+    frame["g"] = np.where(frame["x1"] > 0, "a", "b")
+    sites = [frame.iloc[:500], frame.iloc[500:750], frame.iloc[750:]]
+    out = [
+        FITSSynthesizer(KNNKernel(search=s), seed=1).fit(sites).sample(300)
+        for s in ("kdtree", "brute")
+    ]
+    pd.testing.assert_frame_equal(out[0], out[1], check_exact=False, rtol=1e-12, atol=1e-12)
