@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from fits import FITSSynthesizer
-from fits.datasets import federated_split, simulate
+from fits.datasets import PAPER_SHARES, federated_split, simulate
 from fits.flower import format_kinds
 from fits.flower_launch import LocalFederation
 from fits.io import read_table
@@ -34,11 +34,17 @@ def main() -> dict:
     ap.add_argument("--rows", type=int, default=10_000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--kernel", default="knn", choices=["knn", "gaussian"])
+    ap.add_argument(
+        "--sites",
+        type=int,
+        default=10,
+        help="10: the paper's shares; else the first n of them, renormalized",
+    )
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
 
     data = simulate(args.rows, seed=args.seed)
-    clients, _ = federated_split(data.frame, seed=args.seed)
+    clients, _ = federated_split(data.frame, PAPER_SHARES[: args.sites], seed=args.seed)
     n = sum(len(c) for c in clients)
     with tempfile.TemporaryDirectory() as tmp:
         paths = {}

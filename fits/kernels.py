@@ -44,9 +44,10 @@ DEFAULT_KNN_BUDGET: dict[int, int] = {1: 350, 2: 250, 0: 200}
 #: Ways to find the KNN neighbours (:class:`KNNKernel`'s ``search``).
 NEIGHBOUR_SEARCH = ("auto", "kdtree", "brute")
 #: From this many covariates on, ``search="auto"`` scans instead of using a KD-tree.
-#: Measured (docs/benchmarks.md): at d = 12 the scan took 0.56x the tree's time, at
-#: d = 8 the same, at d = 4 2.7x.
-BRUTE_FORCE_MIN_DIM = 8
+#: Measured on UCI Adult (docs/benchmarks.md), time per chain column, scan / tree:
+#: 4.8x at d = 1, 1.8x at d = 4, 1.09x at d = 8, 0.98x at d = 9, 0.80x at d = 12,
+#: 0.57x at d = 17.
+BRUTE_FORCE_MIN_DIM = 9
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-FITS = shutil.which("fits") or str(Path(sys.executable).with_name("fits"))
+# the command installed next to this Python (the environment under test), else PATH's
+_HERE = Path(sys.executable).with_name("fits")
+FITS = str(_HERE) if _HERE.exists() else (shutil.which("fits") or str(_HERE))
 
 
 def run(*args: str, cwd: Path | None = None, timeout: int = 180) -> subprocess.CompletedProcess:
@@ -423,3 +425,47 @@ def test_demo_runs_and_says_where_outputs_are(tmp_path):
         assert (tmp_path / "demo" / name).exists()
         assert str(tmp_path / "demo" / name) in res.stdout
     assert "Energy distance" in res.stdout
+
+
+def _has_flower() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("flwr") is not None
+
+
+@pytest.mark.parametrize("command", ["superlink", "site", "run", "local"])
+def test_federate_commands_have_help_with_an_example(command):
+    res = run("federate", command, "--help")
+    assert res.returncode == 0
+    assert "Example" in res.stdout and "fits federate" in res.stdout
+
+
+@pytest.mark.skipif(_has_flower(), reason="Flower is installed here")
+def test_federate_without_flower_says_how_to_install(site_files, tmp_path):
+    res = run("federate", "local", *map(str, site_files), "--rows", "5", "--out", "x.csv")
+    assert res.returncode == 2
+    assert "pip install 'fits[flower]'" in res.stderr
+
+
+@pytest.mark.skipif(not _has_flower(), reason="needs the flower extra")
+def test_federate_local_refuses_bad_arguments(site_files, tmp_path):
+    out = str(tmp_path / "x.csv")
+    res = run(
+        "federate", "local", *map(str, site_files), "--rows", "5", "--out", out, "--kernel", "knn"
+    )
+    assert res.returncode == 2 and "one --kernel per site" in res.stderr
+    res = run("federate", "local", str(tmp_path / "nope.csv"), "--rows", "5", "--out", out)
+    assert res.returncode == 1 and "no such file" in res.stderr
+    res = run(
+        "federate",
+        "site",
+        "--data",
+        str(site_files[0]),
+        "--superlink",
+        "x:1",
+        "--kernel",
+        "tree",
+        "--insecure",
+    )
+    assert res.returncode == 2 and "use knn or gaussian" in res.stderr
+    assert not (tmp_path / "x.csv").exists()

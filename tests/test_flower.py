@@ -241,3 +241,51 @@ def test_a_site_that_disconnects_stops_the_run_without_output(site_files, tmp_pa
     assert "site-b" in result.details + result.log, result.log[-3000:]
     assert "no output was written" in result.details + result.log
     assert not out.exists()
+
+
+@pytest.mark.flower
+def test_fits_federate_local_command_keeps_types(tmp_path):
+    import subprocess
+    import sys
+
+    rng = np.random.default_rng(3)
+    n = 600
+    g = rng.choice(["north", "south", "east"], n)
+    age = rng.integers(18, 90, n)
+    score = age * 0.5 + (g == "south") * 10 + rng.normal(size=n)
+    score[rng.random(n) < 0.1] = np.nan
+    frame = pd.DataFrame({"g": g, "age": age, "score": score})
+    files = []
+    for name, (lo, hi) in {"north-site": (0, 300), "south-site": (300, 600)}.items():
+        files.append(tmp_path / f"{name}.csv")
+        frame.iloc[lo:hi].to_csv(files[-1], index=False)
+    out = tmp_path / "synthetic.parquet"
+    fits = Path(sys.executable).with_name("fits")
+    res = subprocess.run(
+        [
+            str(fits),
+            "federate",
+            "local",
+            *map(str, files),
+            "--kernel",
+            "knn",
+            "--kernel",
+            "gaussian",
+            "--rows",
+            "200",
+            "--seed",
+            "1",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=400,
+        check=False,
+    )
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "synthetic table" in res.stdout
+    table = pd.read_parquet(out)
+    assert list(table.columns) == ["g", "age", "score"] and len(table) == 200
+    assert set(table["g"]) <= {"north", "south", "east"}
+    assert table["age"].dtype.kind == "i" and table["score"].isna().any()
