@@ -136,7 +136,14 @@ class FlowerTransport(Transport):
         self.node_ids = [int(n) for n in node_ids]
         self.timeout = float(timeout)
         self.poll = float(poll)
-        super().__init__([f"node {n}" for n in self.node_ids], validate=validate)
+        super().__init__([f"SuperNode {n}" for n in self.node_ids], validate=validate)
+
+    def _who(self, k: int) -> str:
+        """A site as errors name it: its name and node id (the id alone before setup)."""
+        name, node = self.client_names[k], self.node_ids[k]
+        if name == f"SuperNode {node}":
+            return f"SuperNode {node} (its site name is not known: no setup reply yet)"
+        return f"{name} (SuperNode {node})"
 
     def _deliver(self, client: int, message: Message) -> Message:
         return self._round({client: message})[client]
@@ -180,14 +187,14 @@ class FlowerTransport(Transport):
                 k = by_id[mid]
                 if reply.has_error():
                     raise ClientError(
-                        f"{self.client_names[k]} (SuperNode {self.node_ids[k]}) failed during "
+                        f"{self._who(k)} failed during "
                         f"the {messages[k].kind} round: {reply.error.reason} "
                         f"(Flower error code {reply.error.code}); the run stopped and no "
                         "output was written"
                     )
                 replies[k] = from_records(messages[k].kind, reply.content)
             if waiting and time.monotonic() > deadline:
-                late = sorted(self.client_names[by_id[m]] for m in waiting)
+                late = sorted(self._who(by_id[m]) for m in waiting)
                 raise ClientError(
                     f"no reply from {late} within {self.timeout:g} s in the "
                     f"{next(iter(messages.values())).kind} round; the run stopped and no "

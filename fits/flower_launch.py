@@ -312,6 +312,9 @@ class LocalFederation:
     workdir : path, optional
         Where the processes keep their Flower homes and logs (default a temporary
         directory, removed on exit).
+    tls : bool
+        Serve over HTTPS with a throw-away certificate authority made for 127.0.0.1
+        (:func:`make_test_certificates`) instead of plain HTTP.
     """
 
     def __init__(
@@ -320,6 +323,7 @@ class LocalFederation:
         *,
         kernels: Mapping[str, str] | None = None,
         workdir: str | Path | None = None,
+        tls: bool = False,
     ) -> None:
         if not sites:
             raise FederationError("a federation needs at least one site")
@@ -329,6 +333,8 @@ class LocalFederation:
         self.workdir = Path(workdir) if workdir else Path(self._tmp.name)  # type: ignore[union-attr]
         self.port = 0
         self.processes: dict[str, subprocess.Popen] = {}
+        self.tls = tls
+        self.certificates: tuple[Path, Path, Path] | None = None
 
     @property
     def superlink(self) -> str:
@@ -355,7 +361,16 @@ class LocalFederation:
         """Start the SuperLink, wait for its port, then start the SuperNodes."""
         try:
             self.port = _free_port()
-            link = self._spawn("superlink", superlink_command(port=self.port, insecure=True))
+            if self.tls:
+                self.certificates = make_test_certificates(self.workdir / "certificates")
+            link = self._spawn(
+                "superlink",
+                superlink_command(
+                    port=self.port,
+                    insecure=not self.tls,
+                    certificates=[str(p) for p in self.certificates or ()],
+                ),
+            )
             _wait_port(self.port, link, timeout, "the SuperLink")
             for name, path in self.sites.items():
                 self.start_site(name, path)
@@ -372,7 +387,8 @@ class LocalFederation:
             name=name,
             kernel=self.kernels.get(name, "knn"),
             port=_free_port(),
-            insecure=True,
+            insecure=not self.tls,
+            root_certificates=str(self.certificates[2]) if self.certificates else None,
         )
         return self._spawn(f"site-{name}", cmd)
 
@@ -390,7 +406,10 @@ class LocalFederation:
     def run(self, run_config: Mapping[str, Any], *, timeout: float = 600.0) -> RunResult:
         """Submit a run (``min-sites`` defaults to every site) and wait for its end."""
         config = {"min-sites": len(self.sites), **run_config}
-        return submit_run(self.superlink, config, insecure=True, timeout=timeout)
+        ca = str(self.certificates[2]) if self.certificates else None
+        return submit_run(
+            self.superlink, config, insecure=not self.tls, root_certificates=ca, timeout=timeout
+        )
 
     def stop(self) -> None:
         """Stop every process this federation started (SuperNodes first)."""
@@ -449,3 +468,66 @@ def _kill_leftovers(workdir: Path) -> None:
                 os.kill(int(entry.name), signal.SIGKILL)
             except ProcessLookupError:
                 pass
+
+
+def make_test_certificates(folder: str | Path) -> tuple[Path, Path, Path]:
+    """A throw-away CA and a server certificate for 127.0.0.1 / localhost (for tests).
+
+    Returns ``(server certificate, server key, CA certificate)`` as PEM files.  Real
+    deployments use certificates from their own CA.
+    """
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    now = datetime.datetime.now(datetime.UTC)
+    valid = (now - datetime.timedelta(minutes=5), now + datetime.timedelta(days=2))
+
+    def name(text: str) -> x509.Name:
+        return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, text)])
+
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca = (
+        x509.CertificateBuilder()
+        .subject_name(name("fits test CA"))
+        .issuer_name(name("fits test CA"))
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(valid[0])
+        .not_valid_after(valid[1])
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(ca_key, hashes.SHA256())
+    )
+    key = ec.generate_private_key(ec.SECP256R1())
+    san = x509.SubjectAlternativeName(
+        [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+    )
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name("127.0.0.1"))
+        .issuer_name(ca.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(valid[0])
+        .not_valid_after(valid[1])
+        .add_extension(san, critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    paths = (folder / "server.pem", folder / "server.key", folder / "ca.pem")
+    paths[0].write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    paths[1].write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    paths[1].chmod(0o600)
+    paths[2].write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    return paths

@@ -228,12 +228,11 @@ def test_a_site_that_disconnects_stops_the_run_without_output(site_files, tmp_pa
         outcome = {}
         runner = threading.Thread(target=lambda: outcome.update(r=fed.run(config, timeout=400)))
         runner.start()
-        # wait until site-b has answered its first message, then pull its plug
-        apps = tmp_path / "fed" / "site-site-b" / "apps"
-        deadline = time.monotonic() + 120
-        while not (apps.exists() and any(apps.iterdir())) and time.monotonic() < deadline:
+        # wait until site-b has been asked for its first Hessians, then pull its plug
+        deadline = time.monotonic() + 300
+        while "Receiving: query.fits_hessian" not in fed.log("site-site-b"):
+            assert time.monotonic() < deadline, "the run never reached the Hessian rounds"
             time.sleep(0.2)
-        time.sleep(3)
         fed.kill_site("site-b")
         runner.join(timeout=420)
         result = outcome["r"]
@@ -289,3 +288,31 @@ def test_fits_federate_local_command_keeps_types(tmp_path):
     assert list(table.columns) == ["g", "age", "score"] and len(table) == 200
     assert set(table["g"]) <= {"north", "south", "east"}
     assert table["age"].dtype.kind == "i" and table["score"].isna().any()
+
+
+@pytest.mark.flower
+def test_federation_over_tls(tmp_path):
+    from fits.flower_launch import LocalFederation
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"a": rng.normal(size=300), "g": rng.choice(["x", "y"], 300)})
+    frame["b"] = frame["a"] + rng.normal(size=300)
+    sites = {"s1": tmp_path / "s1.csv", "s2": tmp_path / "s2.csv"}
+    frame.iloc[:150].to_csv(sites["s1"], index=False)
+    frame.iloc[150:].to_csv(sites["s2"], index=False)
+    out = tmp_path / "synthetic.csv"
+    with LocalFederation(sites, tls=True, workdir=tmp_path / "fed") as fed:
+        result = fed.run({"output": str(out), "rows": 50}, timeout=400)
+        logs = fed.log("site-s1") + fed.log("site-s2")
+    assert result.ok, f"{result.status}: {result.details}\n{result.log[-3000:]}"
+    assert "insecure" not in logs.lower()  # the sites verified the SuperLink's certificate
+    table = read_table(out)
+    assert list(table.columns) == ["a", "g", "b"] and len(table) == 50
+
+
+def test_a_site_failing_before_setup_is_named_by_its_node(site_files, tmp_path):
+    paths, kinds, _ = site_files
+    grid = FakeGrid(_node_configs(paths), fail={1007: "setup"})
+    with pytest.raises(ClientError, match=r"SuperNode 1007 \(its site name is not known"):
+        run_coordinator(grid, {"output": str(tmp_path / "x.csv"), "rows": 5})
+    assert not list(tmp_path.iterdir())
