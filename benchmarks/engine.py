@@ -39,6 +39,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--discrete-sampling", default="mass", choices=["mass", "grid"])
     ap.add_argument("--discrete-bandwidth", type=float, default=0.05)
     ap.add_argument("--search-eps", type=float, default=0.0, help="KNN: approximate search")
+    ap.add_argument("--batch-size", type=int, default=None, help="queries per message")
     ap.add_argument(
         "--search", default="auto", choices=["auto", "kdtree", "brute"], help="KNN: how"
     )
@@ -71,6 +72,7 @@ def main(argv: list[str] | None = None) -> dict:
         order=data.order,
         discrete_sampling=args.discrete_sampling,
         discrete_response_bandwidth=args.discrete_bandwidth,
+        batch_size=args.batch_size,
     )
     synth.fit(clients)
     fit_s = time.perf_counter() - start
@@ -89,6 +91,7 @@ def main(argv: list[str] | None = None) -> dict:
         "discrete_bandwidth": args.discrete_bandwidth,
         "search_eps": args.search_eps,
         "search": args.search,
+        "batch_size": synth.coordinator._batch(),
         "clients": [len(c) for c in clients],
         "rows_synthesized": n,
         "seconds_total": round(total_s, 1),

@@ -199,6 +199,10 @@ def inverse_cdf(cdf: np.ndarray, grid: np.ndarray, u: np.ndarray) -> np.ndarray:
     return grid[pos - 1] + t * (grid[pos] - grid[pos - 1])
 
 
+#: Most queries per message by default (the coordinator holds B x G sums).
+MAX_BATCH = 8192
+
+
 class Coordinator:
     """Drives a FITS federation through a transport; never touches a row.
 
@@ -367,7 +371,7 @@ class Coordinator:
     def _batch(self) -> int:
         if self.batch_size:
             return int(self.batch_size)
-        return int(np.clip(self.memory_budget // max(self.n_total, 1), 64, 8192))
+        return int(np.clip(self.memory_budget // max(self.n_total, 1), 64, MAX_BATCH))
 
     def _marginal_sum(self, column: str) -> np.ndarray:
         """Eq. 16: the clients' sums of smoothed indicators on the grid, over M."""

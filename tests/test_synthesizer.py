@@ -201,3 +201,20 @@ def test_progress_is_reported_per_chain_column(mixed_clients, capsys):
     assert all(v[-1] == 250 for v in seen.values())
     assert seen["x"] == [100, 200, 250]  # one step per batch
     synth.sample(50, progress=True)  # a rich progress bar, no error
+
+
+def test_default_batch_counts_only_dense_gaussian_rows():
+    from fits.synthesizer import _in_process_batch, build_federation
+
+    rng = np.random.default_rng(0)
+    tables = [pd.DataFrame({"a": rng.normal(size=n), "b": rng.normal(size=n)}) for n in (300, 200)]
+    knn, _ = build_federation(tables, "knn")
+    assert _in_process_batch(knn, 2**25) == 8192
+    mixed, _ = build_federation(tables, ["gaussian", "knn"])
+    assert _in_process_batch(mixed, 300 * 100) == 100  # budget / the Gaussian client's rows
+    gaussian, _ = build_federation(tables, "gaussian")
+    assert _in_process_batch(gaussian, 500 * 100) == 100
+    assert _in_process_batch(gaussian, 10) == 64  # never below 64 queries
+    synth = FITSSynthesizer("knn", seed=0).fit(tables)
+    assert synth.coordinator._batch() == 8192
+    assert FITSSynthesizer("knn", batch_size=50).fit(tables).coordinator._batch() == 50
