@@ -90,6 +90,9 @@ def superlink_command(
     if insecure:
         cmd.append("--insecure")
     elif len(certificates) == 3:
+        for path in certificates:
+            if not Path(path).is_file():
+                raise FederationError(f"{path}: no such certificate or key file")
         for flag, path in zip(
             ("--ssl-certfile", "--ssl-keyfile", "--ssl-ca-certfile"), certificates, strict=True
         ):

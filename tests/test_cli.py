@@ -469,3 +469,20 @@ def test_federate_local_refuses_bad_arguments(site_files, tmp_path):
     )
     assert res.returncode == 2 and "use knn or gaussian" in res.stderr
     assert not (tmp_path / "x.csv").exists()
+
+
+@pytest.mark.skipif(not _has_flower(), reason="needs the flower extra")
+def test_federate_superlink_checks_its_certificates(tmp_path):
+    res = run(
+        "federate",
+        "superlink",
+        "--tls",
+        "nope.pem",
+        "nope.key",
+        "ca.pem",
+        "--home",
+        str(tmp_path / "home"),
+    )
+    assert res.returncode == 2 and "nope.pem: no such certificate or key file" in res.stderr
+    res = run("federate", "superlink", "--home", str(tmp_path / "home"))
+    assert res.returncode == 2 and "or choose --insecure" in res.stderr
