@@ -42,7 +42,7 @@ import json
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from flwr.app import Array, ArrayRecord, ConfigRecord, Context, RecordDict
@@ -52,6 +52,10 @@ from flwr.serverapp import Grid, ServerApp
 
 from fits.protocol import KINDS, Message, ProtocolError
 from fits.transport import ClientError, Transport
+
+if TYPE_CHECKING:
+    from fits.client import FITSClient
+    from fits.kernels import Kernel
 
 __all__ = [
     "FlowerTransport",
@@ -337,7 +341,7 @@ def _server_main(grid: Grid, context: Context) -> None:
 
 
 # ---------------------------------------------------------------------- site side
-def site_kernel(node_config: Mapping[str, Any]) -> Any:
+def site_kernel(node_config: Mapping[str, Any]) -> Kernel:
     """The site's kernel scheme from its node config (``kernel``, ``bandwidth``, ...)."""
     from fits.kernels import GaussianKernel, KNNKernel
 
@@ -351,7 +355,7 @@ def site_kernel(node_config: Mapping[str, Any]) -> Any:
     raise ValueError(f"node config kernel={kind!r}: use 'knn' or 'gaussian'")
 
 
-def build_site(node_config: Mapping[str, Any]) -> Any:
+def build_site(node_config: Mapping[str, Any]) -> FITSClient:
     """The site's :class:`~fits.client.FITSClient`, from its node config."""
     from fits.client import FITSClient
     from fits.io import read_table
