@@ -71,12 +71,13 @@ def _task_identity(monkeypatch):
 class FakeGrid:
     """Flower's Grid interface, delivering to the ClientApp handler in this process."""
 
-    def __init__(self, node_configs, fail=None):
+    def __init__(self, node_configs, fail=None, silent=()):
         self.nodes = {1000 + 7 * k: cfg for k, cfg in enumerate(node_configs)}
         self.states = {n: RecordDict() for n in self.nodes}
         self.replies = {}
         self.sent = []
         self.fail = fail or {}
+        self.silent = set(silent)  # nodes that never answer
 
     def get_node_ids(self):
         return list(self.nodes)[::-1]  # Flower's order is arbitrary
@@ -94,7 +95,8 @@ class FakeGrid:
             else:
                 reply = _handle(msg, ctx)
                 self.sent.append((node, reply.content))
-            self.replies[mid] = reply
+            if node not in self.silent:
+                self.replies[mid] = reply
             ids.append(mid)
         return ids
 
@@ -316,3 +318,39 @@ def test_a_site_failing_before_setup_is_named_by_its_node(site_files, tmp_path):
     with pytest.raises(ClientError, match=r"SuperNode 1007 \(its site name is not known"):
         run_coordinator(grid, {"output": str(tmp_path / "x.csv"), "rows": 5})
     assert not list(tmp_path.iterdir())
+
+
+def test_a_silent_site_stops_the_round_at_its_timeout(site_files):
+    paths, _, _ = site_files
+    grid = FakeGrid(_node_configs(paths), silent={1014})
+    transport = FlowerTransport(grid, grid.get_node_ids(), timeout=0.3)
+    with pytest.raises(ClientError, match=r"no reply from .*SuperNode 1014.* within 0.3 s"):
+        transport.broadcast(Message("setup", config={"declared": "{}"}))
+
+
+def test_two_sites_with_one_name_are_refused(site_files):
+    paths, _, _ = site_files
+    configs = _node_configs(paths)
+    configs[1]["name"] = configs[0]["name"]
+    grid = FakeGrid(configs)
+    transport = FlowerTransport(grid, grid.get_node_ids())
+    with pytest.raises(ClientError, match="two sites call themselves"):
+        transport.broadcast(Message("setup", config={"declared": "{}"}))
+
+
+def test_bad_site_and_run_config_values_are_clear_errors():
+    from fits.flower import _parse_kinds, site_kernel
+    from fits.kernels import GaussianKernel, KNNKernel
+
+    assert _parse_kinds("age:continuous, grade:ordinal") == {
+        "age": "continuous",
+        "grade": "ordinal",
+    }
+    with pytest.raises(ValueError, match="'age' is not 'column:kind'"):
+        _parse_kinds("age")
+    with pytest.raises(ValueError, match="give a schema file"):
+        format_kinds({"a,b": "nominal"})
+    assert site_kernel({"kernel": "gaussian", "bandwidth": 0.4}) == GaussianKernel(bandwidth=0.4)
+    assert site_kernel({"knn-budget": 300}) == KNNKernel(budget=300)
+    with pytest.raises(ValueError, match="use 'knn' or 'gaussian'"):
+        site_kernel({"kernel": "tree"})
