@@ -16,6 +16,8 @@ from typing import Annotated
 
 import typer
 
+from fits.cli.errors import fail as _fail
+
 __all__ = ["DatasetChoice", "benchmark"]
 
 
@@ -26,11 +28,6 @@ class DatasetChoice(StrEnum):
     adult = "adult"
     bike = "bike"
     german = "german"
-
-
-def _fail(message: str, code: int = 1) -> None:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(code)
 
 
 def benchmark(

@@ -21,6 +21,8 @@ from typing import Annotated, Any
 
 import typer
 
+from fits.cli.errors import fail as _fail
+
 __all__ = ["federate"]
 
 federate = typer.Typer(
@@ -31,11 +33,6 @@ federate = typer.Typer(
 Insecure = Annotated[
     bool, typer.Option("--insecure", help="Plain HTTP without TLS (tests, trusted networks).")
 ]
-
-
-def _fail(message: str, code: int = 1) -> None:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(code)
 
 
 def _launch() -> Any:

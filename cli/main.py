@@ -21,6 +21,7 @@ import pandas as pd
 import typer
 
 from fits.cli.benchmark import benchmark
+from fits.cli.errors import fail as _fail
 from fits.cli.federate import federate
 from fits.cli.report import report
 
@@ -37,11 +38,6 @@ class KernelChoice(StrEnum):
 
     knn = "knn"
     gaussian = "gaussian"
-
-
-def _fail(message: str, code: int = 1) -> None:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(code)
 
 
 @contextmanager

@@ -16,6 +16,7 @@ import typer
 
 __all__ = ["read_table", "report"]
 
+
 #: File extensions ``fits report`` reads.
 class DataError(Exception):
     """A data problem (unreadable or empty file, inconsistent tables): exit code 1."""
