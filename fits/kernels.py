@@ -47,7 +47,7 @@ NEIGHBOUR_SEARCH = ("auto", "kdtree", "brute")
 #: Measured on UCI Adult (docs/benchmarks.md), time per chain column, scan / tree:
 #: 4.8x at d = 1, 1.8x at d = 4, 1.09x at d = 8, 0.98x at d = 9, 0.80x at d = 12,
 #: 0.57x at d = 17.
-BRUTE_FORCE_MIN_DIM = 9
+BRUTE_FORCE_MIN_DIM = 11
 
 
 @dataclass(frozen=True)
@@ -144,6 +144,9 @@ class KNNKernel(Kernel):
         :data:`BRUTE_FORCE_MIN_DIM` conditioning columns and the scan from there on,
         where a KD-tree degrades towards a scan anyway; with ``search_eps > 0`` it
         always takes the tree.  Both give the same neighbours (up to exact ties).
+    n_jobs : int
+        Threads for the KD-tree search (scipy's ``workers``); -1 (default) uses every
+        core.  The scan uses scikit-learn's thread pool (``threadpoolctl`` limits it).
     """
 
     budget: int | Mapping[int, int] | None = None
@@ -151,6 +154,7 @@ class KNNKernel(Kernel):
     eta: float = 1.05
     search_eps: float = 0.0
     search: str = "auto"
+    n_jobs: int = -1
 
     name = "knn"
 
@@ -164,6 +168,8 @@ class KNNKernel(Kernel):
             raise ValueError("search_eps must be >= 0")
         if self.search not in NEIGHBOUR_SEARCH:
             raise ValueError(f"search must be one of {NEIGHBOUR_SEARCH}, got {self.search!r}")
+        if self.n_jobs == 0 or self.n_jobs < -1:
+            raise ValueError("n_jobs must be a positive number of threads or -1 (all cores)")
         if self.search == "brute" and self.search_eps > 0:
             raise ValueError("search_eps (approximate neighbours) needs search='kdtree'")
 

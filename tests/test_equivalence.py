@@ -123,8 +123,8 @@ def _queries(zs, d, seed):
 
 
 @pytest.mark.parametrize("response", ["y", "o"])
-@pytest.mark.parametrize("scheme", ["gaussian", "knn", "knn-brute"])
-def test_federated_equals_pooled(mixed_clients, scheme, response):
+@pytest.mark.parametrize("scheme", ["gaussian", "knn", "knn-brute", "knn-blocks"])
+def test_federated_equals_pooled(mixed_clients, scheme, response, monkeypatch):
     covariates = [c for c in COVARIATES if c != response]
     if response == "o":
         covariates = ["b", "x", "c"]
@@ -134,8 +134,11 @@ def test_federated_equals_pooled(mixed_clients, scheme, response):
     kernel = {
         "gaussian": GaussianKernel(),
         "knn": KNNKernel(budget=120, search="kdtree"),
-        "knn-brute": KNNKernel(budget=120, search="brute"),  # the scan used from d = 8 on
+        "knn-brute": KNNKernel(budget=120, search="brute"),  # the scan used from d = 11 on
+        "knn-blocks": KNNKernel(budget=120),
     }[scheme]
+    if scheme == "knn-blocks":  # one query per block of neighbour-list work
+        monkeypatch.setattr("fits.client._BLOCK_VALUES", 1)
     tables = [t[[*covariates, response]] for t in mixed_clients]
     first = estimate_conditional_cdf(
         tables,

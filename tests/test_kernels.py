@@ -105,6 +105,31 @@ def test_neighbour_search_choice():
         KNNKernel(search="ball")
     with pytest.raises(ValueError, match="needs search='kdtree'"):
         KNNKernel(search="brute", search_eps=0.1)
+    assert KNNKernel().search_method(10) == "kdtree"  # BRUTE_FORCE_MIN_DIM = 11
+    assert KNNKernel().search_method(11) == "brute"
+    for bad in (0, -2):
+        with pytest.raises(ValueError, match="n_jobs"):
+            KNNKernel(n_jobs=bad)
+
+
+def test_search_threads_do_not_change_the_estimate(mixed_clients):
+    from fits import estimate_conditional_cdf
+
+    kinds = {"b": "nominal", "o": "ordinal", "c": "nominal"}
+    x = np.array([[1.0, 0.2, 2.0], [0.0, -1.0, 1.0], [1.0, 2.5, 5.0]])
+    est = [
+        estimate_conditional_cdf(
+            mixed_clients,
+            ["b", "x", "o"],
+            "y",
+            x,
+            kinds=kinds,
+            seed=0,
+            kernel=KNNKernel(n_jobs=jobs),
+        ).values
+        for jobs in (1, -1)
+    ]
+    np.testing.assert_array_equal(est[0], est[1])
 
 
 def test_scan_and_tree_give_the_same_synthetic_table():
