@@ -51,6 +51,7 @@ def build_federation(
     kernel: KernelSpec | Sequence[KernelSpec] | Mapping[str, KernelSpec] = "knn",
     *,
     min_rows: int = MIN_CLIENT_ROWS,
+    n_jobs: int | None = None,
 ) -> tuple[list[FITSClient], InProcessTransport]:
     """One client per table and an in-process transport to them.
 
@@ -63,6 +64,9 @@ def build_federation(
         Each client's kernel scheme.
     min_rows : int
         Fewest rows a client may hold.
+    n_jobs : int, optional
+        Clients answering a round at the same time (threads); default the number of
+        cores.  See :class:`~fits.transport.InProcessTransport`.
     """
     if isinstance(tables, pd.DataFrame):
         raise TypeError(
@@ -82,7 +86,7 @@ def build_federation(
         FITSClient(f, n, k, min_rows=min_rows)
         for f, n, k in zip(frames, names, kernels, strict=True)
     ]
-    return clients, InProcessTransport(clients)
+    return clients, InProcessTransport(clients, n_jobs=n_jobs)
 
 
 class FITSSynthesizer:
@@ -117,6 +121,10 @@ class FITSSynthesizer:
         8192.
     min_client_rows : int
         Fewest rows a client may hold (default 2).
+    n_jobs : int, optional
+        In-process federations: how many clients answer a round at the same time, in
+        threads.  Default (None or -1): the number of cores.  The output does not
+        depend on it.
 
     Attributes
     ----------
@@ -143,6 +151,7 @@ class FITSSynthesizer:
         discrete_sampling: str = "mass",
         batch_size: int | None = None,
         min_client_rows: int = MIN_CLIENT_ROWS,
+        n_jobs: int | None = None,
     ) -> None:
         self.kernel = kernel
         self.seed = seed
@@ -159,6 +168,7 @@ class FITSSynthesizer:
             batch_size=batch_size,
         )
         self.min_client_rows = min_client_rows
+        self.n_jobs = n_jobs
         self._coordinator: Coordinator | None = None
 
     def fit(self, tables: Tables | Transport) -> FITSSynthesizer:
@@ -181,7 +191,7 @@ class FITSSynthesizer:
             transport = tables
         else:
             clients, transport = build_federation(
-                tables, self.kernel, min_rows=self.min_client_rows
+                tables, self.kernel, min_rows=self.min_client_rows, n_jobs=self.n_jobs
             )
         coordinator = Coordinator(transport, **self.coordinator_options)
         schema = coordinator.setup(kinds=self.kinds, order=self.order, schema=self.schema)

@@ -9,10 +9,12 @@ protocol (:func:`fits.protocol.check_reply`).
 
 from __future__ import annotations
 
+import os
 import time
 from abc import ABC, abstractmethod
 from collections import defaultdict
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 from fits.protocol import Message, check_reply
 
@@ -102,11 +104,45 @@ class InProcessTransport(Transport):
         Usually :class:`fits.client.FITSClient` instances.
     validate : bool
         Check every reply against the protocol (default True).
+    n_jobs : int, optional
+        Clients that work on a round at the same time, in threads (numpy releases the
+        GIL in its heavy loops), as the sites of a real federation would.  Default:
+        the number of cores, at most the number of clients; 1 answers one client after
+        another.  The replies, and so the synthetic table, do not depend on it.
     """
 
-    def __init__(self, clients: Sequence, *, validate: bool = True) -> None:
+    def __init__(
+        self, clients: Sequence, *, validate: bool = True, n_jobs: int | None = None
+    ) -> None:
         super().__init__([c.name for c in clients], validate=validate)
         self._clients = list(clients)
+        if n_jobs is None:
+            n_jobs = os.cpu_count() or 1
+        elif n_jobs == -1:
+            n_jobs = os.cpu_count() or 1
+        elif n_jobs < 1:
+            raise ValueError(f"n_jobs must be a positive number of threads or -1, got {n_jobs}")
+        self.n_jobs = max(1, min(int(n_jobs), len(self._clients)))
+        self._pool: ThreadPoolExecutor | None = None
 
     def _deliver(self, client: int, message: Message) -> Message:
         return self._clients[client].handle(message)
+
+    def _deliver_all(self, messages: Sequence[Message]) -> list[Message]:
+        if self.n_jobs == 1:
+            return super()._deliver_all(messages)
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self.n_jobs, thread_name_prefix="fits-client")
+        futures = [self._pool.submit(self._deliver, k, m) for k, m in enumerate(messages)]
+        return [f.result() for f in futures]  # the first failing client, in client order
+
+    def close(self) -> None:
+        """Stop the worker threads (they also stop when the transport is collected)."""
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
+
+    def __del__(self) -> None:
+        pool = getattr(self, "_pool", None)
+        if pool is not None:
+            pool.shutdown(wait=False)

@@ -55,6 +55,29 @@ def test_fixed_seed_reproduces_bit_for_bit(mixed_clients):
     pd.testing.assert_frame_equal(a, d)
 
 
+def test_output_does_not_depend_on_threads_or_blocks(mixed_clients, monkeypatch):
+    """Clients answering in parallel threads, or in one-query blocks, change nothing."""
+    kernels = ["knn", "gaussian", "knn"]
+    serial = FITSSynthesizer(kernels, seed=5, n_jobs=1).fit(mixed_clients)
+    assert serial.coordinator.transport.n_jobs == 1
+    a = serial.sample(400)
+    threaded = FITSSynthesizer(kernels, seed=5, n_jobs=3).fit(mixed_clients)
+    assert threaded.coordinator.transport.n_jobs == 3
+    pd.testing.assert_frame_equal(a, threaded.sample(400))
+    monkeypatch.setattr("fits.client._BLOCK_VALUES", 1)
+    tiny = FITSSynthesizer(kernels, seed=5).fit(mixed_clients).sample(400)
+    pd.testing.assert_frame_equal(a, tiny)
+
+
+def test_a_failing_client_in_a_parallel_round_is_named(mixed_clients):
+    frames = [t.copy() for t in mixed_clients]
+    frames[2] = frames[2].drop(columns="o")
+    with pytest.raises(Exception, match="client 3"):
+        FITSSynthesizer(seed=0, n_jobs=3).fit(frames)
+    with pytest.raises(ValueError, match="n_jobs"):
+        FITSSynthesizer(seed=0, n_jobs=0).fit(mixed_clients)
+
+
 def test_output_keeps_columns_dtypes_and_valid_categories(mixed_clients):
     frames = [t.assign(c=pd.Categorical(t["c"]), o=t["o"].astype("int32")) for t in mixed_clients]
     synth = FITSSynthesizer(seed=0).fit(frames)
