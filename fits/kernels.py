@@ -44,9 +44,10 @@ DEFAULT_KNN_BUDGET: dict[int, int] = {1: 350, 2: 250, 0: 200}
 #: Ways to find the KNN neighbours (:class:`KNNKernel`'s ``search``).
 NEIGHBOUR_SEARCH = ("auto", "kdtree", "brute")
 #: From this many covariates on, ``search="auto"`` scans instead of using a KD-tree.
-#: Measured on UCI Adult (docs/benchmarks.md), time per chain column, scan / tree:
-#: 4.8x at d = 1, 1.8x at d = 4, 1.09x at d = 8, 0.98x at d = 9, 0.80x at d = 12,
-#: 0.57x at d = 17.
+#: Measured on UCI Adult with the tree on both cores (docs/benchmarks.md), search time
+#: of a batch at all 10 clients, scan / tree: 1.85x at d = 6, 1.46x at d = 8, 1.22x at
+#: d = 9, 0.97x at d = 10, 0.71x at d = 11, 0.82x at d = 12, 0.48x at d = 17
+#: (``benchmarks/neighbour_search.py``).
 BRUTE_FORCE_MIN_DIM = 11
 
 
