@@ -171,6 +171,16 @@ Order = Annotated[
     str | None, typer.Option("--order", help="Chain order: col1,col2,... (default: file order).")
 ]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
+Jobs = Annotated[
+    int | None,
+    typer.Option(
+        "--jobs",
+        min=1,
+        help="Sites computing at the same time, in threads (default: the number of cores). "
+        "The output does not depend on it.",
+        show_default=False,
+    ),
+]
 
 
 @app.command()
@@ -188,6 +198,7 @@ def synthesize(
     order: Order = None,
     simulate_clients: SimulateClients = None,
     shares: Shares = None,
+    jobs: Jobs = None,
     quiet: Quiet = False,
 ) -> None:
     """Synthesize one table from several sites' tables.
@@ -218,7 +229,7 @@ def synthesize(
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             synth = FITSSynthesizer(
-                kernel.value, seed=seed, order=_order(order), schema=user_schema
+                kernel.value, seed=seed, order=_order(order), schema=user_schema, n_jobs=jobs
             )
             synth.fit(tables)
         for w in caught:

@@ -85,7 +85,7 @@ def test_synthesize_keeps_columns_and_types(site_files, tmp_path):
 
 def test_seed_reproduces_the_file(site_files, tmp_path):
     a, b = tmp_path / "a.csv", tmp_path / "b.csv"
-    for out in (a, b):
+    for out, jobs in ((a, "2"), (b, "1")):  # sites in parallel or one after another
         res = run(
             "synthesize",
             *map(str, site_files),
@@ -97,6 +97,8 @@ def test_seed_reproduces_the_file(site_files, tmp_path):
             "5",
             "--kernel",
             "gaussian",
+            "--jobs",
+            jobs,
             "-q",
         )
         assert res.returncode == 0, res.stderr
