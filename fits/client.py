@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import time
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -435,7 +435,7 @@ class FITSClient:
         wts.s = s
         return wts
 
-    def _knn_blocks(self, wts: _Weights):
+    def _knn_blocks(self, wts: _Weights) -> Iterator[tuple[int, int, np.ndarray]]:
         """Yield ``(lo, hi, U)``: the design U_i = (1, h_i - x) of queries lo..hi-1.
 
         U has shape (hi - lo, c, d + 1), native units.  Blocks hold about
