@@ -154,6 +154,7 @@ def _run_config(
     timeout: float,
     sites: int,
     audit: Path | None,
+    secure: bool = False,
 ) -> dict[str, Any]:
     for item in kinds:
         if ":" not in item:
@@ -168,6 +169,7 @@ def _run_config(
         "timeout": float(timeout),
         "min-sites": sites,
         "audit": str(audit.resolve()) if audit else "",
+        "secure": secure,
     }
 
 
@@ -184,6 +186,13 @@ Timeout = Annotated[float, typer.Option("--round-timeout", help="Seconds a round
 Audit = Annotated[
     Path | None,
     typer.Option("--audit", help="Write what each site sent (JSON lines: shapes, no values)."),
+]
+Secure = Annotated[
+    bool,
+    typer.Option(
+        "--secure-aggregation",
+        help="Sites mask their uploads so that the coordinator learns only the sums.",
+    ),
 ]
 
 
@@ -215,6 +224,7 @@ def run(
     ] = 1,
     round_timeout: Timeout = 600.0,
     audit: Audit = None,
+    secure_aggregation: Secure = False,
     insecure: Insecure = False,
     root_certificates: Annotated[
         Path | None, typer.Option("--ca", help="The SuperLink's CA certificate (PEM).")
@@ -230,7 +240,9 @@ def run(
           --out /data/synthetic.csv
     """
     launch = _launch()
-    config = _run_config(out, rows, seed, kind, order, schema, round_timeout, sites, audit)
+    config = _run_config(
+        out, rows, seed, kind, order, schema, round_timeout, sites, audit, secure_aggregation
+    )
     try:
         result = launch.submit_run(
             superlink,
@@ -259,6 +271,7 @@ def local(
     schema: SchemaOpt = None,
     round_timeout: Timeout = 600.0,
     audit: Audit = None,
+    secure_aggregation: Secure = False,
 ) -> None:
     """Try a real federation on this machine: a SuperLink and one SuperNode per file.
 
@@ -278,7 +291,9 @@ def local(
     for path in data:
         if not path.is_file():
             _fail(f"{path}: no such file")
-    config = _run_config(out, rows, seed, kind, order, schema, round_timeout, len(data), audit)
+    config = _run_config(
+        out, rows, seed, kind, order, schema, round_timeout, len(data), audit, secure_aggregation
+    )
     kernels = dict(zip(names, kernel, strict=True)) if kernel else {}
     try:
         with launch.LocalFederation(dict(zip(names, data, strict=True)), kernels=kernels) as fed:

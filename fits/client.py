@@ -38,6 +38,7 @@ from fits.kernels import (
 )
 from fits.protocol import Message, ProtocolError
 from fits.schema import Schema, SchemaError, describe_table
+from fits.secure import SecureAggregator
 
 __all__ = ["FITSClient", "MIN_CLIENT_ROWS"]
 
@@ -45,6 +46,8 @@ __all__ = ["FITSClient", "MIN_CLIENT_ROWS"]
 MIN_CLIENT_ROWS = 2
 #: Half-width, in response bandwidths, of the band where Phi differs from a step.
 _BAND = 9.0
+#: The message kinds whose reply is summed over clients, and the summed array.
+_SUMMED = {"marginal": "F", "hessian": "S", "cdf": "F"}
 #: Numbers per block of neighbour-list work (about 2 MB): small enough for the cache.
 _BLOCK_VALUES = 1 << 18
 
@@ -102,6 +105,8 @@ class FITSClient:
             )
         self._schema: Schema | None = None
         self._cache: dict[str, object] = {}
+        self._secure: SecureAggregator | None = None
+        self._resume_key: int | None = None
         #: Seconds spent per message kind and in the nearest-neighbour search
         #: (``"neighbour_search"``), for benchmarks.
         self.timings: dict[str, float] = defaultdict(float)
@@ -122,8 +127,40 @@ class FITSClient:
             raise ProtocolError(f"{self.name}: {message.kind} before configure")
         start = time.perf_counter()
         reply = handler(message)
+        if message.config.get("secure", False) and message.kind in _SUMMED:
+            reply = self._masked(message, reply)
         self.timings[message.kind] += time.perf_counter() - start
         return reply
+
+    # ------------------------------------------------------------------ secure aggregation
+    @property
+    def secure_private_key(self) -> int | None:
+        """The private exponent of secure aggregation (after a secure setup round).
+
+        A deployment that rebuilds the client for every message (Flower) keeps it in the
+        site's local state and hands it back with :meth:`resume_secure`; it never leaves
+        the site.
+        """
+        return self._secure.private_key if self._secure is not None else None
+
+    def resume_secure(self, private_key: int) -> None:
+        """Use this private exponent for secure aggregation instead of a fresh one."""
+        self._resume_key = int(private_key)
+        self._secure = SecureAggregator(self._resume_key)
+
+    def _masked(self, message: Message, reply: Message) -> Message:
+        """The reply with its summed array encoded and masked (:mod:`fits.secure`)."""
+        if self._secure is None or not self._secure.connected:
+            raise ProtocolError(
+                f"{self.name}: secure aggregation was asked for, but this client was not "
+                "set up and configured with it"
+            )
+        name = _SUMMED[message.kind]
+        c = message.config
+        label = f"{message.kind}|{c.get('request', '')}|{c['column']}|{c.get('scheme', '')}|{name}"
+        arrays = dict(reply.arrays)
+        arrays[name] = self._secure.mask(arrays[name], label)
+        return Message(reply.kind, arrays, reply.config)
 
     @property
     def n_rows(self) -> int:
@@ -134,13 +171,25 @@ class FITSClient:
     def _setup(self, msg: Message) -> Message:
         declared = json.loads(str(msg.config.get("declared", "{}")))
         desc = describe_table(self.data, declared, client=self.name)
+        arrays = {"n_rows": np.array([self.n_rows], dtype=np.int64)}
+        if msg.config.get("secure", False):
+            self._secure = SecureAggregator(self._resume_key)
+            arrays["public_key"] = self._secure.public_array()
         return Message(
             "setup",
-            {"n_rows": np.array([self.n_rows], dtype=np.int64)},
+            arrays,
             {"description": json.dumps(desc, default=_json_default), "name": self.name},
         )
 
     def _configure(self, msg: Message) -> Message:
+        if "secure_keys" in msg.arrays:
+            if self._secure is None:
+                raise ProtocolError(
+                    f"{self.name}: secure aggregation keys arrived, but the setup round "
+                    "did not ask for secure aggregation"
+                )
+            neighbours = int(msg.config.get("secure_neighbours", 0)) or None
+            self._secure.connect(msg.arrays["secure_keys"], neighbours)
         schema = Schema.from_json(str(msg.config["schema"]))
         missing = [
             c.name for c in schema.columns if c.indicates is None and c.name not in self.data

@@ -22,8 +22,9 @@ import numpy as np
 from scipy.optimize import isotonic_regression
 
 from fits.continualization import Encoder
-from fits.protocol import Message, packed_size
+from fits.protocol import Message
 from fits.schema import Schema, merge_descriptions, missing_flag, point_mass_flag
+from fits.secure import unmask_sum
 from fits.transport import Transport
 
 __all__ = [
@@ -231,6 +232,16 @@ class Coordinator:
         together stay under ``memory_budget`` float64 values.
     memory_budget : int
         See ``batch_size`` (default 2**25 values, 256 MiB).
+    secure : bool
+        Secure aggregation (:mod:`fits.secure`): the clients mask every upload that is
+        summed, so this coordinator learns only the sums over clients.  Needs at least
+        two clients.  Default False.
+    mask_neighbours : int, optional
+        With ``secure``: each client shares masks with the clients up to this many
+        places away in the cyclic order (2 * mask_neighbours peers); None: with every
+        other client.  Default 1 (two peers each): the coordinator would have to
+        collude with both of a client's peers to see its uploads.  Each peer costs one
+        pseudo-random stream the size of the client's upload.
     """
 
     def __init__(
@@ -245,6 +256,8 @@ class Coordinator:
         discrete_sampling: str = "mass",
         batch_size: int | None = None,
         memory_budget: int = 2**25,
+        secure: bool = False,
+        mask_neighbours: int | None = 1,
     ) -> None:
         if grid_size < 3:
             raise ValueError("grid_size must be at least 3")
@@ -267,6 +280,16 @@ class Coordinator:
         self.mass_offset = min(0.25, 4.0 * discrete_response_bandwidth)
         self.batch_size = batch_size
         self.memory_budget = memory_budget
+        self.secure = bool(secure)
+        if self.secure and transport.n_clients < 2:
+            raise ValueError(
+                "secure aggregation needs at least two clients: with one, the sum is "
+                "that client's own upload"
+            )
+        if mask_neighbours is not None and mask_neighbours < 1:
+            raise ValueError("mask_neighbours must be at least 1 (or None: every client)")
+        self.mask_neighbours = mask_neighbours
+        self._public_keys: np.ndarray | None = None
         self.schema: Schema | None = None
         self.n_rows: list[int] = []
         self.grids: dict[str, np.ndarray] = {}
@@ -297,9 +320,11 @@ class Coordinator:
         declared = {c: {"kind": k} for c, k in (kinds or {}).items()}
         if schema is not None:
             declared = {c.name: {"kind": c.kind} for c in schema.columns}
-        msg = Message("setup", config={"declared": json.dumps(declared)})
+        msg = Message("setup", config={"declared": json.dumps(declared), **self._flag()})
         replies = self.transport.broadcast(msg)
         self.n_rows = [int(r.arrays["n_rows"][0]) for r in replies]
+        if self.secure:  # relayed to every client in the configure round
+            self._public_keys = np.stack([r.arrays["public_key"] for r in replies])
         if schema is None:
             descriptions = [json.loads(str(r.config["description"])) for r in replies]
             schema = merge_descriptions(
@@ -353,8 +378,11 @@ class Coordinator:
         if scaling is not None:
             arrays["scale_mean"] = np.asarray(scaling[0], dtype=float)
             arrays["scale_sd"] = np.asarray(scaling[1], dtype=float)
+        if self.secure:
+            arrays["secure_keys"] = self._public_keys
         children = seq.spawn(self.transport.n_clients)
         config = {
+            **({"secure_neighbours": self.mask_neighbours or 0} if self.secure else {}),
             "schema": self.schema.to_json(),
             "n_total": self.n_total,
             "response_bandwidth": self.response_bandwidth,
@@ -373,11 +401,24 @@ class Coordinator:
             return int(self.batch_size)
         return int(np.clip(self.memory_budget // max(self.n_total, 1), 64, MAX_BATCH))
 
+    def _flag(self) -> dict[str, bool]:
+        """The request config that asks for masked uploads (empty without)."""
+        return {"secure": True} if self.secure else {}
+
+    def _total(self, replies: list[Message], name: str) -> np.ndarray:
+        """Sum of the clients' ``name`` arrays: plain, or unmasked (secure aggregation)."""
+        if self.secure:
+            return unmask_sum([r.arrays[name] for r in replies])
+        total = np.zeros(replies[0].arrays[name].shape)
+        for r in replies:  # in client order
+            total += r.arrays[name]
+        return total
+
     def _marginal_sum(self, column: str) -> np.ndarray:
         """Eq. 16: the clients' sums of smoothed indicators on the grid, over M."""
         grid = self.grids[column]
-        msg = Message("marginal", config={"column": column, "grid_size": grid.size})
-        return sum(r.arrays["F"] for r in self.transport.broadcast(msg))[None, :] / self.n_total
+        msg = Message("marginal", config={"column": column, "grid_size": grid.size, **self._flag()})
+        return self._total(self.transport.broadcast(msg), "F")[None, :] / self.n_total
 
     def marginal_cdf(self, column: str) -> np.ndarray:
         """The smoothed marginal CDF of a column on its grid (eq. 16), post-processed."""
@@ -400,11 +441,14 @@ class Coordinator:
         b, d = x.shape
         p = d + 1
         grid = self.grids[column]
-        config = {"column": column, "request": f"r{next(self._requests)}", "scheme": scheme}
+        config = {
+            "column": column,
+            "request": f"r{next(self._requests)}",
+            "scheme": scheme,
+            **self._flag(),
+        }
         step1 = Message("hessian", {"queries": x}, config)
-        packed = np.zeros((b, packed_size(p)))
-        for reply in self.transport.broadcast(step1):
-            packed += reply.arrays["S"]
+        packed = self._total(self.transport.broadcast(step1), "S")
         s = np.empty((b, p, p))
         iu = np.triu_indices(p)
         s[:, iu[0], iu[1]] = packed
@@ -417,9 +461,7 @@ class Coordinator:
         degenerate = ~(s[:, 0, 0] > DEGENERATE_WEIGHT) | ~np.all(np.isfinite(q), axis=1)
         q[degenerate] = 0.0
         step2 = Message("cdf", {"queries": x, "q": q}, {**config, "grid_size": grid.size})
-        f = np.zeros((b, grid.size))
-        for reply in self.transport.broadcast(step2):
-            f += reply.arrays["F"]
+        f = self._total(self.transport.broadcast(step2), "F")
         return f, degenerate
 
     def _by_mass(self, column: str) -> bool:

@@ -34,6 +34,11 @@ Coordinator side (run config, ``fits federate run`` fills it in)::
     batch-size = 0                 # queries per message (0: as large as memory allows)
     min-sites  = 1                 # wait for at least this many sites
     audit      = ""                # path: one JSON line per site reply (what was sent)
+    secure     = false             # secure aggregation: the coordinator sees only sums
+
+With ``secure = true`` each site keeps the private key of its secure-aggregation key
+pair (:mod:`fits.secure`) in its ``context.state`` next to ``configure``; only the
+public key is sent.
 """
 
 from __future__ import annotations
@@ -245,7 +250,16 @@ def _read_run_config(config: Mapping[str, Any]) -> dict[str, Any]:
         "batch_size": int(get("batch-size", 0)),
         "min_sites": int(get("min-sites", 1)),
         "audit": str(get("audit", "")),
+        "secure": _flag(get("secure", False)),
     }
+
+
+def _flag(value: Any) -> bool:
+    if isinstance(value, str):
+        if value.strip().lower() not in ("true", "false", "1", "0", "yes", "no", ""):
+            raise ValueError(f"run config 'secure' must be true or false, got {value!r}")
+        return value.strip().lower() in ("true", "1", "yes")
+    return bool(value)
 
 
 def run_coordinator(grid: Grid, config: Mapping[str, Any]) -> Path:
@@ -314,6 +328,7 @@ def _synthesize(transport: FlowerTransport, cfg: Mapping[str, Any]) -> Path:
         order=cfg["order"],
         schema=schema,
         batch_size=cfg["batch_size"] or None,
+        secure_aggregation=cfg["secure"],
     )
     synth.fit(transport)
     if not cfg["batch_size"]:  # each site is its own machine: budget per site
@@ -372,12 +387,15 @@ def build_site(node_config: Mapping[str, Any]) -> FITSClient:
 
 _STATE_ARRAYS = "fits_configure_arrays"
 _STATE_CONFIG = "fits_configure_config"
+_STATE_SECRET = "fits_secure_aggregation_key"
 
 
 def _handle(msg: FlowerMessage, context: Context) -> FlowerMessage:
     kind = _kind_of(msg.metadata.message_type)
     request = from_records(kind, msg.content)
     site = build_site(context.node_config)
+    if kind != "setup" and _STATE_SECRET in context.state.config_records:
+        site.resume_secure(int(str(context.state.config_records[_STATE_SECRET]["key"]), 16))
     if kind == "configure":
         context.state[_STATE_ARRAYS] = msg.content.array_records["arrays"]
         context.state[_STATE_CONFIG] = msg.content.config_records["config"]
@@ -392,6 +410,8 @@ def _handle(msg: FlowerMessage, context: Context) -> FlowerMessage:
         )
         site.handle(from_records("configure", stored))
     reply = site.handle(request)
+    if kind == "setup" and site.secure_private_key is not None:  # stays on this node
+        context.state[_STATE_SECRET] = ConfigRecord({"key": f"{site.secure_private_key:x}"})
     return FlowerMessage(to_records(reply), reply_to=msg)
 
 
@@ -413,6 +433,7 @@ RUN_CONFIG_DEFAULTS: dict[str, Any] = {
     "batch-size": 0,
     "min-sites": 1,
     "audit": "",
+    "secure": False,
 }
 
 

@@ -25,6 +25,12 @@ cdf          config ``column``, ``request``, ``scheme``,  ``F`` (B, L): local CD
 
 :func:`check_reply` enforces the right-hand column: a reply with any other array, or an
 array of any other shape, is refused.  No reply can carry a client's rows.
+
+With secure aggregation (:mod:`fits.secure`) the requests carry config ``secure``; the
+setup reply adds ``public_key`` (256,) uint8, the configure request adds
+``secure_keys`` (K, 256) uint8 (and config ``secure_neighbours``), and ``F`` / ``S``
+are sent masked: uint64 with a first axis of :data:`fits.secure.LIMBS` fixed-point
+limbs.
 """
 
 from __future__ import annotations
@@ -32,6 +38,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from fits.secure import KEY_BYTES, LIMBS
 
 __all__ = ["Message", "ProtocolError", "check_reply", "KINDS", "packed_size"]
 
@@ -74,7 +82,12 @@ def packed_size(p: int) -> int:
     return p * (p + 1) // 2
 
 
-def _expect(reply: Message, shapes: dict[str, tuple[int, ...]], config: set[str]) -> None:
+def _expect(
+    reply: Message,
+    shapes: dict[str, tuple[int, ...]],
+    config: set[str],
+    dtypes: dict[str, str] | None = None,
+) -> None:
     if set(reply.arrays) != set(shapes):
         raise ProtocolError(
             f"{reply.kind} reply carries arrays {sorted(reply.arrays)}, "
@@ -86,6 +99,11 @@ def _expect(reply: Message, shapes: dict[str, tuple[int, ...]], config: set[str]
             raise ProtocolError(
                 f"{reply.kind} reply array {name!r} has shape {getattr(a, 'shape', None)}, "
                 f"expected numeric {shape}"
+            )
+        if dtypes and name in dtypes and a.dtype != np.dtype(dtypes[name]):
+            raise ProtocolError(
+                f"{reply.kind} reply array {name!r} has dtype {a.dtype}, expected "
+                f"{dtypes[name]} (secure aggregation sends masked fixed-point limbs)"
             )
     extra = set(reply.config) - config
     if extra:
@@ -103,17 +121,25 @@ def check_reply(request: Message, reply: Message) -> None:
     if reply.kind != request.kind:
         raise ProtocolError(f"a {request.kind} request got a {reply.kind} reply")
     kind = request.kind
+    secure = bool(request.config.get("secure", False))
     if kind == "setup":
-        _expect(reply, {"n_rows": (1,)}, {"description", "name"})
-    elif kind == "configure":
+        shapes = {"n_rows": (1,), **({"public_key": (KEY_BYTES,)} if secure else {})}
+        _expect(reply, shapes, {"description", "name"}, {"public_key": "uint8"})
+        return
+    if kind == "configure":
         _expect(reply, {"n_rows": (1,)}, set())
-    elif kind == "marginal":
-        _expect(reply, {"F": (int(request.config["grid_size"]),)}, set())
+        return
+    if kind == "marginal":
+        name, shape = "F", (int(request.config["grid_size"]),)
     elif kind == "hessian":
         b, d = request.arrays["queries"].shape
-        _expect(reply, {"S": (b, packed_size(d + 1))}, set())
+        name, shape = "S", (b, packed_size(d + 1))
     elif kind == "cdf":
         b = request.arrays["queries"].shape[0]
-        _expect(reply, {"F": (b, int(request.config["grid_size"]))}, set())
+        name, shape = "F", (b, int(request.config["grid_size"]))
     else:
         raise ProtocolError(f"unknown message kind {kind!r}")
+    if secure:
+        _expect(reply, {name: (LIMBS, *shape)}, set(), {name: "uint64"})
+    else:
+        _expect(reply, {name: shape}, set())

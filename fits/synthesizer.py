@@ -125,6 +125,15 @@ class FITSSynthesizer:
         In-process federations: how many clients answer a round at the same time, in
         threads.  Default (None or -1): the number of cores.  The output does not
         depend on it.
+    secure_aggregation : bool
+        Mask every summed upload so that the coordinator learns only sums over
+        clients (:mod:`fits.secure`; at least two clients).  The sums are exact in
+        fixed point, so the output agrees with the plain run to rounding (not bit for
+        bit) and is itself reproducible from the seed.  Default False.
+    mask_neighbours : int, optional
+        With ``secure_aggregation``: how many clients on each side (in a cyclic order)
+        each client shares masks with; None: all.  Default 1.  See
+        :class:`~fits.coordinator.Coordinator`.
 
     Attributes
     ----------
@@ -152,6 +161,8 @@ class FITSSynthesizer:
         batch_size: int | None = None,
         min_client_rows: int = MIN_CLIENT_ROWS,
         n_jobs: int | None = None,
+        secure_aggregation: bool = False,
+        mask_neighbours: int | None = 1,
     ) -> None:
         self.kernel = kernel
         self.seed = seed
@@ -166,6 +177,8 @@ class FITSSynthesizer:
             monotone=monotone,
             discrete_sampling=discrete_sampling,
             batch_size=batch_size,
+            secure=secure_aggregation,
+            mask_neighbours=mask_neighbours,
         )
         self.min_client_rows = min_client_rows
         self.n_jobs = n_jobs

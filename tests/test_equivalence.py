@@ -123,7 +123,9 @@ def _queries(zs, d, seed):
 
 
 @pytest.mark.parametrize("response", ["y", "o"])
-@pytest.mark.parametrize("scheme", ["gaussian", "knn", "knn-brute", "knn-blocks"])
+@pytest.mark.parametrize(
+    "scheme", ["gaussian", "knn", "knn-brute", "knn-blocks", "gaussian-secure", "knn-secure"]
+)
 def test_federated_equals_pooled(mixed_clients, scheme, response, monkeypatch):
     covariates = [c for c in COVARIATES if c != response]
     if response == "o":
@@ -136,7 +138,10 @@ def test_federated_equals_pooled(mixed_clients, scheme, response, monkeypatch):
         "knn": KNNKernel(budget=120, search="kdtree"),
         "knn-brute": KNNKernel(budget=120, search="brute"),  # the scan used from d = 11 on
         "knn-blocks": KNNKernel(budget=120),
+        "gaussian-secure": GaussianKernel(),  # sums by secure aggregation (fits.secure)
+        "knn-secure": KNNKernel(budget=120),
     }[scheme]
+    options = {"secure": True} if scheme.endswith("secure") else {}
     if scheme == "knn-blocks":  # one query per block of neighbour-list work
         monkeypatch.setattr("fits.client._BLOCK_VALUES", 1)
     tables = [t[[*covariates, response]] for t in mixed_clients]
@@ -151,6 +156,7 @@ def test_federated_equals_pooled(mixed_clients, scheme, response, monkeypatch):
         scaling=(loc, scale),
         ridge=0.0,
         seed=3,
+        **options,
     )
     zs, codes, encoders = _lifted(first), _codes(first), _encoders(first)
     x_raw = _queries(zs, d, seed=4)
@@ -165,10 +171,11 @@ def test_federated_equals_pooled(mixed_clients, scheme, response, monkeypatch):
         scaling=(loc, scale),
         ridge=0.0,
         seed=3,
+        **options,
     )
     x, qcodes = _midpoints(x_raw, encoders)
     n_total = sum(len(z) for z in zs)
-    if scheme == "gaussian":
+    if scheme.startswith("gaussian"):
         bw = n_total ** (-1 / (d + 4))
         weights = _gaussian_weights(zs, codes, x, qcodes, encoders, loc, scale, bw)
     else:

@@ -32,7 +32,7 @@ from fits.flower import (  # noqa: E402
     run_coordinator,
     to_records,
 )
-from fits.io import read_table  # noqa: E402
+from fits.io import read_table, write_table  # noqa: E402
 from fits.protocol import packed_size  # noqa: E402
 from fits.transport import ClientError  # noqa: E402
 
@@ -131,6 +131,35 @@ def test_flower_transport_equals_in_process_engine(site_files, tmp_path):
     run_coordinator(grid, config)
     expected = _in_process(paths, kinds, order, 300, 4)
     pd.testing.assert_frame_equal(read_table(out), expected, check_exact=True)
+
+
+def test_secure_aggregation_through_flower_records_and_site_state(site_files, tmp_path):
+    """Masked uploads travel as Flower records; each site keeps its key in its state."""
+    paths, kinds, order = site_files
+    grid = FakeGrid(_node_configs(paths))
+    out = tmp_path / "synthetic.csv"
+    config = {"output": str(out), "rows": 300, "seed": 4, "kinds": format_kinds(kinds)}
+    config.update(order=",".join(order), secure="true")
+    run_coordinator(grid, config)
+    tables = {name: read_table(path) for name, path in sorted(paths.items())}
+    synth = FITSSynthesizer(
+        {n: KERNELS[n] for n in tables},
+        seed=4,
+        kinds=kinds,
+        order=order,
+        secure_aggregation=True,
+    )
+    expected = synth.fit(tables).sample(300)
+    # the fixed-point sums are exact, so even across processes the tables agree bit for bit
+    pd.testing.assert_frame_equal(read_table(out), expected, check_exact=True)
+    summed = [c for _, c in grid.sent if "F" in c["arrays"] or "S" in c["arrays"]]
+    assert summed and all(
+        next(iter(c["arrays"].values())).numpy().dtype == np.uint64 for c in summed
+    )
+    for state in grid.states.values():  # the private key stayed in the node's state
+        assert "fits_secure_aggregation_key" in state.config_records
+    with pytest.raises(ValueError, match="'secure' must be true or false"):
+        run_coordinator(grid, {**config, "secure": "maybe"})
 
 
 def test_a_failing_site_stops_the_run_by_name_and_nothing_is_written(site_files, tmp_path):
@@ -293,7 +322,7 @@ def test_fits_federate_local_command_keeps_types(tmp_path):
 
 
 @pytest.mark.flower
-def test_federation_over_tls(tmp_path):
+def test_federation_over_tls_with_secure_aggregation(tmp_path):
     from fits.flower_launch import LocalFederation
 
     rng = np.random.default_rng(0)
@@ -304,12 +333,17 @@ def test_federation_over_tls(tmp_path):
     frame.iloc[150:].to_csv(sites["s2"], index=False)
     out = tmp_path / "synthetic.csv"
     with LocalFederation(sites, tls=True, workdir=tmp_path / "fed") as fed:
-        result = fed.run({"output": str(out), "rows": 50}, timeout=400)
+        result = fed.run({"output": str(out), "rows": 50, "secure": True}, timeout=400)
         logs = fed.log("site-s1") + fed.log("site-s2")
     assert result.ok, f"{result.status}: {result.details}\n{result.log[-3000:]}"
     assert "insecure" not in logs.lower()  # the sites verified the SuperLink's certificate
     table = read_table(out)
     assert list(table.columns) == ["a", "g", "b"] and len(table) == 50
+    # with secure aggregation too, the networked table is the in-process one
+    tables = {name: read_table(path) for name, path in sites.items()}
+    expected = FITSSynthesizer(seed=0, secure_aggregation=True).fit(tables).sample(50)
+    write_table(expected, tmp_path / "expected.csv")  # the same file round trip
+    pd.testing.assert_frame_equal(table, read_table(tmp_path / "expected.csv"), check_exact=True)
 
 
 def test_a_site_failing_before_setup_is_named_by_its_node(site_files, tmp_path):
