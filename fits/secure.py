@@ -29,9 +29,9 @@ How (all of it in this module):
   size of the upload, so more peers cost proportionally more time.
 
 Threat model: an honest-but-curious coordinator that relays the public keys faithfully
-and does not collude with all of a client's mask peers.  What still reaches the coordinator in the
-clear: the setup round (row counts and column descriptions, which the schema merge
-needs) and the sums themselves.
+and does not collude with all of a client's mask peers.  What still reaches the
+coordinator in the clear: the setup round (row counts and column descriptions, which
+the schema merge needs) and the sums themselves.
 """
 
 from __future__ import annotations
