@@ -320,7 +320,7 @@ class Coordinator:
         declared = {c: {"kind": k} for c, k in (kinds or {}).items()}
         if schema is not None:
             declared = {c.name: {"kind": c.kind} for c in schema.columns}
-        msg = Message("setup", config={"declared": json.dumps(declared), **self._flag()})
+        msg = Message("setup", config={"declared": json.dumps(declared), **self._secure_flag()})
         replies = self.transport.broadcast(msg)
         self.n_rows = [int(r.arrays["n_rows"][0]) for r in replies]
         if self.secure:  # relayed to every client in the configure round
@@ -401,7 +401,7 @@ class Coordinator:
             return int(self.batch_size)
         return int(np.clip(self.memory_budget // max(self.n_total, 1), 64, MAX_BATCH))
 
-    def _flag(self) -> dict[str, bool]:
+    def _secure_flag(self) -> dict[str, bool]:
         """The request config that asks for masked uploads (empty without)."""
         return {"secure": True} if self.secure else {}
 
@@ -417,7 +417,9 @@ class Coordinator:
     def _marginal_sum(self, column: str) -> np.ndarray:
         """Eq. 16: the clients' sums of smoothed indicators on the grid, over M."""
         grid = self.grids[column]
-        msg = Message("marginal", config={"column": column, "grid_size": grid.size, **self._flag()})
+        msg = Message(
+            "marginal", config={"column": column, "grid_size": grid.size, **self._secure_flag()}
+        )
         return self._total(self.transport.broadcast(msg), "F")[None, :] / self.n_total
 
     def marginal_cdf(self, column: str) -> np.ndarray:
@@ -445,7 +447,7 @@ class Coordinator:
             "column": column,
             "request": f"r{next(self._requests)}",
             "scheme": scheme,
-            **self._flag(),
+            **self._secure_flag(),
         }
         step1 = Message("hessian", {"queries": x}, config)
         packed = self._total(self.transport.broadcast(step1), "S")

@@ -250,11 +250,11 @@ def _read_run_config(config: Mapping[str, Any]) -> dict[str, Any]:
         "batch_size": int(get("batch-size", 0)),
         "min_sites": int(get("min-sites", 1)),
         "audit": str(get("audit", "")),
-        "secure": _flag(get("secure", False)),
+        "secure": _parse_bool(get("secure", False)),
     }
 
 
-def _flag(value: Any) -> bool:
+def _parse_bool(value: Any) -> bool:
     if isinstance(value, str):
         if value.strip().lower() not in ("true", "false", "1", "0", "yes", "no", ""):
             raise ValueError(f"run config 'secure' must be true or false, got {value!r}")

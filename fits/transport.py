@@ -116,9 +116,7 @@ class InProcessTransport(Transport):
     ) -> None:
         super().__init__([c.name for c in clients], validate=validate)
         self._clients = list(clients)
-        if n_jobs is None:
-            n_jobs = os.cpu_count() or 1
-        elif n_jobs == -1:
+        if n_jobs is None or n_jobs == -1:
             n_jobs = os.cpu_count() or 1
         elif n_jobs < 1:
             raise ValueError(f"n_jobs must be a positive number of threads or -1, got {n_jobs}")
