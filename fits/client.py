@@ -520,6 +520,17 @@ class FITSClient:
             )
         x, qcodes = self._substitute(queries)
         weights = self._weights(x, qcodes, self._scheme(msg))
+        if "weight_exponent" in msg.arrays:  # secure aggregation: a common 2^e per query
+            exponent = np.asarray(msg.arrays["weight_exponent"])
+            if exponent.shape != (len(x),) or exponent.dtype.kind not in "iu":
+                raise ProtocolError(
+                    f"{self.name}: weight_exponent needs one integer per query, got "
+                    f"{exponent.dtype} {exponent.shape}"
+                )
+            e = exponent.astype(np.int32)  # ldexp, not a factor: 2^1100 is no float
+            weights.w = np.ldexp(weights.w, e[:, None])
+            if weights.s is not None:
+                weights.s = np.ldexp(weights.s, e[:, None, None])
         if request:
             self._cache["weights"] = (key, weights)
         return weights

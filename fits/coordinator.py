@@ -43,6 +43,10 @@ MONOTONE_METHODS = ("isotonic", "rearrange")
 DISCRETE_SAMPLING = ("mass", "grid")
 #: Total kernel weight at or below which a query is "far from all data" (degenerate).
 DEGENERATE_WEIGHT = 1e-250
+#: Secure aggregation: a summed weight below this is re-asked with scaled weights.
+_SECURE_MIN_WEIGHT = 2.0**-40
+#: ... up to weights scaled by this power of two (2^-1100 is below every float64).
+_SECURE_MAX_EXPONENT = 1100
 
 ProgressCallback = Callable[[str, int, int], None]
 
@@ -414,6 +418,25 @@ class Coordinator:
             total += r.arrays[name]
         return total
 
+    @staticmethod
+    def _rescale(s00: np.ndarray, exponent: np.ndarray) -> np.ndarray | None:
+        """Secure aggregation: new weight exponents for queries with too little weight.
+
+        The fixed-point sums resolve 2^-96 absolutely, while the local-linear fit only
+        needs S up to a common factor per query.  A query whose summed weight S_00 is
+        below 2^-40 is asked again with every client's weights times 2^exponent (exact,
+        a power of two, and cancelling in q'U), chosen to bring S_00 to [1, 2); a sum
+        that rounded to 0 is raised by 2^90 per try.  None when no query needs it.
+        """
+        small = (s00 < _SECURE_MIN_WEIGHT) & (exponent < _SECURE_MAX_EXPONENT)
+        if not small.any():
+            return None
+        exponent = exponent.copy()
+        tiny = s00[small]
+        step = np.where(tiny > 0, -np.floor(np.log2(np.maximum(tiny, 1e-300))), 90)
+        exponent[small] += step.astype(np.int64)
+        return exponent
+
     def _marginal_sum(self, column: str) -> np.ndarray:
         """Eq. 16: the clients' sums of smoothed indicators on the grid, over M."""
         grid = self.grids[column]
@@ -443,14 +466,23 @@ class Coordinator:
         b, d = x.shape
         p = d + 1
         grid = self.grids[column]
-        config = {
-            "column": column,
-            "request": f"r{next(self._requests)}",
-            "scheme": scheme,
-            **self._secure_flag(),
-        }
-        step1 = Message("hessian", {"queries": x}, config)
-        packed = self._total(self.transport.broadcast(step1), "S")
+        exponent = np.zeros(b, dtype=np.int64)  # weights scaled by 2^exponent (secure)
+        while True:
+            config = {
+                "column": column,
+                "request": f"r{next(self._requests)}",
+                "scheme": scheme,
+                **self._secure_flag(),
+            }
+            arrays = {"queries": x}
+            if exponent.any():
+                arrays["weight_exponent"] = exponent
+            step1 = Message("hessian", arrays, config)
+            packed = self._total(self.transport.broadcast(step1), "S")
+            rescale = self._rescale(packed[:, 0], exponent) if self.secure else None
+            if rescale is None:
+                break
+            exponent = rescale
         s = np.empty((b, p, p))
         iu = np.triu_indices(p)
         s[:, iu[0], iu[1]] = packed
@@ -460,9 +492,10 @@ class Coordinator:
             np.divide(1.0, s[:, 0, 0], out=q[:, 0], where=s[:, 0, 0] > 0)
         else:
             q = solve_first_row(s, self.ridge)
-        degenerate = ~(s[:, 0, 0] > DEGENERATE_WEIGHT) | ~np.all(np.isfinite(q), axis=1)
+        total_weight = np.ldexp(s[:, 0, 0], -exponent)  # S_00 before any scaling
+        degenerate = ~(total_weight > DEGENERATE_WEIGHT) | ~np.all(np.isfinite(q), axis=1)
         q[degenerate] = 0.0
-        step2 = Message("cdf", {"queries": x, "q": q}, {**config, "grid_size": grid.size})
+        step2 = Message("cdf", {**arrays, "q": q}, {**config, "grid_size": grid.size})
         f = self._total(self.transport.broadcast(step2), "F")
         return f, degenerate
 

@@ -30,7 +30,9 @@ With secure aggregation (:mod:`fits.secure`) the requests carry config ``secure`
 setup reply adds ``public_key`` (256,) uint8, the configure request adds
 ``secure_keys`` (K, 256) uint8 (and config ``secure_neighbours``), and ``F`` / ``S``
 are sent masked: uint64 with a first axis of :data:`fits.secure.LIMBS` fixed-point
-limbs.
+limbs.  A hessian / cdf request may then carry ``weight_exponent`` (B,) integers: the
+client multiplies its weights for query b by 2^weight_exponent[b] (the estimate does
+not change; it keeps tiny weights above the fixed point's resolution).
 """
 
 from __future__ import annotations

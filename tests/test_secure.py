@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fits import FITSSynthesizer
+from fits import FITSSynthesizer, GaussianKernel, estimate_conditional_cdf
 from fits.client import FITSClient
 from fits.coordinator import Coordinator
 from fits.protocol import Message, ProtocolError, check_reply
@@ -146,3 +146,47 @@ def test_protocol_enforces_the_masked_form(mixed_clients):
         client.handle(Message("marginal", config={"column": "b", "grid_size": 4, "secure": True}))
     with pytest.raises(ValueError, match="at least two clients"):
         Coordinator(InProcessTransport([client]), secure=True)
+    bad = Message(
+        "hessian",
+        {"queries": np.zeros((3, 1)), "weight_exponent": np.zeros(2, np.int64)},
+        {"column": "x", "request": "r9"},
+    )
+    with pytest.raises(ProtocolError, match="weight_exponent needs one integer per query"):
+        client.handle(bad)
+
+
+def test_secure_runs_cover_missing_values_point_masses_and_fallbacks(mixed_clients):
+    """Every summed round (indicator columns, fallbacks) goes masked and sums the same."""
+    rng = np.random.default_rng(3)
+    n = 900
+    g = rng.choice(["north", "south", "east"], n)
+    age = rng.integers(18, 90, n)
+    hours = np.where(rng.random(n) < 0.4, 40.0, rng.normal(38, 8, n))  # a point mass
+    score = age * 0.5 + (g == "south") * 10 + rng.normal(size=n) * 3
+    score[rng.random(n) < 0.1] = np.nan  # missing values: an indicator column
+    frame = pd.DataFrame({"g": g, "age": age, "hours": hours, "score": score})
+    tables = [frame.iloc[:400], frame.iloc[400:700], frame.iloc[700:]]
+    kernels = ["gaussian", "knn", "gaussian"]
+    plain = FITSSynthesizer(kernels, seed=1).fit(tables)
+    secure = FITSSynthesizer(kernels, seed=1, secure_aggregation=True).fit(tables)
+    indicators = [c.indicates for c in secure.coordinator.schema.columns if c.indicates]
+    assert indicators == ["hours", "score"]
+    pd.testing.assert_frame_equal(plain.sample(600), secure.sample(600), rtol=1e-9, atol=1e-9)
+    # far queries with a tiny bandwidth: the KNN and local-constant fallback rounds
+    kinds = {"b": "nominal", "o": "ordinal", "c": "nominal"}
+    x = np.array([[1.5, 40.0, 2.0], [0.5, -0.2, 1.5]])
+    results = [
+        estimate_conditional_cdf(
+            mixed_clients,
+            ["b", "x", "o"],
+            "y",
+            x,
+            kernel=GaussianKernel(bandwidth=0.01),
+            kinds=kinds,
+            seed=0,
+            secure=flag,
+        )
+        for flag in (False, True)
+    ]
+    assert results[1].coordinator.fallbacks == results[0].coordinator.fallbacks >= 1
+    np.testing.assert_allclose(results[1].values, results[0].values, rtol=0, atol=1e-12)
