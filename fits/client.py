@@ -159,7 +159,10 @@ class FITSClient:
         c = message.config
         label = f"{message.kind}|{c.get('request', '')}|{c['column']}|{c.get('scheme', '')}|{name}"
         arrays = dict(reply.arrays)
-        arrays[name] = self._secure.mask(arrays[name], label)
+        try:
+            arrays[name] = self._secure.mask(arrays[name], label)
+        except ValueError as exc:  # name the site and the column, not only the value
+            raise ValueError(f"{self.name}, column {c['column']!r}: {exc}") from exc
         return Message(reply.kind, arrays, reply.config)
 
     @property

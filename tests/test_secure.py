@@ -190,3 +190,12 @@ def test_secure_runs_cover_missing_values_point_masses_and_fallbacks(mixed_clien
     ]
     assert results[1].coordinator.fallbacks == results[0].coordinator.fallbacks >= 1
     np.testing.assert_allclose(results[1].values, results[0].values, rtol=0, atol=1e-12)
+
+
+def test_a_value_too_large_to_mask_names_the_site_and_column():
+    rng = np.random.default_rng(0)
+    big = pd.DataFrame({"a": rng.normal(size=200) * 1e20, "b": rng.normal(size=200)})
+    tables = [big.iloc[:100], big.iloc[100:]]
+    synth = FITSSynthesizer("knn", seed=0, secure_aggregation=True).fit(tables)
+    with pytest.raises(ValueError, match=r"client 1, column 'b': .*exceeds 2\^94.*rescale"):
+        synth.sample(20)

@@ -67,6 +67,11 @@ def test_output_does_not_depend_on_threads_or_blocks(mixed_clients, monkeypatch)
     monkeypatch.setattr("fits.client._BLOCK_VALUES", 1)
     tiny = FITSSynthesizer(kernels, seed=5).fit(mixed_clients).sample(400)
     pd.testing.assert_frame_equal(a, tiny)
+    transport = threaded.coordinator.transport
+    assert transport._pool is not None
+    transport.close()  # the worker threads stop; a later round starts new ones
+    assert transport._pool is None
+    pd.testing.assert_frame_equal(serial.sample(300), threaded.sample(300))
 
 
 def test_a_failing_client_in_a_parallel_round_is_named(mixed_clients):
