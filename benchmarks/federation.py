@@ -24,8 +24,8 @@ import numpy as np
 
 from fits import FITSSynthesizer
 from fits.datasets import PAPER_SHARES, federated_split, simulate
-from fits.flower import format_kinds
-from fits.flower_launch import LocalFederation
+from fits.deploy.flower import format_kinds
+from fits.deploy.flower_launch import LocalFederation
 from fits.io import read_table
 
 

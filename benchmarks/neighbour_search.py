@@ -4,7 +4,7 @@ Fits the Adult federation of ``benchmarks/engine.py`` (10 clients, the paper's s
 and, for each number of conditioning columns d, times one batch of queries against
 every client's neighbour index, with each search method (and the tree on one thread).
 The queries are client 2's continualized rows (jittered), standardized by each client.
-Example (the crossover in docs/benchmarks.md and :data:`fits.kernels.BRUTE_FORCE_MIN_DIM`):
+Example (the crossover in docs/benchmarks.md and :data:`fits.core.kernels.BRUTE_FORCE_MIN_DIM`):
 
     python benchmarks/neighbour_search.py --data-dir ../shared/datasets
 """

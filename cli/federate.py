@@ -40,7 +40,7 @@ def _launch() -> Any:
         import flwr  # noqa: F401
     except ImportError:
         _fail("Flower is not installed: pip install 'fits[flower]'", 2)
-    from fits import flower_launch
+    from fits.deploy import flower_launch
 
     return flower_launch
 

@@ -43,9 +43,9 @@ class KernelChoice(StrEnum):
 @contextmanager
 def _data_errors() -> Iterator[None]:
     """Turn data problems into exit code 1 with the library's message."""
+    from fits.core.schema import SchemaError
+    from fits.federation.protocol import ProtocolError
     from fits.io import DataFileError
-    from fits.protocol import ProtocolError
-    from fits.schema import SchemaError
 
     try:
         yield
@@ -213,8 +213,8 @@ def synthesize(
       fits synthesize adult.csv --simulate-clients 10 --rows 36000 --out synthetic.parquet
     """
     from fits import FITSSynthesizer
+    from fits.core.schema import Schema
     from fits.io import write_table
-    from fits.schema import Schema
 
     _check_suffix(out, "output")
     with _data_errors():
@@ -269,9 +269,9 @@ def schema_command(
 
       fits schema site_a.csv site_b.csv --out schema.json
     """
-    from fits.coordinator import Coordinator
+    from fits.deploy.inprocess import build_federation
+    from fits.federation.coordinator import Coordinator
     from fits.io import write_text
-    from fits.synthesizer import build_federation
 
     with _data_errors():
         tables = _load_sites(site_files, simulate_clients, shares, seed)

@@ -197,8 +197,8 @@ def report(
     Exit status: 0 on success, 1 for a data problem (unreadable file, columns that
     do not match), 2 for a usage problem (unknown option value or file type).
     """
+    from fits.core.schema import Schema, SchemaError
     from fits.report import evaluate
-    from fits.schema import Schema, SchemaError
 
     def say(text: str) -> None:
         if not quiet:

@@ -1,44 +1,44 @@
 """fits: federated synthetic data for mixed-type tables (FITS).
 
-Start with :class:`FITSSynthesizer`; the pieces underneath are the schema
-(:mod:`fits.schema`), continualization (:mod:`fits.continualization`), kernels
-(:mod:`fits.kernels`), the client (:mod:`fits.client`), the coordinator
-(:mod:`fits.coordinator`), the message protocol and transports (:mod:`fits.protocol`,
-:mod:`fits.transport`) and the evaluators (:mod:`fits.evaluation`).
+Start with :class:`FITSSynthesizer`.  Underneath, one subpackage per layer (see
+``docs/architecture.md``): :mod:`fits.core` (schema, continualization, kernels, CDF
+operators), :mod:`fits.federation` (messages, secure aggregation, transport, the site
+and the coordinator), :mod:`fits.deploy` (in process, Flower), :mod:`fits.evaluation`
+and :mod:`fits.report` (fidelity), :mod:`fits.analysis` (federated model fitting).
 """
 
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from fits.client import FITSClient
-    from fits.coordinator import Coordinator
+    from fits.core.kernels import GaussianKernel, KNNKernel
+    from fits.core.schema import ColumnSpec, Schema, SchemaError
     from fits.estimate import ConditionalCDF, estimate_conditional_cdf
-    from fits.kernels import GaussianKernel, KNNKernel
-    from fits.protocol import Message, ProtocolError
+    from fits.federation.client import FITSClient
+    from fits.federation.coordinator import Coordinator
+    from fits.federation.protocol import Message, ProtocolError
+    from fits.federation.transport import InProcessTransport, Transport
     from fits.report import evaluate
-    from fits.schema import ColumnSpec, Schema, SchemaError
     from fits.synthesizer import FITSSynthesizer
-    from fits.transport import InProcessTransport, Transport
 
 # Imported on first use, so that a process which needs one part (a Flower site answering
 # one message) does not pay for all of them.
 _EXPORTS = {
-    "FITSClient": "fits.client",
-    "Coordinator": "fits.coordinator",
+    "FITSClient": "fits.federation.client",
+    "Coordinator": "fits.federation.coordinator",
     "ConditionalCDF": "fits.estimate",
     "estimate_conditional_cdf": "fits.estimate",
-    "GaussianKernel": "fits.kernels",
-    "KNNKernel": "fits.kernels",
-    "Message": "fits.protocol",
-    "ProtocolError": "fits.protocol",
+    "GaussianKernel": "fits.core.kernels",
+    "KNNKernel": "fits.core.kernels",
+    "Message": "fits.federation.protocol",
+    "ProtocolError": "fits.federation.protocol",
     "evaluate": "fits.report",
-    "ColumnSpec": "fits.schema",
-    "Schema": "fits.schema",
-    "SchemaError": "fits.schema",
+    "ColumnSpec": "fits.core.schema",
+    "Schema": "fits.core.schema",
+    "SchemaError": "fits.core.schema",
     "FITSSynthesizer": "fits.synthesizer",
-    "InProcessTransport": "fits.transport",
-    "Transport": "fits.transport",
+    "InProcessTransport": "fits.federation.transport",
+    "Transport": "fits.federation.transport",
 }
 
 

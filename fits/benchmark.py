@@ -9,7 +9,7 @@
 3. for each generator (FITS-G: ``"gaussian"``, FITS-K: ``"knn"``) fit FITS on the
    clients and synthesize as many rows as the training split, timing it and reading
    the bytes each client uploaded;
-4. per client and data usage mode M1-M4 (:func:`fits.utility.downstream_utility`): the
+4. per client and data usage mode M1-M4 (:func:`fits.evaluation.utility.downstream_utility`): the
    parametric downstream model's parameter error and test metric on the full
    lambda / r grid, and the gradient-boosting test metric at the headline settings;
 5. energy distances (:func:`fits.evaluation.energy_distance`) of the covariates and of
@@ -51,8 +51,8 @@ import pandas as pd
 
 from fits.datasets import Dataset, federated_split, load_dataset, simulate
 from fits.evaluation import column_fidelity, energy_distance, independent_resample, pair_fidelity
+from fits.evaluation.utility import downstream_utility
 from fits.synthesizer import FITSSynthesizer
-from fits.utility import downstream_utility
 
 __all__ = [
     "DEFAULT_LAMBDAS",
@@ -177,7 +177,7 @@ class BenchmarkResult:
         """Every downstream fit of every repeat as one long table.
 
         Columns: ``repeat``, ``generator``, ``target`` and the columns of
-        :class:`fits.utility.UtilityResult`'s table.
+        :class:`fits.evaluation.utility.UtilityResult`'s table.
         """
         rows = []
         for run in self.runs:

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from fits.coordinator import Coordinator
-from fits.kernels import Kernel
-from fits.synthesizer import Tables, build_federation
+from fits.core.kernels import Kernel
+from fits.deploy.inprocess import Tables, build_federation
+from fits.federation.coordinator import Coordinator
 
 __all__ = ["ConditionalCDF", "estimate_conditional_cdf"]
 
@@ -93,7 +93,7 @@ def estimate_conditional_cdf(
     seed : int, optional
         Seed of the clients' continualization.
     **options
-        Further :class:`~fits.coordinator.Coordinator` options.
+        Further :class:`~fits.federation.coordinator.Coordinator` options.
 
     Returns
     -------

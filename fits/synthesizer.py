@@ -5,9 +5,9 @@
 >>> synth.fit([df_site_a, df_site_b, df_site_c])          # doctest: +SKIP
 >>> synthetic = synth.sample(20_000)                      # doctest: +SKIP
 
-``fit`` runs an in-process federation: one :class:`~fits.client.FITSClient` per table,
-an :class:`~fits.transport.InProcessTransport`, and a :class:`~fits.coordinator.Coordinator`
-that sees only the protocol's messages.
+``fit`` runs an in-process federation: one :class:`~fits.federation.client.FITSClient`
+per table, an :class:`~fits.federation.transport.InProcessTransport`, and a
+:class:`~fits.federation.coordinator.Coordinator` that sees only the protocol's messages.
 """
 
 from __future__ import annotations
@@ -18,75 +18,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from fits.client import MIN_CLIENT_ROWS, FITSClient
-from fits.coordinator import MAX_BATCH, Coordinator
-from fits.kernels import Kernel, KNNKernel
-from fits.schema import Schema, missing_flag
-from fits.transport import InProcessTransport, Transport
+from fits.core.schema import Schema, missing_flag
+from fits.deploy.inprocess import KernelSpec, Tables, build_federation, in_process_batch
+from fits.federation.client import MIN_CLIENT_ROWS, FITSClient
+from fits.federation.coordinator import Coordinator
+from fits.federation.transport import Transport
 
-__all__ = ["FITSSynthesizer", "build_federation"]
-
-KernelSpec = str | Kernel
-Tables = Sequence[pd.DataFrame] | Mapping[str, pd.DataFrame]
-
-
-def _client_kernels(
-    kernel: KernelSpec | Sequence[KernelSpec] | Mapping[str, KernelSpec], names: list[str]
-) -> list[KernelSpec]:
-    if isinstance(kernel, (str, Kernel)):
-        return [kernel] * len(names)
-    if isinstance(kernel, Mapping):
-        unknown = sorted(set(kernel) - set(names))
-        if unknown:
-            raise ValueError(f"kernels given for unknown clients {unknown}; clients: {names}")
-        return [kernel.get(n, "knn") for n in names]
-    kernels = list(kernel)
-    if len(kernels) != len(names):
-        raise ValueError(f"got {len(kernels)} kernels for {len(names)} clients")
-    return kernels
-
-
-def build_federation(
-    tables: Tables,
-    kernel: KernelSpec | Sequence[KernelSpec] | Mapping[str, KernelSpec] = "knn",
-    *,
-    min_rows: int = MIN_CLIENT_ROWS,
-    n_jobs: int | None = None,
-) -> tuple[list[FITSClient], InProcessTransport]:
-    """One client per table and an in-process transport to them.
-
-    Parameters
-    ----------
-    tables : sequence or mapping of DataFrame
-        One table per client; a mapping names the clients, else they are
-        ``client 1``, ``client 2``, ...
-    kernel : str, Kernel, or one per client (sequence or mapping by name)
-        Each client's kernel scheme.
-    min_rows : int
-        Fewest rows a client may hold.
-    n_jobs : int, optional
-        Clients answering a round at the same time (threads); default the number of
-        cores.  See :class:`~fits.transport.InProcessTransport`.
-    """
-    if isinstance(tables, pd.DataFrame):
-        raise TypeError(
-            "fit() takes one DataFrame per client, e.g. fit([df_a, df_b]); to try "
-            "federation on one table, split it first (fits.datasets.federated_split)"
-        )
-    if isinstance(tables, Mapping):
-        names = [str(n) for n in tables]
-        frames = list(tables.values())
-    else:
-        frames = list(tables)
-        names = [f"client {k + 1}" for k in range(len(frames))]
-    if not frames:
-        raise ValueError("fit() needs at least one client table")
-    kernels = _client_kernels(kernel, names)
-    clients = [
-        FITSClient(f, n, k, min_rows=min_rows)
-        for f, n, k in zip(frames, names, kernels, strict=True)
-    ]
-    return clients, InProcessTransport(clients, n_jobs=n_jobs)
+__all__ = ["FITSSynthesizer"]
 
 
 class FITSSynthesizer:
@@ -97,7 +35,7 @@ class FITSSynthesizer:
     kernel : {"knn", "gaussian"}, Kernel, or one per client
         The clients' kernel schemes: ``"knn"`` (FITS-K, KNN budget with Epanechnikov
         kernel) or ``"gaussian"`` (FITS-G, fixed bandwidth), a
-        :class:`~fits.kernels.KNNKernel` / :class:`~fits.kernels.GaussianKernel` with
+        :class:`~fits.core.kernels.KNNKernel` / :class:`~fits.core.kernels.GaussianKernel` with
         custom parameters, or a list / dict giving each client its own.
     seed : int, optional
         Root of every random draw (continualization at the clients, sampling at the
@@ -110,7 +48,7 @@ class FITSSynthesizer:
     schema : Schema, optional
         A complete schema (kinds, categories, bounds, order) instead of inference.
     grid_size, ridge, response_bandwidth, discrete_response_bandwidth, monotone
-        Passed to :class:`~fits.coordinator.Coordinator`.
+        Passed to :class:`~fits.federation.coordinator.Coordinator`.
     discrete_sampling : {"mass", "grid"}
         How discrete columns are drawn: from category masses estimated at two interior
         points per interval (Corollary 5.4, default), or by inverse-CDF interpolation on
@@ -127,13 +65,13 @@ class FITSSynthesizer:
         depend on it.
     secure_aggregation : bool
         Mask every summed upload so that the coordinator learns only sums over
-        clients (:mod:`fits.secure`; at least two clients).  The sums are exact in
+        clients (:mod:`fits.federation.secure`; at least two clients).  The sums are exact in
         fixed point, so the output agrees with the plain run to rounding (not bit for
         bit) and is itself reproducible from the seed.  Default False.
     mask_neighbours : int, optional
         With ``secure_aggregation``: how many clients on each side (in a cyclic order)
         each client shares masks with; None: all.  Default 1.  See
-        :class:`~fits.coordinator.Coordinator`.
+        :class:`~fits.federation.coordinator.Coordinator`.
 
     Attributes
     ----------
@@ -191,8 +129,8 @@ class FITSSynthesizer:
         ----------
         tables : sequence or mapping of DataFrame, or Transport
             One DataFrame per client (a mapping also names the clients), for an
-            in-process federation; or a :class:`~fits.transport.Transport` to clients
-            elsewhere (for example :class:`fits.flower.FlowerTransport`), whose sites
+            in-process federation; or a :class:`~fits.federation.transport.Transport` to clients
+            elsewhere (for example :class:`fits.deploy.flower.FlowerTransport`), whose sites
             chose their own kernels (``kernel`` is then not used).
 
         Returns
@@ -217,7 +155,7 @@ class FITSSynthesizer:
         self.client_names_ = list(transport.client_names)
         self.n_rows_ = list(coordinator.n_rows)
         if clients and coordinator.batch_size is None:
-            coordinator.batch_size = _in_process_batch(clients, coordinator.memory_budget)
+            coordinator.batch_size = in_process_batch(clients, coordinator.memory_budget)
         if isinstance(tables, Transport):
             self._columns = list(schema.names)
         elif isinstance(tables, Mapping):
@@ -290,19 +228,6 @@ class FITSSynthesizer:
                 col = col.mask(pd.Series(absent))
             cols[name] = col
         return pd.DataFrame(cols)[[c for c in self._columns if c in cols]]
-
-
-def _in_process_batch(clients: Sequence[FITSClient], memory_budget: int) -> int:
-    """Queries per message when every client lives in this process.
-
-    Only fixed-bandwidth (Gaussian) clients hold a dense weight per query and row
-    between the two steps; KNN clients hold c_k weights per query.  So the budget is
-    shared by the Gaussian clients' rows alone, and a federation of KNN clients takes
-    the largest batch (8192: on Adult, FITS-K ran in 79 s with it against 88 s at the
-    all-rows rule's 927, peak memory 800 MB; docs/benchmarks.md).
-    """
-    dense_rows = sum(c.n_rows for c in clients if not isinstance(c.kernel, KNNKernel))
-    return int(np.clip(memory_budget // max(dense_rows, 1), 64, MAX_BATCH))
 
 
 def _with_progress_bar(coord: Coordinator, n: int, rng: np.random.Generator) -> np.ndarray:

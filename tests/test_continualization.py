@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fits.continualization import Encoder, interval_boundaries
-from fits.schema import ColumnSpec, SchemaError
+from fits.core.continualization import Encoder, interval_boundaries
+from fits.core.schema import ColumnSpec, SchemaError
 
 
 def _encoder(kind, cats, dtype="int"):

@@ -7,9 +7,9 @@ import pandas as pd
 import pytest
 
 from fits import FITSSynthesizer
-from fits.continualization import Encoder
-from fits.coordinator import inverse_masses, mass_grid, masses_from_cdf
-from fits.schema import ColumnSpec
+from fits.core.cdf import inverse_masses, mass_grid, masses_from_cdf
+from fits.core.continualization import Encoder
+from fits.core.schema import ColumnSpec
 
 
 def test_masses_recovered_from_a_piecewise_linear_lifted_cdf():

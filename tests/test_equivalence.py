@@ -138,12 +138,12 @@ def test_federated_equals_pooled(mixed_clients, scheme, response, monkeypatch):
         "knn": KNNKernel(budget=120, search="kdtree"),
         "knn-brute": KNNKernel(budget=120, search="brute"),  # the scan used from d = 11 on
         "knn-blocks": KNNKernel(budget=120),
-        "gaussian-secure": GaussianKernel(),  # sums by secure aggregation (fits.secure)
+        "gaussian-secure": GaussianKernel(),  # sums by secure aggregation (fits.federation.secure)
         "knn-secure": KNNKernel(budget=120),
     }[scheme]
     options = {"secure": True} if scheme.endswith("secure") else {}
     if scheme == "knn-blocks":  # one query per block of neighbour-list work
-        monkeypatch.setattr("fits.client._BLOCK_VALUES", 1)
+        monkeypatch.setattr("fits.federation.client._BLOCK_VALUES", 1)
     tables = [t[[*covariates, response]] for t in mixed_clients]
     first = estimate_conditional_cdf(
         tables,

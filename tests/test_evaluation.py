@@ -8,9 +8,9 @@ import pytest
 from scipy import stats
 from scipy.spatial.distance import cdist
 
-from fits import evaluation
 from fits.evaluation import (
     column_fidelity,
+    distance,
     energy_distance,
     energy_distances,
     independent_resample,
@@ -288,7 +288,7 @@ def test_energy_distances_fallback_and_threads_agree(monkeypatch: pytest.MonkeyP
     pd.testing.assert_frame_equal(threaded, single, check_exact=True)  # independent of n_jobs
     pd.testing.assert_frame_equal(shared, single, rtol=0, atol=1e-12)
     # too many coinciding rows: one pass per column set, same numbers
-    monkeypatch.setattr(evaluation, "_MAX_TWIN_PAIRS", 0)
+    monkeypatch.setattr(distance, "_MAX_TWIN_PAIRS", 0)
     fallback = energy_distances(*args, responses=["y", "r"])
     pd.testing.assert_frame_equal(fallback, shared, rtol=0, atol=1e-12)
 

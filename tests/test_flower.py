@@ -24,7 +24,7 @@ from flwr.app import Message as FlowerMessage  # noqa: E402
 
 from fits import FITSSynthesizer, Message  # noqa: E402
 from fits.datasets import simulate  # noqa: E402
-from fits.flower import (  # noqa: E402
+from fits.deploy.flower import (  # noqa: E402
     FlowerTransport,
     _handle,
     format_kinds,
@@ -32,9 +32,9 @@ from fits.flower import (  # noqa: E402
     run_coordinator,
     to_records,
 )
+from fits.federation.protocol import packed_size  # noqa: E402
+from fits.federation.transport import ClientError  # noqa: E402
 from fits.io import read_table, write_table  # noqa: E402
-from fits.protocol import packed_size  # noqa: E402
-from fits.transport import ClientError  # noqa: E402
 
 KERNELS = {"site-a": "knn", "site-b": "gaussian", "site-c": "knn"}
 
@@ -204,7 +204,7 @@ def test_missing_data_path_is_a_clear_error():
 # ------------------------------------------------------------------ real processes
 @pytest.mark.flower
 def test_real_superlink_and_three_supernodes_equal_in_process(site_files, tmp_path):
-    from fits.flower_launch import LocalFederation
+    from fits.deploy.flower_launch import LocalFederation
 
     paths, kinds, order = site_files
     out, audit = tmp_path / "synthetic.csv", tmp_path / "audit.jsonl"
@@ -250,7 +250,7 @@ def test_real_superlink_and_three_supernodes_equal_in_process(site_files, tmp_pa
 
 @pytest.mark.flower
 def test_a_site_that_disconnects_stops_the_run_without_output(site_files, tmp_path):
-    from fits.flower_launch import LocalFederation
+    from fits.deploy.flower_launch import LocalFederation
 
     paths, kinds, order = site_files
     out = tmp_path / "synthetic.csv"
@@ -323,7 +323,7 @@ def test_fits_federate_local_command_keeps_types(tmp_path):
 
 @pytest.mark.flower
 def test_federation_over_tls_with_secure_aggregation(tmp_path):
-    from fits.flower_launch import LocalFederation
+    from fits.deploy.flower_launch import LocalFederation
 
     rng = np.random.default_rng(0)
     frame = pd.DataFrame({"a": rng.normal(size=300), "g": rng.choice(["x", "y"], 300)})
@@ -373,8 +373,8 @@ def test_two_sites_with_one_name_are_refused(site_files):
 
 
 def test_bad_site_and_run_config_values_are_clear_errors():
-    from fits.flower import _parse_kinds, site_kernel
-    from fits.kernels import GaussianKernel, KNNKernel
+    from fits.core.kernels import GaussianKernel, KNNKernel
+    from fits.deploy.flower import _parse_kinds, site_kernel
 
     assert _parse_kinds("age:continuous, grade:ordinal") == {
         "age": "continuous",

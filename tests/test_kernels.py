@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from fits import FITSSynthesizer
-from fits.kernels import (
+from fits.core.kernels import (
     GaussianKernel,
     KNNKernel,
     epanechnikov_product,

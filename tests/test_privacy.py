@@ -1,4 +1,4 @@
-"""Tests for fits.privacy: distance to closest record and exact copies."""
+"""Tests for fits.evaluation.privacy: distance to closest record and exact copies."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from scipy.spatial.distance import cdist
 
-from fits.privacy import distance_to_closest_record, privacy_checks
+from fits.evaluation.privacy import distance_to_closest_record, privacy_checks
 
 KINDS = {"x": "continuous", "o": "ordinal", "c": "nominal"}
 

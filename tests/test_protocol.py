@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from fits import FITSSynthesizer, Message, ProtocolError
-from fits.protocol import check_reply, packed_size
+from fits.federation.protocol import check_reply, packed_size
 
 
 def _record(synth):
@@ -81,7 +81,7 @@ class _Echo:
 
 
 def test_exchange_is_one_round_of_one_kind_in_client_order():
-    from fits.transport import InProcessTransport
+    from fits.federation.transport import InProcessTransport
 
     clients = [_Echo("a"), _Echo("bb"), _Echo("ccc")]
     transport = InProcessTransport(clients)

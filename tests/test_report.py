@@ -16,9 +16,9 @@ import pandas as pd
 import pytest
 
 from fits import FITSSynthesizer, evaluate
+from fits.core.schema import describe_table, merge_descriptions
 from fits.datasets import federated_split, simulate
-from fits.report import fmt_number, fmt_percent
-from fits.schema import describe_table, merge_descriptions
+from fits.report.build import fmt_number, fmt_percent
 
 
 @pytest.fixture(scope="module")

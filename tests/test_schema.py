@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fits.schema import (
+from fits.core.schema import (
     MAX_ORDINAL_LEVELS,
     ColumnSpec,
     Schema,

@@ -1,4 +1,4 @@
-"""Secure aggregation (fits.secure): exact fixed-point sums under pairwise masks."""
+"""Secure aggregation (fits.federation.secure): exact fixed-point sums under pairwise masks."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ import pandas as pd
 import pytest
 
 from fits import FITSSynthesizer, GaussianKernel, estimate_conditional_cdf
-from fits.client import FITSClient
-from fits.coordinator import Coordinator
-from fits.protocol import Message, ProtocolError, check_reply
-from fits.secure import LIMBS, SecureAggregator, decode, encode, unmask_sum
-from fits.transport import InProcessTransport
+from fits.federation.client import FITSClient
+from fits.federation.coordinator import Coordinator
+from fits.federation.protocol import Message, ProtocolError, check_reply
+from fits.federation.secure import LIMBS, SecureAggregator, decode, encode, unmask_sum
+from fits.federation.transport import InProcessTransport
 
 
 def _values(rng: np.random.Generator, n: int) -> np.ndarray:

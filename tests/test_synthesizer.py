@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from fits import FITSSynthesizer, GaussianKernel, SchemaError, estimate_conditional_cdf
-from fits.coordinator import inverse_cdf, postprocess_cdf
+from fits.core.cdf import inverse_cdf, postprocess_cdf
 from fits.evaluation import energy_distance, independent_resample
 
 from conftest import mixed_table, split
@@ -64,7 +64,7 @@ def test_output_does_not_depend_on_threads_or_blocks(mixed_clients, monkeypatch)
     threaded = FITSSynthesizer(kernels, seed=5, n_jobs=3).fit(mixed_clients)
     assert threaded.coordinator.transport.n_jobs == 3
     pd.testing.assert_frame_equal(a, threaded.sample(400))
-    monkeypatch.setattr("fits.client._BLOCK_VALUES", 1)
+    monkeypatch.setattr("fits.federation.client._BLOCK_VALUES", 1)
     tiny = FITSSynthesizer(kernels, seed=5).fit(mixed_clients).sample(400)
     pd.testing.assert_frame_equal(a, tiny)
     transport = threaded.coordinator.transport
@@ -232,17 +232,17 @@ def test_progress_is_reported_per_chain_column(mixed_clients, capsys):
 
 
 def test_default_batch_counts_only_dense_gaussian_rows():
-    from fits.synthesizer import _in_process_batch, build_federation
+    from fits.deploy.inprocess import build_federation, in_process_batch
 
     rng = np.random.default_rng(0)
     tables = [pd.DataFrame({"a": rng.normal(size=n), "b": rng.normal(size=n)}) for n in (300, 200)]
     knn, _ = build_federation(tables, "knn")
-    assert _in_process_batch(knn, 2**25) == 8192
+    assert in_process_batch(knn, 2**25) == 8192
     mixed, _ = build_federation(tables, ["gaussian", "knn"])
-    assert _in_process_batch(mixed, 300 * 100) == 100  # budget / the Gaussian client's rows
+    assert in_process_batch(mixed, 300 * 100) == 100  # budget / the Gaussian client's rows
     gaussian, _ = build_federation(tables, "gaussian")
-    assert _in_process_batch(gaussian, 500 * 100) == 100
-    assert _in_process_batch(gaussian, 10) == 64  # never below 64 queries
+    assert in_process_batch(gaussian, 500 * 100) == 100
+    assert in_process_batch(gaussian, 10) == 64  # never below 64 queries
     synth = FITSSynthesizer("knn", seed=0).fit(tables)
     assert synth.coordinator._batch() == 8192
     assert FITSSynthesizer("knn", batch_size=50).fit(tables).coordinator._batch() == 50

@@ -1,4 +1,4 @@
-"""Tests for fits.utility: the data usage modes M1-M4 and the downstream fits."""
+"""Tests for fits.evaluation.utility: the data usage modes M1-M4 and the downstream fits."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from fits.datasets import federated_split, simulate
 from fits.evaluation import independent_resample
-from fits.utility import Design, downstream_utility, fit_linear, fit_logistic, infer_task
+from fits.evaluation.utility import Design, downstream_utility, fit_linear, fit_logistic, infer_task
 
 COVARIATES = ["X_B", "X_G1", "X_G2", "X_O", "X_L", "X_G3"]
 

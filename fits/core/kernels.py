@@ -15,7 +15,7 @@ Each client picks its own scheme and parameters:
 Both multiply by the category penalty rho (eqs. 25-26): ``exp(-lambda |rank gap|)`` per
 ordinal covariate and ``gamma`` per nominal covariate whose category differs from the
 query's.  Discrete query coordinates are moved to their interval midpoint first (eq. 24;
-done by the client, see :mod:`fits.client`).
+done by the client, see :mod:`fits.federation.client`).
 """
 
 from __future__ import annotations

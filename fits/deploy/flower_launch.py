@@ -208,7 +208,7 @@ def submit_run(
     superlink : str
         ``host:port`` of the SuperLink.
     run_config : mapping
-        Keys of :data:`fits.flower.RUN_CONFIG_DEFAULTS` (``output``, ``rows``, ...).
+        Keys of :data:`fits.deploy.flower.RUN_CONFIG_DEFAULTS` (``output``, ``rows``, ...).
     insecure, root_certificates
         How to reach the SuperLink (plain HTTP, or TLS with this CA certificate).
     timeout : float
@@ -216,7 +216,7 @@ def submit_run(
     progress : callable, optional
         Called with the run's status text while waiting.
     """
-    from fits.flower import RUN_CONFIG_DEFAULTS, write_app
+    from fits.deploy.flower import RUN_CONFIG_DEFAULTS, write_app
 
     unknown = sorted(set(run_config) - set(RUN_CONFIG_DEFAULTS))
     if unknown:

@@ -15,8 +15,8 @@
 * per-column and per-pair fidelity (:func:`fits.evaluation.column_fidelity`,
   :func:`fits.evaluation.pair_fidelity`) and association matrices (Pearson
   correlation for two numeric columns, Cramér's V otherwise);
-* downstream utility under the data usage modes M1-M4 (:mod:`fits.utility`);
-* privacy checks (:mod:`fits.privacy`);
+* downstream utility under the data usage modes M1-M4 (:mod:`fits.evaluation.utility`);
+* privacy checks (:mod:`fits.evaluation.privacy`);
 
 and returns a :class:`Report`. ``Report.to_html()`` is one self-contained page (inline
 CSS, figures as embedded PNG images, no scripts, nothing fetched from the network);
@@ -42,12 +42,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from fits.core.schema import describe_table, merge_descriptions
 from fits.io import write_text
-from fits.schema import describe_table, merge_descriptions
 
 if TYPE_CHECKING:  # the evaluators are imported when used: `import fits` stays light
-    from fits.privacy import PrivacyResult
-    from fits.utility import UtilityResult
+    from fits.evaluation.privacy import PrivacyResult
+    from fits.evaluation.utility import UtilityResult
 
 __all__ = ["Report", "evaluate"]
 
@@ -295,7 +295,7 @@ def _associations(
     real: pd.DataFrame, synthetic: pd.DataFrame, kinds: Mapping[str, str], columns: list[str]
 ) -> dict[str, Any]:
     """Pearson correlation for numeric pairs, Cramér's V (binned numerics) otherwise."""
-    from fits.evaluation import _discretize, _numeric, _ordinal_values_many, _pearson
+    from fits.evaluation.encoding import discretize, numeric_values, ordinal_values_many, pearson
 
     n = len(columns)
     mat_r = np.eye(n)
@@ -306,22 +306,22 @@ def _associations(
     coded: dict[str, tuple[np.ndarray, np.ndarray, int]] = {}
     for col in columns:
         if kinds[col] == "continuous":
-            numeric_r[col] = _numeric(real[col], col, "real")
-            numeric_s[col] = _numeric(synthetic[col], col, "synthetic")
+            numeric_r[col] = numeric_values(real[col], col, "real")
+            numeric_s[col] = numeric_values(synthetic[col], col, "synthetic")
         elif kinds[col] == "ordinal":
-            numeric_r[col], numeric_s[col] = _ordinal_values_many(
+            numeric_r[col], numeric_s[col] = ordinal_values_many(
                 [real[col], synthetic[col]], col, ("real", "synthetic")
             )
     for i, j in combinations(range(n), 2):
         a, b = columns[i], columns[j]
         if a in numeric_r and b in numeric_r:
-            vr = _pearson(numeric_r[a], numeric_r[b])
-            vs = _pearson(numeric_s[a], numeric_s[b])
+            vr = pearson(numeric_r[a], numeric_r[b])
+            vs = pearson(numeric_s[a], numeric_s[b])
             what = "pearson"
         else:
             for col in (a, b):
                 if col not in coded:
-                    coded[col] = _discretize(real[col], synthetic[col], kinds[col], col, 10)
+                    coded[col] = discretize(real[col], synthetic[col], kinds[col], col, 10)
             ar, as_, na = coded[a]
             br, bs, nb = coded[b]
             vr = _cramers_v(ar, br, na, nb)
@@ -335,7 +335,7 @@ def _associations(
 
 def _marginal(real: pd.Series, synthetic: pd.Series, kind: str, col: str) -> dict[str, Any]:
     """The numbers behind one marginal overlay."""
-    from fits.evaluation import _numeric
+    from fits.evaluation.encoding import numeric_values
 
     if kind != "continuous":
         r = pd.Series(real.to_numpy(dtype=object))
@@ -365,8 +365,8 @@ def _marginal(real: pd.Series, synthetic: pd.Series, kind: str, col: str) -> dic
                 "synthetic": float(sum(share_s.get(v, 0.0) for v in rest)),
             }
         return out
-    xr = _numeric(real, col, "real")
-    xs = _numeric(synthetic, col, "synthetic")
+    xr = numeric_values(real, col, "real")
+    xs = numeric_values(synthetic, col, "synthetic")
     lo = min(np.quantile(xr, 0.005), np.quantile(xs, 0.005))
     hi = max(np.quantile(xr, 0.995), np.quantile(xs, 0.995))
     if not hi > lo:
@@ -682,7 +682,8 @@ def evaluate(
     kinds : mapping, optional
         Column -> ``"continuous"`` / ``"ordinal"`` / ``"nominal"``. Columns left out
         (or all of them, with None) are inferred with fits' schema inference on
-        ``real`` (:func:`fits.schema.describe_table`, :func:`~fits.schema.merge_descriptions`).
+        ``real`` (:func:`fits.core.schema.describe_table`,
+        :func:`~fits.core.schema.merge_descriptions`).
     target : str or list of str, optional
         The response column(s). Energy distances are reported for the covariates
         (every other column) and for the covariates plus each response; downstream
@@ -745,8 +746,8 @@ def evaluate(
         independent_resample,
         pair_fidelity,
     )
-    from fits.privacy import privacy_checks
-    from fits.utility import downstream_utility
+    from fits.evaluation.privacy import privacy_checks
+    from fits.evaluation.utility import downstream_utility
 
     started = time.perf_counter()
     timings: dict[str, float] = {}

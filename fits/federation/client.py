@@ -1,6 +1,6 @@
 """The client side: one data holder's table and everything computed from its rows.
 
-A :class:`FITSClient` answers the coordinator's messages (:mod:`fits.protocol`).  Its
+A :class:`FITSClient` answers the coordinator's messages (:mod:`fits.federation.protocol`).  Its
 rows never leave it; it uploads only
 
 * in the setup round, its row count and a description of its columns;
@@ -8,7 +8,7 @@ rows never leave it; it uploads only
 * for each batch of query points, step 1: the kernel-weighted Hessians S_k(x) (eq. 5);
 * and step 2: given q(x) from the coordinator, the CDF vectors F_k(z | x) (eqs. 8-9).
 
-The kernel weights come from the client's own scheme (:mod:`fits.kernels`) on its own
+The kernel weights come from the client's own scheme (:mod:`fits.core.kernels`) on its own
 standardization of the continualized covariates; the local-linear design stays in native
 units (Remark 3.2).  Discrete query coordinates are moved to their interval midpoints
 (eq. 24) and mismatched categories are penalized (eqs. 25-26).
@@ -27,8 +27,8 @@ import pandas as pd
 from scipy import sparse
 from scipy.spatial import cKDTree
 
-from fits.continualization import Encoder
-from fits.kernels import (
+from fits.core.continualization import Encoder
+from fits.core.kernels import (
     GaussianKernel,
     Kernel,
     KNNKernel,
@@ -36,9 +36,9 @@ from fits.kernels import (
     resolve_kernel,
     response_cdf_kernel,
 )
-from fits.protocol import Message, ProtocolError
-from fits.schema import Schema, SchemaError, describe_table
-from fits.secure import SecureAggregator
+from fits.core.schema import Schema, SchemaError, describe_table
+from fits.federation.protocol import Message, ProtocolError
+from fits.federation.secure import SecureAggregator
 
 __all__ = ["FITSClient", "MIN_CLIENT_ROWS"]
 
@@ -113,7 +113,7 @@ class FITSClient:
 
     # ------------------------------------------------------------------ dispatch
     def handle(self, message: Message) -> Message:
-        """Answer one protocol message (see :mod:`fits.protocol`)."""
+        """Answer one protocol message (see :mod:`fits.federation.protocol`)."""
         handler = {
             "setup": self._setup,
             "configure": self._configure,
@@ -149,7 +149,7 @@ class FITSClient:
         self._secure = SecureAggregator(self._resume_key)
 
     def _masked(self, message: Message, reply: Message) -> Message:
-        """The reply with its summed array encoded and masked (:mod:`fits.secure`)."""
+        """The reply with its summed array encoded and masked (:mod:`fits.federation.secure`)."""
         if self._secure is None or not self._secure.connected:
             raise ProtocolError(
                 f"{self.name}: secure aggregation was asked for, but this client was not "

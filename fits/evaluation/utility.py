@@ -50,7 +50,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
 from threadpoolctl import threadpool_limits
 
-from fits.evaluation import _n_workers
+from fits.evaluation.encoding import n_workers
 
 __all__ = [
     "MODES",
@@ -959,7 +959,7 @@ def downstream_utility(
 
     # Every fit runs single-threaded (BLAS and OpenMP), several fits at a time: on a
     # busy machine threaded BLAS / OpenMP inside small fits mostly waits.
-    workers = min(_n_workers(n_jobs), len(jobs))
+    workers = min(n_workers(n_jobs), len(jobs))
     with threadpool_limits(limits=1):
         if workers == 1:
             results = [execute(job) for job in jobs]

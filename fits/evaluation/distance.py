@@ -22,265 +22,30 @@ of thousands of rows are handled exactly in bounded memory.
 column sets at once (the paper's "covariates" and "covariates + response"
 distances, with their floors), sharing the reference's own distances and one tile
 pass over all column sets; the tiles are spread over threads.
-
-The module also offers simpler diagnostics: per-column fidelity (Kolmogorov-Smirnov
-or total variation), per-pair fidelity (correlation or contingency tables), and a
-column-wise independent resample that serves as a "no dependence" floor.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from itertools import combinations
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 from threadpoolctl import threadpool_limits
 
-__all__ = [
-    "KINDS",
-    "column_fidelity",
-    "energy_distance",
-    "energy_distances",
-    "independent_resample",
-    "mean_pairwise_distance",
-    "pair_fidelity",
-]
+from fits.evaluation.encoding import (
+    as_rng,
+    check_tables,
+    encode,
+    encode_many,
+    n_workers,
+    resolve_columns,
+)
 
-#: The column kinds understood by the metrics.
-KINDS: tuple[str, ...] = ("continuous", "ordinal", "nominal")
+__all__ = ["energy_distance", "energy_distances", "mean_pairwise_distance"]
 
 #: Rows per sub-tile of a distance tile; keeps each tile cache friendly.
 _TILE_ROWS = 512
-
-
-# --------------------------------------------------------------------------------------
-# validation helpers
-# --------------------------------------------------------------------------------------
-
-
-def _resolve_columns(
-    real: pd.DataFrame,
-    synthetic: pd.DataFrame,
-    kinds: Mapping[str, str],
-    columns: Sequence[str] | None,
-) -> list[str]:
-    """Check the requested columns and their kinds; return the column list."""
-    cols = list(kinds) if columns is None else list(columns)
-    if not cols:
-        raise ValueError("no columns to compare: `kinds` (or `columns`) is empty")
-    if len(set(cols)) != len(cols):
-        raise ValueError(f"duplicate column names in {cols!r}")
-    for col in cols:
-        if col not in kinds:
-            raise ValueError(f"column {col!r} has no kind in `kinds`")
-        if kinds[col] not in KINDS:
-            raise ValueError(
-                f"unknown kind {kinds[col]!r} for column {col!r}; expected one of {KINDS}"
-            )
-        for name, frame in (("real", real), ("synthetic", synthetic)):
-            if col not in frame.columns:
-                raise ValueError(f"column {col!r} is missing from the {name} table")
-    for name, frame in (("real", real), ("synthetic", synthetic)):
-        if len(frame) == 0:
-            raise ValueError(f"the {name} table has no rows")
-    for col in cols:
-        for name, frame in (("real", real), ("synthetic", synthetic)):
-            if frame[col].isna().any():
-                raise ValueError(
-                    f"column {col!r} has missing values in the {name} table; "
-                    "drop or impute them before computing fidelity metrics"
-                )
-    return cols
-
-
-def _check_tables(
-    frames: Sequence[pd.DataFrame],
-    names: Sequence[str],
-    kinds: Mapping[str, str],
-    columns: Sequence[str],
-) -> list[str]:
-    """:func:`_resolve_columns` for any number of named tables."""
-    cols = _resolve_columns(frames[0], frames[0], kinds, columns)
-    for frame, name in zip(frames, names, strict=True):
-        for col in cols:
-            if col not in frame.columns:
-                raise ValueError(f"column {col!r} is missing from the {name} table")
-        if len(frame) == 0:
-            raise ValueError(f"the {name} table has no rows")
-        for col in cols:
-            if frame[col].isna().any():
-                raise ValueError(
-                    f"column {col!r} has missing values in the {name} table; "
-                    "drop or impute them before computing fidelity metrics"
-                )
-    return cols
-
-
-def _as_rng(random_state: int | np.random.Generator | None) -> np.random.Generator:
-    """Return a numpy Generator from a seed, a Generator or None."""
-    if isinstance(random_state, np.random.Generator):
-        return random_state
-    return np.random.default_rng(random_state)
-
-
-def _numeric(series: pd.Series, col: str, table: str) -> np.ndarray:
-    """Return a column as finite float64 values, or raise a clear error."""
-    if not (
-        pd.api.types.is_numeric_dtype(series.dtype) or pd.api.types.is_bool_dtype(series.dtype)
-    ):
-        raise ValueError(
-            f"column {col!r} in the {table} table is not numeric (dtype {series.dtype})"
-        )
-    values = series.to_numpy(dtype=np.float64)
-    if not np.all(np.isfinite(values)):
-        raise ValueError(f"column {col!r} has non-finite values in the {table} table")
-    return values
-
-
-def _category_codes(real: pd.Series, synthetic: pd.Series) -> tuple[np.ndarray, np.ndarray, int]:
-    """Code two columns over the union of the categories seen in either of them.
-
-    Returns
-    -------
-    codes_real, codes_synthetic : numpy.ndarray
-        Integer codes in ``[0, n_categories)``.
-    n_categories : int
-        Size of the union.
-    """
-    (codes_r, codes_s), n_cat = _category_codes_many([real, synthetic])
-    return codes_r, codes_s, n_cat
-
-
-def _category_codes_many(series: Sequence[pd.Series]) -> tuple[list[np.ndarray], int]:
-    """Code several columns over the union of the categories seen in any of them.
-
-    The union keeps the order of first appearance (first series first).
-
-    Returns
-    -------
-    codes : list of numpy.ndarray
-        Integer codes in ``[0, n_categories)``, one array per series.
-    n_categories : int
-        Size of the union.
-    """
-    values = [s.to_numpy(dtype=object) for s in series]
-    union = pd.Index(pd.unique(np.concatenate(values)))
-    return [union.get_indexer(v) for v in values], len(union)
-
-
-def _ordinal_values(real: pd.Series, synthetic: pd.Series, col: str) -> tuple[np.ndarray, ...]:
-    """Numeric values of an ordinal column in both tables.
-
-    Numeric columns (and categoricals with numeric categories) keep their values;
-    other categoricals are replaced by their category codes in the reference's
-    category order (the synthetic table's order if only it is categorical).
-    """
-    return tuple(_ordinal_values_many([real, synthetic], col, ("real", "synthetic")))
-
-
-def _ordinal_values_many(
-    series: Sequence[pd.Series], col: str, names: Sequence[str]
-) -> list[np.ndarray]:
-    """Numeric values of an ordinal column in several tables (see :func:`_ordinal_values`).
-
-    The category order of an ordered categorical is taken from the first series
-    that is categorical (the reference comes first).
-    """
-    categorical = [s for s in series if isinstance(s.dtype, pd.CategoricalDtype)]
-    if not categorical:
-        return [_numeric(s, col, name) for s, name in zip(series, names, strict=True)]
-    categories = categorical[0].dtype.categories
-    if pd.api.types.is_numeric_dtype(categories.dtype):
-        return [
-            _numeric(s.astype(categories.dtype), col, name)
-            for s, name in zip(series, names, strict=True)
-        ]
-    out = []
-    for s, name in zip(series, names, strict=True):
-        codes = pd.Categorical(s.to_numpy(dtype=object), categories=categories).codes
-        if np.any(codes < 0):
-            bad = s[codes < 0].iloc[0]
-            raise ValueError(
-                f"ordinal column {col!r} in the {name} table has value {bad!r}, "
-                "which is not one of the ordered categories"
-            )
-        out.append(codes.astype(np.float64))
-    return out
-
-
-def _encode(
-    real: pd.DataFrame,
-    synthetic: pd.DataFrame,
-    kinds: Mapping[str, str],
-    columns: Sequence[str],
-) -> tuple[np.ndarray, np.ndarray]:
-    """Encode both tables as float64 matrices for the energy distance.
-
-    Continuous and ordinal columns are standardized with the reference (``real``)
-    mean and sd (``ddof=0``; an sd of 0 is replaced by 1). Nominal columns are
-    one-hot encoded over the union of categories, each block divided by sqrt(2).
-    """
-    x, y = _encode_many([real, synthetic], kinds, columns, ("real", "synthetic"))[0]
-    return x, y
-
-
-def _encode_many(
-    frames: Sequence[pd.DataFrame],
-    kinds: Mapping[str, str],
-    columns: Sequence[str],
-    names: Sequence[str],
-) -> tuple[list[np.ndarray], list[slice]]:
-    """Encode several tables on the scale of the first one (the reference).
-
-    The encoding of :func:`energy_distance`: continuous and ordinal columns are
-    standardized with the reference's mean and sd (``ddof=0``; an sd of 0 becomes
-    1), nominal columns are one-hot over the union of the categories seen in any
-    table, each block divided by sqrt(2).
-
-    Returns
-    -------
-    encoded : list of numpy.ndarray
-        One ``(n_rows, n_features)`` float64 matrix per table.
-    spans : list of slice
-        The feature columns of each input column, in the order of ``columns``.
-    """
-    blocks: list[list[np.ndarray]] = [[] for _ in frames]
-    spans: list[slice] = []
-    width = 0
-    for col in columns:
-        kind = kinds[col]
-        if kind == "nominal":
-            codes, n_cat = _category_codes_many([f[col] for f in frames])
-            scale = 1.0 / np.sqrt(2.0)
-            for code, out in zip(codes, blocks, strict=True):
-                onehot = np.zeros((code.size, n_cat), dtype=np.float64)
-                onehot[np.arange(code.size), code] = scale
-                out.append(onehot)
-            spans.append(slice(width, width + n_cat))
-            width += n_cat
-            continue
-        if kind == "continuous":
-            values = [_numeric(f[col], col, name) for f, name in zip(frames, names, strict=True)]
-        else:
-            values = _ordinal_values_many([f[col] for f in frames], col, names)
-        mean = values[0].mean()
-        sd = values[0].std()
-        if not sd > 0:
-            sd = 1.0
-        for v, out in zip(values, blocks, strict=True):
-            out.append(((v - mean) / sd)[:, None])
-        spans.append(slice(width, width + 1))
-        width += 1
-    return [np.hstack(b) for b in blocks], spans
-
-
-# --------------------------------------------------------------------------------------
-# exact chunked pairwise distances
-# --------------------------------------------------------------------------------------
 
 
 def _as_points(a: np.ndarray, name: str) -> np.ndarray:
@@ -497,22 +262,18 @@ def energy_distance(
     with ``v = p_real - p_synthetic`` (the signed empirical weights of the
     distinct rows), which equals the radicand above.
     """
-    cols = _resolve_columns(real, synthetic, kinds, columns)
-    x, y = _encode(real, synthetic, kinds, cols)
+    cols = resolve_columns(real, synthetic, kinds, columns)
+    x, y = encode(real, synthetic, kinds, cols)
     if max_rows is not None:
         if max_rows < 1:
             raise ValueError(f"max_rows must be a positive integer, got {max_rows}")
-        rng = _as_rng(random_state)
+        rng = as_rng(random_state)
         if x.shape[0] > max_rows:
             x = x[np.sort(rng.choice(x.shape[0], size=max_rows, replace=False))]
         if y.shape[0] > max_rows:
             y = y[np.sort(rng.choice(y.shape[0], size=max_rows, replace=False))]
     return _energy_distance_points(x, y, chunk_size, n_jobs)
 
-
-# --------------------------------------------------------------------------------------
-# several tables and column sets at once
-# --------------------------------------------------------------------------------------
 
 #: Most "twin" pairs (distinct rows equal on a column set) handled inside one shared
 #: pass; beyond this, each column set gets a pass of its own (same result, slower).
@@ -584,18 +345,6 @@ def _zero_twins(
     inside = (j >= cols[0]) & (j < cols[1])
     if inside.any():
         tile[first[lo:hi][inside] - rows[0], j[inside] - cols[0]] = 0.0
-
-
-def _n_workers(n_jobs: int | None) -> int:
-    """Number of worker threads: ``n_jobs``, or the CPUs this process may use."""
-    if n_jobs is None:
-        try:
-            return max(1, len(os.sched_getaffinity(0)))
-        except AttributeError:  # not on Linux
-            return max(1, os.cpu_count() or 1)
-    if n_jobs < 1:
-        raise ValueError(f"n_jobs must be a positive integer or None, got {n_jobs}")
-    return int(n_jobs)
 
 
 def _distance_diagonals(
@@ -683,7 +432,7 @@ def _distance_diagonals(
                     part = np.einsum("kj,jk->k", w_row_t @ tile, w_col)
                     total[s] += part if diagonal else 2.0 * part
 
-    workers = min(_n_workers(n_jobs), len(starts))
+    workers = min(n_workers(n_jobs), len(starts))
     if workers == 1:
         for index in range(len(starts)):
             band(index)
@@ -802,14 +551,14 @@ def energy_distances(
         raise ValueError("`tables` is empty: give at least one table to compare")
     names = ["reference", *map(str, tables)]
     frames = [reference, *tables.values()]
-    all_cols = _check_tables(frames, names, kinds, columns + responses)
-    encoded, spans = _encode_many(frames, kinds, all_cols, names)
+    all_cols = check_tables(frames, names, kinds, columns + responses)
+    encoded, spans = encode_many(frames, kinds, all_cols, names)
     base_width = sum(s.stop - s.start for s in spans[: len(columns)])
     sets = [slice(0, base_width)] + spans[len(columns) :]
     if max_rows is not None:
         if max_rows < 1:
             raise ValueError(f"max_rows must be a positive integer, got {max_rows}")
-        rng = _as_rng(random_state)
+        rng = as_rng(random_state)
         encoded = [
             e[np.sort(rng.choice(e.shape[0], size=max_rows, replace=False))]
             if e.shape[0] > max_rows
@@ -820,198 +569,3 @@ def energy_distances(
     values = np.sqrt(np.clip(radicands, 0.0, None))
     labels = ["covariates"] + [f"covariates + {r}" for r in responses]
     return pd.DataFrame(values.T, index=pd.Index(names[1:], name="table"), columns=labels)
-
-
-# --------------------------------------------------------------------------------------
-# floors and simple diagnostics
-# --------------------------------------------------------------------------------------
-
-
-def independent_resample(
-    frame: pd.DataFrame,
-    n: int | None = None,
-    random_state: int | np.random.Generator | None = None,
-) -> pd.DataFrame:
-    """Resample every column independently, with replacement, from its own values.
-
-    The result keeps each column's marginal distribution (and dtype) but breaks
-    all dependence between columns: the "column-wise independent resample"
-    floor that a synthesizer should beat on joint fidelity.
-
-    Parameters
-    ----------
-    frame : pandas.DataFrame
-        Table to resample.
-    n : int, optional
-        Number of rows (default ``len(frame)``).
-    random_state : int or numpy.random.Generator, optional
-        Seed or generator.
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``n`` rows, the same columns and dtypes, a fresh ``RangeIndex``.
-    """
-    n_rows = len(frame) if n is None else int(n)
-    if n_rows < 0:
-        raise ValueError(f"n must be non-negative, got {n}")
-    if n_rows > 0 and len(frame) == 0:
-        raise ValueError("cannot resample rows from an empty table")
-    rng = _as_rng(random_state)
-    out = {}
-    for col in frame.columns:
-        idx = rng.integers(0, len(frame), size=n_rows) if n_rows else np.zeros(0, dtype=int)
-        out[col] = frame[col].iloc[idx].reset_index(drop=True)
-    return pd.DataFrame(out, columns=frame.columns)
-
-
-def _total_variation(p_counts: np.ndarray, q_counts: np.ndarray) -> float:
-    """Total variation distance between two count vectors (normalized here)."""
-    p = p_counts / p_counts.sum()
-    q = q_counts / q_counts.sum()
-    return 0.5 * float(np.abs(p - q).sum())
-
-
-def column_fidelity(
-    real: pd.DataFrame,
-    synthetic: pd.DataFrame,
-    kinds: Mapping[str, str],
-    columns: Sequence[str] | None = None,
-) -> pd.DataFrame:
-    """Per-column fidelity scores in ``[0, 1]`` (1 = identical marginals).
-
-    Continuous columns score ``1 - KS`` with the two-sample Kolmogorov-Smirnov
-    statistic (:func:`scipy.stats.ks_2samp`); ordinal and nominal columns score
-    ``1 - TV``, the total variation distance between the category frequencies
-    (over the union of categories).
-
-    Parameters
-    ----------
-    real, synthetic : pandas.DataFrame
-        Reference and synthetic tables.
-    kinds : Mapping[str, str]
-        Column name -> ``"continuous"``, ``"ordinal"`` or ``"nominal"``.
-    columns : Sequence[str], optional
-        Columns to score (default: the keys of ``kinds``).
-
-    Returns
-    -------
-    pandas.DataFrame
-        Columns ``column``, ``kind``, ``metric`` (``"KS"`` or ``"TV"``), ``score``.
-    """
-    cols = _resolve_columns(real, synthetic, kinds, columns)
-    records = []
-    for col in cols:
-        kind = kinds[col]
-        if kind == "continuous":
-            xr = _numeric(real[col], col, "real")
-            xs = _numeric(synthetic[col], col, "synthetic")
-            score = 1.0 - float(stats.ks_2samp(xr, xs).statistic)
-            metric = "KS"
-        else:
-            codes_r, codes_s, n_cat = _category_codes(real[col], synthetic[col])
-            tv = _total_variation(
-                np.bincount(codes_r, minlength=n_cat), np.bincount(codes_s, minlength=n_cat)
-            )
-            score = 1.0 - tv
-            metric = "TV"
-        records.append({"column": col, "kind": kind, "metric": metric, "score": score})
-    return pd.DataFrame.from_records(records, columns=["column", "kind", "metric", "score"])
-
-
-def _pearson(a: np.ndarray, b: np.ndarray) -> float:
-    """Pearson correlation; 0 when either column is constant."""
-    a = a - a.mean()
-    b = b - b.mean()
-    denom = np.sqrt((a @ a) * (b @ b))
-    if not denom > 0:
-        return 0.0
-    return float(np.clip((a @ b) / denom, -1.0, 1.0))
-
-
-def _discretize(
-    real: pd.Series, synthetic: pd.Series, kind: str, col: str, bins: int
-) -> tuple[np.ndarray, np.ndarray, int]:
-    """Codes of a column in both tables for contingency tables.
-
-    Continuous columns are cut at the real data's quantiles into at most ``bins``
-    bins (tied edges merged); the same edges are applied to the synthetic values,
-    with values outside the real range falling into the outer bins. Discrete
-    columns are coded over the union of their categories.
-    """
-    if kind != "continuous":
-        return _category_codes(real, synthetic)
-    xr = _numeric(real, col, "real")
-    xs = _numeric(synthetic, col, "synthetic")
-    edges = np.quantile(xr, np.linspace(0.0, 1.0, bins + 1))
-    inner = np.unique(edges[1:-1])
-    return (
-        np.searchsorted(inner, xr, side="right"),
-        np.searchsorted(inner, xs, side="right"),
-        inner.size + 1,
-    )
-
-
-def pair_fidelity(
-    real: pd.DataFrame,
-    synthetic: pd.DataFrame,
-    kinds: Mapping[str, str],
-    bins: int = 10,
-    columns: Sequence[str] | None = None,
-) -> pd.DataFrame:
-    """Per-pair fidelity scores in ``[0, 1]`` (1 = identical pairwise structure).
-
-    * Two continuous columns: ``1 - |corr_real - corr_synthetic| / 2`` with
-      Pearson correlations (a constant column has correlation 0).
-    * Otherwise (discrete or mixed pairs): continuous columns are cut into
-      ``bins`` quantile bins of the real data (the same edges are applied to the
-      synthetic data) and the score is ``1 - TV`` between the two normalized
-      contingency tables.
-
-    Parameters
-    ----------
-    real, synthetic : pandas.DataFrame
-        Reference and synthetic tables.
-    kinds : Mapping[str, str]
-        Column name -> ``"continuous"``, ``"ordinal"`` or ``"nominal"``.
-    bins : int, default 10
-        Number of quantile bins for continuous columns in mixed pairs.
-    columns : Sequence[str], optional
-        Columns to pair (default: the keys of ``kinds``).
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row per unordered column pair: ``col_a``, ``col_b``, ``metric``
-        (``"correlation"`` or ``"contingency"``), ``score``.
-    """
-    if bins < 1:
-        raise ValueError(f"bins must be a positive integer, got {bins}")
-    cols = _resolve_columns(real, synthetic, kinds, columns)
-    coded: dict[str, tuple[np.ndarray, np.ndarray, int]] = {}
-    records = []
-    for col_a, col_b in combinations(cols, 2):
-        if kinds[col_a] == "continuous" and kinds[col_b] == "continuous":
-            corr_r = _pearson(
-                _numeric(real[col_a], col_a, "real"), _numeric(real[col_b], col_b, "real")
-            )
-            corr_s = _pearson(
-                _numeric(synthetic[col_a], col_a, "synthetic"),
-                _numeric(synthetic[col_b], col_b, "synthetic"),
-            )
-            score = 1.0 - abs(corr_r - corr_s) / 2.0
-            metric = "correlation"
-        else:
-            for col in (col_a, col_b):
-                if col not in coded:
-                    coded[col] = _discretize(real[col], synthetic[col], kinds[col], col, bins)
-            ar, as_, na = coded[col_a]
-            br, bs, nb = coded[col_b]
-            tv = _total_variation(
-                np.bincount(ar * nb + br, minlength=na * nb),
-                np.bincount(as_ * nb + bs, minlength=na * nb),
-            )
-            score = 1.0 - tv
-            metric = "contingency"
-        records.append({"col_a": col_a, "col_b": col_b, "metric": metric, "score": score})
-    return pd.DataFrame.from_records(records, columns=["col_a", "col_b", "metric", "score"])

@@ -1,10 +1,10 @@
 """FITS on Flower: the coordinator as a ServerApp, each site as a ClientApp.
 
 Install with ``pip install "fits[flower]"``.  This module adds no second implementation
-of the method: the ServerApp drives the same :class:`~fits.coordinator.Coordinator`
-(through :class:`FlowerTransport`, a :class:`~fits.transport.Transport`) and the ClientApp
-answers with the same :class:`~fits.client.FITSClient`.  A fits
-:class:`~fits.protocol.Message` travels as a Flower ``RecordDict`` with one
+of the method: the ServerApp drives the same :class:`~fits.federation.coordinator.Coordinator`
+(through :class:`FlowerTransport`, a :class:`~fits.federation.transport.Transport`) and
+the ClientApp answers with the same :class:`~fits.federation.client.FITSClient`.  A fits
+:class:`~fits.federation.protocol.Message` travels as a Flower ``RecordDict`` with one
 ``ArrayRecord`` (``"arrays"``) and one ``ConfigRecord`` (``"config"``); its kind is the
 Flower message type ``query.fits_<kind>``.
 
@@ -17,7 +17,7 @@ Site side (node config of each SuperNode, see ``docs/federation.md``)::
     knn-budget = 0                   # knn: r0 of eq. 12 (0: the paper's default)
 
 Flower starts a new ClientApp process for every message.  The site rebuilds its
-:class:`~fits.client.FITSClient` from its file each time and replays the coordinator's
+:class:`~fits.federation.client.FITSClient` from its file each time and replays the coordinator's
 ``configure`` message, which it keeps in the run's ``context.state`` (on the site's own
 SuperNode; it holds the schema, grids and the site's lifting seed, never a row), so
 that every message sees the same continualized data.
@@ -37,7 +37,7 @@ Coordinator side (run config, ``fits federate run`` fills it in)::
     secure     = false             # secure aggregation: the coordinator sees only sums
 
 With ``secure = true`` each site keeps the private key of its secure-aggregation key
-pair (:mod:`fits.secure`) in its ``context.state`` next to ``configure``; only the
+pair (:mod:`fits.federation.secure`) in its ``context.state`` next to ``configure``; only the
 public key is sent.
 """
 
@@ -55,12 +55,12 @@ from flwr.app import Message as FlowerMessage
 from flwr.clientapp import ClientApp
 from flwr.serverapp import Grid, ServerApp
 
-from fits.protocol import KINDS, Message, ProtocolError
-from fits.transport import ClientError, Transport
+from fits.federation.protocol import KINDS, Message, ProtocolError
+from fits.federation.transport import ClientError, Transport
 
 if TYPE_CHECKING:
-    from fits.client import FITSClient
-    from fits.kernels import Kernel
+    from fits.core.kernels import Kernel
+    from fits.federation.client import FITSClient
 
 __all__ = [
     "FlowerTransport",
@@ -317,8 +317,8 @@ def _describe_reply(site: str, reply: Message) -> dict[str, Any]:
 
 
 def _synthesize(transport: FlowerTransport, cfg: Mapping[str, Any]) -> Path:
+    from fits.core.schema import Schema
     from fits.io import write_table
-    from fits.schema import Schema
     from fits.synthesizer import FITSSynthesizer
 
     schema = Schema.from_json(Path(cfg["schema"]).read_text()) if cfg["schema"] else None
@@ -358,7 +358,7 @@ def _server_main(grid: Grid, context: Context) -> None:
 # ---------------------------------------------------------------------- site side
 def site_kernel(node_config: Mapping[str, Any]) -> Kernel:
     """The site's kernel scheme from its node config (``kernel``, ``bandwidth``, ...)."""
-    from fits.kernels import GaussianKernel, KNNKernel
+    from fits.core.kernels import GaussianKernel, KNNKernel
 
     kind = str(node_config.get("kernel", "knn")).lower()
     if kind in ("knn", "fits-k"):
@@ -371,8 +371,8 @@ def site_kernel(node_config: Mapping[str, Any]) -> Kernel:
 
 
 def build_site(node_config: Mapping[str, Any]) -> FITSClient:
-    """The site's :class:`~fits.client.FITSClient`, from its node config."""
-    from fits.client import FITSClient
+    """The site's :class:`~fits.federation.client.FITSClient`, from its node config."""
+    from fits.federation.client import FITSClient
     from fits.io import read_table
 
     if "data-path" not in node_config:
@@ -448,8 +448,8 @@ def _toml_value(v: Any) -> str:
 def write_app(directory: str | Path) -> Path:
     """Write the Flower app project (a ``pyproject.toml``) that ``flwr run`` takes.
 
-    The app's code is this installed module (``fits.flower:server_app`` and
-    ``fits.flower:client_app``); the directory holds only its Flower metadata and run
+    The app's code is this installed module (``fits.deploy.flower:server_app`` and
+    ``fits.deploy.flower:client_app``); the directory holds only its Flower metadata and run
     config defaults, so it is the same at every site.
 
     Returns
@@ -477,8 +477,8 @@ dependencies = []
 publisher = "fits"
 
 [tool.flwr.app.components]
-serverapp = "fits.flower:server_app"
-clientapp = "fits.flower:client_app"
+serverapp = "fits.deploy.flower:server_app"
+clientapp = "fits.deploy.flower:client_app"
 
 [tool.flwr.app.config]
 {config}

@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 from sklearn.neighbors import NearestNeighbors
 
-from fits.evaluation import _as_rng, _check_tables, _encode_many
+from fits.evaluation.encoding import as_rng, check_tables, encode_many
 
 __all__ = ["QUANTILES", "PrivacyResult", "distance_to_closest_record", "privacy_checks"]
 
@@ -263,10 +263,10 @@ def privacy_checks(
     cols = list(kinds) if columns is None else list(columns)
     names = ["training", "synthetic"] + (["held-out"] if holdout is not None else [])
     frames = [train, synthetic] + ([holdout] if holdout is not None else [])
-    cols = _check_tables(frames, names, kinds, cols)
-    encoded, _ = _encode_many(frames, kinds, cols, names)
+    cols = check_tables(frames, names, kinds, cols)
+    encoded, _ = encode_many(frames, kinds, cols, names)
     x_train, x_syn = encoded[0], encoded[1]
-    rng = _as_rng(random_state)
+    rng = as_rng(random_state)
     notes: list[str] = []
 
     def subsample(x: np.ndarray, what: str) -> np.ndarray:

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from fits.schema import ColumnSpec, SchemaError, datetime_seconds
+from fits.core.schema import ColumnSpec, SchemaError, datetime_seconds
 
 __all__ = ["Encoder", "interval_boundaries"]
 

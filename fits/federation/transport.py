@@ -1,10 +1,11 @@
 """How the coordinator reaches the clients.
 
-The coordinator only ever calls :meth:`Transport.send` with a :class:`~fits.protocol.Message`
-and gets a message back; it never holds a client object or a row.  An in-process
-federation (:class:`InProcessTransport`) and a networked one are interchangeable.  Every
-transport counts the bytes each client uploads and checks each reply against the
-protocol (:func:`fits.protocol.check_reply`).
+The coordinator only ever calls :meth:`Transport.send` (or :meth:`Transport.exchange`)
+with a :class:`~fits.federation.protocol.Message` and gets a message back; it never
+holds a client object or a row.  An in-process federation
+(:class:`InProcessTransport`) and a networked one are
+interchangeable.  Every transport counts the bytes each client uploads and checks each
+reply against the protocol (:func:`fits.federation.protocol.check_reply`).
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-from fits.protocol import Message, check_reply
+from fits.federation.protocol import Message, check_reply
 
-__all__ = ["Transport", "InProcessTransport", "ClientError"]
+__all__ = ["ClientError", "InProcessTransport", "Transport"]
 
 
 class ClientError(RuntimeError):
@@ -101,7 +102,7 @@ class InProcessTransport(Transport):
     Parameters
     ----------
     clients : sequence of objects with ``name`` and ``handle(Message) -> Message``
-        Usually :class:`fits.client.FITSClient` instances.
+        Usually :class:`fits.federation.client.FITSClient` instances.
     validate : bool
         Check every reply against the protocol (default True).
     n_jobs : int, optional

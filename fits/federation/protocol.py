@@ -26,10 +26,10 @@ cdf          config ``column``, ``request``, ``scheme``,  ``F`` (B, L): local CD
 :func:`check_reply` enforces the right-hand column: a reply with any other array, or an
 array of any other shape, is refused.  No reply can carry a client's rows.
 
-With secure aggregation (:mod:`fits.secure`) the requests carry config ``secure``; the
+With secure aggregation (:mod:`fits.federation.secure`) the requests carry config ``secure``; the
 setup reply adds ``public_key`` (256,) uint8, the configure request adds
 ``secure_keys`` (K, 256) uint8 (and config ``secure_neighbours``), and ``F`` / ``S``
-are sent masked: uint64 with a first axis of :data:`fits.secure.LIMBS` fixed-point
+are sent masked: uint64 with a first axis of :data:`fits.federation.secure.LIMBS` fixed-point
 limbs.  A hessian / cdf request may then carry ``weight_exponent`` (B,) integers: the
 client multiplies its weights for query b by 2^weight_exponent[b] (the estimate does
 not change; it keeps tiny weights above the fixed point's resolution).
@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from fits.secure import KEY_BYTES, LIMBS
+from fits.federation.secure import KEY_BYTES, LIMBS
 
 __all__ = ["Message", "ProtocolError", "check_reply", "KINDS", "packed_size"]
 
