@@ -33,19 +33,40 @@ are sent masked: uint64 with a first axis of :data:`fits.federation.secure.LIMBS
 limbs.  A hessian / cdf request may then carry ``weight_exponent`` (B,) integers: the
 client multiplies its weights for query b by 2^weight_exponent[b] (the estimate does
 not change; it keeps tiny weights above the fixed point's resolution).
+
+Federated analysis (:mod:`fits.analysis`) sites answer ``setup`` as above and these
+kinds (:data:`ANALYSIS_REPLIES` gives each reply's arrays and shapes as a function of
+the request, so the checks stay exact: no reply can carry more than a few numbers per
+parameter):
+
+============  ========================================  ==================================
+kind          request (coordinator -> site)             reply (site -> coordinator)
+============  ========================================  ==================================
+moments       config ``design`` (JSON), ``n_numeric``   ``n`` (1,), ``sum`` (q,),
+              (q)                                       ``sumsq`` (q,)
+============  ========================================  ==================================
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from fits.federation.secure import KEY_BYTES, LIMBS
 
-__all__ = ["Message", "ProtocolError", "check_reply", "KINDS", "packed_size"]
+__all__ = [
+    "ANALYSIS_REPLIES",
+    "Message",
+    "ProtocolError",
+    "check_reply",
+    "KINDS",
+    "packed_size",
+]
 
 KINDS = ("setup", "configure", "marginal", "hessian", "cdf")
+
 
 ConfigValue = str | int | float | bool
 
@@ -82,6 +103,17 @@ class Message:
 def packed_size(p: int) -> int:
     """Number of entries in the upper triangle of a p x p symmetric matrix."""
     return p * (p + 1) // 2
+
+
+def _moments_shapes(request: Message) -> dict[str, tuple[int, ...]]:
+    q = int(request.config["n_numeric"])
+    return {"n": (1,), "sum": (q,), "sumsq": (q,)}
+
+
+#: Analysis message kinds: request -> the reply's exact array names and shapes.
+ANALYSIS_REPLIES: dict[str, Callable[[Message], dict[str, tuple[int, ...]]]] = {
+    "moments": _moments_shapes,
+}
 
 
 def _expect(
@@ -130,6 +162,9 @@ def check_reply(request: Message, reply: Message) -> None:
         return
     if kind == "configure":
         _expect(reply, {"n_rows": (1,)}, set())
+        return
+    if kind in ANALYSIS_REPLIES:
+        _expect(reply, ANALYSIS_REPLIES[kind](request), set())
         return
     if kind == "marginal":
         name, shape = "F", (int(request.config["grid_size"]),)

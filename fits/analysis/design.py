@@ -1,0 +1,491 @@
+"""Site-side design matrices for federated model fitting, from the shared schema.
+
+Every federated analysis (the differentially private GLMs of :mod:`fits.analysis.glm`,
+FedLSA) fits a model on a design matrix built *at each site* from its own rows.  The
+coordinator never sees a row: it learns the shared :class:`~fits.core.schema.Schema`
+from the setup round (:func:`schema_round`: row counts and column descriptions, as in
+synthesis) and the federation-wide means and standard deviations of the numeric
+features from one round of sums (:func:`standardization_round`: each site uploads its
+row count, the sums and the sums of squares of its numeric features).
+
+Feature coding (the choices are stated in ``docs/analysis.md``):
+
+* an intercept column of ones first (``intercept=True``);
+* numeric features -- continuous columns (datetimes as seconds since 1970-01-01 UTC)
+  and ordinal columns (their numeric value when every category is a number, else the
+  category's position 0, 1, ... in the schema's order) -- standardized with the
+  federation-wide mean and the population standard deviation (``ddof=0``, as
+  scikit-learn's ``StandardScaler``), ``(x - mean) / sd``;
+* nominal features one-hot coded with the schema's first category as the reference
+  level (dropped, so the design has full rank together with the intercept); a missing
+  value of a nominal column is a level of its own (the schema lists ``None`` among
+  the categories), like every other level.
+
+A missing numeric value, a category the schema does not list, or a feature constant
+across the federation is an error naming the site and the column: nothing is dropped
+or invented.
+
+Sites answer two message kinds here (see :mod:`fits.federation.protocol`): ``setup``
+(exactly as a synthesis site does) and ``moments``.  :class:`DesignSite` is the base
+class of the analysis sites; a subclass adds its own message kinds through
+:meth:`DesignSite.handlers`.
+"""
+
+from __future__ import annotations
+
+import json
+import numbers
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from fits.core.schema import (
+    ColumnSpec,
+    Schema,
+    SchemaError,
+    datetime_seconds,
+    describe_table,
+    merge_descriptions,
+)
+from fits.federation.protocol import Message, ProtocolError
+from fits.federation.transport import Transport
+
+__all__ = [
+    "DesignError",
+    "DesignSpec",
+    "DesignBuilder",
+    "DesignSite",
+    "Standardization",
+    "pool_moments",
+    "schema_round",
+    "standardization_round",
+]
+
+#: Name of the intercept column in :attr:`DesignSpec.feature_names`.
+INTERCEPT = "(intercept)"
+
+
+class DesignError(ValueError):
+    """A site's rows do not fit the design (missing numeric value, unknown category...)."""
+
+
+def _native(v: Any) -> Any:
+    """A JSON-ready scalar (numpy scalars to Python ones)."""
+    if isinstance(v, np.generic):
+        return v.item()
+    return v
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, numbers.Number) and not isinstance(v, bool | np.bool_)
+
+
+@dataclass(frozen=True)
+class DesignSpec:
+    """Which columns enter the design and how (a small, JSON-ready description).
+
+    Parameters
+    ----------
+    target : str or None
+        The response column (``None`` for a design without response).
+    numeric : tuple of str
+        Continuous and ordinal features, standardized.
+    ordinal_levels : dict of str to list
+        For ordinal features whose categories are not all numbers: the categories in
+        order (a value is coded by its position).
+    datetimes : tuple of str
+        Continuous features holding datetimes (coded as seconds since the epoch).
+    nominal : dict of str to list
+        Nominal features and their levels (the schema's categories, ``None`` for
+        missing); the first level is the reference and gets no column.
+    intercept : bool
+        Whether the design starts with a column of ones.
+    """
+
+    target: str | None
+    numeric: tuple[str, ...] = ()
+    ordinal_levels: Mapping[str, list[Any]] = field(default_factory=dict)
+    datetimes: tuple[str, ...] = ()
+    nominal: Mapping[str, list[Any]] = field(default_factory=dict)
+    intercept: bool = True
+
+    @classmethod
+    def from_schema(
+        cls,
+        schema: Schema,
+        target: str | None,
+        features: Sequence[str] | None = None,
+        *,
+        intercept: bool = True,
+    ) -> DesignSpec:
+        """The design of ``features`` (default: every column but the target).
+
+        Raises
+        ------
+        SchemaError
+            The target or a feature is not a column of the schema, or the target is
+            among the features.
+        """
+        names = schema.names
+        if target is not None and target not in names:
+            raise SchemaError(f"target column {target!r} is not in the tables; columns: {names}")
+        if features is None:
+            features = [n for n in names if n != target]
+        features = list(features)
+        unknown = [f for f in features if f not in names]
+        if unknown:
+            raise SchemaError(f"feature(s) {unknown} not in the tables; columns: {names}")
+        if target is not None and target in features:
+            raise SchemaError(f"the target {target!r} cannot also be a feature")
+        if len(set(features)) != len(features):
+            raise SchemaError(f"features are listed twice: {features}")
+        numeric, nominal, ordinal_levels, datetimes = [], {}, {}, []
+        for name in features:
+            spec: ColumnSpec = schema[name]
+            if spec.kind == "nominal":
+                nominal[name] = [_native(c) for c in spec.categories or []]
+            else:
+                numeric.append(name)
+                if spec.kind == "ordinal":
+                    cats = [c for c in spec.categories or [] if c is not None]
+                    if not all(_is_number(c) for c in cats):
+                        ordinal_levels[name] = [_native(c) for c in cats]
+                elif spec.tz is not None or spec.dtype == "datetime":
+                    datetimes.append(name)
+        return cls(
+            target=target,
+            numeric=tuple(numeric),
+            ordinal_levels=ordinal_levels,
+            datetimes=tuple(datetimes),
+            nominal=nominal,
+            intercept=intercept,
+        )
+
+    @property
+    def n_numeric(self) -> int:
+        """Number of standardized columns."""
+        return len(self.numeric)
+
+    @property
+    def feature_names(self) -> list[str]:
+        """Names of the design's columns, in order: intercept, numeric, one-hot
+        (``"column=level"``, reference levels left out)."""
+        out = [INTERCEPT] if self.intercept else []
+        out += list(self.numeric)
+        for name, levels in self.nominal.items():
+            out += [f"{name}={'<missing>' if v is None else v}" for v in levels[1:]]
+        return out
+
+    @property
+    def n_columns(self) -> int:
+        """Number of design columns."""
+        return len(self.feature_names)
+
+    def to_json(self) -> str:
+        """The spec as JSON (what travels in the ``moments`` request)."""
+        return json.dumps(
+            {
+                "target": self.target,
+                "numeric": list(self.numeric),
+                "ordinal_levels": dict(self.ordinal_levels),
+                "datetimes": list(self.datetimes),
+                "nominal": dict(self.nominal),
+                "intercept": self.intercept,
+            },
+            default=_native,
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> DesignSpec:
+        """Inverse of :meth:`to_json`."""
+        d = json.loads(text)
+        return cls(
+            target=d["target"],
+            numeric=tuple(d["numeric"]),
+            ordinal_levels=dict(d["ordinal_levels"]),
+            datetimes=tuple(d["datetimes"]),
+            nominal=dict(d["nominal"]),
+            intercept=bool(d["intercept"]),
+        )
+
+
+@dataclass(frozen=True)
+class Standardization:
+    """Federation-wide means and standard deviations of the numeric features.
+
+    Parameters
+    ----------
+    means, sds : ndarray of shape (q,)
+        Mean and population standard deviation of each numeric feature over all rows
+        of all sites.
+    n_rows : ndarray of shape (K,)
+        Rows per site.
+    """
+
+    means: np.ndarray
+    sds: np.ndarray
+    n_rows: np.ndarray
+
+
+class DesignBuilder:
+    """One site's design matrix (site side: holds the rows).
+
+    Parameters
+    ----------
+    frame : DataFrame
+        The site's table.
+    spec : DesignSpec
+        Which columns enter the design.
+    site : str
+        The site's name, for error messages.
+    """
+
+    def __init__(self, frame: pd.DataFrame, spec: DesignSpec, *, site: str = "site") -> None:
+        self.spec = spec
+        self.site = site
+        wanted = list(spec.numeric) + list(spec.nominal)
+        if spec.target is not None:
+            wanted.append(spec.target)
+        missing = [c for c in wanted if c not in frame.columns]
+        if missing:
+            raise DesignError(f"{site}: column(s) {missing} missing from the site's table")
+        self.n_rows = int(frame.shape[0])
+        self._numeric = np.empty((self.n_rows, spec.n_numeric), dtype=np.float64)
+        for j, name in enumerate(spec.numeric):
+            self._numeric[:, j] = self._numeric_column(frame[name], name)
+        self._codes = {
+            name: self._nominal_codes(frame[name], name, levels)
+            for name, levels in spec.nominal.items()
+        }
+        self._target = frame[spec.target] if spec.target is not None else None
+
+    # -------------------------------------------------------------- column coding
+    def _numeric_column(self, s: pd.Series, name: str) -> np.ndarray:
+        if s.isna().any():
+            raise DesignError(
+                f"{self.site}: column {name!r} has {int(s.isna().sum())} missing value(s); "
+                "a numeric feature must be complete: impute or drop those rows, leave the "
+                "column out of the features, or declare it nominal"
+            )
+        if name in self.spec.ordinal_levels:
+            levels = self.spec.ordinal_levels[name]
+            codes = pd.Categorical(s, categories=levels).codes
+            if (codes < 0).any():
+                bad = sorted({str(v) for v in s[codes < 0]})[:5]
+                raise DesignError(
+                    f"{self.site}: column {name!r} holds value(s) {bad} the schema does not list"
+                )
+            return codes.astype(np.float64)
+        if name in self.spec.datetimes:
+            return datetime_seconds(s)
+        try:
+            return s.to_numpy(dtype=np.float64)
+        except (TypeError, ValueError):
+            raise DesignError(
+                f"{self.site}: column {name!r} is not numeric; declare it nominal"
+            ) from None
+
+    def _nominal_codes(self, s: pd.Series, name: str, levels: list[Any]) -> np.ndarray:
+        present = [v for v in levels if v is not None]
+        codes = pd.Categorical(s.astype(object).where(s.notna(), None), categories=present).codes
+        codes = np.asarray(codes, dtype=np.int64)
+        na = s.isna().to_numpy()
+        if na.any():
+            if None not in levels:
+                raise DesignError(
+                    f"{self.site}: column {name!r} has missing values the schema does not allow"
+                )
+        unknown = (codes < 0) & ~na
+        if unknown.any():
+            bad = sorted({str(v) for v in s[unknown]})[:5]
+            raise DesignError(
+                f"{self.site}: column {name!r} holds categor(ies) {bad} the schema does not "
+                "list; rebuild the schema from every site's table"
+            )
+        # position in ``levels`` (None's position for missing values)
+        index = np.array([levels.index(v) for v in present], dtype=np.int64)
+        out = np.empty(self.n_rows, dtype=np.int64)
+        out[~na] = index[codes[~na]]
+        if na.any():
+            out[na] = levels.index(None)
+        return out
+
+    # -------------------------------------------------------------- uploads and design
+    def moments(self) -> dict[str, np.ndarray]:
+        """The ``moments`` reply: row count, sums and sums of squares of the numeric
+        features (the only thing the standardization round uploads)."""
+        x = self._numeric
+        return {
+            "n": np.array([self.n_rows], dtype=np.int64),
+            "sum": x.sum(axis=0),
+            "sumsq": np.einsum("ij,ij->j", x, x),
+        }
+
+    def matrix(self, standardization: Standardization) -> np.ndarray:
+        """The design matrix ``(n_rows, spec.n_columns)`` (intercept, standardized
+        numeric features, one-hot nominal features without their reference level)."""
+        means = np.asarray(standardization.means, dtype=np.float64)
+        sds = np.asarray(standardization.sds, dtype=np.float64)
+        if means.shape != (self.spec.n_numeric,) or sds.shape != means.shape:
+            raise ProtocolError(
+                f"{self.site}: standardization for {means.shape} numeric features, the "
+                f"design has {self.spec.n_numeric}"
+            )
+        blocks = []
+        if self.spec.intercept:
+            blocks.append(np.ones((self.n_rows, 1)))
+        blocks.append((self._numeric - means) / sds)
+        for name, levels in self.spec.nominal.items():
+            onehot = np.zeros((self.n_rows, len(levels)))
+            onehot[np.arange(self.n_rows), self._codes[name]] = 1.0
+            blocks.append(onehot[:, 1:])
+        return np.concatenate(blocks, axis=1) if blocks else np.empty((self.n_rows, 0))
+
+    def target(self) -> np.ndarray:
+        """The response as float64 (an error naming the site if values are missing or
+        not numbers)."""
+        if self._target is None:
+            raise DesignError(f"{self.site}: the design has no target")
+        s, name = self._target, self.spec.target
+        if s.isna().any():
+            raise DesignError(
+                f"{self.site}: target {name!r} has {int(s.isna().sum())} missing value(s); "
+                "drop those rows"
+            )
+        if s.dtype == bool:
+            return s.to_numpy(dtype=np.float64)
+        try:
+            return s.to_numpy(dtype=np.float64)
+        except (TypeError, ValueError):
+            raise DesignError(
+                f"{self.site}: target {name!r} is not numeric (values like "
+                f"{sorted({str(v) for v in s.iloc[:50]})[:3]}); code it as numbers (0/1 "
+                "for logistic regression)"
+            ) from None
+
+
+def pool_moments(replies: Sequence[Message]) -> Standardization:
+    """Federation-wide means and sds from the sites' ``moments`` replies (coordinator).
+
+    Raises
+    ------
+    DesignError
+        A feature is constant over the federation (its sd is 0).
+    """
+    n_rows = np.array([int(r.arrays["n"][0]) for r in replies], dtype=np.int64)
+    n = float(n_rows.sum())
+    s = np.sum([r.arrays["sum"] for r in replies], axis=0)
+    ss = np.sum([r.arrays["sumsq"] for r in replies], axis=0)
+    means = s / n
+    var = np.maximum(ss / n - means**2, 0.0)
+    sds = np.sqrt(var)
+    return Standardization(means=means, sds=sds, n_rows=n_rows)
+
+
+def schema_round(
+    transport: Transport,
+    *,
+    kinds: Mapping[str, str] | None = None,
+) -> tuple[Schema, np.ndarray]:
+    """The setup round: each site describes its table; the coordinator merges.
+
+    Returns
+    -------
+    schema : Schema
+    n_rows : ndarray of shape (K,)
+        Rows per site.
+    """
+    declared = {k: {"kind": v} for k, v in (kinds or {}).items()}
+    replies = transport.broadcast(Message("setup", config={"declared": json.dumps(declared)}))
+    descriptions = [json.loads(str(r.config["description"])) for r in replies]
+    schema = merge_descriptions(descriptions, transport.client_names, kinds=kinds)
+    n_rows = np.array([int(r.arrays["n_rows"][0]) for r in replies], dtype=np.int64)
+    return schema, n_rows
+
+
+def standardization_round(transport: Transport, spec: DesignSpec) -> Standardization:
+    """One round of sums: federation-wide means and sds of the numeric features.
+
+    Raises
+    ------
+    DesignError
+        A numeric feature is constant across the federation.
+    """
+    request = Message("moments", config={"design": spec.to_json(), "n_numeric": spec.n_numeric})
+    st = pool_moments(transport.broadcast(request))
+    constant = [name for name, sd in zip(spec.numeric, st.sds, strict=True) if not sd > 0]
+    if constant:
+        raise DesignError(
+            f"feature(s) {constant} take one value across the federation; leave them out"
+        )
+    return st
+
+
+class DesignSite:
+    """Base of the analysis sites: holds one table, answers ``setup`` and ``moments``.
+
+    Subclasses add message kinds by extending :meth:`handlers`.
+
+    Parameters
+    ----------
+    data : DataFrame
+        The site's table.
+    name : str
+        The site's name in messages and errors.
+    """
+
+    def __init__(self, data: pd.DataFrame, name: str = "site") -> None:
+        if not isinstance(data, pd.DataFrame):
+            raise TypeError(f"{name}: expected a pandas DataFrame, got {type(data).__name__}")
+        if data.shape[0] == 0:
+            raise SchemaError(f"{name}: the table is empty; every site needs rows")
+        self.name = name
+        self.data = data
+        self.builder: DesignBuilder | None = None
+
+    @property
+    def n_rows(self) -> int:
+        """Rows the site holds."""
+        return int(self.data.shape[0])
+
+    def handlers(self) -> dict[str, Callable[[Message], Message]]:
+        """Message kind -> method answering it."""
+        return {"setup": self._setup, "moments": self._moments}
+
+    def handle(self, message: Message) -> Message:
+        """Answer one protocol message."""
+        handler = self.handlers().get(message.kind)
+        if handler is None:
+            raise ProtocolError(f"{self.name}: unknown message kind {message.kind!r}")
+        return handler(message)
+
+    def _setup(self, msg: Message) -> Message:
+        declared = json.loads(str(msg.config.get("declared", "{}")))
+        desc = describe_table(self.data, declared, client=self.name)
+        return Message(
+            "setup",
+            {"n_rows": np.array([self.n_rows], dtype=np.int64)},
+            {"description": json.dumps(desc, default=_json_default), "name": self.name},
+        )
+
+    def _moments(self, msg: Message) -> Message:
+        spec = DesignSpec.from_json(str(msg.config["design"]))
+        self.builder = DesignBuilder(self.data, spec, site=self.name)
+        return Message("moments", self.builder.moments())
+
+    def design(self, standardization: Standardization) -> np.ndarray:
+        """The site's design matrix (after a ``moments`` request fixed the spec)."""
+        if self.builder is None:
+            raise ProtocolError(f"{self.name}: the design is used before the moments round")
+        return self.builder.matrix(standardization)
+
+
+def _json_default(v: object) -> object:
+    if isinstance(v, np.generic):
+        return v.item()
+    if isinstance(v, pd.Timestamp):
+        return v.isoformat()
+    return str(v)

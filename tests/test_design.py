@@ -1,0 +1,118 @@
+"""Site-side design matrices (fits.analysis.design): the federated standardization and
+coding equal a pooled build done independently with pandas."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fits.analysis.design import (
+    INTERCEPT,
+    DesignError,
+    DesignSite,
+    DesignSpec,
+    schema_round,
+    standardization_round,
+)
+from fits.federation.protocol import Message, ProtocolError, check_reply
+from fits.federation.transport import InProcessTransport
+
+
+def _tables(seed: int = 0) -> list[pd.DataFrame]:
+    rng = np.random.default_rng(seed)
+    out = []
+    for n in (40, 70, 55):
+        out.append(
+            pd.DataFrame(
+                {
+                    "age": rng.normal(40, 12, n),
+                    "grade": rng.choice(["low", "mid", "high"], n),
+                    "rank": rng.integers(1, 6, n),
+                    "flag": rng.random(n) < 0.3,
+                    "y": (rng.random(n) < 0.4).astype(int),
+                }
+            )
+        )
+    out[1].loc[3, "grade"] = None  # a missing nominal value is a level of its own
+    return out
+
+
+def _federation(tables: list[pd.DataFrame]) -> InProcessTransport:
+    return InProcessTransport(
+        [DesignSite(t, name=f"site{k}") for k, t in enumerate(tables)], n_jobs=1
+    )
+
+
+def test_design_equals_pooled_pandas_build() -> None:
+    tables = _tables()
+    transport = _federation(tables)
+    schema, n_rows = schema_round(transport)
+    assert list(n_rows) == [40, 70, 55]
+    spec = DesignSpec.from_schema(schema, "y")
+    st = standardization_round(transport, spec)
+    pooled = pd.concat(tables, ignore_index=True)
+    # numeric: age (continuous) and rank (ordinal with numeric categories)
+    assert spec.numeric == ("age", "rank")
+    np.testing.assert_allclose(st.means, pooled[["age", "rank"]].mean().to_numpy(), rtol=1e-12)
+    np.testing.assert_allclose(st.sds, pooled[["age", "rank"]].std(ddof=0).to_numpy(), rtol=1e-10)
+    sites = transport._clients
+    x = np.vstack([s.design(st) for s in sites])
+    # independent oracle: pandas standardization and dummies with the first sorted level dropped
+    oracle = pd.DataFrame({INTERCEPT: 1.0}, index=pooled.index)
+    for c in ("age", "rank"):
+        oracle[c] = (pooled[c] - pooled[c].mean()) / pooled[c].std(ddof=0)
+    grade = pooled["grade"].fillna("<missing>")
+    for level in ("low", "mid", "<missing>"):  # sorted labels high < low < mid, None last
+        oracle[f"grade={level}"] = (grade == level).astype(float)
+    oracle["flag=True"] = pooled["flag"].astype(float)
+    assert spec.feature_names == list(oracle.columns)
+    np.testing.assert_allclose(x, oracle.to_numpy(), rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(
+        np.concatenate([s.builder.target() for s in sites]), pooled["y"].to_numpy(float)
+    )
+
+
+def test_ordinal_text_levels_are_positions_and_spec_roundtrips() -> None:
+    t = pd.DataFrame(
+        {
+            "size": pd.Categorical(["S", "L", "M", "S"], categories=["S", "M", "L"], ordered=True),
+            "y": [0.0, 1.0, 2.0, 3.0],
+        }
+    )
+    transport = _federation([t, t.copy()])
+    schema, _ = schema_round(transport)
+    spec = DesignSpec.from_schema(schema, "y")
+    assert spec.ordinal_levels == {"size": ["S", "M", "L"]}
+    assert DesignSpec.from_json(spec.to_json()) == spec
+    st = standardization_round(transport, spec)
+    np.testing.assert_allclose(st.means, [np.mean([0, 2, 1, 0])])
+
+
+def test_moments_reply_is_checked() -> None:
+    request = Message("moments", config={"design": "{}", "n_numeric": 2})
+    good = Message("moments", {"n": np.array([3]), "sum": np.zeros(2), "sumsq": np.zeros(2)})
+    check_reply(request, good)
+    with pytest.raises(ProtocolError, match="allows exactly"):
+        check_reply(request, Message("moments", {**good.arrays, "rows": np.zeros((3, 2))}))
+    with pytest.raises(ProtocolError, match="expected numeric"):
+        check_reply(request, Message("moments", {**good.arrays, "sum": np.zeros(5)}))
+
+
+def test_errors_name_site_and_column() -> None:
+    tables = _tables()
+    tables[2].loc[5, "age"] = np.nan
+    transport = _federation(tables)
+    schema, _ = schema_round(transport)
+    spec = DesignSpec.from_schema(schema, "y")
+    with pytest.raises(DesignError, match=r"site2: column 'age' has 1 missing"):
+        standardization_round(transport, spec)
+    with pytest.raises(Exception, match="target column 'nope'"):
+        DesignSpec.from_schema(schema, "nope")
+    with pytest.raises(Exception, match=r"feature\(s\) \['zzz'\]"):
+        DesignSpec.from_schema(schema, "y", ["zzz"])
+    # a schema given by the user may hold a column that is constant in the rows
+    spec = DesignSpec.from_schema(schema_round(_federation(_tables()))[0], "y")
+    const = _federation([t.assign(age=1.5) for t in _tables()])
+    with pytest.raises(DesignError, match=r"\['age'\] take one value"):
+        standardization_round(const, spec)
