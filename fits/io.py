@@ -131,3 +131,13 @@ def write_text(text: str, path: str | os.PathLike[str]) -> Path:
             fh.write(text)
 
     return _atomic(Path(path), write)
+
+
+def write_bytes(data: bytes, path: str | os.PathLike[str]) -> Path:
+    """Write a binary file atomically (temporary file, then rename)."""
+
+    def write(tmp: str) -> None:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+
+    return _atomic(Path(path), write)

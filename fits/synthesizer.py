@@ -8,27 +8,53 @@
 ``fit`` runs an in-process federation: one :class:`~fits.federation.client.FITSClient`
 per table, an :class:`~fits.federation.transport.InProcessTransport`, and a
 :class:`~fits.federation.coordinator.Coordinator` that sees only the protocol's messages.
+
+A fitted synthesizer is a live handle on its sites: sampling asks them questions.  So
+persistence is explicit.  :meth:`FITSSynthesizer.save` (and pickling) keep the
+parameters, the merged schema and the seed, never a site's row; a loaded synthesizer
+samples again once :meth:`FITSSynthesizer.connect` has reconnected it to its sites:
+
+>>> synth.save("synth.pkl")                               # doctest: +SKIP
+>>> again = FITSSynthesizer.load("synth.pkl")             # doctest: +SKIP
+>>> again.connect([df_site_a, df_site_b, df_site_c])      # doctest: +SKIP
+>>> again.sample(20_000)    # the rows synth.sample(20_000) gives  # doctest: +SKIP
 """
 
 from __future__ import annotations
 
+import os
+import pickle
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
+from sklearn.base import BaseEstimator
+from sklearn.exceptions import NotFittedError
 
 from fits.core.schema import Schema, missing_flag
 from fits.deploy.inprocess import KernelSpec, Tables, build_federation, in_process_batch
 from fits.federation.client import MIN_CLIENT_ROWS, FITSClient
 from fits.federation.coordinator import Coordinator
-from fits.federation.transport import Transport
+from fits.federation.transport import InProcessTransport, Transport
 
-__all__ = ["FITSSynthesizer"]
+__all__ = ["FITSSynthesizer", "NotConnectedError"]
 
 
-class FITSSynthesizer:
+class NotConnectedError(RuntimeError):
+    """A fitted synthesizer was asked to sample while not connected to its sites
+    (after :meth:`FITSSynthesizer.load` or unpickling): call
+    :meth:`FITSSynthesizer.connect` first."""
+
+
+class FITSSynthesizer(BaseEstimator):  # type: ignore[misc]
     """Federated synthesizer for mixed-type tables (FITS).
+
+    A scikit-learn estimator: the constructor stores its arguments as given,
+    :meth:`fit` validates them, ``get_params`` / ``set_params`` and
+    :func:`sklearn.base.clone` work, and :meth:`sample` before :meth:`fit` raises
+    :class:`sklearn.exceptions.NotFittedError`.
 
     Parameters
     ----------
@@ -77,6 +103,10 @@ class FITSSynthesizer:
     ----------
     schema_ : Schema
         The merged schema after :meth:`fit`.
+    entropy_ : int
+        The root of every random draw: ``seed`` when one was given, else the entropy
+        numpy drew for it (so that :meth:`connect` continualizes the sites' rows exactly
+        as :meth:`fit` did).
     client_names_ : list of str
     n_rows_ : list of int
         Rows per client.
@@ -104,26 +134,24 @@ class FITSSynthesizer:
     ) -> None:
         self.kernel = kernel
         self.seed = seed
-        self.kinds = dict(kinds or {})
-        self.order = list(order) if order is not None else None
+        self.kinds = kinds
+        self.order = order
         self.schema = schema
-        self.coordinator_options: dict[str, Any] = dict(
-            grid_size=grid_size,
-            ridge=ridge,
-            response_bandwidth=response_bandwidth,
-            discrete_response_bandwidth=discrete_response_bandwidth,
-            monotone=monotone,
-            discrete_sampling=discrete_sampling,
-            batch_size=batch_size,
-            secure=secure_aggregation,
-            mask_neighbours=mask_neighbours,
-        )
+        self.grid_size = grid_size
+        self.ridge = ridge
+        self.response_bandwidth = response_bandwidth
+        self.discrete_response_bandwidth = discrete_response_bandwidth
+        self.monotone = monotone
+        self.discrete_sampling = discrete_sampling
+        self.batch_size = batch_size
         self.min_client_rows = min_client_rows
         self.n_jobs = n_jobs
-        self._coordinator: Coordinator | None = None
+        self.secure_aggregation = secure_aggregation
+        self.mask_neighbours = mask_neighbours
 
+    # ------------------------------------------------------------------ fitting
     def fit(self, tables: Tables | Transport) -> FITSSynthesizer:
-        """Run the setup round on the clients' tables.
+        """Run the setup and configure rounds on the clients' tables.
 
         Parameters
         ----------
@@ -137,25 +165,24 @@ class FITSSynthesizer:
         -------
         self
         """
-        clients: list[FITSClient] = []
-        if isinstance(tables, Transport):
-            transport = tables
-        else:
-            clients, transport = build_federation(
-                tables, self.kernel, min_rows=self.min_client_rows, n_jobs=self.n_jobs
-            )
-        coordinator = Coordinator(transport, **self.coordinator_options)
-        schema = coordinator.setup(kinds=self.kinds, order=self.order, schema=self.schema)
+        if self.seed is not None and (
+            isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer))
+        ):
+            raise TypeError(f"seed must be an integer or None, got {self.seed!r}")
+        if self.kinds is not None and not isinstance(self.kinds, Mapping):
+            raise TypeError(f"kinds must be a mapping column -> kind, got {self.kinds!r}")
+        if self.schema is not None and not isinstance(self.schema, Schema):
+            raise TypeError(f"schema must be a fits Schema, got {type(self.schema).__name__}")
+        self._close()
         root = np.random.SeedSequence(self.seed)
-        lift_seq, sample_seq = root.spawn(2)
-        coordinator.configure(lift_seq)
-        self._coordinator = coordinator
-        self._rng = np.random.default_rng(sample_seq)
+        coordinator, schema = self._open(
+            tables, root, kinds=self.kinds, order=self.order, schema=self.schema
+        )
         self.schema_ = schema
-        self.client_names_ = list(transport.client_names)
+        self.entropy_ = int(root.entropy)  # type: ignore[arg-type]
+        self.client_names_ = list(coordinator.transport.client_names)
         self.n_rows_ = list(coordinator.n_rows)
-        if clients and coordinator.batch_size is None:
-            coordinator.batch_size = in_process_batch(clients, coordinator.memory_budget)
+        self._rng = np.random.default_rng(root.spawn(2)[1])
         if isinstance(tables, Transport):
             self._columns = list(schema.names)
         elif isinstance(tables, Mapping):
@@ -164,12 +191,176 @@ class FITSSynthesizer:
             self._columns = list(tables[0].columns)
         return self
 
+    def connect(self, tables: Tables | Transport) -> FITSSynthesizer:
+        """Reconnect a fitted synthesizer (for example a loaded one) to its sites.
+
+        Runs the setup and configure rounds again with the fitted schema and seed, so
+        that every site continualizes its rows exactly as in :meth:`fit`: the loaded
+        synthesizer then samples what the original would have, bit for bit, and its
+        default random stream continues where it stood when it was saved.
+
+        Parameters
+        ----------
+        tables : sequence or mapping of DataFrame, or Transport
+            The same sites as at :meth:`fit` (same names, same row counts, data that
+            fits :attr:`schema_`), as tables or a transport.
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        NotFittedError
+            The synthesizer was never fitted.
+        ValueError
+            The sites are not those it was fitted on (names or row counts differ):
+            fit a new synthesizer instead.
+        """
+        self._check_fitted()
+        self._close()
+        root = np.random.SeedSequence(self.entropy_)
+        coordinator, _ = self._open(tables, root, kinds=None, order=None, schema=self.schema_)
+        names, rows = list(coordinator.transport.client_names), list(coordinator.n_rows)
+        if names != self.client_names_ or rows != self.n_rows_:
+            self._close()
+            raise ValueError(
+                "connect() needs the sites this synthesizer was fitted on; fitted on "
+                f"{dict(zip(self.client_names_, self.n_rows_, strict=True))} (site: rows), "
+                f"got {dict(zip(names, rows, strict=True))}. To learn from other data, "
+                "call fit() instead"
+            )
+        return self
+
+    def _open(
+        self,
+        tables: Tables | Transport,
+        root: np.random.SeedSequence,
+        *,
+        kinds: Mapping[str, str] | None,
+        order: Sequence[str] | None,
+        schema: Schema | None,
+    ) -> tuple[Coordinator, Schema]:
+        """Build the federation, run setup and configure; the coordinator is kept."""
+        clients: list[FITSClient] = []
+        if isinstance(tables, Transport):
+            transport = tables
+        else:
+            clients, transport = build_federation(
+                tables, self.kernel, min_rows=self.min_client_rows, n_jobs=self.n_jobs
+            )
+        coordinator = Coordinator(
+            transport,
+            grid_size=self.grid_size,
+            ridge=self.ridge,
+            response_bandwidth=self.response_bandwidth,
+            discrete_response_bandwidth=self.discrete_response_bandwidth,
+            monotone=self.monotone,
+            discrete_sampling=self.discrete_sampling,
+            batch_size=self.batch_size,
+            secure=self.secure_aggregation,
+            mask_neighbours=self.mask_neighbours,
+        )
+        schema = coordinator.setup(kinds=kinds, order=order, schema=schema)
+        lift_seq, _ = root.spawn(2)
+        coordinator.configure(lift_seq)
+        if clients and coordinator.batch_size is None:
+            coordinator.batch_size = in_process_batch(clients, coordinator.memory_budget)
+        self._coordinator: Coordinator | None = coordinator
+        self._owns_transport = bool(clients)
+        return coordinator, schema
+
+    def _close(self) -> None:
+        """Stop the worker threads of an in-process federation this object built."""
+        coordinator = getattr(self, "_coordinator", None)
+        if coordinator is not None and getattr(self, "_owns_transport", False):
+            transport = coordinator.transport
+            if isinstance(transport, InProcessTransport):
+                transport.close()
+        self._coordinator = None
+
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "schema_"):
+            raise NotFittedError(
+                "this FITSSynthesizer is not fitted yet: call fit(tables) with one "
+                "DataFrame per site (or a Transport to the sites) before sample()"
+            )
+
     @property
     def coordinator(self) -> Coordinator:
-        """The fitted coordinator (raises if :meth:`fit` has not run)."""
-        if self._coordinator is None:
-            raise RuntimeError("call fit() before sample()")
-        return self._coordinator
+        """The live coordinator.
+
+        Raises
+        ------
+        NotFittedError
+            Before :meth:`fit`.
+        NotConnectedError
+            After :meth:`load` or unpickling, before :meth:`connect`.
+        """
+        self._check_fitted()
+        coordinator = getattr(self, "_coordinator", None)
+        if coordinator is None:
+            raise NotConnectedError(
+                "this FITSSynthesizer was saved or pickled, which keeps its schema, "
+                "settings and seed but not its sites: reconnect it with "
+                "synth.connect(tables) (the sites' tables, or a Transport to them) "
+                "before sample()"
+            )
+        return coordinator
+
+    # ------------------------------------------------------------------ persistence
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickle without the live federation: the coordinator, the transport and the
+        sites (their rows and continualized data) are dropped; see :meth:`save`."""
+        state = dict(super().__getstate__())
+        state["_coordinator"] = None
+        state["_owns_transport"] = False
+        return state
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Save the synthesizer: parameters, fitted schema, seed and random stream.
+
+        No site row is written, nor anything computed from rows at a site (the sites'
+        continualized data, the coordinator's estimates): a fitted synthesizer is a
+        live handle on its sites, and the saved one must be reconnected to them with
+        :meth:`connect` before it samples.  The file is a pickle (load only files you
+        trust) and is written atomically.
+
+        Parameters
+        ----------
+        path : str or path-like
+            Where to write, e.g. ``"synth.pkl"``.
+
+        Returns
+        -------
+        Path
+        """
+        from fits.io import write_bytes
+
+        return write_bytes(pickle.dumps(self, protocol=pickle.HIGHEST_PROTOCOL), path)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> FITSSynthesizer:
+        """Load a synthesizer written by :meth:`save` (not yet connected to its sites).
+
+        Parameters
+        ----------
+        path : str or path-like
+
+        Returns
+        -------
+        FITSSynthesizer
+            Call :meth:`connect` with its sites before :meth:`sample`.
+        """
+        path = Path(path)
+        try:
+            with open(path, "rb") as fh:
+                obj = pickle.load(fh)
+        except (pickle.UnpicklingError, EOFError, AttributeError, ImportError) as exc:
+            raise ValueError(f"{path}: not a saved FITSSynthesizer ({exc})") from exc
+        if not isinstance(obj, cls):
+            raise ValueError(f"{path}: holds a {type(obj).__name__}, not a saved {cls.__name__}")
+        return obj
 
     @property
     def uploaded_bytes_(self) -> list[int]:
