@@ -121,14 +121,14 @@ def main(argv: list[str] | None = None) -> dict:
     if args.fidelity:
         full = data.frame
         record["energy_distance"] = {
-            "fits": energy_distance(full, synthetic, data.kinds, max_rows=20_000, random_state=0),
-            "real_test": energy_distance(full, test, data.kinds, max_rows=20_000, random_state=0),
+            "fits": energy_distance(full, synthetic, data.kinds, max_rows=20_000, seed=0),
+            "real_test": energy_distance(full, test, data.kinds, max_rows=20_000, seed=0),
             "independent": energy_distance(
                 full,
-                independent_resample(train, n, random_state=0),
+                independent_resample(train, n, seed=0),
                 data.kinds,
                 max_rows=20_000,
-                random_state=0,
+                seed=0,
             ),
         }
     text = json.dumps(record, indent=2)

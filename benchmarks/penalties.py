@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
         synth = FITSSynthesizer(kernel, seed=args.seed, kinds=data.kinds, order=data.order)
         table = synth.fit(clients).sample(n)
         seconds = time.perf_counter() - start
-        ed = energy_distance(data.frame, table, data.kinds, max_rows=20_000, random_state=args.seed)
+        ed = energy_distance(data.frame, table, data.kinds, max_rows=20_000, seed=args.seed)
         row = {"gamma": gamma, "lambda": lam, "energy_distance": round(ed, 4),
                "seconds": round(seconds, 1)}  # fmt: skip
         rows.append(row)

@@ -58,7 +58,7 @@ def main() -> None:
         synthetic = reader(args.synthetic)
         source = str(args.synthetic)
     elif args.quick:
-        synthetic = independent_resample(train, len(train), random_state=args.seed)
+        synthetic = independent_resample(train, len(train), seed=args.seed)
         source = "independent resample of the training rows (--quick)"
     else:
         start = time.perf_counter()

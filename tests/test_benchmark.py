@@ -211,7 +211,7 @@ def test_column_energy() -> None:
     from fits.evaluation import independent_resample
 
     data = simulate(400, seed=1)
-    fake = independent_resample(data.frame, random_state=2)
+    fake = independent_resample(data.frame, seed=2)
     out = column_energy(data.frame, fake, data.kinds, random_state=0)
     assert set(out["column"]) == set(data.kinds)
     assert (out["marginal"] >= 0).all() and out.attrs["all"] > 0

@@ -128,13 +128,13 @@ def test_ordered_categorical_ordinal_uses_codes() -> None:
 def test_subsample_is_reproducible() -> None:
     real = _mixed(900, seed=5)
     syn = _mixed(800, seed=6, shift=0.3)
-    first = energy_distance(real, syn, KINDS, max_rows=200, random_state=11)
-    again = energy_distance(real, syn, KINDS, max_rows=200, random_state=11)
-    other = energy_distance(real, syn, KINDS, max_rows=200, random_state=12)
+    first = energy_distance(real, syn, KINDS, max_rows=200, seed=11)
+    again = energy_distance(real, syn, KINDS, max_rows=200, seed=11)
+    other = energy_distance(real, syn, KINDS, max_rows=200, seed=12)
     full = energy_distance(real, syn, KINDS)
     assert first == again
     assert first != other
-    assert energy_distance(real, syn, KINDS, max_rows=10_000, random_state=1) == full
+    assert energy_distance(real, syn, KINDS, max_rows=10_000, seed=1) == full
 
 
 def test_errors_name_the_problem() -> None:
@@ -171,7 +171,7 @@ def test_independent_resample_keeps_marginals_and_breaks_dependence() -> None:
             "c": pd.Categorical(rng.choice(["u", "v"], n)),
         }
     )
-    out = independent_resample(frame, random_state=3)
+    out = independent_resample(frame, seed=3)
     assert list(out.columns) == list(frame.columns)
     assert (out.dtypes == frame.dtypes).all()
     assert len(out) == n
@@ -179,8 +179,8 @@ def test_independent_resample_keeps_marginals_and_breaks_dependence() -> None:
         assert set(out[col]) <= set(frame[col])
     assert frame["x"].corr(frame["y"]) > 0.99
     assert abs(out["x"].corr(out["y"])) < 0.06
-    assert len(independent_resample(frame, n=10, random_state=3)) == 10
-    pd.testing.assert_frame_equal(out, independent_resample(frame, random_state=3))
+    assert len(independent_resample(frame, n=10, seed=3)) == 10
+    pd.testing.assert_frame_equal(out, independent_resample(frame, seed=3))
 
 
 # -- column and pair fidelity --------------------------------------------------------------
@@ -295,8 +295,8 @@ def test_energy_distances_fallback_and_threads_agree(monkeypatch: pytest.MonkeyP
 
 def test_energy_distances_subsample_and_errors() -> None:
     real, tables = _tables_with_twins()
-    first = energy_distances(real, tables, RESPONSE_KINDS, max_rows=100, random_state=3)
-    again = energy_distances(real, tables, RESPONSE_KINDS, max_rows=100, random_state=3)
+    first = energy_distances(real, tables, RESPONSE_KINDS, max_rows=100, seed=3)
+    again = energy_distances(real, tables, RESPONSE_KINDS, max_rows=100, seed=3)
     pd.testing.assert_frame_equal(first, again)
     assert list(first.columns) == ["covariates"]
     with pytest.raises(ValueError, match=r"'y'.*both"):

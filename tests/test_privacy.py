@@ -97,11 +97,11 @@ def test_encoding_standardizes_and_one_hots() -> None:
 def test_leave_one_out_baseline_and_subsamples() -> None:
     train = _table(900, seed=7)
     synthetic = _table(700, seed=8)
-    result = privacy_checks(train, synthetic, KINDS, max_rows=250, random_state=1)
+    result = privacy_checks(train, synthetic, KINDS, max_rows=250, seed=1)
     assert result.baseline == "leave-one-out"
     assert result.synthetic_dcr.size == 250 and result.holdout_dcr.size == 250
     assert len(result.notes) == 2 and "250 of 700 synthetic rows" in result.notes[0]
-    again = privacy_checks(train, synthetic, KINDS, max_rows=250, random_state=1)
+    again = privacy_checks(train, synthetic, KINDS, max_rows=250, seed=1)
     np.testing.assert_array_equal(result.synthetic_dcr, again.synthetic_dcr)
     assert 0.7 < result.median_ratio < 1.4
 

@@ -29,7 +29,7 @@ def test_fidelity_far_better_than_independent_resample(fidelity_data, kernel):
     train = pd.concat(clients, ignore_index=True)
     synthetic = FITSSynthesizer(kernel, seed=0).fit(clients).sample(4000)
     ed_fits = energy_distance(reference, synthetic, KINDS)
-    ed_indep = energy_distance(reference, independent_resample(train, 4000, random_state=0), KINDS)
+    ed_indep = energy_distance(reference, independent_resample(train, 4000, seed=0), KINDS)
     ed_real = energy_distance(reference, train, KINDS)  # the sampling-noise floor
     assert ed_fits < 0.35 * ed_indep, (ed_fits, ed_indep, ed_real)
     assert ed_fits < 3 * ed_real + 0.05, (ed_fits, ed_real)

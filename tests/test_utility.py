@@ -178,7 +178,7 @@ def test_one_class_client_and_no_clients(sim) -> None:
 def test_synthetic_data_beats_noise(sim) -> None:
     """A faithful table gives a small M1 error; shuffled columns give a large one."""
     data, clients, test, synthetic = sim
-    shuffled = independent_resample(synthetic, random_state=0)
+    shuffled = independent_resample(synthetic, seed=0)
     errors = {}
     for name, table in (("faithful", synthetic), ("shuffled", shuffled)):
         result = downstream_utility(

@@ -199,7 +199,7 @@ def energy_distance(
     columns: Sequence[str] | None = None,
     *,
     max_rows: int | None = None,
-    random_state: int | np.random.Generator | None = None,
+    seed: int | np.random.Generator | None = None,
     chunk_size: int = 2048,
     n_jobs: int | None = None,
 ) -> float:
@@ -232,7 +232,7 @@ def energy_distance(
         If given, each table with more rows is replaced by a uniform subsample
         (without replacement) of ``max_rows`` rows. The encoding (means, sds,
         categories) is still computed from the full tables.
-    random_state : int or numpy.random.Generator, optional
+    seed : int or numpy.random.Generator, optional
         Seed or generator for the subsample.
     chunk_size : int, default 2048
         Tile edge for the distance computation; memory use is about
@@ -267,7 +267,7 @@ def energy_distance(
     if max_rows is not None:
         if max_rows < 1:
             raise ValueError(f"max_rows must be a positive integer, got {max_rows}")
-        rng = as_rng(random_state)
+        rng = as_rng(seed)
         if x.shape[0] > max_rows:
             x = x[np.sort(rng.choice(x.shape[0], size=max_rows, replace=False))]
         if y.shape[0] > max_rows:
@@ -493,7 +493,7 @@ def energy_distances(
     *,
     responses: Sequence[str] = (),
     max_rows: int | None = None,
-    random_state: int | np.random.Generator | None = None,
+    seed: int | np.random.Generator | None = None,
     chunk_size: int = 2048,
     n_jobs: int | None = None,
 ) -> pd.DataFrame:
@@ -526,7 +526,7 @@ def energy_distances(
     max_rows : int, optional
         Replace each table (the reference included) with more rows by a uniform
         subsample of ``max_rows`` rows; the encoding still uses the full tables.
-    random_state : int or numpy.random.Generator, optional
+    seed : int or numpy.random.Generator, optional
         Seed or generator for the subsamples.
     chunk_size : int, default 2048
         Tile edge (see :func:`energy_distance`).
@@ -558,7 +558,7 @@ def energy_distances(
     if max_rows is not None:
         if max_rows < 1:
             raise ValueError(f"max_rows must be a positive integer, got {max_rows}")
-        rng = as_rng(random_state)
+        rng = as_rng(seed)
         encoded = [
             e[np.sort(rng.choice(e.shape[0], size=max_rows, replace=False))]
             if e.shape[0] > max_rows

@@ -76,11 +76,11 @@ def check_tables(
     return cols
 
 
-def as_rng(random_state: int | np.random.Generator | None) -> np.random.Generator:
+def as_rng(seed: int | np.random.Generator | None) -> np.random.Generator:
     """Return a numpy Generator from a seed, a Generator or None."""
-    if isinstance(random_state, np.random.Generator):
-        return random_state
-    return np.random.default_rng(random_state)
+    if isinstance(seed, np.random.Generator):
+        return seed
+    return np.random.default_rng(seed)
 
 
 def numeric_values(series: pd.Series, col: str, table: str) -> np.ndarray:

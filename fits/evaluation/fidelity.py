@@ -30,7 +30,7 @@ __all__ = ["column_fidelity", "independent_resample", "pair_fidelity"]
 def independent_resample(
     frame: pd.DataFrame,
     n: int | None = None,
-    random_state: int | np.random.Generator | None = None,
+    seed: int | np.random.Generator | None = None,
 ) -> pd.DataFrame:
     """Resample every column independently, with replacement, from its own values.
 
@@ -44,7 +44,7 @@ def independent_resample(
         Table to resample.
     n : int, optional
         Number of rows (default ``len(frame)``).
-    random_state : int or numpy.random.Generator, optional
+    seed : int or numpy.random.Generator, optional
         Seed or generator.
 
     Returns
@@ -57,7 +57,7 @@ def independent_resample(
         raise ValueError(f"n must be non-negative, got {n}")
     if n_rows > 0 and len(frame) == 0:
         raise ValueError("cannot resample rows from an empty table")
-    rng = as_rng(random_state)
+    rng = as_rng(seed)
     out = {}
     for col in frame.columns:
         idx = rng.integers(0, len(frame), size=n_rows) if n_rows else np.zeros(0, dtype=int)

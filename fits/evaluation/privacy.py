@@ -232,7 +232,7 @@ def privacy_checks(
     holdout: pd.DataFrame | None = None,
     columns: Sequence[str] | None = None,
     max_rows: int | None = 20_000,
-    random_state: int | np.random.Generator | None = 0,
+    seed: int | np.random.Generator | None = 0,
 ) -> PrivacyResult:
     """Distance to closest record and exact copies, against a real baseline.
 
@@ -253,7 +253,7 @@ def privacy_checks(
     max_rows : int or None, default 20,000
         At most this many synthetic rows and this many baseline rows are checked
         (uniform subsamples; every training row is always searched). None: all.
-    random_state : int or numpy.random.Generator, optional
+    seed : int or numpy.random.Generator, optional
         Seed of the subsamples.
 
     Returns
@@ -266,7 +266,7 @@ def privacy_checks(
     cols = check_tables(frames, names, kinds, cols)
     encoded, _ = encode_many(frames, kinds, cols, names)
     x_train, x_syn = encoded[0], encoded[1]
-    rng = as_rng(random_state)
+    rng = as_rng(seed)
     notes: list[str] = []
 
     def subsample(x: np.ndarray, what: str) -> np.ndarray:
