@@ -724,7 +724,7 @@ def run_benchmark(
             kinds: dict[str, str] = data.kinds,
         ) -> float:
             return energy_distance(
-                full, table, kinds, columns=cols, max_rows=energy_max_rows, random_state=rseed
+                full, table, kinds, columns=cols, max_rows=energy_max_rows, seed=rseed
             )
 
         run: dict[str, Any] = {
@@ -734,7 +734,7 @@ def run_benchmark(
             "floors": {},
             "generators": {},
         }
-        indep = independent_resample(train, n=n_syn, random_state=rseed)
+        indep = independent_resample(train, n=n_syn, seed=rseed)
         for name, table in (("real_test", test), ("independent", indep)):
             run["floors"][name] = {"covariates": ed(table, covariates), "all": ed(table, all_cols)}
         say(
@@ -832,7 +832,7 @@ def column_energy(
     kinds: Mapping[str, str],
     *,
     max_rows: int | None = ENERGY_MAX_ROWS,
-    random_state: int | None = 0,
+    seed: int | None = 0,
 ) -> pd.DataFrame:
     """How much each column contributes to the energy distance of a synthetic table.
 
@@ -850,7 +850,7 @@ def column_energy(
     max_rows : int or None, default 20,000
         Subsample size for tables with more rows (the same rows for every column set:
         one seed).
-    random_state : int or None, default 0
+    seed : int or None, default 0
         Seed of the subsample.
 
     Returns
@@ -863,7 +863,7 @@ def column_energy(
 
     def ed(columns: list[str]) -> float:
         return energy_distance(
-            full, synthetic, kinds, columns=columns, max_rows=max_rows, random_state=random_state
+            full, synthetic, kinds, columns=columns, max_rows=max_rows, seed=seed
         )
 
     total = ed(cols)

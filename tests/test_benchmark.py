@@ -212,7 +212,7 @@ def test_column_energy() -> None:
 
     data = simulate(400, seed=1)
     fake = independent_resample(data.frame, seed=2)
-    out = column_energy(data.frame, fake, data.kinds, random_state=0)
+    out = column_energy(data.frame, fake, data.kinds, seed=0)
     assert set(out["column"]) == set(data.kinds)
     assert (out["marginal"] >= 0).all() and out.attrs["all"] > 0
     np.testing.assert_allclose(out["drop"], out.attrs["all"] - out["without"])

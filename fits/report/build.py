@@ -822,7 +822,7 @@ def evaluate(
     independent_source = train if train is not None else real
     seeds = np.random.SeedSequence(seed).spawn(3)  # independent resample, energy, privacy
     independent = independent_resample(
-        independent_source, len(synthetic), random_state=np.random.default_rng(seeds[0])
+        independent_source, len(synthetic), seed=np.random.default_rng(seeds[0])
     )
     tables = {"synthetic": synthetic}
     if test is not None:
@@ -835,7 +835,7 @@ def evaluate(
         covariates,
         responses=targets,
         max_rows=max_rows,
-        random_state=np.random.default_rng(seeds[1]),
+        seed=np.random.default_rng(seeds[1]),
         n_jobs=n_jobs,
     )
     if not targets:
@@ -917,7 +917,7 @@ def evaluate(
             holdout=test if train is not None else None,
             columns=columns,
             max_rows=privacy_rows,
-            random_state=np.random.default_rng(seeds[2]),
+            seed=np.random.default_rng(seeds[2]),
         )
         notes.extend(f"privacy: {n}" for n in privacy_result.notes)
         step("privacy checks", t0)
