@@ -2,7 +2,10 @@
 
 - :mod:`fits.analysis.design`: site-side design matrices from the shared schema (one-hot
   nominal, numeric standardized with federation-wide statistics from a round of sums);
-  :class:`DesignSite` is the base of the analysis sites.
+  :class:`DesignSite` is the base of the analysis sites;
+- :mod:`fits.analysis.glm`: GLMs (linear, logistic, Poisson) fitted by FedSGD,
+  FedHybrid, FedAvg or FedNewton under mu-GDP (:func:`fit_glm`);
+- :mod:`fits.analysis.accounting`: mu-GDP <-> (epsilon, delta).
 """
 
 from fits._lazy import lazy_exports
@@ -15,6 +18,13 @@ _EXPORTS = {
     "Standardization": "fits.analysis.design",
     "schema_round": "fits.analysis.design",
     "standardization_round": "fits.analysis.design",
+    "GLMResults": "fits.analysis.glm",
+    "GLMSite": "fits.analysis.glm",
+    "fit_glm": "fits.analysis.glm",
+    "PrivacySpent": "fits.analysis.accounting",
+    "gdp_delta": "fits.analysis.accounting",
+    "gdp_epsilon": "fits.analysis.accounting",
+    "gdp_mu": "fits.analysis.accounting",
 }
 __all__ = list(_EXPORTS)
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -39,12 +39,23 @@ kinds (:data:`ANALYSIS_REPLIES` gives each reply's arrays and shapes as a functi
 the request, so the checks stay exact: no reply can carry more than a few numbers per
 parameter):
 
-============  ========================================  ==================================
-kind          request (coordinator -> site)             reply (site -> coordinator)
-============  ========================================  ==================================
-moments       config ``design`` (JSON), ``n_numeric``   ``n`` (1,), ``sum`` (q,),
-              (q)                                       ``sumsq`` (q,)
-============  ========================================  ==================================
+==============  ======================================  ====================================
+kind            request (coordinator -> site)           reply (site -> coordinator)
+==============  ======================================  ====================================
+moments         config ``design`` (JSON),               ``n`` (1,), ``sum`` (q,),
+                ``n_numeric`` (q)                       ``sumsq`` (q,)
+glm_configure   arrays ``means``, ``sds``; config       ``n_rows`` (1,)
+                ``family``, ``method``, ``settings``
+                (JSON), ``tau1``, ``mu`` (0: none)
+glm_clip        ``theta`` (p,); config ``quantile``     ``b`` (1,): that quantile of the
+                                                        site's per-row gradient norms
+glm_gradient    ``theta`` (p,); config ``stage``,       ``g`` (p,): noisy mean clipped
+                ``clip``                                gradient
+glm_local       ``theta`` (p,); config ``stage``,       ``theta`` (p,): after the site's
+                ``clip``                                noisy local steps
+glm_newton      ``theta`` (p,); config ``clip``         ``theta`` (p,): the noisy local
+                                                        Newton step
+==============  ======================================  ====================================
 """
 
 from __future__ import annotations
@@ -110,9 +121,18 @@ def _moments_shapes(request: Message) -> dict[str, tuple[int, ...]]:
     return {"n": (1,), "sum": (q,), "sumsq": (q,)}
 
 
+def _theta_shape(request: Message) -> tuple[int, ...]:
+    return (int(np.asarray(request.arrays["theta"]).shape[0]),)
+
+
 #: Analysis message kinds: request -> the reply's exact array names and shapes.
 ANALYSIS_REPLIES: dict[str, Callable[[Message], dict[str, tuple[int, ...]]]] = {
     "moments": _moments_shapes,
+    "glm_configure": lambda r: {"n_rows": (1,)},
+    "glm_clip": lambda r: {"b": (1,)},
+    "glm_gradient": lambda r: {"g": _theta_shape(r)},
+    "glm_local": lambda r: {"theta": _theta_shape(r)},
+    "glm_newton": lambda r: {"theta": _theta_shape(r)},
 }
 
 

@@ -1,0 +1,186 @@
+"""Privacy accounting for mu-Gaussian differential privacy (GDP).
+
+The federated GLM estimators (:mod:`fits.analysis.glm`) make every site mu-fed-GDP
+(Definition 2.2 of the DP federated M-estimation paper: the site's releases to the
+honest-but-curious server, whatever the other sites hold) and the whole run
+mu/sqrt(m)-GDP towards a third party who sees only the server's aggregates
+(Definition 2.1; Lemmas 3.1, 3.4, 3.6).
+
+A mechanism is mu-GDP if and only if it is (epsilon, delta(epsilon))-DP for every
+epsilon >= 0 with (Dong, Roth and Su 2022, Corollary 1; the paper's proof of Theorem
+3.10)::
+
+    delta(epsilon) = Phi(-epsilon/mu + mu/2) - e^epsilon Phi(-epsilon/mu - mu/2).
+
+:func:`gdp_delta` evaluates it, :func:`gdp_epsilon` inverts it in epsilon (given mu and
+delta) and :func:`gdp_mu` in mu (given epsilon and delta), both by root finding:
+delta(epsilon) decreases in epsilon and increases in mu.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+from scipy.optimize import brentq
+from scipy.special import log_ndtr, ndtr
+
+__all__ = [
+    "PrivacyBudget",
+    "PrivacySpent",
+    "gdp_delta",
+    "gdp_epsilon",
+    "gdp_mu",
+    "resolve_budget",
+]
+
+#: delta reported beside mu when the user gives mu alone.
+DEFAULT_DELTA = 1e-5
+
+
+def _check_mu(mu: float) -> float:
+    mu = float(mu)
+    if not math.isfinite(mu) or mu <= 0:
+        raise ValueError(f"mu must be a positive finite number, got {mu!r} (option --mu)")
+    return mu
+
+
+def _check_delta(delta: float) -> float:
+    delta = float(delta)
+    if not (0.0 < delta < 1.0):
+        raise ValueError(f"delta must lie strictly between 0 and 1, got {delta!r} (option --delta)")
+    return delta
+
+
+def _check_epsilon(epsilon: float) -> float:
+    epsilon = float(epsilon)
+    if not math.isfinite(epsilon) or epsilon < 0:
+        raise ValueError(
+            f"epsilon must be a non-negative finite number, got {epsilon!r} (option --epsilon)"
+        )
+    return epsilon
+
+
+def gdp_delta(epsilon: float, mu: float) -> float:
+    """delta(epsilon) of a mu-GDP mechanism (Dong et al. 2022, Corollary 1).
+
+    ``Phi(-eps/mu + mu/2) - exp(eps) * Phi(-eps/mu - mu/2)``, with the second term
+    computed on the log scale so that large epsilon does not overflow.
+    """
+    epsilon, mu = _check_epsilon(epsilon), _check_mu(mu)
+    a = float(ndtr(-epsilon / mu + mu / 2))
+    b = math.exp(epsilon + float(log_ndtr(-epsilon / mu - mu / 2)))
+    return max(a - b, 0.0)
+
+
+def gdp_epsilon(mu: float, delta: float) -> float:
+    """The smallest epsilon >= 0 with delta(epsilon) <= delta for a mu-GDP mechanism."""
+    mu, delta = _check_mu(mu), _check_delta(delta)
+    if gdp_delta(0.0, mu) <= delta:
+        return 0.0
+    hi = 1.0
+    while gdp_delta(hi, mu) > delta:
+        hi *= 2.0
+    return float(brentq(lambda e: gdp_delta(e, mu) - delta, 0.0, hi, xtol=1e-12, rtol=1e-12))
+
+
+def gdp_mu(epsilon: float, delta: float) -> float:
+    """The mu whose GDP curve passes through (epsilon, delta): mu-GDP then implies
+    (epsilon, delta)-DP, and any larger mu does not."""
+    epsilon, delta = _check_epsilon(epsilon), _check_delta(delta)
+    lo, hi = 1e-8, 1.0
+    while gdp_delta(epsilon, hi) < delta:
+        hi *= 2.0
+        if hi > 1e4:  # pragma: no cover - delta(eps) -> 1 as mu grows
+            raise ValueError(f"no mu reaches delta={delta} at epsilon={epsilon}")
+    return float(brentq(lambda m: gdp_delta(epsilon, m) - delta, lo, hi, xtol=1e-14, rtol=1e-12))
+
+
+@dataclass(frozen=True)
+class PrivacyBudget:
+    """A checked budget: the per-site mu and the delta at which epsilon is reported."""
+
+    mu: float
+    delta: float
+    given: str  # "mu" or "epsilon-delta"
+
+
+def resolve_budget(
+    mu: float | None, epsilon: float | None, delta: float | None
+) -> PrivacyBudget | None:
+    """Check the user's budget before any round runs.
+
+    Either ``mu`` (with an optional ``delta`` at which to report epsilon, default
+    :data:`DEFAULT_DELTA`), or ``epsilon`` and ``delta`` together (mu is then
+    :func:`gdp_mu`), or none of them (no privacy: returns None).
+
+    Raises
+    ------
+    ValueError
+        mu <= 0, delta outside (0, 1), epsilon < 0, epsilon without delta, or mu
+        together with epsilon.
+    """
+    if mu is not None and epsilon is not None:
+        raise ValueError(
+            "give either mu (--mu) or epsilon and delta (--epsilon, --delta), not both"
+        )
+    if mu is not None:
+        return PrivacyBudget(
+            _check_mu(mu), _check_delta(delta if delta is not None else DEFAULT_DELTA), "mu"
+        )
+    if epsilon is not None:
+        if delta is None:
+            raise ValueError("epsilon needs delta (--delta), e.g. 1e-5")
+        return PrivacyBudget(gdp_mu(epsilon, delta), _check_delta(delta), "epsilon-delta")
+    if delta is not None:
+        _check_delta(delta)
+        raise ValueError("delta alone sets no budget: give mu (--mu) or epsilon (--epsilon) too")
+    return None
+
+
+@dataclass(frozen=True)
+class PrivacySpent:
+    """What a private run spent.
+
+    Parameters
+    ----------
+    mu_site : float
+        Every site is mu-fed-GDP towards the server (Definition 2.2).
+    mu_third_party : float
+        The whole run is mu/sqrt(m)-GDP towards a third party seeing the server's
+        aggregates (Definition 2.1), m the number of sites.
+    delta : float
+        The delta at which the epsilons are reported.
+    epsilon_site, epsilon_third_party : float
+        The equivalent epsilon at ``delta`` (:func:`gdp_epsilon`).
+    n_sites : int
+        m.
+    """
+
+    mu_site: float
+    mu_third_party: float
+    delta: float
+    epsilon_site: float
+    epsilon_third_party: float
+    n_sites: int
+
+    @classmethod
+    def from_budget(cls, budget: PrivacyBudget, n_sites: int) -> PrivacySpent:
+        """The spend of a run of ``n_sites`` sites at ``budget``."""
+        mu3 = budget.mu / math.sqrt(n_sites)
+        return cls(
+            mu_site=budget.mu,
+            mu_third_party=mu3,
+            delta=budget.delta,
+            epsilon_site=gdp_epsilon(budget.mu, budget.delta),
+            epsilon_third_party=gdp_epsilon(mu3, budget.delta),
+            n_sites=int(n_sites),
+        )
+
+    def to_dict(self) -> dict[str, float]:
+        """JSON-ready."""
+        return {
+            k: (float(v) if isinstance(v, float | np.floating) else v)
+            for k, v in asdict(self).items()
+        }

@@ -1,0 +1,792 @@
+"""Federated GLMs with differential privacy: FedSGD, FedHybrid, FedAvg, FedNewton.
+
+The paper "Statistical Limits and Efficient Algorithms for Differentially Private
+Federated Learning" (Peng, Paul, Auddy 2026; ``dp-federated-m-estimation.txt``) fits an
+M-estimator theta_0 = argmin E rho(X, theta) over m sites, each site mu-fed-GDP
+(Definition 2.2) towards the server and the whole run mu/sqrt(m)-GDP towards a third
+party (Definition 2.1).  Here the M-estimators are generalized linear models with the
+canonical link, rho = the negative log-likelihood per row (sec. 4):
+
+=========  =========================  ==============  =============================
+family     loss rho(y, eta)           mean mu(eta)    Hessian weight
+=========  =========================  ==============  =============================
+linear     (y - eta)^2 / 2            eta             1
+logistic   log(1 + e^eta) - y eta     1/(1+e^-eta)    mu (1 - mu)
+poisson    e^eta - y eta              e^eta           mu
+=========  =========================  ==============  =============================
+
+so the per-row gradient is (mu(x'theta) - y) x.  Every per-row gradient is clipped to
+Euclidean norm at most B, g * min(1, B / ||g||) (sec. 4.1), before it is averaged.
+
+The four estimators, exactly as Algorithms 1-4 state them (weights w_i = n_i / N):
+
+* **FedSGD** (Algorithm 1): K server steps theta <- theta - eta sum_i w_i g~_i, each
+  site sending its mean clipped gradient plus N(0, sigma_i^2 I),
+  sigma_i = 2 B sqrt(K) / (mu n_i) (Lemma 3.1).
+* **FedHybrid** (Algorithm 2): stage I, K1 private local steps at each site from 0,
+  theta <- theta - eta1 mean g + a_i Z, a_i = 2 B eta1 sqrt(2 K1) / (mu n_i); the
+  server averages; stage II, K2 FedSGD steps (step eta2) from that average with
+  sigma_i = 2 B sqrt(2 K2) / (mu n_i) (Lemma 3.4).
+* **FedAvg** (Algorithm 3): R rounds of K private local steps,
+  sigma_i = 2 B eta sqrt(R K) / (mu n_i) added to each local step (Lemma 3.6).
+* **FedNewton** (Algorithm 4): each site splits its rows into halves X1, X2; one
+  round of FedAvg on X1 with sigma_i = 4 B eta sqrt(2 K) / (mu n_i); then one local
+  Newton step theta_i = theta - H(theta; X1)^-1 g(theta; X2) + 2 B_new / (mu n_i) Z
+  with B_new = 4 sqrt(2) B / tau1 (Lemma 3.8); the server averages.
+
+``mu=None`` runs the same algorithms without noise and without clipping.  The choices
+the paper leaves open (the clipping bound, tau1, odd site sizes, the FedAvg step size,
+...) are listed in ``docs/analysis.md``.
+
+Messages (:mod:`fits.federation.protocol`): ``setup`` and ``moments`` (the design,
+:mod:`fits.analysis.design`), then ``glm_configure``, ``glm_clip`` (the paper's
+data-driven clipping bound), ``glm_gradient`` (one noisy mean gradient), ``glm_local``
+(a site's noisy local descent) and ``glm_newton`` (the noisy local Newton step).  Each
+site draws its noise from its own generator, seeded when the site is built (never by
+a message: a server that knew a site's seed could subtract its noise), and refuses
+any release beyond the plan it was configured with, so the server cannot spend more
+than the budget.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy.special import expit, gammaln
+
+from fits.analysis.accounting import PrivacyBudget, PrivacySpent, resolve_budget
+from fits.analysis.design import (
+    DesignBuilder,
+    DesignError,
+    DesignSite,
+    DesignSpec,
+    Standardization,
+    schema_round,
+    standardization_round,
+)
+from fits.federation.protocol import Message, ProtocolError
+from fits.federation.transport import InProcessTransport, Transport
+
+__all__ = [
+    "FAMILIES",
+    "METHODS",
+    "GLMResults",
+    "GLMSite",
+    "fit_glm",
+    "noise_scales",
+]
+
+FAMILIES = ("linear", "logistic", "poisson")
+
+#: Paper's experimental choices (sec. 4): iterations and step sizes of each method.
+DEFAULTS: dict[str, dict[str, float | int]] = {
+    "fedsgd": {"K": 50, "eta": 0.5},
+    "fedhybrid": {"K1": 30, "eta1": 0.5, "K2": 20, "eta2": 0.5},
+    "fedavg": {"K": 50, "R": 2, "eta": 0.5},
+    "fednewton": {"K": 50, "eta": 0.5},
+}
+#: Default tau1, the strong-convexity constant of Assumption 2 that calibrates the
+#: Newton step's noise (Algorithm 4); local Hessians are floored at it.
+DEFAULT_TAU1 = 0.1
+#: The paper's clipping rule (sec. 4.1): B = max over sites of this quantile of the
+#: per-row gradient norms at theta = 0.
+CLIP_QUANTILE = 0.9
+
+
+# ---------------------------------------------------------------------- families
+def _mean(family: str, eta: np.ndarray) -> np.ndarray:
+    if family == "linear":
+        return eta
+    if family == "logistic":
+        return expit(eta)
+    return np.exp(np.minimum(eta, 700.0))
+
+
+def _hessian_weight(family: str, eta: np.ndarray) -> np.ndarray:
+    if family == "linear":
+        return np.ones_like(eta)
+    mu = _mean(family, eta)
+    return mu * (1.0 - mu) if family == "logistic" else mu
+
+
+def loss(family: str, eta: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Per-row negative log-likelihood rho (up to terms free of theta, except that
+    Poisson keeps log y! so the value is the exact negative log-likelihood)."""
+    if family == "linear":
+        return 0.5 * (y - eta) ** 2
+    if family == "logistic":
+        return np.logaddexp(0.0, eta) - y * eta
+    return np.exp(eta) - y * eta + gammaln(y + 1.0)
+
+
+def check_target(family: str, y: np.ndarray, site: str, target: str) -> None:
+    """A target that does not fit the family is an error naming the site."""
+    if family not in FAMILIES:
+        raise ValueError(f"unknown family {family!r}; choose one of {', '.join(FAMILIES)}")
+    if not np.all(np.isfinite(y)):
+        raise DesignError(f"{site}: target {target!r} holds non-finite values")
+    if family == "logistic" and not np.all((y == 0) | (y == 1)):
+        bad = sorted(set(np.unique(y[(y != 0) & (y != 1)]).tolist()))[:5]
+        raise DesignError(
+            f"{site}: target {target!r} must be binary 0/1 for family 'logistic'; found "
+            f"{bad}: recode it, or choose family 'linear'"
+        )
+    if family == "poisson" and not np.all((y >= 0) & (y == np.round(y))):
+        bad = sorted(set(np.unique(y[(y < 0) | (y != np.round(y))]).tolist()))[:5]
+        raise DesignError(
+            f"{site}: target {target!r} must be a count (integer >= 0) for family "
+            f"'poisson'; found {bad}"
+        )
+
+
+def clipped_gradients(
+    family: str, x: np.ndarray, y: np.ndarray, theta: np.ndarray, clip: float
+) -> np.ndarray:
+    """Per-row gradients (mu(x'theta) - y) x, each scaled to norm at most ``clip``."""
+    r = _mean(family, x @ theta) - y
+    g = r[:, None] * x
+    if math.isfinite(clip):
+        norms = np.abs(r) * np.sqrt(np.einsum("ij,ij->i", x, x))
+        scale = np.minimum(1.0, clip / np.maximum(norms, 1e-300))
+        g *= scale[:, None]
+    return g
+
+
+def _mean_clipped_gradient(
+    family: str, x: np.ndarray, y: np.ndarray, theta: np.ndarray, clip: float
+) -> np.ndarray:
+    r = _mean(family, x @ theta) - y
+    if math.isfinite(clip):
+        norms = np.abs(r) * np.sqrt(np.einsum("ij,ij->i", x, x))
+        r = r * np.minimum(1.0, clip / np.maximum(norms, 1e-300))
+    return (x.T @ r) / x.shape[0]
+
+
+# ---------------------------------------------------------------------- noise scales
+def noise_scales(
+    method: str, settings: Mapping[str, float], clip: float, mu: float, n_rows: int, tau1: float
+) -> dict[str, float]:
+    """Each release's Gaussian noise sd at a site of ``n_rows`` rows (the lemmas).
+
+    Returns a dict stage -> sd: ``fedsgd`` (Lemma 3.1, on the mean gradient),
+    ``hybrid1`` and ``hybrid2`` (Lemma 3.4, on each local step / on the mean
+    gradient), ``fedavg`` (Lemma 3.6, on each local step), ``newton_avg`` and
+    ``newton`` (Algorithm 4 / Lemma 3.8: each local step of the FedAvg round on the
+    first half, and the Newton step's output).  For FedNewton with an odd ``n_rows``
+    the formulas use ``2 * floor(n_rows / 2)`` in place of n_i: the smaller half has
+    floor(n_i / 2) rows, and the lemma's sensitivity 2B / (n_i / 2) must hold for it.
+    """
+    b, n = float(clip), float(n_rows)
+    s = settings
+    if method == "fedsgd":
+        return {"fedsgd": 2 * b * math.sqrt(s["K"]) / (mu * n)}
+    if method == "fedhybrid":
+        return {
+            "hybrid1": 2 * b * s["eta1"] * math.sqrt(2 * s["K1"]) / (mu * n),
+            "hybrid2": 2 * b * math.sqrt(2 * s["K2"]) / (mu * n),
+        }
+    if method == "fedavg":
+        return {"fedavg": 2 * b * s["eta"] * math.sqrt(s["R"] * s["K"]) / (mu * n)}
+    if method == "fednewton":
+        n_even = 2.0 * (n_rows // 2)
+        b_new = 4.0 * math.sqrt(2.0) * b / tau1
+        return {
+            "newton_avg": 4 * b * s["eta"] * math.sqrt(2 * s["K"]) / (mu * n_even),
+            "newton": 2 * b_new / (mu * n_even),
+        }
+    raise ValueError(f"unknown method {method!r}")
+
+
+#: Releases each site allows per stage: settings -> count.
+def _release_plan(method: str, s: Mapping[str, float]) -> dict[str, int]:
+    if method == "fedsgd":
+        return {"fedsgd": int(s["K"])}
+    if method == "fedhybrid":
+        return {"hybrid1": 1, "hybrid2": int(s["K2"])}
+    if method == "fedavg":
+        return {"fedavg": int(s["R"])}
+    return {"newton_avg": 1, "newton": 1}
+
+
+# ---------------------------------------------------------------------- the site
+class GLMSite(DesignSite):
+    """One site of a federated GLM fit: holds its rows, answers the GLM messages.
+
+    Parameters
+    ----------
+    data : DataFrame
+        The site's table.
+    name : str
+        The site's name.
+    seed : int, SeedSequence or None
+        Seed of the site's own noise generator (and of its FedNewton sample split).
+        :func:`fit_glm` derives one per site from the user's seed.
+    """
+
+    def __init__(
+        self,
+        data: pd.DataFrame,
+        name: str = "site",
+        seed: int | np.random.SeedSequence | None = None,
+    ) -> None:
+        super().__init__(data, name)
+        self._rng = np.random.default_rng(seed)
+        self._x: np.ndarray | None = None
+        self._y: np.ndarray | None = None
+        self._halves: tuple[np.ndarray, np.ndarray] | None = None
+        self.family = ""
+        self.method = ""
+        self.clip = math.inf
+        self.mu: float | None = None
+        self.tau1 = DEFAULT_TAU1
+        self.settings: dict[str, float] = {}
+        #: Noise sd of each stage (empty without privacy), from :func:`noise_scales`.
+        self.sigmas: dict[str, float] = {}
+        #: Releases left per stage; a request beyond them is refused.
+        self.releases_left: dict[str, int] = {}
+        #: Every Gaussian draw added, per stage (for tests of the mechanism).
+        self.noise_log: dict[str, list[np.ndarray]] = {}
+        #: Whether to keep :attr:`noise_log` (off by default: it grows with the rounds).
+        self.log_noise = False
+        self._clip_fixed = False
+
+    def handlers(self) -> dict[str, Callable[[Message], Message]]:
+        """Message kind -> method answering it."""
+        return {
+            **super().handlers(),
+            "glm_configure": self._configure,
+            "glm_clip": self._clip,
+            "glm_gradient": self._gradient,
+            "glm_local": self._local,
+            "glm_newton": self._newton,
+        }
+
+    # -------------------------------------------------------------- configure
+    def _configure(self, msg: Message) -> Message:
+        if self.builder is None:
+            raise ProtocolError(f"{self.name}: glm_configure before the moments round")
+        st = Standardization(msg.arrays["means"], msg.arrays["sds"], np.zeros(0, np.int64))
+        self.family = str(msg.config["family"])
+        self.method = str(msg.config["method"])
+        self.settings = {k: float(v) for k, v in json.loads(str(msg.config["settings"])).items()}
+        self.tau1 = float(msg.config["tau1"])
+        self.mu = float(msg.config["mu"]) if float(msg.config["mu"]) > 0 else None
+        x = self.builder.matrix(st)
+        y = self.builder.target()
+        check_target(self.family, y, self.name, str(self.builder.spec.target))
+        self._x, self._y = x, y
+        if self.method == "fednewton":
+            perm = self._rng.permutation(self.n_rows)
+            half = self.n_rows // 2
+            self._halves = (perm[:half], perm[half:])
+        self.releases_left = _release_plan(self.method, self.settings)
+        self._clip_fixed = False
+        self.noise_log = {k: [] for k in self.releases_left}
+        return Message("glm_configure", {"n_rows": np.array([self.n_rows], dtype=np.int64)})
+
+    def _set_clip(self, clip: float) -> None:
+        self.clip = float(clip)
+        if self.mu is not None:
+            self.sigmas = noise_scales(
+                self.method, self.settings, self.clip, self.mu, self.n_rows, self.tau1
+            )
+
+    def _clip(self, msg: Message) -> Message:
+        """The paper's data-driven clipping rule, this site's part: the quantile of
+        its per-row gradient norms at theta (sec. 4.1)."""
+        x, y = self._data()
+        theta = msg.arrays["theta"]
+        norms = np.linalg.norm(clipped_gradients(self.family, x, y, theta, math.inf), axis=1)
+        q = float(np.quantile(norms, float(msg.config["quantile"])))
+        return Message("glm_clip", {"b": np.array([q])})
+
+    def _data(self, part: str = "all") -> tuple[np.ndarray, np.ndarray]:
+        if self._x is None or self._y is None:
+            raise ProtocolError(f"{self.name}: GLM request before glm_configure")
+        if part == "all":
+            return self._x, self._y
+        assert self._halves is not None
+        idx = self._halves[0 if part == "first" else 1]
+        return self._x[idx], self._y[idx]
+
+    def _release(self, msg: Message, stage: str) -> None:
+        """Accept one release of ``stage``: within the plan, at the fit's one clipping
+        bound (it rides on every request; the first release fixes it and the noise)."""
+        left = self.releases_left.get(stage, 0)
+        if left <= 0:
+            raise ProtocolError(
+                f"{self.name}: no {stage!r} release left in the plan it was configured with "
+                "(the privacy budget would be exceeded)"
+            )
+        clip = float(msg.config["clip"])
+        if not self._clip_fixed:
+            if self.mu is not None and not (math.isfinite(clip) and clip > 0):
+                raise ProtocolError(f"{self.name}: a private fit needs a finite clipping bound")
+            self._set_clip(clip)
+            self._clip_fixed = True
+        elif clip != self.clip:
+            raise ProtocolError(f"{self.name}: the clipping bound changed during the fit")
+        self.releases_left[stage] = left - 1
+
+    def _noise(self, stage: str, p: int) -> np.ndarray:
+        if self.mu is None:
+            return np.zeros(p)
+        z = self._rng.standard_normal(p) * self.sigmas[stage]
+        if self.log_noise:
+            self.noise_log[stage].append(z)
+        return z
+
+    # -------------------------------------------------------------- releases
+    def _gradient(self, msg: Message) -> Message:
+        """Algorithm 1 (and stage II of Algorithm 2): g~_i = mean clipped gradient +
+        sigma_i Z."""
+        stage = str(msg.config["stage"])
+        self._release(msg, stage)
+        x, y = self._data()
+        theta = np.asarray(msg.arrays["theta"], dtype=np.float64)
+        g = _mean_clipped_gradient(self.family, x, y, theta, self.clip)
+        return Message("glm_gradient", {"g": g + self._noise(stage, g.size)})
+
+    def _local(self, msg: Message) -> Message:
+        """K private local steps theta <- theta - eta mean g(theta) + sigma Z
+        (Algorithm 2 stage I, Algorithm 3, Algorithm 4's FedAvg round on X1)."""
+        stage = str(msg.config["stage"])
+        self._release(msg, stage)
+        x, y = self._data("first" if stage == "newton_avg" else "all")
+        # the site's own plan sets the steps: a server asking for more would spend more
+        k, eta = (
+            (int(self.settings["K1"]), self.settings["eta1"])
+            if stage == "hybrid1"
+            else (int(self.settings["K"]), self.settings["eta"])
+        )
+        theta = np.array(msg.arrays["theta"], dtype=np.float64)
+        for _ in range(k):
+            theta = theta - eta * _mean_clipped_gradient(self.family, x, y, theta, self.clip)
+            theta = theta + self._noise(stage, theta.size)
+        return Message("glm_local", {"theta": theta})
+
+    def _newton(self, msg: Message) -> Message:
+        """Algorithm 4's local step: theta - H(theta; X1)^-1 g(theta; X2) + 2 B_new /
+        (mu n_i) Z, the Hessian's eigenvalues floored at tau1 when private."""
+        self._release(msg, "newton")
+        theta = np.asarray(msg.arrays["theta"], dtype=np.float64)
+        x1, y1 = self._data("first")
+        x2, y2 = self._data("second")
+        w = _hessian_weight(self.family, x1 @ theta)
+        h = (x1.T * w) @ x1 / x1.shape[0]
+        g = _mean_clipped_gradient(self.family, x2, y2, theta, self.clip)
+        if self.mu is not None:
+            vals, vecs = np.linalg.eigh(h)
+            step = vecs @ ((vecs.T @ g) / np.maximum(vals, self.tau1))
+        else:
+            step = np.linalg.lstsq(h, g, rcond=None)[0]
+        out = theta - step + self._noise("newton", theta.size)
+        return Message("glm_newton", {"theta": out})
+
+
+# ---------------------------------------------------------------------- coordinator
+@dataclass
+class _Run:
+    """Coordinator state of one fit: the transport, weights, rounds."""
+
+    transport: Transport
+    weights: np.ndarray
+    clip: float
+    rounds: int = 0
+
+    def exchange(self, kind: str, theta: np.ndarray, **config: Any) -> list[np.ndarray]:
+        msg = Message(
+            kind, {"theta": np.asarray(theta, dtype=np.float64)}, {"clip": self.clip, **config}
+        )
+        replies = self.transport.broadcast(msg)
+        self.rounds += 1
+        key = {"glm_gradient": "g"}.get(kind, "theta")
+        return [r.arrays[key] for r in replies]
+
+    def average(self, arrays: Sequence[np.ndarray]) -> np.ndarray:
+        return np.einsum("i,ij->j", self.weights, np.vstack(arrays))
+
+
+def _fedsgd(
+    run: _Run,
+    theta: np.ndarray,
+    s: Mapping[str, float],
+    stage: str = "fedsgd",
+    steps: str = "K",
+    eta: str = "eta",
+) -> np.ndarray:
+    """Algorithm 1: K server steps on the weighted noisy gradients."""
+    for _ in range(int(s[steps])):
+        theta = theta - s[eta] * run.average(run.exchange("glm_gradient", theta, stage=stage))
+    return theta
+
+
+def _fedhybrid(run: _Run, theta: np.ndarray, s: Mapping[str, float]) -> np.ndarray:
+    """Algorithm 2: K1 local steps at each site, weighted average, K2 FedSGD steps."""
+    local = run.exchange("glm_local", theta, stage="hybrid1")
+    return _fedsgd(run, run.average(local), s, stage="hybrid2", steps="K2", eta="eta2")
+
+
+def _fedavg(run: _Run, theta: np.ndarray, s: Mapping[str, float]) -> np.ndarray:
+    """Algorithm 3: R rounds of K local steps, weighted average after each."""
+    for _ in range(int(s["R"])):
+        theta = run.average(run.exchange("glm_local", theta, stage="fedavg"))
+    return theta
+
+
+def _fednewton(run: _Run, theta: np.ndarray, s: Mapping[str, float]) -> np.ndarray:
+    """Algorithm 4: one FedAvg round on the first halves, one local Newton step using
+    the second halves' gradients, weighted average."""
+    theta = run.average(run.exchange("glm_local", theta, stage="newton_avg"))
+    return run.average(run.exchange("glm_newton", theta))
+
+
+#: Method name -> coordinator algorithm (the table the CLI dispatches on).
+METHODS: dict[str, Callable[[_Run, np.ndarray, Mapping[str, float]], np.ndarray]] = {
+    "fedsgd": _fedsgd,
+    "fedhybrid": _fedhybrid,
+    "fedavg": _fedavg,
+    "fednewton": _fednewton,
+}
+
+
+# ---------------------------------------------------------------------- results
+@dataclass
+class GLMResults:
+    """The result of :func:`fit_glm` (statsmodels-like).
+
+    Attributes
+    ----------
+    params : Series
+        The coefficients, indexed by design column (``"(intercept)"`` first); numeric
+        features are on the standardized scale (see :attr:`standardization`).
+    family, method : str
+    privacy : PrivacySpent or None
+        What the run spent (None without privacy).
+    rounds : int
+        Communication rounds (each a request to every site and its replies), the
+        setup and standardization rounds included.
+    uploaded_bytes, downloaded_bytes : int
+        Payload bytes the sites sent / received over the whole run.
+    clip : float
+        The clipping bound B (``inf`` without privacy unless given).
+    clip_data_driven : bool
+        Whether B came from the paper's data-driven rule (not covered by the guarantee).
+    settings : dict
+        Iterations and step sizes used; ``tau1`` for FedNewton.
+    n_obs : int
+        N, the rows over all sites.
+    n_rows : list of int
+        Rows per site.
+    spec : DesignSpec
+    standardization : Standardization
+    """
+
+    params: pd.Series
+    family: str
+    method: str
+    privacy: PrivacySpent | None
+    rounds: int
+    uploaded_bytes: int
+    downloaded_bytes: int
+    clip: float
+    clip_data_driven: bool
+    settings: dict[str, float]
+    n_obs: int
+    n_rows: list[int]
+    spec: DesignSpec
+    standardization: Standardization
+    target: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def intercept_(self) -> float:
+        """The intercept (design column ``"(intercept)"``)."""
+        return float(self.params.iloc[0])
+
+    @property
+    def coef_(self) -> np.ndarray:
+        """The coefficients without the intercept."""
+        return self.params.to_numpy()[1:]
+
+    def design(self, frame: pd.DataFrame) -> np.ndarray:
+        """The design matrix of new rows, with the fit's coding and standardization."""
+        spec = dataclasses.replace(self.spec, target=None)
+        return DesignBuilder(frame, spec, site="predict").matrix(self.standardization)
+
+    def predict(self, frame: pd.DataFrame, *, linear: bool = False) -> np.ndarray:
+        """Predicted means (probabilities for logistic) of new rows; ``linear=True``
+        gives x'theta."""
+        eta = self.design(frame) @ self.params.to_numpy()
+        return eta if linear else _mean(self.family, eta)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready (what ``fits analyze`` writes)."""
+        return {
+            "family": self.family,
+            "method": self.method,
+            "target": self.target,
+            "params": {k: float(v) for k, v in self.params.items()},
+            "privacy": self.privacy.to_dict() if self.privacy else None,
+            "rounds": self.rounds,
+            "uploaded_bytes": self.uploaded_bytes,
+            "downloaded_bytes": self.downloaded_bytes,
+            "clip": None if not math.isfinite(self.clip) else self.clip,
+            "clip_data_driven": self.clip_data_driven,
+            "settings": self.settings,
+            "n_obs": self.n_obs,
+            "n_rows": self.n_rows,
+            "standardization": {
+                "columns": list(self.spec.numeric),
+                "means": self.standardization.means.tolist(),
+                "sds": self.standardization.sds.tolist(),
+            },
+        }
+
+    def summary(self) -> str:
+        """A plain-text summary."""
+        lines = [
+            f"Federated GLM: family={self.family}, method={self.method}, target={self.target}",
+            f"sites={len(self.n_rows)}, N={self.n_obs}, rounds={self.rounds}, "
+            f"uploaded={self.uploaded_bytes} B",
+        ]
+        if self.privacy is None:
+            lines.append("privacy: none (non-private run)")
+        else:
+            p = self.privacy
+            lines.append(
+                f"privacy: each site {p.mu_site:.4g}-fed-GDP (eps={p.epsilon_site:.4g} at "
+                f"delta={p.delta:g}); third party {p.mu_third_party:.4g}-GDP "
+                f"(eps={p.epsilon_third_party:.4g}); clip B={self.clip:.4g}"
+                + (" (data-driven, not covered)" if self.clip_data_driven else "")
+            )
+        width = max(len(n) for n in self.params.index)
+        lines += [f"  {n:<{width}}  {v: .6f}" for n, v in self.params.items()]
+        return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------- fit_glm
+def _settings(method: str, overrides: Mapping[str, float | None]) -> dict[str, float]:
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
+    s = dict(DEFAULTS[method])
+    unknown = sorted(k for k, v in overrides.items() if v is not None and k not in s)
+    if unknown:
+        raise ValueError(
+            f"option(s) {unknown} do not apply to method {method!r}; it takes {sorted(s)}"
+        )
+    for k, v in overrides.items():
+        if v is None:
+            continue
+        if k.startswith("eta"):
+            if not (math.isfinite(float(v)) and float(v) > 0):
+                raise ValueError(f"step size {k} must be a positive number, got {v!r}")
+            s[k] = float(v)
+        else:
+            if int(v) != v or int(v) < 1:
+                raise ValueError(f"iteration count {k} must be a positive integer, got {v!r}")
+            s[k] = int(v)
+    return s
+
+
+def fit_glm(
+    tables: Sequence[pd.DataFrame] | Mapping[str, pd.DataFrame] | None,
+    target: str,
+    features: Sequence[str] | None = None,
+    family: str = "logistic",
+    method: str = "fednewton",
+    mu: float | None = None,
+    epsilon: float | None = None,
+    delta: float | None = None,
+    seed: int | None = 0,
+    *,
+    transport: Transport | None = None,
+    clip: float | str | None = "auto",
+    tau1: float = DEFAULT_TAU1,
+    kinds: Mapping[str, str] | None = None,
+    K: int | None = None,
+    eta: float | None = None,
+    K1: int | None = None,
+    eta1: float | None = None,
+    K2: int | None = None,
+    eta2: float | None = None,
+    R: int | None = None,
+) -> GLMResults:
+    """Fit a GLM across sites, optionally with mu-GDP (Algorithms 1-4 of the paper).
+
+    Parameters
+    ----------
+    tables : sequence or mapping of DataFrame, or None
+        The sites' tables (in process: one :class:`GLMSite` each, its noise seeded
+        from ``seed``); None when ``transport`` reaches sites built elsewhere.
+    target : str
+        The response column.
+    features : sequence of str, optional
+        Feature columns (default all but the target).
+    family : {"linear", "logistic", "poisson"}
+    method : {"fednewton", "fedsgd", "fedhybrid", "fedavg"}
+    mu : float, optional
+        Each site is mu-fed-GDP (Definition 2.2); the run is mu/sqrt(m)-GDP to a third
+        party (Definition 2.1).
+    epsilon, delta : float, optional
+        Instead of mu: mu is the GDP parameter whose (epsilon, delta) curve passes
+        through the given point (:func:`fits.analysis.accounting.gdp_mu`).  With ``mu``,
+        ``delta`` only sets where epsilon is reported (default 1e-5).
+    seed : int or None
+        One seed for every random draw: each site's noise generator is spawned from it.
+    transport : Transport, optional
+        Talk to existing sites (:class:`GLMSite` answering the GLM messages).
+    clip : float, "auto" or None
+        The clipping bound B.  ``"auto"``: none without privacy; with privacy, the
+        paper's rule (sec. 4.1: the largest site's 90th percentile of per-row gradient
+        norms at theta = 0), which the guarantee does not cover -- give a number for a
+        formal guarantee.  ``None``: no clipping (only without privacy).
+    tau1 : float
+        FedNewton's strong-convexity constant (Algorithm 4: B_new = 4 sqrt(2) B /
+        tau1); local Hessians are floored at it when private.
+    kinds : mapping, optional
+        Column kind overrides for the setup round.
+    K, eta, K1, eta1, K2, eta2, R : optional
+        Iterations and step sizes; defaults are the paper's (sec. 4): FedSGD K=50,
+        eta=0.5; FedHybrid K1=30, eta1=0.5, K2=20, eta2=0.5; FedAvg K=50, R=2,
+        eta=0.5; FedNewton K=50, eta=0.5.
+
+    Returns
+    -------
+    GLMResults
+
+    Raises
+    ------
+    ValueError
+        A bad option (mu <= 0, delta outside (0, 1), unknown family or method, an
+        option the method does not take), before any round runs;
+        :class:`~fits.analysis.design.DesignError` for rows that do not fit (naming
+        the site); a site too small for FedNewton's sample splitting.
+    """
+    budget: PrivacyBudget | None = resolve_budget(mu, epsilon, delta)
+    if family not in FAMILIES:
+        raise ValueError(f"unknown family {family!r}; choose one of {', '.join(FAMILIES)}")
+    settings = _settings(
+        method, {"K": K, "eta": eta, "K1": K1, "eta1": eta1, "K2": K2, "eta2": eta2, "R": R}
+    )
+    if method == "fednewton" and not (math.isfinite(float(tau1)) and float(tau1) > 0):
+        raise ValueError(f"tau1 must be a positive number, got {tau1!r}")
+    if isinstance(clip, str) and clip != "auto":
+        raise ValueError(f"clip must be a positive number, 'auto' or None, got {clip!r}")
+    if clip is None and budget is not None:
+        raise ValueError("a private fit needs a clipping bound: clip='auto' or a number")
+    if isinstance(clip, int | float) and not (math.isfinite(float(clip)) and clip > 0):
+        raise ValueError(f"clip must be a positive finite number, got {clip!r}")
+
+    own = transport is None
+    if own:
+        if tables is None:
+            raise ValueError("give the sites' tables or a transport")
+        items = (
+            list(tables.items())
+            if isinstance(tables, Mapping)
+            else [(f"site{k + 1}", t) for k, t in enumerate(tables)]
+        )
+        if not items:
+            raise ValueError("fit_glm needs at least one site table")
+        seeds = np.random.SeedSequence(seed).spawn(len(items))
+        sites = [GLMSite(t, name=n, seed=s) for (n, t), s in zip(items, seeds, strict=True)]
+        transport = InProcessTransport(sites, n_jobs=1)
+    elif tables is not None:
+        raise ValueError("give either tables or a transport, not both")
+    assert transport is not None
+    try:
+        return _fit(
+            transport, target, features, family, method, budget, settings, clip, float(tau1), kinds
+        )
+    finally:
+        if own and isinstance(transport, InProcessTransport):
+            transport.close()
+
+
+def _fit(
+    transport: Transport,
+    target: str,
+    features: Sequence[str] | None,
+    family: str,
+    method: str,
+    budget: PrivacyBudget | None,
+    settings: dict[str, float],
+    clip: float | str | None,
+    tau1: float,
+    kinds: Mapping[str, str] | None,
+) -> GLMResults:
+    up0, down0 = sum(transport.uploaded_bytes), sum(transport.downloaded_bytes)
+    schema, n_rows = schema_round(transport, kinds=kinds)
+    spec = DesignSpec.from_schema(schema, target, features)
+    p = spec.n_columns
+    if method == "fednewton":
+        small = [
+            (n, int(k)) for n, k in zip(transport.client_names, n_rows, strict=True) if k < 2 * p
+        ]
+        if small:
+            raise DesignError(
+                f"site(s) {', '.join(f'{n} ({k} rows)' for n, k in small)} too small for "
+                f"FedNewton's sample splitting (Algorithm 4): each half must hold at least "
+                f"p = {p} rows, so a site needs {2 * p}; merge small sites, use fewer "
+                "features, or choose another method"
+            )
+    st = standardization_round(transport, spec)
+    mu_value = budget.mu if budget is not None else 0.0
+    configure = Message(
+        "glm_configure",
+        {"means": st.means, "sds": st.sds},
+        {
+            "family": family,
+            "method": method,
+            "settings": json.dumps(settings),
+            "tau1": tau1,
+            "mu": mu_value,
+        },
+    )
+    transport.broadcast(configure)
+    rounds = 3
+    weights = n_rows / n_rows.sum()
+    theta0 = np.zeros(p)
+    data_driven = False
+    if clip == "auto" and budget is not None:
+        request = Message("glm_clip", {"theta": theta0}, {"quantile": CLIP_QUANTILE})
+        b = max(float(r.arrays["b"][0]) for r in transport.broadcast(request))
+        rounds += 1
+        if not b > 0:
+            raise DesignError("every per-row gradient is zero at theta = 0; give clip= a number")
+        clip_value, data_driven = b, True
+    elif isinstance(clip, int | float) and not isinstance(clip, bool):
+        clip_value = float(clip)
+    else:
+        clip_value = math.inf
+    run = _Run(transport, weights, clip_value)
+    theta = METHODS[method](run, theta0, settings)
+    privacy = PrivacySpent.from_budget(budget, len(n_rows)) if budget is not None else None
+    out_settings = dict(settings)
+    if method == "fednewton":
+        out_settings["tau1"] = tau1
+    return GLMResults(
+        params=pd.Series(theta, index=spec.feature_names, name="coef"),
+        family=family,
+        method=method,
+        privacy=privacy,
+        rounds=rounds + run.rounds,
+        uploaded_bytes=sum(transport.uploaded_bytes) - up0,
+        downloaded_bytes=sum(transport.downloaded_bytes) - down0,
+        clip=clip_value,
+        clip_data_driven=data_driven,
+        settings=out_settings,
+        n_obs=int(n_rows.sum()),
+        n_rows=[int(k) for k in n_rows],
+        spec=spec,
+        standardization=st,
+        target=target,
+    )
