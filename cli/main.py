@@ -20,6 +20,7 @@ from typing import Annotated, Any
 import pandas as pd
 import typer
 
+from fits.cli.analyze import analyze
 from fits.cli.benchmark import benchmark
 from fits.cli.errors import fail as _fail
 from fits.cli.federate import federate
@@ -363,6 +364,8 @@ def demo(
 app.command(name="report")(report)
 
 app.command(name="benchmark")(benchmark)
+
+app.command(name="analyze")(analyze)
 
 app.add_typer(federate, name="federate")
 

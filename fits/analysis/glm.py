@@ -80,6 +80,7 @@ __all__ = [
     "GLMResults",
     "GLMSite",
     "fit_glm",
+    "glm_settings",
     "noise_scales",
 ]
 
@@ -573,7 +574,16 @@ class GLMResults:
 
 
 # ---------------------------------------------------------------------- fit_glm
-def _settings(method: str, overrides: Mapping[str, float | None]) -> dict[str, float]:
+def glm_settings(method: str, overrides: Mapping[str, float | None]) -> dict[str, float]:
+    """The method's iterations and step sizes: the paper's defaults (:data:`DEFAULTS`)
+    with the given ``overrides`` (None: keep the default), checked.
+
+    Raises
+    ------
+    ValueError
+        Unknown method, an option the method does not take, a step size that is not
+        positive, or an iteration count that is not a positive integer.
+    """
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
     s = dict(DEFAULTS[method])
@@ -673,7 +683,7 @@ def fit_glm(
     budget: PrivacyBudget | None = resolve_budget(mu, epsilon, delta)
     if family not in FAMILIES:
         raise ValueError(f"unknown family {family!r}; choose one of {', '.join(FAMILIES)}")
-    settings = _settings(
+    settings = glm_settings(
         method, {"K": K, "eta": eta, "K1": K1, "eta1": eta1, "K2": K2, "eta2": eta2, "R": R}
     )
     if method == "fednewton" and not (math.isfinite(float(tau1)) and float(tau1) > 0):

@@ -1,0 +1,81 @@
+"""``fits analyze``: the real executable on site files (subprocess), exit codes 0/1/2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from test_cli import run
+from test_dp_glm import _tables
+
+
+@pytest.fixture(scope="module")
+def sites(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    folder = tmp_path_factory.mktemp("analyze")
+    paths = []
+    for k, t in enumerate(_tables("logistic", sizes=(300, 200, 250))):
+        path = folder / f"hospital{k + 1}.csv"
+        t.to_csv(path, index=False)
+        paths.append(str(path))
+    return paths
+
+
+def test_analyze_writes_the_fit_and_the_privacy_spent(sites: list[str], tmp_path: Path) -> None:
+    from fits.analysis.glm import fit_glm
+
+    out = tmp_path / "result.json"
+    proc = run(
+        "analyze",
+        *sites,
+        "--target",
+        "y",
+        "--method",
+        "fedsgd",
+        "--epsilon",
+        "3",
+        "--delta",
+        "1e-5",
+        "--clip",
+        "2",
+        "--out",
+        str(out),
+    )
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(out.read_text())
+    tables = {Path(p).stem: pd.read_csv(p) for p in sites}
+    ref = fit_glm(tables, "y", method="fedsgd", epsilon=3, delta=1e-5, clip=2.0, seed=0)
+    np.testing.assert_allclose(list(result["params"].values()), ref.params.to_numpy())
+    assert result["privacy"]["epsilon_site"] == pytest.approx(3.0, rel=1e-6)
+    assert result["rounds"] == 3 + 50 and result["uploaded_bytes"] > 0
+    assert result["clip_data_driven"] is False
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        (["--mu", "0"], 2, "mu must be a positive"),
+        (["--epsilon", "1", "--delta", "1.5"], 2, "delta must lie strictly between 0 and 1"),
+        (["--method", "fedprox"], 2, "unknown method 'fedprox'"),
+        (["--family", "gamma"], 2, "unknown family 'gamma'"),
+        (["--method", "fedhybrid", "-K", "3"], 2, "do not apply to method 'fedhybrid'"),
+        (
+            ["--family", "poisson", "--method", "fedsgd", "--target", "x1"],
+            1,
+            "hospital1: target 'x1' must be a count",
+        ),
+        (["--target", "nope"], 1, "target column 'nope'"),
+    ],
+)
+def test_analyze_errors(sites, tmp_path, args, code, message) -> None:
+    out = tmp_path / "r.json"
+    base = ["analyze", *sites, "--out", str(out)]
+    if "--target" not in args:
+        base += ["--target", "y"]
+    proc = run(*base, *args)
+    assert proc.returncode == code, proc.stderr
+    assert message in " ".join(proc.stderr.split()), proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not out.exists()
