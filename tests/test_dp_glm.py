@@ -61,6 +61,13 @@ def test_nonprivate_fedsgd_converges_to_pooled_mle(family: str) -> None:
     assert res.rounds == 3 + 4000
     assert res.uploaded_bytes > 4000 * 3 * 8 * x.shape[1]
     np.testing.assert_allclose(res.predict(tables[0]), ref.predict(res.design(tables[0])))
+    # original_params: the same fit on the raw (unstandardized) numeric features
+    pooled = pd.concat(tables, ignore_index=True)
+    raw = np.column_stack(
+        [np.ones(len(pooled)), pooled.x1, pooled.x2, pooled.c == "b", pooled.c == "c"]
+    ).astype(float)
+    ref_raw = sm.GLM(y, raw, family=getattr(sm.families, _SM[family])()).fit(tol=1e-13)
+    np.testing.assert_allclose(res.original_params.to_numpy(), ref_raw.params, atol=1e-5)
 
 
 # ------------------------------------------------------------------ the mechanism

@@ -71,6 +71,7 @@ from fits.analysis.design import (
     schema_round,
     standardization_round,
 )
+from fits.core.schema import Schema
 from fits.federation.protocol import Message, ProtocolError
 from fits.federation.transport import InProcessTransport, Transport
 
@@ -161,11 +162,20 @@ def clipped_gradients(
 
 
 def _mean_clipped_gradient(
-    family: str, x: np.ndarray, y: np.ndarray, theta: np.ndarray, clip: float
+    family: str,
+    x: np.ndarray,
+    y: np.ndarray,
+    theta: np.ndarray,
+    clip: float,
+    xnorm: np.ndarray | None = None,
 ) -> np.ndarray:
+    """Mean over rows of the clipped per-row gradients (``xnorm``: the rows' norms,
+    if known)."""
     r = _mean(family, x @ theta) - y
     if math.isfinite(clip):
-        norms = np.abs(r) * np.sqrt(np.einsum("ij,ij->i", x, x))
+        if xnorm is None:
+            xnorm = np.sqrt(np.einsum("ij,ij->i", x, x))
+        norms = np.abs(r) * xnorm
         r = r * np.minimum(1.0, clip / np.maximum(norms, 1e-300))
     return (x.T @ r) / x.shape[0]
 
@@ -239,9 +249,7 @@ class GLMSite(DesignSite):
     ) -> None:
         super().__init__(data, name)
         self._rng = np.random.default_rng(seed)
-        self._x: np.ndarray | None = None
-        self._y: np.ndarray | None = None
-        self._halves: tuple[np.ndarray, np.ndarray] | None = None
+        self._parts: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self.family = ""
         self.method = ""
         self.clip = math.inf
@@ -282,11 +290,13 @@ class GLMSite(DesignSite):
         x = self.builder.matrix(st)
         y = self.builder.target()
         check_target(self.family, y, self.name, str(self.builder.spec.target))
-        self._x, self._y = x, y
+        self._parts = {"all": (x, y, np.sqrt(np.einsum("ij,ij->i", x, x)))}
         if self.method == "fednewton":
             perm = self._rng.permutation(self.n_rows)
             half = self.n_rows // 2
-            self._halves = (perm[:half], perm[half:])
+            for part, idx in (("first", perm[:half]), ("second", perm[half:])):
+                xi = np.ascontiguousarray(x[idx])
+                self._parts[part] = (xi, y[idx], self._parts["all"][2][idx])
         self.releases_left = _release_plan(self.method, self.settings)
         self._clip_fixed = False
         self.noise_log = {k: [] for k in self.releases_left}
@@ -302,20 +312,17 @@ class GLMSite(DesignSite):
     def _clip(self, msg: Message) -> Message:
         """The paper's data-driven clipping rule, this site's part: the quantile of
         its per-row gradient norms at theta (sec. 4.1)."""
-        x, y = self._data()
+        x, y, _ = self._data()
         theta = msg.arrays["theta"]
         norms = np.linalg.norm(clipped_gradients(self.family, x, y, theta, math.inf), axis=1)
         q = float(np.quantile(norms, float(msg.config["quantile"])))
         return Message("glm_clip", {"b": np.array([q])})
 
-    def _data(self, part: str = "all") -> tuple[np.ndarray, np.ndarray]:
-        if self._x is None or self._y is None:
+    def _data(self, part: str = "all") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Design, target and row norms of all rows or of one half."""
+        if part not in self._parts:
             raise ProtocolError(f"{self.name}: GLM request before glm_configure")
-        if part == "all":
-            return self._x, self._y
-        assert self._halves is not None
-        idx = self._halves[0 if part == "first" else 1]
-        return self._x[idx], self._y[idx]
+        return self._parts[part]
 
     def _release(self, msg: Message, stage: str) -> None:
         """Accept one release of ``stage``: within the plan, at the fit's one clipping
@@ -350,9 +357,9 @@ class GLMSite(DesignSite):
         sigma_i Z."""
         stage = str(msg.config["stage"])
         self._release(msg, stage)
-        x, y = self._data()
+        x, y, xn = self._data()
         theta = np.asarray(msg.arrays["theta"], dtype=np.float64)
-        g = _mean_clipped_gradient(self.family, x, y, theta, self.clip)
+        g = _mean_clipped_gradient(self.family, x, y, theta, self.clip, xn)
         return Message("glm_gradient", {"g": g + self._noise(stage, g.size)})
 
     def _local(self, msg: Message) -> Message:
@@ -360,7 +367,7 @@ class GLMSite(DesignSite):
         (Algorithm 2 stage I, Algorithm 3, Algorithm 4's FedAvg round on X1)."""
         stage = str(msg.config["stage"])
         self._release(msg, stage)
-        x, y = self._data("first" if stage == "newton_avg" else "all")
+        x, y, xn = self._data("first" if stage == "newton_avg" else "all")
         # the site's own plan sets the steps: a server asking for more would spend more
         k, eta = (
             (int(self.settings["K1"]), self.settings["eta1"])
@@ -369,7 +376,7 @@ class GLMSite(DesignSite):
         )
         theta = np.array(msg.arrays["theta"], dtype=np.float64)
         for _ in range(k):
-            theta = theta - eta * _mean_clipped_gradient(self.family, x, y, theta, self.clip)
+            theta = theta - eta * _mean_clipped_gradient(self.family, x, y, theta, self.clip, xn)
             theta = theta + self._noise(stage, theta.size)
         return Message("glm_local", {"theta": theta})
 
@@ -378,11 +385,11 @@ class GLMSite(DesignSite):
         (mu n_i) Z, the Hessian's eigenvalues floored at tau1 when private."""
         self._release(msg, "newton")
         theta = np.asarray(msg.arrays["theta"], dtype=np.float64)
-        x1, y1 = self._data("first")
-        x2, y2 = self._data("second")
+        x1, _, _ = self._data("first")
+        x2, y2, xn2 = self._data("second")
         w = _hessian_weight(self.family, x1 @ theta)
         h = (x1.T * w) @ x1 / x1.shape[0]
-        g = _mean_clipped_gradient(self.family, x2, y2, theta, self.clip)
+        g = _mean_clipped_gradient(self.family, x2, y2, theta, self.clip, xn2)
         if self.mu is not None:
             vals, vecs = np.linalg.eigh(h)
             step = vecs @ ((vecs.T @ g) / np.maximum(vals, self.tau1))
@@ -517,6 +524,22 @@ class GLMResults:
         """The coefficients without the intercept."""
         return self.params.to_numpy()[1:]
 
+    @property
+    def original_params(self) -> pd.Series:
+        """The coefficients with the numeric features back on their own scale:
+        theta_j / sd_j for a numeric feature, the intercept minus sum_j theta_j
+        mean_j / sd_j (a post-processing of :attr:`params`: no privacy cost)."""
+        out = self.params.copy()
+        st = self.standardization
+        for j, name in enumerate(self.spec.numeric):
+            out[name] = self.params[name] / st.sds[j]
+        if self.spec.intercept:
+            shift = sum(
+                self.params[n] * st.means[j] / st.sds[j] for j, n in enumerate(self.spec.numeric)
+            )
+            out.iloc[0] = self.params.iloc[0] - shift
+        return out
+
     def design(self, frame: pd.DataFrame) -> np.ndarray:
         """The design matrix of new rows, with the fit's coding and standardization."""
         spec = dataclasses.replace(self.spec, target=None)
@@ -621,6 +644,7 @@ def fit_glm(
     clip: float | str | None = "auto",
     tau1: float = DEFAULT_TAU1,
     kinds: Mapping[str, str] | None = None,
+    schema: Schema | None = None,
     K: int | None = None,
     eta: float | None = None,
     K1: int | None = None,
@@ -663,6 +687,9 @@ def fit_glm(
         tau1); local Hessians are floored at it when private.
     kinds : mapping, optional
         Column kind overrides for the setup round.
+    schema : Schema, optional
+        The shared schema, if known: the setup round (the sites' descriptions) is then
+        skipped and the row counts come with the standardization round.
     K, eta, K1, eta1, K2, eta2, R : optional
         Iterations and step sizes; defaults are the paper's (sec. 4): FedSGD K=50,
         eta=0.5; FedHybrid K1=30, eta1=0.5, K2=20, eta2=0.5; FedAvg K=50, R=2,
@@ -714,7 +741,17 @@ def fit_glm(
     assert transport is not None
     try:
         return _fit(
-            transport, target, features, family, method, budget, settings, clip, float(tau1), kinds
+            transport,
+            target,
+            features,
+            family,
+            method,
+            budget,
+            settings,
+            clip,
+            float(tau1),
+            kinds,
+            schema,
         )
     finally:
         if own and isinstance(transport, InProcessTransport):
@@ -732,11 +769,17 @@ def _fit(
     clip: float | str | None,
     tau1: float,
     kinds: Mapping[str, str] | None,
+    schema: Schema | None,
 ) -> GLMResults:
     up0, down0 = sum(transport.uploaded_bytes), sum(transport.downloaded_bytes)
-    schema, n_rows = schema_round(transport, kinds=kinds)
+    rounds = 0
+    if schema is None:
+        schema, _ = schema_round(transport, kinds=kinds)
+        rounds += 1
     spec = DesignSpec.from_schema(schema, target, features)
     p = spec.n_columns
+    st = standardization_round(transport, spec)
+    n_rows = st.n_rows
     if method == "fednewton":
         small = [
             (n, int(k)) for n, k in zip(transport.client_names, n_rows, strict=True) if k < 2 * p
@@ -748,7 +791,6 @@ def _fit(
                 f"p = {p} rows, so a site needs {2 * p}; merge small sites, use fewer "
                 "features, or choose another method"
             )
-    st = standardization_round(transport, spec)
     mu_value = budget.mu if budget is not None else 0.0
     configure = Message(
         "glm_configure",
@@ -762,7 +804,7 @@ def _fit(
         },
     )
     transport.broadcast(configure)
-    rounds = 3
+    rounds += 2
     weights = n_rows / n_rows.sum()
     theta0 = np.zeros(p)
     data_driven = False
