@@ -116,6 +116,8 @@ def run_sim(args: argparse.Namespace) -> pd.DataFrame:
                             mu=args.mu,
                             seed=int(fit_seed.generate_state(1)[0]),
                             schema=SCHEMA,
+                            tau1=tau1,
+                            vectorized=True,
                         )
                         err = res.original_params.to_numpy() - BETA[family]
                         rows.append(

@@ -322,3 +322,14 @@ def test_glm_replies_are_checked() -> None:
         check_reply(req, Message("glm_gradient", {"g": np.zeros(400)}))
     with pytest.raises(ProtocolError):
         check_reply(req, Message("glm_gradient", {"g": np.zeros(4), "x": np.zeros((9, 4))}))
+
+
+@pytest.mark.parametrize("method", ["fedsgd", "fedhybrid", "fedavg", "fednewton"])
+@pytest.mark.parametrize("mu", [None, 1.5])
+def test_vectorized_rounds_equal_the_sites_own(method: str, mu) -> None:
+    tables = _tables("poisson", sizes=(60, 45, 81, 50))
+    kw = {"family": "poisson", "method": method, "mu": mu, "seed": 9, "tau1": 0.5}
+    alone = fit_glm(tables, "y", **kw)
+    batch = fit_glm(tables, "y", vectorized=True, **kw)
+    np.testing.assert_allclose(batch.params, alone.params, rtol=1e-10, atol=1e-12)
+    assert (batch.rounds, batch.uploaded_bytes) == (alone.rounds, alone.uploaded_bytes)

@@ -79,7 +79,10 @@ __all__ = [
     "FAMILIES",
     "METHODS",
     "GLMResults",
+    "BatchTransport",
     "GLMSite",
+    "GLMSiteBatch",
+    "make_sites",
     "fit_glm",
     "glm_settings",
     "noise_scales",
@@ -161,23 +164,72 @@ def clipped_gradients(
     return g
 
 
-def _mean_clipped_gradient(
+# ---------------------------------------------------------------------- site computations
+# The site's arithmetic, written for one site (x of shape (r, p), n a number) or for a
+# stack of sites padded with zero rows (x of shape (m, r, p), n of shape (m,)): a zero
+# row has a zero gradient and a zero Hessian, so padding changes nothing.  GLMSite
+# calls these on its own rows, GLMSiteBatch on the stack; the numbers are the same.
+
+
+def site_gradient(
     family: str,
     x: np.ndarray,
     y: np.ndarray,
+    xnorm: np.ndarray,
+    n: np.ndarray | int,
     theta: np.ndarray,
     clip: float,
-    xnorm: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Mean over rows of the clipped per-row gradients (``xnorm``: the rows' norms,
-    if known)."""
-    r = _mean(family, x @ theta) - y
+    """Mean over a site's n rows of the per-row gradients clipped at ``clip``
+    (``xnorm``: the rows' Euclidean norms)."""
+    r = _mean(family, (x @ theta[..., None])[..., 0]) - y
     if math.isfinite(clip):
-        if xnorm is None:
-            xnorm = np.sqrt(np.einsum("ij,ij->i", x, x))
         norms = np.abs(r) * xnorm
         r = r * np.minimum(1.0, clip / np.maximum(norms, 1e-300))
-    return (x.T @ r) / x.shape[0]
+    g = (r[..., None, :] @ x)[..., 0, :]
+    return g / np.asarray(n, dtype=np.float64)[..., None]
+
+
+def site_descent(
+    family: str,
+    x: np.ndarray,
+    y: np.ndarray,
+    xnorm: np.ndarray,
+    n: np.ndarray | int,
+    theta: np.ndarray,
+    clip: float,
+    steps: int,
+    eta: float,
+    noise: Callable[[], np.ndarray],
+) -> np.ndarray:
+    """``steps`` private local steps theta <- theta - eta g(theta) + noise() (Algorithm
+    2 stage I, Algorithm 3, Algorithm 4's FedAvg round)."""
+    theta = np.array(theta, dtype=np.float64)
+    for _ in range(steps):
+        theta = theta - eta * site_gradient(family, x, y, xnorm, n, theta, clip)
+        theta = theta + noise()
+    return theta
+
+
+def site_newton_step(
+    family: str,
+    x1: np.ndarray,
+    n1: np.ndarray | int,
+    g2: np.ndarray,
+    theta: np.ndarray,
+    floor: float | None,
+) -> np.ndarray:
+    """H(theta; X1)^-1 g2 (Algorithm 4): the first half's Hessian, its eigenvalues
+    floored at ``floor`` (tau1, when private); without a floor the minimum-norm
+    solution (pseudo-inverse)."""
+    w = _hessian_weight(family, np.einsum("...rp,...p->...r", x1, theta))
+    h = np.einsum("...r,...rp,...rq->...pq", w, x1, x1)
+    h = h / np.asarray(n1, dtype=np.float64)[..., None, None]
+    if floor is None:
+        return np.einsum("...pq,...q->...p", np.linalg.pinv(h, hermitian=True), g2)
+    vals, vecs = np.linalg.eigh(h)
+    coords = np.einsum("...qp,...q->...p", vecs, g2) / np.maximum(vals, floor)
+    return np.einsum("...pq,...q->...p", vecs, coords)
 
 
 # ---------------------------------------------------------------------- noise scales
@@ -249,7 +301,7 @@ class GLMSite(DesignSite):
     ) -> None:
         super().__init__(data, name)
         self._rng = np.random.default_rng(seed)
-        self._parts: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._parts: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, int]] = {}
         self.family = ""
         self.method = ""
         self.clip = math.inf
@@ -290,17 +342,20 @@ class GLMSite(DesignSite):
         x = self.builder.matrix(st)
         y = self.builder.target()
         check_target(self.family, y, self.name, str(self.builder.spec.target))
-        self._parts = {"all": (x, y, np.sqrt(np.einsum("ij,ij->i", x, x)))}
+        xnorm = np.sqrt(np.einsum("ij,ij->i", x, x))
+        self._parts = {"all": (x, y, xnorm, self.n_rows)}
         if self.method == "fednewton":
             perm = self._rng.permutation(self.n_rows)
             half = self.n_rows // 2
             for part, idx in (("first", perm[:half]), ("second", perm[half:])):
-                xi = np.ascontiguousarray(x[idx])
-                self._parts[part] = (xi, y[idx], self._parts["all"][2][idx])
+                self._parts[part] = (np.ascontiguousarray(x[idx]), y[idx], xnorm[idx], len(idx))
         self.releases_left = _release_plan(self.method, self.settings)
         self._clip_fixed = False
         self.noise_log = {k: [] for k in self.releases_left}
         return Message("glm_configure", {"n_rows": np.array([self.n_rows], dtype=np.int64)})
+
+    def _parts_names(self) -> list[str]:
+        return list(self._parts)
 
     def _set_clip(self, clip: float) -> None:
         self.clip = float(clip)
@@ -312,14 +367,14 @@ class GLMSite(DesignSite):
     def _clip(self, msg: Message) -> Message:
         """The paper's data-driven clipping rule, this site's part: the quantile of
         its per-row gradient norms at theta (sec. 4.1)."""
-        x, y, _ = self._data()
+        x, y, _, _ = self._data()
         theta = msg.arrays["theta"]
         norms = np.linalg.norm(clipped_gradients(self.family, x, y, theta, math.inf), axis=1)
         q = float(np.quantile(norms, float(msg.config["quantile"])))
         return Message("glm_clip", {"b": np.array([q])})
 
-    def _data(self, part: str = "all") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Design, target and row norms of all rows or of one half."""
+    def _data(self, part: str = "all") -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+        """Design, target, row norms and row count of all rows or of one half."""
         if part not in self._parts:
             raise ProtocolError(f"{self.name}: GLM request before glm_configure")
         return self._parts[part]
@@ -351,15 +406,25 @@ class GLMSite(DesignSite):
             self.noise_log[stage].append(z)
         return z
 
+    def local_plan(self, stage: str) -> tuple[str, int, float]:
+        """(part, steps, step size) of a local run: the site's own plan sets them (a
+        server asking for more steps would spend more budget)."""
+        if stage == "hybrid1":
+            return "all", int(self.settings["K1"]), self.settings["eta1"]
+        return (
+            ("first" if stage == "newton_avg" else "all"),
+            int(self.settings["K"]),
+            (self.settings["eta"]),
+        )
+
     # -------------------------------------------------------------- releases
     def _gradient(self, msg: Message) -> Message:
         """Algorithm 1 (and stage II of Algorithm 2): g~_i = mean clipped gradient +
         sigma_i Z."""
         stage = str(msg.config["stage"])
         self._release(msg, stage)
-        x, y, xn = self._data()
         theta = np.asarray(msg.arrays["theta"], dtype=np.float64)
-        g = _mean_clipped_gradient(self.family, x, y, theta, self.clip, xn)
+        g = site_gradient(self.family, *self._data(), theta, self.clip)
         return Message("glm_gradient", {"g": g + self._noise(stage, g.size)})
 
     def _local(self, msg: Message) -> Message:
@@ -367,36 +432,110 @@ class GLMSite(DesignSite):
         (Algorithm 2 stage I, Algorithm 3, Algorithm 4's FedAvg round on X1)."""
         stage = str(msg.config["stage"])
         self._release(msg, stage)
-        x, y, xn = self._data("first" if stage == "newton_avg" else "all")
-        # the site's own plan sets the steps: a server asking for more would spend more
-        k, eta = (
-            (int(self.settings["K1"]), self.settings["eta1"])
-            if stage == "hybrid1"
-            else (int(self.settings["K"]), self.settings["eta"])
+        part, k, eta = self.local_plan(stage)
+        theta = np.asarray(msg.arrays["theta"], dtype=np.float64)
+        out = site_descent(
+            self.family,
+            *self._data(part),
+            theta,
+            self.clip,
+            k,
+            eta,
+            lambda: self._noise(stage, theta.size),
         )
-        theta = np.array(msg.arrays["theta"], dtype=np.float64)
-        for _ in range(k):
-            theta = theta - eta * _mean_clipped_gradient(self.family, x, y, theta, self.clip, xn)
-            theta = theta + self._noise(stage, theta.size)
-        return Message("glm_local", {"theta": theta})
+        return Message("glm_local", {"theta": out})
 
     def _newton(self, msg: Message) -> Message:
         """Algorithm 4's local step: theta - H(theta; X1)^-1 g(theta; X2) + 2 B_new /
         (mu n_i) Z, the Hessian's eigenvalues floored at tau1 when private."""
         self._release(msg, "newton")
         theta = np.asarray(msg.arrays["theta"], dtype=np.float64)
-        x1, _, _ = self._data("first")
-        x2, y2, xn2 = self._data("second")
-        w = _hessian_weight(self.family, x1 @ theta)
-        h = (x1.T * w) @ x1 / x1.shape[0]
-        g = _mean_clipped_gradient(self.family, x2, y2, theta, self.clip, xn2)
-        if self.mu is not None:
-            vals, vecs = np.linalg.eigh(h)
-            step = vecs @ ((vecs.T @ g) / np.maximum(vals, self.tau1))
-        else:
-            step = np.linalg.lstsq(h, g, rcond=None)[0]
-        out = theta - step + self._noise("newton", theta.size)
-        return Message("glm_newton", {"theta": out})
+        x1, _, _, n1 = self._data("first")
+        g2 = site_gradient(self.family, *self._data("second"), theta, self.clip)
+        floor = self.tau1 if self.mu is not None else None
+        step = site_newton_step(self.family, x1, n1, g2, theta, floor)
+        return Message("glm_newton", {"theta": theta - step + self._noise("newton", theta.size)})
+
+
+class GLMSiteBatch:
+    """Many :class:`GLMSite` answered together, for simulations (the benchmark).
+
+    Every site keeps its own rows, generator, release plan and noise scales (each
+    release is accepted and each noise vector drawn by the site itself, in the same
+    order as alone); only the arithmetic of a round runs once for all sites, on their
+    rows stacked and padded with zero rows (:func:`site_gradient`,
+    :func:`site_descent`, :func:`site_newton_step`, the functions each site uses
+    alone).  The replies equal the sites' own replies (tested).
+
+    Parameters
+    ----------
+    sites : sequence of GLMSite
+    """
+
+    def __init__(self, sites: Sequence[GLMSite]) -> None:
+        self.sites = list(sites)
+        self._stacks: dict[str, tuple[np.ndarray, ...]] = {}
+
+    def _stack(self) -> None:
+        self._stacks = {}
+        for part in self.sites[0]._parts_names():
+            data = [s._data(part) for s in self.sites]
+            r = max(d[0].shape[0] for d in data)
+            p = data[0][0].shape[1]
+            x = np.zeros((len(data), r, p))
+            y = np.zeros((len(data), r))
+            xn = np.zeros((len(data), r))
+            for i, (xi, yi, ni, _) in enumerate(data):
+                x[i, : len(yi)], y[i, : len(yi)], xn[i, : len(yi)] = xi, yi, ni
+            n = np.array([d[3] for d in data], dtype=np.float64)
+            self._stacks[part] = (x, y, xn, n)
+
+    def handle_all(self, messages: Sequence[Message]) -> list[Message]:
+        """Answer one round: message k to site k."""
+        kind = messages[0].kind
+        sites = self.sites
+        if kind not in ("glm_gradient", "glm_local", "glm_newton"):
+            replies = [s.handle(m) for s, m in zip(sites, messages, strict=True)]
+            if kind == "glm_configure":
+                self._stack()
+            return replies
+        theta = np.vstack([np.asarray(m.arrays["theta"], dtype=np.float64) for m in messages])
+        family, p = sites[0].family, theta.shape[1]
+        stage = str(messages[0].config.get("stage", "newton"))
+        for s, m in zip(sites, messages, strict=True):
+            s._release(m, stage)
+        clip = sites[0].clip
+
+        def noise() -> np.ndarray:
+            return np.vstack([s._noise(stage, p) for s in sites])
+
+        if kind == "glm_gradient":
+            out = site_gradient(family, *self._stacks["all"], theta, clip) + noise()
+            return [Message(kind, {"g": g}) for g in out]
+        if kind == "glm_local":
+            part, k, eta = sites[0].local_plan(stage)
+            out = site_descent(family, *self._stacks[part], theta, clip, k, eta, noise)
+            return [Message(kind, {"theta": t}) for t in out]
+        x1, _, _, n1 = self._stacks["first"]
+        g2 = site_gradient(family, *self._stacks["second"], theta, clip)
+        floor = sites[0].tau1 if sites[0].mu is not None else None
+        out = theta - site_newton_step(family, x1, n1, g2, theta, floor) + noise()
+        return [Message(kind, {"theta": t}) for t in out]
+
+
+class BatchTransport(Transport):
+    """A :class:`Transport` to a :class:`GLMSiteBatch`: every round is answered by the
+    batch at once; replies are checked and counted per site as by any transport."""
+
+    def __init__(self, sites: Sequence[GLMSite], *, validate: bool = True) -> None:
+        super().__init__([s.name for s in sites], validate=validate)
+        self.batch = GLMSiteBatch(sites)
+
+    def _deliver(self, client: int, message: Message) -> Message:
+        return self.batch.sites[client].handle(message)
+
+    def _deliver_all(self, messages: Sequence[Message]) -> list[Message]:
+        return self.batch.handle_all(messages)
 
 
 # ---------------------------------------------------------------------- coordinator
@@ -629,6 +768,13 @@ def glm_settings(method: str, overrides: Mapping[str, float | None]) -> dict[str
     return s
 
 
+def make_sites(tables: Mapping[str, pd.DataFrame], seed: int | None) -> list[GLMSite]:
+    """One :class:`GLMSite` per table, each with its own generator spawned from
+    ``seed`` (what :func:`fit_glm` builds in process)."""
+    seeds = np.random.SeedSequence(seed).spawn(len(tables))
+    return [GLMSite(t, name=n, seed=s) for (n, t), s in zip(tables.items(), seeds, strict=True)]
+
+
 def fit_glm(
     tables: Sequence[pd.DataFrame] | Mapping[str, pd.DataFrame] | None,
     target: str,
@@ -645,6 +791,7 @@ def fit_glm(
     tau1: float = DEFAULT_TAU1,
     kinds: Mapping[str, str] | None = None,
     schema: Schema | None = None,
+    vectorized: bool = False,
     K: int | None = None,
     eta: float | None = None,
     K1: int | None = None,
@@ -690,6 +837,9 @@ def fit_glm(
     schema : Schema, optional
         The shared schema, if known: the setup round (the sites' descriptions) is then
         skipped and the row counts come with the standardization round.
+    vectorized : bool
+        In process only: answer each round for all sites at once
+        (:class:`BatchTransport`; the same replies, faster for many small sites).
     K, eta, K1, eta1, K2, eta2, R : optional
         Iterations and step sizes; defaults are the paper's (sec. 4): FedSGD K=50,
         eta=0.5; FedHybrid K1=30, eta1=0.5, K2=20, eta2=0.5; FedAvg K=50, R=2,
@@ -733,9 +883,8 @@ def fit_glm(
         )
         if not items:
             raise ValueError("fit_glm needs at least one site table")
-        seeds = np.random.SeedSequence(seed).spawn(len(items))
-        sites = [GLMSite(t, name=n, seed=s) for (n, t), s in zip(items, seeds, strict=True)]
-        transport = InProcessTransport(sites, n_jobs=1)
+        sites = make_sites(dict(items), seed)
+        transport = BatchTransport(sites) if vectorized else InProcessTransport(sites, n_jobs=1)
     elif tables is not None:
         raise ValueError("give either tables or a transport, not both")
     assert transport is not None
