@@ -44,12 +44,14 @@ class KernelChoice(StrEnum):
 @contextmanager
 def _data_errors() -> Iterator[None]:
     """Turn data problems into exit code 1 with the library's message."""
-    from fits.core.schema import SchemaError
+    from fits.core.schema import IdentifierColumnError, SchemaError
     from fits.federation.protocol import ProtocolError
     from fits.io import DataFileError
 
     try:
         yield
+    except IdentifierColumnError as exc:  # refused until the user drops or declares it
+        _fail(str(exc), 2)
     except (DataFileError, SchemaError, ProtocolError) as exc:
         _fail(str(exc))
     except (ValueError, KeyError, TypeError) as exc:
@@ -65,15 +67,81 @@ def _check_suffix(path: Path, what: str) -> None:
         raise typer.BadParameter(str(exc)) from None
 
 
+def _echo_warnings(caught: list[warnings.WarningMessage]) -> None:
+    """Print caught warnings: notes (what fits inferred) as ``note:``, the rest as
+    ``warning:``."""
+    from fits.core.schema import DataNote
+
+    for w in caught:
+        label = "note" if issubclass(w.category, DataNote) else "warning"
+        typer.echo(f"{label}: {w.message}", err=True)
+
+
+def _parse_kinds(kind: list[str] | None, schema: Path | None = None) -> dict[str, str]:
+    """``--kind COL=KIND`` options as a mapping (usage errors name the option)."""
+    from fits.core.schema import KINDS
+
+    out: dict[str, str] = {}
+    for item in kind or []:
+        name, eq, value = item.rpartition("=")
+        if not eq or not name or value not in KINDS:
+            raise typer.BadParameter(
+                f"expected COLUMN=KIND with KIND one of {', '.join(KINDS)}, got {item!r}",
+                param_hint="--kind",
+            )
+        out[name] = value
+    if out and schema is not None:
+        raise typer.BadParameter(
+            '--kind cannot be combined with --schema; set the column\'s "kind" in the '
+            "schema file instead",
+            param_hint="--kind",
+        )
+    return out
+
+
+def _drop_columns(
+    tables: dict[str, pd.DataFrame], drop: list[str] | None
+) -> dict[str, pd.DataFrame]:
+    """Remove the ``--drop`` columns from every site's table (each must be there)."""
+    if not drop:
+        return tables
+    for site, frame in tables.items():
+        absent = [c for c in drop if c not in frame.columns]
+        if absent:
+            raise typer.BadParameter(
+                f"{site} has no column(s) {absent}; its columns are {list(frame.columns)}",
+                param_hint="--drop",
+            )
+    return {site: frame.drop(columns=list(drop)) for site, frame in tables.items()}
+
+
 def _load_sites(
     site_files: list[Path], simulate_clients: int | None, shares: str | None, seed: int
 ) -> dict[str, pd.DataFrame]:
     """Read the site tables, or split one pooled table into simulated sites."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        tables = _read_sites(site_files, simulate_clients, shares, seed)
+    _echo_warnings(caught)
+    return tables
+
+
+def _read_sites(
+    site_files: list[Path], simulate_clients: int | None, shares: str | None, seed: int
+) -> dict[str, pd.DataFrame]:
     from fits.datasets import PAPER_SHARES, federated_split
-    from fits.io import read_table
+    from fits.io import find_duplicate_files, read_table
 
     for path in site_files:
         _check_suffix(path, "site table")
+    twice = find_duplicate_files(site_files)
+    if twice is not None:
+        first, second = twice
+        _fail(
+            f"site tables {str(first)!r} and {str(second)!r} are the same file (or hold "
+            "the same bytes); give each site's table once",
+            2,
+        )
     if simulate_clients is None:
         if shares is not None:
             raise typer.BadParameter("--shares needs --simulate-clients", param_hint="--shares")
@@ -172,6 +240,23 @@ Order = Annotated[
     str | None, typer.Option("--order", help="Chain order: col1,col2,... (default: file order).")
 ]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
+Drop = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--drop",
+        help="Leave this column out (repeat for several), e.g. an identifier or free text.",
+        show_default=False,
+    ),
+]
+Kind = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--kind",
+        help="Set a column's kind: COLUMN=KIND, KIND one of continuous, ordinal, nominal, "
+        "id (fresh surrogate values, not modelled); repeat for several.",
+        show_default=False,
+    ),
+]
 Jobs = Annotated[
     int | None,
     typer.Option(
@@ -201,6 +286,8 @@ def synthesize(
     shares: Shares = None,
     jobs: Jobs = None,
     quiet: Quiet = False,
+    drop: Drop = None,
+    kind: Kind = None,
 ) -> None:
     """Synthesize one table from several sites' tables.
 
@@ -218,8 +305,9 @@ def synthesize(
     from fits.io import write_table
 
     _check_suffix(out, "output")
+    kinds = _parse_kinds(kind, schema)
     with _data_errors():
-        tables = _load_sites(site_files, simulate_clients, shares, seed)
+        tables = _drop_columns(_load_sites(site_files, simulate_clients, shares, seed), drop)
         user_schema = None
         if schema is not None:
             try:
@@ -230,11 +318,15 @@ def synthesize(
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             synth = FITSSynthesizer(
-                kernel.value, seed=seed, order=_order(order), schema=user_schema, n_jobs=jobs
+                kernel.value,
+                seed=seed,
+                kinds=kinds,
+                order=_order(order),
+                schema=user_schema,
+                n_jobs=jobs,
             )
             synth.fit(tables)
-        for w in caught:
-            typer.echo(f"warning: {w.message}", err=True)
+        _echo_warnings(caught)
         bar, callback = _progress(quiet)
         if bar is not None:
             with bar:
@@ -260,6 +352,8 @@ def schema_command(
     simulate_clients: SimulateClients = None,
     shares: Shares = None,
     seed: Seed = 0,
+    drop: Drop = None,
+    kind: Kind = None,
 ) -> None:
     """Write the inferred schema (kinds, categories, bounds, chain order) as JSON.
 
@@ -274,20 +368,22 @@ def schema_command(
     from fits.federation.coordinator import Coordinator
     from fits.io import write_text
 
+    kinds = _parse_kinds(kind)
     with _data_errors():
-        tables = _load_sites(site_files, simulate_clients, shares, seed)
+        tables = _drop_columns(_load_sites(site_files, simulate_clients, shares, seed), drop)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             _, transport = build_federation(tables)
-            merged = Coordinator(transport).setup(order=_order(order))
-        for w in caught:
-            typer.echo(f"warning: {w.message}", err=True)
+            merged = Coordinator(transport).setup(kinds=kinds, order=_order(order))
+        _echo_warnings(caught)
         write_text(merged.to_json(indent=2) + "\n", out)
     kinds = merged.kinds()
-    counts = {k: list(kinds.values()).count(k) for k in ("continuous", "ordinal", "nominal")}
+    counts = {k: list(kinds.values()).count(k) for k in ("continuous", "ordinal", "nominal", "id")}
     typer.echo(
         f"wrote the schema of {len(kinds)} columns ({counts['continuous']} continuous, "
-        f"{counts['ordinal']} ordinal, {counts['nominal']} nominal) to {out}"
+        f"{counts['ordinal']} ordinal, {counts['nominal']} nominal"
+        + (f", {counts['id']} id" if counts["id"] else "")
+        + f") to {out}"
     )
 
 

@@ -5,18 +5,25 @@ Used by the command line; usable from Python too.
 
 from __future__ import annotations
 
+import csv
+import hashlib
 import os
 import re
 import tempfile
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
+
+from fits.core.schema import DataNote
 
 __all__ = [
     "TABLE_SUFFIXES",
     "DataFileError",
     "check_suffix",
+    "find_duplicate_files",
     "read_table",
     "write_table",
     "write_text",
@@ -46,14 +53,21 @@ def check_suffix(path: Path, what: str = "table") -> str:
 def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
     """Read a CSV or Parquet table (chosen by extension).
 
-    Text columns whose every value is an ISO 8601 date or date-time (as CSV files store
-    them) become datetime columns.
+    CSV files: the separator is found from the first lines (``,``, ``;``, tab or ``|``:
+    the one that splits every line into the same number of fields, more than one; a
+    comma when it does), and with ``;`` a decimal comma is recognised; a
+    :class:`~fits.core.schema.DataNote` says when the separator is not a comma.  Whole
+    numbers with blanks come back as ``Int64`` (not floats); numbers written with leading
+    zeros (ZIP codes "02134") stay text.  Text columns whose every
+    value is an ISO 8601 date or date-time become datetime columns; date-times written
+    with one UTC offset (``+02:00``) keep it, several offsets (summer time) are read
+    as UTC with a note.
 
     Raises
     ------
     DataFileError
-        Unknown extension, missing or unreadable file, or a table with no rows or no
-        columns.
+        Unknown extension, missing or unreadable file, duplicate column names, or a
+        table with no rows or no columns.
     """
     path = Path(path)
     suffix = check_suffix(path)
@@ -61,9 +75,12 @@ def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
         raise DataFileError(f"{path}: no such file")
     try:
         if suffix == ".csv":
-            frame = pd.read_csv(path)
+            frame = _read_csv(path)
         else:
+            _check_header(path, _parquet_names(path))
             frame = pd.read_parquet(path)
+    except DataFileError:
+        raise
     except pd.errors.EmptyDataError:
         raise DataFileError(f"{path}: the file is empty") from None
     except Exception as exc:  # noqa: BLE001 - any parser failure is a data error here
@@ -72,10 +89,122 @@ def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
         raise DataFileError(f"{path}: the table has no columns")
     if frame.shape[0] == 0:
         raise DataFileError(f"{path}: the table has a header but no rows")
-    return _parse_dates(frame)
+    return _parse_dates(frame, path)
 
 
-def _parse_dates(frame: pd.DataFrame) -> pd.DataFrame:
+#: Separators a CSV file may use, in order of preference.
+CSV_SEPARATORS = (",", ";", "\t", "|")
+_SNIFF_BYTES = 1 << 16
+_SNIFF_LINES = 50
+_DECIMAL_COMMA = re.compile(r"^[+-]?\d+,\d+$")
+_DECIMAL_POINT = re.compile(r"^[+-]?\d+\.\d+$")
+
+
+def _sniff(path: Path) -> tuple[str, str, list[str]]:
+    """The separator and decimal mark of a CSV file, and its header's raw names."""
+    with open(path, encoding="utf-8-sig", errors="replace", newline="") as fh:
+        sample = fh.read(_SNIFF_BYTES)
+        complete = len(sample) < _SNIFF_BYTES
+    lines = sample.splitlines()
+    if not complete and len(lines) > 1:
+        lines = lines[:-1]  # the last line may be cut
+    lines = [ln for ln in lines if ln.strip()][:_SNIFF_LINES]
+    if not lines:
+        return ",", ".", []
+    parsed = {}
+    for sep in CSV_SEPARATORS:
+        rows = list(csv.reader(lines, delimiter=sep))
+        widths = {len(r) for r in rows}
+        if len(widths) == 1 and widths.pop() > 1:
+            parsed[sep] = rows
+    if "," in parsed or not parsed:
+        sep = ","
+        rows = parsed.get(",") or list(csv.reader(lines[:1]))
+    else:
+        sep = max(parsed, key=lambda d: len(parsed[d][0]))
+        rows = parsed[sep]
+    decimal = "."
+    if sep == ";":
+        fields = [f.strip() for r in rows[1:] for f in r]
+        if any(_DECIMAL_COMMA.match(f) for f in fields) and not any(
+            _DECIMAL_POINT.match(f) for f in fields
+        ):
+            decimal = ","
+    return sep, decimal, rows[0]
+
+
+def _check_header(path: Path, names: list[str]) -> None:
+    seen: dict[str, int] = {}
+    for name in names:
+        seen[name] = seen.get(name, 0) + 1
+    dup = [n for n, k in seen.items() if k > 1]
+    if dup:
+        which = ", ".join(f"{n!r} ({seen[n]} times)" for n in dup)
+        raise DataFileError(
+            f"{path}: the header names column(s) {which} more than once; every column "
+            "needs its own name: rename or remove the repeated column(s)"
+        )
+
+
+def _parquet_names(path: Path) -> list[str]:
+    import pyarrow.parquet as pq
+
+    try:
+        return list(pq.read_schema(path).names)
+    except Exception:  # noqa: BLE001 - read_parquet reports an unreadable file
+        return []
+
+
+def _read_csv(path: Path) -> pd.DataFrame:
+    sep, decimal, header = _sniff(path)
+    _check_header(path, [h.strip() for h in header] if sep != "," else header)
+    frame = pd.read_csv(path, sep=sep, decimal=decimal)
+    if sep != ",":
+        mark = " and ',' as the decimal mark" if decimal == "," else ""
+        shown = "a tab" if sep == "\t" else repr(sep)
+        warnings.warn(
+            f"{path}: read with {shown} as the separator{mark} ({frame.shape[1]} columns)",
+            DataNote,
+            stacklevel=3,
+        )
+    elif frame.shape[1] == 1 and any(d in str(frame.columns[0]) for d in CSV_SEPARATORS[1:]):
+        raise DataFileError(
+            f"{path}: the table has one column named {str(frame.columns[0])!r}, whose name "
+            "holds a separator, yet its lines do not split evenly on it; check the file's "
+            "separator and quoting (fits reads ',', ';', tab and '|')"
+        )
+    return _whole_numbers(frame, path, sep, decimal)
+
+
+def _whole_numbers(frame: pd.DataFrame, path: Path, sep: str, decimal: str) -> pd.DataFrame:
+    """Fix what pandas' number parsing loses: codes written with leading zeros ("02134",
+    "00501") stay text, and whole numbers with blanks, written without a decimal point,
+    become ``Int64`` (pandas reads them as floats)."""
+    numeric = [c for c in frame.columns if pd.api.types.is_numeric_dtype(frame[c].dtype)]
+    numeric = [c for c in numeric if not pd.api.types.is_bool_dtype(frame[c].dtype)]
+    if not numeric:
+        return frame
+    raw = pd.read_csv(path, sep=sep, decimal=decimal, usecols=numeric, dtype=str)
+    for col in numeric:
+        tokens = raw[col].dropna().str.strip()
+        if tokens.str.match(r"^[+-]?0\d").any():
+            frame[col] = raw[col]  # a code: leading zeros are part of it
+            continue
+        s = frame[col]
+        if not pd.api.types.is_float_dtype(s.dtype) or not s.isna().any():
+            continue
+        v = s.dropna().to_numpy(dtype=float)
+        if (
+            v.size
+            and np.all(v == np.round(v))
+            and np.all(np.abs(v) < 2**53)
+            and not tokens.str.contains(r"[.,eE]").any()
+        ):
+            frame[col] = s.astype("Int64")
+    return frame
+
+
+def _parse_dates(frame: pd.DataFrame, path: Path | None = None) -> pd.DataFrame:
     for col in frame.columns:
         s = frame[col]
         if not (pd.api.types.is_object_dtype(s) or pd.api.types.is_string_dtype(s)):
@@ -85,12 +214,50 @@ def _parse_dates(frame: pd.DataFrame) -> pd.DataFrame:
             continue
         if not present.str.match(_ISO_DATE).all():
             continue
-        aware = present.str.contains(r"(?:Z|[+-]\d{2}:?\d{2})$").any()
+        aware = present.str.contains(r"(?:Z|[+-]\d{2}:?\d{2})$")
+        if aware.any() and not aware.all():
+            continue  # some with an offset, some without: left as text
         try:
-            frame[col] = pd.to_datetime(s, format="ISO8601", utc=bool(aware))
+            frame[col] = pd.to_datetime(s, format="ISO8601")  # one offset: kept
         except (ValueError, TypeError):
-            continue
+            try:  # several offsets: read as UTC
+                frame[col] = pd.to_datetime(s, format="ISO8601", utc=True)
+            except (ValueError, TypeError):
+                continue
+            warnings.warn(
+                f"{path or 'table'}: column {col!r} has date-times with several UTC "
+                "offsets (summer time?); they are read, and written back, in UTC",
+                DataNote,
+                stacklevel=3,
+            )
     return frame
+
+
+def find_duplicate_files(
+    paths: Sequence[str | os.PathLike[str]],
+) -> tuple[Path, Path] | None:
+    """The first two of ``paths`` that are the same file (the same path, a link to it,
+    or the same bytes), else None."""
+    seen: dict[tuple[int, int], Path] = {}
+    digests: dict[tuple[int, str], Path] = {}
+    for p in map(Path, paths):
+        try:
+            st = p.stat()
+        except OSError:
+            continue
+        key = (st.st_dev, st.st_ino)
+        if key in seen:
+            return seen[key], p
+        seen[key] = p
+        h = hashlib.sha256()
+        with open(p, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+        dkey = (st.st_size, h.hexdigest())
+        if dkey in digests:
+            return digests[dkey], p
+        digests[dkey] = p
+    return None
 
 
 def _atomic(path: Path, write: Callable[[str], None]) -> Path:

@@ -33,13 +33,13 @@ import pandas as pd
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 
-from fits.core.schema import Schema, missing_flag
+from fits.core.schema import ColumnSpec, Schema, missing_flag, surrogate_ids
 from fits.deploy.inprocess import KernelSpec, Tables, build_federation, in_process_batch
 from fits.federation.client import MIN_CLIENT_ROWS, FITSClient
 from fits.federation.coordinator import Coordinator
 from fits.federation.transport import InProcessTransport, Transport
 
-__all__ = ["FITSSynthesizer", "NotConnectedError"]
+__all__ = ["FITSSynthesizer", "NotConnectedError", "restore_dtype"]
 
 
 class NotConnectedError(RuntimeError):
@@ -404,11 +404,23 @@ class FITSSynthesizer(BaseEstimator):  # type: ignore[misc]
             values = coord.sample(int(num_rows), rng, progress=callback)
         return self._decode(values)
 
-    def _decode(self, values: np.ndarray) -> pd.DataFrame:
+    def _decode(self, values: np.ndarray, start: int = 0) -> pd.DataFrame:
+        """The engine's values (chain order) as the input's columns and dtypes.
+
+        Discrete columns map back to their categories, continuous ones are clipped to
+        their bounds (and rounded, for whole numbers), missing values come back where
+        the indicators say; every column gets the input's pandas dtype back
+        (:func:`restore_dtype`).  Columns of kind ``"id"`` get fresh surrogate values,
+        numbered from ``start + 1``.
+        """
         coord = self.coordinator
         order = coord.schema.order
         cols = {}
-        for name in self.schema_.names:
+        for spec in self.schema_.columns:
+            name = spec.name
+            if not spec.is_modelled:  # an identifier: never a real value
+                cols[name] = pd.Series(surrogate_ids(values.shape[0], start), name=name)
+                continue
             enc = coord.encoders[name]
             col = enc.decode(values[:, order.index(name)]).reset_index(drop=True)
             flag = missing_flag(name)
@@ -417,8 +429,72 @@ class FITSSynthesizer(BaseEstimator):  # type: ignore[misc]
                 if enc.spec.dtype == "int":
                     col = col.astype("Int64")
                 col = col.mask(pd.Series(absent))
-            cols[name] = col
+            cols[name] = restore_dtype(col, spec)
         return pd.DataFrame(cols)[[c for c in self._columns if c in cols]]
+
+
+#: Numpy dtypes that cannot hold a missing value, and the nullable dtype that can.
+_NULLABLE = {
+    **{f"int{b}": f"Int{b}" for b in (8, 16, 32, 64)},
+    **{f"uint{b}": f"UInt{b}" for b in (8, 16, 32, 64)},
+    "bool": "boolean",
+}
+
+
+def restore_dtype(col: pd.Series, spec: ColumnSpec) -> pd.Series:
+    """Give a decoded column the input's pandas dtype back.
+
+    * a pandas categorical gets its ``CategoricalDtype`` back: every category of the
+      input, unused ones included, in the input's order, ordered or not;
+    * whole numbers with missing values become ``Int64`` (not floats);
+    * otherwise the input's exact dtype (``spec.pandas_dtype``: ``"Int64"``,
+      ``"boolean"``, ``"int32"``, ``"str"``, ...), its nullable counterpart when the
+      column has missing values and the dtype cannot hold them (``int32`` ->
+      ``Int32``, ``bool`` -> ``boolean``).
+
+    Datetimes are left as :meth:`~fits.core.continualization.Encoder.decode` made them
+    (time zone and whole days restored there).
+
+    Parameters
+    ----------
+    col : Series
+        The decoded column.
+    spec : ColumnSpec
+        Its schema entry.
+
+    Returns
+    -------
+    Series
+    """
+    if spec.dtype == "datetime":
+        return col
+    has_missing = bool(col.isna().any())
+    if spec.dtype == "category":
+        levels = spec.dtype_categories
+        if levels is None:
+            levels = [c for c in spec.categories or [] if c is not None]
+        ordered = (
+            spec.dtype_ordered if spec.dtype_categories is not None else spec.kind == "ordinal"
+        )
+        labels = col.astype(object).where(col.notna(), None).to_numpy(dtype=object)
+        dtype = pd.CategoricalDtype(levels, ordered=ordered)
+        return pd.Series(pd.Categorical(labels, dtype=dtype), name=col.name)
+    target = spec.pandas_dtype
+    if target is None:
+        if spec.dtype == "int" and has_missing:
+            target = "Int64"
+        elif spec.dtype == "bool" and has_missing:
+            target = "boolean"
+        else:
+            return col
+    if target == "object" or target == str(col.dtype):
+        return col
+    if has_missing:
+        target = _NULLABLE.get(target, target)
+    try:
+        return col.astype(target)
+    except (TypeError, ValueError):  # a dtype pandas cannot convert to: keep the decoded one
+        return col
 
 
 def _with_progress_bar(coord: Coordinator, n: int, rng: np.random.Generator) -> np.ndarray:

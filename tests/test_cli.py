@@ -318,34 +318,28 @@ def test_degenerate_columns(site_files, tmp_path):
     assert not out.exists()
 
 
-def test_many_levels_warn(site_files, tmp_path):
+def test_identifier_columns_are_refused_until_dropped_or_declared(site_files, tmp_path):
     a = pd.read_csv(site_files[0])
     b = pd.read_csv(site_files[1])
     rng = np.random.default_rng(0)
-    a.assign(uid=[f"id{i}" for i in rng.permutation(len(a))]).to_csv(
-        tmp_path / "a.csv", index=False
-    )
+    real_ids = [f"id{i}" for i in rng.permutation(len(a))]
+    a.assign(uid=real_ids).to_csv(tmp_path / "a.csv", index=False)
     b.assign(uid=[f"x{i}" for i in range(len(b))]).to_csv(tmp_path / "b.csv", index=False)
-    res = run(
-        "schema",
-        str(tmp_path / "a.csv"),
-        str(tmp_path / "b.csv"),
-        "--out",
-        str(tmp_path / "s.json"),
-    )
-    assert res.returncode == 0
-    assert "levels" not in res.stderr  # 750 levels: below the warning threshold (1000)
-    a = pd.concat([a] * 3, ignore_index=True)
-    a.assign(uid=[f"id{i}" for i in range(len(a))]).to_csv(tmp_path / "a.csv", index=False)
-    res = run(
-        "schema",
-        str(tmp_path / "a.csv"),
-        str(tmp_path / "b.csv"),
-        "--out",
-        str(tmp_path / "s.json"),
-    )
-    assert res.returncode == 0
-    assert "'uid' has 1650 levels" in res.stderr and "Drop it" in res.stderr
+    files = [str(tmp_path / "a.csv"), str(tmp_path / "b.csv")]
+    res = run("schema", *files, "--out", str(tmp_path / "s.json"))
+    _expect_error(res, 2, "'uid' looks like an identifier", "--drop uid", "--kind uid=id")
+    assert not (tmp_path / "s.json").exists()
+    res = run("schema", *files, "--drop", "uid", "--out", str(tmp_path / "s.json"))
+    assert res.returncode == 0, res.stderr
+    assert "uid" not in json.loads((tmp_path / "s.json").read_text())["order"]
+    out = tmp_path / "o.csv"
+    res = run("synthesize", *files, "--kind", "uid=id", "--rows", "300", "--out", str(out))
+    assert res.returncode == 0, res.stderr
+    ids = pd.read_csv(out)["uid"]
+    assert ids.is_unique and not set(ids) & (set(real_ids) | set(b.index.map("x{}".format)))
+    assert ids.iloc[0] == "synthetic-000001"
+    res = run("synthesize", *files, "--kind", "uid", "--rows", "3", "--out", str(out))
+    _expect_error(res, 2, "--kind", "COLUMN=KIND")
 
 
 def test_text_in_a_column_the_schema_says_is_numeric(site_files, tmp_path):

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from fits import FITSSynthesizer, Schema, SchemaError
+from fits.core.schema import DataNote
 
 
 def _table(n: int, seed: int) -> pd.DataFrame:
@@ -124,15 +125,22 @@ def test_column_missing_at_one_client_only(clients):
 
 def test_many_levels_warn_with_a_fix():
     rng = np.random.default_rng(3)
-    t = pd.DataFrame({"id": [f"u{i}" for i in range(2500)], "v": rng.normal(size=2500)})
-    with pytest.warns(UserWarning, match="'id' has 2500 levels.*Drop it"):
-        FITSSynthesizer(seed=0).fit([t.iloc[:1200], t.iloc[1200:]])
+    codes = rng.permutation([f"u{i}" for i in range(1100)] * 6)  # each 6 times: not unique
+    t = pd.DataFrame({"code": codes, "v": rng.normal(size=6600)})
+    with pytest.warns(UserWarning, match="'code' has 1100 levels.*Drop it"):
+        FITSSynthesizer(seed=0).fit([t.iloc[:3300], t.iloc[3300:]])
 
 
 def test_text_in_a_column_declared_continuous(clients):
     frames = [c.copy() for c in clients]
     frames[1]["x"] = frames[1]["x"].astype(object)
+    # one marker among 900 numbers: read as missing, and said so
     frames[1].loc[frames[1].index[3], "x"] = "n/a"
+    with pytest.warns(DataNote, match="'x' is text read as numbers.*1 of its 900.*'n/a' \\(1\\)"):
+        synth = FITSSynthesizer(kinds={"x": "continuous"}).fit(frames)
+    assert synth.schema_["x"].missing and synth.schema_["x"].markers == {"n/a": 1}
+    # text in 10% of the rows is not a marker: the column is text, and cannot be continuous
+    frames[1].loc[frames[1].index[:90], "x"] = "n/a"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         with pytest.raises(SchemaError, match="client 2: column 'x' .*continuous.*'n/a'"):

@@ -42,7 +42,8 @@ def test_inference_rules():
             ),
         }
     )
-    schema = _merge([frame])
+    with pytest.warns(UserWarning, match="'many_ints' .* numeric identifier"):
+        schema = _merge([frame])
     assert schema.kinds() == {
         "few_ints": "ordinal",
         "many_ints": "continuous",
@@ -92,7 +93,15 @@ def test_continuous_columns_report_no_values():
     a = pd.DataFrame({"v": np.random.default_rng(0).normal(size=50)})
     info = describe_table(a)["columns"]["v"]
     assert "values" not in info
-    assert set(info) == {"dtype", "n_missing", "min", "max", "integral", "n_present"}
+    assert set(info) == {
+        "dtype",
+        "pandas_dtype",
+        "n_missing",
+        "min",
+        "max",
+        "integral",
+        "n_present",
+    }
 
 
 def test_bad_tables():

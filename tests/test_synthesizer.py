@@ -194,9 +194,14 @@ def test_columns_missing_at_a_client_name_the_client(mixed_clients):
 
 def test_numeric_and_text_types_disagreeing_is_a_clear_error(mixed_clients):
     frames = [t.copy() for t in mixed_clients]
-    frames[1]["o"] = frames[1]["o"].astype(str)
+    frames[1]["o"] = "level " + frames[1]["o"].astype(str)
     with pytest.raises(SchemaError, match="'o' is numeric at some clients and text at others"):
         FITSSynthesizer().fit(frames)
+    # numbers written as text are read as numbers (a note says so), and fit together
+    frames[1]["o"] = mixed_clients[1]["o"].astype(str)
+    with pytest.warns(UserWarning, match="'o' is text read as numbers"):
+        synth = FITSSynthesizer().fit(frames)
+    assert synth.schema_["o"].kind == "ordinal"
 
 
 def test_bad_sample_sizes(mixed_clients):

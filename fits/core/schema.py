@@ -10,16 +10,35 @@ min / max, dtypes -- never rows), and the coordinator merges the descriptions wi
 :func:`merge_descriptions`.  Users can override any column's kind, or hand in a complete
 schema, in which case only the row counts are asked for.
 
-Inference rule (METHOD.md, *decided*): non-numeric, boolean or categorical dtype ->
-nominal (an *ordered* pandas categorical -> ordinal); integer-valued numeric columns with
-at most :data:`MAX_ORDINAL_LEVELS` distinct values -> ordinal; every other numeric column
--> continuous.
+Inference rules (METHOD.md, *decided*, extended for tables nobody prepared; the full
+list with the messages a user sees is in docs/cli.md, "What fits does with your table"):
+
+* non-numeric, boolean or categorical dtype -> nominal (an *ordered* pandas categorical
+  -> ordinal);
+* integer-valued numeric columns with at most :data:`MAX_ORDINAL_LEVELS` distinct values
+  -> ordinal;
+* other numeric columns with at most :data:`MAX_ORDINAL_LEVELS` distinct values, each
+  seen on average at least :data:`LATTICE_MIN_COUNT` times (a *lattice*: ages in 5-year
+  bands stored as 17.5, 22.5, ...; a log rate with 5 levels) -> ordinal, the values being
+  the support; a continuous column sampled at few rows has (nearly) no ties and stays
+  continuous;
+* every other numeric column -> continuous;
+* a text column of which at least :data:`PARSE_SHARE` of the present values are numbers
+  (or dates of one format) is read as numbers (dates); the rest are *markers* ("?",
+  "unknown") read as missing, with a :class:`DataNote` naming them
+  (:func:`parse_text_columns`);
+* a text column with more than :data:`MAX_ORDINAL_LEVELS` distinct values that are
+  near-unique (more than :data:`NEAR_UNIQUE_SHARE` of the present values distinct) or
+  long (free text: on average more than :data:`FREE_TEXT_LENGTH` characters) is refused
+  (:class:`IdentifierColumnError`) unless declared: kind ``"id"`` (fresh surrogates, not
+  modelled) or ``"nominal"`` (copied verbatim, the user's choice).
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,8 +48,17 @@ import numpy as np
 import pandas as pd
 
 __all__ = [
+    "FREE_TEXT_LENGTH",
     "KINDS",
+    "LATTICE_MIN_COUNT",
     "MAX_ORDINAL_LEVELS",
+    "NEAR_UNIQUE_SHARE",
+    "PARSE_SHARE",
+    "SURROGATE_PREFIX",
+    "DataNote",
+    "IdentifierColumnError",
+    "parse_text_columns",
+    "surrogate_ids",
     "MANY_LEVELS_WARNING",
     "POINT_MASS_SHARE",
     "ColumnSpec",
@@ -43,9 +71,28 @@ __all__ = [
     "point_mass_flag",
 ]
 
-KINDS = ("continuous", "ordinal", "nominal")
-#: Integer-valued numeric columns with at most this many distinct values are ordinal.
+#: Column kinds.  ``"id"`` columns are not modelled: the output holds fresh surrogates.
+KINDS = ("continuous", "ordinal", "nominal", "id")
+#: Numeric columns with at most this many distinct values are ordinal (non-integer ones
+#: only when their values repeat, see :data:`LATTICE_MIN_COUNT`).
 MAX_ORDINAL_LEVELS = 20
+#: A non-integer numeric column with at most :data:`MAX_ORDINAL_LEVELS` distinct values is
+#: ordinal only when the rows are at least this many times the distinct values.
+LATTICE_MIN_COUNT = 2
+#: A text column is read as numbers (dates) when at least this share of its present
+#: values parse; the others are markers read as missing.
+PARSE_SHARE = 0.95
+#: A text column with more distinct values than this share of its present values (and
+#: more than :data:`MAX_ORDINAL_LEVELS`) is near-unique: an identifier; refused.
+NEAR_UNIQUE_SHARE = 0.5
+#: A text column whose distinct values average more characters than this (and that has
+#: more than :data:`MAX_ORDINAL_LEVELS` of them) is free text; refused.
+FREE_TEXT_LENGTH = 30
+#: Surrogate values of an ``"id"`` column: this prefix and a zero-padded row number.
+SURROGATE_PREFIX = "synthetic-"
+#: An integer column whose values are all distinct at every site, with at least this many
+#: rows in all, draws a warning: it looks like a numeric identifier.
+NUMERIC_ID_WARNING = 50
 #: A nominal column with more levels than this draws a warning (it is probably an id).
 MANY_LEVELS_WARNING = 1000
 #: A continuous column whose most frequent value holds at least this share of the
@@ -59,6 +106,25 @@ class SchemaError(ValueError):
     """Input tables do not fit together, or do not fit the declared schema."""
 
 
+class IdentifierColumnError(SchemaError):
+    """Columns look like identifiers or free text, which fits will not copy or model.
+
+    Attributes
+    ----------
+    columns : list of str
+        The refused columns.
+    """
+
+    def __init__(self, message: str, columns: Sequence[str]) -> None:
+        super().__init__(message)
+        self.columns = list(columns)
+
+
+class DataNote(UserWarning):
+    """Something fits inferred about a table that its user should know (markers read as
+    missing, a separator or a date format it chose); the command line prints it."""
+
+
 @dataclass
 class ColumnSpec:
     """One column of the shared schema.
@@ -67,8 +133,9 @@ class ColumnSpec:
     ----------
     name : str
         Column name.
-    kind : {"continuous", "ordinal", "nominal"}
-        How the column is modelled.
+    kind : {"continuous", "ordinal", "nominal", "id"}
+        How the column is modelled; ``"id"`` columns are not modelled, the output holds
+        fresh surrogate values (:func:`surrogate_ids`).
     dtype : str
         The pandas dtype family to restore: ``"float"``, ``"int"``, ``"bool"``,
         ``"category"``, ``"string"`` or ``"object"``.
@@ -97,6 +164,20 @@ class ColumnSpec:
     date_only : bool
         Datetime columns whose values are all at midnight: synthetic values are rounded
         to whole days.
+    pandas_dtype : str, optional
+        The input's exact pandas dtype (``"Int64"``, ``"boolean"``, ``"int32"``,
+        ``"str"``, ...) when every client has the same; the output is given it back.
+    dtype_categories : list, optional
+        Pandas categoricals: every category of the input's dtype, unused ones included,
+        in the dtype's order (the output has the same ``CategoricalDtype``).
+    dtype_ordered : bool
+        Pandas categoricals: whether the input's dtype is ordered.
+    markers : dict, optional
+        Text columns read as numbers or dates: the values that did not parse ("?",
+        "unknown", ...), read as missing, with their counts over all clients.
+    parsed : str, optional
+        Text columns read as numbers or dates: ``"number"``, or the date format(s)
+        the clients read them with (e.g. ``"%m/%d/%Y"``).
     """
 
     name: str
@@ -111,13 +192,18 @@ class ColumnSpec:
     date_only: bool = False
     point_mass: float | None = None
     indicator: str = "missing"
+    pandas_dtype: str | None = None
+    dtype_categories: list[Any] | None = None
+    dtype_ordered: bool = False
+    markers: dict[str, int] | None = None
+    parsed: str | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise SchemaError(
                 f"column {self.name!r}: unknown kind {self.kind!r}; use one of {', '.join(KINDS)}"
             )
-        if self.kind != "continuous":
+        if self.kind in ("ordinal", "nominal"):
             if not self.categories:
                 raise SchemaError(f"column {self.name!r}: a {self.kind} column needs categories")
             if len(set(map(_hashable, self.categories))) != len(self.categories):
@@ -126,7 +212,12 @@ class ColumnSpec:
     @property
     def is_discrete(self) -> bool:
         """Whether the column is ordinal or nominal."""
-        return self.kind != "continuous"
+        return self.kind in ("ordinal", "nominal")
+
+    @property
+    def is_modelled(self) -> bool:
+        """Whether the engine draws the column (every kind but ``"id"``)."""
+        return self.kind != "id"
 
     @property
     def n_levels(self) -> int:
@@ -138,7 +229,7 @@ class ColumnSpec:
         out: dict[str, Any] = {"name": self.name, "kind": self.kind, "dtype": self.dtype}
         if self.is_discrete:
             out["categories"] = [_hashable(c) for c in self.categories or []]
-        else:
+        elif self.kind == "continuous":
             out["lower"] = self.lower
             out["upper"] = self.upper
         if self.missing:
@@ -153,6 +244,15 @@ class ColumnSpec:
             out["point_mass"] = self.point_mass
         if self.indicates is not None and self.indicator != "missing":
             out["indicator"] = self.indicator
+        if self.pandas_dtype is not None:
+            out["pandas_dtype"] = self.pandas_dtype
+        if self.dtype_categories is not None:
+            out["dtype_categories"] = [_hashable(c) for c in self.dtype_categories]
+            out["dtype_ordered"] = self.dtype_ordered
+        if self.markers:
+            out["markers"] = dict(self.markers)
+        if self.parsed is not None:
+            out["parsed"] = self.parsed
         return out
 
     @classmethod
@@ -172,6 +272,13 @@ class ColumnSpec:
             date_only=bool(d.get("date_only", False)),
             point_mass=d.get("point_mass"),
             indicator=str(d.get("indicator", "missing")),
+            pandas_dtype=d.get("pandas_dtype"),
+            dtype_categories=(
+                list(d["dtype_categories"]) if d.get("dtype_categories") is not None else None
+            ),
+            dtype_ordered=bool(d.get("dtype_ordered", False)),
+            markers=dict(d["markers"]) if d.get("markers") else None,
+            parsed=d.get("parsed"),
         )
 
 
@@ -224,14 +331,22 @@ class Schema:
         """Mapping column -> kind."""
         return {c.name: c.kind for c in self.columns}
 
+    @property
+    def unmodelled(self) -> list[str]:
+        """Columns of kind ``"id"``: in the tables, not drawn by the engine."""
+        return [c.name for c in self.columns if not c.is_modelled]
+
     def expanded(self) -> Schema:
         """The schema the engine draws: each continuous column with missing values is
         preceded in the chain by its missingness indicator (a nominal bool column named
         ``"<column> (missing)"``), and one with a point mass by a point-mass indicator
         (``"<column> (at point mass)"``)."""
-        columns, order = list(self.columns), []
+        columns = [c for c in self.columns if c.is_modelled]
+        order: list[str] = []
         for name in self.order:
             spec = self[name]
+            if not spec.is_modelled:
+                continue
             flags = []
             if spec.kind == "continuous" and spec.missing:
                 flags.append((missing_flag(name), "missing"))
@@ -317,6 +432,179 @@ def _sort_labels(labels: Sequence[Any]) -> list[Any]:
     return out + [None] * (len(present) < len(labels))
 
 
+def surrogate_ids(n: int, start: int = 0) -> list[str]:
+    """Fresh values of an ``"id"`` column: ``synthetic-000001``, ``synthetic-000002``, ...
+
+    The values are numbered ``start + 1`` to ``start + n`` (at least six digits), never
+    drawn from the real values; the setup round refuses an id column whose real values
+    already start with :data:`SURROGATE_PREFIX`, so none can coincide with a real one.
+    """
+    width = max(6, len(str(start + n)))
+    return [f"{SURROGATE_PREFIX}{i:0{width}d}" for i in range(start + 1, start + n + 1)]
+
+
+# ---------------------------------------------------------------------------------------
+# Text that is really numbers or dates.
+# ---------------------------------------------------------------------------------------
+
+#: Date formats tried on text columns, in order of preference: when several read the same
+#: share of values (no day above 12), the first wins -- slashes month-first (US),
+#: dots and dashes day-first.  ISO 8601 (with or without a time and an offset) comes first.
+DATE_FORMATS: tuple[str, ...] = (
+    "ISO8601",
+    "%m/%d/%Y",
+    "%d/%m/%Y",
+    "%m/%d/%Y %H:%M",
+    "%d/%m/%Y %H:%M",
+    "%m/%d/%Y %H:%M:%S",
+    "%d/%m/%Y %H:%M:%S",
+    "%m/%d/%y",
+    "%d/%m/%y",
+    "%d.%m.%Y",
+    "%d.%m.%Y %H:%M",
+    "%d.%m.%Y %H:%M:%S",
+    "%d.%m.%y",
+    "%d-%m-%Y",
+    "%m-%d-%Y",
+    "%Y/%m/%d",
+    "%b %d %Y",
+    "%b %d, %Y",
+    "%B %d %Y",
+    "%B %d, %Y",
+    "%d %b %Y",
+    "%d %B %Y",
+    "%d-%b-%Y",
+    "%d-%b-%y",
+)
+_ISO = re.compile(r"^\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?(Z|[+-]\d{2}:?\d{2})?$")
+_OFFSET = re.compile(r"(?:Z|[+-]\d{2}:?\d{2})$")
+_LEADING_ZERO = re.compile(r"^[+-]?0\d")
+#: Markers named per column in a note (the most frequent; the rest are counted).
+_MAX_MARKERS = 10
+
+
+def _swap_day_month(fmt: str) -> str:
+    return fmt.replace("%d", "\0").replace("%m", "%d").replace("\0", "%m")
+
+
+def _parse_dates(text: pd.Series) -> tuple[pd.Series, str] | None:
+    """Parse unique text values as dates with the best of :data:`DATE_FORMATS`."""
+    best: tuple[float, str, pd.Series] | None = None
+    for fmt in DATE_FORMATS:
+        if fmt == "ISO8601":
+            iso = text.str.match(_ISO)
+            if not iso.any():
+                continue
+            aware = text[iso].str.contains(_OFFSET)
+            if aware.any() and not aware.all():
+                continue  # some with an offset, some without: not one format
+            try:
+                got = pd.to_datetime(text.where(iso), format="ISO8601")
+            except (ValueError, TypeError):  # several offsets: kept as UTC
+                got = pd.to_datetime(text.where(iso), format="ISO8601", utc=True)
+                fmt = "ISO8601 (mixed offsets, read as UTC)"
+        else:
+            got = pd.to_datetime(text, format=fmt, errors="coerce")
+        share = float(got.notna().mean())
+        if share > 0 and (best is None or share > best[0]):
+            best = (share, fmt, got)
+    if best is None:
+        return None
+    share, fmt, got = best
+    if "%d" in fmt and "%m" in fmt:
+        other = pd.to_datetime(text, format=_swap_day_month(fmt), errors="coerce")
+        if float(other.notna().mean()) == share:
+            fmt += " (ambiguous: no day above 12)"
+    return got, fmt
+
+
+def parse_text_columns(
+    frame: pd.DataFrame, declared: Mapping[str, Mapping[str, Any]] | None = None
+) -> tuple[pd.DataFrame, dict[str, dict[str, Any]]]:
+    """Read text columns that are really numbers or dates as numbers or dates.
+
+    A text (object or string) column is read as numbers when at least
+    :data:`PARSE_SHARE` of its present values are finite numbers and none is written
+    with a leading zero ("02134", "00501": codes, which stay text); else as dates when
+    at least that share are dates of one format (:data:`DATE_FORMATS`: ISO 8601 first,
+    then slashes month-first, dots and dashes day-first, month names).  The values that
+    do not parse are *markers* ("?", "unknown", "n/a"): they become missing values.
+    Numbers that are all whole become ``Int64``.  Columns declared ``"nominal"`` or
+    ``"id"`` are left as they are.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        One client's table (not changed).
+    declared : mapping, optional
+        Column -> ``{"kind": ...}`` declarations.
+
+    Returns
+    -------
+    frame : DataFrame
+        The table with those columns parsed (the same object when none is).
+    notes : dict
+        Column -> ``{"as": "number" | "date", "format": str, "markers": {value: count},
+        "n_markers": int, "n_present": int}`` for every parsed column.
+    """
+    declared = declared or {}
+    out: pd.DataFrame | None = None
+    notes: dict[str, dict[str, Any]] = {}
+    for name in frame.columns:
+        s = frame[name]
+        if declared.get(name, {}).get("kind") in ("nominal", "id"):
+            continue
+        if isinstance(s.dtype, pd.CategoricalDtype) or not (
+            pd.api.types.is_object_dtype(s.dtype) or pd.api.types.is_string_dtype(s.dtype)
+        ):
+            continue
+        present = s.dropna()
+        if present.empty:
+            continue
+        counts = present.astype(str).value_counts(sort=False)
+        text = pd.Series(counts.index.str.strip(), index=counts.index)
+        weights = counts.to_numpy(dtype=float) / counts.sum()
+        parsed: pd.Series | None = None
+        numbers = pd.to_numeric(text, errors="coerce")
+        numbers = numbers.where(np.isfinite(numbers.to_numpy(dtype=float)))
+        ok = numbers.notna().to_numpy()
+        if weights[ok].sum() >= PARSE_SHARE and not text[ok].str.match(_LEADING_ZERO).any():
+            parsed, what, fmt = numbers, "number", "number"
+        else:
+            dates = _parse_dates(text)
+            if dates is not None:
+                ok = dates[0].notna().to_numpy()
+                if weights[ok].sum() >= PARSE_SHARE:
+                    parsed, what, fmt = dates[0], "date", dates[1]
+        if parsed is None:
+            continue
+        mapped = parsed.reindex(s.astype(str).to_numpy())
+        mapped.index = s.index
+        mapped[s.isna()] = pd.NA if what == "number" else pd.NaT
+        if what == "number":
+            values = mapped.to_numpy(dtype=float, na_value=np.nan)
+            fin = values[~np.isnan(values)]
+            if np.all(fin == np.round(fin)) and np.all(np.abs(fin) < 2**53):
+                column: pd.Series = pd.Series(pd.array(values, dtype="Float64")).astype("Int64")
+            else:
+                column = pd.Series(values)
+            column.index = s.index
+        else:
+            column = mapped
+        bad = counts[~ok].sort_values(ascending=False, kind="stable")
+        notes[name] = {
+            "as": what,
+            "format": fmt,
+            "markers": {str(k): int(v) for k, v in bad.iloc[:_MAX_MARKERS].items()},
+            "n_markers": int(bad.sum()),
+            "n_present": int(counts.sum()),
+        }
+        if out is None:
+            out = frame.copy()
+        out[name] = column.rename(name)
+    return (out if out is not None else frame), notes
+
+
 def datetime_seconds(s: pd.Series) -> np.ndarray:
     """Seconds since 1970-01-01 UTC of a datetime column (NaN where missing)."""
     if getattr(s.dt, "tz", None) is not None:
@@ -332,22 +620,30 @@ def describe_table(
     declared: Mapping[str, Mapping[str, Any]] | None = None,
     *,
     client: str = "client",
+    notes: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Describe one client's table for the setup round.
 
-    Reports the row count and, per column, its dtype family and either its category set
-    (discrete candidates: non-numeric columns, and integer-valued numeric columns with
-    at most :data:`MAX_ORDINAL_LEVELS` values) or its min / max.  No rows are reported.
+    Reports the row count and, per column, its dtype and either its category set
+    (discrete candidates: non-numeric columns, and numeric columns with at most
+    :data:`MAX_ORDINAL_LEVELS` values) or its min / max.  No rows are reported.  A text
+    column that looks like an identifier or free text (more than
+    :data:`MAX_ORDINAL_LEVELS` distinct values, near-unique or long) reports only its
+    counts, never its values, unless declared ``"nominal"``; a column declared ``"id"``
+    reports only whether a value starts with :data:`SURROGATE_PREFIX`.
 
     Parameters
     ----------
     frame : DataFrame
-        The client's table.
+        The client's table (after :func:`parse_text_columns`, at a client).
     declared : mapping, optional
         Column -> ``{"kind": ...}`` declarations from the user; a column declared
         discrete reports its category set whatever its size.
     client : str
         The client's name, used in error messages.
+    notes : mapping, optional
+        What :func:`parse_text_columns` returned: reported with each parsed column
+        (``"parsed"``) so that the coordinator can name the markers.
 
     Returns
     -------
@@ -355,15 +651,31 @@ def describe_table(
         ``{"n_rows": int, "columns": {name: {...}}, "order": [names]}``.
     """
     declared = declared or {}
+    notes = notes or {}
     if frame.shape[0] == 0:
         raise SchemaError(f"{client}: the table is empty; every client needs rows")
     out: dict[str, Any] = {"n_rows": int(frame.shape[0]), "columns": {}, "order": []}
     for name in frame.columns:
         if not isinstance(name, str):
             raise SchemaError(f"{client}: column names must be strings, got {name!r}")
-        out["columns"][name] = _describe_column(frame[name], name, declared, client)
+        info = _describe_column(frame[name], name, declared, client)
+        if name in notes:
+            info["parsed"] = dict(notes[name])
+        out["columns"][name] = info
         out["order"].append(name)
     return out
+
+
+def _looks_like_identifier(present: pd.Series) -> dict[str, Any] | None:
+    """Counts of a text column that is near-unique or free text, else None."""
+    uniq = pd.unique(present.to_numpy(dtype=object))
+    n_distinct, n_present = len(uniq), int(present.size)
+    if n_distinct <= MAX_ORDINAL_LEVELS:
+        return None
+    length = float(np.mean([len(str(v)) for v in uniq]))
+    if n_distinct > NEAR_UNIQUE_SHARE * n_present or length > FREE_TEXT_LENGTH:
+        return {"n_distinct": n_distinct, "n_present": n_present, "mean_length": length}
+    return None
 
 
 def _describe_column(
@@ -372,8 +684,20 @@ def _describe_column(
     fam = _dtype_family(s)
     kind = declared.get(name, {}).get("kind")
     missing = s.isna().to_numpy()
-    info: dict[str, Any] = {"dtype": fam, "n_missing": int(missing.sum())}
+    info: dict[str, Any] = {
+        "dtype": fam,
+        "n_missing": int(missing.sum()),
+        "pandas_dtype": str(s.dtype),
+    }
     present = s[~missing]
+    if kind == "id":  # not modelled: only whether a real value could look like a surrogate
+        text = present.astype(str)
+        info["id"] = True
+        info["surrogate_clash"] = bool(text.str.startswith(SURROGATE_PREFIX).any())
+        return info
+    if fam == "category":
+        info["dtype_categories"] = [_hashable(c) for c in s.cat.categories]
+        info["dtype_ordered"] = bool(s.cat.ordered)
     if present.size == 0:
         info["all_missing"] = True
         return info
@@ -405,7 +729,13 @@ def _describe_column(
             values = numeric.to_numpy(dtype=float)
             info.update(min=float(values.min()), max=float(values.max()), integral=False)
             return info
+        if kind != "nominal" and fam != "bool":
+            counts = _looks_like_identifier(present)
+            if counts is not None:  # its values are never reported
+                info["identifier"] = counts
+                return info
         info["values"] = _sort_labels(present.unique().tolist())
+        info["n_present"] = int(present.size)
         return info
     values = present.to_numpy(dtype=float)
     if not np.all(np.isfinite(values)):
@@ -413,17 +743,16 @@ def _describe_column(
     info["min"] = float(values.min())
     info["max"] = float(values.max())
     integral = bool(np.all(values == np.round(values)))
-    uniq = np.unique(values)
-    if kind in ("ordinal", "nominal") or (
-        kind is None and integral and uniq.size <= MAX_ORDINAL_LEVELS
-    ):
+    uniq, counts = np.unique(values, return_counts=True)
+    if kind in ("ordinal", "nominal") or (kind is None and uniq.size <= MAX_ORDINAL_LEVELS):
         info["values"] = [int(v) if integral else float(v) for v in uniq]
-    else:  # a continuous candidate: report a heavy point mass, if any (count only)
-        uniq, counts = np.unique(values, return_counts=True)
+    if "values" not in info or not integral:  # a continuous candidate: its point mass
         top = int(np.argmax(counts))
         if counts[top] >= _POINT_MASS_REPORT * values.size:
             info["top_value"] = float(uniq[top])
             info["top_count"] = int(counts[top])
+    if integral and fam == "int" and uniq.size == values.size:
+        info["all_distinct"] = True
     info["integral"] = integral
     info["n_present"] = int(values.size)
     return info
@@ -470,19 +799,143 @@ def merge_descriptions(
     if unknown:
         raise SchemaError(f"kinds given for unknown column(s) {unknown}; known: {list(first)}")
     specs = []
+    refused: dict[str, str] = {}
     for name in first:
         infos = [d["columns"][name] for d in descriptions]
+        kind = kinds.get(name)
+        if kind == "id" or any(i.get("id") for i in infos):
+            specs.append(_merge_id(name, infos, clients))
+            continue
         if all(i.get("all_missing") for i in infos):
             raise SchemaError(f"column {name!r} is missing in every row at every client; drop it")
-        spec = _merge_column(
-            name, [i for i in infos if not i.get("all_missing")], clients, kinds.get(name)
-        )
+        why = _identifier_counts(infos, clients) if kind != "nominal" else None
+        if why is not None:
+            refused[name] = why
+            continue
+        present = [(i, c) for i, c in zip(infos, clients, strict=True) if not i.get("all_missing")]
+        spec = _merge_column(name, [i for i, _ in present], [c for _, c in present], kind)
         if any(i.get("n_missing") for i in infos):
             spec.missing = True
             if spec.is_discrete and None not in (spec.categories or []):
                 spec.categories = [*(spec.categories or []), None]
+        _merge_dtype(spec, infos)
+        _merge_markers(spec, infos, clients)
         specs.append(_check_constant(spec))
+    if refused:
+        raise _identifier_error(refused)
     return Schema(specs, list(order) if order else list(first))
+
+
+def _identifier_counts(infos: Sequence[Mapping[str, Any]], clients: Sequence[str]) -> str | None:
+    """Why a column looks like an identifier or free text (a client flagged it, or the
+    union of the clients' values does), else None."""
+    flagged = [
+        (i["identifier"], c) for i, c in zip(infos, clients, strict=True) if "identifier" in i
+    ]
+    if flagged:
+        return "; ".join(
+            f"{f['n_distinct']} distinct values in {f['n_present']} rows at {c}"
+            + (
+                f", {f['mean_length']:.0f} characters long on average"
+                if f.get("mean_length", 0) > FREE_TEXT_LENGTH
+                else ""
+            )
+            for f, c in flagged
+        )
+    used = [i for i in infos if not i.get("all_missing")]
+    if not used or not all(
+        "values" in i and i["dtype"] in ("string", "object", "category") for i in used
+    ):
+        return None
+    n_present = sum(int(i.get("n_present", 0)) for i in used)
+    union = {v for i in used for v in i["values"] if v is not None}
+    length = float(np.mean([len(str(v)) for v in union])) if union else 0.0
+    if len(union) > MAX_ORDINAL_LEVELS and (
+        len(union) > NEAR_UNIQUE_SHARE * n_present or length > FREE_TEXT_LENGTH
+    ):
+        return f"{len(union)} distinct values in {n_present} rows" + (
+            f", {length:.0f} characters long on average" if length > FREE_TEXT_LENGTH else ""
+        )
+    return None
+
+
+def _identifier_error(refused: Mapping[str, str]) -> IdentifierColumnError:
+    lines = [
+        f"column {name!r} looks like an identifier or free text ({why})"
+        for name, why in refused.items()
+    ]
+    names = list(refused)
+    drop = " ".join(f"--drop {n!r}" if " " in n else f"--drop {n}" for n in names)
+    declare = " ".join(f"--kind '{n}=id'" if " " in n else f"--kind {n}=id" for n in names)
+    api = ", ".join(f"{n!r}: 'id'" for n in names)
+    return IdentifierColumnError(
+        "; ".join(lines) + ". fits will not model such a column: every synthetic value would be a "
+        "real one, copied verbatim. Drop it (command line: "
+        f"{drop}; Python: drop the column before fitting) or declare it an identifier "
+        f"(command line: {declare}; Python: kinds={{{api}}}; in a schema file: "
+        '"kind": "id"): the output then holds fresh surrogate values '
+        f"{SURROGATE_PREFIX}000001, {SURROGATE_PREFIX}000002, ... and the column is not "
+        "modelled. To copy its values on purpose, declare it nominal.",
+        names,
+    )
+
+
+def _merge_id(name: str, infos: Sequence[Mapping[str, Any]], clients: Sequence[str]) -> ColumnSpec:
+    clash = [c for i, c in zip(infos, clients, strict=True) if i.get("surrogate_clash")]
+    if clash:
+        raise SchemaError(
+            f"column {name!r} is declared an identifier, but at {', '.join(clash)} real "
+            f"values start with {SURROGATE_PREFIX!r}, the prefix of fits' surrogate values; "
+            "drop the column instead, or rename those values"
+        )
+    fams = {i["dtype"] for i in infos}
+    return ColumnSpec(name, "id", fams.pop() if len(fams) == 1 else "object")
+
+
+def _merge_dtype(spec: ColumnSpec, infos: Sequence[Mapping[str, Any]]) -> None:
+    """The exact pandas dtype and categories to give back (when every client agrees)."""
+    dtypes = {i.get("pandas_dtype") for i in infos if not i.get("all_missing")}
+    if len(dtypes) == 1 and None not in dtypes:
+        spec.pandas_dtype = dtypes.pop()
+    cats = [i["dtype_categories"] for i in infos if i.get("dtype_categories") is not None]
+    if cats and spec.dtype == "category":
+        levels: list[Any] = []
+        for c in cats:  # the first client's order, then new categories as they come
+            levels += [v for v in c if v not in levels]
+        spec.dtype_categories = levels
+        spec.dtype_ordered = any(i.get("dtype_ordered") for i in infos)
+    if spec.dtype == "datetime":
+        spec.pandas_dtype = None  # restored from tz and date_only
+
+
+def _merge_markers(
+    spec: ColumnSpec, infos: Sequence[Mapping[str, Any]], clients: Sequence[str]
+) -> None:
+    """Record the text values read as missing and say so (a :class:`DataNote`)."""
+    parsed = [(i["parsed"], c) for i, c in zip(infos, clients, strict=True) if "parsed" in i]
+    if not parsed:
+        return
+    markers: dict[str, int] = {}
+    n_markers = n_present = 0
+    for p, _ in parsed:
+        for k, v in p.get("markers", {}).items():
+            markers[k] = markers.get(k, 0) + int(v)
+        n_markers += int(p.get("n_markers", 0))
+        n_present += int(p.get("n_present", 0))
+    formats = sorted({str(p["format"]) for p, _ in parsed})
+    what = "numbers" if parsed[0][0]["as"] == "number" else "dates (" + ", ".join(formats) + ")"
+    spec.parsed = "number" if what == "numbers" else ", ".join(formats)
+    spec.markers = dict(sorted(markers.items(), key=lambda kv: -kv[1])) or None
+    sites = ", ".join(c for _, c in parsed)
+    msg = f"column {spec.name!r} is text read as {what} (at {sites})"
+    if n_markers:
+        named = ", ".join(f"{k!r} ({v})" for k, v in (spec.markers or {}).items())
+        rest = n_markers - sum(markers.values())
+        msg += (
+            f"; {n_markers} of its {n_present} values are not {what.split(' ')[0]} and are "
+            f"read as missing: {named}" + (f" and {rest} others" if rest else "")
+        )
+    warnings.warn(msg, DataNote, stacklevel=4)
 
 
 def _merge_column(
@@ -532,7 +985,13 @@ def _merge_column(
         spec = ColumnSpec(name, kind or "ordinal", "category", cats)
         return spec
 
-    if fam in textual or all("values" in i for i in infos) and kind != "continuous":
+    discrete = all("values" in i for i in infos) and kind != "continuous"
+    if discrete and fam in numeric and kind is None:
+        if not all(i.get("integral") for i in infos):  # a lattice only if values repeat
+            n_values = len({float(v) for i in infos for v in i["values"]})
+            rows = sum(int(i.get("n_present", 0)) for i in infos)
+            discrete = rows >= LATTICE_MIN_COUNT * n_values
+    if fam in textual or discrete:
         if kind == "continuous":
             raise SchemaError(f"column {name!r} holds text; it cannot be continuous")
         values = _sort_labels(list({_hashable(v) for i in infos for v in i["values"]}))
@@ -563,6 +1022,22 @@ def _merge_column(
         fam = "int"
     spec = ColumnSpec(name, "continuous", fam, None, lo, hi)
     present = sum(int(i.get("n_present", 0)) for i in infos)
+    if (
+        kind is None
+        and fam == "int"
+        and present >= NUMERIC_ID_WARNING
+        and all(i.get("all_distinct") for i in infos)
+    ):
+        warnings.warn(
+            f"column {name!r} holds a different whole number in every row: it looks like "
+            "a numeric identifier. It is modelled as continuous, so its synthetic values "
+            "are fresh draws between the real ones, rounded to whole numbers, and can "
+            "coincide with real identifiers. Drop it (command line: --drop "
+            f"{name}) or declare it an identifier (--kind {name}=id; Python: "
+            f"kinds={{{name!r}: 'id'}}) to get surrogate values instead; declare it "
+            f"continuous (kinds={{{name!r}: 'continuous'}}) to keep it and silence this.",
+            stacklevel=4,
+        )
     tops: dict[float, int] = {}
     for i in infos:
         if "top_value" in i:

@@ -36,7 +36,7 @@ from fits.core.kernels import (
     resolve_kernel,
     response_cdf_kernel,
 )
-from fits.core.schema import Schema, SchemaError, describe_table
+from fits.core.schema import Schema, SchemaError, describe_table, parse_text_columns
 from fits.federation.protocol import Message, ProtocolError
 from fits.federation.secure import SecureAggregator
 
@@ -173,7 +173,10 @@ class FITSClient:
     # ------------------------------------------------------------------ setup round
     def _setup(self, msg: Message) -> Message:
         declared = json.loads(str(msg.config.get("declared", "{}")))
-        desc = describe_table(self.data, declared, client=self.name)
+        # text that is really numbers or dates is read as such, here at the site
+        self.data, notes = parse_text_columns(self.data, declared)
+        self._notes = notes
+        desc = describe_table(self.data, declared, client=self.name, notes=notes)
         arrays = {"n_rows": np.array([self.n_rows], dtype=np.int64)}
         if msg.config.get("secure", False):
             self._secure = SecureAggregator(self._resume_key)
@@ -202,11 +205,21 @@ class FITSClient:
                 f"{self.name}: column(s) {missing} of the schema are missing here; every "
                 "client must hold every column"
             )
-        extra = [c for c in self.data.columns if c not in schema.names]
+        unmodelled = set(json.loads(str(msg.config.get("unmodelled", "[]"))))  # "id" columns
+        extra = [c for c in self.data.columns if c not in schema.names and c not in unmodelled]
         if extra:
             raise SchemaError(
                 f"{self.name}: column(s) {extra} are not in the schema; drop them or add them"
             )
+        for name, note in getattr(self, "_notes", {}).items():
+            if name in schema.names and note["n_markers"] and not schema[name].missing:
+                named = ", ".join(repr(k) for k in note["markers"])
+                raise SchemaError(
+                    f"{self.name}: column {name!r} holds text ({named}: {note['n_markers']} "
+                    f"value(s)) among its {note['as']}s, read as missing, but the schema "
+                    'does not expect missing values; set "missing": true for the column in '
+                    "the schema, or fix the values"
+                )
         self._schema = schema
         self.n_total = int(msg.config["n_total"])
         rng = np.random.default_rng(int(msg.config["seed"]))

@@ -233,6 +233,7 @@ class Coordinator:
         config = {
             **({"secure_neighbours": self.mask_neighbours or 0} if self.secure else {}),
             "schema": self.schema.to_json(),
+            "unmodelled": json.dumps(getattr(self, "user_schema", self.schema).unmodelled),
             "n_total": self.n_total,
             "response_bandwidth": self.response_bandwidth,
             "discrete_response_bandwidth": self.discrete_response_bandwidth,

@@ -12,6 +12,7 @@ setup        config ``declared`` (JSON kinds)            ``n_rows`` (1,); config
                                                          category sets, min / max) and
                                                          ``name`` (the site's name)
 configure    config ``schema``, ``n_total``, ``seed``,   ``n_rows`` (1,)
+             ``unmodelled`` (JSON: the "id" columns),
              bandwidths; arrays ``grid:<column>``,
              optional ``scale_mean`` / ``scale_sd``
 marginal     config ``column``, ``grid_size``            ``F`` (L,): sum over local rows of
