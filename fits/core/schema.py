@@ -518,6 +518,27 @@ def _parse_dates(text: pd.Series) -> tuple[pd.Series, str] | None:
     return got, fmt
 
 
+#: Long columns are first tried on this many evenly spaced values.
+_PARSE_SAMPLE = 2000
+
+
+def _may_parse(present: pd.Series) -> bool:
+    """Whether an evenly spaced sample of the values could reach :data:`PARSE_SHARE`
+    (a quick test that spares long text columns the full parse)."""
+    idx = np.linspace(0, present.size - 1, _PARSE_SAMPLE).astype(np.int64)
+    text = pd.Series(present.iloc[idx].astype(str).str.strip().to_numpy())
+    numbers = pd.to_numeric(text, errors="coerce")
+    share = float(np.isfinite(numbers.to_numpy(dtype=float)).mean())
+    if share >= 0.9 * PARSE_SHARE:
+        return True
+    unique = pd.Series(pd.unique(text.to_numpy()))
+    dates = _parse_dates(unique)
+    if dates is None:
+        return False
+    parsed = set(unique[dates[0].notna().to_numpy()])
+    return float(text.isin(parsed).mean()) >= 0.9 * PARSE_SHARE
+
+
 def parse_text_columns(
     frame: pd.DataFrame, declared: Mapping[str, Mapping[str, Any]] | None = None
 ) -> tuple[pd.DataFrame, dict[str, dict[str, Any]]]:
@@ -560,6 +581,8 @@ def parse_text_columns(
             continue
         present = s.dropna()
         if present.empty:
+            continue
+        if present.size > _PARSE_SAMPLE and not _may_parse(present):
             continue
         counts = present.astype(str).value_counts(sort=False)
         text = pd.Series(counts.index.str.strip(), index=counts.index)
