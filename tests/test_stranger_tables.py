@@ -326,3 +326,21 @@ def test_csv_integers_with_blanks_and_offsets_come_back(tmp_path):
     counts = [ln.split(",")[0] for ln in lines[1:]]
     assert all(c == "" or c.isdigit() for c in counts) and "" in counts  # no 48.249434
     assert all(ln.split(",")[1].endswith("+02:00") for ln in lines[1:])
+
+
+def test_the_report_leaves_identifiers_out():
+    from fits.report import evaluate
+
+    rng = np.random.default_rng(9)
+    n = 300
+    real = pd.DataFrame(
+        {
+            "uid": [f"u{i}" for i in range(n)],
+            "g": rng.choice(["a", "b"], n),
+            "v": rng.normal(size=n),
+        }
+    )
+    synthetic = real.assign(uid=[f"synthetic-{i:06d}" for i in range(1, n + 1)])
+    report = evaluate(real, synthetic, seed=0, privacy=False)
+    assert any("['uid'] look like identifiers" in note for note in report.data["notes"])
+    assert "uid" not in report.column_scores["column"].tolist()

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from fits.core.schema import describe_table, merge_descriptions
+from fits.core.schema import IdentifierColumnError, describe_table, merge_descriptions
 from fits.io import write_text
 
 if TYPE_CHECKING:  # the evaluators are imported when used: `import fits` stays light
@@ -216,7 +216,13 @@ def _infer_kinds(real: pd.DataFrame, overrides: Mapping[str, str] | None) -> dic
         raise ValueError(f"kinds given for column(s) {unknown} that the real table lacks")
     declared = {c: {"kind": k} for c, k in overrides.items()}
     description = describe_table(real, declared, client="real table")
-    schema = merge_descriptions([description], ["real table"], kinds=overrides)
+    try:
+        schema = merge_descriptions([description], ["real table"], kinds=overrides)
+    except IdentifierColumnError as exc:  # identifiers / free text: kind "id", left out
+        overrides.update({c: "id" for c in exc.columns})
+        declared = {c: {"kind": k} for c, k in overrides.items()}
+        description = describe_table(real, declared, client="real table")
+        schema = merge_descriptions([description], ["real table"], kinds=overrides)
     return schema.kinds()
 
 
@@ -786,6 +792,17 @@ def evaluate(
         kinds = {c: kinds[c] for c in columns}
     else:
         kinds = _infer_kinds(real, kinds)
+    unmodelled = [c for c in columns if kinds[c] == "id"]
+    if unmodelled:  # identifiers and free text have no distribution to compare
+        notes.append(
+            f"column(s) {unmodelled} look like identifiers or free text (or are declared "
+            "'id') and are left out of the evaluation"
+        )
+        columns = [c for c in columns if c not in unmodelled]
+        if not columns:
+            raise ValueError("every column of the real table is an identifier or free text")
+        real, synthetic = real[columns], synthetic[columns]
+        kinds = {c: kinds[c] for c in columns}
     targets = _as_list(target)
     for t in targets:
         if t not in columns:
