@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import base64
+import html
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+from html.parser import HTMLParser
 from pathlib import Path
 
 import numpy as np
@@ -263,3 +265,123 @@ def test_report_renders_in_headless_chromium(report, tmp_path: Path) -> None:
     pixels = imread(shot)
     assert pixels.shape[:2] == (2000, 1280)
     assert float(pixels[..., :3].std()) > 0.05  # not a blank page
+
+
+# -- escaping: names full of HTML, end to end -----------------------------------------------
+
+EVIL = "<script>alert(1)</script> \"q\" 's' & co"
+EVIL_TARGET = "Y<lin>&'\"</td>"
+
+
+class _Page(HTMLParser):
+    """Every start tag, every ``alt`` attribute and the visible text of a page."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[str] = []
+        self.alts: list[str] = []
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append(tag)
+        if tag == "img":
+            self.alts.append(dict(attrs)["alt"] or "")
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+
+#: Every tag the report's templates write.
+PAGE_TAGS = {
+    "html", "head", "meta", "title", "style", "body", "main", "h1", "h2", "h3", "p", "div",
+    "small", "span", "i", "b", "ul", "li", "nav", "a", "sub", "table", "tr", "th", "td",
+    "img", "details", "summary", "code", "footer",
+}  # fmt: skip
+
+
+def _evil_tables(n: int = 500):
+    data = simulate(n, seed=7)
+    frame = data.frame.rename(columns={"X_B": EVIL, "Y_lin": EVIL_TARGET})
+    frame[EVIL] = frame[EVIL].map(lambda v: f"<b>level</b> & '{v}'")
+    kinds = {{"X_B": EVIL, "Y_lin": EVIL_TARGET}.get(c, c): k for c, k in data.kinds.items()}
+    clients, test = federated_split(frame, shares=(0.6, 0.4), seed=0)
+    synthetic = pd.concat(clients, ignore_index=True)
+    rng = np.random.default_rng(0)
+    synthetic["X_G1"] += rng.normal(0.0, 0.3, len(synthetic))
+    return frame, kinds, clients, test, synthetic
+
+
+def _check_escaped(page: str) -> _Page:
+    assert "<script" not in page and "<b>level" not in page and '</td>"' not in page
+    parsed = _Page()
+    parsed.feed(page)
+    assert set(parsed.tags) <= PAGE_TAGS, set(parsed.tags) - PAGE_TAGS
+    text = "".join(parsed.text)
+    assert EVIL in text and EVIL_TARGET in text  # shown, as text
+    return parsed
+
+
+def test_html_in_names_is_escaped_everywhere() -> None:
+    frame, kinds, clients, test, synthetic = _evil_tables()
+    report = evaluate(
+        frame,
+        synthetic,
+        kinds,
+        target=[EVIL_TARGET],
+        test=test,
+        clients={EVIL: clients[0], "site 'b' & <c>": clients[1]},
+        settings={EVIL: EVIL, "list": [EVIL]},
+        sources={"real": EVIL},
+        title=EVIL,
+        boosting_iterations=5,
+    )
+    page = report.to_html()
+    parsed = _check_escaped(page)
+    assert f"<title>{html.escape(EVIL, quote=False)}" in page.replace("&#39;", "'").replace(
+        "&#34;", '"'
+    )
+    # the figure's alt text names the target, escaped inside the attribute
+    assert f"utility per client, {EVIL_TARGET}" in parsed.alts
+    assert json.loads(report.to_json())["targets"] == [EVIL_TARGET]  # JSON keeps the names
+
+
+def test_fits_report_escapes_html_in_names(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from fits.cli.main import app
+
+    frame, kinds, clients, test, synthetic = _evil_tables(400)
+    paths = {}
+    site = "site <a> & 'b'"
+    for name, table in {"real": frame, "synthetic": synthetic, site: clients[0]}.items():
+        paths[name] = tmp_path / f"{name}.csv"
+        table.to_csv(paths[name], index=False)
+    settings = tmp_path / "settings.json"
+    settings.write_text(json.dumps({EVIL: EVIL}))
+    out = tmp_path / "report.html"
+    result = CliRunner().invoke(
+        app,
+        [
+            "report", "--real", str(paths["real"]), "--synthetic", str(paths["synthetic"]),
+            "--out", str(out), "--target", EVIL_TARGET, "--clients", str(paths[site]),
+            "--settings", str(settings), "--quiet",
+        ],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    parsed = _check_escaped(out.read_text(encoding="utf-8"))
+    assert f"utility per client, {EVIL_TARGET}" in parsed.alts
+    assert site in "".join(parsed.text)
+
+
+def test_templates_are_package_data() -> None:
+    """A non-editable install ships every template (pyproject's package-data globs)."""
+    import fnmatch
+    import tomllib
+
+    root = Path(__file__).resolve().parents[1]
+    config = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]
+    globs = config["package-data"]["fits.report"]
+    assert "fits.report" in config["packages"]
+    folder = root / "fits" / "report" / "templates"
+    files = [p.relative_to(folder.parent).as_posix() for p in folder.iterdir()]
+    assert files and all(any(fnmatch.fnmatch(f, g) for g in globs) for f in files), files
