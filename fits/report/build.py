@@ -30,7 +30,8 @@ import json
 import math
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
@@ -47,7 +48,7 @@ if TYPE_CHECKING:  # the evaluators are imported when used: `import fits` stays 
     from fits.evaluation.privacy import PrivacyResult
     from fits.evaluation.utility import UtilityResult
 
-__all__ = ["Report", "evaluate"]
+__all__ = ["EvaluationOptions", "Report", "evaluate"]
 
 #: Bins of the continuous marginal histograms.
 HISTOGRAM_BINS = 40
@@ -354,6 +355,26 @@ def _marginal(real: pd.Series, synthetic: pd.Series, kind: str, col: str) -> dic
 # ---------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class EvaluationOptions:
+    """How :func:`evaluate` evaluates: its keyword settings, grouped.
+
+    :func:`evaluate` takes them as keywords (see there for each) and passes this
+    object to its steps; it is also what the page's "Evaluation" table shows.
+    """
+
+    ratios: tuple[float, ...] = (1.0,)
+    lambdas: tuple[float, ...] = (0.1,)
+    boosting: bool = True
+    boosting_iterations: int = 100
+    utility: bool = True
+    privacy: bool = True
+    max_rows: int | None = None
+    privacy_rows: int | None = 20_000
+    seed: int = 0
+    n_jobs: int | None = None
+
+
 def evaluate(
     real: pd.DataFrame,
     synthetic: pd.DataFrame,
@@ -450,26 +471,105 @@ def evaluate(
     Returns
     -------
     Report
+
+    Notes
+    -----
+    The steps, each a function of its own: check and align the inputs, energy
+    distances, column and pair fidelity, downstream utility, privacy checks, assemble
+    the data, draw the figures. The evaluation settings are grouped in
+    :class:`EvaluationOptions`.
     """
-    from fits.evaluation import (
-        column_fidelity,
-        energy_distances,
-        independent_resample,
-        pair_fidelity,
+    options = EvaluationOptions(
+        ratios=tuple(float(r) for r in ratios),
+        lambdas=tuple(float(lam) for lam in lambdas),
+        boosting=boosting,
+        boosting_iterations=boosting_iterations,
+        utility=utility,
+        privacy=privacy,
+        max_rows=max_rows,
+        privacy_rows=privacy_rows,
+        seed=seed,
+        n_jobs=n_jobs,
     )
-    from fits.evaluation.privacy import privacy_checks
-    from fits.evaluation.utility import downstream_utility
+    timer = _Timer(progress)
+    inputs = _check_inputs(real, synthetic, kinds, target, task, train, test, clients)
+    # one stream each: independent resample, energy-distance subsamples, privacy subsamples
+    seeds = np.random.SeedSequence(seed).spawn(3)
+    with timer("energy distances"):
+        energy = _energy_step(inputs, options, seeds[0], seeds[1])
+    with timer("column and pair fidelity"):
+        fidelity = _fidelity_step(inputs, energy.independent)
+    utility_results: dict[str, UtilityResult] = {}
+    if utility and inputs.targets:
+        with timer("downstream utility"):
+            utility_results = _utility_step(inputs, options, reference_params)
+    elif utility:
+        inputs.notes.append("no target given: downstream utility was not evaluated")
+    privacy_result: PrivacyResult | None = None
+    if privacy:
+        with timer("privacy checks"):
+            privacy_result = _privacy_step(inputs, options, seeds[2])
+    data = _assemble(
+        inputs, options, energy.table, fidelity, utility_results, privacy_result,
+        title=title, settings=settings, sources=sources,
+    )  # fmt: skip
+    with timer("figures"):
+        figures = _figures(data, fidelity, utility_results, privacy_result)
+    data["meta"]["timings_s"] = timer.total()
+    return Report(
+        data=_jsonable(data),
+        figures=figures,
+        energy=energy.table,
+        column_scores=fidelity.column_scores,
+        pair_scores=fidelity.pair_scores,
+        utility=utility_results,
+        privacy=privacy_result,
+    )
 
-    started = time.perf_counter()
-    timings: dict[str, float] = {}
-    notes: list[str] = []
 
-    def step(name: str, t0: float) -> None:
-        timings[name] = time.perf_counter() - t0
-        if progress is not None:
-            progress(f"{name}: {timings[name]:.1f} s")
+# ---------------------------------------------------------------------------------------
+# the steps of evaluate
+# ---------------------------------------------------------------------------------------
 
-    # -- inputs -------------------------------------------------------------------------
+
+class _Timer:
+    """Seconds per step (reported to ``progress`` as each one ends) and in all."""
+
+    def __init__(self, progress: Callable[[str], None] | None) -> None:
+        self.progress = progress
+        self.started = time.perf_counter()
+        self.timings: dict[str, float] = {}
+
+    @contextmanager
+    def __call__(self, name: str) -> Iterator[None]:
+        t0 = time.perf_counter()
+        yield
+        self.timings[name] = time.perf_counter() - t0
+        if self.progress is not None:
+            self.progress(f"{name}: {self.timings[name]:.1f} s")
+
+    def total(self) -> dict[str, float]:
+        return {**self.timings, "total": time.perf_counter() - self.started}
+
+
+@dataclass
+class _Inputs:
+    """The checked tables of one evaluation, aligned on the real table's columns."""
+
+    real: pd.DataFrame
+    synthetic: pd.DataFrame
+    columns: list[str]
+    kinds: dict[str, str]
+    targets: list[str]
+    tasks: dict[str, str | None]
+    covariates: list[str]
+    train: pd.DataFrame | None
+    test: pd.DataFrame | None
+    clients: dict[str, pd.DataFrame]
+    notes: list[str] = field(default_factory=list)
+
+
+def _check_frames(real: Any, synthetic: Any) -> None:
     for name, frame in (("real", real), ("synthetic", synthetic)):
         if not isinstance(frame, pd.DataFrame):
             raise TypeError(f"`{name}` must be a pandas DataFrame, got {type(frame).__name__}")
@@ -482,6 +582,29 @@ def evaluate(
                 f"column names of the {name} table must be strings, got {odd[:5]}; rename them "
                 "(e.g. frame.columns = frame.columns.map(str))"
             )
+
+
+def _client_frames(clients: Frames | None) -> dict[str, pd.DataFrame]:
+    if isinstance(clients, Mapping):
+        return {str(k): v.reset_index(drop=True) for k, v in clients.items()}
+    if clients is not None:
+        return {f"client {k + 1}": v.reset_index(drop=True) for k, v in enumerate(clients)}
+    return {}
+
+
+def _check_inputs(
+    real: pd.DataFrame,
+    synthetic: pd.DataFrame,
+    kinds: Mapping[str, str] | None,
+    target: str | Sequence[str] | None,
+    task: str | Sequence[str] | Mapping[str, str] | None,
+    train: pd.DataFrame | None,
+    test: pd.DataFrame | None,
+    clients: Frames | None,
+) -> _Inputs:
+    """Check the tables and options of :func:`evaluate`; align every table on ``real``."""
+    _check_frames(real, synthetic)
+    notes = []
     real = real.reset_index(drop=True)
     synthetic = synthetic.reset_index(drop=True)
     columns = list(real.columns)
@@ -515,12 +638,7 @@ def evaluate(
     if len(set(targets)) != len(targets):
         raise ValueError(f"duplicate targets {targets}")
     tasks = _tasks_for(targets, task)
-    if isinstance(clients, Mapping):
-        client_frames = {str(k): v.reset_index(drop=True) for k, v in clients.items()}
-    elif clients is not None:
-        client_frames = {f"client {k + 1}": v.reset_index(drop=True) for k, v in enumerate(clients)}
-    else:
-        client_frames = {}
+    client_frames = _client_frames(clients)
     for name, frame in [("train", train), ("test", test), *client_frames.items()]:
         if frame is None:
             continue
@@ -538,153 +656,192 @@ def evaluate(
     covariates = [c for c in columns if c not in targets]
     if not covariates:
         raise ValueError("every column is a target: no covariates are left")
+    return _Inputs(
+        real, synthetic, columns, kinds, targets, tasks, covariates, train, test, client_frames,
+        notes,
+    )  # fmt: skip
 
-    # -- energy distances -----------------------------------------------------------------
-    t0 = time.perf_counter()
-    independent_source = train if train is not None else real
-    seeds = np.random.SeedSequence(seed).spawn(3)  # independent resample, energy, privacy
+
+@dataclass
+class _Energy:
+    table: pd.DataFrame  # one row per compared table, one column per column set
+    independent: pd.DataFrame  # the column-wise independent resample
+
+
+def _energy_step(
+    inputs: _Inputs,
+    options: EvaluationOptions,
+    resample_seed: np.random.SeedSequence,
+    energy_seed: np.random.SeedSequence,
+) -> _Energy:
+    """Energy distances of the synthetic table and of its two floors to the real table."""
+    from fits.evaluation import energy_distances, independent_resample
+
+    source = inputs.train if inputs.train is not None else inputs.real
     independent = independent_resample(
-        independent_source, len(synthetic), seed=np.random.default_rng(seeds[0])
+        source, len(inputs.synthetic), seed=np.random.default_rng(resample_seed)
     )
-    tables = {"synthetic": synthetic}
-    if test is not None:
-        tables["real held-out rows"] = test
+    tables = {"synthetic": inputs.synthetic}
+    if inputs.test is not None:
+        tables["real held-out rows"] = inputs.test
     tables["independent columns"] = independent
     energy = energy_distances(
-        real,
+        inputs.real,
         tables,
-        kinds,
-        covariates,
-        responses=targets,
-        max_rows=max_rows,
-        seed=np.random.default_rng(seeds[1]),
-        n_jobs=n_jobs,
+        inputs.kinds,
+        inputs.covariates,
+        responses=inputs.targets,
+        max_rows=options.max_rows,
+        seed=np.random.default_rng(energy_seed),
+        n_jobs=options.n_jobs,
     )
-    if not targets:
+    if not inputs.targets:
         energy = energy.rename(columns={"covariates": "all columns"})
-    if max_rows is not None and max(len(real), *(len(t) for t in tables.values())) > max_rows:
-        notes.append(
+    max_rows = options.max_rows
+    largest = max(len(inputs.real), *(len(t) for t in tables.values()))
+    if max_rows is not None and largest > max_rows:
+        inputs.notes.append(
             f"energy distances use uniform subsamples of at most {max_rows:,} rows per table"
         )
-    step("energy distances", t0)
+    return _Energy(energy, independent)
 
-    # -- fidelity -----------------------------------------------------------------------
-    t0 = time.perf_counter()
-    col_scores = column_fidelity(real, synthetic, kinds, columns)
-    pair_scores = pair_fidelity(real, synthetic, kinds, columns=columns)
-    pair_floor = (
-        pair_fidelity(real, independent, kinds, columns=columns) if len(columns) > 1 else None
+
+@dataclass
+class _Fidelity:
+    column_scores: pd.DataFrame
+    pair_scores: pd.DataFrame
+    pair_floor: pd.DataFrame | None  # the independent resample's pair scores
+    associations: dict[str, Any]
+    marginals: dict[str, dict[str, Any]]
+
+
+def _fidelity_step(inputs: _Inputs, independent: pd.DataFrame) -> _Fidelity:
+    """Column and pair scores, association matrices and the marginals behind the charts."""
+    from fits.evaluation import column_fidelity, pair_fidelity
+
+    real, synthetic, kinds, columns = inputs.real, inputs.synthetic, inputs.kinds, inputs.columns
+    return _Fidelity(
+        column_scores=column_fidelity(real, synthetic, kinds, columns),
+        pair_scores=pair_fidelity(real, synthetic, kinds, columns=columns),
+        pair_floor=(
+            pair_fidelity(real, independent, kinds, columns=columns) if len(columns) > 1 else None
+        ),
+        associations=_associations(real, synthetic, kinds, columns),
+        marginals={c: _marginal(real[c], synthetic[c], kinds[c], c) for c in columns},
     )
-    assoc = _associations(real, synthetic, kinds, columns)
-    marginals = {c: _marginal(real[c], synthetic[c], kinds[c], c) for c in columns}
-    step("column and pair fidelity", t0)
 
-    # -- utility ------------------------------------------------------------------------
-    utility_results: dict[str, UtilityResult] = {}
-    if utility and targets:
-        t0 = time.perf_counter()
-        if client_frames:
-            util_clients: dict[str, pd.DataFrame] | None = client_frames
-        elif train is not None:
-            util_clients = {"all training rows": train}
-            notes.append("no clients given: the training rows act as one client in M2-M4")
-        else:
-            util_clients = None
-            notes.append("no clients or training rows given: only M1 (synthetic only) is run")
-        test_table = test if test is not None else real
-        if test is None:
-            notes.append(
-                "no held-out rows given: utility test metrics are computed on the real table, "
-                "which includes the training rows"
-            )
-        for t in targets:
-            params = None
-            if reference_params is not None:
-                params = reference_params.get(t) if t in reference_params else None
-                if params is None and set(reference_params) >= {"intercept", "coef"}:
-                    params = reference_params if len(targets) == 1 else None
-            utility_results[t] = downstream_utility(
-                util_clients,
-                synthetic,
-                test_table,
-                t,
-                kinds,
-                task=tasks[t],
-                covariates=covariates,
-                reference=params if params is not None else real,
-                reference_label="the full real table",
-                ratios=ratios,
-                lambdas=lambdas,
-                boosting=boosting,
-                boosting_iterations=boosting_iterations,
-                seed=seed,
-            )
-        step("downstream utility", t0)
-    elif utility:
-        notes.append("no target given: downstream utility was not evaluated")
 
-    # -- privacy ------------------------------------------------------------------------
-    privacy_result: PrivacyResult | None = None
-    if privacy:
-        t0 = time.perf_counter()
-        if train is None:
-            notes.append(
-                "no training rows given: the privacy checks search the whole real table "
-                "(leave-one-out baseline)"
-            )
-        privacy_result = privacy_checks(
-            train if train is not None else real,
-            synthetic,
-            kinds,
-            holdout=test if train is not None else None,
-            columns=columns,
-            max_rows=privacy_rows,
-            seed=np.random.default_rng(seeds[2]),
+def _reference_for(reference_params: Mapping[str, Any] | None, target: str, n_targets: int):
+    """The true parameters given for one target (by name, or alone for a single target)."""
+    if reference_params is None:
+        return None
+    params = reference_params.get(target) if target in reference_params else None
+    if params is None and set(reference_params) >= {"intercept", "coef"}:
+        params = reference_params if n_targets == 1 else None
+    return params
+
+
+def _utility_step(
+    inputs: _Inputs, options: EvaluationOptions, reference_params: Mapping[str, Any] | None
+) -> dict[str, UtilityResult]:
+    """Downstream utility (modes M1-M4) per target."""
+    from fits.evaluation.utility import downstream_utility
+
+    if inputs.clients:
+        util_clients: dict[str, pd.DataFrame] | None = inputs.clients
+    elif inputs.train is not None:
+        util_clients = {"all training rows": inputs.train}
+        inputs.notes.append("no clients given: the training rows act as one client in M2-M4")
+    else:
+        util_clients = None
+        inputs.notes.append("no clients or training rows given: only M1 (synthetic only) is run")
+    test_table = inputs.test if inputs.test is not None else inputs.real
+    if inputs.test is None:
+        inputs.notes.append(
+            "no held-out rows given: utility test metrics are computed on the real table, "
+            "which includes the training rows"
         )
-        notes.extend(f"privacy: {n}" for n in privacy_result.notes)
-        step("privacy checks", t0)
+    results = {}
+    for t in inputs.targets:
+        params = _reference_for(reference_params, t, len(inputs.targets))
+        results[t] = downstream_utility(
+            util_clients,
+            inputs.synthetic,
+            test_table,
+            t,
+            inputs.kinds,
+            task=inputs.tasks[t],
+            covariates=inputs.covariates,
+            reference=params if params is not None else inputs.real,
+            reference_label="the full real table",
+            ratios=options.ratios,
+            lambdas=options.lambdas,
+            boosting=options.boosting,
+            boosting_iterations=options.boosting_iterations,
+            seed=options.seed,
+        )
+    return results
 
-    # -- assemble -----------------------------------------------------------------------
-    headline_set = energy.columns[1] if targets else energy.columns[0]
+
+def _privacy_step(
+    inputs: _Inputs, options: EvaluationOptions, privacy_seed: np.random.SeedSequence
+) -> PrivacyResult:
+    """Distances to the closest record and copies of training rows."""
+    from fits.evaluation.privacy import privacy_checks
+
+    if inputs.train is None:
+        inputs.notes.append(
+            "no training rows given: the privacy checks search the whole real table "
+            "(leave-one-out baseline)"
+        )
+    result = privacy_checks(
+        inputs.train if inputs.train is not None else inputs.real,
+        inputs.synthetic,
+        inputs.kinds,
+        holdout=inputs.test if inputs.train is not None else None,
+        columns=inputs.columns,
+        max_rows=options.privacy_rows,
+        seed=np.random.default_rng(privacy_seed),
+    )
+    inputs.notes.extend(f"privacy: {n}" for n in result.notes)
+    return result
+
+
+def _energy_data(energy: pd.DataFrame, inputs: _Inputs, exact: bool) -> dict[str, Any]:
+    headline_set = energy.columns[1] if inputs.targets else energy.columns[0]
     ed = energy[headline_set]
     gap_closed = None
     if "real held-out rows" in energy.index:
         lo, hi = float(ed["real held-out rows"]), float(ed["independent columns"])
         if hi > lo:
             gap_closed = (hi - float(ed["synthetic"])) / (hi - lo)
-    col_table = col_scores.set_index("column")
+    return {
+        "headline_columns": headline_set,
+        "headline": {k: float(v) for k, v in ed.items()},
+        "gap_closed": gap_closed,
+        "table": {
+            row: {col: float(energy.loc[row, col]) for col in energy.columns}
+            for row in energy.index
+        },
+        "exact": exact,
+        "independent_source": "training rows" if inputs.train is not None else "real table",
+    }
+
+
+def _fidelity_data(fidelity: _Fidelity) -> dict[str, Any]:
+    """The ``columns`` and ``pairs`` entries of the report's data."""
+    col_table = fidelity.column_scores.set_index("column")
     worst_col = col_table["score"].idxmin()
+    pair_scores, pair_floor = fidelity.pair_scores, fidelity.pair_floor
     pair_table = pair_scores.sort_values("score", kind="stable")
-    data: dict[str, Any] = {
-        "title": title or "fits fidelity report",
-        "meta": {
-            "generated": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-            "fits_version": _fits_version(),
-            "seed": seed,
-            "rows": {
-                "real": len(real),
-                "synthetic": len(synthetic),
-                "train": None if train is None else len(train),
-                "test": None if test is None else len(test),
-                "clients": {k: len(v) for k, v in client_frames.items()},
-            },
-            "n_columns": len(columns),
-            "timings_s": {},
-        },
-        "kinds": kinds,
-        "targets": targets,
-        "covariates": covariates,
-        "energy": {
-            "headline_columns": headline_set,
-            "headline": {k: float(v) for k, v in ed.items()},
-            "gap_closed": gap_closed,
-            "table": {
-                row: {col: float(energy.loc[row, col]) for col in energy.columns}
-                for row in energy.index
-            },
-            "exact": max_rows is None,
-            "independent_source": "training rows" if train is not None else "real table",
-        },
+
+    def pairs(frame: pd.DataFrame) -> list[dict[str, Any]]:
+        return [
+            {"col_a": r.col_a, "col_b": r.col_b, "metric": r.metric, "score": float(r.score)}
+            for r in frame.itertuples()
+        ]
+
+    return {
         "columns": {
             "mean_score": float(col_table["score"].mean()),
             "worst": {"column": worst_col, "score": float(col_table.loc[worst_col, "score"])},
@@ -698,37 +855,73 @@ def evaluate(
             "independent_mean_score": (
                 float(pair_floor["score"].mean()) if pair_floor is not None else None
             ),
-            "worst": [
-                {"col_a": r.col_a, "col_b": r.col_b, "metric": r.metric, "score": float(r.score)}
-                for r in pair_table.head(10).itertuples()
-            ],
-            "scores": [
-                {"col_a": r.col_a, "col_b": r.col_b, "metric": r.metric, "score": float(r.score)}
-                for r in pair_scores.itertuples()
-            ],
+            "worst": pairs(pair_table.head(10)),
+            "scores": pairs(pair_scores),
         },
-        "associations": assoc,
-        "marginals": marginals,
+    }
+
+
+def _assemble(
+    inputs: _Inputs,
+    options: EvaluationOptions,
+    energy: pd.DataFrame,
+    fidelity: _Fidelity,
+    utility_results: Mapping[str, UtilityResult],
+    privacy_result: PrivacyResult | None,
+    *,
+    title: str | None,
+    settings: Any,
+    sources: Mapping[str, str] | None,
+) -> dict[str, Any]:
+    """Every number of the report in one JSON-ready mapping (``Report.data``)."""
+    train, test = inputs.train, inputs.test
+    return {
+        "title": title or "fits fidelity report",
+        "meta": {
+            "generated": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+            "fits_version": _fits_version(),
+            "seed": options.seed,
+            "rows": {
+                "real": len(inputs.real),
+                "synthetic": len(inputs.synthetic),
+                "train": None if train is None else len(train),
+                "test": None if test is None else len(test),
+                "clients": {k: len(v) for k, v in inputs.clients.items()},
+            },
+            "n_columns": len(inputs.columns),
+            "timings_s": {},
+        },
+        "kinds": inputs.kinds,
+        "targets": inputs.targets,
+        "covariates": inputs.covariates,
+        "energy": _energy_data(energy, inputs, exact=options.max_rows is None),
+        **_fidelity_data(fidelity),
+        "associations": fidelity.associations,
+        "marginals": fidelity.marginals,
         "utility": {t: _with_headline(u.to_dict()) for t, u in utility_results.items()},
         "privacy": privacy_result.to_dict() if privacy_result is not None else None,
         "settings": _settings_dict(settings),
         "evaluation_settings": {
-            "seed": seed,
-            "M3 ratios r": [float(r) for r in ratios],
-            "M4 weights lambda": [float(lam) for lam in lambdas],
-            "energy distance rows per table (None: all, exact)": max_rows,
-            "privacy check rows": privacy_rows,
-            "gradient boosting": boosting,
-            "gradient boosting rounds": boosting_iterations,
+            "seed": options.seed,
+            "M3 ratios r": list(options.ratios),
+            "M4 weights lambda": list(options.lambdas),
+            "energy distance rows per table (None: all, exact)": options.max_rows,
+            "privacy check rows": options.privacy_rows,
+            "gradient boosting": options.boosting,
+            "gradient boosting rounds": options.boosting_iterations,
         },
         "sources": dict(sources or {}),
-        "notes": notes,
+        "notes": inputs.notes,
     }
 
-    # -- figures ------------------------------------------------------------------------
-    t0 = time.perf_counter()
-    figures: dict[str, str] = {}
-    scores = col_table["score"].to_dict()
+
+def _figures(
+    data: Mapping[str, Any],
+    fidelity: _Fidelity,
+    utility_results: Mapping[str, UtilityResult],
+    privacy_result: PrivacyResult | None,
+) -> dict[str, str]:
+    """Every figure of the page, by name, as base64 PNG."""
     from fits.report.figures import (
         heatmap_figure,
         marginal_figures,
@@ -736,26 +929,17 @@ def evaluate(
         utility_figure,
     )
 
-    for i, image in enumerate(marginal_figures(marginals, scores)):
+    figures: dict[str, str] = {}
+    scores = fidelity.column_scores.set_index("column")["score"].to_dict()
+    for i, image in enumerate(marginal_figures(fidelity.marginals, scores)):
         figures[f"marginals_{i}"] = image
-    if len(columns) > 1:
-        figures["associations"] = heatmap_figure(assoc)
+    if len(fidelity.associations["columns"]) > 1:
+        figures["associations"] = heatmap_figure(fidelity.associations)
     for t in utility_results:
         figures[f"utility_{t}"] = utility_figure(data["utility"][t])
     if privacy_result is not None:
         figures["privacy"] = privacy_figure(privacy_result)
-    step("figures", t0)
-    timings["total"] = time.perf_counter() - started
-    data["meta"]["timings_s"] = dict(timings)
-    return Report(
-        data=_jsonable(data),
-        figures=figures,
-        energy=energy,
-        column_scores=col_scores,
-        pair_scores=pair_scores,
-        utility=utility_results,
-        privacy=privacy_result,
-    )
+    return figures
 
 
 def _fits_version() -> str:
