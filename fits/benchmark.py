@@ -52,6 +52,7 @@ import pandas as pd
 from fits.datasets import Dataset, federated_split, load_dataset, simulate
 from fits.evaluation import column_fidelity, energy_distance, independent_resample, pair_fidelity
 from fits.evaluation.utility import downstream_utility
+from fits.io import jsonable
 from fits.synthesizer import FITSSynthesizer
 
 __all__ = [
@@ -354,7 +355,7 @@ class BenchmarkResult:
     # ----------------------------------------------------------------- output
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form: the configuration and every per-repeat number."""
-        return _jsonable({"dataset": self.dataset, "config": self.config, "runs": self.runs})
+        return jsonable({"dataset": self.dataset, "config": self.config, "runs": self.runs})
 
     def to_json(self, indent: int | None = 1) -> str:
         """The raw per-repeat numbers as JSON (NaN becomes null)."""
@@ -553,20 +554,6 @@ def _markdown_table(table: pd.DataFrame, sizes: Sequence[int]) -> list[str]:
         cells = [_fmt(table.loc[label, (c, "mean")], table.loc[label, (c, "sd")]) for c in clients]
         out.append(f"| {label} | " + " | ".join(cells) + " |")
     return out
-
-
-def _jsonable(obj: Any) -> Any:
-    if isinstance(obj, Mapping):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return [_jsonable(v) for v in obj.tolist()]
-    if isinstance(obj, np.generic):
-        obj = obj.item()
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None if math.isnan(obj) else ("inf" if obj > 0 else "-inf")
-    return obj
 
 
 def _machine() -> str:
@@ -888,7 +875,7 @@ def column_energy(
 def _fallbacks(synth: FITSSynthesizer) -> Any:
     value = getattr(synth.coordinator, "fallbacks", None)
     if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items()}
+        return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, (int, np.integer)):
         return int(value)
     return None

@@ -47,6 +47,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from fits.io import plain
+
 __all__ = [
     "FREE_TEXT_LENGTH",
     "KINDS",
@@ -206,7 +208,7 @@ class ColumnSpec:
         if self.kind in ("ordinal", "nominal"):
             if not self.categories:
                 raise SchemaError(f"column {self.name!r}: a {self.kind} column needs categories")
-            if len(set(map(_hashable, self.categories))) != len(self.categories):
+            if len(set(map(plain, self.categories))) != len(self.categories):
                 raise SchemaError(f"column {self.name!r}: categories are not unique")
 
     @property
@@ -228,7 +230,7 @@ class ColumnSpec:
         """JSON-ready description."""
         out: dict[str, Any] = {"name": self.name, "kind": self.kind, "dtype": self.dtype}
         if self.is_discrete:
-            out["categories"] = [_hashable(c) for c in self.categories or []]
+            out["categories"] = [plain(c) for c in self.categories or []]
         elif self.kind == "continuous":
             out["lower"] = self.lower
             out["upper"] = self.upper
@@ -247,7 +249,7 @@ class ColumnSpec:
         if self.pandas_dtype is not None:
             out["pandas_dtype"] = self.pandas_dtype
         if self.dtype_categories is not None:
-            out["dtype_categories"] = [_hashable(c) for c in self.dtype_categories]
+            out["dtype_categories"] = [plain(c) for c in self.dtype_categories]
             out["dtype_ordered"] = self.dtype_ordered
         if self.markers:
             out["markers"] = dict(self.markers)
@@ -390,10 +392,6 @@ class Schema:
 # ---------------------------------------------------------------------------------------
 
 
-def _hashable(v: Any) -> Any:
-    return v.item() if isinstance(v, np.generic) else v
-
-
 def missing_flag(column: str) -> str:
     """Name of the engine's missingness indicator of a continuous column."""
     return f"{column} (missing)"
@@ -423,7 +421,7 @@ def _dtype_family(s: pd.Series) -> str:
 
 def _sort_labels(labels: Sequence[Any]) -> list[Any]:
     """Sorted labels (METHOD.md: nominal coding by sorted labels); ``None`` last."""
-    labels = [_hashable(v) for v in labels]
+    labels = [plain(v) for v in labels]
     present = [v for v in labels if v is not None]
     try:
         out = sorted(present)
@@ -719,7 +717,7 @@ def _describe_column(
         info["surrogate_clash"] = bool(text.str.startswith(SURROGATE_PREFIX).any())
         return info
     if fam == "category":
-        info["dtype_categories"] = [_hashable(c) for c in s.cat.categories]
+        info["dtype_categories"] = [plain(c) for c in s.cat.categories]
         info["dtype_ordered"] = bool(s.cat.ordered)
     if present.size == 0:
         info["all_missing"] = True
@@ -737,8 +735,8 @@ def _describe_column(
         return info
     if fam == "category" and s.cat.ordered:
         info["ordered"] = True
-        info["categories"] = [_hashable(c) for c in s.cat.categories]
-        info["present"] = [_hashable(c) for c in present.unique()]
+        info["categories"] = [plain(c) for c in s.cat.categories]
+        info["present"] = [plain(c) for c in present.unique()]
         return info
     if fam in ("category", "bool", "string", "object"):
         if kind == "continuous":
@@ -1017,7 +1015,7 @@ def _merge_column(
     if fam in textual or discrete:
         if kind == "continuous":
             raise SchemaError(f"column {name!r} holds text; it cannot be continuous")
-        values = _sort_labels(list({_hashable(v) for i in infos for v in i["values"]}))
+        values = _sort_labels(list({plain(v) for i in infos for v in i["values"]}))
         if fam in numeric:
             inferred = "ordinal"
         else:

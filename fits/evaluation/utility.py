@@ -51,6 +51,7 @@ from sklearn.metrics import roc_auc_score
 from threadpoolctl import threadpool_limits
 
 from fits.evaluation.encoding import n_workers
+from fits.io import jsonable, plain
 
 __all__ = [
     "MODES",
@@ -84,10 +85,6 @@ _LABELS = {
 # ---------------------------------------------------------------------------------------
 
 
-def _plain(value: Any) -> Any:
-    return value.item() if isinstance(value, np.generic) else value
-
-
 def _plain_values(series: pd.Series) -> np.ndarray:
     """A column as an object array of plain Python values (``tolist`` unboxes numpy)."""
     out = np.empty(len(series), dtype=object)
@@ -97,7 +94,7 @@ def _plain_values(series: pd.Series) -> np.ndarray:
 
 def _sorted_levels(values: Sequence[Any]) -> list[Any]:
     """Distinct values, sorted (mixed types: by type name, then text)."""
-    levels = list(dict.fromkeys(_plain(v) for v in values))
+    levels = list(dict.fromkeys(plain(v) for v in values))
     try:
         return sorted(levels)
     except TypeError:
@@ -214,7 +211,7 @@ class Design:
                 if isinstance(dtype, pd.CategoricalDtype) and not pd.api.types.is_numeric_dtype(
                     dtype.categories.dtype
                 ):
-                    levels[col] = [_plain(c) for c in dtype.categories]
+                    levels[col] = [plain(c) for c in dtype.categories]
             elif kind != "continuous":
                 raise ValueError(f"unknown kind {kind!r} for column {col!r}")
         names: list[str] = []
@@ -653,12 +650,12 @@ class UtilityResult:
         """JSON-ready form (NaN becomes None)."""
         records = []
         for rec in self.table.to_dict(orient="records"):
-            records.append({k: _json_value(v) for k, v in rec.items()})
+            records.append({k: jsonable(v) for k, v in rec.items()})
         return {
             "target": self.target,
             "task": self.task,
             "parametric_model": self.parametric,
-            "positive_class": _json_value(self.positive),
+            "positive_class": jsonable(self.positive),
             "test_rows": self.test_rows,
             "notes": list(self.notes),
             "reference_source": self.reference_source,
@@ -668,13 +665,6 @@ class UtilityResult:
             },
             "rows": records,
         }
-
-
-def _json_value(v: Any) -> Any:
-    v = _plain(v)
-    if isinstance(v, float) and not math.isfinite(v):
-        return None if math.isnan(v) else ("inf" if v > 0 else "-inf")
-    return v
 
 
 def _setting_text(value: float, name: str) -> str:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import time
 from collections import defaultdict
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,6 +39,7 @@ from fits.core.kernels import (
 from fits.core.schema import Schema, SchemaError, describe_table, parse_text_columns
 from fits.federation.protocol import Message, ProtocolError
 from fits.federation.secure import SecureAggregator
+from fits.io import jsonable
 
 __all__ = ["FITSClient", "MIN_CLIENT_ROWS"]
 
@@ -184,7 +185,7 @@ class FITSClient:
         return Message(
             "setup",
             arrays,
-            {"description": json.dumps(desc, default=_json_default), "name": self.name},
+            {"description": json.dumps(jsonable(desc, finite=False)), "name": self.name},
         )
 
     def _configure(self, msg: Message) -> Message:
@@ -636,11 +637,3 @@ def _one_hot(codes: np.ndarray, levels: int) -> np.ndarray:
 def _thermometer(codes: np.ndarray, levels: int) -> np.ndarray:
     """T(r)_t = 1{r > t}, t = 0..L-2, so that |T(a) - T(b)|^2 = |a - b|."""
     return (codes[:, None] > np.arange(levels - 1)[None, :]).astype(float)
-
-
-def _json_default(v: object) -> object:
-    if isinstance(v, np.generic):
-        return v.item()
-    if isinstance(v, Mapping):
-        return dict(v)
-    raise TypeError(f"cannot serialize {type(v).__name__}")

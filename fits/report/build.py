@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import math
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -41,7 +40,7 @@ import numpy as np
 import pandas as pd
 
 from fits.core.schema import IdentifierColumnError, describe_table, merge_descriptions
-from fits.io import write_text
+from fits.io import jsonable, write_text
 from fits.report.render import TOP_LEVELS, fmt_number, fmt_percent, gap_text, utility_headline
 
 if TYPE_CHECKING:  # the evaluators are imported when used: `import fits` stays light
@@ -54,26 +53,6 @@ __all__ = ["EvaluationOptions", "Report", "evaluate"]
 HISTOGRAM_BINS = 40
 
 Frames = Sequence[pd.DataFrame] | Mapping[str, pd.DataFrame]
-
-
-def _jsonable(value: Any) -> Any:
-    """Plain JSON types; NaN -> None, inf -> "inf"."""
-    if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return [_jsonable(v) for v in value.tolist()]
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float):
-        if math.isnan(value):
-            return None
-        if math.isinf(value):
-            return "inf" if value > 0 else "-inf"
-    if isinstance(value, (str, int, float, bool)) or value is None:
-        return value
-    return str(value)
 
 
 # ---------------------------------------------------------------------------------------
@@ -113,7 +92,7 @@ class Report:
 
     def to_json(self, indent: int | None = 2) -> str:
         """The report's numbers as JSON (every number the HTML page shows)."""
-        return json.dumps(_jsonable(self.data), indent=indent, ensure_ascii=False)
+        return json.dumps(jsonable(self.data), indent=indent, ensure_ascii=False)
 
     def summary(self) -> str:
         """A few lines of plain text: the headline of each section."""
@@ -210,22 +189,22 @@ def _settings_dict(settings: Any) -> dict[str, Any]:
     if settings is None:
         return {}
     if isinstance(settings, Mapping):
-        return {str(k): _jsonable(v) for k, v in settings.items()}
+        return {str(k): jsonable(v) for k, v in settings.items()}
     out: dict[str, Any] = {"synthesizer": type(settings).__name__}
     for name, value in sorted(vars(settings).items()):
         if name.startswith("_"):
             continue
         if name == "schema_":
-            out["kinds"] = _jsonable(value.kinds())
-            out["order"] = _jsonable(list(value.order))
+            out["kinds"] = jsonable(value.kinds())
+            out["order"] = jsonable(list(value.order))
             continue
         if isinstance(value, (str, int, float, bool, type(None), list, tuple, dict)):
-            out[name] = _jsonable(value)
+            out[name] = jsonable(value)
         else:
             out[name] = str(value)
     for name in ("uploaded_bytes_",):
         try:
-            out[name] = _jsonable(getattr(settings, name))
+            out[name] = jsonable(getattr(settings, name))
         except Exception:  # noqa: BLE001 - a property of an unfitted object may raise
             pass
     return out
@@ -517,7 +496,7 @@ def evaluate(
         figures = _figures(data, fidelity, utility_results, privacy_result)
     data["meta"]["timings_s"] = timer.total()
     return Report(
-        data=_jsonable(data),
+        data=jsonable(data),
         figures=figures,
         energy=energy.table,
         column_scores=fidelity.column_scores,
