@@ -184,23 +184,10 @@ def _progress(quiet: bool) -> tuple[Any, Callable[[str, int, int], None] | None]
     if quiet or not sys.stderr.isatty():
         return None, None
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
-    bar = Progress(
-        "[progress.description]{task.description}",
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-    )
-    tasks: dict[str, Any] = {}
+    from fits.synthesizer import progress_bar
 
-    def callback(column: str, done: int, total: int) -> None:
-        if column not in tasks:
-            tasks[column] = bar.add_task(column, total=total)
-        bar.update(tasks[column], completed=done)
-
-    return bar, callback
+    return progress_bar(Console(stderr=True))
 
 
 def _order(order: str | None) -> list[str] | None:

@@ -398,7 +398,9 @@ class FITSSynthesizer(BaseEstimator):  # type: ignore[misc]
         coord = self.coordinator
         rng = np.random.default_rng(seed) if seed is not None else self._rng
         if progress is True:
-            values = _with_progress_bar(coord, int(num_rows), rng)
+            bar, callback = progress_bar()
+            with bar:
+                values = coord.sample(int(num_rows), rng, progress=callback)
         else:
             callback = progress if callable(progress) else None
             values = coord.sample(int(num_rows), rng, progress=callback)
@@ -497,15 +499,35 @@ def restore_dtype(col: pd.Series, spec: ColumnSpec) -> pd.Series:
         return col
 
 
-def _with_progress_bar(coord: Coordinator, n: int, rng: np.random.Generator) -> np.ndarray:
-    from rich.progress import Progress
+def progress_bar(console: Any = None) -> tuple[Any, Callable[[str, int, int], None]]:
+    """A rich progress bar with one line per chain column, and the callback that feeds it.
 
-    with Progress(transient=False) as bar:
-        tasks: dict[str, Any] = {}
+    Parameters
+    ----------
+    console : rich.console.Console, optional
+        Where to draw (default: rich's console on standard output).
 
-        def callback(column: str, done: int, total: int) -> None:
-            if column not in tasks:
-                tasks[column] = bar.add_task(f"{column}", total=total)
-            bar.update(tasks[column], completed=done)
+    Returns
+    -------
+    tuple
+        The ``rich.progress.Progress`` (use it as a context manager around the
+        sampling) and the ``progress(column, rows_done, rows_total)`` callback to pass
+        to :meth:`FITSSynthesizer.sample`.
+    """
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
-        return coord.sample(n, rng, progress=callback)
+    bar = Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+    )
+    tasks: dict[str, Any] = {}
+
+    def callback(column: str, done: int, total: int) -> None:
+        if column not in tasks:
+            tasks[column] = bar.add_task(column, total=total)
+        bar.update(tasks[column], completed=done)
+
+    return bar, callback

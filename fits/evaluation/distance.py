@@ -40,6 +40,7 @@ from fits.evaluation.encoding import (
     encode_many,
     n_workers,
     resolve_columns,
+    row_keys,
 )
 
 __all__ = ["energy_distance", "energy_distances", "mean_pairwise_distance"]
@@ -292,11 +293,9 @@ def _augment(points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _row_ids(points: np.ndarray) -> np.ndarray:
     """Integer id per row; equal rows (bit for bit, -0.0 == 0.0) share an id."""
-    arr = np.ascontiguousarray(points + 0.0)
-    if arr.shape[1] == 0:
-        return np.zeros(arr.shape[0], dtype=np.int64)
-    view = arr.view(np.dtype((np.void, arr.dtype.itemsize * arr.shape[1]))).ravel()
-    return np.unique(view, return_inverse=True)[1].reshape(-1)
+    if points.shape[1] == 0:
+        return np.zeros(points.shape[0], dtype=np.int64)
+    return np.unique(row_keys(points), return_inverse=True)[1].reshape(-1)
 
 
 def _twin_pairs(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:

@@ -18,6 +18,16 @@ import pandas as pd
 KINDS: tuple[str, ...] = ("continuous", "ordinal", "nominal")
 
 
+def row_keys(points: np.ndarray) -> np.ndarray:
+    """One hashable byte string per row of a 2-d float array (bit-exact equality, -0.0 == 0.0).
+
+    Equal rows get equal keys, so ``np.unique`` / ``np.isin`` on the keys find repeated
+    and copied rows exactly.
+    """
+    arr = np.ascontiguousarray(points + 0.0)
+    return arr.view(np.dtype((np.void, arr.dtype.itemsize * arr.shape[1]))).ravel()
+
+
 def resolve_columns(
     real: pd.DataFrame,
     synthetic: pd.DataFrame,

@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 from sklearn.neighbors import NearestNeighbors
 
-from fits.evaluation.encoding import as_rng, check_tables, encode_many
+from fits.evaluation.encoding import as_rng, check_tables, encode_many, row_keys
 
 __all__ = ["QUANTILES", "PrivacyResult", "distance_to_closest_record", "privacy_checks"]
 
@@ -43,15 +43,9 @@ __all__ = ["QUANTILES", "PrivacyResult", "distance_to_closest_record", "privacy_
 QUANTILES: tuple[float, ...] = (0.05, 0.25, 0.5, 0.75, 0.95)
 
 
-def _row_keys(points: np.ndarray) -> np.ndarray:
-    """One hashable byte string per row (bit-exact equality, -0.0 == 0.0)."""
-    arr = np.ascontiguousarray(points + 0.0)
-    return arr.view(np.dtype((np.void, arr.dtype.itemsize * arr.shape[1]))).ravel()
-
-
 def _copies(train: np.ndarray, query: np.ndarray) -> np.ndarray:
     """Boolean mask of the query rows that equal some training row exactly."""
-    return np.isin(_row_keys(query), _row_keys(train))
+    return np.isin(row_keys(query), row_keys(train))
 
 
 def distance_to_closest_record(
@@ -105,7 +99,7 @@ def distance_to_closest_record(
     if self_index is None:
         out[_copies(train, query)] = 0.0
     else:
-        _, inverse, counts = np.unique(_row_keys(train), return_inverse=True, return_counts=True)
+        _, inverse, counts = np.unique(row_keys(train), return_inverse=True, return_counts=True)
         out[counts[inverse.reshape(-1)][self_index] > 1] = 0.0
     np.maximum(out, 0.0, out=out)
     return out
@@ -299,7 +293,7 @@ def privacy_checks(
             )
             rows = np.sort(rng.choice(rows.size, size=max_rows, replace=False))
         holdout_dcr = distance_to_closest_record(x_train, self_index=rows)
-        _, counts = np.unique(_row_keys(x_train), return_counts=True)
+        _, counts = np.unique(row_keys(x_train), return_counts=True)
         holdout_copies = int(counts[counts > 1].sum())  # rows with a duplicate elsewhere
         n_holdout = int(x_train.shape[0])
         baseline = "leave-one-out"
