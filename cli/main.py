@@ -351,6 +351,7 @@ def schema_command(
 
       fits schema site_a.csv site_b.csv --out schema.json
     """
+    from fits.core.schema import KINDS
     from fits.deploy.inprocess import build_federation
     from fits.federation.coordinator import Coordinator
     from fits.io import write_text
@@ -365,7 +366,7 @@ def schema_command(
         _echo_warnings(caught)
         write_text(merged.to_json(indent=2) + "\n", out)
     kinds = merged.kinds()
-    counts = {k: list(kinds.values()).count(k) for k in ("continuous", "ordinal", "nominal", "id")}
+    counts = {k: list(kinds.values()).count(k) for k in KINDS}
     typer.echo(
         f"wrote the schema of {len(kinds)} columns ({counts['continuous']} continuous, "
         f"{counts['ordinal']} ordinal, {counts['nominal']} nominal"

@@ -29,6 +29,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from fits.core.schema import KINDS  # the column kinds a Dataset may use
+
 __all__ = [
     "DATASET_NAMES",
     "DATA_DIR_ENV",
@@ -54,9 +56,6 @@ __all__ = [
 
 #: Client shares of the training data in the paper (section 6.1.1), ten clients.
 PAPER_SHARES: tuple[float, ...] = (0.30, 0.20, 0.10, 0.09, 0.08, 0.07, 0.06, 0.05, 0.04, 0.01)
-
-#: The column kinds a :class:`Dataset` may use.
-KINDS: tuple[str, ...] = ("continuous", "ordinal", "nominal")
 
 #: Environment variable naming the directory that holds the UCI files.
 DATA_DIR_ENV = "FITS_DATA_DIR"

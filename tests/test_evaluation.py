@@ -314,3 +314,14 @@ def test_energy_distance_threads_give_the_same_number() -> None:
     three = energy_distance(real, syn, KINDS, chunk_size=64, n_jobs=3)
     assert one == three
     assert one == pytest.approx(_reference_energy(real, syn), abs=1e-10)
+
+
+def test_kind_names_agree_with_the_schema() -> None:
+    """The evaluators keep their own copy of the kind names; it must match the engine's."""
+    from fits.core.schema import KINDS as SCHEMA_KINDS
+    from fits.datasets import KINDS as DATASET_KINDS
+    from fits.evaluation.encoding import KINDS
+
+    assert DATASET_KINDS is SCHEMA_KINDS
+    assert KINDS == tuple(k for k in SCHEMA_KINDS if k != "id")  # "id" columns are not modelled
+    assert KINDS == ("continuous", "ordinal", "nominal")

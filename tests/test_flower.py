@@ -240,12 +240,12 @@ def test_real_superlink_and_three_supernodes_equal_in_process(site_files, tmp_pa
         "cdf": {"F"},
     }
     for line in lines:
-        assert set(line["arrays"]) == allowed[line["kind"]]
+        assert set(line["arrays"]) == allowed[line["type"]]
         assert set(line["config"]) <= {"description", "name"}
-        if line["kind"] == "hessian":
+        if line["type"] == "hessian":
             rows, width = line["arrays"]["S"][0]
             assert rows <= 400 and width <= packed_size(len(order))
-    assert sum(line["kind"] == "cdf" for line in lines) >= 3 * (len(order) - 1)
+    assert sum(line["type"] == "cdf" for line in lines) >= 3 * (len(order) - 1)
 
 
 @pytest.mark.flower

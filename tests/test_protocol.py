@@ -21,26 +21,26 @@ def test_clients_send_only_protocol_arrays_and_no_rows(mixed_clients):
     n = 257
     synth.sample(n)
     sizes = [len(t) for t in mixed_clients]
-    kinds_seen = set()
+    types_seen = set()
     raw_values = [
         set(np.round(t["x"].to_numpy(), 12)) | set(np.round(t["y"].to_numpy(), 12))
         for t in mixed_clients
     ]
     for k, req, rep in log:
         check_reply(req, rep)  # the transport already did; do it again explicitly
-        kinds_seen.add(rep.kind)
+        types_seen.add(rep.type)
         assert set(rep.config) == set()
         for name, arr in rep.arrays.items():
             assert arr.dtype.kind == "f"
-            assert sizes[k] not in arr.shape, f"{rep.kind}.{name} has a row-sized axis"
+            assert sizes[k] not in arr.shape, f"{rep.type}.{name} has a row-sized axis"
             # no uploaded number is one of the client's raw continuous values
             assert not (set(np.round(arr.ravel(), 12)) & raw_values[k])
-        if rep.kind == "hessian":
+        if rep.type == "hessian":
             b, d = req.arrays["queries"].shape
             assert rep.arrays["S"].shape == (b, packed_size(d + 1))
-        if rep.kind == "cdf":
+        if rep.type == "cdf":
             assert rep.arrays["F"].shape == (req.arrays["q"].shape[0], req.config["grid_size"])
-    assert kinds_seen == {"marginal", "hessian", "cdf"}
+    assert types_seen == {"marginal", "hessian", "cdf"}
 
 
 def test_upload_volume_matches_remark_3_3(mixed_clients):
@@ -80,7 +80,7 @@ class _Echo:
         return Message("setup", {"n_rows": np.array([len(self.name)])}, {"description": "{}"})
 
 
-def test_exchange_is_one_round_of_one_kind_in_client_order():
+def test_exchange_is_one_round_of_one_type_in_client_order():
     from fits.federation.transport import InProcessTransport
 
     clients = [_Echo("a"), _Echo("bb"), _Echo("ccc")]
@@ -92,5 +92,5 @@ def test_exchange_is_one_round_of_one_kind_in_client_order():
     assert all(b > 0 for b in transport.uploaded_bytes)
     with pytest.raises(ValueError, match="needs 3 messages"):
         transport.exchange(msgs[:2])
-    with pytest.raises(ValueError, match="one kind"):
+    with pytest.raises(ValueError, match="one type"):
         transport.exchange([msgs[0], msgs[1], Message("marginal", config={"grid_size": 3})])

@@ -106,7 +106,7 @@ def test_synthesizer_with_secure_aggregation(mixed_clients):
     synth = FITSSynthesizer(kernels, seed=7, secure_aggregation=True).fit(mixed_clients)
     seen: list[tuple[str, dict[str, np.ndarray]]] = []
     synth.coordinator.transport.observers.append(
-        lambda k, msg, reply: seen.append((msg.kind, reply.arrays))
+        lambda k, msg, reply: seen.append((msg.type, reply.arrays))
     )
     secure = synth.sample(500)
     # the same table up to the rounding of the sums

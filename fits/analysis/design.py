@@ -452,14 +452,14 @@ class DesignSite:
         return int(self.data.shape[0])
 
     def handlers(self) -> dict[str, Callable[[Message], Message]]:
-        """Message kind -> method answering it."""
+        """Message type -> method answering it."""
         return {"setup": self._setup, "moments": self._moments}
 
     def handle(self, message: Message) -> Message:
         """Answer one protocol message."""
-        handler = self.handlers().get(message.kind)
+        handler = self.handlers().get(message.type)
         if handler is None:
-            raise ProtocolError(f"{self.name}: unknown message kind {message.kind!r}")
+            raise ProtocolError(f"{self.name}: unknown message type {message.type!r}")
         return handler(message)
 
     def _setup(self, msg: Message) -> Message:

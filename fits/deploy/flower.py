@@ -5,8 +5,8 @@ of the method: the ServerApp drives the same :class:`~fits.federation.coordinato
 (through :class:`FlowerTransport`, a :class:`~fits.federation.transport.Transport`) and
 the ClientApp answers with the same :class:`~fits.federation.client.FITSClient`.  A fits
 :class:`~fits.federation.protocol.Message` travels as a Flower ``RecordDict`` with one
-``ArrayRecord`` (``"arrays"``) and one ``ConfigRecord`` (``"config"``); its kind is the
-Flower message type ``query.fits_<kind>``.
+``ArrayRecord`` (``"arrays"``) and one ``ConfigRecord`` (``"config"``); its type ``t`` is
+the Flower message type ``query.fits_<t>``.
 
 Site side (node config of each SuperNode, see ``docs/federation.md``)::
 
@@ -55,7 +55,7 @@ from flwr.app import Message as FlowerMessage
 from flwr.clientapp import ClientApp
 from flwr.serverapp import Grid, ServerApp
 
-from fits.federation.protocol import KINDS, Message, ProtocolError
+from fits.federation.protocol import MESSAGE_TYPES, Message, ProtocolError
 from fits.federation.transport import ClientError, Transport
 
 if TYPE_CHECKING:
@@ -78,9 +78,9 @@ MESSAGE_PREFIX = "query.fits_"
 SITE_MEMORY_BUDGET = 2**26
 
 
-def message_type(kind: str) -> str:
-    """The Flower message type of a fits message kind."""
-    return MESSAGE_PREFIX + kind
+def message_type(fits_type: str) -> str:
+    """The Flower message type of a fits message type."""
+    return MESSAGE_PREFIX + fits_type
 
 
 def to_records(message: Message) -> RecordDict:
@@ -91,22 +91,22 @@ def to_records(message: Message) -> RecordDict:
     return RecordDict({"arrays": arrays, "config": ConfigRecord(dict(message.config))})
 
 
-def from_records(kind: str, content: RecordDict) -> Message:
+def from_records(fits_type: str, content: RecordDict) -> Message:
     """The fits message in a Flower ``RecordDict`` made by :func:`to_records`."""
     if set(content) != {"arrays", "config"}:
         raise ProtocolError(f"a fits message holds 'arrays' and 'config', got {sorted(content)}")
     arrays = {name: arr.numpy() for name, arr in content.array_records["arrays"].items()}
     config = dict(content.config_records["config"])
-    return Message(kind, arrays, config)
+    return Message(fits_type, arrays, config)
 
 
-def _kind_of(flower_type: str) -> str:
+def _fits_type(flower_type: str) -> str:
     if not flower_type.startswith(MESSAGE_PREFIX):
         raise ProtocolError(f"not a fits message type: {flower_type!r}")
-    kind = flower_type[len(MESSAGE_PREFIX) :]
-    if kind not in KINDS:
-        raise ProtocolError(f"unknown fits message kind {kind!r}")
-    return kind
+    fits_type = flower_type[len(MESSAGE_PREFIX) :]
+    if fits_type not in MESSAGE_TYPES:
+        raise ProtocolError(f"unknown fits message type {fits_type!r}")
+    return fits_type
 
 
 # ---------------------------------------------------------------------- coordinator side
@@ -160,7 +160,7 @@ class FlowerTransport(Transport):
     def _deliver_all(self, messages: Sequence[Message]) -> list[Message]:
         replies = self._round(dict(enumerate(messages)))
         out = [replies[k] for k in range(len(messages))]
-        if messages and messages[0].kind == "setup":
+        if messages and messages[0].type == "setup":
             names = [str(r.config.get("name") or self.client_names[k]) for k, r in enumerate(out)]
             dupes = sorted({n for n in names if names.count(n) > 1})
             if dupes:
@@ -178,7 +178,7 @@ class FlowerTransport(Transport):
         """Push one message per site, pull the replies; errors name the site."""
         outgoing = {
             k: FlowerMessage(
-                to_records(m), dst_node_id=self.node_ids[k], message_type=message_type(m.kind)
+                to_records(m), dst_node_id=self.node_ids[k], message_type=message_type(m.type)
             )
             for k, m in messages.items()
         }
@@ -197,16 +197,16 @@ class FlowerTransport(Transport):
                 if reply.has_error():
                     raise ClientError(
                         f"{self._who(k)} failed during "
-                        f"the {messages[k].kind} round: {reply.error.reason} "
+                        f"the {messages[k].type} round: {reply.error.reason} "
                         f"(Flower error code {reply.error.code}); the run stopped and no "
                         "output was written"
                     )
-                replies[k] = from_records(messages[k].kind, reply.content)
+                replies[k] = from_records(messages[k].type, reply.content)
             if waiting and time.monotonic() > deadline:
                 late = sorted(self._who(by_id[m]) for m in waiting)
                 raise ClientError(
                     f"no reply from {late} within {self.timeout:g} s in the "
-                    f"{next(iter(messages.values())).kind} round; the run stopped and no "
+                    f"{next(iter(messages.values())).type} round; the run stopped and no "
                     "output was written (raise 'timeout' if the sites need longer)"
                 )
             if waiting:
@@ -306,10 +306,10 @@ def run_coordinator(grid: Grid, config: Mapping[str, Any]) -> Path:
 
 
 def _describe_reply(site: str, reply: Message) -> dict[str, Any]:
-    """What a site sent: kind, each array's shape and dtype, the config keys, bytes."""
+    """What a site sent: message type, each array's shape and dtype, the config keys, bytes."""
     return {
         "site": site,
-        "kind": reply.kind,
+        "type": reply.type,
         "arrays": {n: [list(a.shape), str(a.dtype)] for n, a in reply.arrays.items()},
         "config": sorted(reply.config),
         "bytes": reply.nbytes(),
@@ -391,17 +391,17 @@ _STATE_SECRET = "fits_secure_aggregation_key"
 
 
 def _handle(msg: FlowerMessage, context: Context) -> FlowerMessage:
-    kind = _kind_of(msg.metadata.message_type)
-    request = from_records(kind, msg.content)
+    fits_type = _fits_type(msg.metadata.message_type)
+    request = from_records(fits_type, msg.content)
     site = build_site(context.node_config)
-    if kind != "setup" and _STATE_SECRET in context.state.config_records:
+    if fits_type != "setup" and _STATE_SECRET in context.state.config_records:
         site.resume_secure(int(str(context.state.config_records[_STATE_SECRET]["key"]), 16))
-    if kind == "configure":
+    if fits_type == "configure":
         context.state[_STATE_ARRAYS] = msg.content.array_records["arrays"]
         context.state[_STATE_CONFIG] = msg.content.config_records["config"]
-    elif kind != "setup":
+    elif fits_type != "setup":
         if _STATE_CONFIG not in context.state:
-            raise ProtocolError(f"{site.name}: {kind} before configure")
+            raise ProtocolError(f"{site.name}: {fits_type} before configure")
         stored = RecordDict(
             {
                 "arrays": context.state.array_records[_STATE_ARRAYS],
@@ -410,14 +410,14 @@ def _handle(msg: FlowerMessage, context: Context) -> FlowerMessage:
         )
         site.handle(from_records("configure", stored))
     reply = site.handle(request)
-    if kind == "setup" and site.secure_private_key is not None:  # stays on this node
+    if fits_type == "setup" and site.secure_private_key is not None:  # stays on this node
         context.state[_STATE_SECRET] = ConfigRecord({"key": f"{site.secure_private_key:x}"})
     return FlowerMessage(to_records(reply), reply_to=msg)
 
 
 client_app = ClientApp()
-for _kind in KINDS:
-    client_app.query(f"fits_{_kind}")(_handle)
+for _type in MESSAGE_TYPES:
+    client_app.query(f"fits_{_type}")(_handle)
 
 
 # ---------------------------------------------------------------------- the Flower app

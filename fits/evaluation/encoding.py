@@ -14,7 +14,9 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-#: The column kinds understood by the metrics.
+#: The column kinds understood by the metrics: the kinds of ``fits.core.schema.KINDS``
+#: that are modelled (all but ``"id"``), kept here so that the evaluators need nothing
+#: of the engine; tests/test_evaluation.py checks that the two agree.
 KINDS: tuple[str, ...] = ("continuous", "ordinal", "nominal")
 
 

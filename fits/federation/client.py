@@ -108,7 +108,7 @@ class FITSClient:
         self._cache: dict[str, object] = {}
         self._secure: SecureAggregator | None = None
         self._resume_key: int | None = None
-        #: Seconds spent per message kind and in the nearest-neighbour search
+        #: Seconds spent per message type and in the nearest-neighbour search
         #: (``"neighbour_search"``), for benchmarks.
         self.timings: dict[str, float] = defaultdict(float)
 
@@ -121,16 +121,16 @@ class FITSClient:
             "marginal": self._marginal,
             "hessian": self._hessian,
             "cdf": self._cdf,
-        }.get(message.kind)
+        }.get(message.type)
         if handler is None:
-            raise ProtocolError(f"{self.name}: unknown message kind {message.kind!r}")
-        if message.kind not in ("setup", "configure") and self._schema is None:
-            raise ProtocolError(f"{self.name}: {message.kind} before configure")
+            raise ProtocolError(f"{self.name}: unknown message type {message.type!r}")
+        if message.type not in ("setup", "configure") and self._schema is None:
+            raise ProtocolError(f"{self.name}: {message.type} before configure")
         start = time.perf_counter()
         reply = handler(message)
-        if message.config.get("secure", False) and message.kind in _SUMMED:
+        if message.config.get("secure", False) and message.type in _SUMMED:
             reply = self._masked(message, reply)
-        self.timings[message.kind] += time.perf_counter() - start
+        self.timings[message.type] += time.perf_counter() - start
         return reply
 
     # ------------------------------------------------------------------ secure aggregation
@@ -156,15 +156,15 @@ class FITSClient:
                 f"{self.name}: secure aggregation was asked for, but this client was not "
                 "set up and configured with it"
             )
-        name = _SUMMED[message.kind]
+        name = _SUMMED[message.type]
         c = message.config
-        label = f"{message.kind}|{c.get('request', '')}|{c['column']}|{c.get('scheme', '')}|{name}"
+        label = f"{message.type}|{c.get('request', '')}|{c['column']}|{c.get('scheme', '')}|{name}"
         arrays = dict(reply.arrays)
         try:
             arrays[name] = self._secure.mask(arrays[name], label)
         except ValueError as exc:  # name the site and the column, not only the value
             raise ValueError(f"{self.name}, column {c['column']!r}: {exc}") from exc
-        return Message(reply.kind, arrays, reply.config)
+        return Message(reply.type, arrays, reply.config)
 
     @property
     def n_rows(self) -> int:

@@ -1,11 +1,11 @@
 """The messages the coordinator and the clients exchange -- the only thing they share.
 
-Every message is a :class:`Message`: a kind, named numpy arrays, and a few scalar or
+Every message is a :class:`Message`: a type, named numpy arrays, and a few scalar or
 text config values (the shape of Flower's ``RecordDict`` of array and config records).
-The coordinator sends requests; a client answers each with a reply of the same kind.
+The coordinator sends requests; a client answers each with a reply of the same type.
 
 ===========  ==========================================  ===================================
-kind         request (coordinator -> client)             reply (client -> coordinator)
+type         request (coordinator -> client)             reply (client -> coordinator)
 ===========  ==========================================  ===================================
 setup        config ``declared`` (JSON kinds)            ``n_rows`` (1,); config
                                                          ``description`` (JSON: dtypes,
@@ -36,28 +36,11 @@ client multiplies its weights for query b by 2^weight_exponent[b] (the estimate 
 not change; it keeps tiny weights above the fixed point's resolution).
 
 Federated analysis (:mod:`fits.analysis`) sites answer ``setup`` as above and these
-kinds (:data:`ANALYSIS_REPLIES` gives each reply's arrays and shapes as a function of
+message types (:data:`ANALYSIS_REPLIES` gives each reply's arrays and shapes as a function of
 the request, so the checks stay exact: no reply can carry more than a few numbers per
 parameter):
 
-==============  ======================================  ====================================
-kind            request (coordinator -> site)           reply (site -> coordinator)
-==============  ======================================  ====================================
-moments         config ``design`` (JSON),               ``n`` (1,), ``sum`` (q,),
-                ``n_numeric`` (q)                       ``sumsq`` (q,)
-glm_configure   arrays ``means``, ``sds``; config       ``n_rows`` (1,)
-                ``family``, ``method``, ``settings``
-                (JSON), ``tau1``, ``mu`` (0: none)
-glm_clip        ``theta`` (p,); config ``quantile``     ``b`` (1,): that quantile of the
-                                                        site's per-row gradient norms
-glm_gradient    ``theta`` (p,); config ``stage``,       ``g`` (p,): noisy mean clipped
-                ``clip``                                gradient
-glm_local       ``theta`` (p,); config ``stage``,       ``theta`` (p,): after the site's
-                ``clip``                                noisy local steps
-glm_newton      ``theta`` (p,); config ``clip``         ``theta`` (p,): the noisy local
-                                                        Newton step
-==============  ======================================  ====================================
-"""
+==============  ======================================  ============================="""
 
 from __future__ import annotations
 
@@ -73,11 +56,12 @@ __all__ = [
     "Message",
     "ProtocolError",
     "check_reply",
-    "KINDS",
+    "MESSAGE_TYPES",
     "packed_size",
 ]
 
-KINDS = ("setup", "configure", "marginal", "hessian", "cdf")
+#: The synthesis protocol's message types (analysis types: :data:`ANALYSIS_REPLIES`).
+MESSAGE_TYPES = ("setup", "configure", "marginal", "hessian", "cdf")
 
 
 ConfigValue = str | int | float | bool
@@ -93,15 +77,15 @@ class Message:
 
     Parameters
     ----------
-    kind : str
-        One of :data:`KINDS`.
+    type : str
+        One of :data:`MESSAGE_TYPES` (or of :data:`ANALYSIS_REPLIES`).
     arrays : dict of str to ndarray
         Numeric payload.
     config : dict of str to str, int, float or bool
         Scalar and text settings.
     """
 
-    kind: str
+    type: str
     arrays: dict[str, np.ndarray] = field(default_factory=dict)
     config: dict[str, ConfigValue] = field(default_factory=dict)
 
@@ -126,7 +110,7 @@ def _theta_shape(request: Message) -> tuple[int, ...]:
     return (int(np.asarray(request.arrays["theta"]).shape[0]),)
 
 
-#: Analysis message kinds: request -> the reply's exact array names and shapes.
+#: Analysis message types: request -> the reply's exact array names and shapes.
 ANALYSIS_REPLIES: dict[str, Callable[[Message], dict[str, tuple[int, ...]]]] = {
     "moments": _moments_shapes,
     "glm_configure": lambda r: {"n_rows": (1,)},
@@ -145,24 +129,24 @@ def _expect(
 ) -> None:
     if set(reply.arrays) != set(shapes):
         raise ProtocolError(
-            f"{reply.kind} reply carries arrays {sorted(reply.arrays)}, "
+            f"{reply.type} reply carries arrays {sorted(reply.arrays)}, "
             f"the protocol allows exactly {sorted(shapes)}"
         )
     for name, shape in shapes.items():
         a = reply.arrays[name]
         if not isinstance(a, np.ndarray) or a.shape != shape or a.dtype.kind not in "fiu":
             raise ProtocolError(
-                f"{reply.kind} reply array {name!r} has shape {getattr(a, 'shape', None)}, "
+                f"{reply.type} reply array {name!r} has shape {getattr(a, 'shape', None)}, "
                 f"expected numeric {shape}"
             )
         if dtypes and name in dtypes and a.dtype != np.dtype(dtypes[name]):
             raise ProtocolError(
-                f"{reply.kind} reply array {name!r} has dtype {a.dtype}, expected "
+                f"{reply.type} reply array {name!r} has dtype {a.dtype}, expected "
                 f"{dtypes[name]} (secure aggregation sends masked fixed-point limbs)"
             )
     extra = set(reply.config) - config
     if extra:
-        raise ProtocolError(f"{reply.kind} reply carries unexpected config {sorted(extra)}")
+        raise ProtocolError(f"{reply.type} reply carries unexpected config {sorted(extra)}")
 
 
 def check_reply(request: Message, reply: Message) -> None:
@@ -171,32 +155,32 @@ def check_reply(request: Message, reply: Message) -> None:
     Raises
     ------
     ProtocolError
-        If the reply's kind, arrays, shapes or config differ from the protocol's.
+        If the reply's type, arrays, shapes or config differ from the protocol's.
     """
-    if reply.kind != request.kind:
-        raise ProtocolError(f"a {request.kind} request got a {reply.kind} reply")
-    kind = request.kind
+    if reply.type != request.type:
+        raise ProtocolError(f"a {request.type} request got a {reply.type} reply")
+    mtype = request.type
     secure = bool(request.config.get("secure", False))
-    if kind == "setup":
+    if mtype == "setup":
         shapes = {"n_rows": (1,), **({"public_key": (KEY_BYTES,)} if secure else {})}
         _expect(reply, shapes, {"description", "name"}, {"public_key": "uint8"})
         return
-    if kind == "configure":
+    if mtype == "configure":
         _expect(reply, {"n_rows": (1,)}, set())
         return
-    if kind in ANALYSIS_REPLIES:
-        _expect(reply, ANALYSIS_REPLIES[kind](request), set())
+    if mtype in ANALYSIS_REPLIES:
+        _expect(reply, ANALYSIS_REPLIES[mtype](request), set())
         return
-    if kind == "marginal":
+    if mtype == "marginal":
         name, shape = "F", (int(request.config["grid_size"]),)
-    elif kind == "hessian":
+    elif mtype == "hessian":
         b, d = request.arrays["queries"].shape
         name, shape = "S", (b, packed_size(d + 1))
-    elif kind == "cdf":
+    elif mtype == "cdf":
         b = request.arrays["queries"].shape[0]
         name, shape = "F", (b, int(request.config["grid_size"]))
     else:
-        raise ProtocolError(f"unknown message kind {kind!r}")
+        raise ProtocolError(f"unknown message type {mtype!r}")
     if secure:
         _expect(reply, {name: (LIMBS, *shape)}, set(), {name: "uint64"})
     else:

@@ -39,7 +39,7 @@ class Transport(ABC):
         self.uploaded_bytes = [0] * len(self.client_names)
         self.downloaded_bytes = [0] * len(self.client_names)
         self.observers: list[Callable[[int, Message, Message], None]] = []
-        #: Wall seconds spent waiting for replies, by message kind.
+        #: Wall seconds spent waiting for replies, by message type.
         self.seconds: dict[str, float] = defaultdict(float)
 
     @property
@@ -71,22 +71,22 @@ class Transport(ABC):
         """Send ``message`` to client number ``client``; return its checked reply."""
         start = time.perf_counter()
         reply = self._deliver(client, message)
-        self.seconds[message.kind] += time.perf_counter() - start
+        self.seconds[message.type] += time.perf_counter() - start
         self._record(client, message, reply)
         return reply
 
     def exchange(self, messages: Sequence[Message]) -> list[Message]:
         """One round: message ``k`` goes to client ``k``; checked replies in client order.
 
-        All messages of a round must be of one kind.
+        All messages of a round must be of one type.
         """
         if len(messages) != self.n_clients:
             raise ValueError(f"a round needs {self.n_clients} messages, got {len(messages)}")
-        if len({m.kind for m in messages}) > 1:
-            raise ValueError("all messages of a round must be of one kind")
+        if len({m.type for m in messages}) > 1:
+            raise ValueError("all messages of a round must be of one type")
         start = time.perf_counter()
         replies = self._deliver_all(messages)
-        self.seconds[messages[0].kind] += time.perf_counter() - start
+        self.seconds[messages[0].type] += time.perf_counter() - start
         for k, (message, reply) in enumerate(zip(messages, replies, strict=True)):
             self._record(k, message, reply)
         return replies
