@@ -51,7 +51,7 @@ import pandas as pd
 
 from fits.datasets import Dataset, federated_split, load_dataset, simulate
 from fits.evaluation import column_fidelity, energy_distance, independent_resample, pair_fidelity
-from fits.evaluation.utility import downstream_utility
+from fits.evaluation.utility import UtilityResult, downstream_utility
 from fits.io import jsonable
 from fits.synthesizer import FITSSynthesizer
 
@@ -369,8 +369,15 @@ class BenchmarkResult:
 
     def to_markdown(self) -> str:
         """The results as markdown tables laid out like the paper's."""
+        lines = self._md_header()
+        lines += self._md_energy()
+        lines += self._md_cost()
+        lines += self._md_fidelity()
+        lines += self._md_utility()
+        return "\n".join(lines).rstrip() + "\n"
+
+    def _md_header(self) -> list[str]:
         cfg = self.config
-        gens = cfg["generators"]
         n_rep = len(self.runs)
         lines = [
             f"# Benchmark: {self.dataset}",
@@ -388,8 +395,11 @@ class BenchmarkResult:
         ]
         if n_rep < cfg["repeats"]:
             lines += [f"**Only {n_rep} of the {cfg['repeats']} requested repeats finished.**", ""]
-        # energy distance
-        lines += ["## Energy distance to the full data", ""]
+        return lines
+
+    def _md_energy(self) -> list[str]:
+        cfg = self.config
+        lines = ["## Energy distance to the full data", ""]
         lines += [
             "Paper sec. 6.2.3, via `fits.evaluation.energy_distance` against the full data "
             f"({cfg['n_rows']:,} rows)"
@@ -435,8 +445,10 @@ class BenchmarkResult:
             "distance a little.)",
             "",
         ]
-        # cost
-        lines += [
+        return lines
+
+    def _md_cost(self) -> list[str]:
+        lines = [
             "## Time, memory, upload",
             "",
             "Wall time: fit + sample of one generator. Peak memory: the benchmark process's "
@@ -447,7 +459,7 @@ class BenchmarkResult:
             "uploaded, all clients (MB) | bytes per synthetic row |",
             "| --- | --- | --- | --- | --- | --- | --- |",
         ]
-        for gen in gens:
+        for gen in self.config["generators"]:
             vals = [run["generators"][gen] for run in self.runs if gen in run["generators"]]
             if not vals:
                 continue
@@ -463,8 +475,10 @@ class BenchmarkResult:
                 f"{_fmt(*up)} | {_fmt(per_row[0], None, 6)} |"
             )
         lines.append("")
-        # fidelity contributions
-        lines += [
+        return lines
+
+    def _md_fidelity(self) -> list[str]:
+        lines = [
             "## What contributes most to the distance",
             "",
             "Lowest per-column scores (`column_fidelity`: 1 - KS for continuous, 1 - TV for "
@@ -473,7 +487,7 @@ class BenchmarkResult:
             "bins) of each synthetic table against the full data, mean (sd) over repeats.",
             "",
         ]
-        for gen in gens:
+        for gen in self.config["generators"]:
             worst = self.worst_fidelity(gen)
             if not worst:
                 continue
@@ -502,8 +516,11 @@ class BenchmarkResult:
                     f"{_fmt(rec['mean'], rec['std'])} |"
                 )
             lines.append("")
-        # utility
-        lines += [
+        return lines
+
+    def _md_utility(self) -> list[str]:
+        cfg = self.config
+        lines = [
             "## Downstream utility per client and mode",
             "",
             "Modes (paper app. D.1): M1 synthetic only (one fit, repeated in every column), "
@@ -522,7 +539,7 @@ class BenchmarkResult:
                 lines += [f"Reference parameter: {ref}.", ""]
             metric = _TEST_METRIC[task["task"]]
             specs = [("parametric", "param_error"), ("parametric", metric), ("boosting", metric)]
-            for gen in gens:
+            for gen in cfg["generators"]:
                 for model, met in specs:
                     table = self.mode_table(gen, target, met, model)
                     if table.empty:
@@ -540,7 +557,7 @@ class BenchmarkResult:
                     ]
                     lines += _markdown_table(table, cfg["client_sizes"])
                     lines.append("")
-        return "\n".join(lines).rstrip() + "\n"
+        return lines
 
 
 def _markdown_table(table: pd.DataFrame, sizes: Sequence[int]) -> list[str]:
@@ -583,11 +600,6 @@ def _load(
         rows = np.sort(rng.choice(len(data.frame), size=int(n_rows), replace=False))
         data.frame = data.frame.iloc[rows].reset_index(drop=True)
     return data
-
-
-def _merge_utility(param_rows: list[dict], boost_rows: list[dict]) -> list[dict]:
-    keep = [r for r in param_rows if r["model"] != "gradient boosting"]
-    return keep + [r for r in boost_rows if r["model"] == "gradient boosting"]
 
 
 def run_benchmark(
@@ -656,9 +668,12 @@ def run_benchmark(
     key = dataset.strip().lower()
     base = _load(key, data_dir, n_rows, seed)
     tasks = _tasks(base)
-    lambdas = [float(v) for v in lambdas]
-    ratios = [float(v) for v in ratios]
-    boost_lambdas = [BOOSTING_LAMBDA]
+    settings = _Settings(
+        lambdas=[float(v) for v in lambdas],
+        ratios=[float(v) for v in ratios],
+        boosting=bool(boosting),
+        energy_max_rows=int(energy_max_rows),
+    )
     result = BenchmarkResult(
         dataset=key,
         config={
@@ -667,15 +682,15 @@ def run_benchmark(
             "repeats": int(repeats),
             "seed": int(seed),
             "generators": generators,
-            "lambdas": lambdas,
-            "ratios": ratios,
-            "boosting": bool(boosting),
-            "boosting_settings": {"lambdas": boost_lambdas, "ratios": ratios},
+            "lambdas": settings.lambdas,
+            "ratios": settings.ratios,
+            "boosting": settings.boosting,
+            "boosting_settings": {"lambdas": [BOOSTING_LAMBDA], "ratios": settings.ratios},
             "n_rows": len(base.frame),
             "n_train": 0,
             "n_test": 0,
             "client_sizes": [],
-            "energy_max_rows": int(energy_max_rows),
+            "energy_max_rows": settings.energy_max_rows,
             "order": list(base.order),
             "kinds": dict(base.kinds),
             "tasks": [{k: v for k, v in t.items() if k != "truth"} for t in tasks],
@@ -688,121 +703,27 @@ def run_benchmark(
         rseed = seed + r
         t_repeat = time.perf_counter()
         data = base if (key != "simulation" or r == 0) else _load(key, data_dir, n_rows, rseed)
-        full = data.frame
-        clients, test = federated_split(full, seed=rseed)
-        train = pd.concat(clients, ignore_index=True)
-        n_syn = len(train)
+        clients, test = federated_split(data.frame, seed=rseed)
         if r == 0:
             result.config.update(
-                n_train=n_syn, n_test=len(test), client_sizes=[len(c) for c in clients]
+                n_train=sum(len(c) for c in clients),
+                n_test=len(test),
+                client_sizes=[len(c) for c in clients],
             )
+        split = _Split(key, data, clients, test, rseed, settings.energy_max_rows)
         say(
-            f"[{key}] repeat {r + 1}/{repeats} (seed {rseed}): {len(full):,} rows, "
-            f"{n_syn:,} training rows over {len(clients)} clients"
+            f"[{key}] repeat {r + 1}/{repeats} (seed {rseed}): {len(data.frame):,} rows, "
+            f"{split.n_train:,} training rows over {len(clients)} clients"
         )
-        covariates = tasks[0]["covariates"]
-        all_cols = [str(c) for c in full.columns]
-
-        def ed(
-            table: pd.DataFrame,
-            cols: list[str],
-            full: pd.DataFrame = full,
-            rseed: int = rseed,
-            kinds: dict[str, str] = data.kinds,
-        ) -> float:
-            return energy_distance(
-                full, table, kinds, columns=cols, max_rows=energy_max_rows, seed=rseed
-            )
-
         run: dict[str, Any] = {
             "repeat": r,
             "seed": rseed,
             "client_sizes": [len(c) for c in clients],
-            "floors": {},
+            "floors": _floors(split, tasks[0]["covariates"], say),
             "generators": {},
         }
-        indep = independent_resample(train, n=n_syn, seed=rseed)
-        for name, table in (("real_test", test), ("independent", indep)):
-            run["floors"][name] = {"covariates": ed(table, covariates), "all": ed(table, all_cols)}
-        say(
-            f"[{key}]   floors: real test {run['floors']['real_test']['all']:.4f}, "
-            f"independent {run['floors']['independent']['all']:.4f}"
-        )
         for gen in generators:
-            t0 = time.perf_counter()
-            synth = FITSSynthesizer(gen, seed=rseed, kinds=data.kinds, order=data.order)
-            synth.fit(clients)
-            t1 = time.perf_counter()
-            synthetic = synth.sample(n_syn)
-            t2 = time.perf_counter()
-            res: dict[str, Any] = {
-                "wall_s": t2 - t0,
-                "fit_s": t1 - t0,
-                "sample_s": t2 - t1,
-                "peak_rss_mb": _peak_rss_mb(),
-                "uploaded_bytes": [int(b) for b in synth.uploaded_bytes_],
-                "n_synthetic": n_syn,
-                "fallbacks": _fallbacks(synth),
-            }
-            say(f"[{key}]   {GENERATOR_NAMES[gen]}: synthesized {n_syn:,} rows in {t2 - t0:.1f} s")
-            res["energy"] = {
-                "covariates": ed(synthetic, covariates),
-                "all": ed(synthetic, all_cols),
-            }
-            # the same at the real test split's size (the V-statistic's bias grows as
-            # the tables shrink, so this is the like-for-like comparison with the floor)
-            sub = synthetic.sample(n=min(len(test), n_syn), random_state=rseed)
-            res["energy_test_size"] = {"covariates": ed(sub, covariates), "all": ed(sub, all_cols)}
-            res["fidelity"] = {
-                "columns": column_fidelity(full, synthetic, data.kinds).to_dict(orient="records"),
-                "pairs": pair_fidelity(full, synthetic, data.kinds).to_dict(orient="records"),
-            }
-            res["utility"] = {}
-            for task in tasks:
-                target = task["target"]
-                reference = task["truth"] if task["truth"] is not None else full
-                kinds = {c: data.kinds[c] for c in [*task["covariates"], target]}
-                common = dict(
-                    task=task["task"],
-                    covariates=task["covariates"],
-                    reference=reference,
-                    ratios=ratios,
-                    seed=rseed,
-                )
-                ures = downstream_utility(
-                    clients,
-                    synthetic,
-                    test,
-                    target,
-                    kinds,
-                    lambdas=lambdas,
-                    boosting=False,
-                    **common,
-                )
-                rows = ures.to_dict()["rows"]
-                if boosting:
-                    bres = downstream_utility(
-                        clients,
-                        synthetic,
-                        test,
-                        target,
-                        kinds,
-                        lambdas=boost_lambdas,
-                        boosting=True,
-                        **common,
-                    )
-                    rows = _merge_utility(rows, bres.to_dict()["rows"])
-                res["utility"][target] = rows
-                task.setdefault("reference_source", ures.reference_source)
-                task.setdefault("parametric", ures.parametric)
-                res.setdefault("reference", {})[target] = ures.to_dict()["reference"]
-            res["eval_s"] = time.perf_counter() - t2
-            say(
-                f"[{key}]   {GENERATOR_NAMES[gen]}: energy distance {res['energy']['all']:.4f} "
-                f"(covariates {res['energy']['covariates']:.4f}); evaluation "
-                f"{res['eval_s']:.1f} s"
-            )
-            run["generators"][gen] = res
+            run["generators"][gen] = _run_generator(gen, split, tasks, settings, say)
         run["repeat_s"] = time.perf_counter() - t_repeat
         result.runs.append(run)
         result.config["tasks"] = [{k: v for k, v in t.items() if k != "truth"} for t in tasks]
@@ -811,6 +732,149 @@ def run_benchmark(
             write_result(result, checkpoint)
             say(f"[{key}]   wrote {checkpoint}.md / .json after repeat {r + 1}")
     return result
+
+
+@dataclass(frozen=True)
+class _Settings:
+    """The evaluation settings of one benchmark run."""
+
+    lambdas: list[float]
+    ratios: list[float]
+    boosting: bool
+    energy_max_rows: int
+
+
+@dataclass(frozen=True)
+class _Split:
+    """One repeat's data: the full table, its clients and test rows, and the seed."""
+
+    key: str
+    data: Dataset
+    clients: list[pd.DataFrame]
+    test: pd.DataFrame
+    seed: int
+    energy_max_rows: int
+
+    @property
+    def full(self) -> pd.DataFrame:
+        return self.data.frame
+
+    @property
+    def n_train(self) -> int:
+        return sum(len(c) for c in self.clients)
+
+    def energy(self, table: pd.DataFrame, columns: list[str]) -> float:
+        """Energy distance of ``table`` to the full data on ``columns`` (seeded subsample)."""
+        return energy_distance(
+            self.full,
+            table,
+            self.data.kinds,
+            columns=columns,
+            max_rows=self.energy_max_rows,
+            seed=self.seed,
+        )
+
+    def energies(self, table: pd.DataFrame, covariates: list[str]) -> dict[str, float]:
+        """On the covariates and on every column."""
+        all_cols = [str(c) for c in self.full.columns]
+        return {"covariates": self.energy(table, covariates), "all": self.energy(table, all_cols)}
+
+
+def _floors(
+    split: _Split, covariates: list[str], say: Callable[[str], None]
+) -> dict[str, dict[str, float]]:
+    """Energy distances of the real test split and of an independent resample."""
+    train = pd.concat(split.clients, ignore_index=True)
+    indep = independent_resample(train, n=len(train), seed=split.seed)
+    floors = {
+        "real_test": split.energies(split.test, covariates),
+        "independent": split.energies(indep, covariates),
+    }
+    say(
+        f"[{split.key}]   floors: real test {floors['real_test']['all']:.4f}, "
+        f"independent {floors['independent']['all']:.4f}"
+    )
+    return floors
+
+
+def _run_generator(
+    gen: str,
+    split: _Split,
+    tasks: list[dict[str, Any]],
+    settings: _Settings,
+    say: Callable[[str], None],
+) -> dict[str, Any]:
+    """Fit and sample one generator, then score its table (energy, fidelity, utility)."""
+    data, n_syn = split.data, split.n_train
+    t0 = time.perf_counter()
+    synth = FITSSynthesizer(gen, seed=split.seed, kinds=data.kinds, order=data.order)
+    synth.fit(split.clients)
+    t1 = time.perf_counter()
+    synthetic = synth.sample(n_syn)
+    t2 = time.perf_counter()
+    res: dict[str, Any] = {
+        "wall_s": t2 - t0,
+        "fit_s": t1 - t0,
+        "sample_s": t2 - t1,
+        "peak_rss_mb": _peak_rss_mb(),
+        "uploaded_bytes": [int(b) for b in synth.uploaded_bytes_],
+        "n_synthetic": n_syn,
+        "fallbacks": _fallbacks(synth),
+    }
+    say(f"[{split.key}]   {GENERATOR_NAMES[gen]}: synthesized {n_syn:,} rows in {t2 - t0:.1f} s")
+    covariates = tasks[0]["covariates"]
+    res["energy"] = split.energies(synthetic, covariates)
+    # the same at the real test split's size (the V-statistic's bias grows as the
+    # tables shrink, so this is the like-for-like comparison with the floor)
+    sub = synthetic.sample(n=min(len(split.test), n_syn), random_state=split.seed)
+    res["energy_test_size"] = split.energies(sub, covariates)
+    res["fidelity"] = {
+        "columns": column_fidelity(split.full, synthetic, data.kinds).to_dict(orient="records"),
+        "pairs": pair_fidelity(split.full, synthetic, data.kinds).to_dict(orient="records"),
+    }
+    res["utility"] = {}
+    for task in tasks:
+        ures = _utility(split, synthetic, task, settings)
+        target = task["target"]
+        res["utility"][target] = _parametric_first(ures.to_dict()["rows"])
+        task.setdefault("reference_source", ures.reference_source)
+        task.setdefault("parametric", ures.parametric)
+        res.setdefault("reference", {})[target] = ures.to_dict()["reference"]
+    res["eval_s"] = time.perf_counter() - t2
+    say(
+        f"[{split.key}]   {GENERATOR_NAMES[gen]}: energy distance {res['energy']['all']:.4f} "
+        f"(covariates {res['energy']['covariates']:.4f}); evaluation {res['eval_s']:.1f} s"
+    )
+    return res
+
+
+def _utility(
+    split: _Split, synthetic: pd.DataFrame, task: dict[str, Any], settings: _Settings
+) -> UtilityResult:
+    """Downstream utility of one task: the parametric model on the whole lambda grid,
+    the boosting model at M1-M3 and at M4 with :data:`BOOSTING_LAMBDA` (one call)."""
+    target = task["target"]
+    return downstream_utility(
+        split.clients,
+        synthetic,
+        split.test,
+        target,
+        {c: split.data.kinds[c] for c in [*task["covariates"], target]},
+        task=task["task"],
+        covariates=task["covariates"],
+        reference=task["truth"] if task["truth"] is not None else split.full,
+        ratios=settings.ratios,
+        lambdas=settings.lambdas,
+        boosting=settings.boosting,
+        boosting_lambdas=[BOOSTING_LAMBDA],
+        seed=split.seed,
+    )
+
+
+def _parametric_first(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The parametric model's records, then the boosting model's (each in fit order)."""
+    boost = [r for r in rows if r["model"] == "gradient boosting"]
+    return [r for r in rows if r["model"] != "gradient boosting"] + boost
 
 
 def column_energy(

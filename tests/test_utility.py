@@ -203,3 +203,40 @@ def test_collinear_covariates_get_a_note(sim) -> None:
     assert len(result.notes) == 1
     assert "collinear" in result.notes[0] and "X_copy" in result.notes[0]
     assert result.to_dict()["notes"] == result.notes
+
+
+def test_boosting_lambdas_equal_separate_calls(sim) -> None:
+    """Boosting at a few M4 weights in one call = the records of two separate calls.
+
+    The oracle: one call with the whole lambda grid and no boosting (parametric rows)
+    and one call with boosting and only the boosting weights (boosting rows); 0.3 is
+    a boosting weight outside the grid (a boosting-only fit).
+    """
+    data, clients, test, synthetic = sim
+    common = dict(
+        task="classification",
+        covariates=COVARIATES,
+        reference=data.params["logistic"],
+        boosting_iterations=5,
+        seed=2,
+    )
+    grid, boost = [0.0, 0.1, 0.5], [0.1, 0.3]
+    one = downstream_utility(
+        clients, synthetic, test, "Y_log", data.kinds, lambdas=grid, boosting_lambdas=boost,
+        **common,
+    ).table  # fmt: skip
+    param = downstream_utility(
+        clients, synthetic, test, "Y_log", data.kinds, lambdas=grid, boosting=False, **common
+    ).table
+    boosted = downstream_utility(
+        clients, synthetic, test, "Y_log", data.kinds, lambdas=boost, **common
+    ).table
+    boosted = boosted[boosted["model"] == "gradient boosting"]
+    is_boost = one["model"] == "gradient boosting"
+    pd.testing.assert_frame_equal(one[~is_boost].reset_index(drop=True), param)
+    pd.testing.assert_frame_equal(
+        one[is_boost].reset_index(drop=True), boosted.reset_index(drop=True)
+    )
+    m4 = one[one["mode"] == "M4"]
+    assert set(m4.loc[m4["model"] == "gradient boosting", "lam"]) == {0.1, 0.3}
+    assert set(m4.loc[m4["model"] != "gradient boosting", "lam"]) == set(grid)

@@ -40,6 +40,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -691,6 +692,7 @@ def downstream_utility(
     reference_label: str | None = None,
     seed: int = 0,
     n_jobs: int | None = 1,
+    boosting_lambdas: Sequence[float] | None = None,
 ) -> UtilityResult:
     """Downstream utility per client under the data usage modes M1-M4.
 
@@ -737,6 +739,10 @@ def downstream_utility(
     n_jobs : int or None, default 1
         Fits run at a time, each single-threaded (None: every CPU this process may
         use; on a busy machine one is often fastest). The results do not depend on it.
+    boosting_lambdas : sequence of float, optional
+        The M4 weights at which the boosting model is fitted too (default: every one
+        of ``lambdas``); a weight not in ``lambdas`` gets a boosting fit only. M1, M2,
+        M3 and the pooled row always get both models (with ``boosting``).
 
     Returns
     -------
@@ -764,200 +770,334 @@ def downstream_utility(
     ``r = inf`` exactly), and equal weights are passed to the boosting model as no
     weights.
     """
+    client_names, client_frames = _named_clients(clients)
+    covariates = _covariates(kinds, target, covariates)
+    ratios, lambdas = _check_weights(ratios, lambdas)
+    boost_lambdas = lambdas if boosting_lambdas is None else [float(v) for v in boosting_lambdas]
+    ref_frame = reference if isinstance(reference, pd.DataFrame) else None
+    frames = [synthetic, test, *client_frames] + ([ref_frame] if ref_frame is not None else [])
+    task, positive = _task_and_positive(task, kinds, target, frames)
+    pooled = pd.concat(client_frames, ignore_index=True) if client_frames else None
+    scale_frame = pooled if pooled is not None else test
+    design = Design.from_frames(
+        covariates, kinds, frames, scale_frame, min_level_share=min_level_share
+    )
+    problem = _Problem(target, task, positive, design, boosting, boosting_iterations, seed)
+    base = ref_frame if ref_frame is not None else scale_frame
+    what = reference_label or (
+        "the given reference table"
+        if ref_frame is not None
+        else ("the pooled clients' rows" if pooled is not None else "the test table")
+    )
+    ref_params, source, notes = _reference_parameter(problem, reference, base, what)
+    c_syn, mask = design.codes(synthetic, "synthetic")
+    client_codes = [design.codes(f, n)[0] for n, f in zip(client_names, client_frames, strict=True)]
+    problem.mask = mask
+    problem.tree_bins = _tree_bins([c_syn, *client_codes], mask)
+    problem.reference = ref_params
+    problem.set_test(test)
+    jobs = _jobs(
+        problem, synthetic, pooled, client_names, client_frames, ratios, lambdas, boost_lambdas
+    )
+    # Every fit runs single-threaded (BLAS and OpenMP), several fits at a time: on a
+    # busy machine threaded BLAS / OpenMP inside small fits mostly waits.
+    workers = min(n_workers(n_jobs), len(jobs))
+    with threadpool_limits(limits=1):
+        if workers == 1:
+            results = [_run_job(problem, job) for job in jobs]
+        else:
+            with ThreadPoolExecutor(workers) as pool:
+                results = list(pool.map(partial(_run_job, problem), jobs))
+    return UtilityResult(
+        target=target,
+        task=task,
+        table=_result_table([rec for result in results for rec in result], task),
+        feature_names=list(design.feature_names),
+        reference=ref_params,
+        reference_source=source,
+        positive=positive,
+        parametric=problem.parametric,
+        test_rows=len(test),
+        notes=notes,
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# the steps of downstream_utility
+# ---------------------------------------------------------------------------------------
+
+
+def _named_clients(
+    clients: Sequence[pd.DataFrame] | Mapping[str, pd.DataFrame] | None,
+) -> tuple[list[str], list[pd.DataFrame]]:
     if isinstance(clients, Mapping):
-        client_names = [str(n) for n in clients]
-        client_frames = list(clients.values())
-    else:
-        client_frames = list(clients or [])
-        client_names = [f"client {k + 1}" for k in range(len(client_frames))]
+        return [str(n) for n in clients], list(clients.values())
+    frames = list(clients or [])
+    return [f"client {k + 1}" for k in range(len(frames))], frames
+
+
+def _covariates(kinds: Mapping[str, str], target: str, covariates: Sequence[str] | None):
     if covariates is None:
         covariates = [c for c in kinds if c != target]
     covariates = list(covariates)
     if target in covariates:
         raise ValueError(f"target {target!r} is also listed as a covariate")
+    return covariates
+
+
+def _check_weights(
+    ratios: Sequence[float], lambdas: Sequence[float]
+) -> tuple[list[float], list[float]]:
     ratios = [float(r) for r in ratios]
     lambdas = [float(lam) for lam in lambdas]
     if any(not r >= 0 for r in ratios):
         raise ValueError(f"M3 ratios r must be >= 0 (inf allowed), got {ratios}")
     if any(not (lam >= 0 and math.isfinite(lam)) for lam in lambdas):
         raise ValueError(f"M4 weights lambda must be finite and >= 0, got {lambdas}")
-    ref_frame = reference if isinstance(reference, pd.DataFrame) else None
-    frames = [synthetic, test, *client_frames] + ([ref_frame] if ref_frame is not None else [])
+    return ratios, lambdas
+
+
+def _task_and_positive(
+    task: str | None, kinds: Mapping[str, str], target: str, frames: Sequence[pd.DataFrame]
+) -> tuple[str, Any]:
+    """The task (inferred if not given) and, for classification, the class coded 1."""
     if task is None:
         task = infer_task(kinds, target, frames)
     if task not in ("regression", "classification"):
         raise ValueError(f"task must be 'regression' or 'classification', not {task!r}")
-    positive = None
-    if task == "classification":
-        levels = _levels(frames, target)
-        if len(levels) != 2:
-            raise ValueError(
-                f"classification target {target!r} has {len(levels)} levels {levels[:10]}; "
-                "it must have exactly two"
-            )
-        positive = levels[-1]
+    if task == "regression":
+        return task, None
+    levels = _levels(frames, target)
+    if len(levels) != 2:
+        raise ValueError(
+            f"classification target {target!r} has {len(levels)} levels {levels[:10]}; "
+            "it must have exactly two"
+        )
+    return task, levels[-1]
 
-    pooled = pd.concat(client_frames, ignore_index=True) if client_frames else None
-    scale_frame = pooled if pooled is not None else test
-    design = Design.from_frames(
-        covariates, kinds, frames, scale_frame, min_level_share=min_level_share
-    )
-    parametric = "linear regression" if task == "regression" else "logistic regression"
 
-    def xy(frame: pd.DataFrame, table: str) -> tuple[np.ndarray, np.ndarray]:
-        return design.matrix(frame, table), _target_values(frame, target, task, positive, table)
+@dataclass
+class _Problem:
+    """What every fit of one :func:`downstream_utility` call shares."""
 
-    def fit_param(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, bool]:
-        if task == "regression":
+    target: str
+    task: str
+    positive: Any
+    design: Design
+    boosting: bool
+    boosting_iterations: int
+    seed: int
+    mask: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    tree_bins: dict[int, np.ndarray] = field(default_factory=dict)
+    reference: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    x_test: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
+    y_test: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    c_test: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
+
+    @property
+    def parametric(self) -> str:
+        return "linear regression" if self.task == "regression" else "logistic regression"
+
+    def xy(self, frame: pd.DataFrame, table: str) -> tuple[np.ndarray, np.ndarray]:
+        """The parametric design matrix and the coded response of a table."""
+        x = self.design.matrix(frame, table)
+        return x, _target_values(frame, self.target, self.task, self.positive, table)
+
+    def part(self, frame: pd.DataFrame, table: str, weight: float = 1.0) -> _Part:
+        """A table's rows as they enter a fit: every model's inputs and the loss weights."""
+        x, y = self.xy(frame, table)
+        codes = _apply_bins(self.design.codes(frame, table)[0], self.tree_bins)
+        return _Part(x, codes, y, np.full(len(y), weight))
+
+    def set_test(self, test: pd.DataFrame) -> None:
+        self.x_test, self.y_test = self.xy(test, "test")
+        self.c_test = _apply_bins(self.design.codes(test, "test")[0], self.tree_bins)
+
+    def fit_parametric(self, x: np.ndarray, y: np.ndarray, w: np.ndarray):
+        """The parametric model's parameters and whether the solver converged."""
+        if self.task == "regression":
             return fit_linear(x, y, w), True
         return fit_logistic(x, y, w)
 
-    # reference parameter
-    base = ref_frame if ref_frame is not None else scale_frame
-    x_ref, y_ref = xy(base, "reference")
-    notes = _collinearity_notes(x_ref, design.feature_names)
-    if isinstance(reference, Mapping):
-        ref_params = design.parameters_from(reference)
-        source = "true parameters"
-    else:
-        what = reference_label or (
-            "the given reference table"
-            if ref_frame is not None
-            else ("the pooled clients' rows" if pooled is not None else "the test table")
-        )
-        try:
-            ref_params, _ = fit_param(x_ref, y_ref, np.ones(len(y_ref)))
-        except ValueError as err:
-            raise ValueError(
-                f"cannot fit the reference {parametric} on {what}: {err}; pass the full real "
-                "data (or the true parameters) as `reference`"
-            ) from None
-        source = f"{parametric} fitted on {what} ({len(base):,} rows)"
-
-    x_syn, y_syn = xy(synthetic, "synthetic")
-    c_syn, mask = design.codes(synthetic, "synthetic")
-    tree_bins = _tree_bins(
-        [c_syn, *(design.codes(f, n)[0] for n, f in zip(client_names, client_frames, strict=True))],
-        mask,
-    )
-    c_syn = _apply_bins(c_syn, tree_bins)
-    x_test, y_test = xy(test, "test")
-    c_test = _apply_bins(design.codes(test, "test")[0], tree_bins)
-    test_var = float(np.var(y_test))
-
-    def metrics(pred: np.ndarray) -> dict[str, float]:
-        if task == "regression":
+    def metrics(self, pred: np.ndarray) -> dict[str, float]:
+        """Test metrics of predictions (means, or probabilities of the positive class)."""
+        y_test = self.y_test
+        if self.task == "regression":
+            test_var = float(np.var(y_test))
             mse = float(np.mean((y_test - pred) ** 2))
             return {"mse": mse, "r2": 1.0 - mse / test_var if test_var > 0 else math.nan}
         accuracy = float(np.mean((pred >= 0.5) == (y_test == 1.0)))
         auc = float(roc_auc_score(y_test, pred)) if np.unique(y_test).size == 2 else math.nan
         return {"accuracy": accuracy, "roc_auc": auc}
 
-    jobs: list[tuple[dict[str, Any], list[tuple[np.ndarray, ...]]]] = []
 
-    def add(
-        client: str,
-        n_local: int,
-        mode: str,
-        setting: str,
-        r: float,
-        lam: float,
-        parts: list[tuple[np.ndarray, ...]],
-        n_synthetic: int,
-    ) -> None:
-        n_train = sum(int(np.count_nonzero(p[3] > 0)) for p in parts)
-        label = _LABELS[mode] + (f" ({setting})" if setting else "")
-        common = {
-            "client": client,
-            "n_local": n_local,
-            "mode": mode,
-            "setting": setting,
-            "r": r,
-            "lam": lam,
-            "label": label,
-            "n_train": n_train,
-            "n_synthetic": n_synthetic,
-        }
-        jobs.append((common, parts))
+def _reference_parameter(
+    problem: _Problem,
+    reference: pd.DataFrame | Mapping[str, Any] | None,
+    base: pd.DataFrame,
+    what: str,
+) -> tuple[np.ndarray, str, list[str]]:
+    """The reference parameter, where it comes from, and collinearity notes on ``base``."""
+    x_ref, y_ref = problem.xy(base, "reference")
+    notes = _collinearity_notes(x_ref, problem.design.feature_names)
+    if isinstance(reference, Mapping):
+        return problem.design.parameters_from(reference), "true parameters", notes
+    try:
+        params, _ = problem.fit_parametric(x_ref, y_ref, np.ones(len(y_ref)))
+    except ValueError as err:
+        raise ValueError(
+            f"cannot fit the reference {problem.parametric} on {what}: {err}; pass the full "
+            "real data (or the true parameters) as `reference`"
+        ) from None
+    return params, f"{problem.parametric} fitted on {what} ({len(base):,} rows)", notes
 
-    def execute(job: tuple[dict[str, Any], list[tuple[np.ndarray, ...]]]) -> list[dict[str, Any]]:
-        common, parts = job
-        x = np.vstack([p[0] for p in parts])
-        codes = np.vstack([p[1] for p in parts])
-        y = np.concatenate([p[2] for p in parts])
-        w = np.concatenate([p[3] for p in parts])
-        out = []
-        rec: dict[str, Any] = {**common, "model": parametric, "param_error": math.nan, "note": ""}
-        try:
-            params, converged = fit_param(x, y, w)
-        except ValueError as err:
-            rec["note"] = str(err)
-        else:
-            rec["param_error"] = float(np.linalg.norm(params - ref_params))
-            eta = params[0] + x_test @ params[1:]
-            rec.update(metrics(eta if task == "regression" else 1.0 / (1.0 + np.exp(-eta))))
-            if not converged:
-                rec["note"] = "solver did not fully converge (near-separable data)"
-        out.append(rec)
-        if not boosting:
-            return out
-        rec = {**common, "model": "gradient boosting", "param_error": math.nan, "note": ""}
-        keep = w > 0
-        if task == "classification" and np.unique(y[keep]).size < 2:
-            rec["note"] = "the training rows hold only one class"
-        else:
-            model = _boosting(task, seed, mask, boosting_iterations)
-            weights = w[keep]
-            # equal weights are no weights (and skip sklearn's slow weighted binning)
-            uniform = bool(np.all(weights == weights[0]))
-            model.fit(codes[keep], y[keep], sample_weight=None if uniform else weights)
-            pred = (
-                model.predict(c_test) if task == "regression" else model.predict_proba(c_test)[:, 1]
-            )
-            rec.update(metrics(pred))
-        out.append(rec)
-        return out
 
+@dataclass
+class _Part:
+    """Rows entering a fit: parametric design ``x``, boosting inputs, response, weights."""
+
+    x: np.ndarray
+    codes: np.ndarray
+    y: np.ndarray
+    w: np.ndarray
+
+    def rows(self, index: np.ndarray, weight: float = 1.0) -> _Part:
+        return _Part(self.x[index], self.codes[index], self.y[index], np.full(index.size, weight))
+
+    def weighted(self, weight: float) -> _Part:
+        return _Part(self.x, self.codes, self.y, np.full(self.y.size, weight))
+
+
+@dataclass
+class _Job:
+    """One fit (of the parametric model, the boosting model or both) and its record."""
+
+    record: dict[str, Any]
+    parts: list[_Part]
+    parametric: bool = True
+    boosting: bool = True
+
+
+def _job(
+    client: str,
+    n_local: int,
+    mode: str,
+    parts: list[_Part],
+    n_synthetic: int,
+    *,
+    setting: str = "",
+    r: float = math.nan,
+    lam: float = math.nan,
+    parametric: bool = True,
+    boosting: bool = True,
+) -> _Job:
+    record = {
+        "client": client,
+        "n_local": n_local,
+        "mode": mode,
+        "setting": setting,
+        "r": r,
+        "lam": lam,
+        "label": _LABELS[mode] + (f" ({setting})" if setting else ""),
+        "n_train": sum(int(np.count_nonzero(p.w > 0)) for p in parts),
+        "n_synthetic": n_synthetic,
+    }
+    return _Job(record, parts, parametric, boosting)
+
+
+def _jobs(
+    problem: _Problem,
+    synthetic: pd.DataFrame,
+    pooled: pd.DataFrame | None,
+    client_names: Sequence[str],
+    client_frames: Sequence[pd.DataFrame],
+    ratios: Sequence[float],
+    lambdas: Sequence[float],
+    boost_lambdas: Sequence[float],
+) -> list[_Job]:
+    """Every fit: M1, pooled real data, and per client M2, M3 per ``r``, M4 per lambda.
+
+    M4 fits the boosting model only at ``boost_lambdas``; a weight there but not in
+    ``lambdas`` gets a boosting-only fit (after the client's other M4 fits).
+    """
+    syn = problem.part(synthetic, "synthetic")
     n_syn = len(synthetic)
-    syn_part = (x_syn, c_syn, y_syn, np.ones(n_syn))
-    nan = math.nan
-    add("all clients", 0, "M1", "", nan, nan, [syn_part], n_syn)
+    jobs = [_job("all clients", 0, "M1", [syn], n_syn)]
     if pooled is not None:
-        x_p, y_p = xy(pooled, "pooled clients")
-        c_p = _apply_bins(design.codes(pooled, "pooled clients")[0], tree_bins)
-        pooled_part = (x_p, c_p, y_p, np.ones(len(y_p)))
-        add("all clients", len(pooled), "pooled", "", nan, nan, [pooled_part], 0)
+        jobs.append(
+            _job("all clients", len(pooled), "pooled", [problem.part(pooled, "pooled clients")], 0)
+        )
+    extra = [lam for lam in boost_lambdas if lam not in lambdas]
     for k, (name, frame) in enumerate(zip(client_names, client_frames, strict=True)):
-        x_k, y_k = xy(frame, name)
-        c_k = _apply_bins(design.codes(frame, name)[0], tree_bins)
+        local = problem.part(frame, name)
         m_k = len(frame)
-        local = (x_k, c_k, y_k, np.ones(m_k))
-        add(name, m_k, "M2", "", nan, nan, [local], 0)
-        rng = np.random.default_rng([seed, k])
+        jobs.append(_job(name, m_k, "M2", [local], 0))
+        rng = np.random.default_rng([problem.seed, k])
         for r in ratios:
             size = n_syn if math.isinf(r) else min(n_syn, int(math.floor(r * m_k + 0.5)))
             if size >= n_syn:
                 rows = np.arange(n_syn)
             else:
                 rows = np.sort(rng.choice(n_syn, size=size, replace=False))
-            part = (x_syn[rows], c_syn[rows], y_syn[rows], np.ones(rows.size))
-            add(name, m_k, "M3", _setting_text(r, "r"), r, nan, [local, part], int(rows.size))
-        for lam in lambdas:
-            part = (x_syn, c_syn, y_syn, np.full(n_syn, lam))
-            setting = _setting_text(lam, "lambda")
-            add(name, m_k, "M4", setting, nan, lam, [local, part], n_syn if lam > 0 else 0)
+            setting = _setting_text(r, "r")
+            jobs.append(
+                _job(name, m_k, "M3", [local, syn.rows(rows)], int(rows.size), setting=setting, r=r)
+            )
+        for lam in [*lambdas, *extra]:
+            jobs.append(
+                _job(
+                    name, m_k, "M4", [local, syn.weighted(lam)], n_syn if lam > 0 else 0,
+                    setting=_setting_text(lam, "lambda"), lam=lam,
+                    parametric=lam in lambdas, boosting=lam in boost_lambdas,
+                )
+            )  # fmt: skip
+    return jobs
 
-    # Every fit runs single-threaded (BLAS and OpenMP), several fits at a time: on a
-    # busy machine threaded BLAS / OpenMP inside small fits mostly waits.
-    workers = min(n_workers(n_jobs), len(jobs))
-    with threadpool_limits(limits=1):
-        if workers == 1:
-            results = [execute(job) for job in jobs]
+
+def _run_job(problem: _Problem, job: _Job) -> list[dict[str, Any]]:
+    """The records of one job's fits: the parametric model's, then the boosting model's."""
+    x = np.vstack([p.x for p in job.parts])
+    codes = np.vstack([p.codes for p in job.parts])
+    y = np.concatenate([p.y for p in job.parts])
+    w = np.concatenate([p.w for p in job.parts])
+    out = []
+    if job.parametric:
+        rec = {**job.record, "model": problem.parametric, "param_error": math.nan, "note": ""}
+        try:
+            params, converged = problem.fit_parametric(x, y, w)
+        except ValueError as err:
+            rec["note"] = str(err)
         else:
-            with ThreadPoolExecutor(workers) as pool:
-                results = list(pool.map(execute, jobs))
-    records = [rec for result in results for rec in result]
+            rec["param_error"] = float(np.linalg.norm(params - problem.reference))
+            eta = params[0] + problem.x_test @ params[1:]
+            pred = eta if problem.task == "regression" else 1.0 / (1.0 + np.exp(-eta))
+            rec.update(problem.metrics(pred))
+            if not converged:
+                rec["note"] = "solver did not fully converge (near-separable data)"
+        out.append(rec)
+    if not (problem.boosting and job.boosting):
+        return out
+    rec = {**job.record, "model": "gradient boosting", "param_error": math.nan, "note": ""}
+    keep = w > 0
+    if problem.task == "classification" and np.unique(y[keep]).size < 2:
+        rec["note"] = "the training rows hold only one class"
+    else:
+        model = _boosting(problem.task, problem.seed, problem.mask, problem.boosting_iterations)
+        weights = w[keep]
+        # equal weights are no weights (and skip sklearn's slow weighted binning)
+        uniform = bool(np.all(weights == weights[0]))
+        model.fit(codes[keep], y[keep], sample_weight=None if uniform else weights)
+        if problem.task == "regression":
+            pred = model.predict(problem.c_test)
+        else:
+            pred = model.predict_proba(problem.c_test)[:, 1]
+        rec.update(problem.metrics(pred))
+    out.append(rec)
+    return out
 
+
+def _result_table(records: list[dict[str, Any]], task: str) -> pd.DataFrame:
+    """The records as :attr:`UtilityResult.table` (the task's metric columns only)."""
     columns = [
         "client", "n_local", "mode", "setting", "r", "lam", "label", "n_train", "n_synthetic",
         "model", "param_error", "mse", "r2", "accuracy", "roc_auc", "note",
@@ -968,18 +1108,5 @@ def downstream_utility(
             table[col] = math.nan
     table = table[columns]
     if task == "regression":
-        table = table.drop(columns=["accuracy", "roc_auc"])
-    else:
-        table = table.drop(columns=["mse", "r2"])
-    return UtilityResult(
-        target=target,
-        task=task,
-        table=table,
-        feature_names=list(design.feature_names),
-        reference=ref_params,
-        reference_source=source,
-        positive=positive,
-        parametric=parametric,
-        test_rows=len(test),
-        notes=notes,
-    )
+        return table.drop(columns=["accuracy", "roc_auc"])
+    return table.drop(columns=["mse", "r2"])
