@@ -8,8 +8,9 @@ from __future__ import annotations
 import json as _json
 import math
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import pandas as pd
 import typer
@@ -83,104 +84,114 @@ def _parse_numbers(values: list[str] | None, option: str, default: tuple[float, 
     return tuple(out)
 
 
-def report(
-    real: Annotated[
-        Path,
-        typer.Option(
-            "--real",
-            help="The real reference table (.csv or .parquet): the full real data.",
-            show_default=False,
-        ),
-    ],
-    synthetic: Annotated[
-        Path,
-        typer.Option(
-            "--synthetic", help="The synthetic table (.csv or .parquet).", show_default=False
-        ),
-    ],
-    out: Annotated[Path, typer.Option("--out", help="Where to write the HTML report.")] = Path(
-        "report.html"
+Real = Annotated[
+    Path,
+    typer.Option(
+        "--real",
+        help="The real reference table (.csv or .parquet): the full real data.",
+        show_default=False,
     ),
-    json: Annotated[
-        Path | None,
-        typer.Option("--json", help="Also write every number of the report as JSON here."),
-    ] = None,
-    target: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--target",
-            metavar="COL",
-            help="Response column for downstream utility and the 'covariates + response' "
-            "energy distance; repeat for several.",
-        ),
-    ] = None,
-    task: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--task",
-            metavar="TASK",
-            help="regression or classification (default: inferred); once for all targets "
-            "or once per --target.",
-        ),
-    ] = None,
-    train: Annotated[
-        Path | None,
-        typer.Option("--train", help="The real rows the synthesizer was fitted on."),
-    ] = None,
-    test: Annotated[
-        Path | None,
-        typer.Option("--test", help="Real rows held out from fitting (test set and floors)."),
-    ] = None,
-    clients: Annotated[
-        list[Path] | None,
-        typer.Option(
-            "--clients",
-            metavar="SITE_FILE",
-            help="One file per client (the sites' real rows), for the per-client modes "
-            "M2-M4: --clients a.csv b.csv c.csv (or repeat --clients).",
-        ),
-    ] = None,
-    schema: Annotated[
-        Path | None,
-        typer.Option(
-            "--schema",
-            help="Schema JSON (from `fits schema`) whose column kinds to use "
-            "(default: inferred from --real).",
-        ),
-    ] = None,
-    settings: Annotated[
-        Path | None,
-        typer.Option("--settings", help="JSON file of the settings that produced the data."),
-    ] = None,
-    ratio: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--ratio", metavar="R", help="M3's r (synthetic rows per local row; inf = all). [1]"
-        ),
-    ] = None,
-    lam: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--lambda", metavar="LAMBDA", help="M4's weight of the synthetic rows' loss. [0.1]"
-        ),
-    ] = None,
-    max_rows: Annotated[
-        int | None,
-        typer.Option(
-            "--max-rows",
-            min=1,
-            help="Subsample each table to this many rows for the energy distances "
-            "(default: exact).",
-        ),
-    ] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of every random draw.")] = 0,
-    quiet: Annotated[
-        bool, typer.Option("--quiet", help="Print only where the outputs are.")
-    ] = False,
-    more_clients: Annotated[
-        list[Path] | None,
-        typer.Argument(hidden=True, show_default=False, metavar="SITE_FILE"),
-    ] = None,
+]
+Synthetic = Annotated[
+    Path,
+    typer.Option("--synthetic", help="The synthetic table (.csv or .parquet).", show_default=False),
+]
+Out = Annotated[Path, typer.Option("--out", help="Where to write the HTML report.")]
+Json = Annotated[
+    Path | None,
+    typer.Option("--json", help="Also write every number of the report as JSON here."),
+]
+Target = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--target",
+        metavar="COL",
+        help="Response column for downstream utility and the 'covariates + response' "
+        "energy distance; repeat for several.",
+    ),
+]
+Task = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--task",
+        metavar="TASK",
+        help="regression or classification (default: inferred); once for all targets "
+        "or once per --target.",
+    ),
+]
+Train = Annotated[
+    Path | None, typer.Option("--train", help="The real rows the synthesizer was fitted on.")
+]
+Test = Annotated[
+    Path | None,
+    typer.Option("--test", help="Real rows held out from fitting (test set and floors)."),
+]
+Clients = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--clients",
+        metavar="SITE_FILE",
+        help="One file per client (the sites' real rows), for the per-client modes "
+        "M2-M4: --clients a.csv b.csv c.csv (or repeat --clients).",
+    ),
+]
+SchemaFile = Annotated[
+    Path | None,
+    typer.Option(
+        "--schema",
+        help="Schema JSON (from `fits schema`) whose column kinds to use "
+        "(default: inferred from --real).",
+    ),
+]
+Settings = Annotated[
+    Path | None,
+    typer.Option("--settings", help="JSON file of the settings that produced the data."),
+]
+Ratio = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--ratio", metavar="R", help="M3's r (synthetic rows per local row; inf = all). [1]"
+    ),
+]
+Lambda = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--lambda", metavar="LAMBDA", help="M4's weight of the synthetic rows' loss. [0.1]"
+    ),
+]
+MaxRows = Annotated[
+    int | None,
+    typer.Option(
+        "--max-rows",
+        min=1,
+        help="Subsample each table to this many rows for the energy distances (default: exact).",
+    ),
+]
+Seed = Annotated[int, typer.Option("--seed", help="Seed of every random draw.")]
+Quiet = Annotated[bool, typer.Option("--quiet", help="Print only where the outputs are.")]
+MoreClients = Annotated[
+    list[Path] | None, typer.Argument(hidden=True, show_default=False, metavar="SITE_FILE")
+]
+
+
+def report(
+    real: Real,
+    synthetic: Synthetic,
+    out: Out = Path("report.html"),
+    json: Json = None,
+    target: Target = None,
+    task: Task = None,
+    train: Train = None,
+    test: Test = None,
+    clients: Clients = None,
+    schema: SchemaFile = None,
+    settings: Settings = None,
+    ratio: Ratio = None,
+    lam: Lambda = None,
+    max_rows: MaxRows = None,
+    seed: Seed = 0,
+    quiet: Quiet = False,
+    more_clients: MoreClients = None,
 ) -> None:
     """Write the fidelity report of a synthetic table: one self-contained HTML page.
 
@@ -197,7 +208,7 @@ def report(
     Exit status: 0 on success, 1 for a data problem (unreadable file, columns that
     do not match), 2 for a usage problem (unknown option value or file type).
     """
-    from fits.core.schema import Schema, SchemaError
+    from fits.core.schema import SchemaError
     from fits.report import evaluate
 
     def say(text: str) -> None:
@@ -205,103 +216,30 @@ def report(
             typer.echo(text, err=True)
 
     try:
-        if more_clients:
-            if not clients:
-                raise UsageError(
-                    f"unexpected argument(s) {[str(p) for p in more_clients]}; client files "
-                    "go after --clients"
-                )
-            clients = [*clients, *more_clients]
-        tasks = list(task or [])
-        for t in tasks:
-            if t not in ("regression", "classification"):
-                raise UsageError(f"--task {t!r}: use 'regression' or 'classification'")
-        targets = list(target or [])
-        if tasks and not targets:
-            raise UsageError("--task needs --target")
-        if len(tasks) > 1 and len(tasks) != len(targets):
-            raise UsageError(f"{len(tasks)} --task values for {len(targets)} --target columns")
-        ratios = _parse_numbers(ratio, "--ratio", (1.0,))
-        lambdas = _parse_numbers(lam, "--lambda", (0.1,))
-        if any(r < 0 for r in ratios):
-            raise UsageError("--ratio values must be >= 0")
-        if any(not (x >= 0 and math.isfinite(x)) for x in lambdas):
-            raise UsageError("--lambda values must be finite and >= 0")
-        for path, option in ((out, "--out"), (json, "--json")):
-            if path is not None and not (path.parent if str(path.parent) else Path(".")).is_dir():
-                raise UsageError(
-                    f"{option} {str(path)!r}: the folder {str(path.parent)!r} does not exist"
-                )
-        if out.suffix.lower() not in (".html", ".htm"):
-            raise UsageError(f"--out {str(out)!r}: the report is HTML; name it *.html")
-
-        real_frame = read_table(real, "--real")
-        synthetic_frame = read_table(synthetic, "--synthetic")
-        train_frame = read_table(train, "--train") if train is not None else None
-        test_frame = read_table(test, "--test") if test is not None else None
-        client_frames = {}
-        for path in clients or []:
-            name = path.stem
-            if name in client_frames:
-                name = str(path)
-            client_frames[name] = read_table(path, "--clients")
-        kinds = None
-        if schema is not None:
-            if not schema.is_file():
-                raise UsageError(f"--schema {str(schema)!r}: no such file")
-            try:
-                kinds = Schema.from_json(schema.read_text(encoding="utf-8")).kinds()
-            except (OSError, ValueError, KeyError, TypeError) as err:
-                raise DataError(
-                    f"--schema {str(schema)!r}: not a usable schema file ({err}); write one "
-                    "with `fits schema`"
-                ) from None
-            unknown = sorted(set(kinds) - set(real_frame.columns))
-            if unknown:
-                raise DataError(
-                    f"--schema {str(schema)!r} names column(s) {unknown} that --real "
-                    f"{str(real)!r} lacks"
-                )
-        settings_data = None
-        if settings is not None:
-            if not settings.is_file():
-                raise UsageError(f"--settings {str(settings)!r}: no such file")
-            try:
-                settings_data = _json.loads(settings.read_text(encoding="utf-8"))
-            except (ValueError, UnicodeDecodeError) as err:
-                raise DataError(f"--settings {str(settings)!r}: not valid JSON: {err}") from None
-            if not isinstance(settings_data, dict):
-                raise DataError(f"--settings {str(settings)!r}: expected a JSON object")
-        sources = {"real": str(real), "synthetic": str(synthetic)}
-        if train is not None:
-            sources["train"] = str(train)
-        if test is not None:
-            sources["test"] = str(test)
-        for name, path in zip(client_frames, clients or [], strict=True):
-            sources[f"client {name}"] = str(path)
-        if schema is not None:
-            sources["schema"] = str(schema)
-        if settings is not None:
-            sources["settings"] = str(settings)
+        files = _Files(real, synthetic, train, test, _client_files(clients, more_clients))
+        options = _check_options(task, target, ratio, lam, out, json)
+        tables = _read_tables(files)
+        kinds = _schema_kinds(schema, tables["real"], real) if schema is not None else None
+        settings_data = _settings_json(settings) if settings is not None else None
         say(
-            f"evaluating {len(synthetic_frame):,} synthetic rows against {len(real_frame):,} "
-            "real rows ..."
+            f"evaluating {len(tables['synthetic']):,} synthetic rows against "
+            f"{len(tables['real']):,} real rows ..."
         )
         result = evaluate(
-            real_frame,
-            synthetic_frame,
+            tables["real"],
+            tables["synthetic"],
             kinds,
-            target=targets or None,
-            task=tasks or None,
-            train=train_frame,
-            test=test_frame,
-            clients=client_frames or None,
+            target=options.targets or None,
+            task=options.tasks or None,
+            train=tables["train"],
+            test=tables["test"],
+            clients=tables["clients"] or None,
             settings=settings_data,
-            ratios=ratios,
-            lambdas=lambdas,
+            ratios=options.ratios,
+            lambdas=options.lambdas,
             max_rows=max_rows,
             seed=seed,
-            sources=sources,
+            sources=_sources(files, tables["clients"], schema, settings),
             progress=lambda line: say(f"  {line}"),
         )
         result.save(out, json)
@@ -317,3 +255,144 @@ def report(
     if json is not None:
         typer.echo(f"json: {json}")
     sys.stdout.flush()
+
+
+# ---------------------------------------------------------------------------------------
+# the steps of `fits report`
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Files:
+    """The input files of one report."""
+
+    real: Path
+    synthetic: Path
+    train: Path | None
+    test: Path | None
+    clients: list[Path]
+
+
+@dataclass(frozen=True)
+class _Options:
+    """The checked evaluation options of one report."""
+
+    targets: list[str]
+    tasks: list[str]
+    ratios: tuple[float, ...]
+    lambdas: tuple[float, ...]
+
+
+def _client_files(clients: list[Path] | None, more: list[Path] | None) -> list[Path]:
+    """``--clients a b c``: typer gives ``a`` to the option and ``b c`` as arguments."""
+    if more:
+        if not clients:
+            raise UsageError(
+                f"unexpected argument(s) {[str(p) for p in more]}; client files go after --clients"
+            )
+        return [*clients, *more]
+    return list(clients or [])
+
+
+def _check_options(
+    task: list[str] | None,
+    target: list[str] | None,
+    ratio: list[str] | None,
+    lam: list[str] | None,
+    out: Path,
+    json: Path | None,
+) -> _Options:
+    """Check the option values before any file is read (usage errors: exit code 2)."""
+    tasks = list(task or [])
+    for t in tasks:
+        if t not in ("regression", "classification"):
+            raise UsageError(f"--task {t!r}: use 'regression' or 'classification'")
+    targets = list(target or [])
+    if tasks and not targets:
+        raise UsageError("--task needs --target")
+    if len(tasks) > 1 and len(tasks) != len(targets):
+        raise UsageError(f"{len(tasks)} --task values for {len(targets)} --target columns")
+    ratios = _parse_numbers(ratio, "--ratio", (1.0,))
+    lambdas = _parse_numbers(lam, "--lambda", (0.1,))
+    if any(r < 0 for r in ratios):
+        raise UsageError("--ratio values must be >= 0")
+    if any(not (x >= 0 and math.isfinite(x)) for x in lambdas):
+        raise UsageError("--lambda values must be finite and >= 0")
+    for path, option in ((out, "--out"), (json, "--json")):
+        if path is not None and not (path.parent if str(path.parent) else Path(".")).is_dir():
+            raise UsageError(
+                f"{option} {str(path)!r}: the folder {str(path.parent)!r} does not exist"
+            )
+    if out.suffix.lower() not in (".html", ".htm"):
+        raise UsageError(f"--out {str(out)!r}: the report is HTML; name it *.html")
+    return _Options(targets, tasks, ratios, lambdas)
+
+
+def _read_tables(files: _Files) -> dict[str, Any]:
+    """Every input table; clients by file name (the path where two names collide)."""
+    client_frames = {}
+    tables: dict[str, Any] = {
+        "real": read_table(files.real, "--real"),
+        "synthetic": read_table(files.synthetic, "--synthetic"),
+        "train": read_table(files.train, "--train") if files.train is not None else None,
+        "test": read_table(files.test, "--test") if files.test is not None else None,
+    }
+    for path in files.clients:
+        name = path.stem
+        if name in client_frames:
+            name = str(path)
+        client_frames[name] = read_table(path, "--clients")
+    tables["clients"] = client_frames
+    return tables
+
+
+def _schema_kinds(schema: Path, real_frame: pd.DataFrame, real: Path) -> dict[str, str]:
+    """The column kinds of a ``fits schema`` file, checked against the real table."""
+    from fits.core.schema import Schema
+
+    if not schema.is_file():
+        raise UsageError(f"--schema {str(schema)!r}: no such file")
+    try:
+        kinds = Schema.from_json(schema.read_text(encoding="utf-8")).kinds()
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise DataError(
+            f"--schema {str(schema)!r}: not a usable schema file ({err}); write one "
+            "with `fits schema`"
+        ) from None
+    unknown = sorted(set(kinds) - set(real_frame.columns))
+    if unknown:
+        raise DataError(
+            f"--schema {str(schema)!r} names column(s) {unknown} that --real {str(real)!r} lacks"
+        )
+    return kinds
+
+
+def _settings_json(settings: Path) -> dict[str, Any]:
+    """The ``--settings`` file: one JSON object."""
+    if not settings.is_file():
+        raise UsageError(f"--settings {str(settings)!r}: no such file")
+    try:
+        data = _json.loads(settings.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as err:
+        raise DataError(f"--settings {str(settings)!r}: not valid JSON: {err}") from None
+    if not isinstance(data, dict):
+        raise DataError(f"--settings {str(settings)!r}: expected a JSON object")
+    return data
+
+
+def _sources(
+    files: _Files, clients: dict[str, pd.DataFrame], schema: Path | None, settings: Path | None
+) -> dict[str, str]:
+    """Where each table came from, as the page's "Inputs" table shows it."""
+    sources = {"real": str(files.real), "synthetic": str(files.synthetic)}
+    if files.train is not None:
+        sources["train"] = str(files.train)
+    if files.test is not None:
+        sources["test"] = str(files.test)
+    for name, path in zip(clients, files.clients, strict=True):
+        sources[f"client {name}"] = str(path)
+    if schema is not None:
+        sources["schema"] = str(schema)
+    if settings is not None:
+        sources["settings"] = str(settings)
+    return sources
