@@ -234,6 +234,12 @@ def simulate(n: int = 10_000, seed: int | None = 0, target: str = "Y_lin") -> Da
         ``Y_log`` (int 0/1, nominal).  ``params`` holds the true response parameters
         under ``"linear"`` and ``"logistic"`` (``intercept``, ``coef``, and
         ``noise_sd`` for the linear model).
+
+    Notes
+    -----
+    One function of about 80 lines on purpose: every draw comes from one generator in
+    the chain order above, so the code reads line by line as the design (and the
+    order of the draws, which fixes the table for a seed, is in one place).
     """
     n = int(n)
     if n < 1:

@@ -962,26 +962,10 @@ def _merge_markers(
 def _merge_column(
     name: str, infos: Sequence[Mapping[str, Any]], clients: Sequence[str], kind: str | None
 ) -> ColumnSpec:
+    """One column's spec from every client's description of it (and a declared kind)."""
     fams = [i["dtype"] for i in infos]
     if "datetime" in fams:
-        if set(fams) != {"datetime"}:
-            raise SchemaError(
-                f"column {name!r} holds datetimes at some clients and not at others; "
-                "make its type the same everywhere"
-            )
-        tzs = {i.get("tz") for i in infos}
-        if len(tzs) > 1:
-            raise SchemaError(f"column {name!r} has different time zones at different clients")
-        spec = ColumnSpec(
-            name,
-            "continuous",
-            "datetime",
-            lower=min(float(i["min"]) for i in infos),
-            upper=max(float(i["max"]) for i in infos),
-            tz=tzs.pop(),
-            date_only=all(i.get("date_only") for i in infos),
-        )
-        return spec
+        return _merge_datetime(name, infos, fams)
     numeric = {"int", "float"}
     textual = {"string", "object", "category", "bool"}
     if any(f in numeric for f in fams) and any(f in textual for f in fams):
@@ -993,19 +977,8 @@ def _merge_column(
     if kind is not None and kind not in KINDS:
         raise SchemaError(f"column {name!r}: unknown kind {kind!r}; use one of {', '.join(KINDS)}")
     fam = fams[0] if len(set(fams)) == 1 else ("float" if set(fams) <= numeric else "object")
-
     if any(i.get("ordered") for i in infos):
-        cats = list(infos[0]["categories"])
-        for i, c in zip(infos, clients, strict=True):
-            if list(i.get("categories", [])) != cats:
-                raise SchemaError(
-                    f"column {name!r}: {c} orders its categories differently from {clients[0]}"
-                )
-        used = {v for i in infos for v in i["present"]}
-        cats = [c for c in cats if c in used] or cats
-        spec = ColumnSpec(name, kind or "ordinal", "category", cats)
-        return spec
-
+        return _merge_ordered(name, infos, clients, kind)
     discrete = all("values" in i for i in infos) and kind != "continuous"
     if discrete and fam in numeric and kind is None:
         if not all(i.get("integral") for i in infos):  # a lattice only if values repeat
@@ -1015,28 +988,74 @@ def _merge_column(
     if fam in textual or discrete:
         if kind == "continuous":
             raise SchemaError(f"column {name!r} holds text; it cannot be continuous")
-        values = _sort_labels(list({plain(v) for i in infos for v in i["values"]}))
-        if fam in numeric:
-            inferred = "ordinal"
-        else:
-            inferred = "nominal"
-        spec = ColumnSpec(name, kind or inferred, fam, values)
-        if spec.n_levels > MANY_LEVELS_WARNING:
-            warnings.warn(
-                f"column {name!r} has {spec.n_levels} levels; it looks like an identifier. "
-                "Drop it (an identifier has no distribution to learn), group rare levels, "
-                + (
-                    f"or declare it continuous with kinds={{'{name}': 'continuous'}}"
-                    if fam in numeric
-                    else "or map it to fewer labels before fitting"
-                ),
-                stacklevel=3,
-            )
-        return spec
-
+        return _merge_discrete(name, infos, kind, fam, numeric=fam in numeric)
     # continuous (or declared discrete but too many values were not reported)
     if kind in ("ordinal", "nominal"):
         raise SchemaError(f"column {name!r}: declared {kind} but a client did not list its values")
+    return _merge_continuous(name, infos, kind, fams, fam)
+
+
+def _merge_datetime(
+    name: str, infos: Sequence[Mapping[str, Any]], fams: Sequence[str]
+) -> ColumnSpec:
+    if set(fams) != {"datetime"}:
+        raise SchemaError(
+            f"column {name!r} holds datetimes at some clients and not at others; "
+            "make its type the same everywhere"
+        )
+    tzs = {i.get("tz") for i in infos}
+    if len(tzs) > 1:
+        raise SchemaError(f"column {name!r} has different time zones at different clients")
+    return ColumnSpec(
+        name,
+        "continuous",
+        "datetime",
+        lower=min(float(i["min"]) for i in infos),
+        upper=max(float(i["max"]) for i in infos),
+        tz=tzs.pop(),
+        date_only=all(i.get("date_only") for i in infos),
+    )
+
+
+def _merge_ordered(
+    name: str, infos: Sequence[Mapping[str, Any]], clients: Sequence[str], kind: str | None
+) -> ColumnSpec:
+    """An ordered categorical: every client must order the categories alike."""
+    cats = list(infos[0]["categories"])
+    for i, c in zip(infos, clients, strict=True):
+        if list(i.get("categories", [])) != cats:
+            raise SchemaError(
+                f"column {name!r}: {c} orders its categories differently from {clients[0]}"
+            )
+    used = {v for i in infos for v in i["present"]}
+    cats = [c for c in cats if c in used] or cats
+    return ColumnSpec(name, kind or "ordinal", "category", cats)
+
+
+def _merge_discrete(
+    name: str, infos: Sequence[Mapping[str, Any]], kind: str | None, fam: str, numeric: bool
+) -> ColumnSpec:
+    """A discrete column: the union of the clients' values (numbers: ordinal by default)."""
+    values = _sort_labels(list({plain(v) for i in infos for v in i["values"]}))
+    spec = ColumnSpec(name, kind or ("ordinal" if numeric else "nominal"), fam, values)
+    if spec.n_levels > MANY_LEVELS_WARNING:
+        warnings.warn(
+            f"column {name!r} has {spec.n_levels} levels; it looks like an identifier. "
+            "Drop it (an identifier has no distribution to learn), group rare levels, "
+            + (
+                f"or declare it continuous with kinds={{'{name}': 'continuous'}}"
+                if numeric
+                else "or map it to fewer labels before fitting"
+            ),
+            stacklevel=4,
+        )
+    return spec
+
+
+def _merge_continuous(
+    name: str, infos: Sequence[Mapping[str, Any]], kind: str | None, fams: Sequence[str], fam: str
+) -> ColumnSpec:
+    """A continuous column: the clients' bounds, and a point mass if one value dominates."""
     lo = min(float(i["min"]) for i in infos)
     hi = max(float(i["max"]) for i in infos)
     if fam == "float" and all(i.get("integral") for i in infos) and "int" in fams:
@@ -1057,7 +1076,7 @@ def _merge_column(
             f"{name}) or declare it an identifier (--kind {name}=id; Python: "
             f"kinds={{{name!r}: 'id'}}) to get surrogate values instead; declare it "
             f"continuous (kinds={{{name!r}: 'continuous'}}) to keep it and silence this.",
-            stacklevel=4,
+            stacklevel=5,
         )
     tops: dict[float, int] = {}
     for i in infos:
