@@ -140,23 +140,14 @@ def category_codes_many(series: Sequence[pd.Series]) -> tuple[list[np.ndarray], 
     return [union.get_indexer(v) for v in values], len(union)
 
 
-def ordinal_values(real: pd.Series, synthetic: pd.Series, col: str) -> tuple[np.ndarray, ...]:
-    """Numeric values of an ordinal column in both tables.
-
-    Numeric columns (and categoricals with numeric categories) keep their values;
-    other categoricals are replaced by their category codes in the reference's
-    category order (the synthetic table's order if only it is categorical).
-    """
-    return tuple(ordinal_values_many([real, synthetic], col, ("real", "synthetic")))
-
-
 def ordinal_values_many(
     series: Sequence[pd.Series], col: str, names: Sequence[str]
 ) -> list[np.ndarray]:
-    """Numeric values of an ordinal column in several tables (see :func:`ordinal_values`).
+    """Numeric values of an ordinal column in several tables.
 
-    The category order of an ordered categorical is taken from the first series
-    that is categorical (the reference comes first).
+    Numeric columns (and categoricals with numeric categories) keep their values;
+    other categoricals are replaced by their category codes, in the category order of
+    the first series that is categorical (the reference comes first).
     """
     categorical = [s for s in series if isinstance(s.dtype, pd.CategoricalDtype)]
     if not categorical:
