@@ -25,9 +25,9 @@ A missing numeric value, a category the schema does not list, or a feature const
 across the federation is an error naming the site and the column: nothing is dropped
 or invented.
 
-Sites answer two message kinds here (see :mod:`fits.federation.protocol`): ``setup``
+Sites answer two message types here (see :mod:`fits.federation.protocol`): ``setup``
 (exactly as a synthesis site does) and ``moments``.  :class:`DesignSite` is the base
-class of the analysis sites; a subclass adds its own message kinds through
+class of the analysis sites; a subclass adds its own message types through
 :meth:`DesignSite.handlers`.
 """
 
@@ -427,7 +427,7 @@ def standardization_round(transport: Transport, spec: DesignSpec) -> Standardiza
 class DesignSite:
     """Base of the analysis sites: holds one table, answers ``setup`` and ``moments``.
 
-    Subclasses add message kinds by extending :meth:`handlers`.
+    Subclasses add message types by extending :meth:`handlers`.
 
     Parameters
     ----------

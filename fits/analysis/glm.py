@@ -319,7 +319,7 @@ class GLMSite(DesignSite):
         self._clip_fixed = False
 
     def handlers(self) -> dict[str, Callable[[Message], Message]]:
-        """Message kind -> method answering it."""
+        """Message type -> method answering it."""
         return {
             **super().handlers(),
             "glm_configure": self._configure,
@@ -492,11 +492,11 @@ class GLMSiteBatch:
 
     def handle_all(self, messages: Sequence[Message]) -> list[Message]:
         """Answer one round: message k to site k."""
-        kind = messages[0].kind
+        mtype = messages[0].type
         sites = self.sites
-        if kind not in ("glm_gradient", "glm_local", "glm_newton"):
+        if mtype not in ("glm_gradient", "glm_local", "glm_newton"):
             replies = [s.handle(m) for s, m in zip(sites, messages, strict=True)]
-            if kind == "glm_configure":
+            if mtype == "glm_configure":
                 self._stack()
             return replies
         theta = np.vstack([np.asarray(m.arrays["theta"], dtype=np.float64) for m in messages])
@@ -509,18 +509,18 @@ class GLMSiteBatch:
         def noise() -> np.ndarray:
             return np.vstack([s._noise(stage, p) for s in sites])
 
-        if kind == "glm_gradient":
+        if mtype == "glm_gradient":
             out = site_gradient(family, *self._stacks["all"], theta, clip) + noise()
-            return [Message(kind, {"g": g}) for g in out]
-        if kind == "glm_local":
+            return [Message(mtype, {"g": g}) for g in out]
+        if mtype == "glm_local":
             part, k, eta = sites[0].local_plan(stage)
             out = site_descent(family, *self._stacks[part], theta, clip, k, eta, noise)
-            return [Message(kind, {"theta": t}) for t in out]
+            return [Message(mtype, {"theta": t}) for t in out]
         x1, _, _, n1 = self._stacks["first"]
         g2 = site_gradient(family, *self._stacks["second"], theta, clip)
         floor = sites[0].tau1 if sites[0].mu is not None else None
         out = theta - site_newton_step(family, x1, n1, g2, theta, floor) + noise()
-        return [Message(kind, {"theta": t}) for t in out]
+        return [Message(mtype, {"theta": t}) for t in out]
 
 
 class BatchTransport(Transport):
@@ -548,13 +548,13 @@ class _Run:
     clip: float
     rounds: int = 0
 
-    def exchange(self, kind: str, theta: np.ndarray, **config: Any) -> list[np.ndarray]:
+    def exchange(self, mtype: str, theta: np.ndarray, **config: Any) -> list[np.ndarray]:
         msg = Message(
-            kind, {"theta": np.asarray(theta, dtype=np.float64)}, {"clip": self.clip, **config}
+            mtype, {"theta": np.asarray(theta, dtype=np.float64)}, {"clip": self.clip, **config}
         )
         replies = self.transport.broadcast(msg)
         self.rounds += 1
-        key = {"glm_gradient": "g"}.get(kind, "theta")
+        key = {"glm_gradient": "g"}.get(mtype, "theta")
         return [r.arrays[key] for r in replies]
 
     def average(self, arrays: Sequence[np.ndarray]) -> np.ndarray:

@@ -47,7 +47,7 @@ __all__ = ["FITSClient", "MIN_CLIENT_ROWS"]
 MIN_CLIENT_ROWS = 2
 #: Half-width, in response bandwidths, of the band where Phi differs from a step.
 _BAND = 9.0
-#: The message kinds whose reply is summed over clients, and the summed array.
+#: The message types whose reply is summed over clients, and the summed array.
 _SUMMED = {"marginal": "F", "hessian": "S", "cdf": "F"}
 #: Numbers per block of neighbour-list work (about 2 MB): small enough for the cache.
 _BLOCK_VALUES = 1 << 18
