@@ -52,6 +52,7 @@ from fits.core.schema import (
 )
 from fits.federation.protocol import Message, ProtocolError
 from fits.federation.transport import Transport
+from fits.io import jsonable
 
 __all__ = [
     "DesignError",
@@ -468,7 +469,7 @@ class DesignSite:
         return Message(
             "setup",
             {"n_rows": np.array([self.n_rows], dtype=np.int64)},
-            {"description": json.dumps(desc, default=_json_default), "name": self.name},
+            {"description": json.dumps(jsonable(desc, finite=False)), "name": self.name},
         )
 
     def _moments(self, msg: Message) -> Message:
@@ -481,11 +482,3 @@ class DesignSite:
         if self.builder is None:
             raise ProtocolError(f"{self.name}: the design is used before the moments round")
         return self.builder.matrix(standardization)
-
-
-def _json_default(v: object) -> object:
-    if isinstance(v, np.generic):
-        return v.item()
-    if isinstance(v, pd.Timestamp):
-        return v.isoformat()
-    return str(v)
