@@ -49,10 +49,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from fits._json import jsonable
 from fits.datasets import Dataset, federated_split, load_dataset, simulate
 from fits.evaluation import column_fidelity, energy_distance, independent_resample, pair_fidelity
 from fits.evaluation.utility import UtilityResult, downstream_utility
-from fits.io import jsonable
 from fits.synthesizer import FITSSynthesizer
 
 __all__ = [

@@ -7,14 +7,12 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import math
 import os
 import re
 import tempfile
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -26,8 +24,6 @@ __all__ = [
     "DataFileError",
     "check_suffix",
     "find_duplicate_files",
-    "jsonable",
-    "plain",
     "read_table",
     "write_table",
     "write_text",
@@ -312,31 +308,3 @@ def write_bytes(data: bytes, path: str | os.PathLike[str]) -> Path:
             fh.write(data)
 
     return _atomic(Path(path), write)
-
-
-def plain(value: Any) -> Any:
-    """A numpy scalar as the Python scalar it holds (``np.int64(3)`` -> ``3``); else as is."""
-    return value.item() if isinstance(value, np.generic) else value
-
-
-def jsonable(value: Any, *, finite: bool = True) -> Any:
-    """``value`` in plain JSON types, for :func:`json.dumps`.
-
-    Mappings become dicts with string keys, sequences and arrays lists, numpy scalars
-    Python scalars, anything else that is not a JSON type its ``str``. With
-    ``finite=True`` (the default) NaN becomes None and an infinity the string ``"inf"``
-    or ``"-inf"`` (strict JSON); with ``finite=False`` they stay floats (Python's
-    ``json`` writes them as ``NaN`` / ``Infinity`` and reads them back).
-    """
-    if isinstance(value, Mapping):
-        return {str(k): jsonable(v, finite=finite) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [jsonable(v, finite=finite) for v in value]
-    if isinstance(value, np.ndarray):
-        return [jsonable(v, finite=finite) for v in value.tolist()]
-    value = plain(value)
-    if finite and isinstance(value, float) and not math.isfinite(value):
-        return None if math.isnan(value) else ("inf" if value > 0 else "-inf")
-    if isinstance(value, (str, int, float, bool)) or value is None:
-        return value
-    return str(value)

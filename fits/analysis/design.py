@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from fits._json import jsonable
 from fits.core.schema import (
     ColumnSpec,
     Schema,
@@ -52,7 +53,6 @@ from fits.core.schema import (
 )
 from fits.federation.protocol import Message, ProtocolError
 from fits.federation.transport import Transport
-from fits.io import jsonable
 
 __all__ = [
     "DesignError",

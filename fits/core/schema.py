@@ -47,7 +47,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from fits.io import plain
+from fits._json import plain
 
 __all__ = [
     "FREE_TEXT_LENGTH",

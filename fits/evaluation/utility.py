@@ -51,8 +51,8 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
 from threadpoolctl import threadpool_limits
 
+from fits._json import jsonable, plain
 from fits.evaluation.encoding import n_workers
-from fits.io import jsonable, plain
 
 __all__ = [
     "MODES",

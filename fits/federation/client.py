@@ -27,6 +27,7 @@ import pandas as pd
 from scipy import sparse
 from scipy.spatial import cKDTree
 
+from fits._json import jsonable
 from fits.core.continualization import Encoder
 from fits.core.kernels import (
     GaussianKernel,
@@ -39,7 +40,6 @@ from fits.core.kernels import (
 from fits.core.schema import Schema, SchemaError, describe_table, parse_text_columns
 from fits.federation.protocol import Message, ProtocolError
 from fits.federation.secure import SecureAggregator
-from fits.io import jsonable
 
 __all__ = ["FITSClient", "MIN_CLIENT_ROWS"]
 

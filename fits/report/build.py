@@ -39,8 +39,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from fits._json import jsonable
 from fits.core.schema import IdentifierColumnError, describe_table, merge_descriptions
-from fits.io import jsonable, write_text
+from fits.io import write_text
 from fits.report.render import TOP_LEVELS, fmt_number, fmt_percent, gap_text, utility_headline
 
 if TYPE_CHECKING:  # the evaluators are imported when used: `import fits` stays light
