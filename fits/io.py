@@ -180,8 +180,15 @@ def _whole_numbers(frame: pd.DataFrame, path: Path, sep: str, decimal: str) -> p
     """Fix what pandas' number parsing loses: codes written with leading zeros ("02134",
     "00501") stay text, and whole numbers with blanks, written without a decimal point,
     become ``Int64`` (pandas reads them as floats)."""
-    numeric = [c for c in frame.columns if pd.api.types.is_numeric_dtype(frame[c].dtype)]
-    numeric = [c for c in numeric if not pd.api.types.is_bool_dtype(frame[c].dtype)]
+    numeric = []  # integer columns, and float columns of whole numbers with blanks
+    for col in frame.columns:
+        s = frame[col]
+        if pd.api.types.is_integer_dtype(s.dtype):
+            numeric.append(col)
+        elif pd.api.types.is_float_dtype(s.dtype) and s.isna().any():
+            v = s.dropna().to_numpy(dtype=float)
+            if v.size and np.all(v == np.round(v)):
+                numeric.append(col)
     if not numeric:
         return frame
     raw = pd.read_csv(path, sep=sep, decimal=decimal, usecols=numeric, dtype=str)
@@ -239,7 +246,7 @@ def find_duplicate_files(
     """The first two of ``paths`` that are the same file (the same path, a link to it,
     or the same bytes), else None."""
     seen: dict[tuple[int, int], Path] = {}
-    digests: dict[tuple[int, str], Path] = {}
+    sizes: dict[int, list[Path]] = {}
     for p in map(Path, paths):
         try:
             st = p.stat()
@@ -249,15 +256,20 @@ def find_duplicate_files(
         if key in seen:
             return seen[key], p
         seen[key] = p
-        h = hashlib.sha256()
-        with open(p, "rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                h.update(block)
-        dkey = (st.st_size, h.hexdigest())
-        if dkey in digests:
-            return digests[dkey], p
-        digests[dkey] = p
-    return None
+        sizes.setdefault(st.st_size, []).append(p)
+    found: list[tuple[int, int, Path, Path]] = []  # (position, position, first, second)
+    order = {p: k for k, p in enumerate(map(Path, paths))}
+    for group in sizes.values():  # only files of the same size can hold the same bytes
+        digests: dict[str, Path] = {}
+        for p in group:
+            h = hashlib.sha256()
+            with open(p, "rb") as fh:
+                for block in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(block)
+            first = digests.setdefault(h.hexdigest(), p)
+            if first is not p:
+                found.append((order[p], order[first], first, p))
+    return min(found)[2:] if found else None
 
 
 def _atomic(path: Path, write: Callable[[str], None]) -> Path:

@@ -67,7 +67,7 @@ class FITSSynthesizer(BaseEstimator):  # type: ignore[misc]
         Root of every random draw (continualization at the clients, sampling at the
         coordinator).  The same seed and data reproduce the output bit for bit.
     kinds : mapping, optional
-        Column -> ``"continuous"`` / ``"ordinal"`` / ``"nominal"`` overrides of the
+        Column -> ``"continuous"`` / ``"ordinal"`` / ``"nominal"`` / ``"id"`` overrides of the
         inferred kinds.
     order : sequence of str, optional
         Chain order; default the tables' column order.

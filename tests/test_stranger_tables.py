@@ -344,3 +344,23 @@ def test_the_report_leaves_identifiers_out():
     report = evaluate(real, synthetic, seed=0, privacy=False)
     assert any("['uid'] look like identifiers" in note for note in report.data["notes"])
     assert "uid" not in report.column_scores["column"].tolist()
+
+
+def test_federated_analysis_leaves_identifiers_out_and_reads_markers():
+    from fits.analysis.design import DesignSite, DesignSpec, schema_round
+    from fits.core.schema import SchemaError
+    from fits.federation.transport import InProcessTransport
+
+    rng = np.random.default_rng(10)
+    n = 200
+    x = rng.normal(size=n).round(3).astype(str).astype(object)
+    x[:3] = "?"
+    t = pd.DataFrame({"pid": [f"P{i}" for i in range(n)], "x": x, "y": rng.normal(size=n)})
+    sites = [DesignSite(t.iloc[:100], "a"), DesignSite(t.iloc[100:], "b")]
+    with pytest.warns(DataNote, match="'x' is text read as numbers.*'\\?' \\(3\\)"):
+        schema, _ = schema_round(InProcessTransport(sites, n_jobs=1))
+    assert schema["pid"].kind == "id" and schema["x"].kind == "continuous"
+    spec = DesignSpec.from_schema(schema, "y")
+    assert spec.numeric == ("x",) and not spec.nominal
+    with pytest.raises(SchemaError, match="'pid'.*cannot be a feature"):
+        DesignSpec.from_schema(schema, "y", ["pid", "x"])

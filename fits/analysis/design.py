@@ -45,11 +45,13 @@ import pandas as pd
 from fits._json import jsonable
 from fits.core.schema import (
     ColumnSpec,
+    IdentifierColumnError,
     Schema,
     SchemaError,
     datetime_seconds,
     describe_table,
     merge_descriptions,
+    parse_text_columns,
 )
 from fits.federation.protocol import Message, ProtocolError
 from fits.federation.transport import Transport
@@ -133,9 +135,15 @@ class DesignSpec:
         names = schema.names
         if target is not None and target not in names:
             raise SchemaError(f"target column {target!r} is not in the tables; columns: {names}")
-        if features is None:
-            features = [n for n in names if n != target]
+        if features is None:  # identifiers (kind "id") are never features
+            features = [n for n in names if n != target and schema[n].kind != "id"]
         features = list(features)
+        ids = [f for f in [*features, target] if f in names and schema[f].kind == "id"]
+        if ids:
+            raise SchemaError(
+                f"column(s) {ids} are identifiers or free text (kind 'id'); they cannot "
+                "be a feature or the target"
+            )
         unknown = [f for f in features if f not in names]
         if unknown:
             raise SchemaError(f"feature(s) {unknown} not in the tables; columns: {names}")
@@ -402,7 +410,11 @@ def schema_round(
     declared = {k: {"kind": v} for k, v in (kinds or {}).items()}
     replies = transport.broadcast(Message("setup", config={"declared": json.dumps(declared)}))
     descriptions = [json.loads(str(r.config["description"])) for r in replies]
-    schema = merge_descriptions(descriptions, transport.client_names, kinds=kinds)
+    try:
+        schema = merge_descriptions(descriptions, transport.client_names, kinds=kinds)
+    except IdentifierColumnError as exc:  # identifiers, free text: kind "id", no feature
+        kinds = {**(kinds or {}), **{c: "id" for c in exc.columns}}
+        schema = merge_descriptions(descriptions, transport.client_names, kinds=kinds)
     n_rows = np.array([int(r.arrays["n_rows"][0]) for r in replies], dtype=np.int64)
     return schema, n_rows
 
@@ -465,7 +477,9 @@ class DesignSite:
 
     def _setup(self, msg: Message) -> Message:
         declared = json.loads(str(msg.config.get("declared", "{}")))
-        desc = describe_table(self.data, declared, client=self.name)
+        # text that is really numbers or dates is read as such, as a synthesis site does
+        self.data, notes = parse_text_columns(self.data, declared)
+        desc = describe_table(self.data, declared, client=self.name, notes=notes)
         return Message(
             "setup",
             {"n_rows": np.array([self.n_rows], dtype=np.int64)},
