@@ -470,7 +470,8 @@ def restore_dtype(col: pd.Series, spec: ColumnSpec) -> pd.Series:
     """
     if spec.dtype == "datetime":
         return col
-    has_missing = bool(col.isna().any())
+    # the schema's flag, not this draw's: every chunk of one table gets the same dtype
+    has_missing = spec.missing or bool(col.isna().any())
     if spec.dtype == "category":
         levels = spec.dtype_categories
         if levels is None:

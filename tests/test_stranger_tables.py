@@ -364,3 +364,16 @@ def test_federated_analysis_leaves_identifiers_out_and_reads_markers():
     assert spec.numeric == ("x",) and not spec.nominal
     with pytest.raises(SchemaError, match="'pid'.*cannot be a feature"):
         DesignSpec.from_schema(schema, "y", ["pid", "x"])
+
+
+def test_restore_dtype_follows_the_schema_not_the_draw():
+    from fits.core.schema import ColumnSpec
+    from fits.synthesizer import restore_dtype
+
+    # a chunk of draws without a missing value still gets the nullable dtype
+    spec = ColumnSpec("c", "ordinal", "int", [1, 2, None], missing=True, pandas_dtype="int32")
+    assert str(restore_dtype(pd.Series([1, 2]), spec).dtype) == "Int32"
+    flag = ColumnSpec("f", "nominal", "bool", [False, True, None], missing=True)
+    assert str(restore_dtype(pd.Series([True, False]), flag).dtype) == "boolean"
+    spec = ColumnSpec("c", "ordinal", "int", [1, 2], pandas_dtype="int32")
+    assert str(restore_dtype(pd.Series([1, 2]), spec).dtype) == "int32"
