@@ -5,7 +5,10 @@
   :class:`DesignSite` is the base of the analysis sites;
 - :mod:`fits.analysis.glm`: GLMs (linear, logistic, Poisson) fitted by FedSGD,
   FedHybrid, FedAvg or FedNewton under mu-GDP (:func:`fit_glm`);
-- :mod:`fits.analysis.accounting`: mu-GDP <-> (epsilon, delta).
+- :mod:`fits.analysis.accounting`: mu-GDP <-> (epsilon, delta);
+- :mod:`fits.analysis.lsa`: linear regression by FedLSA with confidence intervals
+  from the online multiplier bootstrap (:func:`fedlsa`); :func:`inference_check`
+  compares those intervals with OLS on a synthetic table.
 """
 
 from fits._lazy import lazy_exports
@@ -25,6 +28,11 @@ _EXPORTS = {
     "gdp_delta": "fits.analysis.accounting",
     "gdp_epsilon": "fits.analysis.accounting",
     "gdp_mu": "fits.analysis.accounting",
+    "FedLSAResults": "fits.analysis.lsa",
+    "FedLSASite": "fits.analysis.lsa",
+    "fedlsa": "fits.analysis.lsa",
+    "InferenceCheck": "fits.analysis.inference",
+    "inference_check": "fits.analysis.inference",
 }
 __all__ = list(_EXPORTS)
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

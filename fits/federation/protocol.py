@@ -40,7 +40,33 @@ message types (:data:`ANALYSIS_REPLIES` gives each reply's arrays and shapes as 
 the request, so the checks stay exact: no reply can carry more than a few numbers per
 parameter):
 
-==============  ======================================  ============================="""
+==============  ======================================  ====================================
+type            request (coordinator -> site)           reply (site -> coordinator)
+==============  ======================================  ====================================
+moments         config ``design`` (JSON),               ``n`` (1,), ``sum`` (q,),
+                ``n_numeric`` (q)                       ``sumsq`` (q,)
+glm_configure   arrays ``means``, ``sds``; config       ``n_rows`` (1,)
+                ``family``, ``method``, ``settings``
+                (JSON), ``tau1``, ``mu`` (0: none)
+glm_clip        ``theta`` (p,); config ``quantile``     ``b`` (1,): that quantile of the
+                                                        site's per-row gradient norms
+glm_gradient    ``theta`` (p,); config ``stage``,       ``g`` (p,): noisy mean clipped
+                ``clip``                                gradient
+glm_local       ``theta`` (p,); config ``stage``,       ``theta`` (p,): after the site's
+                ``clip``                                noisy local steps
+glm_newton      ``theta`` (p,); config ``clip``         ``theta`` (p,): the noisy local
+                                                        Newton step
+lsa_setup       config ``seed``, ``n_bootstrap`` (M),   ``n_rows`` (1,), ``gram``
+                ``sampling``, ``total_steps``,          (d(d+1)/2,): upper triangle of the
+                ``n_features`` (d); arrays ``means``,   site's X'X
+                ``sds`` (tables only)
+lsa_precondition
+                ``precondition`` (d, d): P              ``s_sum``, ``s2_sum`` (1,): sums of
+                                                        s = x'Px and of s^2
+lsa_round       ``theta`` (M+1, d); config ``round``,   ``theta`` (M+1, d): the M+1
+                ``eta``, ``local_steps``                sequences after H_t local steps
+==============  ======================================  ====================================
+"""
 
 from __future__ import annotations
 
@@ -110,6 +136,15 @@ def _theta_shape(request: Message) -> tuple[int, ...]:
     return (int(np.asarray(request.arrays["theta"]).shape[0]),)
 
 
+def _lsa_setup_shapes(request: Message) -> dict[str, tuple[int, ...]]:
+    d = int(request.config["n_features"])
+    return {"n_rows": (1,), "gram": (packed_size(d),)}
+
+
+def _lsa_round_shapes(request: Message) -> dict[str, tuple[int, ...]]:
+    return {"theta": tuple(request.arrays["theta"].shape)}
+
+
 #: Analysis message types: request -> the reply's exact array names and shapes.
 ANALYSIS_REPLIES: dict[str, Callable[[Message], dict[str, tuple[int, ...]]]] = {
     "moments": _moments_shapes,
@@ -118,6 +153,9 @@ ANALYSIS_REPLIES: dict[str, Callable[[Message], dict[str, tuple[int, ...]]]] = {
     "glm_gradient": lambda r: {"g": _theta_shape(r)},
     "glm_local": lambda r: {"theta": _theta_shape(r)},
     "glm_newton": lambda r: {"theta": _theta_shape(r)},
+    "lsa_setup": _lsa_setup_shapes,
+    "lsa_precondition": lambda request: {"s_sum": (1,), "s2_sum": (1,)},
+    "lsa_round": _lsa_round_shapes,
 }
 
 

@@ -1,0 +1,938 @@
+"""FedLSA with the online multiplier bootstrap: confidence intervals across sites.
+
+Linear regression fitted by federated linear stochastic approximation (FedLSA,
+Algorithm 1 of Levin, Shuklin, Moulines, Mangold and Samsonov, "Gaussian
+Approximation and Multiplier Bootstrap for Federated Linear Stochastic
+Approximation"; ``../shared/papers/federated-lsa-multiplier-bootstrap.txt``), with
+confidence intervals from the paper's online multiplier bootstrap (section 6).
+
+The algorithm
+-------------
+For linear regression one sampled row ``z = (x, y)`` gives ``A(z) = x x'`` and
+``b(z) = x y``, so ``E A = Abar^c = X_c'X_c / n_c`` and ``E b = bbar^c = X_c'y_c / n_c``
+at site c (eq. 2).  In round ``t = 1..T`` the coordinator sends the current global
+parameter; every site runs ``H_t`` local updates (eq. 6, Algorithm 1 lines 5-8)
+
+    theta <- theta - eta_t (x x' theta - x y)
+
+on its own rows and sends the result back; the coordinator averages (line 9).  The
+online multiplier bootstrap (section 6) runs ``M`` further sequences from the same
+start ``theta_0`` alongside, each local update of sequence ``m`` multiplied by an
+i.i.d. weight ``w`` with ``E w = 1`` and ``Var w = 1``:
+
+    theta^b <- theta^b - eta_t w (x x' theta^b - x y),
+
+on the *same* sampled rows.  The conditional law of ``theta_T^b - theta_T`` given the
+data approximates the law of ``theta_T - theta_star`` (Theorem 4; the paper scales both
+by ``eta_T^{-1/2}``, which cancels in the intervals).  Only parameter vectors travel:
+each round the coordinator sends the ``M + 1`` vectors ``(theta, theta^1..theta^M)``
+in one message and each site answers with its ``M + 1`` updated vectors.
+
+Choices the paper leaves open (stated here and in ``docs/analysis.md``)
+-----------------------------------------------------------------------
+* **Weighting of sites of different sizes.**  Algorithm 1 averages with equal weights
+  1/N, so its fixed point solves eq. (1), ``(mean_c Abar^c) theta = mean_c bbar^c``:
+  each site counts as much as any other, whatever its size, and the target is *not*
+  the pooled least-squares fit.  fits averages with weights ``p_c = n_c / n``
+  (``site_weights="size"``, the default): the same analysis goes through with
+  ``E_c`` replaced by ``sum_c p_c``, and the target becomes the solution of
+  ``(sum_c n_c Abar^c) theta = sum_c n_c bbar^c``, i.e. ``X'X theta = X'y`` on the
+  pooled rows: the pooled ordinary-least-squares coefficients.  The paper's bias
+  discussion carries over: the first-order drift of a round,
+  ``eta_t H_t sum_c p_c Abar^c (theta^c_star - theta_star)``, vanishes exactly when
+  ``theta_star`` solves the weighted system, so what is left is the heterogeneity
+  bias of order ``eta_t^2 H_t^2 zeta_1 zeta_2`` (Lemma 2, with ``zeta`` weighted by
+  ``p_c``).  It is zero for ``H_t = 1``, vanishes as ``eta_t H_t -> 0`` in the
+  decreasing regime S2 (Corollary 2), and stays of order ``eta H zeta_1 zeta_2 / a`` in
+  the constant regime S1 (Corollary 1): choose ``eta H`` small there.
+  ``site_weights="equal"`` runs the paper's Algorithm 1 as printed.
+* **What one sampled row is.**  Assumption A2 wants the rows ``Z^c_{t,h}`` i.i.d. from
+  the site's distribution ``pi_c``.  With ``sampling="without_replacement"`` (default)
+  each site draws a random order of its rows once and uses every row at most once,
+  so the rows are i.i.d. draws from the population the site's table was sampled from,
+  and the intervals cover the population coefficients ``theta_star``.  A site must hold
+  at least ``sum_t H_t`` rows.  ``sampling="with_replacement"`` draws rows uniformly
+  from the site's table at every step: then ``pi_c`` is the table's empirical
+  distribution, ``theta_star`` is exactly the pooled OLS fit of the tables, the
+  estimate converges to it as T grows, and the intervals only describe the
+  algorithm's own noise around it (they shrink to zero with T).
+* **Bootstrap weights.**  ``w = 1 + (B - 1/5) / sd(B)`` with ``B ~ Beta(1/2, 2)``: the
+  paper's experiments (appendix D) standardize Beta(0.5, 2) draws; shifting them to
+  mean 1 gives mean 1 and variance 1 as section 6 requires, and the weights lie in
+  ``(0.065, 4.74)``, positive and bounded as assumption A3 requires.
+* **Step sizes.**  Regime S1: ``eta_t = eta``, ``H_t = H``.  Regime S2:
+  ``eta_t = eta (1 + t)^-gamma_eta``, ``H_t = ceil(H (1 + t)^gamma_H)`` with
+  ``gamma_eta`` in [1/2, 1) and ``0 <= gamma_H <= gamma_eta``.  The default is
+  ``eta = E[s] / (4 E[s^2])`` with ``s = x' P x`` the squared norm of a whitened row
+  (``E`` over the rows, each site weighted by its averaging weight; each site reports
+  the sums of ``s`` and ``s^2`` in the preconditioning round).  Reason: along a
+  direction ``u`` drawn uniformly on the sphere, one weighted update of the whitened
+  design contracts in mean square, ``E (1 - eta w (x'u)^2)^2 <= 1 - eta`` on average,
+  when ``eta <= E[s] / (2 E[w^2] E[s^2])`` (``E w^2 = 2``); that is assumption A1(2)
+  on average over directions, and it gives ``1 / (4 (d + 2))`` for Gaussian rows and a
+  smaller step for heavy-tailed ones.  A rule on the largest row (every factor
+  non-expansive) was tried first and was far too timid: one rare category (Bike's
+  ``holiday``) made ``max s`` 30 times ``E s``.
+* **Intervals.**  Per coefficient: the paper's empirical-quantile interval (section 6,
+  "EQ" in section 7) ``[theta_j - q_{1-alpha/2}, theta_j - q_{alpha/2}]`` with ``q`` the
+  quantiles of ``theta^b_j - theta_j`` over the M bootstrap sequences.  Joint region
+  (``conf_int(joint=True)``): the max-statistic rectangle
+  ``theta_j +- c s_j``, ``s_j`` the bootstrap standard deviation and ``c`` the
+  ``1 - alpha`` quantile of ``max_j |theta^b_j - theta_j| / s_j``; a rectangle is a
+  convex set, so Theorem 4 covers it.  ``bse`` is the bootstrap standard deviation
+  (the paper's "SDB").
+* **Start.** ``theta_0 = 0``.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from fits.analysis.design import (
+    DesignSite,
+    DesignSpec,
+    Standardization,
+    schema_round,
+    standardization_round,
+)
+from fits.federation.protocol import Message, ProtocolError
+from fits.federation.transport import InProcessTransport, Transport
+
+__all__ = [
+    "BETA_A",
+    "BETA_B",
+    "W_MAX",
+    "W_MIN",
+    "ArraySite",
+    "FedLSAConvergenceWarning",
+    "FedLSAError",
+    "FedLSAResults",
+    "FedLSASite",
+    "LSASite",
+    "Schedule",
+    "bootstrap_weights",
+    "fedlsa",
+    "fedlsa_arrays",
+    "local_updates",
+    "run_fedlsa",
+]
+
+#: Beta(a, b) draws, standardized and shifted to mean 1, are the bootstrap weights.
+BETA_A, BETA_B = 0.5, 2.0
+_BETA_MEAN = BETA_A / (BETA_A + BETA_B)
+_BETA_SD = math.sqrt(BETA_A * BETA_B / ((BETA_A + BETA_B) ** 2 * (BETA_A + BETA_B + 1.0)))
+#: Bounds of the bootstrap weights (assumption A3): W_MIN < w < W_MAX.
+W_MIN = 1.0 - _BETA_MEAN / _BETA_SD
+W_MAX = 1.0 + (1.0 - _BETA_MEAN) / _BETA_SD
+
+SAMPLING = ("without_replacement", "with_replacement")
+SITE_WEIGHTS = ("size", "equal")
+
+
+class FedLSAError(ValueError):
+    """Bad input for FedLSA (the message names the site, column or option and the fix)."""
+
+
+class FedLSAConvergenceWarning(RuntimeWarning):
+    """The run is too short for its start to be forgotten: the intervals are not valid."""
+
+
+# ----------------------------------------------------------------------------- schedule
+@dataclass(frozen=True)
+class Schedule:
+    """Step sizes ``eta_t`` and local step counts ``H_t`` for rounds ``t = 1..T``.
+
+    Regime S1 (constant, ``gamma_eta = gamma_h = 0``): ``eta_t = eta``, ``H_t = H``.
+    Regime S2 (decreasing): ``eta_t = eta (1 + t)^-gamma_eta`` and
+    ``H_t = ceil(H (1 + t)^gamma_h)``, with ``1/2 <= gamma_eta < 1`` and
+    ``0 <= gamma_h <= gamma_eta`` (the paper's section 4.2).
+
+    Parameters
+    ----------
+    rounds : int
+        Number of communication rounds T.
+    step_size : float
+        ``eta``.
+    local_steps : int
+        ``H``.
+    gamma_eta, gamma_h : float
+        Exponents of the decreasing regime (both 0: the constant regime).
+    """
+
+    rounds: int
+    step_size: float
+    local_steps: int
+    gamma_eta: float = 0.0
+    gamma_h: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.rounds, int | np.integer) and self.rounds >= 1):
+            raise FedLSAError(f"rounds must be a positive integer, got {self.rounds!r}")
+        if not (np.isfinite(self.step_size) and self.step_size > 0):
+            raise FedLSAError(f"step_size must be a positive number, got {self.step_size!r}")
+        if not (isinstance(self.local_steps, int | np.integer) and self.local_steps >= 1):
+            raise FedLSAError(f"local_steps must be a positive integer, got {self.local_steps!r}")
+        if self.gamma_eta == 0.0 and self.gamma_h == 0.0:
+            return
+        if not 0.5 <= self.gamma_eta < 1.0:
+            raise FedLSAError(
+                f"gamma_eta must lie in [0.5, 1) for the decreasing regime (S2), got "
+                f"{self.gamma_eta}; use gamma_eta = gamma_h = 0 for constant steps (S1)"
+            )
+        if not 0.0 <= self.gamma_h <= self.gamma_eta:
+            raise FedLSAError(
+                f"gamma_h must lie in [0, gamma_eta] = [0, {self.gamma_eta}] (S2 needs the "
+                f"steps to shrink faster than the local steps grow), got {self.gamma_h}"
+            )
+
+    @property
+    def regime(self) -> str:
+        """``"constant"`` (S1) or ``"decreasing"`` (S2)."""
+        return "constant" if self.gamma_eta == 0.0 and self.gamma_h == 0.0 else "decreasing"
+
+    def eta(self, t: int) -> float:
+        """Step size of round ``t`` (1-based)."""
+        return float(self.step_size * (1.0 + t) ** (-self.gamma_eta))
+
+    def h(self, t: int) -> int:
+        """Local steps of round ``t`` (1-based)."""
+        if self.gamma_h == 0.0:
+            return int(self.local_steps)
+        return int(math.ceil(self.local_steps * (1.0 + t) ** self.gamma_h - 1e-12))
+
+    def etas(self) -> np.ndarray:
+        """``eta_1 .. eta_T``."""
+        return np.array([self.eta(t) for t in range(1, self.rounds + 1)])
+
+    def hs(self) -> np.ndarray:
+        """``H_1 .. H_T``."""
+        return np.array([self.h(t) for t in range(1, self.rounds + 1)], dtype=np.int64)
+
+    @property
+    def total_local_steps(self) -> int:
+        """``sum_t H_t``: the rows one site uses over the whole run."""
+        return int(self.hs().sum())
+
+    def with_step_size(self, step_size: float) -> Schedule:
+        """The same schedule with another ``eta``."""
+        return Schedule(self.rounds, step_size, self.local_steps, self.gamma_eta, self.gamma_h)
+
+
+# ----------------------------------------------------------------------------- core
+def bootstrap_weights(rng: np.random.Generator, size: int | tuple[int, ...]) -> np.ndarray:
+    """I.i.d. multiplier-bootstrap weights with mean 1 and variance 1 (section 6).
+
+    ``w = 1 + (B - E B) / sd(B)``, ``B ~ Beta(1/2, 2)`` (the standardized Beta(0.5, 2)
+    of the paper's appendix D, shifted to mean 1); ``W_MIN < w < W_MAX`` (assumption A3).
+    """
+    return 1.0 + (rng.beta(BETA_A, BETA_B, size=size) - _BETA_MEAN) / _BETA_SD
+
+
+def local_updates(
+    theta: np.ndarray,
+    x: np.ndarray,
+    y: np.ndarray,
+    eta: float,
+    w: np.ndarray | None = None,
+    z: np.ndarray | None = None,
+) -> np.ndarray:
+    """``H`` local FedLSA updates (eq. 6) of several parameter sequences at once.
+
+    ``theta_h = theta_{h-1} - eta w_h (x_h x_h' theta_{h-1} - x_h y_h)`` for
+    ``h = 1..H``, for every sequence (the main one and the bootstrap ones, section 6)
+    and every leading batch index (replications in a simulation).
+
+    Parameters
+    ----------
+    theta : ndarray of shape (..., S, d)
+        ``S`` parameter vectors (e.g. the main sequence and M bootstrap ones).
+    x : ndarray of shape (..., H, d)
+        The sampled rows, in order.
+    y : ndarray of shape (..., H)
+        Their responses.
+    eta : float
+        Step size of the round.
+    w : ndarray of shape (..., H, S), optional
+        Multiplier weights of each update of each sequence (default: all 1).
+    z : ndarray of shape (..., H, d), optional
+        Preconditioned rows ``P x_h`` (default ``x``): the update becomes
+        ``theta - eta w P x (x' theta - y)``, which is eq. 6 for the transformed design
+        ``L^-1 x`` (``P = L^-T L^-1``) written in the original coordinates.
+
+    Returns
+    -------
+    ndarray of shape (..., S, d)
+        The parameters after the H updates (a new array; ``theta`` is not changed).
+    """
+    out = np.array(theta, dtype=np.float64, copy=True)
+    n_steps = x.shape[-2]
+    for h in range(n_steps):
+        xh = x[..., h, :]  # (..., d)
+        resid = np.einsum("...sd,...d->...s", out, xh) - y[..., h, None]  # (..., S)
+        if w is not None:
+            resid *= w[..., h, :]
+        zh = xh if z is None else z[..., h, :]
+        out -= eta * resid[..., None] * zh[..., None, :]
+    return out
+
+
+# ----------------------------------------------------------------------------- site
+class LSASite:
+    """Site side of FedLSA: answers ``lsa_setup`` and ``lsa_round`` on its design.
+
+    A subclass provides the design matrix and the response (:meth:`design_arrays`).
+    The site draws its row order (or rows) and its bootstrap weights from its own
+    generator, seeded by the coordinator's per-site seed (derived from the user's
+    seed); only parameter vectors leave it, besides the setup round (its row count and
+    the upper triangle of its ``X'X``, for the collinearity check and the
+    preconditioner) and the preconditioning round (its largest ``x' P x``, for the
+    default step size).
+    """
+
+    name: str
+
+    def design_arrays(self, message: Message) -> tuple[np.ndarray, np.ndarray]:
+        """The site's design ``(n, d)`` and response ``(n,)`` for an ``lsa_setup`` request."""
+        raise NotImplementedError
+
+    def lsa_handlers(self) -> dict:
+        """Message type -> method, for :meth:`handle`."""
+        return {
+            "lsa_setup": self._lsa_setup,
+            "lsa_precondition": self._lsa_precondition,
+            "lsa_round": self._lsa_round,
+        }
+
+    def _lsa_setup(self, msg: Message) -> Message:
+        x, y = self.design_arrays(msg)
+        if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
+            raise FedLSAError(f"{self.name}: the design or the response holds NaN or inf")
+        self._x, self._y = x, y
+        self._rng = np.random.default_rng(int(msg.config["seed"]))
+        self._m = int(msg.config["n_bootstrap"])
+        self._sampling = str(msg.config["sampling"])
+        total = int(msg.config["total_steps"])
+        n = x.shape[0]
+        if x.shape[1] != int(msg.config["n_features"]):
+            raise ProtocolError(
+                f"{self.name}: the site's design has {x.shape[1]} columns, the coordinator "
+                f"fits {int(msg.config['n_features'])}"
+            )
+        if self._sampling == "without_replacement":
+            if n < total:
+                raise FedLSAError(
+                    f"site {self.name!r} holds {n} rows, but FedLSA without replacement "
+                    f"uses sum_t H_t = {total} rows per site (rounds x local steps); ask "
+                    "for fewer rounds or local steps, or use sampling='with_replacement'"
+                )
+            self._order = self._rng.permutation(n)
+        self._used = 0
+        return Message(
+            "lsa_setup",
+            {
+                "n_rows": np.array([n], dtype=np.int64),
+                "gram": (x.T @ x)[np.triu_indices(x.shape[1])],
+            },
+        )
+
+    def _lsa_precondition(self, msg: Message) -> Message:
+        if not hasattr(self, "_x"):
+            raise ProtocolError(f"{self.name}: lsa_precondition before lsa_setup")
+        p = np.asarray(msg.arrays["precondition"], dtype=np.float64)
+        d = self._x.shape[1]
+        if p.shape != (d, d):
+            raise ProtocolError(
+                f"{self.name}: preconditioner of shape {p.shape}, expected {(d, d)}"
+            )
+        self._z = self._x @ p
+        s = np.einsum("ij,ij->i", self._x, self._z)
+        return Message(
+            "lsa_precondition",
+            {"s_sum": np.array([float(s.sum())]), "s2_sum": np.array([float(s @ s)])},
+        )
+
+    def _lsa_round(self, msg: Message) -> Message:
+        if not hasattr(self, "_z"):
+            raise ProtocolError(f"{self.name}: lsa_round before lsa_precondition")
+        theta = np.asarray(msg.arrays["theta"], dtype=np.float64)
+        h, eta = int(msg.config["local_steps"]), float(msg.config["eta"])
+        if theta.shape != (self._m + 1, self._x.shape[1]):
+            raise ProtocolError(
+                f"{self.name}: lsa_round sends theta of shape {theta.shape}, expected "
+                f"{(self._m + 1, self._x.shape[1])}"
+            )
+        if self._sampling == "without_replacement":
+            if self._used + h > self._x.shape[0]:
+                raise FedLSAError(
+                    f"site {self.name!r}: no unused rows left for {h} more local steps"
+                )
+            idx = self._order[self._used : self._used + h]
+        else:
+            idx = self._rng.integers(0, self._x.shape[0], size=h)
+        self._used += h
+        w = np.ones((h, self._m + 1))
+        w[:, 1:] = bootstrap_weights(self._rng, (h, self._m))
+        out = local_updates(theta, self._x[idx], self._y[idx], eta, w, self._z[idx])
+        return Message("lsa_round", {"theta": out})
+
+    def handle(self, message: Message) -> Message:
+        """Answer one protocol message."""
+        handler = self.lsa_handlers().get(message.type)
+        if handler is None:
+            raise ProtocolError(f"{self.name}: unknown message type {message.type!r}")
+        return handler(message)
+
+
+class ArraySite(LSASite):
+    """A FedLSA site holding a ready design matrix (plain numpy arrays).
+
+    Parameters
+    ----------
+    x : array-like of shape (n, d)
+        Design matrix (include a column of ones for an intercept).
+    y : array-like of shape (n,)
+        Response.
+    name : str
+        Site name for messages and errors.
+    """
+
+    def __init__(self, x: np.ndarray, y: np.ndarray, name: str = "site") -> None:
+        self.name = name
+        x = np.asarray(x, dtype=np.float64)
+        y = np.asarray(y, dtype=np.float64)
+        if x.ndim != 2 or y.shape != (x.shape[0],):
+            raise FedLSAError(
+                f"site {name!r}: expected x of shape (n, d) and y of shape (n,), got "
+                f"{x.shape} and {y.shape}"
+            )
+        self.x, self.y = x, y
+
+    def design_arrays(self, message: Message) -> tuple[np.ndarray, np.ndarray]:
+        return self.x, self.y
+
+
+# ----------------------------------------------------------------------------- results
+@dataclass
+class FedLSAResults:
+    """FedLSA estimate and its multiplier-bootstrap distribution (statsmodels style).
+
+    Attributes
+    ----------
+    params : ndarray of shape (d,)
+        ``theta_T``, the last iterate (also ``coef_``).
+    bootstrap : ndarray of shape (M, d)
+        The bootstrap last iterates ``theta_T^b``.
+    feature_names : list of str
+    schedule : Schedule
+    site_weights : ndarray of shape (K,)
+        The averaging weights ``p_c``.
+    n_rows : ndarray of shape (K,)
+        Rows per site.
+    rounds : int
+        Communication rounds run (setup round included).
+    bytes_up, bytes_down : int
+        Bytes uploaded by / sent to the sites over the whole run.
+    sampling : str
+    """
+
+    params: np.ndarray
+    bootstrap: np.ndarray
+    feature_names: list[str]
+    schedule: Schedule
+    site_weights: np.ndarray
+    n_rows: np.ndarray
+    rounds: int
+    bytes_up: int
+    bytes_down: int
+    sampling: str
+    target: str = "y"
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def coef_(self) -> np.ndarray:
+        """``theta_T`` (scikit-learn spelling of :attr:`params`)."""
+        return self.params
+
+    @property
+    def converged(self) -> bool:
+        """Whether the start is forgotten: the transient bound of Lemma 1,
+        ``exp(-a sum_t eta_t H_t) ||theta_T||``, is below a tenth of the smallest
+        bootstrap standard error (else the intervals describe the noise around a
+        point the run has not reached)."""
+        transient = float(self.extra.get("transient", 0.0))
+        return transient * float(np.linalg.norm(self.params)) < 0.1 * float(np.min(self.bse))
+
+    def check_convergence(self) -> None:
+        """Warn (:class:`FedLSAConvergenceWarning`) if :attr:`converged` is False."""
+        if not self.converged:
+            warnings.warn(
+                f"FedLSA has not forgotten its start after {self.schedule.rounds} rounds "
+                f"(transient bound exp(-a sum eta_t H_t) = {self.extra['transient']:.2g}): "
+                "the intervals are not valid; run more rounds or local steps, or a larger "
+                "step_size",
+                FedLSAConvergenceWarning,
+                stacklevel=3,
+            )
+
+    @property
+    def eta_final(self) -> float:
+        """``eta_T``, the last round's step size."""
+        return self.schedule.eta(self.schedule.rounds)
+
+    @property
+    def bse(self) -> np.ndarray:
+        """Bootstrap standard deviation of each coefficient (the paper's SDB scale)."""
+        return np.std(self.bootstrap - self.params, axis=0, ddof=1)
+
+    def conf_int(self, alpha: float = 0.05, *, joint: bool = False) -> np.ndarray:
+        """Confidence intervals for the coefficients, shape ``(d, 2)``.
+
+        Parameters
+        ----------
+        alpha : float
+            1 - confidence level.
+        joint : bool
+            False: per-coefficient empirical-quantile intervals (section 6)
+            ``[theta_j - q_{1-alpha/2}, theta_j - q_{alpha/2}]``, ``q`` the bootstrap
+            quantiles of ``theta^b_j - theta_j``.  True: simultaneous intervals from
+            the max-statistic ``max_j |theta^b_j - theta_j| / s_j``.
+        """
+        if not 0.0 < alpha < 1.0:
+            raise FedLSAError(f"alpha must lie in (0, 1), got {alpha}")
+        dev = self.bootstrap - self.params
+        if not joint:
+            lo, hi = np.quantile(dev, [alpha / 2.0, 1.0 - alpha / 2.0], axis=0)
+            return np.column_stack([self.params - hi, self.params - lo])
+        s = np.std(dev, axis=0, ddof=1)
+        s = np.where(s > 0, s, np.finfo(float).tiny)
+        c = float(np.quantile(np.max(np.abs(dev) / s, axis=1), 1.0 - alpha))
+        return np.column_stack([self.params - c * s, self.params + c * s])
+
+    def to_dict(self, alpha: float = 0.05) -> dict:
+        """JSON-ready result: coefficients, bootstrap std. errors, per-coefficient and
+        joint intervals at level ``1 - alpha``, the schedule, rounds and bytes."""
+        ci = self.conf_int(alpha)
+        joint = self.conf_int(alpha, joint=True)
+        return {
+            "method": "fedlsa",
+            "target": self.target,
+            "level": 1.0 - alpha,
+            "coefficients": [
+                {
+                    "name": name,
+                    "coef": float(self.params[j]),
+                    "bootstrap_se": float(self.bse[j]),
+                    "lower": float(ci[j, 0]),
+                    "upper": float(ci[j, 1]),
+                    "joint_lower": float(joint[j, 0]),
+                    "joint_upper": float(joint[j, 1]),
+                }
+                for j, name in enumerate(self.feature_names)
+            ],
+            "converged": bool(self.converged),
+            "schedule": {
+                "rounds": int(self.schedule.rounds),
+                "step_size": float(self.schedule.step_size),
+                "local_steps": int(self.schedule.local_steps),
+                "gamma_eta": float(self.schedule.gamma_eta),
+                "gamma_h": float(self.schedule.gamma_h),
+                "eta_final": self.eta_final,
+                "rows_per_site": self.schedule.total_local_steps,
+            },
+            "n_bootstrap": int(self.bootstrap.shape[0]),
+            "sampling": self.sampling,
+            "site_weights": [float(v) for v in self.site_weights],
+            "n_rows": [int(v) for v in self.n_rows],
+            "rounds": int(self.rounds),
+            "bytes_up": int(self.bytes_up),
+            "bytes_down": int(self.bytes_down),
+        }
+
+    def summary(self, alpha: float = 0.05) -> str:
+        """A text table: coefficient, bootstrap std. error, interval."""
+        ci = self.conf_int(alpha)
+        level = f"{100 * (1 - alpha):g}%"
+        width = max([len(n) for n in self.feature_names] + [9])
+        lines = [
+            f"FedLSA linear regression of {self.target!r}: {len(self.n_rows)} sites, "
+            f"{int(self.n_rows.sum())} rows, {self.schedule.rounds} rounds "
+            f"({self.schedule.regime} steps, eta_T = {self.eta_final:.3g}, "
+            f"sum H_t = {self.schedule.total_local_steps}), "
+            f"{self.bootstrap.shape[0]} bootstrap sequences, sampling {self.sampling}",
+            f"{'':{width}}  {'coef':>11}  {'boot se':>10}  {level + ' lower':>11}  "
+            f"{level + ' upper':>11}",
+        ]
+        for j, name in enumerate(self.feature_names):
+            lines.append(
+                f"{name:{width}}  {self.params[j]:11.5g}  {self.bse[j]:10.4g}  "
+                f"{ci[j, 0]:11.5g}  {ci[j, 1]:11.5g}"
+            )
+        if not self.converged:
+            lines.append("WARNING: not converged (the start is not forgotten); see converged")
+        lines.append(
+            f"messages: {self.rounds} rounds, {self.bytes_up} bytes up, "
+            f"{self.bytes_down} bytes down"
+        )
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return self.summary()
+
+
+# ----------------------------------------------------------------------------- coordinator
+def run_fedlsa(
+    transport: Transport,
+    n_features: int,
+    schedule: Schedule | None = None,
+    *,
+    rounds: int = 200,
+    local_steps: int = 10,
+    step_size: float | None = None,
+    gamma_eta: float = 0.0,
+    gamma_h: float = 0.0,
+    n_bootstrap: int = 200,
+    seed: int | np.random.SeedSequence | None = None,
+    site_weights: str = "size",
+    sampling: str = "without_replacement",
+    precondition: bool = True,
+    setup_arrays: dict[str, np.ndarray] | None = None,
+    setup_config: dict | None = None,
+    feature_names: Sequence[str] | None = None,
+    target: str = "y",
+) -> FedLSAResults:
+    """The FedLSA coordinator: Algorithm 1 with the online multiplier bootstrap.
+
+    It talks to the sites only through ``transport`` (``lsa_setup`` once, then one
+    ``lsa_round`` per round carrying the ``M + 1`` parameter vectors).
+
+    Parameters
+    ----------
+    transport : Transport
+        Reaches the sites (each answers ``lsa_setup`` and ``lsa_round``).
+    n_features : int
+        Width d of the design (the number of coefficients).
+    schedule : Schedule, optional
+        Steps and local steps; default built from ``rounds``, ``local_steps``,
+        ``step_size``, ``gamma_eta`` and ``gamma_h``.
+    step_size : float, optional
+        ``eta``; default ``E[s] / (4 E[s^2])``, ``s = x'Px`` (module docstring).
+    n_bootstrap : int
+        Bootstrap sequences M.
+    seed : int or SeedSequence, optional
+        Root of every site's generator (row order and bootstrap weights).
+    site_weights : {"size", "equal"}
+        ``"size"``: average with ``n_c / n`` (target: pooled OLS); ``"equal"``: the
+        paper's 1/N.
+    sampling : {"without_replacement", "with_replacement"}
+        See the module docstring.
+    precondition : bool
+        Run Algorithm 1 on the whitened design ``L^-1 x`` (``L L' = Abar``, the
+        weighted ``X'X / n`` from the setup round), written in the original
+        coordinates: each update moves along ``P x`` with ``P = Abar^-1``.  Then
+        ``a = lambda_min = 1`` in assumption A1 and the run forgets its start in about
+        ``1 / eta`` local steps whatever the correlation of the features.  The
+        intervals carry over exactly: ``theta = L^-T phi`` is a fixed linear map, and
+        convex sets stay convex (the paper notes the invariance after Theorem 3).
+        False runs the paper's update on the raw design.
+    setup_arrays, setup_config : optional
+        Extra payload of the ``lsa_setup`` request (e.g. the standardization of a
+        design built from tables).
+
+    Returns
+    -------
+    FedLSAResults
+    """
+    if site_weights not in SITE_WEIGHTS:
+        raise FedLSAError(f"site_weights must be one of {SITE_WEIGHTS}, got {site_weights!r}")
+    if sampling not in SAMPLING:
+        raise FedLSAError(f"sampling must be one of {SAMPLING}, got {sampling!r}")
+    if not (isinstance(n_bootstrap, int | np.integer) and n_bootstrap >= 2):
+        raise FedLSAError(f"n_bootstrap must be an integer >= 2, got {n_bootstrap!r}")
+    if schedule is None:
+        schedule = Schedule(rounds, step_size or 1.0, local_steps, gamma_eta, gamma_h)
+        explicit_step = step_size is not None
+    else:
+        explicit_step = True
+    k = transport.n_clients
+    up0, down0 = sum(transport.uploaded_bytes), sum(transport.downloaded_bytes)
+    seq = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+    config = {
+        "n_bootstrap": int(n_bootstrap),
+        "sampling": sampling,
+        "total_steps": schedule.total_local_steps,
+        "n_features": int(n_features),
+        **(setup_config or {}),
+    }
+    messages = []
+    for child in seq.spawn(k):
+        site_seed = int(child.generate_state(1, np.uint64)[0] >> np.uint64(1))
+        messages.append(
+            Message("lsa_setup", dict(setup_arrays or {}), {**config, "seed": site_seed})
+        )
+    replies = transport.exchange(messages)
+    n_rows = np.array([int(r.arrays["n_rows"][0]) for r in replies], dtype=np.int64)
+    p = n_rows / n_rows.sum() if site_weights == "size" else np.full(k, 1.0 / k)
+    d = int(n_features)
+    if feature_names is not None and len(feature_names) != d:
+        raise FedLSAError(f"{len(feature_names)} feature names for a design of {d} columns")
+    iu = np.triu_indices(d)
+    gram = np.zeros((d, d))
+    for c, r in enumerate(replies):
+        g = np.zeros((d, d))
+        g[iu] = r.arrays["gram"]
+        gram += p[c] / n_rows[c] * (g + np.triu(g, 1).T)
+    a = _check_design(gram, feature_names)
+    if precondition:
+        pre = np.linalg.inv(gram)
+        pre = (pre + pre.T) / 2.0
+        a = 1.0  # lambda_min(P Abar) = 1
+    else:
+        pre = np.eye(d)
+    out = transport.broadcast(Message("lsa_precondition", {"precondition": pre}))
+    s1 = float(sum(p[c] * r.arrays["s_sum"][0] / n_rows[c] for c, r in enumerate(out)))
+    s2 = float(sum(p[c] * r.arrays["s2_sum"][0] / n_rows[c] for c, r in enumerate(out)))
+    if not explicit_step:
+        if not s2 > 0:
+            raise FedLSAError("every row of the design is zero; nothing to fit")
+        schedule = schedule.with_step_size(default_step_size(s1, s2))
+    horizon = float(np.sum(schedule.etas() * schedule.hs()))
+    theta = np.zeros((n_bootstrap + 1, d))  # theta_0 = 0 for every sequence
+    for t in range(1, schedule.rounds + 1):
+        config_t = {"round": t, "eta": schedule.eta(t), "local_steps": schedule.h(t)}
+        out = transport.broadcast(Message("lsa_round", {"theta": theta}, config_t))
+        theta = np.einsum("c,csd->sd", p, np.stack([r.arrays["theta"] for r in out]))
+        if not np.all(np.isfinite(theta)):
+            raise FedLSAError(
+                f"FedLSA diverged in round {t} (eta_t = {schedule.eta(t):.3g}); use a "
+                "smaller step_size"
+            )
+    names = list(feature_names) if feature_names is not None else [f"x{j}" for j in range(d)]
+    res = FedLSAResults(
+        params=theta[0].copy(),
+        bootstrap=theta[1:].copy(),
+        feature_names=names,
+        schedule=schedule,
+        site_weights=p,
+        n_rows=n_rows,
+        rounds=schedule.rounds + 2,
+        bytes_up=sum(transport.uploaded_bytes) - up0,
+        bytes_down=sum(transport.downloaded_bytes) - down0,
+        sampling=sampling,
+        target=target,
+        extra={"a": a, "transient": math.exp(-a * horizon), "precondition": pre},
+    )
+    res.check_convergence()
+    return res
+
+
+def default_step_size(mean_s: float, mean_s2: float) -> float:
+    """``eta = E[s] / (4 E[s^2])``, ``s = x'Px`` (module docstring, "Step sizes")."""
+    return mean_s / (2.0 * (1.0 + 1.0) * mean_s2)  # 2 E[w^2] = 2 (Var w + (E w)^2) = 4
+
+
+def _check_design(abar: np.ndarray, feature_names: Sequence[str] | None) -> float:
+    """``a = lambda_min(Abar)`` of the weighted system; an error if the design is singular.
+
+    ``-Abar`` must be Hurwitz (assumption A1): collinear features make ``Abar`` singular
+    and FedLSA would wander along the null direction forever.
+    """
+    vals, vecs = np.linalg.eigh(abar)
+    top = max(float(vals[-1]), np.finfo(float).tiny)
+    if vals[0] <= 1e-10 * top:
+        v = vecs[:, 0]
+        names = (
+            list(feature_names)
+            if feature_names is not None
+            else [f"x{j}" for j in range(abar.shape[0])]
+        )
+        involved = [names[j] for j in np.flatnonzero(np.abs(v) > 1e-6 * np.abs(v).max())]
+        raise FedLSAError(
+            f"the features are collinear across the federation (the pooled design has "
+            f"rank < {abar.shape[0]}): {involved} are linearly dependent; leave one of "
+            "them out"
+        )
+    return float(vals[0])
+
+
+def fedlsa_arrays(
+    xs: Sequence[np.ndarray],
+    ys: Sequence[np.ndarray],
+    *,
+    names: Sequence[str] | None = None,
+    feature_names: Sequence[str] | None = None,
+    **kwargs,
+) -> FedLSAResults:
+    """FedLSA on design matrices already held by each site (plain numpy arrays).
+
+    Builds one :class:`ArraySite` per ``(x, y)`` and an in-process transport, then runs
+    :func:`run_fedlsa` (its keyword arguments pass through).
+    """
+    if len(xs) != len(ys) or len(xs) == 0:
+        raise FedLSAError(
+            f"need one response per design and at least one site, got "
+            f"{len(xs)} designs and {len(ys)} responses"
+        )
+    names = list(names) if names is not None else [f"site{c}" for c in range(len(xs))]
+    sites = [ArraySite(x, y, n) for x, y, n in zip(xs, ys, names, strict=True)]
+    transport = InProcessTransport(sites, n_jobs=1)
+    try:
+        width = np.asarray(xs[0]).shape[-1]
+        return run_fedlsa(transport, width, feature_names=feature_names, **kwargs)
+    finally:
+        transport.close()
+
+
+# ----------------------------------------------------------------------------- tables
+class FedLSASite(DesignSite, LSASite):
+    """A FedLSA site holding a table: ``setup`` and ``moments`` as every analysis site
+    (:class:`fits.analysis.design.DesignSite`), then ``lsa_setup`` (builds its design
+    with the federation-wide standardization the request carries) and ``lsa_round``.
+
+    Parameters
+    ----------
+    data : DataFrame
+        The site's table (never leaves the site).
+    name : str
+        The site's name.
+    """
+
+    def handlers(self) -> dict:
+        return {**super().handlers(), **self.lsa_handlers()}
+
+    def handle(self, message: Message) -> Message:
+        return DesignSite.handle(self, message)
+
+    def design_arrays(self, message: Message) -> tuple[np.ndarray, np.ndarray]:
+        if self.builder is None:
+            raise ProtocolError(f"{self.name}: lsa_setup before the moments round")
+        st = Standardization(
+            means=np.asarray(message.arrays["means"], dtype=np.float64),
+            sds=np.asarray(message.arrays["sds"], dtype=np.float64),
+            n_rows=np.zeros(0, dtype=np.int64),
+        )
+        return self.design(st), self.builder.target()
+
+
+NUMERIC_DTYPES = ("float", "int", "bool")
+
+
+def fedlsa(
+    tables: Mapping[str, pd.DataFrame] | Sequence[pd.DataFrame] | None,
+    target: str,
+    features: Sequence[str] | None = None,
+    *,
+    rounds: int = 200,
+    local_steps: int = 10,
+    step_size: float | None = None,
+    gamma_eta: float = 0.0,
+    gamma_h: float = 0.0,
+    n_bootstrap: int = 200,
+    seed: int | None = None,
+    site_weights: str = "size",
+    sampling: str = "without_replacement",
+    precondition: bool = True,
+    transport: Transport | None = None,
+    kinds: Mapping[str, str] | None = None,
+) -> FedLSAResults:
+    """Linear regression across sites by FedLSA, with multiplier-bootstrap intervals.
+
+    Rounds: the setup round (schema), one round of sums (federation-wide means and
+    standard deviations of the numeric features, :mod:`fits.analysis.design`), the
+    FedLSA setup and preconditioning rounds, then ``rounds`` rounds of Algorithm 1
+    carrying the ``M + 1`` parameter vectors.  Coefficients are on the design's scale:
+    numeric features standardized with the federation-wide mean and sd, nominal ones
+    one-hot with the first level as reference, an intercept first.
+
+    Parameters
+    ----------
+    tables : mapping of site name to DataFrame, or sequence of DataFrames
+        One table per site (ignored when ``transport`` is given).
+    target : str
+        The numeric response.
+    features : sequence of str, optional
+        Feature columns (default: every other column).
+    rounds, local_steps, step_size, gamma_eta, gamma_h :
+        The schedule (:class:`Schedule`); ``step_size`` defaults to
+        ``E[s] / (4 E[s^2])``, ``s = x'Px``.
+    n_bootstrap : int
+        Bootstrap sequences M (default 200).
+    seed : int, optional
+        The one seed every site's generator derives from.
+    site_weights, sampling, precondition :
+        See :func:`run_fedlsa` and the module docstring.
+    transport : Transport, optional
+        Reaches sites that answer the FedLSA messages (e.g. :class:`FedLSASite` over
+        Flower); default: an in-process federation of ``tables``.
+    kinds : mapping, optional
+        Column kind overrides for the shared schema.
+
+    Returns
+    -------
+    FedLSAResults
+        ``coef_`` / ``params``, ``conf_int(alpha)``, ``summary()``, rounds and bytes.
+
+    Raises
+    ------
+    FedLSAError
+        Non-numeric target, collinear features, a site with fewer rows than the run
+        needs, bad options.
+    """
+    own = transport is None
+    if own:
+        if tables is None:
+            raise FedLSAError("give the sites' tables or a transport that reaches them")
+        if isinstance(tables, Mapping):
+            items = list(tables.items())
+        else:
+            items = [(f"site{c}", t) for c, t in enumerate(tables)]
+        if not items:
+            raise FedLSAError("no tables: FedLSA needs at least one site")
+        sites = [FedLSASite(t, str(n)) for n, t in items]
+        transport = InProcessTransport(sites, n_jobs=1)
+    assert transport is not None
+    try:
+        up0, down0 = sum(transport.uploaded_bytes), sum(transport.downloaded_bytes)
+        schema, _ = schema_round(transport, kinds=kinds)
+        if target not in schema.names:
+            raise FedLSAError(
+                f"target column {target!r} is not in the tables; columns: {schema.names}"
+            )
+        tspec = schema[target]
+        if tspec.dtype not in NUMERIC_DTYPES:
+            raise FedLSAError(
+                f"target {target!r} is not numeric (its values are {tspec.dtype}); FedLSA "
+                "fits a linear regression of a numeric target: code it as numbers"
+            )
+        spec = DesignSpec.from_schema(schema, target, features)
+        st = standardization_round(transport, spec)
+        res = run_fedlsa(
+            transport,
+            spec.n_columns,
+            rounds=rounds,
+            local_steps=local_steps,
+            step_size=step_size,
+            gamma_eta=gamma_eta,
+            gamma_h=gamma_h,
+            n_bootstrap=n_bootstrap,
+            seed=seed,
+            site_weights=site_weights,
+            sampling=sampling,
+            precondition=precondition,
+            setup_arrays={"means": st.means, "sds": st.sds},
+            feature_names=spec.feature_names,
+            target=target,
+        )
+        res.rounds += 2
+        res.bytes_up = sum(transport.uploaded_bytes) - up0
+        res.bytes_down = sum(transport.downloaded_bytes) - down0
+        res.extra.update({"design": spec, "standardization": st, "schema": schema})
+        return res
+    finally:
+        if own:
+            transport.close()  # type: ignore[attr-defined]

@@ -1,0 +1,371 @@
+"""FedLSA with the online multiplier bootstrap (fits.analysis.lsa) and the inference check."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fits.analysis.inference import ci_overlap, inference_check, ols_hc1
+from fits.analysis.lsa import (
+    W_MAX,
+    W_MIN,
+    ArraySite,
+    FedLSAError,
+    FedLSAResults,
+    Schedule,
+    bootstrap_weights,
+    fedlsa,
+    fedlsa_arrays,
+    local_updates,
+    run_fedlsa,
+)
+from fits.federation.protocol import Message, ProtocolError, check_reply
+from fits.federation.transport import InProcessTransport
+
+from conftest import mixed_table, split
+
+
+def hetero_sites(sizes, seed=0, d_extra=2, beta_shift=0.6):
+    """Sites with different sizes, feature distributions and local coefficients."""
+    rng = np.random.default_rng(seed)
+    xs, ys = [], []
+    for c, n in enumerate(sizes):
+        z = rng.normal(loc=1.5 * c - 1.0, scale=0.5 + 0.7 * c, size=(n, d_extra))
+        x = np.column_stack([np.ones(n), z])
+        beta = np.array([1.0, 2.0, -1.0][: d_extra + 1]) + beta_shift * c * np.arange(
+            1, d_extra + 2
+        )
+        y = x @ beta + rng.normal(size=n) * (1.0 + 0.3 * np.abs(z[:, 0]))
+        xs.append(x)
+        ys.append(y)
+    return xs, ys
+
+
+def pooled_ols(xs, ys):
+    return np.linalg.lstsq(np.vstack(xs), np.concatenate(ys), rcond=None)[0]
+
+
+def equal_weight_target(xs, ys):
+    """(mean_c Abar^c)^-1 (mean_c bbar^c): the fixed point of the paper's 1/N average."""
+    a = np.mean([x.T @ x / len(x) for x in xs], axis=0)
+    b = np.mean([x.T @ y / len(x) for x, y in zip(xs, ys, strict=True)], axis=0)
+    return np.linalg.solve(a, b)
+
+
+# --------------------------------------------------------------------------- core
+def test_local_updates_equal_a_plain_loop_for_every_sequence_and_batch():
+    rng = np.random.default_rng(1)
+    batch, s, h, d = 3, 4, 6, 3
+    theta = rng.normal(size=(batch, s, d))
+    x = rng.normal(size=(batch, h, d))
+    y = rng.normal(size=(batch, h))
+    w = rng.uniform(0.1, 3.0, size=(batch, h, s))
+    out = local_updates(theta, x, y, 0.05, w)
+    for r in range(batch):
+        for k in range(s):
+            th = theta[r, k].copy()
+            for j in range(h):  # eq. 6 with the multiplier weight of section 6
+                a = np.outer(x[r, j], x[r, j])
+                b = x[r, j] * y[r, j]
+                th = th - 0.05 * w[r, j, k] * (a @ th - b)
+            np.testing.assert_allclose(out[r, k], th, rtol=1e-12, atol=1e-12)
+    # unweighted = weights of one; the input is not changed
+    np.testing.assert_array_equal(
+        local_updates(theta, x, y, 0.05), local_updates(theta, x, y, 0.05, np.ones_like(w))
+    )
+    assert not np.shares_memory(out, theta)
+
+
+def test_bootstrap_weights_have_mean_one_variance_one_and_are_bounded():
+    w = bootstrap_weights(np.random.default_rng(0), 1_000_000)
+    assert abs(w.mean() - 1.0) < 3e-3
+    assert abs(w.var() - 1.0) < 1e-2
+    assert w.min() > W_MIN and w.max() < W_MAX
+    assert 0 < W_MIN < 0.07 and 4.7 < W_MAX < 4.75  # 1 -/+ (0.2 | 0.8) / sd(Beta(.5, 2))
+
+
+def test_schedule_regimes_follow_the_paper():
+    s1 = Schedule(rounds=5, step_size=0.1, local_steps=3)
+    assert s1.regime == "constant" and s1.total_local_steps == 15
+    np.testing.assert_allclose(s1.etas(), 0.1)
+    s2 = Schedule(rounds=4, step_size=0.2, local_steps=5, gamma_eta=0.6, gamma_h=0.2)
+    t = np.arange(1, 5)
+    np.testing.assert_allclose(s2.etas(), 0.2 * (1.0 + t) ** -0.6)
+    np.testing.assert_array_equal(s2.hs(), np.ceil(5 * (1.0 + t) ** 0.2).astype(int))
+    with pytest.raises(FedLSAError, match="gamma_eta"):
+        Schedule(rounds=4, step_size=0.2, local_steps=5, gamma_eta=0.3)
+    with pytest.raises(FedLSAError, match="gamma_h"):
+        Schedule(rounds=4, step_size=0.2, local_steps=5, gamma_eta=0.6, gamma_h=0.7)
+    with pytest.raises(FedLSAError, match="rounds"):
+        Schedule(rounds=0, step_size=0.2, local_steps=5)
+
+
+# --------------------------------------------------------------------------- the target
+def test_estimate_approaches_the_pooled_least_squares_fit_as_t_grows():
+    xs, ys = hetero_sites([300, 1200, 4000], seed=2)
+    ols = pooled_ols(xs, ys)
+    errs = []
+    for rounds in (20, 200, 2000):
+        res = fedlsa_arrays(
+            xs,
+            ys,
+            rounds=rounds,
+            local_steps=5,
+            step_size=0.05,
+            gamma_eta=0.6,
+            n_bootstrap=2,
+            seed=7,
+            sampling="with_replacement",
+        )
+        errs.append(np.linalg.norm(res.coef_ - ols))
+    assert errs[0] > errs[1] > errs[2]
+    # the distance left is the algorithm's noise, a small fraction of the coefficients
+    assert errs[2] < 0.02 * np.linalg.norm(ols)
+
+
+def test_size_weights_target_the_pooled_ols_and_equal_weights_do_not():
+    # very different sizes and feature distributions, different local solutions
+    xs, ys = hetero_sites([200, 2000, 20000], seed=3)
+    ols, eq = pooled_ols(xs, ys), equal_weight_target(xs, ys)
+    gap = np.linalg.norm(ols - eq)
+    assert gap > 0.5  # the two targets differ clearly on this federation
+    kw = dict(
+        rounds=2000,
+        local_steps=10,
+        gamma_eta=0.6,
+        n_bootstrap=2,
+        seed=11,
+        sampling="with_replacement",
+    )
+    for precondition in (True, False):
+        step = 0.02
+        size = fedlsa_arrays(
+            xs, ys, site_weights="size", precondition=precondition, step_size=step, **kw
+        )
+        equal = fedlsa_arrays(
+            xs, ys, site_weights="equal", precondition=precondition, step_size=step, **kw
+        )
+        assert size.extra["transient"] < 0.05
+        np.testing.assert_allclose(size.site_weights, np.array([200, 2000, 20000]) / 22200)
+        assert np.linalg.norm(size.coef_ - ols) < 0.05 * gap
+        assert np.linalg.norm(equal.coef_ - eq) < 0.05 * gap
+
+
+def test_without_replacement_estimate_is_near_the_pooled_fit_within_its_intervals():
+    xs, ys = hetero_sites([2000, 5000, 12000], seed=4, beta_shift=0.0)  # one common beta
+    res = fedlsa_arrays(xs, ys, rounds=300, local_steps=5, step_size=0.02, seed=5, n_bootstrap=200)
+    ols = pooled_ols(xs, ys)
+    ci = res.conf_int(0.01)
+    assert np.all((ci[:, 0] <= ols) & (ols <= ci[:, 1]))
+    assert res.extra["transient"] < 1e-3
+
+
+# --------------------------------------------------------------------------- intervals
+def test_conf_int_is_the_papers_quantile_interval_and_the_joint_max_statistic():
+    rng = np.random.default_rng(0)
+    params = np.array([1.0, -2.0])
+    boot = params + rng.normal(size=(1000, 2)) * [0.1, 0.3] + [0.02, 0.0]
+    res = FedLSAResults(
+        params,
+        boot,
+        ["a", "b"],
+        Schedule(3, 0.1, 1),
+        np.ones(1),
+        np.array([10]),
+        4,
+        0,
+        0,
+        "without_replacement",
+    )
+    dev = boot - params
+    q = np.quantile(dev, [0.05, 0.95], axis=0)
+    np.testing.assert_allclose(res.conf_int(0.1), np.column_stack([params - q[1], params - q[0]]))
+    s = dev.std(axis=0, ddof=1)
+    c = np.quantile(np.max(np.abs(dev) / s, axis=1), 0.9)
+    np.testing.assert_allclose(
+        res.conf_int(0.1, joint=True), np.column_stack([params - c * s, params + c * s])
+    )
+    assert c > 1.6449  # wider than a single coefficient's normal quantile
+    np.testing.assert_allclose(res.bse, s)
+    assert "95% lower" in res.summary() and "b" in res.summary()
+    with pytest.raises(FedLSAError, match="alpha"):
+        res.conf_int(1.5)
+
+
+# --------------------------------------------------------------------------- messages
+def test_only_parameter_vectors_travel_and_rounds_and_bytes_are_counted():
+    xs, ys = hetero_sites([500, 800], seed=5)
+    sites = [ArraySite(x, y, f"s{c}") for c, (x, y) in enumerate(zip(xs, ys, strict=True))]
+    transport = InProcessTransport(sites, n_jobs=1)
+    seen = []
+    transport.observers.append(lambda k, m, r: seen.append((m.type, r)))
+    m, d, t = 9, 3, 7
+    res = run_fedlsa(transport, d, rounds=t, local_steps=4, step_size=0.01, n_bootstrap=m, seed=1)
+    assert res.rounds == t + 2  # setup, preconditioning, T rounds
+    rounds = [r for kind, r in seen if kind == "lsa_round"]
+    assert len(rounds) == 2 * t
+    for r in rounds:  # one message per site and round with all M + 1 vectors
+        assert set(r.arrays) == {"theta"} and r.arrays["theta"].shape == (m + 1, d)
+        assert not r.config
+    assert res.bytes_up == sum(transport.uploaded_bytes) > 2 * t * (m + 1) * d * 8
+    # the protocol refuses a reply carrying anything else
+    req = Message("lsa_round", {"theta": np.zeros((m + 1, d))}, {"eta": 0.1, "local_steps": 1})
+    with pytest.raises(ProtocolError):
+        check_reply(
+            req, Message("lsa_round", {"theta": np.zeros((m + 1, d)), "rows": np.zeros((2, d))})
+        )
+    with pytest.raises(ProtocolError):
+        check_reply(req, Message("lsa_round", {"theta": np.zeros((m, d))}))
+
+
+def test_one_seed_reproduces_the_run_and_another_changes_it():
+    xs, ys = hetero_sites([400, 600], seed=6)
+    kw = dict(rounds=20, local_steps=3, n_bootstrap=5)
+    a = fedlsa_arrays(xs, ys, seed=3, **kw)
+    b = fedlsa_arrays(xs, ys, seed=3, **kw)
+    c = fedlsa_arrays(xs, ys, seed=4, **kw)
+    np.testing.assert_array_equal(a.bootstrap, b.bootstrap)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    assert not np.array_equal(a.coef_, c.coef_)
+    # default step size E[s] / (4 E[s^2]), s = x'Px, over the pooled rows (size weights)
+    pooled = np.vstack(xs)
+    p = np.linalg.inv(pooled.T @ pooled / len(pooled))
+    s = np.einsum("ij,jk,ik->i", pooled, p, pooled)
+    assert s.mean() == pytest.approx(3.0)  # E x' Abar^-1 x = tr(I) = d
+    assert a.schedule.step_size == pytest.approx(s.mean() / (4 * np.mean(s**2)))
+
+
+# --------------------------------------------------------------------------- tables
+def test_tables_api_matches_pooled_ols_of_the_same_design():
+    df = mixed_table(12000, seed=1)
+    parts = split(df, [2000, 3000, 7000])
+    res = fedlsa(
+        {"a": parts[0], "b": parts[1], "c": parts[2]}, "y", rounds=150, local_steps=10, seed=3
+    )
+    assert res.feature_names[0] == "(intercept)" and "x" in res.feature_names
+    spec, st = res.extra["design"], res.extra["standardization"]
+    x = np.column_stack(
+        [np.ones(len(df))]
+        + [(df[c] - m) / s for c, m, s in zip(spec.numeric, st.means, st.sds, strict=True)]
+        + [df["b"].astype(float)]
+        + [(df["c"] == v).astype(float) for v in ("south", "west")]
+    )
+    assert res.feature_names == ["(intercept)", "x", "o", "b=True", "c=south", "c=west"]
+    ols = np.linalg.lstsq(
+        x.to_numpy() if hasattr(x, "to_numpy") else x, df["y"].to_numpy(), rcond=None
+    )[0]
+    ci = res.conf_int(0.01)
+    assert np.all((ci[:, 0] <= ols) & (ols <= ci[:, 1])), (ci, ols)
+    assert res.rounds == 150 + 4  # schema, moments, setup, preconditioning
+
+
+def test_non_numeric_target_is_refused():
+    df = mixed_table(600, seed=2)
+    with pytest.raises(FedLSAError, match="'c' is not numeric"):
+        fedlsa([df.iloc[:300], df.iloc[300:]], "c", rounds=5, local_steps=2)
+
+
+def test_collinear_features_are_refused_by_name():
+    df = mixed_table(600, seed=2)
+    df["x2"] = 2.0 * df["x"] + 1.0
+    with pytest.raises(FedLSAError, match=r"collinear.*'x'.*'x2'|collinear.*'x2'.*'x'"):
+        fedlsa(
+            [df.iloc[:300], df.iloc[300:]], "y", features=["x", "x2", "o"], rounds=5, local_steps=2
+        )
+
+
+def test_a_site_with_too_few_rows_for_the_local_steps_is_named():
+    df = mixed_table(600, seed=2)
+    with pytest.raises(FedLSAError, match=r"site 'small' holds 100 rows.*sum_t H_t = 200"):
+        fedlsa({"big": df.iloc[:500], "small": df.iloc[500:]}, "y", rounds=20, local_steps=10)
+    # with replacement the same run is allowed
+    res = fedlsa(
+        {"big": df.iloc[:500], "small": df.iloc[500:]},
+        "y",
+        rounds=20,
+        local_steps=10,
+        sampling="with_replacement",
+        n_bootstrap=3,
+    )
+    assert np.all(np.isfinite(res.coef_))
+
+
+def test_bad_options_are_named():
+    xs, ys = hetero_sites([100, 100], seed=1)
+    with pytest.raises(FedLSAError, match="site_weights"):
+        fedlsa_arrays(xs, ys, rounds=2, site_weights="rows")
+    with pytest.raises(FedLSAError, match="sampling"):
+        fedlsa_arrays(xs, ys, rounds=2, sampling="bootstrap")
+    with pytest.raises(FedLSAError, match="n_bootstrap"):
+        fedlsa_arrays(xs, ys, rounds=2, n_bootstrap=1)
+
+
+# --------------------------------------------------------------------------- coverage
+@pytest.mark.slow
+def test_coverage_on_a_heterogeneous_federation_in_both_regimes():
+    """95% intervals cover the size-weighted population target in 93-97% of runs."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import fedlsa_coverage as fc
+
+    star = fc.true_theta(fc.SIZES / fc.SIZES.sum())
+    for name, sch in fc.SCHEDULES.items():
+        theta, boot = fc.simulate(sch, 500, 200, seed=99, precondition=True)
+        ci = fc.intervals(theta, boot, 0.05)
+        cover = ((ci["lower"] <= star) & (star <= ci["upper"])).mean(axis=0)
+        assert np.all((cover >= 0.93) & (cover <= 0.97)), (name, cover)
+
+
+# --------------------------------------------------------------------------- inference check
+def test_ci_overlap_closed_forms():
+    a = np.array([[0.0, 1.0], [0.0, 1.0], [0.0, 1.0], [0.0, 1.0]])
+    b = np.array([[0.0, 1.0], [1.0, 2.0], [0.0, 2.0], [2.0, 3.0]])
+    np.testing.assert_allclose(ci_overlap(a, b), [1.0, 0.0, 0.75, -1.0])
+    np.testing.assert_allclose(ci_overlap(a, b), ci_overlap(b, a))
+
+
+def test_ols_hc1_matches_statsmodels():
+    sm = pytest.importorskip("statsmodels.api")
+    rng = np.random.default_rng(0)
+    x = np.column_stack([np.ones(300), rng.normal(size=(300, 2))])
+    y = x @ [1.0, 2.0, -1.0] + rng.normal(size=300) * (1 + np.abs(x[:, 1]))
+    beta, se, ci = ols_hc1(x, y, 0.1)
+    fit = sm.OLS(y, x).fit(cov_type="HC1")
+    np.testing.assert_allclose(beta, fit.params, rtol=1e-10)
+    np.testing.assert_allclose(se, fit.bse, rtol=1e-10)
+    np.testing.assert_allclose(ci, fit.conf_int(0.1), rtol=1e-10)
+    with pytest.raises(FedLSAError, match="rank deficient"):
+        ols_hc1(np.column_stack([x, 2 * x[:, 1]]), y)
+
+
+def test_inference_check_scores_a_faithful_table_above_a_broken_one():
+    df = mixed_table(12000, seed=1)
+    parts = split(df, [2000, 3000, 7000])
+    sites = {"a": parts[0], "b": parts[1], "c": parts[2]}
+    faithful = mixed_table(12000, seed=2)  # a fresh sample of the same population
+    broken = faithful.copy()
+    broken["y"] = np.random.default_rng(0).permutation(broken["y"].to_numpy())
+    kw = dict(rounds=150, local_steps=10, seed=3, gamma_eta=0.6, step_size=0.05)
+    good = inference_check(sites, faithful, "y", **kw)
+    bad = inference_check(sites, broken, "y", **kw)
+    assert good.federated.converged
+    assert list(good.table.index) == good.federated.feature_names
+    assert good.mean_overlap > 0.3 and good.share_inside >= 0.5
+    assert bad.mean_overlap < 0.0 and bad.share_inside < good.share_inside
+    np.testing.assert_allclose(good.table["overlap"].mean(), good.mean_overlap)
+    d = good.to_dict()
+    assert d["coefficients"][0]["name"] == "(intercept)" and 0 < d["level"] < 1
+
+
+def test_to_dict_is_json_ready_and_matches_conf_int():
+    import json
+
+    xs, ys = hetero_sites([600, 900], seed=8)
+    res = fedlsa_arrays(xs, ys, rounds=100, local_steps=5, n_bootstrap=50, seed=2)
+    d = json.loads(json.dumps(res.to_dict(0.1)))
+    ci = res.conf_int(0.1)
+    assert d["level"] == pytest.approx(0.9) and d["rounds"] == 102
+    assert [c["lower"] for c in d["coefficients"]] == pytest.approx(ci[:, 0])
+    assert d["schedule"]["rows_per_site"] == 500
