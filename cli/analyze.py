@@ -5,6 +5,8 @@ of :data:`METHODS` (name -> runner), so a new analysis adds one function and one
 
 * ``fednewton``, ``fedsgd``, ``fedhybrid``, ``fedavg``: a GLM under mu-GDP
   (:func:`fits.analysis.glm.fit_glm`; the paper's Algorithms 1-4).
+* ``fedlsa``: linear regression by FedLSA with multiplier-bootstrap confidence
+  intervals at level ``--ci`` (:func:`fits.analysis.fedlsa`; not differentially private).
 
 Exit codes: 0 success, 1 data error (naming the file, site and column), 2 usage error.
 """
@@ -14,7 +16,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -41,6 +43,8 @@ class AnalyzeOptions:
     clip: float | None
     tau1: float | None
     iterations: dict[str, float | None]
+    #: Method-specific options (FedLSA: ci, local_steps, bootstrap, gamma_eta, ...).
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def _check_glm(opts: AnalyzeOptions) -> None:
@@ -95,10 +99,74 @@ class MethodEntry:
     run: Callable[[dict[str, pd.DataFrame], AnalyzeOptions], tuple[dict[str, Any], str]]
 
 
+def _check_fedlsa(opts: AnalyzeOptions) -> None:
+    """Usage checks of ``--method fedlsa`` before any file is read."""
+    from fits.analysis.lsa import SAMPLING, FedLSAError, Schedule
+
+    if opts.mu is not None or opts.epsilon is not None or opts.delta is not None:
+        raise typer.BadParameter(
+            "FedLSA is not differentially private; drop --mu / --epsilon / --delta",
+            param_hint="--method",
+        )
+    if opts.family not in ("linear", "logistic"):  # logistic is the option's default
+        raise typer.BadParameter(
+            f"FedLSA fits a linear regression, not {opts.family!r}", param_hint="--family"
+        )
+    unused = {"--clip": opts.clip, "--tau1": opts.tau1}
+    unused.update({f"--{k.lower()}": v for k, v in opts.iterations.items() if k in ("K1", "K2")})
+    unused["--iterations"] = opts.iterations.get("K")
+    for name, value in unused.items():
+        if value is not None:
+            raise typer.BadParameter(f"{name} is not used by fedlsa", param_hint=name)
+    ci = opts.extra["ci"]
+    if not (math.isfinite(ci) and 0.0 < ci < 1.0):
+        raise typer.BadParameter(f"must lie strictly between 0 and 1, got {ci}", param_hint="--ci")
+    if opts.extra["sampling"] not in SAMPLING:
+        raise typer.BadParameter(f"choose one of {', '.join(SAMPLING)}", param_hint="--sampling")
+    if opts.extra["bootstrap"] < 2:
+        raise typer.BadParameter("needs at least 2 bootstrap sequences", param_hint="--bootstrap")
+    step = opts.iterations.get("eta")
+    try:
+        Schedule(
+            int(opts.iterations.get("R") or 200),
+            float(step) if step is not None else 1.0,
+            int(opts.extra["local_steps"]),
+            opts.extra["gamma_eta"],
+            opts.extra["gamma_h"],
+        )
+    except FedLSAError as exc:
+        raise typer.BadParameter(str(exc)) from None
+
+
+def _run_fedlsa(
+    tables: dict[str, pd.DataFrame], opts: AnalyzeOptions
+) -> tuple[dict[str, Any], str]:
+    from fits.analysis.lsa import fedlsa
+
+    res = fedlsa(
+        tables,
+        opts.target,
+        opts.features,
+        rounds=int(opts.iterations.get("R") or 200),
+        local_steps=int(opts.extra["local_steps"]),
+        step_size=opts.iterations.get("eta"),
+        gamma_eta=opts.extra["gamma_eta"],
+        gamma_h=opts.extra["gamma_h"],
+        n_bootstrap=int(opts.extra["bootstrap"]),
+        seed=opts.seed,
+        sampling=opts.extra["sampling"],
+    )
+    alpha = 1.0 - opts.extra["ci"]
+    return res.to_dict(alpha), res.summary(alpha)
+
+
 #: ``--method`` -> entry.  Other analyses register here.
 METHODS: dict[str, MethodEntry] = {
-    name: MethodEntry(_check_glm, _run_glm)
-    for name in ("fednewton", "fedsgd", "fedhybrid", "fedavg")
+    **{
+        name: MethodEntry(_check_glm, _run_glm)
+        for name in ("fednewton", "fedsgd", "fedhybrid", "fedavg")
+    },
+    "fedlsa": MethodEntry(_check_fedlsa, _run_fedlsa),
 }
 
 
@@ -113,7 +181,7 @@ def analyze(
         str, typer.Option("--family", help="GLM family: linear, logistic or poisson.")
     ] = "logistic",
     method: Annotated[
-        str, typer.Option("--method", help="fednewton, fedsgd, fedhybrid or fedavg.")
+        str, typer.Option("--method", help="fednewton, fedsgd, fedhybrid, fedavg or fedlsa.")
     ] = "fednewton",
     mu: Annotated[
         float | None, typer.Option("--mu", help="Each site mu-fed-GDP (give this, or --epsilon).")
@@ -137,11 +205,32 @@ def analyze(
         int | None, typer.Option("--iterations", "-K", help="K (FedSGD, FedAvg, FedNewton).")
     ] = None,
     step: Annotated[
-        float | None, typer.Option("--step", help="eta (FedSGD, FedAvg, FedNewton).")
+        float | None, typer.Option("--step", help="eta (FedSGD, FedAvg, FedNewton, FedLSA).")
     ] = None,
-    rounds: Annotated[int | None, typer.Option("--rounds", "-R", help="R (FedAvg).")] = None,
+    rounds: Annotated[
+        int | None, typer.Option("--rounds", "-R", help="R (FedAvg); T (FedLSA, 200).")
+    ] = None,
     k1: Annotated[int | None, typer.Option("--k1", help="K1 (FedHybrid).")] = None,
     k2: Annotated[int | None, typer.Option("--k2", help="K2 (FedHybrid).")] = None,
+    ci: Annotated[
+        float, typer.Option("--ci", help="FedLSA: confidence level of the intervals.")
+    ] = 0.95,
+    local_steps: Annotated[
+        int, typer.Option("--local-steps", "-H", help="FedLSA: local steps H per round.")
+    ] = 10,
+    bootstrap: Annotated[
+        int, typer.Option("--bootstrap", help="FedLSA: bootstrap sequences M.")
+    ] = 200,
+    gamma_eta: Annotated[
+        float, typer.Option("--gamma-eta", help="FedLSA: step decay (0: constant steps).")
+    ] = 0.0,
+    gamma_h: Annotated[
+        float, typer.Option("--gamma-h", help="FedLSA: growth of the local steps.")
+    ] = 0.0,
+    sampling: Annotated[
+        str,
+        typer.Option("--sampling", help="FedLSA: without_replacement or with_replacement."),
+    ] = "without_replacement",
 ) -> None:
     """Fit a model directly across the site tables, optionally differentially private.
 
@@ -149,6 +238,9 @@ def analyze(
 
       fits analyze site1.csv site2.csv --target income --family logistic
       --method fednewton --mu 1 --out result.json
+
+      fits analyze site1.csv site2.csv --target hours --method fedlsa --ci 0.95
+      --rounds 300 --out result.json
     """
     from fits.analysis.design import DesignError
     from fits.core.schema import SchemaError
@@ -176,6 +268,14 @@ def analyze(
         clip=clip,
         tau1=tau1,
         iterations={"K": iters, "eta": step, "R": rounds, "K1": k1, "K2": k2},
+        extra={
+            "ci": ci,
+            "local_steps": local_steps,
+            "bootstrap": bootstrap,
+            "gamma_eta": gamma_eta,
+            "gamma_h": gamma_h,
+            "sampling": sampling,
+        },
     )
     if method == "fedhybrid":  # FedHybrid's steps are eta1 / eta2
         opts.iterations.update({"eta": None, "eta1": step, "eta2": step})

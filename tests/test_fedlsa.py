@@ -369,3 +369,99 @@ def test_to_dict_is_json_ready_and_matches_conf_int():
     assert d["level"] == pytest.approx(0.9) and d["rounds"] == 102
     assert [c["lower"] for c in d["coefficients"]] == pytest.approx(ci[:, 0])
     assert d["schedule"]["rows_per_site"] == 500
+
+
+# --------------------------------------------------------------------------- CLI
+@pytest.fixture(scope="module")
+def lsa_site_files(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    folder = tmp_path_factory.mktemp("fedlsa")
+    df = mixed_table(3000, seed=4)
+    paths = []
+    for k, part in enumerate(split(df, [600, 900, 1500])):
+        path = folder / f"site{k + 1}.csv"
+        part.to_csv(path, index=False)
+        paths.append(str(path))
+    return paths
+
+
+def test_cli_analyze_fedlsa_writes_the_intervals(lsa_site_files, tmp_path):
+    import json
+
+    import pandas as pd
+    from test_cli import run
+
+    out = tmp_path / "lsa.json"
+    proc = run(
+        "analyze",
+        *lsa_site_files,
+        "--target",
+        "y",
+        "--method",
+        "fedlsa",
+        "--ci",
+        "0.9",
+        "--rounds",
+        "40",
+        "--local-steps",
+        "5",
+        "--bootstrap",
+        "50",
+        "--seed",
+        "3",
+        "--out",
+        str(out),
+    )
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(out.read_text())
+    tables = {Path(p).stem: pd.read_csv(p) for p in lsa_site_files}
+    ref = fedlsa(tables, "y", rounds=40, local_steps=5, n_bootstrap=50, seed=3)
+    ci = ref.conf_int(0.1)
+    assert result["level"] == pytest.approx(0.9)
+    assert [c["lower"] for c in result["coefficients"]] == pytest.approx(ci[:, 0])
+    assert "90% lower" in proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        (["--ci", "1.5"], 2, "between 0 and 1"),
+        (["--mu", "1"], 2, "not differentially private"),
+        (["--family", "poisson"], 2, "linear regression"),
+        (["--gamma-eta", "0.2"], 2, "gamma_eta"),
+        (["--clip", "1"], 2, "--clip is not used by fedlsa"),
+        (["--target", "c"], 1, "'c' is not numeric"),
+        (["--rounds", "200", "--local-steps", "5"], 1, "site 'site1' holds 600 rows"),
+    ],
+)
+def test_cli_analyze_fedlsa_bad_input(lsa_site_files, tmp_path, args, code, message):
+    from test_cli import run
+
+    base = ["--target", "y"] if "--target" not in args else []
+    proc = (
+        run(
+            "analyze",
+            *lsa_site_files,
+            "--method",
+            "fedlsa",
+            *base,
+            *args,
+            "--rounds",
+            "10",
+            "--out",
+            str(tmp_path / "x.json"),
+        )
+        if "--rounds" not in args
+        else run(
+            "analyze",
+            *lsa_site_files,
+            "--method",
+            "fedlsa",
+            *base,
+            *args,
+            "--out",
+            str(tmp_path / "x.json"),
+        )
+    )
+    assert proc.returncode == code, (proc.stdout, proc.stderr)
+    assert message in proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
