@@ -115,6 +115,8 @@ def test_text_numbers_and_dates_are_parsed_with_markers():
     assert (parsed["eu"] == pd.Series(days)).all() and notes["eu"]["format"] == "%d.%m.%Y"
     assert (parsed["name"] == pd.Series(days)).all()
     assert "zip" not in notes and parsed["zip"].tolist() == frame["zip"].tolist()
+    # scores such as "2-1-0" are no dates of the year 0
+    assert parse_text_columns(pd.DataFrame({"s": ["1-2-3", "2-1-0", "3-3-1"] * 10}))[1] == {}
     # 10% text: not markers; the column stays text
     frame.loc[:40, "num"] = "?"
     assert "num" not in parse_text_columns(frame)[1]

@@ -503,6 +503,8 @@ def _parse_dates(text: pd.Series) -> tuple[pd.Series, str] | None:
                 fmt = "ISO8601 (mixed offsets, read as UTC)"
         else:
             got = pd.to_datetime(text, format=fmt, errors="coerce")
+            # "%Y" also takes 1-3 digits: "1-2-3" is no date of the year 3
+            got = got.where(got.dt.year >= 1000)
         share = float(got.notna().mean())
         if share > 0 and (best is None or share > best[0]):
             best = (share, fmt, got)
