@@ -974,7 +974,9 @@ def _merge_column(
         who = ", ".join(f"{c}: {f}" for c, f in zip(clients, fams, strict=True))
         raise SchemaError(
             f"column {name!r} is numeric at some clients and text at others ({who}); "
-            "make its type the same everywhere"
+            "make its type the same everywhere (text is read as numbers where at least "
+            f"{PARSE_SHARE:.0%} of its values are numbers: fix or blank the other values "
+            "where it stays text)"
         )
     if kind is not None and kind not in KINDS:
         raise SchemaError(f"column {name!r}: unknown kind {kind!r}; use one of {', '.join(KINDS)}")
