@@ -33,6 +33,7 @@ import pandas as pd
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 
+from fits.core.cdf import COLLINEARITY_THRESHOLD
 from fits.core.schema import ColumnSpec, Schema, missing_flag, surrogate_ids
 from fits.deploy.inprocess import KernelSpec, Tables, build_federation, in_process_batch
 from fits.federation.client import MIN_CLIENT_ROWS, FITSClient
@@ -73,7 +74,7 @@ class FITSSynthesizer(BaseEstimator):  # type: ignore[misc]
         Chain order; default the tables' column order.
     schema : Schema, optional
         A complete schema (kinds, categories, bounds, order) instead of inference.
-    grid_size, ridge, response_bandwidth, discrete_response_bandwidth, monotone
+    grid_size, ridge, collinearity, response_bandwidth, discrete_response_bandwidth, monotone
         Passed to :class:`~fits.federation.coordinator.Coordinator`.
     discrete_sampling : {"mass", "grid"}
         How discrete columns are drawn: from category masses estimated at two interior
@@ -122,6 +123,7 @@ class FITSSynthesizer(BaseEstimator):  # type: ignore[misc]
         schema: Schema | None = None,
         grid_size: int = 300,
         ridge: float = 1e-8,
+        collinearity: float = COLLINEARITY_THRESHOLD,
         response_bandwidth: float = 0.05,
         discrete_response_bandwidth: float = 0.05,
         monotone: str = "isotonic",
@@ -139,6 +141,7 @@ class FITSSynthesizer(BaseEstimator):  # type: ignore[misc]
         self.schema = schema
         self.grid_size = grid_size
         self.ridge = ridge
+        self.collinearity = collinearity
         self.response_bandwidth = response_bandwidth
         self.discrete_response_bandwidth = discrete_response_bandwidth
         self.monotone = monotone
@@ -253,6 +256,7 @@ class FITSSynthesizer(BaseEstimator):  # type: ignore[misc]
             transport,
             grid_size=self.grid_size,
             ridge=self.ridge,
+            collinearity=self.collinearity,
             response_bandwidth=self.response_bandwidth,
             discrete_response_bandwidth=self.discrete_response_bandwidth,
             monotone=self.monotone,

@@ -10,6 +10,7 @@ in test_continualization.py).
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy.special import ndtr
 
@@ -182,6 +183,10 @@ def test_federated_equals_pooled(mixed_clients, scheme, response, monkeypatch):
         weights = _knn_weights(zs, codes, x, qcodes, encoders, loc, scale, n_total, 120)
     expected = _pooled_cdf(zs, codes, weights, x, result.grid, encoders, d)
     np.testing.assert_allclose(result.values, expected, rtol=0, atol=1e-10)
+    # the collinearity guard (on by default) did not act on these well-conditioned
+    # designs, so this is the plain local-linear fit; test_collinear_design_... below
+    # covers a design where it acts
+    assert result.coordinator.guarded == 0
     # and it is a real CDF estimate, not a trivial agreement on zeros
     assert np.ptp(expected) > 0.5
 
@@ -272,3 +277,67 @@ def test_local_constant_fallback_is_nadaraya_watson(mixed_clients):
     k = ndtr((res.grid[None, :] - y[:, None]) / wz[:, None])
     expected = (w @ k) / w.sum(axis=1, keepdims=True)
     np.testing.assert_allclose(got, expected, rtol=0, atol=1e-10)
+
+
+def _guarded_pooled_cdf(zs, weights, x, grid, encoders, d, threshold):
+    """The pooled fit with the collinearity guard, from the rows (docs/method.md).
+
+    Per query: the local principal directions from an SVD of the weighted, centred,
+    standardized rows; directions whose squared singular value is at most ``threshold``
+    times the largest are dropped and the fit uses the design (1, basis'(h_i - x)).
+    """
+    h = np.vstack([z[:, :d] for z in zs])
+    y = np.concatenate([z[:, d] for z in zs])
+    codes = [np.zeros((len(z), d + 1), dtype=int) for z in zs]
+    wz = np.concatenate(
+        [_response_bandwidths(z, c, encoders, d) for z, c in zip(zs, codes, strict=True)]
+    )
+    k = ndtr((grid[None, :] - y[:, None]) / wz[:, None])
+    out = np.empty((len(x), grid.size))
+    dropped = 0
+    for b in range(len(x)):
+        w = np.concatenate([wk[b] for wk in weights])
+        mean = w @ h / w.sum()
+        sd = np.sqrt(w @ (h - mean) ** 2)
+        _, sv, vt = np.linalg.svd(np.sqrt(w)[:, None] * (h - mean) / sd, full_matrices=False)
+        keep = sv**2 > threshold * sv[0] ** 2
+        dropped += int(not keep.all())
+        u = np.column_stack([np.ones(len(h)), (h - x[b]) @ (vt[keep] / sd).T])
+        sw = np.sqrt(w)[:, None]
+        out[b] = np.linalg.lstsq(sw * u, sw * k, rcond=None)[0][0]
+    return out, dropped
+
+
+@pytest.mark.parametrize("scheme", ["gaussian", "knn", "knn-secure"])
+def test_collinear_design_pools_with_the_guard(scheme):
+    """Celsius, Fahrenheit rounded to 2 decimals, y: the guard acts on every query, and
+    the federated estimate is the pooled fit of the reduced design (to 1e-10)."""
+    rng = np.random.default_rng(8)
+    c = rng.normal(20.0, 5.0, 600)
+    table = pd.DataFrame(
+        {"C": c, "F": np.round(c * 9 / 5 + 32, 2), "y": 0.5 * c + rng.normal(size=c.size)}
+    )
+    tables = [table.iloc[:300], table.iloc[300:500], table.iloc[500:]]
+    loc, scale = np.array([20.0, 68.0]), np.array([5.0, 9.0])
+    kernel = GaussianKernel() if scheme == "gaussian" else KNNKernel(budget=150)
+    options = {"secure": True} if scheme.endswith("secure") else {}
+    x = np.column_stack([rng.normal(20.0, 5.0, 10), np.zeros(10)])
+    x[:, 1] = x[:, 0] * 9 / 5 + 32 + rng.normal(scale=0.5, size=10)  # off the line
+    result = estimate_conditional_cdf(
+        tables, ["C", "F"], "y", x, kernel=kernel, postprocess=False,
+        scaling=(loc, scale), ridge=0.0, seed=3, **options,
+    )  # fmt: skip
+    zs, encoders = _lifted(result), _encoders(result)
+    codes = [np.zeros((len(z), 3), dtype=int) for z in zs]
+    qcodes = np.zeros((len(x), 2), dtype=int)
+    n_total = sum(len(z) for z in zs)
+    if scheme == "gaussian":
+        bw = n_total ** (-1 / 6)
+        weights = _gaussian_weights(zs, codes, x, qcodes, encoders, loc, scale, bw)
+    else:
+        weights = _knn_weights(zs, codes, x, qcodes, encoders, loc, scale, n_total, 150)
+    threshold = result.coordinator.collinearity
+    expected, dropped = _guarded_pooled_cdf(zs, weights, x, result.grid, encoders, 2, threshold)
+    assert dropped == len(x) == result.coordinator.guarded
+    np.testing.assert_allclose(result.values, expected, rtol=0, atol=1e-10)
+    assert np.ptp(expected) > 0.5

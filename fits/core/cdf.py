@@ -15,8 +15,10 @@ from scipy.optimize import isotonic_regression
 from fits.core.continualization import Encoder
 
 __all__ = [
+    "COLLINEARITY_THRESHOLD",
     "DISCRETE_SAMPLING",
     "MONOTONE_METHODS",
+    "collinear_first_row",
     "default_grid",
     "inverse_cdf",
     "inverse_masses",
@@ -106,13 +108,60 @@ def inverse_masses(p: np.ndarray, boundaries: np.ndarray, u: np.ndarray) -> np.n
     return boundaries[level] + frac * widths[level]
 
 
-def solve_first_row(s: np.ndarray, ridge: float = 1e-8) -> np.ndarray:
-    """q = (S + ridge)^-1 e1 for a batch of symmetric matrices S (eq. 7).
+#: Default threshold of the collinearity guard (see :func:`solve_first_row`).
+COLLINEARITY_THRESHOLD = 1e-2
+#: A covariate whose local scatter is at most this fraction of its uncentred second
+#: moment sum_i w_i (h_ij - x_j)^2 has no local spread that S can resolve in float64.
+_NO_SPREAD = 1e-12
+
+
+def solve_first_row(
+    s: np.ndarray, ridge: float = 1e-8, collinearity: float = COLLINEARITY_THRESHOLD
+) -> np.ndarray:
+    """q = (S + ridge)^-1 e1 for a batch of symmetric matrices S (eq. 7), with a guard.
 
     The ridge is scale-invariant (METHOD.md): ``ridge * diag(S)`` is added to the
     diagonal, not a multiple of the identity.  A zero diagonal entry (a covariate with
     no spread among the weighted rows) gets 1 instead; its row and column of S are zero,
     so this only pins the matching entry of q to 0.
+
+    **Collinearity guard** (fits' decision; docs/method.md).  Write S (eq. 6) in blocks,
+    ``S_00 = sum w_i``, ``S_10 = sum w_i (h_i - x)``, ``S_11 = sum w_i (h_i - x)(h_i -
+    x)'``.  Its Schur complement ``C = S_11 - S_10 S_10' / S_00`` is the local weighted
+    scatter of the covariates about their weighted mean, and ``delta = S_10 / S_00`` is
+    that mean minus the query.  Let ``R = D^-1/2 C D^-1/2`` (``D = diag(C)``) be the
+    local correlation matrix, with eigenvalues ``lambda_1 >= ... >= lambda_d`` and
+    eigenvectors ``v_j``.  Rule: a direction with ``lambda_j <= collinearity *
+    lambda_1`` (the local spread along it, in local standard deviations, is at most
+    ``sqrt(collinearity)`` -- a tenth by default -- of the largest) is one the data do not
+    vary in; a covariate with ``D_jj <= 1e-12 * (S_11)_jj`` has no local spread at all
+    and is dropped as well.  When a query has such a direction, its q is the exact
+    local-linear fit of the reduced design ``u_i = (1, V_r' D^-1/2 (h_i - x))``, V_r the
+    kept eigenvectors:
+
+        q_1 = -C^+ delta,   q_0 = 1 / S_00 + delta' C^+ delta,
+        C^+ = D^-1/2 V_r Lambda_r^-1 V_r' D^-1/2,
+
+    so ``q'U_i = 1/S_00 - delta' C^+ (h_i - hbar)``: the slopes along the dropped
+    directions are 0 instead of being extrapolated from rounding noise.  With every
+    direction dropped this is the local-constant fit (``q = e1 / S_00``).  A query with
+    no such direction keeps the ridged solve above unchanged (bit for bit), so the guard
+    costs nothing on well-conditioned designs.  It is invariant to rescaling any
+    covariate and to multiplying S by a constant.
+
+    Parameters
+    ----------
+    s : ndarray of shape (B, d + 1, d + 1)
+        The summed S(x) of a batch of queries.
+    ridge : float
+        Relative ridge (default 1e-8).
+    collinearity : float
+        Threshold of the guard on the eigenvalue ratio of the local correlation matrix
+        (default 1e-2); 0 turns the guard off.
+
+    Returns
+    -------
+    ndarray of shape (B, d + 1)
     """
     p = s.shape[-1]
     diag = np.diagonal(s, axis1=-2, axis2=-1)
@@ -123,9 +172,51 @@ def solve_first_row(s: np.ndarray, ridge: float = 1e-8) -> np.ndarray:
     e1 = np.zeros((s.shape[0], p, 1))
     e1[:, 0, 0] = 1.0
     try:
-        return np.linalg.solve(a, e1)[:, :, 0]
+        q = np.linalg.solve(a, e1)[:, :, 0]
     except np.linalg.LinAlgError:  # a singular batch member: pseudo-inverse for all
-        return (np.linalg.pinv(a) @ e1)[:, :, 0]
+        q = (np.linalg.pinv(a) @ e1)[:, :, 0]
+    if collinearity > 0 and p > 1:
+        rows, reduced = collinear_first_row(s, collinearity)
+        q[rows] = reduced
+    return q
+
+
+def collinear_first_row(
+    s: np.ndarray, collinearity: float = COLLINEARITY_THRESHOLD
+) -> tuple[np.ndarray, np.ndarray]:
+    """The collinearity guard of :func:`solve_first_row`: which queries, and their q.
+
+    Returns the indices of the queries in the batch whose local design has a direction
+    to drop (``lambda_j <= collinearity * lambda_1`` or a covariate without local
+    spread), and their q: the local-linear fit of the reduced design (eq. 7 on
+    ``T' S T``, ``T = blockdiag(1, D^-1/2 V_r)``), in closed form.  Queries with
+    ``S_00 <= 0`` or non-finite S are left to the caller.
+    """
+    s00 = s[:, 0, 0]
+    ok = (s00 > 0) & np.all(np.isfinite(s), axis=(1, 2))
+    idx = np.flatnonzero(ok)
+    s, s00 = s[idx], s00[idx]
+    s10 = s[:, 1:, 0]
+    delta = s10 / s00[:, None]
+    s11 = s[:, 1:, 1:]
+    c = s11 - delta[:, :, None] * s10[:, None, :]
+    c = 0.5 * (c + np.swapaxes(c, 1, 2))
+    dc = np.diagonal(c, axis1=1, axis2=2)
+    spread = dc > _NO_SPREAD * np.diagonal(s11, axis1=1, axis2=2)
+    sd = np.sqrt(np.where(spread, dc, 1.0))
+    r = c / (sd[:, :, None] * sd[:, None, :])
+    r *= spread[:, :, None] & spread[:, None, :]  # a covariate without spread: 0 row
+    lam, v = np.linalg.eigh(r)  # ascending
+    keep = lam > collinearity * lam[:, -1:]
+    flagged = ~np.all(keep, axis=1)
+    lam, v, keep = lam[flagged], v[flagged], keep[flagged]
+    sd, delta, s00 = sd[flagged], delta[flagged], s00[flagged]
+    inv = np.divide(1.0, lam, out=np.zeros_like(lam), where=keep)
+    t = delta / sd  # D^-1/2 delta
+    coef = np.einsum("bij,bi->bj", v, t) * inv  # Lambda_r^-1 V_r' D^-1/2 delta
+    q1 = -np.einsum("bij,bj->bi", v, coef) / sd  # -C^+ delta
+    q0 = 1.0 / s00 - np.einsum("bi,bi->b", q1, delta)
+    return idx[flagged], np.column_stack([q0, q1])
 
 
 def postprocess_cdf(f: np.ndarray, method: str = "isotonic") -> tuple[np.ndarray, np.ndarray]:

@@ -21,8 +21,10 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 
 from fits.core.cdf import (
+    COLLINEARITY_THRESHOLD,
     DISCRETE_SAMPLING,
     MONOTONE_METHODS,
+    collinear_first_row,
     default_grid,
     inverse_cdf,
     inverse_masses,
@@ -64,6 +66,13 @@ class Coordinator:
         G, points per grid (default 300, sec. 6.1.2).
     ridge : float
         Relative ridge of eq. 7 (default 1e-8, times diag(S)); 0 for none.
+    collinearity : float
+        Threshold of the collinearity guard of eq. 7 (default
+        :data:`~fits.core.cdf.COLLINEARITY_THRESHOLD`): a query whose local correlation
+        matrix of the covariates (from S alone) has an eigenvalue at or below
+        ``collinearity`` times its largest gets the local-linear fit of the design
+        reduced to the other principal directions (:func:`~fits.core.cdf.solve_first_row`).
+        0 turns the guard off.  Counted in ``guarded``.
     response_bandwidth : float
         w_z of a continuous response, in units of each client's sd (default 0.05).
     discrete_response_bandwidth : float
@@ -99,6 +108,7 @@ class Coordinator:
         *,
         grid_size: int = 300,
         ridge: float = 1e-8,
+        collinearity: float = COLLINEARITY_THRESHOLD,
         response_bandwidth: float = 0.05,
         discrete_response_bandwidth: float = 0.05,
         monotone: str = "isotonic",
@@ -112,6 +122,8 @@ class Coordinator:
             raise ValueError("grid_size must be at least 3")
         if ridge < 0:
             raise ValueError("ridge must be >= 0")
+        if not 0 <= collinearity < 1:
+            raise ValueError(f"collinearity must be in [0, 1), got {collinearity!r}")
         if not (response_bandwidth > 0 and discrete_response_bandwidth > 0):
             raise ValueError("response bandwidths must be > 0")
         if monotone not in MONOTONE_METHODS:
@@ -121,6 +133,7 @@ class Coordinator:
         self.transport = transport
         self.grid_size = grid_size
         self.ridge = ridge
+        self.collinearity = collinearity
         self.response_bandwidth = response_bandwidth
         self.discrete_response_bandwidth = discrete_response_bandwidth
         self.monotone = monotone
@@ -143,6 +156,7 @@ class Coordinator:
         self.n_rows: list[int] = []
         self.grids: dict[str, np.ndarray] = {}
         self.fallbacks = 0  # queries that needed the degenerate-query fallback
+        self.guarded = 0  # queries whose design the collinearity guard reduced
         self._requests = itertools.count()
         self._marginals: dict[str, np.ndarray] = {}
 
@@ -337,7 +351,11 @@ class Coordinator:
             q = np.zeros((b, p))
             np.divide(1.0, s[:, 0, 0], out=q[:, 0], where=s[:, 0, 0] > 0)
         else:
-            q = solve_first_row(s, self.ridge)
+            q = solve_first_row(s, self.ridge, 0.0)
+            if self.collinearity > 0:
+                rows, reduced = collinear_first_row(s, self.collinearity)
+                q[rows] = reduced
+                self.guarded += len(rows)
         total_weight = np.ldexp(s[:, 0, 0], -exponent)  # S_00 before any scaling
         degenerate = ~(total_weight > DEGENERATE_WEIGHT) | ~np.all(np.isfinite(q), axis=1)
         q[degenerate] = 0.0
