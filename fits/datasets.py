@@ -29,7 +29,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from fits.core.schema import KINDS  # the column kinds a Dataset may use
+from fits.core.schema import KINDS as SCHEMA_KINDS
+
+#: The column kinds a :class:`Dataset` may use: every kind of the schema but ``"id"``
+#: (a data set's columns are all modelled).
+KINDS: tuple[str, ...] = tuple(k for k in SCHEMA_KINDS if k != "id")
 
 __all__ = [
     "DATASET_NAMES",
