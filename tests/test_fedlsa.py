@@ -230,12 +230,12 @@ def test_one_seed_reproduces_the_run_and_another_changes_it():
     np.testing.assert_array_equal(a.bootstrap, b.bootstrap)
     np.testing.assert_array_equal(a.coef_, b.coef_)
     assert not np.array_equal(a.coef_, c.coef_)
-    # default step size E[s] / (4 E[s^2]), s = x'Px, over the pooled rows (size weights)
+    # default step size E[s] / (2 E[s^2]), s = x'Px, over the pooled rows (size weights)
     pooled = np.vstack(xs)
     p = np.linalg.inv(pooled.T @ pooled / len(pooled))
     s = np.einsum("ij,jk,ik->i", pooled, p, pooled)
     assert s.mean() == pytest.approx(3.0)  # E x' Abar^-1 x = tr(I) = d
-    assert a.schedule.step_size == pytest.approx(s.mean() / (4 * np.mean(s**2)))
+    assert a.schedule.step_size == pytest.approx(s.mean() / (2 * np.mean(s**2)))
 
 
 # --------------------------------------------------------------------------- tables
@@ -465,3 +465,21 @@ def test_cli_analyze_fedlsa_bad_input(lsa_site_files, tmp_path, args, code, mess
     assert proc.returncode == code, (proc.stdout, proc.stderr)
     assert message in proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_default_step_contracts_in_mean_square_on_average_over_directions():
+    # at eta = E[s] / (2 E[s^2]) the averaged factor E u'(I - eta w x x')^2 u is 1 - eta
+    rng = np.random.default_rng(0)
+    x = np.column_stack([np.ones(20000), rng.standard_t(5, size=(20000, 3))])
+    p = np.linalg.inv(x.T @ x / len(x))
+    z = x @ np.linalg.cholesky(p)  # whitened rows: z'z = x'Px
+    s = np.sum(z**2, axis=1)
+    from fits.analysis.lsa import default_step_size
+
+    eta = default_step_size(s.mean(), np.mean(s**2))
+    u = rng.normal(size=(400, 4))
+    u /= np.linalg.norm(u, axis=1, keepdims=True)
+    proj = (z @ u.T) ** 2  # (x'u)^2 per row and direction
+    w = bootstrap_weights(rng, proj.shape)
+    factor = np.mean(1 - 2 * eta * w * proj + eta**2 * w**2 * s[:, None] * proj)
+    assert factor == pytest.approx(1 - eta, abs=0.1 * eta)

@@ -153,6 +153,9 @@ def inference_check(
         Confidence level of both intervals (default 0.95).
     **fedlsa_kwargs
         Passed to :func:`fits.analysis.lsa.fedlsa` (rounds, local_steps, seed...).
+        Defaults here: the decreasing regime S2 with ``gamma_eta = 0.5`` and no growth
+        of the local steps, ``local_steps = 20``, and as many rounds as the smallest
+        site allows without reusing a row, at most 250 (200 with a transport).
 
     Returns
     -------
@@ -160,10 +163,17 @@ def inference_check(
     """
     if not 0.0 < level < 1.0:
         raise FedLSAError(f"level must lie in (0, 1), got {level}")
+    kw = dict(fedlsa_kwargs)
+    kw.setdefault("gamma_eta", 0.5)
+    kw.setdefault("local_steps", 20)
     if isinstance(clients, Transport):
-        res = fedlsa(None, target, features, transport=clients, **fedlsa_kwargs)
+        kw.setdefault("rounds", 200)
+        res = fedlsa(None, target, features, transport=clients, **kw)
     else:
-        res = fedlsa(clients, target, features, **fedlsa_kwargs)
+        frames = list(clients.values()) if isinstance(clients, Mapping) else list(clients)
+        if "rounds" not in kw and frames:
+            kw["rounds"] = max(1, min(250, min(len(f) for f in frames) // kw["local_steps"]))
+        res = fedlsa(clients, target, features, **kw)
     alpha = 1.0 - level
     builder = DesignBuilder(synthetic, res.extra["design"], site="synthetic table")
     try:
