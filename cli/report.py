@@ -169,6 +169,14 @@ MaxRows = Annotated[
 ]
 Seed = Annotated[int, typer.Option("--seed", help="Seed of every random draw.")]
 Quiet = Annotated[bool, typer.Option("--quiet", help="Print only where the outputs are.")]
+Inference = Annotated[
+    bool,
+    typer.Option(
+        "--inference/--no-inference",
+        help="With --clients and a numeric --target: the Inference section (linear "
+        "regression by FedLSA across the client files against OLS on the synthetic table).",
+    ),
+]
 MoreClients = Annotated[
     list[Path] | None, typer.Argument(hidden=True, show_default=False, metavar="SITE_FILE")
 ]
@@ -191,6 +199,7 @@ def report(
     max_rows: MaxRows = None,
     seed: Seed = 0,
     quiet: Quiet = False,
+    inference: Inference = True,
     more_clients: MoreClients = None,
 ) -> None:
     """Write the fidelity report of a synthetic table: one self-contained HTML page.
@@ -225,6 +234,12 @@ def report(
             f"evaluating {len(tables['synthetic']):,} synthetic rows against "
             f"{len(tables['real']):,} real rows ..."
         )
+        inference_data = None
+        if inference and tables["clients"] and options.targets:
+            say(f"inference check for {options.targets[0]} (FedLSA across the client files) ...")
+            inference_data = inference_figures(
+                tables["clients"], tables["synthetic"], options.targets[0], kinds, seed
+            )
         result = evaluate(
             tables["real"],
             tables["synthetic"],
@@ -241,6 +256,7 @@ def report(
             seed=seed,
             sources=_sources(files, tables["clients"], schema, settings),
             progress=lambda line: say(f"  {line}"),
+            inference=inference_data,
         )
         result.save(out, json)
     except UsageError as err:
@@ -260,6 +276,26 @@ def report(
 # ---------------------------------------------------------------------------------------
 # the steps of `fits report`
 # ---------------------------------------------------------------------------------------
+
+
+def inference_figures(
+    clients: dict[str, pd.DataFrame],
+    synthetic: pd.DataFrame,
+    target: str,
+    kinds: dict[str, str] | None,
+    seed: int,
+) -> dict:
+    """The Inference section's figures, or ``{"skipped": reason}`` when the target or
+    the sites do not allow it (a non-numeric target, collinear features, ...)."""
+    from fits.analysis import inference_check
+    from fits.analysis.design import DesignError
+    from fits.analysis.lsa import FedLSAError
+    from fits.core.schema import SchemaError
+
+    try:
+        return inference_check(clients, synthetic, target, seed=seed, kinds=kinds).to_dict()
+    except (FedLSAError, DesignError, SchemaError) as exc:
+        return {"skipped": str(exc)}
 
 
 @dataclass(frozen=True)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from fits.analysis.inference import ci_overlap, inference_check, ols_hc1
@@ -483,3 +485,70 @@ def test_default_step_contracts_in_mean_square_on_average_over_directions():
     w = bootstrap_weights(rng, proj.shape)
     factor = np.mean(1 - 2 * eta * w * proj + eta**2 * w**2 * s[:, None] * proj)
     assert factor == pytest.approx(1 - eta, abs=0.1 * eta)
+
+
+# --------------------------------------------------------------------------- report
+def test_report_inference_section_card_and_summary():
+    from fits.report import evaluate
+
+    df = mixed_table(6000, seed=1)
+    parts = split(df, [2000, 4000])
+    sites = {"a": parts[0], "b": parts[1]}
+    synthetic = mixed_table(6000, seed=2)
+    check = inference_check(sites, synthetic, "y", seed=1)
+    kw = dict(target="y", utility=False, privacy=False)
+    rep = evaluate(df, synthetic, inference=check.to_dict(), **kw)
+    page = rep.to_html()
+    assert 'id="inference"' in page and "<h3>Inference</h3>" in page
+    assert 'href="#inference"' in page
+    for name in check.federated.feature_names:
+        assert name in page
+    data = json.loads(rep.to_json())
+    assert data["inference"]["mean_overlap"] == pytest.approx(check.mean_overlap)
+    assert "Inference (y, linear regression" in rep.summary()
+    skipped = evaluate(df, synthetic, inference={"skipped": "target 'c' is not numeric"}, **kw)
+    assert skipped.data["inference"] is None
+    assert 'id="inference"' not in skipped.to_html()
+    assert any("inference check skipped" in n for n in skipped.data["notes"])
+    plain = evaluate(df, synthetic, **kw)
+    assert plain.data["inference"] is None and "<h3>Inference</h3>" not in plain.to_html()
+
+
+def test_fits_report_inference_figures_or_the_reason_they_are_skipped():
+    from fits.cli.report import inference_figures
+
+    df = mixed_table(1500, seed=3)
+    parts = dict(zip("ab", split(df, [600, 900]), strict=True))
+    synthetic = mixed_table(1500, seed=4)
+    figures = inference_figures(parts, synthetic, "y", None, 0)
+    ref = inference_check(parts, synthetic, "y", seed=0)
+    assert figures["mean_overlap"] == pytest.approx(ref.mean_overlap)
+    assert "is not numeric" in inference_figures(parts, synthetic, "c", None, 0)["skipped"]
+
+
+@pytest.mark.slow
+def test_fits_report_runs_the_inference_check_on_client_files(tmp_path):
+    import subprocess
+
+    from test_report import _fits_command
+
+    df = mixed_table(1500, seed=3)
+    parts = split(df, [600, 900])
+    paths = {}
+    for name, table in {"real": df, "a": parts[0], "b": parts[1],
+                        "synthetic": mixed_table(1500, seed=4)}.items():  # fmt: skip
+        paths[name] = tmp_path / f"{name}.csv"
+        table.to_csv(paths[name], index=False)
+    out, out_json = tmp_path / "r.html", tmp_path / "r.json"
+    command = _fits_command() + [
+        "report", "--real", str(paths["real"]), "--synthetic", str(paths["synthetic"]),
+        "--out", str(out), "--json", str(out_json), "--target", "y",
+        "--clients", str(paths["a"]), str(paths["b"]),
+    ]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    payload = json.loads(out_json.read_text())
+    ref = inference_check({"a": parts[0], "b": parts[1]}, pd.read_csv(paths["synthetic"]), "y",
+                          seed=0)  # fmt: skip
+    assert payload["inference"]["mean_overlap"] == pytest.approx(ref.mean_overlap, rel=1e-6)
+    assert "Inference (y" in done.stderr and 'id="inference"' in out.read_text()

@@ -380,6 +380,7 @@ def evaluate(
     sources: Mapping[str, str] | None = None,
     n_jobs: int | None = None,
     progress: Callable[[str], None] | None = None,
+    inference: Mapping[str, Any] | None = None,
 ) -> Report:
     """Evaluate a synthetic table against real data and build the fidelity report.
 
@@ -447,6 +448,12 @@ def evaluate(
         Threads for the energy distances (default: every CPU this process may use).
     progress : callable, optional
         Called with one line of text after each step.
+    inference : mapping, optional
+        The "Inference" section: federated against synthetic-data inference for one
+        numeric target, as :meth:`fits.analysis.InferenceCheck.to_dict` writes it
+        (FedLSA across the real sites against OLS with HC1 intervals on the synthetic
+        table; the report layer does not run FedLSA itself, ``fits report`` does).
+        ``{"skipped": reason}`` leaves the section out with a note.
 
     Returns
     -------
@@ -495,6 +502,11 @@ def evaluate(
     )  # fmt: skip
     with timer("figures"):
         figures = _figures(data, fidelity, utility_results, privacy_result)
+    if inference is not None and "skipped" in inference:
+        data["notes"].append(f"inference check skipped: {inference['skipped']}")
+        data["inference"] = None
+    else:
+        data["inference"] = dict(inference) if inference is not None else None
     data["meta"]["timings_s"] = timer.total()
     return Report(
         data=jsonable(data),
@@ -992,6 +1004,15 @@ def _summary_lines(data: Mapping[str, Any]) -> list[str]:
         )
         line += "look closer" if p["flag"] else "no sign of copying"
         lines.append(line)
+    inf = data.get("inference")
+    if inf:
+        inside = sum(bool(c["inside"]) for c in inf["coefficients"])
+        lines.append(
+            f"Inference ({inf['target']}, linear regression; FedLSA across the sites vs OLS on "
+            f"the synthetic table): mean {fmt_percent(inf['level'])} interval overlap "
+            f"{fmt_number(inf['mean_overlap'])}; {inside} of {len(inf['coefficients'])} "
+            "synthetic estimates inside the federated intervals"
+        )
     for note in data["notes"]:
         lines.append(f"note: {note}")
     return lines

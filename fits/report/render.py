@@ -216,6 +216,23 @@ def privacy_card(data: Data, figures: Figures) -> Part:
     return Part("privacy_card.html.j2", {"base": _baseline_name(p) if p is not None else ""})
 
 
+def inference_card(data: Data, figures: Figures) -> Part | None:
+    """The inference check's one number: the mean confidence-interval overlap."""
+    inf = data.get("inference")
+    if not inf:
+        return None
+    inside = sum(bool(c["inside"]) for c in inf["coefficients"])
+    return Part("inference_card.html.j2", {"inf": inf, "inside": inside})
+
+
+def inference_section(data: Data, figures: Figures) -> Part | None:
+    """Per coefficient: FedLSA across the sites against OLS on the synthetic table."""
+    inf = data.get("inference")
+    if not inf:
+        return None
+    return Part("inference.html.j2", {"inf": inf}, "inference", "Inference")
+
+
 def energy_section(data: Data, figures: Figures) -> Part:
     """Every energy distance: the synthetic table and its floors, per column set."""
     e = data["energy"]
@@ -412,13 +429,20 @@ def settings_section(data: Data, figures: Figures) -> Part:
 
 Builder = Callable[[Data, Figures], "Part | None"]
 #: The summary cards, in page order.
-CARDS: tuple[Builder, ...] = (energy_card, fidelity_card, utility_card, privacy_card)
+CARDS: tuple[Builder, ...] = (
+    energy_card,
+    fidelity_card,
+    utility_card,
+    privacy_card,
+    inference_card,
+)
 #: The sections, in page order (each one also gets a link in the navigation bar).
 SECTIONS: tuple[Builder, ...] = (
     energy_section,
     columns_section,
     pairs_section,
     utility_section,
+    inference_section,
     privacy_section,
     settings_section,
 )
