@@ -69,7 +69,7 @@ def dataset_sweep(
             synthetic = synth.sample(n)
             energy = energy_distance(
                 data.frame, synthetic, data.kinds, columns=columns, max_rows=20_000,
-                random_state=seed,
+                seed=seed,
             )  # fmt: skip
             row = {
                 "dataset": name,

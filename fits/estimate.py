@@ -89,7 +89,10 @@ def estimate_conditional_cdf(
         One common covariate standardization for all clients (arrays of length d, on
         the continualized scale), instead of each client's own.
     ridge : float
-        Relative ridge of eq. 7; 0 gives the unregularized estimator.
+        Relative ridge of eq. 7; 0 gives the unregularized estimator.  The collinearity
+        guard of eq. 7 (:func:`~fits.core.cdf.solve_first_row`) is a separate option,
+        ``collinearity=`` (default 1e-2, 0 off), and changes only queries whose local
+        design has a direction of local spread under a tenth of the largest.
     seed : int, optional
         Seed of the clients' continualization.
     **options
