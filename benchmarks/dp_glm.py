@@ -210,69 +210,79 @@ def plot_sim(frame: pd.DataFrame, png: Path) -> None:
     plt.close(fig)
 
 
+def utility_design(sites, test, reference, target, kinds):
+    """The fidelity report's encoding and yardstick (:mod:`fits.evaluation.utility`):
+    its ``Design`` (reference level the most frequent, levels under 1% folded into it,
+    scale of the pooled sites' rows) and its reference parameter (its logistic fit on
+    the reference table).  Returns the design, the reference parameter and a function
+    turning a table into the design's columns plus the target."""
+    from fits.evaluation.utility import Design, fit_logistic
+
+    covariates = [c for c in kinds if c != target]
+    pooled = pd.concat(sites, ignore_index=True)
+    design = Design.from_frames(covariates, kinds, [test, *sites, reference], pooled)
+    ref, _ = fit_logistic(design.matrix(reference, "reference"), reference[target].to_numpy(float))
+
+    def encode(frame: pd.DataFrame) -> pd.DataFrame:
+        out = pd.DataFrame(design.matrix(frame), columns=design.feature_names)
+        out[target] = frame[target].to_numpy()
+        return out
+
+    return design, ref, encode
+
+
 def run_adult(args: argparse.Namespace) -> pd.DataFrame:
-    from sklearn.linear_model import LogisticRegression
+    """Logistic regression for income, fitted across the 10 Adult sites by each method.
+
+    Every site's table is first encoded with the fidelity report's design (so the
+    parameter error is the report's yardstick, against the same reference fit on all
+    45,222 rows, as in docs/benchmark-results/adult.md); fit_glm then standardizes these
+    columns with federation-wide statistics and ``original_params`` maps the estimate
+    back to the design's scale."""
     from sklearn.metrics import roc_auc_score
 
     from fits.datasets import federated_split, load_dataset
 
     data = load_dataset("adult", args.data_dir)
-    features = [c for c in data.frame.columns if c not in ("income", "education")]
     rows = []
     for split_seed in range(args.seeds):
         sites, test = federated_split(data.frame, seed=split_seed)
-        pooled = None
+        design, ref, encode = utility_design(sites, test, data.frame, "income", data.kinds)
+        enc_sites = [encode(s) for s in sites]
+        enc_test = encode(test)
+        kinds = {c: "continuous" for c in design.feature_names}
+        y_test = test["income"].to_numpy(float)
         for method in METHODS:
             for mu in (0.5, 1.0, 2.0, None):
                 t0 = time.perf_counter()
                 res = fit_glm(
-                    sites,
+                    enc_sites,
                     "income",
-                    features,
                     family="logistic",
                     method=method,
                     mu=mu,
                     seed=split_seed,
+                    kinds=kinds,
                 )
                 seconds = time.perf_counter() - t0
-                if pooled is None:  # the pooled maximum-likelihood fit on the same design
-                    x = np.vstack([res.design(s) for s in sites])
-                    y = np.concatenate([s["income"].to_numpy(float) for s in sites])
-                    lr = LogisticRegression(
-                        penalty=None, fit_intercept=False, max_iter=20000, tol=1e-10
-                    ).fit(x, y)
-                    pooled = lr.coef_.ravel()
-                    auc_pooled = roc_auc_score(test["income"], res.design(test) @ pooled)
-                    rows.append(
-                        {
-                            "split": split_seed,
-                            "method": "pooled MLE",
-                            "mu": "none",
-                            "auc": auc_pooled,
-                            "param_error": 0.0,
-                            "rounds": 0,
-                            "uploaded_bytes": 0,
-                            "seconds": np.nan,
-                            "clip": np.nan,
-                        }
-                    )
-                theta = res.params.to_numpy()
+                theta = res.original_params.to_numpy()
                 rows.append(
                     {
                         "split": split_seed,
                         "method": method,
                         "mu": "none" if mu is None else mu,
-                        "auc": roc_auc_score(test["income"], res.predict(test)),
-                        "param_error": float(np.linalg.norm(theta - pooled)),
+                        "auc": roc_auc_score(y_test, res.predict(enc_test)),
+                        "param_error": float(np.linalg.norm(theta - ref)),
                         "rounds": res.rounds,
                         "uploaded_bytes": res.uploaded_bytes,
                         "seconds": seconds,
                         "clip": res.clip,
+                        "p": len(theta),
                     }
                 )
                 print(
                     f"split {split_seed} {method} mu={mu}: auc={rows[-1]['auc']:.4f} "
-                    f"err={rows[-1]['param_error']:.3f}",
+                    f"err={rows[-1]['param_error']:.3f} ({seconds:.1f} s)",
                     file=sys.stderr,
                     flush=True,
                 )
