@@ -20,9 +20,9 @@ raised to at least 2p = 10 rows (FedNewton's halves need p rows each).
 
 Usage::
 
-    python benchmarks/dp_glm.py sim --reps 50 --out docs/benchmark-results/dp_glm_sim.csv
-    python benchmarks/dp_glm.py plot docs/benchmark-results/dp_glm_sim.csv --png docs/dp_glm_mse.png
-    python benchmarks/dp_glm.py adult --seeds 5 --out docs/benchmark-results/dp_glm_adult.csv
+    python benchmarks/dp_glm.py sim --reps 50 --m 60,100,140 --out SIM.csv
+    python benchmarks/dp_glm.py plot SIM.csv --png docs/dp_glm_mse.png
+    python benchmarks/dp_glm.py adult --seeds 3 --data-dir DIR --out ADULT.csv
 """
 
 from __future__ import annotations
@@ -132,6 +132,7 @@ def run_sim(args: argparse.Namespace) -> pd.DataFrame:
                                 "uploaded_bytes": res.uploaded_bytes,
                                 "clip": res.clip,
                                 "N": res.n_obs,
+                                "tau1": tau1,
                             }
                         )
                 print(
