@@ -288,9 +288,22 @@ def local(
     names = [p.stem for p in data]
     if len(set(names)) != len(names):
         _fail("site files need different names (the site is named after its file)", 2)
-    for path in data:
+    inputs = [("the site table", p) for p in data]
+    if schema is not None:
+        inputs.append(("--schema", schema))
+    for label, path in inputs:
+        if path.is_dir():
+            _fail(f"{label} {str(path)!r} is a directory, not a file", 2)
         if not path.is_file():
-            _fail(f"{path}: no such file")
+            _fail(f"{label} {str(path)!r}: no such file", 2)
+    from fits.io import OutputError, check_output
+
+    try:
+        check_output(out, inputs)
+        if audit is not None:
+            check_output(audit, inputs, option="--audit")
+    except OutputError as exc:
+        _fail(str(exc), 2)
     config = _run_config(
         out, rows, seed, kind, order, schema, round_timeout, len(data), audit, secure_aggregation
     )

@@ -3,15 +3,19 @@
 Commands: ``synthesize`` (site tables in, one synthetic table out), ``schema`` (the
 inferred schema as editable JSON), ``demo`` (the main job on the embedded default).
 Exit codes: 0 success, 1 data error (the message names the file, the client and the
-column, and says what to do), 2 usage error.
+column, and says what to do), 2 usage error (options, a missing input file, an output
+path that is an input or cannot be written), 128 + N when stopped by signal N (the
+temporary output file is removed). docs/cli.md lists every refusal.
 """
 
 from __future__ import annotations
 
+import math
+import shutil
 import sys
 import time
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
@@ -23,6 +27,7 @@ import typer
 from fits.cli.analyze import analyze
 from fits.cli.benchmark import benchmark
 from fits.cli.errors import fail as _fail
+from fits.cli.errors import interruptible
 from fits.cli.federate import federate
 from fits.cli.report import report
 
@@ -115,6 +120,30 @@ def _drop_columns(
     return {site: frame.drop(columns=list(drop)) for site, frame in tables.items()}
 
 
+def _check_inputs(paths: Sequence[tuple[str, Path]]) -> None:
+    """Every input file exists and is a file, else a usage error (exit 2)."""
+    for label, path in paths:
+        if path.is_dir():
+            _fail(f"{label} {str(path)!r} is a directory, not a table file; give the file(s)", 2)
+        if not path.exists():
+            _fail(f"{label} {str(path)!r}: no such file", 2)
+
+
+def _check_output(
+    path: Path,
+    inputs: Sequence[tuple[str, Path]],
+    option: str = "--out",
+    create_parent: bool = False,
+) -> None:
+    """The output location is usable and is no input, else a usage error (exit 2)."""
+    from fits.io import OutputError, check_output
+
+    try:
+        check_output(path, inputs, option=option, create_parent=create_parent)
+    except OutputError as exc:
+        _fail(str(exc), 2)
+
+
 def _load_sites(
     site_files: list[Path], simulate_clients: int | None, shares: str | None, seed: int
 ) -> dict[str, pd.DataFrame]:
@@ -130,10 +159,12 @@ def _read_sites(
     site_files: list[Path], simulate_clients: int | None, shares: str | None, seed: int
 ) -> dict[str, pd.DataFrame]:
     from fits.datasets import PAPER_SHARES, federated_split
+    from fits.federation.client import MIN_CLIENT_ROWS
     from fits.io import find_duplicate_files, read_table
 
     for path in site_files:
         _check_suffix(path, "site table")
+    _check_inputs([("the site table", p) for p in site_files])
     twice = find_duplicate_files(site_files)
     if twice is not None:
         first, second = twice
@@ -162,20 +193,23 @@ def _read_sites(
             weights = [float(v) for v in shares.split(",")]
         except ValueError:
             raise typer.BadParameter(
-                f"--shares must be numbers separated by commas, got {shares!r}"
+                f"--shares must be numbers separated by commas, got {shares!r}",
+                param_hint="--shares",
             ) from None
-        if len(weights) != simulate_clients or min(weights) <= 0:
+        if len(weights) != simulate_clients or not all(math.isfinite(w) and w > 0 for w in weights):
             raise typer.BadParameter(
-                f"--shares needs {simulate_clients} positive numbers, got {shares!r}",
+                f"--shares needs {simulate_clients} positive finite numbers, got {shares!r}",
                 param_hint="--shares",
             )
     pooled = read_table(site_files[0])
-    if len(pooled) < 2 * simulate_clients:
+    if len(pooled) < MIN_CLIENT_ROWS * simulate_clients:
         _fail(
             f"{site_files[0]}: {len(pooled)} rows cannot make {simulate_clients} sites of "
-            "at least 2 rows; use fewer --simulate-clients"
+            f"at least {MIN_CLIENT_ROWS} rows; use fewer --simulate-clients"
         )
-    clients, _ = federated_split(pooled, shares=weights, test_size=0.0, seed=seed)
+    clients, _ = federated_split(
+        pooled, shares=weights, test_size=0.0, seed=seed, min_rows=MIN_CLIENT_ROWS
+    )
     return {f"site {k + 1}": frame for k, frame in enumerate(clients)}
 
 
@@ -222,7 +256,9 @@ Shares = Annotated[
         "30,20,10,9,8,7,6,5,4,1 for 10 sites, else equal).",
     ),
 ]
-Seed = Annotated[int, typer.Option("--seed", help="Seed of every random draw.")]
+Seed = Annotated[
+    int, typer.Option("--seed", min=0, help="Seed of every random draw (an integer >= 0).")
+]
 Order = Annotated[
     str | None, typer.Option("--order", help="Chain order: col1,col2,... (default: file order).")
 ]
@@ -289,11 +325,15 @@ def synthesize(
     """
     from fits import FITSSynthesizer
     from fits.core.schema import Schema
-    from fits.io import write_table
 
+    inputs = [("the site table", p) for p in site_files]
+    if schema is not None:
+        inputs.append(("--schema", schema))
+    _check_inputs(inputs)
+    _check_output(out, inputs)
     _check_suffix(out, "output")
     kinds = _parse_kinds(kind, schema)
-    with _data_errors():
+    with interruptible("no output was written (its temporary file was removed)"), _data_errors():
         tables = _drop_columns(_load_sites(site_files, simulate_clients, shares, seed), drop)
         user_schema = None
         if schema is not None:
@@ -315,20 +355,149 @@ def synthesize(
             synth.fit(tables)
         _echo_warnings(caught)
         bar, callback = _progress(quiet)
-        if bar is not None:
-            with bar:
-                synthetic = synth.sample(rows, progress=callback)
-        else:
-            synthetic = synth.sample(rows)
-        write_table(synthetic, out)
+        check = _release_check(tables, synth, seed)
+        with bar if bar is not None else _nothing():
+            written, check = _stream_rows(synth, rows, out, callback, check, quiet)
     elapsed = time.perf_counter() - start
     sizes = ", ".join(
         f"{n} ({m} rows)" for n, m in zip(synth.client_names_, synth.n_rows_, strict=True)
     )
     typer.echo(
-        f"wrote {len(synthetic)} synthetic rows to {out} in {elapsed:.1f} s\n"
+        f"wrote {written} synthetic rows to {out} in {elapsed:.1f} s\n"
         f"sites: {sizes}\nuploaded: {sum(synth.uploaded_bytes_) / 1e6:.1f} MB in all"
     )
+    _report_release_check(check)
+
+
+#: ``fits synthesize`` estimates the time and size of requests of more rows than this
+#: from a timed first piece of :data:`ESTIMATE_ROWS` rows (the rows do not depend on
+#: where the pieces are cut, see :meth:`fits.FITSSynthesizer.iter_sample`).
+LARGE_REQUEST_ROWS = 100_000
+ESTIMATE_ROWS = 8_192
+
+
+@contextmanager
+def _nothing() -> Iterator[None]:
+    yield
+
+
+def _release_check(tables: dict[str, pd.DataFrame], synth: Any, seed: int) -> Any:
+    """The exact-copy and DCR check, or None (with a warning) if it cannot be set up."""
+    from fits.evaluation.copies import ReleaseCheck
+
+    try:
+        # fresh surrogate identifiers (kind "id") never equal a real one: compare the rest
+        kinds = {
+            c: synth.schema_[c].kind for c in synth.schema_.names if synth.schema_[c].kind != "id"
+        }
+        if not kinds:
+            return None
+        return ReleaseCheck(tables, kinds, max_rows=2_000, seed=seed)
+    except Exception as exc:  # noqa: BLE001 - the check must never cost the user the output
+        typer.echo(f"warning: the exact-copy check cannot run on this table ({exc})", err=True)
+        return None
+
+
+def _report_release_check(check: Any) -> None:
+    if check is None:
+        return
+    try:
+        result = check.result()
+    except Exception as exc:  # noqa: BLE001 - the table is written; say why the check failed
+        typer.echo(f"warning: the exact-copy check failed ({exc})", err=True)
+        return
+    typer.echo(result.summary())
+    for line in result.warnings:
+        typer.echo(f"warning: {line}", err=True)
+
+
+def _human_bytes(n: float) -> str:
+    for unit in ("bytes", "kB", "MB", "GB", "TB"):
+        if n < 1000 or unit == "TB":
+            return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n:.1f} TB"  # pragma: no cover
+
+
+def _human_seconds(t: float) -> str:
+    if t < 120:
+        return f"{t:.0f} s"
+    if t < 7200:
+        return f"{t / 60:.0f} min"
+    return f"{t / 3600:.1f} h"
+
+
+def _encoded_size(frame: pd.DataFrame, suffix: str) -> int:
+    """Bytes ``frame`` takes in a file of this type (written to memory)."""
+    import io
+
+    if suffix == ".csv":
+        return len(frame.to_csv(index=False).encode("utf-8"))
+    buffer = io.BytesIO()
+    frame.to_parquet(buffer, index=False)
+    return buffer.getbuffer().nbytes
+
+
+def _stream_rows(
+    synth: Any,
+    rows: int,
+    out: Path,
+    callback: Callable[[str, int, int], None] | None,
+    check: Any,
+    quiet: bool,
+) -> tuple[int, Any]:
+    """Draw ``rows`` rows in chunks and stream them into ``out`` atomically.
+
+    Large requests first draw :data:`ESTIMATE_ROWS` rows, time them, print the
+    estimated time and file size, and refuse (exit 2) when the file would not fit in
+    the free space of the output's file system. Returns the rows written and the
+    release check (None if it failed).
+    """
+    from fits.io import write_table_chunks
+
+    large = rows > LARGE_REQUEST_ROWS
+    stream = synth.iter_sample(
+        rows, first_chunk_rows=ESTIMATE_ROWS if large else None, progress=callback
+    )
+    first: list[pd.DataFrame] = []
+    if large:
+        clock = time.perf_counter()
+        first.append(next(stream))
+        seconds = (time.perf_counter() - clock) * rows / ESTIMATE_ROWS
+        size = _encoded_size(first[0], out.suffix.lower()) * rows / ESTIMATE_ROWS
+        free = shutil.disk_usage(out.parent if str(out.parent) else Path(".")).free
+        if size > free:
+            _fail(
+                f"--rows {rows}: the output would take about {_human_bytes(size)} "
+                f"(estimated from the first {ESTIMATE_ROWS} rows) but the file system of "
+                f"--out {str(out)!r} has {_human_bytes(free)} free; ask for fewer rows or "
+                "write elsewhere",
+                2,
+            )
+        if not quiet:
+            typer.echo(
+                f"{rows:,} rows: estimated {_human_seconds(seconds)} and "
+                f"{_human_bytes(size)} (from the first {ESTIMATE_ROWS:,} rows; "
+                f"{_human_bytes(free)} free)",
+                err=True,
+            )
+    pieces = [iter(first), stream]
+
+    checks = [check]
+
+    def chunks() -> Iterator[pd.DataFrame]:
+        for piece in pieces:
+            for chunk in piece:
+                if checks[0] is not None:
+                    try:
+                        checks[0].update(chunk)
+                    except Exception as exc:  # noqa: BLE001 - never lose the output to it
+                        typer.echo(f"warning: the exact-copy check failed ({exc})", err=True)
+                        checks[0] = None
+                yield chunk
+
+    _, written = write_table_chunks(chunks(), out)
+    return written, checks[0]
 
 
 @app.command(name="schema")
@@ -356,8 +525,11 @@ def schema_command(
     from fits.federation.coordinator import Coordinator
     from fits.io import write_text
 
+    inputs = [("the site table", p) for p in site_files]
+    _check_inputs(inputs)
+    _check_output(out, inputs)
     kinds = _parse_kinds(kind)
-    with _data_errors():
+    with interruptible("no schema was written"), _data_errors():
         tables = _drop_columns(_load_sites(site_files, simulate_clients, shares, seed), drop)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -394,12 +566,22 @@ def demo(
 
       fits demo --out fits-demo
     """
+    for name in ("synthetic.csv", "report.html", "report.json"):
+        _check_output(out / name, [], create_parent=True)
+    with interruptible("the outputs not yet written were not written"):
+        _demo(out, rows, kernel, seed, quiet)
+
+
+def _demo(out: Path, rows: int, kernel: KernelChoice, seed: int, quiet: bool) -> None:
     from fits import FITSSynthesizer, evaluate
     from fits.datasets import federated_split, simulate
+    from fits.federation.client import MIN_CLIENT_ROWS
     from fits.io import write_table
 
     data = simulate(rows, seed=seed)
-    clients, test = federated_split(data.frame, seed=seed)
+    # every site gets at least the rows a FITS client needs (the paper's 1% site of
+    # 80 training rows would get 1 row otherwise)
+    clients, test = federated_split(data.frame, seed=seed, min_rows=MIN_CLIENT_ROWS)
     train = pd.concat(clients, ignore_index=True)
     typer.echo(
         f"simulation design: {rows} rows, {len(clients)} sites of sizes "
@@ -415,7 +597,6 @@ def demo(
     else:
         synthetic = synth.sample(len(train))
     elapsed = time.perf_counter() - start
-    out.mkdir(parents=True, exist_ok=True)
     path = write_table(synthetic, out / "synthetic.csv")
     typer.echo(f"synthesized {len(synthetic)} rows in {elapsed:.1f} s; writing the report ...")
     report = evaluate(

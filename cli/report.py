@@ -47,6 +47,8 @@ def read_table(path: Path, option: str) -> pd.DataFrame:
     from fits.io import TABLE_SUFFIXES, DataFileError
     from fits.io import read_table as _read_table
 
+    if path.is_dir():
+        raise UsageError(f"{option} {str(path)!r} is a directory, not a table file")
     if path.suffix.lower() not in TABLE_SUFFIXES:
         raise UsageError(
             f"{option} {str(path)!r}: unknown file extension {path.suffix or '(none)'!r}; "
@@ -167,7 +169,9 @@ MaxRows = Annotated[
         help="Subsample each table to this many rows for the energy distances (default: exact).",
     ),
 ]
-Seed = Annotated[int, typer.Option("--seed", help="Seed of every random draw.")]
+Seed = Annotated[
+    int, typer.Option("--seed", min=0, help="Seed of every random draw (an integer >= 0).")
+]
 Quiet = Annotated[bool, typer.Option("--quiet", help="Print only where the outputs are.")]
 Inference = Annotated[
     bool,
@@ -217,6 +221,7 @@ def report(
     Exit status: 0 on success, 1 for a data problem (unreadable file, columns that
     do not match), 2 for a usage problem (unknown option value or file type).
     """
+    from fits.cli.errors import interruptible
     from fits.core.schema import SchemaError
     from fits.report import evaluate
 
@@ -224,47 +229,51 @@ def report(
         if not quiet:
             typer.echo(text, err=True)
 
-    try:
-        files = _Files(real, synthetic, train, test, _client_files(clients, more_clients))
-        options = _check_options(task, target, ratio, lam, out, json)
-        tables = _read_tables(files)
-        kinds = _schema_kinds(schema, tables["real"], real) if schema is not None else None
-        settings_data = _settings_json(settings) if settings is not None else None
-        say(
-            f"evaluating {len(tables['synthetic']):,} synthetic rows against "
-            f"{len(tables['real']):,} real rows ..."
-        )
-        inference_data = None
-        if inference and tables["clients"] and options.targets:
-            say(f"inference check for {options.targets[0]} (FedLSA across the client files) ...")
-            inference_data = inference_figures(
-                tables["clients"], tables["synthetic"], options.targets[0], kinds, seed
+    with interruptible("no report was written (temporary files were removed)"):
+        try:
+            files = _Files(real, synthetic, train, test, _client_files(clients, more_clients))
+            options = _check_options(task, target, ratio, lam, out, json)
+            _check_outputs(out, json, files, schema, settings)
+            tables = _read_tables(files)
+            kinds = _schema_kinds(schema, tables["real"], real) if schema is not None else None
+            settings_data = _settings_json(settings) if settings is not None else None
+            say(
+                f"evaluating {len(tables['synthetic']):,} synthetic rows against "
+                f"{len(tables['real']):,} real rows ..."
             )
-        result = evaluate(
-            tables["real"],
-            tables["synthetic"],
-            kinds,
-            target=options.targets or None,
-            task=options.tasks or None,
-            train=tables["train"],
-            test=tables["test"],
-            clients=tables["clients"] or None,
-            settings=settings_data,
-            ratios=options.ratios,
-            lambdas=options.lambdas,
-            max_rows=max_rows,
-            seed=seed,
-            sources=_sources(files, tables["clients"], schema, settings),
-            progress=lambda line: say(f"  {line}"),
-            inference=inference_data,
-        )
-        result.save(out, json)
-    except UsageError as err:
-        raise _fail(str(err), 2) from None
-    except (DataError, SchemaError, ValueError, TypeError) as err:
-        raise _fail(str(err), 1) from None
-    except OSError as err:
-        raise _fail(f"cannot write the report: {err}", 1) from None
+            inference_data = None
+            if inference and tables["clients"] and options.targets:
+                say(
+                    f"inference check for {options.targets[0]} (FedLSA across the client files) ..."
+                )
+                inference_data = inference_figures(
+                    tables["clients"], tables["synthetic"], options.targets[0], kinds, seed
+                )
+            result = evaluate(
+                tables["real"],
+                tables["synthetic"],
+                kinds,
+                target=options.targets or None,
+                task=options.tasks or None,
+                train=tables["train"],
+                test=tables["test"],
+                clients=tables["clients"] or None,
+                settings=settings_data,
+                ratios=options.ratios,
+                lambdas=options.lambdas,
+                max_rows=max_rows,
+                seed=seed,
+                sources=_sources(files, tables["clients"], schema, settings),
+                progress=lambda line: say(f"  {line}"),
+                inference=inference_data,
+            )
+            result.save(out, json)
+        except UsageError as err:
+            raise _fail(str(err), 2) from None
+        except (DataError, SchemaError, ValueError, TypeError) as err:
+            raise _fail(str(err), 1) from None
+        except OSError as err:
+            raise _fail(f"cannot write the report: {err}", 1) from None
     if not quiet:
         typer.echo(result.summary(), err=True)
     typer.echo(f"report: {out}")
@@ -362,6 +371,36 @@ def _check_options(
     if out.suffix.lower() not in (".html", ".htm"):
         raise UsageError(f"--out {str(out)!r}: the report is HTML; name it *.html")
     return _Options(targets, tasks, ratios, lambdas)
+
+
+def _check_outputs(
+    out: Path, json: Path | None, files: _Files, schema: Path | None, settings: Path | None
+) -> None:
+    """``--out`` and ``--json`` are usable and are no input (the same file, however
+    named: see :func:`fits.io.check_output`), nor each other."""
+    from fits.io import OutputError, check_output
+
+    inputs = [
+        (label, path)
+        for label, path in (
+            ("--real", files.real),
+            ("--synthetic", files.synthetic),
+            ("--train", files.train),
+            ("--test", files.test),
+            ("--schema", schema),
+            ("--settings", settings),
+            *(("--clients", c) for c in files.clients),
+        )
+        if path is not None
+    ]
+    for path, option in ((out, "--out"), (json, "--json")):
+        if path is not None:
+            try:
+                check_output(path, inputs, option=option)
+            except OutputError as err:
+                raise UsageError(str(err)) from None
+    if json is not None and out.resolve() == json.resolve():
+        raise UsageError(f"--json {str(json)!r} is the same file as --out {str(out)!r}")
 
 
 def _read_tables(files: _Files) -> dict[str, Any]:

@@ -697,8 +697,8 @@ def load_dataset(name: str, data_dir: str | os.PathLike[str] | None = None) -> D
     raise ValueError(f"unknown dataset {name!r}; choose one of {', '.join(DATASET_NAMES)}")
 
 
-def _client_sizes(n_train: int, shares: np.ndarray) -> np.ndarray:
-    """Largest-remainder apportionment of ``n_train`` rows, at least one row each."""
+def _client_sizes(n_train: int, shares: np.ndarray, min_rows: int = 1) -> np.ndarray:
+    """Largest-remainder apportionment of ``n_train`` rows, at least ``min_rows`` each."""
     quotas = n_train * shares / shares.sum()
     sizes = np.floor(quotas).astype(np.int64)
     short = n_train - int(sizes.sum())
@@ -706,9 +706,9 @@ def _client_sizes(n_train: int, shares: np.ndarray) -> np.ndarray:
         # Largest remainders first; ties go to the earlier client (stable sort).
         ranked = np.argsort(-(quotas - sizes), kind="stable")
         sizes[ranked[:short]] += 1
-    while (sizes == 0).any():  # give an empty client one row from the largest one
+    while (sizes < min_rows).any():  # give a short client one row from the largest one
         sizes[int(np.argmax(sizes))] -= 1
-        sizes[int(np.argmax(sizes == 0))] += 1
+        sizes[int(np.argmax(sizes < min_rows))] += 1
     return sizes
 
 
@@ -717,6 +717,7 @@ def federated_split(
     shares: tuple[float, ...] | list[float] | np.ndarray = PAPER_SHARES,
     test_size: float = 0.2,
     seed: int | None = 0,
+    min_rows: int = 1,
 ) -> tuple[list[pd.DataFrame], pd.DataFrame]:
     """Shuffle, hold out a test set, and split the rest into imbalanced clients.
 
@@ -726,7 +727,8 @@ def federated_split(
     apportionment of the training size to the normalized shares (floors of
     ``share * n_train`` first, then one more row to the clients with the largest
     fractional parts, ties to the earlier client), so they sum exactly to the training
-    size; a client that would get no row takes one from the largest client.
+    size; a client that would get fewer than ``min_rows`` rows takes one row at a time
+    from the largest client until it has ``min_rows``.
 
     With the paper's shares this rule reproduces both of the paper's splits exactly:
     Adult, 45,222 rows -> 9,045 test, 36,177 train, clients
@@ -746,6 +748,10 @@ def federated_split(
         Fraction held out as test data, in ``[0, 1)``; ``0`` gives an empty test frame.
     seed : int or None, default 0
         Seed of the permutation.
+    min_rows : int, default 1
+        Fewest rows a client gets (a FITS client needs 2, see
+        :data:`fits.federation.client.MIN_CLIENT_ROWS`; the paper's splits are the
+        same for 1 and 2).
 
     Returns
     -------
@@ -758,7 +764,8 @@ def federated_split(
     ------
     ValueError
         A share is not positive or not finite, ``shares`` is empty, ``test_size`` is
-        outside ``[0, 1)``, or there are fewer training rows than clients.
+        outside ``[0, 1)``, or there are fewer training rows than ``min_rows`` per
+        client.
     """
     arr = np.asarray(shares, dtype=np.float64).ravel()
     if arr.size == 0:
@@ -775,11 +782,15 @@ def federated_split(
     # A tiny tolerance keeps products such as 0.2 * 10_000 = 2000.0000000000002 at 2000.
     n_test = min(n, max(0, math.ceil(test_size * n - 1e-9)))
     n_train = n - n_test
-    if n_train < arr.size:
+    min_rows = int(min_rows)
+    if min_rows < 1:
+        raise ValueError(f"min_rows must be at least 1, got {min_rows}")
+    if n_train < min_rows * arr.size:
         raise ValueError(
-            f"{n_train} training rows cannot give each of {arr.size} clients at least one row"
+            f"{n_train} training rows cannot give each of {arr.size} clients at least "
+            f"{min_rows} row(s)"
         )
-    sizes = _client_sizes(n_train, arr)
+    sizes = _client_sizes(n_train, arr, min_rows)
 
     perm = np.random.default_rng(seed).permutation(n)
     test = frame.iloc[perm[:n_test]].reset_index(drop=True)

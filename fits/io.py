@@ -11,7 +11,7 @@ import os
 import re
 import tempfile
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -22,10 +22,14 @@ from fits.core.schema import DataNote
 __all__ = [
     "TABLE_SUFFIXES",
     "DataFileError",
+    "OutputError",
+    "check_output",
     "check_suffix",
     "find_duplicate_files",
     "read_table",
+    "same_file",
     "write_table",
+    "write_table_chunks",
     "write_text",
 ]
 
@@ -272,20 +276,118 @@ def find_duplicate_files(
     return min(found)[2:] if found else None
 
 
-def _atomic(path: Path, write: Callable[[str], None]) -> Path:
-    """Run ``write(tmp)`` on a temporary file beside ``path``, then rename it over
-    ``path``; on any error the temporary file is removed and ``path`` is untouched."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
+class OutputError(ValueError):
+    """An output location cannot be used (it is an input, a folder, not writable, ...).
+
+    A usage error: the message names the option and the path(s) and says what to do.
+    """
+
+
+def same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
+    """True when ``a`` and ``b`` are the same existing file: the same (device, inode),
+    so ``./x/../x/a.csv``, symbolic links and hard links are all caught."""
     try:
+        sa, sb = os.stat(a), os.stat(b)
+    except OSError:
+        return False
+    return (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
+
+
+def check_output(
+    path: str | os.PathLike[str],
+    inputs: Sequence[tuple[str, str | os.PathLike[str]]] = (),
+    *,
+    option: str = "--out",
+    create_parent: bool = False,
+) -> Path:
+    """Check, before any work starts, that ``path`` can receive an output file.
+
+    Parameters
+    ----------
+    path : path-like
+        The output file.
+    inputs : sequence of (label, path)
+        Files the run reads (``("site table", "a.csv")``, ``("--schema", ...)``): the
+        output must not be any of them (compared as files, see :func:`same_file`), and
+        nothing is written if it is.
+    option : str
+        The option the path came from, for messages.
+    create_parent : bool
+        Create a missing parent folder (``fits demo``'s output folder) instead of
+        refusing.
+
+    Raises
+    ------
+    OutputError
+        The output is one of the inputs; its folder does not exist, is not a folder or
+        is not writable (permissions, read-only file system); the output is a folder;
+        or it exists and is read-only.
+    """
+    path = Path(path)
+    shown = str(path)
+    for label, source in inputs:
+        if same_file(path, source):
+            raise OutputError(
+                f"{option} {shown!r} is the same file as {label} {str(source)!r}; "
+                "fits never writes over an input. Choose another output path"
+            )
+    if path.is_dir():
+        raise OutputError(f"{option} {shown!r} is a folder; give a file name inside it")
+    parent = path.parent
+    if not parent.exists():
+        if create_parent:
+            try:
+                parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise OutputError(
+                    f"{option} {shown!r}: cannot create the folder {str(parent)!r} "
+                    f"({exc.strerror or exc})"
+                ) from None
+        else:
+            raise OutputError(
+                f"{option} {shown!r}: the folder {str(parent)!r} does not exist; create it "
+                "first or choose another path"
+            )
+    if not parent.is_dir():
+        raise OutputError(f"{option} {shown!r}: {str(parent)!r} is not a folder")
+    if path.exists() and (
+        not os.access(path, os.W_OK) or not path.stat().st_mode & 0o222
+    ):  # the mode bits too: root may write anywhere, but a read-only file says "keep me"
+        raise OutputError(
+            f"{option} {shown!r} exists and is read-only; fits does not replace it. "
+            "Remove it or choose another path"
+        )
+    # permissions, read-only file systems, quotas: try what the write will do
+    try:
+        fd, probe = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=parent)
+    except OSError as exc:
+        raise OutputError(
+            f"{option} {shown!r}: cannot write in the folder {str(parent)!r} "
+            f"({exc.strerror or exc}); choose a writable location"
+        ) from None
+    os.close(fd)
+    os.unlink(probe)
+    return path
+
+
+def _atomic(path: Path, write: Callable[[str], None]) -> Path:
+    """Run ``write(tmp)`` on a hidden temporary file beside ``path``, then rename it over
+    ``path``; on any error or interruption (any exception, ``KeyboardInterrupt`` and the
+    exceptions the command line raises on SIGTERM/SIGHUP included) the temporary file
+    is removed and ``path`` is untouched."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp: str | None = None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        os.close(fd)
         write(tmp)
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; give the usual permissions
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
         raise
     return path
 
@@ -300,6 +402,58 @@ def write_table(frame: pd.DataFrame, path: str | os.PathLike[str]) -> Path:
     if check_suffix(path, "output") == ".csv":
         return _atomic(path, lambda tmp: frame.to_csv(tmp, index=False))
     return _atomic(path, lambda tmp: frame.to_parquet(tmp, index=False))
+
+
+def write_table_chunks(
+    chunks: Iterable[pd.DataFrame], path: str | os.PathLike[str]
+) -> tuple[Path, int]:
+    """Stream a table to ``path`` chunk by chunk, atomically (CSV or Parquet).
+
+    Each chunk is appended as it comes (CSV: the header once, then rows; Parquet: one
+    row group per chunk through :class:`pyarrow.parquet.ParquetWriter`, with the first
+    chunk's Arrow schema), so memory holds one chunk at a time. Every chunk must have
+    the same columns and dtypes. The file is a hidden temporary beside ``path`` until
+    the last chunk is written, then renamed over ``path``; on any error or interruption
+    it is removed and an existing ``path`` is untouched. The CSV bytes equal those of
+    :func:`write_table` on the concatenated chunks.
+
+    Returns
+    -------
+    path : Path
+    rows : int
+        Rows written.
+    """
+    path = Path(path)
+    suffix = check_suffix(path, "output")
+    rows = 0
+
+    def write(tmp: str) -> None:
+        nonlocal rows
+        if suffix == ".csv":
+            with open(tmp, "w", encoding="utf-8", newline="") as fh:
+                for k, chunk in enumerate(chunks):
+                    chunk.to_csv(fh, index=False, header=k == 0)
+                    rows += len(chunk)
+            return
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        writer = None
+        try:
+            for chunk in chunks:
+                if writer is None:
+                    table = pa.Table.from_pandas(chunk, preserve_index=False)
+                    writer = pq.ParquetWriter(tmp, table.schema)
+                else:
+                    table = pa.Table.from_pandas(chunk, schema=writer.schema, preserve_index=False)
+                writer.write_table(table)
+                rows += len(chunk)
+        finally:
+            if writer is not None:
+                writer.close()
+
+    _atomic(path, write)
+    return path, rows
 
 
 def write_text(text: str, path: str | os.PathLike[str]) -> Path:

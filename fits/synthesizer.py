@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 import pickle
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +40,13 @@ from fits.federation.client import MIN_CLIENT_ROWS, FITSClient
 from fits.federation.coordinator import Coordinator
 from fits.federation.transport import InProcessTransport, Transport
 
-__all__ = ["FITSSynthesizer", "NotConnectedError", "restore_dtype"]
+__all__ = ["SAMPLE_CHUNK_ROWS", "FITSSynthesizer", "NotConnectedError", "restore_dtype"]
+
+#: Rows drawn and decoded at a time by :meth:`FITSSynthesizer.sample`,
+#: :meth:`~FITSSynthesizer.iter_sample` and :meth:`~FITSSynthesizer.sample_to_file`.
+#: It bounds the working memory (about ``SAMPLE_CHUNK_ROWS x columns x 16`` bytes for
+#: the uniforms and draws, plus the decoded chunk); the rows do not depend on it.
+SAMPLE_CHUNK_ROWS = 65_536
 
 
 class NotConnectedError(RuntimeError):
@@ -380,6 +386,11 @@ class FITSSynthesizer(BaseEstimator):  # type: ignore[misc]
     ) -> pd.DataFrame:
         """Draw a synthetic table.
 
+        The rows are drawn in chunks of :data:`SAMPLE_CHUNK_ROWS` (see
+        :meth:`iter_sample`), so the working memory beyond the returned table stays
+        bounded; the result does not depend on the chunking. For more rows than fit in
+        memory use :meth:`sample_to_file` or :meth:`iter_sample`.
+
         Parameters
         ----------
         num_rows : int
@@ -395,29 +406,133 @@ class FITSSynthesizer(BaseEstimator):  # type: ignore[misc]
         DataFrame
             The input's columns, in the input's order and with its dtypes.
         """
+        if progress is True:
+            bar, callback = progress_bar()
+            with bar:
+                chunks = list(self.iter_sample(num_rows, seed=seed, progress=callback))
+        else:
+            callback = progress if callable(progress) else None
+            chunks = list(self.iter_sample(num_rows, seed=seed, progress=callback))
+        if len(chunks) == 1:
+            return chunks[0]
+        return pd.concat(chunks, ignore_index=True)
+
+    def iter_sample(
+        self,
+        num_rows: int,
+        *,
+        chunk_rows: int | None = None,
+        first_chunk_rows: int | None = None,
+        seed: int | None = None,
+        progress: Callable[[str, int, int], None] | None = None,
+    ) -> Iterator[pd.DataFrame]:
+        """Draw a synthetic table chunk by chunk, in bounded memory.
+
+        Every synthetic row is a function of the fitted model and its own row of
+        uniforms only (Algorithm 2 draws each row's chain independently), and the
+        uniforms come row by row from one stream: chunk ``k`` takes the next
+        ``rows_k x P`` values of the generator (``numpy.random.Generator.random``
+        yields the same numbers whether asked for at once or in pieces). So the rows
+        are the same whatever the chunk size: concatenating the chunks gives exactly
+        :meth:`sample` with the same seed, and ``--rows N --seed S`` always gives the
+        same table. Surrogate values of ``"id"`` columns are numbered across the
+        chunks (``start`` and the total are passed to the decoder), so they do not
+        depend on the chunks either.
+
+        Parameters
+        ----------
+        num_rows : int
+            Total number of rows.
+        chunk_rows : int, optional
+            Rows per chunk (default :data:`SAMPLE_CHUNK_ROWS`); bounds the memory, does
+            not change the rows.
+        first_chunk_rows : int, optional
+            A different size for the first chunk (``fits synthesize`` times a small
+            first chunk to estimate the whole run); does not change the rows.
+        seed : int, optional
+            Seed for this draw; default continues the synthesizer's own stream.
+        progress : callable, optional
+            Called as ``progress(column, rows_done, rows_total)`` over all chunks.
+
+        Yields
+        ------
+        DataFrame
+            Consecutive chunks of the table (the input's columns and dtypes).
+        """
         if isinstance(num_rows, bool) or not isinstance(num_rows, (int, np.integer)):
             raise TypeError(f"num_rows must be an integer, got {num_rows!r}")
         if num_rows < 1:
             raise ValueError(f"num_rows must be at least 1, got {num_rows}")
+        if chunk_rows is None:
+            chunk_rows = SAMPLE_CHUNK_ROWS
+        if first_chunk_rows is None:
+            first_chunk_rows = chunk_rows
+        for name, value in (("chunk_rows", chunk_rows), ("first_chunk_rows", first_chunk_rows)):
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+                raise TypeError(f"{name} must be an integer, got {value!r}")
+            if value < 1:
+                raise ValueError(f"{name} must be at least 1, got {value}")
         coord = self.coordinator
         rng = np.random.default_rng(seed) if seed is not None else self._rng
-        if progress is True:
-            bar, callback = progress_bar()
-            with bar:
-                values = coord.sample(int(num_rows), rng, progress=callback)
-        else:
-            callback = progress if callable(progress) else None
-            values = coord.sample(int(num_rows), rng, progress=callback)
-        return self._decode(values)
+        total = int(num_rows)
+        starts = [0, *range(int(first_chunk_rows), total, int(chunk_rows))]
+        return self._chunks(coord, total, starts, rng, progress)
 
-    def _decode(self, values: np.ndarray, start: int = 0) -> pd.DataFrame:
+    def _chunks(
+        self,
+        coord: Coordinator,
+        total: int,
+        starts: list[int],
+        rng: np.random.Generator,
+        progress: Callable[[str, int, int], None] | None,
+    ) -> Iterator[pd.DataFrame]:
+        for start, stop in zip(starts, [*starts[1:], total], strict=True):
+            n = stop - start
+            callback = None
+            if progress is not None:
+
+                def callback(column: str, done: int, _n: int, _start: int = start) -> None:
+                    progress(column, _start + done, total)
+
+            yield self._decode(coord.sample(n, rng, progress=callback), start=start, total=total)
+
+    def sample_to_file(
+        self,
+        path: str | os.PathLike[str],
+        num_rows: int,
+        *,
+        chunk_rows: int | None = None,
+        seed: int | None = None,
+        progress: Callable[[str, int, int], None] | None = None,
+    ) -> Path:
+        """Draw ``num_rows`` rows straight into a CSV or Parquet file, in bounded memory.
+
+        The chunks of :meth:`iter_sample` are streamed to a hidden temporary file beside
+        ``path`` (CSV appends; Parquet row groups) that is renamed over ``path`` only
+        when complete (:func:`fits.io.write_table_chunks`). The table equals
+        :meth:`sample` with the same seed.
+
+        Returns
+        -------
+        Path
+            ``path``.
+        """
+        from fits.io import check_suffix, write_table_chunks
+
+        check_suffix(Path(path), "output")
+        chunks = self.iter_sample(num_rows, chunk_rows=chunk_rows, seed=seed, progress=progress)
+        written, _ = write_table_chunks(chunks, path)
+        return written
+
+    def _decode(self, values: np.ndarray, start: int = 0, total: int | None = None) -> pd.DataFrame:
         """The engine's values (chain order) as the input's columns and dtypes.
 
         Discrete columns map back to their categories, continuous ones are clipped to
         their bounds (and rounded, for whole numbers), missing values come back where
         the indicators say; every column gets the input's pandas dtype back
         (:func:`restore_dtype`).  Columns of kind ``"id"`` get fresh surrogate values,
-        numbered from ``start + 1``.
+        numbered from ``start + 1`` (with the digits ``total`` rows need, so that
+        chunks of one table agree).
         """
         coord = self.coordinator
         order = coord.schema.order
@@ -425,7 +540,8 @@ class FITSSynthesizer(BaseEstimator):  # type: ignore[misc]
         for spec in self.schema_.columns:
             name = spec.name
             if not spec.is_modelled:  # an identifier: never a real value
-                cols[name] = pd.Series(surrogate_ids(values.shape[0], start), name=name)
+                ids = surrogate_ids(values.shape[0], start, total=total)
+                cols[name] = pd.Series(ids, name=name)
                 continue
             enc = coord.encoders[name]
             col = enc.decode(values[:, order.index(name)]).reset_index(drop=True)

@@ -220,7 +220,7 @@ def test_bad_files(site_files, tmp_path):
     )
     _expect_error(
         run("synthesize", str(tmp_path / "nope.csv"), "--rows", "5", "--out", str(out)),
-        1,
+        2,
         "nope.csv",
         "no such file",
     )
@@ -451,7 +451,9 @@ def test_federate_local_refuses_bad_arguments(site_files, tmp_path):
     )
     assert res.returncode == 2 and "one --kernel per site" in res.stderr
     res = run("federate", "local", str(tmp_path / "nope.csv"), "--rows", "5", "--out", out)
-    assert res.returncode == 1 and "no such file" in res.stderr
+    assert res.returncode == 2 and "no such file" in res.stderr
+    res = run("federate", "local", *map(str, site_files), "--rows", "5", "--out", str(site_files[1]))
+    assert res.returncode == 2 and "same file" in res.stderr
     res = run(
         "federate",
         "site",

@@ -259,20 +259,46 @@ class ColumnSpec:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> ColumnSpec:
-        """Inverse of :meth:`to_dict`."""
+        """Inverse of :meth:`to_dict`.
+
+        Raises
+        ------
+        SchemaError
+            A field is missing or of the wrong type; the message names the column and
+            the field.
+        """
+        if not isinstance(d, Mapping):
+            raise SchemaError(f"each entry of 'columns' must be an object, got {d!r}")
+        if "name" not in d:
+            raise SchemaError(f'a column entry has no "name": {dict(d)!r}')
+        name = str(d["name"])
+        if "kind" not in d:
+            raise SchemaError(f'column {name!r} has no "kind"; give one of {", ".join(KINDS)}')
+        numbers = {}
+        for key in ("lower", "upper", "point_mass"):
+            value = d.get(key)
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, (int, float))
+            ):
+                raise SchemaError(
+                    f'column {name!r}: "{key}" must be a number (or null), got {value!r}'
+                )
+            numbers[key] = None if value is None else float(value)
         cats = d.get("categories")
+        if cats is not None and not isinstance(cats, list):
+            raise SchemaError(f'column {name!r}: "categories" must be a list, got {cats!r}')
         return cls(
-            name=str(d["name"]),
+            name=name,
             kind=str(d["kind"]),
             dtype=str(d.get("dtype", "float")),
             categories=list(cats) if cats is not None else None,
-            lower=d.get("lower"),
-            upper=d.get("upper"),
+            lower=numbers["lower"],
+            upper=numbers["upper"],
             missing=bool(d.get("missing", False)),
             indicates=d.get("indicates"),
             tz=d.get("tz"),
             date_only=bool(d.get("date_only", False)),
-            point_mass=d.get("point_mass"),
+            point_mass=numbers["point_mass"],
             indicator=str(d.get("indicator", "missing")),
             pandas_dtype=d.get("pandas_dtype"),
             dtype_categories=(
@@ -377,9 +403,12 @@ class Schema:
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Schema:
         """Inverse of :meth:`to_dict`."""
-        if "columns" not in d:
+        if not isinstance(d, Mapping) or not isinstance(d.get("columns"), list):
             raise SchemaError("a schema needs a 'columns' list")
-        return cls([ColumnSpec.from_dict(c) for c in d["columns"]], list(d.get("order") or []))
+        order = d.get("order") or []
+        if not isinstance(order, list):
+            raise SchemaError(f"'order' must be a list of column names, got {order!r}")
+        return cls([ColumnSpec.from_dict(c) for c in d["columns"]], list(order))
 
     @classmethod
     def from_json(cls, text: str) -> Schema:
@@ -430,14 +459,15 @@ def _sort_labels(labels: Sequence[Any]) -> list[Any]:
     return out + [None] * (len(present) < len(labels))
 
 
-def surrogate_ids(n: int, start: int = 0) -> list[str]:
+def surrogate_ids(n: int, start: int = 0, total: int | None = None) -> list[str]:
     """Fresh values of an ``"id"`` column: ``synthetic-000001``, ``synthetic-000002``, ...
 
-    The values are numbered ``start + 1`` to ``start + n`` (at least six digits), never
+    The values are numbered ``start + 1`` to ``start + n`` (at least six digits, and as
+    many as ``total`` needs when the rows are one chunk of a table of ``total``), never
     drawn from the real values; the setup round refuses an id column whose real values
     already start with :data:`SURROGATE_PREFIX`, so none can coincide with a real one.
     """
-    width = max(6, len(str(start + n)))
+    width = max(6, len(str(max(start + n, total or 0))))
     return [f"{SURROGATE_PREFIX}{i:0{width}d}" for i in range(start + 1, start + n + 1)]
 
 

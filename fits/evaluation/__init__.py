@@ -4,7 +4,9 @@
 - :mod:`fits.evaluation.distance`: the exact energy distance, chunked;
 - :mod:`fits.evaluation.fidelity`: column and pair fidelity, the independent resample;
 - :mod:`fits.evaluation.utility`: downstream utility in the data usage modes M1-M4;
-- :mod:`fits.evaluation.privacy`: distance to closest record and exact copies.
+- :mod:`fits.evaluation.privacy`: distance to closest record and exact copies;
+- :mod:`fits.evaluation.copies`: the release check ``fits synthesize`` prints (exact
+  copies per site and DCR, streamed over the synthetic chunks).
 """
 
 from fits._lazy import lazy_exports
@@ -22,6 +24,8 @@ _EXPORTS = {
     "privacy_checks": "fits.evaluation.privacy",
     "distance_to_closest_record": "fits.evaluation.privacy",
     "PrivacyResult": "fits.evaluation.privacy",
+    "ReleaseCheck": "fits.evaluation.copies",
+    "ReleaseCheckResult": "fits.evaluation.copies",
 }
 __all__ = list(_EXPORTS)
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

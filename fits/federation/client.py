@@ -21,6 +21,7 @@ import time
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import timedelta
 
 import numpy as np
 import pandas as pd
@@ -37,11 +38,17 @@ from fits.core.kernels import (
     resolve_kernel,
     response_cdf_kernel,
 )
-from fits.core.schema import Schema, SchemaError, describe_table, parse_text_columns
+from fits.core.schema import (
+    ColumnSpec,
+    Schema,
+    SchemaError,
+    describe_table,
+    parse_text_columns,
+)
 from fits.federation.protocol import Message, ProtocolError
 from fits.federation.secure import SecureAggregator
 
-__all__ = ["FITSClient", "MIN_CLIENT_ROWS"]
+__all__ = ["FITSClient", "MIN_CLIENT_ROWS", "check_columns"]
 
 #: Fewest rows a client may hold: a one-row client would reveal its row through its sums.
 MIN_CLIENT_ROWS = 2
@@ -61,6 +68,57 @@ class _Weights:
     idx: np.ndarray | None = None  # (B, c) neighbour indices for the KNN scheme
     x: np.ndarray | None = None  # (B, d) midpoint-substituted queries, native units
     s: np.ndarray | None = None  # (B, d + 1, d + 1) Hessians, if computed with the weights
+
+
+def _unsupported(series: pd.Series) -> tuple[str, str] | None:
+    """(what the column holds, how to fix it) for column types fits cannot model."""
+    dt = series.dtype
+    sample = None
+    if pd.api.types.is_object_dtype(dt):
+        present = series.dropna()
+        sample = present.iloc[0] if len(present) else None
+    if pd.api.types.is_timedelta64_dtype(dt) or isinstance(sample, (pd.Timedelta, timedelta)):
+        return "durations (timedelta)", "convert it to a number, e.g. df[c].dt.total_seconds()"
+    if isinstance(dt, pd.PeriodDtype) or isinstance(sample, pd.Period):
+        return (
+            "periods",
+            "convert it to dates with df[c].dt.to_timestamp() or to text with df[c].astype(str)",
+        )
+    if pd.api.types.is_complex_dtype(dt) or isinstance(sample, complex):
+        return (
+            "complex numbers",
+            "split it into two real columns, e.g. df[c].to_numpy().real and .imag",
+        )
+    if isinstance(dt, pd.IntervalDtype) or isinstance(sample, pd.Interval):
+        return "intervals", "store its bounds as two numeric columns, or as text"
+    return None
+
+
+def check_columns(data: pd.DataFrame, name: str) -> None:
+    """Refuse tables fits cannot model faithfully, naming the column and the fix.
+
+    Duplicate column names (a second ``age`` would be read as the first), and columns
+    of durations, periods, complex numbers or intervals (no kind models them).
+
+    Raises
+    ------
+    SchemaError
+    """
+    columns = pd.Index(data.columns)
+    duplicated = sorted({str(c) for c in columns[columns.duplicated()]})
+    if duplicated:
+        raise SchemaError(
+            f"{name}: column name(s) {duplicated} appear more than once; give every column "
+            "a unique name (rename or drop the copies) before fitting"
+        )
+    for column in data.columns:
+        problem = _unsupported(data[column])
+        if problem is not None:
+            what, fix = problem
+            raise SchemaError(
+                f"{name}: column {column!r} holds {what}, which fits cannot model; "
+                + fix.replace("df[c]", f"df[{column!r}]")
+            )
 
 
 class FITSClient:
@@ -90,6 +148,7 @@ class FITSClient:
             raise TypeError(f"{name}: expected a pandas DataFrame, got {type(data).__name__}")
         self.name = name
         self.kernel = resolve_kernel(kernel)
+        check_columns(data, name)
         self.data = data
         n = data.shape[0]
         if n == 0:
@@ -188,6 +247,20 @@ class FITSClient:
             {"description": json.dumps(jsonable(desc, finite=False)), "name": self.name},
         )
 
+    def _check_bounds(self, spec: ColumnSpec, values: np.ndarray) -> None:
+        """Refuse values outside the schema's bounds: they would be clipped silently."""
+        lo = -np.inf if spec.lower is None else spec.lower
+        hi = np.inf if spec.upper is None else spec.upper
+        below, above = int(np.sum(values < lo)), int(np.sum(values > hi))
+        if below or above:
+            raise SchemaError(
+                f"{self.name}: {below + above} of {values.size} values of column "
+                f"{spec.name!r} lie outside the schema's bounds [{spec.lower}, {spec.upper}] "
+                f"({below} below, {above} above; this site's range is "
+                f'[{values.min():g}, {values.max():g}]); widen "lower"/"upper" in the '
+                "schema file to cover the data: fits does not clip data"
+            )
+
     def _configure(self, msg: Message) -> Message:
         if "secure_keys" in msg.arrays:
             if self._secure is None:
@@ -242,6 +315,7 @@ class FITSClient:
             else:
                 values = enc.to_numeric(self.data[spec.name], client=self.name)
                 absent = np.isnan(values)
+                self._check_bounds(spec, values[~absent])
                 values[absent] = spec.lower  # the fill every party uses (see Coordinator)
                 # rows at the point mass keep their value but are drawn by the indicator
                 valid[:, j] = ~absent & (values != spec.point_mass)
