@@ -788,7 +788,7 @@ def federated_split(
     if n_train < min_rows * arr.size:
         raise ValueError(
             f"{n_train} training rows cannot give each of {arr.size} clients at least "
-            f"{min_rows} row(s)"
+            + ("one row" if min_rows == 1 else f"{min_rows} rows")
         )
     sizes = _client_sizes(n_train, arr, min_rows)
 

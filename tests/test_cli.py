@@ -452,7 +452,9 @@ def test_federate_local_refuses_bad_arguments(site_files, tmp_path):
     assert res.returncode == 2 and "one --kernel per site" in res.stderr
     res = run("federate", "local", str(tmp_path / "nope.csv"), "--rows", "5", "--out", out)
     assert res.returncode == 2 and "no such file" in res.stderr
-    res = run("federate", "local", *map(str, site_files), "--rows", "5", "--out", str(site_files[1]))
+    res = run(
+        "federate", "local", *map(str, site_files), "--rows", "5", "--out", str(site_files[1])
+    )
     assert res.returncode == 2 and "same file" in res.stderr
     res = run(
         "federate",

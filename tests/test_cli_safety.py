@@ -495,6 +495,8 @@ def test_a_folder_or_missing_file_as_input_is_a_usage_error(sites, tmp_path):
     res = run("synthesize", folder, "--rows", 5, "--out", out)
     assert res.returncode == 2 and "is a directory" in res.stderr, res.stderr
     assert "no such file" not in res.stderr
+    res = run("report", "--real", folder, "--synthetic", sites[0], "--out", tmp_path / "r.html")
+    assert res.returncode == 2 and "is a directory" in res.stderr, res.stderr
     missing = tmp_path / "missing.csv"
     res_s = run("synthesize", missing, "--rows", 5, "--out", out)
     res_r = run("report", "--real", missing, "--synthetic", sites[0], "--out", tmp_path / "r.html")

@@ -318,7 +318,6 @@ def _describe_reply(site: str, reply: Message) -> dict[str, Any]:
 
 def _synthesize(transport: FlowerTransport, cfg: Mapping[str, Any]) -> Path:
     from fits.core.schema import Schema
-    from fits.io import write_table
     from fits.synthesizer import FITSSynthesizer
 
     schema = Schema.from_json(Path(cfg["schema"]).read_text()) if cfg["schema"] else None
@@ -335,8 +334,9 @@ def _synthesize(transport: FlowerTransport, cfg: Mapping[str, Any]) -> Path:
         synth.coordinator.batch_size = int(
             np.clip(SITE_MEMORY_BUDGET // max(max(synth.n_rows_), 1), 64, cfg["rows"])
         )
-    table = synth.sample(cfg["rows"])
-    path = write_table(table, cfg["output"])
+    # streamed in chunks to a temporary file renamed at the end: bounded memory for any
+    # number of rows, the same rows as synth.sample(rows)
+    path = synth.sample_to_file(cfg["output"], cfg["rows"])
     summary = {
         "output": str(path),
         "rows": cfg["rows"],
