@@ -256,6 +256,48 @@ def test_chunks_do_not_change_the_rows(small_sites):
     pd.testing.assert_frame_equal(both, whole)
 
 
+def _typed_table(n: int = 80) -> pd.DataFrame:
+    rng = np.random.default_rng(0)
+    return pd.DataFrame(
+        {
+            "uid": [f"u{i}" for i in range(n)],
+            "x": rng.normal(size=n),
+            "k": pd.array(
+                np.where(rng.random(n) < 0.1, None, rng.integers(0, 1000, n)), dtype="Int64"
+            ),
+            "b": pd.array(
+                np.where(rng.random(n) < 0.1, None, rng.random(n) < 0.5), dtype="boolean"
+            ),
+            "c": pd.Categorical(
+                rng.choice(["lo", "mid", "hi"], n), categories=["lo", "mid", "hi", "unused"]
+            ),
+        }
+    )
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_chunks_keep_types_and_number_surrogates_across_chunks(tmp_path, suffix):
+    from fits import FITSSynthesizer
+
+    frame = _typed_table()
+    synth = FITSSynthesizer(seed=1, kinds={"uid": "id", "k": "continuous"})
+    synth.fit([frame[:40], frame[40:]])
+    whole = synth.sample(300, seed=4)
+    parts = list(synth.iter_sample(300, chunk_rows=7, first_chunk_rows=3, seed=4))
+    assert [len(p) for p in parts[:3]] == [3, 7, 7]
+    pd.testing.assert_frame_equal(pd.concat(parts, ignore_index=True), whole)
+    assert whole["uid"].iloc[-1] == "synthetic-000300" and whole["uid"].is_unique
+    out = tmp_path / f"typed{suffix}"
+    synth.sample_to_file(out, 300, chunk_rows=7, seed=4)
+    if suffix == ".parquet":
+        pd.testing.assert_frame_equal(pd.read_parquet(out), whole)
+    else:
+        from fits.io import write_table
+
+        write_table(whole, tmp_path / "whole.csv")
+        assert out.read_bytes() == (tmp_path / "whole.csv").read_bytes()
+
+
 @pytest.mark.parametrize("suffix", [".csv", ".parquet"])
 def test_sample_to_file_streams_the_same_table(small_sites, tmp_path, suffix):
     import pyarrow.parquet as pq
