@@ -54,8 +54,6 @@ def read_table(path: Path, option: str) -> pd.DataFrame:
             f"{option} {str(path)!r}: unknown file extension {path.suffix or '(none)'!r}; "
             "fits report reads .csv and .parquet files"
         )
-    if path.is_dir():
-        raise UsageError(f"{option} {str(path)!r} is a directory, not a table file")
     if not path.exists():
         raise UsageError(f"{option} {str(path)!r}: no such file")
     if not path.is_file():
