@@ -383,6 +383,7 @@ def test_peak_memory_of_two_million_rows(small_sites, tmp_path):
         )
         peaks.append(int(res.stdout.split()[-1]))
         assert pd.io.parquet.read_parquet(out, columns=["x"]).shape[0] == rows
+    print(f"peak RSS (kB) of fits synthesize: 2e5 rows {peaks[0]}, 2e6 rows {peaks[1]}")
     assert peaks[1] < 1.25 * peaks[0], peaks  # kB; 10x the rows
 
 
