@@ -38,8 +38,8 @@ def main() -> None:
     ap.add_argument("--shares", default="0.5,0.3,0.2", help="site shares of the training split")
     ap.add_argument("--target", default=None, help="numeric target (default: bike cnt, adult age)")
     ap.add_argument("--kernels", default="knn,gaussian")
-    ap.add_argument("--rounds", type=int, default=250)
-    ap.add_argument("--local-steps", type=int, default=10)
+    ap.add_argument("--rounds", type=int, default=None, help="default: inference_check's")
+    ap.add_argument("--local-steps", type=int, default=None, help="default: inference_check's")
     ap.add_argument("--bootstrap", type=int, default=200)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=None)
@@ -56,20 +56,18 @@ def main() -> None:
         "dataset": args.dataset,
         "target": target,
         "site_rows": [len(t) for t in clients],
-        "fedlsa": {"rounds": args.rounds, "local_steps": args.local_steps},
     }
-    fed_kw = dict(
-        rounds=args.rounds,
-        local_steps=args.local_steps,
-        n_bootstrap=args.bootstrap,
-        seed=args.seed,
-        kinds=kinds,
-    )
+    fed_kw: dict = dict(n_bootstrap=args.bootstrap, seed=args.seed, kinds=kinds)
+    if args.rounds is not None:
+        fed_kw["rounds"] = args.rounds
+    if args.local_steps is not None:
+        fed_kw["local_steps"] = args.local_steps
     # the real-data reference: pooled OLS (HC1) on the same design, for the record
     start = time.perf_counter()
     real = inference_check(sites, pd.concat(clients, ignore_index=True), target, **fed_kw)
     out["fedlsa_seconds"] = round(time.perf_counter() - start, 1)
     out["pooled_real"] = real.to_dict()
+    out["fedlsa"] = real.federated.to_dict()["schedule"]
     print("FedLSA vs pooled real OLS:", round(real.mean_overlap, 3), real.share_inside)
     print(real.federated.summary())
     for name in args.kernels.split(","):
