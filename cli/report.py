@@ -181,6 +181,19 @@ Inference = Annotated[
         "regression by FedLSA across the client files against OLS on the synthetic table).",
     ),
 ]
+DirectMu = Annotated[
+    float | None,
+    typer.Option(
+        "--direct-mu",
+        help="With --clients: the utility section also fits the model directly across the "
+        "client files by FedNewton, non-private and at this mu (each site mu-fed-GDP; "
+        "default 1).",
+    ),
+]
+Direct = Annotated[
+    bool,
+    typer.Option("--direct/--no-direct", help="Fit directly across sites (see --direct-mu)."),
+]
 MoreClients = Annotated[
     list[Path] | None, typer.Argument(hidden=True, show_default=False, metavar="SITE_FILE")
 ]
@@ -204,6 +217,8 @@ def report(
     seed: Seed = 0,
     quiet: Quiet = False,
     inference: Inference = True,
+    direct: Direct = True,
+    direct_mu: DirectMu = None,
     more_clients: MoreClients = None,
 ) -> None:
     """Write the fidelity report of a synthetic table: one self-contained HTML page.
@@ -266,6 +281,9 @@ def report(
                 sources=_sources(files, tables["clients"], schema, settings),
                 progress=lambda line: say(f"  {line}"),
                 inference=inference_data,
+                direct_fits=direct_fits(direct_mu if direct_mu is not None else 1.0, seed)
+                if direct and tables["clients"]
+                else None,
             )
             result.save(out, json)
         except UsageError as err:
@@ -285,6 +303,19 @@ def report(
 # ---------------------------------------------------------------------------------------
 # the steps of `fits report`
 # ---------------------------------------------------------------------------------------
+
+
+def direct_fits(mu: float, seed: int) -> dict[str, Any]:
+    """FedNewton across the client files, non-private and at ``mu`` (the utility
+    section's "fit directly across sites" rows)."""
+    from fits.analysis.glm import direct_fit
+
+    if not (mu > 0 and math.isfinite(mu)):
+        raise UsageError(f"--direct-mu must be a positive number, got {mu}")
+    return {
+        "FedNewton, non-private": direct_fit("fednewton", None, seed),
+        f"FedNewton, mu={mu:g}": direct_fit("fednewton", mu, seed),
+    }
 
 
 def inference_figures(

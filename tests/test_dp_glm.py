@@ -333,3 +333,59 @@ def test_vectorized_rounds_equal_the_sites_own(method: str, mu) -> None:
     batch = fit_glm(tables, "y", vectorized=True, **kw)
     np.testing.assert_allclose(batch.params, alone.params, rtol=1e-10, atol=1e-12)
     assert (batch.rounds, batch.uploaded_bytes) == (alone.rounds, alone.uploaded_bytes)
+
+
+def _refuse(parts, task):
+    raise ValueError("site1 too small")
+
+
+def test_direct_fit_in_the_utility_table_uses_the_same_yardstick() -> None:
+    from fits.analysis.glm import direct_fit
+    from fits.evaluation.utility import downstream_utility
+
+    tables = _tables("linear", sizes=(150, 120, 130))
+    test = _tables("linear", sizes=(200,), seed=8)[0]
+    kinds = {"x1": "continuous", "x2": "continuous", "c": "nominal", "y": "continuous"}
+    res = downstream_utility(
+        tables, tables[0], test, "y", kinds, boosting=False,
+        direct={
+            "FedSGD converged": direct_fit("fedsgd", None, 0, K=3000, eta=1.0),
+            "FedNewton, mu=1": direct_fit("fednewton", 1.0, 0, clip=5.0),
+            "failing": _refuse,
+        },
+    )  # fmt: skip
+    t = res.table
+    pooled = t[t["mode"] == "pooled"].iloc[0]
+    direct = t[t["mode"] == "direct"].set_index("setting")
+    # converged non-private FedSGD is the pooled least-squares fit: same error, same MSE
+    assert direct.loc["FedSGD converged", "param_error"] == pytest.approx(
+        pooled["param_error"], abs=1e-6
+    )
+    assert direct.loc["FedSGD converged", "mse"] == pytest.approx(pooled["mse"], rel=1e-6)
+    assert np.isfinite(direct.loc["FedNewton, mu=1", "param_error"])
+    assert direct.loc["failing", "note"] == "site1 too small"
+    assert np.isnan(direct.loc["failing", "param_error"])
+
+
+def test_report_shows_the_direct_fits_next_to_the_modes() -> None:
+    from fits.analysis.glm import direct_fit
+    from fits.datasets import federated_split, simulate
+    from fits.report import evaluate
+
+    data = simulate(900, seed=4)
+    clients, test = federated_split(data.frame, shares=(0.5, 0.3, 0.2), seed=0)
+    synthetic = data.frame.sample(600, random_state=1).reset_index(drop=True)  # a stand-in
+    report = evaluate(
+        data.frame, synthetic, data.kinds, target="Y_log", test=test, clients=clients,
+        boosting=False, privacy=False, max_rows=300,
+        direct_fits={
+            "FedNewton, non-private": direct_fit("fednewton", None, 0),
+            "FedNewton, mu=1": direct_fit("fednewton", 1.0, 0),
+        },
+    )  # fmt: skip
+    table = report.utility["Y_log"].table
+    direct = table[table["mode"] == "direct"]
+    assert list(direct["setting"]) == ["FedNewton, non-private", "FedNewton, mu=1"]
+    assert direct["param_error"].notna().all() and direct["roc_auc"].between(0.5, 1).all()
+    html = report.to_html()
+    assert "fit directly across sites (FedNewton, mu=1)" in html

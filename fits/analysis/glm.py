@@ -71,7 +71,7 @@ from fits.analysis.design import (
     schema_round,
     standardization_round,
 )
-from fits.core.schema import Schema
+from fits.core.schema import ColumnSpec, Schema
 from fits.federation.protocol import Message, ProtocolError
 from fits.federation.transport import InProcessTransport, Transport
 
@@ -83,6 +83,7 @@ __all__ = [
     "GLMSite",
     "GLMSiteBatch",
     "make_sites",
+    "direct_fit",
     "fit_glm",
     "glm_settings",
     "noise_scales",
@@ -766,6 +767,41 @@ def glm_settings(method: str, overrides: Mapping[str, float | None]) -> dict[str
                 raise ValueError(f"iteration count {k} must be a positive integer, got {v!r}")
             s[k] = int(v)
     return s
+
+
+def direct_fit(
+    method: str = "fednewton",
+    mu: float | None = None,
+    seed: int | None = 0,
+    **options: Any,
+) -> Callable[[list[tuple[np.ndarray, np.ndarray]], str], np.ndarray]:
+    """A "fit directly across sites" for the fidelity report's utility section.
+
+    The returned function takes every client's ``(x, y)`` -- the report's design in
+    its reporting parametrization and the coded response -- and the task, fits a
+    logistic (classification) or linear (regression) GLM across the clients with
+    :func:`fit_glm` (each client a site; every column a numeric feature, standardized
+    with federation-wide statistics) and returns the parameters in the design's own
+    parametrization (intercept first, :attr:`GLMResults.original_params`).  See
+    :func:`fits.evaluation.utility.downstream_utility` (``direct=``).
+    """
+
+    def fit(parts: list[tuple[np.ndarray, np.ndarray]], task: str) -> np.ndarray:
+        p = parts[0][0].shape[1]
+        names = [f"x{j}" for j in range(p)]
+        schema = Schema([ColumnSpec(n, "continuous") for n in [*names, "y"]])
+        tables = {
+            f"site{k + 1}": pd.DataFrame(np.column_stack([x, y]), columns=[*names, "y"])
+            for k, (x, y) in enumerate(parts)
+        }
+        family = "logistic" if task == "classification" else "linear"
+        res = fit_glm(
+            tables, "y", family=family, method=method, mu=mu, seed=seed, schema=schema,
+            **options,
+        )  # fmt: skip
+        return res.original_params.to_numpy()
+
+    return fit
 
 
 def make_sites(tables: Mapping[str, pd.DataFrame], seed: int | None) -> list[GLMSite]:

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
@@ -57,6 +57,7 @@ from fits.evaluation.encoding import n_workers
 __all__ = [
     "MODES",
     "Design",
+    "DirectFit",
     "UtilityResult",
     "downstream_utility",
     "fit_linear",
@@ -78,7 +79,11 @@ _LABELS = {
     "M3": "M3 local + synthetic",
     "M4": "M4 local + weighted synthetic",
     "pooled": "pooled real data",
+    "direct": "fit directly across sites",
 }
+
+#: A model fitted directly across the clients: (every client's (x, y), task) -> parameters.
+DirectFit = Callable[[list[tuple[np.ndarray, np.ndarray]], str], np.ndarray]
 
 
 # ---------------------------------------------------------------------------------------
@@ -693,6 +698,7 @@ def downstream_utility(
     seed: int = 0,
     n_jobs: int | None = 1,
     boosting_lambdas: Sequence[float] | None = None,
+    direct: Mapping[str, DirectFit] | None = None,
 ) -> UtilityResult:
     """Downstream utility per client under the data usage modes M1-M4.
 
@@ -743,6 +749,16 @@ def downstream_utility(
         The M4 weights at which the boosting model is fitted too (default: every one
         of ``lambdas``); a weight not in ``lambdas`` gets a boosting fit only. M1, M2,
         M3 and the pooled row always get both models (with ``boosting``).
+    direct : mapping of str to callable, optional
+        Models fitted directly across the clients (no synthetic data), by label, e.g.
+        ``{"FedNewton, mu=1": fit}``: ``fit(parts, task)`` gets every client's
+        ``(x, y)`` -- the parametric design in the reporting parametrization and the
+        coded response -- and the task, and returns ``(1 + p,)`` parameters in that same
+        parametrization (intercept first), or raises ``ValueError``. Each becomes a
+        row of mode ``"direct"`` (client ``"all clients"``), scored like the pooled row
+        (parameter error against the same reference, the same test rows). The caller
+        supplies the fits (e.g. :func:`fits.analysis.glm.direct_fit`), so this module
+        needs no federation.
 
     Returns
     -------
@@ -808,10 +824,14 @@ def downstream_utility(
         else:
             with ThreadPoolExecutor(workers) as pool:
                 results = list(pool.map(partial(_run_job, problem), jobs))
+    records = [rec for result in results for rec in result]
+    parts = [problem.xy(f, n) for n, f in zip(client_names, client_frames, strict=True)]
+    for label, fit in (direct or {}).items():
+        records.append(_run_direct(problem, label, fit, parts))
     return UtilityResult(
         target=target,
         task=task,
-        table=_result_table([rec for result in results for rec in result], task),
+        table=_result_table(records, task),
         feature_names=list(design.feature_names),
         reference=ref_params,
         reference_source=source,
@@ -1094,6 +1114,30 @@ def _run_job(problem: _Problem, job: _Job) -> list[dict[str, Any]]:
         rec.update(problem.metrics(pred))
     out.append(rec)
     return out
+
+
+def _run_direct(
+    problem: _Problem,
+    label: str,
+    fit: DirectFit,
+    parts: list[tuple[np.ndarray, np.ndarray]],
+) -> dict[str, Any]:
+    """The record of one model fitted directly across the clients (``direct=``)."""
+    rec = {
+        "client": "all clients", "n_local": sum(len(y) for _, y in parts), "mode": "direct",
+        "setting": label, "r": math.nan, "lam": math.nan,
+        "label": f"{_LABELS['direct']} ({label})", "n_train": sum(len(y) for _, y in parts),
+        "n_synthetic": 0, "model": problem.parametric, "param_error": math.nan, "note": "",
+    }  # fmt: skip
+    try:
+        params = np.asarray(fit(parts, problem.task), dtype=np.float64)
+    except (ValueError, RuntimeError) as err:  # e.g. a site too small: a note, no row lost
+        rec["note"] = str(err)
+        return rec
+    rec["param_error"] = float(np.linalg.norm(params - problem.reference))
+    eta = params[0] + problem.x_test @ params[1:]
+    rec.update(problem.metrics(eta if problem.task == "regression" else 1 / (1 + np.exp(-eta))))
+    return rec
 
 
 def _result_table(records: list[dict[str, Any]], task: str) -> pd.DataFrame:

@@ -381,6 +381,7 @@ def evaluate(
     n_jobs: int | None = None,
     progress: Callable[[str], None] | None = None,
     inference: Mapping[str, Any] | None = None,
+    direct_fits: Mapping[str, Callable[..., Any]] | None = None,
 ) -> Report:
     """Evaluate a synthetic table against real data and build the fidelity report.
 
@@ -454,6 +455,12 @@ def evaluate(
         (FedLSA across the real sites against OLS with HC1 intervals on the synthetic
         table; the report layer does not run FedLSA itself, ``fits report`` does).
         ``{"skipped": reason}`` leaves the section out with a note.
+    direct_fits : mapping of str to callable, optional
+        Models fitted directly across the clients, shown in the utility section next
+        to M1-M4 on the same test rows and parameter-error yardstick (see
+        ``direct`` of :func:`fits.evaluation.utility.downstream_utility`; ``fits
+        report`` passes FedNewton, non-private and at a stated mu, from
+        :func:`fits.analysis.glm.direct_fit`). Needs ``clients``.
 
     Returns
     -------
@@ -489,7 +496,7 @@ def evaluate(
     utility_results: dict[str, UtilityResult] = {}
     if utility and inputs.targets:
         with timer("downstream utility"):
-            utility_results = _utility_step(inputs, options, reference_params)
+            utility_results = _utility_step(inputs, options, reference_params, direct_fits)
     elif utility:
         inputs.notes.append("no target given: downstream utility was not evaluated")
     privacy_result: PrivacyResult | None = None
@@ -734,7 +741,10 @@ def _reference_for(reference_params: Mapping[str, Any] | None, target: str, n_ta
 
 
 def _utility_step(
-    inputs: _Inputs, options: EvaluationOptions, reference_params: Mapping[str, Any] | None
+    inputs: _Inputs,
+    options: EvaluationOptions,
+    reference_params: Mapping[str, Any] | None,
+    direct_fits: Mapping[str, Callable[..., Any]] | None = None,
 ) -> dict[str, UtilityResult]:
     """Downstream utility (modes M1-M4) per target."""
     from fits.evaluation.utility import downstream_utility
@@ -771,6 +781,7 @@ def _utility_step(
             boosting=options.boosting,
             boosting_iterations=options.boosting_iterations,
             seed=options.seed,
+            direct=direct_fits if inputs.clients else None,
         )
     return results
 

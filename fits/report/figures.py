@@ -213,6 +213,11 @@ def utility_figure(result: Mapping[str, Any]) -> str:
                 ax.axhline(
                     float(value.iloc[0]), linestyle=style, color=colour, linewidth=1.2, label=label
                 )
+        direct = sub[sub["mode"] == "direct"]
+        for i, (setting, value) in enumerate(zip(direct["setting"], direct[col], strict=True)):
+            if np.isfinite(float(value)):
+                ax.axhline(float(value), linestyle="-.", color=("#1f618d", "#7d3c98")[i % 2],
+                           linewidth=1.1, label=f"direct: {setting}")  # fmt: skip
         ax.set_xticks(x, [f"{c}" for c in clients], rotation=45, ha="right", fontsize=6.5)
         if col == "param_error" and np.nanmin(sub[col].to_numpy(dtype=float)) > 0:
             ax.set_yscale("log")

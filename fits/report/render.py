@@ -277,6 +277,8 @@ def short_label(rec: Mapping[str, Any]) -> str:
         return "M2 local only"
     if mode == "pooled":
         return "pooled real data"
+    if mode == "direct":
+        return f"fit directly across sites ({rec.get('setting')})"
     setting = str(rec.get("setting") or "").replace("lambda", "λ")
     return f"{mode} ({setting})" if setting else mode
 
