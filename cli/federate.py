@@ -16,6 +16,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -256,6 +257,17 @@ def run(
     _report(result, out)
 
 
+def _remove_temporary_outputs(out: Path, since: float) -> None:
+    """Remove the hidden temporary files (``.<name>.*.tmp``, :func:`fits.io.write_table`'s
+    pattern) beside ``out`` created since ``since``: what a stopped writer left."""
+    for path in out.parent.glob(f".{out.name}.*.tmp"):
+        try:
+            if path.stat().st_mtime >= since - 1.0:
+                path.unlink()
+        except OSError:
+            continue
+
+
 @federate.command()
 def local(
     data: Annotated[list[Path], typer.Argument(help="One table per site (CSV or Parquet).")],
@@ -308,12 +320,25 @@ def local(
         out, rows, seed, kind, order, schema, round_timeout, len(data), audit, secure_aggregation
     )
     kernels = dict(zip(names, kernel, strict=True)) if kernel else {}
+    from fits.cli.errors import interruptible
+
+    # a stop signal unwinds through LocalFederation.__exit__, which stops the SuperLink
+    # and the SuperNodes it started; the ServerApp, stopped mid-write, cannot remove its
+    # temporary output file, so this command removes it (only this run's, by name and age)
+    started = time.time()
     try:
-        with launch.LocalFederation(dict(zip(names, data, strict=True)), kernels=kernels) as fed:
-            typer.echo(f"SuperLink at {fed.superlink}; sites {names}", err=True)
-            result = fed.run(config, timeout=float(os.environ.get("FITS_RUN_TIMEOUT", 3600)))
-    except launch.FederationError as exc:
-        _fail(str(exc))
+        with interruptible("the local federation was stopped; no output was written"):
+            try:
+                with launch.LocalFederation(
+                    dict(zip(names, data, strict=True)), kernels=kernels
+                ) as fed:
+                    typer.echo(f"SuperLink at {fed.superlink}; sites {names}", err=True)
+                    timeout = float(os.environ.get("FITS_RUN_TIMEOUT", 3600))
+                    result = fed.run(config, timeout=timeout)
+            except launch.FederationError as exc:
+                _fail(str(exc))
+    finally:
+        _remove_temporary_outputs(Path(config["output"]), started)
     _report(result, out)
 
 

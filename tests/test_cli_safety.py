@@ -573,3 +573,37 @@ def test_fit_refuses_duplicate_column_names():
     frame = pd.DataFrame(np.random.default_rng(0).normal(size=(40, 3)), columns=["a", "b", "a"])
     with pytest.raises(SchemaError, match=r"\['a'\] appear more than once"):
         FITSSynthesizer(seed=0).fit([frame.iloc[:20], frame.iloc[20:]])
+
+
+def _has_flower() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("flwr") is not None
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not _has_flower(), reason="needs the flower extra")
+def test_sigterm_stops_a_local_federation_and_removes_its_temporary_file(sites, tmp_path):
+    """About a minute: a real SuperLink and two SuperNodes on 127.0.0.1."""
+    out = tmp_path / "fed.csv"
+    proc = subprocess.Popen(
+        [FITS, "federate", "local", *map(str, sites), "--rows", "300000", "--out", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 240
+        while not _no_temp_files(tmp_path) and time.monotonic() < deadline:
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.5)
+        assert _no_temp_files(tmp_path), "the ServerApp never started writing"
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert "interrupted by SIGTERM" in err
+    assert _no_temp_files(tmp_path) == [] and not out.exists()
