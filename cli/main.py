@@ -523,9 +523,7 @@ def schema_command(
 
       fits schema site_a.csv site_b.csv --out schema.json
     """
-    from fits.core.schema import KINDS
-    from fits.deploy.inprocess import build_federation
-    from fits.federation.coordinator import Coordinator
+    from fits.core.schema import KINDS, Schema
     from fits.io import write_text
 
     inputs = [("the site table", p) for p in site_files]
@@ -536,8 +534,7 @@ def schema_command(
         tables = _drop_columns(_load_sites(site_files, simulate_clients, shares, seed), drop)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            _, transport = build_federation(tables)
-            merged = Coordinator(transport).setup(kinds=kinds, order=_order(order))
+            merged = Schema.detect(tables, kinds=kinds, order=_order(order))
         _echo_warnings(caught)
         write_text(merged.to_json(indent=2) + "\n", out)
     kinds = merged.kinds()

@@ -415,6 +415,113 @@ class Schema:
         """Inverse of :meth:`to_json`."""
         return cls.from_dict(json.loads(text))
 
+    @classmethod
+    def detect(
+        cls,
+        tables: pd.DataFrame | Sequence[pd.DataFrame] | Mapping[str, pd.DataFrame],
+        *,
+        kinds: Mapping[str, str] | None = None,
+        order: Sequence[str] | None = None,
+    ) -> Schema:
+        """Detect the schema of one table, or of several sites' tables, in one call.
+
+        Runs what a federation's setup round runs -- :func:`describe_table` at each
+        table, :func:`merge_descriptions` over them -- so the result is the schema that
+        ``FITSSynthesizer(kinds=kinds, order=order).fit(tables)`` would use.
+
+        Parameters
+        ----------
+        tables : DataFrame, or sequence or mapping of DataFrame
+            One table, or one per site (a mapping names the sites; a sequence calls
+            them ``client 1``, ``client 2``, ... as :meth:`FITSSynthesizer.fit
+            <fits.synthesizer.FITSSynthesizer.fit>` does).
+        kinds : mapping, optional
+            Column -> kind overrides of the inferred kinds.
+        order : sequence of str, optional
+            Chain order; default the (first) table's column order.
+
+        Returns
+        -------
+        Schema
+
+        Raises
+        ------
+        SchemaError
+            If the tables do not fit together (naming the site and column).
+        """
+        if isinstance(tables, pd.DataFrame):
+            frames, names = [tables], ["table"]
+        elif isinstance(tables, Mapping):
+            frames, names = list(tables.values()), [str(n) for n in tables]
+        else:
+            frames = list(tables)
+            names = [f"client {k + 1}" for k in range(len(frames))]
+        if not frames:
+            raise SchemaError("Schema.detect needs at least one table")
+        for frame, name in zip(frames, names, strict=True):
+            if not isinstance(frame, pd.DataFrame):
+                raise TypeError(f"{name}: expected a pandas DataFrame, got {type(frame).__name__}")
+        declared = {c: {"kind": k} for c, k in (kinds or {}).items()}
+        descriptions = []
+        for frame, name in zip(frames, names, strict=True):
+            parsed, notes = parse_text_columns(frame, declared)  # as each site does
+            descriptions.append(describe_table(parsed, declared, client=name, notes=notes))
+        return merge_descriptions(descriptions, names, kinds=kinds, order=order)
+
+    def validate(self, table: pd.DataFrame, *, name: str = "table") -> None:
+        """Check that a table fits this schema; raise a :class:`SchemaError` if not.
+
+        Checks that the table holds exactly the schema's columns, that every discrete
+        column's values are among its categories, that every continuous column is
+        numeric (datetime columns: dates) within the schema's bounds, and that missing
+        values occur only in columns marked ``missing``.  Text that is really numbers or
+        dates is read first, as a site does (:func:`parse_text_columns`); ``"id"``
+        columns are only required to be there.
+
+        Parameters
+        ----------
+        table : DataFrame
+        name : str
+            How the table is named in the error (a site or file name).
+
+        Raises
+        ------
+        SchemaError
+            Naming the table, the column and the problem.
+        """
+        from fits.core.continualization import Encoder  # continualization imports schema
+
+        if not isinstance(table, pd.DataFrame):
+            raise TypeError(f"{name}: expected a pandas DataFrame, got {type(table).__name__}")
+        table, _ = parse_text_columns(table, {c.name: {"kind": c.kind} for c in self.columns})
+        specs = [c for c in self.columns if c.indicates is None]
+        missing = [c.name for c in specs if c.name not in table.columns]
+        if missing:
+            raise SchemaError(f"{name}: column(s) {missing} of the schema are missing")
+        extra = [c for c in table.columns if c not in {s.name for s in specs}]
+        if extra:
+            raise SchemaError(
+                f"{name}: column(s) {extra} are not in the schema; drop them or add them"
+            )
+        for spec in specs:
+            if not spec.is_modelled:
+                continue
+            enc = Encoder(spec)
+            if spec.is_discrete:
+                enc.to_codes(table[spec.name], client=name)
+                continue
+            values = enc.to_numeric(table[spec.name], client=name)
+            present = values[~np.isnan(values)]
+            lo = spec.lower if spec.lower is not None else -np.inf
+            hi = spec.upper if spec.upper is not None else np.inf
+            outside = present[(present < lo) | (present > hi)]
+            if outside.size:
+                raise SchemaError(
+                    f"{name}: column {spec.name!r} has {outside.size} value(s) outside the "
+                    f'schema\'s bounds [{lo:g}, {hi:g}]; widen "lower" / "upper" in the '
+                    "schema or fix the values"
+                )
+
 
 # ---------------------------------------------------------------------------------------
 # Setup round: what a client reports about its own table, and the coordinator's merge.

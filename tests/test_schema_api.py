@@ -1,0 +1,100 @@
+"""SDV-style schema calls: Schema.detect (one call) and Schema.validate (clear errors)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fits import FITSSynthesizer, Schema, SchemaError
+
+from conftest import mixed_table
+
+
+def test_detect_equals_the_schema_a_fit_uses(mixed_clients):
+    kinds = {"o": "nominal"}
+    order = ["x", "b", "o", "c", "y"]
+    synth = FITSSynthesizer(seed=0, kinds=kinds, order=order, n_jobs=1).fit(mixed_clients)
+    assert Schema.detect(mixed_clients, kinds=kinds, order=order) == synth.schema_
+    named = dict(zip(["a", "b", "c"], mixed_clients, strict=True))
+    assert Schema.detect(named) == FITSSynthesizer(n_jobs=1).fit(named).schema_
+
+
+def test_detect_one_table_is_the_pooled_schema(mixed_clients):
+    pooled = pd.concat(mixed_clients, ignore_index=True)
+    one = Schema.detect(pooled)
+    assert one.kinds() == {
+        "b": "nominal",
+        "x": "continuous",
+        "o": "ordinal",
+        "c": "nominal",
+        "y": "continuous",
+    }
+    assert one["o"].categories == [1, 2, 5]
+    assert one["x"].lower == pooled["x"].min() and one["x"].upper == pooled["x"].max()
+    # the sites' merged schema is the pooled one (bounds and categories are unions)
+    assert Schema.detect(mixed_clients) == one
+
+
+def test_detect_names_the_site_that_does_not_fit(mixed_clients):
+    frames = {"north": mixed_clients[0], "south": mixed_clients[1].drop(columns="c")}
+    with pytest.raises(SchemaError, match="south: columns differ.*missing: \\['c'\\]"):
+        Schema.detect(frames)
+    with pytest.raises(TypeError, match="client 2: expected a pandas DataFrame"):
+        Schema.detect([mixed_clients[0], "a.csv"])
+    with pytest.raises(SchemaError, match="at least one"):
+        Schema.detect([])
+
+
+def test_validate_accepts_the_tables_it_was_detected_on(mixed_clients):
+    schema = Schema.detect(mixed_clients)
+    for t in mixed_clients:
+        schema.validate(t)
+    schema.expanded().validate(mixed_clients[0])  # indicator columns are not asked for
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda t: t.drop(columns="y"), r"site a: column\(s\) \['y'\] of the schema are missing"),
+        (lambda t: t.assign(z=1.0), r"site a: column\(s\) \['z'\] are not in the schema"),
+        (lambda t: t.assign(c="east"), r"site a: column 'c' has value\(s\) \['east'\]"),
+        (lambda t: t.assign(o=3), r"column 'o' has value\(s\) \[3\]"),
+        (lambda t: t.assign(x="high"), r"column 'x' is continuous in the schema but holds"),
+        (lambda t: t.assign(y=np.nan), r"column 'y' has missing values"),
+        (lambda t: t.assign(c=None), r"column 'c' has \d+ missing value"),
+        (lambda t: t.assign(x=t["x"] + 100.0), r"column 'x' has \d+ value\(s\) outside"),
+        (lambda t: t.assign(x=np.inf), r"column 'x' has infinite values"),
+    ],
+)
+def test_validate_names_the_column_and_the_problem(mixed_clients, change, message):
+    schema = Schema.detect(mixed_clients)
+    bad = change(mixed_clients[0].copy())
+    with pytest.raises(SchemaError, match=message):
+        schema.validate(bad, name="site a")
+
+
+def test_validate_missing_values_where_the_schema_expects_them():
+    frame = mixed_table(300, seed=3)
+    frame.loc[[4, 9], "y"] = np.nan
+    frame.loc[[5], "c"] = None
+    schema = Schema.detect(frame)
+    assert schema["y"].missing and None in schema["c"].categories
+    schema.validate(frame)
+    with pytest.raises(TypeError, match="expected a pandas DataFrame"):
+        schema.validate(frame.to_numpy())
+
+
+@pytest.mark.filterwarnings("ignore:column 'x' is text read as numbers")
+def test_detect_and_validate_read_text_as_a_site_does(mixed_clients):
+    """Numbers written as text, with a marker, are read as a site reads them."""
+    sites = [t.copy() for t in mixed_clients]
+    for t in sites:
+        t["x"] = t["x"].map(lambda v: f"{v:.6f}").astype(object)
+    sites[1].loc[3, "x"] = "?"
+    synth = FITSSynthesizer(seed=0, n_jobs=1).fit(sites)
+    detected = Schema.detect(sites)
+    assert detected == synth.schema_
+    assert detected["x"].kind == "continuous" and detected["x"].missing
+    for t in sites:
+        detected.validate(t)
