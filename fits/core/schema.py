@@ -422,6 +422,7 @@ class Schema:
         *,
         kinds: Mapping[str, str] | None = None,
         order: Sequence[str] | None = None,
+        parse_text: bool = True,
     ) -> Schema:
         """Detect the schema of one table, or of several sites' tables, in one call.
 
@@ -439,6 +440,10 @@ class Schema:
             Column -> kind overrides of the inferred kinds.
         order : sequence of str, optional
             Chain order; default the (first) table's column order.
+        parse_text : bool
+            Read text that is really numbers or dates as such first, as every site does
+            (:func:`parse_text_columns`; default).  False describes the tables' columns
+            with the dtypes they have.
 
         Returns
         -------
@@ -464,7 +469,7 @@ class Schema:
         declared = {c: {"kind": k} for c, k in (kinds or {}).items()}
         descriptions = []
         for frame, name in zip(frames, names, strict=True):
-            parsed, notes = parse_text_columns(frame, declared)  # as each site does
+            parsed, notes = parse_text_columns(frame, declared) if parse_text else (frame, {})
             descriptions.append(describe_table(parsed, declared, client=name, notes=notes))
         return merge_descriptions(descriptions, names, kinds=kinds, order=order)
 

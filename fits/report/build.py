@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 
 from fits._json import jsonable
-from fits.core.schema import IdentifierColumnError, describe_table, merge_descriptions
+from fits.core.schema import IdentifierColumnError, Schema
 from fits.io import write_text
 from fits.report.render import TOP_LEVELS, fmt_number, fmt_percent, gap_text, utility_headline
 
@@ -145,15 +145,11 @@ def _infer_kinds(real: pd.DataFrame, overrides: Mapping[str, str] | None) -> dic
     unknown = sorted(set(overrides) - set(map(str, real.columns)))
     if unknown:
         raise ValueError(f"kinds given for column(s) {unknown} that the real table lacks")
-    declared = {c: {"kind": k} for c, k in overrides.items()}
-    description = describe_table(real, declared, client="real table")
     try:
-        schema = merge_descriptions([description], ["real table"], kinds=overrides)
+        schema = Schema.detect({"real table": real}, kinds=overrides, parse_text=False)
     except IdentifierColumnError as exc:  # identifiers / free text: kind "id", left out
         overrides.update({c: "id" for c in exc.columns})
-        declared = {c: {"kind": k} for c, k in overrides.items()}
-        description = describe_table(real, declared, client="real table")
-        schema = merge_descriptions([description], ["real table"], kinds=overrides)
+        schema = Schema.detect({"real table": real}, kinds=overrides, parse_text=False)
     return schema.kinds()
 
 
@@ -396,8 +392,7 @@ def evaluate(
     kinds : mapping, optional
         Column -> ``"continuous"`` / ``"ordinal"`` / ``"nominal"``. Columns left out
         (or all of them, with None) are inferred with fits' schema inference on
-        ``real`` (:func:`fits.core.schema.describe_table`,
-        :func:`~fits.core.schema.merge_descriptions`).
+        ``real`` (:meth:`fits.core.schema.Schema.detect`).
     target : str or list of str, optional
         The response column(s). Energy distances are reported for the covariates
         (every other column) and for the covariates plus each response; downstream
