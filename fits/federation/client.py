@@ -22,6 +22,7 @@ from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -48,6 +49,9 @@ from fits.core.schema import (
 from fits.federation.protocol import Message, ProtocolError
 from fits.federation.secure import SecureAggregator
 
+if TYPE_CHECKING:
+    from sklearn.neighbors import NearestNeighbors
+
 __all__ = ["FITSClient", "MIN_CLIENT_ROWS", "check_columns"]
 
 #: Fewest rows a client may hold: a one-row client would reveal its row through its sums.
@@ -65,8 +69,8 @@ class _Weights:
     """Kernel weights of one batch of queries: dense (all rows) or on neighbour lists."""
 
     w: np.ndarray  # (B, m) dense, or (B, c) with idx
+    x: np.ndarray  # (B, d) midpoint-substituted queries, native units
     idx: np.ndarray | None = None  # (B, c) neighbour indices for the KNN scheme
-    x: np.ndarray | None = None  # (B, d) midpoint-substituted queries, native units
     s: np.ndarray | None = None  # (B, d + 1, d + 1) Hessians, if computed with the weights
 
 
@@ -121,6 +125,34 @@ def check_columns(data: pd.DataFrame, name: str) -> None:
             )
 
 
+@dataclass
+class _Prefix:
+    """What the client keeps for the covariates of chain column d (its first d columns)."""
+
+    d: int
+    hbar: np.ndarray  # (m, d) standardized covariates
+    rows: np.ndarray | None = None  # rows usable as responses for column d (None: all)
+    rows_known: bool = False  # whether ``rows`` has been computed
+    kdtree: cKDTree | None = None  # neighbour index over hbar[rows] (KD-tree)
+    brute: NearestNeighbors | None = None  # ... or brute-force scan (scikit-learn)
+    codes: np.ndarray | None = None  # (m, q) int16 codes of the discrete covariates
+    z1: np.ndarray | None = None  # (m, d + 1): a column of ones, then z[:, :d]
+
+
+@dataclass
+class _Cache:
+    """Everything a client derives from its rows between messages, one entry per kind.
+
+    The chain is estimated column by column, so each entry holds the latest column's
+    data only and is replaced when the coordinator moves on.
+    """
+
+    phi: tuple[int, np.ndarray] | None = None  # (j, Phi matrix of column j)
+    band: tuple[int, np.ndarray, sparse.csr_matrix] | None = None  # (j, first, band)
+    prefix: _Prefix | None = None
+    weights: tuple[str, _Weights] | None = None  # (request key, weights of step 1)
+
+
 class FITSClient:
     """One data holder in a FITS federation.
 
@@ -164,7 +196,7 @@ class FITSClient:
                 f"{self.kernel.min_neighbors}; give this client kernel='gaussian' or merge it"
             )
         self._schema: Schema | None = None
-        self._cache: dict[str, object] = {}
+        self._cache = _Cache()
         self._secure: SecureAggregator | None = None
         self._resume_key: int | None = None
         #: Seconds spent per message type and in the nearest-neighbour search
@@ -347,7 +379,7 @@ class FITSClient:
             for name, a in msg.arrays.items()
             if name.startswith("grid:")
         }
-        self._cache.clear()
+        self._cache = _Cache()
         return Message("configure", {"n_rows": np.array([m], dtype=np.int64)})
 
     # ------------------------------------------------------------------ helpers
@@ -368,14 +400,12 @@ class FITSClient:
 
     def _response_matrix(self, j: int) -> np.ndarray:
         """Phi((z_l - y_i) / w_i) for every local row i and grid point l (cached)."""
-        key = f"phi:{j}"
-        if key not in self._cache:
-            self._cache = {k: v for k, v in self._cache.items() if not k.startswith("phi:")}
+        if self._cache.phi is None or self._cache.phi[0] != j:
             grid = self.grids[self.columns[j]]
             y = self.z[:, j]
             t = (grid[None, :] - y[:, None]) / self.wz[:, j][:, None]
-            self._cache[key] = response_cdf_kernel(t)
-        return self._cache[key]  # type: ignore[return-value]
+            self._cache.phi = (j, response_cdf_kernel(t))
+        return self._cache.phi[1]
 
     def _response_parts(self, j: int) -> tuple[np.ndarray, sparse.csr_matrix]:
         """Phi((z_l - y_i) / w_i) split as step + band, for neighbour-list step 2 (cached).
@@ -385,9 +415,7 @@ class FITSClient:
         y_i (a sparse matrix) and the step part becomes a cumulative sum.  Returns the
         first grid index at or above each y_i and the band matrix.
         """
-        key = f"band:{j}"
-        if key not in self._cache:
-            self._cache = {k: v for k, v in self._cache.items() if not k.startswith("band:")}
+        if self._cache.band is None or self._cache.band[0] != j:
             grid = self.grids[self.columns[j]]
             y, w = self.z[:, j], self.wz[:, j]
             first = np.searchsorted(grid, y, side="left")
@@ -403,38 +431,42 @@ class FITSClient:
             band = sparse.csr_matrix(
                 (vals[keep], (rows[keep], cols_k[keep])), shape=(y.size, grid.size)
             )
-            self._cache[key] = (first, band)
-        return self._cache[key]  # type: ignore[return-value]
+            self._cache.band = (j, first, band)
+        return self._cache.band[1], self._cache.band[2]
 
-    def _prepared(self, d: int) -> dict[str, np.ndarray | object]:
+    def _prepared(self, d: int) -> _Prefix:
         """Per-prefix data: standardized covariates, penalties, KD-tree (cached)."""
-        key = f"prep:{d}"
-        if key not in self._cache:
-            self._cache = {k: v for k, v in self._cache.items() if not k.startswith("prep:")}
-            self._cache[key] = {"hbar": (self.z[:, :d] - self.loc[:d]) / self.scale[:d]}
-        return self._cache[key]  # type: ignore[return-value]
+        prefix = self._cache.prefix
+        if prefix is None or prefix.d != d:
+            prefix = _Prefix(d, (self.z[:, :d] - self.loc[:d]) / self.scale[:d])
+            self._cache.prefix = prefix
+        return prefix
 
-    def _tree(self, d: int, method: str = "kdtree") -> tuple[object | None, np.ndarray | None]:
+    def _tree(
+        self, d: int, method: str = "kdtree"
+    ) -> tuple[cKDTree | NearestNeighbors | None, np.ndarray | None]:
         """Neighbour index over the rows usable as responses for column d (cached).
 
         Returns the index (a ``cKDTree`` or a fitted brute-force ``NearestNeighbors``;
         None if no row is usable) and the rows it holds (None = all).
         """
         prep = self._prepared(d)
-        key = f"index:{method}"
-        if key not in prep:
-            rows = None if self.valid[:, d].all() else np.flatnonzero(self.valid[:, d])
-            points = prep["hbar"] if rows is None else prep["hbar"][rows]
-            prep["rows"] = rows
-            if not len(points):
-                prep[key] = None
-            elif method == "brute":
+        if not prep.rows_known:
+            prep.rows = None if self.valid[:, d].all() else np.flatnonzero(self.valid[:, d])
+            prep.rows_known = True
+        if prep.rows is not None and not prep.rows.size:
+            return None, prep.rows
+        if method == "brute":
+            if prep.brute is None:
                 from sklearn.neighbors import NearestNeighbors  # only when a scan is needed
 
-                prep[key] = NearestNeighbors(algorithm="brute").fit(points)
-            else:
-                prep[key] = cKDTree(points, leafsize=64, balanced_tree=False)
-        return prep[key], prep["rows"]  # type: ignore[return-value]
+                points = prep.hbar if prep.rows is None else prep.hbar[prep.rows]
+                prep.brute = NearestNeighbors(algorithm="brute").fit(points)
+            return prep.brute, prep.rows
+        if prep.kdtree is None:
+            points = prep.hbar if prep.rows is None else prep.hbar[prep.rows]
+            prep.kdtree = cKDTree(points, leafsize=64, balanced_tree=False)
+        return prep.kdtree, prep.rows
 
     def _substitute(self, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Midpoint substitution (eq. 24); returns queries and their category codes."""
@@ -483,7 +515,7 @@ class FITSClient:
         """
         d = x.shape[1]
         w = kernel.bandwidth_for(self.n_total, d)
-        hbar = self._prepared(d)["hbar"]
+        hbar = self._prepared(d).hbar
         ax = [xbar / (w * w)]
         ah = [hbar]
         row = -0.5 * np.einsum("ij,ij->i", xbar, xbar) / (w * w)
@@ -511,7 +543,7 @@ class FITSClient:
         np.exp(logw, out=logw)
         if not self.valid[:, d].all():  # rows missing this response take no part
             logw *= self.valid[:, d][None, :]
-        return _Weights(logw, None, x)
+        return _Weights(logw, x)
 
     def _knn_weights(
         self, x: np.ndarray, xbar: np.ndarray, qcodes: np.ndarray, kernel: KNNKernel
@@ -526,16 +558,16 @@ class FITSClient:
         method = kernel.search_method(d)
         index, rows = self._tree(d, method)
         if index is None:  # no usable row here for this column: contribute nothing
-            nothing = _Weights(np.zeros((b, 1)), np.zeros((b, 1), dtype=np.int64), x)
+            nothing = _Weights(np.zeros((b, 1)), x, np.zeros((b, 1), dtype=np.int64))
             nothing.s = np.zeros((b, d + 1, d + 1))
             return nothing
         start = time.perf_counter()
-        if method == "brute":
-            c = min(kernel.neighbors(self.n_rows, self.n_total, d), index.n_samples_fit_)
-            dist, idx = index.kneighbors(xbar, n_neighbors=c)
-        else:
+        if isinstance(index, cKDTree):
             c = min(kernel.neighbors(self.n_rows, self.n_total, d), index.n)
             dist, idx = index.query(xbar, k=c, eps=kernel.search_eps, workers=kernel.n_jobs)
+        else:
+            c = min(kernel.neighbors(self.n_rows, self.n_total, d), index.n_samples_fit_)
+            dist, idx = index.kneighbors(xbar, n_neighbors=c)
         self.timings["neighbour_search"] += time.perf_counter() - start
         dist = dist.reshape(b, c)
         idx = idx.reshape(b, c)
@@ -546,23 +578,24 @@ class FITSClient:
         # scale, over eta r: (h_i - x) * factor with one factor per query and covariate
         factor = (1.0 / self.scale[:d])[None, :] / (kernel.eta * r)[:, None]
         disc = self._discrete_covariates(d, kernel)
+        prep = self._prepared(d)
         if disc:
-            prep = self._prepared(d)
             cols = [j for j, _, _ in disc]
-            if "codes" not in prep:
-                prep["codes"] = np.ascontiguousarray(self.codes[:, cols], dtype=np.int16)
+            if prep.codes is None:
+                prep.codes = np.ascontiguousarray(self.codes[:, cols], dtype=np.int16)
+            codes = prep.codes
             nominal = np.array([kind == "nominal" for _, kind, _ in disc])
             rate = np.array([pen if kind == "ordinal" else -np.log(pen) for _, kind, pen in disc])
             ordinal_rate = np.where(nominal, 0.0, rate)
             nominal_rate = np.where(nominal, rate, 0.0)
             qc = qcodes[:, cols].astype(np.int16)
-        wts = _Weights(np.empty((b, c)), idx, x)
+        wts = _Weights(np.empty((b, c)), x, idx)
         s = np.empty((b, d + 1, d + 1))
         for lo, hi, u in self._knn_blocks(wts):
             arg = u[:, :, 1:] * factor[lo:hi, None, :]
             w = epanechnikov_product(arg, overwrite_input=True)
             if disc:  # category penalty rho (eq. 26): exp(-sum_q rate_q gap_q)
-                gap = np.take(prep["codes"], idx[lo:hi], axis=0)
+                gap = np.take(codes, idx[lo:hi], axis=0)
                 gap -= qc[lo:hi, None, :]
                 np.abs(gap, out=gap)
                 penalty = gap @ ordinal_rate
@@ -582,16 +615,18 @@ class FITSClient:
         ``_BLOCK_VALUES`` numbers, so the temporaries of the kernel and of both steps
         stay in cache (2-3x faster than one pass over a whole batch).
         """
+        if wts.idx is None:
+            raise TypeError("neighbour-list blocks need weights on neighbour lists")
         b, c = wts.idx.shape
         d = wts.x.shape[1]
         prep = self._prepared(d)
-        if "z1" not in prep:  # (1, h): the gather then gives U with its column of ones
-            prep["z1"] = np.hstack([np.ones((self.n_rows, 1)), self.z[:, :d]])
+        if prep.z1 is None:  # (1, h): the gather then gives U with its column of ones
+            prep.z1 = np.hstack([np.ones((self.n_rows, 1)), self.z[:, :d]])
         x1 = np.hstack([np.zeros((b, 1)), wts.x])
         step = int(np.clip(_BLOCK_VALUES // (c * (d + 1)), 1, max(b, 1)))
         for lo in range(0, b, step):
             hi = min(b, lo + step)
-            u = np.take(prep["z1"], wts.idx[lo:hi], axis=0)  # faster than z1[idx]
+            u = np.take(prep.z1, wts.idx[lo:hi], axis=0)  # faster than z1[idx]
             u -= x1[lo:hi, None, :]
             yield lo, hi, u
 
@@ -599,9 +634,9 @@ class FITSClient:
         """Weights for a request's queries, reused between step 1 and step 2."""
         request = str(msg.config.get("request", ""))
         key = f"{request}|{msg.config['column']}|{msg.config.get('scheme', 'own')}"
-        cached = self._cache.get("weights")
-        if request and cached is not None and cached[0] == key:  # type: ignore[index]
-            return cached[1]  # type: ignore[index]
+        cached = self._cache.weights
+        if request and cached is not None and cached[0] == key:
+            return cached[1]
         queries = np.asarray(msg.arrays["queries"], dtype=float)
         d = self._position(msg)
         if queries.ndim != 2 or queries.shape[1] != d:
@@ -623,7 +658,7 @@ class FITSClient:
             if weights.s is not None:
                 weights.s = np.ldexp(weights.s, e[:, None, None])
         if request:
-            self._cache["weights"] = (key, weights)
+            self._cache.weights = (key, weights)
         return weights
 
     # ------------------------------------------------------------------ the two steps
@@ -655,13 +690,15 @@ class FITSClient:
                 + m0[:, None, None] * xc[:, :, None] * xc[:, None, :]
             )
         else:  # neighbour lists: summed with the weights (see _knn_weights)
+            if wts.s is None:
+                raise TypeError("weights on neighbour lists come with their Hessians")
             s = wts.s
         return Message("hessian", {"S": s[:, iu[0], iu[1]]})
 
     def _cdf(self, msg: Message) -> Message:
         """Step 2: alpha_i = w_i q'U_i (eq. 8) and F_k(z) = sum_i alpha_i K(...) (eq. 9)."""
         wts = self._weights_for(msg)
-        self._cache.pop("weights", None)  # step 2 closes the request
+        self._cache.weights = None  # step 2 closes the request
         d = self._position(msg)
         q = np.asarray(msg.arrays["q"], dtype=float)
         if q.shape != (wts.x.shape[0], d + 1):
