@@ -26,9 +26,7 @@ ALLOWED: dict[str, set[str]] = {
 #: Leaf helpers any layer may use.
 BASE = {"fits._lazy", "fits._json", "fits.io", "fits"}
 #: Known upward imports, each with its reason; the list should only shrink.
-EXCEPTIONS: dict[tuple[str, str], str] = {
-    ("fits.deploy.flower", "fits.synthesizer"): "the ServerApp runs a synthesis (entry point)",
-}
+EXCEPTIONS: dict[tuple[str, str], str] = {}
 
 
 def _modules() -> list[tuple[str, Path]]:

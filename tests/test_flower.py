@@ -29,11 +29,11 @@ from fits.deploy.flower import (  # noqa: E402
     _handle,
     format_kinds,
     from_records,
-    run_coordinator,
     to_records,
 )
 from fits.federation.protocol import packed_size  # noqa: E402
 from fits.federation.transport import ClientError  # noqa: E402
+from fits.flower_app import run_synthesis  # noqa: E402
 from fits.io import read_table, write_table  # noqa: E402
 
 KERNELS = {"site-a": "knn", "site-b": "gaussian", "site-c": "knn"}
@@ -128,7 +128,7 @@ def test_flower_transport_equals_in_process_engine(site_files, tmp_path):
     out = tmp_path / "synthetic.csv"
     config = {"output": str(out), "rows": 300, "seed": 4, "kinds": format_kinds(kinds)}
     config["order"] = ",".join(order)
-    run_coordinator(grid, config)
+    run_synthesis(grid, config)
     expected = _in_process(paths, kinds, order, 300, 4)
     pd.testing.assert_frame_equal(read_table(out), expected, check_exact=True)
 
@@ -140,7 +140,7 @@ def test_secure_aggregation_through_flower_records_and_site_state(site_files, tm
     out = tmp_path / "synthetic.csv"
     config = {"output": str(out), "rows": 300, "seed": 4, "kinds": format_kinds(kinds)}
     config.update(order=",".join(order), secure="true")
-    run_coordinator(grid, config)
+    run_synthesis(grid, config)
     tables = {name: read_table(path) for name, path in sorted(paths.items())}
     synth = FITSSynthesizer(
         {n: KERNELS[n] for n in tables},
@@ -159,7 +159,7 @@ def test_secure_aggregation_through_flower_records_and_site_state(site_files, tm
     for state in grid.states.values():  # the private key stayed in the node's state
         assert "fits_secure_aggregation_key" in state.config_records
     with pytest.raises(ValueError, match="'secure' must be true or false"):
-        run_coordinator(grid, {**config, "secure": "maybe"})
+        run_synthesis(grid, {**config, "secure": "maybe"})
 
 
 def test_a_failing_site_stops_the_run_by_name_and_nothing_is_written(site_files, tmp_path):
@@ -167,7 +167,7 @@ def test_a_failing_site_stops_the_run_by_name_and_nothing_is_written(site_files,
     grid = FakeGrid(_node_configs(paths), fail={1007: "hessian"})  # site-b
     out = tmp_path / "synthetic.csv"
     with pytest.raises(ClientError, match=r"site-b \(SuperNode 1007\) failed during the hessian"):
-        run_coordinator(grid, {"output": str(out), "rows": 50, "kinds": format_kinds(kinds)})
+        run_synthesis(grid, {"output": str(out), "rows": 50, "kinds": format_kinds(kinds)})
     assert not out.exists() and not list(tmp_path.iterdir())
 
 
@@ -350,7 +350,7 @@ def test_a_site_failing_before_setup_is_named_by_its_node(site_files, tmp_path):
     paths, kinds, _ = site_files
     grid = FakeGrid(_node_configs(paths), fail={1007: "setup"})
     with pytest.raises(ClientError, match=r"SuperNode 1007 \(its site name is not known"):
-        run_coordinator(grid, {"output": str(tmp_path / "x.csv"), "rows": 5})
+        run_synthesis(grid, {"output": str(tmp_path / "x.csv"), "rows": 5})
     assert not list(tmp_path.iterdir())
 
 

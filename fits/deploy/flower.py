@@ -1,5 +1,9 @@
 """FITS on Flower: the coordinator as a ServerApp, each site as a ClientApp.
 
+This module holds the ClientApp (``fits.deploy.flower:client_app``), the transport and
+the run config; the ServerApp that runs a synthesis is ``fits.flower_app:server_app``
+(:mod:`fits.flower_app`, beside the :class:`~fits.synthesizer.FITSSynthesizer` it runs).
+
 Install with ``pip install "fits[flower]"``.  This module adds no second implementation
 of the method: the ServerApp drives the same :class:`~fits.federation.coordinator.Coordinator`
 (through :class:`FlowerTransport`, a :class:`~fits.federation.transport.Transport`) and
@@ -45,7 +49,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -53,7 +57,7 @@ import numpy as np
 from flwr.app import Array, ArrayRecord, ConfigRecord, Context, RecordDict
 from flwr.app import Message as FlowerMessage
 from flwr.clientapp import ClientApp
-from flwr.serverapp import Grid, ServerApp
+from flwr.serverapp import Grid
 
 from fits.federation.protocol import MESSAGE_TYPES, Message, ProtocolError
 from fits.federation.transport import ClientError, Transport
@@ -65,7 +69,6 @@ if TYPE_CHECKING:
 __all__ = [
     "FlowerTransport",
     "client_app",
-    "server_app",
     "to_records",
     "from_records",
     "message_type",
@@ -262,8 +265,17 @@ def _parse_bool(value: Any) -> bool:
     return bool(value)
 
 
-def run_coordinator(grid: Grid, config: Mapping[str, Any]) -> Path:
-    """The ServerApp's work: setup, configure, sample, write the table (atomically).
+#: The coordinator's work once the sites are reached: ``synthesize(transport, cfg)``
+#: with the parsed run config; returns where the output was written.
+Synthesize = Callable[["FlowerTransport", Mapping[str, Any]], Path]
+
+
+def run_coordinator(grid: Grid, config: Mapping[str, Any], synthesize: Synthesize) -> Path:
+    """A ServerApp's work: wait for the sites, open the transport, run ``synthesize``.
+
+    The synthesis itself (setup, configure, sample, write the table atomically) is
+    :func:`fits.flower_app.synthesize`, a level above this layer: the ServerApp
+    ``fits.flower_app:server_app`` passes it in.
 
     Parameters
     ----------
@@ -271,6 +283,9 @@ def run_coordinator(grid: Grid, config: Mapping[str, Any]) -> Path:
         The ServerApp's grid.
     config : mapping
         The run config (see the module docstring).
+    synthesize : callable
+        Called as ``synthesize(transport, cfg)`` with the :class:`FlowerTransport` to
+        the sites and the parsed run config.
 
     Returns
     -------
@@ -297,7 +312,7 @@ def run_coordinator(grid: Grid, config: Mapping[str, Any]) -> Path:
             )
         )
     try:
-        return _synthesize(transport, cfg)
+        return synthesize(transport, cfg)
     finally:
         if cfg["audit"]:
             from fits.io import write_text
@@ -314,45 +329,6 @@ def _describe_reply(site: str, reply: Message) -> dict[str, Any]:
         "config": sorted(reply.config),
         "bytes": reply.nbytes(),
     }
-
-
-def _synthesize(transport: FlowerTransport, cfg: Mapping[str, Any]) -> Path:
-    from fits.core.schema import Schema
-    from fits.synthesizer import FITSSynthesizer
-
-    schema = Schema.from_json(Path(cfg["schema"]).read_text()) if cfg["schema"] else None
-    synth = FITSSynthesizer(
-        seed=cfg["seed"],
-        kinds=cfg["kinds"],
-        order=cfg["order"],
-        schema=schema,
-        batch_size=cfg["batch_size"] or None,
-        secure_aggregation=cfg["secure"],
-    )
-    synth.fit(transport)
-    if not cfg["batch_size"]:  # each site is its own machine: budget per site
-        synth.coordinator.batch_size = int(
-            np.clip(SITE_MEMORY_BUDGET // max(max(synth.n_rows_), 1), 64, cfg["rows"])
-        )
-    # streamed in chunks to a temporary file renamed at the end: bounded memory for any
-    # number of rows, the same rows as synth.sample(rows)
-    path = synth.sample_to_file(cfg["output"], cfg["rows"])
-    summary = {
-        "output": str(path),
-        "rows": cfg["rows"],
-        "sites": dict(zip(synth.client_names_, synth.n_rows_, strict=True)),
-        "uploaded_bytes": dict(zip(synth.client_names_, synth.uploaded_bytes_, strict=True)),
-    }
-    print(json.dumps(summary))  # noqa: T201 - shows in the ServerApp's log (flwr log)
-    return path
-
-
-server_app = ServerApp()
-
-
-@server_app.main()
-def _server_main(grid: Grid, context: Context) -> None:
-    run_coordinator(grid, context.run_config)
 
 
 # ---------------------------------------------------------------------- site side
@@ -448,7 +424,7 @@ def _toml_value(v: Any) -> str:
 def write_app(directory: str | Path) -> Path:
     """Write the Flower app project (a ``pyproject.toml``) that ``flwr run`` takes.
 
-    The app's code is this installed module (``fits.deploy.flower:server_app`` and
+    The app's code is the installed fits package (``fits.flower_app:server_app`` and
     ``fits.deploy.flower:client_app``); the directory holds only its Flower metadata and run
     config defaults, so it is the same at every site.
 
@@ -477,7 +453,7 @@ dependencies = []
 publisher = "fits"
 
 [tool.flwr.app.components]
-serverapp = "fits.deploy.flower:server_app"
+serverapp = "fits.flower_app:server_app"
 clientapp = "fits.deploy.flower:client_app"
 
 [tool.flwr.app.config]

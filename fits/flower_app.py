@@ -1,0 +1,95 @@
+"""The Flower ServerApp of a fits synthesis: ``fits.flower_app:server_app``.
+
+Install with ``pip install "fits[flower]"``.  The Flower machinery -- the transport, the
+ClientApp each site runs, the run config -- is :mod:`fits.deploy.flower`; this module,
+at the level of the pandas facade, adds what runs a
+:class:`~fits.synthesizer.FITSSynthesizer` on it: :func:`synthesize` (setup, configure,
+sample, write the table atomically) and the ServerApp that
+:func:`fits.deploy.flower.write_app` names in the Flower app it writes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from flwr.app import Context
+from flwr.serverapp import Grid, ServerApp
+
+from fits.core.schema import Schema
+from fits.deploy.flower import SITE_MEMORY_BUDGET, FlowerTransport, run_coordinator
+from fits.synthesizer import FITSSynthesizer
+
+__all__ = ["server_app", "synthesize", "run_synthesis"]
+
+
+def synthesize(transport: FlowerTransport, cfg: Mapping[str, Any]) -> Path:
+    """Fit a :class:`~fits.synthesizer.FITSSynthesizer` on the sites and write a table.
+
+    Parameters
+    ----------
+    transport : FlowerTransport
+        The channel to the sites.
+    cfg : mapping
+        The parsed run config (see :mod:`fits.deploy.flower`).
+
+    Returns
+    -------
+    Path
+        Where the synthetic table was written (atomically, in chunks).
+    """
+    schema = Schema.from_json(Path(cfg["schema"]).read_text()) if cfg["schema"] else None
+    synth = FITSSynthesizer(
+        seed=cfg["seed"],
+        kinds=cfg["kinds"],
+        order=cfg["order"],
+        schema=schema,
+        batch_size=cfg["batch_size"] or None,
+        secure_aggregation=cfg["secure"],
+    )
+    synth.fit(transport)
+    if not cfg["batch_size"]:  # each site is its own machine: budget per site
+        synth.coordinator.batch_size = int(
+            np.clip(SITE_MEMORY_BUDGET // max(max(synth.n_rows_), 1), 64, cfg["rows"])
+        )
+    # streamed in chunks to a temporary file renamed at the end: bounded memory for any
+    # number of rows, the same rows as synth.sample(rows)
+    path = synth.sample_to_file(cfg["output"], cfg["rows"])
+    summary = {
+        "output": str(path),
+        "rows": cfg["rows"],
+        "sites": dict(zip(synth.client_names_, synth.n_rows_, strict=True)),
+        "uploaded_bytes": dict(zip(synth.client_names_, synth.uploaded_bytes_, strict=True)),
+    }
+    print(json.dumps(summary))  # noqa: T201 - shows in the ServerApp's log (flwr log)
+    return path
+
+
+def run_synthesis(grid: Grid, config: Mapping[str, Any]) -> Path:
+    """The ServerApp's work: :func:`fits.deploy.flower.run_coordinator` with
+    :func:`synthesize`.
+
+    Parameters
+    ----------
+    grid : flwr.serverapp.Grid
+        The ServerApp's grid.
+    config : mapping
+        The run config (see :mod:`fits.deploy.flower`).
+
+    Returns
+    -------
+    Path
+        Where the synthetic table was written.
+    """
+    return run_coordinator(grid, config, synthesize)
+
+
+server_app = ServerApp()
+
+
+@server_app.main()
+def _server_main(grid: Grid, context: Context) -> None:
+    run_synthesis(grid, context.run_config)
