@@ -23,7 +23,7 @@ from typing import Annotated, Any
 import pandas as pd
 import typer
 
-from fits.cli.errors import fail as _fail
+from .errors import fail as _fail
 
 __all__ = ["AnalyzeOptions", "METHODS", "analyze"]
 

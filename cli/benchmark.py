@@ -16,7 +16,7 @@ from typing import Annotated
 
 import typer
 
-from fits.cli.errors import fail as _fail
+from .errors import fail as _fail
 
 __all__ = ["DatasetChoice", "benchmark"]
 

@@ -22,7 +22,7 @@ from typing import Annotated, Any
 
 import typer
 
-from fits.cli.errors import fail as _fail
+from .errors import fail as _fail
 
 __all__ = ["federate"]
 

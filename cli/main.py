@@ -24,12 +24,12 @@ from typing import Annotated, Any
 import pandas as pd
 import typer
 
-from fits.cli.analyze import analyze
-from fits.cli.benchmark import benchmark
-from fits.cli.errors import fail as _fail
-from fits.cli.errors import interruptible
-from fits.cli.federate import federate
-from fits.cli.report import report
+from .analyze import analyze
+from .benchmark import benchmark
+from .errors import fail as _fail
+from .errors import interruptible
+from .federate import federate
+from .report import report
 
 app = typer.Typer(
     help="fits: federated synthetic data for mixed-type tables (FITS).",

@@ -108,10 +108,13 @@ def estimate_conditional_cdf(
     if response in covariates:
         raise ValueError(f"{response!r} is both a covariate and the response")
     columns = [*covariates, response]
-    named = tables.items() if isinstance(tables, Mapping) else enumerate(tables)
+    named = (
+        [(str(k), f) for k, f in tables.items()]
+        if isinstance(tables, Mapping)
+        else [(f"client {k + 1}", f) for k, f in enumerate(tables)]
+    )
     subset: dict[str, pd.DataFrame] = {}
-    for key, frame in named:
-        name = str(key) if isinstance(tables, Mapping) else f"client {key + 1}"
+    for name, frame in named:
         missing = [c for c in columns if c not in frame.columns]
         if missing:
             raise ValueError(f"{name}: column(s) {missing} are missing")

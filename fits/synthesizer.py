@@ -55,7 +55,7 @@ class NotConnectedError(RuntimeError):
     :meth:`FITSSynthesizer.connect` first."""
 
 
-class FITSSynthesizer(BaseEstimator):  # type: ignore[misc]
+class FITSSynthesizer(BaseEstimator):
     """Federated synthesizer for mixed-type tables (FITS).
 
     A scikit-learn estimator: the constructor stores its arguments as given,
@@ -382,7 +382,7 @@ class FITSSynthesizer(BaseEstimator):  # type: ignore[misc]
         num_rows: int,
         *,
         seed: int | None = None,
-        progress: bool | Callable[[str, int, int], None] = False,
+        progress: bool | Callable[[str, int, int], None] | None = False,
     ) -> pd.DataFrame:
         """Draw a synthetic table.
 
@@ -535,7 +535,7 @@ class FITSSynthesizer(BaseEstimator):  # type: ignore[misc]
         chunks of one table agree).
         """
         coord = self.coordinator
-        order = coord.schema.order
+        order = coord.schema.order if coord.schema is not None else []
         cols = {}
         for spec in self.schema_.columns:
             name = spec.name

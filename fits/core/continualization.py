@@ -61,7 +61,7 @@ class Encoder:
             self.widths = np.diff(self.boundaries)
             self.midpoints = self.boundaries[:-1] + self.widths / 2.0
         else:
-            self.boundaries = self.widths = self.midpoints = None
+            self.boundaries = self.widths = self.midpoints = None  # type: ignore[assignment]
 
     # -- raw values <-> codes ------------------------------------------------------------
     def to_codes(self, values: pd.Series, *, client: str = "client") -> np.ndarray:
@@ -118,7 +118,9 @@ class Encoder:
             out = datetime_seconds(values)
         else:
             try:
-                out = pd.to_numeric(values, errors="raise").to_numpy(dtype=float, copy=True)
+                numeric = pd.to_numeric(values, errors="raise")
+                # na_value: pandas < 2.2 refuses to turn a nullable column's NA into NaN
+                out = numeric.to_numpy(dtype=float, na_value=np.nan, copy=True)
             except (ValueError, TypeError) as exc:
                 raise SchemaError(
                     f"{client}: column {spec.name!r} is continuous in the schema but holds "

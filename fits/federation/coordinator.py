@@ -35,7 +35,7 @@ from fits.core.cdf import (
 )
 from fits.core.continualization import Encoder
 from fits.core.schema import Schema, merge_descriptions, missing_flag, point_mass_flag
-from fits.federation.protocol import Message
+from fits.federation.protocol import ConfigValue, Message
 from fits.federation.secure import unmask_sum
 from fits.federation.transport import Transport
 
@@ -241,10 +241,10 @@ class Coordinator:
         if scaling is not None:
             arrays["scale_mean"] = np.asarray(scaling[0], dtype=float)
             arrays["scale_sd"] = np.asarray(scaling[1], dtype=float)
-        if self.secure:
+        if self.secure and self._public_keys is not None:
             arrays["secure_keys"] = self._public_keys
         children = seq.spawn(self.transport.n_clients)
-        config = {
+        config: dict[str, ConfigValue] = {
             **({"secure_neighbours": self.mask_neighbours or 0} if self.secure else {}),
             "schema": self.schema.to_json(),
             "unmodelled": json.dumps(getattr(self, "user_schema", self.schema).unmodelled),
@@ -328,7 +328,7 @@ class Coordinator:
         grid = self.grids[column]
         exponent = np.zeros(b, dtype=np.int64)  # weights scaled by 2^exponent (secure)
         while True:
-            config = {
+            config: dict[str, ConfigValue] = {
                 "column": column,
                 "request": f"r{next(self._requests)}",
                 "scheme": scheme,

@@ -70,7 +70,7 @@ lsa_round       ``theta`` (M+1, d); config ``round``,   ``theta`` (M+1, d): the 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -161,7 +161,7 @@ ANALYSIS_REPLIES: dict[str, Callable[[Message], dict[str, tuple[int, ...]]]] = {
 
 def _expect(
     reply: Message,
-    shapes: dict[str, tuple[int, ...]],
+    shapes: Mapping[str, tuple[int, ...]],
     config: set[str],
     dtypes: dict[str, str] | None = None,
 ) -> None:
@@ -209,6 +209,7 @@ def check_reply(request: Message, reply: Message) -> None:
     if mtype in ANALYSIS_REPLIES:
         _expect(reply, ANALYSIS_REPLIES[mtype](request), set())
         return
+    shape: tuple[int, ...]
     if mtype == "marginal":
         name, shape = "F", (int(request.config["grid_size"]),)
     elif mtype == "hessian":

@@ -123,7 +123,7 @@ def unmask_sum(masked: Sequence[np.ndarray]) -> np.ndarray:
     """
     if not masked:
         raise ValueError("secure aggregation: nothing to sum")
-    total = np.zeros(masked[0].shape, dtype=np.uint64)
+    total: np.ndarray = np.zeros(masked[0].shape, dtype=np.uint64)
     for m in masked:
         if m.dtype != np.uint64 or m.shape != total.shape or m.shape[0] != LIMBS:
             raise ValueError(
