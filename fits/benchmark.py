@@ -296,7 +296,7 @@ class BenchmarkResult:
             means = {lab: table.loc[lab, (client, "mean")] for lab in m4}
             means = {k: v for k, v in means.items() if math.isfinite(v)}
             if means:
-                best = (min if lower else max)(means, key=means.get)
+                best = (min if lower else max)(means, key=lambda k: means[k])
                 out[client] = float(best.split("=")[1].rstrip(")"))
         return out
 

@@ -543,7 +543,7 @@ def _collinearity_notes(x: np.ndarray, names: Sequence[str]) -> list[str]:
     if x.shape[1] < 2 or x.shape[0] < 2:
         return []
     sd = x.std(axis=0)
-    constant = [names[i] for i in np.flatnonzero(sd == 0)]
+    constant = [names[int(i)] for i in np.flatnonzero(sd == 0)]
     notes = []
     if constant:
         notes.append(
