@@ -74,6 +74,7 @@ def _check_glm(opts: AnalyzeOptions) -> None:
 def _run_glm(tables: dict[str, pd.DataFrame], opts: AnalyzeOptions) -> tuple[dict[str, Any], str]:
     from fits.analysis.glm import DEFAULT_TAU1, fit_glm
 
+    iterations: dict[str, Any] = {k: v for k, v in opts.iterations.items() if v is not None}
     res = fit_glm(
         tables,
         opts.target,
@@ -86,7 +87,7 @@ def _run_glm(tables: dict[str, pd.DataFrame], opts: AnalyzeOptions) -> tuple[dic
         seed=opts.seed,
         clip=opts.clip if opts.clip is not None else "auto",
         tau1=opts.tau1 if opts.tau1 is not None else DEFAULT_TAU1,
-        **{k: v for k, v in opts.iterations.items() if v is not None},
+        **iterations,
     )
     return res.to_dict(), res.summary()
 

@@ -475,7 +475,7 @@ class GLMSiteBatch:
 
     def __init__(self, sites: Sequence[GLMSite]) -> None:
         self.sites = list(sites)
-        self._stacks: dict[str, tuple[np.ndarray, ...]] = {}
+        self._stacks: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
 
     def _stack(self) -> None:
         self._stacks = {}

@@ -895,9 +895,9 @@ def _describe_column(
             info.update(min=float(values.min()), max=float(values.max()), integral=False)
             return info
         if kind != "nominal" and fam != "bool":
-            counts = _looks_like_identifier(present)
-            if counts is not None:  # its values are never reported
-                info["identifier"] = counts
+            looks = _looks_like_identifier(present)
+            if looks is not None:  # its values are never reported
+                info["identifier"] = looks
                 return info
         info["values"] = _sort_labels(present.unique().tolist())
         info["n_present"] = int(present.size)
