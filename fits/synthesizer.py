@@ -411,8 +411,11 @@ class FITSSynthesizer(BaseEstimator):
             with bar:
                 chunks = list(self.iter_sample(num_rows, seed=seed, progress=callback))
         else:
-            callback = progress if callable(progress) else None
-            chunks = list(self.iter_sample(num_rows, seed=seed, progress=callback))
+            chunks = list(
+                self.iter_sample(
+                    num_rows, seed=seed, progress=progress if callable(progress) else None
+                )
+            )
         if len(chunks) == 1:
             return chunks[0]
         return pd.concat(chunks, ignore_index=True)

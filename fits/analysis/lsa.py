@@ -103,7 +103,7 @@ from fits.analysis.design import (
     schema_round,
     standardization_round,
 )
-from fits.federation.protocol import Message, ProtocolError
+from fits.federation.protocol import ConfigValue, Message, ProtocolError
 from fits.federation.transport import InProcessTransport, Transport
 
 __all__ = [
@@ -707,7 +707,11 @@ def run_fedlsa(
     horizon = float(np.sum(schedule.etas() * schedule.hs()))
     theta = np.zeros((n_bootstrap + 1, d))  # theta_0 = 0 for every sequence
     for t in range(1, schedule.rounds + 1):
-        config_t = {"round": t, "eta": schedule.eta(t), "local_steps": schedule.h(t)}
+        config_t: dict[str, ConfigValue] = {
+            "round": t,
+            "eta": schedule.eta(t),
+            "local_steps": schedule.h(t),
+        }
         out = transport.broadcast(Message("lsa_round", {"theta": theta}, config_t))
         theta = np.einsum("c,csd->sd", p, np.stack([r.arrays["theta"] for r in out]))
         if not np.all(np.isfinite(theta)):
