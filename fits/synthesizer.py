@@ -191,7 +191,11 @@ class FITSSynthesizer(BaseEstimator):
         self.entropy_ = int(root.entropy)  # type: ignore[arg-type]
         self.client_names_ = list(coordinator.transport.client_names)
         self.n_rows_ = list(coordinator.n_rows)
-        self._rng = np.random.default_rng(root.spawn(2)[1])
+        # the sample stream is the second child of the seed's first spawn (the first
+        # child lifts the discrete columns, in _open); spawning again from `root` would
+        # give other children (SeedSequence counts its spawns), so start afresh
+        sample_seq = np.random.SeedSequence(root.entropy).spawn(2)[1]
+        self._rng = np.random.default_rng(sample_seq)
         if isinstance(tables, Transport):
             self._columns = list(schema.names)
         elif isinstance(tables, Mapping):

@@ -8,6 +8,7 @@ import pytest
 
 from fits import FITSSynthesizer, GaussianKernel, SchemaError, estimate_conditional_cdf
 from fits.core.cdf import inverse_cdf, postprocess_cdf
+from fits.datasets import simulate
 from fits.evaluation import energy_distance, independent_resample
 
 from conftest import mixed_table, split
@@ -251,3 +252,15 @@ def test_default_batch_counts_only_dense_gaussian_rows():
     synth = FITSSynthesizer("knn", seed=0).fit(tables)
     assert synth.coordinator._batch() == 8192
     assert FITSSynthesizer("knn", batch_size=50).fit(tables).coordinator._batch() == 50
+
+
+def test_default_stream_is_the_seeds_second_child() -> None:
+    """The default sample stream is child 1 of ``SeedSequence(seed).spawn(2)`` (child 0
+    lifts the discrete columns), as it was before fit() learned to reconnect: spawning
+    twice from one SeedSequence gives other children, and other synthetic rows."""
+    data = simulate(400, seed=1)
+    clients = [data.frame.iloc[:200], data.frame.iloc[200:]]
+    synth = FITSSynthesizer("knn", seed=5, kinds=data.kinds, order=data.order).fit(clients)
+    first = synth.sample(60)
+    expected = synth.sample(60, seed=np.random.SeedSequence(5).spawn(2)[1])
+    pd.testing.assert_frame_equal(first, expected)
