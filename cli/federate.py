@@ -47,14 +47,29 @@ def _launch() -> Any:
 
 
 def _exec(cmd: list[str], home: Path) -> None:
-    """Run a Flower process in the foreground until it ends (Ctrl-C stops it)."""
+    """Run a Flower process in the foreground until it ends.
+
+    Ctrl-C, SIGTERM and SIGHUP stop it and the helpers it started (its process group);
+    if this process is killed outright, the kernel sends it SIGTERM (parent-death
+    signal, Linux).
+    """
     launch = _launch()
     home.mkdir(parents=True, exist_ok=True)
     typer.echo(" ".join(cmd), err=True)
-    try:
-        code = subprocess.call(cmd, env=launch.flower_env(home))
-    except KeyboardInterrupt:
-        code = 0
+    proc = subprocess.Popen(
+        cmd,
+        env=launch.flower_env(home),
+        start_new_session=True,
+        preexec_fn=launch.die_with_parent(),
+    )
+    code = 0
+    with launch.exit_on_signals():  # SIGTERM / SIGHUP: stop the group, then end by it
+        try:
+            code = proc.wait()
+        except KeyboardInterrupt:
+            code = 0
+        finally:
+            launch.stop_process_group(proc)
     raise typer.Exit(code)
 
 
@@ -111,12 +126,29 @@ def site(
     home: Annotated[Path, typer.Option("--home", help="Flower's state folder.")] = Path(
         ".fits-flower/site"
     ),
+    policy: Annotated[
+        Path | None,
+        typer.Option(
+            "--policy",
+            help="This site's limits (JSON: max_grid_size, min_effective_rows, ...; "
+            "see docs/privacy.md). Default: the default policy.",
+        ),
+    ] = None,
+    audit: Annotated[
+        Path | None,
+        typer.Option(
+            "--audit",
+            help="Append one JSON line per request: its sizes, what was answered, "
+            "refused or abstained from.",
+        ),
+    ] = None,
 ) -> None:
     """Start this site's SuperNode; its rows stay here, only protocol arrays leave.
 
     Example:
 
-      fits federate site --data site-a.csv --name site-a --superlink coord:9093 --ca ca.pem
+      fits federate site --data site-a.csv --name site-a --superlink coord:9093 --ca ca.pem \\
+          --policy policy.json --audit site-a-audit.jsonl
     """
     launch = _launch()
     if kernel not in ("knn", "gaussian"):
@@ -139,6 +171,8 @@ def site(
             port=port,
             insecure=insecure,
             root_certificates=str(root_certificates) if root_certificates else None,
+            policy=policy,
+            audit=audit,
         )
     except launch.FederationError as exc:
         _fail(str(exc), 2)

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from fits.estimate import ConditionalCDF, estimate_conditional_cdf
     from fits.federation.client import FITSClient
     from fits.federation.coordinator import Coordinator
+    from fits.federation.policy import SitePolicy
     from fits.federation.protocol import Message, ProtocolError
     from fits.federation.transport import InProcessTransport, Transport
     from fits.report import evaluate
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
 _EXPORTS = {
     "FITSClient": "fits.federation.client",
     "Coordinator": "fits.federation.coordinator",
+    "SitePolicy": "fits.federation.policy",
     "ConditionalCDF": "fits.estimate",
     "estimate_conditional_cdf": "fits.estimate",
     "GaussianKernel": "fits.core.kernels",
@@ -56,6 +58,7 @@ __all__ = [
     "FITSSynthesizer",
     "FITSClient",
     "Coordinator",
+    "SitePolicy",
     "ConditionalCDF",
     "estimate_conditional_cdf",
     "GaussianKernel",

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from fits.core.kernels import Kernel
-from fits.deploy.inprocess import Tables, build_federation
+from fits.deploy.inprocess import PolicySpec, Tables, build_federation
 from fits.federation.coordinator import Coordinator
 
 __all__ = ["ConditionalCDF", "estimate_conditional_cdf"]
@@ -58,6 +58,7 @@ def estimate_conditional_cdf(
     scaling: tuple[np.ndarray, np.ndarray] | None = None,
     ridge: float = 1e-8,
     seed: int | None = None,
+    site_policy: PolicySpec = None,
     **options: object,
 ) -> ConditionalCDF:
     """Federated local-linear estimate of F(response | covariates) at query points.
@@ -95,6 +96,10 @@ def estimate_conditional_cdf(
         design has a direction of local spread under a tenth of the largest.
     seed : int, optional
         Seed of the clients' continualization.
+    site_policy : SitePolicy, or one per client, optional
+        The clients' policies (:class:`~fits.federation.policy.SitePolicy`; default
+        the default policy, whose effective-rows floor makes a client abstain from a
+        query with fewer than 10 effective rows).
     **options
         Further :class:`~fits.federation.coordinator.Coordinator` options.
 
@@ -119,7 +124,7 @@ def estimate_conditional_cdf(
         if missing:
             raise ValueError(f"{name}: column(s) {missing} are missing")
         subset[name] = frame[columns]
-    _, transport = build_federation(subset, kernel)
+    _, transport = build_federation(subset, kernel, policy=site_policy)
     coord = Coordinator(transport, ridge=ridge, **options)  # type: ignore[arg-type]
     coord.setup(kinds={c: k for c, k in (kinds or {}).items() if c in columns}, order=columns)
     if scaling is not None:

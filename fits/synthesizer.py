@@ -35,7 +35,14 @@ from sklearn.exceptions import NotFittedError
 
 from fits.core.cdf import COLLINEARITY_THRESHOLD
 from fits.core.schema import ColumnSpec, Schema, missing_flag, surrogate_ids
-from fits.deploy.inprocess import KernelSpec, Tables, build_federation, in_process_batch
+from fits.deploy.inprocess import (
+    AuditSpec,
+    KernelSpec,
+    PolicySpec,
+    Tables,
+    build_federation,
+    in_process_batch,
+)
 from fits.federation.client import MIN_CLIENT_ROWS, FITSClient
 from fits.federation.coordinator import Coordinator
 from fits.federation.transport import InProcessTransport, Transport
@@ -105,6 +112,16 @@ class FITSSynthesizer(BaseEstimator):
         With ``secure_aggregation``: how many clients on each side (in a cyclic order)
         each client shares masks with; None: all.  Default 1.  See
         :class:`~fits.federation.coordinator.Coordinator`.
+    site_policy : SitePolicy, or one per client (sequence or mapping by name), optional
+        The limits each in-process site enforces on the coordinator's requests
+        (:class:`~fits.federation.policy.SitePolicy`).  Default: the default policy
+        (grids up to 1000 points, 3 queries per synthetic row and column + 1000,
+        response bandwidth at least 0.02 sd, and no answer from fewer than k = 10
+        effective rows).  ``SitePolicy.unrestricted()`` answers everything, as in the
+        paper.  Sites on other machines set their own (``fits federate site --policy``).
+    site_audit : path, callable, or a mapping by client name, optional
+        Where the in-process sites log every request (JSON lines; see
+        :class:`~fits.federation.client.FITSClient`).
 
     Attributes
     ----------
@@ -139,6 +156,8 @@ class FITSSynthesizer(BaseEstimator):
         n_jobs: int | None = None,
         secure_aggregation: bool = False,
         mask_neighbours: int | None = 1,
+        site_policy: PolicySpec = None,
+        site_audit: AuditSpec = None,
     ) -> None:
         self.kernel = kernel
         self.seed = seed
@@ -157,6 +176,8 @@ class FITSSynthesizer(BaseEstimator):
         self.n_jobs = n_jobs
         self.secure_aggregation = secure_aggregation
         self.mask_neighbours = mask_neighbours
+        self.site_policy = site_policy
+        self.site_audit = site_audit
 
     # ------------------------------------------------------------------ fitting
     def fit(self, tables: Tables | Transport) -> FITSSynthesizer:
@@ -260,7 +281,12 @@ class FITSSynthesizer(BaseEstimator):
             transport = tables
         else:
             clients, transport = build_federation(
-                tables, self.kernel, min_rows=self.min_client_rows, n_jobs=self.n_jobs
+                tables,
+                self.kernel,
+                min_rows=self.min_client_rows,
+                n_jobs=self.n_jobs,
+                policy=self.site_policy,
+                audit=self.site_audit,
             )
         coordinator = Coordinator(
             transport,
@@ -482,6 +508,7 @@ class FITSSynthesizer(BaseEstimator):
         coord = self.coordinator
         rng = np.random.default_rng(seed) if seed is not None else self._rng
         total = int(num_rows)
+        coord.declare_rows(total)  # one configure round for all chunks (the sites' budget)
         starts = [0, *range(int(first_chunk_rows), total, int(chunk_rows))]
         return self._chunks(coord, total, starts, rng, progress)
 

@@ -469,6 +469,15 @@ def test_federate_local_refuses_bad_arguments(site_files, tmp_path):
     )
     assert res.returncode == 2 and "use knn or gaussian" in res.stderr
     assert not (tmp_path / "x.csv").exists()
+    bad = tmp_path / "policy.json"
+    bad.write_text('{"min_effective_rows": 10, "max_grids": 5}')
+    site = ["federate", "site", "--data", str(site_files[0]), "--superlink", "x:1"]
+    res = run(*site, "--insecure", "--policy", str(bad))
+    assert res.returncode == 2
+    assert "policy.json: unknown field(s) ['max_grids']" in res.stderr
+    assert "Traceback" not in res.stderr
+    res = run(*site, "--insecure", "--audit", str(tmp_path / "no-dir" / "a.jsonl"))
+    assert res.returncode == 2 and "no such folder (for the audit log)" in res.stderr
 
 
 @pytest.mark.skipif(not _has_flower(), reason="needs the flower extra")

@@ -15,6 +15,7 @@ import pytest
 from scipy.special import ndtr
 
 from fits import GaussianKernel, KNNKernel, estimate_conditional_cdf
+from fits.federation.policy import DEFAULT_MIN_EFFECTIVE_ROWS, SitePolicy
 
 COVARIATES = ["b", "x", "o", "c"]
 KINDS = {"b": "nominal", "o": "ordinal", "c": "nominal"}
@@ -115,6 +116,25 @@ def _knn_weights(zs, codes, x, qcodes, encoders, loc, scale, n_total, r0):
     return out
 
 
+def _effective_rows_floor(weights, k):
+    """The site policy's floor, from its definition: a client whose weights for query b
+    have n_eff = (sum w)^2 / sum w^2 < k contributes nothing to query b.
+
+    Returns the floored weights and a (clients, B) mask of abstentions.
+    """
+    out, abstained = [], []
+    for w in weights:
+        w = w.copy()
+        top = w.max(axis=1, keepdims=True)
+        v = np.divide(w, top, out=np.zeros_like(w), where=top > 0)  # n_eff is scale-free
+        n_eff = np.array([row.sum() ** 2 / (row @ row) if row.any() else 0.0 for row in v])
+        low = (top[:, 0] > 0) & (n_eff < k)
+        w[low] = 0.0
+        out.append(w)
+        abstained.append(low)
+    return out, np.array(abstained)
+
+
 def _queries(zs, d, seed):
     rng = np.random.default_rng(seed)
     pool = np.vstack([z[:, :d] for z in zs])
@@ -125,9 +145,22 @@ def _queries(zs, d, seed):
 
 @pytest.mark.parametrize("response", ["y", "o"])
 @pytest.mark.parametrize(
-    "scheme", ["gaussian", "knn", "knn-brute", "knn-blocks", "gaussian-secure", "knn-secure"]
+    ("scheme", "policy"),
+    [
+        ("gaussian", "default"),
+        ("gaussian", "unrestricted"),
+        ("knn", "default"),
+        ("knn", "unrestricted"),
+        ("knn-brute", "default"),
+        ("knn-blocks", "default"),
+        ("gaussian-secure", "default"),
+        ("knn-secure", "default"),
+    ],
 )
-def test_federated_equals_pooled(mixed_clients, scheme, response, monkeypatch):
+def test_federated_equals_pooled(mixed_clients, scheme, policy, response, monkeypatch):
+    """With the default site policy, a client abstains from a query under k effective
+    rows; the identity then holds with those clients' weights zeroed, and exactly where
+    no client abstains.  Without a policy it holds everywhere."""
     covariates = [c for c in COVARIATES if c != response]
     if response == "o":
         covariates = ["b", "x", "c"]
@@ -142,7 +175,9 @@ def test_federated_equals_pooled(mixed_clients, scheme, response, monkeypatch):
         "gaussian-secure": GaussianKernel(),  # sums by secure aggregation (fits.federation.secure)
         "knn-secure": KNNKernel(budget=120),
     }[scheme]
-    options = {"secure": True} if scheme.endswith("secure") else {}
+    options: dict = {"secure": True} if scheme.endswith("secure") else {}
+    if policy == "unrestricted":
+        options["site_policy"] = SitePolicy.unrestricted()
     if scheme == "knn-blocks":  # one query per block of neighbour-list work
         monkeypatch.setattr("fits.federation.client._BLOCK_VALUES", 1)
     tables = [t[[*covariates, response]] for t in mixed_clients]
@@ -181,8 +216,14 @@ def test_federated_equals_pooled(mixed_clients, scheme, response, monkeypatch):
         weights = _gaussian_weights(zs, codes, x, qcodes, encoders, loc, scale, bw)
     else:
         weights = _knn_weights(zs, codes, x, qcodes, encoders, loc, scale, n_total, 120)
-    expected = _pooled_cdf(zs, codes, weights, x, result.grid, encoders, d)
-    np.testing.assert_allclose(result.values, expected, rtol=0, atol=1e-10)
+    k = DEFAULT_MIN_EFFECTIVE_ROWS if policy == "default" else 0.0
+    weights, abstained = _effective_rows_floor(weights, k)
+    answered = ~abstained.all(axis=0)  # all clients abstaining: the KNN fallback's answer
+    assert answered.sum() >= 6
+    expected = _pooled_cdf(zs, codes, weights, x[answered], result.grid, encoders, d)
+    np.testing.assert_allclose(result.values[answered], expected, rtol=0, atol=1e-10)
+    if answered.all():  # no fallback round: the sites' reported abstentions are these
+        assert result.coordinator.abstained == abstained.sum()
     # the collinearity guard (on by default) did not act on these well-conditioned
     # designs, so this is the plain local-linear fit; test_collinear_design_... below
     # covers a design where it acts
@@ -228,7 +269,9 @@ def test_ridge_changes_little_and_mixed_schemes_still_pool(mixed_clients):
     w0 = _gaussian_weights(zs[:1], codes[:1], x, qcodes, encoders, loc, scale, 0.4)
     w1 = _knn_weights(zs[1:2], codes[1:2], x, qcodes, encoders, loc, scale, n_total, 90)
     w2 = _knn_weights(zs[2:], codes[2:], x, qcodes, encoders, loc, scale, n_total, 200)
-    expected = _pooled_cdf(zs, codes, w0 + w1 + w2, x, result.grid, encoders, 2)
+    weights, abstained = _effective_rows_floor(w0 + w1 + w2, DEFAULT_MIN_EFFECTIVE_ROWS)
+    assert not abstained.all(axis=0).any()
+    expected = _pooled_cdf(zs, codes, weights, x, result.grid, encoders, 2)
     np.testing.assert_allclose(result.values, expected, rtol=0, atol=1e-10)
     ridged = estimate_conditional_cdf(
         tables,
@@ -268,7 +311,10 @@ def test_local_constant_fallback_is_nadaraya_watson(mixed_clients):
     x, qcodes = _midpoints(x_raw, encoders)
     n_total = sum(len(z) for z in zs)
     w = np.hstack(
-        _gaussian_weights(zs, codes, x, qcodes, encoders, loc, scale, n_total ** (-1 / 6))
+        _effective_rows_floor(
+            _gaussian_weights(zs, codes, x, qcodes, encoders, loc, scale, n_total ** (-1 / 6)),
+            DEFAULT_MIN_EFFECTIVE_ROWS,
+        )[0]
     )
     y = np.concatenate([z[:, 2] for z in zs])
     wz = np.concatenate(
@@ -336,6 +382,9 @@ def test_collinear_design_pools_with_the_guard(scheme):
         weights = _gaussian_weights(zs, codes, x, qcodes, encoders, loc, scale, bw)
     else:
         weights = _knn_weights(zs, codes, x, qcodes, encoders, loc, scale, n_total, 150)
+    # the default site policy: a client under k effective rows abstains from a query
+    weights, abstained = _effective_rows_floor(weights, DEFAULT_MIN_EFFECTIVE_ROWS)
+    assert not abstained.all(axis=0).any()
     threshold = result.coordinator.collinearity
     expected, dropped = _guarded_pooled_cdf(zs, weights, x, result.grid, encoders, 2, threshold)
     assert dropped == len(x) == result.coordinator.guarded

@@ -184,7 +184,7 @@ def test_sites_send_only_protocol_arrays(site_files):
         arrays = content.array_records["arrays"]
         assert set(arrays) <= {"n_rows", "S", "F"}
         config = content.config_records["config"]
-        assert set(config) <= {"description", "name"}
+        assert set(config) <= {"description", "name", "policy", "abstained"}
         for name, arr in arrays.items():
             a = arr.numpy()
             assert a.dtype.kind in "fi" and a.ndim <= 2
@@ -192,6 +192,43 @@ def test_sites_send_only_protocol_arrays(site_files):
                 assert a.shape[1] in {packed_size(p) for p in range(2, 8)}
         kinds_seen.add(tuple(sorted(arrays)))
     assert kinds_seen == {("n_rows",), ("F",), ("S",)}
+
+
+def test_site_policy_and_audit_from_node_config_hold_across_messages(site_files, tmp_path):
+    """Flower rebuilds the site for every message: its query counts live in its state."""
+    from fits.federation.policy import PolicyError
+
+    paths, kinds, order = site_files
+    configs = _node_configs(paths)
+    for cfg in configs:
+        cfg["audit"] = str(tmp_path / f"{cfg['name']}.jsonl")
+    grid = FakeGrid(configs)
+    out = tmp_path / "synthetic.csv"
+    config = {"output": str(out), "rows": 100, "seed": 4, "kinds": format_kinds(kinds)}
+    run_coordinator(grid, {**config, "order": ",".join(order)})
+    for cfg in configs:
+        lines = [json.loads(x) for x in Path(cfg["audit"]).read_text().splitlines()]
+        assert {e["site"] for e in lines} == {cfg["name"]}
+        types = [e["type"] for e in lines]
+        # setup, configure (fit), configure (rows declared), then the columns; the
+        # replays of configure before every message are not logged
+        assert types[:3] == ["setup", "configure", "configure"] and types.count("configure") == 2
+        assert lines[2]["rows"] == 100 and lines[2]["policy"]["queries_per_column"] == 1300
+        assert {"marginal", "hessian", "cdf"} <= set(types)
+    # a strict policy: 100 query points per column; batches of 60 exceed it at the second
+    policy = tmp_path / "strict.json"
+    policy.write_text(json.dumps({"queries_per_row": 0, "extra_queries": 100}))
+    for cfg in configs:
+        cfg["policy"] = str(policy)
+    grid = FakeGrid(configs)
+    with pytest.raises(
+        PolicyError, match=r"refused a hessian request of 60 queries.*60 of its 100"
+    ):
+        strict = {**config, "rows": 150, "output": str(tmp_path / "never.csv")}
+        run_coordinator(grid, {**strict, "batch-size": 60, "order": ",".join(order)})
+    assert not (tmp_path / "never.csv").exists()
+    entry = json.loads(Path(configs[0]["audit"]).read_text().splitlines()[-1])
+    assert entry["outcome"] == "refused" and "extra_queries=100" in entry["reason"]
 
 
 def test_missing_data_path_is_a_clear_error():
@@ -241,7 +278,9 @@ def test_real_superlink_and_three_supernodes_equal_in_process(site_files, tmp_pa
     }
     for line in lines:
         assert set(line["arrays"]) == allowed[line["type"]]
-        assert set(line["config"]) <= {"description", "name"}
+        # the configure reply says what the site's policy applied; a summed reply may
+        # say how many queries the site abstained from
+        assert set(line["config"]) <= {"description", "name", "policy", "abstained"}
         if line["type"] == "hessian":
             rows, width = line["arrays"]["S"][0]
             assert rows <= 400 and width <= packed_size(len(order))
@@ -388,3 +427,84 @@ def test_bad_site_and_run_config_values_are_clear_errors():
     assert site_kernel({"knn-budget": 300}) == KNNKernel(budget=300)
     with pytest.raises(ValueError, match="use 'knn' or 'gaussian'"):
         site_kernel({"kernel": "tree"})
+
+
+def _marked(marker: str) -> set[int]:
+    """Processes whose environment holds ``marker`` (all that a run started inherit it)."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker.encode() in environ and state != "Z":  # zombies hold nothing
+            found.add(int(entry.name))
+    return found
+
+
+def _cmdlines(pids: set[int]) -> list[str]:
+    out = []
+    for pid in pids:
+        try:
+            out.append(Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode())
+        except OSError:
+            pass
+    return out
+
+
+def _wait_for(predicate, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.2)
+    return False
+
+
+@pytest.mark.flower
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="scans /proc (Linux)")
+@pytest.mark.parametrize("how", ["SIGTERM", pytest.param("SIGKILL", marks=pytest.mark.slow)])
+def test_killing_fits_leaves_no_flower_process(tmp_path, how):
+    """`fits federate local` stopped by SIGTERM (timeout, schedulers) cleans up; killed
+    by SIGKILL, the parent-death signal stops its SuperLink and SuperNodes."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    data = simulate(1200, seed=1)
+    frame = data.frame[data.order[:5]]
+    files = []
+    for k in range(2):
+        files.append(tmp_path / f"site{k}.csv")
+        frame.iloc[k * 600 : (k + 1) * 600].to_csv(files[-1], index=False)
+    marker = f"FITS_ORPHAN_TEST={uuid.uuid4().hex}"
+    env = {**os.environ, marker.split("=")[0]: marker.split("=")[1]}
+    fits = Path(sys.executable).with_name("fits")
+    cmd = [str(fits), "federate", "local", *map(str, files)]
+    cmd += ["--rows", "3000", "--out", str(tmp_path / "out.csv")]
+    proc = subprocess.Popen(
+        cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
+    try:
+        # wait until the run is under way: the ServerApp process exists
+        started = _wait_for(lambda: any("serverapp" in c for c in _cmdlines(_marked(marker))), 120)
+        assert started, f"the run did not start: {_cmdlines(_marked(marker))}"
+        before = _marked(marker) - {proc.pid}
+        roles = " ".join(_cmdlines(before))
+        assert "flower-superlink" in roles and "flower-supernode" in roles
+        proc.send_signal(signal.SIGTERM if how == "SIGTERM" else signal.SIGKILL)
+        code = proc.wait(timeout=60)
+        assert code == (143 if how == "SIGTERM" else -9)  # 128 + SIGTERM: the CLI's exit
+        gone = _wait_for(lambda: not _marked(marker), 40)
+        assert gone, f"survivors: {_cmdlines(_marked(marker))}"
+        assert not (tmp_path / "out.csv").exists()  # and no partial output
+    finally:
+        for pid in _marked(marker):  # never leave a process behind, even on failure
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass

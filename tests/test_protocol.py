@@ -29,7 +29,11 @@ def test_clients_send_only_protocol_arrays_and_no_rows(mixed_clients):
     for k, req, rep in log:
         check_reply(req, rep)  # the transport already did; do it again explicitly
         types_seen.add(rep.type)
-        assert set(rep.config) == set()
+        if rep.type == "configure":  # sample() declared its rows to the sites' policies
+            assert set(rep.config) == {"policy"} and req.config["rows"] == n
+            assert set(rep.arrays) == {"n_rows"}
+            continue
+        assert set(rep.config) <= {"abstained"}  # a count, when the site abstained
         for name, arr in rep.arrays.items():
             assert arr.dtype.kind == "f"
             assert sizes[k] not in arr.shape, f"{rep.type}.{name} has a row-sized axis"
@@ -40,12 +44,13 @@ def test_clients_send_only_protocol_arrays_and_no_rows(mixed_clients):
             assert rep.arrays["S"].shape == (b, packed_size(d + 1))
         if rep.type == "cdf":
             assert rep.arrays["F"].shape == (req.arrays["q"].shape[0], req.config["grid_size"])
-    assert types_seen == {"marginal", "hessian", "cdf"}
+    assert types_seen == {"configure", "marginal", "hessian", "cdf"}
 
 
 def test_upload_volume_matches_remark_3_3(mixed_clients):
     synth = FITSSynthesizer("knn", seed=0, batch_size=10_000).fit(mixed_clients)
     before = list(synth.uploaded_bytes_)
+    log = _record(synth)
     n = 300
     synth.sample(n)
     coord = synth.coordinator
@@ -53,7 +58,15 @@ def test_upload_volume_matches_remark_3_3(mixed_clients):
     per_row = sum(packed_size(j + 1) + coord.grids[c].size for j, c in enumerate(order) if j > 0)
     first = coord.grids[order[0]].size
     for k, b0 in enumerate(before):
-        assert synth.uploaded_bytes_[k] - b0 == 8 * (n * per_row + first)
+        # the configure round that declares the rows (and abstention counts, if any)
+        # are not the method's uploads
+        extra = sum(r.nbytes() for c, _, r in log if c == k and r.type == "configure")
+        extra += sum(
+            len("abstained") + len(str(r.config["abstained"]))
+            for c, _, r in log
+            if c == k and "abstained" in r.config
+        )
+        assert synth.uploaded_bytes_[k] - b0 - extra == 8 * (n * per_row + first)
 
 
 def test_check_reply_refuses_extra_or_misshaped_arrays():

@@ -12,7 +12,15 @@ from fits import FITSSynthesizer, GaussianKernel, estimate_conditional_cdf
 from fits.federation.client import FITSClient
 from fits.federation.coordinator import Coordinator
 from fits.federation.protocol import Message, ProtocolError, check_reply
-from fits.federation.secure import LIMBS, SecureAggregator, decode, encode, unmask_sum
+from fits.federation.secure import (
+    KEY_BYTES,
+    LIMBS,
+    SecureAggregator,
+    decode,
+    encode,
+    pair_key,
+    unmask_sum,
+)
 from fits.federation.transport import InProcessTransport
 
 
@@ -98,6 +106,42 @@ def test_bad_values_and_keys_are_refused():
         unmask_sum([np.zeros((3, LIMBS))])
     restored = SecureAggregator(a.private_key)
     assert restored.public_key == a.public_key  # a rebuilt site keeps its key
+
+
+def test_pair_keys_are_x25519_hkdf_bound_to_the_pair_and_the_run():
+    """An independent derivation: RFC 7748 X25519, then RFC 5869 HKDF-SHA-256."""
+    import hashlib
+    import hmac
+
+    from cryptography.hazmat.primitives.asymmetric.x25519 import (
+        X25519PrivateKey,
+        X25519PublicKey,
+    )
+
+    sites = _federation(3)
+    keys = [s.public_key for s in sites]
+    assert all(len(k) == KEY_BYTES == 32 for k in keys)
+    # HKDF by hand (extract with a zero salt, one expand block)
+    shared = X25519PrivateKey.from_private_bytes(sites[0].private_key).exchange(
+        X25519PublicKey.from_public_bytes(keys[1])
+    )
+    prk = hmac.new(b"\0" * 32, shared, hashlib.sha256).digest()
+    run = hashlib.sha256(b"".join(keys)).digest()
+    info = b"fits secure aggregation pair key v2" + run + keys[0] + keys[1]
+    okm = hmac.new(prk, info + b"\x01", hashlib.sha256).digest()
+    assert sites[0]._peers[0] == (1, okm)  # site 1's key with site 2, added
+    assert sites[1]._peers[0] == (-1, okm)  # the same key at site 2, subtracted
+    # the same pair in another run (another participant list) gets another key
+    stranger = SecureAggregator()
+    other_run = hashlib.sha256(keys[0] + keys[1] + stranger.public_key).digest()
+    private = X25519PrivateKey.from_private_bytes(sites[0].private_key)
+    assert pair_key(private, keys[1], keys[0], keys[1], other_run) != okm
+    # a low-order public key (all zeros) gives no shared secret: refused, naming the peer
+    bad = np.stack([sites[0].public_array(), np.zeros(KEY_BYTES, np.uint8)])
+    with pytest.raises(ValueError, match="client 2's public key is invalid"):
+        SecureAggregator(sites[0].private_key).connect(bad)
+    with pytest.raises(ValueError, match="32 bytes"):
+        SecureAggregator(b"short")
 
 
 def test_synthesizer_with_secure_aggregation(mixed_clients):

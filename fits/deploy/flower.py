@@ -19,12 +19,15 @@ Site side (node config of each SuperNode, see ``docs/federation.md``)::
     kernel    = "knn"                # or "gaussian": the site's own scheme
     bandwidth = 0.0                  # gaussian: h on the standardized scale (0: default)
     knn-budget = 0                   # knn: r0 of eq. 12 (0: the paper's default)
+    policy    = ""                   # path of the site's policy JSON ("" = the default)
+    audit     = ""                   # path: one JSON line per request this site handled
 
 Flower starts a new ClientApp process for every message.  The site rebuilds its
 :class:`~fits.federation.client.FITSClient` from its file each time and replays the coordinator's
 ``configure`` message, which it keeps in the run's ``context.state`` (on the site's own
 SuperNode; it holds the schema, grids and the site's lifting seed, never a row), so
-that every message sees the same continualized data.
+that every message sees the same continualized data.  The site's policy counts
+(queries asked per column) are kept there too, so its limits hold across messages.
 
 Coordinator side (run config, ``fits federate run`` fills it in)::
 
@@ -65,6 +68,7 @@ from fits.federation.transport import ClientError, Transport
 if TYPE_CHECKING:
     from fits.core.kernels import Kernel
     from fits.federation.client import FITSClient
+    from fits.federation.policy import SitePolicy
 
 __all__ = [
     "FlowerTransport",
@@ -358,12 +362,23 @@ def build_site(node_config: Mapping[str, Any]) -> FITSClient:
         )
     path = Path(str(node_config["data-path"]))
     name = str(node_config.get("name", "")) or path.stem
-    return FITSClient(read_table(path), name, site_kernel(node_config))
+    return FITSClient(
+        read_table(path), name, site_kernel(node_config), policy=site_policy(node_config)
+    )
+
+
+def site_policy(node_config: Mapping[str, Any]) -> SitePolicy:
+    """The site's :class:`~fits.federation.policy.SitePolicy` from node config ``policy``."""
+    from fits.federation.policy import SitePolicy
+
+    path = str(node_config.get("policy", ""))
+    return SitePolicy.from_json(path) if path else SitePolicy()
 
 
 _STATE_ARRAYS = "fits_configure_arrays"
 _STATE_CONFIG = "fits_configure_config"
 _STATE_SECRET = "fits_secure_aggregation_key"
+_STATE_POLICY = "fits_site_policy_counts"
 
 
 def _handle(msg: FlowerMessage, context: Context) -> FlowerMessage:
@@ -371,7 +386,7 @@ def _handle(msg: FlowerMessage, context: Context) -> FlowerMessage:
     request = from_records(fits_type, msg.content)
     site = build_site(context.node_config)
     if fits_type != "setup" and _STATE_SECRET in context.state.config_records:
-        site.resume_secure(int(str(context.state.config_records[_STATE_SECRET]["key"]), 16))
+        site.resume_secure(bytes.fromhex(str(context.state.config_records[_STATE_SECRET]["key"])))
     if fits_type == "configure":
         context.state[_STATE_ARRAYS] = msg.content.array_records["arrays"]
         context.state[_STATE_CONFIG] = msg.content.config_records["config"]
@@ -384,10 +399,18 @@ def _handle(msg: FlowerMessage, context: Context) -> FlowerMessage:
                 "config": context.state.config_records[_STATE_CONFIG],
             }
         )
-        site.handle(from_records("configure", stored))
-    reply = site.handle(request)
+        site.handle(from_records("configure", stored))  # a replay: not audited
+    if _STATE_POLICY in context.state.config_records:
+        site.restore_policy_state(
+            json.loads(str(context.state.config_records[_STATE_POLICY]["counts"]))
+        )
+    site.audit = str(context.node_config.get("audit", "")) or None
+    try:
+        reply = site.handle(request)
+    finally:  # a refused request still leaves its count and its audit line
+        context.state[_STATE_POLICY] = ConfigRecord({"counts": json.dumps(site.policy_state())})
     if fits_type == "setup" and site.secure_private_key is not None:  # stays on this node
-        context.state[_STATE_SECRET] = ConfigRecord({"key": f"{site.secure_private_key:x}"})
+        context.state[_STATE_SECRET] = ConfigRecord({"key": site.secure_private_key.hex()})
     return FlowerMessage(to_records(reply), reply_to=msg)
 
 

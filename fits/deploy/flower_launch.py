@@ -11,11 +11,23 @@ Three roles, each a process of Flower's own (``pip install "fits[flower]"``):
 
 :class:`LocalFederation` starts a SuperLink and several SuperNodes on 127.0.0.1 (the
 tests, the benchmark and ``fits federate local`` use it) and always stops every process
-it started.
+it started:
+
+* on leaving its ``with`` block, normally or by an exception (SIGTERM, then SIGKILL of
+  each process group, then any process left with a Flower home under its folder:
+  the SuperExecs and the ServerApp / ClientApp processes Flower started);
+* when this process gets SIGTERM or SIGHUP (what ``timeout``, schedulers and a closed
+  terminal send): the federation installs handlers, in the main thread, that turn the
+  signal into ``SystemExit(128 + signal)``, so the cleanup above runs, and then let the
+  signal end the process as it would have;
+* when this process dies without a chance to clean up (SIGKILL): on Linux every
+  process fits starts asks the kernel for a parent-death signal (SIGTERM, through
+  ``prctl(PR_SET_PDEATHSIG)``), and Flower's processes stop their own helpers on it.
 """
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import shutil
@@ -24,8 +36,10 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +47,9 @@ from typing import Any
 __all__ = [
     "FederationError",
     "LocalFederation",
+    "die_with_parent",
+    "exit_on_signals",
+    "stop_process_group",
     "RunResult",
     "submit_run",
     "superlink_command",
@@ -42,6 +59,69 @@ __all__ = [
 
 class FederationError(RuntimeError):
     """A Flower run failed or could not be started; the message says why."""
+
+
+#: prctl option: the signal a process gets when the thread that started it dies (Linux).
+_PR_SET_PDEATHSIG = 1
+#: Signals that stop fits cleanly (SIGINT already raises KeyboardInterrupt).
+_STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+
+def die_with_parent(sig: int = signal.SIGTERM) -> Callable[[], None] | None:
+    """A ``preexec_fn`` that gives the child a parent-death signal (Linux; else None).
+
+    The child runs ``prctl(PR_SET_PDEATHSIG, sig)`` between fork and exec, so the
+    kernel sends it ``sig`` when the thread that started it exits -- also when this
+    process is killed with SIGKILL and cleans up nothing.  If the parent died before
+    the call, the child sends itself ``sig`` at once.
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        prctl = libc.prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def preexec() -> None:
+        prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
+        if os.getppid() != parent:  # the parent is already gone
+            os.kill(os.getpid(), int(sig))
+
+    return preexec
+
+
+@contextmanager
+def exit_on_signals() -> Iterator[None]:
+    """Turn SIGTERM and SIGHUP into ``SystemExit(128 + signal)`` inside the block.
+
+    So ``finally`` clauses and ``with`` blocks run (and stop what they started) when a
+    scheduler or ``timeout`` stops this process.  On leaving the block the previous
+    handlers come back and a signal that arrived is sent again, so that the process
+    then ends as that signal ends it (or the previous handler runs): whoever sent it
+    sees the usual outcome.  Only the main thread can install handlers; elsewhere this
+    does nothing.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received: list[int] = []
+
+    def handler(signum: int, frame: object) -> None:
+        if received:  # a second signal while cleaning up: let the cleanup finish
+            return
+        received.append(signum)
+        raise SystemExit(128 + signum)
+
+    previous = {sig: signal.signal(sig, handler) for sig in _STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+        if received:
+            os.kill(os.getpid(), received[0])
 
 
 def _flower_bin(name: str) -> str:
@@ -113,11 +193,14 @@ def supernode_command(
     port: int = 9094,
     insecure: bool = False,
     root_certificates: str | None = None,
+    policy: str | Path | None = None,
+    audit: str | Path | None = None,
 ) -> list[str]:
     """The ``flower-supernode`` command line for one site.
 
-    The site's data path, name and kernel go into the SuperNode's node config; the
-    data never leaves the site.
+    The site's data path, name, kernel, policy file and audit file go into the
+    SuperNode's node config; the data never leaves the site.  A policy file is checked
+    here (:meth:`fits.federation.policy.SitePolicy.from_json`), before the site starts.
     """
     path = Path(data).resolve()
     if not path.is_file():
@@ -129,6 +212,19 @@ def supernode_command(
         "bandwidth": float(bandwidth),
         "knn-budget": int(knn_budget),
     }
+    if policy:
+        from fits.federation.policy import SitePolicy
+
+        try:
+            SitePolicy.from_json(policy)
+        except ValueError as exc:
+            raise FederationError(str(exc)) from None
+        node_config["policy"] = str(Path(policy).resolve())
+    if audit:
+        audit_path = Path(audit).resolve()
+        if not audit_path.parent.is_dir():
+            raise FederationError(f"{audit_path.parent}: no such folder (for the audit log)")
+        node_config["audit"] = str(audit_path)
     parts = []
     for k, v in node_config.items():
         parts.append(f"{k}={json.dumps(v)}" if isinstance(v, str) else f"{k}={v!r}")
@@ -230,7 +326,9 @@ def submit_run(
         start = time.monotonic()
         cmd = [flwr, "run", str(app), "fits", "--format", "json"]
         cmd += ["--run-config", _run_config_arg(run_config)]
-        done = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=tmp)
+        done = subprocess.run(
+            cmd, env=env, capture_output=True, text=True, cwd=tmp, preexec_fn=die_with_parent()
+        )
         try:
             submitted = json.loads(done.stdout)
         except json.JSONDecodeError:
@@ -251,6 +349,7 @@ def submit_run(
                 capture_output=True,
                 text=True,
                 cwd=tmp,
+                preexec_fn=die_with_parent(),
             )
             try:
                 run = json.loads(listed.stdout)["runs"][0]
@@ -268,6 +367,7 @@ def submit_run(
                     capture_output=True,
                     text=True,
                     cwd=tmp,
+                    preexec_fn=die_with_parent(),
                 )
                 raise FederationError(f"run {run_id} did not finish within {timeout:g} s")
             time.sleep(poll)
@@ -278,6 +378,7 @@ def submit_run(
             capture_output=True,
             text=True,
             cwd=tmp,
+            preexec_fn=die_with_parent(),
         ).stdout
         return RunResult(run_id, status, details, seconds, log)
 
@@ -304,7 +405,9 @@ class LocalFederation:
     """A SuperLink and one SuperNode per site on 127.0.0.1 (insecure), as subprocesses.
 
     Use it as a context manager; leaving it stops every process it started (SIGTERM,
-    then SIGKILL), also after an error.
+    then SIGKILL), also after an error, and inside it SIGTERM / SIGHUP of this process
+    leave it the same way (:func:`exit_on_signals`, main thread only).  Every process
+    it starts gets a parent-death signal (:func:`die_with_parent`), for a SIGKILL.
 
     Parameters
     ----------
@@ -354,7 +457,8 @@ class LocalFederation:
             stdout=log,
             stderr=subprocess.STDOUT,
             cwd=self.workdir,
-            start_new_session=True,
+            start_new_session=True,  # its own process group, stopped as a whole
+            preexec_fn=die_with_parent(),  # and SIGTERM if fits dies without cleaning up
         )
         log.close()
         self.processes[role] = proc
@@ -431,12 +535,35 @@ class LocalFederation:
         _kill_leftovers(self.workdir)
 
     def __enter__(self) -> LocalFederation:
-        return self.start()
+        self._signals = exit_on_signals()
+        self._signals.__enter__()
+        try:
+            return self.start()
+        except BaseException:
+            self._signals.__exit__(None, None, None)
+            raise
 
     def __exit__(self, *exc: object) -> None:
-        self.stop()
-        if self._tmp is not None:
-            self._tmp.cleanup()
+        try:
+            self.stop()
+            if self._tmp is not None:
+                self._tmp.cleanup()
+        finally:
+            self._signals.__exit__(None, None, None)
+
+
+def stop_process_group(proc: subprocess.Popen, grace: float = 15.0) -> None:
+    """Stop a process started in its own session and its group: SIGTERM, then SIGKILL."""
+    _kill_group(proc, signal.SIGTERM)
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc, signal.SIGKILL)
+        proc.wait(timeout=10)
+    try:  # helpers left in the group after its leader ended
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def _kill_group(proc: subprocess.Popen, sig: int) -> None:

@@ -8,7 +8,9 @@ in parallel threads, one per site, as separate machines would.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -16,15 +18,44 @@ import pandas as pd
 from fits.core.kernels import Kernel, KNNKernel
 from fits.federation.client import MIN_CLIENT_ROWS, FITSClient
 from fits.federation.coordinator import MAX_BATCH
+from fits.federation.policy import SitePolicy
 from fits.federation.transport import InProcessTransport
 
-__all__ = ["KernelSpec", "Tables", "build_federation", "in_process_batch"]
+__all__ = [
+    "AuditSpec",
+    "KernelSpec",
+    "PolicySpec",
+    "Tables",
+    "build_federation",
+    "in_process_batch",
+]
 
 
 KernelSpec = str | Kernel
 
 
 Tables = Sequence[pd.DataFrame] | Mapping[str, pd.DataFrame]
+
+#: One policy for every site, one per site (in order), or a mapping by site name.
+PolicySpec = SitePolicy | Sequence[SitePolicy | None] | Mapping[str, SitePolicy] | None
+
+#: Audit destination: one file or callable for every site, or a mapping by site name.
+AuditSpec = str | Path | Callable[[dict[str, Any]], None] | Mapping[str, Any] | None
+
+
+def _per_site(value: object, names: list[str], what: str, single: type | tuple) -> list:
+    """One value per site from a single value, a sequence or a mapping by name."""
+    if value is None or isinstance(value, single) or callable(value):
+        return [value] * len(names)
+    if isinstance(value, Mapping):
+        unknown = sorted(set(value) - set(names))
+        if unknown:
+            raise ValueError(f"{what} given for unknown sites {unknown}; sites: {names}")
+        return [value.get(n) for n in names]
+    values = list(value)  # type: ignore[call-overload]
+    if len(values) != len(names):
+        raise ValueError(f"got {len(values)} {what} for {len(names)} sites")
+    return values
 
 
 def _client_kernels(
@@ -49,6 +80,8 @@ def build_federation(
     *,
     min_rows: int = MIN_CLIENT_ROWS,
     n_jobs: int | None = None,
+    policy: PolicySpec = None,
+    audit: AuditSpec = None,
 ) -> tuple[list[FITSClient], InProcessTransport]:
     """One client per table and an in-process transport to them.
 
@@ -64,6 +97,12 @@ def build_federation(
     n_jobs : int, optional
         Clients answering a round at the same time (threads); default the number of
         cores.  See :class:`~fits.federation.transport.InProcessTransport`.
+    policy : SitePolicy, or one per site (sequence or mapping by name), optional
+        Each site's limits (:class:`~fits.federation.policy.SitePolicy`; None: the
+        default policy).
+    audit : path or callable, or a mapping by site name, optional
+        Where each site logs its requests (see :class:`FITSClient`); one file may
+        take every site's lines (each names its site).
     """
     if isinstance(tables, pd.DataFrame):
         raise TypeError(
@@ -79,9 +118,11 @@ def build_federation(
     if not frames:
         raise ValueError("fit() needs at least one client table")
     kernels = _client_kernels(kernel, names)
+    policies = _per_site(policy, names, "site policies", SitePolicy)
+    audits = _per_site(audit, names, "audit logs", (str, Path))
     clients = [
-        FITSClient(f, n, k, min_rows=min_rows)
-        for f, n, k in zip(frames, names, kernels, strict=True)
+        FITSClient(f, n, k, min_rows=min_rows, policy=p, audit=a)
+        for f, n, k, p, a in zip(frames, names, kernels, policies, audits, strict=True)
     ]
     return clients, InProcessTransport(clients, n_jobs=n_jobs)
 

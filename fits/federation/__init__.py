@@ -4,6 +4,7 @@
 - :mod:`fits.federation.secure`: secure aggregation (pairwise masks over fixed point);
 - :mod:`fits.federation.transport`: the :class:`Transport` interface the coordinator
   talks through;
+- :mod:`fits.federation.policy`: what a site agrees to answer (:class:`SitePolicy`);
 - :mod:`fits.federation.client`: the site side (:class:`FITSClient`), which holds the rows;
 - :mod:`fits.federation.coordinator`: the coordinator (:class:`Coordinator`), the paper's
   Algorithms 1 and 2, which holds none.
@@ -15,6 +16,8 @@ _EXPORTS = {
     "Message": "fits.federation.protocol",
     "ProtocolError": "fits.federation.protocol",
     "SecureAggregator": "fits.federation.secure",
+    "SitePolicy": "fits.federation.policy",
+    "PolicyError": "fits.federation.policy",
     "ClientError": "fits.federation.transport",
     "Transport": "fits.federation.transport",
     "FITSClient": "fits.federation.client",

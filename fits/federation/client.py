@@ -8,6 +8,11 @@ rows never leave it; it uploads only
 * for each batch of query points, step 1: the kernel-weighted Hessians S_k(x) (eq. 5);
 * and step 2: given q(x) from the coordinator, the CDF vectors F_k(z | x) (eqs. 8-9).
 
+It answers within its :class:`~fits.federation.policy.SitePolicy` (grid size, queries per
+column, bandwidth floors, M, and the effective-rows floor under which it abstains from a
+query) and can keep an audit log: one JSON line per request, with its sizes and what was
+answered, refused or abstained from.
+
 The kernel weights come from the client's own scheme (:mod:`fits.core.kernels`) on its own
 standardization of the continualized covariates; the local-linear design stays in native
 units (Remark 3.2).  Discrete query coordinates are moved to their interval midpoints
@@ -16,13 +21,18 @@ units (Remark 3.2).  Discrete query coordinates are moved to their interval midp
 
 from __future__ import annotations
 
+import datetime
+import hashlib
 import json
+import math
+import threading
 import time
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -46,6 +56,7 @@ from fits.core.schema import (
     describe_table,
     parse_text_columns,
 )
+from fits.federation.policy import PolicyError, SitePolicy
 from fits.federation.protocol import Message, ProtocolError
 from fits.federation.secure import SecureAggregator
 
@@ -72,6 +83,7 @@ class _Weights:
     x: np.ndarray  # (B, d) midpoint-substituted queries, native units
     idx: np.ndarray | None = None  # (B, c) neighbour indices for the KNN scheme
     s: np.ndarray | None = None  # (B, d + 1, d + 1) Hessians, if computed with the weights
+    abstained: np.ndarray | None = None  # queries under the effective-rows floor (zeroed)
 
 
 def _unsupported(series: pd.Series) -> tuple[str, str] | None:
@@ -166,6 +178,14 @@ class FITSClient:
         The client's own kernel scheme and parameters.
     min_rows : int
         Refuse to take part with fewer rows than this (default 2).
+    policy : SitePolicy, optional
+        The limits this site enforces on the coordinator's requests (default
+        ``SitePolicy()``: see :mod:`fits.federation.policy`;
+        ``SitePolicy.unrestricted()`` answers everything, as in the paper).
+    audit : path or callable, optional
+        Where to record every request: a file that gets one JSON line per request
+        (appended), or a callable given each entry as a dict.  Entries are also kept in
+        :attr:`audit_trail`.
     """
 
     def __init__(
@@ -175,6 +195,8 @@ class FITSClient:
         kernel: str | Kernel = "knn",
         *,
         min_rows: int = MIN_CLIENT_ROWS,
+        policy: SitePolicy | None = None,
+        audit: str | Path | Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
         if not isinstance(data, pd.DataFrame):
             raise TypeError(f"{name}: expected a pandas DataFrame, got {type(data).__name__}")
@@ -198,7 +220,20 @@ class FITSClient:
         self._schema: Schema | None = None
         self._cache = _Cache()
         self._secure: SecureAggregator | None = None
-        self._resume_key: int | None = None
+        self._resume_key: bytes | None = None
+        if policy is not None and not isinstance(policy, SitePolicy):
+            raise TypeError(f"{name}: policy must be a SitePolicy, got {type(policy).__name__}")
+        self.policy = policy if policy is not None else SitePolicy()
+        self.audit = audit
+        #: Every request this site handled, as logged (see :meth:`handle`).
+        self.audit_trail: list[dict[str, Any]] = []
+        self._audit_lock = threading.Lock()
+        self.rows_declared = 0
+        #: Query points answered per "type:column" (the policy's budget), and the digest of
+        #: the last hessian queries per column (a secure re-ask of them is free).
+        self._asked: dict[str, int] = {}
+        self._last_queries: dict[str, str] = {}
+        self._abstained: np.ndarray | None = None
         #: Seconds spent per message type and in the nearest-neighbour search
         #: (``"neighbour_search"``), for benchmarks.
         self.timings: dict[str, float] = defaultdict(float)
@@ -218,16 +253,124 @@ class FITSClient:
         if message.type not in ("setup", "configure") and self._schema is None:
             raise ProtocolError(f"{self.name}: {message.type} before configure")
         start = time.perf_counter()
-        reply = handler(message)
+        entry = _describe_request(self.name, message)
+        self._abstained = None
+        try:
+            if message.type in _SUMMED:
+                self._spend(message)
+            reply = handler(message)
+        except PolicyError as exc:
+            self._log({**entry, "outcome": "refused", "reason": str(exc)})
+            raise
+        except Exception as exc:  # a bad request or a data problem: logged, then raised
+            self._log({**entry, "outcome": "failed", "reason": str(exc)})
+            raise
         if message.config.get("secure", False) and message.type in _SUMMED:
             reply = self._masked(message, reply)
         self.timings[message.type] += time.perf_counter() - start
+        entry["outcome"] = "answered"
+        if self._abstained is not None and self._abstained.size:
+            entry["outcome"] = "answered with abstentions"
+            entry["abstained"] = self._abstained.tolist()
+            entry["reason"] = (
+                f"fewer than k={self.policy.min_effective_rows:g} effective rows "
+                "(n_eff = (sum w)^2 / sum w^2) behind these queries"
+            )
+        if "policy" in reply.config:
+            entry["policy"] = json.loads(str(reply.config["policy"]))
+        entry["reply"] = {n: [list(a.shape), str(a.dtype)] for n, a in reply.arrays.items()}
+        entry["reply_bytes"] = reply.nbytes()
+        self._log(entry)
         return reply
+
+    # ------------------------------------------------------------------ policy and audit
+    def _log(self, entry: dict[str, Any]) -> None:
+        """Record one audit entry (in :attr:`audit_trail` and the audit file / callable)."""
+        self.audit_trail.append(entry)
+        if self.audit is None:
+            return
+        if callable(self.audit):
+            self.audit(entry)
+            return
+        line = json.dumps(entry, default=_json_default) + "\n"
+        with self._audit_lock, open(self.audit, "a", encoding="utf-8") as fh:
+            fh.write(line)
+
+    def _spend(self, msg: Message) -> None:
+        """Count a request's query points against the policy; refuse beyond the budget."""
+        column = str(msg.config.get("column", ""))
+        if msg.type == "marginal":
+            n = 1
+        else:
+            queries = np.asarray(msg.arrays.get("queries", np.zeros((0, 0))))
+            n = int(queries.shape[0]) if queries.ndim else 0
+            if msg.type == "hessian":
+                digest = hashlib.sha256(np.ascontiguousarray(queries).tobytes()).hexdigest()
+                if "weight_exponent" in msg.arrays and self._last_queries.get(column) == digest:
+                    return  # secure aggregation asks the same points again, scaled
+        key = f"{msg.type}:{column}"
+        used = self._asked.get(key, 0)
+        budget = self.policy.query_budget(self.rows_declared)
+        if used + n > budget:
+            raise PolicyError(
+                f"{self.name} refused a {msg.type} request of {n} queries for column "
+                f"{column!r}: {used} of its {budget:g} per column are spent (site policy: "
+                f"queries_per_row={self.policy.queries_per_row:g} x {self.rows_declared} "
+                f"declared rows + extra_queries={self.policy.extra_queries})"
+            )
+        self._asked[key] = used + n
+        if msg.type == "hessian":
+            self._last_queries[column] = digest
+
+    def policy_state(self) -> dict[str, Any]:
+        """What the policy has counted so far (a deployment that rebuilds the site for
+        every message, such as Flower, keeps it and hands it back with
+        :meth:`restore_policy_state`)."""
+        return {"asked": dict(self._asked), "last_queries": dict(self._last_queries)}
+
+    def restore_policy_state(self, state: Mapping[str, Any]) -> None:
+        """Continue counting from :meth:`policy_state`'s record."""
+        self._asked = {str(k): int(v) for k, v in dict(state.get("asked", {})).items()}
+        self._last_queries = {
+            str(k): str(v) for k, v in dict(state.get("last_queries", {})).items()
+        }
+
+    def _abstain(self, wts: _Weights) -> None:
+        """Zero the weights of queries with fewer than k effective rows (the policy).
+
+        n_eff = (sum_i w_i)^2 / sum_i w_i^2 (Kish's effective sample size); rows of
+        weights below 1e-100 are rescaled by their maximum first, so that the squares do
+        not underflow (n_eff does not change with a common factor).  The site then
+        contributes zeros for those queries to both steps, since step 2 reuses these
+        weights.
+        """
+        k = self.policy.min_effective_rows
+        if not k > 0 or wts.w.size == 0:
+            return
+        w = wts.w
+        top = w.max(axis=1)
+        ok = top > 0
+        s1 = w.sum(axis=1)
+        s2 = np.einsum("ij,ij->i", w, w)
+        tiny = np.flatnonzero(ok & (top < 1e-100))
+        if tiny.size:
+            v = w[tiny] / top[tiny, None]
+            s1[tiny] = v.sum(axis=1)
+            s2[tiny] = np.einsum("ij,ij->i", v, v)
+        n_eff = np.zeros(len(w))
+        np.divide(s1 * s1, s2, out=n_eff, where=ok)
+        # a query with no weight at all contributes nothing anyway: not an abstention
+        low = np.flatnonzero(ok & ~(n_eff >= k))
+        if low.size:
+            w[low] = 0.0
+            if wts.s is not None:
+                wts.s[low] = 0.0
+        wts.abstained = low
 
     # ------------------------------------------------------------------ secure aggregation
     @property
-    def secure_private_key(self) -> int | None:
-        """The private exponent of secure aggregation (after a secure setup round).
+    def secure_private_key(self) -> bytes | None:
+        """The raw X25519 private key of secure aggregation (after a secure setup round).
 
         A deployment that rebuilds the client for every message (Flower) keeps it in the
         site's local state and hands it back with :meth:`resume_secure`; it never leaves
@@ -235,9 +378,9 @@ class FITSClient:
         """
         return self._secure.private_key if self._secure is not None else None
 
-    def resume_secure(self, private_key: int) -> None:
-        """Use this private exponent for secure aggregation instead of a fresh one."""
-        self._resume_key = int(private_key)
+    def resume_secure(self, private_key: bytes) -> None:
+        """Use this private key (32 raw bytes) for secure aggregation, not a fresh one."""
+        self._resume_key = bytes(private_key)
         self._secure = SecureAggregator(self._resume_key)
 
     def _masked(self, message: Message, reply: Message) -> Message:
@@ -326,8 +469,40 @@ class FITSClient:
                     'does not expect missing values; set "missing": true for the column in '
                     "the schema, or fix the values"
                 )
+        grids = {
+            name[5:]: np.asarray(a, dtype=float)
+            for name, a in msg.arrays.items()
+            if name.startswith("grid:")
+        }
+        big = {c: g.size for c, g in grids.items() if g.size > self._grid_limit(schema, c)}
+        if big:
+            raise PolicyError(
+                f"{self.name} refused the configuration: grid(s) {big} exceed its "
+                f"{self.policy.max_grid_size} points per column (site policy max_grid_size; "
+                "a discrete column may have two per category)"
+            )
+        adjusted: list[str] = []
+        n_total = int(msg.config["n_total"])
+        if n_total < self.n_rows:
+            raise PolicyError(
+                f"{self.name} refused the configuration: the coordinator says the "
+                f"federation holds M={n_total} rows, fewer than this site's own "
+                f"{self.n_rows}"
+            )
+        cap = self.policy.max_federation_ratio * self.n_rows
+        if n_total > cap:
+            adjusted.append(
+                f"M={n_total} taken as {int(cap)} (max_federation_ratio="
+                f"{self.policy.max_federation_ratio:g} x {self.n_rows} own rows)"
+            )
+            n_total = int(cap)
+        declared = int(msg.config.get("rows", 0))
+        self.rows_declared = declared
+        if self.policy.max_rows is not None and declared > self.policy.max_rows:
+            adjusted.append(f"rows={declared} taken as max_rows={self.policy.max_rows}")
+            self.rows_declared = self.policy.max_rows
         self._schema = schema
-        self.n_total = int(msg.config["n_total"])
+        self.n_total = n_total
         rng = np.random.default_rng(int(msg.config["seed"]))
         specs = schema.ordered()
         self.columns = [s.name for s in specs]
@@ -366,6 +541,19 @@ class FITSClient:
         # response bandwidths per row and column (METHOD.md)
         bw_cont = float(msg.config.get("response_bandwidth", 0.05))
         bw_disc = float(msg.config.get("discrete_response_bandwidth", 0.05))
+        floors = (
+            ("response_bandwidth", bw_cont, self.policy.min_response_bandwidth),
+            (
+                "discrete_response_bandwidth",
+                bw_disc,
+                self.policy.min_discrete_response_bandwidth,
+            ),
+        )
+        for what, asked, floor in floors:
+            if not asked >= floor:
+                adjusted.append(f"{what}={asked:g} raised to the site's floor {floor:g}")
+        bw_cont = max(bw_cont, self.policy.min_response_bandwidth)
+        bw_disc = max(bw_disc, self.policy.min_discrete_response_bandwidth)
         self.wz = np.empty((m, p))
         for j, enc in enumerate(self.encoders):
             if enc.spec.is_discrete:
@@ -374,13 +562,33 @@ class FITSClient:
                 present = z[valid[:, j], j]
                 sd = present.std() if present.size else 0.0
                 self.wz[:, j] = bw_cont * (sd if sd > 0 else 1.0)
-        self.grids = {
-            name[5:]: np.asarray(a, dtype=float)
-            for name, a in msg.arrays.items()
-            if name.startswith("grid:")
-        }
+        self.grids = grids
         self._cache = _Cache()
-        return Message("configure", {"n_rows": np.array([m], dtype=np.int64)})
+        budget = self.policy.query_budget(self.rows_declared)
+        applied = {
+            "response_bandwidth": bw_cont,
+            "discrete_response_bandwidth": bw_disc,
+            "n_total": n_total,
+            "rows": self.rows_declared,
+            "queries_per_column": None if math.isinf(budget) else int(budget),
+            "min_effective_rows": self.policy.min_effective_rows,
+            "adjusted": adjusted,
+        }
+        return Message(
+            "configure",
+            {"n_rows": np.array([m], dtype=np.int64)},
+            {"policy": json.dumps(applied)},
+        )
+
+    def _grid_limit(self, schema: Schema, column: str) -> int:
+        """Most grid points the policy allows for a column: ``max_grid_size``, or two per
+        category of a discrete column (the mass grid's), whichever is larger."""
+        limit = self.policy.max_grid_size
+        if column in schema.names:
+            spec = schema[column]
+            if spec.is_discrete:
+                limit = max(limit, 2 * spec.n_levels)
+        return limit
 
     # ------------------------------------------------------------------ helpers
     def _flags(self, column: str, indicator: str) -> np.ndarray:
@@ -646,6 +854,7 @@ class FITSClient:
             )
         x, qcodes = self._substitute(queries)
         weights = self._weights(x, qcodes, self._scheme(msg))
+        self._abstain(weights)
         if "weight_exponent" in msg.arrays:  # secure aggregation: a common 2^e per query
             exponent = np.asarray(msg.arrays["weight_exponent"])
             if exponent.shape != (len(x),) or exponent.dtype.kind not in "iu":
@@ -693,7 +902,13 @@ class FITSClient:
             if wts.s is None:
                 raise TypeError("weights on neighbour lists come with their Hessians")
             s = wts.s
-        return Message("hessian", {"S": s[:, iu[0], iu[1]]})
+        return Message("hessian", {"S": s[:, iu[0], iu[1]]}, self._abstention(wts))
+
+    def _abstention(self, wts: _Weights) -> dict[str, int]:
+        """The reply config that says how many queries this site abstained from."""
+        self._abstained = wts.abstained
+        n = 0 if wts.abstained is None else int(wts.abstained.size)
+        return {"abstained": n} if n else {}
 
     def _cdf(self, msg: Message) -> Message:
         """Step 2: alpha_i = w_i q'U_i (eq. 8) and F_k(z) = sum_i alpha_i K(...) (eq. 9)."""
@@ -730,12 +945,16 @@ class FITSClient:
                 shape=(b, self.n_rows),
             )
             f += (mat @ band).toarray()
-        return Message("cdf", {"F": np.ascontiguousarray(f)})
+        return Message("cdf", {"F": np.ascontiguousarray(f)}, self._abstention(wts))
 
     def _marginal(self, msg: Message) -> Message:
         """First column: sum_i K((z - y_i) / w_z) on the grid (eq. 16, unnormalized)."""
         j = self._position(msg)
         phi = self._response_matrix(j)
+        rows = int(self.valid[:, j].sum())
+        if rows < self.policy.min_effective_rows:  # n_eff of equal weights: the row count
+            self._abstained = np.zeros(1, dtype=np.int64)
+            return Message("marginal", {"F": np.zeros(phi.shape[1])}, {"abstained": 1})
         return Message("marginal", {"F": phi[self.valid[:, j]].sum(axis=0)})
 
 
@@ -748,3 +967,34 @@ def _one_hot(codes: np.ndarray, levels: int) -> np.ndarray:
 def _thermometer(codes: np.ndarray, levels: int) -> np.ndarray:
     """T(r)_t = 1{r > t}, t = 0..L-2, so that |T(a) - T(b)|^2 = |a - b|."""
     return (codes[:, None] > np.arange(levels - 1)[None, :]).astype(float)
+
+
+def _describe_request(site: str, message: Message) -> dict[str, Any]:
+    """The audit entry of a request: when, what, its sizes (never its values)."""
+    config = message.config
+    entry: dict[str, Any] = {
+        "time": datetime.datetime.now(datetime.UTC).isoformat(timespec="milliseconds"),
+        "site": site,
+        "type": message.type,
+    }
+    for key in ("column", "request", "scheme"):
+        if key in config:
+            entry[key] = config[key]
+    if "queries" in message.arrays:
+        entry["queries"] = int(np.shape(message.arrays["queries"])[0])
+    entry["arrays"] = {
+        n: [list(np.shape(a)), str(np.asarray(a).dtype)] for n, a in message.arrays.items()
+    }
+    entry["bytes"] = message.nbytes()
+    for key in ("n_total", "rows", "response_bandwidth", "discrete_response_bandwidth"):
+        if message.type == "configure" and key in config:
+            entry[key] = config[key]
+    return entry
+
+
+def _json_default(v: object) -> object:
+    if isinstance(v, np.generic):
+        return v.item()
+    if isinstance(v, Mapping):
+        return dict(v)
+    raise TypeError(f"cannot serialize {type(v).__name__}")

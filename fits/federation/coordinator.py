@@ -157,6 +157,12 @@ class Coordinator:
         self.grids: dict[str, np.ndarray] = {}
         self.fallbacks = 0  # queries that needed the degenerate-query fallback
         self.guarded = 0  # queries whose design the collinearity guard reduced
+        #: (site, query) answers the sites abstained from under their policies.
+        self.abstained = 0
+        self.declared_rows = 0
+        self.site_policies: list[dict] = []
+        self._configure_messages: list[Message] = []
+        self._asked: dict[str, int] = {}
         self._requests = itertools.count()
         self._marginals: dict[str, np.ndarray] = {}
 
@@ -205,8 +211,9 @@ class Coordinator:
         *,
         scaling: tuple[np.ndarray, np.ndarray] | None = None,
         grids: Mapping[str, np.ndarray] | None = None,
+        rows: int = 0,
     ) -> None:
-        """Broadcast schema, M, grids and per-client lifting seeds.
+        """Broadcast schema, M, grids, the declared rows and per-client lifting seeds.
 
         Parameters
         ----------
@@ -218,6 +225,12 @@ class Coordinator:
             estimate against a pooled one.
         grids : mapping, optional
             Grids to use instead of :func:`default_grid` for some columns.
+        rows : int
+            Synthetic rows (query points per column) this run will ask for, declared
+            to the sites, whose policies budget their answers by it
+            (:class:`~fits.federation.policy.SitePolicy`).  :meth:`sample` and
+            :meth:`conditional_cdf` declare more, with another configure round, when
+            they need more.
         """
         if self.schema is None:
             raise RuntimeError("run setup() before configure()")
@@ -256,8 +269,48 @@ class Coordinator:
         for child in children:
             lift_seed = int(child.generate_state(1, np.uint64)[0] >> np.uint64(1))
             messages.append(Message("configure", arrays, {**config, "seed": lift_seed}))
-        self.transport.exchange(messages)
+        self._configure_messages = messages
+        self._asked = {}
+        self._declare(int(rows))
         self._marginals.clear()
+
+    def _declare(self, rows: int) -> None:
+        """(Re)send the configure messages with ``rows`` declared; keep the sites' replies."""
+        messages = [
+            Message(m.type, m.arrays, {**m.config, "rows": int(rows)})
+            for m in self._configure_messages
+        ]
+        replies = self.transport.exchange(messages)
+        self.declared_rows = int(rows)
+        #: What each site applies under its policy (bandwidths, M, query budget, changes).
+        self.site_policies = [
+            json.loads(str(r.config["policy"])) if "policy" in r.config else {} for r in replies
+        ]
+
+    def declare_rows(self, rows: int) -> None:
+        """Declare to the sites, ahead, that ``rows`` more synthetic rows will be drawn.
+
+        One configure round (none if enough rows are declared already), so that drawing
+        them in chunks (:meth:`sample` per chunk) needs no round per chunk.
+        """
+        need = max(self._asked.values(), default=0) + int(rows)
+        if need > self.declared_rows:
+            self._declare(need)
+
+    def _ask(self, columns: Sequence[str], n: int) -> None:
+        """Count n query points for each column; declare more rows first if needed.
+
+        A site's budget covers every fallback round of an honest run (see
+        :class:`~fits.federation.policy.SitePolicy`), so the rows asked per column are
+        what is declared.
+        """
+        need = {c: self._asked.get(c, 0) + int(n) for c in columns}
+        if need and max(need.values()) > self.declared_rows:
+            self._declare(max(need.values()))
+        self._asked.update(need)
+
+    def _count_abstentions(self, replies: list[Message]) -> None:
+        self.abstained += sum(int(r.config.get("abstained", 0)) for r in replies)
 
     # ---------------------------------------------------------------- estimation
     def _batch(self) -> int:
@@ -303,7 +356,9 @@ class Coordinator:
         msg = Message(
             "marginal", config={"column": column, "grid_size": grid.size, **self._secure_flag()}
         )
-        return self._total(self.transport.broadcast(msg), "F")[None, :] / self.n_total
+        replies = self.transport.broadcast(msg)
+        self._count_abstentions(replies)
+        return self._total(replies, "F")[None, :] / self.n_total
 
     def marginal_cdf(self, column: str) -> np.ndarray:
         """The smoothed marginal CDF of a column on its grid (eq. 16), post-processed."""
@@ -338,9 +393,11 @@ class Coordinator:
             if exponent.any():
                 arrays["weight_exponent"] = exponent
             step1 = Message("hessian", arrays, config)
-            packed = self._total(self.transport.broadcast(step1), "S")
+            replies = self.transport.broadcast(step1)
+            packed = self._total(replies, "S")
             rescale = self._rescale(packed[:, 0], exponent) if self.secure else None
             if rescale is None:
+                self._count_abstentions(replies)
                 break
             exponent = rescale
         s = np.empty((b, p, p))
@@ -448,6 +505,7 @@ class Coordinator:
         if not self._by_mass(column):
             raise ValueError(f"{column!r} is not a discrete column sampled by mass")
         x = self._queries(column, queries)
+        self._ask([column], x.shape[0])
         step = self._batch()
         out = np.empty((x.shape[0], self.encoders[column].spec.n_levels))
         for start in range(0, x.shape[0], step):
@@ -488,6 +546,7 @@ class Coordinator:
             CDF values on ``self.grids[column]``.
         """
         x = self._queries(column, queries)
+        self._ask([column], x.shape[0])
         step = self._batch()
         out = np.empty((x.shape[0], self.grids[column].size))
         for start in range(0, x.shape[0], step):
@@ -525,6 +584,7 @@ class Coordinator:
         if n < 1:
             raise ValueError("the number of rows to sample must be at least 1")
         order = self.schema.order
+        self._ask(order[1:], n)  # one configure round at most, before the first column
         u = rng.random((n, len(order)))
         out = np.empty((n, len(order)))
         step = self._batch()

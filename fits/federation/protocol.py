@@ -11,9 +11,10 @@ setup        config ``declared`` (JSON kinds)            ``n_rows`` (1,); config
                                                          ``description`` (JSON: dtypes,
                                                          category sets, min / max) and
                                                          ``name`` (the site's name)
-configure    config ``schema``, ``n_total``, ``seed``,   ``n_rows`` (1,)
-             ``unmodelled`` (JSON: the "id" columns),
-             bandwidths; arrays ``grid:<column>``,
+configure    config ``schema``, ``n_total``, ``seed``,   ``n_rows`` (1,); config ``policy``
+             ``rows`` (declared synthetic rows),         (JSON: the bandwidths, M, rows
+             ``unmodelled`` (JSON: the "id" columns),    and query budget the site
+             bandwidths; arrays ``grid:<column>``,       applies, and what it adjusted)
              optional ``scale_mean`` / ``scale_sd``
 marginal     config ``column``, ``grid_size``            ``F`` (L,): sum over local rows of
                                                          the smoothed indicator (eq. 16)
@@ -24,12 +25,16 @@ cdf          config ``column``, ``request``, ``scheme``,  ``F`` (B, L): local CD
              ``q`` (B, p)
 ===========  ==========================================  ===================================
 
+A marginal, hessian or cdf reply may add config ``abstained`` (int): the number of
+queries the site answered with zeros under its policy's effective-rows floor
+(:mod:`fits.federation.policy`).
+
 :func:`check_reply` enforces the right-hand column: a reply with any other array, or an
 array of any other shape, is refused.  No reply can carry a client's rows.
 
 With secure aggregation (:mod:`fits.federation.secure`) the requests carry config ``secure``; the
-setup reply adds ``public_key`` (256,) uint8, the configure request adds
-``secure_keys`` (K, 256) uint8 (and config ``secure_neighbours``), and ``F`` / ``S``
+setup reply adds ``public_key`` (32,) uint8 (X25519), the configure request adds
+``secure_keys`` (K, 32) uint8 (and config ``secure_neighbours``), and ``F`` / ``S``
 are sent masked: uint64 with a first axis of :data:`fits.federation.secure.LIMBS` fixed-point
 limbs.  A hessian / cdf request may then carry ``weight_exponent`` (B,) integers: the
 client multiplies its weights for query b by 2^weight_exponent[b] (the estimate does
@@ -204,7 +209,7 @@ def check_reply(request: Message, reply: Message) -> None:
         _expect(reply, shapes, {"description", "name"}, {"public_key": "uint8"})
         return
     if mtype == "configure":
-        _expect(reply, {"n_rows": (1,)}, set())
+        _expect(reply, {"n_rows": (1,)}, {"policy"})
         return
     if mtype in ANALYSIS_REPLIES:
         _expect(reply, ANALYSIS_REPLIES[mtype](request), set())
@@ -221,6 +226,6 @@ def check_reply(request: Message, reply: Message) -> None:
     else:
         raise ProtocolError(f"unknown message type {mtype!r}")
     if secure:
-        _expect(reply, {name: (LIMBS, *shape)}, set(), {name: "uint64"})
+        _expect(reply, {name: (LIMBS, *shape)}, {"abstained"}, {name: "uint64"})
     else:
-        _expect(reply, {name: shape}, set())
+        _expect(reply, {name: shape}, {"abstained"})

@@ -9,11 +9,18 @@ dropout recovery: a client that drops out stops a fits run anyway).
 
 How (all of it in this module):
 
-* **Key agreement** (setup round).  Each client draws a private exponent from the
-  operating system's random source (``secrets``) and uploads ``2^x mod p`` in the
-  2048-bit MODP group of RFC 3526.  The coordinator relays every client's public value
-  in the configure round; each pair of clients derives a shared key
-  ``SHA-256(g^(x_i x_j) mod p)``.  The coordinator never holds a private exponent.
+* **Key agreement** (setup round).  Each client draws an X25519 private key (RFC 7748)
+  from the operating system's random source and uploads its 32-byte public key.  The
+  coordinator relays every client's public key in the configure round; each pair of
+  clients computes the X25519 shared secret and derives its pair key with HKDF-SHA-256
+  (RFC 5869), whose ``info`` binds the key to the pair and to the run: a label, the
+  SHA-256 of the whole relayed key list (the run's participants, in the coordinator's
+  order) and the two clients' public keys in that order.  Both primitives come from the
+  reviewed ``cryptography`` package; the coordinator never holds a private key.
+
+  The keys are fresh random ones, not drawn from the run's seed, and the output is still
+  reproducible from the seed: the masks cancel exactly in integer arithmetic, so the
+  decoded sums (and the synthetic table) do not depend on the keys at all (tested).
 * **Exact fixed point.**  A float64 value v becomes the integer round(v 2^96), split
   into four signed 48-bit limbs (a 192-bit number), sent limb-major.  Sums of limbs are
   exact integers for fewer than 2^14 clients, so the decoded sum equals the exact sum
@@ -31,19 +38,23 @@ How (all of it in this module):
 Threat model: an honest-but-curious coordinator that relays the public keys faithfully
 and does not collude with all of a client's mask peers.  What still reaches the
 coordinator in the clear: the setup round (row counts and column descriptions, which
-the schema merge needs) and the sums themselves.
+the schema merge needs), each site's count of abstained queries (its policy), and the
+sums themselves.  See ``docs/privacy.md``.
 """
 
 from __future__ import annotations
 
 import hashlib
-import secrets
 from collections.abc import Sequence
 
 import numpy as np
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 __all__ = [
     "SecureAggregator",
+    "pair_key",
     "encode",
     "decode",
     "unmask_sum",
@@ -52,19 +63,10 @@ __all__ = [
     "MAX_ABS_VALUE",
 ]
 
-#: RFC 3526 group 14: a 2048-bit safe prime; generator 2.
-_P = int(
-    "FFFFFFFFFFFFFFFFC90FDAA22168C234C4C6628B80DC1CD129024E088A67CC74020BBEA63B139B22514A0879"
-    "8E3404DDEF9519B3CD3A431B302B0A6DF25F14374FE1356D6D51C245E485B576625E7EC6F44C42E9A637ED6B"
-    "0BFF5CB6F406B7EDEE386BFB5A899FA5AE9F24117C4B1FE649286651ECE45B3DC2007CB8A163BF0598DA4836"
-    "1C55D39A69163FA8FD24CF5F83655D23DCA3AD961C62F356208552BB9ED529077096966D670C354E4ABC9804"
-    "F1746C08CA18217C32905E462E36CE3BE39E772C180E86039B2783A2EC07A28FB5C55DF06F4C52C9DE2BCBF6"
-    "955817183995497CEA956AE515D2261898FA051015728E5A8AACAA68FFFFFFFFFFFFFFFF",
-    16,
-)
-_G = 2
-#: Bytes of a public key (a residue modulo the 2048-bit prime).
-KEY_BYTES = 256
+#: Bytes of a public (and of a private) X25519 key.
+KEY_BYTES = 32
+#: HKDF ``info`` label: names the protocol and its version.
+_KDF_LABEL = b"fits secure aggregation pair key v2"
 #: Limbs per value, 48 bits each; the fixed point has 96 fractional bits.
 LIMBS = 4
 _LIMB_BITS = 48
@@ -134,21 +136,47 @@ def unmask_sum(masked: Sequence[np.ndarray]) -> np.ndarray:
     return decode(total.view(np.int64))
 
 
+def pair_key(
+    private_key: X25519PrivateKey, peer_public: bytes, first: bytes, second: bytes, run: bytes
+) -> bytes:
+    """The 32-byte mask key of one pair of clients: HKDF-SHA-256 of their X25519 secret.
+
+    ``info`` = label | ``run`` (32 bytes) | ``first`` | ``second``: the pair's public keys
+    in the coordinator's order, so that both clients derive the same key and a key
+    belongs to one pair in one run.  Raises ValueError for a peer key that gives no
+    shared secret (a low-order point).
+    """
+    shared = private_key.exchange(X25519PublicKey.from_public_bytes(peer_public))
+    info = _KDF_LABEL + run + first + second
+    return HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=info).derive(shared)
+
+
 class SecureAggregator:
     """A client's side of secure aggregation: its key pair and its pairwise masks.
 
     Parameters
     ----------
-    private_key : int, optional
-        The private exponent, to restore a client (e.g. a Flower site that is rebuilt
-        for every message).  Default: a fresh 256-bit exponent from ``secrets``.
+    private_key : bytes, optional
+        The 32 raw bytes of the X25519 private key, to restore a client (e.g. a Flower
+        site that is rebuilt for every message).  Default: a fresh key from the
+        operating system's random source.
     """
 
-    def __init__(self, private_key: int | None = None) -> None:
-        self.private_key = int(private_key) if private_key is not None else secrets.randbits(256)
-        if not 1 < self.private_key < _P - 1:
-            raise ValueError("secure aggregation: the private key is out of range")
-        self.public_key = pow(_G, self.private_key, _P).to_bytes(KEY_BYTES, "big")
+    def __init__(self, private_key: bytes | None = None) -> None:
+        if private_key is None:
+            key = X25519PrivateKey.generate()
+        else:
+            raw = bytes(private_key)
+            if len(raw) != KEY_BYTES:
+                raise ValueError(
+                    f"secure aggregation: a private key has {KEY_BYTES} bytes, got {len(raw)}"
+                )
+            key = X25519PrivateKey.from_private_bytes(raw)
+        self._key = key
+        #: The raw private key (stays at the client).
+        self.private_key: bytes = key.private_bytes_raw()
+        #: The raw public key (sent in the setup reply).
+        self.public_key: bytes = key.public_key().public_bytes_raw()
         self._peers: list[tuple[int, bytes]] = []
         self._connected = False
 
@@ -179,20 +207,26 @@ class SecureAggregator:
                 "secure aggregation: this client's public key is not among the relayed "
                 "keys exactly once; the coordinator must relay every setup key unchanged"
             )
+        if len(set(rows)) != len(rows):
+            raise ValueError("secure aggregation: the relayed public keys repeat a key")
         if neighbours is not None and neighbours < 1:
             raise ValueError("secure aggregation: neighbours must be at least 1")
         me, k = rows.index(self.public_key), len(rows)
+        run = hashlib.sha256(b"".join(rows)).digest()  # the run's participants, in order
         peers = []
         for j, row in enumerate(rows):
             apart = min((j - me) % k, (me - j) % k)
             if j == me or (neighbours is not None and apart > neighbours):
                 continue
-            other = int.from_bytes(row, "big")
-            if not 1 < other < _P - 1:
-                raise ValueError(f"secure aggregation: client {j + 1}'s public key is invalid")
-            shared = pow(other, self.private_key, _P).to_bytes(KEY_BYTES, "big")
+            first, second = (self.public_key, row) if me < j else (row, self.public_key)
+            try:
+                key = pair_key(self._key, row, first, second, run)
+            except ValueError as exc:
+                raise ValueError(
+                    f"secure aggregation: client {j + 1}'s public key is invalid ({exc})"
+                ) from None
             sign = 1 if me < j else -1  # the pair's two masks cancel in the sum
-            peers.append((sign, hashlib.sha256(b"fits secure aggregation" + shared).digest()))
+            peers.append((sign, key))
         self._peers = peers
         self._connected = True
 

@@ -1,0 +1,200 @@
+"""What a site agrees to answer: its policy, enforced by the site itself.
+
+A coordinator chooses the grids, the response bandwidth, the federation size M (which
+sets the Gaussian bandwidth and the KNN budget, eqs. 11-12) and the query points.  Left
+to it, a curious coordinator could read rows back: a response bandwidth of 1e-7 sd and
+a fine grid turn one marginal request into the list of a site's values, and a lie about
+M shrinks every kernel towards single rows.  A :class:`SitePolicy` is the site's own
+answer to that; :class:`~fits.federation.client.FITSClient` enforces it on every
+request, and its audit log records what it answered, refused or abstained from.
+
+The limits (defaults in brackets; an honest coordinator with default settings meets all
+of them, see ``docs/privacy.md``):
+
+* **grid size** [1000 points per column, or two per category of a discrete column if
+  that is more: the mass grid's]: a configure message with a larger grid is refused.
+  The coordinator's default is 300.
+* **queries per column** [3 per declared synthetic row + 1000]: the coordinator
+  declares the rows it will draw (config ``rows`` of the configure message); each
+  column may then be asked at most ``queries_per_row * rows + extra_queries`` query
+  points per message type (hessian, cdf, marginal), over the site's whole life in the
+  run.  Three per row covers an honest run's worst case: the site's own kernel, the
+  KNN fallback and the local-constant fallback each ask a row at most once.  A secure
+  aggregation re-ask of the same points with scaled weights (``weight_exponent``) is
+  not counted.  ``max_rows`` caps what the coordinator may declare.
+* **response bandwidth floor** [0.02 sd for a continuous response, none for a discrete
+  one]: the site smooths its responses with at least this bandwidth whatever the
+  coordinator asks (default 0.05); a discrete response's bandwidth hides only the
+  random lift inside a category, whose counts the masses reveal anyway.
+* **federation size** [M between the site's own rows and 1000 times them]: an M below
+  the site's own row count is a lie and is refused; above the ratio the site computes
+  its kernels as if M were ``max_federation_ratio * n_k``.  This floors the Gaussian
+  bandwidth M^(-1/(d+4)) at the value the site computes from its own row count.
+* **effective rows** [k = 10]: a query whose kernel weights w (after the category
+  penalties) have ``n_eff = (sum w)^2 / sum w^2 < k`` gets no answer from this site:
+  it contributes zeros for that query in both steps (and in the marginal when fewer
+  than k rows hold the column), says so in its reply (config ``abstained``, a count)
+  and logs which queries.  Whatever the bandwidths, M or the scaling make of the
+  weights, no answer rests on fewer than k rows' worth of weight.
+
+Refusals raise :class:`PolicyError` at the site; over Flower the error travels back as
+the reply's error reason, in process it reaches the caller; either way the run stops
+and no output is written.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from fits.federation.protocol import ProtocolError
+
+__all__ = ["DEFAULT_MIN_EFFECTIVE_ROWS", "PolicyError", "SitePolicy"]
+
+#: Default k of the effective-rows floor n_eff >= k.
+DEFAULT_MIN_EFFECTIVE_ROWS = 10.0
+
+
+class PolicyError(ProtocolError):
+    """A site refused a request under its :class:`SitePolicy`; the message says why."""
+
+
+@dataclass(frozen=True)
+class SitePolicy:
+    """The limits a site enforces on the coordinator's requests.
+
+    Parameters
+    ----------
+    max_grid_size : int
+        Most grid points per column (default 1000).
+    queries_per_row : float
+        Query points per column and message type allowed per synthetic row the
+        coordinator declares (default 3).
+    extra_queries : int
+        Query points per column and message type allowed on top (default 1000).
+    max_rows : int, optional
+        Most synthetic rows the site serves: a larger declaration counts as this many.
+        Default None (what the coordinator declares).
+    min_effective_rows : float
+        k: abstain from a query whose weights have n_eff < k (default 10; 0 turns the
+        floor off).
+    min_response_bandwidth : float
+        Floor of a continuous response's bandwidth, in units of the site's own sd of
+        that column (default 0.02).
+    min_discrete_response_bandwidth : float
+        Floor of a discrete response's bandwidth, in interval widths (default 0).
+    max_federation_ratio : float
+        Largest M / n_k the site takes for its kernels (default 1000).
+    """
+
+    max_grid_size: int = 1000
+    queries_per_row: float = 3.0
+    extra_queries: int = 1000
+    max_rows: int | None = None
+    min_effective_rows: float = DEFAULT_MIN_EFFECTIVE_ROWS
+    min_response_bandwidth: float = 0.02
+    min_discrete_response_bandwidth: float = 0.0
+    max_federation_ratio: float = 1000.0
+
+    def __post_init__(self) -> None:
+        checks = [
+            ("max_grid_size", self.max_grid_size >= 3, "at least 3"),
+            ("queries_per_row", self.queries_per_row >= 0, ">= 0"),
+            ("extra_queries", self.extra_queries >= 0, ">= 0"),
+            ("max_rows", self.max_rows is None or self.max_rows >= 0, ">= 0 or null"),
+            ("min_effective_rows", self.min_effective_rows >= 0, ">= 0"),
+            ("min_response_bandwidth", self.min_response_bandwidth >= 0, ">= 0"),
+            (
+                "min_discrete_response_bandwidth",
+                self.min_discrete_response_bandwidth >= 0,
+                ">= 0",
+            ),
+            ("max_federation_ratio", self.max_federation_ratio >= 1, ">= 1"),
+        ]
+        for name, ok, rule in checks:
+            if not ok:
+                raise ValueError(f"site policy: {name} must be {rule}, got {getattr(self, name)!r}")
+
+    @classmethod
+    def unrestricted(cls) -> SitePolicy:
+        """No limits: the site of the paper, which answers whatever it is asked."""
+        return cls(
+            max_grid_size=2**62,
+            queries_per_row=math.inf,
+            extra_queries=2**62,
+            min_effective_rows=0.0,
+            min_response_bandwidth=0.0,
+            max_federation_ratio=math.inf,
+        )
+
+    def query_budget(self, declared_rows: int) -> float:
+        """Query points allowed per column and message type for ``declared_rows`` rows."""
+        rows = max(int(declared_rows), 0)
+        if self.max_rows is not None:
+            rows = min(rows, self.max_rows)
+        if math.isinf(self.queries_per_row):
+            return math.inf
+        return math.ceil(self.queries_per_row * rows) + self.extra_queries
+
+    def to_dict(self) -> dict[str, Any]:
+        """The policy as plain values (infinite limits as None)."""
+        out = asdict(self)
+        for key, value in out.items():
+            if isinstance(value, float) and math.isinf(value):
+                out[key] = None
+        return out
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any], *, source: str = "site policy") -> SitePolicy:
+        """A policy from a mapping of field -> value (missing fields keep their default).
+
+        Raises ValueError naming ``source`` and the field for an unknown field or a bad
+        value.
+        """
+        known = {f.name: f for f in fields(cls)}
+        unknown = sorted(set(values) - set(known))
+        if unknown:
+            raise ValueError(
+                f"{source}: unknown field(s) {unknown}; the fields are {sorted(known)}"
+            )
+        parsed: dict[str, Any] = {}
+        for key, value in values.items():
+            if value is None:
+                if key == "max_rows":
+                    parsed[key] = None
+                elif key in _INFINITE_OK:
+                    parsed[key] = math.inf
+                else:
+                    raise ValueError(f"{source}: {key} cannot be null")
+                continue
+            integer = key in ("max_grid_size", "extra_queries", "max_rows")
+            if isinstance(value, bool) or not isinstance(value, int if integer else (int, float)):
+                kind = "an integer" if integer else "a number"
+                raise ValueError(f"{source}: {key} must be {kind}, got {value!r}")
+            parsed[key] = value
+        try:
+            return cls(**parsed)
+        except ValueError as exc:
+            raise ValueError(f"{source}: {exc}") from None
+
+    @classmethod
+    def from_json(cls, path: str | Path) -> SitePolicy:
+        """Read a policy from a JSON file (an object of field -> value)."""
+        path = Path(path)
+        try:
+            values = json.loads(path.read_text())
+        except OSError as exc:
+            raise ValueError(f"{path}: cannot read the site policy ({exc.strerror})") from None
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path}: the site policy is not valid JSON ({exc})") from None
+        if not isinstance(values, dict):
+            raise ValueError(f"{path}: the site policy must be a JSON object of field: value")
+        return cls.from_dict(values, source=str(path))
+
+
+#: Fields whose null in a JSON policy means "no limit".
+_INFINITE_OK = {"queries_per_row", "max_federation_ratio"}
