@@ -292,7 +292,7 @@ class FITSClient:
         if callable(self.audit):
             self.audit(entry)
             return
-        line = json.dumps(entry, default=_json_default) + "\n"
+        line = json.dumps(jsonable(entry)) + "\n"
         with self._audit_lock, open(self.audit, "a", encoding="utf-8") as fh:
             fh.write(line)
 
@@ -990,11 +990,3 @@ def _describe_request(site: str, message: Message) -> dict[str, Any]:
         if message.type == "configure" and key in config:
             entry[key] = config[key]
     return entry
-
-
-def _json_default(v: object) -> object:
-    if isinstance(v, np.generic):
-        return v.item()
-    if isinstance(v, Mapping):
-        return dict(v)
-    raise TypeError(f"cannot serialize {type(v).__name__}")
