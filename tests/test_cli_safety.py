@@ -393,13 +393,29 @@ def test_peak_memory_of_two_million_rows(small_sites, tmp_path):
 
 
 def test_tiny_sites_warn_about_exact_copies(tmp_path):
+    # 12 distinct rows per site (sites of fewer than 10 rows now get a clear refusal
+    # from their policy: test_sites_below_the_policy_floor_are_a_clear_error)
     a, b = tmp_path / "a.csv", tmp_path / "b.csv"
-    pd.DataFrame({"g": ["p", "q"], "x": [1.0, 2.0], "k": [1, 2]}).to_csv(a, index=False)
-    pd.DataFrame({"g": ["p", "r"], "x": [3.0, 4.0], "k": [5, 9]}).to_csv(b, index=False)
+    cells = [(g, k) for g in "pqr" for k in (1, 2, 3, 4)]
+    pd.DataFrame({"g": [g for g, _ in cells], "x": [k / 2 for _, k in cells],
+                  "k": [k for _, k in cells]}).to_csv(a, index=False)  # fmt: skip
+    pd.DataFrame({"g": [chr(ord(g) + 3) for g, _ in cells], "x": [k * 2.5 for _, k in cells],
+                  "k": [k + 4 for _, k in cells]}).to_csv(b, index=False)  # fmt: skip
     res = run("synthesize", a, b, "--rows", 1000, "--out", tmp_path / "o.csv", "-q")
     assert res.returncode == 0, res.stderr
     assert "exact copies:" in res.stdout and "distance to closest real row" in res.stdout
     assert "warning:" in res.stderr and "exact copies of real rows" in res.stderr
+
+
+def test_sites_below_the_policy_floor_are_a_clear_error(tmp_path):
+    """Two rows per site: every site abstains (fewer than k = 10 rows behind any answer)."""
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    pd.DataFrame({"g": ["p", "q"], "x": [1.0, 2.0], "k": [1, 2]}).to_csv(a, index=False)
+    pd.DataFrame({"g": ["p", "r"], "x": [3.0, 4.0], "k": [5, 9]}).to_csv(b, index=False)
+    res = run("synthesize", a, b, "--rows", 100, "--out", tmp_path / "o.csv", "-q")
+    assert res.returncode == 1 and "Traceback" not in res.stderr
+    assert "every site abstained from its marginal" in res.stderr
+    assert "min_effective_rows" in res.stderr and not (tmp_path / "o.csv").exists()
 
 
 def test_a_normal_table_gives_no_copy_warning(sites, tmp_path):

@@ -35,7 +35,7 @@ from fits.core.cdf import (
 )
 from fits.core.continualization import Encoder
 from fits.core.schema import Schema, merge_descriptions, missing_flag, point_mass_flag
-from fits.federation.protocol import ConfigValue, Message
+from fits.federation.protocol import ConfigValue, Message, ProtocolError
 from fits.federation.secure import unmask_sum
 from fits.federation.transport import Transport
 
@@ -358,6 +358,13 @@ class Coordinator:
         )
         replies = self.transport.broadcast(msg)
         self._count_abstentions(replies)
+        if all(int(r.config.get("abstained", 0)) for r in replies):
+            raise ProtocolError(
+                f"column {column!r}: every site abstained from its marginal under its "
+                "policy (each holds fewer rows of it than its min_effective_rows, default "
+                "10), so nothing can be drawn; add rows, or let the sites lower "
+                "min_effective_rows (SitePolicy; fits federate site --policy)"
+            )
         return self._total(replies, "F")[None, :] / self.n_total
 
     def marginal_cdf(self, column: str) -> np.ndarray:
