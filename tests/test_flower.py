@@ -205,7 +205,7 @@ def test_site_policy_and_audit_from_node_config_hold_across_messages(site_files,
     grid = FakeGrid(configs)
     out = tmp_path / "synthetic.csv"
     config = {"output": str(out), "rows": 100, "seed": 4, "kinds": format_kinds(kinds)}
-    run_coordinator(grid, {**config, "order": ",".join(order)})
+    run_synthesis(grid, {**config, "order": ",".join(order)})
     for cfg in configs:
         lines = [json.loads(x) for x in Path(cfg["audit"]).read_text().splitlines()]
         assert {e["site"] for e in lines} == {cfg["name"]}
@@ -225,7 +225,7 @@ def test_site_policy_and_audit_from_node_config_hold_across_messages(site_files,
         PolicyError, match=r"refused a hessian request of 60 queries.*60 of its 100"
     ):
         strict = {**config, "rows": 150, "output": str(tmp_path / "never.csv")}
-        run_coordinator(grid, {**strict, "batch-size": 60, "order": ",".join(order)})
+        run_synthesis(grid, {**strict, "batch-size": 60, "order": ",".join(order)})
     assert not (tmp_path / "never.csv").exists()
     entry = json.loads(Path(configs[0]["audit"]).read_text().splitlines()[-1])
     assert entry["outcome"] == "refused" and "extra_queries=100" in entry["reason"]

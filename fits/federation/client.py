@@ -57,7 +57,7 @@ from fits.core.schema import (
     parse_text_columns,
 )
 from fits.federation.policy import PolicyError, SitePolicy
-from fits.federation.protocol import Message, ProtocolError
+from fits.federation.protocol import ConfigValue, Message, ProtocolError
 from fits.federation.secure import SecureAggregator
 
 if TYPE_CHECKING:
@@ -904,7 +904,7 @@ class FITSClient:
             s = wts.s
         return Message("hessian", {"S": s[:, iu[0], iu[1]]}, self._abstention(wts))
 
-    def _abstention(self, wts: _Weights) -> dict[str, int]:
+    def _abstention(self, wts: _Weights) -> dict[str, ConfigValue]:
         """The reply config that says how many queries this site abstained from."""
         self._abstained = wts.abstained
         n = 0 if wts.abstained is None else int(wts.abstained.size)
