@@ -17,6 +17,13 @@ Usage::
 
     python benchmarks/fedlsa_coverage.py --replications 500 --regime both \
         --plot docs/fedlsa-bootstrap.png
+    python benchmarks/fedlsa_coverage.py --replications 500 --regime one_pass --scale 0.1
+
+``--regime one_pass`` runs the real code (:func:`fits.analysis.lsa.fedlsa_arrays` with
+``regime="one_pass"``) once per replication on fresh rows of the same federation (site
+sizes times ``--scale``), and compares every replication's intervals with the pooled
+OLS HC1 intervals of the same rows: both are intervals for the population
+coefficients ``theta_star``.
 
 Prints coverage per coefficient and jointly, mean interval widths, and (``--widths``)
 the ratio of the mean FedLSA width to the pooled HC1 (sandwich) width of OLS on the
@@ -87,12 +94,15 @@ def simulate(
     seed: int,
     chunk: int = 100,
     precondition: bool = False,
+    shared: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """theta_T (reps, d) and bootstrap theta_T^b (reps, M, d), size-weighted averaging.
 
     With ``precondition`` every replication gets its own ``P`` from an independent
     full-size draw of the federation (in a real run the streamed rows are part of the
     tables P comes from; with 100,000 rows behind P the difference is negligible).
+    With ``shared`` the multipliers of a local step are the same at every site
+    (``multipliers="shared"``); else each site draws its own (the paper's section 6).
     """
     p = SIZES / SIZES.sum()
     rng = np.random.default_rng(seed)
@@ -104,10 +114,16 @@ def simulate(
         for t in range(1, schedule.rounds + 1):
             h, eta = schedule.h(t), schedule.eta(t)
             new = np.zeros_like(theta)
+            if shared:
+                w_shared = np.ones((r, h, n_boot + 1))
+                w_shared[..., 1:] = bootstrap_weights(rng, (r, h, n_boot))
             for c in range(len(SIZES)):
                 x, y = draw(rng, c, (r, h))
-                w = np.ones((r, h, n_boot + 1))
-                w[..., 1:] = bootstrap_weights(rng, (r, h, n_boot))
+                if shared:
+                    w = w_shared
+                else:
+                    w = np.ones((r, h, n_boot + 1))
+                    w[..., 1:] = bootstrap_weights(rng, (r, h, n_boot))
                 z = None if pre is None else np.einsum("rhd,rde->rhe", x, pre)
                 new += p[c] * local_updates(theta, x, y, eta, w, z)
             theta = new
@@ -149,6 +165,84 @@ def sandwich_width(rng: np.random.Generator, reps: int, alpha: float) -> np.ndar
     return np.mean(widths, axis=0)
 
 
+def simulate_one_pass(
+    reps: int,
+    n_boot: int,
+    seed: int,
+    scale: float,
+    alpha: float,
+    local_steps: int = 1,
+    rounds: int | None = None,
+    multipliers: str = "shared",
+) -> dict:
+    """Regime ``one_pass`` through :func:`fits.analysis.lsa.fedlsa_arrays`, one run per
+    replication, against the pooled OLS HC1 intervals of the same rows."""
+    from fits.analysis.inference import ols_hc1
+    from fits.analysis.lsa import fedlsa_arrays
+
+    sizes = np.maximum(1, np.round(SIZES * scale)).astype(int)
+    star = true_theta(sizes / sizes.sum())
+    seq = np.random.SeedSequence(seed)
+    data_rng = np.random.default_rng(seq.spawn(1)[0])
+    run_seeds = seq.spawn(reps)
+    keys = ("coef", "se", "ci", "joint", "ols", "hc1", "boot_sd")
+    out: dict[str, list] = {k: [] for k in keys}
+    res = None
+    for i in range(reps):
+        parts = [draw(data_rng, c, (int(sizes[c]),)) for c in range(len(sizes))]
+        xs, ys = [q[0] for q in parts], [q[1] for q in parts]
+        res = fedlsa_arrays(
+            xs,
+            ys,
+            regime="one_pass",
+            rounds=rounds,
+            local_steps=local_steps,
+            n_bootstrap=n_boot,
+            multipliers=multipliers,
+            seed=run_seeds[i],
+        )
+        beta, se, hc1 = ols_hc1(np.vstack(xs), np.concatenate(ys), alpha)
+        out["coef"].append(res.params)
+        out["ci"].append(res.conf_int(alpha))
+        out["joint"].append(res.conf_int(alpha, joint=True))
+        out["ols"].append(beta)
+        out["hc1"].append(hc1)
+        out["boot_sd"].append(res.bse)
+    arr = {k: np.array(v) for k, v in out.items() if v}
+    ci, joint, hc1 = arr["ci"], arr["joint"], arr["hc1"]
+    cover = (ci[..., 0] <= star) & (star <= ci[..., 1])
+    jcover = np.all((joint[..., 0] <= star) & (star <= joint[..., 1]), axis=1)
+    hcover = (hc1[..., 0] <= star) & (star <= hc1[..., 1])
+    width = (ci[..., 1] - ci[..., 0]).mean(axis=0)
+    hwidth = (hc1[..., 1] - hc1[..., 0]).mean(axis=0)
+    theta = arr["coef"]
+    assert res is not None
+    sch = res.schedule
+    return {
+        "sizes": sizes.tolist(),
+        "theta_star": star.tolist(),
+        "rounds": sch.rounds,
+        "local_steps": sch.local_steps,
+        "eta_0": sch.step_size,
+        "burn_in_rounds": getattr(sch, "burn_in_rounds", 0),
+        "eta_T": res.eta_final,
+        "multipliers": multipliers,
+        "coverage": cover.mean(axis=0).tolist(),
+        "joint_coverage": float(jcover.mean()),
+        "hc1_coverage": hcover.mean(axis=0).tolist(),
+        "mean_width": width.tolist(),
+        "mean_hc1_width": hwidth.tolist(),
+        "width_ratio_to_pooled_hc1": (width / hwidth).tolist(),
+        "sd_theta": theta.std(axis=0, ddof=1).tolist(),
+        "mean_boot_sd": arr["boot_sd"].mean(axis=0).tolist(),
+        "sd_ols": arr["ols"].std(axis=0, ddof=1).tolist(),
+        "bias_over_sd": ((theta.mean(axis=0) - star) / theta.std(axis=0, ddof=1)).tolist(),
+        "sd_of_fedlsa_minus_ols_over_sd_ols": (
+            (theta - arr["ols"]).std(axis=0, ddof=1) / arr["ols"].std(axis=0, ddof=1)
+        ).tolist(),
+    }
+
+
 SCHEDULES = {
     # S1: constant eta and H
     "constant": Schedule(rounds=1000, step_size=0.02, local_steps=5),
@@ -161,7 +255,19 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--replications", type=int, default=500)
     ap.add_argument("--bootstrap", type=int, default=200)
-    ap.add_argument("--regime", choices=["constant", "decreasing", "both"], default="both")
+    ap.add_argument(
+        "--regime", choices=["constant", "decreasing", "both", "one_pass"], default="both"
+    )
+    ap.add_argument(
+        "--multipliers",
+        choices=["site", "shared"],
+        default=None,
+        help="bootstrap weights per site (the paper; default of the paper's regimes) or "
+        "shared by the sites (default of one_pass)",
+    )
+    ap.add_argument("--scale", type=float, default=0.1, help="one_pass: site sizes x scale")
+    ap.add_argument("--local-steps", type=int, default=1, help="one_pass: H")
+    ap.add_argument("--one-pass-rounds", type=int, default=None, help="one_pass: T")
     ap.add_argument("--rounds", type=int, default=None, help="override T")
     ap.add_argument(
         "--precondition",
@@ -177,6 +283,24 @@ def main() -> None:
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
 
+    if args.regime == "one_pass":
+        start = time.perf_counter()
+        res = simulate_one_pass(
+            args.replications,
+            args.bootstrap,
+            args.seed,
+            args.scale,
+            args.alpha,
+            local_steps=args.local_steps,
+            rounds=args.one_pass_rounds,
+            multipliers=args.multipliers or "shared",
+        )
+        res["seconds"] = time.perf_counter() - start
+        print(json.dumps(res, indent=1))
+        if args.json:
+            with open(args.json, "w") as fh:
+                json.dump(res, fh, indent=1)
+        return
     p = SIZES / SIZES.sum()
     star = true_theta(p)
     regimes = ["constant", "decreasing"] if args.regime == "both" else [args.regime]
@@ -190,7 +314,14 @@ def main() -> None:
         if args.rounds:
             sch = Schedule(args.rounds, sch.step_size, sch.local_steps, sch.gamma_eta, sch.gamma_h)
         start = time.perf_counter()
-        theta, boot = simulate(sch, args.replications, args.bootstrap, args.seed, precondition=pre)
+        theta, boot = simulate(
+            sch,
+            args.replications,
+            args.bootstrap,
+            args.seed,
+            precondition=pre,
+            shared=args.multipliers == "shared",
+        )
         secs = time.perf_counter() - start
         ci = intervals(theta, boot, args.alpha)
         cover = (ci["lower"] <= star) & (star <= ci["upper"])

@@ -102,7 +102,7 @@ class MethodEntry:
 
 def _check_fedlsa(opts: AnalyzeOptions) -> None:
     """Usage checks of ``--method fedlsa`` before any file is read."""
-    from fits.analysis.lsa import SAMPLING, FedLSAError, Schedule
+    from fits.analysis.lsa import MULTIPLIERS, REGIMES, SAMPLING, FedLSAError, Schedule
 
     if opts.mu is not None or opts.epsilon is not None or opts.delta is not None:
         raise typer.BadParameter(
@@ -126,12 +126,43 @@ def _check_fedlsa(opts: AnalyzeOptions) -> None:
         raise typer.BadParameter(f"choose one of {', '.join(SAMPLING)}", param_hint="--sampling")
     if opts.extra["bootstrap"] < 2:
         raise typer.BadParameter("needs at least 2 bootstrap sequences", param_hint="--bootstrap")
+    if opts.extra["regime"] not in REGIMES:
+        raise typer.BadParameter(f"choose one of {', '.join(REGIMES)}", param_hint="--regime")
+    mult = opts.extra["multipliers"]
+    if mult is not None and mult not in MULTIPLIERS:
+        raise typer.BadParameter(
+            f"choose one of {', '.join(MULTIPLIERS)}", param_hint="--multipliers"
+        )
     step = opts.iterations.get("eta")
+    if opts.extra["regime"] == "one_pass":
+        from fits.analysis.lsa import OnePassSchedule
+
+        bad = {
+            "--gamma-eta": opts.extra["gamma_eta"] != 0.0,
+            "--gamma-h": opts.extra["gamma_h"] != 0.0,
+            "--sampling": opts.extra["sampling"] != "without_replacement",
+        }
+        for name, is_bad in bad.items():
+            if is_bad:
+                raise typer.BadParameter(
+                    "the one_pass regime sets its own steps and uses every row once "
+                    f"(sampling without replacement): drop {name}",
+                    param_hint=name,
+                )
+        try:
+            OnePassSchedule(
+                int(opts.iterations.get("R") or 1000),
+                float(step) if step is not None else 0.5,
+                int(opts.extra["local_steps"] or 1),
+            )
+        except FedLSAError as exc:
+            raise typer.BadParameter(str(exc)) from None
+        return
     try:
         Schedule(
             int(opts.iterations.get("R") or 200),
             float(step) if step is not None else 1.0,
-            int(opts.extra["local_steps"]),
+            int(opts.extra["local_steps"] or 10),
             opts.extra["gamma_eta"],
             opts.extra["gamma_h"],
         )
@@ -148,14 +179,16 @@ def _run_fedlsa(
         tables,
         opts.target,
         opts.features,
-        rounds=int(opts.iterations.get("R") or 200),
-        local_steps=int(opts.extra["local_steps"]),
+        rounds=opts.iterations.get("R"),
+        local_steps=opts.extra["local_steps"],
         step_size=opts.iterations.get("eta"),
         gamma_eta=opts.extra["gamma_eta"],
         gamma_h=opts.extra["gamma_h"],
         n_bootstrap=int(opts.extra["bootstrap"]),
         seed=opts.seed,
         sampling=opts.extra["sampling"],
+        regime=opts.extra["regime"],
+        multipliers=opts.extra["multipliers"],
     )
     alpha = 1.0 - opts.extra["ci"]
     return res.to_dict(alpha), res.summary(alpha)
@@ -209,7 +242,10 @@ def analyze(
         float | None, typer.Option("--step", help="eta (FedSGD, FedAvg, FedNewton, FedLSA).")
     ] = None,
     rounds: Annotated[
-        int | None, typer.Option("--rounds", "-R", help="R (FedAvg); T (FedLSA, 200).")
+        int | None,
+        typer.Option(
+            "--rounds", "-R", help="R (FedAvg); T (FedLSA: 200; one_pass: from the site sizes)."
+        ),
     ] = None,
     k1: Annotated[int | None, typer.Option("--k1", help="K1 (FedHybrid).")] = None,
     k2: Annotated[int | None, typer.Option("--k2", help="K2 (FedHybrid).")] = None,
@@ -217,8 +253,9 @@ def analyze(
         float, typer.Option("--ci", help="FedLSA: confidence level of the intervals.")
     ] = 0.95,
     local_steps: Annotated[
-        int, typer.Option("--local-steps", "-H", help="FedLSA: local steps H per round.")
-    ] = 10,
+        int | None,
+        typer.Option("--local-steps", "-H", help="FedLSA: local steps per round (10; one_pass 1)."),
+    ] = None,
     bootstrap: Annotated[
         int, typer.Option("--bootstrap", help="FedLSA: bootstrap sequences M.")
     ] = 200,
@@ -232,6 +269,18 @@ def analyze(
         str,
         typer.Option("--sampling", help="FedLSA: without_replacement or with_replacement."),
     ] = "without_replacement",
+    regime: Annotated[
+        str,
+        typer.Option(
+            "--regime",
+            help="FedLSA: paper (Algorithm 1) or one_pass (every row once, intervals as "
+            "wide as the pooled OLS sandwich).",
+        ),
+    ] = "paper",
+    multipliers: Annotated[
+        str | None,
+        typer.Option("--multipliers", help="FedLSA: bootstrap weights per site or shared."),
+    ] = None,
 ) -> None:
     """Fit a model directly across the site tables, optionally differentially private.
 
@@ -276,6 +325,8 @@ def analyze(
             "gamma_eta": gamma_eta,
             "gamma_h": gamma_h,
             "sampling": sampling,
+            "regime": regime,
+            "multipliers": multipliers,
         },
     )
     if method == "fedhybrid":  # FedHybrid's steps are eta1 / eta2

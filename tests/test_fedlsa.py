@@ -17,7 +17,9 @@ from fits.analysis.lsa import (
     ArraySite,
     FedLSAError,
     FedLSAResults,
+    OnePassSchedule,
     Schedule,
+    batch_step,
     bootstrap_weights,
     fedlsa,
     fedlsa_arrays,
@@ -305,7 +307,149 @@ def test_bad_options_are_named():
         fedlsa_arrays(xs, ys, rounds=2, n_bootstrap=1)
 
 
+# --------------------------------------------------------------------------- one pass
+def mean_model_variance_factor(schedule):
+    """``S sum_k c_k^2`` for the last iterate of ``theta <- theta - eta_k (theta - ybar_k)``
+    (``A = 1``, one batch mean ``ybar_k`` of ``b`` rows per local step): its variance
+    over ``sigma^2 / (S b)``, the variance of the mean of the ``S b`` rows used."""
+    etas = np.repeat(schedule.etas(), schedule.hs())
+    keep = np.concatenate([np.cumprod((1.0 - etas)[::-1])[::-1][1:], [1.0]])
+    return len(etas) * np.sum((etas * keep) ** 2), np.prod(1.0 - etas)
+
+
+def test_one_pass_schedule_makes_the_last_iterate_as_precise_as_the_mean_in_1d():
+    # closed form: the last iterate is linear in the batch means; Var = sigma^2/b sum c_k^2
+    for eta0, rounds, h in [(0.5, 400, 1), (0.3, 120, 1), (0.1, 1000, 1), (0.45, 100, 4)]:
+        sch = OnePassSchedule(rounds, eta0, h)
+        factor, transient = mean_model_variance_factor(sch)
+        steps, burn = rounds * h, sch.burn_in_rounds * h
+        # the burn-in iterate counts as m0 = (2 - eta0) / eta0 steps, the rest one each
+        assert factor == pytest.approx(steps / (steps - burn + (2 - eta0) / eta0), rel=2e-3)
+        assert 1.0 <= factor < 1.11  # never better than the mean, at most 11% worse
+        assert transient < np.exp(-sch.burn_in) * 0.05
+        # a round contracts as H steps of gain 1/k: (1 - eta_t)^H = m / (m + H)
+        m = (2 - eta0) / eta0 + h * 3
+        assert (1 - sch.eta(sch.burn_in_rounds + 4)) ** h == pytest.approx(m / (m + h))
+    # the paper's schedules of the coverage benchmark: the width is set by eta, not by S
+    s1 = Schedule(rounds=1000, step_size=0.02, local_steps=5)
+    assert mean_model_variance_factor(s1)[0] == pytest.approx(5000 * 0.02 / (2 - 0.02))
+    s2 = Schedule(rounds=400, step_size=0.05, local_steps=5, gamma_eta=0.6, gamma_h=0.2)
+    assert mean_model_variance_factor(s2)[0] > 4.0
+
+
+def test_batch_step_is_the_mean_of_the_row_updates():
+    rng = np.random.default_rng(3)
+    theta = rng.normal(size=(2, 5, 3))
+    x, y, z = rng.normal(size=(2, 7, 3)), rng.normal(size=(2, 7)), rng.normal(size=(2, 7, 3))
+    w = rng.uniform(0.5, 2, size=(2, 5))
+    out = batch_step(theta, x, y, 0.1, w, z)
+    for r in range(2):
+        for s_ in range(5):
+            grad = np.mean([z[r, i] * (x[r, i] @ theta[r, s_] - y[r, i]) for i in range(7)], 0)
+            np.testing.assert_allclose(out[r, s_], theta[r, s_] - 0.1 * w[r, s_] * grad)
+    one = local_updates(theta, x[:, :1], y[:, :1], 0.1, w[:, None, :], z[:, :1])
+    np.testing.assert_allclose(batch_step(theta, x[:, :1], y[:, :1], 0.1, w, z[:, :1]), one)
+
+
+def one_d_sites(seed, sizes=(400, 900, 2000), means=(0.0, 1.0, 3.0), sds=(1.0, 2.0, 1.0)):
+    rng = np.random.default_rng(seed)
+    ys = [m + s * rng.standard_normal(n) for n, m, s in zip(sizes, means, sds, strict=True)]
+    n = sum(sizes)
+    # population sd of the size-weighted mean with the site sizes fixed
+    sd = np.sqrt(sum(n_c / n * s**2 for n_c, s in zip(sizes, sds, strict=True)) / n)
+    return [np.ones((k, 1)) for k in sizes], ys, sd
+
+
+def test_one_pass_bootstrap_sd_matches_the_sampling_sd_of_the_mean_in_1d():
+    # intercept-only model on sites with different means: theta_star = sum_c p_c mu_c,
+    # Var(pooled mean) = sum_c p_c sigma_c^2 / n.  The bootstrap sd must match it;
+    # the paper's per-site multipliers add the between-site term sum_c p_c^2 (mu_c -
+    # mu_star)^2 per step, which batches do not shrink.
+    ratios, site_ratios, gaps = [], [], []
+    for seed in range(8):
+        xs, ys, sd = one_d_sites(seed)
+        res = fedlsa_arrays(xs, ys, regime="one_pass", n_bootstrap=400, seed=seed)
+        assert res.multipliers == "shared" and res.converged
+        ratios.append(res.bse[0] / sd)
+        gaps.append((res.coef_[0] - np.concatenate(ys).mean()) / sd)
+        if seed < 2:
+            site = fedlsa_arrays(
+                xs, ys, regime="one_pass", n_bootstrap=400, seed=seed, multipliers="site"
+            )
+            site_ratios.append(site.bse[0] / sd)
+            np.testing.assert_allclose(site.coef_, res.coef_)  # same rows, same main run
+    assert np.mean(ratios) == pytest.approx(1.0, abs=0.07)
+    assert min(site_ratios) > 2.0
+    # one pass is as efficient as the pooled mean: the two differ by a fraction of an sd
+    assert np.sqrt(np.mean(np.square(gaps))) < 0.5
+
+
+def test_one_pass_widths_are_close_to_the_pooled_hc1_widths():
+    xs, ys = hetero_sites([800, 2000, 5000], seed=6, beta_shift=0.1)
+    res = fedlsa_arrays(xs, ys, regime="one_pass", seed=2, n_bootstrap=400)
+    assert res.schedule.regime == "one_pass" and res.rows_used == [800, 2000, 5000]
+    assert res.schedule.rounds == 800 // (3 + 2)  # default: batches of d + 2 rows
+    assert res.converged and res.extra["transient"] < 1e-3
+    _, _, hc1 = ols_hc1(np.vstack(xs), np.concatenate(ys))
+    ratio = np.diff(res.conf_int(), axis=1).ravel() / np.diff(hc1, axis=1).ravel()
+    assert np.all((ratio > 0.8) & (ratio < 1.25)), ratio
+    # the paper's regime on the same sites: several times wider
+    paper = fedlsa_arrays(xs, ys, rounds=150, local_steps=5, gamma_eta=0.6, seed=2)
+    paper_ratio = np.diff(paper.conf_int(), axis=1).ravel() / np.diff(hc1, axis=1).ravel()
+    assert np.all(paper_ratio > 1.5), paper_ratio
+    d = res.to_dict()
+    assert d["schedule"]["regime"] == "one_pass" and d["multipliers"] == "shared"
+    assert d["schedule"]["burn_in_rounds"] == res.schedule.burn_in_rounds > 0
+    json.dumps(d)
+
+
+def test_one_pass_bad_options_are_named():
+    xs, ys = hetero_sites([300, 400], seed=1)
+    for kw, msg in [
+        ({"precondition": False}, "precondition=True"),
+        ({"site_weights": "equal"}, "site_weights='size'"),
+        ({"sampling": "with_replacement"}, "without_replacement"),
+        ({"gamma_eta": 0.6}, "gamma_eta"),
+        ({"multipliers": "both"}, "multipliers"),
+        ({"rounds": 20, "step_size": 1.5}, "step_size in"),
+        ({"rounds": 5, "step_size": 0.1}, "burn-in takes 50 rounds"),
+    ]:
+        with pytest.raises(FedLSAError, match=msg):
+            fedlsa_arrays(xs, ys, regime="one_pass", n_bootstrap=3, **kw)
+    with pytest.raises(FedLSAError, match="regime"):
+        fedlsa_arrays(xs, ys, regime="two_pass")
+    with pytest.raises(FedLSAError, match=r"site 'site0' holds 300 rows.*301 local steps"):
+        fedlsa_arrays(xs, ys, regime="one_pass", rounds=301, n_bootstrap=3)
+
+
+def test_one_pass_on_tables_and_seeds():
+    df = mixed_table(3000, seed=4)
+    tables = {"a": df.iloc[:1000], "b": df.iloc[1000:]}
+    one = fedlsa(tables, "y", regime="one_pass", seed=3, n_bootstrap=20)
+    two = fedlsa(tables, "y", regime="one_pass", seed=3, n_bootstrap=20)
+    np.testing.assert_array_equal(one.bootstrap, two.bootstrap)
+    other = fedlsa(tables, "y", regime="one_pass", seed=4, n_bootstrap=20)
+    assert not np.allclose(one.coef_, other.coef_)
+    assert one.rows_used == [1000, 2000] and "one_pass" in one.summary()
+    assert one.converged
+
+
 # --------------------------------------------------------------------------- coverage
+@pytest.mark.slow
+def test_one_pass_coverage_and_widths_on_a_heterogeneous_federation():
+    """regime='one_pass': 95% intervals cover theta_star in 93-97% of 500 runs (per
+    coefficient and jointly) and are within 25% of the pooled HC1 widths."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import fedlsa_coverage as fc
+
+    res = fc.simulate_one_pass(500, 200, seed=7, scale=0.1, alpha=0.05)
+    cover = np.array(res["coverage"])
+    assert np.all((cover >= 0.93) & (cover <= 0.97)), cover
+    assert 0.93 <= res["joint_coverage"] <= 0.97, res["joint_coverage"]
+    ratio = np.array(res["width_ratio_to_pooled_hc1"])
+    assert np.all((ratio > 0.75) & (ratio < 1.25)), ratio
+
+
 @pytest.mark.slow
 def test_coverage_on_a_heterogeneous_federation_in_both_regimes():
     """95% intervals cover the size-weighted population target in 93-97% of runs."""
@@ -423,6 +567,21 @@ def test_cli_analyze_fedlsa_writes_the_intervals(lsa_site_files, tmp_path):
     assert "90% lower" in proc.stdout
 
 
+def test_cli_analyze_fedlsa_one_pass(lsa_site_files, tmp_path):
+    from test_cli import run
+
+    out = tmp_path / "one_pass.json"
+    args = ["--target", "y", "--method", "fedlsa", "--regime", "one_pass", "--seed", "3"]
+    proc = run("analyze", *lsa_site_files, *args, "--bootstrap", "50", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(out.read_text())
+    tables = {Path(p).stem: pd.read_csv(p) for p in lsa_site_files}
+    ref = fedlsa(tables, "y", regime="one_pass", n_bootstrap=50, seed=3)
+    assert result["schedule"]["regime"] == "one_pass" and result["multipliers"] == "shared"
+    assert result["schedule"]["rows_per_site"] == [600, 900, 1500]
+    assert [c["upper"] for c in result["coefficients"]] == pytest.approx(ref.conf_int()[:, 1])
+
+
 @pytest.mark.parametrize(
     ("args", "code", "message"),
     [
@@ -433,6 +592,11 @@ def test_cli_analyze_fedlsa_writes_the_intervals(lsa_site_files, tmp_path):
         (["--clip", "1"], 2, "--clip is not used by fedlsa"),
         (["--target", "c"], 1, "'c' is not numeric"),
         (["--rounds", "200", "--local-steps", "5"], 1, "site 'site1' holds 600 rows"),
+        (["--regime", "two_pass"], 2, "--regime"),
+        (["--regime", "one_pass", "--gamma-eta", "0.6"], 2, "drop --gamma-eta"),
+        (["--regime", "one_pass", "--sampling", "with_replacement"], 2, "drop --sampling"),
+        (["--multipliers", "each"], 2, "--multipliers"),
+        (["--regime", "one_pass", "--rounds", "601"], 1, "site 'site1' holds 600 rows"),
     ],
 )
 def test_cli_analyze_fedlsa_bad_input(lsa_site_files, tmp_path, args, code, message):

@@ -84,6 +84,89 @@ Choices the paper leaves open (stated here and in ``docs/analysis.md``)
   convex set, so Theorem 4 covers it.  ``bse`` is the bootstrap standard deviation
   (the paper's "SDB").
 * **Start.** ``theta_0 = 0``.
+
+What the intervals are intervals for, and how wide they are
+-----------------------------------------------------------
+With ``sampling="without_replacement"`` the intervals are for the *population*
+coefficients ``theta_star``: the solution of ``(sum_c p_c Abar^c) theta =
+sum_c p_c bbar^c`` with the expectations over the sites' populations and the site
+sizes fixed (what the pooled OLS estimates).  The pooled OLS fit of the tables differs
+from ``theta_star`` by the data's own sampling noise, of the size of the pooled sandwich
+(HC1) standard errors.
+
+In the paper's regimes the width is set by the step size, not by the number of rows:
+``eta_T^-1/2 (theta_T - theta_star)`` tends to ``N(0, Sigma_infty)`` with ``Sigma_infty``
+the Lyapunov solution ``Abar Sigma + Sigma Abar' = N^-1 Sigma_*^avg`` (section 5, eq. 20), so
+``Var theta_T ~ eta_T Sigma_infty``; and a site can use at most as many rows as the
+smallest site holds (one row per local step).  In one dimension (``A = 1``, noise
+variance ``sigma^2`` per row) the last iterate of constant steps has variance
+``eta sigma^2 / (2 - eta)`` against ``sigma^2 / K`` for the mean of the ``K`` rows it
+used: a ratio of ``eta K / 2``, which must be large for the start to be forgotten
+(``exp(-eta K)`` small).  ``docs/benchmarks.md`` has the measured ratios (widths 4.5
+to 22 times the pooled HC1 widths).
+
+Regime ``"one_pass"`` (beyond the paper)
+----------------------------------------
+``regime="one_pass"`` makes the last iterate as precise as the pooled OLS fit while
+keeping Algorithm 1's structure and the last-iterate bootstrap of section 6.  Three
+changes, each a choice the paper does not make:
+
+* **Every row once, in mini-batches.**  With ``S = sum_t H_t`` local steps, site c
+  splits its shuffled rows into ``S`` batches of ``floor(n_c / S)`` or
+  ``ceil(n_c / S)`` rows and its local step ``h`` of round ``t`` uses the next batch:
+  the sampled ``Z^c_{t,h}`` of eq. (6) is a batch, ``A^c(Z)`` and ``b^c(Z)`` its means of
+  ``x x'`` and ``x y`` (unbiased for ``Abar^c``, ``bbar^c``; the batches of a site are
+  independent draws from its population, assumption A2).  With the size weights
+  ``p_c = n_c / n`` every row then enters the averaged update with the same weight
+  ``p_c eta_t / b_c ~ eta_t S / n``: the run is one pass over the pooled rows.
+* **The optimal gain instead of ``eta_t ~ t^-gamma_eta`` with ``gamma_eta < 1``.**  On
+  the preconditioned design (``P = Abar^-1``, known exactly from the setup round) the
+  gain ``1/k`` at local step ``k`` is the asymptotically efficient stochastic
+  approximation (Robbins-Monro with the optimal matrix gain ``Abar^-1 / k``; e.g.
+  Benveniste, Metivier and Priouret 1990, ch. 3.2; Polyak and Juditsky 1992 reach the
+  same covariance by averaging instead): the Lyapunov equation becomes
+  ``(G - I/2) Sigma + Sigma (G - I/2)' = P Sigma_* P`` with ``G = P Abar = I``, so
+  ``k Var theta_k -> Abar^-1 Sigma_* Abar^-1``, the sandwich.  This is the paper's S2
+  at ``gamma_eta = 1``, outside its range [1/2, 1): Theorem 4's rate is not claimed
+  here; the validity is measured (``docs/benchmarks.md``).  A gain ``1/k`` forgets the
+  start only as ``k0 / k`` (``k0`` the steps the first gain counts for), which at
+  moderate n is a bias of several standard errors; so the schedule has a burn-in:
+  constant ``eta_0`` for the first ``T_b = ceil(L / (eta_0 H))`` rounds (``L = 5``:
+  ``exp(-5) = 0.7%`` of the start left), after which the iterate is weighted as worth
+  ``m_0 = (2 - eta_0) / eta_0`` steps (its stationary variance is ``eta_0 /
+  (2 - eta_0)`` times one step's noise) and the gain runs on as ``1 / (m_0 + j)``
+  at the ``j``-th step after the burn-in.  The step is constant within a round, as in
+  Algorithm 1: ``eta_t = 1 - (m / (m + H))^{1/H}`` with ``m`` the steps counted before
+  the round, so that a round contracts exactly as ``H`` steps of gain ``1/k`` would.
+  The rows of the burn-in count as ``m_0`` of their ``L / eta_0`` steps: a loss of
+  ``(L - 2 + eta_0) / (eta_0 S)`` of the information, about 3% on the benchmarks.
+  ``eta_0`` defaults to the mean-square rule of "Step sizes" for a batch of
+  ``b = min_c b_c`` rows: ``E[s] / (2 (E[s^2] / b + (1 - 1/b) E[s]^2 / d))`` (for
+  ``b = 1`` the single-row rule; ``E u'G^2u = (E s^2 / b + (1 - 1/b) d) / d`` for the
+  whitened batch Gram ``G``).
+* **One multiplier per local step, shared by the sites** (``multipliers="shared"``).
+  The paper draws ``w_{t,h,c}`` independently at every site.  The bootstrap update's
+  perturbation ``(w - 1)(A^c(Z) theta - b^c(Z))`` then carries, besides the noise
+  ``epsilon^c(theta_star, Z)`` the linear term ``M^b_t`` keeps, its mean
+  ``Abar^c (theta_star - theta^c_star)``, which is not zero on heterogeneous sites
+  (``epsilon-tilde`` in section 6.1 holds it): ``Sigma^b`` exceeds ``Sigma`` by
+  ``sum_c p_c^2 Var(w) ||Abar^c (theta_star - theta^c_star)||^2`` per update (a few
+  percent for single rows; for a batch the noise shrinks as ``1 / b_c`` and this term
+  does not, so it would dominate).  A weight shared by the sites multiplies
+  ``sum_c p_c (A^c(Z) theta - b^c(Z))``, whose mean ``Abar (theta - theta_star)``
+  vanishes at ``theta_star``: the bootstrap then has exactly the noise covariance of
+  the main sequence.  The sites draw the shared weights themselves from a seed the
+  coordinator sends them; they are data-free.
+
+``one_pass`` needs ``precondition=True`` (the gain ``1/k`` is efficient only for
+``P Abar = I``), ``site_weights="size"`` and ``sampling="without_replacement"``.  Local
+steps: ``H = 1`` by default (no heterogeneity drift: Lemma 2's bias vanishes for
+``H_t = 1``); ``H > 1`` saves rounds at the price of a drift of order
+``eta_t^2 H^2 zeta_1 zeta_2`` per round, measured in ``docs/benchmarks.md``.  Default
+rounds: as many as keep the smallest site's batches at ``d + 2`` rows.  Why: for
+Gaussian-like rows ``E[s^2] ~ d (d + 2)``, so ``eta_0 ~ b / (2 (d + 1 + b))`` and the
+burn-in's loss ``(L - 2) / (eta_0 S)`` is about ``6 (d + 1 + b) / min_c n_c``: batches
+much larger than ``d + 1`` cost precision, much smaller ones cost rounds.
 """
 
 from __future__ import annotations
@@ -117,8 +200,11 @@ __all__ = [
     "FedLSAResults",
     "FedLSASite",
     "LSASite",
+    "OnePassSchedule",
     "Schedule",
+    "batch_step",
     "bootstrap_weights",
+    "default_step_size",
     "fedlsa",
     "fedlsa_arrays",
     "local_updates",
@@ -135,6 +221,15 @@ W_MAX = 1.0 + (1.0 - _BETA_MEAN) / _BETA_SD
 
 SAMPLING = ("without_replacement", "with_replacement")
 SITE_WEIGHTS = ("size", "equal")
+#: ``"paper"``: Algorithm 1 with one row per local step (regimes S1 and S2);
+#: ``"one_pass"``: every row once in mini-batches, optimal gain (module docstring).
+REGIMES = ("paper", "one_pass")
+#: ``"site"``: every site draws its own multipliers (section 6 as printed);
+#: ``"shared"``: one multiplier per local step, the same at every site.
+MULTIPLIERS = ("site", "shared")
+#: Burn-in length ``L`` of the one-pass schedule: constant steps until
+#: ``exp(-L)`` of the start is left.
+BURN_IN = 5.0
 
 
 class FedLSAError(ValueError):
@@ -226,6 +321,68 @@ class Schedule:
         return Schedule(self.rounds, step_size, self.local_steps, self.gamma_eta, self.gamma_h)
 
 
+@dataclass(frozen=True)
+class OnePassSchedule(Schedule):
+    """The one-pass schedule (regime ``"one_pass"``, beyond the paper; module docstring).
+
+    ``H_t = H``.  Burn-in: ``eta_t = eta_0`` for ``t <= T_b = ceil(L / (eta_0 H))``.
+    Then the gain of a run that counts the burn-in iterate as ``m_0 = (2 - eta_0) /
+    eta_0`` steps: with ``m = m_0 + H (t - 1 - T_b)`` steps counted before round ``t``,
+    ``eta_t = 1 - (m / (m + H))^{1/H}``, so that the round contracts by
+    ``(1 - eta_t)^H = m / (m + H)``, as ``H`` steps of gain ``1 / k`` do.  For ``H = 1``:
+    ``eta_t = 1 / (m + 1)``.
+
+    Parameters
+    ----------
+    rounds : int
+        T.
+    step_size : float
+        ``eta_0``, in (0, 1).
+    local_steps : int
+        H.
+    burn_in : float
+        ``L`` (default :data:`BURN_IN` = 5).
+    """
+
+    burn_in: float = BURN_IN
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.gamma_eta != 0.0 or self.gamma_h != 0.0:
+            raise FedLSAError(
+                "the one-pass regime sets its own steps: leave gamma_eta and gamma_h at 0"
+            )
+        if not self.step_size < 1.0:
+            raise FedLSAError(
+                f"the one-pass regime needs a burn-in step_size in (0, 1), got {self.step_size}"
+            )
+        if not (np.isfinite(self.burn_in) and self.burn_in > 0):
+            raise FedLSAError(f"burn_in must be a positive number, got {self.burn_in!r}")
+
+    @property
+    def regime(self) -> str:
+        """``"one_pass"``."""
+        return "one_pass"
+
+    @property
+    def burn_in_rounds(self) -> int:
+        """``T_b = ceil(L / (eta_0 H))``."""
+        return int(math.ceil(self.burn_in / (self.step_size * self.local_steps) - 1e-12))
+
+    def eta(self, t: int) -> float:
+        """Step size of round ``t`` (1-based)."""
+        tb = self.burn_in_rounds
+        if t <= tb:
+            return float(self.step_size)
+        h = self.local_steps
+        m = (2.0 - self.step_size) / self.step_size + h * (t - 1 - tb)
+        return float(-math.expm1(math.log(m / (m + h)) / h))
+
+    def with_step_size(self, step_size: float) -> OnePassSchedule:
+        """The same schedule with another ``eta_0``."""
+        return OnePassSchedule(self.rounds, step_size, self.local_steps, burn_in=self.burn_in)
+
+
 # ----------------------------------------------------------------------------- core
 def bootstrap_weights(rng: np.random.Generator, size: int | tuple[int, ...]) -> np.ndarray:
     """I.i.d. multiplier-bootstrap weights with mean 1 and variance 1 (section 6).
@@ -284,6 +441,45 @@ def local_updates(
     return out
 
 
+def batch_step(
+    theta: np.ndarray,
+    x: np.ndarray,
+    y: np.ndarray,
+    eta: float,
+    w: np.ndarray | None = None,
+    z: np.ndarray | None = None,
+) -> np.ndarray:
+    """One local FedLSA update (eq. 6) on a mini-batch, for several sequences at once.
+
+    ``theta - eta w (A(Z) theta - b(Z))`` with ``A(Z) = mean_i z_i x_i'`` and
+    ``b(Z) = mean_i z_i y_i`` over the ``b`` rows of the batch ``Z`` (``z = P x``, or
+    ``x``): the one-pass regime's update (module docstring).  For ``b = 1`` it is one
+    step of :func:`local_updates`.
+
+    Parameters
+    ----------
+    theta : ndarray of shape (..., S, d)
+    x : ndarray of shape (..., b, d)
+        The batch's rows.
+    y : ndarray of shape (..., b)
+    eta : float
+    w : ndarray of shape (..., S), optional
+        One multiplier per sequence (default: all 1).
+    z : ndarray of shape (..., b, d), optional
+        Preconditioned rows (default ``x``).
+
+    Returns
+    -------
+    ndarray of shape (..., S, d)
+    """
+    theta = np.asarray(theta, dtype=np.float64)
+    resid = np.einsum("...sd,...bd->...sb", theta, x) - y[..., None, :]  # (..., S, b)
+    grad = np.einsum("...sb,...bd->...sd", resid, x if z is None else z) / x.shape[-2]
+    if w is not None:
+        grad = grad * w[..., None]
+    return theta - eta * grad
+
+
 # ----------------------------------------------------------------------------- site
 class LSASite:
     """Site side of FedLSA: answers ``lsa_setup`` and ``lsa_round`` on its design.
@@ -319,6 +515,12 @@ class LSASite:
         self._rng = np.random.default_rng(int(msg.config["seed"]))
         self._m = int(msg.config["n_bootstrap"])
         self._sampling = str(msg.config["sampling"])
+        self._regime = str(msg.config.get("regime", "paper"))
+        self._wrng = (
+            np.random.default_rng(int(msg.config["multiplier_seed"]))
+            if str(msg.config.get("multipliers", "site")) == "shared"
+            else self._rng
+        )
         total = int(msg.config["total_steps"])
         n = x.shape[0]
         if x.shape[1] != int(msg.config["n_features"]):
@@ -326,7 +528,9 @@ class LSASite:
                 f"{self.name}: the site's design has {x.shape[1]} columns, the coordinator "
                 f"fits {int(msg.config['n_features'])}"
             )
-        if self._sampling == "without_replacement":
+        if self._regime == "one_pass":
+            self._order = self._rng.permutation(n)  # the batches: checked in lsa_precondition
+        elif self._sampling == "without_replacement":
             if n < total:
                 raise FedLSAError(
                     f"site {self.name!r} holds {n} rows, but FedLSA without replacement "
@@ -353,6 +557,16 @@ class LSASite:
                 f"{self.name}: preconditioner of shape {p.shape}, expected {(d, d)}"
             )
         self._z = self._x @ p
+        if self._regime == "one_pass":
+            steps, n = int(msg.config["batches"]), self._x.shape[0]
+            if n < steps:
+                raise FedLSAError(
+                    f"site {self.name!r} holds {n} rows, but the one-pass regime runs "
+                    f"sum_t H_t = {steps} local steps of at least one row each; ask for "
+                    f"at most {n} rounds x local steps"
+                )
+            sizes = np.full(steps, n // steps) + (np.arange(steps) < n % steps)
+            self._bounds = np.concatenate([[0], np.cumsum(sizes)])
         s = np.einsum("ij,ij->i", self._x, self._z)
         return Message(
             "lsa_precondition",
@@ -369,6 +583,17 @@ class LSASite:
                 f"{self.name}: lsa_round sends theta of shape {theta.shape}, expected "
                 f"{(self._m + 1, self._x.shape[1])}"
             )
+        if self._regime == "one_pass":
+            if self._used + h > len(self._bounds) - 1:
+                raise FedLSAError(f"site {self.name!r}: no batches left for {h} more local steps")
+            out = theta
+            for k in range(self._used, self._used + h):
+                w = np.ones(self._m + 1)
+                w[1:] = bootstrap_weights(self._wrng, self._m)
+                idx = self._order[self._bounds[k] : self._bounds[k + 1]]
+                out = batch_step(out, self._x[idx], self._y[idx], eta, w, self._z[idx])
+            self._used += h
+            return Message("lsa_round", {"theta": out})
         if self._sampling == "without_replacement":
             if self._used + h > self._x.shape[0]:
                 raise FedLSAError(
@@ -379,7 +604,7 @@ class LSASite:
             idx = self._rng.integers(0, self._x.shape[0], size=h)
         self._used += h
         w = np.ones((h, self._m + 1))
-        w[:, 1:] = bootstrap_weights(self._rng, (h, self._m))
+        w[:, 1:] = bootstrap_weights(self._wrng, (h, self._m))
         out = local_updates(theta, self._x[idx], self._y[idx], eta, w, self._z[idx])
         return Message("lsa_round", {"theta": out})
 
@@ -441,6 +666,9 @@ class FedLSAResults:
     bytes_up, bytes_down : int
         Bytes uploaded by / sent to the sites over the whole run.
     sampling : str
+    target : str
+    multipliers : str
+        ``"site"`` or ``"shared"`` bootstrap weights.
     """
 
     params: np.ndarray
@@ -454,6 +682,7 @@ class FedLSAResults:
     bytes_down: int
     sampling: str
     target: str = "y"
+    multipliers: str = "site"
     extra: dict = field(default_factory=dict)
 
     @property
@@ -482,6 +711,14 @@ class FedLSAResults:
                 FedLSAConvergenceWarning,
                 stacklevel=3,
             )
+
+    @property
+    def rows_used(self) -> int | list[int]:
+        """Rows each site used: ``sum_t H_t`` (one per local step, regime ``"paper"``),
+        or every row of every site (regime ``"one_pass"``, a list by site)."""
+        if self.schedule.regime == "one_pass":
+            return [int(v) for v in self.n_rows]
+        return self.schedule.total_local_steps
 
     @property
     def eta_final(self) -> float:
@@ -546,8 +783,11 @@ class FedLSAResults:
                 "gamma_eta": float(self.schedule.gamma_eta),
                 "gamma_h": float(self.schedule.gamma_h),
                 "eta_final": self.eta_final,
-                "rows_per_site": self.schedule.total_local_steps,
+                "rows_per_site": self.rows_used,
+                "regime": self.schedule.regime,
+                "burn_in_rounds": int(getattr(self.schedule, "burn_in_rounds", 0)),
             },
+            "multipliers": self.multipliers,
             "n_bootstrap": int(self.bootstrap.shape[0]),
             "sampling": self.sampling,
             "site_weights": [float(v) for v in self.site_weights],
@@ -566,8 +806,10 @@ class FedLSAResults:
             f"FedLSA linear regression of {self.target!r}: {len(self.n_rows)} sites, "
             f"{int(self.n_rows.sum())} rows, {self.schedule.rounds} rounds "
             f"({self.schedule.regime} steps, eta_T = {self.eta_final:.3g}, "
-            f"sum H_t = {self.schedule.total_local_steps}), "
-            f"{self.bootstrap.shape[0]} bootstrap sequences, sampling {self.sampling}",
+            f"sum H_t = {self.schedule.total_local_steps}, rows used per site "
+            f"{self.rows_used}), "
+            f"{self.bootstrap.shape[0]} bootstrap sequences ({self.multipliers} "
+            f"multipliers), sampling {self.sampling}",
             f"{'':{width}}  {'coef':>11}  {'boot se':>10}  {level + ' lower':>11}  "
             f"{level + ' upper':>11}",
         ]
@@ -594,8 +836,8 @@ def run_fedlsa(
     n_features: int,
     schedule: Schedule | None = None,
     *,
-    rounds: int = 200,
-    local_steps: int = 10,
+    rounds: int | None = None,
+    local_steps: int | None = None,
     step_size: float | None = None,
     gamma_eta: float = 0.0,
     gamma_h: float = 0.0,
@@ -604,6 +846,8 @@ def run_fedlsa(
     site_weights: str = "size",
     sampling: str = "without_replacement",
     precondition: bool = True,
+    regime: str = "paper",
+    multipliers: str | None = None,
     setup_arrays: dict[str, np.ndarray] | None = None,
     setup_config: dict | None = None,
     feature_names: Sequence[str] | None = None,
@@ -622,9 +866,17 @@ def run_fedlsa(
         Width d of the design (the number of coefficients).
     schedule : Schedule, optional
         Steps and local steps; default built from ``rounds``, ``local_steps``,
-        ``step_size``, ``gamma_eta`` and ``gamma_h``.
+        ``step_size``, ``gamma_eta`` and ``gamma_h`` (regime ``"paper"``), or an
+        :class:`OnePassSchedule` from ``rounds``, ``local_steps`` and ``step_size``
+        (regime ``"one_pass"``).
+    rounds, local_steps : int, optional
+        T and H.  Defaults: 200 and 10 in regime ``"paper"``; in regime
+        ``"one_pass"`` ``H = 1`` and as many rounds as keep the smallest site's
+        batches at ``d + 2`` rows, ``T = floor(min_c n_c / ((d + 2) H))``.
     step_size : float, optional
-        ``eta``; default ``E[s] / (2 E[s^2])``, ``s = x'Px`` (module docstring).
+        ``eta`` (``eta_0`` of the burn-in in regime ``"one_pass"``); default
+        ``E[s] / (2 E[s^2])``, ``s = x'Px``, for single rows, its batch form for
+        batches of ``min_c b_c`` rows (module docstring).
     n_bootstrap : int
         Bootstrap sequences M.
     seed : int or SeedSequence, optional
@@ -643,6 +895,15 @@ def run_fedlsa(
         intervals carry over exactly: ``theta = L^-T phi`` is a fixed linear map, and
         convex sets stay convex (the paper notes the invariance after Theorem 3).
         False runs the paper's update on the raw design.
+    regime : {"paper", "one_pass"}
+        ``"paper"``: Algorithm 1 with one row per local step, regimes S1 / S2.
+        ``"one_pass"``: every row once in mini-batches with the optimal gain (beyond the
+        paper; module docstring); needs ``precondition``, size weights and sampling
+        without replacement.
+    multipliers : {"site", "shared"}, optional
+        Bootstrap weights drawn by every site for itself (section 6 as printed) or one
+        per local step shared by the sites (module docstring).  Default: ``"site"`` in
+        regime ``"paper"``, ``"shared"`` in regime ``"one_pass"``.
     setup_arrays, setup_config : optional
         Extra payload of the ``lsa_setup`` request (e.g. the standardization of a
         design built from tables).
@@ -657,7 +918,24 @@ def run_fedlsa(
         raise FedLSAError(f"sampling must be one of {SAMPLING}, got {sampling!r}")
     if not (isinstance(n_bootstrap, int | np.integer) and n_bootstrap >= 2):
         raise FedLSAError(f"n_bootstrap must be an integer >= 2, got {n_bootstrap!r}")
-    if schedule is None:
+    if regime not in REGIMES:
+        raise FedLSAError(f"regime must be one of {REGIMES}, got {regime!r}")
+    if multipliers is None:
+        multipliers = "shared" if regime == "one_pass" else "site"
+    if multipliers not in MULTIPLIERS:
+        raise FedLSAError(f"multipliers must be one of {MULTIPLIERS}, got {multipliers!r}")
+    one_pass = regime == "one_pass"
+    if one_pass:
+        _check_one_pass(schedule, precondition, site_weights, sampling, gamma_eta, gamma_h)
+        local_steps = 1 if local_steps is None else local_steps
+        if rounds is not None:  # validate T and H before any message
+            OnePassSchedule(rounds, 0.5, local_steps)
+        if schedule is not None:
+            rounds, local_steps = schedule.rounds, schedule.local_steps
+        explicit_step = step_size is not None or schedule is not None
+    elif schedule is None:
+        rounds = 200 if rounds is None else rounds
+        local_steps = 10 if local_steps is None else local_steps
         schedule = Schedule(rounds, step_size or 1.0, local_steps, gamma_eta, gamma_h)
         explicit_step = step_size is not None
     else:
@@ -665,15 +943,20 @@ def run_fedlsa(
     k = transport.n_clients
     up0, down0 = sum(transport.uploaded_bytes), sum(transport.downloaded_bytes)
     seq = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
-    config = {
+    config: dict[str, ConfigValue] = {
         "n_bootstrap": int(n_bootstrap),
         "sampling": sampling,
-        "total_steps": schedule.total_local_steps,
+        "total_steps": 0 if schedule is None else schedule.total_local_steps,
         "n_features": int(n_features),
+        "regime": regime,
+        "multipliers": multipliers,
         **(setup_config or {}),
     }
+    children = seq.spawn(k)
+    if multipliers == "shared":  # one seed for every site's multipliers
+        config["multiplier_seed"] = int(seq.spawn(1)[0].generate_state(1, np.uint64)[0] >> 1)
     messages = []
-    for child in seq.spawn(k):
+    for child in children:
         site_seed = int(child.generate_state(1, np.uint64)[0] >> np.uint64(1))
         messages.append(
             Message("lsa_setup", dict(setup_arrays or {}), {**config, "seed": site_seed})
@@ -697,13 +980,36 @@ def run_fedlsa(
         a = 1.0  # lambda_min(P Abar) = 1
     else:
         pre = np.eye(d)
-    out = transport.broadcast(Message("lsa_precondition", {"precondition": pre}))
+    pre_config: dict[str, ConfigValue] = {}
+    batch = 1
+    if one_pass:
+        assert local_steps is not None
+        if rounds is None:
+            rounds = max(1, int(n_rows.min()) // ((d + 2) * local_steps))
+        pre_config["batches"] = rounds * local_steps
+        batch = max(1, int(n_rows.min()) // (rounds * local_steps))
+    out = transport.broadcast(Message("lsa_precondition", {"precondition": pre}, pre_config))
     s1 = float(sum(p[c] * r.arrays["s_sum"][0] / n_rows[c] for c, r in enumerate(out)))
     s2 = float(sum(p[c] * r.arrays["s2_sum"][0] / n_rows[c] for c, r in enumerate(out)))
-    if not explicit_step:
-        if not s2 > 0:
-            raise FedLSAError("every row of the design is zero; nothing to fit")
+    if not explicit_step and not s2 > 0:
+        raise FedLSAError("every row of the design is zero; nothing to fit")
+    if one_pass:
+        if schedule is None:
+            assert rounds is not None and local_steps is not None
+            eta0 = step_size if explicit_step else default_step_size(s1, s2, batch, d)
+            schedule = OnePassSchedule(rounds, float(eta0), local_steps)  # type: ignore[arg-type]
+        assert isinstance(schedule, OnePassSchedule)
+        if schedule.rounds <= schedule.burn_in_rounds:
+            raise FedLSAError(
+                f"the one-pass regime's burn-in takes {schedule.burn_in_rounds} rounds "
+                f"(eta_0 = {schedule.step_size:.3g}, {schedule.local_steps} local steps), "
+                f"but only {schedule.rounds} rounds were asked for: ask for more rounds "
+                "(the smallest site caps rounds x local steps at its row count)"
+            )
+    elif not explicit_step:
+        assert schedule is not None
         schedule = schedule.with_step_size(default_step_size(s1, s2))
+    assert schedule is not None
     horizon = float(np.sum(schedule.etas() * schedule.hs()))
     theta = np.zeros((n_bootstrap + 1, d))  # theta_0 = 0 for every sequence
     for t in range(1, schedule.rounds + 1):
@@ -732,16 +1038,59 @@ def run_fedlsa(
         bytes_down=sum(transport.downloaded_bytes) - down0,
         sampling=sampling,
         target=target,
+        multipliers=multipliers,
         extra={"a": a, "transient": math.exp(-a * horizon), "precondition": pre},
     )
     res.check_convergence()
     return res
 
 
-def default_step_size(mean_s: float, mean_s2: float) -> float:
-    """``eta = E[s] / (E[w^2] E[s^2])`` with ``E w^2 = Var w + (E w)^2 = 2``, ``s = x'Px``
-    (module docstring, "Step sizes")."""
-    return mean_s / ((1.0 + 1.0) * mean_s2)
+def default_step_size(
+    mean_s: float, mean_s2: float, batch: int = 1, n_features: int | None = None
+) -> float:
+    """The mean-square contraction step (module docstring, "Step sizes").
+
+    ``eta = E[s] / (E[w^2] E[s^2])`` with ``E w^2 = Var w + (E w)^2 = 2``, ``s = x'Px``,
+    for single rows; for batches of ``b`` rows (regime ``"one_pass"``)
+    ``E[s] / (2 (E[s^2] / b + (1 - 1/b) E[s]^2 / d))``, the same rule for the batch
+    Gram ``G = mean_i z_i x_i'`` (``E tr G^2 = E[s^2] / b + (1 - 1/b) tr(P Abar)^2``, with
+    ``tr (P Abar)^2 = E[s]^2 / d`` when ``P Abar`` is a multiple of I).
+    """
+    if batch <= 1:
+        return mean_s / ((1.0 + 1.0) * mean_s2)
+    d = float(n_features) if n_features else 1.0
+    return mean_s / (2.0 * (mean_s2 / batch + (1.0 - 1.0 / batch) * mean_s**2 / d))
+
+
+def _check_one_pass(
+    schedule: Schedule | None,
+    precondition: bool,
+    site_weights: str,
+    sampling: str,
+    gamma_eta: float,
+    gamma_h: float,
+) -> None:
+    """Options the one-pass regime cannot run with: a clear error for each."""
+    if schedule is not None and not isinstance(schedule, OnePassSchedule):
+        raise FedLSAError("regime='one_pass' takes a OnePassSchedule (or none), not a Schedule")
+    if not precondition:
+        raise FedLSAError(
+            "regime='one_pass' needs precondition=True: its gain 1/k is efficient only on "
+            "the whitened design"
+        )
+    if site_weights != "size":
+        raise FedLSAError(
+            "regime='one_pass' streams every row once with the same weight, which is the "
+            "size weighting: use site_weights='size'"
+        )
+    if sampling != "without_replacement":
+        raise FedLSAError(
+            "regime='one_pass' uses every row exactly once: use sampling='without_replacement'"
+        )
+    if gamma_eta != 0.0 or gamma_h != 0.0:
+        raise FedLSAError(
+            "regime='one_pass' sets its own step sizes: leave gamma_eta and gamma_h at 0"
+        )
 
 
 def _check_design(abar: np.ndarray, feature_names: Sequence[str] | None) -> float:
@@ -835,8 +1184,8 @@ def fedlsa(
     target: str,
     features: Sequence[str] | None = None,
     *,
-    rounds: int = 200,
-    local_steps: int = 10,
+    rounds: int | None = None,
+    local_steps: int | None = None,
     step_size: float | None = None,
     gamma_eta: float = 0.0,
     gamma_h: float = 0.0,
@@ -845,6 +1194,8 @@ def fedlsa(
     site_weights: str = "size",
     sampling: str = "without_replacement",
     precondition: bool = True,
+    regime: str = "paper",
+    multipliers: str | None = None,
     transport: Transport | None = None,
     kinds: Mapping[str, str] | None = None,
 ) -> FedLSAResults:
@@ -866,14 +1217,17 @@ def fedlsa(
     features : sequence of str, optional
         Feature columns (default: every other column).
     rounds, local_steps, step_size, gamma_eta, gamma_h :
-        The schedule (:class:`Schedule`); ``step_size`` defaults to
-        ``E[s] / (2 E[s^2])``, ``s = x'Px``.
+        The schedule (:class:`Schedule`, or :class:`OnePassSchedule` in regime
+        ``"one_pass"``); defaults in :func:`run_fedlsa`.
     n_bootstrap : int
         Bootstrap sequences M (default 200).
     seed : int, optional
         The one seed every site's generator derives from.
-    site_weights, sampling, precondition :
-        See :func:`run_fedlsa` and the module docstring.
+    site_weights, sampling, precondition, regime, multipliers :
+        See :func:`run_fedlsa` and the module docstring.  ``regime="one_pass"`` gives
+        intervals about as wide as the pooled OLS sandwich intervals; the default
+        ``"paper"`` runs Algorithm 1 as printed, whose intervals are wider (their width
+        is set by the last step size).
     transport : Transport, optional
         Reaches sites that answer the FedLSA messages (e.g. :class:`FedLSASite` over
         Flower); default: an in-process federation of ``tables``.
@@ -932,6 +1286,8 @@ def fedlsa(
             site_weights=site_weights,
             sampling=sampling,
             precondition=precondition,
+            regime=regime,
+            multipliers=multipliers,
             setup_arrays={"means": st.means, "sds": st.sds},
             feature_names=spec.feature_names,
             target=target,
