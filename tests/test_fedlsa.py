@@ -493,9 +493,16 @@ def test_inference_check_scores_a_faithful_table_above_a_broken_one():
     faithful = mixed_table(12000, seed=2)  # a fresh sample of the same population
     broken = faithful.copy()
     broken["y"] = np.random.default_rng(0).permutation(broken["y"].to_numpy())
-    kw = dict(rounds=150, local_steps=10, seed=3, gamma_eta=0.6, step_size=0.05)
+    kw = dict(rounds=150, local_steps=10, seed=3, gamma_eta=0.6, step_size=0.05, regime="paper")
     good = inference_check(sites, faithful, "y", **kw)
     bad = inference_check(sites, broken, "y", **kw)
+    # the default, regime one_pass: intervals as wide as the synthetic table's HC1 ones
+    one_pass = inference_check(sites, faithful, "y", seed=3)
+    assert one_pass.federated.schedule.regime == "one_pass" and one_pass.federated.converged
+    assert one_pass.mean_overlap > good.mean_overlap
+    fed_w = np.diff(one_pass.federated.conf_int(), axis=1).ravel()
+    syn_w = (one_pass.table["synthetic_upper"] - one_pass.table["synthetic_lower"]).to_numpy()
+    assert np.all((fed_w / syn_w > 0.7) & (fed_w / syn_w < 1.4)), fed_w / syn_w
     assert good.federated.converged
     assert list(good.table.index) == good.federated.feature_names
     assert good.mean_overlap > 0.3 and good.share_inside >= 0.5
