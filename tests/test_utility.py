@@ -240,3 +240,86 @@ def test_boosting_lambdas_equal_separate_calls(sim) -> None:
     m4 = one[one["mode"] == "M4"]
     assert set(m4.loc[m4["model"] == "gradient boosting", "lam"]) == {0.1, 0.3}
     assert set(m4.loc[m4["model"] != "gradient boosting", "lam"]) == set(grid)
+
+
+def _mixed_table(n: int, seed: int) -> pd.DataFrame:
+    """Nominal strings, an ordinal, a continuous column; a numeric and a binary response."""
+    rng = np.random.default_rng(seed)
+    colour = rng.choice(["red", "green", "blue"], size=n)
+    level = rng.integers(1, 6, size=n)
+    x = rng.normal(size=n)
+    y = np.where(colour == "red", 2.0, 0.0) + 0.5 * level * x + rng.normal(0, 0.5, n)
+    label = np.where(y + rng.normal(0, 1, n) > 1.0, ">50K", "<=50K")
+    return pd.DataFrame({"colour": colour, "level": level, "x": x, "y": y, "label": label})
+
+
+KINDS_MIXED = {
+    "colour": "nominal", "level": "ordinal", "x": "continuous", "y": "continuous",
+    "label": "nominal",
+}  # fmt: skip
+
+
+def _sklearn_oracle(train, other, test, target, task, seed):
+    """Independent implementation: pandas codes, scikit-learn defaults, sklearn metrics."""
+    from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
+    from sklearn.metrics import r2_score, roc_auc_score
+
+    covs = ["colour", "level", "x"] + (["y"] if target == "label" else [])
+    levels = sorted(set(train["colour"]) | set(other["colour"]) | set(test["colour"]))
+
+    def features(frame):
+        out = frame[covs].copy()
+        out["colour"] = pd.Categorical(out["colour"], categories=levels).codes.astype(float)
+        return out.to_numpy(dtype=float)
+
+    mask = [c == "colour" for c in covs]
+    scores = []
+    for frame in (train, other):
+        if task == "regression":
+            model = HistGradientBoostingRegressor(random_state=seed, categorical_features=mask)
+            model.fit(features(frame), frame[target].to_numpy())
+            scores.append(r2_score(test[target], model.predict(features(test))))
+        else:
+            model = HistGradientBoostingClassifier(random_state=seed, categorical_features=mask)
+            model.fit(features(frame), (frame[target] == ">50K").to_numpy(dtype=float))
+            prob = model.predict_proba(features(test))[:, 1]
+            scores.append(roc_auc_score(test[target] == ">50K", prob))
+    return scores
+
+
+@pytest.mark.parametrize(("target", "task"), [("y", "regression"), ("label", "classification")])
+def test_boosting_comparison_equals_direct_sklearn(target: str, task: str) -> None:
+    """Trained on real and on synthetic rows with sklearn's defaults, scored on the test rows."""
+    from fits.evaluation.utility import boosting_comparison
+
+    train, synthetic, test = _mixed_table(600, 0), _mixed_table(500, 1), _mixed_table(300, 2)
+    kinds = {k: v for k, v in KINDS_MIXED.items() if k != ("label" if target == "y" else "y")}
+    if target == "label":
+        kinds["y"] = "continuous"
+    res = boosting_comparison(train, synthetic, test, target, kinds, seed=4)
+    real, syn = _sklearn_oracle(train, synthetic, test, target, task, seed=4)
+    assert res.task == task
+    assert res.metric == ("r2" if task == "regression" else "roc_auc")
+    assert res.real[res.metric] == pytest.approx(real, abs=1e-12)
+    assert res.synthetic[res.metric] == pytest.approx(syn, abs=1e-12)
+    assert res.gap == pytest.approx(real - syn, abs=1e-12)
+    assert (res.n_train, res.n_synthetic, res.n_test) == (600, 500, 300)
+    # a synthetic table that is the training table scores the same: gap exactly 0
+    same = boosting_comparison(train, train, test, target, kinds, seed=4)
+    assert same.gap == 0.0
+    # a clearly worse synthetic table (response shuffled) scores clearly lower
+    noise = synthetic.copy()
+    noise[target] = noise[target].sample(frac=1.0, random_state=0).to_numpy()
+    worse = boosting_comparison(train, noise, test, target, kinds, seed=4)
+    assert worse.synthetic[res.metric] < res.synthetic[res.metric] - 0.1
+    assert set(res.to_dict()) >= {"real", "synthetic", "gap", "metric", "model"}
+
+
+def test_boosting_comparison_one_class_is_a_clear_error() -> None:
+    from fits.evaluation.utility import boosting_comparison
+
+    train, synthetic, test = _mixed_table(200, 0), _mixed_table(200, 1), _mixed_table(100, 2)
+    synthetic["label"] = "<=50K"
+    kinds = {k: v for k, v in KINDS_MIXED.items() if k != "y"}
+    with pytest.raises(ValueError, match="synthetic table holds only one class"):
+        boosting_comparison(train, synthetic, test, "label", kinds)
