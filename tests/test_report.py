@@ -387,3 +387,40 @@ def test_templates_are_package_data() -> None:
     folder = root / "fits" / "report" / "templates"
     files = [p.relative_to(folder.parent).as_posix() for p in folder.iterdir()]
     assert files and all(any(fnmatch.fnmatch(f, g) for g in globs) for f in files), files
+
+
+def test_boosting_comparison_section(report, setup) -> None:
+    """The report's real-vs-synthetic boosting scores are boosting_comparison's on the
+    clients' rows, the synthetic table and the held-out rows; page and summary show them."""
+    from fits.evaluation.utility import boosting_comparison
+
+    data, clients, test, synth, synthetic = setup
+    train = pd.concat(clients, ignore_index=True)
+    covariates = [c for c in data.frame.columns if c not in ("Y_lin", "Y_log")]
+    got = json.loads(report.to_json())["boosting"]
+    assert set(got) == {"Y_lin", "Y_log"}
+    for target, metric in (("Y_lin", "r2"), ("Y_log", "roc_auc")):
+        direct = boosting_comparison(
+            train, synthetic, test, target, data.kinds, covariates=covariates, seed=0
+        )
+        assert got[target]["metric"] == metric
+        assert got[target]["real"][metric] == pytest.approx(direct.real[metric], abs=1e-12)
+        assert got[target]["synthetic"][metric] == pytest.approx(
+            direct.synthetic[metric], abs=1e-12
+        )
+        assert got[target]["n_test"] == len(test)
+    page = report.to_html()
+    assert "trained on the real training rows and on the synthetic table" in page
+    assert fmt_number(got["Y_log"]["synthetic"]["roc_auc"]) in page
+    lines = report.summary().splitlines()
+    assert any(line.startswith("Gradient boosting (Y_log, scikit-learn defaults") for line in lines)
+
+
+def test_boosting_comparison_needs_training_rows(setup) -> None:
+    data, clients, test, synth, synthetic = setup
+    rep = evaluate(
+        data.frame, synthetic, data.kinds, target="Y_lin", test=test, boosting_iterations=5,
+        privacy=False,
+    )  # fmt: skip
+    assert rep.data["boosting"] == {}
+    assert any("gradient-boosting comparison" in n for n in rep.data["notes"])

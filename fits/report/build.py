@@ -489,9 +489,13 @@ def evaluate(
     with timer("column and pair fidelity"):
         fidelity = _fidelity_step(inputs, energy.independent)
     utility_results: dict[str, UtilityResult] = {}
+    boosting_results: dict[str, Any] = {}
     if utility and inputs.targets:
         with timer("downstream utility"):
             utility_results = _utility_step(inputs, options, reference_params, direct_fits)
+        if boosting:
+            with timer("gradient boosting, real vs synthetic"):
+                boosting_results = _boosting_step(inputs, options)
     elif utility:
         inputs.notes.append("no target given: downstream utility was not evaluated")
     privacy_result: PrivacyResult | None = None
@@ -502,6 +506,7 @@ def evaluate(
         inputs, options, energy.table, fidelity, utility_results, privacy_result,
         title=title, settings=settings, sources=sources,
     )  # fmt: skip
+    data["boosting"] = boosting_results
     with timer("figures"):
         figures = _figures(data, fidelity, utility_results, privacy_result)
     if inference is not None and "skipped" in inference:
@@ -781,6 +786,29 @@ def _utility_step(
     return results
 
 
+def _boosting_step(inputs: _Inputs, options: EvaluationOptions) -> dict[str, Any]:
+    """Per target: gradient boosting with scikit-learn's defaults trained on the real
+    training rows and on the synthetic table, scored on the held-out rows
+    (:func:`fits.evaluation.utility.boosting_comparison`)."""
+    from fits.evaluation.utility import boosting_comparison
+
+    if inputs.train is None:
+        inputs.notes.append(
+            "no training rows or clients given: the gradient-boosting comparison (trained on "
+            "real vs on synthetic rows) was not run"
+        )
+        return {}
+    test_table = inputs.test if inputs.test is not None else inputs.real
+    out = {}
+    for t in inputs.targets:
+        result = boosting_comparison(
+            inputs.train, inputs.synthetic, test_table, t, inputs.kinds,
+            task=inputs.tasks[t], covariates=inputs.covariates, seed=options.seed,
+        )  # fmt: skip
+        out[t] = result.to_dict()
+    return out
+
+
 def _privacy_step(
     inputs: _Inputs, options: EvaluationOptions, privacy_seed: np.random.SeedSequence
 ) -> PrivacyResult:
@@ -989,6 +1017,13 @@ def _summary_lines(data: Mapping[str, Any]) -> list[str]:
         if pairs["independent_mean_score"] is not None:
             line += f" (independent columns: {fmt_number(pairs['independent_mean_score'])})"
     lines.append(line)
+    for target, b in data.get("boosting", {}).items():
+        label = "R^2" if b["metric"] == "r2" else "ROC AUC"
+        lines.append(
+            f"Gradient boosting ({target}, scikit-learn defaults, test {label}): trained on real "
+            f"{fmt_number(b['real'][b['metric']])}, trained on synthetic "
+            f"{fmt_number(b['synthetic'][b['metric']])}"
+        )
     for target, u in data["utility"].items():
         h = utility_headline(u)
         line = f"Utility ({target}, {h['model']}): M1 synthetic-only {h['metric_label']} "

@@ -357,6 +357,7 @@ def utility_section(data: Data, figures: Figures) -> Part | None:
             {
                 "target": target,
                 "u": u,
+                "boosting": data.get("boosting", {}).get(target),
                 "has_boost": has_boost,
                 "figure": figure if figure in figures else None,
                 "metric_names": [_METRIC_NAMES[m] for m in metrics],
