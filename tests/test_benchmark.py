@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from fits.benchmark import GENERATOR_NAMES, BenchmarkResult, run_benchmark
@@ -217,3 +218,88 @@ def test_column_energy() -> None:
     assert (out["marginal"] >= 0).all() and out.attrs["all"] > 0
     np.testing.assert_allclose(out["drop"], out.attrs["all"] - out["without"])
     assert list(out["drop"]) == sorted(out["drop"], reverse=True)
+
+
+def test_energy_is_exact_and_boosting_matches_a_direct_call(sim_result: BenchmarkResult) -> None:
+    """Repeat 0's floor equals an exact energy_distance call; the real-trained boosting
+    score equals boosting_comparison on the same split (an independent recomputation)."""
+    from fits.datasets import federated_split, simulate
+    from fits.evaluation import energy_distance
+    from fits.evaluation.utility import boosting_comparison
+
+    run = sim_result.runs[0]
+    data = simulate(600, seed=3)
+    clients, test = federated_split(data.frame, seed=3)
+    assert sim_result.config["energy_max_rows"] is None
+    exact = energy_distance(data.frame, test, data.kinds)
+    assert run["floors"]["real_test"]["all"] == pytest.approx(exact, rel=1e-9)
+    train = pd.concat(clients, ignore_index=True)
+    for task in sim_result.config["tasks"]:
+        target = task["target"]
+        kinds = {c: data.kinds[c] for c in [*task["covariates"], target]}
+        direct = boosting_comparison(
+            train, train, test, target, kinds, covariates=task["covariates"], seed=3
+        )
+        for gen in ("gaussian", "knn"):
+            rec = run["generators"][gen]["boosting"][target]
+            assert rec["metric"] == {"Y_lin": "r2", "Y_log": "roc_auc"}[target]
+            assert rec["real"][rec["metric"]] == pytest.approx(direct.real[direct.metric])
+            assert rec["gap"] == pytest.approx(
+                rec["real"][rec["metric"]] - rec["synthetic"][rec["metric"]]
+            )
+    head = sim_result.headline()
+    assert list(head.index) == ["FITS-G", "FITS-K"]
+    energies = [r["generators"]["knn"]["energy"]["all"] for r in sim_result.runs]
+    assert head.loc["FITS-K", "energy"][0] == pytest.approx(np.mean(energies))
+    md = sim_result.to_markdown()
+    assert "## Headline" in md and "Y_log AUC: trained on real" in md
+    assert "exact (every row)" in md
+    text = sim_result.headline_text()
+    assert "FITS-K: energy distance" in text and "trained on synthetic" in text
+
+
+def test_policy_modes_and_synthesizer_params() -> None:
+    """site_policy reaches the sites (no abstention with the floor off, some with the
+    default k = 10 on 2-row clients), modes=False keeps the headline only, and
+    synthesizer_params reach the synthesizer (a different w_z, different rows)."""
+    from fits.federation.policy import SitePolicy
+
+    common = {"repeats": 1, "seed": 1, "n_rows": 300, "generators": ("knn",), "modes": False}
+    off = run_benchmark("simulation", site_policy=SitePolicy(min_effective_rows=0), **common)
+    default = run_benchmark("simulation", **common)
+    wz = run_benchmark(
+        "simulation", site_policy=SitePolicy(min_effective_rows=0),
+        synthesizer_params={"discrete_response_bandwidth": 0.5}, **common,
+    )  # fmt: skip
+    res_off, res_def = off.runs[0]["generators"]["knn"], default.runs[0]["generators"]["knn"]
+    assert res_off["abstained"] == 0 and res_def["abstained"] > 0
+    assert off.config["site_policy"]["min_effective_rows"] == 0
+    assert default.config["site_policy"] == "default"
+    assert res_off["utility"] == {} and res_off["fidelity"] == {"columns": [], "pairs": []}
+    assert set(res_off["boosting"]) == {"Y_lin", "Y_log"}
+    assert wz.config["synthesizer_params"] == {"discrete_response_bandwidth": "0.5"}
+    assert wz.runs[0]["generators"]["knn"]["energy"] != res_off["energy"]
+    md = off.to_markdown()
+    assert "## Headline" in md and "## Downstream utility" in md
+
+
+def test_cli_headline_generator_and_policy(tmp_path: Path) -> None:
+    policy = tmp_path / "policy.json"
+    policy.write_text('{"min_effective_rows": 0}')
+    out = tmp_path / "results"
+    proc = run_cli(
+        "--dataset", "simulation", "--repeats", "1", "--rows", "300", "--generator", "knn",
+        "--policy", str(policy), "--no-modes", "--out", str(out), "--quiet",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "FITS-K: energy distance" in proc.stdout and "FITS-G" not in proc.stdout
+    assert "gradient boosting for Y_log (test ROC AUC): trained on real" in proc.stdout
+    obj = json.loads((out / "simulation.json").read_text())
+    assert obj["config"]["generators"] == ["knn"]
+    assert obj["config"]["site_policy"]["min_effective_rows"] == 0
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"min_effective_rows": -1}')
+    proc = run_cli("--dataset", "simulation", "--policy", str(bad), "--out", str(out))
+    assert (
+        proc.returncode == 2 and "--policy" in proc.stderr and "min_effective_rows" in proc.stderr
+    )
