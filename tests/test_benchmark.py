@@ -255,7 +255,7 @@ def test_energy_is_exact_and_boosting_matches_a_direct_call(sim_result: Benchmar
     assert "## Headline" in md and "Y_log AUC: trained on real" in md
     assert "exact (every row)" in md
     text = sim_result.headline_text()
-    assert "FITS-K: energy distance" in text and "trained on synthetic" in text
+    assert "FITS-K: energy distance" in text and ", on synthetic " in text
 
 
 def test_policy_modes_and_synthesizer_params() -> None:
