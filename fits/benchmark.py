@@ -135,6 +135,11 @@ def _fmt(mean: float, sd: float | None = None, digits: int = 3) -> str:
     return text
 
 
+def _fmt_pair(pair: tuple[float, float], digits: int = 4) -> str:
+    """``mean (sd)`` of a :func:`_mean_sd` pair."""
+    return _fmt(pair[0], pair[1], digits)
+
+
 def _mean_sd(values: Sequence[float]) -> tuple[float, float]:
     arr = np.array([v for v in values if v is not None and math.isfinite(v)], dtype=float)
     if arr.size == 0:
@@ -455,15 +460,15 @@ class BenchmarkResult:
         lines = [f"{self.dataset}, {len(self.runs)} repeat(s), mean (sd):"]
         for gen, rec in table.iterrows():
             line = (
-                f"  {gen}: energy distance {_fmt(*rec['energy'], digits=4)}, real test floor "
-                f"{_fmt(*rec['floor'], digits=4)}, ratio {rec['ratio'][0]:.2f}"
+                f"  {gen}: energy distance {_fmt_pair(rec['energy'])}, real test floor "
+                f"{_fmt_pair(rec['floor'])}, ratio {rec['ratio'][0]:.2f}"
             )
             for target, label in metrics.items():
                 if f"{target}: real" in rec:
                     line += (
                         f"; gradient boosting for {target} ({label}): trained on real "
-                        f"{_fmt(*rec[f'{target}: real'], digits=4)}, on synthetic "
-                        f"{_fmt(*rec[f'{target}: synthetic'], digits=4)}"
+                        f"{_fmt_pair(rec[f'{target}: real'])}, on synthetic "
+                        f"{_fmt_pair(rec[f'{target}: synthetic'])}"
                     )
             lines.append(line)
         return "\n".join(lines)
@@ -492,12 +497,12 @@ class BenchmarkResult:
             head += [f"{t['target']} {met}: trained on real", "trained on synthetic"]
         lines += ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
         for gen, rec in table.iterrows():
-            cells = [str(gen), _fmt(*rec["energy"], digits=4), _fmt(*rec["floor"], digits=4),
+            cells = [str(gen), _fmt_pair(rec["energy"]), _fmt_pair(rec["floor"]),
                      f"{rec['ratio'][0]:.2f}"]  # fmt: skip
             for t in tasks:
                 for side in ("real", "synthetic"):
                     key = f"{t['target']}: {side}"
-                    cells.append(_fmt(*rec[key], digits=4) if key in rec else "-")
+                    cells.append(_fmt_pair(rec[key]) if key in rec else "-")
             lines.append("| " + " | ".join(cells) + " |")
         return [*lines, ""]
 
