@@ -437,15 +437,53 @@ class FITSClient:
             )
 
     def _configure(self, msg: Message) -> Message:
-        if "secure_keys" in msg.arrays:
-            if self._secure is None:
-                raise ProtocolError(
-                    f"{self.name}: secure aggregation keys arrived, but the setup round "
-                    "did not ask for secure aggregation"
-                )
-            neighbours = int(msg.config.get("secure_neighbours", 0)) or None
-            self._secure.connect(msg.arrays["secure_keys"], neighbours)
+        """Configure round: connect secure aggregation, check the schema, accept (or
+        adjust under the policy) the grids, M and the declared rows, continualize the
+        rows, standardize them and set the response bandwidths."""
+        self._connect_secure(msg)
         schema = Schema.from_json(str(msg.config["schema"]))
+        self._check_schema(schema, msg)
+        grids = self._accept_grids(schema, msg)
+        adjusted: list[str] = []
+        n_total = self._accept_n_total(msg, adjusted)
+        self._accept_rows(msg, adjusted)
+        self._schema = schema
+        self.n_total = n_total
+        self._continualize(schema, int(msg.config["seed"]))
+        self._standardize(msg)
+        bw_cont, bw_disc = self._response_bandwidths(msg, adjusted)
+        self.grids = grids
+        self._cache = _Cache()
+        budget = self.policy.query_budget(self.rows_declared)
+        applied = {
+            "response_bandwidth": bw_cont,
+            "discrete_response_bandwidth": bw_disc,
+            "n_total": n_total,
+            "rows": self.rows_declared,
+            "queries_per_column": None if math.isinf(budget) else int(budget),
+            "min_effective_rows": self.policy.min_effective_rows,
+            "adjusted": adjusted,
+        }
+        return Message(
+            "configure",
+            {"n_rows": np.array([self.n_rows], dtype=np.int64)},
+            {"policy": json.dumps(applied)},
+        )
+
+    def _connect_secure(self, msg: Message) -> None:
+        """Derive the pairwise mask keys from the relayed public keys, if any."""
+        if "secure_keys" not in msg.arrays:
+            return
+        if self._secure is None:
+            raise ProtocolError(
+                f"{self.name}: secure aggregation keys arrived, but the setup round "
+                "did not ask for secure aggregation"
+            )
+        neighbours = int(msg.config.get("secure_neighbours", 0)) or None
+        self._secure.connect(msg.arrays["secure_keys"], neighbours)
+
+    def _check_schema(self, schema: Schema, msg: Message) -> None:
+        """Refuse a schema that does not match this site's columns or its text markers."""
         missing = [
             c.name for c in schema.columns if c.indicates is None and c.name not in self.data
         ]
@@ -469,6 +507,9 @@ class FITSClient:
                     'does not expect missing values; set "missing": true for the column in '
                     "the schema, or fix the values"
                 )
+
+    def _accept_grids(self, schema: Schema, msg: Message) -> dict[str, np.ndarray]:
+        """The request's grids, refused if one exceeds the policy's max_grid_size."""
         grids = {
             name[5:]: np.asarray(a, dtype=float)
             for name, a in msg.arrays.items()
@@ -481,7 +522,10 @@ class FITSClient:
                 f"{self.policy.max_grid_size} points per column (site policy max_grid_size; "
                 "a discrete column may have two per category)"
             )
-        adjusted: list[str] = []
+        return grids
+
+    def _accept_n_total(self, msg: Message, adjusted: list[str]) -> int:
+        """M as the site takes it: refused below its own rows, capped by the policy."""
         n_total = int(msg.config["n_total"])
         if n_total < self.n_rows:
             raise PolicyError(
@@ -496,14 +540,19 @@ class FITSClient:
                 f"{self.policy.max_federation_ratio:g} x {self.n_rows} own rows)"
             )
             n_total = int(cap)
+        return n_total
+
+    def _accept_rows(self, msg: Message, adjusted: list[str]) -> None:
+        """Set :attr:`rows_declared` (the query budget's base), capped by max_rows."""
         declared = int(msg.config.get("rows", 0))
         self.rows_declared = declared
         if self.policy.max_rows is not None and declared > self.policy.max_rows:
             adjusted.append(f"rows={declared} taken as max_rows={self.policy.max_rows}")
             self.rows_declared = self.policy.max_rows
-        self._schema = schema
-        self.n_total = n_total
-        rng = np.random.default_rng(int(msg.config["seed"]))
+
+    def _continualize(self, schema: Schema, seed: int) -> None:
+        """The continualized table in chain order (sec. 4.1-4.2), its codes and validity."""
+        rng = np.random.default_rng(seed)
         specs = schema.ordered()
         self.columns = [s.name for s in specs]
         self.encoders = [Encoder(s) for s in specs]
@@ -530,6 +579,10 @@ class FITSClient:
         self.z = z  # continualized table, chain order, native units
         self.codes = codes
         self.valid = valid  # False where a continuous value is missing
+
+    def _standardize(self, msg: Message) -> None:
+        """The kernel's standardization (the site's own, or a common one) and centring."""
+        z = self.z
         if "scale_mean" in msg.arrays:  # a common scaling, e.g. for the pooled check
             self.loc = np.asarray(msg.arrays["scale_mean"], dtype=float)
             self.scale = np.asarray(msg.arrays["scale_sd"], dtype=float)
@@ -538,7 +591,10 @@ class FITSClient:
             sd = z.std(axis=0)
             self.scale = np.where(sd > 0, sd, 1.0)  # locally constant column: sd 1
         self.center = z.mean(axis=0)  # numerical centring of the native design
-        # response bandwidths per row and column (METHOD.md)
+
+    def _response_bandwidths(self, msg: Message, adjusted: list[str]) -> tuple[float, float]:
+        """Set the response bandwidth of every row and column (METHOD.md), each raised to
+        the policy's floor; returns the (continuous, discrete) factors applied."""
         bw_cont = float(msg.config.get("response_bandwidth", 0.05))
         bw_disc = float(msg.config.get("discrete_response_bandwidth", 0.05))
         floors = (
@@ -554,7 +610,8 @@ class FITSClient:
                 adjusted.append(f"{what}={asked:g} raised to the site's floor {floor:g}")
         bw_cont = max(bw_cont, self.policy.min_response_bandwidth)
         bw_disc = max(bw_disc, self.policy.min_discrete_response_bandwidth)
-        self.wz = np.empty((m, p))
+        z, valid, codes = self.z, self.valid, self.codes
+        self.wz = np.empty(z.shape)
         for j, enc in enumerate(self.encoders):
             if enc.spec.is_discrete:
                 self.wz[:, j] = bw_disc * enc.widths[codes[:, j]]
@@ -562,23 +619,7 @@ class FITSClient:
                 present = z[valid[:, j], j]
                 sd = present.std() if present.size else 0.0
                 self.wz[:, j] = bw_cont * (sd if sd > 0 else 1.0)
-        self.grids = grids
-        self._cache = _Cache()
-        budget = self.policy.query_budget(self.rows_declared)
-        applied = {
-            "response_bandwidth": bw_cont,
-            "discrete_response_bandwidth": bw_disc,
-            "n_total": n_total,
-            "rows": self.rows_declared,
-            "queries_per_column": None if math.isinf(budget) else int(budget),
-            "min_effective_rows": self.policy.min_effective_rows,
-            "adjusted": adjusted,
-        }
-        return Message(
-            "configure",
-            {"n_rows": np.array([m], dtype=np.int64)},
-            {"policy": json.dumps(applied)},
-        )
+        return bw_cont, bw_disc
 
     def _grid_limit(self, schema: Schema, column: str) -> int:
         """Most grid points the policy allows for a column: ``max_grid_size``, or two per
