@@ -119,6 +119,21 @@ class FITSSynthesizer(BaseEstimator):
         response bandwidth at least 0.02 sd, and no answer from fewer than k = 10
         effective rows).  ``SitePolicy.unrestricted()`` answers everything, as in the
         paper.  Sites on other machines set their own (``fits federate site --policy``).
+    upload_precision : {"fixed16", "float32", "float64"}
+        How the sites write their Hessians and CDF vectors on the wire (default
+        ``"fixed16"``, about a quarter of the float64 bytes, with the error bounds of
+        :mod:`fits.federation.codec`; ``"float64"`` is exact).  Secure aggregation always
+        sends exact sums.
+    rounds : {"auto", 1, 2}
+        Message rounds per chain column (default ``"auto"``, chosen per column by its
+        bytes; see :class:`~fits.federation.coordinator.Coordinator`).  The output is the
+        same up to rounding.
+    deduplicate : bool
+        Ask each distinct query point once (default True; same output).
+    grid_points : int, optional
+        Points of the quantile grid of every continuous column after the first (default
+        64; see :class:`~fits.federation.coordinator.Coordinator`); None: the uniform
+        grid of ``grid_size`` points, as in the paper.
     site_audit : path, callable, or a mapping by client name, optional
         Where the in-process sites log every request (JSON lines; see
         :class:`~fits.federation.client.FITSClient`).
@@ -158,6 +173,10 @@ class FITSSynthesizer(BaseEstimator):
         mask_neighbours: int | None = 1,
         site_policy: PolicySpec = None,
         site_audit: AuditSpec = None,
+        upload_precision: str = "fixed16",
+        rounds: str | int = "auto",
+        deduplicate: bool = True,
+        grid_points: int | None = 64,
     ) -> None:
         self.kernel = kernel
         self.seed = seed
@@ -178,6 +197,10 @@ class FITSSynthesizer(BaseEstimator):
         self.mask_neighbours = mask_neighbours
         self.site_policy = site_policy
         self.site_audit = site_audit
+        self.upload_precision = upload_precision
+        self.rounds = rounds
+        self.deduplicate = deduplicate
+        self.grid_points = grid_points
 
     # ------------------------------------------------------------------ fitting
     def fit(self, tables: Tables | Transport) -> FITSSynthesizer:
@@ -300,6 +323,10 @@ class FITSSynthesizer(BaseEstimator):
             batch_size=self.batch_size,
             secure=self.secure_aggregation,
             mask_neighbours=self.mask_neighbours,
+            precision=self.upload_precision,
+            rounds=self.rounds,
+            deduplicate=self.deduplicate,
+            grid_points=self.grid_points,
         )
         schema = coordinator.setup(kinds=kinds, order=order, schema=schema)
         lift_seq, _ = root.spawn(2)

@@ -16,7 +16,9 @@ def _record(synth):
 
 
 def test_clients_send_only_protocol_arrays_and_no_rows(mixed_clients):
-    synth = FITSSynthesizer(["knn", "gaussian", "knn"], seed=0, grid_size=101).fit(mixed_clients)
+    synth = FITSSynthesizer(
+        ["knn", "gaussian", "knn"], seed=0, grid_size=101, upload_precision="float64", rounds=2
+    ).fit(mixed_clients)  # the other precisions and the one-round mode: test_codec.py
     log = _record(synth)
     n = 257
     synth.sample(n)
@@ -48,7 +50,18 @@ def test_clients_send_only_protocol_arrays_and_no_rows(mixed_clients):
 
 
 def test_upload_volume_matches_remark_3_3(mixed_clients):
-    synth = FITSSynthesizer("knn", seed=0, batch_size=10_000).fit(mixed_clients)
+    """The paper's wire (float64, two rounds, every query, the uniform grid): per row and
+    chain column a client uploads p(p+1)/2 Hessian and L CDF values, 8 bytes each; the
+    transport counts them with each message's framing (names, dtypes, shapes)."""
+    synth = FITSSynthesizer(
+        "knn",
+        seed=0,
+        batch_size=10_000,
+        upload_precision="float64",
+        rounds=2,
+        deduplicate=False,
+        grid_points=None,
+    ).fit(mixed_clients)
     before = list(synth.uploaded_bytes_)
     log = _record(synth)
     n = 300
@@ -58,15 +71,11 @@ def test_upload_volume_matches_remark_3_3(mixed_clients):
     per_row = sum(packed_size(j + 1) + coord.grids[c].size for j, c in enumerate(order) if j > 0)
     first = coord.grids[order[0]].size
     for k, b0 in enumerate(before):
-        # the configure round that declares the rows (and abstention counts, if any)
-        # are not the method's uploads
-        extra = sum(r.nbytes() for c, _, r in log if c == k and r.type == "configure")
-        extra += sum(
-            len("abstained") + len(str(r.config["abstained"]))
-            for c, _, r in log
-            if c == k and "abstained" in r.config
-        )
-        assert synth.uploaded_bytes_[k] - b0 - extra == 8 * (n * per_row + first)
+        replies = [r for c, _, r in log if c == k]
+        assert synth.uploaded_bytes_[k] - b0 == sum(r.nbytes() for r in replies)
+        # the configure round that declares the rows is not the method's upload
+        data = sum(a.nbytes for r in replies if r.type != "configure" for a in r.arrays.values())
+        assert data == 8 * (n * per_row + first)
 
 
 def test_check_reply_refuses_extra_or_misshaped_arrays():

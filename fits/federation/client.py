@@ -56,6 +56,7 @@ from fits.core.schema import (
     describe_table,
     parse_text_columns,
 )
+from fits.federation.codec import PRECISIONS, encode_block, encode_cdf, encode_hessian
 from fits.federation.policy import PolicyError, SitePolicy
 from fits.federation.protocol import ConfigValue, Message, ProtocolError
 from fits.federation.secure import SecureAggregator
@@ -69,8 +70,8 @@ __all__ = ["FITSClient", "MIN_CLIENT_ROWS", "check_columns"]
 MIN_CLIENT_ROWS = 2
 #: Half-width, in response bandwidths, of the band where Phi differs from a step.
 _BAND = 9.0
-#: The message types whose reply is summed over clients, and the summed array.
-_SUMMED = {"marginal": "F", "hessian": "S", "cdf": "F"}
+#: The message types whose reply is summed over clients, and the summed arrays.
+_SUMMED = {"marginal": ("F",), "hessian": ("S",), "cdf": ("F",), "block": ("S", "T")}
 #: Numbers per block of neighbour-list work (about 2 MB): small enough for the cache.
 _BLOCK_VALUES = 1 << 18
 
@@ -247,6 +248,7 @@ class FITSClient:
             "marginal": self._marginal,
             "hessian": self._hessian,
             "cdf": self._cdf,
+            "block": self._block,
         }.get(message.type)
         if handler is None:
             raise ProtocolError(f"{self.name}: unknown message type {message.type!r}")
@@ -258,6 +260,11 @@ class FITSClient:
         try:
             if message.type in _SUMMED:
                 self._spend(message)
+            precision = message.config.get("precision", "float64")
+            if precision not in PRECISIONS:
+                raise ProtocolError(
+                    f"{self.name}: unknown upload precision {precision!r}; one of {PRECISIONS}"
+                )
             reply = handler(message)
         except PolicyError as exc:
             self._log({**entry, "outcome": "refused", "reason": str(exc)})
@@ -267,6 +274,8 @@ class FITSClient:
             raise
         if message.config.get("secure", False) and message.type in _SUMMED:
             reply = self._masked(message, reply)
+        elif message.type in ("hessian", "cdf", "block"):
+            reply = _encoded(message, reply)
         self.timings[message.type] += time.perf_counter() - start
         entry["outcome"] = "answered"
         if self._abstained is not None and self._abstained.size:
@@ -304,7 +313,7 @@ class FITSClient:
         else:
             queries = np.asarray(msg.arrays.get("queries", np.zeros((0, 0))))
             n = int(queries.shape[0]) if queries.ndim else 0
-            if msg.type == "hessian":
+            if msg.type in ("hessian", "block"):
                 digest = hashlib.sha256(np.ascontiguousarray(queries).tobytes()).hexdigest()
                 if "weight_exponent" in msg.arrays and self._last_queries.get(column) == digest:
                     return  # secure aggregation asks the same points again, scaled
@@ -319,7 +328,7 @@ class FITSClient:
                 f"declared rows + extra_queries={self.policy.extra_queries})"
             )
         self._asked[key] = used + n
-        if msg.type == "hessian":
+        if msg.type in ("hessian", "block"):
             self._last_queries[column] = digest
 
     def policy_state(self) -> dict[str, Any]:
@@ -390,14 +399,16 @@ class FITSClient:
                 f"{self.name}: secure aggregation was asked for, but this client was not "
                 "set up and configured with it"
             )
-        name = _SUMMED[message.type]
         c = message.config
-        label = f"{message.type}|{c.get('request', '')}|{c['column']}|{c.get('scheme', '')}|{name}"
         arrays = dict(reply.arrays)
-        try:
-            arrays[name] = self._secure.mask(arrays[name], label)
-        except ValueError as exc:  # name the site and the column, not only the value
-            raise ValueError(f"{self.name}, column {c['column']!r}: {exc}") from exc
+        for name in _SUMMED[message.type]:
+            label = (
+                f"{message.type}|{c.get('request', '')}|{c['column']}|{c.get('scheme', '')}|{name}"
+            )
+            try:
+                arrays[name] = self._secure.mask(arrays[name], label)
+            except ValueError as exc:  # name the site and the column, not only the value
+                raise ValueError(f"{self.name}, column {c['column']!r}: {exc}") from exc
         return Message(reply.type, arrays, reply.config)
 
     @property
@@ -916,6 +927,10 @@ class FITSClient:
         """Step 1: S_k(x) = sum_i w_i U_i U_i' with U_i = (1, h_i - x) (eq. 5)."""
         wts = self._weights_for(msg)
         d = self._position(msg)
+        return Message("hessian", {"S": self._hessians(wts, d)}, self._abstention(wts))
+
+    def _hessians(self, wts: _Weights, d: int) -> np.ndarray:
+        """The packed upper triangles of S_k(x) (eq. 5), one row per query."""
         b, p = wts.x.shape[0], d + 1
         iu = np.triu_indices(p)
         if wts.idx is None:  # dense: raw moments by matrix products, then shift to x
@@ -943,7 +958,7 @@ class FITSClient:
             if wts.s is None:
                 raise TypeError("weights on neighbour lists come with their Hessians")
             s = wts.s
-        return Message("hessian", {"S": s[:, iu[0], iu[1]]}, self._abstention(wts))
+        return s[:, iu[0], iu[1]]
 
     def _abstention(self, wts: _Weights) -> dict[str, ConfigValue]:
         """The reply config that says how many queries this site abstained from."""
@@ -962,31 +977,70 @@ class FITSClient:
                 f"{self.name}: q has shape {q.shape}, expected ({len(wts.x)}, {d + 1})"
             )
         if wts.idx is None:
-            phi = self._response_matrix(d)
             hc = self.z[:, :d] - self.center[:d]
             xc = wts.x - self.center[:d]
             a = q[:, 0] - np.einsum("ij,ij->i", q[:, 1:], xc)
             alpha = q[:, 1:] @ hc.T
             alpha += a[:, None]
             alpha *= wts.w
-            f = alpha @ phi
         else:
             b, c = wts.idx.shape
             alpha = np.empty((b, c))
             for lo, hi, u in self._knn_blocks(wts):
                 np.matmul(u, q[lo:hi, :, None], out=alpha[lo:hi, :, None])
             alpha *= wts.w
-            first, band = self._response_parts(d)
-            size = self.grids[self.columns[d]].size + 1
-            flat = (np.arange(b)[:, None] * size + first[wts.idx]).ravel()
-            steps = np.bincount(flat, weights=alpha.ravel(), minlength=b * size)
-            f = np.cumsum(steps.reshape(b, size), axis=1)[:, :-1]
-            mat = sparse.csr_matrix(
-                (alpha.ravel(), wts.idx.ravel(), np.arange(0, b * c + 1, c)),
-                shape=(b, self.n_rows),
-            )
-            f += (mat @ band).toarray()
+        f = self._phi_sums(wts, d, alpha)
         return Message("cdf", {"F": np.ascontiguousarray(f)}, self._abstention(wts))
+
+    def _phi_sums(self, wts: _Weights, d: int, alpha: np.ndarray) -> np.ndarray:
+        """sum_i alpha_bi Phi((z_l - y_i) / w_i) for every query b and grid point l (eq. 9).
+
+        ``alpha`` holds one coefficient per row (dense weights) or per neighbour.
+        """
+        if wts.idx is None:
+            return alpha @ self._response_matrix(d)
+        b, c = wts.idx.shape
+        first, band = self._response_parts(d)
+        size = self.grids[self.columns[d]].size + 1
+        flat = (np.arange(b)[:, None] * size + first[wts.idx]).ravel()
+        steps = np.bincount(flat, weights=alpha.ravel(), minlength=b * size)
+        f = np.cumsum(steps.reshape(b, size), axis=1)[:, :-1]
+        mat = sparse.csr_matrix(
+            (alpha.ravel(), wts.idx.ravel(), np.arange(0, b * c + 1, c)),
+            shape=(b, self.n_rows),
+        )
+        f += (mat @ band).toarray()
+        return f
+
+    def _block(self, msg: Message) -> Message:
+        """One round: S_k(x) (eq. 5) and the response block T_k(x), (d + 1) x L with
+        T_jl = sum_i w_i U_ij Phi((z_l - y_i) / w_i), U_i = (1, h_i - x).
+
+        The coordinator sums both over sites and forms F(z_l | x) = e1' S^-1 T_l itself:
+        eqs. 7-10 with the sums taken before the solve instead of after it (the same
+        number, since q' sum_k T_k = sum_k q' T_k).
+        """
+        wts = self._weights_for(msg)
+        self._cache.weights = None  # one message closes the request
+        d = self._position(msg)
+        s = self._hessians(wts, d)
+        b, p = wts.x.shape[0], d + 1
+        block = np.empty((b, p, self.grids[self.columns[d]].size))
+        if wts.idx is None:
+            hc = self.z[:, :d] - self.center[:d]
+            xc = wts.x - self.center[:d]
+            block[:, 0] = self._phi_sums(wts, d, wts.w)
+            for j in range(d):  # (h_ij - x_j) = (hc_ij - xc_bj)
+                block[:, j + 1] = self._phi_sums(wts, d, wts.w * hc[:, j][None, :])
+                block[:, j + 1] -= xc[:, j][:, None] * block[:, 0]
+        else:
+            c = wts.idx.shape[1]
+            u_w = np.empty((b, c, p))
+            for lo, hi, u in self._knn_blocks(wts):
+                np.multiply(u, wts.w[lo:hi, :, None], out=u_w[lo:hi])
+            for j in range(p):
+                block[:, j] = self._phi_sums(wts, d, np.ascontiguousarray(u_w[:, :, j]))
+        return Message("block", {"S": s, "T": block}, self._abstention(wts))
 
     def _marginal(self, msg: Message) -> Message:
         """First column: sum_i K((z - y_i) / w_z) on the grid (eq. 16, unnormalized)."""
@@ -997,6 +1051,22 @@ class FITSClient:
             self._abstained = np.zeros(1, dtype=np.int64)
             return Message("marginal", {"F": np.zeros(phi.shape[1])}, {"abstained": 1})
         return Message("marginal", {"F": phi[self.valid[:, j]].sum(axis=0)})
+
+
+def _encoded(message: Message, reply: Message) -> Message:
+    """A hessian, cdf or block reply in the precision the request asks for
+    (:mod:`fits.federation.codec`; float64 sends the arrays as they are)."""
+    precision = str(message.config.get("precision", "float64"))
+    if precision == "float64":
+        return reply
+    p = int(np.shape(message.arrays["queries"])[1]) + 1
+    if message.type == "hessian":
+        arrays = encode_hessian(reply.arrays["S"], p, precision)
+    elif message.type == "cdf":
+        arrays = encode_cdf(reply.arrays["F"], precision)
+    else:
+        arrays = encode_block(reply.arrays["S"], reply.arrays["T"], p, precision)
+    return Message(reply.type, arrays, reply.config)
 
 
 def _one_hot(codes: np.ndarray, levels: int) -> np.ndarray:

@@ -19,6 +19,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
+from scipy.interpolate import PchipInterpolator
 
 from fits.core.cdf import (
     COLLINEARITY_THRESHOLD,
@@ -35,11 +36,12 @@ from fits.core.cdf import (
 )
 from fits.core.continualization import Encoder
 from fits.core.schema import Schema, merge_descriptions, missing_flag, point_mass_flag
+from fits.federation.codec import PRECISIONS, decode_block, decode_cdf, decode_hessian
 from fits.federation.protocol import ConfigValue, Message, ProtocolError
 from fits.federation.secure import unmask_sum
 from fits.federation.transport import Transport
 
-__all__ = ["Coordinator", "MAX_BATCH"]
+__all__ = ["Coordinator", "MAX_BATCH", "ROUNDS"]
 
 #: Total kernel weight at or below which a query is "far from all data" (degenerate).
 DEGENERATE_WEIGHT = 1e-250
@@ -51,8 +53,21 @@ _SECURE_MAX_EXPONENT = 1100
 ProgressCallback = Callable[[str, int, int], None]
 
 
+def _refined(grid: np.ndarray, per: int) -> np.ndarray:
+    """``grid`` with ``per`` equally spaced points in every interval (its own included)."""
+    steps = np.arange(per) / per
+    inner = grid[:-1, None] + np.diff(grid)[:, None] * steps[None, :]
+    return np.append(inner.ravel(), grid[-1])
+
+
 #: Most queries per message by default (the coordinator holds B x G sums).
 MAX_BATCH = 8192
+#: Bytes a value takes on the wire at each precision (fixed16: the int16 values).
+_VALUE_BYTES = {"float64": 8, "float32": 4, "fixed16": 2}
+#: Points per interval of a quantile grid where draws evaluate the interpolated CDF.
+REFINE = 8
+#: Rounds per chain column: "auto" (chosen per column), 1 or 2.
+ROUNDS = ("auto", 1, 2)
 
 
 class Coordinator:
@@ -100,6 +115,33 @@ class Coordinator:
         other client.  Default 1 (two peers each): the coordinator would have to
         collude with both of a client's peers to see its uploads.  Each peer costs one
         pseudo-random stream the size of the client's upload.
+    precision : {"fixed16", "float32", "float64"}
+        How the sites write their Hessians and CDF vectors on the wire
+        (:mod:`fits.federation.codec`, which states each one's error bound).  Default
+        ``"fixed16"``: Hessians as float32 diagonals and 16-bit correlations, CDF vectors
+        as 16-bit fixed point with one float32 scale per query.  ``"float64"`` is exact.
+        Secure aggregation always sends its own exact fixed point.
+    rounds : {"auto", 1, 2}
+        Message rounds per batch of queries.  2: Algorithm 1 as written (Hessians, then
+        CDF vectors given q).  1: each site sends its Hessians and its (d + 1) x L
+        response blocks in one message and the coordinator solves (``block``
+        messages; the same estimate up to rounding).  ``"auto"`` (default): per column
+        and batch, one round where the bytes it adds are at most what the transport
+        carries in one round's latency (:meth:`one_round`; docs/benchmarks.md, "Bytes").
+    grid_points : int, optional
+        Quantile grids (fits' choice for communication-efficient grids, which the paper
+        leaves open): every continuous column after the first is evaluated on
+        ``grid_points`` points -- the ends of its :func:`default_grid` and the quantiles
+        at levels k / (grid_points - 1) of its federated smoothed marginal (eq. 16, asked
+        once per column on the default grid) -- so the points sit where the column's
+        mass is and none where its CDF is flat.  Draws interpolate the conditional CDF
+        between them monotonically (PCHIP, Fritsch-Carlson), evaluated on
+        :data:`REFINE` points per interval, then invert it linearly (eq. 17).  None
+        (default): the default grid of ``grid_size`` points.
+    deduplicate : bool
+        Send each distinct query point once per column (after the midpoint substitution
+        of discrete covariates, eq. 24, which the sites apply anyway) and reuse its
+        answer for every row that asks it (default True; the output does not change).
     """
 
     def __init__(
@@ -117,6 +159,10 @@ class Coordinator:
         memory_budget: int = 2**25,
         secure: bool = False,
         mask_neighbours: int | None = 1,
+        precision: str = "fixed16",
+        rounds: str | int = "auto",
+        deduplicate: bool = True,
+        grid_points: int | None = None,
     ) -> None:
         if grid_size < 3:
             raise ValueError("grid_size must be at least 3")
@@ -130,6 +176,18 @@ class Coordinator:
             raise ValueError(f"monotone must be one of {MONOTONE_METHODS}")
         if discrete_sampling not in DISCRETE_SAMPLING:
             raise ValueError(f"discrete_sampling must be one of {DISCRETE_SAMPLING}")
+        if precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+        if rounds not in ROUNDS:
+            raise ValueError(f"rounds must be one of {ROUNDS}, got {rounds!r}")
+        self.precision = precision
+        self.rounds = rounds
+        self.deduplicate = bool(deduplicate)
+        if grid_points is not None and grid_points < 3:
+            raise ValueError(f"grid_points must be at least 3 (or None), got {grid_points!r}")
+        self.grid_points = grid_points
+        #: Columns on quantile grids: the points draws interpolate to (see grid_points).
+        self.fine_grids: dict[str, np.ndarray] = {}
         self.transport = transport
         self.grid_size = grid_size
         self.ridge = ridge
@@ -273,6 +331,54 @@ class Coordinator:
         self._asked = {}
         self._declare(int(rows))
         self._marginals.clear()
+        self.fine_grids = {}
+        if self.grid_points is not None:
+            self._quantile_grids(set(grids or {}), int(rows))
+
+    def _quantile_grids(self, given: set[str], rows: int) -> None:
+        """Replace the grids of the continuous columns after the first by quantile grids
+        (see ``grid_points``) and send them to the sites in another configure round."""
+        assert self.schema is not None
+        targets = [
+            c
+            for c in self.schema.order[1:]
+            if c not in given and not self.encoders[c].spec.is_discrete
+        ]
+        if not targets:
+            return
+        new = {}
+        for column in targets:
+            grid = self.grids[column]
+            cdf = self.marginal_cdf(column)  # one marginal round, on the default grid
+            levels = np.linspace(0.0, 1.0, self.grid_points)[1:-1]  # type: ignore[arg-type]
+            inner = inverse_cdf(np.broadcast_to(cdf, (levels.size, grid.size)), grid, levels)
+            points = np.unique(np.concatenate([[grid[0]], inner, [grid[-1]]]))
+            keep = np.concatenate([[True], np.diff(points) > 1e-9 * (grid[-1] - grid[0])])
+            new[column] = points[keep]
+            self.fine_grids[column] = _refined(new[column], REFINE)
+        self.grids.update(new)
+        self._configure_messages = [
+            Message(
+                m.type,
+                {**m.arrays, **{f"grid:{c}": g for c, g in new.items()}},
+                m.config,
+            )
+            for m in self._configure_messages
+        ]
+        self._declare(rows)
+        self._marginals.clear()
+
+    def _draw(self, column: str, cdf: np.ndarray, u: np.ndarray) -> np.ndarray:
+        """Inverse-CDF draws (eq. 17) from CDFs on the column's grid; on a quantile grid,
+        from their monotone (PCHIP) interpolation on the refined grid."""
+        grid = self.grids[column]
+        fine = self.fine_grids.get(column)
+        if fine is None:
+            return inverse_cdf(cdf, grid, u)
+        smooth = PchipInterpolator(grid, cdf, axis=1)(fine)
+        np.clip(smooth, 0.0, 1.0, out=smooth)
+        np.maximum.accumulate(smooth, axis=1, out=smooth)  # rounding only: PCHIP is monotone
+        return inverse_cdf(smooth, fine, u)
 
     def _declare(self, rows: int) -> None:
         """(Re)send the configure messages with ``rows`` declared; keep the sites' replies."""
@@ -331,6 +437,46 @@ class Coordinator:
             total += r.arrays[name]
         return total
 
+    def _wire_precision(self) -> str:
+        """The precision the sites are asked for (secure aggregation: always exact)."""
+        return "float64" if self.secure else self.precision
+
+    def _summed(self, replies: list[Message], kind: str, p: int) -> tuple[np.ndarray, ...]:
+        """Sums over the sites of a hessian (S), cdf (F) or block (S, T) reply's values,
+        each site's reply decoded first (:mod:`fits.federation.codec`)."""
+        names = {"hessian": ("S",), "cdf": ("F",), "block": ("S", "T")}[kind]
+        if self.secure:
+            return tuple(unmask_sum([r.arrays[n] for r in replies]) for n in names)
+        precision = self.precision
+        total: list[np.ndarray] = []
+        for r in replies:  # in client order
+            if kind == "hessian":
+                parts: tuple[np.ndarray, ...] = (decode_hessian(r.arrays, p, precision),)
+            elif kind == "cdf":
+                parts = (decode_cdf(r.arrays, precision),)
+            else:
+                parts = decode_block(r.arrays, p, precision)
+            total = list(parts) if not total else [t + x for t, x in zip(total, parts, strict=True)]
+        return tuple(total)
+
+    def one_round(self, column: str, queries: int = 1) -> bool:
+        """Whether a batch of ``queries`` points of ``column`` takes one message round.
+
+        With ``rounds="auto"``: when the bytes the one round adds over the two, the
+        response block's d extra rows for every site (``queries * K * d * L`` values at
+        the wire precision), are at most what the transport carries in the time of one
+        round, ``transport.round_cost_bytes`` (0 in process, where a round costs no
+        latency, so two rounds always upload less).
+        """
+        if self.rounds != "auto":
+            return self.rounds == 1
+        if self.schema is None:
+            raise RuntimeError("run setup() first")
+        d = self.schema.order.index(column)
+        value = 32 if self.secure else _VALUE_BYTES[self.precision]  # secure: 4 limbs
+        extra = queries * self.transport.n_clients * d * self.grids[column].size * value
+        return extra <= getattr(self.transport, "round_cost_bytes", 0)
+
     @staticmethod
     def _rescale(s00: np.ndarray, exponent: np.ndarray) -> np.ndarray | None:
         """Secure aggregation: new weight exponents for queries with too little weight.
@@ -388,6 +534,8 @@ class Coordinator:
         b, d = x.shape
         p = d + 1
         grid = self.grids[column]
+        one = self.one_round(column, b)
+        precision = self._wire_precision()
         exponent = np.zeros(b, dtype=np.int64)  # weights scaled by 2^exponent (secure)
         while True:
             config: dict[str, ConfigValue] = {
@@ -395,13 +543,18 @@ class Coordinator:
                 "request": f"r{next(self._requests)}",
                 "scheme": scheme,
                 **self._secure_flag(),
+                **({"precision": precision} if precision != "float64" else {}),
             }
             arrays = {"queries": x}
             if exponent.any():
                 arrays["weight_exponent"] = exponent
-            step1 = Message("hessian", arrays, config)
+            if one:
+                step1 = Message("block", arrays, {**config, "grid_size": grid.size})
+            else:
+                step1 = Message("hessian", arrays, config)
             replies = self.transport.broadcast(step1)
-            packed = self._total(replies, "S")
+            sums = self._summed(replies, step1.type, p)
+            packed = sums[0]
             rescale = self._rescale(packed[:, 0], exponent) if self.secure else None
             if rescale is None:
                 self._count_abstentions(replies)
@@ -423,8 +576,10 @@ class Coordinator:
         total_weight = np.ldexp(s[:, 0, 0], -exponent)  # S_00 before any scaling
         degenerate = ~(total_weight > DEGENERATE_WEIGHT) | ~np.all(np.isfinite(q), axis=1)
         q[degenerate] = 0.0
+        if one:  # F(z_l | x) = q' T_l, the sum over sites taken before the solve
+            return np.einsum("bp,bpl->bl", q, sums[1]), degenerate
         step2 = Message("cdf", {**arrays, "q": q}, {**config, "grid_size": grid.size})
-        f = self._total(self.transport.broadcast(step2), "F")
+        (f,) = self._summed(self.transport.broadcast(step2), "cdf", p)
         return f, degenerate
 
     def _by_mass(self, column: str) -> bool:
@@ -513,12 +668,41 @@ class Coordinator:
             raise ValueError(f"{column!r} is not a discrete column sampled by mass")
         x = self._queries(column, queries)
         self._ask([column], x.shape[0])
+        width = self.encoders[column].spec.n_levels
+        return self._by_distinct(x, width, lambda xs: self._masses_batch(column, xs))
+
+    def _distinct(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The distinct query points of ``x`` and, per row, the index of its own.
+
+        Discrete coordinates are moved to their interval midpoints first (eq. 24), as
+        every site does on arrival, so rows that differ only within a category's
+        interval ask the same question.  Without ``deduplicate``, or with no repeat,
+        ``x`` itself and 0..n-1.
+        """
+        identity = np.arange(x.shape[0])
+        if not self.deduplicate or x.shape[0] < 2:
+            return x, identity
+        assert self.schema is not None
+        keys = np.array(x, dtype=float, copy=True)
+        for k, name in enumerate(self.schema.order[: x.shape[1]]):
+            enc = self.encoders[name]
+            if enc.spec.is_discrete:
+                keys[:, k] = enc.midpoints[enc.ceil(keys[:, k])]
+        distinct, inverse = np.unique(keys, axis=0, return_inverse=True)
+        if distinct.shape[0] == x.shape[0]:
+            return x, identity
+        return distinct, inverse.ravel()
+
+    def _by_distinct(
+        self, x: np.ndarray, width: int, estimate: Callable[[np.ndarray], np.ndarray]
+    ) -> np.ndarray:
+        """``estimate`` of every row of ``x`` in batches, each distinct point asked once."""
+        distinct, inverse = self._distinct(x)
         step = self._batch()
-        out = np.empty((x.shape[0], self.encoders[column].spec.n_levels))
-        for start in range(0, x.shape[0], step):
-            sl = slice(start, start + step)
-            out[sl] = self._masses_batch(column, x[sl])
-        return out
+        found = np.empty((distinct.shape[0], width))
+        for start in range(0, distinct.shape[0], step):
+            found[start : start + step] = estimate(distinct[start : start + step])
+        return found if distinct is x else found[inverse]
 
     def _queries(self, column: str, queries: np.ndarray) -> np.ndarray:
         if self.schema is None or not self.grids:
@@ -554,12 +738,8 @@ class Coordinator:
         """
         x = self._queries(column, queries)
         self._ask([column], x.shape[0])
-        step = self._batch()
-        out = np.empty((x.shape[0], self.grids[column].size))
-        for start in range(0, x.shape[0], step):
-            sl = slice(start, start + step)
-            out[sl] = self._estimate_batch(column, x[sl], postprocess)
-        return out
+        width = self.grids[column].size
+        return self._by_distinct(x, width, lambda xs: self._estimate_batch(column, xs, postprocess))
 
     # ---------------------------------------------------------------- generation
     def sample(
@@ -622,16 +802,28 @@ class Coordinator:
                     hit = ~absent & (self.encoders[flag].ceil(out[:, pos]) == 1)
                     out[hit, j] = value
                     absent |= hit
-            for start in range(0, n, step):
-                rows = np.arange(start, min(start + step, n))
-                rows = rows[~absent[rows]]
-                if rows.size:
+            rows = np.flatnonzero(~absent)
+            if not rows.size and progress:
+                progress(column, n, n)
+            distinct, inverse = self._distinct(out[rows, :j])
+            # rows grouped by their distinct query; each batch of distinct queries is
+            # asked once, then the rows that share them draw (each with its own u)
+            grouped = np.argsort(inverse, kind="stable")
+            rows, inverse = rows[grouped], inverse[grouped]
+            for start in range(0, distinct.shape[0], step):
+                stop = min(start + step, distinct.shape[0])
+                if by_mass:
+                    est = self._masses_batch(column, distinct[start:stop])
+                else:
+                    est = self._estimate_batch(column, distinct[start:stop], True)
+                lo, hi = np.searchsorted(inverse, [start, stop])
+                for first in range(lo, hi, step):
+                    part = slice(first, min(first + step, hi))
+                    r, e = rows[part], est[inverse[part] - start]
                     if by_mass:
-                        p = self._masses_batch(column, out[rows, :j])
-                        out[rows, j] = inverse_masses(p, bounds, u[rows, j])
+                        out[r, j] = inverse_masses(e, bounds, u[r, j])
                     else:
-                        cdf = self._estimate_batch(column, out[rows, :j], True)
-                        out[rows, j] = inverse_cdf(cdf, grid, u[rows, j])
+                        out[r, j] = self._draw(column, e, u[r, j])
                 if progress:
-                    progress(column, min(start + step, n), n)
+                    progress(column, int(absent.sum()) + int(hi), n)
         return out

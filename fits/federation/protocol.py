@@ -23,9 +23,22 @@ hessian      config ``column``, ``request``, ``scheme``;  ``S`` (B, p(p+1)/2): u
 cdf          config ``column``, ``request``, ``scheme``,  ``F`` (B, L): local CDF vector per
              ``grid_size``; arrays ``queries`` (B, d),   query (eq. 9)
              ``q`` (B, p)
+block        as hessian, with ``grid_size``              ``S`` as hessian and ``T`` (B, p, L):
+                                                         the response block sum_i w_i U_i
+                                                         Phi((z_l - y_i) / w_i) (one round
+                                                         per column instead of two)
 ===========  ==========================================  ===================================
 
-A marginal, hessian or cdf reply may add config ``abstained`` (int): the number of
+A hessian, cdf or block request may carry config ``precision`` (``"float32"`` or
+``"fixed16"``; absent: float64): the reply then holds the arrays of
+:func:`fits.federation.codec.reply_arrays` (for example ``S_exp``, ``S_diag``,
+``S_corr`` for a fixed16 Hessian) instead of ``S`` / ``F`` / ``T``; each precision's
+error bound is stated in :mod:`fits.federation.codec`.
+
+:meth:`Message.to_bytes` is the wire format of a transport without its own, and
+:meth:`Message.nbytes` its exact length, which the transports count.
+
+A marginal, hessian, cdf or block reply may add config ``abstained`` (int): the number of
 queries the site answered with zeros under its policy's effective-rows floor
 (:mod:`fits.federation.policy`).
 
@@ -36,7 +49,7 @@ With secure aggregation (:mod:`fits.federation.secure`) the requests carry confi
 setup reply adds ``public_key`` (32,) uint8 (X25519), the configure request adds
 ``secure_keys`` (K, 32) uint8 (and config ``secure_neighbours``), and ``F`` / ``S``
 are sent masked: uint64 with a first axis of :data:`fits.federation.secure.LIMBS` fixed-point
-limbs.  A hessian / cdf request may then carry ``weight_exponent`` (B,) integers: the
+limbs (always at float64 precision).  A hessian / cdf / block request may then carry ``weight_exponent`` (B,) integers: the
 client multiplies its weights for query b by 2^weight_exponent[b] (the estimate does
 not change; it keeps tiny weights above the fixed point's resolution).
 
@@ -75,11 +88,13 @@ lsa_round       ``theta`` (M+1, d); config ``round``,   ``theta`` (M+1, d): the 
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from fits.federation.codec import reply_arrays
 from fits.federation.secure import KEY_BYTES, LIMBS
 
 __all__ = [
@@ -92,7 +107,7 @@ __all__ = [
 ]
 
 #: The synthesis protocol's message types (analysis types: :data:`ANALYSIS_REPLIES`).
-MESSAGE_TYPES = ("setup", "configure", "marginal", "hessian", "cdf")
+MESSAGE_TYPES = ("setup", "configure", "marginal", "hessian", "cdf", "block")
 
 
 ConfigValue = str | int | float | bool
@@ -121,10 +136,123 @@ class Message:
     config: dict[str, ConfigValue] = field(default_factory=dict)
 
     def nbytes(self) -> int:
-        """Size of the payload in bytes (arrays plus config values as text)."""
-        n = sum(int(np.asarray(a).nbytes) for a in self.arrays.values())
-        n += sum(len(str(k)) + len(str(v).encode()) for k, v in self.config.items())
+        """Size of the message on the wire in bytes: ``len(self.to_bytes())``.
+
+        Computed without serializing: the arrays' data plus, per array, its name, dtype
+        and shape, and per config value its key, a type tag and the value
+        (:meth:`to_bytes` gives the layout).
+        """
+        n = len(_MAGIC) + _text_size(self.type) + 4
+        for name, a in self.arrays.items():
+            a = np.asarray(a)
+            n += _text_size(name) + _text_size(_dtype_code(a)) + 1 + 8 * a.ndim + a.nbytes
+        for key, value in self.config.items():
+            n += _text_size(key) + 1
+            n += 4 + len(str(value).encode()) if _tag(value) == b"s" else 8
         return n
+
+    def to_bytes(self) -> bytes:
+        """The message as bytes, the way a transport without its own format sends it.
+
+        Layout (little-endian): ``FITS1``; the type; the numbers of arrays and of config
+        values (2 bytes each); per array its name, dtype code (numpy's ``'<f8'`` etc.),
+        number of axes (1 byte), shape (8 bytes an axis) and data (C order); per config
+        value its key, a tag (``s``, ``i``, ``f``, ``b``) and the value (text with a
+        4-byte length, or 8 bytes).  Names and codes are UTF-8 with a 2-byte length.
+        """
+        out = bytearray(_MAGIC)
+        out += _text(self.type)
+        out += struct.pack("<HH", len(self.arrays), len(self.config))
+        for name, a in self.arrays.items():
+            a = np.ascontiguousarray(a)
+            out += _text(name) + _text(_dtype_code(a)) + struct.pack("<B", a.ndim)
+            out += struct.pack(f"<{a.ndim}Q", *a.shape)
+            out += a.astype(a.dtype.newbyteorder("<"), copy=False).tobytes()
+        for key, value in self.config.items():
+            tag = _tag(value)
+            out += _text(key) + tag
+            if tag == b"f":
+                out += struct.pack("<d", float(value))
+            elif tag != b"s":
+                out += struct.pack("<q", int(value))
+            else:
+                data = str(value).encode()
+                out += struct.pack("<I", len(data)) + data
+        return bytes(out)
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> Message:
+        """The message :meth:`to_bytes` wrote."""
+        view = memoryview(data)
+        if bytes(view[: len(_MAGIC)]) != _MAGIC:
+            raise ProtocolError("not a fits message (bad magic bytes)")
+        pos = len(_MAGIC)
+        mtype, pos = _read_text(view, pos)
+        n_arrays, n_config = struct.unpack_from("<HH", view, pos)
+        pos += 4
+        arrays: dict[str, np.ndarray] = {}
+        for _ in range(n_arrays):
+            name, pos = _read_text(view, pos)
+            code, pos = _read_text(view, pos)
+            (ndim,) = struct.unpack_from("<B", view, pos)
+            shape = struct.unpack_from(f"<{ndim}Q", view, pos + 1)
+            pos += 1 + 8 * ndim
+            dtype = np.dtype(code)
+            size = dtype.itemsize * int(np.prod(shape, dtype=np.int64))
+            arrays[name] = np.frombuffer(view[pos : pos + size], dtype=dtype).reshape(shape)
+            pos += size
+        config: dict[str, ConfigValue] = {}
+        for _ in range(n_config):
+            key, pos = _read_text(view, pos)
+            tag = bytes(view[pos : pos + 1])
+            pos += 1
+            if tag == b"s":
+                (length,) = struct.unpack_from("<I", view, pos)
+                config[key] = bytes(view[pos + 4 : pos + 4 + length]).decode()
+                pos += 4 + length
+                continue
+            raw = view[pos : pos + 8]
+            pos += 8
+            if tag == b"f":
+                config[key] = struct.unpack("<d", raw)[0]
+            else:
+                number = struct.unpack("<q", raw)[0]
+                config[key] = bool(number) if tag == b"b" else number
+        if pos != len(view):
+            raise ProtocolError("a fits message has trailing bytes")
+        return cls(mtype, arrays, config)
+
+
+_MAGIC = b"FITS1"
+
+
+def _tag(value: object) -> bytes:
+    """The wire tag of a config value: b(ool), i(nteger), f(loat) or s (text)."""
+    if isinstance(value, (bool, np.bool_)):
+        return b"b"
+    if isinstance(value, (int, np.integer)) and -(2**63) <= int(value) < 2**63:
+        return b"i"
+    if isinstance(value, (float, np.floating)):
+        return b"f"
+    return b"s"
+
+
+def _dtype_code(a: np.ndarray) -> str:
+    return a.dtype.newbyteorder("<").str if a.dtype.byteorder != "|" else a.dtype.str
+
+
+def _text(value: str) -> bytes:
+    data = value.encode()
+    return struct.pack("<H", len(data)) + data
+
+
+def _text_size(value: str) -> int:
+    return 2 + len(value.encode())
+
+
+def _read_text(view: memoryview, pos: int) -> tuple[str, int]:
+    (length,) = struct.unpack_from("<H", view, pos)
+    return bytes(view[pos + 2 : pos + 2 + length]).decode(), pos + 2 + length
 
 
 def packed_size(p: int) -> int:
@@ -214,18 +342,22 @@ def check_reply(request: Message, reply: Message) -> None:
     if mtype in ANALYSIS_REPLIES:
         _expect(reply, ANALYSIS_REPLIES[mtype](request), set())
         return
-    shape: tuple[int, ...]
     if mtype == "marginal":
-        name, shape = "F", (int(request.config["grid_size"]),)
-    elif mtype == "hessian":
+        expected = {"F": ((int(request.config["grid_size"]),), "float64")}
+    elif mtype in ("hessian", "cdf", "block"):
         b, d = request.arrays["queries"].shape
-        name, shape = "S", (b, packed_size(d + 1))
-    elif mtype == "cdf":
-        b = request.arrays["queries"].shape[0]
-        name, shape = "F", (b, int(request.config["grid_size"]))
+        grid_size = int(request.config.get("grid_size", 0))
+        precision = "float64" if secure else str(request.config.get("precision", "float64"))
+        try:
+            expected = reply_arrays(mtype, precision, b, d + 1, grid_size)
+        except ValueError as exc:
+            raise ProtocolError(f"{mtype} request: {exc}") from None
     else:
         raise ProtocolError(f"unknown message type {mtype!r}")
-    if secure:
-        _expect(reply, {name: (LIMBS, *shape)}, {"abstained"}, {name: "uint64"})
+    if secure:  # the summed arrays, masked (float64 precision only)
+        shapes = {name: (LIMBS, *shape) for name, (shape, _) in expected.items()}
+        dtypes = dict.fromkeys(expected, "uint64")
     else:
-        _expect(reply, {name: shape}, {"abstained"})
+        shapes = {name: shape for name, (shape, _) in expected.items()}
+        dtypes = {name: dtype for name, (_, dtype) in expected.items()}
+    _expect(reply, shapes, {"abstained"}, dtypes)
