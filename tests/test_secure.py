@@ -146,7 +146,8 @@ def test_pair_keys_are_x25519_hkdf_bound_to_the_pair_and_the_run():
 
 def test_synthesizer_with_secure_aggregation(mixed_clients):
     kernels = ["knn", "gaussian", "knn"]
-    plain = FITSSynthesizer(kernels, seed=7).fit(mixed_clients).sample(500)
+    plain = FITSSynthesizer(kernels, seed=7, upload_precision="float64")
+    plain = plain.fit(mixed_clients).sample(500)
     synth = FITSSynthesizer(kernels, seed=7, secure_aggregation=True).fit(mixed_clients)
     seen: list[tuple[str, dict[str, np.ndarray]]] = []
     synth.coordinator.transport.observers.append(
@@ -211,7 +212,7 @@ def test_secure_runs_cover_missing_values_point_masses_and_fallbacks(mixed_clien
     frame = pd.DataFrame({"g": g, "age": age, "hours": hours, "score": score})
     tables = [frame.iloc[:400], frame.iloc[400:700], frame.iloc[700:]]
     kernels = ["gaussian", "knn", "gaussian"]
-    plain = FITSSynthesizer(kernels, seed=1).fit(tables)
+    plain = FITSSynthesizer(kernels, seed=1, upload_precision="float64").fit(tables)
     secure = FITSSynthesizer(kernels, seed=1, secure_aggregation=True).fit(tables)
     indicators = [c.indicates for c in secure.coordinator.schema.columns if c.indicates]
     assert indicators == ["hours", "score"]

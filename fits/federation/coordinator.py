@@ -118,9 +118,10 @@ class Coordinator:
     precision : {"fixed16", "float32", "float64"}
         How the sites write their Hessians and CDF vectors on the wire
         (:mod:`fits.federation.codec`, which states each one's error bound).  Default
+        ``"float64"``: exact, as the paper's estimator (``FITSSynthesizer`` asks for
         ``"fixed16"``: Hessians as float32 diagonals and 16-bit correlations, CDF vectors
-        as 16-bit fixed point with one float32 scale per query.  ``"float64"`` is exact.
-        Secure aggregation always sends its own exact fixed point.
+        as 16-bit fixed point with one float32 scale per query).  Secure aggregation
+        always sends its own exact fixed point.
     rounds : {"auto", 1, 2}
         Message rounds per batch of queries.  2: Algorithm 1 as written (Hessians, then
         CDF vectors given q).  1: each site sends its Hessians and its (d + 1) x L
@@ -159,7 +160,7 @@ class Coordinator:
         memory_budget: int = 2**25,
         secure: bool = False,
         mask_neighbours: int | None = 1,
-        precision: str = "fixed16",
+        precision: str = "float64",
         rounds: str | int = "auto",
         deduplicate: bool = True,
         grid_points: int | None = None,

@@ -49,9 +49,10 @@ With secure aggregation (:mod:`fits.federation.secure`) the requests carry confi
 setup reply adds ``public_key`` (32,) uint8 (X25519), the configure request adds
 ``secure_keys`` (K, 32) uint8 (and config ``secure_neighbours``), and ``F`` / ``S``
 are sent masked: uint64 with a first axis of :data:`fits.federation.secure.LIMBS` fixed-point
-limbs (always at float64 precision).  A hessian / cdf / block request may then carry ``weight_exponent`` (B,) integers: the
-client multiplies its weights for query b by 2^weight_exponent[b] (the estimate does
-not change; it keeps tiny weights above the fixed point's resolution).
+limbs (always at float64 precision).  A hessian / cdf / block request may then carry
+``weight_exponent`` (B,) integers: the client multiplies its weights for query b by
+2^weight_exponent[b] (the estimate does not change; it keeps tiny weights above the
+fixed point's resolution).
 
 Federated analysis (:mod:`fits.analysis`) sites answer ``setup`` as above and these
 message types (:data:`ANALYSIS_REPLIES` gives each reply's arrays and shapes as a function of
