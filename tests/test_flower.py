@@ -175,7 +175,8 @@ def test_sites_send_only_protocol_arrays(site_files):
     paths, kinds, _ = site_files
     grid = FakeGrid(_node_configs(paths))
     transport = FlowerTransport(grid, grid.get_node_ids())
-    synth = FITSSynthesizer(seed=0, kinds=kinds).fit(transport)
+    # the paper's float64 wire (the fixed16 arrays: tests/test_codec.py)
+    synth = FITSSynthesizer(seed=0, kinds=kinds, upload_precision="float64").fit(transport)
     synth.sample(40)
     assert transport.client_names == sorted(KERNELS)  # sorted by name after setup
     kinds_seen = set()
@@ -210,10 +211,12 @@ def test_site_policy_and_audit_from_node_config_hold_across_messages(site_files,
         lines = [json.loads(x) for x in Path(cfg["audit"]).read_text().splitlines()]
         assert {e["site"] for e in lines} == {cfg["name"]}
         types = [e["type"] for e in lines]
-        # setup, configure (fit), configure (rows declared), then the columns; the
-        # replays of configure before every message are not logged
-        assert types[:3] == ["setup", "configure", "configure"] and types.count("configure") == 2
-        assert lines[2]["rows"] == 100 and lines[2]["policy"]["queries_per_column"] == 1300
+        # setup, configure (fit), a marginal per continuous column after the first and
+        # configure (their quantile grids), configure (rows declared), then the columns;
+        # the replays of configure before every message are not logged
+        assert types[:2] == ["setup", "configure"] and types.count("configure") == 3
+        declared = [e for e in lines if e["type"] == "configure"][-1]
+        assert declared["rows"] == 100 and declared["policy"]["queries_per_column"] == 1300
         assert {"marginal", "hessian", "cdf"} <= set(types)
     # a strict policy: 100 query points per column; batches of 60 exceed it at the second
     policy = tmp_path / "strict.json"
@@ -269,12 +272,12 @@ def test_real_superlink_and_three_supernodes_equal_in_process(site_files, tmp_pa
     # what each site sent, as the coordinator received it: protocol arrays only
     lines = [json.loads(line) for line in audit.read_text().splitlines()]
     assert {line["site"] for line in lines} == set(KERNELS)
-    allowed = {
+    allowed = {  # the hessian and cdf replies in fixed16, FITSSynthesizer's default
         "setup": {"n_rows"},
         "configure": {"n_rows"},
         "marginal": {"F"},
-        "hessian": {"S"},
-        "cdf": {"F"},
+        "hessian": {"S_exp", "S_diag", "S_corr"},
+        "cdf": {"F_scale", "F_fixed"},
     }
     for line in lines:
         assert set(line["arrays"]) == allowed[line["type"]]
@@ -282,7 +285,7 @@ def test_real_superlink_and_three_supernodes_equal_in_process(site_files, tmp_pa
         # say how many queries the site abstained from
         assert set(line["config"]) <= {"description", "name", "policy", "abstained"}
         if line["type"] == "hessian":
-            rows, width = line["arrays"]["S"][0]
+            rows, width = line["arrays"]["S_corr"][0]
             assert rows <= 400 and width <= packed_size(len(order))
     assert sum(line["type"] == "cdf" for line in lines) >= 3 * (len(order) - 1)
 
