@@ -240,12 +240,11 @@ def test_one_round_fixed16_close_to_two_rounds(mixed_clients):
 def test_auto_rounds_trade_added_bytes_against_the_round_cost(mixed_clients):
     synth = FITSSynthesizer("knn", seed=0, site_policy=OPEN, batch_size=50).fit(mixed_clients)
     coord = synth.coordinator
-    transport = coord.transport
-    assert transport.round_cost_bytes == 0  # in process: two rounds, fewer bytes
+    assert coord.round_cost_bytes == 0  # by default: two rounds, fewer bytes
     assert not any(coord.one_round(c, 50) for c in coord.schema.order[1:])
     # a link that carries 20 kB in one round's latency: one round where a batch of 50
     # adds at most that (50 queries x 3 sites x d x L x 2 bytes)
-    transport.round_cost_bytes = 20_000
+    coord.round_cost_bytes = 20_000
     for column in coord.schema.order[1:]:
         d = coord.schema.order.index(column)
         extra = 50 * 3 * d * coord.grids[column].size * 2

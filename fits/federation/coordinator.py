@@ -127,8 +127,14 @@ class Coordinator:
         CDF vectors given q).  1: each site sends its Hessians and its (d + 1) x L
         response blocks in one message and the coordinator solves (``block``
         messages; the same estimate up to rounding).  ``"auto"`` (default): per column
-        and batch, one round where the bytes it adds are at most what the transport
-        carries in one round's latency (:meth:`one_round`; docs/benchmarks.md, "Bytes").
+        and batch, one round where the bytes it adds are at most ``round_cost_bytes``
+        (:meth:`one_round`; docs/benchmarks.md, "Bytes").
+    round_cost_bytes : int
+        What one message round costs, in bytes: what the link carries in a round's
+        latency.  Default 0 (in process a round costs no latency, so ``"auto"`` always
+        takes the two rounds, which upload less).  It is a parameter of the run, not of
+        the transport, so that in-process and Flower runs of the same parameters give
+        the same table.
     grid_points : int, optional
         Quantile grids (fits' choice for communication-efficient grids, which the paper
         leaves open): every continuous column after the first is evaluated on
@@ -164,6 +170,7 @@ class Coordinator:
         rounds: str | int = "auto",
         deduplicate: bool = True,
         grid_points: int | None = None,
+        round_cost_bytes: int = 0,
     ) -> None:
         if grid_size < 3:
             raise ValueError("grid_size must be at least 3")
@@ -184,6 +191,9 @@ class Coordinator:
         self.precision = precision
         self.rounds = rounds
         self.deduplicate = bool(deduplicate)
+        if round_cost_bytes < 0:
+            raise ValueError(f"round_cost_bytes must be >= 0, got {round_cost_bytes!r}")
+        self.round_cost_bytes = int(round_cost_bytes)
         if grid_points is not None and grid_points < 3:
             raise ValueError(f"grid_points must be at least 3 (or None), got {grid_points!r}")
         self.grid_points = grid_points
@@ -465,9 +475,8 @@ class Coordinator:
 
         With ``rounds="auto"``: when the bytes the one round adds over the two, the
         response block's d extra rows for every site (``queries * K * d * L`` values at
-        the wire precision), are at most what the transport carries in the time of one
-        round, ``transport.round_cost_bytes`` (0 in process, where a round costs no
-        latency, so two rounds always upload less).
+        the wire precision), are at most ``round_cost_bytes`` (default 0: two rounds,
+        which always upload less).
         """
         if self.rounds != "auto":
             return self.rounds == 1
@@ -476,7 +485,7 @@ class Coordinator:
         d = self.schema.order.index(column)
         value = 32 if self.secure else _VALUE_BYTES[self.precision]  # secure: 4 limbs
         extra = queries * self.transport.n_clients * d * self.grids[column].size * value
-        return extra <= getattr(self.transport, "round_cost_bytes", 0)
+        return extra <= self.round_cost_bytes
 
     @staticmethod
     def _rescale(s00: np.ndarray, exponent: np.ndarray) -> np.ndarray | None:

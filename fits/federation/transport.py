@@ -33,12 +33,6 @@ class Transport(ABC):
     the upload counters.
     """
 
-    #: Bytes the link carries in the latency of one message round: the most a one-round
-    #: column may add to the upload to save a round (``Coordinator(rounds="auto")``).
-    #: 0: rounds cost no latency (in process), so the two-round mode, which uploads
-    #: less, is always taken.  A networked transport sets its own.
-    round_cost_bytes: int = 0
-
     def __init__(self, client_names: Sequence[str], *, validate: bool = True) -> None:
         self.client_names = list(client_names)
         self.validate = validate
