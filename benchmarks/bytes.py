@@ -20,8 +20,6 @@ import sys
 import time
 from collections import defaultdict
 
-import pandas as pd
-
 from fits import FITSSynthesizer, KNNKernel
 from fits.datasets import federated_split, load_dataset
 from fits.evaluation import energy_distance
@@ -104,5 +102,4 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 if __name__ == "__main__":
-    pd.set_option("mode.copy_on_write", True)
     main()
