@@ -138,10 +138,10 @@ class Coordinator:
     grid_points : int, optional
         Quantile grids (fits' choice for communication-efficient grids, which the paper
         leaves open): every continuous column after the first is evaluated on
-        ``grid_points`` points -- the ends of its :func:`default_grid` and the quantiles
-        at levels k / (grid_points - 1) of its federated smoothed marginal (eq. 16, asked
-        once per column on the default grid) -- so the points sit where the column's
-        mass is and none where its CDF is flat.  Draws interpolate the conditional CDF
+        about ``grid_points`` points -- the ends of its :func:`default_grid`, its lower
+        and upper bounds, and the quantiles at levels k / (grid_points - 1) of its
+        federated smoothed marginal (eq. 16, asked once per column on the default grid)
+        -- so the points sit where the column's mass is and none where its CDF is flat.  Draws interpolate the conditional CDF
         between them monotonically (PCHIP, Fritsch-Carlson), evaluated on
         :data:`REFINE` points per interval, then invert it linearly (eq. 17).  None
         (default): the default grid of ``grid_size`` points.
@@ -363,7 +363,11 @@ class Coordinator:
             cdf = self.marginal_cdf(column)  # one marginal round, on the default grid
             levels = np.linspace(0.0, 1.0, self.grid_points)[1:-1]  # type: ignore[arg-type]
             inner = inverse_cdf(np.broadcast_to(cdf, (levels.size, grid.size)), grid, levels)
-            points = np.unique(np.concatenate([[grid[0]], inner, [grid[-1]]]))
+            # the data's own bounds too, so that no mass is interpolated into the padding
+            # beyond them (where draws would be clipped to the bound)
+            spec = self.encoders[column].spec
+            bounds = [float(b) for b in (spec.lower, spec.upper) if b is not None]
+            points = np.unique(np.concatenate([[grid[0]], bounds, inner, [grid[-1]]]))
             keep = np.concatenate([[True], np.diff(points) > 1e-9 * (grid[-1] - grid[0])])
             new[column] = points[keep]
             self.fine_grids[column] = _refined(new[column], REFINE)
