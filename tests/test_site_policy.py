@@ -144,7 +144,7 @@ class _Greedy(Coordinator):
 
 def test_too_many_queries_are_refused(tmp_path):
     site, transport, _ = _federation(None, audit=tmp_path / "a.jsonl")
-    coord = _Greedy(transport, batch_size=600)
+    coord = _Greedy(transport, batch_size=600, deduplicate=False)  # asks every copy
     coord.setup(order=["salary", "age"])
     coord.configure(0, rows=100)  # budget: 3 x 100 + 1000 = 1300 points per column
     queries = np.full((1200, 1), 45_000.0)

@@ -141,9 +141,10 @@ class Coordinator:
         about ``grid_points`` points -- the ends of its :func:`default_grid`, its lower
         and upper bounds, and the quantiles at levels k / (grid_points - 1) of its
         federated smoothed marginal (eq. 16, asked once per column on the default grid)
-        -- so the points sit where the column's mass is and none where its CDF is flat.  Draws interpolate the conditional CDF
-        between them monotonically (PCHIP, Fritsch-Carlson), evaluated on
-        :data:`REFINE` points per interval, then invert it linearly (eq. 17).  None
+        -- so the points sit where the column's mass is and none where its CDF is
+        flat.  Draws interpolate the conditional CDF between them monotonically (PCHIP,
+        Fritsch-Carlson), evaluated on :data:`REFINE` points per interval, then invert
+        it linearly (eq. 17).  None
         (default): the default grid of ``grid_size`` points.
     deduplicate : bool
         Send each distinct query point once per column (after the midpoint substitution
@@ -838,6 +839,6 @@ class Coordinator:
                         out[r, j] = inverse_masses(e, bounds, u[r, j])
                     else:
                         out[r, j] = self._draw(column, e, u[r, j])
-                if progress:
-                    progress(column, int(absent.sum()) + int(hi), n)
+                    if progress:
+                        progress(column, int(absent.sum()) + part.stop, n)
         return out
