@@ -391,8 +391,12 @@ class BenchmarkResult:
         lines += self._md_headline()
         lines += self._md_energy()
         lines += self._md_cost()
-        lines += self._md_fidelity()
-        lines += self._md_utility()
+        if self.config.get("modes", True):
+            lines += self._md_fidelity()
+            lines += self._md_utility()
+        else:
+            lines += ["The per-client modes M1-M4 and the per-column fidelity were not run "
+                      "(`--no-modes`).", ""]  # fmt: skip
         return "\n".join(lines).rstrip() + "\n"
 
     def _md_header(self) -> list[str]:

@@ -280,7 +280,7 @@ def test_policy_modes_and_synthesizer_params() -> None:
     assert wz.config["synthesizer_params"] == {"discrete_response_bandwidth": "0.5"}
     assert wz.runs[0]["generators"]["knn"]["energy"] != res_off["energy"]
     md = off.to_markdown()
-    assert "## Headline" in md and "## Downstream utility" in md
+    assert "## Headline" in md and "## Downstream utility" not in md and "--no-modes" in md
 
 
 def test_cli_headline_generator_and_policy(tmp_path: Path) -> None:
