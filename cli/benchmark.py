@@ -95,6 +95,15 @@ def benchmark(
             "docs/privacy.md). Default: the default policy.",
         ),
     ] = None,
+    ordinal_penalty: Annotated[
+        float | None,
+        typer.Option(
+            "--ordinal-penalty",
+            min=0.0,
+            help="lambda_q of every site's kernel (eq. 26): a row whose ordinal category is "
+            "g ranks from the query's weighs exp(-lambda_q g). Default: the kernel's (1).",
+        ),
+    ] = None,
     no_modes: Annotated[
         bool,
         typer.Option(
@@ -151,6 +160,7 @@ def benchmark(
             generators=[g.value for g in generator] if generator else ("gaussian", "knn"),
             site_policy=site_policy,
             modes=not no_modes,
+            kernel_params=None if ordinal_penalty is None else {"ordinal_penalty": ordinal_penalty},
         )
     except (FileNotFoundError, ChecksumError) as exc:
         _fail(str(exc))

@@ -55,6 +55,7 @@ import numpy as np
 import pandas as pd
 
 from fits._json import jsonable
+from fits.core.kernels import GaussianKernel, KNNKernel
 from fits.datasets import Dataset, federated_split, load_dataset, simulate
 from fits.evaluation import (
     column_fidelity,
@@ -734,6 +735,7 @@ def run_benchmark(
     site_policy: SitePolicy | None = None,
     modes: bool = True,
     synthesizer_params: Mapping[str, Any] | None = None,
+    kernel_params: Mapping[str, Any] | None = None,
 ) -> BenchmarkResult:
     """Run the paper's protocol on one data set.
 
@@ -785,6 +787,10 @@ def run_benchmark(
         Further :class:`~fits.synthesizer.FITSSynthesizer` keyword arguments for every
         generator (e.g. ``{"discrete_response_bandwidth": 0.005}``); recorded in the
         output.
+    kernel_params : mapping, optional
+        Keyword arguments of every site's kernel (:class:`~fits.core.kernels.KNNKernel`
+        for FITS-K, :class:`~fits.core.kernels.GaussianKernel` for FITS-G), e.g.
+        ``{"ordinal_penalty": 5.0}`` (lambda_q of eq. 26); recorded in the output.
 
     Returns
     -------
@@ -808,6 +814,7 @@ def run_benchmark(
         site_policy=site_policy,
         modes=bool(modes),
         synthesizer_params=dict(synthesizer_params or {}),
+        kernel_params=dict(kernel_params or {}),
     )
     result = BenchmarkResult(
         dataset=key,
@@ -829,6 +836,7 @@ def run_benchmark(
             "site_policy": "default" if site_policy is None else site_policy.to_dict(),
             "modes": settings.modes,
             "synthesizer_params": {k: repr(v) for k, v in settings.synthesizer_params.items()},
+            "kernel_params": jsonable(settings.kernel_params),
             "order": list(base.order),
             "kinds": dict(base.kinds),
             "tasks": [{k: v for k, v in t.items() if k != "truth"} for t in tasks],
@@ -883,6 +891,7 @@ class _Settings:
     site_policy: SitePolicy | None = None
     modes: bool = True
     synthesizer_params: dict[str, Any] = field(default_factory=dict)
+    kernel_params: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -953,7 +962,10 @@ def _run_generator(
     t0 = time.perf_counter()
     params: dict[str, Any] = {"kinds": data.kinds, "order": data.order}
     params.update(settings.synthesizer_params)
-    synth = FITSSynthesizer(gen, seed=split.seed, site_policy=settings.site_policy, **params)
+    kernel: Any = gen
+    if settings.kernel_params:
+        kernel = (KNNKernel if gen == "knn" else GaussianKernel)(**settings.kernel_params)
+    synth = FITSSynthesizer(kernel, seed=split.seed, site_policy=settings.site_policy, **params)
     synth.fit(split.clients)
     t1 = time.perf_counter()
     synthetic = synth.sample(n_syn)

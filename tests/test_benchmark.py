@@ -289,7 +289,8 @@ def test_cli_headline_generator_and_policy(tmp_path: Path) -> None:
     out = tmp_path / "results"
     proc = run_cli(
         "--dataset", "simulation", "--repeats", "1", "--rows", "300", "--generator", "knn",
-        "--policy", str(policy), "--no-modes", "--out", str(out), "--quiet",
+        "--policy", str(policy), "--no-modes", "--ordinal-penalty", "5", "--out", str(out),
+        "--quiet",
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert "FITS-K: energy distance" in proc.stdout and "FITS-G" not in proc.stdout
@@ -297,9 +298,28 @@ def test_cli_headline_generator_and_policy(tmp_path: Path) -> None:
     obj = json.loads((out / "simulation.json").read_text())
     assert obj["config"]["generators"] == ["knn"]
     assert obj["config"]["site_policy"]["min_effective_rows"] == 0
+    assert obj["config"]["kernel_params"] == {"ordinal_penalty": 5.0}
     bad = tmp_path / "bad.json"
     bad.write_text('{"min_effective_rows": -1}')
     proc = run_cli("--dataset", "simulation", "--policy", str(bad), "--out", str(out))
     assert (
         proc.returncode == 2 and "--policy" in proc.stderr and "min_effective_rows" in proc.stderr
     )
+
+
+def test_kernel_params_reach_the_sites() -> None:
+    """kernel_params: the default lambda_q given explicitly changes nothing (bit for bit);
+    another lambda_q changes the rows; the setting is recorded."""
+    from fits.federation.policy import SitePolicy
+
+    common = {
+        "repeats": 1, "seed": 2, "n_rows": 300, "generators": ("knn", "gaussian"),
+        "modes": False, "site_policy": SitePolicy(min_effective_rows=0),
+    }  # fmt: skip
+    plain = run_benchmark("simulation", **common)
+    same = run_benchmark("simulation", kernel_params={"ordinal_penalty": 1.0}, **common)
+    other = run_benchmark("simulation", kernel_params={"ordinal_penalty": 5.0}, **common)
+    for gen in ("knn", "gaussian"):
+        a, b, c = (r.runs[0]["generators"][gen]["energy"] for r in (plain, same, other))
+        assert a == b and a != c
+    assert other.config["kernel_params"] == {"ordinal_penalty": 5.0}
