@@ -222,6 +222,14 @@ Audit = Annotated[
     Path | None,
     typer.Option("--audit", help="Write what each site sent (JSON lines: shapes, no values)."),
 ]
+PolicyFile = Annotated[
+    Path | None,
+    typer.Option(
+        "--policy",
+        help="Every site's limits (a site policy JSON file: max_grid_size, "
+        "min_effective_rows, ...; see docs/privacy.md). Default: the default policy.",
+    ),
+]
 Secure = Annotated[
     bool,
     typer.Option(
@@ -231,10 +239,19 @@ Secure = Annotated[
 ]
 
 
+#: What a fits coordinator says when it stopped a run on purpose (a site failed or
+#: refused): the message names the site and the reason, so the log adds nothing.
+STOPPED = "the run stopped and no output was written"
+
+
 def _report(result: Any, out: Path) -> None:
     if not result.ok:
-        typer.echo(result.log[-4000:], err=True)
-        _fail(f"run {result.run_id} {result.status}: {result.details}")
+        details = str(result.details)
+        if STOPPED in details:
+            details = details.removeprefix("ServerApp failed with exception: ")
+        else:  # an unexpected failure: show the end of the run's log
+            typer.echo(result.log[-4000:], err=True)
+        _fail(f"run {result.run_id} {result.status}: {details}")
     summary = next(
         (json.loads(line) for line in result.log.splitlines() if line.startswith('{"output"')),
         None,
@@ -318,10 +335,13 @@ def local(
     round_timeout: Timeout = 600.0,
     audit: Audit = None,
     secure_aggregation: Secure = False,
+    policy: PolicyFile = None,
 ) -> None:
     """Try a real federation on this machine: a SuperLink and one SuperNode per file.
 
-    Every process runs on 127.0.0.1 without TLS and is stopped at the end.
+    Every process runs on 127.0.0.1 without TLS and is stopped at the end.  With
+    --policy every site enforces the limits of that file; a site that refuses a
+    request stops the run, and the error names the site and the limit.
 
     Example:
 
@@ -337,6 +357,8 @@ def local(
     inputs = [("the site table", p) for p in data]
     if schema is not None:
         inputs.append(("--schema", schema))
+    if policy is not None:
+        inputs.append(("--policy", policy))
     for label, path in inputs:
         if path.is_dir():
             _fail(f"{label} {str(path)!r} is a directory, not a file", 2)
@@ -350,6 +372,11 @@ def local(
             check_output(audit, inputs, option="--audit")
     except OutputError as exc:
         _fail(str(exc), 2)
+    if policy is not None:
+        try:
+            launch.check_policy_file(policy)
+        except launch.FederationError as exc:
+            _fail(f"--policy {exc}", 2)
     config = _run_config(
         out, rows, seed, kind, order, schema, round_timeout, len(data), audit, secure_aggregation
     )
@@ -364,7 +391,7 @@ def local(
         with interruptible("the local federation was stopped; no output was written"):
             try:
                 with launch.LocalFederation(
-                    dict(zip(names, data, strict=True)), kernels=kernels
+                    dict(zip(names, data, strict=True)), kernels=kernels, policy=policy
                 ) as fed:
                     typer.echo(f"SuperLink at {fed.superlink}; sites {names}", err=True)
                     timeout = float(os.environ.get("FITS_RUN_TIMEOUT", 3600))

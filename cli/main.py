@@ -63,6 +63,19 @@ def _data_errors() -> Iterator[None]:
         _fail(f"{type(exc).__name__}: {exc}")
 
 
+def _read_policy(path: Path | None) -> Any:
+    """The :class:`~fits.federation.policy.SitePolicy` of ``--policy`` (None: the
+    default); a bad file is a usage error naming the file and the field."""
+    if path is None:
+        return None
+    from fits.federation.policy import SitePolicy
+
+    try:
+        return SitePolicy.from_json(path)
+    except ValueError as exc:
+        _fail(f"--policy {exc}", 2)
+
+
 def _check_suffix(path: Path, what: str) -> None:
     from fits.io import DataFileError, check_suffix
 
@@ -280,6 +293,15 @@ Kind = Annotated[
         show_default=False,
     ),
 ]
+PolicyFile = Annotated[
+    Path | None,
+    typer.Option(
+        "--policy",
+        help="Every site's limits: a site policy JSON file (max_grid_size, "
+        "min_effective_rows, ...; see docs/privacy.md). Default: the default policy.",
+        show_default=False,
+    ),
+]
 Jobs = Annotated[
     int | None,
     typer.Option(
@@ -311,6 +333,7 @@ def synthesize(
     quiet: Quiet = False,
     drop: Drop = None,
     kind: Kind = None,
+    policy: PolicyFile = None,
 ) -> None:
     """Synthesize one table from several sites' tables.
 
@@ -325,6 +348,8 @@ def synthesize(
       fits synthesize site_a.csv site_b.csv site_c.csv --rows 20000 --out synthetic.csv
 
       fits synthesize adult.csv --simulate-clients 10 --rows 36000 --out synthetic.parquet
+
+      fits synthesize site_a.csv site_b.csv --policy policy.json --rows 5000 --out s.csv
     """
     from fits import FITSSynthesizer
     from fits.core.schema import Schema
@@ -332,10 +357,13 @@ def synthesize(
     inputs = [("the site table", p) for p in site_files]
     if schema is not None:
         inputs.append(("--schema", schema))
+    if policy is not None:
+        inputs.append(("--policy", policy))
     _check_inputs(inputs)
     _check_output(out, inputs)
     _check_suffix(out, "output")
     kinds = _parse_kinds(kind, schema)
+    site_policy = _read_policy(policy)
     with interruptible("no output was written (its temporary file was removed)"), _data_errors():
         tables = _drop_columns(_load_sites(site_files, simulate_clients, shares, seed), drop)
         user_schema = None
@@ -354,6 +382,7 @@ def synthesize(
                 order=_order(order),
                 schema=user_schema,
                 n_jobs=jobs,
+                site_policy=site_policy,
             )
             synth.fit(tables)
         _echo_warnings(caught)

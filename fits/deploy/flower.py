@@ -51,6 +51,7 @@ public key is sent.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -204,7 +205,7 @@ class FlowerTransport(Transport):
                 if reply.has_error():
                     raise ClientError(
                         f"{self._who(k)} failed during "
-                        f"the {messages[k].type} round: {reply.error.reason} "
+                        f"the {messages[k].type} round: {error_reason(reply.error.reason)} "
                         f"(Flower error code {reply.error.code}); the run stopped and no "
                         "output was written"
                     )
@@ -219,6 +220,20 @@ class FlowerTransport(Transport):
             if waiting:
                 time.sleep(self.poll)
         return replies
+
+
+_FLOWER_REASON = re.compile(r"<class '([\w.]+)'>:<(['\"])(.*)\2>", re.DOTALL)
+
+
+def error_reason(reason: str) -> str:
+    """A ClientApp's error as a reader wants it: Flower reports an exception as
+    ``<class 'module.Error'>:<'message'>``; this gives ``message`` (and the class name
+    when it is not one of fits' own errors, whose messages name the site and the fix)."""
+    match = _FLOWER_REASON.fullmatch(reason.strip())
+    if match is None:
+        return reason
+    cls, message = match.group(1), match.group(3)
+    return message if cls.startswith("fits.") else f"{cls.rsplit('.', 1)[-1]}: {message}"
 
 
 def _parse_kinds(text: str) -> dict[str, str]:

@@ -47,6 +47,7 @@ from typing import Any
 __all__ = [
     "FederationError",
     "LocalFederation",
+    "check_policy_file",
     "die_with_parent",
     "exit_on_signals",
     "stop_process_group",
@@ -213,12 +214,7 @@ def supernode_command(
         "knn-budget": int(knn_budget),
     }
     if policy:
-        from fits.federation.policy import SitePolicy
-
-        try:
-            SitePolicy.from_json(policy)
-        except ValueError as exc:
-            raise FederationError(str(exc)) from None
+        check_policy_file(policy)
         node_config["policy"] = str(Path(policy).resolve())
     if audit:
         audit_path = Path(audit).resolve()
@@ -246,6 +242,17 @@ def supernode_command(
     else:
         raise FederationError("give the site the SuperLink's CA certificate, or --insecure")
     return cmd
+
+
+def check_policy_file(path: str | Path) -> None:
+    """Raise :class:`FederationError` (naming the file and the field) unless ``path`` is
+    a readable site policy (:meth:`fits.federation.policy.SitePolicy.from_json`)."""
+    from fits.federation.policy import SitePolicy
+
+    try:
+        SitePolicy.from_json(path)
+    except ValueError as exc:
+        raise FederationError(str(exc)) from None
 
 
 @dataclass
@@ -421,6 +428,10 @@ class LocalFederation:
     tls : bool
         Serve over HTTPS with a throw-away certificate authority made for 127.0.0.1
         (:func:`make_test_certificates`) instead of plain HTTP.
+    policy : path, or mapping of site name to path, optional
+        The site policy file (JSON, :class:`~fits.federation.policy.SitePolicy`) of
+        every site, or of each site by name (a site left out keeps the default
+        policy).  Each file is checked before any process starts.
     """
 
     def __init__(
@@ -430,11 +441,21 @@ class LocalFederation:
         kernels: Mapping[str, str] | None = None,
         workdir: str | Path | None = None,
         tls: bool = False,
+        policy: str | Path | Mapping[str, str | Path] | None = None,
     ) -> None:
         if not sites:
             raise FederationError("a federation needs at least one site")
         self.sites = {str(k): Path(v) for k, v in sites.items()}
         self.kernels = dict(kernels or {})
+        if policy is None or isinstance(policy, Mapping):
+            self.policies = {str(k): Path(v) for k, v in (policy or {}).items()}
+            unknown = sorted(set(self.policies) - set(self.sites))
+            if unknown:
+                raise FederationError(f"policies for unknown sites {unknown}")
+        else:
+            self.policies = dict.fromkeys(self.sites, Path(policy))
+        for path in dict.fromkeys(self.policies.values()):
+            check_policy_file(path)
         self._tmp = None if workdir else tempfile.TemporaryDirectory(prefix="fits-local-")
         self.workdir = Path(workdir) if workdir else Path(self._tmp.name)  # type: ignore[union-attr]
         self.port = 0
@@ -494,6 +515,7 @@ class LocalFederation:
             name=name,
             kernel=self.kernels.get(name, "knn"),
             port=_free_port(),
+            policy=self.policies.get(name),
             insecure=not self.tls,
             root_certificates=str(self.certificates[2]) if self.certificates else None,
         )

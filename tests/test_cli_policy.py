@@ -1,0 +1,124 @@
+"""``--policy FILE`` on ``fits synthesize`` and ``fits federate local``: every site
+enforces that file's limits (the real executable, as a user runs it).
+
+Each command is run twice: with a policy that refuses the coordinator's default grid
+(exit code 1, the site and the limit named, no output), and with a permissive policy
+on sites so small that the default policy stops the run (every site abstains below
+k = 10 effective rows): the run then succeeds, which it can only do if every site
+applied the file.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+_HERE = Path(sys.executable).with_name("fits")
+FITS = str(_HERE)
+
+
+def run(*args: object, timeout: int = 400) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [FITS, *map(str, args)], capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+@pytest.fixture()
+def tiny_sites(tmp_path):
+    """Three rows per site: below the default policy's floor of 10 effective rows."""
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    pd.DataFrame({"g": ["p", "q", "p"], "x": [1.0, 2.0, 1.5], "k": [1, 2, 3]}).to_csv(
+        a, index=False
+    )
+    pd.DataFrame({"g": ["p", "r", "r"], "x": [3.0, 4.0, 3.5], "k": [5, 9, 7]}).to_csv(
+        b, index=False
+    )
+    return [a, b]
+
+
+@pytest.fixture()
+def sites(tmp_path):
+    frame = pd.DataFrame(
+        {
+            "g": ["p", "q", "r"] * 40,
+            "x": [i * 0.37 % 5 for i in range(120)],
+            "y": [i * 0.11 % 3 + (i % 3) for i in range(120)],
+        }
+    )
+    paths = [tmp_path / "north.csv", tmp_path / "south.csv"]
+    frame.iloc[:70].to_csv(paths[0], index=False)
+    frame.iloc[70:].to_csv(paths[1], index=False)
+    return paths
+
+
+def _policy(tmp_path: Path, name: str, values: dict) -> Path:
+    path = tmp_path / name
+    path.write_text(json.dumps(values))
+    return path
+
+
+def _refused(res: subprocess.CompletedProcess, out: Path) -> None:
+    assert res.returncode == 1, res.stderr[-2000:]
+    last = res.stderr.strip().splitlines()[-1]
+    assert last.startswith("error:") and "refused the configuration" in last, res.stderr
+    assert "max_grid_size" in last and "exceed its 10 points per column" in last
+    assert "north" in last or "south" in last  # the site that refused is named
+    assert "Traceback" not in res.stderr
+    assert not out.exists()
+
+
+def test_synthesize_policy_that_refuses(sites, tmp_path):
+    out = tmp_path / "out.csv"
+    policy = _policy(tmp_path, "strict.json", {"max_grid_size": 10})
+    _refused(run("synthesize", *sites, "--rows", 20, "--out", out, "-q", "--policy", policy), out)
+
+
+def test_synthesize_permissive_policy_applies_to_every_site(tiny_sites, tmp_path):
+    out = tmp_path / "out.csv"
+    res = run("synthesize", *tiny_sites, "--rows", 20, "--out", out, "-q")
+    assert res.returncode == 1 and "every site abstained" in res.stderr  # the default
+    policy = _policy(tmp_path, "open.json", {"min_effective_rows": 0})
+    res = run("synthesize", *tiny_sites, "--rows", 20, "--out", out, "-q", "--policy", policy)
+    assert res.returncode == 0, res.stderr
+    assert len(pd.read_csv(out)) == 20
+
+
+def test_a_bad_policy_file_is_a_usage_error(tiny_sites, tmp_path):
+    out = tmp_path / "out.csv"
+    bad = _policy(tmp_path, "bad.json", {"max_grids": 5})
+    for command in ("synthesize", "federate local"):
+        res = run(*command.split(), *tiny_sites, "--rows", 5, "--out", out, "--policy", bad)
+        assert res.returncode == 2, (command, res.stderr)
+        assert "bad.json: unknown field(s) ['max_grids']" in res.stderr
+        assert "Traceback" not in res.stderr
+        missing = tmp_path / "nope.json"
+        res = run(*command.split(), *tiny_sites, "--rows", 5, "--out", out, "--policy", missing)
+        assert res.returncode == 2 and "no such file" in res.stderr, (command, res.stderr)
+    assert not out.exists()
+
+
+@pytest.mark.flower
+@pytest.mark.slow
+def test_federate_local_policy_that_refuses(sites, tmp_path):
+    pytest.importorskip("flwr")
+    out = tmp_path / "out.csv"
+    policy = _policy(tmp_path, "strict.json", {"max_grid_size": 10})
+    res = run("federate", "local", *sites, "--rows", 20, "--out", out, "--policy", policy)
+    _refused(res, out)
+
+
+@pytest.mark.flower
+def test_federate_local_permissive_policy_applies_to_every_site(tiny_sites, tmp_path):
+    """The default policy would stop this run (test above, in process); the file's
+    k = 0 lets every SuperNode answer."""
+    pytest.importorskip("flwr")
+    out = tmp_path / "out.csv"
+    policy = _policy(tmp_path, "open.json", {"min_effective_rows": 0})
+    res = run("federate", "local", *tiny_sites, "--rows", 20, "--out", out, "--policy", policy)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert len(pd.read_csv(out)) == 20
