@@ -71,33 +71,33 @@ def _check_glm(opts: AnalyzeOptions) -> None:
             raise typer.BadParameter(f"must be positive, got {opts.tau1}", param_hint="--tau1")
 
 
-def _run_glm(tables: dict[str, pd.DataFrame], opts: AnalyzeOptions) -> tuple[dict[str, Any], str]:
-    from fits.analysis.glm import DEFAULT_TAU1, fit_glm
+def _glm_spec(opts: AnalyzeOptions) -> dict[str, Any]:
+    """The :func:`fits.analysis.run.run_analysis` spec of a GLM fit."""
+    from fits.analysis.glm import DEFAULT_TAU1
 
     iterations: dict[str, Any] = {k: v for k, v in opts.iterations.items() if v is not None}
-    res = fit_glm(
-        tables,
-        opts.target,
-        opts.features,
-        family=opts.family,
-        method=opts.method,
-        mu=opts.mu,
-        epsilon=opts.epsilon,
-        delta=opts.delta,
-        seed=opts.seed,
-        clip=opts.clip if opts.clip is not None else "auto",
-        tau1=opts.tau1 if opts.tau1 is not None else DEFAULT_TAU1,
+    options = {
+        "target": opts.target,
+        "features": opts.features,
+        "family": opts.family,
+        "mu": opts.mu,
+        "epsilon": opts.epsilon,
+        "delta": opts.delta,
+        "seed": opts.seed,
+        "clip": opts.clip if opts.clip is not None else "auto",
+        "tau1": opts.tau1 if opts.tau1 is not None else DEFAULT_TAU1,
         **iterations,
-    )
-    return res.to_dict(), res.summary()
+    }
+    return {"method": opts.method, "options": options}
 
 
 @dataclass(frozen=True)
 class MethodEntry:
-    """One ``--method``: its usage check (before any round) and its runner."""
+    """One ``--method``: its usage check (before any round) and its spec (the plain
+    options :func:`fits.analysis.run.run_analysis` runs, in process or on Flower)."""
 
     check: Callable[[AnalyzeOptions], None]
-    run: Callable[[dict[str, pd.DataFrame], AnalyzeOptions], tuple[dict[str, Any], str]]
+    spec: Callable[[AnalyzeOptions], dict[str, Any]]
 
 
 def _check_fedlsa(opts: AnalyzeOptions) -> None:
@@ -170,37 +170,32 @@ def _check_fedlsa(opts: AnalyzeOptions) -> None:
         raise typer.BadParameter(str(exc)) from None
 
 
-def _run_fedlsa(
-    tables: dict[str, pd.DataFrame], opts: AnalyzeOptions
-) -> tuple[dict[str, Any], str]:
-    from fits.analysis.lsa import fedlsa
-
-    res = fedlsa(
-        tables,
-        opts.target,
-        opts.features,
-        rounds=opts.iterations.get("R"),
-        local_steps=opts.extra["local_steps"],
-        step_size=opts.iterations.get("eta"),
-        gamma_eta=opts.extra["gamma_eta"],
-        gamma_h=opts.extra["gamma_h"],
-        n_bootstrap=int(opts.extra["bootstrap"]),
-        seed=opts.seed,
-        sampling=opts.extra["sampling"],
-        regime=opts.extra["regime"],
-        multipliers=opts.extra["multipliers"],
-    )
-    alpha = 1.0 - opts.extra["ci"]
-    return res.to_dict(alpha), res.summary(alpha)
+def _fedlsa_spec(opts: AnalyzeOptions) -> dict[str, Any]:
+    """The :func:`fits.analysis.run.run_analysis` spec of a FedLSA fit."""
+    options = {
+        "target": opts.target,
+        "features": opts.features,
+        "rounds": opts.iterations.get("R"),
+        "local_steps": opts.extra["local_steps"],
+        "step_size": opts.iterations.get("eta"),
+        "gamma_eta": opts.extra["gamma_eta"],
+        "gamma_h": opts.extra["gamma_h"],
+        "n_bootstrap": int(opts.extra["bootstrap"]),
+        "seed": opts.seed,
+        "sampling": opts.extra["sampling"],
+        "regime": opts.extra["regime"],
+        "multipliers": opts.extra["multipliers"],
+    }
+    return {"method": "fedlsa", "options": options, "ci": opts.extra["ci"]}
 
 
 #: ``--method`` -> entry.  Other analyses register here.
 METHODS: dict[str, MethodEntry] = {
     **{
-        name: MethodEntry(_check_glm, _run_glm)
+        name: MethodEntry(_check_glm, _glm_spec)
         for name in ("fednewton", "fedsgd", "fedhybrid", "fedavg")
     },
-    "fedlsa": MethodEntry(_check_fedlsa, _run_fedlsa),
+    "fedlsa": MethodEntry(_check_fedlsa, _fedlsa_spec),
 }
 
 
@@ -281,6 +276,17 @@ def analyze(
         str | None,
         typer.Option("--multipliers", help="FedLSA: bootstrap weights per site or shared."),
     ] = None,
+    flower: Annotated[
+        bool,
+        typer.Option(
+            "--flower",
+            help="Run on a local Flower federation (a SuperLink and one SuperNode per site "
+            "file on 127.0.0.1, as `fits federate local`); the same result as in process.",
+        ),
+    ] = False,
+    round_timeout: Annotated[
+        float, typer.Option("--round-timeout", help="--flower: seconds a round may take.")
+    ] = 600.0,
 ) -> None:
     """Fit a model directly across the site tables, optionally differentially private.
 
@@ -291,6 +297,9 @@ def analyze(
 
       fits analyze site1.csv site2.csv --target hours --method fedlsa --ci 0.95
       --rounds 300 --out result.json
+
+      fits analyze site1.csv site2.csv --target income --method fednewton --mu 1
+      --flower --out result.json
     """
     from fits.analysis.design import DesignError
     from fits.core.schema import SchemaError
@@ -332,16 +341,94 @@ def analyze(
     if method == "fedhybrid":  # FedHybrid's steps are eta1 / eta2
         opts.iterations.update({"eta": None, "eta1": step, "eta2": step})
     METHODS[method].check(opts)
+    spec = METHODS[method].spec(opts)
+    if flower:
+        _analyze_on_flower(site_files, spec, out, seed, round_timeout)
+        return
+    from fits.analysis.run import run_analysis
+
     tables: dict[str, pd.DataFrame] = {}
     try:
         for path in site_files:
             name = path.stem if path.stem not in tables else f"{path.stem} ({len(tables) + 1})"
             tables[name] = read_table(path)
-        result, summary = METHODS[method].run(tables, opts)
+        result, summary = run_analysis(spec, tables)
     except (DataFileError, SchemaError, DesignError, ProtocolError) as exc:
         _fail(str(exc))
     except (ValueError, KeyError, TypeError) as exc:
         _fail(f"{type(exc).__name__}: {exc}")
     write_text(json.dumps(result, indent=2), out)
     typer.echo(summary)
+    typer.echo(f"result: {out}")
+
+
+def _analyze_on_flower(
+    site_files: list[Path], spec: dict[str, Any], out: Path, seed: int, round_timeout: float
+) -> None:
+    """``--flower``: the same spec on a local Flower federation, one SuperNode per file.
+
+    Site ``k`` (in the order given) gets node config ``seed = "SEED/k"``: child ``k`` of
+    the user's seed, the seed an in-process fit gives its ``k``-th site
+    (:func:`fits.analysis.glm.make_sites`), so the noise is the same.  The coordinator
+    orders the sites by name (as every Flower run of fits), so the result equals the
+    in-process one bit for bit when the files are given in the order of their names
+    (FedLSA's per-site seeds follow that order too); otherwise the GLM sums differ in
+    the last bits.
+    """
+    import os
+    import time
+
+    from .federate import launch_module, remove_temporary_outputs, report_failure
+
+    launch = launch_module()
+    names = [p.stem for p in site_files]
+    if len(set(names)) != len(names):
+        _fail("site files need different names with --flower (a site is named by its file)", 2)
+    for path in site_files:
+        if not path.is_file():
+            _fail(f"the site table {str(path)!r}: no such file", 2)
+    from fits.io import OutputError, check_output
+
+    try:
+        check_output(out, [("the site table", p) for p in site_files])
+    except OutputError as exc:
+        _fail(str(exc), 2)
+    from fits.cli.errors import interruptible
+
+    config = {
+        "task": "analyze",
+        "analysis": json.dumps(spec),
+        "output": str(out.resolve()),
+        "seed": seed,
+        "timeout": float(round_timeout),
+        "min-sites": len(site_files),
+    }
+    seeds = {name: f"{seed}/{k}" for k, name in enumerate(names)}
+    started = time.time()
+    try:
+        with interruptible("the local federation was stopped; no result was written"):
+            try:
+                with launch.LocalFederation(
+                    dict(zip(names, site_files, strict=True)), seeds=seeds
+                ) as fed:
+                    typer.echo(f"SuperLink at {fed.superlink}; sites {names}", err=True)
+                    timeout = float(os.environ.get("FITS_RUN_TIMEOUT", 3600))
+                    result = fed.run(config, timeout=timeout)
+            except launch.FederationError as exc:
+                _fail(str(exc))
+    finally:
+        remove_temporary_outputs(out.resolve(), started)
+    if not result.ok:
+        report_failure(result)
+    summary = next(
+        (
+            json.loads(line)["analysis_summary"]
+            for line in result.log.splitlines()
+            if line.startswith('{"analysis_summary"')
+        ),
+        None,
+    )
+    if summary:
+        typer.echo(summary)
+    typer.echo(f"run {result.run_id} finished in {result.seconds:.1f} s")
     typer.echo(f"result: {out}")

@@ -36,6 +36,11 @@ Insecure = Annotated[
 ]
 
 
+def launch_module() -> Any:
+    """:mod:`fits.deploy.flower_launch`, or exit 2 saying how to install Flower."""
+    return _launch()
+
+
 def _launch() -> Any:
     try:
         import flwr  # noqa: F401
@@ -142,6 +147,14 @@ def site(
             "refused or abstained from.",
         ),
     ] = None,
+    seed: Annotated[
+        str,
+        typer.Option(
+            "--seed",
+            help="This site's noise seed for private model fitting (fits analyze), kept "
+            "on this machine. Default: fresh randomness.",
+        ),
+    ] = "",
 ) -> None:
     """Start this site's SuperNode; its rows stay here, only protocol arrays leave.
 
@@ -173,6 +186,7 @@ def site(
             root_certificates=str(root_certificates) if root_certificates else None,
             policy=policy,
             audit=audit,
+            seed=seed,
         )
     except launch.FederationError as exc:
         _fail(str(exc), 2)
@@ -190,6 +204,7 @@ def _run_config(
     sites: int,
     audit: Path | None,
     secure: bool = False,
+    batch_size: int = 0,
 ) -> dict[str, Any]:
     for item in kinds:
         if ":" not in item:
@@ -205,6 +220,7 @@ def _run_config(
         "min-sites": sites,
         "audit": str(audit.resolve()) if audit else "",
         "secure": secure,
+        "batch-size": int(batch_size),
     }
 
 
@@ -230,6 +246,15 @@ PolicyFile = Annotated[
         "min_effective_rows, ...; see docs/privacy.md). Default: the default policy.",
     ),
 ]
+BatchSize = Annotated[
+    int,
+    typer.Option(
+        "--batch-size",
+        min=0,
+        help="Queries per message and site (0: as many as 2**26 dense weights per site "
+        "allow). Fewer, larger messages mean fewer rounds; the table does not change.",
+    ),
+]
 Secure = Annotated[
     bool,
     typer.Option(
@@ -244,14 +269,20 @@ Secure = Annotated[
 STOPPED = "the run stopped and no output was written"
 
 
+def report_failure(result: Any) -> None:
+    """Exit 1 with why a Flower run failed (and the end of its log when it was not
+    fits' coordinator that stopped it on purpose)."""
+    details = str(result.details)
+    if STOPPED in details:
+        details = details.removeprefix("ServerApp failed with exception: ")
+    else:  # an unexpected failure: show the end of the run's log
+        typer.echo(result.log[-4000:], err=True)
+    _fail(f"run {result.run_id} {result.status}: {details}")
+
+
 def _report(result: Any, out: Path) -> None:
     if not result.ok:
-        details = str(result.details)
-        if STOPPED in details:
-            details = details.removeprefix("ServerApp failed with exception: ")
-        else:  # an unexpected failure: show the end of the run's log
-            typer.echo(result.log[-4000:], err=True)
-        _fail(f"run {result.run_id} {result.status}: {details}")
+        report_failure(result)
     summary = next(
         (json.loads(line) for line in result.log.splitlines() if line.startswith('{"output"')),
         None,
@@ -277,6 +308,7 @@ def run(
     round_timeout: Timeout = 600.0,
     audit: Audit = None,
     secure_aggregation: Secure = False,
+    batch_size: BatchSize = 0,
     insecure: Insecure = False,
     root_certificates: Annotated[
         Path | None, typer.Option("--ca", help="The SuperLink's CA certificate (PEM).")
@@ -293,7 +325,17 @@ def run(
     """
     launch = _launch()
     config = _run_config(
-        out, rows, seed, kind, order, schema, round_timeout, sites, audit, secure_aggregation
+        out,
+        rows,
+        seed,
+        kind,
+        order,
+        schema,
+        round_timeout,
+        sites,
+        audit,
+        secure_aggregation,
+        batch_size,
     )
     try:
         result = launch.submit_run(
@@ -308,7 +350,7 @@ def run(
     _report(result, out)
 
 
-def _remove_temporary_outputs(out: Path, since: float) -> None:
+def remove_temporary_outputs(out: Path, since: float) -> None:
     """Remove the hidden temporary files (``.<name>.*.tmp``, :func:`fits.io.write_table`'s
     pattern) beside ``out`` created since ``since``: what a stopped writer left."""
     for path in out.parent.glob(f".{out.name}.*.tmp"):
@@ -336,6 +378,7 @@ def local(
     audit: Audit = None,
     secure_aggregation: Secure = False,
     policy: PolicyFile = None,
+    batch_size: BatchSize = 0,
 ) -> None:
     """Try a real federation on this machine: a SuperLink and one SuperNode per file.
 
@@ -378,7 +421,17 @@ def local(
         except launch.FederationError as exc:
             _fail(f"--policy {exc}", 2)
     config = _run_config(
-        out, rows, seed, kind, order, schema, round_timeout, len(data), audit, secure_aggregation
+        out,
+        rows,
+        seed,
+        kind,
+        order,
+        schema,
+        round_timeout,
+        len(data),
+        audit,
+        secure_aggregation,
+        batch_size,
     )
     kernels = dict(zip(names, kernel, strict=True)) if kernel else {}
     from fits.cli.errors import interruptible
@@ -399,7 +452,7 @@ def local(
             except launch.FederationError as exc:
                 _fail(str(exc))
     finally:
-        _remove_temporary_outputs(Path(config["output"]), started)
+        remove_temporary_outputs(Path(config["output"]), started)
     _report(result, out)
 
 

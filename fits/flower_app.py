@@ -1,11 +1,18 @@
-"""The Flower ServerApp of a fits synthesis: ``fits.flower_app:server_app``.
+"""The Flower ServerApp of fits: ``fits.flower_app:server_app``.
 
 Install with ``pip install "fits[flower]"``.  The Flower machinery -- the transport, the
 ClientApp each site runs, the run config -- is :mod:`fits.deploy.flower`; this module,
-at the level of the pandas facade, adds what runs a
-:class:`~fits.synthesizer.FITSSynthesizer` on it: :func:`synthesize` (setup, configure,
-sample, write the table atomically) and the ServerApp that
-:func:`fits.deploy.flower.write_app` names in the Flower app it writes.
+at the level of the pandas facade, adds what runs on it, chosen by the run config's
+``task``:
+
+* ``synthesize`` (the default): :func:`synthesize` fits a
+  :class:`~fits.synthesizer.FITSSynthesizer` (setup, configure, sample) and writes the
+  table atomically;
+* ``analyze``: :func:`analyze` fits a model directly across the sites
+  (:func:`fits.analysis.glm.fit_glm` or :func:`fits.analysis.lsa.fedlsa`, with the
+  options in the run config's ``analysis``) and writes the result as JSON.
+
+:func:`fits.deploy.flower.write_app` names this ServerApp in the Flower app it writes.
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ from fits.core.schema import Schema
 from fits.deploy.flower import SITE_MEMORY_BUDGET, FlowerTransport, run_coordinator
 from fits.synthesizer import FITSSynthesizer
 
-__all__ = ["server_app", "synthesize", "run_synthesis"]
+__all__ = ["server_app", "synthesize", "analyze", "run_synthesis", "run_task"]
 
 
 def synthesize(transport: FlowerTransport, cfg: Mapping[str, Any]) -> Path:
@@ -87,9 +94,46 @@ def run_synthesis(grid: Grid, config: Mapping[str, Any]) -> Path:
     return run_coordinator(grid, config, synthesize)
 
 
+def analyze(transport: FlowerTransport, cfg: Mapping[str, Any]) -> Path:
+    """Fit a model across the sites (run config ``analysis``) and write the result.
+
+    Parameters
+    ----------
+    transport : FlowerTransport
+        The channel to the sites.
+    cfg : mapping
+        The parsed run config: ``analysis`` is the JSON of the spec
+        :func:`fits.analysis.run.run_analysis` takes, ``output`` where the result JSON
+        goes.
+
+    Returns
+    -------
+    Path
+        Where the result was written (atomically).
+    """
+    from fits.io import write_text
+
+    if not cfg["analysis"]:
+        raise ValueError("run config task='analyze' needs 'analysis' (the fit's options, JSON)")
+    from fits.analysis.run import run_analysis
+
+    result, summary = run_analysis(json.loads(cfg["analysis"]), transport=transport)
+    path = write_text(json.dumps(result, indent=2), cfg["output"])
+    # shows in the ServerApp's log (flwr log); fits analyze --flower prints it
+    print(json.dumps({"analysis_summary": summary, "output": str(path)}))  # noqa: T201
+    return path
+
+
+def run_task(grid: Grid, config: Mapping[str, Any]) -> Path:
+    """The ServerApp's work: :func:`fits.deploy.flower.run_coordinator` with
+    :func:`synthesize` or :func:`analyze`, as the run config's ``task`` says."""
+    task = str(config.get("task", "synthesize")).strip().lower()
+    return run_coordinator(grid, config, analyze if task == "analyze" else synthesize)
+
+
 server_app = ServerApp()
 
 
 @server_app.main()
 def _server_main(grid: Grid, context: Context) -> None:
-    run_synthesis(grid, context.run_config)
+    run_task(grid, context.run_config)

@@ -8,7 +8,9 @@
 - :mod:`fits.analysis.accounting`: mu-GDP <-> (epsilon, delta);
 - :mod:`fits.analysis.lsa`: linear regression by FedLSA with confidence intervals
   from the online multiplier bootstrap (:func:`fedlsa`); :func:`inference_check`
-  compares those intervals with OLS on a synthetic table.
+  compares those intervals with OLS on a synthetic table;
+- :mod:`fits.analysis.run`: one analysis from a plain spec, in process or through any
+  transport (what ``fits analyze`` and the Flower ServerApp run).
 """
 
 from fits._lazy import lazy_exports

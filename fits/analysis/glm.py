@@ -55,13 +55,12 @@ import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 from scipy.special import expit, gammaln
 
-from fits.analysis.accounting import PrivacyBudget, PrivacySpent, resolve_budget
 from fits.analysis.design import (
     DesignBuilder,
     DesignError,
@@ -74,6 +73,9 @@ from fits.analysis.design import (
 from fits.core.schema import ColumnSpec, Schema
 from fits.federation.protocol import Message, ProtocolError
 from fits.federation.transport import InProcessTransport, Transport
+
+if TYPE_CHECKING:  # the accounting (scipy.optimize) is the coordinator's: a site never loads it
+    from fits.analysis.accounting import PrivacyBudget, PrivacySpent
 
 __all__ = [
     "FAMILIES",
@@ -357,6 +359,35 @@ class GLMSite(DesignSite):
 
     def _parts_names(self) -> list[str]:
         return list(self._parts)
+
+    # -------------------------------------------------------------- state
+    def export_state(self) -> dict[str, Any]:
+        """What this site must remember between messages when each message is answered
+        by a fresh process (Flower's ClientApp): its generator's state, the releases
+        left in its plan and the fit's clipping bound, as JSON-ready values.
+
+        The rows, the design, the configuration and the FedNewton split are not in it:
+        they follow from the site's table and seed by replaying the requests that set
+        them (:mod:`fits.deploy.flower`).  The state never leaves the site: it holds
+        the generator of the site's noise, so a server that read it could subtract the
+        noise.
+        """
+        return {
+            "rng": self._rng.bit_generator.state,
+            "releases_left": dict(self.releases_left),
+            "clip": None if math.isinf(self.clip) else self.clip,
+            "clip_fixed": self._clip_fixed,
+        }
+
+    def restore_state(self, state: Mapping[str, Any]) -> None:
+        """Continue from :meth:`export_state`: the next noise draw, release check and
+        clipping bound are those the exporting site would have used."""
+        self._rng.bit_generator.state = state["rng"]
+        self.releases_left = {str(k): int(v) for k, v in state["releases_left"].items()}
+        self.clip = math.inf if state["clip"] is None else float(state["clip"])
+        self._clip_fixed = bool(state["clip_fixed"])
+        if self._clip_fixed and self.method:
+            self._set_clip(self.clip)
 
     def _set_clip(self, clip: float) -> None:
         self.clip = float(clip)
@@ -893,6 +924,8 @@ def fit_glm(
         :class:`~fits.analysis.design.DesignError` for rows that do not fit (naming
         the site); a site too small for FedNewton's sample splitting.
     """
+    from fits.analysis.accounting import resolve_budget
+
     budget: PrivacyBudget | None = resolve_budget(mu, epsilon, delta)
     if family not in FAMILIES:
         raise ValueError(f"unknown family {family!r}; choose one of {', '.join(FAMILIES)}")
@@ -1006,6 +1039,8 @@ def _fit(
         clip_value = math.inf
     run = _Run(transport, weights, clip_value)
     theta = METHODS[method](run, theta0, settings)
+    from fits.analysis.accounting import PrivacySpent
+
     privacy = PrivacySpent.from_budget(budget, len(n_rows)) if budget is not None else None
     out_settings = dict(settings)
     if method == "fednewton":

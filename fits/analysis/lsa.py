@@ -608,6 +608,23 @@ class LSASite:
         out = local_updates(theta, self._x[idx], self._y[idx], eta, w, self._z[idx])
         return Message("lsa_round", {"theta": out})
 
+    def export_state(self) -> dict:
+        """What this site must remember between messages when each message is answered
+        by a fresh process (Flower's ClientApp): its generator's state and the rows it
+        has used, as JSON-ready values (empty before ``lsa_setup``).  The design, the
+        row order and the preconditioned design follow from the site's table by
+        replaying ``lsa_setup`` and ``lsa_precondition`` (:mod:`fits.deploy.flower`)."""
+        if not hasattr(self, "_rng"):
+            return {}
+        return {"rng": self._rng.bit_generator.state, "used": int(self._used)}
+
+    def restore_state(self, state: dict) -> None:
+        """Continue from :meth:`export_state`: the next row and bootstrap weights are
+        those the exporting site would have drawn."""
+        if state and hasattr(self, "_rng"):
+            self._rng.bit_generator.state = state["rng"]
+            self._used = int(state["used"])
+
     def handle(self, message: Message) -> Message:
         """Answer one protocol message."""
         handler = self.lsa_handlers().get(message.type)

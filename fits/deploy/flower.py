@@ -20,6 +20,7 @@ Site side (node config of each SuperNode, see ``docs/federation.md``)::
     bandwidth = 0.0                  # gaussian: h on the standardized scale (0: default)
     knn-budget = 0                   # knn: r0 of eq. 12 (0: the paper's default)
     policy    = ""                   # path of the site's policy JSON ("" = the default)
+    seed      = ""                   # analysis: the site's noise seed ("" = fresh entropy)
     audit     = ""                   # path: one JSON line per request this site handled
 
 Flower starts a new ClientApp process for every message.  The site rebuilds its
@@ -42,10 +43,36 @@ Coordinator side (run config, ``fits federate run`` fills it in)::
     min-sites  = 1                 # wait for at least this many sites
     audit      = ""                # path: one JSON line per site reply (what was sent)
     secure     = false             # secure aggregation: the coordinator sees only sums
+    task       = "synthesize"      # or "analyze": fit a model across the sites
+    analysis   = ""                # task "analyze": the fit's options (JSON, see
+                                   # fits.flower_app.analyze); the result JSON -> output
 
 With ``secure = true`` each site keeps the private key of its secure-aggregation key
 pair (:mod:`fits.federation.secure`) in its ``context.state`` next to ``configure``; only the
 public key is sent.
+
+Analysis sites (``task = "analyze"``: the GLMs under mu-GDP and FedLSA of
+:mod:`fits.analysis`) answer the analysis messages in the same fresh process per
+message.  What a site must keep between messages stays on its own SuperNode, in
+``context.state`` (Flower: "records added by the entity in a given run_id and that will
+stay local ... never leave the system it's running from"):
+
+* the requests that set the site up (``setup``, ``moments``, ``glm_configure``,
+  ``lsa_setup``, ``lsa_precondition``), replayed in order by every later process, so
+  the design, the plan and the FedNewton sample split (drawn from the site's seed at
+  ``glm_configure``) are rebuilt exactly;
+* the site's state after its last message (``GLMSite.export_state``: the noise
+  generator's state, the releases left in its plan, the clipping bound; FedLSA: its
+  generator and the rows used), restored before the next message.
+
+So the noise stream continues where it stopped, exactly as in one process, and the
+release plan (which stops a server from asking for more releases than the budget
+allows) holds across processes.  Deriving each release's noise from the seed and a
+round number instead would let a server that repeats a round number get the same noise
+twice and cancel it by subtraction.  The site's noise seed is its own: node config
+``seed`` (``"ENTROPY"`` or ``"ENTROPY/INDEX"``, how ``fits analyze --flower`` gives each
+local site the seed an in-process fit gives it), else fresh entropy drawn at its first
+analysis message and kept in its ``context.state``; the coordinator never learns it.
 """
 
 from __future__ import annotations
@@ -63,7 +90,7 @@ from flwr.app import Message as FlowerMessage
 from flwr.clientapp import ClientApp
 from flwr.serverapp import Grid
 
-from fits.federation.protocol import MESSAGE_TYPES, Message, ProtocolError
+from fits.federation.protocol import ANALYSIS_REPLIES, MESSAGE_TYPES, Message, ProtocolError
 from fits.federation.transport import ClientError, Transport
 
 if TYPE_CHECKING:
@@ -112,7 +139,7 @@ def _fits_type(flower_type: str) -> str:
     if not flower_type.startswith(MESSAGE_PREFIX):
         raise ProtocolError(f"not a fits message type: {flower_type!r}")
     fits_type = flower_type[len(MESSAGE_PREFIX) :]
-    if fits_type not in MESSAGE_TYPES:
+    if fits_type not in MESSAGE_TYPES and fits_type not in ANALYSIS_REPLIES:
         raise ProtocolError(f"unknown fits message type {fits_type!r}")
     return fits_type
 
@@ -273,7 +300,21 @@ def _read_run_config(config: Mapping[str, Any]) -> dict[str, Any]:
         "min_sites": int(get("min-sites", 1)),
         "audit": str(get("audit", "")),
         "secure": _parse_bool(get("secure", False)),
+        "task": _parse_task(get("task", "synthesize")),
+        "analysis": str(get("analysis", "")),
     }
+
+
+#: What a run does: ``synthesize`` a table, or ``analyze`` (fit a model across the
+#: sites, :mod:`fits.analysis`; run config ``analysis`` holds its options as JSON).
+TASKS = ("synthesize", "analyze")
+
+
+def _parse_task(value: Any) -> str:
+    task = str(value).strip().lower()
+    if task not in TASKS:
+        raise ValueError(f"run config task={value!r}: use one of {', '.join(TASKS)}")
+    return task
 
 
 def _parse_bool(value: Any) -> bool:
@@ -365,18 +406,23 @@ def site_kernel(node_config: Mapping[str, Any]) -> Kernel:
     raise ValueError(f"node config kernel={kind!r}: use 'knn' or 'gaussian'")
 
 
-def build_site(node_config: Mapping[str, Any]) -> FITSClient:
-    """The site's :class:`~fits.federation.client.FITSClient`, from its node config."""
-    from fits.federation.client import FITSClient
-    from fits.io import read_table
-
+def _site_file(node_config: Mapping[str, Any]) -> tuple[Path, str]:
+    """The site's data path and name from its node config."""
     if "data-path" not in node_config:
         raise ValueError(
             "this SuperNode has no 'data-path' in its node config: start it with "
             "--node-config \"data-path='/path/to/site.csv'\""
         )
     path = Path(str(node_config["data-path"]))
-    name = str(node_config.get("name", "")) or path.stem
+    return path, str(node_config.get("name", "")) or path.stem
+
+
+def build_site(node_config: Mapping[str, Any]) -> FITSClient:
+    """The site's :class:`~fits.federation.client.FITSClient`, from its node config."""
+    from fits.federation.client import FITSClient
+    from fits.io import read_table
+
+    path, name = _site_file(node_config)
     return FITSClient(
         read_table(path), name, site_kernel(node_config), policy=site_policy(node_config)
     )
@@ -398,6 +444,10 @@ _STATE_POLICY = "fits_site_policy_counts"
 
 def _handle(msg: FlowerMessage, context: Context) -> FlowerMessage:
     fits_type = _fits_type(msg.metadata.message_type)
+    if fits_type == "setup":  # an analysis site replays it before every later message
+        _keep_request(context, msg.content, "setup", None)
+    if fits_type in ANALYSIS_REPLIES:
+        return _handle_analysis(msg, fits_type, context)
     request = from_records(fits_type, msg.content)
     site = build_site(context.node_config)
     if fits_type != "setup" and _STATE_SECRET in context.state.config_records:
@@ -429,8 +479,127 @@ def _handle(msg: FlowerMessage, context: Context) -> FlowerMessage:
     return FlowerMessage(to_records(reply), reply_to=msg)
 
 
+# ---------------------------------------------------------------------- analysis sites
+#: Requests that set up an analysis site, in protocol order.  Each is kept in the
+#: site's ``context.state`` (with the site's state just before it) and replayed, in this
+#: order, by every later ClientApp process of the run, so that the process holds the
+#: same design, configuration and FedNewton split as the site that answered them.
+ANALYSIS_SETUP = ("setup", "moments", "glm_configure", "lsa_setup", "lsa_precondition")
+_STATE_ANALYSIS = "fits_analysis_site_state"
+_STATE_SEED = "fits_analysis_site_seed"
+
+
+def site_seed(text: str) -> np.random.SeedSequence:
+    """A site's noise seed from node config ``seed``: ``"ENTROPY"`` or
+    ``"ENTROPY/INDEX"`` (child ``INDEX`` of ``SeedSequence(ENTROPY)``, which is how
+    :func:`fits.analysis.glm.make_sites` seeds site ``INDEX`` of an in-process fit)."""
+    entropy, sep, index = text.strip().partition("/")
+    try:
+        if sep:
+            return np.random.SeedSequence(int(entropy), spawn_key=(int(index),))
+        return np.random.SeedSequence(int(entropy))
+    except ValueError:
+        raise ValueError(
+            f"node config seed={text!r}: write an integer, or ENTROPY/INDEX (e.g. '7/2')"
+        ) from None
+
+
+def _analysis_seed(context: Context) -> np.random.SeedSequence:
+    """The site's own seed: node config ``seed``, else fresh entropy drawn at its first
+    analysis message and kept in its ``context.state`` (it never leaves the node)."""
+    text = str(context.node_config.get("seed", "")).strip()
+    if text:
+        return site_seed(text)
+    if _STATE_SEED not in context.state.config_records:
+        entropy = np.random.SeedSequence().entropy
+        context.state[_STATE_SEED] = ConfigRecord({"entropy": str(entropy)})
+    return np.random.SeedSequence(int(str(context.state.config_records[_STATE_SEED]["entropy"])))
+
+
+def build_analysis_site(node_config: Mapping[str, Any], fits_type: str, seed: Any) -> Any:
+    """The analysis site answering ``fits_type``: a :class:`~fits.analysis.lsa.FedLSASite`
+    for ``lsa_*`` messages, else a :class:`~fits.analysis.glm.GLMSite` seeded with the
+    site's own ``seed`` (both answer ``setup`` and ``moments`` alike)."""
+    from fits.io import read_table
+
+    path, name = _site_file(node_config)
+    if fits_type.startswith("lsa_"):
+        from fits.analysis.lsa import FedLSASite
+
+        return FedLSASite(read_table(path), name)
+    from fits.analysis.glm import GLMSite
+
+    return GLMSite(read_table(path), name, seed=seed)
+
+
+def _keep_request(context: Context, content: RecordDict, fits_type: str, before: Any) -> None:
+    """Keep a setting-up request (and the site's state before it) in ``context.state``;
+    forget the ones after it in :data:`ANALYSIS_SETUP` (a site set up again restarts
+    from that step)."""
+    for later in ANALYSIS_SETUP[ANALYSIS_SETUP.index(fits_type) + 1 :]:
+        for suffix in ("arrays", "config", "before"):
+            key = f"fits_replay_{later}_{suffix}"
+            if key in context.state:
+                del context.state[key]
+    context.state[f"fits_replay_{fits_type}_arrays"] = content.array_records["arrays"]
+    context.state[f"fits_replay_{fits_type}_config"] = content.config_records["config"]
+    context.state[f"fits_replay_{fits_type}_before"] = ConfigRecord({"json": json.dumps(before)})
+
+
+def _replay(site: Any, context: Context, fits_type: str) -> None:
+    """Replay the kept setting-up requests that come before ``fits_type``."""
+    stop = ANALYSIS_SETUP.index(fits_type) if fits_type in ANALYSIS_SETUP else None
+    for kept in ANALYSIS_SETUP[:stop]:
+        if f"fits_replay_{kept}_config" not in context.state.config_records:
+            continue
+        stored = RecordDict(
+            {
+                "arrays": context.state.array_records[f"fits_replay_{kept}_arrays"],
+                "config": context.state.config_records[f"fits_replay_{kept}_config"],
+            }
+        )
+        before = json.loads(str(context.state.config_records[f"fits_replay_{kept}_before"]["json"]))
+        _restore(site, before)
+        site.handle(from_records(kept, stored))
+
+
+def _handle_analysis(msg: FlowerMessage, fits_type: str, context: Context) -> FlowerMessage:
+    """Answer an analysis message (:mod:`fits.analysis`) in a fresh ClientApp process.
+
+    The site is rebuilt from its file, replays the requests that set it up, restores
+    the state its last message left (:meth:`~fits.analysis.glm.GLMSite.export_state`:
+    the noise generator, the releases left, the clipping bound; FedLSA: its generator
+    and the rows used), answers, and keeps its new state in ``context.state``, which
+    Flower keeps on the site's own SuperNode for the run and never sends anywhere.  So
+    a run through Flower draws exactly the noise, splits and rows the in-process run
+    draws, and the release plan holds across processes.
+    """
+    request = from_records(fits_type, msg.content)
+    site = build_analysis_site(context.node_config, fits_type, _analysis_seed(context))
+    _replay(site, context, fits_type)
+    latest = None
+    if _STATE_ANALYSIS in context.state.config_records:
+        latest = json.loads(str(context.state.config_records[_STATE_ANALYSIS]["json"]))
+        _restore(site, latest)
+    reply = site.handle(request)
+    if fits_type in ANALYSIS_SETUP:
+        _keep_request(context, msg.content, fits_type, latest)
+    context.state[_STATE_ANALYSIS] = ConfigRecord({"json": json.dumps(_state_of(site))})
+    return FlowerMessage(to_records(reply), reply_to=msg)
+
+
+def _state_of(site: Any) -> dict[str, Any]:
+    """The site's state, tagged with its class (a GLM site's state is not a FedLSA's)."""
+    return {"site": type(site).__name__, "state": site.export_state()}
+
+
+def _restore(site: Any, saved: Mapping[str, Any] | None) -> None:
+    if saved and saved.get("site") == type(site).__name__ and saved.get("state"):
+        site.restore_state(saved["state"])
+
+
 client_app = ClientApp()
-for _type in MESSAGE_TYPES:
+for _type in (*MESSAGE_TYPES, *ANALYSIS_REPLIES):
     client_app.query(f"fits_{_type}")(_handle)
 
 
@@ -448,6 +617,8 @@ RUN_CONFIG_DEFAULTS: dict[str, Any] = {
     "min-sites": 1,
     "audit": "",
     "secure": False,
+    "task": "synthesize",
+    "analysis": "",
 }
 
 

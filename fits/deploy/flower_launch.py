@@ -196,12 +196,14 @@ def supernode_command(
     root_certificates: str | None = None,
     policy: str | Path | None = None,
     audit: str | Path | None = None,
+    seed: str = "",
 ) -> list[str]:
     """The ``flower-supernode`` command line for one site.
 
-    The site's data path, name, kernel, policy file and audit file go into the
-    SuperNode's node config; the data never leaves the site.  A policy file is checked
-    here (:meth:`fits.federation.policy.SitePolicy.from_json`), before the site starts.
+    The site's data path, name, kernel, policy file, audit file and noise seed (for
+    private model fitting; ``""``: the site draws its own) go into the SuperNode's node
+    config; the data never leaves the site.  A policy file is checked here
+    (:meth:`fits.federation.policy.SitePolicy.from_json`), before the site starts.
     """
     path = Path(data).resolve()
     if not path.is_file():
@@ -216,6 +218,14 @@ def supernode_command(
     if policy:
         check_policy_file(policy)
         node_config["policy"] = str(Path(policy).resolve())
+    if seed:
+        from fits.deploy.flower import site_seed
+
+        try:
+            site_seed(seed)
+        except ValueError as exc:
+            raise FederationError(str(exc)) from None
+        node_config["seed"] = str(seed)
     if audit:
         audit_path = Path(audit).resolve()
         if not audit_path.parent.is_dir():
@@ -282,16 +292,23 @@ def _write_flower_config(home: Path, superlink: str, insecure: bool, ca: str | N
     (home / "config.toml").write_text("\n".join(lines) + "\n")
 
 
-def _run_config_arg(config: Mapping[str, Any]) -> str:
-    parts = []
+def _run_config_toml(config: Mapping[str, Any]) -> str:
+    """The run config as a TOML file's text (``flwr run --run-config FILE.toml``).
+
+    A file rather than ``key=value`` pairs on the command line: Flower's parser of those
+    pairs cannot hold a string with a quote in it (an analysis's options are JSON).
+    JSON's string escapes are a subset of TOML's basic strings, so ``json.dumps`` writes
+    each string."""
+    lines = []
     for k, v in config.items():
         if isinstance(v, bool):
-            parts.append(f"{k}={'true' if v else 'false'}")
+            value = "true" if v else "false"
         elif isinstance(v, (int, float)):
-            parts.append(f"{k}={v!r}")
+            value = repr(v)
         else:
-            parts.append(f"{k}={json.dumps(str(v))}")
-    return " ".join(parts)
+            value = json.dumps(str(v))
+        lines.append(f"{k} = {value}")
+    return "\n".join(lines) + "\n"
 
 
 def submit_run(
@@ -332,7 +349,8 @@ def submit_run(
         flwr = _flower_bin("flwr")
         start = time.monotonic()
         cmd = [flwr, "run", str(app), "fits", "--format", "json"]
-        cmd += ["--run-config", _run_config_arg(run_config)]
+        (Path(tmp) / "run-config.toml").write_text(_run_config_toml(run_config))
+        cmd += ["--run-config", str(Path(tmp) / "run-config.toml")]
         done = subprocess.run(
             cmd, env=env, capture_output=True, text=True, cwd=tmp, preexec_fn=die_with_parent()
         )
@@ -428,6 +446,9 @@ class LocalFederation:
     tls : bool
         Serve over HTTPS with a throw-away certificate authority made for 127.0.0.1
         (:func:`make_test_certificates`) instead of plain HTTP.
+    seeds : mapping of str to str, optional
+        Site name -> the site's own noise seed for model fitting (node config ``seed``,
+        ``"ENTROPY"`` or ``"ENTROPY/INDEX"``; default: each site draws its own).
     policy : path, or mapping of site name to path, optional
         The site policy file (JSON, :class:`~fits.federation.policy.SitePolicy`) of
         every site, or of each site by name (a site left out keeps the default
@@ -442,11 +463,13 @@ class LocalFederation:
         workdir: str | Path | None = None,
         tls: bool = False,
         policy: str | Path | Mapping[str, str | Path] | None = None,
+        seeds: Mapping[str, str] | None = None,
     ) -> None:
         if not sites:
             raise FederationError("a federation needs at least one site")
         self.sites = {str(k): Path(v) for k, v in sites.items()}
         self.kernels = dict(kernels or {})
+        self.seeds = {str(k): str(v) for k, v in (seeds or {}).items()}
         if policy is None or isinstance(policy, Mapping):
             self.policies = {str(k): Path(v) for k, v in (policy or {}).items()}
             unknown = sorted(set(self.policies) - set(self.sites))
@@ -516,6 +539,7 @@ class LocalFederation:
             kernel=self.kernels.get(name, "knn"),
             port=_free_port(),
             policy=self.policies.get(name),
+            seed=self.seeds.get(name, ""),
             insecure=not self.tls,
             root_certificates=str(self.certificates[2]) if self.certificates else None,
         )
