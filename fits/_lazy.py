@@ -1,14 +1,16 @@
-"""Lazy re-exports for package ``__init__`` modules.
+"""Lazy re-exports for package ``__init__`` modules, and lazily imported modules.
 
 A package names its public parts in one mapping; each is imported on first use, so a
 process that needs one part (a Flower site answering one message) does not pay for all
-of them.
+of them.  :func:`lazy_module` does the same for one heavy third-party module that only
+some messages need.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from importlib import import_module
+from types import ModuleType
 from typing import Any
 
 
@@ -37,3 +39,22 @@ def lazy_exports(
         return sorted(set(namespace) | set(exports))
 
     return __getattr__, __dir__
+
+
+class _LazyModule(ModuleType):
+    """A stand-in for a module, imported on the first attribute access."""
+
+    def __getattr__(self, attr: str) -> Any:
+        module = import_module(self.__name__)
+        self.__dict__.update(module.__dict__)  # later lookups skip this method
+        return getattr(module, attr)
+
+
+def lazy_module(name: str) -> Any:
+    """The module ``name``, imported when one of its attributes is first used.
+
+    ``sparse = lazy_module("scipy.sparse")`` at the top of a module, then
+    ``sparse.csr_matrix(...)`` where needed: a process that never reaches that line
+    never imports scipy.sparse (a Flower site answering a setup or marginal message).
+    """
+    return _LazyModule(name)

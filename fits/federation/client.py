@@ -36,10 +36,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-from scipy import sparse
-from scipy.spatial import cKDTree
 
 from fits._json import jsonable
+from fits._lazy import lazy_module
 from fits.core.continualization import Encoder
 from fits.core.kernels import (
     GaussianKernel,
@@ -62,7 +61,11 @@ from fits.federation.protocol import ConfigValue, Message, ProtocolError
 from fits.federation.secure import SecureAggregator
 
 if TYPE_CHECKING:
+    from scipy import sparse
+    from scipy.spatial import cKDTree
     from sklearn.neighbors import NearestNeighbors
+else:  # imported where first used: a site answering setup or marginal never loads them
+    sparse = lazy_module("scipy.sparse")
 
 __all__ = ["FITSClient", "MIN_CLIENT_ROWS", "check_columns"]
 
@@ -724,6 +727,8 @@ class FITSClient:
                 prep.brute = NearestNeighbors(algorithm="brute").fit(points)
             return prep.brute, prep.rows
         if prep.kdtree is None:
+            from scipy.spatial import cKDTree
+
             points = prep.hbar if prep.rows is None else prep.hbar[prep.rows]
             prep.kdtree = cKDTree(points, leafsize=64, balanced_tree=False)
         return prep.kdtree, prep.rows
@@ -822,7 +827,7 @@ class FITSClient:
             nothing.s = np.zeros((b, d + 1, d + 1))
             return nothing
         start = time.perf_counter()
-        if isinstance(index, cKDTree):
+        if not hasattr(index, "kneighbors"):  # a cKDTree (else sklearn's brute force)
             c = min(kernel.neighbors(self.n_rows, self.n_total, d), index.n)
             dist, idx = index.query(xbar, k=c, eps=kernel.search_eps, workers=kernel.n_jobs)
         else:
