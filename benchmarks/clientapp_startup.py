@@ -57,7 +57,7 @@ from fits.federation.protocol import Message
 state = recorddict_from_proto(proto)
 msg = FlowerMessage(to_records(Message(meta["type"], arrays, meta["config"])),
                     dst_node_id=1, message_type="query.fits_" + meta["type"])
-ctx = Context(1, 1, meta["node_config"], state, {})
+ctx = Context(1, 1, meta["node_config"], state, meta["run_config"])
 _handle(msg, ctx)
 import fits
 assert fits.__file__.startswith(sys.argv[2]), (fits.__file__, sys.argv[2])
@@ -72,6 +72,7 @@ class RecordingGrid:
     and its serialized state before each (see tests/test_flower_analysis.py)."""
 
     def __init__(self, node_configs, keep_node_name: str, folder: Path):
+        self.run_config: dict = {}
         from flwr.app import RecordDict
         from flwr.common.serde import recorddict_to_proto
 
@@ -105,12 +106,13 @@ class RecordingGrid:
                 (where / "state.bin").write_bytes(self.states[node])
                 request = from_records(fits_type, msg.content)
                 np.savez(where / "arrays.npz", **request.arrays)
-                meta = {"type": fits_type, "config": request.config, "node_config": cfg}
+                meta = {"type": fits_type, "config": request.config, "node_config": cfg,
+                        "run_config": self.run_config}  # fmt: skip
                 (where / "meta.json").write_text(json.dumps(meta))
                 self.recorded[fits_type] = where
             proto = ProtoRecordDict()
             proto.ParseFromString(self.states[node])
-            ctx = Context(1, node, cfg, recorddict_from_proto(proto), {})
+            ctx = Context(1, node, cfg, recorddict_from_proto(proto), self.run_config)
             self.replies[mid] = _handle(msg, ctx)
             self.states[node] = recorddict_to_proto(ctx.state).SerializeToString()
             ids.append(mid)
@@ -148,6 +150,7 @@ def record(folder: Path, rows: int) -> dict[str, Path]:
     target = numeric[0]
     spec = {"method": "fedlsa", "options": {"target": target, "rounds": 3, "local_steps": 5,
                                             "n_bootstrap": 200, "seed": 0}}  # fmt: skip
+    grid.run_config = {"task": "analyze"}
     run_task(grid, {"task": "analyze", "analysis": json.dumps(spec),
                     "output": str(folder / "lsa.json")})  # fmt: skip
     binary = [c for c in frame.columns if frame[c].nunique() == 2]

@@ -252,7 +252,8 @@ BatchSize = Annotated[
         "--batch-size",
         min=0,
         help="Queries per message and site (0: as many as 2**26 dense weights per site "
-        "allow). Fewer, larger messages mean fewer rounds; the table does not change.",
+        "allow). Fewer, larger messages mean fewer rounds; the table does not change "
+        "(beyond rounding).",
     ),
 ]
 Secure = Annotated[

@@ -51,7 +51,8 @@ class SerializingGrid:
     context; nothing else survives from one message to the next.
     """
 
-    def __init__(self, node_configs):
+    def __init__(self, node_configs, run_config=None):
+        self.run_config = dict(run_config or {"task": "analyze"})
         self.nodes = {2000 + 11 * k: cfg for k, cfg in enumerate(node_configs)}
         self.states = {n: recorddict_to_proto(RecordDict()).SerializeToString() for n in self.nodes}
         self.replies = {}
@@ -70,7 +71,7 @@ class SerializingGrid:
             node = msg.metadata.dst_node_id
             proto = ProtoRecordDict()
             proto.ParseFromString(self.states[node])
-            ctx = Context(1, node, self.nodes[node], recorddict_from_proto(proto), {})
+            ctx = Context(1, node, self.nodes[node], recorddict_from_proto(proto), self.run_config)
             self.replies[mid] = _handle(msg, ctx)
             self.states[node] = recorddict_to_proto(ctx.state).SerializeToString()
             self.types.append(msg.metadata.message_type)

@@ -444,9 +444,8 @@ _STATE_POLICY = "fits_site_policy_counts"
 
 def _handle(msg: FlowerMessage, context: Context) -> FlowerMessage:
     fits_type = _fits_type(msg.metadata.message_type)
-    if fits_type == "setup":  # an analysis site replays it before every later message
-        _keep_request(context, msg.content, "setup", None)
-    if fits_type in ANALYSIS_REPLIES:
+    analysis = str(context.run_config.get("task", "")).strip().lower() == "analyze"
+    if fits_type in ANALYSIS_REPLIES or (fits_type == "setup" and analysis):
         return _handle_analysis(msg, fits_type, context)
     request = from_records(fits_type, msg.content)
     site = build_site(context.node_config)
@@ -564,7 +563,9 @@ def _replay(site: Any, context: Context, fits_type: str) -> None:
 
 
 def _handle_analysis(msg: FlowerMessage, fits_type: str, context: Context) -> FlowerMessage:
-    """Answer an analysis message (:mod:`fits.analysis`) in a fresh ClientApp process.
+    """Answer an analysis message (:mod:`fits.analysis`) in a fresh ClientApp process
+    (also ``setup`` in a run whose config says ``task = "analyze"``: the analysis site's
+    setup, which describes the table as a synthesis site's does).
 
     The site is rebuilt from its file, replays the requests that set it up, restores
     the state its last message left (:meth:`~fits.analysis.glm.GLMSite.export_state`:
