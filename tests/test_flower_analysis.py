@@ -247,14 +247,21 @@ def lsa_files(tmp_path_factory):
     return paths
 
 
-@pytest.mark.parametrize("sampling", ["without_replacement", "with_replacement"])
-def test_fedlsa_over_flower_equals_in_process_bit_for_bit(lsa_files, tmp_path, sampling):
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"sampling": "without_replacement"},
+        {"sampling": "with_replacement"},
+        {"regime": "one_pass", "multipliers": "shared"},
+    ],
+)
+def test_fedlsa_over_flower_equals_in_process_bit_for_bit(lsa_files, tmp_path, extra):
     options = {"target": "y", "rounds": 6, "local_steps": 5, "n_bootstrap": 30, "seed": 3,
-               "sampling": sampling}  # fmt: skip
+               **extra}  # fmt: skip
     spec = {"method": "fedlsa", "options": options, "ci": 0.9}
     got, grid = _flower_result(lsa_files, spec, tmp_path, seed=0)
     res = fedlsa(_tables(lsa_files), **options)
-    expected = res.to_dict(0.1)
+    expected = res.to_dict(1.0 - 0.9)  # the alpha run_analysis derives from ci = 0.9
     assert got == json.loads(json.dumps(expected))  # every number, bit for bit
     # each round carries the M + 1 = 31 parameter vectors in one message per site
     assert grid.types.count("query.fits_lsa_round") == 3 * 6

@@ -610,19 +610,27 @@ class LSASite:
 
     def export_state(self) -> dict:
         """What this site must remember between messages when each message is answered
-        by a fresh process (Flower's ClientApp): its generator's state and the rows it
-        has used, as JSON-ready values (empty before ``lsa_setup``).  The design, the
-        row order and the preconditioned design follow from the site's table by
-        replaying ``lsa_setup`` and ``lsa_precondition`` (:mod:`fits.deploy.flower`)."""
+        by a fresh process (Flower's ClientApp): the states of its generators (rows,
+        and the multipliers' own when they are shared) and the rows or batches it has
+        used, as JSON-ready values (empty before ``lsa_setup``).  The design, the row
+        order, the batches and the preconditioned design follow from the site's table
+        by replaying ``lsa_setup`` and ``lsa_precondition`` (:mod:`fits.deploy.flower`)."""
         if not hasattr(self, "_rng"):
             return {}
-        return {"rng": self._rng.bit_generator.state, "used": int(self._used)}
+        shared = self._wrng is not self._rng
+        return {
+            "rng": self._rng.bit_generator.state,
+            "multiplier_rng": self._wrng.bit_generator.state if shared else None,
+            "used": int(self._used),
+        }
 
     def restore_state(self, state: dict) -> None:
-        """Continue from :meth:`export_state`: the next row and bootstrap weights are
+        """Continue from :meth:`export_state`: the next rows and bootstrap weights are
         those the exporting site would have drawn."""
         if state and hasattr(self, "_rng"):
             self._rng.bit_generator.state = state["rng"]
+            if state.get("multiplier_rng") is not None:
+                self._wrng.bit_generator.state = state["multiplier_rng"]
             self._used = int(state["used"])
 
     def handle(self, message: Message) -> Message:
