@@ -135,16 +135,17 @@ def site(
         Path | None,
         typer.Option(
             "--policy",
-            help="This site's limits (JSON: max_grid_size, min_effective_rows, ...; "
-            "see docs/privacy.md). Default: the default policy.",
+            help="This site's limits (JSON: max_grid_size, min_effective_rows, "
+            'below_floor ("widen" or "abstain"), ...; see docs/privacy.md). Default: the '
+            "default policy.",
         ),
     ] = None,
     audit: Annotated[
         Path | None,
         typer.Option(
             "--audit",
-            help="Append one JSON line per request: its sizes, what was answered, "
-            "refused or abstained from.",
+            help="Append one JSON line per request: its sizes, what was answered (with "
+            "widened kernels where needed), refused or abstained from.",
         ),
     ] = None,
     seed: Annotated[

@@ -98,8 +98,9 @@ def estimate_conditional_cdf(
         Seed of the clients' continualization.
     site_policy : SitePolicy, or one per client, optional
         The clients' policies (:class:`~fits.federation.policy.SitePolicy`; default
-        the default policy, whose effective-rows floor makes a client abstain from a
-        query with fewer than 10 effective rows).
+        the default policy, whose effective-rows floor makes a client widen its kernel
+        for a query with fewer than 5 effective rows, or abstain if it holds fewer
+        rows).
     **options
         Further :class:`~fits.federation.coordinator.Coordinator` options.
 

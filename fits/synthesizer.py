@@ -116,9 +116,10 @@ class FITSSynthesizer(BaseEstimator):
         The limits each in-process site enforces on the coordinator's requests
         (:class:`~fits.federation.policy.SitePolicy`).  Default: the default policy
         (grids up to 1000 points, 3 queries per synthetic row and column + 1000,
-        response bandwidth at least 0.02 sd, and no answer from fewer than k = 10
-        effective rows).  ``SitePolicy.unrestricted()`` answers everything, as in the
-        paper.  Sites on other machines set their own (``fits federate site --policy``).
+        response bandwidth at least 0.02 sd, and no answer from fewer than k = 5
+        effective rows: a site widens its kernel where its own has fewer).
+        ``SitePolicy.unrestricted()`` answers everything, as in the paper.  Sites on
+        other machines set their own (``fits federate site --policy``).
     upload_precision : {"fixed16", "float32", "float64"}
         How the sites write their Hessians and CDF vectors on the wire (default
         ``"fixed16"``, about a quarter of the float64 bytes, with the error bounds of

@@ -408,7 +408,7 @@ def test_tiny_sites_warn_about_exact_copies(tmp_path):
 
 
 def test_sites_below_the_policy_floor_are_a_clear_error(tmp_path):
-    """Two rows per site: every site abstains (fewer than k = 10 rows behind any answer)."""
+    """Two rows per site: every site abstains (fewer than the default k = 5 rows of any column)."""
     a, b = tmp_path / "a.csv", tmp_path / "b.csv"
     pd.DataFrame({"g": ["p", "q"], "x": [1.0, 2.0], "k": [1, 2]}).to_csv(a, index=False)
     pd.DataFrame({"g": ["p", "r"], "x": [3.0, 4.0], "k": [5, 9]}).to_csv(b, index=False)

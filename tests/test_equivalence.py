@@ -49,14 +49,27 @@ def _midpoints(x, encoders):
     return x, codes
 
 
-def _penalty(row_codes, q_codes, encoders):
+def _penalty(row_codes, q_codes, encoders, t=1.0):
+    """rho of eq. 26; relaxed to gamma^(1/t) and lambda / t for a kernel widened by t."""
     rho = 1.0
     for j, enc in enumerate(encoders[: len(q_codes)]):
         if enc.spec.kind == "nominal":
-            rho *= 1.0 if row_codes[j] == q_codes[j] else GAMMA
+            rho *= 1.0 if row_codes[j] == q_codes[j] else GAMMA ** (1 / t)
         elif enc.spec.kind == "ordinal":
-            rho *= np.exp(-LAMBDA * abs(row_codes[j] - q_codes[j]))
+            rho *= np.exp(-LAMBDA / t * abs(row_codes[j] - q_codes[j]))
     return rho
+
+
+def _penalty_mass(q_codes, encoders, t):
+    """The penalty summed over each discrete covariate's categories, at the query's."""
+    z = 1.0
+    for j, enc in enumerate(encoders[: len(q_codes)]):
+        levels = range(enc.spec.n_levels) if enc.spec.is_discrete else []
+        if enc.spec.kind == "nominal":
+            z *= sum(1.0 if g == q_codes[j] else GAMMA ** (1 / t) for g in levels)
+        elif enc.spec.kind == "ordinal":
+            z *= sum(np.exp(-LAMBDA / t * abs(g - q_codes[j])) for g in levels)
+    return z
 
 
 def _response_bandwidths(z, codes, encoders, j):
@@ -84,55 +97,88 @@ def _pooled_cdf(zs, codes, weights, x, grid, encoders, d):
     return out
 
 
-def _gaussian_weights(zs, codes, x, qcodes, encoders, loc, scale, bandwidth):
+def _gaussian_weights(zs, codes, x, qcodes, encoders, loc, scale, bandwidth, t=1.0):
+    """Eq. 11 row by row; widened by t: bandwidth t w_x, penalties relaxed, and the
+    weights times t^-d Z(rho) / Z(rho_t) (the site's own kernel's mass)."""
     out = []
     for z, cd in zip(zs, codes, strict=True):
         w = np.empty((len(x), len(z)))
         for b in range(len(x)):
+            mass = t ** -x.shape[1] * _penalty_mass(qcodes[b], encoders, 1.0)
+            mass /= _penalty_mass(qcodes[b], encoders, t)
             for i in range(len(z)):
-                u = ((x[b] - loc) / scale - (z[i, : x.shape[1]] - loc) / scale) / bandwidth
-                w[b, i] = np.exp(-0.5 * u @ u) * _penalty(cd[i], qcodes[b], encoders)
+                u = ((x[b] - loc) / scale - (z[i, : x.shape[1]] - loc) / scale) / (bandwidth * t)
+                w[b, i] = np.exp(-0.5 * u @ u) * _penalty(cd[i], qcodes[b], encoders, t) * mass
         out.append(w)
     return out
 
 
-def _knn_weights(zs, codes, x, qcodes, encoders, loc, scale, n_total, r0):
+def _knn_weights(zs, codes, x, qcodes, encoders, loc, scale, n_total, r0, t=1.0, k=0.0):
+    """Eqs. 12-13 row by row; widened by t: max(ceil(t c_k), ceil(k)) neighbours,
+    penalties relaxed, and the weights times c_k / c Z(rho) / Z(rho_t)."""
     d = x.shape[1]
     out = []
     for z, cd in zip(zs, codes, strict=True):
         m = len(z)
-        c = max(2, min(int(np.floor(m * r0 / n_total + 0.5)), m))
+        own = max(2, min(int(np.floor(m * r0 / n_total + 0.5)), m))
+        c = own if t == 1.0 else min(m, max(int(np.ceil(own * t - 1e-9)), int(np.ceil(k))))
         w = np.zeros((len(x), m))
         hbar = (z[:, :d] - loc) / scale
         for b in range(len(x)):
+            mass = own / c * _penalty_mass(qcodes[b], encoders, 1.0)
+            mass /= _penalty_mass(qcodes[b], encoders, t)
             xbar = (x[b] - loc) / scale
             dist = np.sqrt(((hbar - xbar) ** 2).sum(axis=1))
             nb = np.argsort(dist, kind="stable")[:c]
             r = dist[nb[-1]]
             for i in nb:
                 u = (hbar[i] - xbar) / (1.05 * r)
-                w[b, i] = np.prod(1 - u**2) * _penalty(cd[i], qcodes[b], encoders)
+                w[b, i] = np.prod(1 - u**2) * _penalty(cd[i], qcodes[b], encoders, t) * mass
         out.append(w)
     return out
 
 
-def _effective_rows_floor(weights, k):
-    """The site policy's floor, from its definition: a client whose weights for query b
-    have n_eff = (sum w)^2 / sum w^2 < k contributes nothing to query b.
+def _n_eff(row):
+    v = row / row.max()  # n_eff is scale-free
+    return v.sum() ** 2 / (v @ v)
 
-    Returns the floored weights and a (clients, B) mask of abstentions.
+
+def _effective_rows_floor(weights_at, k, widen=True):
+    """The site policy's floor, from its definition: where a client's weights for query
+    b have n_eff = (sum w)^2 / sum w^2 < k, it uses its kernel widened by the smallest
+    t = 2^(j/2), j = 1..20, that reaches n_eff >= k (``weights_at(t)``: every client's
+    weights widened by t), and contributes nothing if none does (or if not ``widen``).
+
+    ``weights_at`` may also be the list of unwidened weights (no widening possible).
+    Returns the floored weights and (clients, B) masks of abstentions and widenings.
     """
-    out, abstained = [], []
-    for w in weights:
+    cache = {}
+
+    def at(t):
+        if t not in cache:
+            cache[t] = weights_at(t) if callable(weights_at) else None
+        return cache[t]
+
+    base = at(1.0) if callable(weights_at) else weights_at
+    out, abstained, widened = [], [], []
+    for c, w in enumerate(base):
         w = w.copy()
-        top = w.max(axis=1, keepdims=True)
-        v = np.divide(w, top, out=np.zeros_like(w), where=top > 0)  # n_eff is scale-free
-        n_eff = np.array([row.sum() ** 2 / (row @ row) if row.any() else 0.0 for row in v])
-        low = (top[:, 0] > 0) & (n_eff < k)
-        w[low] = 0.0
+        low, wide = np.zeros(len(w), bool), np.zeros(len(w), bool)
+        for b in range(len(w)):
+            if not w[b].any() or _n_eff(w[b]) >= k:
+                continue
+            w[b] = 0.0
+            for t in [2 ** (j / 2) for j in range(1, 21)] if widen else []:
+                wt = at(t)[c][b]
+                if wt.any() and _n_eff(wt) >= k:
+                    w[b], wide[b] = wt, True
+                    break
+            else:
+                low[b] = True
         out.append(w)
         abstained.append(low)
-    return out, np.array(abstained)
+        widened.append(wide)
+    return out, np.array(abstained), np.array(widened)
 
 
 def _queries(zs, d, seed):
@@ -149,18 +195,24 @@ def _queries(zs, d, seed):
     [
         ("gaussian", "default"),
         ("gaussian", "unrestricted"),
+        ("gaussian", "widen10"),
         ("knn", "default"),
         ("knn", "unrestricted"),
-        ("knn-brute", "default"),
-        ("knn-blocks", "default"),
-        ("gaussian-secure", "default"),
-        ("knn-secure", "default"),
+        ("knn", "widen10"),
+        ("knn", "abstain"),
+        ("knn-brute", "widen10"),
+        ("knn-blocks", "widen10"),
+        ("gaussian-secure", "widen10"),
+        ("knn-secure", "widen10"),
     ],
 )
 def test_federated_equals_pooled(mixed_clients, scheme, policy, response, monkeypatch):
-    """With the default site policy, a client abstains from a query under k effective
-    rows; the identity then holds with those clients' weights zeroed, and exactly where
-    no client abstains.  Without a policy it holds everywhere."""
+    """Under the site policy's floor (the default k, or k = 10 where it binds more
+    often: "widen10"), a client widens its kernel for a query under k effective rows
+    (below_floor="widen"); the identity then holds with the widened weights, computed
+    here from their definition.  With below_floor="abstain" (k = 10) it holds with those
+    clients' weights zeroed wherever some client answers.  Without a policy it holds
+    everywhere with the paper's weights."""
     covariates = [c for c in COVARIATES if c != response]
     if response == "o":
         covariates = ["b", "x", "c"]
@@ -178,6 +230,10 @@ def test_federated_equals_pooled(mixed_clients, scheme, policy, response, monkey
     options: dict = {"secure": True} if scheme.endswith("secure") else {}
     if policy == "unrestricted":
         options["site_policy"] = SitePolicy.unrestricted()
+    if policy == "abstain":
+        options["site_policy"] = SitePolicy(min_effective_rows=10, below_floor="abstain")
+    if policy == "widen10":
+        options["site_policy"] = SitePolicy(min_effective_rows=10)
     if scheme == "knn-blocks":  # one query per block of neighbour-list work
         monkeypatch.setattr("fits.federation.client._BLOCK_VALUES", 1)
     tables = [t[[*covariates, response]] for t in mixed_clients]
@@ -211,19 +267,24 @@ def test_federated_equals_pooled(mixed_clients, scheme, policy, response, monkey
     )
     x, qcodes = _midpoints(x_raw, encoders)
     n_total = sum(len(z) for z in zs)
-    if scheme.startswith("gaussian"):
-        bw = n_total ** (-1 / (d + 4))
-        weights = _gaussian_weights(zs, codes, x, qcodes, encoders, loc, scale, bw)
-    else:
-        weights = _knn_weights(zs, codes, x, qcodes, encoders, loc, scale, n_total, 120)
-    k = DEFAULT_MIN_EFFECTIVE_ROWS if policy == "default" else 0.0
-    weights, abstained = _effective_rows_floor(weights, k)
+    k = {"unrestricted": 0.0, "default": DEFAULT_MIN_EFFECTIVE_ROWS}.get(policy, 10.0)
+
+    def weights_at(t):
+        if scheme.startswith("gaussian"):
+            bw = n_total ** (-1 / (d + 4))
+            return _gaussian_weights(zs, codes, x, qcodes, encoders, loc, scale, bw, t)
+        return _knn_weights(zs, codes, x, qcodes, encoders, loc, scale, n_total, 120, t, k)
+
+    weights, abstained, widened = _effective_rows_floor(weights_at, k, policy != "abstain")
     answered = ~abstained.all(axis=0)  # all clients abstaining: the KNN fallback's answer
     assert answered.sum() >= 6
     expected = _pooled_cdf(zs, codes, weights, x[answered], result.grid, encoders, d)
     np.testing.assert_allclose(result.values[answered], expected, rtol=0, atol=1e-10)
-    if answered.all():  # no fallback round: the sites' reported abstentions are these
+    if answered.all():  # no fallback round: the sites' reported floor answers are these
         assert result.coordinator.abstained == abstained.sum()
+        assert result.coordinator.widened == widened.sum()
+    if policy == "widen10":  # the floor binds here: the identity is checked where it acts
+        assert widened.any() and not abstained.any()
     # the collinearity guard (on by default) did not act on these well-conditioned
     # designs, so this is the plain local-linear fit; test_collinear_design_... below
     # covers a design where it acts
@@ -266,11 +327,16 @@ def test_ridge_changes_little_and_mixed_schemes_still_pool(mixed_clients):
     )
     x, qcodes = _midpoints(x_raw, encoders)
     n_total = sum(len(z) for z in zs)
-    w0 = _gaussian_weights(zs[:1], codes[:1], x, qcodes, encoders, loc, scale, 0.4)
-    w1 = _knn_weights(zs[1:2], codes[1:2], x, qcodes, encoders, loc, scale, n_total, 90)
-    w2 = _knn_weights(zs[2:], codes[2:], x, qcodes, encoders, loc, scale, n_total, 200)
-    weights, abstained = _effective_rows_floor(w0 + w1 + w2, DEFAULT_MIN_EFFECTIVE_ROWS)
-    assert not abstained.all(axis=0).any()
+    k = DEFAULT_MIN_EFFECTIVE_ROWS
+
+    def weights_at(t):
+        w0 = _gaussian_weights(zs[:1], codes[:1], x, qcodes, encoders, loc, scale, 0.4, t)
+        w1 = _knn_weights(zs[1:2], codes[1:2], x, qcodes, encoders, loc, scale, n_total, 90, t, k)
+        w2 = _knn_weights(zs[2:], codes[2:], x, qcodes, encoders, loc, scale, n_total, 200, t, k)
+        return w0 + w1 + w2
+
+    weights, abstained, _ = _effective_rows_floor(weights_at, k)
+    assert not abstained.any()
     expected = _pooled_cdf(zs, codes, weights, x, result.grid, encoders, 2)
     np.testing.assert_allclose(result.values, expected, rtol=0, atol=1e-10)
     ridged = estimate_conditional_cdf(
@@ -310,9 +376,10 @@ def test_local_constant_fallback_is_nadaraya_watson(mixed_clients):
     got = coord._local_constant(response, x_raw, "own")
     x, qcodes = _midpoints(x_raw, encoders)
     n_total = sum(len(z) for z in zs)
+    bw = n_total ** (-1 / 6)
     w = np.hstack(
         _effective_rows_floor(
-            _gaussian_weights(zs, codes, x, qcodes, encoders, loc, scale, n_total ** (-1 / 6)),
+            lambda t: _gaussian_weights(zs, codes, x, qcodes, encoders, loc, scale, bw, t),
             DEFAULT_MIN_EFFECTIVE_ROWS,
         )[0]
     )
@@ -377,14 +444,17 @@ def test_collinear_design_pools_with_the_guard(scheme):
     codes = [np.zeros((len(z), 3), dtype=int) for z in zs]
     qcodes = np.zeros((len(x), 2), dtype=int)
     n_total = sum(len(z) for z in zs)
-    if scheme == "gaussian":
-        bw = n_total ** (-1 / 6)
-        weights = _gaussian_weights(zs, codes, x, qcodes, encoders, loc, scale, bw)
-    else:
-        weights = _knn_weights(zs, codes, x, qcodes, encoders, loc, scale, n_total, 150)
-    # the default site policy: a client under k effective rows abstains from a query
-    weights, abstained = _effective_rows_floor(weights, DEFAULT_MIN_EFFECTIVE_ROWS)
-    assert not abstained.all(axis=0).any()
+    k = DEFAULT_MIN_EFFECTIVE_ROWS
+
+    def weights_at(t):
+        if scheme == "gaussian":
+            bw = n_total ** (-1 / 6)
+            return _gaussian_weights(zs, codes, x, qcodes, encoders, loc, scale, bw, t)
+        return _knn_weights(zs, codes, x, qcodes, encoders, loc, scale, n_total, 150, t, k)
+
+    # the default site policy: a client under k effective rows widens its kernel
+    weights, abstained, _ = _effective_rows_floor(weights_at, k)
+    assert not abstained.any()
     threshold = result.coordinator.collinearity
     expected, dropped = _guarded_pooled_cdf(zs, weights, x, result.grid, encoders, 2, threshold)
     assert dropped == len(x) == result.coordinator.guarded

@@ -185,7 +185,7 @@ def test_sites_send_only_protocol_arrays(site_files):
         arrays = content.array_records["arrays"]
         assert set(arrays) <= {"n_rows", "S", "F"}
         config = content.config_records["config"]
-        assert set(config) <= {"description", "name", "policy", "abstained"}
+        assert set(config) <= {"description", "name", "policy", "abstained", "widened"}
         for name, arr in arrays.items():
             a = arr.numpy()
             assert a.dtype.kind in "fi" and a.ndim <= 2
@@ -282,8 +282,8 @@ def test_real_superlink_and_three_supernodes_equal_in_process(site_files, tmp_pa
     for line in lines:
         assert set(line["arrays"]) == allowed[line["type"]]
         # the configure reply says what the site's policy applied; a summed reply may
-        # say how many queries the site abstained from
-        assert set(line["config"]) <= {"description", "name", "policy", "abstained"}
+        # say for how many queries the site widened its kernel or abstained
+        assert set(line["config"]) <= {"description", "name", "policy", "abstained", "widened"}
         if line["type"] == "hessian":
             rows, width = line["arrays"]["S_corr"][0]
             assert rows <= 400 and width <= packed_size(len(order))

@@ -10,10 +10,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fits import FITSSynthesizer, KNNKernel
+from fits import FITSSynthesizer, GaussianKernel, KNNKernel
 from fits.federation.client import FITSClient
 from fits.federation.coordinator import Coordinator
-from fits.federation.policy import PolicyError, SitePolicy
+from fits.federation.policy import DEFAULT_MIN_EFFECTIVE_ROWS, PolicyError, SitePolicy
 from fits.federation.protocol import Message
 from fits.federation.transport import InProcessTransport
 
@@ -39,7 +39,8 @@ def _federation(policy: SitePolicy | None, audit=None, kernel="knn"):
 
 def test_policy_defaults_limits_and_json(tmp_path):
     p = SitePolicy()
-    assert (p.max_grid_size, p.min_effective_rows, p.min_response_bandwidth) == (1000, 10, 0.02)
+    assert (p.max_grid_size, p.min_effective_rows, p.min_response_bandwidth) == (1000, 5, 0.02)
+    assert p.below_floor == "widen"
     assert p.query_budget(100) == 3 * 100 + 1000
     assert SitePolicy(max_rows=50).query_budget(100) == 3 * 50 + 1000
     assert math.isinf(SitePolicy.unrestricted().query_budget(10))
@@ -56,6 +57,14 @@ def test_policy_defaults_limits_and_json(tmp_path):
         SitePolicy.from_json(path)
     path.write_text(json.dumps({"min_effective_rows": -1}))
     with pytest.raises(ValueError, match="min_effective_rows must be >= 0"):
+        SitePolicy.from_json(path)
+    path.write_text(json.dumps({"below_floor": "abstain", "min_effective_rows": 3}))
+    assert SitePolicy.from_json(path) == SitePolicy(min_effective_rows=3, below_floor="abstain")
+    path.write_text(json.dumps({"below_floor": "shrink"}))
+    with pytest.raises(ValueError, match=r"below_floor must be one of \('widen', 'abstain'\)"):
+        SitePolicy.from_json(path)
+    path.write_text(json.dumps({"below_floor": 1}))
+    with pytest.raises(ValueError, match="below_floor must be a string"):
         SitePolicy.from_json(path)
     path.write_text("{not json")
     with pytest.raises(ValueError, match="not valid JSON"):
@@ -116,7 +125,8 @@ def test_a_lie_about_the_federation_size(tmp_path):
     with pytest.raises(PolicyError, match="M=200 rows, fewer than this site's own 400"):
         coord.configure(0)
     # a huge M would make c_k = 2 neighbours (eq. 12): the site takes M as 1000 x its rows,
-    # and a KNN site then has too few effective rows behind every answer: it abstains
+    # and a KNN site then has too few effective rows behind every answer: it widens its
+    # own kernel until n_eff >= k (the default, below_floor="widen")
     coord.n_rows = [10**9, 10**9]
     coord.configure(0)
     assert site.n_total == 400_000
@@ -124,15 +134,96 @@ def test_a_lie_about_the_federation_size(tmp_path):
     queries = np.column_stack([np.linspace(30_000, 60_000, 20)])
     coord.conditional_cdf("age", queries)
     hessians = [r for k, m, r in seen if k == 0 and m.type == "hessian"]
-    assert hessians[0].config["abstained"] == 20  # said so in the reply ...
+    assert hessians[0].config == {"widened": 20}  # said so in the reply ...
     logged = [json.loads(x) for x in (tmp_path / "a.jsonl").read_text().splitlines()]
     first = next(e for e in logged if e["type"] == "hessian")
-    assert first["abstained"] == list(range(20))  # ... and in the log, query by query
-    assert "fewer than k=10 effective rows" in first["reason"]
-    assert coord.abstained >= 40  # both sites, for every query
+    assert first["outcome"] == "answered with widened kernels"
+    assert first["widened"] == list(range(20))  # ... and in the log, query by query
+    assert all(t >= 2**0.5 for t in first["widening"]) and len(first["widening"]) == 20
+    assert f"fewer than k={DEFAULT_MIN_EFFECTIVE_ROWS:g} effective rows" in first["reason"]
+    assert coord.widened == 40 and coord.abstained == 0  # both sites, every query, step 1
+    # with below_floor="abstain" the site answers nothing instead, and says so
+    site, transport, seen = _federation(SitePolicy(below_floor="abstain"), tmp_path / "b.jsonl")
+    coord = Coordinator(transport)
+    coord.setup(order=["salary", "age"])
+    coord.n_rows = [10**9, 10**9]
+    coord.configure(0)
+    coord.conditional_cdf("age", queries)
+    hessians = [r for k, m, r in seen if k == 0 and m.type == "hessian"]
+    assert hessians[0].config == {"abstained": 20}
+    logged = [json.loads(x) for x in (tmp_path / "b.jsonl").read_text().splitlines()]
+    first = next(e for e in logged if e["type"] == "hessian")
+    assert first["abstained"] == list(range(20)) and "widened" not in first
+    assert first["outcome"] == "answered with abstentions"
+    assert coord.abstained >= 40 and coord.widened == 0  # both sites, for every query
     # the coordinator's fallbacks still give a proper CDF for every query (the marginal)
     out = coord.conditional_cdf("age", queries)
     np.testing.assert_allclose(out[:, -1], 1.0)
+
+
+def _recording(client: FITSClient) -> list:
+    """Record the weights behind every answer of a client: (main weights, groups)."""
+    seen: list = []
+    inner = client._weights_for
+
+    def weights_for(msg):
+        wts = inner(msg)
+        seen.append(wts)
+        return wts
+
+    client._weights_for = weights_for  # type: ignore[method-assign]
+    return seen
+
+
+@pytest.mark.parametrize("kernel", ["knn", "gaussian", "gaussian-narrow"])
+@pytest.mark.parametrize("k", [2.0, 10.0])
+def test_no_answer_rests_on_fewer_than_k_rows(kernel, k, tmp_path):
+    """A coordinator double that shrinks every kernel (a lie about M, the site's own tiny
+    bandwidth): every answer a site gives rests on n_eff >= k, widened where needed."""
+    from fits.federation.client import effective_rows
+
+    spec = {"knn": "knn", "gaussian": "gaussian", "gaussian-narrow": GaussianKernel(1e-3)}
+    policy = SitePolicy(min_effective_rows=k)
+    site, transport, seen = _federation(policy, tmp_path / "a.jsonl", spec[kernel])
+    weights = [w for client in transport._clients for w in [_recording(client)]]
+    coord = Coordinator(transport)
+    coord.setup(order=["salary", "age"])
+    coord.n_rows = [10**9, 10**9]  # the site takes M as 1000 x its rows
+    coord.configure(0)
+    rng = np.random.default_rng(0)
+    queries = np.column_stack([rng.uniform(20_000, 80_000, 200)])
+    coord.conditional_cdf("age", queries)
+    assert coord.widened > 0
+    widened = 0
+    for wts in weights[0] + weights[1]:
+        for w in [wts.w, *(part.w for _, part in wts.groups or ())]:
+            n_eff = effective_rows(w)
+            assert np.all((n_eff >= k) | (w.max(axis=1) == 0))  # answered, or nothing
+        widened += 0 if wts.widened is None else wts.widened.size
+    assert widened > 0
+    # the reply counts match the log, query for query
+    logged = [json.loads(x) for x in (tmp_path / "a.jsonl").read_text().splitlines()]
+    counted = sum(len(e.get("widened", [])) for e in logged if e["type"] == "hessian")
+    replied = sum(r.config.get("widened", 0) for i, m, r in seen if i == 0 and m.type == "hessian")
+    assert counted == replied
+    assert sum(r.config.get("widened", 0) for i, m, r in seen if m.type == "hessian") > 0
+
+
+def test_widening_changes_nothing_where_the_floor_does_not_bind(mixed_clients):
+    """Where every site has k effective rows behind every query, the default policy's
+    output is the paper's (no floor) bit for bit."""
+    big = [pd.concat([c] * 3, ignore_index=True) for c in mixed_clients[:2]]
+    tables = {}
+    for name, policy in [("default", SitePolicy(min_effective_rows=2)), ("off", None)]:
+        synth = FITSSynthesizer(
+            KNNKernel(budget=400),
+            seed=3,
+            site_policy=policy if policy is not None else SitePolicy(min_effective_rows=0),
+        ).fit(big)
+        tables[name] = synth.sample(200)
+        if name == "default":
+            assert synth.coordinator.widened == 0 and synth.coordinator.abstained == 0
+    pd.testing.assert_frame_equal(tables["default"], tables["off"])
 
 
 class _Greedy(Coordinator):
@@ -186,26 +277,32 @@ def test_honest_runs_stay_within_the_budget_and_declare_as_they_go(mixed_clients
 
 
 def test_effective_rows_floor_abstains_and_fallbacks_cover(mixed_clients, tmp_path):
-    """A site with few rows near a query abstains; with k above every site's rows the
-    coordinator falls back to the marginal and the table is still drawn."""
-    log: list[dict] = []
-    synth = FITSSynthesizer(
-        KNNKernel(budget=60),
-        seed=1,
-        site_policy={"client 3": SitePolicy(min_effective_rows=50)},
-        site_audit={"client 3": log.append},
-    ).fit(mixed_clients)
-    table = synth.sample(200)
-    assert len(table) == 200 and table.notna().all().all()
-    assert synth.coordinator.abstained > 0
-    abstentions = [e for e in log if e.get("abstained")]
-    assert abstentions and all(e["outcome"] == "answered with abstentions" for e in abstentions)
+    """A site with few rows near a query abstains (below_floor="abstain", or a k above
+    its rows, which no widening reaches); the table is still drawn."""
+    for policy in [
+        SitePolicy(min_effective_rows=50, below_floor="abstain"),
+        SitePolicy(min_effective_rows=101),  # client 3 holds 100 rows
+    ]:
+        log: list[dict] = []
+        synth = FITSSynthesizer(
+            KNNKernel(budget=60),
+            seed=1,
+            site_policy={"client 3": policy},
+            site_audit={"client 3": log.append},
+        ).fit(mixed_clients)
+        table = synth.sample(200)
+        assert len(table) == 200 and table.notna().all().all()
+        assert synth.coordinator.abstained > 0
+        abstentions = [e for e in log if e.get("abstained")]
+        assert abstentions
+        assert all(e["outcome"] == "answered with abstentions" for e in abstentions)
+        assert not any(e.get("widened") for e in log)
     # the other sites use the default policy: their audit trails say what they answered
     first = synth.coordinator.transport._clients[0]
     assert {e["type"] for e in first.audit_trail} >= {"setup", "configure", "hessian", "cdf"}
     assert all(e["site"] == "client 1" for e in first.audit_trail)
     # no site answers the marginal of a column from fewer than k rows
-    tiny = FITSClient(mixed_clients[2].iloc[:8], "tiny", "gaussian")
+    tiny = FITSClient(mixed_clients[2].iloc[:4], "tiny", "gaussian")  # 4 rows < k
     big = FITSClient(mixed_clients[0], "big", "gaussian")
     coord = Coordinator(InProcessTransport([tiny, big], n_jobs=1))
     coord.setup()

@@ -67,7 +67,7 @@ if TYPE_CHECKING:
 else:  # imported where first used: a site answering setup or marginal never loads them
     sparse = lazy_module("scipy.sparse")
 
-__all__ = ["FITSClient", "MIN_CLIENT_ROWS", "check_columns"]
+__all__ = ["FITSClient", "MIN_CLIENT_ROWS", "WIDENING_STEPS", "check_columns", "effective_rows"]
 
 #: Fewest rows a client may hold: a one-row client would reveal its row through its sums.
 MIN_CLIENT_ROWS = 2
@@ -77,6 +77,12 @@ _BAND = 9.0
 _SUMMED = {"marginal": ("F",), "hessian": ("S",), "cdf": ("F",), "block": ("S", "T")}
 #: Numbers per block of neighbour-list work (about 2 MB): small enough for the cache.
 _BLOCK_VALUES = 1 << 18
+#: Widening factors t a site tries, in order, for a query under its effective-rows
+#: floor (``SitePolicy.below_floor="widen"``): steps of sqrt(2) up to 1024.
+WIDENING_STEPS = tuple(2.0 ** (j / 2) for j in range(1, 21))
+#: Whether widened weights are rescaled to the site's own kernel's mass
+#: (:meth:`FITSClient._widening_scale`).
+NORMALIZE_WIDENED = True
 
 
 @dataclass
@@ -88,6 +94,24 @@ class _Weights:
     idx: np.ndarray | None = None  # (B, c) neighbour indices for the KNN scheme
     s: np.ndarray | None = None  # (B, d + 1, d + 1) Hessians, if computed with the weights
     abstained: np.ndarray | None = None  # queries under the effective-rows floor (zeroed)
+    widened: np.ndarray | None = None  # queries answered with a widened kernel ...
+    widening: np.ndarray | None = None  # ... and its factor t, one per widened query
+    groups: list[tuple[np.ndarray, _Weights]] | None = None  # (queries, their weights)
+
+    def take(self, rows: np.ndarray) -> _Weights:
+        """The weights of some of the queries (a boolean mask or indices)."""
+        return _Weights(
+            self.w[rows],
+            self.x[rows],
+            None if self.idx is None else self.idx[rows],
+            None if self.s is None else self.s[rows],
+        )
+
+    def scale(self, factor: np.ndarray) -> None:
+        """Multiply each query's weights (and Hessian) by a positive factor, in place."""
+        self.w *= factor[:, None]
+        if self.s is not None:
+            self.s *= factor[:, None, None]
 
 
 def _unsupported(series: pd.Series) -> tuple[str, str] | None:
@@ -238,6 +262,7 @@ class FITSClient:
         self._asked: dict[str, int] = {}
         self._last_queries: dict[str, str] = {}
         self._abstained: np.ndarray | None = None
+        self._widened: tuple[np.ndarray, np.ndarray] | None = None
         #: Seconds spent per message type and in the nearest-neighbour search
         #: (``"neighbour_search"``), for benchmarks.
         self.timings: dict[str, float] = defaultdict(float)
@@ -260,6 +285,7 @@ class FITSClient:
         start = time.perf_counter()
         entry = _describe_request(self.name, message)
         self._abstained = None
+        self._widened = None
         try:
             if message.type in _SUMMED:
                 self._spend(message)
@@ -281,13 +307,20 @@ class FITSClient:
             reply = _encoded(message, reply)
         self.timings[message.type] += time.perf_counter() - start
         entry["outcome"] = "answered"
+        floor = (
+            f"fewer than k={self.policy.min_effective_rows:g} effective rows "
+            "(n_eff = (sum w)^2 / sum w^2) behind these queries"
+        )
+        if self._widened is not None and self._widened[0].size:
+            rows, factors = self._widened
+            entry["outcome"] = "answered with widened kernels"
+            entry["widened"] = rows.tolist()
+            entry["widening"] = [float(f"{t:.6g}") for t in factors]
+            entry["reason"] = floor + " under the site's own kernel: widened by these factors"
         if self._abstained is not None and self._abstained.size:
             entry["outcome"] = "answered with abstentions"
             entry["abstained"] = self._abstained.tolist()
-            entry["reason"] = (
-                f"fewer than k={self.policy.min_effective_rows:g} effective rows "
-                "(n_eff = (sum w)^2 / sum w^2) behind these queries"
-            )
+            entry["reason"] = floor + (" even when widened" if "widened" in entry else "")
         if "policy" in reply.config:
             entry["policy"] = json.loads(str(reply.config["policy"]))
         entry["reply"] = {n: [list(a.shape), str(a.dtype)] for n, a in reply.arrays.items()}
@@ -347,36 +380,49 @@ class FITSClient:
             str(k): str(v) for k, v in dict(state.get("last_queries", {})).items()
         }
 
-    def _abstain(self, wts: _Weights) -> None:
-        """Zero the weights of queries with fewer than k effective rows (the policy).
+    def _floor(self, wts: _Weights, x: np.ndarray, qcodes: np.ndarray, kernel: Kernel) -> None:
+        """Enforce the effective-rows floor n_eff >= k on a batch's weights (the policy).
 
-        n_eff = (sum_i w_i)^2 / sum_i w_i^2 (Kish's effective sample size); rows of
-        weights below 1e-100 are rescaled by their maximum first, so that the squares do
-        not underflow (n_eff does not change with a common factor).  The site then
-        contributes zeros for those queries to both steps, since step 2 reuses these
-        weights.
+        n_eff = (sum_i w_i)^2 / sum_i w_i^2 (Kish's effective sample size, see
+        :func:`effective_rows`).  A query under k gets, with ``below_floor="widen"``, the
+        weights of the site's own kernel widened by the smallest factor t of
+        :data:`WIDENING_STEPS` that brings them to n_eff >= k (:meth:`_weights` with
+        ``widen=t``; kept as a group of queries per factor, see :meth:`_hessian`); a query
+        that no factor brings there, or every query under k with ``below_floor=
+        "abstain"``, gets no answer: the site contributes zeros for it to both steps,
+        since step 2 reuses these weights.  A query with no weight at all contributes
+        nothing anyway and is neither widened nor counted as an abstention.
         """
         k = self.policy.min_effective_rows
         if not k > 0 or wts.w.size == 0:
             return
-        w = wts.w
-        top = w.max(axis=1)
-        ok = top > 0
-        s1 = w.sum(axis=1)
-        s2 = np.einsum("ij,ij->i", w, w)
-        tiny = np.flatnonzero(ok & (top < 1e-100))
-        if tiny.size:
-            v = w[tiny] / top[tiny, None]
-            s1[tiny] = v.sum(axis=1)
-            s2[tiny] = np.einsum("ij,ij->i", v, v)
-        n_eff = np.zeros(len(w))
-        np.divide(s1 * s1, s2, out=n_eff, where=ok)
-        # a query with no weight at all contributes nothing anyway: not an abstention
-        low = np.flatnonzero(ok & ~(n_eff >= k))
-        if low.size:
-            w[low] = 0.0
-            if wts.s is not None:
-                wts.s[low] = 0.0
+        low = np.flatnonzero((wts.w.max(axis=1) > 0) & ~(effective_rows(wts.w) >= k))
+        if not low.size:
+            return
+        wts.w[low] = 0.0
+        if wts.s is not None:
+            wts.s[low] = 0.0
+        usable = int(self.valid[:, x.shape[1]].sum())  # n_eff <= the rows with weight
+        if self.policy.below_floor == "widen" and usable >= k:
+            groups, widened, factors = [], [], []
+            pending = low
+            for t in WIDENING_STEPS:
+                wide = self._weights(x[pending], qcodes[pending], kernel, widen=t)
+                ok = effective_rows(wide.w) >= k
+                if ok.any():
+                    groups.append((pending[ok], wide.take(ok)))
+                    widened.append(pending[ok])
+                    factors.append(np.full(int(ok.sum()), t))
+                    pending = pending[~ok]
+                if not pending.size:
+                    break
+            if groups:
+                wts.groups = groups
+                wts.widened = np.concatenate(widened)
+                wts.widening = np.concatenate(factors)
+                order = np.argsort(wts.widened, kind="stable")
+                wts.widened, wts.widening = wts.widened[order], wts.widening[order]
+            low = pending
         wts.abstained = low
 
     # ------------------------------------------------------------------ secure aggregation
@@ -476,6 +522,7 @@ class FITSClient:
             "rows": self.rows_declared,
             "queries_per_column": None if math.isinf(budget) else int(budget),
             "min_effective_rows": self.policy.min_effective_rows,
+            "below_floor": self.policy.below_floor,
             "adjusted": adjusted,
         }
         return Message(
@@ -751,25 +798,85 @@ class FITSClient:
         return self.kernel
 
     # ------------------------------------------------------------------ kernel weights
-    def _weights(self, x: np.ndarray, qcodes: np.ndarray, kernel: Kernel) -> _Weights:
+    def _weights(
+        self, x: np.ndarray, qcodes: np.ndarray, kernel: Kernel, widen: float = 1.0
+    ) -> _Weights:
+        """The kernel weights of a batch of queries; ``widen`` = t > 1 widens the kernel.
+
+        The widened kernel (the site's answer to a query under its effective-rows floor,
+        :meth:`_floor`) reaches further by t in every respect: a Gaussian site's
+        bandwidth is t w_x, a KNN site takes ``max(ceil(t c_k), ceil(k))`` neighbours
+        (at most its usable rows), and the category penalties of eq. 26 are relaxed to
+        gamma^(1/t) and lambda / t, so that the weights tend to equal weights on every
+        usable row as t grows.  Each query's widened weights are then multiplied by
+        :meth:`_widening_scale`, so that the site's weight in the pooled fit stays what
+        its own kernel gives it (n_eff does not change with a factor).
+        """
         d = x.shape[1]
         xbar = (x - self.loc[:d]) / self.scale[:d]
         if isinstance(kernel, KNNKernel):
-            return self._knn_weights(x, xbar, qcodes, kernel)
-        if isinstance(kernel, GaussianKernel):
-            return self._gaussian_weights(x, xbar, qcodes, kernel)
-        raise TypeError(f"{self.name}: unsupported kernel {kernel!r}")
+            wts = self._knn_weights(x, xbar, qcodes, kernel, widen)
+        elif isinstance(kernel, GaussianKernel):
+            wts = self._gaussian_weights(x, xbar, qcodes, kernel, widen)
+        else:
+            raise TypeError(f"{self.name}: unsupported kernel {kernel!r}")
+        if widen != 1.0 and NORMALIZE_WIDENED:
+            wts.scale(self._widening_scale(d, qcodes, kernel, widen, wts))
+        return wts
 
-    def _discrete_covariates(self, d: int, kernel: Kernel) -> list[tuple[int, str, float]]:
+    def _widening_scale(
+        self, d: int, qcodes: np.ndarray, kernel: Kernel, widen: float, wts: _Weights
+    ) -> np.ndarray:
+        """The factor that gives widened weights the total mass of the site's own kernel.
+
+        A kernel's total over its support, as a density estimate normalizes it: t^(-d)
+        for the Gaussian bandwidth t w_x in d standardized coordinates, c_k / c for a
+        KNN site's c neighbours instead of c_k (its weights sum to about c times a
+        constant), and per discrete covariate Z(rho) / Z(rho_t), with Z the penalty
+        summed over the column's categories at the query's category:
+        ``1 + (L - 1) gamma`` for a nominal column of L categories,
+        ``sum_g exp(-lambda |g - g_x|)`` for an ordinal one.  It depends on t, the query
+        and the schema only, never on the site's rows.
+        """
+        b = len(qcodes)
+        if isinstance(kernel, KNNKernel):  # c_k (at most the usable rows) over c
+            usable = int(self.valid[:, d].sum())
+            c_own = min(kernel.neighbors(self.n_rows, self.n_total, d), usable)
+            factor = np.full(b, c_own / max(wts.w.shape[1], 1))
+        else:  # Gaussian: the bandwidth t w_x in d coordinates
+            factor = np.full(b, widen ** (-float(d)))
+        own = self._discrete_covariates(d, kernel)
+        wide = self._discrete_covariates(d, kernel, widen)
+        for (j, kind, pen), (_, _, pen_t) in zip(own, wide, strict=True):
+            levels = self.encoders[j].spec.n_levels
+            if kind == "nominal":
+                factor *= (1.0 + (levels - 1) * pen) / (1.0 + (levels - 1) * pen_t)
+            else:
+                gap = np.abs(np.arange(levels)[None, :] - qcodes[:, j][:, None])
+                factor *= np.exp(-pen * gap).sum(axis=1) / np.exp(-pen_t * gap).sum(axis=1)
+        return factor
+
+    def _discrete_covariates(
+        self, d: int, kernel: Kernel, widen: float = 1.0
+    ) -> list[tuple[int, str, float]]:
+        """(column, kind, penalty) of the discrete covariates; relaxed by ``widen``."""
         out = []
         for j in range(d):
             spec = self.encoders[j].spec
             if spec.is_discrete:
-                out.append((j, spec.kind, kernel.penalty_for(spec.name, spec.kind)))
+                pen = kernel.penalty_for(spec.name, spec.kind)
+                if widen != 1.0:
+                    pen = pen ** (1.0 / widen) if spec.kind == "nominal" else pen / widen
+                out.append((j, spec.kind, pen))
         return out
 
     def _gaussian_weights(
-        self, x: np.ndarray, xbar: np.ndarray, qcodes: np.ndarray, kernel: GaussianKernel
+        self,
+        x: np.ndarray,
+        xbar: np.ndarray,
+        qcodes: np.ndarray,
+        kernel: GaussianKernel,
+        widen: float = 1.0,
     ) -> _Weights:
         """Dense weights exp(-|xbar - hbar|^2 / 2w^2) * rho, by one matrix product.
 
@@ -779,13 +886,13 @@ class FITSClient:
         ``log W = A_x A_h' + row + col``.
         """
         d = x.shape[1]
-        w = kernel.bandwidth_for(self.n_total, d)
+        w = kernel.bandwidth_for(self.n_total, d) * widen
         hbar = self._prepared(d).hbar
         ax = [xbar / (w * w)]
         ah = [hbar]
         row = -0.5 * np.einsum("ij,ij->i", xbar, xbar) / (w * w)
         col = -0.5 * np.einsum("ij,ij->i", hbar, hbar) / (w * w)
-        for j, kind, pen in self._discrete_covariates(d, kernel):
+        for j, kind, pen in self._discrete_covariates(d, kernel, widen):
             levels = self.encoders[j].spec.n_levels
             hc, qc = self.codes[:, j], qcodes[:, j]
             if kind == "nominal":
@@ -811,7 +918,12 @@ class FITSClient:
         return _Weights(logw, x)
 
     def _knn_weights(
-        self, x: np.ndarray, xbar: np.ndarray, qcodes: np.ndarray, kernel: KNNKernel
+        self,
+        x: np.ndarray,
+        xbar: np.ndarray,
+        qcodes: np.ndarray,
+        kernel: KNNKernel,
+        widen: float = 1.0,
     ) -> _Weights:
         """Weights on each query's c_k nearest rows, and the Hessians S_k (eq. 5) with them.
 
@@ -827,11 +939,14 @@ class FITSClient:
             nothing.s = np.zeros((b, d + 1, d + 1))
             return nothing
         start = time.perf_counter()
+        c = kernel.neighbors(self.n_rows, self.n_total, d)
+        if widen != 1.0:
+            c = max(math.ceil(c * widen - 1e-9), math.ceil(self.policy.min_effective_rows))
         if not hasattr(index, "kneighbors"):  # a cKDTree (else sklearn's brute force)
-            c = min(kernel.neighbors(self.n_rows, self.n_total, d), index.n)
+            c = min(c, index.n)
             dist, idx = index.query(xbar, k=c, eps=kernel.search_eps, workers=kernel.n_jobs)
         else:
-            c = min(kernel.neighbors(self.n_rows, self.n_total, d), index.n_samples_fit_)
+            c = min(c, index.n_samples_fit_)
             dist, idx = index.kneighbors(xbar, n_neighbors=c)
         self.timings["neighbour_search"] += time.perf_counter() - start
         dist = dist.reshape(b, c)
@@ -842,7 +957,7 @@ class FITSClient:
         # the kernel argument is the design's difference h_i - x on the standardized
         # scale, over eta r: (h_i - x) * factor with one factor per query and covariate
         factor = (1.0 / self.scale[:d])[None, :] / (kernel.eta * r)[:, None]
-        disc = self._discrete_covariates(d, kernel)
+        disc = self._discrete_covariates(d, kernel, widen)
         prep = self._prepared(d)
         if disc:
             cols = [j for j, _, _ in disc]
@@ -910,8 +1025,9 @@ class FITSClient:
                 f"got shape {queries.shape}"
             )
         x, qcodes = self._substitute(queries)
-        weights = self._weights(x, qcodes, self._scheme(msg))
-        self._abstain(weights)
+        kernel = self._scheme(msg)
+        weights = self._weights(x, qcodes, kernel)
+        self._floor(weights, x, qcodes, kernel)
         if "weight_exponent" in msg.arrays:  # secure aggregation: a common 2^e per query
             exponent = np.asarray(msg.arrays["weight_exponent"])
             if exponent.shape != (len(x),) or exponent.dtype.kind not in "iu":
@@ -920,19 +1036,28 @@ class FITSClient:
                     f"{exponent.dtype} {exponent.shape}"
                 )
             e = exponent.astype(np.int32)  # ldexp, not a factor: 2^1100 is no float
-            weights.w = np.ldexp(weights.w, e[:, None])
-            if weights.s is not None:
-                weights.s = np.ldexp(weights.s, e[:, None, None])
+            everything = np.arange(len(x))
+            for rows, part in [(everything, weights), *(weights.groups or [])]:
+                part.w = np.ldexp(part.w, e[rows][:, None])
+                if part.s is not None:
+                    part.s = np.ldexp(part.s, e[rows][:, None, None])
         if request:
             self._cache.weights = (key, weights)
         return weights
 
     # ------------------------------------------------------------------ the two steps
     def _hessian(self, msg: Message) -> Message:
-        """Step 1: S_k(x) = sum_i w_i U_i U_i' with U_i = (1, h_i - x) (eq. 5)."""
+        """Step 1: S_k(x) = sum_i w_i U_i U_i' with U_i = (1, h_i - x) (eq. 5).
+
+        Queries answered with a widened kernel (:meth:`_floor`) get their Hessians from
+        their widened weights, group by group.
+        """
         wts = self._weights_for(msg)
         d = self._position(msg)
-        return Message("hessian", {"S": self._hessians(wts, d)}, self._abstention(wts))
+        s = self._hessians(wts, d)
+        for rows, part in wts.groups or ():
+            s[rows] = self._hessians(part, d)
+        return Message("hessian", {"S": s}, self._floor_report(wts))
 
     def _hessians(self, wts: _Weights, d: int) -> np.ndarray:
         """The packed upper triangles of S_k(x) (eq. 5), one row per query."""
@@ -965,14 +1090,23 @@ class FITSClient:
             s = wts.s
         return s[:, iu[0], iu[1]]
 
-    def _abstention(self, wts: _Weights) -> dict[str, ConfigValue]:
-        """The reply config that says how many queries this site abstained from."""
+    def _floor_report(self, wts: _Weights) -> dict[str, ConfigValue]:
+        """The reply config that says for how many queries this site widened its kernel
+        and from how many it abstained (the effective-rows floor)."""
         self._abstained = wts.abstained
-        n = 0 if wts.abstained is None else int(wts.abstained.size)
-        return {"abstained": n} if n else {}
+        out: dict[str, ConfigValue] = {}
+        if wts.widened is not None and wts.widening is not None and wts.widened.size:
+            self._widened = (wts.widened, wts.widening)
+            out["widened"] = int(wts.widened.size)
+        if wts.abstained is not None and wts.abstained.size:
+            out["abstained"] = int(wts.abstained.size)
+        return out
 
     def _cdf(self, msg: Message) -> Message:
-        """Step 2: alpha_i = w_i q'U_i (eq. 8) and F_k(z) = sum_i alpha_i K(...) (eq. 9)."""
+        """Step 2: alpha_i = w_i q'U_i (eq. 8) and F_k(z) = sum_i alpha_i K(...) (eq. 9).
+
+        Queries answered with a widened kernel use their widened weights, as in step 1.
+        """
         wts = self._weights_for(msg)
         self._cache.weights = None  # step 2 closes the request
         d = self._position(msg)
@@ -981,6 +1115,13 @@ class FITSClient:
             raise ProtocolError(
                 f"{self.name}: q has shape {q.shape}, expected ({len(wts.x)}, {d + 1})"
             )
+        f = self._cdfs(wts, q, d)
+        for rows, part in wts.groups or ():
+            f[rows] = self._cdfs(part, q[rows], d)
+        return Message("cdf", {"F": np.ascontiguousarray(f)}, self._floor_report(wts))
+
+    def _cdfs(self, wts: _Weights, q: np.ndarray, d: int) -> np.ndarray:
+        """F_k(z | x) of eq. 9 on the grid for every query of ``wts``: shape (B, L)."""
         if wts.idx is None:
             hc = self.z[:, :d] - self.center[:d]
             xc = wts.x - self.center[:d]
@@ -994,8 +1135,7 @@ class FITSClient:
             for lo, hi, u in self._knn_blocks(wts):
                 np.matmul(u, q[lo:hi, :, None], out=alpha[lo:hi, :, None])
             alpha *= wts.w
-        f = self._phi_sums(wts, d, alpha)
-        return Message("cdf", {"F": np.ascontiguousarray(f)}, self._abstention(wts))
+        return self._phi_sums(wts, d, alpha)
 
     def _phi_sums(self, wts: _Weights, d: int, alpha: np.ndarray) -> np.ndarray:
         """sum_i alpha_bi Phi((z_l - y_i) / w_i) for every query b and grid point l (eq. 9).
@@ -1028,6 +1168,13 @@ class FITSClient:
         wts = self._weights_for(msg)
         self._cache.weights = None  # one message closes the request
         d = self._position(msg)
+        s, block = self._blocks(wts, d)
+        for rows, part in wts.groups or ():  # widened kernels (the floor), as in _hessian
+            s[rows], block[rows] = self._blocks(part, d)
+        return Message("block", {"S": s, "T": block}, self._floor_report(wts))
+
+    def _blocks(self, wts: _Weights, d: int) -> tuple[np.ndarray, np.ndarray]:
+        """The packed S_k(x) and the response blocks T_k(x) of every query of ``wts``."""
         s = self._hessians(wts, d)
         b, p = wts.x.shape[0], d + 1
         block = np.empty((b, p, self.grids[self.columns[d]].size))
@@ -1045,7 +1192,7 @@ class FITSClient:
                 np.multiply(u, wts.w[lo:hi, :, None], out=u_w[lo:hi])
             for j in range(p):
                 block[:, j] = self._phi_sums(wts, d, np.ascontiguousarray(u_w[:, :, j]))
-        return Message("block", {"S": s, "T": block}, self._abstention(wts))
+        return s, block
 
     def _marginal(self, msg: Message) -> Message:
         """First column: sum_i K((z - y_i) / w_z) on the grid (eq. 16, unnormalized)."""
@@ -1072,6 +1219,28 @@ def _encoded(message: Message, reply: Message) -> Message:
     else:
         arrays = encode_block(reply.arrays["S"], reply.arrays["T"], p, precision)
     return Message(reply.type, arrays, reply.config)
+
+
+def effective_rows(w: np.ndarray) -> np.ndarray:
+    """Kish's effective number of rows of each row of weights: (sum w)^2 / sum w^2.
+
+    Rows whose largest weight is below 1e-100 are rescaled by it first, so that the
+    squares do not underflow (n_eff does not change with a common factor); a row of
+    zeros has n_eff 0.
+    """
+    w = np.asarray(w, dtype=float)
+    top = w.max(axis=1) if w.shape[1] else np.zeros(len(w))
+    ok = top > 0
+    s1 = w.sum(axis=1)
+    s2 = np.einsum("ij,ij->i", w, w)
+    tiny = np.flatnonzero(ok & (top < 1e-100))
+    if tiny.size:
+        v = w[tiny] / top[tiny, None]
+        s1[tiny] = v.sum(axis=1)
+        s2[tiny] = np.einsum("ij,ij->i", v, v)
+    n_eff = np.zeros(len(w))
+    np.divide(s1 * s1, s2, out=n_eff, where=ok)
+    return n_eff
 
 
 def _one_hot(codes: np.ndarray, levels: int) -> np.ndarray:

@@ -37,6 +37,7 @@ from fits.core.cdf import (
 from fits.core.continualization import Encoder
 from fits.core.schema import Schema, merge_descriptions, missing_flag, point_mass_flag
 from fits.federation.codec import PRECISIONS, decode_block, decode_cdf, decode_hessian
+from fits.federation.policy import DEFAULT_MIN_EFFECTIVE_ROWS
 from fits.federation.protocol import ConfigValue, Message, ProtocolError
 from fits.federation.secure import unmask_sum
 from fits.federation.transport import Transport
@@ -229,6 +230,8 @@ class Coordinator:
         self.guarded = 0  # queries whose design the collinearity guard reduced
         #: (site, query) answers the sites abstained from under their policies.
         self.abstained = 0
+        #: (site, query) answers the sites gave with a kernel widened to their floor.
+        self.widened = 0
         self.declared_rows = 0
         self.site_policies: list[dict] = []
         self._configure_messages: list[Message] = []
@@ -433,6 +436,7 @@ class Coordinator:
 
     def _count_abstentions(self, replies: list[Message]) -> None:
         self.abstained += sum(int(r.config.get("abstained", 0)) for r in replies)
+        self.widened += sum(int(r.config.get("widened", 0)) for r in replies)
 
     # ---------------------------------------------------------------- estimation
     def _batch(self) -> int:
@@ -523,7 +527,8 @@ class Coordinator:
             raise ProtocolError(
                 f"column {column!r}: every site abstained from its marginal under its "
                 "policy (each holds fewer rows of it than its min_effective_rows, default "
-                "10), so nothing can be drawn; add rows, or let the sites lower "
+                f"{DEFAULT_MIN_EFFECTIVE_ROWS:g}), so nothing can be drawn; add rows, or let "
+                "the sites lower "
                 "min_effective_rows (SitePolicy; fits federate site --policy)"
             )
         return self._total(replies, "F")[None, :] / self.n_total

@@ -30,12 +30,20 @@ of them, see ``docs/privacy.md``):
   the site's own row count is a lie and is refused; above the ratio the site computes
   its kernels as if M were ``max_federation_ratio * n_k``.  This floors the Gaussian
   bandwidth M^(-1/(d+4)) at the value the site computes from its own row count.
-* **effective rows** [k = 10]: a query whose kernel weights w (after the category
-  penalties) have ``n_eff = (sum w)^2 / sum w^2 < k`` gets no answer from this site:
-  it contributes zeros for that query in both steps (and in the marginal when fewer
-  than k rows hold the column), says so in its reply (config ``abstained``, a count)
-  and logs which queries.  Whatever the bandwidths, M or the scaling make of the
-  weights, no answer rests on fewer than k rows' worth of weight.
+* **effective rows** [k = 5, ``below_floor="widen"``]: no answer rests on fewer
+  than k rows' worth of weight.  A query whose kernel weights w (after the category
+  penalties) have ``n_eff = (sum w)^2 / sum w^2 < k`` is answered with the site's own
+  kernel **widened** by the smallest factor t in sqrt(2), 2, 2 sqrt(2), ..., 1024 that
+  brings n_eff to k (a Gaussian site's bandwidth times t, a KNN site's neighbours
+  ``max(ceil(t c_k), ceil(k))``, the category penalties relaxed to gamma^(1/t) and
+  lambda / t; the widened weights are rescaled to the mass of the site's own kernel,
+  see :meth:`~fits.federation.client.FITSClient._weights`).  The site says so in its
+  reply (config ``widened``, a count) and logs which queries and by what factor.  A
+  query that no factor brings to k (a site with fewer than k usable rows), or every
+  query under k with ``below_floor="abstain"``, gets no answer: the site contributes
+  zeros for it in both steps, says so (config ``abstained``) and logs it.  A marginal
+  is abstained from when fewer than k rows hold the column.  Whatever the bandwidths,
+  M or the scaling make of the weights, every answer has n_eff >= k.
 
 Refusals raise :class:`PolicyError` at the site; over Flower the error travels back as
 the reply's error reason, in process it reaches the caller; either way the run stops
@@ -53,10 +61,20 @@ from typing import Any
 
 from fits.federation.protocol import ProtocolError
 
-__all__ = ["DEFAULT_MIN_EFFECTIVE_ROWS", "PolicyError", "SitePolicy"]
+__all__ = [
+    "BELOW_FLOOR",
+    "DEFAULT_BELOW_FLOOR",
+    "DEFAULT_MIN_EFFECTIVE_ROWS",
+    "PolicyError",
+    "SitePolicy",
+]
 
 #: Default k of the effective-rows floor n_eff >= k.
-DEFAULT_MIN_EFFECTIVE_ROWS = 10.0
+DEFAULT_MIN_EFFECTIVE_ROWS = 5.0
+#: What a site does with a query under its floor: widen its own kernel, or abstain.
+BELOW_FLOOR = ("widen", "abstain")
+#: Default of :attr:`SitePolicy.below_floor`.
+DEFAULT_BELOW_FLOOR = "widen"
 
 
 class PolicyError(ProtocolError):
@@ -80,8 +98,11 @@ class SitePolicy:
         Most synthetic rows the site serves: a larger declaration counts as this many.
         Default None (what the coordinator declares).
     min_effective_rows : float
-        k: abstain from a query whose weights have n_eff < k (default 10; 0 turns the
-        floor off).
+        k: no answer rests on weights with n_eff < k (default 5; 0 turns the floor
+        off).
+    below_floor : {"widen", "abstain"}
+        What the site does with a query under k: answer it with its own kernel widened
+        until n_eff >= k (default), or abstain from it (contribute zeros).
     min_response_bandwidth : float
         Floor of a continuous response's bandwidth, in units of the site's own sd of
         that column (default 0.02).
@@ -96,6 +117,7 @@ class SitePolicy:
     extra_queries: int = 1000
     max_rows: int | None = None
     min_effective_rows: float = DEFAULT_MIN_EFFECTIVE_ROWS
+    below_floor: str = DEFAULT_BELOW_FLOOR
     min_response_bandwidth: float = 0.02
     min_discrete_response_bandwidth: float = 0.0
     max_federation_ratio: float = 1000.0
@@ -107,6 +129,7 @@ class SitePolicy:
             ("extra_queries", self.extra_queries >= 0, ">= 0"),
             ("max_rows", self.max_rows is None or self.max_rows >= 0, ">= 0 or null"),
             ("min_effective_rows", self.min_effective_rows >= 0, ">= 0"),
+            ("below_floor", self.below_floor in BELOW_FLOOR, f"one of {BELOW_FLOOR}"),
             ("min_response_bandwidth", self.min_response_bandwidth >= 0, ">= 0"),
             (
                 "min_discrete_response_bandwidth",
@@ -170,6 +193,11 @@ class SitePolicy:
                     parsed[key] = math.inf
                 else:
                     raise ValueError(f"{source}: {key} cannot be null")
+                continue
+            if key == "below_floor":
+                if not isinstance(value, str):
+                    raise ValueError(f"{source}: below_floor must be a string, got {value!r}")
+                parsed[key] = value
                 continue
             integer = key in ("max_grid_size", "extra_queries", "max_rows")
             if isinstance(value, bool) or not isinstance(value, int if integer else (int, float)):

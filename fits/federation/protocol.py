@@ -40,7 +40,8 @@ error bound is stated in :mod:`fits.federation.codec`.
 
 A marginal, hessian, cdf or block reply may add config ``abstained`` (int): the number of
 queries the site answered with zeros under its policy's effective-rows floor
-(:mod:`fits.federation.policy`).
+(:mod:`fits.federation.policy`); a hessian or cdf reply may add ``widened`` (int): the
+number of queries it answered with its kernel widened to meet that floor.
 
 :func:`check_reply` enforces the right-hand column: a reply with any other array, or an
 array of any other shape, is refused.  No reply can carry a client's rows.
@@ -361,4 +362,4 @@ def check_reply(request: Message, reply: Message) -> None:
     else:
         shapes = {name: shape for name, (shape, _) in expected.items()}
         dtypes = {name: dtype for name, (_, dtype) in expected.items()}
-    _expect(reply, shapes, {"abstained"}, dtypes)
+    _expect(reply, shapes, {"abstained", "widened"}, dtypes)
