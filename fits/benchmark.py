@@ -978,8 +978,10 @@ def _run_generator(
         "uploaded_bytes": [int(b) for b in synth.uploaded_bytes_],
         "n_synthetic": n_syn,
         "fallbacks": _fallbacks(synth),
-        # (site, query) answers the sites' policies abstained from
+        # (site, query) answers the sites' policies abstained from, and gave with a
+        # kernel widened to their effective-rows floor
         "abstained": int(getattr(synth.coordinator, "abstained", 0)),
+        "widened": int(getattr(synth.coordinator, "widened", 0)),
     }
     say(f"[{split.key}]   {GENERATOR_NAMES[gen]}: synthesized {n_syn:,} rows in {t2 - t0:.1f} s")
     covariates = tasks[0]["covariates"]

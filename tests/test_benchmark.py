@@ -260,8 +260,9 @@ def test_energy_is_exact_and_boosting_matches_a_direct_call(sim_result: Benchmar
 
 def test_policy_modes_and_synthesizer_params() -> None:
     """site_policy reaches the sites (no abstention with the floor off, some with the
-    default k = 10 on 2-row clients), modes=False keeps the headline only, and
-    synthesizer_params reach the synthesizer (a different w_z, different rows)."""
+    default k = 5 on 2-row clients, which no widening helps), modes=False keeps the
+    headline only, and synthesizer_params reach the synthesizer (a different w_z,
+    different rows)."""
     from fits.federation.policy import SitePolicy
 
     common = {"repeats": 1, "seed": 1, "n_rows": 300, "generators": ("knn",), "modes": False}
@@ -273,6 +274,7 @@ def test_policy_modes_and_synthesizer_params() -> None:
     )  # fmt: skip
     res_off, res_def = off.runs[0]["generators"]["knn"], default.runs[0]["generators"]["knn"]
     assert res_off["abstained"] == 0 and res_def["abstained"] > 0
+    assert res_off["widened"] == 0 and res_def["widened"] > 0
     assert off.config["site_policy"]["min_effective_rows"] == 0
     assert default.config["site_policy"] == "default"
     assert res_off["utility"] == {} and res_off["fidelity"] == {"columns": [], "pairs": []}

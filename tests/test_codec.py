@@ -203,14 +203,16 @@ def test_fixed16_estimate_close_to_the_float64_one(mixed_clients, kernel):
 
 # ---------------------------------------------------------------------- rounds and dedup
 @pytest.mark.parametrize("kernel", ["knn", "gaussian"])
-@pytest.mark.parametrize("secure", [False, True])
-def test_one_round_equals_two_rounds(mixed_clients, kernel, secure):
-    cdfs, masses, types = {}, {}, {}
+@pytest.mark.parametrize(("secure", "policy"), [(False, "open"), (True, "open"), (True, "widen")])
+def test_one_round_equals_two_rounds(mixed_clients, kernel, secure, policy):
+    """Also where sites widen their kernels to the effective-rows floor (k = 10 here):
+    the block reply uses the widened weights as the hessian and cdf replies do."""
+    cdfs, masses, types, widened = {}, {}, {}, {}
     for rounds in (1, 2):
         synth = FITSSynthesizer(
             kernel,
             seed=0,
-            site_policy=OPEN,
+            site_policy=OPEN if policy == "open" else SitePolicy(min_effective_rows=10),
             upload_precision="float64",
             rounds=rounds,
             secure_aggregation=secure,
@@ -222,7 +224,11 @@ def test_one_round_equals_two_rounds(mixed_clients, kernel, secure):
         cdfs[rounds] = coord.conditional_cdf(coord.schema.order[3], x[:, :3], postprocess=False)
         masses[rounds] = coord.conditional_masses(coord.schema.order[3], x[:, :3])
         types[rounds] = {rep.type for _, _, rep in log} - {"configure"}
+        widened[rounds] = coord.widened
     assert types[1] == {"block"} and types[2] == {"hessian", "cdf"}
+    # the hessian round and the block round each count each widened answer once
+    assert (widened[1] > 0) == (policy == "widen")
+    assert widened[2] == widened[1]
     np.testing.assert_allclose(cdfs[1], cdfs[2], rtol=0, atol=1e-12)
     np.testing.assert_allclose(masses[1], masses[2], rtol=0, atol=1e-12)
 
