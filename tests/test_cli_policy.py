@@ -4,7 +4,7 @@ enforces that file's limits (the real executable, as a user runs it).
 Each command is run twice: with a policy that refuses the coordinator's default grid
 (exit code 1, the site and the limit named, no output), and with a permissive policy
 on sites so small that the default policy stops the run (every site abstains below
-k = 10 effective rows): the run then succeeds, which it can only do if every site
+k = 5 effective rows): the run then succeeds, which it can only do if every site
 applied the file.
 """
 
@@ -30,7 +30,7 @@ def run(*args: object, timeout: int = 400) -> subprocess.CompletedProcess:
 
 @pytest.fixture()
 def tiny_sites(tmp_path):
-    """Three rows per site: below the default policy's floor of 10 effective rows."""
+    """Three rows per site: under the default floor of 5 effective rows (no widening helps)."""
     a, b = tmp_path / "a.csv", tmp_path / "b.csv"
     pd.DataFrame({"g": ["p", "q", "p"], "x": [1.0, 2.0, 1.5], "k": [1, 2, 3]}).to_csv(
         a, index=False
