@@ -123,8 +123,9 @@ changes, each a choice the paper does not make:
   the preconditioned design (``P = Abar^-1``, known exactly from the setup round) the
   gain ``1/k`` at local step ``k`` is the asymptotically efficient stochastic
   approximation (Robbins-Monro with the optimal matrix gain ``Abar^-1 / k``; e.g.
-  Benveniste, Metivier and Priouret 1990, ch. 3.2; Polyak and Juditsky 1992 reach the
-  same covariance by averaging instead): the Lyapunov equation becomes
+  Kushner and Yin 2003, "Stochastic Approximation and Recursive Algorithms", ch. 10 on
+  rates of convergence; Polyak and Juditsky 1992, the paper's ``polyak1992acceleration``,
+  reach the same covariance by averaging the iterates instead): the Lyapunov equation becomes
   ``(G - I/2) Sigma + Sigma (G - I/2)' = P Sigma_* P`` with ``G = P Abar = I``, so
   ``k Var theta_k -> Abar^-1 Sigma_* Abar^-1``, the sandwich.  This is the paper's S2
   at ``gamma_eta = 1``, outside its range [1/2, 1): Theorem 4's rate is not claimed
@@ -139,7 +140,8 @@ changes, each a choice the paper does not make:
   Algorithm 1: ``eta_t = 1 - (m / (m + H))^{1/H}`` with ``m`` the steps counted before
   the round, so that a round contracts exactly as ``H`` steps of gain ``1/k`` would.
   The rows of the burn-in count as ``m_0`` of their ``L / eta_0`` steps: a loss of
-  ``(L - 2 + eta_0) / (eta_0 S)`` of the information, about 3% on the benchmarks.
+  ``(L - 2 + eta_0) / (eta_0 S)`` of the information (11% of the variance, 5% of
+  the width on the benchmark federation of ``docs/benchmarks.md``).
   ``eta_0`` defaults to the mean-square rule of "Step sizes" for a batch of
   ``b = min_c b_c`` rows: ``E[s] / (2 (E[s^2] / b + (1 - 1/b) E[s]^2 / d))`` (for
   ``b = 1`` the single-row rule; ``E u'G^2u = (E s^2 / b + (1 - 1/b) d) / d`` for the
@@ -157,6 +159,14 @@ changes, each a choice the paper does not make:
   vanishes at ``theta_star``: the bootstrap then has exactly the noise covariance of
   the main sequence.  The sites draw the shared weights themselves from a seed the
   coordinator sends them; they are data-free.
+
+Alternative not taken (not implemented, not measured): Polyak-Ruppert averaging of the
+iterates with the online bootstrap of averaged SGD (Fang, Xu and Yang 2018, the paper's
+``fang2018online``) is efficient without knowing ``Abar``, but the bootstrap is then of
+the averaged sequences (a second departure from section 6's last-iterate theory) and the
+average keeps the start's transient at order ``1 / (eta K)`` unless a burn-in is cut
+off; here ``Abar`` is known exactly from the setup round, so the optimal gain is
+available and the last-iterate bootstrap stays as the paper has it.
 
 ``one_pass`` needs ``precondition=True`` (the gain ``1/k`` is efficient only for
 ``P Abar = I``), ``site_weights="size"`` and ``sampling="without_replacement"``.  Local
