@@ -989,7 +989,9 @@ def run_fedlsa(
     }
     children = seq.spawn(k)
     if multipliers == "shared":  # one seed for every site's multipliers
-        config["multiplier_seed"] = int(seq.spawn(1)[0].generate_state(1, np.uint64)[0] >> 1)
+        config["multiplier_seed"] = int(
+            seq.spawn(1)[0].generate_state(1, np.uint64)[0] >> np.uint64(1)
+        )
     messages = []
     for child in children:
         site_seed = int(child.generate_state(1, np.uint64)[0] >> np.uint64(1))
