@@ -206,6 +206,7 @@ def _run_config(
     audit: Path | None,
     secure: bool = False,
     batch_size: int = 0,
+    rules: bool = True,
 ) -> dict[str, Any]:
     for item in kinds:
         if ":" not in item:
@@ -222,6 +223,7 @@ def _run_config(
         "audit": str(audit.resolve()) if audit else "",
         "secure": secure,
         "batch-size": int(batch_size),
+        "rules": rules,
     }
 
 
@@ -262,6 +264,13 @@ Secure = Annotated[
     typer.Option(
         "--secure-aggregation",
         help="Sites mask their uploads so that the coordinator learns only the sums.",
+    ),
+]
+NoRules = Annotated[
+    bool,
+    typer.Option(
+        "--no-rules",
+        help="Do not detect exact rules between columns (every column drawn by the chain).",
     ),
 ]
 
@@ -311,6 +320,7 @@ def run(
     audit: Audit = None,
     secure_aggregation: Secure = False,
     batch_size: BatchSize = 0,
+    no_rules: NoRules = False,
     insecure: Insecure = False,
     root_certificates: Annotated[
         Path | None, typer.Option("--ca", help="The SuperLink's CA certificate (PEM).")
@@ -338,6 +348,7 @@ def run(
         audit,
         secure_aggregation,
         batch_size,
+        not no_rules,
     )
     try:
         result = launch.submit_run(
@@ -381,6 +392,7 @@ def local(
     secure_aggregation: Secure = False,
     policy: PolicyFile = None,
     batch_size: BatchSize = 0,
+    no_rules: NoRules = False,
 ) -> None:
     """Try a real federation on this machine: a SuperLink and one SuperNode per file.
 
@@ -434,6 +446,7 @@ def local(
         audit,
         secure_aggregation,
         batch_size,
+        not no_rules,
     )
     kernels = dict(zip(names, kernel, strict=True)) if kernel else {}
     from fits.cli.errors import interruptible

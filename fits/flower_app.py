@@ -56,6 +56,7 @@ def synthesize(transport: FlowerTransport, cfg: Mapping[str, Any]) -> Path:
         schema=schema,
         batch_size=cfg["batch_size"] or None,
         secure_aggregation=cfg["secure"],
+        rules=cfg.get("rules", True),
     )
     synth.fit(transport)
     if not cfg["batch_size"]:  # each site is its own machine: budget per site

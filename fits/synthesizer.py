@@ -142,6 +142,14 @@ class FITSSynthesizer(BaseEstimator):
     site_audit : path, callable, or a mapping by client name, optional
         Where the in-process sites log every request (JSON lines; see
         :class:`~fits.federation.client.FITSClient`).
+    rules : bool
+        Detect exact rules between columns at setup -- a discrete column that is a
+        function of one or two discrete columns, a continuous column that is the sum of
+        two or three others, in every row at every site -- and generate each such
+        column by its rule, so every synthetic row keeps it (:mod:`fits.core.rules`;
+        they are listed in ``schema_.rules``).  A ``schema`` with a ``rules`` entry
+        brings its own rules (checked at every site).  Default True; False draws
+        every column from the chain.
 
     Attributes
     ----------
@@ -183,6 +191,7 @@ class FITSSynthesizer(BaseEstimator):
         deduplicate: bool = True,
         grid_points: int | None = 64,
         round_cost_bytes: int = 0,
+        rules: bool = True,
     ) -> None:
         self.kernel = kernel
         self.seed = seed
@@ -208,6 +217,7 @@ class FITSSynthesizer(BaseEstimator):
         self.deduplicate = deduplicate
         self.grid_points = grid_points
         self.round_cost_bytes = round_cost_bytes
+        self.rules = rules
 
     # ------------------------------------------------------------------ fitting
     def fit(self, tables: Tables | Transport) -> FITSSynthesizer:
@@ -336,7 +346,7 @@ class FITSSynthesizer(BaseEstimator):
             grid_points=self.grid_points,
             round_cost_bytes=self.round_cost_bytes,
         )
-        schema = coordinator.setup(kinds=kinds, order=order, schema=schema)
+        schema = coordinator.setup(kinds=kinds, order=order, schema=schema, rules=bool(self.rules))
         lift_seq, _ = root.spawn(2)
         coordinator.configure(lift_seq)
         if clients and coordinator.batch_size is None:
@@ -621,6 +631,16 @@ class FITSSynthesizer(BaseEstimator):
                     col = col.astype("Int64")
                 col = col.mask(pd.Series(absent))
             cols[name] = restore_dtype(col, spec)
+        for rule in self.schema_.rules or []:
+            if rule.kind == "sum":  # the sum of the parts as written, so it holds exactly
+                spec = self.schema_[rule.column]
+                total = np.zeros(values.shape[0])
+                for part in rule.of:
+                    total = total + pd.to_numeric(cols[part]).to_numpy(dtype=float)
+                col = pd.Series(total, name=rule.column)
+                if spec.dtype == "int":
+                    col = col.astype(np.int64)
+                cols[rule.column] = restore_dtype(col, spec)
         return pd.DataFrame(cols)[[c for c in self._columns if c in cols]]
 
 

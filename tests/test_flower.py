@@ -183,16 +183,20 @@ def test_sites_send_only_protocol_arrays(site_files):
     for _, content in grid.sent:
         assert set(content) == {"arrays", "config"}
         arrays = content.array_records["arrays"]
-        assert set(arrays) <= {"n_rows", "S", "F"}
+        assert set(arrays) <= {"n_rows", "S", "F", "holds", "pairs"}
         config = content.config_records["config"]
         assert set(config) <= {"description", "name", "policy", "abstained", "widened"}
         for name, arr in arrays.items():
             a = arr.numpy()
+            if name in ("holds", "pairs"):  # rule detection: bits, one per candidate / pair
+                assert a.dtype == np.uint8 and a.ndim == 1 and set(np.unique(a)) <= {0, 1}
+                continue
             assert a.dtype.kind in "fi" and a.ndim <= 2
             if name == "S":
                 assert a.shape[1] in {packed_size(p) for p in range(2, 8)}
         kinds_seen.add(tuple(sorted(arrays)))
-    assert kinds_seen == {("n_rows",), ("F",), ("S",)}
+    assert {("n_rows",), ("F",), ("S",), ("holds",)} <= kinds_seen
+    assert kinds_seen <= {("n_rows",), ("F",), ("S",), ("holds",), ("pairs",)}
 
 
 def test_site_policy_and_audit_from_node_config_hold_across_messages(site_files, tmp_path):
@@ -210,6 +214,10 @@ def test_site_policy_and_audit_from_node_config_hold_across_messages(site_files,
     for cfg in configs:
         lines = [json.loads(x) for x in Path(cfg["audit"]).read_text().splitlines()]
         assert {e["site"] for e in lines} == {cfg["name"]}
+        # rule detection comes right after setup, before any configure
+        n_rules = [e["type"] for e in lines[1:]].index("configure")
+        assert n_rules >= 1 and {e["type"] for e in lines[1 : 1 + n_rules]} == {"rules"}
+        lines = [e for e in lines if e["type"] != "rules"]
         types = [e["type"] for e in lines]
         # setup, configure (fit), a marginal per continuous column after the first and
         # configure (their quantile grids), configure (rows declared), then the columns;
@@ -280,6 +288,10 @@ def test_real_superlink_and_three_supernodes_equal_in_process(site_files, tmp_pa
         "cdf": {"F_scale", "F_fixed"},
     }
     for line in lines:
+        if line["type"] == "rules":  # rule detection: one array of bits
+            assert set(line["arrays"]) in ({"holds"}, {"pairs"})
+            assert line["arrays"][next(iter(line["arrays"]))][1] == "uint8"
+            continue
         assert set(line["arrays"]) == allowed[line["type"]]
         # the configure reply says what the site's policy applied; a summed reply may
         # say for how many queries the site widened its kernel or abstained

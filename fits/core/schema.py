@@ -64,6 +64,8 @@ __all__ = [
     "MANY_LEVELS_WARNING",
     "POINT_MASS_SHARE",
     "ColumnSpec",
+    "RULE_KINDS",
+    "Rule",
     "Schema",
     "SchemaError",
     "datetime_seconds",
@@ -310,6 +312,111 @@ class ColumnSpec:
         )
 
 
+#: Kinds of exact rules (:class:`Rule`).
+RULE_KINDS = ("function", "sum")
+
+
+@dataclass
+class Rule:
+    """An exact rule between columns that holds in every real row at every site.
+
+    Detected at setup (:mod:`fits.core.rules`, docs/method.md "Exact rules"), reported
+    in :attr:`Schema.rules`, and used to generate ``column`` from the columns ``of``
+    instead of drawing it from the chain.
+
+    Parameters
+    ----------
+    column : str
+        The dependent column.
+    of : list of str
+        The columns it is a function of (``"function"``: one or two discrete columns),
+        or the parts it is the sum of (``"sum"``).
+    kind : {"function", "sum"}
+        ``"function"``: ``column`` (discrete) takes one value per combination of the
+        ``of`` columns' values (discrete), given by ``mapping``.  ``"sum"``: ``column``
+        (continuous) equals the sum of the ``of`` columns (numeric) in every row.
+    mapping : list of list, optional
+        ``"function"`` only: one entry ``[a_1, ..., a_k, b]`` per combination of the
+        ``of`` columns seen in the real rows, ``b`` the value of ``column`` there.  A
+        combination not listed (never seen) leaves ``column`` to the chain.
+    """
+
+    column: str
+    of: list[str]
+    kind: str = "function"
+    mapping: list[list[Any]] | None = None
+
+    def __post_init__(self) -> None:
+        where = f"rule for column {self.column!r}"
+        if self.kind not in RULE_KINDS:
+            raise SchemaError(f"{where}: unknown kind {self.kind!r}; use one of {RULE_KINDS}")
+        if not isinstance(self.of, list) or not self.of or len(set(self.of)) != len(self.of):
+            raise SchemaError(f'{where}: "of" must be a non-empty list of distinct columns')
+        if self.column in self.of:
+            raise SchemaError(f'{where}: the column cannot be among its own "of" columns')
+        if self.kind == "sum":
+            if self.mapping is not None:
+                raise SchemaError(f'{where}: a "sum" rule has no "mapping"')
+            if len(self.of) < 2:
+                raise SchemaError(f'{where}: a "sum" rule needs at least two parts in "of"')
+            return
+        if not isinstance(self.mapping, list) or not self.mapping:
+            raise SchemaError(
+                f'{where}: a "function" rule needs a "mapping": a list of '
+                f"[{', '.join(self.of)}, {self.column}] value lists"
+            )
+        keys = set()
+        for entry in self.mapping:
+            if not isinstance(entry, list) or len(entry) != len(self.of) + 1:
+                raise SchemaError(
+                    f"{where}: mapping entry {entry!r} must list {len(self.of) + 1} values "
+                    f"({', '.join(self.of)}, then {self.column})"
+                )
+            key = tuple(plain(v) for v in entry[:-1])
+            if key in keys:
+                raise SchemaError(f"{where}: the mapping lists {list(key)!r} twice")
+            keys.add(key)
+
+    def lookup(self) -> dict[tuple[Any, ...], Any]:
+        """``"function"`` rules: the mapping as a dict (determinant values) -> value."""
+        return {tuple(plain(v) for v in e[:-1]): plain(e[-1]) for e in self.mapping or []}
+
+    def describe(self) -> str:
+        """One line: ``"b = f(a1, a2)"`` or ``"t = p1 + p2"``."""
+        if self.kind == "sum":
+            return f"{self.column} = {' + '.join(self.of)}"
+        return f"{self.column} = f({', '.join(self.of)}) ({len(self.mapping or [])} values)"
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready description."""
+        out: dict[str, Any] = {"column": self.column, "kind": self.kind, "of": list(self.of)}
+        if self.mapping is not None:
+            out["mapping"] = [[plain(v) for v in e] for e in self.mapping]
+        return out
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Rule:
+        """Inverse of :meth:`to_dict`; a :class:`SchemaError` names what is wrong."""
+        if not isinstance(d, Mapping) or "column" not in d:
+            raise SchemaError(f'each entry of "rules" must be an object with a "column": {d!r}')
+        of = d.get("of")
+        if not isinstance(of, list):
+            raise SchemaError(
+                f'rule for column {d["column"]!r}: "of" must be a list of column names, got {of!r}'
+            )
+        mapping = d.get("mapping")
+        if mapping is not None and not isinstance(mapping, list):
+            raise SchemaError(f'rule for column {d["column"]!r}: "mapping" must be a list')
+        return cls(
+            column=str(d["column"]),
+            of=[str(c) for c in of],
+            kind=str(d.get("kind", "function")),
+            mapping=[list(e) if isinstance(e, list) else e for e in mapping]
+            if mapping is not None
+            else None,
+        )
+
+
 @dataclass
 class Schema:
     """The shared description of every client's table.
@@ -320,10 +427,15 @@ class Schema:
         One spec per column, in the tables' column order.
     order : list of str, optional
         Chain order (the order columns are drawn in); default the column order.
+    rules : list of Rule, optional
+        Exact rules between columns (:class:`Rule`): each rule's column is generated by
+        the rule, not drawn.  None: not determined (a fit detects them at setup unless
+        told not to); an empty list: none (detection switched off, or none found).
     """
 
     columns: list[ColumnSpec]
     order: list[str] = field(default_factory=list)
+    rules: list[Rule] | None = None
 
     def __post_init__(self) -> None:
         names = [c.name for c in self.columns]
@@ -339,6 +451,67 @@ class Schema:
                 + (f"; missing: {missing}" if missing else "")
                 + (f"; unknown: {unknown}" if unknown else "")
             )
+        if self.rules is not None:
+            self.rules = [r if isinstance(r, Rule) else Rule.from_dict(r) for r in self.rules]
+            self._check_rules()
+
+    def _check_rules(self) -> None:
+        """Validate :attr:`rules` against the columns and the chain order."""
+        names = set(self.names)
+        seen: set[str] = set()
+        for rule in self.rules or []:
+            where = f"rule for column {rule.column!r}"
+            unknown = [c for c in [rule.column, *rule.of] if c not in names]
+            if unknown:
+                raise SchemaError(f"{where}: unknown column(s) {unknown}; remove or fix the rule")
+            if rule.column in seen:
+                raise SchemaError(f"{where}: the column has two rules; keep one")
+            seen.add(rule.column)
+            specs = [self[c] for c in [rule.column, *rule.of]]
+            if any(not c.is_modelled or c.indicates is not None for c in specs):
+                raise SchemaError(f"{where}: identifier columns cannot take part in a rule")
+            later = [c for c in rule.of if self.order.index(c) > self.order.index(rule.column)]
+            if later:
+                raise SchemaError(
+                    f"{where}: {later} come(s) after {rule.column!r} in the chain order, "
+                    f"so it cannot be generated from them; move {rule.column!r} after them "
+                    'in "order", or remove the rule'
+                )
+            if rule.kind == "sum":
+                dep = self[rule.column]
+                if dep.kind != "continuous" or dep.missing or dep.point_mass is not None:
+                    raise SchemaError(
+                        f"{where}: a sum's column must be continuous, with no missing "
+                        "values and no point mass; remove the rule"
+                    )
+                bad = [
+                    c.name
+                    for c in specs[1:]
+                    if c.missing
+                    or c.dtype == "datetime"
+                    or (c.is_discrete and not all(_is_number(v) for v in c.categories or []))
+                ]
+                if bad:
+                    raise SchemaError(
+                        f"{where}: part(s) {bad} are not numbers present in every row; "
+                        "remove the rule"
+                    )
+                continue
+            if not all(c.is_discrete for c in specs):
+                raise SchemaError(
+                    f"{where}: a function rule links discrete columns only; "
+                    f"{[c.name for c in specs if not c.is_discrete]} are continuous"
+                )
+            levels = [{plain(v) for v in c.categories or []} for c in specs]
+            for entry in rule.mapping or []:
+                values = [*entry[:-1], entry[-1]]
+                names_ = [*rule.of, rule.column]
+                for v, col, lv in zip(values, names_, [*levels[1:], levels[0]], strict=True):
+                    if plain(v) not in lv:
+                        raise SchemaError(
+                            f"{where}: mapping entry {entry!r} has {v!r} for column "
+                            f"{col!r}, which is not among its categories"
+                        )
 
     def __getitem__(self, name: str) -> ColumnSpec:
         for c in self.columns:
@@ -390,11 +563,21 @@ class Schema:
                 )
                 order.append(flag)
             order.append(name)
-        return Schema(columns, order)
+        return Schema(columns, order, self.rules)
+
+    def without_rules(self) -> Schema:
+        """The same schema with :attr:`rules` not set (what the sites are sent)."""
+        return Schema(self.columns, self.order)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready description (what ``fits schema`` writes)."""
-        return {"columns": [c.to_dict() for c in self.columns], "order": list(self.order)}
+        out: dict[str, Any] = {
+            "columns": [c.to_dict() for c in self.columns],
+            "order": list(self.order),
+        }
+        if self.rules is not None:
+            out["rules"] = [r.to_dict() for r in self.rules]
+        return out
 
     def to_json(self, **kwargs: Any) -> str:
         """The schema as a JSON string."""
@@ -408,7 +591,14 @@ class Schema:
         order = d.get("order") or []
         if not isinstance(order, list):
             raise SchemaError(f"'order' must be a list of column names, got {order!r}")
-        return cls([ColumnSpec.from_dict(c) for c in d["columns"]], list(order))
+        rules = d.get("rules")
+        if rules is not None and not isinstance(rules, list):
+            raise SchemaError(f"'rules' must be a list of rules, got {rules!r}")
+        return cls(
+            [ColumnSpec.from_dict(c) for c in d["columns"]],
+            list(order),
+            [Rule.from_dict(r) for r in rules] if rules is not None else None,
+        )
 
     @classmethod
     def from_json(cls, text: str) -> Schema:
@@ -423,6 +613,7 @@ class Schema:
         kinds: Mapping[str, str] | None = None,
         order: Sequence[str] | None = None,
         parse_text: bool = True,
+        rules: bool = True,
     ) -> Schema:
         """Detect the schema of one table, or of several sites' tables, in one call.
 
@@ -444,6 +635,10 @@ class Schema:
             Read text that is really numbers or dates as such first, as every site does
             (:func:`parse_text_columns`; default).  False describes the tables' columns
             with the dtypes they have.
+        rules : bool
+            Detect exact rules between columns (:mod:`fits.core.rules`) as a fit's setup
+            round does, each table answering as a site (default).  False leaves
+            :attr:`rules` empty.
 
         Returns
         -------
@@ -471,7 +666,22 @@ class Schema:
         for frame, name in zip(frames, names, strict=True):
             parsed, notes = parse_text_columns(frame, declared) if parse_text else (frame, {})
             descriptions.append(describe_table(parsed, declared, client=name, notes=notes))
-        return merge_descriptions(descriptions, names, kinds=kinds, order=order)
+        schema = merge_descriptions(descriptions, names, kinds=kinds, order=order)
+        if not rules:
+            return Schema(schema.columns, schema.order, [])
+        from fits.core.rules import answer_rules, detect_rules  # they import this module
+
+        parsed_frames = [parse_text_columns(f, declared)[0] if parse_text else f for f in frames]
+        found = detect_rules(
+            schema,
+            lambda stage, candidates: [
+                answer_rules(f, schema, candidates, stage, site=n)
+                for f, n in zip(parsed_frames, names, strict=True)
+            ],
+            names,
+            sum(int(f.shape[0]) for f in frames),
+        )
+        return Schema(schema.columns, schema.order, found)
 
     def validate(self, table: pd.DataFrame, *, name: str = "table") -> None:
         """Check that a table fits this schema; raise a :class:`SchemaError` if not.
@@ -531,6 +741,10 @@ class Schema:
 # ---------------------------------------------------------------------------------------
 # Setup round: what a client reports about its own table, and the coordinator's merge.
 # ---------------------------------------------------------------------------------------
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
 
 
 def missing_flag(column: str) -> str:

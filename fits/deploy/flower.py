@@ -46,6 +46,7 @@ Coordinator side (run config, ``fits federate run`` fills it in)::
     task       = "synthesize"      # or "analyze": fit a model across the sites
     analysis   = ""                # task "analyze": the fit's options (JSON, see
                                    # fits.flower_app.analyze); the result JSON -> output
+    rules      = true              # detect exact rules between columns, generate by them
 
 With ``secure = true`` each site keeps the private key of its secure-aggregation key
 pair (:mod:`fits.federation.secure`) in its ``context.state`` next to ``configure``; only the
@@ -302,6 +303,7 @@ def _read_run_config(config: Mapping[str, Any]) -> dict[str, Any]:
         "secure": _parse_bool(get("secure", False)),
         "task": _parse_task(get("task", "synthesize")),
         "analysis": str(get("analysis", "")),
+        "rules": _parse_bool(get("rules", True), "rules"),
     }
 
 
@@ -317,10 +319,10 @@ def _parse_task(value: Any) -> str:
     return task
 
 
-def _parse_bool(value: Any) -> bool:
+def _parse_bool(value: Any, key: str = "secure") -> bool:
     if isinstance(value, str):
         if value.strip().lower() not in ("true", "false", "1", "0", "yes", "no", ""):
-            raise ValueError(f"run config 'secure' must be true or false, got {value!r}")
+            raise ValueError(f"run config {key!r} must be true or false, got {value!r}")
         return value.strip().lower() in ("true", "1", "yes")
     return bool(value)
 
@@ -454,7 +456,7 @@ def _handle(msg: FlowerMessage, context: Context) -> FlowerMessage:
     if fits_type == "configure":
         context.state[_STATE_ARRAYS] = msg.content.array_records["arrays"]
         context.state[_STATE_CONFIG] = msg.content.config_records["config"]
-    elif fits_type != "setup":
+    elif fits_type not in ("setup", "rules"):  # rule detection comes before configure
         if _STATE_CONFIG not in context.state:
             raise ProtocolError(f"{site.name}: {fits_type} before configure")
         stored = RecordDict(
@@ -620,6 +622,7 @@ RUN_CONFIG_DEFAULTS: dict[str, Any] = {
     "secure": False,
     "task": "synthesize",
     "analysis": "",
+    "rules": True,
 }
 
 

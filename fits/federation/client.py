@@ -4,6 +4,8 @@ A :class:`FITSClient` answers the coordinator's messages (:mod:`fits.federation.
 rows never leave it; it uploads only
 
 * in the setup round, its row count and a description of its columns;
+* in rule detection, one bit per candidate rule (does it hold in all my rows?) and, for
+  the rules every site confirmed, which value pairs of their columns occur here;
 * for the first chain column, the sum of smoothed indicators on the grid (eq. 16);
 * for each batch of query points, step 1: the kernel-weighted Hessians S_k(x) (eq. 5);
 * and step 2: given q(x) from the coordinator, the CDF vectors F_k(z | x) (eqs. 8-9).
@@ -48,6 +50,7 @@ from fits.core.kernels import (
     resolve_kernel,
     response_cdf_kernel,
 )
+from fits.core.rules import answer_rules
 from fits.core.schema import (
     ColumnSpec,
     Schema,
@@ -273,6 +276,7 @@ class FITSClient:
         handler = {
             "setup": self._setup,
             "configure": self._configure,
+            "rules": self._rules,
             "marginal": self._marginal,
             "hessian": self._hessian,
             "cdf": self._cdf,
@@ -280,7 +284,7 @@ class FITSClient:
         }.get(message.type)
         if handler is None:
             raise ProtocolError(f"{self.name}: unknown message type {message.type!r}")
-        if message.type not in ("setup", "configure") and self._schema is None:
+        if message.type not in ("setup", "configure", "rules") and self._schema is None:
             raise ProtocolError(f"{self.name}: {message.type} before configure")
         start = time.perf_counter()
         entry = _describe_request(self.name, message)
@@ -481,6 +485,17 @@ class FITSClient:
             arrays,
             {"description": json.dumps(jsonable(desc, finite=False)), "name": self.name},
         )
+
+    def _rules(self, msg: Message) -> Message:
+        """Rule detection (:func:`fits.core.rules.answer_rules`): one bit per candidate
+        rule (``check``), or which value pairs occur here (``map``); never a row."""
+        schema = Schema.from_json(str(msg.config["schema"]))
+        candidates = json.loads(str(msg.config["candidates"]))
+        stage = str(msg.config.get("stage", "check"))
+        # a deployment that rebuilds the site per message (Flower) has not parsed yet
+        data, _ = parse_text_columns(self.data, {c.name: {"kind": c.kind} for c in schema.columns})
+        answer = answer_rules(data, schema, candidates, stage, site=self.name)
+        return Message("rules", {"pairs" if stage == "map" else "holds": answer})
 
     def _check_bounds(self, spec: ColumnSpec, values: np.ndarray) -> None:
         """Refuse values outside the schema's bounds: they would be clipped silently."""

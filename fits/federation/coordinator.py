@@ -35,6 +35,7 @@ from fits.core.cdf import (
     solve_first_row,
 )
 from fits.core.continualization import Encoder
+from fits.core.rules import dependent_codes, detect_rules, map_size, verify_rules
 from fits.core.schema import Schema, merge_descriptions, missing_flag, point_mass_flag
 from fits.federation.codec import PRECISIONS, decode_block, decode_cdf, decode_hessian
 from fits.federation.policy import DEFAULT_MIN_EFFECTIVE_ROWS
@@ -251,6 +252,7 @@ class Coordinator:
         kinds: Mapping[str, str] | None = None,
         order: Sequence[str] | None = None,
         schema: Schema | None = None,
+        rules: bool = True,
     ) -> Schema:
         """Setup round: collect counts and descriptions, merge them into the schema.
 
@@ -258,6 +260,11 @@ class Coordinator:
         data against it when configured.  Returns the user-facing schema; the engine
         draws ``self.schema``, which adds a missingness indicator before each continuous
         column with missing values.
+
+        With ``rules`` (default) exact rules between columns are then detected with
+        ``rules`` messages (:mod:`fits.core.rules`) and put in the schema's ``rules``;
+        a user schema's own ``rules`` (when it has a ``rules`` entry) are checked at
+        every site instead.  ``rules=False`` sets no rule.
         """
         declared = {c: {"kind": k} for c, k in (kinds or {}).items()}
         if schema is not None:
@@ -273,10 +280,36 @@ class Coordinator:
                 descriptions, self.transport.client_names, kinds=kinds, order=order
             )
         elif order is not None:
-            schema = Schema(schema.columns, list(order))
+            schema = Schema(schema.columns, list(order), schema.rules)
+        if not rules:
+            schema = Schema(schema.columns, schema.order, [])
+        elif schema.rules is not None:
+            verify_rules(schema, self._rules_round(schema), self.transport.client_names)
+        else:
+            found = detect_rules(
+                schema, self._rules_round(schema), self.transport.client_names, self.n_total
+            )
+            schema = Schema(schema.columns, schema.order, found)
         self.user_schema = schema
         self.schema = schema.expanded()  # with missingness indicators in the chain
         return schema
+
+    def _rules_round(self, schema: Schema) -> Callable[[str, list[dict]], list[np.ndarray]]:
+        """The ``ask`` of :func:`~fits.core.rules.detect_rules`: a ``rules`` message."""
+        text = schema.without_rules().to_json()
+
+        def ask(stage: str, candidates: list[dict]) -> list[np.ndarray]:
+            config: dict[str, ConfigValue] = {
+                "stage": stage,
+                "schema": text,
+                "candidates": json.dumps(candidates),
+            }
+            if stage == "map":
+                config["size"] = map_size(schema, candidates)
+            replies = self.transport.broadcast(Message("rules", config=config))
+            return [r.arrays["pairs" if stage == "map" else "holds"] for r in replies]
+
+        return ask
 
     def configure(
         self,
@@ -332,7 +365,7 @@ class Coordinator:
         children = seq.spawn(self.transport.n_clients)
         config: dict[str, ConfigValue] = {
             **({"secure_neighbours": self.mask_neighbours or 0} if self.secure else {}),
-            "schema": self.schema.to_json(),
+            "schema": self.schema.without_rules().to_json(),  # the sites need no rule
             "unmodelled": json.dumps(getattr(self, "user_schema", self.schema).unmodelled),
             "n_total": self.n_total,
             "response_bandwidth": self.response_bandwidth,
@@ -762,6 +795,36 @@ class Coordinator:
         return self._by_distinct(x, width, lambda xs: self._estimate_batch(column, xs, postprocess))
 
     # ---------------------------------------------------------------- generation
+    def _by_rule(self, column: str, out: np.ndarray, order: Sequence[str]) -> np.ndarray:
+        """Set ``column`` by its rule (:attr:`Schema.rules`) where the rule gives it.
+
+        A function rule's column gets the midpoint of the interval of the value its
+        determinants map to (they come before it in the chain, so they are drawn);
+        rows whose combination no real row has are left to the chain.  A sum rule's
+        column gets the sum of its parts' values (a discrete part: its category's
+        value) in every row.  Returns the mask of rows set.
+        """
+        n = out.shape[0]
+        rule = {r.column: r for r in (self.schema.rules or [])}.get(column)  # type: ignore[union-attr]
+        if rule is None:
+            return np.zeros(n, dtype=bool)
+        j = order.index(column)
+        parts = [(self.encoders[a], out[:, order.index(a)]) for a in rule.of]
+        if rule.kind == "sum":
+            total = np.zeros(n)
+            for enc, y in parts:
+                if enc.spec.is_discrete:
+                    levels = np.asarray([float(v) for v in enc.spec.categories or []])
+                    total = total + levels[enc.ceil(y)]
+                else:
+                    total = total + y
+            out[:, j] = total
+            return np.ones(n, dtype=bool)
+        codes = dependent_codes(self.schema, rule, [enc.ceil(y) for enc, y in parts])  # type: ignore[arg-type]
+        ruled = codes >= 0
+        out[ruled, j] = self.encoders[column].midpoints[codes[ruled]]
+        return ruled
+
     def sample(
         self,
         n: int,
@@ -810,7 +873,7 @@ class Coordinator:
                     progress(column, n, n)
                 continue
             spec = self.encoders[column].spec
-            absent = np.zeros(n, dtype=bool)
+            absent = self._by_rule(column, out, order)  # rows the column's rule sets
             # rows whose indicators (drawn just before) say "missing" take the fill,
             # rows at the point mass take its value; the rest are drawn
             for flag, value in (

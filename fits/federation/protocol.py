@@ -27,7 +27,16 @@ block        as hessian, with ``grid_size``              ``S`` as hessian and ``
                                                          the response block sum_i w_i U_i
                                                          Phi((z_l - y_i) / w_i) (one round
                                                          per column instead of two)
+rules        config ``stage`` (``check`` / ``map``),     ``holds`` (n,) uint8 0/1 (check):
+             ``schema`` (JSON, the merged schema),       does candidate i hold in every
+             ``candidates`` (JSON, n candidate rules),   row here; or ``pairs`` (size,)
+             ``size`` (map)                              uint8 0/1 (map): which (a, b)
+                                                         value pairs occur here
 ===========  ==========================================  ===================================
+
+``rules`` comes between setup and configure, when rule detection is on
+(:mod:`fits.core.rules`; what it reveals: docs/privacy.md).  Its answers are bits and
+are checked to be 0 or 1; they are not masked by secure aggregation.
 
 A hessian, cdf or block request may carry config ``precision`` (``"float32"`` or
 ``"fixed16"``; absent: float64): the reply then holds the arrays of
@@ -90,6 +99,7 @@ lsa_round       ``theta`` (M+1, d); config ``round``,   ``theta`` (M+1, d): the 
 
 from __future__ import annotations
 
+import json
 import struct
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -109,7 +119,7 @@ __all__ = [
 ]
 
 #: The synthesis protocol's message types (analysis types: :data:`ANALYSIS_REPLIES`).
-MESSAGE_TYPES = ("setup", "configure", "marginal", "hessian", "cdf", "block")
+MESSAGE_TYPES = ("setup", "configure", "rules", "marginal", "hessian", "cdf", "block")
 
 
 ConfigValue = str | int | float | bool
@@ -340,6 +350,15 @@ def check_reply(request: Message, reply: Message) -> None:
         return
     if mtype == "configure":
         _expect(reply, {"n_rows": (1,)}, {"policy"})
+        return
+    if mtype == "rules":
+        if request.config.get("stage") == "map":
+            name, n = "pairs", int(request.config["size"])
+        else:
+            name, n = "holds", len(json.loads(str(request.config["candidates"])))
+        _expect(reply, {name: (n,)}, set(), {name: "uint8"})
+        if np.any(reply.arrays[name] > 1):
+            raise ProtocolError(f"rules reply array {name!r} holds values other than 0 and 1")
         return
     if mtype in ANALYSIS_REPLIES:
         _expect(reply, ANALYSIS_REPLIES[mtype](request), set())
