@@ -111,6 +111,14 @@ def benchmark(
             help="Headline only: skip the per-client modes M1-M4 and the per-column fidelity.",
         ),
     ] = False,
+    no_rules: Annotated[
+        bool,
+        typer.Option(
+            "--no-rules",
+            help="Draw every column by the chain (no generation by exact rules); the "
+            "share of rows keeping each rule is reported either way.",
+        ),
+    ] = False,
 ) -> None:
     """Run the FITS paper's protocol (FITS-G and FITS-K, 10 clients, modes M1-M4).
 
@@ -160,6 +168,7 @@ def benchmark(
             generators=[g.value for g in generator] if generator else ("gaussian", "knn"),
             site_policy=site_policy,
             modes=not no_modes,
+            synthesizer_params={"rules": False} if no_rules else None,
             kernel_params=None if ordinal_penalty is None else {"ordinal_penalty": ordinal_penalty},
         )
     except (FileNotFoundError, ChecksumError) as exc:

@@ -56,6 +56,7 @@ import pandas as pd
 
 from fits._json import jsonable
 from fits.core.kernels import GaussianKernel, KNNKernel
+from fits.core.schema import Schema
 from fits.datasets import Dataset, federated_split, load_dataset, simulate
 from fits.evaluation import (
     column_fidelity,
@@ -64,6 +65,7 @@ from fits.evaluation import (
     independent_resample,
     pair_fidelity,
 )
+from fits.evaluation.rules import rules_kept
 from fits.evaluation.utility import UtilityResult, boosting_comparison, downstream_utility
 from fits.federation.policy import SitePolicy
 from fits.synthesizer import FITSSynthesizer
@@ -391,6 +393,7 @@ class BenchmarkResult:
         lines = self._md_header()
         lines += self._md_headline()
         lines += self._md_energy()
+        lines += self._md_rules()
         lines += self._md_cost()
         if self.config.get("modes", True):
             lines += self._md_fidelity()
@@ -560,6 +563,43 @@ class BenchmarkResult:
             "distance a little.)",
             "",
         ]
+        return lines
+
+    def _md_rules(self) -> list[str]:
+        """Share of synthetic rows keeping each exact rule of the training rows."""
+        found = [
+            (gen, rec)
+            for run in self.runs
+            for gen, res in run["generators"].items()
+            for rec in res.get("rules", [])
+        ]
+        if not found:
+            return []
+        off = self.config.get("synthesizer_params", {}).get("rules") == "False"
+        lines = [
+            "## Exact rules kept",
+            "",
+            "Rules found in every training row of every client (`Schema.detect`, as the "
+            "setup round finds them) and the share of synthetic rows keeping each "
+            "(`fits.evaluation.rules_kept`; rows whose determinant combination no real row "
+            "has count as not kept). Generation by rule: "
+            + ("off (`--no-rules`)" if off else "on")
+            + ".",
+            "",
+            "| generator | rule | rows kept | rows with an unseen combination |",
+            "| --- | --- | --- | --- |",
+        ]
+        rules = list(dict.fromkeys(rec["rule"] for _, rec in found))
+        for gen in self.config["generators"]:
+            for rule in rules:
+                kept = [r["kept"] for g, r in found if g == gen and r["rule"] == rule]
+                unseen = [r["uncovered"] for g, r in found if g == gen and r["rule"] == rule]
+                if kept:
+                    lines.append(
+                        f"| {GENERATOR_NAMES.get(gen, gen)} | {rule} | "
+                        f"{_fmt(*_mean_sd(kept), 4)} | {_fmt(*_mean_sd(unseen), 4)} |"
+                    )
+        lines.append("")
         return lines
 
     def _md_cost(self) -> list[str]:
@@ -984,6 +1024,9 @@ def _run_generator(
         "widened": int(getattr(synth.coordinator, "widened", 0)),
     }
     say(f"[{split.key}]   {GENERATOR_NAMES[gen]}: synthesized {n_syn:,} rows in {t2 - t0:.1f} s")
+    res["rules"] = _rules_kept(split, synthetic)
+    for rec in res["rules"]:
+        say(f"[{split.key}]   {GENERATOR_NAMES[gen]}: rule {rec['rule']} kept in {rec['kept']:.2%}")
     covariates = tasks[0]["covariates"]
     # also at the real test split's size (the V-statistic's bias grows as the tables
     # shrink, so this is the like-for-like comparison with the floor)
@@ -1026,6 +1069,12 @@ def _run_generator(
         f"(covariates {res['energy']['covariates']:.4f}); evaluation {res['eval_s']:.1f} s"
     )
     return res
+
+
+def _rules_kept(split: _Split, synthetic: pd.DataFrame) -> list[dict[str, Any]]:
+    """The share of synthetic rows keeping each exact rule of the training clients."""
+    found = Schema.detect(split.clients, kinds=split.data.kinds, order=split.data.order).rules
+    return rules_kept(synthetic, found or []).to_dict(orient="records")
 
 
 def _utility(

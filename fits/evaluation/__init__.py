@@ -4,6 +4,7 @@
 - :mod:`fits.evaluation.distance`: the exact energy distance, chunked;
 - :mod:`fits.evaluation.fidelity`: column and pair fidelity, the independent resample;
 - :mod:`fits.evaluation.utility`: downstream utility in the data usage modes M1-M4;
+- :mod:`fits.evaluation.rules`: the share of rows keeping each exact rule of the real data;
 - :mod:`fits.evaluation.privacy`: distance to closest record and exact copies;
 - :mod:`fits.evaluation.copies`: the release check ``fits synthesize`` prints (exact
   copies per site and DCR, streamed over the synthetic chunks).
@@ -21,6 +22,7 @@ _EXPORTS = {
     "pair_fidelity": "fits.evaluation.fidelity",
     "downstream_utility": "fits.evaluation.utility",
     "UtilityResult": "fits.evaluation.utility",
+    "rules_kept": "fits.evaluation.rules",
     "privacy_checks": "fits.evaluation.privacy",
     "distance_to_closest_record": "fits.evaluation.privacy",
     "PrivacyResult": "fits.evaluation.privacy",

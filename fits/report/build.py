@@ -378,6 +378,7 @@ def evaluate(
     progress: Callable[[str], None] | None = None,
     inference: Mapping[str, Any] | None = None,
     direct_fits: Mapping[str, Callable[..., Any]] | None = None,
+    rules: Sequence[Any] | None = None,
 ) -> Report:
     """Evaluate a synthetic table against real data and build the fidelity report.
 
@@ -456,6 +457,11 @@ def evaluate(
         ``direct`` of :func:`fits.evaluation.utility.downstream_utility`; ``fits
         report`` passes FedNewton, non-private and at a stated mu, from
         :func:`fits.analysis.glm.direct_fit`). Needs ``clients``.
+    rules : sequence of Rule or dict, optional
+        The exact rules whose share of synthetic rows kept the "Rules kept" section
+        shows (:func:`fits.evaluation.rules_kept`).  Default: the fitted synthesizer's
+        (``settings.schema_.rules``), else the rules that hold in every row of every
+        client (or of ``train``, else of ``real``), found as a fit's setup finds them.
 
     Returns
     -------
@@ -514,6 +520,8 @@ def evaluate(
         data["inference"] = None
     else:
         data["inference"] = dict(inference) if inference is not None else None
+    with timer("rules kept"):
+        data["rules"] = _rules_step(inputs, settings, rules)
     data["meta"]["timings_s"] = timer.total()
     return Report(
         data=jsonable(data),
@@ -831,6 +839,35 @@ def _privacy_step(
     )
     inputs.notes.extend(f"privacy: {n}" for n in result.notes)
     return result
+
+
+def _rules_step(inputs: _Inputs, settings: Any, rules: Sequence[Any] | None) -> list[dict]:
+    """The share of synthetic rows keeping each exact rule ("Rules kept")."""
+    from fits.evaluation.rules import rules_kept
+
+    if rules is None:
+        rules = getattr(getattr(settings, "schema_", None), "rules", None)
+    if rules is None:
+        frames = inputs.clients or {
+            "real rows": inputs.train if inputs.train is not None else inputs.real
+        }
+        kinds = {c: k for c, k in inputs.kinds.items() if k != "id"}
+        try:
+            found = Schema.detect(
+                {n: f[list(kinds)] for n, f in frames.items()}, kinds=kinds, parse_text=False
+            )
+        except ValueError as exc:  # the tables do not fit one schema: say so, go on
+            inputs.notes.append(f"rules kept: no rule detection ({exc})")
+            return []
+        rules = found.rules or []
+    usable = [r for r in rules if all(c in inputs.synthetic.columns for c in _rule_columns(r))]
+    table = rules_kept(inputs.synthetic, usable)
+    return jsonable(table.to_dict(orient="records"))
+
+
+def _rule_columns(rule: Any) -> list[str]:
+    d = rule.to_dict() if hasattr(rule, "to_dict") else dict(rule)
+    return [str(d["column"]), *map(str, d["of"])]
 
 
 def _energy_data(energy: pd.DataFrame, inputs: _Inputs, exact: bool) -> dict[str, Any]:

@@ -390,6 +390,14 @@ def privacy_section(data: Data, figures: Figures) -> Part | None:
     )
 
 
+def rules_section(data: Data, figures: Figures) -> Part | None:
+    """The share of synthetic rows keeping each exact rule of the real data."""
+    rules = data.get("rules")
+    if not rules:
+        return None
+    return Part("rules.html.j2", {"rules": rules}, "rules", "Rules kept")
+
+
 def _setting_rows(mapping: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Key-value rows: numbers formatted, other values as (shortened) JSON."""
     out = []
@@ -446,6 +454,7 @@ SECTIONS: tuple[Builder, ...] = (
     pairs_section,
     utility_section,
     inference_section,
+    rules_section,
     privacy_section,
     settings_section,
 )
