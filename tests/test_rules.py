@@ -362,3 +362,36 @@ def test_cli_help_lists_no_rules():
     for command in ("synthesize", "schema", "benchmark"):
         res = run(command, "--help")
         assert "--no-rules" in res.stdout, command
+
+
+# ------------------------------------------------------------------ report, benchmark
+
+
+def test_report_has_a_rules_kept_section():
+    from fits.report import evaluate
+
+    frames = sites(planted())
+    real = pd.concat(frames, ignore_index=True)
+    off = FITSSynthesizer(seed=0, rules=False).fit(frames)
+    table = off.sample(600)
+    opts = {"target": "x", "utility": False, "privacy": False}
+    report = evaluate(real, table, clients=frames, settings=off, **opts)
+    got = {r["column"]: r["kept"] for r in report.data["rules"]}
+    assert got == pytest.approx(kept(table))  # found from the clients; the oracle's shares
+    assert "Rules kept" in report.to_html() and 'id="rules"' in report.to_html()
+    none = evaluate(real, table, rules=[], **opts)
+    assert none.data["rules"] == [] and 'id="rules"' not in none.to_html()
+
+
+def test_benchmark_markdown_lists_the_rules_kept():
+    from fits.benchmark import BenchmarkResult
+
+    rec = {"rule": "grade = f(a)", "column": "grade", "kind": "function", "rows": 10}
+    runs = [
+        {"repeat": r, "generators": {"knn": {"rules": [{**rec, "kept": k, "uncovered": 0.0}]}}}
+        for r, k in enumerate((1.0, 0.5))
+    ]
+    result = BenchmarkResult("toy", {"generators": ["knn"], "rules": False}, runs)
+    lines = result._md_rules()
+    assert "## Exact rules kept" in lines
+    assert any(line.startswith("| FITS-K | grade = f(a) | 0.75") for line in lines)

@@ -460,8 +460,9 @@ def evaluate(
     rules : sequence of Rule or dict, optional
         The exact rules whose share of synthetic rows kept the "Rules kept" section
         shows (:func:`fits.evaluation.rules_kept`).  Default: the fitted synthesizer's
-        (``settings.schema_.rules``), else the rules that hold in every row of every
-        client (or of ``train``, else of ``real``), found as a fit's setup finds them.
+        (``settings.schema_.rules``) if it used any, else the rules that hold in every
+        row of every client (or of ``train``, else of ``real``), found as a fit's setup
+        finds them; an empty list leaves the section out.
 
     Returns
     -------
@@ -845,8 +846,8 @@ def _rules_step(inputs: _Inputs, settings: Any, rules: Sequence[Any] | None) -> 
     """The share of synthetic rows keeping each exact rule ("Rules kept")."""
     from fits.evaluation.rules import rules_kept
 
-    if rules is None:
-        rules = getattr(getattr(settings, "schema_", None), "rules", None)
+    if rules is None:  # the synthesizer's, unless it used none (rules=False)
+        rules = getattr(getattr(settings, "schema_", None), "rules", None) or None
     if rules is None:
         frames = inputs.clients or {
             "real rows": inputs.train if inputs.train is not None else inputs.real
