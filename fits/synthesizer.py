@@ -634,10 +634,10 @@ class FITSSynthesizer(BaseEstimator):
         for rule in self.schema_.rules or []:
             if rule.kind == "sum":  # the sum of the parts as written, so it holds exactly
                 spec = self.schema_[rule.column]
-                total = np.zeros(values.shape[0])
+                summed = np.zeros(values.shape[0])
                 for part in rule.of:
-                    total = total + pd.to_numeric(cols[part]).to_numpy(dtype=float)
-                col = pd.Series(total, name=rule.column)
+                    summed = summed + pd.to_numeric(cols[part]).to_numpy(dtype=float)
+                col = pd.Series(summed, name=rule.column)
                 if spec.dtype == "int":
                     col = col.astype(np.int64)
                 cols[rule.column] = restore_dtype(col, spec)

@@ -395,3 +395,26 @@ def test_benchmark_markdown_lists_the_rules_kept():
     lines = result._md_rules()
     assert "## Exact rules kept" in lines
     assert any(line.startswith("| FITS-K | grade = f(a) | 0.75") for line in lines)
+
+
+def test_no_row_gets_a_combination_no_real_row_has():
+    frame = planted(1200, seed=4)
+    rng = np.random.default_rng(99)
+    # d2 = 1 only where d1 <= 2: (3, 1) and (4, 1) occur in no real row
+    frame["d2"] = np.where(frame["d1"] <= 2, rng.integers(0, 2, len(frame)), 0)
+    frame["flag"] = _flag(frame["d1"].to_numpy(), frame["d2"].to_numpy())
+    frames = sites(frame)
+    unseen = {(3, 1), (4, 1)}
+
+    def n_unseen(table):
+        return sum((a, b) in unseen for a, b in zip(table["d1"], table["d2"], strict=True))
+
+    off = FITSSynthesizer(seed=2, rules=False).fit(frames).sample(3000, seed=5)
+    assert n_unseen(off) > 0  # smoothing leaks mass onto them when nothing stops it
+    synth = FITSSynthesizer(seed=2).fit(frames)
+    rule = next(r for r in synth.schema_.rules if r.column == "flag")
+    assert len(rule.mapping) == 8
+    out = synth.sample(3000, seed=5)
+    assert n_unseen(out) == 0
+    assert kept(out)["flag"] == 1.0
+    assert out.groupby(["d1", "d2"])["flag"].nunique().max() == 1  # a function of them

@@ -152,11 +152,11 @@ def candidates(
             continue
         lo_t, hi_t = _bounds(t)
         parts = [p for p in numeric if p.name != t.name]
-        for of in itertools.combinations(parts, size + 1):
-            lo = sum(_bounds(p)[0] for p in of)
-            hi = sum(_bounds(p)[1] for p in of)
+        for group in itertools.combinations(parts, size + 1):
+            lo = sum(_bounds(p)[0] for p in group)
+            hi = sum(_bounds(p)[1] for p in group)
             if lo <= lo_t and hi_t <= hi:  # necessary for t = sum of the parts in every row
-                sums.append({"kind": "sum", "column": t.name, "of": [p.name for p in of]})
+                sums.append({"kind": "sum", "column": t.name, "of": [p.name for p in group]})
     if size > 1:
         sums = sums[:MAX_SUM_CANDIDATES]
     return out + sums
@@ -338,7 +338,7 @@ def _map(
     answers = ask("map", holding)
     _check_lengths(answers, map_size(schema, holding), sites, "map")
     union = np.sum(np.stack(answers).astype(np.int64), axis=0)
-    out = []
+    out: list[tuple[Candidate, list[list[Any]] | None]] = []
     start = 0
     for cand in holding:
         n = _cells(schema, cand["of"]) * schema[cand["column"]].n_levels

@@ -825,6 +825,41 @@ class Coordinator:
         out[ruled, j] = self.encoders[column].midpoints[codes[ruled]]
         return ruled
 
+    def _seen_combinations(
+        self, column: str, p: np.ndarray, rows: np.ndarray, order: Sequence[str]
+    ) -> np.ndarray:
+        """Masses (B, L) of the last determinant (in the chain) of a two-column function rule,
+        restricted to the combinations some real row has.
+
+        Smoothing leaks a little mass onto combinations no real row has (Bike: a holiday
+        on a Sunday), where the rule says nothing.  Given the determinants drawn before
+        it, a category that would complete such a combination gets mass 0 and the rest
+        is renormalized (a row with no allowed category keeps its masses), so every
+        row's combination is in the rule's mapping and the ruled column is a function of
+        its determinants in every synthetic row.  ``rows`` holds the earlier chain
+        columns of the B query points (at least those before ``column``).
+        """
+        pos = {c: i for i, c in enumerate(order)}
+        for rule in self.schema.rules or []:  # type: ignore[union-attr]
+            if rule.kind != "function" or len(rule.of) < 2:
+                continue
+            if max(rule.of, key=lambda c: pos[c]) != column:
+                continue
+            k = rule.of.index(column)
+            codes = [
+                self.encoders[a].ceil(rows[:, pos[a]]) if a != column else None for a in rule.of
+            ]
+            allowed = np.empty(p.shape, dtype=bool)
+            for c in range(p.shape[1]):
+                codes[k] = np.full(p.shape[0], c)
+                allowed[:, c] = dependent_codes(self.schema, rule, codes) >= 0  # type: ignore[arg-type]
+            kept = np.where(allowed, p, 0.0)
+            total = kept.sum(axis=1)
+            ok = total > 0
+            p = p.copy()
+            p[ok] = kept[ok] / total[ok, None]
+        return p
+
     def sample(
         self,
         n: int,
@@ -897,6 +932,7 @@ class Coordinator:
                 stop = min(start + step, distinct.shape[0])
                 if by_mass:
                     est = self._masses_batch(column, distinct[start:stop])
+                    est = self._seen_combinations(column, est, distinct[start:stop], order)
                 else:
                     est = self._estimate_batch(column, distinct[start:stop], True)
                 lo, hi = np.searchsorted(inverse, [start, stop])
