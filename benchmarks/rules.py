@@ -10,16 +10,19 @@ rows as the training split, once with ``rules=True`` (the default) and once with
 (``Schema.detect``, as the setup round finds them), the share of synthetic rows keeping
 each (:func:`fits.evaluation.rules_kept`), the share keeping the issue's semantic rule
 (Adult: ``education-num`` is the number of ``education`` in the real data; Bike:
-``workingday == (weekday in 1..5 and not holiday)``), the wall time of fit + sample and
-the bytes uploaded; for the data sets in ``--energy``, the exact energy distance of all
-columns to the full data (paper encoding, no subsample).
+``workingday == (weekday in 1..5 and not holiday)``), the wall time of fit + sample,
+the bytes uploaded (in all, and per chain column from the sites' audit entries), the
+coordinator's fallback and abstention counts; for the data sets in ``--energy``, the
+exact energy distance of all columns to the full data (paper encoding, no subsample).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import threading
 import time
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -57,8 +60,23 @@ def main() -> None:
         print(f"{name}: rules found in the {n} training rows:", [r.describe() for r in found])
         for rules in (False, True):
             t0 = time.perf_counter()
+            per_column: dict[str, int] = {}
+
+            lock = threading.Lock()  # the sites answer in threads
+
+            def audit(entry: dict, per_column: dict = per_column, lock: Any = lock) -> None:
+                if entry.get("type") in ("marginal", "hessian", "cdf"):
+                    column, size = str(entry.get("column")), int(entry["reply_bytes"])
+                    with lock:
+                        per_column[column] = per_column.get(column, 0) + size
+
             synth = FITSSynthesizer(
-                args.kernel, seed=args.seed, kinds=data.kinds, order=data.order, rules=rules
+                args.kernel,
+                seed=args.seed,
+                kinds=data.kinds,
+                order=data.order,
+                rules=rules,
+                site_audit=audit,
             )
             synth.fit(clients)
             table = synth.sample(n)
@@ -72,6 +90,9 @@ def main() -> None:
                 "rows": n,
                 "wall_s": wall,
                 "uploaded_bytes": int(sum(synth.uploaded_bytes_)),
+                "uploaded_bytes_per_column": per_column,
+                "fallbacks": int(synth.coordinator.fallbacks),
+                "abstained": int(synth.coordinator.abstained),
                 "semantic_kept": semantic(name, table, data.frame),
                 "kept": kept.to_dict(orient="records"),
             }

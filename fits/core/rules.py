@@ -73,7 +73,9 @@ MAX_DETERMINANT_CELLS = 64
 MIN_ROWS_PER_CELL = 10
 #: A sum rule needs at least this many rows over all sites.
 MIN_SUM_ROWS = 50
-#: Most three-part sum candidates asked in one detection (two-part sums are all asked).
+#: Most three-part sum candidates, and most two-column function candidates, asked in one
+#: detection (the ones with the fewest determinant combinations first); one-column
+#: functions and two-part sums are all asked.
 MAX_SUM_CANDIDATES = 5000
 
 #: One candidate, as sent to the sites: ``{"kind", "column", "of"}`` (and, to verify a
@@ -143,6 +145,8 @@ def candidates(
                 continue
             if n_total >= MIN_ROWS_PER_CELL * cells:
                 out.append({"kind": "function", "column": b, "of": list(of)})
+    if size > 1 and len(out) > MAX_SUM_CANDIDATES:
+        out = sorted(out, key=lambda c: _cells(schema, c["of"]))[:MAX_SUM_CANDIDATES]
     if n_total < MIN_SUM_ROWS:
         return out
     numeric = [c for c in cols if _numeric(c)]
