@@ -136,9 +136,9 @@ class FITSSynthesizer(BaseEstimator):
     deduplicate : bool
         Ask each distinct query point once (default True; same output).
     grid_points : int, optional
-        Points of the quantile grid of every continuous column after the first (default
-        64; see :class:`~fits.federation.coordinator.Coordinator`); None: the uniform
-        grid of ``grid_size`` points, as in the paper.
+        Most points of the thinned grid of every continuous column after the first
+        (default 64; see :class:`~fits.federation.coordinator.Coordinator`); None: the
+        uniform grid of ``grid_size`` points, as in the paper.
     site_audit : path, callable, or a mapping by client name, optional
         Where the in-process sites log every request (JSON lines; see
         :class:`~fits.federation.client.FITSClient`).

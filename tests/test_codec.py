@@ -298,3 +298,53 @@ def test_coordinator_refuses_unknown_precision_and_rounds(mixed_clients):
         FITSSynthesizer("knn", upload_precision="float16").fit(mixed_clients)
     with pytest.raises(ValueError, match="rounds"):
         FITSSynthesizer("knn", rounds=3).fit(mixed_clients)
+
+
+# ---------------------------------------------------------------------- thinned grids
+def test_thin_grid_spends_points_where_the_cdf_bends_and_none_where_it_is_flat():
+    from fits.core.cdf import thin_grid
+
+    grid = np.linspace(0.0, 10.0, 301)
+    cdf = np.clip((grid - 2.0) / 2.0, 0.0, 1.0)  # flat, linear ramp on [2, 4], flat
+    kept = thin_grid(grid, cdf, 64)
+    # a piecewise-linear CDF needs only its two kinks (and the ends): exact thereafter
+    np.testing.assert_array_equal(grid[kept], [0.0, 2.0, 4.0, 10.0])
+    assert np.array_equal(np.interp(grid, grid[kept], cdf[kept]), cdf)
+    # a smooth CDF: the largest interpolation error falls as points are added, and the
+    # kept points crowd where the density changes (not in the flat tails)
+    smooth = 1.0 / (1.0 + np.exp(-(grid - 5.0) * 3.0))
+    errors = []
+    for n in (8, 16, 32, 64):
+        k = thin_grid(grid, smooth, n, keep=(10,))
+        assert k.size == n and k[0] == 0 and k[-1] == 300 and 10 in k
+        assert np.all(np.diff(k) > 0)
+        errors.append(np.abs(np.interp(grid, grid[k], smooth[k]) - smooth).max())
+    assert errors == sorted(errors, reverse=True) and errors[-1] < 1e-3
+    centre = np.sum((grid[k] > 3.0) & (grid[k] < 7.0))
+    assert centre > 0.5 * k.size
+    assert np.array_equal(thin_grid(grid, smooth, 500), np.arange(301))
+
+
+def test_thinned_grids_are_sent_to_the_sites_and_drawn_by_monotone_interpolation(
+    mixed_clients,
+):
+    synth = FITSSynthesizer("knn", seed=0, site_policy=OPEN, grid_points=20)
+    synth.fit(mixed_clients)
+    coord = synth.coordinator
+    default = FITSSynthesizer("knn", seed=0, site_policy=OPEN, grid_points=None)
+    full = default.fit(mixed_clients).coordinator.grids
+    for column in coord.schema.order:
+        spec = coord.encoders[column].spec
+        thinned = column != coord.schema.order[0] and not spec.is_discrete
+        assert (column in coord.fine_grids) == thinned
+        if thinned:  # a subset of the default grid, at most 20 points
+            assert coord.grids[column].size <= 20
+            assert np.isin(coord.grids[column], full[column]).all()
+            for client in coord.transport._clients:
+                np.testing.assert_array_equal(client.grids[column], coord.grids[column])
+        else:
+            np.testing.assert_array_equal(coord.grids[column], full[column])
+    out = synth.sample(400)
+    real = np.concatenate([t["y"].to_numpy() for t in mixed_clients])
+    assert out["y"].between(real.min(), real.max()).all()
+    assert abs(out["y"].mean() - real.mean()) < 0.3 * real.std()

@@ -9,6 +9,8 @@ receives.
 
 from __future__ import annotations
 
+import heapq
+
 import numpy as np
 from scipy.optimize import isotonic_regression
 
@@ -26,6 +28,7 @@ __all__ = [
     "masses_from_cdf",
     "postprocess_cdf",
     "solve_first_row",
+    "thin_grid",
 ]
 
 MONOTONE_METHODS = ("isotonic", "rearrange")
@@ -62,6 +65,48 @@ def default_grid(
     lo, hi = float(spec.lower), float(spec.upper)  # type: ignore[arg-type]
     pad = 1.5 * response_bandwidth * (hi - lo)
     return np.linspace(lo - pad, hi + pad, grid_size)
+
+
+def thin_grid(
+    grid: np.ndarray, cdf: np.ndarray, n_points: int, keep: tuple[int, ...] = ()
+) -> np.ndarray:
+    """Indices of at most ``n_points`` points of ``grid`` at which the piecewise-linear
+    interpolation of ``cdf`` stays closest to it (fits' communication-efficient grid).
+
+    Greedy refinement: start from the two ends (and ``keep``); repeatedly add the grid
+    point where the linear interpolation between the kept points errs most, until
+    ``n_points`` are kept or the largest error is below 1e-12 (so where the CDF is flat,
+    or linear, no point is spent).  The largest error never increases, and ties go to
+    the leftmost point, so the choice is deterministic.
+    """
+    grid = np.asarray(grid, dtype=float)
+    cdf = np.asarray(cdf, dtype=float)
+    size = grid.size
+    if n_points >= size:
+        return np.arange(size)
+
+    def worst(a: int, b: int) -> tuple[float, int, int, int] | None:
+        if b - a < 2:
+            return None
+        inner = np.arange(a + 1, b)
+        line = cdf[a] + (cdf[b] - cdf[a]) * (grid[inner] - grid[a]) / (grid[b] - grid[a])
+        err = np.abs(cdf[inner] - line)
+        k = int(np.argmax(err))
+        return (-float(err[k]), int(inner[k]), a, b)
+
+    chosen = sorted({0, size - 1, *(int(i) for i in keep if 0 <= i < size)})
+    heap = [w for a, b in zip(chosen[:-1], chosen[1:], strict=True) if (w := worst(a, b))]
+    heapq.heapify(heap)
+    kept = set(chosen)
+    while len(kept) < n_points and heap:
+        neg_err, m, a, b = heapq.heappop(heap)
+        if -neg_err < 1e-12:
+            break
+        kept.add(m)
+        for w in (worst(a, m), worst(m, b)):
+            if w is not None:
+                heapq.heappush(heap, w)
+    return np.array(sorted(kept))
 
 
 def mass_grid(encoder: Encoder, offset: float) -> np.ndarray:

@@ -33,6 +33,7 @@ from fits.core.cdf import (
     masses_from_cdf,
     postprocess_cdf,
     solve_first_row,
+    thin_grid,
 )
 from fits.core.continualization import Encoder
 from fits.core.rules import dependent_codes, detect_rules, map_size, verify_rules
@@ -66,7 +67,7 @@ def _refined(grid: np.ndarray, per: int) -> np.ndarray:
 MAX_BATCH = 8192
 #: Bytes a value takes on the wire at each precision (fixed16: the int16 values).
 _VALUE_BYTES = {"float64": 8, "float32": 4, "fixed16": 2}
-#: Points per interval of a quantile grid where draws evaluate the interpolated CDF.
+#: Points per interval of a thinned grid where draws evaluate the interpolated CDF.
 REFINE = 8
 #: Rounds per chain column: "auto" (chosen per column), 1 or 2.
 ROUNDS = ("auto", 1, 2)
@@ -138,15 +139,15 @@ class Coordinator:
         the transport, so that in-process and Flower runs of the same parameters give
         the same table.
     grid_points : int, optional
-        Quantile grids (fits' choice for communication-efficient grids, which the paper
-        leaves open): every continuous column after the first is evaluated on
-        about ``grid_points`` points -- the ends of its :func:`default_grid`, its lower
-        and upper bounds, and the quantiles at levels k / (grid_points - 1) of its
-        federated smoothed marginal (eq. 16, asked once per column on the default grid)
-        -- so the points sit where the column's mass is and none where its CDF is
-        flat.  Draws interpolate the conditional CDF between them monotonically (PCHIP,
-        Fritsch-Carlson), evaluated on :data:`REFINE` points per interval, then invert
-        it linearly (eq. 17).  None
+        Thinned grids (fits' choice for communication-efficient grids, which the paper
+        leaves open): every continuous column after the first is evaluated on at most
+        ``grid_points`` points of its :func:`default_grid`, those where linear
+        interpolation of its federated smoothed marginal (eq. 16, asked once per column
+        on the default grid) errs most (:func:`~fits.core.cdf.thin_grid`, greedy), with
+        the grid points just outside its lower and upper bounds; so the points sit where
+        the column's CDF bends and none where it is flat.  Draws interpolate the
+        conditional CDF between them monotonically (PCHIP, Fritsch-Carlson), evaluated on
+        :data:`REFINE` points per interval, then invert it linearly (eq. 17).  None
         (default): the default grid of ``grid_size`` points.
     deduplicate : bool
         Send each distinct query point once per column (after the midpoint substitution
@@ -200,7 +201,7 @@ class Coordinator:
         if grid_points is not None and grid_points < 3:
             raise ValueError(f"grid_points must be at least 3 (or None), got {grid_points!r}")
         self.grid_points = grid_points
-        #: Columns on quantile grids: the points draws interpolate to (see grid_points).
+        #: Columns on thinned grids: the points draws interpolate to (see grid_points).
         self.fine_grids: dict[str, np.ndarray] = {}
         self.transport = transport
         self.grid_size = grid_size
@@ -381,10 +382,10 @@ class Coordinator:
         self._marginals.clear()
         self.fine_grids = {}
         if self.grid_points is not None:
-            self._quantile_grids(set(grids or {}), int(rows))
+            self._thinned_grids(set(grids or {}), int(rows))
 
-    def _quantile_grids(self, given: set[str], rows: int) -> None:
-        """Replace the grids of the continuous columns after the first by quantile grids
+    def _thinned_grids(self, given: set[str], rows: int) -> None:
+        """Replace the grids of the continuous columns after the first by thinned grids
         (see ``grid_points``) and send them to the sites in another configure round."""
         assert self.schema is not None
         targets = [
@@ -398,15 +399,15 @@ class Coordinator:
         for column in targets:
             grid = self.grids[column]
             cdf = self.marginal_cdf(column)  # one marginal round, on the default grid
-            levels = np.linspace(0.0, 1.0, self.grid_points)[1:-1]  # type: ignore[arg-type]
-            inner = inverse_cdf(np.broadcast_to(cdf, (levels.size, grid.size)), grid, levels)
-            # the data's own bounds too, so that no mass is interpolated into the padding
-            # beyond them (where draws would be clipped to the bound)
+            # the points just outside the data's bounds, so that no mass is interpolated
+            # far into the padding beyond them (where draws would be clipped to a bound)
             spec = self.encoders[column].spec
-            bounds = [float(b) for b in (spec.lower, spec.upper) if b is not None]
-            points = np.unique(np.concatenate([[grid[0]], bounds, inner, [grid[-1]]]))
-            keep = np.concatenate([[True], np.diff(points) > 1e-9 * (grid[-1] - grid[0])])
-            new[column] = points[keep]
+            outside = []
+            if spec.lower is not None:
+                outside.append(int(np.searchsorted(grid, float(spec.lower))) - 1)
+            if spec.upper is not None:
+                outside.append(int(np.searchsorted(grid, float(spec.upper), side="right")))
+            new[column] = grid[thin_grid(grid, cdf, int(self.grid_points), tuple(outside))]
             self.fine_grids[column] = _refined(new[column], REFINE)
         self.grids.update(new)
         self._configure_messages = [
@@ -421,7 +422,7 @@ class Coordinator:
         self._marginals.clear()
 
     def _draw(self, column: str, cdf: np.ndarray, u: np.ndarray) -> np.ndarray:
-        """Inverse-CDF draws (eq. 17) from CDFs on the column's grid; on a quantile grid,
+        """Inverse-CDF draws (eq. 17) from CDFs on the column's grid; on a thinned grid,
         from their monotone (PCHIP) interpolation on the refined grid."""
         grid = self.grids[column]
         fine = self.fine_grids.get(column)
