@@ -388,6 +388,7 @@ class Coordinator:
         """Replace the grids of the continuous columns after the first by thinned grids
         (see ``grid_points``) and send them to the sites in another configure round."""
         assert self.schema is not None
+        assert self.grid_points is not None
         targets = [
             c
             for c in self.schema.order[1:]
@@ -407,7 +408,7 @@ class Coordinator:
                 outside.append(int(np.searchsorted(grid, float(spec.lower))) - 1)
             if spec.upper is not None:
                 outside.append(int(np.searchsorted(grid, float(spec.upper), side="right")))
-            new[column] = grid[thin_grid(grid, cdf, int(self.grid_points), tuple(outside))]
+            new[column] = grid[thin_grid(grid, cdf, self.grid_points, tuple(outside))]
             self.fine_grids[column] = _refined(new[column], REFINE)
         self.grids.update(new)
         self._configure_messages = [

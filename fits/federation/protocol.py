@@ -345,8 +345,8 @@ def check_reply(request: Message, reply: Message) -> None:
     mtype = request.type
     secure = bool(request.config.get("secure", False))
     if mtype == "setup":
-        shapes = {"n_rows": (1,), **({"public_key": (KEY_BYTES,)} if secure else {})}
-        _expect(reply, shapes, {"description", "name"}, {"public_key": "uint8"})
+        setup_shapes = {"n_rows": (1,), **({"public_key": (KEY_BYTES,)} if secure else {})}
+        _expect(reply, setup_shapes, {"description", "name"}, {"public_key": "uint8"})
         return
     if mtype == "configure":
         _expect(reply, {"n_rows": (1,)}, {"policy"})
@@ -363,6 +363,7 @@ def check_reply(request: Message, reply: Message) -> None:
     if mtype in ANALYSIS_REPLIES:
         _expect(reply, ANALYSIS_REPLIES[mtype](request), set())
         return
+    expected: dict[str, tuple[tuple[int, ...], str]]
     if mtype == "marginal":
         expected = {"F": ((int(request.config["grid_size"]),), "float64")}
     elif mtype in ("hessian", "cdf", "block"):
