@@ -24,8 +24,21 @@ FITS = str(_HERE)
 
 def run(*args: object, timeout: int = 400) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [FITS, *map(str, args)], capture_output=True, text=True, timeout=timeout, check=False
+        [FITS, *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        preexec_fn=_die_with_parent(),  # a killed test run takes its federation with it
     )
+
+
+def _die_with_parent():
+    try:
+        from fits.deploy.flower_launch import die_with_parent
+    except ImportError:
+        return None
+    return die_with_parent()
 
 
 @pytest.fixture()

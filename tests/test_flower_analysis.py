@@ -27,6 +27,7 @@ from flwr.common.serde import recorddict_from_proto, recorddict_to_proto  # noqa
 from fits.analysis.glm import fit_glm  # noqa: E402
 from fits.analysis.lsa import fedlsa  # noqa: E402
 from fits.deploy.flower import _handle, site_seed  # noqa: E402
+from fits.deploy.flower_launch import die_with_parent  # noqa: E402
 from fits.federation.protocol import ProtocolError  # noqa: E402
 from fits.flower_app import run_task  # noqa: E402
 from fits.io import read_table  # noqa: E402
@@ -279,6 +280,7 @@ def _analyze(files, out, *args):
         text=True,
         timeout=900,
         check=False,
+        preexec_fn=die_with_parent(),  # a killed test run takes its federation with it
     )
 
 
