@@ -50,6 +50,7 @@ __all__ = [
     "check_policy_file",
     "die_with_parent",
     "exit_on_signals",
+    "remove_stale_workdirs",
     "stop_process_group",
     "RunResult",
     "submit_run",
@@ -479,8 +480,12 @@ class LocalFederation:
             self.policies = dict.fromkeys(self.sites, Path(policy))
         for path in dict.fromkeys(self.policies.values()):
             check_policy_file(path)
-        self._tmp = None if workdir else tempfile.TemporaryDirectory(prefix="fits-local-")
+        if workdir is None:
+            remove_stale_workdirs()
+        self._tmp = None if workdir else tempfile.TemporaryDirectory(prefix=WORKDIR_PREFIX)
         self.workdir = Path(workdir) if workdir else Path(self._tmp.name)  # type: ignore[union-attr]
+        if self._tmp is not None:
+            (self.workdir / OWNER_FILE).write_text(_process_identity(os.getpid()))
         self.port = 0
         self.processes: dict[str, subprocess.Popen] = {}
         self.tls = tls
@@ -620,6 +625,58 @@ def _kill_group(proc: subprocess.Popen, sig: int) -> None:
         os.killpg(proc.pid, sig)
     except ProcessLookupError:
         pass
+
+
+#: Prefix of the temporary working directory of a :class:`LocalFederation`.
+WORKDIR_PREFIX = "fits-local-"
+#: File in that directory naming the process that owns it (pid and start time).
+OWNER_FILE = "owner"
+
+
+def _process_identity(pid: int) -> str:
+    """``"PID START"``: the pid and its start time in clock ticks since boot (Linux
+    ``/proc/PID/stat`` field 22; ``"?"`` elsewhere), so a reused pid is not mistaken
+    for the owner."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        start = stat.rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        start = "?"
+    return f"{pid} {start}"
+
+
+def remove_stale_workdirs(root: str | Path | None = None) -> list[Path]:
+    """Remove the temporary working directories of federations whose owner is dead.
+
+    A :class:`LocalFederation` removes its directory when it stops; a process killed
+    with SIGKILL cannot, and its SuperLink and SuperNodes die with it (parent-death
+    signal) but leave their Flower homes and logs behind.  Each directory names its
+    owner (:data:`OWNER_FILE`: pid and start time); the next federation started on the
+    machine removes every such directory of this user whose owner no longer runs, after
+    killing any process still using it.  Directories without an owner file (or of
+    another user) are left alone.
+
+    Returns
+    -------
+    list of Path
+        The directories removed.
+    """
+    base = Path(root) if root is not None else Path(tempfile.gettempdir())
+    removed = []
+    for folder in base.glob(f"{WORKDIR_PREFIX}*"):
+        try:
+            if folder.is_symlink() or folder.stat().st_uid != os.getuid():
+                continue
+            owner = (folder / OWNER_FILE).read_text().split()
+            pid = int(owner[0])
+        except (OSError, ValueError, IndexError):
+            continue
+        if _process_identity(pid).split() == owner:
+            continue  # its owner still runs
+        _kill_leftovers(folder)
+        shutil.rmtree(folder, ignore_errors=True)
+        removed.append(folder)
+    return removed
 
 
 def _kill_leftovers(workdir: Path) -> None:
