@@ -405,7 +405,8 @@ def local(
       fits federate local a.csv b.csv c.csv --kernel knn --kernel gaussian --kernel knn \\
           --rows 5000 --out synthetic.csv
     """
-    launch = _launch()
+    from fits.deploy import flower_launch  # runs without Flower: the argument checks
+
     if kernel and len(kernel) != len(data):
         _fail(f"give one --kernel per site ({len(data)}), or none", 2)
     names = [p.stem for p in data]
@@ -431,9 +432,10 @@ def local(
         _fail(str(exc), 2)
     if policy is not None:
         try:
-            launch.check_policy_file(policy)
-        except launch.FederationError as exc:
+            flower_launch.check_policy_file(policy)
+        except flower_launch.FederationError as exc:
             _fail(f"--policy {exc}", 2)
+    launch = _launch()  # every usage error above is reported with or without Flower
     config = _run_config(
         out,
         rows,
