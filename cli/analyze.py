@@ -375,10 +375,14 @@ def _analyze_on_flower(
     (FedLSA's per-site seeds follow that order too); otherwise the GLM sums differ in
     the last bits.
     """
-    import os
     import time
 
-    from .federate import launch_module, remove_temporary_outputs, report_failure
+    from .federate import (
+        launch_module,
+        remove_temporary_outputs,
+        report_failure,
+        run_local_federation,
+    )
 
     launch = launch_module()
     names = [p.stem for p in site_files]
@@ -407,15 +411,9 @@ def _analyze_on_flower(
     started = time.time()
     try:
         with interruptible("the local federation was stopped; no result was written"):
-            try:
-                with launch.LocalFederation(
-                    dict(zip(names, site_files, strict=True)), seeds=seeds
-                ) as fed:
-                    typer.echo(f"SuperLink at {fed.superlink}; sites {names}", err=True)
-                    timeout = float(os.environ.get("FITS_RUN_TIMEOUT", 3600))
-                    result = fed.run(config, timeout=timeout)
-            except launch.FederationError as exc:
-                _fail(str(exc))
+            result = run_local_federation(
+                launch, dict(zip(names, site_files, strict=True)), config, seeds=seeds
+            )
     finally:
         remove_temporary_outputs(out.resolve(), started)
     if not result.ok:

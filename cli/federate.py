@@ -374,6 +374,19 @@ def remove_temporary_outputs(out: Path, since: float) -> None:
             continue
 
 
+def run_local_federation(launch: Any, sites: dict[str, Path], config: dict, **options: Any) -> Any:
+    """Start a :class:`~fits.deploy.flower_launch.LocalFederation` of ``sites`` (with
+    ``options``), run ``config`` on it and stop it; a launch error ends the command
+    (exit 1).  The run's time limit is ``FITS_RUN_TIMEOUT`` seconds (default 3600)."""
+    try:
+        with launch.LocalFederation(sites, **options) as fed:
+            typer.echo(f"SuperLink at {fed.superlink}; sites {list(sites)}", err=True)
+            timeout = float(os.environ.get("FITS_RUN_TIMEOUT", 3600))
+            return fed.run(config, timeout=timeout)
+    except launch.FederationError as exc:
+        _fail(str(exc))
+
+
 @federate.command()
 def local(
     data: Annotated[list[Path], typer.Argument(help="One table per site (CSV or Parquet).")],
@@ -459,15 +472,9 @@ def local(
     started = time.time()
     try:
         with interruptible("the local federation was stopped; no output was written"):
-            try:
-                with launch.LocalFederation(
-                    dict(zip(names, data, strict=True)), kernels=kernels, policy=policy
-                ) as fed:
-                    typer.echo(f"SuperLink at {fed.superlink}; sites {names}", err=True)
-                    timeout = float(os.environ.get("FITS_RUN_TIMEOUT", 3600))
-                    result = fed.run(config, timeout=timeout)
-            except launch.FederationError as exc:
-                _fail(str(exc))
+            result = run_local_federation(
+                launch, dict(zip(names, data, strict=True)), config, kernels=kernels, policy=policy
+            )
     finally:
         remove_temporary_outputs(Path(config["output"]), started)
     _report(result, out)
