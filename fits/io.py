@@ -162,7 +162,7 @@ def _parquet_names(path: Path) -> list[str]:
 def _read_csv(path: Path) -> pd.DataFrame:
     sep, decimal, header = _sniff(path)
     _check_header(path, [h.strip() for h in header] if sep != "," else header)
-    frame = pd.read_csv(path, sep=sep, decimal=decimal)
+    frame = pd.read_csv(path, sep=sep, decimal=decimal, float_precision="round_trip")
     if sep != ",":
         mark = " and ',' as the decimal mark" if decimal == "," else ""
         shown = "a tab" if sep == "\t" else repr(sep)

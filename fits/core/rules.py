@@ -48,6 +48,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from fits._exact import sums_match
 from fits._json import plain
 from fits.core.schema import ColumnSpec, Rule, Schema, SchemaError
 
@@ -208,8 +209,10 @@ def answer_rules(
         ``"check"``: an array (n,) of 0/1, 1 where the candidate holds in every row
         (a function: no two rows with the same determinant values and different
         values of the column -- or, with a ``"mapping"``, no row that contradicts it;
-        a sum: the column equals the float64 sum of the parts, in the order listed,
-        in every row).  ``"map"``: the concatenation, over the candidates, of the 0/1
+        a sum: the column equals the sum of the parts in every row, up to the
+        float64 rounding of numbers read from decimal text,
+        :func:`fits._exact.sums_match`).  ``"map"``: the concatenation, over the
+        candidates, of the 0/1
         indicator of the (determinant combination, value) pairs present in the rows,
         in C order (combination codes of ``of`` as :func:`numpy.ravel_multi_index`,
         then the column's code); length :func:`map_size`.
@@ -237,10 +240,7 @@ def answer_rules(
     for cand in cands:
         kind, column, of = cand["kind"], cand["column"], list(cand["of"])
         if kind == "sum":
-            total = number(of[0]).copy()
-            for part in of[1:]:
-                total = total + number(part)
-            holds = bool(np.all(number(column) == total))
+            holds = bool(np.all(sums_match(number(column), [number(p) for p in of])))
             out.append(np.array([holds], dtype=np.uint8))
             continue
         dims = tuple(schema[a].n_levels for a in of)

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from fits._exact import sums_match
 from fits._json import plain
 
 __all__ = ["rules_kept"]
@@ -61,7 +62,8 @@ def rules_kept(table: pd.DataFrame, rules: Sequence[Any]) -> pd.DataFrame:
         ``column``, ``kind``, ``rows``; ``kept``, the share of all rows that keep it
         (a function rule: the determinants' values are a combination of the mapping
         and the column has the mapped value; a sum rule: the column equals the
-        float64 sum of the parts, in the order listed, none missing); and
+        sum of the parts up to float64 rounding (:func:`fits._exact.sums_match`), none
+        missing); and
         ``uncovered``, the share of rows whose determinant combination is not in the
         mapping (no real row has it, so the rule says nothing there; 0 for sums).
 
@@ -82,11 +84,8 @@ def rules_kept(table: pd.DataFrame, rules: Sequence[Any]) -> pd.DataFrame:
         uncovered = 0
         if kind == "sum":
             parts = [pd.to_numeric(table[c], errors="coerce").to_numpy(dtype=float) for c in of]
-            total = parts[0].copy()
-            for p in parts[1:]:
-                total = total + p
             value = pd.to_numeric(table[column], errors="coerce").to_numpy(dtype=float)
-            kept = int(np.sum(value == total))  # NaN anywhere: not kept
+            kept = int(np.sum(sums_match(value, parts)))  # NaN anywhere: not kept
         else:
             mapping = {
                 tuple(_value(v) for v in e[:-1]): _value(e[-1]) for e in rule.get("mapping") or []
