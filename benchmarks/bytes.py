@@ -5,9 +5,10 @@ data set, seed and setting of the byte levers (docs/benchmarks.md, "Bytes").
     python benchmarks/bytes.py --dataset adult --seed 0 --paper-wire --data-dir ...
 
 ``--paper-wire`` is the protocol as it was before the levers (float64 uploads, two
-rounds, no deduplication, the uniform grid of 300 points).  The sites' policies are
-off (``SitePolicy.unrestricted()``) unless ``--policy default``, so that the figures
-measure the wire alone.  Prints one JSON record (and appends it to ``--out``).
+rounds, no deduplication, the uniform grid of 300 points, every covariate in the
+local-linear design).  ``--design`` sets the design (default: the synthesizer's).  The
+sites' policies are off (``SitePolicy.unrestricted()``) unless ``--policy default``, so
+that the figures measure the wire alone.  Prints one JSON record (and appends it to ``--out``).
 """
 
 from __future__ import annotations
@@ -38,6 +39,9 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--grid-points", type=int, default=64, help="0: the uniform grid")
     ap.add_argument("--paper-wire", action="store_true", help="every lever off")
     ap.add_argument("--policy", default="off", choices=["off", "default"])
+    ap.add_argument(
+        "--design", default=None, choices=["all", "continuous"], help="default: the synthesizer's"
+    )
     ap.add_argument("--no-fidelity", action="store_true")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
@@ -54,7 +58,10 @@ def main(argv: list[str] | None = None) -> dict:
             "rounds": 2,
             "deduplicate": False,
             "grid_points": None,
+            "design": "all",
         }
+    elif args.design:
+        levers["design"] = args.design
 
     data = load_dataset(args.dataset, args.data_dir)
     clients, _ = federated_split(data.frame, seed=args.seed)
@@ -87,6 +94,8 @@ def main(argv: list[str] | None = None) -> dict:
         "fit_bytes": fit_bytes,
         "sample_bytes_per_row_by_type": {k: round(v / n, 1) for k, v in by_type.items()},
         "fallbacks": synth.coordinator.fallbacks,
+        "guarded": synth.coordinator.guarded,
+        "design": synth.design,
         "machine": f"{os.cpu_count()} cores, {platform.machine()}, Python {sys.version.split()[0]}",
     }
     if not args.no_fidelity:

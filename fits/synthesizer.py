@@ -139,6 +139,12 @@ class FITSSynthesizer(BaseEstimator):
         Most points of the thinned grid of every continuous column after the first
         (default 64; see :class:`~fits.federation.coordinator.Coordinator`); None: the
         uniform grid of ``grid_size`` points, as in the paper.
+    design : {"all", "continuous"}
+        The covariates of the local-linear design (eq. 5): every one (``"all"``, the
+        paper's) or the continuous ones only (``"continuous"``: local-linear in the
+        continuous covariates, local-constant in the discrete ones, which stay in the
+        kernel weights; far smaller Hessians on tables with many discrete columns).  See
+        :class:`~fits.federation.coordinator.Coordinator` and docs/method.md, "Design".
     site_audit : path, callable, or a mapping by client name, optional
         Where the in-process sites log every request (JSON lines; see
         :class:`~fits.federation.client.FITSClient`).
@@ -192,6 +198,7 @@ class FITSSynthesizer(BaseEstimator):
         grid_points: int | None = 64,
         round_cost_bytes: int = 0,
         rules: bool = True,
+        design: str = "all",
     ) -> None:
         self.kernel = kernel
         self.seed = seed
@@ -218,6 +225,7 @@ class FITSSynthesizer(BaseEstimator):
         self.grid_points = grid_points
         self.round_cost_bytes = round_cost_bytes
         self.rules = rules
+        self.design = design
 
     # ------------------------------------------------------------------ fitting
     def fit(self, tables: Tables | Transport) -> FITSSynthesizer:
@@ -345,6 +353,7 @@ class FITSSynthesizer(BaseEstimator):
             deduplicate=self.deduplicate,
             grid_points=self.grid_points,
             round_cost_bytes=self.round_cost_bytes,
+            design=self.design,
         )
         schema = coordinator.setup(kinds=kinds, order=order, schema=schema, rules=bool(self.rules))
         lift_seq, _ = root.spawn(2)

@@ -79,8 +79,10 @@ def _response_bandwidths(z, codes, encoders, j):
     return np.full(len(z), 0.05 * z[:, j].std())
 
 
-def _pooled_cdf(zs, codes, weights, x, grid, encoders, d):
-    """Pooled local-linear fit per query: argmin sum_i w_i (K_i(z) - b0 - b'(h_i - x))^2."""
+def _pooled_cdf(zs, codes, weights, x, grid, encoders, d, design=None):
+    """Pooled local-linear fit per query: argmin sum_i w_i (K_i(z) - b0 - b'(h_i - x))^2;
+    with ``design`` (covariate positions) only those covariates are in the fit:
+    argmin sum_i w_i (K_i(z) - b0 - b'(h_i[design] - x[design]))^2."""
     h = np.vstack([z[:, :d] for z in zs])
     y = np.concatenate([z[:, d] for z in zs])
     wz = np.concatenate(
@@ -90,7 +92,10 @@ def _pooled_cdf(zs, codes, weights, x, grid, encoders, d):
     out = np.empty((len(x), grid.size))
     for b in range(len(x)):
         w = np.concatenate([wk[b] for wk in weights])
-        u = np.column_stack([np.ones(len(h)), h - x[b]])
+        diff = h - x[b]
+        if design is not None:
+            diff = diff[:, design]
+        u = np.column_stack([np.ones(len(h)), diff])
         sw = np.sqrt(w)[:, None]
         beta = np.linalg.lstsq(sw * u, sw * k, rcond=None)[0]
         out[b] = beta[0]
@@ -460,3 +465,94 @@ def test_collinear_design_pools_with_the_guard(scheme):
     assert dropped == len(x) == result.coordinator.guarded
     np.testing.assert_allclose(result.values, expected, rtol=0, atol=1e-10)
     assert np.ptp(expected) > 0.5
+
+
+@pytest.mark.parametrize(
+    ("covariates", "response", "design"),
+    [
+        (["b", "x", "o", "c"], "y", [1]),  # one continuous covariate among four
+        (["b", "x", "o", "y"], "c", [1, 3]),  # two, and a nominal response
+        (["b", "o", "c"], "y", []),  # none: the local-constant fit, U_i = 1
+    ],
+)
+@pytest.mark.parametrize(
+    ("scheme", "options"),
+    [
+        ("gaussian", {}),
+        ("knn", {}),
+        ("knn-blocks", {}),
+        ("knn", {"rounds": 1}),  # one block message: the coordinator solves
+        ("gaussian", {"rounds": 1}),
+        ("knn", {"secure": True}),
+        ("gaussian", {"secure": True}),
+    ],
+)
+def test_continuous_design_equals_pooled(
+    mixed_clients, covariates, response, design, scheme, options, monkeypatch
+):
+    """design="continuous": the federated estimate equals the pooled weighted
+    least-squares fit in the design U_i = (1, h_i[c] - x[c]), c the continuous
+    covariates (local-linear there, local-constant in the discrete ones; Li and Racine),
+    with the same kernel weights over every covariate -- the independent oracle of
+    Prop. 3.1 with the reduced design.  Under the default site policy (widening)."""
+    d = len(covariates)
+    loc = np.zeros(d) + 0.3
+    scale = np.linspace(0.8, 1.6, d)
+    kernel = GaussianKernel() if scheme == "gaussian" else KNNKernel(budget=120)
+    if scheme == "knn-blocks":  # one query per block of neighbour-list work
+        monkeypatch.setattr("fits.federation.client._BLOCK_VALUES", 1)
+    tables = [t[[*covariates, response]] for t in mixed_clients]
+    common = dict(
+        kernel=kernel, kinds=KINDS, postprocess=False, scaling=(loc, scale), ridge=0.0,
+        seed=3, design="continuous", **options,
+    )  # fmt: skip
+    first = estimate_conditional_cdf(tables, covariates, response, np.zeros((1, d)), **common)
+    assert list(first.coordinator.design_covariates(response)) == design
+    zs, codes, encoders = _lifted(first), _codes(first), _encoders(first)
+    rng = np.random.default_rng(4)
+    pool = np.vstack([z[:, :d] for z in zs])
+    x_raw = pool[rng.integers(0, len(pool), 12)].copy()
+    for j in design:  # continuous coordinates off the data
+        x_raw[:, j] += rng.normal(scale=0.3, size=len(x_raw))
+    result = estimate_conditional_cdf(tables, covariates, response, x_raw, **common)
+    x, qcodes = _midpoints(x_raw, encoders)
+    n_total = sum(len(z) for z in zs)
+    k = DEFAULT_MIN_EFFECTIVE_ROWS
+
+    def weights_at(t):
+        if scheme == "gaussian":
+            bw = n_total ** (-1 / (d + 4))
+            return _gaussian_weights(zs, codes, x, qcodes, encoders, loc, scale, bw, t)
+        return _knn_weights(zs, codes, x, qcodes, encoders, loc, scale, n_total, 120, t, k)
+
+    weights, abstained, _ = _effective_rows_floor(weights_at, k)
+    assert not abstained.any()
+    expected = _pooled_cdf(zs, codes, weights, x, result.grid, encoders, d, design)
+    np.testing.assert_allclose(result.values, expected, rtol=0, atol=1e-10)
+    # not the full design's fit: the discrete covariates' slopes are really gone
+    full = _pooled_cdf(zs, codes, weights, x, result.grid, encoders, d)
+    assert np.max(np.abs(full - expected)) > 1e-3
+    assert np.ptp(expected) > 0.5
+
+
+def test_continuous_design_sends_fewer_values(mixed_clients):
+    """The Hessian reply of the continuous design holds p(p+1)/2 values per query with
+    p = 1 + the continuous covariates (here 3 values, against 15 for all four)."""
+    covariates, response = ["b", "x", "o", "c"], "y"
+    tables = [t[[*covariates, response]] for t in mixed_clients]
+    sizes = {}
+    for design in ("all", "continuous"):
+        res = estimate_conditional_cdf(
+            tables, covariates, response, np.zeros((5, 4)), kinds=KINDS, seed=1,
+            design=design, precision="float64",
+        )  # fmt: skip
+        seen: list = []
+
+        def watch(k, req, rep, seen=seen):
+            if req.type == "hessian":
+                seen.append(rep.arrays["S"].shape)
+
+        res.coordinator.transport.observers.append(watch)
+        res.coordinator.conditional_cdf(response, np.full((5, 4), 0.5))
+        sizes[design] = seen[0]
+    assert sizes == {"all": (1, 15), "continuous": (1, 3)}  # five equal queries, asked once

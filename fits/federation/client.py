@@ -60,7 +60,13 @@ from fits.core.schema import (
 )
 from fits.federation.codec import PRECISIONS, encode_block, encode_cdf, encode_hessian
 from fits.federation.policy import PolicyError, SitePolicy
-from fits.federation.protocol import ConfigValue, Message, ProtocolError
+from fits.federation.protocol import (
+    ConfigValue,
+    Message,
+    ProtocolError,
+    design_covariates,
+    design_size,
+)
 from fits.federation.secure import SecureAggregator
 
 if TYPE_CHECKING:
@@ -95,7 +101,10 @@ class _Weights:
     w: np.ndarray  # (B, m) dense, or (B, c) with idx
     x: np.ndarray  # (B, d) midpoint-substituted queries, native units
     idx: np.ndarray | None = None  # (B, c) neighbour indices for the KNN scheme
-    s: np.ndarray | None = None  # (B, d + 1, d + 1) Hessians, if computed with the weights
+    s: np.ndarray | None = None  # (B, p, p) Hessians, if computed with the weights
+    #: covariates of the local-linear design U_i = (1, h_i[design] - x[design]), or None
+    #: for all d (the paper's design); the weights use every covariate either way
+    design: np.ndarray | None = None
     abstained: np.ndarray | None = None  # queries under the effective-rows floor (zeroed)
     widened: np.ndarray | None = None  # queries answered with a widened kernel ...
     widening: np.ndarray | None = None  # ... and its factor t, one per widened query
@@ -108,7 +117,18 @@ class _Weights:
             self.x[rows],
             None if self.idx is None else self.idx[rows],
             None if self.s is None else self.s[rows],
+            design=self.design,
         )
+
+    @property
+    def covariates(self) -> np.ndarray:
+        """The covariate positions in the design (all d when ``design`` is None)."""
+        return np.arange(self.x.shape[1]) if self.design is None else self.design
+
+    @property
+    def p(self) -> int:
+        """Size of the design: 1 + its covariates."""
+        return 1 + int(self.covariates.size)
 
     def scale(self, factor: np.ndarray) -> None:
         """Multiply each query's weights (and Hessian) by a positive factor, in place."""
@@ -180,6 +200,8 @@ class _Prefix:
     brute: NearestNeighbors | None = None  # ... or brute-force scan (scikit-learn)
     codes: np.ndarray | None = None  # (m, q) int16 codes of the discrete covariates
     z1: np.ndarray | None = None  # (m, d + 1): a column of ones, then z[:, :d]
+    #: (design, a column of ones then z[:, design]) for a reduced design
+    z1_design: tuple[tuple[int, ...], np.ndarray] | None = None
 
 
 @dataclass
@@ -411,7 +433,7 @@ class FITSClient:
             groups, widened, factors = [], [], []
             pending = low
             for t in WIDENING_STEPS:
-                wide = self._weights(x[pending], qcodes[pending], kernel, widen=t)
+                wide = self._weights(x[pending], qcodes[pending], kernel, t, wts.design)
                 ok = effective_rows(wide.w) >= k
                 if ok.any():
                     groups.append((pending[ok], wide.take(ok)))
@@ -814,9 +836,18 @@ class FITSClient:
 
     # ------------------------------------------------------------------ kernel weights
     def _weights(
-        self, x: np.ndarray, qcodes: np.ndarray, kernel: Kernel, widen: float = 1.0
+        self,
+        x: np.ndarray,
+        qcodes: np.ndarray,
+        kernel: Kernel,
+        widen: float = 1.0,
+        design: np.ndarray | None = None,
     ) -> _Weights:
         """The kernel weights of a batch of queries; ``widen`` = t > 1 widens the kernel.
+
+        ``design`` (covariate positions, None: all) is the local-linear design the
+        Hessians of neighbour-list weights are summed in (:attr:`_Weights.design`); it
+        never changes the weights.
 
         The widened kernel (the site's answer to a query under its effective-rows floor,
         :meth:`_floor`) reaches further by t in every respect: a Gaussian site's
@@ -830,9 +861,10 @@ class FITSClient:
         d = x.shape[1]
         xbar = (x - self.loc[:d]) / self.scale[:d]
         if isinstance(kernel, KNNKernel):
-            wts = self._knn_weights(x, xbar, qcodes, kernel, widen)
+            wts = self._knn_weights(x, xbar, qcodes, kernel, widen, design)
         elif isinstance(kernel, GaussianKernel):
             wts = self._gaussian_weights(x, xbar, qcodes, kernel, widen)
+            wts.design = design
         else:
             raise TypeError(f"{self.name}: unsupported kernel {kernel!r}")
         if widen != 1.0 and NORMALIZE_WIDENED:
@@ -939,19 +971,23 @@ class FITSClient:
         qcodes: np.ndarray,
         kernel: KNNKernel,
         widen: float = 1.0,
+        design: np.ndarray | None = None,
     ) -> _Weights:
         """Weights on each query's c_k nearest rows, and the Hessians S_k (eq. 5) with them.
 
         The neighbour lists are processed in blocks of queries small enough to stay in
-        cache (:meth:`_knn_blocks`); the Hessian is summed in the same pass.
+        cache (:meth:`_knn_blocks`); the Hessian is summed in the same pass, in the
+        design ``design`` (covariate positions; None: all), while the kernel argument
+        uses every covariate.
         """
         d = x.shape[1]
         b = len(x)
+        p = d + 1 if design is None else 1 + int(design.size)
         method = kernel.search_method(d)
         index, rows = self._tree(d, method)
         if index is None:  # no usable row here for this column: contribute nothing
-            nothing = _Weights(np.zeros((b, 1)), x, np.zeros((b, 1), dtype=np.int64))
-            nothing.s = np.zeros((b, d + 1, d + 1))
+            nothing = _Weights(np.zeros((b, 1)), x, np.zeros((b, 1), dtype=np.int64), design=design)
+            nothing.s = np.zeros((b, p, p))
             return nothing
         start = time.perf_counter()
         c = kernel.neighbors(self.n_rows, self.n_total, d)
@@ -985,7 +1021,8 @@ class FITSClient:
             nominal_rate = np.where(nominal, rate, 0.0)
             qc = qcodes[:, cols].astype(np.int16)
         wts = _Weights(np.empty((b, c)), x, idx)
-        s = np.empty((b, d + 1, d + 1))
+        s = np.empty((b, p, p))
+        ucols = None if design is None else np.concatenate([[0], design + 1])
         for lo, hi, u in self._knn_blocks(wts):
             arg = u[:, :, 1:] * factor[lo:hi, None, :]
             w = epanechnikov_product(arg, overwrite_input=True)
@@ -998,30 +1035,45 @@ class FITSClient:
                 np.negative(penalty, out=penalty)
                 w *= np.exp(penalty, out=penalty)
             wts.w[lo:hi] = w
+            if ucols is not None:  # the design's columns of U (the kernel took them all)
+                u = np.take(u, ucols, axis=2)
             u_w = u * w[:, :, None]
             np.matmul(u_w.transpose(0, 2, 1), u, out=s[lo:hi])
         wts.s = s
+        wts.design = design
         return wts
 
-    def _knn_blocks(self, wts: _Weights) -> Iterator[tuple[int, int, np.ndarray]]:
-        """Yield ``(lo, hi, U)``: the design U_i = (1, h_i - x) of queries lo..hi-1.
+    def _knn_blocks(
+        self, wts: _Weights, design: bool = False
+    ) -> Iterator[tuple[int, int, np.ndarray]]:
+        """Yield ``(lo, hi, U)``: the differences U_i = (1, h_i - x) of queries lo..hi-1.
 
-        U has shape (hi - lo, c, d + 1), native units.  Blocks hold about
-        ``_BLOCK_VALUES`` numbers, so the temporaries of the kernel and of both steps
-        stay in cache (2-3x faster than one pass over a whole batch).
+        U has shape (hi - lo, c, d + 1), native units; with ``design``, only the
+        columns of the weights' design (:attr:`_Weights.design`): (hi - lo, c, p).
+        Blocks hold about ``_BLOCK_VALUES`` numbers, so the temporaries of the kernel
+        and of both steps stay in cache (2-3x faster than one pass over a whole batch).
         """
         if wts.idx is None:
             raise TypeError("neighbour-list blocks need weights on neighbour lists")
         b, c = wts.idx.shape
         d = wts.x.shape[1]
         prep = self._prepared(d)
-        if prep.z1 is None:  # (1, h): the gather then gives U with its column of ones
-            prep.z1 = np.hstack([np.ones((self.n_rows, 1)), self.z[:, :d]])
-        x1 = np.hstack([np.zeros((b, 1)), wts.x])
-        step = int(np.clip(_BLOCK_VALUES // (c * (d + 1)), 1, max(b, 1)))
+        if design and wts.design is not None:
+            key = tuple(int(j) for j in wts.design)
+            if prep.z1_design is None or prep.z1_design[0] != key:
+                z1 = np.hstack([np.ones((self.n_rows, 1)), self.z[:, wts.design]])
+                prep.z1_design = (key, z1)
+            z1 = prep.z1_design[1]
+            x1 = np.hstack([np.zeros((b, 1)), wts.x[:, wts.design]])
+        else:
+            if prep.z1 is None:  # (1, h): the gather then gives U with its column of ones
+                prep.z1 = np.hstack([np.ones((self.n_rows, 1)), self.z[:, :d]])
+            z1 = prep.z1
+            x1 = np.hstack([np.zeros((b, 1)), wts.x])
+        step = int(np.clip(_BLOCK_VALUES // (c * z1.shape[1]), 1, max(b, 1)))
         for lo in range(0, b, step):
             hi = min(b, lo + step)
-            u = np.take(prep.z1, wts.idx[lo:hi], axis=0)  # faster than z1[idx]
+            u = np.take(z1, wts.idx[lo:hi], axis=0)  # faster than z1[idx]
             u -= x1[lo:hi, None, :]
             yield lo, hi, u
 
@@ -1039,9 +1091,10 @@ class FITSClient:
                 f"{self.name}: queries for column {self.columns[d]!r} need {d} columns, "
                 f"got shape {queries.shape}"
             )
+        design = design_covariates(msg.config, d)
         x, qcodes = self._substitute(queries)
         kernel = self._scheme(msg)
-        weights = self._weights(x, qcodes, kernel)
+        weights = self._weights(x, qcodes, kernel, design=design)
         self._floor(weights, x, qcodes, kernel)
         if "weight_exponent" in msg.arrays:  # secure aggregation: a common 2^e per query
             exponent = np.asarray(msg.arrays["weight_exponent"])
@@ -1064,6 +1117,10 @@ class FITSClient:
     def _hessian(self, msg: Message) -> Message:
         """Step 1: S_k(x) = sum_i w_i U_i U_i' with U_i = (1, h_i - x) (eq. 5).
 
+        With a request ``design`` (:func:`~fits.federation.protocol.design_covariates`),
+        U_i = (1, h_i[design] - x[design]): the local-linear fit in those covariates
+        only, local-constant in the others (docs/method.md, "Design").
+
         Queries answered with a widened kernel (:meth:`_floor`) get their Hessians from
         their widened weights, group by group.
         """
@@ -1076,16 +1133,15 @@ class FITSClient:
 
     def _hessians(self, wts: _Weights, d: int) -> np.ndarray:
         """The packed upper triangles of S_k(x) (eq. 5), one row per query."""
-        b, p = wts.x.shape[0], d + 1
+        b, p = wts.x.shape[0], wts.p
         iu = np.triu_indices(p)
         if wts.idx is None:  # dense: raw moments by matrix products, then shift to x
-            hc = self.z[:, :d] - self.center[:d]
-            xc = wts.x - self.center[:d]
+            hc, xc = self._centred(wts)
             m0 = wts.w.sum(axis=1)
             m1 = wts.w @ hc
-            ia, ib = np.triu_indices(d)
+            ia, ib = np.triu_indices(p - 1)
             m2p = wts.w @ (hc[:, ia] * hc[:, ib])
-            m2 = np.empty((b, d, d))
+            m2 = np.empty((b, p - 1, p - 1))
             m2[:, ia, ib] = m2p
             m2[:, ib, ia] = m2p
             s = np.empty((b, p, p))
@@ -1104,6 +1160,11 @@ class FITSClient:
                 raise TypeError("weights on neighbour lists come with their Hessians")
             s = wts.s
         return s[:, iu[0], iu[1]]
+
+    def _centred(self, wts: _Weights) -> tuple[np.ndarray, np.ndarray]:
+        """Dense weights: the rows' and the queries' design covariates, centred."""
+        cov = wts.covariates
+        return self.z[:, cov] - self.center[cov], wts.x[:, cov] - self.center[cov]
 
     def _floor_report(self, wts: _Weights) -> dict[str, ConfigValue]:
         """The reply config that says for how many queries this site widened its kernel
@@ -1126,9 +1187,9 @@ class FITSClient:
         self._cache.weights = None  # step 2 closes the request
         d = self._position(msg)
         q = np.asarray(msg.arrays["q"], dtype=float)
-        if q.shape != (wts.x.shape[0], d + 1):
+        if q.shape != (wts.x.shape[0], wts.p):
             raise ProtocolError(
-                f"{self.name}: q has shape {q.shape}, expected ({len(wts.x)}, {d + 1})"
+                f"{self.name}: q has shape {q.shape}, expected ({len(wts.x)}, {wts.p})"
             )
         f = self._cdfs(wts, q, d)
         for rows, part in wts.groups or ():
@@ -1138,8 +1199,7 @@ class FITSClient:
     def _cdfs(self, wts: _Weights, q: np.ndarray, d: int) -> np.ndarray:
         """F_k(z | x) of eq. 9 on the grid for every query of ``wts``: shape (B, L)."""
         if wts.idx is None:
-            hc = self.z[:, :d] - self.center[:d]
-            xc = wts.x - self.center[:d]
+            hc, xc = self._centred(wts)
             a = q[:, 0] - np.einsum("ij,ij->i", q[:, 1:], xc)
             alpha = q[:, 1:] @ hc.T
             alpha += a[:, None]
@@ -1147,7 +1207,7 @@ class FITSClient:
         else:
             b, c = wts.idx.shape
             alpha = np.empty((b, c))
-            for lo, hi, u in self._knn_blocks(wts):
+            for lo, hi, u in self._knn_blocks(wts, design=True):
                 np.matmul(u, q[lo:hi, :, None], out=alpha[lo:hi, :, None])
             alpha *= wts.w
         return self._phi_sums(wts, d, alpha)
@@ -1191,19 +1251,18 @@ class FITSClient:
     def _blocks(self, wts: _Weights, d: int) -> tuple[np.ndarray, np.ndarray]:
         """The packed S_k(x) and the response blocks T_k(x) of every query of ``wts``."""
         s = self._hessians(wts, d)
-        b, p = wts.x.shape[0], d + 1
+        b, p = wts.x.shape[0], wts.p
         block = np.empty((b, p, self.grids[self.columns[d]].size))
         if wts.idx is None:
-            hc = self.z[:, :d] - self.center[:d]
-            xc = wts.x - self.center[:d]
+            hc, xc = self._centred(wts)
             block[:, 0] = self._phi_sums(wts, d, wts.w)
-            for j in range(d):  # (h_ij - x_j) = (hc_ij - xc_bj)
+            for j in range(p - 1):  # (h_ij - x_j) = (hc_ij - xc_bj)
                 block[:, j + 1] = self._phi_sums(wts, d, wts.w * hc[:, j][None, :])
                 block[:, j + 1] -= xc[:, j][:, None] * block[:, 0]
         else:
             c = wts.idx.shape[1]
             u_w = np.empty((b, c, p))
-            for lo, hi, u in self._knn_blocks(wts):
+            for lo, hi, u in self._knn_blocks(wts, design=True):
                 np.multiply(u, wts.w[lo:hi, :, None], out=u_w[lo:hi])
             for j in range(p):
                 block[:, j] = self._phi_sums(wts, d, np.ascontiguousarray(u_w[:, :, j]))
@@ -1226,7 +1285,7 @@ def _encoded(message: Message, reply: Message) -> Message:
     precision = str(message.config.get("precision", "float64"))
     if precision == "float64":
         return reply
-    p = int(np.shape(message.arrays["queries"])[1]) + 1
+    p = design_size(message)
     if message.type == "hessian":
         arrays = encode_hessian(reply.arrays["S"], p, precision)
     elif message.type == "cdf":

@@ -71,6 +71,8 @@ _VALUE_BYTES = {"float64": 8, "float32": 4, "fixed16": 2}
 REFINE = 8
 #: Rounds per chain column: "auto" (chosen per column), 1 or 2.
 ROUNDS = ("auto", 1, 2)
+#: Local-linear designs: every covariate (the paper's, eq. 5) or the continuous ones.
+DESIGNS = ("all", "continuous")
 
 
 class Coordinator:
@@ -153,6 +155,17 @@ class Coordinator:
         Send each distinct query point once per column (after the midpoint substitution
         of discrete covariates, eq. 24, which the sites apply anyway) and reuse its
         answer for every row that asks it (default True; the output does not change).
+    design : {"all", "continuous"}
+        The covariates of the local-linear design U_i of eq. 5.  ``"all"`` (default):
+        every covariate, U_i = (1, h_i - x), as in the paper.  ``"continuous"``: the
+        continuous covariates only, U_i = (1, h^c_i - x^c), so the fit is local-linear
+        in the continuous directions and local-constant in the discrete ones (the
+        mixed-data local-linear estimator of Li and Racine); every covariate still
+        enters the kernel weights (eqs. 24-26).  "Discrete" is the schema's kind: the
+        nominal and ordinal columns and the missing / point-mass indicators, whatever
+        their continualized values.  The Hessians then hold (1 + c)(2 + c)/2 values per
+        query instead of (d + 1)(d + 2)/2, c the continuous covariates
+        (docs/method.md, "Design"; docs/benchmarks.md, "Bytes").
     """
 
     def __init__(
@@ -175,6 +188,7 @@ class Coordinator:
         deduplicate: bool = True,
         grid_points: int | None = None,
         round_cost_bytes: int = 0,
+        design: str = "all",
     ) -> None:
         if grid_size < 3:
             raise ValueError("grid_size must be at least 3")
@@ -192,6 +206,9 @@ class Coordinator:
             raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
         if rounds not in ROUNDS:
             raise ValueError(f"rounds must be one of {ROUNDS}, got {rounds!r}")
+        if design not in DESIGNS:
+            raise ValueError(f"design must be one of {DESIGNS}, got {design!r}")
+        self.design = design
         self.precision = precision
         self.rounds = rounds
         self.deduplicate = bool(deduplicate)
@@ -526,10 +543,33 @@ class Coordinator:
             return self.rounds == 1
         if self.schema is None:
             raise RuntimeError("run setup() first")
-        d = self.schema.order.index(column)
+        d = self.design_size(column) - 1
         value = 32 if self.secure else _VALUE_BYTES[self.precision]  # secure: 4 limbs
         extra = queries * self.transport.n_clients * d * self.grids[column].size * value
         return extra <= self.round_cost_bytes
+
+    def design_covariates(self, column: str) -> np.ndarray:
+        """Positions of the covariates in ``column``'s local-linear design (see
+        ``design``): all the columns before it, or the continuous ones among them."""
+        if self.schema is None:
+            raise RuntimeError("run setup() first")
+        before = self.schema.order[: self.schema.order.index(column)]
+        if self.design == "all":
+            return np.arange(len(before))
+        kept = [k for k, name in enumerate(before) if not self.schema[name].is_discrete]
+        return np.array(kept, dtype=np.int64)
+
+    def design_size(self, column: str) -> int:
+        """p, the size of ``column``'s local-linear design: 1 + its covariates."""
+        return 1 + int(self.design_covariates(column).size)
+
+    def _design_config(self, column: str, d: int) -> dict[str, ConfigValue]:
+        """The request config that names the design; empty when it is every covariate
+        (the paper's design, so its messages are those of the paper)."""
+        cols = self.design_covariates(column)
+        if cols.size == d:
+            return {}
+        return {"design": ",".join(str(int(j)) for j in cols)}
 
     @staticmethod
     def _rescale(s00: np.ndarray, exponent: np.ndarray) -> np.ndarray | None:
@@ -587,7 +627,7 @@ class Coordinator:
         weights, a conditional fallback that is always a proper CDF.
         """
         b, d = x.shape
-        p = d + 1
+        p = self.design_size(column)
         grid = self.grids[column]
         one = self.one_round(column, b)
         precision = self._wire_precision()
@@ -597,6 +637,7 @@ class Coordinator:
                 "column": column,
                 "request": f"r{next(self._requests)}",
                 "scheme": scheme,
+                **self._design_config(column, d),
                 **self._secure_flag(),
                 **({"precision": precision} if precision != "float64" else {}),
             }
@@ -624,7 +665,7 @@ class Coordinator:
             np.divide(1.0, s[:, 0, 0], out=q[:, 0], where=s[:, 0, 0] > 0)
         else:
             q = solve_first_row(s, self.ridge, 0.0)
-            if self.collinearity > 0:
+            if self.collinearity > 0 and p > 1:
                 rows, reduced = collinear_first_row(s, self.collinearity)
                 q[rows] = reduced
                 self.guarded += len(rows)

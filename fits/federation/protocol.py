@@ -18,8 +18,9 @@ configure    config ``schema``, ``n_total``, ``seed``,   ``n_rows`` (1,); config
              optional ``scale_mean`` / ``scale_sd``
 marginal     config ``column``, ``grid_size``            ``F`` (L,): sum over local rows of
                                                          the smoothed indicator (eq. 16)
-hessian      config ``column``, ``request``, ``scheme``;  ``S`` (B, p(p+1)/2): upper triangle
-             arrays ``queries`` (B, d)                   of S_k(x) per query (eq. 5), p=d+1
+hessian      config ``column``, ``request``, ``scheme``,  ``S`` (B, p(p+1)/2): upper triangle
+             optional ``design``; arrays ``queries``     of S_k(x) per query (eq. 5), p the
+             (B, d)                                      design's size (d + 1 by default)
 cdf          config ``column``, ``request``, ``scheme``,  ``F`` (B, L): local CDF vector per
              ``grid_size``; arrays ``queries`` (B, d),   query (eq. 9)
              ``q`` (B, p)
@@ -37,6 +38,12 @@ rules        config ``stage`` (``check`` / ``map``),     ``holds`` (n,) uint8 0/
 ``rules`` comes between setup and configure, when rule detection is on
 (:mod:`fits.core.rules`; what it reveals: docs/privacy.md).  Its answers are bits and
 are checked to be 0 or 1; they are not masked by secure aggregation.
+
+A hessian, cdf or block request may carry config ``design``: the positions (0-based,
+comma-separated, increasing; ``""`` for none) of the covariates kept in the local-linear
+design U_i = (1, h_i[design] - x[design]); absent, all d of them (the paper's design,
+eq. 5).  Every covariate stays in the kernel weights either way; p is then
+``1 + len(design)`` (:func:`design_covariates`, :func:`design_size`).
 
 A hessian, cdf or block request may carry config ``precision`` (``"float32"`` or
 ``"fixed16"``; absent: float64): the reply then holds the arrays of
@@ -114,6 +121,8 @@ __all__ = [
     "Message",
     "ProtocolError",
     "check_reply",
+    "design_covariates",
+    "design_size",
     "MESSAGE_TYPES",
     "packed_size",
 ]
@@ -332,6 +341,51 @@ def _expect(
         raise ProtocolError(f"{reply.type} reply carries unexpected config {sorted(extra)}")
 
 
+def design_covariates(config: Mapping[str, ConfigValue], d: int) -> np.ndarray | None:
+    """The covariates a hessian, cdf or block request keeps in its local-linear design.
+
+    Parameters
+    ----------
+    config : mapping
+        The request's config; its ``design`` (if any) lists covariate positions,
+        comma-separated, strictly increasing, each in ``0 .. d-1`` (``""``: none, the
+        local-constant design U_i = 1).
+    d : int
+        The number of covariates (the request's query columns).
+
+    Returns
+    -------
+    ndarray of int, or None
+        The positions; None when the request has no ``design`` (all d covariates).
+
+    Raises
+    ------
+    ProtocolError
+        If ``design`` is not such a list.
+    """
+    if "design" not in config:
+        return None
+    text = str(config["design"]).strip()
+    try:
+        cols = np.array([int(t) for t in text.split(",")] if text else [], dtype=np.int64)
+    except ValueError:
+        raise ProtocolError(
+            f"config 'design' must list covariate positions like '0,2,3', got {text!r}"
+        ) from None
+    if cols.size and (cols[0] < 0 or cols[-1] >= d or np.any(np.diff(cols) <= 0)):
+        raise ProtocolError(
+            f"config 'design' must list increasing covariate positions in 0..{d - 1}, got {text!r}"
+        )
+    return cols
+
+
+def design_size(request: Message) -> int:
+    """p, the size of a hessian, cdf or block request's design: 1 + its covariates."""
+    d = int(np.shape(request.arrays["queries"])[1])
+    cols = design_covariates(request.config, d)
+    return d + 1 if cols is None else 1 + int(cols.size)
+
+
 def check_reply(request: Message, reply: Message) -> None:
     """Check that a reply is one the protocol allows for this request.
 
@@ -371,7 +425,7 @@ def check_reply(request: Message, reply: Message) -> None:
         grid_size = int(request.config.get("grid_size", 0))
         precision = "float64" if secure else str(request.config.get("precision", "float64"))
         try:
-            expected = reply_arrays(mtype, precision, b, d + 1, grid_size)
+            expected = reply_arrays(mtype, precision, b, design_size(request), grid_size)
         except ValueError as exc:
             raise ProtocolError(f"{mtype} request: {exc}") from None
     else:
