@@ -17,6 +17,7 @@ from typing import Annotated
 import typer
 
 from .errors import fail as _fail
+from .options import DesignOpt
 
 __all__ = ["DatasetChoice", "GeneratorChoice", "benchmark"]
 
@@ -119,6 +120,7 @@ def benchmark(
             "share of rows keeping each rule is reported either way.",
         ),
     ] = False,
+    design: DesignOpt = None,
 ) -> None:
     """Run the FITS paper's protocol (FITS-G and FITS-K, 10 clients, modes M1-M4).
 
@@ -168,7 +170,11 @@ def benchmark(
             generators=[g.value for g in generator] if generator else ("gaussian", "knn"),
             site_policy=site_policy,
             modes=not no_modes,
-            synthesizer_params={"rules": False} if no_rules else None,
+            synthesizer_params={
+                **({"rules": False} if no_rules else {}),
+                **({"design": design.value} if design is not None else {}),
+            }
+            or None,
             kernel_params=None if ordinal_penalty is None else {"ordinal_penalty": ordinal_penalty},
         )
     except (FileNotFoundError, ChecksumError) as exc:

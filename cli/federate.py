@@ -23,6 +23,7 @@ from typing import Annotated, Any
 import typer
 
 from .errors import fail as _fail
+from .options import DesignOpt
 
 __all__ = ["federate"]
 
@@ -207,6 +208,7 @@ def _run_config(
     secure: bool = False,
     batch_size: int = 0,
     rules: bool = True,
+    design: str = "",
 ) -> dict[str, Any]:
     for item in kinds:
         if ":" not in item:
@@ -224,6 +226,7 @@ def _run_config(
         "secure": secure,
         "batch-size": int(batch_size),
         "rules": rules,
+        "design": design,
     }
 
 
@@ -321,6 +324,7 @@ def run(
     secure_aggregation: Secure = False,
     batch_size: BatchSize = 0,
     no_rules: NoRules = False,
+    design: DesignOpt = None,
     insecure: Insecure = False,
     root_certificates: Annotated[
         Path | None, typer.Option("--ca", help="The SuperLink's CA certificate (PEM).")
@@ -349,6 +353,7 @@ def run(
         secure_aggregation,
         batch_size,
         not no_rules,
+        design.value if design is not None else "",
     )
     try:
         result = launch.submit_run(
@@ -406,6 +411,7 @@ def local(
     policy: PolicyFile = None,
     batch_size: BatchSize = 0,
     no_rules: NoRules = False,
+    design: DesignOpt = None,
 ) -> None:
     """Try a real federation on this machine: a SuperLink and one SuperNode per file.
 
@@ -462,6 +468,7 @@ def local(
         secure_aggregation,
         batch_size,
         not no_rules,
+        design.value if design is not None else "",
     )
     kernels = dict(zip(names, kernel, strict=True)) if kernel else {}
     from fits.cli.errors import interruptible

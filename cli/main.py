@@ -29,6 +29,7 @@ from .benchmark import benchmark
 from .errors import fail as _fail
 from .errors import interruptible
 from .federate import federate
+from .options import DesignOpt
 from .report import report
 
 app = typer.Typer(
@@ -343,6 +344,7 @@ def synthesize(
     kind: Kind = None,
     policy: PolicyFile = None,
     no_rules: NoRules = False,
+    design: DesignOpt = None,
 ) -> None:
     """Synthesize one table from several sites' tables.
 
@@ -393,6 +395,7 @@ def synthesize(
                 n_jobs=jobs,
                 site_policy=site_policy,
                 rules=not no_rules,
+                **({"design": design.value} if design is not None else {}),
             )
             synth.fit(tables)
         _echo_warnings(caught)

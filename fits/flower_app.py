@@ -57,6 +57,7 @@ def synthesize(transport: FlowerTransport, cfg: Mapping[str, Any]) -> Path:
         batch_size=cfg["batch_size"] or None,
         secure_aggregation=cfg["secure"],
         rules=cfg.get("rules", True),
+        **({"design": cfg["design"]} if cfg.get("design") else {}),
     )
     synth.fit(transport)
     if not cfg["batch_size"]:  # each site is its own machine: budget per site

@@ -105,6 +105,27 @@ def test_seed_reproduces_the_file(site_files, tmp_path):
     assert a.read_bytes() == b.read_bytes()
 
 
+def test_design_option_reaches_the_synthesizer(site_files, tmp_path):
+    """--design all / continuous give different tables; no --design gives the
+    synthesizer's default's table; a wrong value is a usage error (exit 2)."""
+    from fits import FITSSynthesizer
+
+    files = {}
+    for design in ("all", "continuous", None):
+        out = tmp_path / f"{design}.csv"
+        extra = ["--design", design] if design else []
+        res = run("synthesize", *map(str, site_files), "--rows", "150", "--out", str(out), "-q",
+                  *extra)  # fmt: skip
+        assert res.returncode == 0, res.stderr
+        files[design] = out.read_bytes()
+    assert files["all"] != files["continuous"]
+    assert files[None] == files[FITSSynthesizer().design]
+    res = run("synthesize", *map(str, site_files), "--rows", "10", "--out",
+              str(tmp_path / "x.csv"), "--design", "linear")  # fmt: skip
+    assert res.returncode == 2 and "--design" in res.stderr
+    assert not (tmp_path / "x.csv").exists()
+
+
 def test_schema_round_trip_with_edits(site_files, tmp_path):
     schema = tmp_path / "schema.json"
     res = run("schema", *map(str, site_files), "--out", str(schema))

@@ -53,9 +53,11 @@ def site_files(tmp_path_factory):
     return paths, kinds, list(frame.columns)
 
 
-def _in_process(paths, kinds, order, rows, seed):
+def _in_process(paths, kinds, order, rows, seed, **params):
     tables = {name: read_table(path) for name, path in sorted(paths.items())}
-    synth = FITSSynthesizer({n: KERNELS[n] for n in tables}, seed=seed, kinds=kinds, order=order)
+    synth = FITSSynthesizer(
+        {n: KERNELS[n] for n in tables}, seed=seed, kinds=kinds, order=order, **params
+    )
     return synth.fit(tables).sample(rows)
 
 
@@ -122,15 +124,23 @@ def test_records_round_trip_exactly():
     assert format_kinds({"a": "nominal", "b c": "ordinal"}) == "a:nominal,b c:ordinal"
 
 
-def test_flower_transport_equals_in_process_engine(site_files, tmp_path):
+@pytest.mark.parametrize("design", ["", "all", "continuous"])
+def test_flower_transport_equals_in_process_engine(site_files, tmp_path, design):
+    """Bit for bit, with the default design and with each design named in the run
+    config (run config ``design``, the synthesizer's ``design``)."""
     paths, kinds, order = site_files
     grid = FakeGrid(_node_configs(paths))
     out = tmp_path / "synthetic.csv"
     config = {"output": str(out), "rows": 300, "seed": 4, "kinds": format_kinds(kinds)}
     config["order"] = ",".join(order)
+    if design:
+        config["design"] = design
     run_synthesis(grid, config)
-    expected = _in_process(paths, kinds, order, 300, 4)
+    expected = _in_process(paths, kinds, order, 300, 4, **({"design": design} if design else {}))
     pd.testing.assert_frame_equal(read_table(out), expected, check_exact=True)
+    if design == "continuous":  # the run config's design was used: not the paper's table
+        paper = _in_process(paths, kinds, order, 300, 4, design="all")
+        assert not read_table(out).equals(paper)
 
 
 def test_secure_aggregation_through_flower_records_and_site_state(site_files, tmp_path):
@@ -442,6 +452,12 @@ def test_bad_site_and_run_config_values_are_clear_errors():
     assert site_kernel({"knn-budget": 300}) == KNNKernel(budget=300)
     with pytest.raises(ValueError, match="use 'knn' or 'gaussian'"):
         site_kernel({"kernel": "tree"})
+    from fits.deploy.flower import _read_run_config
+
+    assert _read_run_config({"design": "Continuous"})["design"] == "continuous"
+    assert _read_run_config({})["design"] == ""
+    with pytest.raises(ValueError, match="design='linear': use one of all, continuous"):
+        _read_run_config({"design": "linear"})
 
 
 def _marked(marker: str) -> set[int]:

@@ -93,6 +93,37 @@ def test_check_reply_refuses_extra_or_misshaped_arrays():
         check_reply(req, Message("cdf", {"F": np.zeros((4, 3))}))
 
 
+def test_design_sets_the_hessian_size_and_is_checked(mixed_clients):
+    """config ``design`` (covariate positions): p = 1 + their number, for the reply
+    check and the site; a malformed design is refused by name."""
+    from fits.federation.client import FITSClient
+    from fits.federation.coordinator import Coordinator
+    from fits.federation.protocol import design_covariates
+    from fits.federation.transport import InProcessTransport
+
+    q = {"queries": np.zeros((4, 3))}
+    req = Message("hessian", q, {"column": "y", "request": "r0", "design": "0,2"})
+    check_reply(req, Message("hessian", {"S": np.zeros((4, 6))}))  # p = 3
+    with pytest.raises(ProtocolError, match="shape"):
+        check_reply(req, Message("hessian", {"S": np.zeros((4, 10))}))  # p = 4: refused
+    assert design_covariates({"design": ""}, 3).tolist() == []
+    assert design_covariates({}, 3) is None
+    for bad in ("0,0", "2,1", "3", "-1", "a"):
+        with pytest.raises(ProtocolError, match="design"):
+            design_covariates({"design": bad}, 3)
+    # a site refuses a malformed design before answering anything
+    tables = [t[["b", "x", "o", "y"]] for t in mixed_clients]
+    clients = [FITSClient(t, f"site{k}") for k, t in enumerate(tables)]
+    coord = Coordinator(InProcessTransport(clients))
+    coord.setup(kinds={"b": "nominal", "o": "ordinal"}, rules=False)
+    coord.configure(0)
+    bad_req = Message(
+        "hessian", q, {"column": "y", "request": "r1", "scheme": "own", "design": "0,5"}
+    )
+    with pytest.raises(ProtocolError, match="design"):
+        clients[0].handle(bad_req)
+
+
 class _Echo:
     def __init__(self, name: str) -> None:
         self.name = name

@@ -47,6 +47,8 @@ Coordinator side (run config, ``fits federate run`` fills it in)::
     analysis   = ""                # task "analyze": the fit's options (JSON, see
                                    # fits.flower_app.analyze); the result JSON -> output
     rules      = true              # detect exact rules between columns, generate by them
+    design     = ""                # local-linear design: "all", "continuous" ("" = the
+                                   # synthesizer's default; docs/method.md)
 
 With ``secure = true`` each site keeps the private key of its secure-aggregation key
 pair (:mod:`fits.federation.secure`) in its ``context.state`` next to ``configure``; only the
@@ -91,7 +93,13 @@ from flwr.app import Message as FlowerMessage
 from flwr.clientapp import ClientApp
 from flwr.serverapp import Grid
 
-from fits.federation.protocol import ANALYSIS_REPLIES, MESSAGE_TYPES, Message, ProtocolError
+from fits.federation.protocol import (
+    ANALYSIS_REPLIES,
+    DESIGNS,
+    MESSAGE_TYPES,
+    Message,
+    ProtocolError,
+)
 from fits.federation.transport import ClientError, Transport
 
 if TYPE_CHECKING:
@@ -304,6 +312,7 @@ def _read_run_config(config: Mapping[str, Any]) -> dict[str, Any]:
         "task": _parse_task(get("task", "synthesize")),
         "analysis": str(get("analysis", "")),
         "rules": _parse_bool(get("rules", True), "rules"),
+        "design": _parse_design(get("design", "")),
     }
 
 
@@ -317,6 +326,16 @@ def _parse_task(value: Any) -> str:
     if task not in TASKS:
         raise ValueError(f"run config task={value!r}: use one of {', '.join(TASKS)}")
     return task
+
+
+def _parse_design(value: Any) -> str:
+    """Run config ``design``: "" (the synthesizer's default) or one of DESIGNS."""
+    design = str(value).strip().lower()
+    if design and design not in DESIGNS:
+        raise ValueError(
+            f"run config design={value!r}: use one of {', '.join(DESIGNS)} (or leave it out)"
+        )
+    return design
 
 
 def _parse_bool(value: Any, key: str = "secure") -> bool:
@@ -623,6 +642,7 @@ RUN_CONFIG_DEFAULTS: dict[str, Any] = {
     "task": "synthesize",
     "analysis": "",
     "rules": True,
+    "design": "",
 }
 
 

@@ -40,7 +40,7 @@ from fits.core.rules import dependent_codes, detect_rules, map_size, verify_rule
 from fits.core.schema import Schema, merge_descriptions, missing_flag, point_mass_flag
 from fits.federation.codec import PRECISIONS, decode_block, decode_cdf, decode_hessian
 from fits.federation.policy import DEFAULT_MIN_EFFECTIVE_ROWS
-from fits.federation.protocol import ConfigValue, Message, ProtocolError
+from fits.federation.protocol import DESIGNS, ConfigValue, Message, ProtocolError
 from fits.federation.secure import unmask_sum
 from fits.federation.transport import Transport
 
@@ -71,8 +71,6 @@ _VALUE_BYTES = {"float64": 8, "float32": 4, "fixed16": 2}
 REFINE = 8
 #: Rounds per chain column: "auto" (chosen per column), 1 or 2.
 ROUNDS = ("auto", 1, 2)
-#: Local-linear designs: every covariate (the paper's, eq. 5) or the continuous ones.
-DESIGNS = ("all", "continuous")
 
 
 class Coordinator:

@@ -121,6 +121,7 @@ __all__ = [
     "Message",
     "ProtocolError",
     "check_reply",
+    "DESIGNS",
     "design_covariates",
     "design_size",
     "MESSAGE_TYPES",
@@ -339,6 +340,11 @@ def _expect(
     extra = set(reply.config) - config
     if extra:
         raise ProtocolError(f"{reply.type} reply carries unexpected config {sorted(extra)}")
+
+
+#: The coordinator's local-linear designs (``Coordinator(design=...)``): every covariate
+#: (the paper's, eq. 5) or the continuous ones; sent as the covariates' positions.
+DESIGNS = ("all", "continuous")
 
 
 def design_covariates(config: Mapping[str, ConfigValue], d: int) -> np.ndarray | None:
