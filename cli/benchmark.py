@@ -29,6 +29,13 @@ class GeneratorChoice(StrEnum):
     gaussian = "gaussian"
 
 
+class SmoothingChoice(StrEnum):
+    """How ``fits benchmark`` smooths each chain column (``FITSSynthesizer(smoothing=)``)."""
+
+    fixed = "fixed"
+    auto = "auto"
+
+
 class DatasetChoice(StrEnum):
     """Data sets ``fits benchmark`` runs on."""
 
@@ -121,6 +128,16 @@ def benchmark(
         ),
     ] = False,
     design: DesignOpt = None,
+    smoothing: Annotated[
+        SmoothingChoice | None,
+        typer.Option(
+            "--smoothing",
+            help="fixed: every column uses the sites' kernels as they are; auto: each "
+            "column's penalty sharpness and neighbourhood reach are chosen by a held-out "
+            "score the sites compute on their own rows (only sums leave a site). "
+            "Default: the synthesizer's.",
+        ),
+    ] = None,
 ) -> None:
     """Run the FITS paper's protocol (FITS-G and FITS-K, 10 clients, modes M1-M4).
 
@@ -173,6 +190,7 @@ def benchmark(
             synthesizer_params={
                 **({"rules": False} if no_rules else {}),
                 **({"design": design.value} if design is not None else {}),
+                **({"smoothing": smoothing.value} if smoothing is not None else {}),
             }
             or None,
             kernel_params=None if ordinal_penalty is None else {"ordinal_penalty": ordinal_penalty},

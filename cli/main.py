@@ -293,6 +293,15 @@ NoRules = Annotated[
         "others, a total that is a sum): every column is drawn by the chain.",
     ),
 ]
+Smoothing = Annotated[
+    str,
+    typer.Option(
+        "--smoothing",
+        help="fixed: every column uses the sites' kernels as they are; auto: each "
+        "column's penalty sharpness and neighbourhood reach are chosen by a held-out "
+        "score the sites compute on their own rows (only per-candidate sums leave a site).",
+    ),
+]
 Kind = Annotated[
     list[str] | None,
     typer.Option(
@@ -345,6 +354,7 @@ def synthesize(
     policy: PolicyFile = None,
     no_rules: NoRules = False,
     design: DesignOpt = None,
+    smoothing: Smoothing = "fixed",
 ) -> None:
     """Synthesize one table from several sites' tables.
 
@@ -373,6 +383,8 @@ def synthesize(
     _check_inputs(inputs)
     _check_output(out, inputs)
     _check_suffix(out, "output")
+    if smoothing not in ("fixed", "auto"):
+        _fail(f"--smoothing {smoothing!r}: use fixed or auto", 2)
     kinds = _parse_kinds(kind, schema)
     site_policy = _read_policy(policy)
     with interruptible("no output was written (its temporary file was removed)"), _data_errors():
@@ -396,6 +408,7 @@ def synthesize(
                 site_policy=site_policy,
                 rules=not no_rules,
                 **({"design": design.value} if design is not None else {}),
+                smoothing=smoothing,
             )
             synth.fit(tables)
         _echo_warnings(caught)

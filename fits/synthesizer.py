@@ -35,6 +35,7 @@ from sklearn.exceptions import NotFittedError
 
 from fits.core.cdf import COLLINEARITY_THRESHOLD
 from fits.core.schema import ColumnSpec, Schema, missing_flag, surrogate_ids
+from fits.core.tuning import DEFAULT_CANDIDATES, Smoothing
 from fits.deploy.inprocess import (
     AuditSpec,
     KernelSpec,
@@ -156,6 +157,18 @@ class FITSSynthesizer(BaseEstimator):
         they are listed in ``schema_.rules``).  A ``schema`` with a ``rules`` entry
         brings its own rules (checked at every site).  Default True; False draws
         every column from the chain.
+    smoothing : {"fixed", "auto"} or mapping
+        The smoothing of each chain column's conditional CDF (:mod:`fits.core.tuning`):
+        ``"fixed"`` (default) uses the sites' kernels as they are for every column (the
+        paper); ``"auto"`` chooses, per column, one of ``smoothing_candidates`` (a
+        sharpness of the category penalties and a reach of the neighbourhood) by a
+        held-out score each site computes on its own rows, of which only per-candidate
+        sums leave the site (one ``tune`` round at fit; :meth:`Coordinator.tune`); a
+        mapping column -> ``Smoothing`` (or ``{"sharpness": s, "reach": b}``) sets it
+        by hand.  The choice is in ``smoothing_``.
+    smoothing_candidates : sequence of Smoothing, optional
+        The candidates of ``smoothing="auto"`` (default
+        :data:`fits.core.tuning.DEFAULT_CANDIDATES`).
 
     Attributes
     ----------
@@ -168,6 +181,13 @@ class FITSSynthesizer(BaseEstimator):
     client_names_ : list of str
     n_rows_ : list of int
         Rows per client.
+    smoothing_ : dict
+        Column -> the :class:`~fits.core.tuning.Smoothing` its conditional CDF uses
+        (columns not listed use the sites' kernels as they are).  Kept by :meth:`save`
+        and reused by :meth:`connect` (no second tune round).
+    tuning_ : dict
+        With ``smoothing="auto"``: per tuned column, the candidates, the scores summed
+        over the sites, the rows scored and the index of the chosen candidate.
     """
 
     def __init__(
@@ -199,6 +219,8 @@ class FITSSynthesizer(BaseEstimator):
         round_cost_bytes: int = 0,
         rules: bool = True,
         design: str = "all",
+        smoothing: str | Mapping[str, Any] = "fixed",
+        smoothing_candidates: Sequence[Any] | None = None,
     ) -> None:
         self.kernel = kernel
         self.seed = seed
@@ -226,6 +248,8 @@ class FITSSynthesizer(BaseEstimator):
         self.round_cost_bytes = round_cost_bytes
         self.rules = rules
         self.design = design
+        self.smoothing = smoothing
+        self.smoothing_candidates = smoothing_candidates
 
     # ------------------------------------------------------------------ fitting
     def fit(self, tables: Tables | Transport) -> FITSSynthesizer:
@@ -251,11 +275,32 @@ class FITSSynthesizer(BaseEstimator):
             raise TypeError(f"kinds must be a mapping column -> kind, got {self.kinds!r}")
         if self.schema is not None and not isinstance(self.schema, Schema):
             raise TypeError(f"schema must be a fits Schema, got {type(self.schema).__name__}")
+        smoothing = self._check_smoothing()
         self._close()
         root = np.random.SeedSequence(self.seed)
         coordinator, schema = self._open(
             tables, root, kinds=self.kinds, order=self.order, schema=self.schema
         )
+        if smoothing is None:  # "auto": one tune round, seeded by the third child
+            candidates = (
+                DEFAULT_CANDIDATES
+                if self.smoothing_candidates is None
+                else [Smoothing.from_value(c) for c in self.smoothing_candidates]
+            )
+            coordinator.tune(
+                np.random.SeedSequence(root.entropy, spawn_key=(2,)), candidates=candidates
+            )
+        else:
+            unknown = sorted(set(smoothing) - set(coordinator.schema.order[1:]))  # type: ignore[union-attr]
+            if unknown:
+                self._close()
+                raise ValueError(
+                    f"smoothing: column(s) {unknown} are not in the schema's chain after its "
+                    "first column (the first is drawn from its marginal)"
+                )
+            coordinator.smoothing = dict(smoothing)
+        self.smoothing_ = dict(coordinator.smoothing)
+        self.tuning_ = dict(coordinator.tuning)
         self.schema_ = schema
         self.entropy_ = int(root.entropy)  # type: ignore[arg-type]
         self.client_names_ = list(coordinator.transport.client_names)
@@ -303,6 +348,7 @@ class FITSSynthesizer(BaseEstimator):
         self._close()
         root = np.random.SeedSequence(self.entropy_)
         coordinator, _ = self._open(tables, root, kinds=None, order=None, schema=self.schema_)
+        coordinator.smoothing = dict(getattr(self, "smoothing_", {}))
         names, rows = list(coordinator.transport.client_names), list(coordinator.n_rows)
         if names != self.client_names_ or rows != self.n_rows_:
             self._close()
@@ -363,6 +409,23 @@ class FITSSynthesizer(BaseEstimator):
         self._coordinator: Coordinator | None = coordinator
         self._owns_transport = bool(clients)
         return coordinator, schema
+
+    def _check_smoothing(self) -> dict[str, Smoothing] | None:
+        """``smoothing`` validated: the fixed choice per column, or None for "auto"."""
+        value = self.smoothing
+        if isinstance(value, str):
+            if value not in ("fixed", "auto"):
+                raise ValueError(
+                    f"smoothing must be 'fixed', 'auto' or a mapping column -> smoothing, "
+                    f"got {value!r}"
+                )
+            return {} if value == "fixed" else None
+        if not isinstance(value, Mapping):
+            raise TypeError(f"smoothing must be 'fixed', 'auto' or a mapping, got {value!r}")
+        try:
+            return {str(c): Smoothing.from_value(v) for c, v in value.items()}
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"smoothing: {exc}") from None
 
     def _close(self) -> None:
         """Stop the worker threads of an in-process federation this object built."""

@@ -58,6 +58,7 @@ from fits.core.schema import (
     describe_table,
     parse_text_columns,
 )
+from fits.core.tuning import SCORES, Smoothing, heldout_scores, smoothed_kernel
 from fits.federation.codec import PRECISIONS, encode_block, encode_cdf, encode_hessian
 from fits.federation.policy import PolicyError, SitePolicy
 from fits.federation.protocol import (
@@ -83,7 +84,13 @@ MIN_CLIENT_ROWS = 2
 #: Half-width, in response bandwidths, of the band where Phi differs from a step.
 _BAND = 9.0
 #: The message types whose reply is summed over clients, and the summed arrays.
-_SUMMED = {"marginal": ("F",), "hessian": ("S",), "cdf": ("F",), "block": ("S", "T")}
+_SUMMED = {
+    "marginal": ("F",),
+    "hessian": ("S",),
+    "cdf": ("F",),
+    "block": ("S", "T"),
+    "tune": ("scores", "rows"),
+}
 #: Numbers per block of neighbour-list work (about 2 MB): small enough for the cache.
 _BLOCK_VALUES = 1 << 18
 #: Widening factors t a site tries, in order, for a query under its effective-rows
@@ -303,6 +310,7 @@ class FITSClient:
             "hessian": self._hessian,
             "cdf": self._cdf,
             "block": self._block,
+            "tune": self._tune,
         }.get(message.type)
         if handler is None:
             raise ProtocolError(f"{self.name}: unknown message type {message.type!r}")
@@ -313,7 +321,7 @@ class FITSClient:
         self._abstained = None
         self._widened = None
         try:
-            if message.type in _SUMMED:
+            if message.type in _SUMMED and message.type != "tune":  # tune: _tune counts
                 self._spend(message)
             precision = message.config.get("precision", "float64")
             if precision not in PRECISIONS:
@@ -834,6 +842,115 @@ class FITSClient:
             return KNNKernel(k.ordinal_penalty, k.nominal_penalty, k.column_penalties)
         return self.kernel
 
+    def _smoothed(self, kernel: Kernel, msg: Message, d: int) -> Kernel:
+        """The kernel with the request's smoothing (config ``sharpness``, ``reach``: the
+        coordinator's per-column choice, :mod:`fits.core.tuning`) applied."""
+        try:
+            smoothing = Smoothing(
+                float(msg.config.get("sharpness", 1.0)), float(msg.config.get("reach", 1.0))
+            )
+        except (TypeError, ValueError) as exc:
+            raise ProtocolError(f"{self.name}: {exc}") from None
+        discrete = {
+            self.encoders[j].spec.name: self.encoders[j].spec.kind
+            for j in range(d)
+            if self.encoders[j].spec.is_discrete
+        }
+        return smoothed_kernel(kernel, smoothing, discrete, n_total=self.n_total, d=d)
+
+    # ------------------------------------------------------------------ tuning round
+    def _tune(self, msg: Message) -> Message:
+        """Held-out scores of candidate smoothings (:func:`fits.core.tuning.heldout_scores`).
+
+        Config: ``columns`` and ``scores`` (JSON lists, one score name per column),
+        ``candidates`` (JSON list of [sharpness, reach]), ``folds``, ``rows`` (held-out
+        rows over the federation: this site scores its share, ``ceil(rows m_k / M)``),
+        ``seed`` (this site's fold split), ``mass_offset``, ``ridge``, ``collinearity``.
+        Replies the per-candidate sums ``scores`` (columns x candidates) and the rows
+        scored per column; a column with fewer scored rows than the policy's
+        effective-rows floor k is abstained from (zeros).  Each column may be scored
+        for at most the policy's ``tuning_candidates`` candidates over the run.
+        """
+        c = msg.config
+        try:
+            columns = [str(v) for v in json.loads(str(c["columns"]))]
+            names = [str(v) for v in json.loads(str(c["scores"]))]
+            candidates = [Smoothing.from_value(v) for v in json.loads(str(c["candidates"]))]
+            folds = int(c.get("folds", 5))
+            rows = int(c["rows"])
+            seed = int(c["seed"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ProtocolError(f"{self.name}: bad tune request ({exc})") from None
+        if len(names) != len(columns) or any(n not in SCORES for n in names):
+            raise ProtocolError(f"{self.name}: tune needs one score of {SCORES} per column")
+        if folds < 2 or rows < 1 or not candidates:
+            raise ProtocolError(f"{self.name}: tune needs folds >= 2, rows >= 1, candidates")
+        limit = self.policy.tuning_candidates
+        for column in columns:
+            used = self._asked.get(f"tune:{column}", 0)
+            if used + len(candidates) > limit:
+                raise PolicyError(
+                    f"{self.name} refused to score {len(candidates)} smoothings for column "
+                    f"{column!r}: {used} of its {limit} per column are spent (site policy "
+                    "tuning_candidates)"
+                )
+        for column in columns:
+            key = f"tune:{column}"
+            self._asked[key] = self._asked.get(key, 0) + len(candidates)
+        rng = np.random.default_rng(seed)
+        m = self.n_rows
+        perm = rng.permutation(m)
+        fold_of = np.empty(m, dtype=np.int64)
+        fold_of[perm] = np.arange(m) % folds
+        share = math.ceil(rows * m / max(self.n_total, m))
+        kernel = self.kernel
+        scores = np.zeros((len(columns), len(candidates)))
+        counted = np.zeros(len(columns))
+        abstained = 0
+        offset = float(c.get("mass_offset", 0.25))
+        for k, (column, name) in enumerate(zip(columns, names, strict=True)):
+            j = self.columns.index(column) if column in self.columns else -1
+            if j < 1:
+                raise ProtocolError(f"{self.name}: cannot tune column {column!r}")
+            usable = self.valid[:, j]
+            order = perm[usable[perm]]
+            scored = order[:share]
+            if scored.size < max(self.policy.min_effective_rows, 1):
+                abstained += 1
+                continue
+            x, qcodes = self._substitute(self.z[:, :j])
+            disc = self._discrete_covariates(j, kernel)
+            cols = [i for i, _, _ in disc]
+            target = self.z[:, j] if name == "crps" else self.codes[:, j].astype(float)
+            total, n_done = heldout_scores(
+                self.z[:, :j],
+                x,
+                self._response_matrix(j),
+                target,
+                loc=self.loc[:j],
+                scale=self.scale[:j],
+                codes=self.codes[:, cols],
+                qcodes=qcodes[:, cols],
+                kinds=[kind for _, kind, _ in disc],
+                penalties=[pen for _, _, pen in disc],
+                usable=usable,
+                folds=fold_of,
+                scored=scored,
+                grid=self.grids[column],
+                score=name,
+                mass_offset=offset,
+                kernel=kernel,
+                candidates=candidates,
+                n_total=self.n_total,
+                min_neighbours=self.policy.min_effective_rows,
+                ridge=float(c.get("ridge", 1e-8)),
+                collinearity=float(c.get("collinearity", 0.0)),
+            )
+            scores[k], counted[k] = total, n_done
+        self._abstained = np.arange(abstained) if abstained else None
+        reply_config: dict[str, ConfigValue] = {"abstained": abstained} if abstained else {}
+        return Message("tune", {"scores": scores, "rows": counted}, reply_config)
+
     # ------------------------------------------------------------------ kernel weights
     def _weights(
         self,
@@ -1093,7 +1210,7 @@ class FITSClient:
             )
         design = design_covariates(msg.config, d)
         x, qcodes = self._substitute(queries)
-        kernel = self._scheme(msg)
+        kernel = self._smoothed(self._scheme(msg), msg, d)
         weights = self._weights(x, qcodes, kernel, design=design)
         self._floor(weights, x, qcodes, kernel)
         if "weight_exponent" in msg.arrays:  # secure aggregation: a common 2^e per query

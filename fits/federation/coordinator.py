@@ -38,6 +38,13 @@ from fits.core.cdf import (
 from fits.core.continualization import Encoder
 from fits.core.rules import dependent_codes, detect_rules, map_size, verify_rules
 from fits.core.schema import Schema, merge_descriptions, missing_flag, point_mass_flag
+from fits.core.tuning import (
+    DEFAULT_CANDIDATES,
+    DEFAULT_FOLDS,
+    DEFAULT_TUNING_ROWS,
+    Smoothing,
+    score_for,
+)
 from fits.federation.codec import PRECISIONS, decode_block, decode_cdf, decode_hessian
 from fits.federation.policy import DEFAULT_MIN_EFFECTIVE_ROWS
 from fits.federation.protocol import DESIGNS, ConfigValue, Message, ProtocolError
@@ -255,6 +262,12 @@ class Coordinator:
         self._asked: dict[str, int] = {}
         self._requests = itertools.count()
         self._marginals: dict[str, np.ndarray] = {}
+        #: The smoothing of each chain column's conditional CDF (:meth:`tune`, or set by
+        #: hand); a column not in it uses the sites' own kernels (sharpness = reach = 1).
+        self.smoothing: dict[str, Smoothing] = {}
+        #: What :meth:`tune` measured: per column the candidates, the summed scores,
+        #: the rows scored and the chosen candidate's index.
+        self.tuning: dict[str, dict] = {}
 
     # ---------------------------------------------------------------- setup round
     @property
@@ -488,6 +501,110 @@ class Coordinator:
         self.abstained += sum(int(r.config.get("abstained", 0)) for r in replies)
         self.widened += sum(int(r.config.get("widened", 0)) for r in replies)
 
+    # ---------------------------------------------------------------- smoothing
+    def tune(
+        self,
+        seed: int | np.random.SeedSequence | None = None,
+        *,
+        candidates: Sequence[Smoothing] = DEFAULT_CANDIDATES,
+        columns: Sequence[str] | None = None,
+        folds: int = DEFAULT_FOLDS,
+        rows: int = DEFAULT_TUNING_ROWS,
+    ) -> dict[str, Smoothing]:
+        """Choose each chain column's smoothing by a federated held-out score.
+
+        One ``tune`` round (:mod:`fits.core.tuning`): every site scores every candidate
+        on up to its share of ``rows`` held-out rows per column (K-fold, its own split
+        from its child of ``seed``) and uploads only the per-candidate sums; the
+        coordinator takes, per column, the candidate with the smallest sum over the
+        sites (ties: the earlier candidate) and uses it for every later request of that
+        column (:attr:`smoothing`).  Columns generated entirely by a sum rule and the
+        first chain column (a marginal) are not tuned.
+
+        Parameters
+        ----------
+        seed : int or SeedSequence, optional
+            Root of the sites' fold splits.
+        candidates : sequence of Smoothing
+            The candidate smoothings (default :data:`~fits.core.tuning.DEFAULT_CANDIDATES`;
+            put the default smoothing first, so that it wins ties).
+        columns : sequence of str, optional
+            The columns to tune (default: every chain column after the first).
+        folds : int
+            K of the held-out split (default 5).
+        rows : int
+            Held-out rows scored per column over the federation (default 4000).
+
+        Returns
+        -------
+        dict
+            Column -> the chosen :class:`~fits.core.tuning.Smoothing` (also merged into
+            :attr:`smoothing`; the scores are in :attr:`tuning`).
+        """
+        if self.schema is None or not self.grids:
+            raise RuntimeError("run setup() and configure() before tune()")
+        cands = [Smoothing.from_value(c) for c in candidates]
+        if not cands:
+            raise ValueError("tune() needs at least one candidate smoothing")
+        if folds < 2:
+            raise ValueError(f"folds must be at least 2, got {folds!r}")
+        if rows < 1:
+            raise ValueError(f"rows must be at least 1, got {rows!r}")
+        order = self.schema.order
+        summed = {r.column for r in (self.schema.rules or []) if r.kind == "sum"}
+        if columns is None:
+            columns = [c for c in order[1:] if c not in summed]
+        else:
+            columns = [str(c) for c in columns]
+            bad = [c for c in columns if c not in order[1:]]
+            if bad:
+                raise ValueError(f"cannot tune {bad}: not chain columns after the first")
+        if not columns:
+            return {}
+        seq = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+        names = [score_for(self.encoders[c].spec.kind, self._by_mass(c)) for c in columns]
+        config: dict[str, ConfigValue] = {
+            "column": "*",
+            "request": f"t{next(self._requests)}",  # masks are never reused (secure)
+            "columns": json.dumps(list(columns)),
+            "scores": json.dumps(names),
+            "candidates": json.dumps([[c.sharpness, c.reach] for c in cands]),
+            "folds": int(folds),
+            "rows": int(rows),
+            "mass_offset": float(self.mass_offset),
+            "ridge": float(self.ridge),
+            "collinearity": float(self.collinearity),
+            **self._secure_flag(),
+        }
+        messages = [
+            Message("tune", config={**config, "seed": int(child.generate_state(1)[0])})
+            for child in seq.spawn(self.transport.n_clients)
+        ]
+        replies = self.transport.exchange(messages)
+        self.abstained += sum(int(r.config.get("abstained", 0)) for r in replies)
+        scores = self._total(replies, "scores")
+        counted = self._total(replies, "rows")
+        chosen = {}
+        for k, column in enumerate(columns):
+            best = int(np.argmin(scores[k])) if counted[k] > 0 else 0
+            chosen[column] = cands[best]
+            self.tuning[column] = {
+                "candidates": [c.to_dict() for c in cands],
+                "scores": [float(v) for v in scores[k]],
+                "rows": int(round(counted[k])),
+                "chosen": best,
+                "score": names[k],
+            }
+        self.smoothing.update(chosen)
+        return chosen
+
+    def _smoothing_config(self, column: str) -> dict[str, ConfigValue]:
+        """The request config that carries a column's smoothing (empty for the default)."""
+        chosen = self.smoothing.get(column)
+        if chosen is None or chosen.is_default:
+            return {}
+        return {"sharpness": float(chosen.sharpness), "reach": float(chosen.reach)}
+
     # ---------------------------------------------------------------- estimation
     def _batch(self) -> int:
         if self.batch_size:
@@ -636,6 +753,7 @@ class Coordinator:
                 "request": f"r{next(self._requests)}",
                 "scheme": scheme,
                 **self._design_config(column, d),
+                **self._smoothing_config(column),
                 **self._secure_flag(),
                 **({"precision": precision} if precision != "float64" else {}),
             }

@@ -44,6 +44,11 @@ of them, see ``docs/privacy.md``):
   zeros for it in both steps, says so (config ``abstained``) and logs it.  A marginal
   is abstained from when fewer than k rows hold the column.  Whatever the bandwidths,
   M or the scaling make of the weights, every answer has n_eff >= k.
+* **tuning** [16 candidate smoothings per column]: the ``tune`` round
+  (:mod:`fits.core.tuning`) asks for per-candidate sums of held-out scores over the
+  site's rows; the site scores at most this many candidates per column over the run,
+  abstains from a column where it would score fewer than k rows, and its KNN
+  estimators take at least k neighbours.  0 refuses every tune request.
 
 Refusals raise :class:`PolicyError` at the site; over Flower the error travels back as
 the reply's error reason, in process it reaches the caller; either way the run stops
@@ -110,6 +115,9 @@ class SitePolicy:
         Floor of a discrete response's bandwidth, in interval widths (default 0).
     max_federation_ratio : float
         Largest M / n_k the site takes for its kernels (default 1000).
+    tuning_candidates : int
+        Most candidate smoothings the site scores per column over the run (the ``tune``
+        round, :mod:`fits.core.tuning`; default 16; 0 refuses to take part).
     """
 
     max_grid_size: int = 1000
@@ -121,6 +129,7 @@ class SitePolicy:
     min_response_bandwidth: float = 0.02
     min_discrete_response_bandwidth: float = 0.0
     max_federation_ratio: float = 1000.0
+    tuning_candidates: int = 16
 
     def __post_init__(self) -> None:
         checks = [
@@ -137,6 +146,7 @@ class SitePolicy:
                 ">= 0",
             ),
             ("max_federation_ratio", self.max_federation_ratio >= 1, ">= 1"),
+            ("tuning_candidates", self.tuning_candidates >= 0, ">= 0"),
         ]
         for name, ok, rule in checks:
             if not ok:
@@ -152,6 +162,7 @@ class SitePolicy:
             min_effective_rows=0.0,
             min_response_bandwidth=0.0,
             max_federation_ratio=math.inf,
+            tuning_candidates=2**62,
         )
 
     def query_budget(self, declared_rows: int) -> float:
@@ -199,7 +210,7 @@ class SitePolicy:
                     raise ValueError(f"{source}: below_floor must be a string, got {value!r}")
                 parsed[key] = value
                 continue
-            integer = key in ("max_grid_size", "extra_queries", "max_rows")
+            integer = key in ("max_grid_size", "extra_queries", "max_rows", "tuning_candidates")
             if isinstance(value, bool) or not isinstance(value, int if integer else (int, float)):
                 kind = "an integer" if integer else "a number"
                 raise ValueError(f"{source}: {key} must be {kind}, got {value!r}")

@@ -54,8 +54,8 @@ error bound is stated in :mod:`fits.federation.codec`.
 :meth:`Message.to_bytes` is the wire format of a transport without its own, and
 :meth:`Message.nbytes` its exact length, which the transports count.
 
-A marginal, hessian, cdf or block reply may add config ``abstained`` (int): the number of
-queries the site answered with zeros under its policy's effective-rows floor
+A marginal, hessian, cdf, block or tune reply may add config ``abstained`` (int): the number of
+queries (tune: columns) the site answered with zeros under its policy's effective-rows floor
 (:mod:`fits.federation.policy`); a hessian or cdf reply may add ``widened`` (int): the
 number of queries it answered with its kernel widened to meet that floor.
 
@@ -129,7 +129,7 @@ __all__ = [
 ]
 
 #: The synthesis protocol's message types (analysis types: :data:`ANALYSIS_REPLIES`).
-MESSAGE_TYPES = ("setup", "configure", "rules", "marginal", "hessian", "cdf", "block")
+MESSAGE_TYPES = ("setup", "configure", "rules", "marginal", "hessian", "cdf", "block", "tune")
 
 
 ConfigValue = str | int | float | bool
@@ -426,6 +426,13 @@ def check_reply(request: Message, reply: Message) -> None:
     expected: dict[str, tuple[tuple[int, ...], str]]
     if mtype == "marginal":
         expected = {"F": ((int(request.config["grid_size"]),), "float64")}
+    elif mtype == "tune":
+        n_columns = len(json.loads(str(request.config["columns"])))
+        n_candidates = len(json.loads(str(request.config["candidates"])))
+        expected = {
+            "scores": ((n_columns, n_candidates), "float64"),
+            "rows": ((n_columns,), "float64"),
+        }
     elif mtype in ("hessian", "cdf", "block"):
         b, d = request.arrays["queries"].shape
         grid_size = int(request.config.get("grid_size", 0))
