@@ -1022,7 +1022,18 @@ def _run_generator(
         # kernel widened to their effective-rows floor
         "abstained": int(getattr(synth.coordinator, "abstained", 0)),
         "widened": int(getattr(synth.coordinator, "widened", 0)),
+        # the smoothing per chain column (FITSSynthesizer(smoothing="auto"): the choice
+        # and the held-out scores summed over the sites)
+        "smoothing": {c: v.to_dict() for c, v in synth.smoothing_.items()},
+        "tuning": synth.tuning_,
     }
+    if synth.smoothing_:
+        chosen = ", ".join(
+            f"{c} s={v.sharpness:g} b={v.reach:g}"
+            for c, v in synth.smoothing_.items()
+            if not v.is_default
+        )
+        say(f"[{split.key}]   {GENERATOR_NAMES[gen]}: smoothing per column: {chosen or 'default'}")
     say(f"[{split.key}]   {GENERATOR_NAMES[gen]}: synthesized {n_syn:,} rows in {t2 - t0:.1f} s")
     res["rules"] = _rules_kept(split, synthetic)
     for rec in res["rules"]:
