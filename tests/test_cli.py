@@ -516,3 +516,20 @@ def test_federate_superlink_checks_its_certificates(tmp_path):
     assert res.returncode == 2 and "nope.pem: no such certificate or key file" in res.stderr
     res = run("federate", "superlink", "--home", str(tmp_path / "home"))
     assert res.returncode == 2 and "or choose --insecure" in res.stderr
+
+
+def test_synthesize_smoothing_auto_and_a_bad_value(site_files, tmp_path):
+    out = tmp_path / "auto.csv"
+    res = run(
+        "synthesize", *map(str, site_files), "--rows", "100", "--out", str(out), "-q",
+        "--smoothing", "auto",
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    assert len(pd.read_csv(out)) == 100
+    bad = tmp_path / "bad.csv"
+    res = run(
+        "synthesize", *map(str, site_files), "--rows", "10", "--out", str(bad),
+        "--smoothing", "sharp",
+    )  # fmt: skip
+    assert res.returncode == 2 and "--smoothing" in res.stderr and "fixed or auto" in res.stderr
+    assert not bad.exists()
