@@ -58,6 +58,7 @@ def synthesize(transport: FlowerTransport, cfg: Mapping[str, Any]) -> Path:
         secure_aggregation=cfg["secure"],
         rules=cfg.get("rules", True),
         **({"design": cfg["design"]} if cfg.get("design") else {}),
+        **({"smoothing": cfg["smoothing"]} if cfg.get("smoothing") else {}),
     )
     synth.fit(transport)
     if not cfg["batch_size"]:  # each site is its own machine: budget per site

@@ -49,6 +49,8 @@ Coordinator side (run config, ``fits federate run`` fills it in)::
     rules      = true              # detect exact rules between columns, generate by them
     design     = ""                # local-linear design: "all", "continuous" ("" = the
                                    # synthesizer's default; docs/method.md)
+    smoothing  = ""                # "fixed" or "auto" (per-column smoothing chosen by a
+                                   # held-out score; "" = FITSSynthesizer's default)
 
 With ``secure = true`` each site keeps the private key of its secure-aggregation key
 pair (:mod:`fits.federation.secure`) in its ``context.state`` next to ``configure``; only the
@@ -313,7 +315,15 @@ def _read_run_config(config: Mapping[str, Any]) -> dict[str, Any]:
         "analysis": str(get("analysis", "")),
         "rules": _parse_bool(get("rules", True), "rules"),
         "design": _parse_design(get("design", "")),
+        "smoothing": _parse_smoothing(get("smoothing", "")),
     }
+
+
+def _parse_smoothing(value: Any) -> str:
+    text = str(value).strip().lower()
+    if text not in ("", "fixed", "auto"):
+        raise ValueError(f"run config smoothing={value!r}: use fixed or auto")
+    return text
 
 
 #: What a run does: ``synthesize`` a table, or ``analyze`` (fit a model across the
@@ -643,6 +653,7 @@ RUN_CONFIG_DEFAULTS: dict[str, Any] = {
     "analysis": "",
     "rules": True,
     "design": "",
+    "smoothing": "",
 }
 
 
