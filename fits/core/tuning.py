@@ -50,10 +50,13 @@ eq. 24, as a federated query is):
 
 Held-out rows: every site splits its rows into K folds with its own generator (seeded
 by the coordinator's seed for it) and scores up to its share of ``rows`` of them, each
-with an estimator fitted on the other folds.  A query whose weights are degenerate
-falls back to the local-constant fit with the same weights, then to the training
-rows' marginal, as the coordinator's draws do (the coordinator's intermediate KNN
-fallback is not repeated: the local estimator is KNN or dense already).
+with an estimator fitted on the other folds.  A Gaussian site, whose weights are dense
+(every training row for every held-out row), scores at most ``GAUSSIAN_PAIRS / m`` of
+them (about 240 at a site of 8,700 usable rows), so its work per column stays
+bounded.  A query whose weights are degenerate falls back to the local-constant fit
+with the same weights, then to the training rows' marginal, as the coordinator's
+draws do (the coordinator's intermediate KNN fallback is not repeated: the local
+estimator is KNN or dense already).
 """
 
 from __future__ import annotations
@@ -76,6 +79,7 @@ __all__ = [
     "DEFAULT_CANDIDATES",
     "DEFAULT_FOLDS",
     "DEFAULT_TUNING_ROWS",
+    "GAUSSIAN_PAIRS",
     "SCORES",
     "Smoothing",
     "crps_on_grid",
@@ -90,6 +94,9 @@ SCORES = ("crps", "rps", "brier")
 DEFAULT_FOLDS = 5
 #: Held-out rows scored per column over the whole federation (each site its share).
 DEFAULT_TUNING_ROWS = 4000
+#: A Gaussian site's dense local estimate costs (scored rows) x (training rows): it
+#: scores at most this many pairs' worth of rows per column (at least k rows).
+GAUSSIAN_PAIRS = 1 << 21
 #: Total weight at or below which a held-out query is degenerate (as the coordinator).
 _DEGENERATE = 1e-250
 #: Numbers per block of neighbour work (about 32 MB of float64).

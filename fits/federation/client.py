@@ -58,7 +58,13 @@ from fits.core.schema import (
     describe_table,
     parse_text_columns,
 )
-from fits.core.tuning import SCORES, Smoothing, heldout_scores, smoothed_kernel
+from fits.core.tuning import (
+    GAUSSIAN_PAIRS,
+    SCORES,
+    Smoothing,
+    heldout_scores,
+    smoothed_kernel,
+)
 from fits.federation.codec import PRECISIONS, encode_block, encode_cdf, encode_hessian
 from fits.federation.policy import PolicyError, SitePolicy
 from fits.federation.protocol import (
@@ -914,7 +920,11 @@ class FITSClient:
                 raise ProtocolError(f"{self.name}: cannot tune column {column!r}")
             usable = self.valid[:, j]
             order = perm[usable[perm]]
-            scored = order[:share]
+            take = share
+            if isinstance(kernel, GaussianKernel):  # dense weights: bounded work
+                floor = math.ceil(max(self.policy.min_effective_rows, 1))
+                take = min(share, max(floor, GAUSSIAN_PAIRS // max(order.size, 1)))
+            scored = order[:take]
             if scored.size < max(self.policy.min_effective_rows, 1):
                 abstained += 1
                 continue
