@@ -259,3 +259,16 @@ def test_smoothing_request_reaches_the_sites_kernel():
     # level 4 is even: y near 0; the sharp kernel puts less mass near 2 than the plain
     middle = np.searchsorted(coordinator.grids["y"], 1.0)
     assert sharp[0, middle] > plain[0, middle]
+
+
+def test_a_gaussian_site_scores_a_bounded_number_of_rows(monkeypatch):
+    import fits.federation.client as client_module
+
+    monkeypatch.setattr(client_module, "GAUSSIAN_PAIRS", 4096)
+    tables = _planted("smooth", 3, sites=1, rows=600)
+    _, coordinator = _coordinator(tables, "gaussian")
+    coordinator.tune(1, candidates=[SMOOTH], rows=4000)
+    assert coordinator.tuning["y"]["rows"] == 4096 // 600
+    _, coordinator = _coordinator(tables, "knn")
+    coordinator.tune(1, candidates=[SMOOTH], rows=4000)
+    assert coordinator.tuning["y"]["rows"] == 600  # a KNN site: its whole share
