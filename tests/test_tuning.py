@@ -272,3 +272,15 @@ def test_a_gaussian_site_scores_a_bounded_number_of_rows(monkeypatch):
     _, coordinator = _coordinator(tables, "knn")
     coordinator.tune(1, candidates=[SMOOTH], rows=4000)
     assert coordinator.tuning["y"]["rows"] == 600  # a KNN site: its whole share
+
+
+def test_tuning_follows_the_coordinators_design():
+    tables = _planted("flip", 1)
+    clients, coordinator = _coordinator(tables, design="continuous")
+    coordinator.tune(3, candidates=[SMOOTH, SHARP])
+    asked = [e for e in clients[0].audit_trail if e["type"] == "tune"]
+    assert len(asked) == 1
+    assert coordinator.tuning["y"]["chosen"] == 1  # local constant in o: sharp still wins
+    _, full = _coordinator(tables)
+    full.tune(3, candidates=[SMOOTH, SHARP])
+    assert coordinator.tuning["y"]["scores"] != full.tuning["y"]["scores"]

@@ -282,6 +282,7 @@ def heldout_scores(
     min_neighbours: float = 0.0,
     ridge: float = 1e-8,
     collinearity: float = 0.0,
+    design: np.ndarray | None = None,
 ) -> tuple[np.ndarray, int]:
     """Sums over held-out rows of the score of each candidate smoothing (lower is better).
 
@@ -327,6 +328,9 @@ def heldout_scores(
         A KNN estimator uses at least this many neighbours (the site policy's k).
     ridge, collinearity : float
         As the coordinator's (eq. 7 and its collinearity guard).
+    design : ndarray of int, optional
+        The covariates kept in the local-linear design (the coordinator's ``design``);
+        None: all of them (eq. 5).
 
     Returns
     -------
@@ -336,7 +340,8 @@ def heldout_scores(
     if score not in SCORES:
         raise ValueError(f"score must be one of {SCORES}, got {score!r}")
     d = z.shape[1]
-    p = d + 1
+    kept = np.arange(d) if design is None else np.asarray(design, dtype=np.int64)
+    p = kept.size + 1
     ncand = len(candidates)
     total = np.zeros(ncand)
     scored = np.asarray(scored, dtype=np.int64)
@@ -389,7 +394,8 @@ def heldout_scores(
             r = rows[lo:hi]
             nb_all = idx[lo:hi]
             design_all = np.concatenate(
-                [np.ones(nb_all.shape + (1,)), z[nb_all] - x[r][:, None, :]], axis=2
+                [np.ones(nb_all.shape + (1,)), z[nb_all][..., kept] - x[r][:, None, kept]],
+                axis=2,
             )
             diff_all = hbar[nb_all] - xbar[r][:, None, :]
             phi_all = phi[nb_all]
@@ -412,7 +418,7 @@ def heldout_scores(
                 design = design_all[:, :c]
                 s = np.matmul((design * w[:, :, None]).transpose(0, 2, 1), design)
                 q = solve_first_row(s, ridge, 0.0)
-                if collinearity > 0:
+                if collinearity > 0 and p > 1:  # as the coordinator: covariates only
                     guarded, reduced = collinear_first_row(s, collinearity)
                     q[guarded] = reduced
                 degenerate = ~(s[:, 0, 0] > _DEGENERATE) | ~np.all(np.isfinite(q), axis=1)

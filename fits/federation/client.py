@@ -887,6 +887,17 @@ class FITSClient:
             seed = int(c["seed"])
         except (KeyError, TypeError, ValueError) as exc:
             raise ProtocolError(f"{self.name}: bad tune request ({exc})") from None
+        designs = None
+        if "designs" in c:  # per column: the covariates of its local-linear design
+            try:
+                designs = [
+                    None if v is None else np.asarray(v, dtype=np.int64)
+                    for v in json.loads(str(c["designs"]))
+                ]
+            except (TypeError, ValueError) as exc:
+                raise ProtocolError(f"{self.name}: bad tune designs ({exc})") from None
+            if len(designs) != len(columns):
+                raise ProtocolError(f"{self.name}: tune needs one design per column")
         if len(names) != len(columns) or any(n not in SCORES for n in names):
             raise ProtocolError(f"{self.name}: tune needs one score of {SCORES} per column")
         if folds < 2 or rows < 1 or not candidates:
@@ -955,6 +966,7 @@ class FITSClient:
                 min_neighbours=self.policy.min_effective_rows,
                 ridge=float(c.get("ridge", 1e-8)),
                 collinearity=float(c.get("collinearity", 0.0)),
+                design=None if designs is None else designs[k],
             )
             scores[k], counted[k] = total, n_done
         self._abstained = np.arange(abstained) if abstained else None

@@ -576,6 +576,9 @@ class Coordinator:
             "collinearity": float(self.collinearity),
             **self._secure_flag(),
         }
+        designs = [self.design_covariates(c) for c in columns]
+        if any(d.size != order.index(c) for d, c in zip(designs, columns, strict=True)):
+            config["designs"] = json.dumps([[int(j) for j in d] for d in designs])
         messages = [
             Message("tune", config={**config, "seed": int(child.generate_state(1)[0])})
             for child in seq.spawn(self.transport.n_clients)
