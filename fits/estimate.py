@@ -127,7 +127,9 @@ def estimate_conditional_cdf(
         subset[name] = frame[columns]
     _, transport = build_federation(subset, kernel, policy=site_policy)
     coord = Coordinator(transport, ridge=ridge, **options)  # type: ignore[arg-type]
-    coord.setup(kinds={c: k for c, k in (kinds or {}).items() if c in columns}, order=columns)
+    # no rule detection: rules change how rows are drawn, not a conditional CDF
+    kinds_ = {c: k for c, k in (kinds or {}).items() if c in columns}
+    coord.setup(kinds=kinds_, order=columns, rules=False)
     if scaling is not None:
         loc = np.append(np.asarray(scaling[0], dtype=float), 0.0)
         scale = np.append(np.asarray(scaling[1], dtype=float), 1.0)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,7 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 
 from fits.core.cdf import COLLINEARITY_THRESHOLD
+from fits.core.rules import affine_tolerance, affine_values
 from fits.core.schema import ColumnSpec, Schema, missing_flag, surrogate_ids
 from fits.core.tuning import DEFAULT_CANDIDATES, Smoothing
 from fits.deploy.inprocess import (
@@ -694,6 +696,8 @@ class FITSSynthesizer(BaseEstimator):
                 ids = surrogate_ids(values.shape[0], start, total=total)
                 cols[name] = pd.Series(ids, name=name)
                 continue
+            if name not in order:  # set by its affine rule, below
+                continue
             enc = coord.encoders[name]
             col = enc.decode(values[:, order.index(name)]).reset_index(drop=True)
             flag = missing_flag(name)
@@ -704,6 +708,15 @@ class FITSSynthesizer(BaseEstimator):
                 col = col.mask(pd.Series(absent))
             cols[name] = restore_dtype(col, spec)
         for rule in self.schema_.rules or []:
+            if rule.kind == "affine":  # of the source as written, so it holds as written
+                spec = self.schema_[rule.column]
+                x = np.asarray(cols[rule.of[0]], dtype=float)
+                y = affine_values(x, rule.slope, rule.intercept, rule.decimals)  # type: ignore[arg-type]
+                _affine_bounds(rule.column, spec, y, rule.slope * x, rule.intercept, rule.decimals)  # type: ignore[operator, arg-type]
+                col = pd.Series(y, name=rule.column)
+                if spec.dtype == "int":
+                    col = col.round().astype(np.int64)
+                cols[rule.column] = restore_dtype(col, spec)
             if rule.kind == "sum":  # the sum of the parts as written, so it holds exactly
                 spec = self.schema_[rule.column]
                 summed = np.zeros(values.shape[0])
@@ -714,6 +727,31 @@ class FITSSynthesizer(BaseEstimator):
                     col = col.astype(np.int64)
                 cols[rule.column] = restore_dtype(col, spec)
         return pd.DataFrame(cols)[[c for c in self._columns if c in cols]]
+
+
+def _affine_bounds(
+    column: str,
+    spec: ColumnSpec,
+    y: np.ndarray,
+    ax: np.ndarray,
+    intercept: float,
+    decimals: int | None,
+) -> None:
+    """Warn (values kept, never clipped) if an affine rule's values leave the column's
+    bounds by more than the rule's tolerance.  With the source inside its own bounds
+    this cannot happen for a rule found in the data (the real extremes of the source
+    map to those of the column); a user's rule or edited bounds can make it happen."""
+    tol = affine_tolerance(y, ax, intercept, decimals)
+    lo = -np.inf if spec.lower is None else float(spec.lower)
+    hi = np.inf if spec.upper is None else float(spec.upper)
+    outside = int(np.sum((y < lo - tol) | (y > hi + tol)))
+    if outside:
+        warnings.warn(
+            f"column {column!r}: {outside} of {y.size} values set by its affine rule lie "
+            f"outside the schema's bounds [{spec.lower}, {spec.upper}]; they are kept as "
+            "the rule gives them (not clipped). Check the rule and the bounds in the schema",
+            stacklevel=3,
+        )
 
 
 #: Numpy dtypes that cannot hold a missing value, and the nullable dtype that can.

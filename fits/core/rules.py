@@ -7,7 +7,10 @@ of every site:
   column A (Adult's ``education-num`` of ``education``), or per combination of two
   (Bike's ``workingday`` of ``holiday`` and ``weekday``);
 * ``"sum"``: a continuous column T is the sum of two or three numeric columns in every
-  row (``cnt = casual + registered``).
+  row (``cnt = casual + registered``);
+* ``"affine"``: a continuous column Y is ``slope * X + intercept`` for an earlier
+  numeric column X in every row, up to Y's rounding (Fahrenheit of Celsius rounded to
+  two decimals; an exact copy of a column).
 
 The chain of Algorithm 2 draws every column from a smoothed conditional CDF, so it keeps
 such identities only approximately (Adult: 92.5% of synthetic rows, Bike: 91.8%).  fits
@@ -23,6 +26,16 @@ every site, never for rows, only for
    merged schema already lists.  The union over sites gives the mapping a -> b; a
    value a with two values b at two sites (each site's own mapping a function, but
    different ones) is no rule.
+
+Affine rules take one more stage before the check, since the coefficients are not known
+in advance: **moments** (``stage="moments"``): for every candidate pair (X, Y) of
+numeric columns, the site's row count, sums and sums of squares of X and Y and the sum
+of their products (centred at the midpoints of the merged schema's bounds), and, per
+column, which number of decimals its values have (a one-hot vector).  These are *summed*
+over the sites (masked by secure aggregation when it is on), so the coordinator learns
+only pooled moments; pooled least squares gives slope, intercept and the residual mean
+square, and only pairs whose residual could be rounding (:func:`affine_proposals`) go
+on to the check.
 
 Candidates (:func:`candidates`) are chosen from the merged schema alone: every ordered
 pair of discrete columns; pairs of discrete determinants (at most
@@ -53,15 +66,24 @@ from fits._json import plain
 from fits.core.schema import ColumnSpec, Rule, Schema, SchemaError
 
 __all__ = [
+    "AFFINE_RTOL",
+    "MAX_AFFINE_PAIRS",
+    "MAX_DECIMALS",
     "MAX_DETERMINANT_CELLS",
     "MAX_SUM_CANDIDATES",
     "MIN_ROWS_PER_CELL",
     "MIN_SUM_ROWS",
+    "affine_candidates",
+    "affine_proposals",
+    "affine_tolerance",
+    "affine_values",
     "answer_rules",
     "candidates",
     "detect_rules",
     "dependent_codes",
     "map_size",
+    "moments_size",
+    "value_decimals",
     "rules_by_column",
     "select_rules",
     "verify_rules",
@@ -78,6 +100,21 @@ MIN_SUM_ROWS = 50
 #: detection (the ones with the fewest determinant combinations first); one-column
 #: functions and two-part sums are all asked.
 MAX_SUM_CANDIDATES = 5000
+
+#: Relative float64 slack of an affine rule's check: a row keeps ``y = a x + b`` when
+#: ``|y - (a x + b)| <= h / 2 + AFFINE_RTOL * max(|y|, |a x|, |b|)`` (h: the unit of the
+#: last decimal the rule rounds to; 0 for an exact rule).  float64 arithmetic errs by a
+#: few units of 2^-53 ~ 1.1e-16 of these magnitudes; 1e-9 leaves seven orders of margin
+#: for that and for the coefficients' own rounding in the schema's JSON (15 significant
+#: digits), while a real deviation as small as one part in 10^8 is still caught.
+AFFINE_RTOL = 1e-9
+#: Most decimals a site reports for a column (more: "not a decimal column").
+MAX_DECIMALS = 12
+#: Most (X, Y) pairs whose moments are asked in one detection (the first in chain order).
+MAX_AFFINE_PAIRS = 5000
+#: An affine rule's slope and intercept are rounded to the shortest decimal within this
+#: many standard errors of their pooled least-squares values (:func:`shortest_decimal`).
+SNAP_SE = 4.0
 
 #: One candidate, as sent to the sites: ``{"kind", "column", "of"}`` (and, to verify a
 #: user's rule, ``"mapping"``: entries of codes ``[a_1, ..., a_k, b]``).
@@ -167,6 +204,112 @@ def candidates(
     return out + sums
 
 
+def _affine_dependent(spec: ColumnSpec) -> bool:
+    """A column an affine rule can generate: continuous numbers in every row, no point
+    mass, not constant."""
+    return (
+        _numeric(spec)
+        and spec.kind == "continuous"
+        and spec.point_mass is None
+        and _bounds(spec)[0] < _bounds(spec)[1]
+    )
+
+
+def affine_candidates(
+    schema: Schema, n_total: int, *, skip: set[str] | frozenset[str] = frozenset()
+) -> list[Candidate]:
+    """The (X, Y) pairs whose moments are asked: Y continuous (no missing values, no
+    point mass, not constant), X numeric and earlier than Y in the chain order.
+
+    At most :data:`MAX_AFFINE_PAIRS`, the first in chain order (by Y, then X): with P
+    numeric columns there are P (P - 1) / 2 pairs, so every pair is asked up to about
+    100 columns; with hundreds of numeric columns the later pairs are not sought.  None
+    with fewer than :data:`MIN_SUM_ROWS` rows.
+
+    Returns
+    -------
+    list of dict
+        ``{"kind": "affine", "column": Y, "of": [X]}``.
+    """
+    if n_total < MIN_SUM_ROWS:
+        return []
+    cols = {c.name: c for c in schema.columns if c.is_modelled and c.indicates is None}
+    numeric = [n for n in schema.order if n in cols and _numeric(cols[n])]
+    numeric = [n for n in numeric if _bounds(cols[n])[0] < _bounds(cols[n])[1]]
+    out: list[Candidate] = []
+    for k, y in enumerate(numeric):
+        if y in skip or not _affine_dependent(cols[y]):
+            continue
+        for x in numeric[:k]:
+            out.append({"kind": "affine", "column": y, "of": [x]})
+            if len(out) == MAX_AFFINE_PAIRS:
+                return out
+    return out
+
+
+def _moment_columns(cands: Sequence[Candidate]) -> list[str]:
+    """The columns of the moments stage, in order of first appearance."""
+    names: dict[str, None] = {}
+    for c in cands:
+        names.setdefault(c["of"][0])
+        names.setdefault(c["column"])
+    return list(names)
+
+
+def moments_size(cands: Sequence[Candidate]) -> int:
+    """Length of a site's ``moments`` answer for these affine candidates: 1 (rows) + 2 C
+    (sums, sums of squares of the C columns) + one cross product per candidate + C x
+    (:data:`MAX_DECIMALS` + 2) (each column's one-hot number of decimals)."""
+    c = len(_moment_columns(cands))
+    return 1 + 2 * c + len(cands) + c * (MAX_DECIMALS + 2)
+
+
+def value_decimals(values: np.ndarray) -> int | None:
+    """The fewest decimals d (0 to :data:`MAX_DECIMALS`) such that every value is a
+    whole multiple of 10^-d, up to float64 representation; None if there is none.
+
+    A value counts as a multiple when ``|v 10^d - round(v 10^d)|`` is at most 1e-6 (or 8
+    float64 spacings of ``v 10^d``, if larger); d stops where ``|v| 10^d`` reaches 1e12,
+    beyond which float64 cannot tell decimals apart.
+    """
+    v = np.asarray(values, dtype=float)
+    if v.size == 0:
+        return 0
+    for d in range(MAX_DECIMALS + 1):
+        scaled = v * 10.0**d
+        big = np.abs(scaled)
+        if big.max() >= 1e12:
+            return None
+        tol = np.maximum(1e-6, 8 * np.spacing(big))
+        if np.all(np.abs(scaled - np.round(scaled)) <= tol):
+            return d
+    return None
+
+
+def _centre(spec: ColumnSpec) -> float:
+    lo, hi = _bounds(spec)
+    return 0.5 * (lo + hi)
+
+
+def affine_tolerance(
+    y: np.ndarray, ax: np.ndarray, intercept: float, decimals: int | None
+) -> np.ndarray:
+    """Per-row tolerance of an affine rule: ``h / 2 + AFFINE_RTOL * max(|y|, |a x|, |b|)``
+    with ``h = 10^-decimals`` (0 when ``decimals`` is None: an exact rule)."""
+    half = 0.5 * 10.0 ** (-decimals) if decimals is not None else 0.0
+    scale = np.maximum(np.maximum(np.abs(y), np.abs(ax)), abs(intercept))
+    return half + AFFINE_RTOL * scale
+
+
+def affine_values(
+    x: np.ndarray, slope: float, intercept: float, decimals: int | None
+) -> np.ndarray:
+    """An affine rule's column from its source: ``slope * x + intercept``, rounded to
+    ``decimals`` (:func:`numpy.round`, half to even) unless None."""
+    y = slope * np.asarray(x, dtype=float) + intercept
+    return np.round(y, decimals) if decimals is not None else y
+
+
 def map_size(schema: Schema, cands: Sequence[Candidate]) -> int:
     """Length of a site's ``map`` answer: sum over the candidates of cells x levels."""
     return int(sum(_cells(schema, c["of"]) * schema[c["column"]].n_levels for c in cands))
@@ -205,24 +348,31 @@ def answer_rules(
         The merged schema (categories give the codes).
     cands : sequence of dict
         The candidates (:func:`candidates`).
-    stage : {"check", "map"}
+    stage : {"check", "map", "moments"}
         ``"check"``: an array (n,) of 0/1, 1 where the candidate holds in every row
         (a function: no two rows with the same determinant values and different
         values of the column -- or, with a ``"mapping"``, no row that contradicts it;
         a sum: the column equals the sum of the parts in every row, up to the
         float64 rounding of numbers read from decimal text,
-        :func:`fits._exact.sums_match`).  ``"map"``: the concatenation, over the
-        candidates, of the 0/1
-        indicator of the (determinant combination, value) pairs present in the rows,
-        in C order (combination codes of ``of`` as :func:`numpy.ravel_multi_index`,
-        then the column's code); length :func:`map_size`.
+        :func:`fits._exact.sums_match`; an affine rule: ``|y - (slope x +
+        intercept)|`` is within :func:`affine_tolerance` in every row).  ``"map"``:
+        the concatenation, over the candidates, of the 0/1 indicator of the
+        (determinant combination, value) pairs present in the rows, in C order
+        (combination codes of ``of`` as :func:`numpy.ravel_multi_index`, then the
+        column's code); length :func:`map_size`.  ``"moments"`` (affine candidates):
+        float64 sums, length :func:`moments_size` -- the row count; over the columns
+        of the candidates (in order of first appearance, each centred at the midpoint
+        of its bounds in the schema) the sums, then the sums of squares; per candidate
+        the sum of the products of its two centred columns; per column the one-hot
+        vector (length :data:`MAX_DECIMALS` + 2, the last entry: no decimal
+        resolution) of :func:`value_decimals` of its values here.
 
     Returns
     -------
-    ndarray of uint8
+    ndarray of uint8 (float64 for ``"moments"``)
     """
-    if stage not in ("check", "map"):
-        raise ValueError(f"unknown rules stage {stage!r}; use 'check' or 'map'")
+    if stage not in ("check", "map", "moments"):
+        raise ValueError(f"unknown rules stage {stage!r}; use 'check', 'map' or 'moments'")
     codes: dict[str, np.ndarray] = {}
     numbers: dict[str, np.ndarray] = {}
 
@@ -236,9 +386,18 @@ def answer_rules(
             numbers[name] = _site_numbers(frame, schema[name], site)
         return numbers[name]
 
+    if stage == "moments":
+        return _moments(frame, schema, cands, number)
     out: list[np.ndarray] = []
     for cand in cands:
         kind, column, of = cand["kind"], cand["column"], list(cand["of"])
+        if kind == "affine":
+            a, b, d = float(cand["slope"]), float(cand["intercept"]), cand.get("decimals")
+            y, ax = number(column), a * number(of[0])
+            tol = affine_tolerance(y, ax, b, d)
+            holds = bool(np.all(np.abs(y - (ax + b)) <= tol))
+            out.append(np.array([holds], dtype=np.uint8))
+            continue
         if kind == "sum":
             holds = bool(np.all(sums_match(number(column), [number(p) for p in of])))
             out.append(np.array([holds], dtype=np.uint8))
@@ -264,6 +423,134 @@ def answer_rules(
     if not out:
         return np.zeros(0, dtype=np.uint8)
     return np.concatenate(out).astype(np.uint8)
+
+
+def _moments(
+    frame: pd.DataFrame,
+    schema: Schema,
+    cands: Sequence[Candidate],
+    number: Callable[[str], np.ndarray],
+) -> np.ndarray:
+    """A site's ``moments`` answer (see :func:`answer_rules`)."""
+    names = _moment_columns(cands)
+    index = {n: i for i, n in enumerate(names)}
+    centred = [number(n) - _centre(schema[n]) for n in names]
+    onehot = np.zeros((len(names), MAX_DECIMALS + 2))
+    for i, n in enumerate(names):
+        d = value_decimals(number(n))
+        onehot[i, MAX_DECIMALS + 1 if d is None else d] = 1.0
+    cross = [float(centred[index[c["of"][0]]] @ centred[index[c["column"]]]) for c in cands]
+    return np.concatenate(
+        [
+            [float(frame.shape[0])],
+            [float(v.sum()) for v in centred],
+            [float(v @ v) for v in centred],
+            cross,
+            onehot.ravel(),
+        ]
+    )
+
+
+def shortest_decimal(value: float, lo: float, hi: float) -> tuple[float, int | None]:
+    """The number in [lo, hi] with the fewest decimals (0 to 15) nearest ``value``:
+    ``round(value, d)`` for the smallest d that falls in the interval; ``(value, None)``
+    if none does."""
+    for d in range(16):
+        c = round(value, d)
+        if lo <= c <= hi:
+            return float(c), d
+    return float(value), None
+
+
+def affine_proposals(
+    schema: Schema, cands: Sequence[Candidate], pooled: np.ndarray
+) -> list[list[Candidate]]:
+    """From the pooled moments, the affine rules to check, per candidate pair.
+
+    For a pair (X, Y) with pooled centred moments, least squares gives the slope
+    ``a = Sxy / Sxx`` and intercept, and the residual mean square ``RSS / n``.  Let
+    d_Y be the most decimals any site reports for Y (None: some site's Y has no
+    decimal resolution) and h = 10^-d_Y.  If Y = a X + b within h / 2 in every row
+    (the rule the check asks), then the least-squares residual mean square, being the
+    smallest over all lines, is at most (h / 2)^2; so a pair goes on only when
+
+        RSS / n <= (h / 2)^2 + (float64 slack),
+
+    i.e. R^2 >= 1 - (h / 2)^2 / var(Y): the R^2 threshold is set by Y's resolution
+    (0.99999996 for a Fahrenheit column with sd 14 rounded to 0.01; Bike's atemp
+    against temp, R^2 0.98, is far below its threshold).  This is a necessary condition,
+    so no rule is lost; the check stage decides.
+
+    The coefficients are then rounded to the shortest decimals within
+    :data:`SNAP_SE` standard errors (``sigma / sqrt(Sxx)`` for the slope, ``sigma /
+    sqrt(n)`` for the intercept given the slope, with sigma^2 the residual mean square
+    but at least h^2 / 12, the variance of rounding): real relations have short
+    coefficients (1.8 and 32; 1 and 0 for a copy), which rounded data give only
+    approximately.  The rule rounds Y to d_Y decimals, unless X's decimals d_X plus the
+    slope's fit within d_Y and the intercept's too: then ``a X + b`` falls on Y's grid
+    for every real X, the real Y equals it exactly, and the rule is exact (decimals
+    None; a copy of a column stays a copy of its synthetic source).  Each pair gets two
+    proposals, the rounded coefficients and the least-squares ones (with Y's rounding);
+    :func:`detect_rules` keeps the first that every site confirms.
+
+    Returns
+    -------
+    list of list of dict
+        Per candidate, its proposals (empty: the pair is no rule), each a candidate
+        with ``slope``, ``intercept`` and ``decimals``.
+    """
+    names = _moment_columns(cands)
+    c = len(names)
+    index = {n: i for i, n in enumerate(names)}
+    n = float(pooled[0])
+    sums, squares = pooled[1 : 1 + c], pooled[1 + c : 1 + 2 * c]
+    cross = pooled[1 + 2 * c : 1 + 2 * c + len(cands)]
+    onehot = pooled[1 + 2 * c + len(cands) :].reshape(c, MAX_DECIMALS + 2)
+    decimals: list[int | None] = []
+    for counts in onehot:
+        seen = np.flatnonzero(counts > 0.5)
+        decimals.append(None if not seen.size or seen[-1] == MAX_DECIMALS + 1 else int(seen[-1]))
+    out: list[list[Candidate]] = []
+    for cand, sxy_raw in zip(cands, cross, strict=True):
+        i, j = index[cand["of"][0]], index[cand["column"]]
+        mx, my = sums[i] / n, sums[j] / n
+        sxx = squares[i] - n * mx * mx
+        syy = squares[j] - n * my * my
+        sxy = sxy_raw - n * mx * my
+        if n < MIN_SUM_ROWS or sxx <= 0 or syy <= 0:
+            out.append([])
+            continue
+        slope = sxy / sxx
+        rss = max(syy - slope * sxy, 0.0)
+        d_y, d_x = decimals[j], decimals[i]
+        half = 0.5 * 10.0**-d_y if d_y is not None else 0.0
+        cx, cy = _centre(schema[cand["of"][0]]), _centre(schema[cand["column"]])
+        lo_y, hi_y = _bounds(schema[cand["column"]])
+        scale = AFFINE_RTOL * max(abs(lo_y), abs(hi_y))
+        # float64 slack of the pooled sums: a few 1e-16 of the second moments, widely
+        slack = 1e-12 * squares[j] / n + scale**2
+        if rss / n > half**2 + slack:
+            out.append([])
+            continue
+        intercept = (my + cy) - slope * (mx + cx)
+        sigma = math.sqrt(max(rss / max(n - 2.0, 1.0), half**2 / 3.0, slack))
+        se_a = SNAP_SE * sigma / math.sqrt(sxx)
+        a, da = shortest_decimal(slope, slope - se_a, slope + se_a)
+        b0 = (my + cy) - a * (mx + cx)
+        se_b = SNAP_SE * sigma / math.sqrt(n)
+        b, db = shortest_decimal(b0, b0 - se_b, b0 + se_b)
+        on_grid = (
+            d_y is not None
+            and d_x is not None
+            and da is not None
+            and db is not None
+            and d_x + da <= d_y
+            and db <= d_y
+        )
+        snapped = {**cand, "slope": a, "intercept": b, "decimals": None if on_grid else d_y}
+        raw = {**cand, "slope": float(slope), "intercept": float(intercept), "decimals": d_y}
+        out.append([snapped] if (a, b) == (raw["slope"], raw["intercept"]) else [snapped, raw])
+    return out
 
 
 def _mapping(schema: Schema, cand: Candidate, union: np.ndarray) -> list[list[Any]] | None:
@@ -306,6 +593,7 @@ def detect_rules(schema: Schema, ask: Ask, sites: Sequence[str], n_total: int) -
     """
     found: list[tuple[Candidate, list[list[Any]] | None]] = []
     holding: list[Candidate] = []
+    found += [(c, None) for c in _detect_affine(schema, ask, sites, n_total)]
     for size in (1, 2):
         skip = {c["column"] for c, _ in found} | {c["column"] for c in holding}
         cands = candidates(schema, n_total, size=size, skip=skip)
@@ -326,8 +614,51 @@ def detect_rules(schema: Schema, ask: Ask, sites: Sequence[str], n_total: int) -
             holding = []
     if holding:
         found += _map(schema, holding, ask, sites)
-    rules = [Rule(c["column"], list(c["of"]), c["kind"], mapping) for c, mapping in found]
+    rules = [_rule(c, mapping) for c, mapping in found]
+    derived = {r.column for r in rules if r.kind == "affine"}  # each one is selected
+    rules = [r for r in rules if r.kind != "sum" or derived.isdisjoint(r.of)]
     return select_rules(schema, rules)
+
+
+def _rule(cand: Candidate, mapping: list[list[Any]] | None) -> Rule:
+    if cand["kind"] == "affine":
+        return Rule(
+            cand["column"],
+            list(cand["of"]),
+            "affine",
+            slope=float(cand["slope"]),
+            intercept=float(cand["intercept"]),
+            decimals=cand["decimals"],
+        )
+    return Rule(cand["column"], list(cand["of"]), cand["kind"], mapping)
+
+
+def _detect_affine(schema: Schema, ask: Ask, sites: Sequence[str], n_total: int) -> list[Candidate]:
+    """The moments stage, then one check of the proposals; the affine rules every site
+    confirmed (the first confirmed proposal per pair).  ``ask("moments", ...)`` may
+    return one answer per site or their sum (secure aggregation): they are summed."""
+    cands = affine_candidates(schema, n_total)
+    if not cands:
+        return []
+    answers = ask("moments", cands)
+    size = moments_size(cands)
+    for answer in answers:
+        if np.shape(answer) != (size,) or not np.all(np.isfinite(answer)):
+            raise SchemaError(f"a moments answer has shape {np.shape(answer)}, not ({size},)")
+    pooled = np.sum(np.stack([np.asarray(a, dtype=float) for a in answers]), axis=0)
+    proposals = affine_proposals(schema, cands, pooled)
+    flat = [p for ps in proposals for p in ps]
+    if not flat:
+        return []
+    checks = ask("check", flat)
+    _check_lengths(checks, len(flat), sites, "check")
+    ok = iter(np.all(np.stack(checks) == 1, axis=0))
+    out = []
+    for ps in proposals:
+        good = [p for p, holds in zip(ps, [next(ok) for _ in ps], strict=True) if holds]
+        if good:
+            out.append(good[0])
+    return out
 
 
 def _check_lengths(answers: Sequence[np.ndarray], n: int, sites: Sequence[str], stage: str) -> None:
@@ -398,6 +729,8 @@ def verify_rules(schema: Schema, ask: Ask, sites: Sequence[str]) -> None:
         cand: Candidate = {"kind": rule.kind, "column": rule.column, "of": list(rule.of)}
         if rule.kind == "function":
             cand["mapping"] = _code_mapping(schema, rule)
+        if rule.kind == "affine":
+            cand.update(slope=rule.slope, intercept=rule.intercept, decimals=rule.decimals)
         cands.append(cand)
     answers = ask("check", cands)
     _check_lengths(answers, len(cands), sites, "check")

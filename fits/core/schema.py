@@ -313,7 +313,7 @@ class ColumnSpec:
 
 
 #: Kinds of exact rules (:class:`Rule`).
-RULE_KINDS = ("function", "sum")
+RULE_KINDS = ("function", "sum", "affine")
 
 
 @dataclass
@@ -330,21 +330,36 @@ class Rule:
         The dependent column.
     of : list of str
         The columns it is a function of (``"function"``: one or two discrete columns),
-        or the parts it is the sum of (``"sum"``).
-    kind : {"function", "sum"}
+        or the parts it is the sum of (``"sum"``), or the one column it is an affine
+        function of (``"affine"``).
+    kind : {"function", "sum", "affine"}
         ``"function"``: ``column`` (discrete) takes one value per combination of the
         ``of`` columns' values (discrete), given by ``mapping``.  ``"sum"``: ``column``
         (continuous) equals the sum of the ``of`` columns (numeric) in every row.
+        ``"affine"``: ``column`` (continuous) equals ``slope * of[0] + intercept``
+        (rounded to ``decimals``) in every row.
     mapping : list of list, optional
         ``"function"`` only: one entry ``[a_1, ..., a_k, b]`` per combination of the
         ``of`` columns seen in the real rows, ``b`` the value of ``column`` there.  A
         combination not listed (never seen) leaves ``column`` to the chain.
+    slope, intercept : float, optional
+        ``"affine"`` only: ``column`` (continuous) equals ``slope * x + intercept`` for
+        the one numeric column ``x`` in ``of``, in every row, up to the rounding that
+        ``decimals`` states.
+    decimals : int, optional
+        ``"affine"`` only: ``column`` is ``slope * x + intercept`` rounded to this many
+        decimals (it holds within half a unit of the last decimal in every real row, and
+        generated values are rounded so); None: exactly (up to float64 arithmetic,
+        :data:`fits.core.rules.AFFINE_RTOL`), not rounded.
     """
 
     column: str
     of: list[str]
     kind: str = "function"
     mapping: list[list[Any]] | None = None
+    slope: float | None = None
+    intercept: float | None = None
+    decimals: int | None = None
 
     def __post_init__(self) -> None:
         where = f"rule for column {self.column!r}"
@@ -354,6 +369,13 @@ class Rule:
             raise SchemaError(f'{where}: "of" must be a non-empty list of distinct columns')
         if self.column in self.of:
             raise SchemaError(f'{where}: the column cannot be among its own "of" columns')
+        if self.kind == "affine":
+            self._check_affine(where)
+            return
+        if self.slope is not None or self.intercept is not None or self.decimals is not None:
+            raise SchemaError(
+                f'{where}: "slope", "intercept" and "decimals" belong to "affine" rules only'
+            )
         if self.kind == "sum":
             if self.mapping is not None:
                 raise SchemaError(f'{where}: a "sum" rule has no "mapping"')
@@ -377,6 +399,28 @@ class Rule:
                 raise SchemaError(f"{where}: the mapping lists {list(key)!r} twice")
             keys.add(key)
 
+    def _check_affine(self, where: str) -> None:
+        if self.mapping is not None:
+            raise SchemaError(f'{where}: an "affine" rule has no "mapping"')
+        if len(self.of) != 1:
+            raise SchemaError(f'{where}: an "affine" rule has exactly one column in "of"')
+        for name in ("slope", "intercept"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise SchemaError(
+                    f'{where}: an "affine" rule needs a number "{name}", got {value!r}'
+                )
+            if not math.isfinite(value):
+                raise SchemaError(f'{where}: "{name}" must be finite, got {value!r}')
+            setattr(self, name, float(value))
+        if self.slope == 0:
+            raise SchemaError(f'{where}: "slope" 0 makes a constant column; remove the rule')
+        d = self.decimals
+        if d is not None and (isinstance(d, bool) or not isinstance(d, int) or not 0 <= d <= 15):
+            raise SchemaError(
+                f'{where}: "decimals" must be a whole number from 0 to 15, or null, got {d!r}'
+            )
+
     def lookup(self) -> dict[tuple[Any, ...], Any]:
         """``"function"`` rules: the mapping as a dict (determinant values) -> value."""
         return {tuple(plain(v) for v in e[:-1]): plain(e[-1]) for e in self.mapping or []}
@@ -385,6 +429,13 @@ class Rule:
         """One line: ``"b = f(a1, a2)"`` or ``"t = p1 + p2"``."""
         if self.kind == "sum":
             return f"{self.column} = {' + '.join(self.of)}"
+        if self.kind == "affine":
+            a, b = float(self.slope or 0.0), float(self.intercept or 0.0)
+            sign = "-" if b < 0 else "+"
+            text = f"{a:.15g} * {self.of[0]} {sign} {abs(b):.15g}"
+            if self.decimals is not None:
+                text = f"round({text}, {self.decimals})"
+            return f"{self.column} = {text}"
         return f"{self.column} = f({', '.join(self.of)}) ({len(self.mapping or [])} values)"
 
     def to_dict(self) -> dict[str, Any]:
@@ -392,6 +443,8 @@ class Rule:
         out: dict[str, Any] = {"column": self.column, "kind": self.kind, "of": list(self.of)}
         if self.mapping is not None:
             out["mapping"] = [[plain(v) for v in e] for e in self.mapping]
+        if self.kind == "affine":
+            out.update(slope=self.slope, intercept=self.intercept, decimals=self.decimals)
         return out
 
     @classmethod
@@ -414,6 +467,9 @@ class Rule:
             mapping=[list(e) if isinstance(e, list) else e for e in mapping]
             if mapping is not None
             else None,
+            slope=d.get("slope"),
+            intercept=d.get("intercept"),
+            decimals=d.get("decimals"),
         )
 
 
@@ -496,6 +552,29 @@ class Schema:
                         f"{where}: part(s) {bad} are not numbers present in every row; "
                         "remove the rule"
                     )
+                derived = [c for c in rule.of if c in self.derived]
+                if derived:
+                    raise SchemaError(
+                        f"{where}: part(s) {derived} are set by affine rules, which a sum "
+                        "cannot use; remove one of the rules"
+                    )
+                continue
+            if rule.kind == "affine":
+                dep, src = specs
+                if dep.kind != "continuous" or dep.missing or dep.point_mass is not None:
+                    raise SchemaError(
+                        f"{where}: an affine rule's column must be continuous, with no "
+                        "missing values and no point mass; remove the rule"
+                    )
+                if (
+                    src.missing
+                    or src.dtype == "datetime"
+                    or (src.is_discrete and not all(_is_number(v) for v in src.categories or []))
+                ):
+                    raise SchemaError(
+                        f"{where}: {src.name!r} is not a number present in every row; "
+                        "remove the rule"
+                    )
                 continue
             if not all(c.is_discrete for c in specs):
                 raise SchemaError(
@@ -537,16 +616,28 @@ class Schema:
         """Columns of kind ``"id"``: in the tables, not drawn by the engine."""
         return [c.name for c in self.columns if not c.is_modelled]
 
+    @property
+    def derived(self) -> list[str]:
+        """Columns an ``"affine"`` rule sets: in the tables, not drawn by the engine."""
+        return [r.column for r in self.rules or [] if r.kind == "affine"]
+
     def expanded(self) -> Schema:
         """The schema the engine draws: each continuous column with missing values is
         preceded in the chain by its missingness indicator (a nominal bool column named
         ``"<column> (missing)"``), and one with a point mass by a point-mass indicator
-        (``"<column> (at point mass)"``)."""
-        columns = [c for c in self.columns if c.is_modelled]
+        (``"<column> (at point mass)"``).
+
+        A column an ``"affine"`` rule sets (:attr:`derived`) is left out of the chain:
+        it is computed from its source when the rows are decoded, and later columns are
+        not conditioned on it -- it holds no information beyond its source, and as a
+        covariate it would only make the local designs collinear and, for the KNN
+        kernel, count one direction twice in the distances."""
+        derived = set(self.derived)
+        columns = [c for c in self.columns if c.is_modelled and c.name not in derived]
         order: list[str] = []
         for name in self.order:
             spec = self[name]
-            if not spec.is_modelled:
+            if not spec.is_modelled or name in derived:
                 continue
             flags = []
             if spec.kind == "continuous" and spec.missing:
@@ -563,7 +654,8 @@ class Schema:
                 )
                 order.append(flag)
             order.append(name)
-        return Schema(columns, order, self.rules)
+        rules = None if self.rules is None else [r for r in self.rules if r.kind != "affine"]
+        return Schema(columns, order, rules)
 
     def without_rules(self) -> Schema:
         """The same schema with :attr:`rules` not set (what the sites are sent)."""

@@ -42,7 +42,29 @@ def _describe(rule: Mapping[str, Any]) -> str:
     of = list(rule["of"])
     if rule.get("kind", "function") == "sum":
         return f"{rule['column']} = {' + '.join(of)}"
+    if rule.get("kind") == "affine":
+        b = float(rule["intercept"])
+        text = f"{float(rule['slope']):.15g} * {of[0]} {'-' if b < 0 else '+'} {abs(b):.15g}"
+        if rule.get("decimals") is not None:
+            text = f"round({text}, {rule['decimals']})"
+        return f"{rule['column']} = {text}"
     return f"{rule['column']} = f({', '.join(of)})"
+
+
+#: The relative float64 slack of an affine rule (fits.core.rules.AFFINE_RTOL, restated
+#: here: this module imports nothing of fits).
+_AFFINE_RTOL = 1e-9
+
+
+def _affine_kept(table: pd.DataFrame, rule: Mapping[str, Any]) -> int:
+    """Rows with ``|y - (a x + b)| <= h / 2 + 1e-9 max(|y|, |a x|, |b|)``, h the unit of
+    the rule's last decimal (0 for an exact rule); a missing value is not kept."""
+    x = pd.to_numeric(table[rule["of"][0]], errors="coerce").to_numpy(dtype=float)
+    y = pd.to_numeric(table[rule["column"]], errors="coerce").to_numpy(dtype=float)
+    a, b, d = float(rule["slope"]), float(rule["intercept"]), rule.get("decimals")
+    half = 0.5 * 10.0 ** (-int(d)) if d is not None else 0.0
+    tol = half + _AFFINE_RTOL * np.maximum(np.maximum(np.abs(y), np.abs(a * x)), abs(b))
+    return int(np.sum(np.abs(y - (a * x + b)) <= tol))  # NaN anywhere: not kept
 
 
 def rules_kept(table: pd.DataFrame, rules: Sequence[Any]) -> pd.DataFrame:
@@ -63,7 +85,8 @@ def rules_kept(table: pd.DataFrame, rules: Sequence[Any]) -> pd.DataFrame:
         (a function rule: the determinants' values are a combination of the mapping
         and the column has the mapped value; a sum rule: the column equals the
         sum of the parts up to float64 rounding (:func:`fits._exact.sums_match`), none
-        missing); and
+        missing; an affine rule: the column is within the rule's tolerance of
+        ``slope * x + intercept``); and
         ``uncovered``, the share of rows whose determinant combination is not in the
         mapping (no real row has it, so the rule says nothing there; 0 for sums).
 
@@ -82,7 +105,9 @@ def rules_kept(table: pd.DataFrame, rules: Sequence[Any]) -> pd.DataFrame:
             raise KeyError(f"rule {_describe(rule)}: the table has no column(s) {missing}")
         kind = str(rule.get("kind", "function"))
         uncovered = 0
-        if kind == "sum":
+        if kind == "affine":
+            kept = _affine_kept(table, rule)
+        elif kind == "sum":
             parts = [pd.to_numeric(table[c], errors="coerce").to_numpy(dtype=float) for c in of]
             value = pd.to_numeric(table[column], errors="coerce").to_numpy(dtype=float)
             kept = int(np.sum(sums_match(value, parts)))  # NaN anywhere: not kept

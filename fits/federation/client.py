@@ -4,8 +4,9 @@ A :class:`FITSClient` answers the coordinator's messages (:mod:`fits.federation.
 rows never leave it; it uploads only
 
 * in the setup round, its row count and a description of its columns;
-* in rule detection, one bit per candidate rule (does it hold in all my rows?) and, for
-  the rules every site confirmed, which value pairs of their columns occur here;
+* in rule detection, one bit per candidate rule (does it hold in all my rows?), for
+  the rules every site confirmed, which value pairs of their columns occur here, and
+  for affine candidates, the sums of their columns' centred moments;
 * for the first chain column, the sum of smoothed indicators on the grid (eq. 16);
 * for each batch of query points, step 1: the kernel-weighted Hessians S_k(x) (eq. 5);
 * and step 2: given q(x) from the coordinator, the CDF vectors F_k(z | x) (eqs. 8-9).
@@ -524,13 +525,25 @@ class FITSClient:
 
     def _rules(self, msg: Message) -> Message:
         """Rule detection (:func:`fits.core.rules.answer_rules`): one bit per candidate
-        rule (``check``), or which value pairs occur here (``map``); never a row."""
+        rule (``check``), which value pairs occur here (``map``), or the sums of the
+        candidate pairs' centred moments (``moments``, masked with secure aggregation);
+        never a row."""
         schema = Schema.from_json(str(msg.config["schema"]))
         candidates = json.loads(str(msg.config["candidates"]))
         stage = str(msg.config.get("stage", "check"))
         # a deployment that rebuilds the site per message (Flower) has not parsed yet
         data, _ = parse_text_columns(self.data, {c.name: {"kind": c.kind} for c in schema.columns})
         answer = answer_rules(data, schema, candidates, stage, site=self.name)
+        if stage == "moments":  # summed over the sites: masked when secure
+            if msg.config.get("secure", False):
+                self._connect_secure(msg)
+                if self._secure is None or not self._secure.connected:
+                    raise ProtocolError(
+                        f"{self.name}: secure moments were asked for, but this client was "
+                        "not set up with secure aggregation"
+                    )
+                answer = self._secure.mask(answer, "rules|moments")
+            return Message("rules", {"moments": answer})
         return Message("rules", {"pairs" if stage == "map" else "holds": answer})
 
     def _check_bounds(self, spec: ColumnSpec, values: np.ndarray) -> None:
@@ -1475,7 +1488,7 @@ def _describe_request(site: str, message: Message) -> dict[str, Any]:
         "site": site,
         "type": message.type,
     }
-    for key in ("column", "request", "scheme", "sharpness", "reach"):
+    for key in ("column", "request", "scheme", "sharpness", "reach", "stage"):
         if key in config:
             entry[key] = config[key]
     if "queries" in message.arrays:

@@ -36,7 +36,13 @@ from fits.core.cdf import (
     thin_grid,
 )
 from fits.core.continualization import Encoder
-from fits.core.rules import dependent_codes, detect_rules, map_size, verify_rules
+from fits.core.rules import (
+    dependent_codes,
+    detect_rules,
+    map_size,
+    moments_size,
+    verify_rules,
+)
 from fits.core.schema import Schema, merge_descriptions, missing_flag, point_mass_flag
 from fits.core.tuning import (
     DEFAULT_CANDIDATES,
@@ -333,9 +339,19 @@ class Coordinator:
                 "schema": text,
                 "candidates": json.dumps(candidates),
             }
+            arrays: dict[str, np.ndarray] = {}
             if stage == "map":
                 config["size"] = map_size(schema, candidates)
-            replies = self.transport.broadcast(Message("rules", config=config))
+            if stage == "moments":  # summed over the sites: masked with secure aggregation
+                config["size"] = moments_size(candidates)
+                if self.secure and self._public_keys is not None:
+                    config.update(secure=True, secure_neighbours=self.mask_neighbours or 0)
+                    arrays["secure_keys"] = self._public_keys
+            replies = self.transport.broadcast(Message("rules", arrays, config))
+            if stage == "moments":
+                if self.secure:  # only the sum over the sites is learnt
+                    return [unmask_sum([r.arrays["moments"] for r in replies])]
+                return [r.arrays["moments"] for r in replies]
             return [r.arrays["pairs" if stage == "map" else "holds"] for r in replies]
 
         return ask
@@ -395,7 +411,8 @@ class Coordinator:
         config: dict[str, ConfigValue] = {
             **({"secure_neighbours": self.mask_neighbours or 0} if self.secure else {}),
             "schema": self.schema.without_rules().to_json(),  # the sites need no rule
-            "unmodelled": json.dumps(getattr(self, "user_schema", self.schema).unmodelled),
+            # "id" columns and the columns affine rules set: in the tables, not drawn
+            "unmodelled": json.dumps(self._not_drawn()),
             "n_total": self.n_total,
             "response_bandwidth": self.response_bandwidth,
             "discrete_response_bandwidth": self.discrete_response_bandwidth,
@@ -411,6 +428,10 @@ class Coordinator:
         self.fine_grids = {}
         if self.grid_points is not None:
             self._thinned_grids(set(grids or {}), int(rows))
+
+    def _not_drawn(self) -> list[str]:
+        user = getattr(self, "user_schema", self.schema)
+        return [*user.unmodelled, *user.derived]
 
     def _thinned_grids(self, given: set[str], rows: int) -> None:
         """Replace the grids of the continuous columns after the first by thinned grids
@@ -964,7 +985,8 @@ class Coordinator:
         determinants map to (they come before it in the chain, so they are drawn);
         rows whose combination no real row has are left to the chain.  A sum rule's
         column gets the sum of its parts' values (a discrete part: its category's
-        value) in every row.  Returns the mask of rows set.
+        value) in every row.  (An affine rule's column is not in the chain:
+        :meth:`Schema.expanded`.)  Returns the mask of rows set.
         """
         n = out.shape[0]
         rule = {r.column: r for r in (self.schema.rules or [])}.get(column)  # type: ignore[union-attr]

@@ -28,16 +28,22 @@ block        as hessian, with ``grid_size``              ``S`` as hessian and ``
                                                          the response block sum_i w_i U_i
                                                          Phi((z_l - y_i) / w_i) (one round
                                                          per column instead of two)
-rules        config ``stage`` (``check`` / ``map``),     ``holds`` (n,) uint8 0/1 (check):
-             ``schema`` (JSON, the merged schema),       does candidate i hold in every
-             ``candidates`` (JSON, n candidate rules),   row here; or ``pairs`` (size,)
-             ``size`` (map)                              uint8 0/1 (map): which (a, b)
-                                                         value pairs occur here
+rules        config ``stage`` (``check`` / ``map`` /     ``holds`` (n,) uint8 0/1 (check):
+             ``moments``), ``schema`` (JSON, the         does candidate i hold in every
+             merged schema), ``candidates`` (JSON, n     row here; or ``pairs`` (size,)
+             candidate rules), ``size`` (map,            uint8 0/1 (map): which (a, b)
+             moments)                                    value pairs occur here; or
+                                                         ``moments`` (size,) float64
+                                                         (moments): summed moments of
+                                                         the affine candidates
 ===========  ==========================================  ===================================
 
 ``rules`` comes between setup and configure, when rule detection is on
-(:mod:`fits.core.rules`; what it reveals: docs/privacy.md).  Its answers are bits and
-are checked to be 0 or 1; they are not masked by secure aggregation.
+(:mod:`fits.core.rules`; what it reveals: docs/privacy.md).  Its check and map answers
+are bits and are checked to be 0 or 1; they are not masked by secure aggregation.  Its
+moments answer is summed over the sites: with secure aggregation the request carries
+``secure``, ``secure_neighbours`` and the relayed ``secure_keys`` (as configure does,
+which comes later), and ``moments`` is sent masked, (LIMBS, size) uint64.
 
 A hessian, cdf or block request may carry config ``design``: the positions (0-based,
 comma-separated, increasing; ``""`` for none) of the covariates kept in the local-linear
@@ -412,6 +418,13 @@ def check_reply(request: Message, reply: Message) -> None:
         _expect(reply, {"n_rows": (1,)}, {"policy"})
         return
     if mtype == "rules":
+        if request.config.get("stage") == "moments":
+            size = int(request.config["size"])
+            if secure:
+                _expect(reply, {"moments": (LIMBS, size)}, set(), {"moments": "uint64"})
+            else:
+                _expect(reply, {"moments": (size,)}, set(), {"moments": "float64"})
+            return
         if request.config.get("stage") == "map":
             name, n = "pairs", int(request.config["size"])
         else:
