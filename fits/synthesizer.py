@@ -36,7 +36,7 @@ from sklearn.exceptions import NotFittedError
 
 from fits.core.cdf import COLLINEARITY_THRESHOLD
 from fits.core.rules import affine_tolerance, affine_values
-from fits.core.schema import ColumnSpec, Schema, missing_flag, surrogate_ids
+from fits.core.schema import ColumnSpec, Rule, Schema, missing_flag, surrogate_ids
 from fits.core.tuning import DEFAULT_CANDIDATES, Smoothing
 from fits.deploy.inprocess import (
     AuditSpec,
@@ -712,7 +712,7 @@ class FITSSynthesizer(BaseEstimator):
                 spec = self.schema_[rule.column]
                 x = np.asarray(cols[rule.of[0]], dtype=float)
                 y = affine_values(x, rule.slope, rule.intercept, rule.decimals)  # type: ignore[arg-type]
-                _affine_bounds(rule.column, spec, y, rule.slope * x, rule.intercept, rule.decimals)  # type: ignore[operator, arg-type]
+                _affine_bounds(rule, spec, y, rule.slope * x)
                 col = pd.Series(y, name=rule.column)
                 if spec.dtype == "int":
                     col = col.round().astype(np.int64)
@@ -729,19 +729,13 @@ class FITSSynthesizer(BaseEstimator):
         return pd.DataFrame(cols)[[c for c in self._columns if c in cols]]
 
 
-def _affine_bounds(
-    column: str,
-    spec: ColumnSpec,
-    y: np.ndarray,
-    ax: np.ndarray,
-    intercept: float,
-    decimals: int | None,
-) -> None:
+def _affine_bounds(rule: Rule, spec: ColumnSpec, y: np.ndarray, ax: np.ndarray) -> None:
     """Warn (values kept, never clipped) if an affine rule's values leave the column's
     bounds by more than the rule's tolerance.  With the source inside its own bounds
     this cannot happen for a rule found in the data (the real extremes of the source
     map to those of the column); a user's rule or edited bounds can make it happen."""
-    tol = affine_tolerance(y, ax, intercept, decimals)
+    column = rule.column
+    tol = affine_tolerance(y, ax, float(rule.intercept or 0.0), rule.decimals, rule.tolerance)
     lo = -np.inf if spec.lower is None else float(spec.lower)
     hi = np.inf if spec.upper is None else float(spec.upper)
     outside = int(np.sum((y < lo - tol) | (y > hi + tol)))

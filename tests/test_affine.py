@@ -21,11 +21,12 @@ from fits.core.rules import (
     affine_proposals,
     answer_rules,
     detect_rules,
+    extremes_agree,
     moments_size,
     shortest_decimal,
     value_decimals,
 )
-from fits.core.schema import Rule, Schema, SchemaError
+from fits.core.schema import Rule, Schema, SchemaError, describe_table
 from fits.evaluation import rules_kept
 from fits.federation.protocol import Message, ProtocolError, check_reply
 
@@ -73,10 +74,12 @@ def _ask(frames, schema, log=None):
     return ask
 
 
-def _detect(frames, log=None):
+def _detect(frames, log=None, *, extremes=False):
     schema = Schema.detect(frames, rules=False)
     names = [f"site {k}" for k in range(len(frames))]
-    return detect_rules(schema, _ask(frames, schema, log), names, sum(map(len, frames)))
+    descriptions = [describe_table(f) for f in frames] if extremes else None
+    ask = _ask(frames, schema, log)
+    return detect_rules(schema, ask, names, sum(map(len, frames)), descriptions)
 
 
 def _residual_sd(table: pd.DataFrame) -> float:
@@ -152,6 +155,59 @@ def test_a_noisy_linear_relation_is_no_rule():
     log: list = []
     assert _detect(sites(frame), log) == []
     assert [stage for stage, _, _ in log] == ["moments"]  # stopped by the pooled residual
+
+
+def test_the_sites_extremes_rule_out_a_noisy_pair_before_any_moment():
+    rng = np.random.default_rng(1)
+    n = 600
+    x = rng.normal(10, 3, n)
+    frame = pd.DataFrame({"x": np.round(x, 2), "z": np.round(2 * x + rng.normal(0, 0.85, n), 2)})
+    log: list = []
+    assert _detect(sites(frame), log, extremes=True) == []
+    assert log == []  # the setup round's minima and maxima were enough
+    # one site: its two extreme points always fit a line, so the moments are asked
+    assert _detect([frame], log, extremes=True) == [] and log[0][0] == "moments"
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_extremes_never_rule_out_a_true_rule(seed):
+    """Random affine rules (either sign, rounded or exact, integers), 2-6 sites: the
+    setup round's extremes always agree, and detection finds the rule."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(200, 800))
+    slope = float(rng.choice([-1, 1]) * np.round(rng.uniform(0.1, 40), int(rng.integers(0, 3))))
+    intercept = float(np.round(rng.uniform(-500, 500), int(rng.integers(0, 3))))
+    x = rng.normal(rng.uniform(-50, 50), rng.uniform(0.5, 30), n)
+    x_dec, y_dec = rng.choice([0, 1, 2, 3, 6]), int(rng.integers(0, 4))
+    x = np.round(x, x_dec)
+    frame = pd.DataFrame({"x": x, "y": np.round(slope * x + intercept, y_dec)})
+    frames = sites(frame, int(rng.integers(2, 7)))
+    [cand] = affine_candidates(Schema.detect(frames, rules=False), n)
+    assert extremes_agree(cand, [describe_table(f) for f in frames])
+    [rule] = _detect(frames, extremes=True)
+    assert rule.column == "y" and rule.of == ["x"]
+    kept = rules_kept(frame, [rule])["kept"].iloc[0]
+    assert kept == 1.0
+
+
+def test_a_coarsely_rounded_column_gets_the_fitted_line_and_its_band():
+    """Miles of kilometres, rounded to whole miles: the moments cannot pin 0.621371
+    down, so the rule is the least-squares line with a tolerance a little over 0.5,
+    and every synthetic row keeps it."""
+    rng = np.random.default_rng(8)
+    km = rng.integers(5, 900, 900)
+    frame = pd.DataFrame({"km": km, "miles": np.round(km * 0.621371), "z": rng.normal(size=900)})
+    frames = sites(frame)
+    synth = FITSSynthesizer(seed=0).fit(frames)
+    [rule] = synth.schema_.rules
+    assert rule.kind == "affine" and rule.decimals == 0
+    assert 0.5 < rule.tolerance < 0.6
+    assert abs(rule.slope - 0.621371) < 1e-3
+    assert rules_kept(frame, [rule])["kept"].iloc[0] == 1.0
+    out = synth.sample(1000)
+    assert out["miles"].dtype == frame["miles"].dtype
+    assert np.all(np.abs(out["miles"] - (rule.slope * out["km"] + rule.intercept)) <= 0.5 + EPS)
+    assert "(within 0." in rule.describe()
 
 
 def test_one_row_off_at_one_site_is_no_rule_and_the_bit_says_so():

@@ -29,7 +29,8 @@ every site, never for rows, only for
 
 Affine rules take one more stage before the check, since the coefficients are not known
 in advance: **moments** (``stage="moments"``): for every candidate pair (X, Y) of
-numeric columns, the site's row count, sums and sums of squares of X and Y and the sum
+numeric columns that the sites' minima and maxima from the setup round leave possible
+(:func:`extremes_agree`), the site's row count, sums and sums of squares of X and Y and the sum
 of their products (centred at the midpoints of the merged schema's bounds), and, per
 column, which number of decimals its values have (a one-hot vector).  These are *summed*
 over the sites (masked by secure aggregation when it is on), so the coordinator learns
@@ -67,6 +68,7 @@ from fits.core.schema import ColumnSpec, Rule, Schema, SchemaError
 
 __all__ = [
     "AFFINE_RTOL",
+    "extremes_agree",
     "MAX_AFFINE_PAIRS",
     "MAX_DECIMALS",
     "MAX_DETERMINANT_CELLS",
@@ -247,6 +249,52 @@ def affine_candidates(
     return out
 
 
+def _extremes(descriptions: Sequence[Mapping[str, Any]], name: str) -> np.ndarray | None:
+    """(K, 2) per-site minimum and maximum of a column from the setup descriptions."""
+    out = []
+    for desc in descriptions:
+        info = desc.get("columns", {}).get(name, {})
+        if "min" not in info or "max" not in info:
+            return None
+        out.append((float(info["min"]), float(info["max"])))
+    return np.asarray(out, dtype=float)
+
+
+def extremes_agree(cand: Candidate, descriptions: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether the sites' minima and maxima (already sent in the setup round) allow
+    ``Y = a X + b`` within Y's rounding, for some slope of either sign.
+
+    If the rule holds within h / 2 in every row (h: Y's resolution), each site's
+    extremes (min X, min Y) and (max X, max Y) (for a negative slope: (min X, max Y)
+    and (max X, min Y)) lie within h / 2 of the line, and so do the federation's.  The
+    line L through the federation's two extreme points is then within h / 2 of the
+    true one over [min X, max X], so every site's extreme points lie within h of L.
+    h is not known here; the decimals of the reported Y extremes give an upper bound
+    (Y's grid holds them), so the test ``|y - L(x)| <= h_ext + 8e-9 (1 + |a|) max|.|`` is
+    necessary: a pair that fails it is no rule, and its moments are not asked.  With
+    one site the two points are L's own, so nothing is ruled out.  A column without
+    reported extremes at some site: not ruled out.
+    """
+    ex = _extremes(descriptions, cand["of"][0])
+    ey = _extremes(descriptions, cand["column"])
+    if ex is None or ey is None:
+        return True
+    lo_x, hi_x = ex[:, 0].min(), ex[:, 1].max()
+    if hi_x <= lo_x:
+        return False
+    d = value_decimals(ey.ravel())
+    h = 10.0**-d if d is not None else 0.0
+    scale = float(max(np.abs(ey).max(), np.abs(ex).max(), 1e-300))
+    for ys in (ey, ey[:, ::-1]):  # positive slope: min with min; negative: min with max
+        y_lo = ys[np.argmin(ex[:, 0]), 0]
+        y_hi = ys[np.argmax(ex[:, 1]), 1]
+        slope = (y_hi - y_lo) / (hi_x - lo_x)
+        line = y_lo + slope * (ex - lo_x)
+        if np.all(np.abs(ys - line) <= h + 8 * AFFINE_RTOL * (1 + abs(slope)) * scale):
+            return True
+    return False
+
+
 def _moment_columns(cands: Sequence[Candidate]) -> list[str]:
     """The columns of the moments stage, in order of first appearance."""
     names: dict[str, None] = {}
@@ -292,11 +340,19 @@ def _centre(spec: ColumnSpec) -> float:
 
 
 def affine_tolerance(
-    y: np.ndarray, ax: np.ndarray, intercept: float, decimals: int | None
+    y: np.ndarray,
+    ax: np.ndarray,
+    intercept: float,
+    decimals: int | None,
+    tolerance: float | None = None,
 ) -> np.ndarray:
-    """Per-row tolerance of an affine rule: ``h / 2 + AFFINE_RTOL * max(|y|, |a x|, |b|)``
-    with ``h = 10^-decimals`` (0 when ``decimals`` is None: an exact rule)."""
-    half = 0.5 * 10.0 ** (-decimals) if decimals is not None else 0.0
+    """Per-row tolerance of an affine rule: ``t + AFFINE_RTOL * max(|y|, |a x|, |b|)``
+    with t the rule's ``tolerance`` or, if None, ``h / 2``, ``h = 10^-decimals`` (0 when
+    ``decimals`` is None: an exact rule)."""
+    if tolerance is not None:
+        half = float(tolerance)
+    else:
+        half = 0.5 * 10.0 ** (-decimals) if decimals is not None else 0.0
     scale = np.maximum(np.maximum(np.abs(y), np.abs(ax)), abs(intercept))
     return half + AFFINE_RTOL * scale
 
@@ -394,7 +450,7 @@ def answer_rules(
         if kind == "affine":
             a, b, d = float(cand["slope"]), float(cand["intercept"]), cand.get("decimals")
             y, ax = number(column), a * number(of[0])
-            tol = affine_tolerance(y, ax, b, d)
+            tol = affine_tolerance(y, ax, b, d, cand.get("tolerance"))
             holds = bool(np.all(np.abs(y - (ax + b)) <= tol))
             out.append(np.array([holds], dtype=np.uint8))
             continue
@@ -462,6 +518,15 @@ def shortest_decimal(value: float, lo: float, hi: float) -> tuple[float, int | N
     return float(value), None
 
 
+def _round_up(value: float, digits: int = 3) -> float:
+    """``value`` rounded up to ``digits`` significant digits (a tolerance a user reads)."""
+    if value <= 0 or not math.isfinite(value):
+        return float(value)
+    e = math.floor(math.log10(value)) - digits + 1
+    up = float(f"{math.ceil(value / 10.0**e)}e{e}")
+    return up if up >= value else float(f"{math.ceil(value / 10.0**e) + 1}e{e}")
+
+
 def affine_proposals(
     schema: Schema, cands: Sequence[Candidate], pooled: np.ndarray
 ) -> list[list[Candidate]]:
@@ -489,9 +554,16 @@ def affine_proposals(
     approximately.  The rule rounds Y to d_Y decimals, unless X's decimals d_X plus the
     slope's fit within d_Y and the intercept's too: then ``a X + b`` falls on Y's grid
     for every real X, the real Y equals it exactly, and the rule is exact (decimals
-    None; a copy of a column stays a copy of its synthetic source).  Each pair gets two
-    proposals, the rounded coefficients and the least-squares ones (with Y's rounding);
-    :func:`detect_rules` keeps the first that every site confirms.
+    None; a copy of a column stays a copy of its synthetic source).
+
+    Each pair gets two proposals: the rounded coefficients (within h / 2), and the
+    least-squares ones with a ``tolerance`` of h / 2 plus a band of :data:`SNAP_SE`
+    standard errors of the fitted line at the X farthest from X's mean
+    (``sigma sqrt(1/n + (x - mean)^2 / Sxx)``): when Y is rounded so coarsely that the
+    moments cannot pin the coefficients down to their last decimal (Y = round(20.5 X -
+    419.16) in whole numbers), the true line lies within the band, so every real row
+    lies within the tolerance of the fitted one.  :func:`detect_rules` keeps the first
+    proposal that every site confirms.
 
     Returns
     -------
@@ -548,8 +620,19 @@ def affine_proposals(
             and db <= d_y
         )
         snapped = {**cand, "slope": a, "intercept": b, "decimals": None if on_grid else d_y}
-        raw = {**cand, "slope": float(slope), "intercept": float(intercept), "decimals": d_y}
-        out.append([snapped] if (a, b) == (raw["slope"], raw["intercept"]) else [snapped, raw])
+        # the least-squares line, and the band around it that holds the true line over
+        # X's range (SNAP_SE standard errors of the fitted value at the farthest X)
+        lo_x, hi_x = _bounds(schema[cand["of"][0]])
+        far = max(abs(lo_x - cx - mx), abs(hi_x - cx - mx))
+        band = SNAP_SE * sigma * math.sqrt(1.0 / n + far * far / sxx)
+        raw = {
+            **cand,
+            "slope": float(slope),
+            "intercept": float(intercept),
+            "decimals": d_y,
+            "tolerance": _round_up(half + band),
+        }
+        out.append([snapped, raw])
     return out
 
 
@@ -571,8 +654,15 @@ def _mapping(schema: Schema, cand: Candidate, union: np.ndarray) -> list[list[An
     return entries
 
 
-def detect_rules(schema: Schema, ask: Ask, sites: Sequence[str], n_total: int) -> list[Rule]:
-    """Run detection (check, check, map) through ``ask``; the rules to use.
+def detect_rules(
+    schema: Schema,
+    ask: Ask,
+    sites: Sequence[str],
+    n_total: int,
+    descriptions: Sequence[Mapping[str, Any]] | None = None,
+) -> list[Rule]:
+    """Run detection (affine moments and check; check, check, map) through ``ask``; the
+    rules to use.
 
     Parameters
     ----------
@@ -585,6 +675,10 @@ def detect_rules(schema: Schema, ask: Ask, sites: Sequence[str], n_total: int) -
         The sites' names (for messages).
     n_total : int
         Rows over all sites.
+    descriptions : sequence of dict, optional
+        The sites' setup descriptions (:func:`~fits.core.schema.describe_table`), whose
+        per-site minima and maxima rule out affine pairs before their moments are asked
+        (:func:`extremes_agree`); None: every pair is asked.
 
     Returns
     -------
@@ -593,7 +687,7 @@ def detect_rules(schema: Schema, ask: Ask, sites: Sequence[str], n_total: int) -
     """
     found: list[tuple[Candidate, list[list[Any]] | None]] = []
     holding: list[Candidate] = []
-    found += [(c, None) for c in _detect_affine(schema, ask, sites, n_total)]
+    found += [(c, None) for c in _detect_affine(schema, ask, sites, n_total, descriptions)]
     for size in (1, 2):
         skip = {c["column"] for c, _ in found} | {c["column"] for c in holding}
         cands = candidates(schema, n_total, size=size, skip=skip)
@@ -629,15 +723,24 @@ def _rule(cand: Candidate, mapping: list[list[Any]] | None) -> Rule:
             slope=float(cand["slope"]),
             intercept=float(cand["intercept"]),
             decimals=cand["decimals"],
+            tolerance=cand.get("tolerance"),
         )
     return Rule(cand["column"], list(cand["of"]), cand["kind"], mapping)
 
 
-def _detect_affine(schema: Schema, ask: Ask, sites: Sequence[str], n_total: int) -> list[Candidate]:
+def _detect_affine(
+    schema: Schema,
+    ask: Ask,
+    sites: Sequence[str],
+    n_total: int,
+    descriptions: Sequence[Mapping[str, Any]] | None,
+) -> list[Candidate]:
     """The moments stage, then one check of the proposals; the affine rules every site
     confirmed (the first confirmed proposal per pair).  ``ask("moments", ...)`` may
     return one answer per site or their sum (secure aggregation): they are summed."""
     cands = affine_candidates(schema, n_total)
+    if descriptions is not None:
+        cands = [c for c in cands if extremes_agree(c, descriptions)]
     if not cands:
         return []
     answers = ask("moments", cands)
@@ -731,6 +834,8 @@ def verify_rules(schema: Schema, ask: Ask, sites: Sequence[str]) -> None:
             cand["mapping"] = _code_mapping(schema, rule)
         if rule.kind == "affine":
             cand.update(slope=rule.slope, intercept=rule.intercept, decimals=rule.decimals)
+            if rule.tolerance is not None:
+                cand["tolerance"] = rule.tolerance
         cands.append(cand)
     answers = ask("check", cands)
     _check_lengths(answers, len(cands), sites, "check")

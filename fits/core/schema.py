@@ -351,6 +351,12 @@ class Rule:
         decimals (it holds within half a unit of the last decimal in every real row, and
         generated values are rounded so); None: exactly (up to float64 arithmetic,
         :data:`fits.core.rules.AFFINE_RTOL`), not rounded.
+    tolerance : float, optional
+        ``"affine"`` only: the largest ``|column - (slope x + intercept)|`` a real row
+        has (checked at every site), when it exceeds half a unit of ``decimals``: the
+        coefficients of a coarsely rounded column are known only to within a band
+        (docs/method.md, "Affine rules").  None: half a unit of ``decimals`` (0 for an
+        exact rule).
     """
 
     column: str
@@ -360,6 +366,7 @@ class Rule:
     slope: float | None = None
     intercept: float | None = None
     decimals: int | None = None
+    tolerance: float | None = None
 
     def __post_init__(self) -> None:
         where = f"rule for column {self.column!r}"
@@ -372,9 +379,10 @@ class Rule:
         if self.kind == "affine":
             self._check_affine(where)
             return
-        if self.slope is not None or self.intercept is not None or self.decimals is not None:
+        if any(v is not None for v in (self.slope, self.intercept, self.decimals, self.tolerance)):
             raise SchemaError(
-                f'{where}: "slope", "intercept" and "decimals" belong to "affine" rules only'
+                f'{where}: "slope", "intercept", "decimals" and "tolerance" belong to '
+                '"affine" rules only'
             )
         if self.kind == "sum":
             if self.mapping is not None:
@@ -420,6 +428,11 @@ class Rule:
             raise SchemaError(
                 f'{where}: "decimals" must be a whole number from 0 to 15, or null, got {d!r}'
             )
+        t = self.tolerance
+        if t is not None:
+            if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 <= t < math.inf:
+                raise SchemaError(f'{where}: "tolerance" must be a number >= 0, or null, got {t!r}')
+            self.tolerance = float(t)
 
     def lookup(self) -> dict[tuple[Any, ...], Any]:
         """``"function"`` rules: the mapping as a dict (determinant values) -> value."""
@@ -435,6 +448,8 @@ class Rule:
             text = f"{a:.15g} * {self.of[0]} {sign} {abs(b):.15g}"
             if self.decimals is not None:
                 text = f"round({text}, {self.decimals})"
+            if self.tolerance is not None:
+                text = f"{text} (within {self.tolerance:.3g})"
             return f"{self.column} = {text}"
         return f"{self.column} = f({', '.join(self.of)}) ({len(self.mapping or [])} values)"
 
@@ -445,6 +460,8 @@ class Rule:
             out["mapping"] = [[plain(v) for v in e] for e in self.mapping]
         if self.kind == "affine":
             out.update(slope=self.slope, intercept=self.intercept, decimals=self.decimals)
+            if self.tolerance is not None:
+                out["tolerance"] = self.tolerance
         return out
 
     @classmethod
@@ -470,6 +487,7 @@ class Rule:
             slope=d.get("slope"),
             intercept=d.get("intercept"),
             decimals=d.get("decimals"),
+            tolerance=d.get("tolerance"),
         )
 
 
@@ -772,6 +790,7 @@ class Schema:
             ],
             names,
             sum(int(f.shape[0]) for f in frames),
+            descriptions,
         )
         return Schema(schema.columns, schema.order, found)
 

@@ -47,6 +47,8 @@ def _describe(rule: Mapping[str, Any]) -> str:
         text = f"{float(rule['slope']):.15g} * {of[0]} {'-' if b < 0 else '+'} {abs(b):.15g}"
         if rule.get("decimals") is not None:
             text = f"round({text}, {rule['decimals']})"
+        if rule.get("tolerance") is not None:
+            text = f"{text} (within {float(rule['tolerance']):.3g})"
         return f"{rule['column']} = {text}"
     return f"{rule['column']} = f({', '.join(of)})"
 
@@ -57,12 +59,15 @@ _AFFINE_RTOL = 1e-9
 
 
 def _affine_kept(table: pd.DataFrame, rule: Mapping[str, Any]) -> int:
-    """Rows with ``|y - (a x + b)| <= h / 2 + 1e-9 max(|y|, |a x|, |b|)``, h the unit of
-    the rule's last decimal (0 for an exact rule); a missing value is not kept."""
+    """Rows with ``|y - (a x + b)| <= t + 1e-9 max(|y|, |a x|, |b|)``, t the rule's
+    ``tolerance`` or half the unit of its last decimal (0 for an exact rule); a missing
+    value is not kept."""
     x = pd.to_numeric(table[rule["of"][0]], errors="coerce").to_numpy(dtype=float)
     y = pd.to_numeric(table[rule["column"]], errors="coerce").to_numpy(dtype=float)
     a, b, d = float(rule["slope"]), float(rule["intercept"]), rule.get("decimals")
     half = 0.5 * 10.0 ** (-int(d)) if d is not None else 0.0
+    if rule.get("tolerance") is not None:  # a band wider than the rounding
+        half = float(rule["tolerance"])
     tol = half + _AFFINE_RTOL * np.maximum(np.maximum(np.abs(y), np.abs(a * x)), abs(b))
     return int(np.sum(np.abs(y - (a * x + b)) <= tol))  # NaN anywhere: not kept
 

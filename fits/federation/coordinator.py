@@ -309,8 +309,8 @@ class Coordinator:
         self.n_rows = [int(r.arrays["n_rows"][0]) for r in replies]
         if self.secure:  # relayed to every client in the configure round
             self._public_keys = np.stack([r.arrays["public_key"] for r in replies])
+        descriptions = [json.loads(str(r.config["description"])) for r in replies]
         if schema is None:
-            descriptions = [json.loads(str(r.config["description"])) for r in replies]
             schema = merge_descriptions(
                 descriptions, self.transport.client_names, kinds=kinds, order=order
             )
@@ -322,7 +322,11 @@ class Coordinator:
             verify_rules(schema, self._rules_round(schema), self.transport.client_names)
         else:
             found = detect_rules(
-                schema, self._rules_round(schema), self.transport.client_names, self.n_total
+                schema,
+                self._rules_round(schema),
+                self.transport.client_names,
+                self.n_total,
+                descriptions,
             )
             schema = Schema(schema.columns, schema.order, found)
         self.user_schema = schema
@@ -430,7 +434,10 @@ class Coordinator:
             self._thinned_grids(set(grids or {}), int(rows))
 
     def _not_drawn(self) -> list[str]:
+        """The tables' columns the engine does not draw: "id" columns and the columns
+        affine rules set (:attr:`Schema.derived`)."""
         user = getattr(self, "user_schema", self.schema)
+        assert user is not None
         return [*user.unmodelled, *user.derived]
 
     def _thinned_grids(self, given: set[str], rows: int) -> None:
