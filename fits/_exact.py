@@ -6,6 +6,9 @@ relative rounding error of at most 2^-53, and each of the k - 1 additions of k p
 another, so ``|t - sum(p)| <= (k + 1) 2^-53 max(|t|, sum |p|)`` whenever the written
 numbers agree.  :func:`sums_match` accepts exactly that (with a factor 2 of room, still
 about 1e-15 of the magnitude: no real difference passes it).
+
+:func:`affine_match` does the same for an affine rule ``y = slope x + intercept``
+(:mod:`fits.core.rules`), where the rule's rounding, not float64, sets the tolerance.
 """
 
 from __future__ import annotations
@@ -14,7 +17,16 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["sums_match"]
+__all__ = ["AFFINE_RTOL", "affine_match", "affine_tolerance", "sums_match"]
+
+#: Relative float64 slack of an affine rule: a row keeps ``y = a x + b`` when
+#: ``|y - (a x + b)| <= t + AFFINE_RTOL * max(|y|, |a x|, |b|)`` (t: the rule's
+#: tolerance, by default half a unit of the last decimal it rounds to; 0 for an exact
+#: rule).  float64 arithmetic errs by a few units of 2^-53 ~ 1.1e-16 of these
+#: magnitudes; 1e-9 leaves seven orders of margin for that and for the coefficients'
+#: own rounding in the schema's JSON (15 significant digits), while a real deviation as
+#: small as one part in 10^8 is still caught.
+AFFINE_RTOL = 1e-9
 
 #: Relative room per term: twice the unit roundoff of float64.
 _ROOM = 2.0**-52
@@ -48,3 +60,40 @@ def sums_match(total: np.ndarray, parts: Sequence[np.ndarray]) -> np.ndarray:
     with np.errstate(invalid="ignore"):
         ok = np.abs(total - summed) <= (len(parts) + 1) * _ROOM * scale
     return ok & np.isfinite(total) & np.isfinite(summed)
+
+
+def affine_tolerance(
+    y: np.ndarray,
+    ax: np.ndarray,
+    intercept: float,
+    decimals: int | None,
+    tolerance: float | None = None,
+) -> np.ndarray:
+    """Per-row tolerance of an affine rule: ``t + AFFINE_RTOL * max(|y|, |a x|, |b|)``
+    with t the rule's ``tolerance`` or, if None, ``h / 2``, ``h = 10^-decimals`` (0 when
+    ``decimals`` is None: an exact rule)."""
+    if tolerance is not None:
+        half = float(tolerance)
+    else:
+        half = 0.5 * 10.0 ** (-decimals) if decimals is not None else 0.0
+    with np.errstate(invalid="ignore"):
+        scale = np.maximum(np.maximum(np.abs(y), np.abs(ax)), abs(intercept))
+    return half + AFFINE_RTOL * scale
+
+
+def affine_match(
+    y: np.ndarray,
+    x: np.ndarray,
+    slope: float,
+    intercept: float,
+    decimals: int | None,
+    tolerance: float | None = None,
+) -> np.ndarray:
+    """Rows where ``y`` is within :func:`affine_tolerance` of ``slope x + intercept``;
+    False wherever a value is missing (NaN) or infinite."""
+    y = np.asarray(y, dtype=float)
+    ax = slope * np.asarray(x, dtype=float)
+    tol = affine_tolerance(y, ax, intercept, decimals, tolerance)
+    with np.errstate(invalid="ignore"):
+        ok = np.abs(y - (ax + intercept)) <= tol
+    return ok & np.isfinite(y) & np.isfinite(ax)

@@ -34,8 +34,9 @@ import pandas as pd
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 
+from fits._exact import affine_tolerance
 from fits.core.cdf import COLLINEARITY_THRESHOLD
-from fits.core.rules import affine_tolerance, affine_values
+from fits.core.rules import affine_values
 from fits.core.schema import ColumnSpec, Rule, Schema, missing_flag, surrogate_ids
 from fits.core.tuning import DEFAULT_CANDIDATES, Smoothing
 from fits.deploy.inprocess import (

@@ -62,7 +62,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from fits._exact import sums_match
+from fits._exact import AFFINE_RTOL, affine_match, affine_tolerance, sums_match
 from fits._json import plain
 from fits.core.schema import ColumnSpec, Rule, Schema, SchemaError
 
@@ -103,13 +103,6 @@ MIN_SUM_ROWS = 50
 #: functions and two-part sums are all asked.
 MAX_SUM_CANDIDATES = 5000
 
-#: Relative float64 slack of an affine rule's check: a row keeps ``y = a x + b`` when
-#: ``|y - (a x + b)| <= h / 2 + AFFINE_RTOL * max(|y|, |a x|, |b|)`` (h: the unit of the
-#: last decimal the rule rounds to; 0 for an exact rule).  float64 arithmetic errs by a
-#: few units of 2^-53 ~ 1.1e-16 of these magnitudes; 1e-9 leaves seven orders of margin
-#: for that and for the coefficients' own rounding in the schema's JSON (15 significant
-#: digits), while a real deviation as small as one part in 10^8 is still caught.
-AFFINE_RTOL = 1e-9
 #: Most decimals a site reports for a column (more: "not a decimal column").
 MAX_DECIMALS = 12
 #: Most (X, Y) pairs whose moments are asked in one detection (the first in chain order).
@@ -339,24 +332,6 @@ def _centre(spec: ColumnSpec) -> float:
     return 0.5 * (lo + hi)
 
 
-def affine_tolerance(
-    y: np.ndarray,
-    ax: np.ndarray,
-    intercept: float,
-    decimals: int | None,
-    tolerance: float | None = None,
-) -> np.ndarray:
-    """Per-row tolerance of an affine rule: ``t + AFFINE_RTOL * max(|y|, |a x|, |b|)``
-    with t the rule's ``tolerance`` or, if None, ``h / 2``, ``h = 10^-decimals`` (0 when
-    ``decimals`` is None: an exact rule)."""
-    if tolerance is not None:
-        half = float(tolerance)
-    else:
-        half = 0.5 * 10.0 ** (-decimals) if decimals is not None else 0.0
-    scale = np.maximum(np.maximum(np.abs(y), np.abs(ax)), abs(intercept))
-    return half + AFFINE_RTOL * scale
-
-
 def affine_values(
     x: np.ndarray, slope: float, intercept: float, decimals: int | None
 ) -> np.ndarray:
@@ -449,9 +424,8 @@ def answer_rules(
         kind, column, of = cand["kind"], cand["column"], list(cand["of"])
         if kind == "affine":
             a, b, d = float(cand["slope"]), float(cand["intercept"]), cand.get("decimals")
-            y, ax = number(column), a * number(of[0])
-            tol = affine_tolerance(y, ax, b, d, cand.get("tolerance"))
-            holds = bool(np.all(np.abs(y - (ax + b)) <= tol))
+            match = affine_match(number(column), number(of[0]), a, b, d, cand.get("tolerance"))
+            holds = bool(np.all(match))
             out.append(np.array([holds], dtype=np.uint8))
             continue
         if kind == "sum":

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from fits._exact import sums_match
+from fits._exact import affine_match, sums_match
 from fits._json import plain
 
 __all__ = ["rules_kept"]
@@ -53,23 +53,21 @@ def _describe(rule: Mapping[str, Any]) -> str:
     return f"{rule['column']} = f({', '.join(of)})"
 
 
-#: The relative float64 slack of an affine rule (fits.core.rules.AFFINE_RTOL, restated
-#: here: this module imports nothing of fits).
-_AFFINE_RTOL = 1e-9
-
-
 def _affine_kept(table: pd.DataFrame, rule: Mapping[str, Any]) -> int:
-    """Rows with ``|y - (a x + b)| <= t + 1e-9 max(|y|, |a x|, |b|)``, t the rule's
-    ``tolerance`` or half the unit of its last decimal (0 for an exact rule); a missing
+    """Rows within the rule's tolerance (:func:`fits._exact.affine_match`); a missing
     value is not kept."""
     x = pd.to_numeric(table[rule["of"][0]], errors="coerce").to_numpy(dtype=float)
     y = pd.to_numeric(table[rule["column"]], errors="coerce").to_numpy(dtype=float)
-    a, b, d = float(rule["slope"]), float(rule["intercept"]), rule.get("decimals")
-    half = 0.5 * 10.0 ** (-int(d)) if d is not None else 0.0
-    if rule.get("tolerance") is not None:  # a band wider than the rounding
-        half = float(rule["tolerance"])
-    tol = half + _AFFINE_RTOL * np.maximum(np.maximum(np.abs(y), np.abs(a * x)), abs(b))
-    return int(np.sum(np.abs(y - (a * x + b)) <= tol))  # NaN anywhere: not kept
+    d, t = rule.get("decimals"), rule.get("tolerance")
+    match = affine_match(
+        y,
+        x,
+        float(rule["slope"]),
+        float(rule["intercept"]),
+        None if d is None else int(d),
+        None if t is None else float(t),
+    )
+    return int(np.sum(match))
 
 
 def rules_kept(table: pd.DataFrame, rules: Sequence[Any]) -> pd.DataFrame:
