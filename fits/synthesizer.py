@@ -711,12 +711,16 @@ class FITSSynthesizer(BaseEstimator):
         for rule in self.schema_.rules or []:
             if rule.kind == "affine":  # of the source as written, so it holds as written
                 spec = self.schema_[rule.column]
-                x = np.asarray(cols[rule.of[0]], dtype=float)
+                source = cols[rule.of[0]]
+                if isinstance(source.dtype, pd.CategoricalDtype):
+                    source = source.astype(object)
+                x = pd.to_numeric(source).to_numpy(dtype=float, na_value=np.nan)
+                # missing where the source is missing: the rule's check saw just that
                 y = affine_values(x, rule.slope, rule.intercept, rule.decimals)  # type: ignore[arg-type]
                 _affine_bounds(rule, spec, y, rule.slope * x)
                 col = pd.Series(y, name=rule.column)
                 if spec.dtype == "int":
-                    col = col.round().astype(np.int64)
+                    col = col.round().astype("Int64" if col.isna().any() else np.int64)
                 cols[rule.column] = restore_dtype(col, spec)
             if rule.kind == "sum":  # the sum of the parts as written, so it holds exactly
                 spec = self.schema_[rule.column]

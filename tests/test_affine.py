@@ -305,6 +305,41 @@ def test_integer_columns_stay_integer():
     assert (out["k"] == 3 * out["m"] - 7).all()
 
 
+def test_missing_source_means_missing_copy_and_only_there():
+    frame = cf_table(900, seed=5, c_decimals=None)
+    gone = np.random.default_rng(5).random(900) < 0.15
+    frame.loc[gone, ["c", "f"]] = np.nan
+    frames = sites(frame)
+    synth = FITSSynthesizer(seed=0).fit(frames)
+    [rule] = synth.schema_.rules
+    assert rule.describe() == "f = round(1.8 * c + 32, 2)"
+    assert rules_kept(frame, [rule])["kept"].iloc[0] == 1.0  # both missing: kept
+    out = synth.sample(2000)
+    assert out["c"].isna().any()
+    assert (out["f"].isna() == out["c"].isna()).all()
+    here = out["c"].notna()
+    assert np.all(np.abs(out["f"][here] - 1.8 * out["c"][here] - 32) <= 0.005 + EPS)
+    # a copy missing in one more row than its source: no rule (that site's bit says no)
+    frames[2].loc[4, "f"] = np.nan
+    log: list = []
+    assert _detect(frames, log) == []
+    assert [int(a[0]) for a in log[1][2]] == [1, 1, 0]
+
+
+def test_whole_numbers_with_missing_values_stay_whole():
+    rng = np.random.default_rng(7)
+    n = 600
+    m = pd.array(rng.integers(100, 2000, n), dtype="Int64")
+    m[rng.random(n) < 0.1] = pd.NA
+    frame = pd.DataFrame({"m": m, "k": 3 * m - 7, "z": rng.normal(size=n)})
+    synth = FITSSynthesizer(seed=0).fit(sites(frame))
+    assert [r.describe() for r in synth.schema_.rules] == ["k = 3 * m - 7"]
+    out = synth.sample(800)
+    assert str(out["k"].dtype) == "Int64" and out["k"].isna().any()
+    assert (out["k"].isna() == out["m"].isna()).all()
+    assert (out["k"] == 3 * out["m"] - 7).dropna().all()
+
+
 def test_secure_aggregation_sums_the_moments():
     frames = sites(cf_table(c_decimals=None))
     trails: list = []
@@ -394,15 +429,18 @@ def test_a_declared_rule_that_does_not_hold_names_the_site_and_column():
         ),
         (
             {"column": "f", "kind": "affine", "of": ["cat"], "slope": 1, "intercept": 0},
-            "not a number",
+            "not a continuous column",
         ),
         ({"column": "f", "kind": "sum", "of": ["c", "y"], "slope": 1}, "affine"),
+        ({"column": "f", "kind": "affine", "of": ["c"], "slope": 1, "intercept": 0}, "missing"),
     ],
 )
 def test_a_bad_edit_names_the_column(edit, message):
     doc = Schema.detect(sites(cf_table())).to_dict()
     if edit["of"] == ["cat"]:  # cat before f, so that the order is not what is wrong
         doc["order"] = ["cat", "c", "f", "y"]
+    if message == "missing":  # c with missing values, f without
+        next(c for c in doc["columns"] if c["name"] == "c")["missing"] = True
     doc["rules"] = [edit]
     with pytest.raises(SchemaError, match="rule for column") as err:
         Schema.from_dict(doc)

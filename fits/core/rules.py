@@ -30,9 +30,10 @@ every site, never for rows, only for
 Affine rules take one more stage before the check, since the coefficients are not known
 in advance: **moments** (``stage="moments"``): for every candidate pair (X, Y) of
 numeric columns that the sites' minima and maxima from the setup round leave possible
-(:func:`extremes_agree`), the site's row count, sums and sums of squares of X and Y and the sum
-of their products (centred at the midpoints of the merged schema's bounds), and, per
-column, which number of decimals its values have (a one-hot vector).  These are *summed*
+(:func:`extremes_agree`), over the site's rows with both present, their count, the
+sums and sums of squares of X and Y and the sum of their products (centred at the
+midpoints of the merged schema's bounds), and, per column, which number of decimals its
+values have (a one-hot vector).  These are *summed*
 over the sites (masked by secure aggregation when it is on), so the coordinator learns
 only pooled moments; pooled least squares gives slope, intercept and the residual mean
 square, and only pairs whose residual could be rounding (:func:`affine_proposals`) go
@@ -199,22 +200,27 @@ def candidates(
     return out + sums
 
 
-def _affine_dependent(spec: ColumnSpec) -> bool:
-    """A column an affine rule can generate: continuous numbers in every row, no point
-    mass, not constant."""
-    return (
-        _numeric(spec)
-        and spec.kind == "continuous"
-        and spec.point_mass is None
-        and _bounds(spec)[0] < _bounds(spec)[1]
+def _affine_source(spec: ColumnSpec) -> bool:
+    """A column an affine rule can start from: a numeric column with numbers in every
+    row, or a continuous one with missing values; not constant."""
+    numeric = _numeric(spec) or (
+        spec.kind == "continuous" and spec.is_modelled and spec.dtype != "datetime"
     )
+    return numeric and _bounds(spec)[0] < _bounds(spec)[1]
+
+
+def _affine_dependent(spec: ColumnSpec) -> bool:
+    """A column an affine rule can generate: continuous, no point mass, not constant
+    (missing values allowed: where its source is missing, and only there)."""
+    return _affine_source(spec) and spec.kind == "continuous" and spec.point_mass is None
 
 
 def affine_candidates(
     schema: Schema, n_total: int, *, skip: set[str] | frozenset[str] = frozenset()
 ) -> list[Candidate]:
-    """The (X, Y) pairs whose moments are asked: Y continuous (no missing values, no
-    point mass, not constant), X numeric and earlier than Y in the chain order.
+    """The (X, Y) pairs whose moments are asked: Y continuous (no point mass, not
+    constant), X numeric and earlier than Y in the chain order, both with missing
+    values or neither (a rule says: Y is missing where X is, and only there).
 
     At most :data:`MAX_AFFINE_PAIRS`, the first in chain order (by Y, then X): with P
     numeric columns there are P (P - 1) / 2 pairs, so every pair is asked up to about
@@ -229,13 +235,14 @@ def affine_candidates(
     if n_total < MIN_SUM_ROWS:
         return []
     cols = {c.name: c for c in schema.columns if c.is_modelled and c.indicates is None}
-    numeric = [n for n in schema.order if n in cols and _numeric(cols[n])]
-    numeric = [n for n in numeric if _bounds(cols[n])[0] < _bounds(cols[n])[1]]
+    numeric = [n for n in schema.order if n in cols and _affine_source(cols[n])]
     out: list[Candidate] = []
     for k, y in enumerate(numeric):
         if y in skip or not _affine_dependent(cols[y]):
             continue
         for x in numeric[:k]:
+            if cols[x].missing != cols[y].missing:
+                continue
             out.append({"kind": "affine", "column": y, "of": [x]})
             if len(out) == MAX_AFFINE_PAIRS:
                 return out
@@ -297,12 +304,18 @@ def _moment_columns(cands: Sequence[Candidate]) -> list[str]:
     return list(names)
 
 
+#: Moments per candidate pair: rows with both present, the two sums, the two sums of
+#: squares, the sum of products.
+_PAIR_MOMENTS = 6
+
+
 def moments_size(cands: Sequence[Candidate]) -> int:
-    """Length of a site's ``moments`` answer for these affine candidates: 1 (rows) + 2 C
-    (sums, sums of squares of the C columns) + one cross product per candidate + C x
-    (:data:`MAX_DECIMALS` + 2) (each column's one-hot number of decimals)."""
+    """Length of a site's ``moments`` answer for these affine candidates: 6 per
+    candidate (rows with both values present; over them the sums and sums of squares of
+    X and Y and the sum of their products) + C x (:data:`MAX_DECIMALS` + 2) (each of the
+    C columns' one-hot number of decimals)."""
     c = len(_moment_columns(cands))
-    return 1 + 2 * c + len(cands) + c * (MAX_DECIMALS + 2)
+    return _PAIR_MOMENTS * len(cands) + c * (MAX_DECIMALS + 2)
 
 
 def value_decimals(values: np.ndarray) -> int | None:
@@ -391,12 +404,13 @@ def answer_rules(
         (determinant combination, value) pairs present in the rows, in C order
         (combination codes of ``of`` as :func:`numpy.ravel_multi_index`, then the
         column's code); length :func:`map_size`.  ``"moments"`` (affine candidates):
-        float64 sums, length :func:`moments_size` -- the row count; over the columns
-        of the candidates (in order of first appearance, each centred at the midpoint
-        of its bounds in the schema) the sums, then the sums of squares; per candidate
-        the sum of the products of its two centred columns; per column the one-hot
+        float64 sums, length :func:`moments_size` -- per candidate, over the rows with
+        both values present, each column centred at the midpoint of its bounds in the
+        schema: the row count, the sums of X and Y, their sums of squares and the sum
+        of their products; then per column (in order of first appearance) the one-hot
         vector (length :data:`MAX_DECIMALS` + 2, the last entry: no decimal
-        resolution) of :func:`value_decimals` of its values here.
+        resolution) of :func:`value_decimals` of its present values here.  An affine
+        check also needs X and Y missing in the same rows.
 
     Returns
     -------
@@ -424,8 +438,9 @@ def answer_rules(
         kind, column, of = cand["kind"], cand["column"], list(cand["of"])
         if kind == "affine":
             a, b, d = float(cand["slope"]), float(cand["intercept"]), cand.get("decimals")
-            match = affine_match(number(column), number(of[0]), a, b, d, cand.get("tolerance"))
-            holds = bool(np.all(match))
+            y, x = number(column), number(of[0])
+            match = affine_match(y, x, a, b, d, cand.get("tolerance"))
+            holds = bool(np.all(match | (np.isnan(x) & np.isnan(y))))  # missing together
             out.append(np.array([holds], dtype=np.uint8))
             continue
         if kind == "sum":
@@ -467,18 +482,16 @@ def _moments(
     centred = [number(n) - _centre(schema[n]) for n in names]
     onehot = np.zeros((len(names), MAX_DECIMALS + 2))
     for i, n in enumerate(names):
-        d = value_decimals(number(n))
+        values = number(n)
+        d = value_decimals(values[~np.isnan(values)])
         onehot[i, MAX_DECIMALS + 1 if d is None else d] = 1.0
-    cross = [float(centred[index[c["of"][0]]] @ centred[index[c["column"]]]) for c in cands]
-    return np.concatenate(
-        [
-            [float(frame.shape[0])],
-            [float(v.sum()) for v in centred],
-            [float(v @ v) for v in centred],
-            cross,
-            onehot.ravel(),
-        ]
-    )
+    pairs = np.zeros((len(cands), _PAIR_MOMENTS))
+    for k, c in enumerate(cands):
+        x, y = centred[index[c["of"][0]]], centred[index[c["column"]]]
+        both = ~(np.isnan(x) | np.isnan(y))
+        x, y = x[both], y[both]
+        pairs[k] = (x.size, x.sum(), y.sum(), x @ x, y @ y, x @ y)
+    return np.concatenate([pairs.ravel(), onehot.ravel()])
 
 
 def shortest_decimal(value: float, lo: float, hi: float) -> tuple[float, int | None]:
@@ -548,22 +561,23 @@ def affine_proposals(
     names = _moment_columns(cands)
     c = len(names)
     index = {n: i for i, n in enumerate(names)}
-    n = float(pooled[0])
-    sums, squares = pooled[1 : 1 + c], pooled[1 + c : 1 + 2 * c]
-    cross = pooled[1 + 2 * c : 1 + 2 * c + len(cands)]
-    onehot = pooled[1 + 2 * c + len(cands) :].reshape(c, MAX_DECIMALS + 2)
+    pairs = pooled[: _PAIR_MOMENTS * len(cands)].reshape(len(cands), _PAIR_MOMENTS)
+    onehot = pooled[_PAIR_MOMENTS * len(cands) :].reshape(c, MAX_DECIMALS + 2)
     decimals: list[int | None] = []
     for counts in onehot:
         seen = np.flatnonzero(counts > 0.5)
         decimals.append(None if not seen.size or seen[-1] == MAX_DECIMALS + 1 else int(seen[-1]))
     out: list[list[Candidate]] = []
-    for cand, sxy_raw in zip(cands, cross, strict=True):
+    for cand, (n, sum_x, sum_y, sq_x, sq_y, sxy_raw) in zip(cands, pairs, strict=True):
         i, j = index[cand["of"][0]], index[cand["column"]]
-        mx, my = sums[i] / n, sums[j] / n
-        sxx = squares[i] - n * mx * mx
-        syy = squares[j] - n * my * my
+        if n < MIN_SUM_ROWS:
+            out.append([])
+            continue
+        mx, my = sum_x / n, sum_y / n
+        sxx = sq_x - n * mx * mx
+        syy = sq_y - n * my * my
         sxy = sxy_raw - n * mx * my
-        if n < MIN_SUM_ROWS or sxx <= 0 or syy <= 0:
+        if sxx <= 0 or syy <= 0:
             out.append([])
             continue
         slope = sxy / sxx
@@ -574,7 +588,7 @@ def affine_proposals(
         lo_y, hi_y = _bounds(schema[cand["column"]])
         scale = AFFINE_RTOL * max(abs(lo_y), abs(hi_y))
         # float64 slack of the pooled sums: a few 1e-16 of the second moments, widely
-        slack = 1e-12 * squares[j] / n + scale**2
+        slack = 1e-12 * sq_y / n + scale**2
         if rss / n > half**2 + slack:
             out.append([])
             continue

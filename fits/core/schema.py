@@ -579,19 +579,28 @@ class Schema:
                 continue
             if rule.kind == "affine":
                 dep, src = specs
-                if dep.kind != "continuous" or dep.missing or dep.point_mass is not None:
-                    raise SchemaError(
-                        f"{where}: an affine rule's column must be continuous, with no "
-                        "missing values and no point mass; remove the rule"
-                    )
                 if (
-                    src.missing
-                    or src.dtype == "datetime"
-                    or (src.is_discrete and not all(_is_number(v) for v in src.categories or []))
+                    dep.kind != "continuous"
+                    or dep.dtype == "datetime"
+                    or dep.point_mass is not None
                 ):
                     raise SchemaError(
-                        f"{where}: {src.name!r} is not a number present in every row; "
-                        "remove the rule"
+                        f"{where}: an affine rule's column must be continuous numbers, with "
+                        "no point mass; remove the rule"
+                    )
+                if src.dtype == "datetime" or (
+                    src.is_discrete
+                    and (src.missing or not all(_is_number(v) for v in src.categories or []))
+                ):
+                    raise SchemaError(
+                        f"{where}: {src.name!r} is not a continuous column or an ordinal one "
+                        "with numbers in every row; remove the rule"
+                    )
+                if src.missing != dep.missing:
+                    raise SchemaError(
+                        f"{where}: {(src if src.missing else dep).name!r} has missing values "
+                        f"and {(dep if src.missing else src).name!r} has none; an affine rule "
+                        "needs both missing in the same rows; remove the rule"
                     )
                 continue
             if not all(c.is_discrete for c in specs):

@@ -54,8 +54,8 @@ def _describe(rule: Mapping[str, Any]) -> str:
 
 
 def _affine_kept(table: pd.DataFrame, rule: Mapping[str, Any]) -> int:
-    """Rows within the rule's tolerance (:func:`fits._exact.affine_match`); a missing
-    value is not kept."""
+    """Rows within the rule's tolerance (:func:`fits._exact.affine_match`), or with both
+    values missing (the rule: Y is missing where X is); one missing: not kept."""
     x = pd.to_numeric(table[rule["of"][0]], errors="coerce").to_numpy(dtype=float)
     y = pd.to_numeric(table[rule["column"]], errors="coerce").to_numpy(dtype=float)
     d, t = rule.get("decimals"), rule.get("tolerance")
@@ -67,7 +67,7 @@ def _affine_kept(table: pd.DataFrame, rule: Mapping[str, Any]) -> int:
         None if d is None else int(d),
         None if t is None else float(t),
     )
-    return int(np.sum(match))
+    return int(np.sum(match | (np.isnan(x) & np.isnan(y))))  # missing together: kept
 
 
 def rules_kept(table: pd.DataFrame, rules: Sequence[Any]) -> pd.DataFrame:
