@@ -353,6 +353,20 @@ def test_secure_aggregation_sums_the_moments():
         assert dtype == "uint64" and shape[0] == 4
 
 
+def test_moments_are_bounded_whatever_the_units():
+    """Centred and divided by a power of two of their range, no moment exceeds the row
+    count, so secure aggregation masks them even for values near 1e20."""
+    rng = np.random.default_rng(9)
+    c = rng.normal(size=300) * 1e20
+    frame = pd.DataFrame({"c": c, "g": 3 * c + 5e20, "z": rng.normal(size=300)})
+    frames = sites(frame)
+    schema = Schema.detect(frames, rules=False)
+    cands = affine_candidates(schema, 300)
+    assert all(np.abs(answer_rules(f, schema, cands, "moments")).max() <= len(f) for f in frames)
+    synth = FITSSynthesizer(seed=0, secure_aggregation=True).fit(frames)
+    assert [r.describe() for r in synth.schema_.rules] == ["g = 3 * c + 5e+20"]
+
+
 def test_moments_replies_have_the_asked_size():
     req = Message("rules", config={"stage": "moments", "candidates": "[{}]", "size": 40})
     check_reply(req, Message("rules", {"moments": np.zeros(40)}))

@@ -345,6 +345,16 @@ def _centre(spec: ColumnSpec) -> float:
     return 0.5 * (lo + hi)
 
 
+def _unit(spec: ColumnSpec) -> float:
+    """The power of two at or above half the column's range: the sites divide the
+    centred values by it (exactly, being a power of two), so every moment sent is at
+    most the row count in magnitude, whatever the column's units (secure aggregation
+    masks values below 2^94 only)."""
+    lo, hi = _bounds(spec)
+    _, exponent = math.frexp(max(0.5 * (hi - lo), 1e-300))
+    return math.ldexp(1.0, exponent)
+
+
 def affine_values(
     x: np.ndarray, slope: float, intercept: float, decimals: int | None
 ) -> np.ndarray:
@@ -406,7 +416,8 @@ def answer_rules(
         column's code); length :func:`map_size`.  ``"moments"`` (affine candidates):
         float64 sums, length :func:`moments_size` -- per candidate, over the rows with
         both values present, each column centred at the midpoint of its bounds in the
-        schema: the row count, the sums of X and Y, their sums of squares and the sum
+        schema and divided by the power of two at or above half its range: the row
+        count, the sums of X and Y, their sums of squares and the sum
         of their products; then per column (in order of first appearance) the one-hot
         vector (length :data:`MAX_DECIMALS` + 2, the last entry: no decimal
         resolution) of :func:`value_decimals` of its present values here.  An affine
@@ -479,7 +490,7 @@ def _moments(
     """A site's ``moments`` answer (see :func:`answer_rules`)."""
     names = _moment_columns(cands)
     index = {n: i for i, n in enumerate(names)}
-    centred = [number(n) - _centre(schema[n]) for n in names]
+    centred = [(number(n) - _centre(schema[n])) / _unit(schema[n]) for n in names]
     onehot = np.zeros((len(names), MAX_DECIMALS + 2))
     for i, n in enumerate(names):
         values = number(n)
@@ -573,6 +584,10 @@ def affine_proposals(
         if n < MIN_SUM_ROWS:
             out.append([])
             continue
+        # back to centred units (powers of two: exact)
+        ux, uy = _unit(schema[cand["of"][0]]), _unit(schema[cand["column"]])
+        sum_x, sq_x, sum_y, sq_y = sum_x * ux, sq_x * ux * ux, sum_y * uy, sq_y * uy * uy
+        sxy_raw = sxy_raw * ux * uy
         mx, my = sum_x / n, sum_y / n
         sxx = sq_x - n * mx * mx
         syy = sq_y - n * my * my

@@ -542,7 +542,10 @@ class FITSClient:
                         f"{self.name}: secure moments were asked for, but this client was "
                         "not set up with secure aggregation"
                     )
-                answer = self._secure.mask(answer, "rules|moments")
+                try:
+                    answer = self._secure.mask(answer, "rules|moments")
+                except ValueError as exc:  # name the site and the stage, not only the value
+                    raise ValueError(f"{self.name}, rule detection (moments): {exc}") from exc
             return Message("rules", {"moments": answer})
         return Message("rules", {"pairs" if stage == "map" else "holds": answer})
 
