@@ -5,7 +5,9 @@
 - :mod:`fits.deploy.flower`: the Flower ServerApp/ClientApp over the same coordinator
   and client (needs ``fits[flower]``);
 - :mod:`fits.deploy.flower_launch`: starting SuperLink, SuperNodes and runs
-  (``fits federate``).
+  (``fits federate``);
+- :mod:`fits.deploy.flower_worker`: a site's warm ClientApp process, which answers all
+  its SuperNode's messages instead of a new process per message.
 """
 
 from fits._lazy import lazy_exports

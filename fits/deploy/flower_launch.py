@@ -56,6 +56,7 @@ __all__ = [
     "submit_run",
     "superlink_command",
     "supernode_command",
+    "worker_command",
 ]
 
 
@@ -198,8 +199,14 @@ def supernode_command(
     policy: str | Path | None = None,
     audit: str | Path | None = None,
     seed: str = "",
+    isolation: str = "subprocess",
 ) -> list[str]:
     """The ``flower-supernode`` command line for one site.
+
+    ``isolation="subprocess"`` (Flower's default): the SuperNode starts a new ClientApp
+    process per message.  ``"process"``: it serves its Runtime API on ``port`` to a
+    task executor started apart -- fits' warm site process
+    (:mod:`fits.deploy.flower_worker`, :func:`worker_command`).
 
     The site's data path, name, kernel, policy file, audit file and noise seed (for
     private model fitting; ``""``: the site draws its own) go into the SuperNode's node
@@ -246,12 +253,27 @@ def supernode_command(
         "--node-config",
         " ".join(parts),
     ]
+    if isolation not in ("subprocess", "process"):
+        raise FederationError(f"isolation must be 'subprocess' or 'process', got {isolation!r}")
+    if isolation == "process":
+        cmd += ["--isolation", "process"]
     if insecure:
         cmd.append("--insecure")
     elif root_certificates:
         cmd += ["--root-certificates", str(root_certificates)]
     else:
         raise FederationError("give the site the SuperLink's CA certificate, or --insecure")
+    return cmd
+
+
+def worker_command(port: int, parent_pid: int | None = None) -> list[str]:
+    """The command line of a site's warm ClientApp process
+    (:mod:`fits.deploy.flower_worker`) for a SuperNode started with
+    ``isolation="process"`` whose Runtime API listens on 127.0.0.1:``port``."""
+    cmd = [sys.executable, "-m", "fits.deploy.flower_worker"]
+    cmd += ["--runtime-api-address", f"127.0.0.1:{port}", "--insecure"]
+    if parent_pid is not None:
+        cmd += ["--parent-pid", str(parent_pid)]
     return cmd
 
 
@@ -367,46 +389,96 @@ def submit_run(
                 f"{submitted.get('error-message', submitted)}"
             )
         run_id = int(submitted["run-id"])
-        status, details = "pending", ""
-        while True:
-            listed = subprocess.run(
-                [flwr, "ls", "fits", "--run-id", str(run_id), "--format", "json"],
-                env=env,
-                capture_output=True,
-                text=True,
-                cwd=tmp,
+        if progress is not None:
+            progress("submitted")
+        log, status, details = _follow_run(
+            flwr, run_id, env, Path(tmp), start, timeout, poll=poll, progress=progress
+        )
+        seconds = time.monotonic() - start
+        return RunResult(run_id, status, details, seconds, log)
+
+
+def _flwr(flwr: str, args: Sequence[str], env: Mapping[str, str], cwd: Path) -> str:
+    """``flwr ARGS`` to its end; its standard output."""
+    return subprocess.run(
+        [flwr, *args],
+        env=dict(env),
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        preexec_fn=die_with_parent(),
+    ).stdout
+
+
+def _run_status(flwr: str, run_id: int, env: Mapping[str, str], cwd: Path) -> tuple[str, str]:
+    """The run's status and its details (``flwr ls``); ``"unknown"`` if it cannot be read."""
+    listed = _flwr(flwr, ["ls", "fits", "--run-id", str(run_id), "--format", "json"], env, cwd)
+    try:
+        run = json.loads(listed)["runs"][0]
+        return str(run["status"]), str(run.get("status-details", ""))
+    except (json.JSONDecodeError, KeyError, IndexError, TypeError):
+        return "unknown", ""
+
+
+def _follow_run(
+    flwr: str,
+    run_id: int,
+    env: Mapping[str, str],
+    cwd: Path,
+    start: float,
+    timeout: float,
+    *,
+    poll: float = 0.5,
+    progress: Any = None,
+) -> tuple[str, str, str]:
+    """Wait for a run's end; its log, status and status details.
+
+    One ``flwr log RUN --stream`` process follows the run: the SuperLink streams the
+    ServerApp's log and ends the stream when the run finishes (Flower's ``StreamLogs``).
+    Each ``flwr`` command is a Python process that takes about a second of CPU to start,
+    so asking ``flwr ls`` every ``poll`` seconds instead, as fits did, kept most of a core
+    busy for the whole run (measured; docs/benchmarks.md).  ``flwr ls`` is then asked
+    once for the final status; a stream that ends before the run does (the connection
+    dropped) is started again.  ``timeout`` seconds after ``start`` (a
+    :func:`time.monotonic` time) the run is stopped (``flwr stop``) and
+    :class:`FederationError` raised.
+    """
+    deadline = start + timeout
+    late = f"run {run_id} did not finish within {timeout:g} s"
+    log_path = cwd / f"run-{run_id}.log"
+    status, details = "pending", ""
+    while True:
+        with open(log_path, "w") as sink:  # the whole log again on each stream
+            stream = subprocess.Popen(
+                [flwr, "log", str(run_id), "fits", "--stream"],
+                env=dict(env),
+                stdout=sink,
+                stderr=subprocess.DEVNULL,
+                cwd=cwd,
                 preexec_fn=die_with_parent(),
             )
-            try:
-                run = json.loads(listed.stdout)["runs"][0]
-                status, details = str(run["status"]), str(run.get("status-details", ""))
-            except (json.JSONDecodeError, KeyError, IndexError):
-                status = "unknown"
-            if progress is not None:
-                progress(status)
+        if progress is not None:
+            progress("running")
+        try:
+            stream.wait(timeout=max(deadline - time.monotonic(), 0.0))
+        except subprocess.TimeoutExpired:
+            stream.kill()
+            stream.wait()
+            _flwr(flwr, ["stop", str(run_id), "fits"], env, cwd)
+            raise FederationError(late) from None
+        for _ in range(20):  # the stream ends as the status turns "finished"
+            status, details = _run_status(flwr, run_id, env, cwd)
             if status.startswith("finished"):
+                if progress is not None:
+                    progress(status)
+                return log_path.read_text(errors="replace"), status, details
+            if status != "unknown" or time.monotonic() > deadline:
                 break
-            if time.monotonic() - start > timeout:
-                subprocess.run(
-                    [flwr, "stop", str(run_id), "fits"],
-                    env=env,
-                    capture_output=True,
-                    text=True,
-                    cwd=tmp,
-                    preexec_fn=die_with_parent(),
-                )
-                raise FederationError(f"run {run_id} did not finish within {timeout:g} s")
             time.sleep(poll)
-        seconds = time.monotonic() - start
-        log = subprocess.run(
-            [flwr, "log", str(run_id), "fits", "--show"],
-            env=env,
-            capture_output=True,
-            text=True,
-            cwd=tmp,
-            preexec_fn=die_with_parent(),
-        ).stdout
-        return RunResult(run_id, status, details, seconds, log)
+        if time.monotonic() > deadline:
+            _flwr(flwr, ["stop", str(run_id), "fits"], env, cwd)
+            raise FederationError(late)
+        time.sleep(poll)
 
 
 def _free_port() -> int:
@@ -465,6 +537,7 @@ class LocalFederation:
         tls: bool = False,
         policy: str | Path | Mapping[str, str | Path] | None = None,
         seeds: Mapping[str, str] | None = None,
+        warm: bool = True,
     ) -> None:
         if not sites:
             raise FederationError("a federation needs at least one site")
@@ -489,6 +562,7 @@ class LocalFederation:
         self.port = 0
         self.processes: dict[str, subprocess.Popen] = {}
         self.tls = tls
+        self.warm = bool(warm)
         self.certificates: tuple[Path, Path, Path] | None = None
 
     @property
@@ -496,8 +570,8 @@ class LocalFederation:
         """The SuperLink's address."""
         return f"127.0.0.1:{self.port}"
 
-    def _spawn(self, role: str, cmd: list[str]) -> subprocess.Popen:
-        home = self.workdir / role
+    def _spawn(self, role: str, cmd: list[str], home: Path | None = None) -> subprocess.Popen:
+        home = home or self.workdir / role
         home.mkdir(parents=True, exist_ok=True)
         log = open(self.workdir / f"{role}.log", "wb")  # noqa: SIM115 - closed with the process
         proc = subprocess.Popen(
@@ -536,25 +610,33 @@ class LocalFederation:
         return self
 
     def start_site(self, name: str, path: str | Path) -> subprocess.Popen:
-        """Start (or restart) one site's SuperNode."""
+        """Start (or restart) one site's SuperNode (and, ``warm``, its ClientApp process)."""
+        port = _free_port()
         cmd = supernode_command(
             self.superlink,
             path,
             name=name,
             kernel=self.kernels.get(name, "knn"),
-            port=_free_port(),
+            port=port,
+            isolation="process" if self.warm else "subprocess",
             policy=self.policies.get(name),
             seed=self.seeds.get(name, ""),
             insecure=not self.tls,
             root_certificates=str(self.certificates[2]) if self.certificates else None,
         )
-        return self._spawn(f"site-{name}", cmd)
+        node = self._spawn(f"site-{name}", cmd)
+        if self.warm:  # same Flower home: the app bundle is installed where it looks
+            home = self.workdir / f"site-{name}"
+            self._spawn(f"worker-{name}", worker_command(port, node.pid), home)
+        return node
 
     def kill_site(self, name: str) -> None:
         """Stop one site's SuperNode at once (SIGKILL of its process group)."""
-        proc = self.processes.pop(f"site-{name}")
-        _kill_group(proc, signal.SIGKILL)
-        proc.wait(timeout=10)
+        for role in (f"site-{name}", f"worker-{name}"):
+            proc = self.processes.pop(role, None)
+            if proc is not None:
+                _kill_group(proc, signal.SIGKILL)
+                proc.wait(timeout=10)
 
     def log(self, role: str) -> str:
         """A process's log so far (``superlink`` or ``site-<name>``)."""
