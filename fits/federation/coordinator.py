@@ -452,10 +452,15 @@ class Coordinator:
         ]
         if not targets:
             return
+        # one marginal per target on its default grid, and the first column's (its grid
+        # stays, so its marginal, which sampling needs, is kept): independent requests,
+        # sent together (one round trip on a network instead of one per column)
+        first = self.schema.order[0]
+        self._prefetch_marginals([*targets, first])
         new = {}
         for column in targets:
             grid = self.grids[column]
-            cdf = self.marginal_cdf(column)  # one marginal round, on the default grid
+            cdf = self.marginal_cdf(column)  # fetched above, on the default grid
             # the points just outside the data's bounds, so that no mass is interpolated
             # far into the padding beyond them (where draws would be clipped to a bound)
             spec = self.encoders[column].spec
@@ -475,8 +480,10 @@ class Coordinator:
             )
             for m in self._configure_messages
         ]
+        kept = {c: m for c, m in self._marginals.items() if c in (first, f"masses:{first}")}
         self._declare(rows)
         self._marginals.clear()
+        self._marginals.update(kept)
 
     def _draw(self, column: str, cdf: np.ndarray, u: np.ndarray) -> np.ndarray:
         """Inverse-CDF draws (eq. 17) from CDFs on the column's grid; on a thinned grid,
@@ -736,13 +743,37 @@ class Coordinator:
         exponent[small] += step.astype(np.int64)
         return exponent
 
-    def _marginal_sum(self, column: str) -> np.ndarray:
-        """Eq. 16: the clients' sums of smoothed indicators on the grid, over M."""
+    def _marginal_request(self, column: str) -> Message:
         grid = self.grids[column]
-        msg = Message(
+        return Message(
             "marginal", config={"column": column, "grid_size": grid.size, **self._secure_flag()}
         )
-        replies = self.transport.broadcast(msg)
+
+    def _prefetch_marginals(self, columns: Sequence[str]) -> None:
+        """The marginal CDFs (eq. 16) of several columns with one
+        :meth:`~fits.federation.transport.Transport.broadcast_many`: the same requests
+        and values as :meth:`marginal_cdf` (:meth:`marginal_masses` for a discrete column
+        sampled by mass) for each in turn."""
+
+        def key(column: str) -> str:
+            return f"masses:{column}" if self._by_mass(column) else column
+
+        columns = [c for c in dict.fromkeys(columns) if key(c) not in self._marginals]
+        answers = self.transport.broadcast_many([self._marginal_request(c) for c in columns])
+        for column, replies in zip(columns, answers, strict=True):
+            total = self._marginal_total(column, replies)
+            if self._by_mass(column):
+                self._marginal_masses_from(column, total)
+            else:
+                self._marginal_cdf_from(column, total)
+
+    def _marginal_sum(self, column: str) -> np.ndarray:
+        """Eq. 16: the clients' sums of smoothed indicators on the grid, over M."""
+        return self._marginal_total(
+            column, self.transport.broadcast(self._marginal_request(column))
+        )
+
+    def _marginal_total(self, column: str, replies: list[Message]) -> np.ndarray:
         self._count_abstentions(replies)
         if all(int(r.config.get("abstained", 0)) for r in replies):
             raise ProtocolError(
@@ -757,11 +788,14 @@ class Coordinator:
     def marginal_cdf(self, column: str) -> np.ndarray:
         """The smoothed marginal CDF of a column on its grid (eq. 16), post-processed."""
         if column not in self._marginals:
-            cdf, bad = postprocess_cdf(self._marginal_sum(column), self.monotone)
-            if bad[0]:
-                raise RuntimeError(f"column {column!r}: the marginal CDF has no mass")
-            self._marginals[column] = cdf[0]
+            self._marginal_cdf_from(column, self._marginal_sum(column))
         return self._marginals[column]
+
+    def _marginal_cdf_from(self, column: str, total: np.ndarray) -> None:
+        cdf, bad = postprocess_cdf(total, self.monotone)
+        if bad[0]:
+            raise RuntimeError(f"column {column!r}: the marginal CDF has no mass")
+        self._marginals[column] = cdf[0]
 
     def _two_step(
         self, column: str, x: np.ndarray, scheme: str, *, local_constant: bool = False
@@ -895,11 +929,14 @@ class Coordinator:
         """Marginal category masses of a discrete column (mass sampling, eq. 16)."""
         key = f"masses:{column}"
         if key not in self._marginals:
-            p, bad = masses_from_cdf(self._marginal_sum(column), self.mass_offset)
-            if bad[0]:
-                raise RuntimeError(f"column {column!r}: the marginal has no mass")
-            self._marginals[key] = p[0]
+            self._marginal_masses_from(column, self._marginal_sum(column))
         return self._marginals[key]
+
+    def _marginal_masses_from(self, column: str, total: np.ndarray) -> None:
+        p, bad = masses_from_cdf(total, self.mass_offset)
+        if bad[0]:
+            raise RuntimeError(f"column {column!r}: the marginal has no mass")
+        self._marginals[f"masses:{column}"] = p[0]
 
     def conditional_masses(self, column: str, queries: np.ndarray) -> np.ndarray:
         """Conditional category masses of a discrete column (Corollary 5.4).
