@@ -59,8 +59,9 @@ def synthesize(transport: FlowerTransport, cfg: Mapping[str, Any]) -> Path:
         rules=cfg.get("rules", True),
         **({"design": cfg["design"]} if cfg.get("design") else {}),
         **({"smoothing": cfg["smoothing"]} if cfg.get("smoothing") else {}),
+        round_cost_bytes=cfg.get("round_cost_bytes", 0),
     )
-    synth.fit(transport)
+    synth.fit(transport, rows=cfg["rows"])  # rows declared at configure: one round less
     if not cfg["batch_size"]:  # each site is its own machine: budget per site
         synth.coordinator.batch_size = int(
             np.clip(SITE_MEMORY_BUDGET // max(max(synth.n_rows_), 1), 64, cfg["rows"])

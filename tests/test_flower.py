@@ -86,7 +86,11 @@ class FakeGrid:
 
     def push_messages(self, messages):
         ids = []
+        self.pushed = getattr(self, "pushed", [])
+        self.batches = getattr(self, "batches", [])
+        self.batches.append([m.metadata.message_type for m in messages])
         for msg in messages:
+            self.pushed.append(msg)
             mid = uuid.uuid4().hex
             msg.metadata.__dict__["_message_id"] = mid
             node = msg.metadata.dst_node_id
@@ -141,6 +145,37 @@ def test_flower_transport_equals_in_process_engine(site_files, tmp_path, design)
     if design == "continuous":  # the run config's design was used: not the paper's table
         paper = _in_process(paths, kinds, order, 300, 4, design="all")
         assert not read_table(out).equals(paper)
+
+
+def test_round_cost_bytes_in_the_run_config_gives_one_round_columns(site_files, tmp_path):
+    """Run config ``round-cost-bytes``: the same table as in process with the same
+    ``round_cost_bytes``, one ``block`` round per column instead of hessian and cdf, and
+    the rows declared in the first configure round (no configure round when sampling)."""
+    paths, kinds, order = site_files
+    grid = FakeGrid(_node_configs(paths))
+    out = tmp_path / "synthetic.csv"
+    config = {"output": str(out), "rows": 200, "seed": 5, "kinds": format_kinds(kinds)}
+    config["order"] = ",".join(order)
+    run_synthesis(grid, {**config, "round-cost-bytes": 10**9})
+    tables = {name: read_table(path) for name, path in sorted(paths.items())}
+    synth = FITSSynthesizer(
+        {n: KERNELS[n] for n in tables}, seed=5, kinds=kinds, order=order, round_cost_bytes=10**9
+    )
+    expected = synth.fit(tables).sample(200)
+    pd.testing.assert_frame_equal(read_table(out), expected, check_exact=True)
+    first = next(iter(grid.nodes))
+    types = [m.metadata.message_type for m in grid.pushed if m.metadata.dst_node_id == first]
+    assert "query.fits_block" in types
+    assert "query.fits_hessian" not in types and "query.fits_cdf" not in types
+    # two configure rounds: the first with the 200 rows declared, the second with the
+    # thinned grids; sampling finds the rows declared and adds none (it added a third)
+    assert types.count("query.fits_configure") == 2
+    # the marginals of the thinned grids and of the first column: one push to every site
+    # (each site answers them back to back), and no other marginal round
+    (marginals,) = [b for b in grid.batches if "query.fits_marginal" in b]
+    assert len(marginals) == len(paths) * types.count("query.fits_marginal") >= 2 * len(paths)
+    with pytest.raises(ValueError, match="'round-cost-bytes' must be an integer >= 0"):
+        run_synthesis(FakeGrid(_node_configs(paths)), {**config, "round-cost-bytes": -1})
 
 
 def test_secure_aggregation_through_flower_records_and_site_state(site_files, tmp_path):
@@ -229,10 +264,11 @@ def test_site_policy_and_audit_from_node_config_hold_across_messages(site_files,
         assert n_rules >= 1 and {e["type"] for e in lines[1 : 1 + n_rules]} == {"rules"}
         lines = [e for e in lines if e["type"] != "rules"]
         types = [e["type"] for e in lines]
-        # setup, configure (fit), a marginal per continuous column after the first and
-        # configure (their quantile grids), configure (rows declared), then the columns;
-        # the replays of configure before every message are not logged
-        assert types[:2] == ["setup", "configure"] and types.count("configure") == 3
+        # setup, configure (fit, with the rows declared), a marginal per continuous
+        # column after the first and the first column's, configure (their thinned
+        # grids), then the columns; the replays of configure before every message are
+        # not logged
+        assert types[:2] == ["setup", "configure"] and types.count("configure") == 2
         declared = [e for e in lines if e["type"] == "configure"][-1]
         assert declared["rows"] == 100 and declared["policy"]["queries_per_column"] == 1300
         assert {"marginal", "hessian", "cdf"} <= set(types)
@@ -277,8 +313,13 @@ def test_real_superlink_and_three_supernodes_equal_in_process(site_files, tmp_pa
     }
     with LocalFederation(paths, kernels=KERNELS, workdir=tmp_path / "fed") as fed:
         pids = [p.pid for p in fed.processes.values()]
+        assert {f"worker-{name}" for name in KERNELS} <= set(fed.processes)
         result = fed.run(config, timeout=420)
         assert result.ok, f"{result.status}: {result.details}\n{result.log[-3000:]}"
+        for name in KERNELS:  # every message answered by the site's warm process
+            log = fed.log(f"site-{name}")
+            assert log.count("Receiving: query.fits_") >= 10
+            assert "Start `flwr-clientapp` process" not in log
     # every process is gone after the federation closed
     for pid in pids:
         assert (
@@ -310,6 +351,26 @@ def test_real_superlink_and_three_supernodes_equal_in_process(site_files, tmp_pa
             rows, width = line["arrays"]["S_corr"][0]
             assert rows <= 400 and width <= packed_size(len(order))
     assert sum(line["type"] == "cdf" for line in lines) >= 3 * (len(order) - 1)
+
+
+@pytest.mark.flower
+@pytest.mark.slow
+def test_process_per_message_gives_the_same_table(site_files, tmp_path):
+    """Flower's default isolation (a new ClientApp process per message, no warm site
+    process) gives the same table as the warm processes and as in process."""
+    from fits.deploy.flower_launch import LocalFederation
+
+    paths, kinds, order = site_files
+    out = tmp_path / "synthetic.csv"
+    config = {"output": str(out), "rows": 60, "seed": 3, "kinds": format_kinds(kinds)}
+    config["order"] = ",".join(order)
+    with LocalFederation(paths, kernels=KERNELS, workdir=tmp_path / "fed", warm=False) as fed:
+        assert not any(role.startswith("worker-") for role in fed.processes)
+        result = fed.run(config, timeout=900)
+        assert result.ok, f"{result.status}: {result.details}\n{result.log[-3000:]}"
+        assert "Start `flwr-clientapp` process" in fed.log("site-site-a")
+    expected = _in_process(paths, kinds, order, 60, 3)
+    pd.testing.assert_frame_equal(read_table(out), expected, check_exact=True)
 
 
 @pytest.mark.flower

@@ -227,6 +227,24 @@ def test_user_order_and_kinds(mixed_clients):
     assert list(out.columns) == list(mixed_clients[0].columns)
 
 
+def test_rows_declared_at_fit_save_the_configure_round_of_sampling(mixed_clients):
+    """fit(rows=n) declares the rows in the configure round: sampling n rows then sends no
+    configure round (one message round less on a network), and the table is the same."""
+    tables = {}
+    for rows in (0, 300):
+        synth = FITSSynthesizer(seed=4).fit(mixed_clients, rows=rows)
+        assert synth.coordinator.declared_rows == rows
+        sent: list[str] = []
+        synth.coordinator.transport.observers.append(
+            lambda k, req, rep, sent=sent: sent.append(req.type)
+        )
+        tables[rows] = synth.sample(300)
+        assert ("configure" in sent) == (rows == 0)
+    pd.testing.assert_frame_equal(tables[0], tables[300], check_exact=True)
+    with pytest.raises(ValueError, match="rows must be an integer >= 0"):
+        FITSSynthesizer(seed=4).fit(mixed_clients, rows=-1)
+
+
 def test_progress_is_reported_per_chain_column(mixed_clients, capsys):
     synth = FITSSynthesizer(seed=0, batch_size=100).fit(mixed_clients)
     seen: dict[str, list[int]] = {}

@@ -51,6 +51,8 @@ Coordinator side (run config, ``fits federate run`` fills it in)::
                                    # synthesizer's default; docs/method.md)
     smoothing  = ""                # "fixed" or "auto" (per-column smoothing chosen by a
                                    # held-out score; "" = FITSSynthesizer's default)
+    round-cost-bytes = 0           # one message round per column where it adds at most
+                                   # this many bytes (FITSSynthesizer round_cost_bytes)
 
 With ``secure = true`` each site keeps the private key of its secure-aggregation key
 pair (:mod:`fits.federation.secure`) in its ``context.state`` next to ``configure``; only the
@@ -220,18 +222,36 @@ class FlowerTransport(Transport):
             out = [out[k] for k in perm]
         return out
 
-    def _round(self, messages: Mapping[int, Message]) -> dict[int, Message]:
-        """Push one message per site, pull the replies; errors name the site."""
+    def _deliver_rounds(self, rounds: Sequence[Sequence[Message]]) -> list[list[Message]]:
+        """Independent rounds pushed together: each SuperNode finds them all queued at
+        the SuperLink and answers them back to back (a SuperNode with nothing queued
+        waits 3 s before it asks again, so each separate round costs that wait)."""
+        flat = {(r, k): m for r, messages in enumerate(rounds) for k, m in enumerate(messages)}
+        replies = self._round(flat)
+        return [[replies[(r, k)] for k in range(len(ms))] for r, ms in enumerate(rounds)]
+
+    def _round(self, messages: Mapping[Any, Message]) -> dict[Any, Message]:
+        """Push messages, pull the replies; errors name the site.
+
+        ``messages`` maps a key to a message: the key is the site's index, or a pair
+        (request, site index) when several requests go out at once.
+        """
+
+        def site(key: Any) -> int:
+            return int(key[1] if isinstance(key, tuple) else key)
+
         outgoing = {
-            k: FlowerMessage(
-                to_records(m), dst_node_id=self.node_ids[k], message_type=message_type(m.type)
+            key: FlowerMessage(
+                to_records(m),
+                dst_node_id=self.node_ids[site(key)],
+                message_type=message_type(m.type),
             )
-            for k, m in messages.items()
+            for key, m in messages.items()
         }
         ids = list(self.grid.push_messages(list(outgoing.values())))
         by_id = dict(zip(ids, outgoing, strict=True))
         waiting = set(ids)
-        replies: dict[int, Message] = {}
+        replies: dict[Any, Message] = {}
         deadline = time.monotonic() + self.timeout
         while waiting:
             for reply in self.grid.pull_messages(list(waiting)):
@@ -242,14 +262,14 @@ class FlowerTransport(Transport):
                 k = by_id[mid]
                 if reply.has_error():
                     raise ClientError(
-                        f"{self._who(k)} failed during "
+                        f"{self._who(site(k))} failed during "
                         f"the {messages[k].type} round: {error_reason(reply.error.reason)} "
                         f"(Flower error code {reply.error.code}); the run stopped and no "
                         "output was written"
                     )
                 replies[k] = from_records(messages[k].type, reply.content)
             if waiting and time.monotonic() > deadline:
-                late = sorted(self._who(by_id[m]) for m in waiting)
+                late = sorted({self._who(site(by_id[m])) for m in waiting})
                 raise ClientError(
                     f"no reply from {late} within {self.timeout:g} s in the "
                     f"{next(iter(messages.values())).type} round; the run stopped and no "
@@ -316,6 +336,7 @@ def _read_run_config(config: Mapping[str, Any]) -> dict[str, Any]:
         "rules": _parse_bool(get("rules", True), "rules"),
         "design": _parse_design(get("design", "")),
         "smoothing": _parse_smoothing(get("smoothing", "")),
+        "round_cost_bytes": _parse_count(get("round-cost-bytes", 0), "round-cost-bytes"),
     }
 
 
@@ -324,6 +345,17 @@ def _parse_smoothing(value: Any) -> str:
     if text not in ("", "fixed", "auto"):
         raise ValueError(f"run config smoothing={value!r}: use fixed or auto")
     return text
+
+
+def _parse_count(value: Any, key: str) -> int:
+    """A run-config integer >= 0."""
+    try:
+        number = int(str(value).strip())
+    except ValueError:
+        number = -1
+    if isinstance(value, bool) or number < 0:
+        raise ValueError(f"run config {key!r} must be an integer >= 0, got {value!r}")
+    return number
 
 
 #: What a run does: ``synthesize`` a table, or ``analyze`` (fit a model across the
@@ -654,6 +686,7 @@ RUN_CONFIG_DEFAULTS: dict[str, Any] = {
     "rules": True,
     "design": "",
     "smoothing": "",
+    "round-cost-bytes": 0,
 }
 
 
