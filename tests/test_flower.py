@@ -147,6 +147,42 @@ def test_flower_transport_equals_in_process_engine(site_files, tmp_path, design)
         assert not read_table(out).equals(paper)
 
 
+def test_a_process_that_answers_many_messages_keeps_its_configured_sites(
+    site_files, tmp_path, monkeypatch
+):
+    """In one process (the warm site process; here all three sites) a site is built and
+    configured once per configure request, not once per message; the table is the same
+    as in process, and as with a rebuild per message (cache off)."""
+    import fits.deploy.flower as fl
+
+    paths, kinds, order = site_files
+    config = {"rows": 150, "seed": 6, "kinds": format_kinds(kinds), "order": ",".join(order)}
+    built: list[str] = []
+    real_build = fl.build_site
+    monkeypatch.setattr(fl, "build_site", lambda cfg: built.append(cfg["name"]) or real_build(cfg))
+    tables = {}
+    default = fl._SITES_KEPT
+    for kept in (default, 0):
+        monkeypatch.setattr(fl, "_SITES_KEPT", kept)
+        fl._SITES.clear()
+        built.clear()
+        grid = FakeGrid(_node_configs(paths))
+        out = tmp_path / f"kept-{kept}.csv"
+        run_synthesis(grid, {**config, "output": str(out)})
+        tables[kept] = read_table(out)
+        node = next(iter(grid.nodes))
+        per_site = [m.metadata.message_type for m in grid.pushed if m.metadata.dst_node_id == node]
+        setup = sum(t.endswith(("_setup", "_rules", "_configure")) for t in per_site)
+        if kept:  # setup, rules and configure build the site; every other message reuses it
+            assert built.count("site-a") == setup < len(per_site)
+        else:
+            assert built.count("site-a") == len(per_site)
+    fl._SITES.clear()
+    pd.testing.assert_frame_equal(tables[default], tables[0], check_exact=True)
+    expected = _in_process(paths, kinds, order, 150, 6)
+    pd.testing.assert_frame_equal(tables[0], expected, check_exact=True)
+
+
 def test_round_cost_bytes_in_the_run_config_gives_one_round_columns(site_files, tmp_path):
     """Run config ``round-cost-bytes``: the same table as in process with the same
     ``round_cost_bytes``, one ``block`` round per column instead of hessian and cdf, and

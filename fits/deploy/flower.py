@@ -505,12 +505,47 @@ _STATE_SECRET = "fits_secure_aggregation_key"
 _STATE_POLICY = "fits_site_policy_counts"
 
 
-def _handle(msg: FlowerMessage, context: Context) -> FlowerMessage:
-    fits_type = _fits_type(msg.metadata.message_type)
-    analysis = str(context.run_config.get("task", "")).strip().lower() == "analyze"
-    if fits_type in ANALYSIS_REPLIES or (fits_type == "setup" and analysis):
-        return _handle_analysis(msg, fits_type, context)
-    request = from_records(fits_type, msg.content)
+#: Configured sites kept between messages by a process that answers several (the warm
+#: site process, :mod:`fits.deploy.flower_worker`), by :func:`_site_key`.  A process per
+#: message (Flower's default) starts with it empty.  At most :data:`_SITES_KEPT`.
+_SITES: dict[tuple[Any, ...], FITSClient] = {}
+_SITES_KEPT = 4
+
+
+def _site_key(context: Context) -> tuple[Any, ...] | None:
+    """What a configured site is a function of: the run, the node config, the site's
+    file (path, size, modification time), the stored ``configure`` request and the
+    secure-aggregation key; None before configure."""
+    if _STATE_CONFIG not in context.state.config_records:
+        return None
+    path, _ = _site_file(context.node_config)
+    try:
+        stat = path.stat()
+    except OSError:
+        return None  # build_site names the missing file
+    secret = context.state.config_records.get(_STATE_SECRET)
+    return (
+        context.run_id,
+        json.dumps(dict(context.node_config), sort_keys=True, default=str),
+        str(path.resolve()),
+        stat.st_size,
+        stat.st_mtime_ns,
+        context.state.array_records[_STATE_ARRAYS].object_id,
+        context.state.config_records[_STATE_CONFIG].object_id,
+        None if secret is None else secret.object_id,
+    )
+
+
+def _configured_site(fits_type: str, msg: FlowerMessage, context: Context) -> FITSClient:
+    """The site that answers ``msg``: built from its file, with the stored ``configure``
+    replayed (a message after configure) or the new one kept; or, in a process that
+    answered this site's earlier messages, the site it configured then, when nothing it
+    depends on (:func:`_site_key`) changed -- the same state a rebuild gives, without
+    reading the file and continualizing again."""
+    if fits_type not in ("setup", "rules", "configure"):
+        key = _site_key(context)
+        if key is not None and key in _SITES:
+            return _SITES[key]
     site = build_site(context.node_config)
     if fits_type != "setup" and _STATE_SECRET in context.state.config_records:
         site.resume_secure(bytes.fromhex(str(context.state.config_records[_STATE_SECRET]["key"])))
@@ -527,6 +562,27 @@ def _handle(msg: FlowerMessage, context: Context) -> FlowerMessage:
             }
         )
         site.handle(from_records("configure", stored))  # a replay: not audited
+    return site
+
+
+def _keep_site(site: FITSClient, context: Context) -> None:
+    """Keep a configured site for this process's next messages (see :data:`_SITES`)."""
+    key = _site_key(context)
+    if key is None:
+        return
+    _SITES.pop(key, None)
+    _SITES[key] = site
+    while len(_SITES) > _SITES_KEPT:
+        del _SITES[next(iter(_SITES))]
+
+
+def _handle(msg: FlowerMessage, context: Context) -> FlowerMessage:
+    fits_type = _fits_type(msg.metadata.message_type)
+    analysis = str(context.run_config.get("task", "")).strip().lower() == "analyze"
+    if fits_type in ANALYSIS_REPLIES or (fits_type == "setup" and analysis):
+        return _handle_analysis(msg, fits_type, context)
+    request = from_records(fits_type, msg.content)
+    site = _configured_site(fits_type, msg, context)
     if _STATE_POLICY in context.state.config_records:
         site.restore_policy_state(
             json.loads(str(context.state.config_records[_STATE_POLICY]["counts"]))
@@ -538,6 +594,8 @@ def _handle(msg: FlowerMessage, context: Context) -> FlowerMessage:
         context.state[_STATE_POLICY] = ConfigRecord({"counts": json.dumps(site.policy_state())})
     if fits_type == "setup" and site.secure_private_key is not None:  # stays on this node
         context.state[_STATE_SECRET] = ConfigRecord({"key": site.secure_private_key.hex()})
+    if fits_type not in ("setup", "rules"):
+        _keep_site(site, context)
     return FlowerMessage(to_records(reply), reply_to=msg)
 
 
