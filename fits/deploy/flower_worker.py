@@ -50,8 +50,10 @@ from typing import Any
 
 __all__ = ["answer_task", "serve", "main"]
 
-#: Seconds between two ``AcquireTask`` calls while the site has no task.
-TASK_POLL = 0.05
+#: Seconds between two ``AcquireTask`` calls while the site has no task (after a task the
+#: next is asked at once).  Each call is an HTTP request that costs CPU in this process and
+#: in the SuperNode; a Flower round costs 3 s or more anyway (the SuperNode's own wait).
+TASK_POLL = 0.2
 
 
 def _runtime_client(address: str, insecure: bool, certificates: bytes | None, *extra: Any) -> Any:
