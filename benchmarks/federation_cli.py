@@ -59,6 +59,12 @@ def main() -> dict:
         action="store_true",
         help="also time in process at --batch-size (KNN tables do not depend on the batch)",
     )
+    ap.add_argument(
+        "--only-same-batch",
+        action="store_true",
+        help="time in process only at --batch-size (needed with --round-cost-bytes: which "
+        "columns take one round depends on the batch)",
+    )
     ap.add_argument("--round-cost-bytes", type=int, default=0)
     ap.add_argument("--rows", type=int, default=0, help="synthetic rows (0: the training rows)")
     ap.add_argument(
@@ -81,10 +87,18 @@ def main() -> dict:
             frame.to_csv(files[-1], index=False)
         tables = {p.stem: read_table(p) for p in files}
         cost = args.round_cost_bytes
-        local_default_s, local_default_batch = _in_process(
-            tables, rows, args.seed, 0, folder / "in-process-default.csv", cost
-        )
-        if args.same_batch and args.batch_size and args.batch_size != local_default_batch:
+        if args.only_same_batch:  # one in-process run, at --batch-size
+            local_s, local_batch = _in_process(
+                tables, rows, args.seed, args.batch_size, folder / "in-process.csv", cost
+            )
+            local_default_s, local_default_batch = local_s, local_batch
+        else:
+            local_default_s, local_default_batch = _in_process(
+                tables, rows, args.seed, 0, folder / "in-process-default.csv", cost
+            )
+        if args.only_same_batch:
+            pass
+        elif args.same_batch and args.batch_size and args.batch_size != local_default_batch:
             local_s, local_batch = _in_process(
                 tables, rows, args.seed, args.batch_size, folder / "in-process.csv", cost
             )

@@ -282,3 +282,30 @@ def test_default_stream_is_the_seeds_second_child() -> None:
     first = synth.sample(60)
     expected = synth.sample(60, seed=np.random.SeedSequence(5).spawn(2)[1])
     pd.testing.assert_frame_equal(first, expected)
+
+
+@pytest.mark.parametrize("precision", ["fixed16", "float64"])
+def test_local_constant_fallback_of_a_one_round_column_needs_no_round(precision):
+    """A one-round column's local-constant fallback comes from the block the sites sent
+    (each query's weights and wire encoding depend on that query alone): the same table
+    as with the fallback's own round, and one block round less."""
+    rng = np.random.default_rng(0)
+    n = 900
+    x = rng.normal(size=n)
+    frame = pd.DataFrame({"x": x})
+    for j in range(6):  # binary columns ever more predictable from x and each other
+        frame[f"b{j}"] = np.where(rng.random(n) < 1 / (1 + np.exp(-(x + j - 3))), "yes", "no")
+    frame["y"] = np.where(rng.random(n) < 0.1, "rare", "common")
+    clients = [frame.iloc[:500], frame.iloc[500:800], frame.iloc[800:]]
+    out = {}
+    for reuse in (True, False):
+        synth = FITSSynthesizer(seed=0, rounds=1, upload_precision=precision).fit(clients)
+        synth.coordinator.reuse_blocks = reuse
+        sent: list[str] = []
+        synth.coordinator.transport.observers.append(
+            lambda k, req, rep, sent=sent: sent.append(req.type) if k == 0 else None
+        )
+        out[reuse] = (synth.sample(300), sent.count("block"), synth.coordinator.fallbacks)
+    assert out[True][2] == out[False][2] >= 1  # the fallback was needed
+    assert out[True][1] == out[False][1] - 1
+    pd.testing.assert_frame_equal(out[True][0], out[False][0], check_exact=True)

@@ -274,6 +274,10 @@ class Coordinator:
         #: What :meth:`tune` measured: per column the candidates, the summed scores,
         #: the rows scored and the chosen candidate's index.
         self.tuning: dict[str, dict] = {}
+        #: Take the local-constant fallback of a one-round column from its block's sums
+        #: instead of another round (:meth:`_local_constant`; False: always a round).
+        self.reuse_blocks = True
+        self._last_block: tuple | None = None
 
     # ---------------------------------------------------------------- setup round
     @property
@@ -841,6 +845,10 @@ class Coordinator:
         iu = np.triu_indices(p)
         s[:, iu[0], iu[1]] = packed
         s[:, iu[1], iu[0]] = packed
+        if one and not local_constant and not self.secure:
+            # kept for the local-constant fallback of some of these queries
+            # (_local_constant): the block already holds what that round would return
+            self._last_block = (self._block_key(column, scheme), x, s, sums[1])
         if local_constant:
             q = np.zeros((b, p))
             np.divide(1.0, s[:, 0, 0], out=q[:, 0], where=s[:, 0, 0] > 0)
@@ -874,9 +882,39 @@ class Coordinator:
             degenerate[np.flatnonzero(degenerate)[~still]] = False
         return f, degenerate
 
-    def _local_constant(self, column: str, x: np.ndarray, scheme: str) -> np.ndarray:
-        """Raw F of the local-constant fit (see :meth:`_two_step`); 0 rows if none."""
-        f, degenerate = self._two_step(column, x, scheme, local_constant=True)
+    def _block_key(self, column: str, scheme: str) -> tuple:
+        """What a block round's weights depend on besides its queries."""
+        return (column, scheme, tuple(sorted(self._smoothing_config(column).items())))
+
+    def _local_constant(
+        self, column: str, x: np.ndarray, scheme: str, rows: np.ndarray | None = None
+    ) -> np.ndarray:
+        """Raw F of the local-constant fit (see :meth:`_two_step`); 0 rows if none.
+
+        ``x`` holds ``rows`` of the batch last asked in one ``block`` round for this
+        column and scheme (one round per column; not with secure aggregation): then no
+        round is sent.  The block's sums already hold what the sites would send for these
+        queries again -- each query's weights, and its encoding on the wire, depend on
+        that query alone -- so F = q'T with q = e1 / S_00 comes from them, the same
+        arithmetic as the round's (tested against the round).
+        """
+        last = getattr(self, "_last_block", None)
+        if (
+            self.reuse_blocks
+            and rows is not None
+            and last is not None
+            and last[0] == self._block_key(column, scheme)
+            and last[1].shape[0] > int(np.max(rows, initial=-1))
+            and np.array_equal(last[1][rows], x)
+        ):
+            s, t = last[2][rows], last[3][rows]
+            q = np.zeros((len(rows), s.shape[1]))
+            np.divide(1.0, s[:, 0, 0], out=q[:, 0], where=s[:, 0, 0] > 0)
+            degenerate = ~(s[:, 0, 0] > DEGENERATE_WEIGHT) | ~np.all(np.isfinite(q), axis=1)
+            q[degenerate] = 0.0
+            f = np.einsum("bp,bpl->bl", q, t)
+        else:
+            f, degenerate = self._two_step(column, x, scheme, local_constant=True)
         f[degenerate] = 0.0
         return f
 
@@ -896,7 +934,8 @@ class Coordinator:
         if np.any(bad):
             self.fallbacks += int(bad.sum())
             scheme = "own" if not np.any(degenerate[bad]) else "knn"
-            out[bad], still = convert(self._local_constant(column, x[bad], scheme))
+            rows = np.flatnonzero(bad)
+            out[bad], still = convert(self._local_constant(column, x[bad], scheme, rows))
             if np.any(still):  # nothing local at all: the marginal
                 out[np.flatnonzero(bad)[still]] = marginal(column)
         return out
