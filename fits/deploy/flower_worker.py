@@ -116,6 +116,7 @@ def answer_task(
     heartbeat = HeartbeatSender(make_task_heartbeat_fn_http(client))
     message = reply = context = None
     sub_status, details = SubStatus.FAILED, "ClientApp task failed due to unknown reason"
+    stopping = False  # SIGTERM / SIGINT: leave at once (the SuperNode may be gone)
     try:
         heartbeat.start()
         message, context, run, fab = pull_task_input(client)
@@ -131,12 +132,20 @@ def answer_task(
                 Error(code=ErrorCode.CLIENT_APP_RAISED_EXCEPTION, reason=details),
                 reply_to=message,
             )
+    except BaseException:
+        stopping = True
+        raise
     finally:
         try:
-            if reply is not None and context is not None:
-                push_message(client, reply, context)
+            if not stopping:
+                try:
+                    if reply is not None and context is not None:
+                        push_message(client, reply, context)
+                finally:
+                    push_task_output(
+                        client=client, context=context, sub_status=sub_status, details=details
+                    )
         finally:
-            push_task_output(client=client, context=context, sub_status=sub_status, details=details)
             if heartbeat.is_running:
                 heartbeat.stop()
             client.close()
@@ -186,7 +195,12 @@ def serve(
         while max_tasks is None or done < max_tasks:
             res = client.AcquireTask(AcquireTaskRequest(supported_task_types=[TaskType.CLIENT_APP]))
             if res.HasField("task") and res.token:
-                answer_task(address, res.token, insecure=insecure, certificates=certificates)
+                try:
+                    answer_task(address, res.token, insecure=insecure, certificates=certificates)
+                except Exception as exc:  # noqa: BLE001 - e.g. the run was stopped meanwhile
+                    # the SuperNode learns nothing more of this task (Flower's process
+                    # would have died the same way); the next task is served as usual
+                    print(f"task not answered: {exc!r}", file=sys.stderr, flush=True)  # noqa: T201
                 done += 1
             else:
                 time.sleep(poll)
