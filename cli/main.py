@@ -332,6 +332,11 @@ Jobs = Annotated[
 ]
 
 
+def _design_kwargs(design: Any) -> dict[str, Any]:
+    """``design=`` for the synthesizer when the option is given (else its default)."""
+    return {} if design is None else {"design": design.value}
+
+
 @app.command()
 def synthesize(
     site_files: SiteFiles,
@@ -407,8 +412,8 @@ def synthesize(
                 n_jobs=jobs,
                 site_policy=site_policy,
                 rules=not no_rules,
-                **({"design": design.value} if design is not None else {}),
                 smoothing=smoothing,
+                **_design_kwargs(design),
             )
             synth.fit(tables)
         _echo_warnings(caught)

@@ -159,10 +159,19 @@ def _parquet_names(path: Path) -> list[str]:
         return []
 
 
+#: pandas before 3.0 parses floats with a fast parser that can be an ulp off the float64
+#: nearest to the text (so 0.1 + 0.2 read from a file need not equal what 0.3 reads as
+#: twice); "round_trip" parses exactly.  pandas 3 parses exactly by default and
+#: deprecates the argument.
+_ROUND_TRIP: dict[str, str] = (
+    {"float_precision": "round_trip"} if int(pd.__version__.split(".")[0]) < 3 else {}
+)
+
+
 def _read_csv(path: Path) -> pd.DataFrame:
     sep, decimal, header = _sniff(path)
     _check_header(path, [h.strip() for h in header] if sep != "," else header)
-    frame = pd.read_csv(path, sep=sep, decimal=decimal, float_precision="round_trip")
+    frame = pd.read_csv(path, sep=sep, decimal=decimal, **_ROUND_TRIP)
     if sep != ",":
         mark = " and ',' as the decimal mark" if decimal == "," else ""
         shown = "a tab" if sep == "\t" else repr(sep)

@@ -343,7 +343,8 @@ def test_cli_schema_shows_rules_and_synthesize_keeps_them(tmp_path):
     out = tmp_path / "syn.csv"
     res = run("synthesize", *map(str, paths), "--rows", "400", "--out", str(out))
     assert res.returncode == 0, res.stderr
-    got = pd.read_csv(out, float_precision="round_trip")  # pandas 2.1 rounds otherwise
+    exact = {"float_precision": "round_trip"} if int(pd.__version__.split(".")[0]) < 3 else {}
+    got = pd.read_csv(out, **exact)  # pandas < 3 may read a float an ulp off otherwise
     assert kept(got) == {"grade": 1.0, "flag": 1.0, "t": 1.0}
     res = run("schema", *map(str, paths), "--out", str(tmp_path / "s2.json"), "--no-rules")
     assert res.returncode == 0 and json.loads((tmp_path / "s2.json").read_text())["rules"] == []
