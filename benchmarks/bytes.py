@@ -40,7 +40,10 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--paper-wire", action="store_true", help="every lever off")
     ap.add_argument("--policy", default="off", choices=["off", "default"])
     ap.add_argument(
-        "--design", default=None, choices=["all", "continuous"], help="default: the synthesizer's"
+        "--design",
+        default=None,
+        choices=["all", "ordered", "continuous"],
+        help="default: the synthesizer's",
     )
     ap.add_argument("--no-fidelity", action="store_true")
     ap.add_argument("--out", default=None)

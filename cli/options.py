@@ -14,6 +14,7 @@ class DesignChoice(StrEnum):
     """Local-linear designs (``FITSSynthesizer(design=...)``)."""
 
     all = "all"
+    ordered = "ordered"
     continuous = "continuous"
 
 
@@ -21,10 +22,10 @@ DesignOpt = Annotated[
     DesignChoice | None,
     typer.Option(
         "--design",
-        help="Covariates of the local-linear fit: all (the paper's) or continuous (the "
-        "discrete ones only weigh the rows: local-constant in them; far fewer uploaded "
-        "bytes on tables with many discrete columns). Default: the synthesizer's "
-        "(docs/method.md, 'Local-linear design').",
+        help="Covariates of the local-linear fit: all (the paper's), ordered (continuous "
+        "and ordinal) or continuous; the others only weigh the rows (local-constant in "
+        "them; far fewer uploaded bytes on tables with many discrete columns). Default: "
+        "the synthesizer's (docs/method.md, 'The local-linear design').",
         show_default=False,
     ),
 ]

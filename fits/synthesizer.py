@@ -143,11 +143,13 @@ class FITSSynthesizer(BaseEstimator):
         Most points of the thinned grid of every continuous column after the first
         (default 64; see :class:`~fits.federation.coordinator.Coordinator`); None: the
         uniform grid of ``grid_size`` points, as in the paper.
-    design : {"all", "continuous"}
+    design : {"all", "ordered", "continuous"}
         The covariates of the local-linear design (eq. 5): every one (``"all"``, the
-        paper's) or the continuous ones only (``"continuous"``: local-linear in the
-        continuous covariates, local-constant in the discrete ones, which stay in the
-        kernel weights; far smaller Hessians on tables with many discrete columns).  See
+        paper's), the continuous and ordinal ones (``"ordered"``: local-constant in the
+        nominal covariates) or the continuous ones only (``"continuous"``: local-linear
+        in the continuous covariates, local-constant in the discrete ones); the others
+        stay in the kernel weights.  Far smaller Hessians on tables with many discrete
+        columns.  See
         :class:`~fits.federation.coordinator.Coordinator` and docs/method.md, "Design".
     site_audit : path, callable, or a mapping by client name, optional
         Where the in-process sites log every request (JSON lines; see

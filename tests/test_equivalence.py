@@ -468,11 +468,13 @@ def test_collinear_design_pools_with_the_guard(scheme):
 
 
 @pytest.mark.parametrize(
-    ("covariates", "response", "design"),
+    ("covariates", "response", "kind", "design"),
     [
-        (["b", "x", "o", "c"], "y", [1]),  # one continuous covariate among four
-        (["b", "x", "o", "y"], "c", [1, 3]),  # two, and a nominal response
-        (["b", "o", "c"], "y", []),  # none: the local-constant fit, U_i = 1
+        (["b", "x", "o", "c"], "y", "continuous", [1]),  # one continuous covariate of four
+        (["b", "x", "o", "y"], "c", "continuous", [1, 3]),  # two; a nominal response
+        (["b", "o", "c"], "y", "continuous", []),  # none: the local-constant fit, U_i = 1
+        (["b", "x", "o", "c"], "y", "ordered", [1, 2]),  # continuous and ordinal
+        (["b", "o", "c"], "y", "ordered", [1]),  # the ordinal one only
     ],
 )
 @pytest.mark.parametrize(
@@ -488,13 +490,13 @@ def test_collinear_design_pools_with_the_guard(scheme):
     ],
 )
 def test_continuous_design_equals_pooled(
-    mixed_clients, covariates, response, design, scheme, options, monkeypatch
+    mixed_clients, covariates, response, kind, design, scheme, options, monkeypatch
 ):
-    """design="continuous": the federated estimate equals the pooled weighted
-    least-squares fit in the design U_i = (1, h_i[c] - x[c]), c the continuous
-    covariates (local-linear there, local-constant in the discrete ones; Li and Racine),
-    with the same kernel weights over every covariate -- the independent oracle of
-    Prop. 3.1 with the reduced design.  Under the default site policy (widening)."""
+    """design="continuous" ("ordered"): the federated estimate equals the pooled weighted
+    least-squares fit in the design U_i = (1, h_i[c] - x[c]), c the continuous (and
+    ordinal) covariates (local-linear there, local-constant in the others; Li and
+    Racine), with the same kernel weights over every covariate -- the independent oracle
+    of Prop. 3.1 with the reduced design.  Under the default site policy (widening)."""
     d = len(covariates)
     loc = np.zeros(d) + 0.3
     scale = np.linspace(0.8, 1.6, d)
@@ -504,7 +506,7 @@ def test_continuous_design_equals_pooled(
     tables = [t[[*covariates, response]] for t in mixed_clients]
     common = dict(
         kernel=kernel, kinds=KINDS, postprocess=False, scaling=(loc, scale), ridge=0.0,
-        seed=3, design="continuous", **options,
+        seed=3, design=kind, **options,
     )  # fmt: skip
     first = estimate_conditional_cdf(tables, covariates, response, np.zeros((1, d)), **common)
     assert list(first.coordinator.design_covariates(response)) == design
@@ -513,7 +515,8 @@ def test_continuous_design_equals_pooled(
     pool = np.vstack([z[:, :d] for z in zs])
     x_raw = pool[rng.integers(0, len(pool), 12)].copy()
     for j in design:  # continuous coordinates off the data
-        x_raw[:, j] += rng.normal(scale=0.3, size=len(x_raw))
+        if covariates[j] in ("x", "y"):
+            x_raw[:, j] += rng.normal(scale=0.3, size=len(x_raw))
     result = estimate_conditional_cdf(tables, covariates, response, x_raw, **common)
     x, qcodes = _midpoints(x_raw, encoders)
     n_total = sum(len(z) for z in zs)

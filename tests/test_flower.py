@@ -553,7 +553,7 @@ def test_bad_site_and_run_config_values_are_clear_errors():
 
     assert _read_run_config({"design": "Continuous"})["design"] == "continuous"
     assert _read_run_config({})["design"] == ""
-    with pytest.raises(ValueError, match="design='linear': use one of all, continuous"):
+    with pytest.raises(ValueError, match="design='linear': use one of all, ordered, continuous"):
         _read_run_config({"design": "linear"})
 
 

@@ -47,8 +47,8 @@ Coordinator side (run config, ``fits federate run`` fills it in)::
     analysis   = ""                # task "analyze": the fit's options (JSON, see
                                    # fits.flower_app.analyze); the result JSON -> output
     rules      = true              # detect exact rules between columns, generate by them
-    design     = ""                # local-linear design: "all", "continuous" ("" = the
-                                   # synthesizer's default; docs/method.md)
+    design     = ""                # local-linear design: "all", "ordered", "continuous"
+                                   # ("" = the synthesizer's default; docs/method.md)
     smoothing  = ""                # "fixed" or "auto" (per-column smoothing chosen by a
                                    # held-out score; "" = FITSSynthesizer's default)
     round-cost-bytes = 0           # one message round per column where it adds at most

@@ -166,7 +166,7 @@ class Coordinator:
         Send each distinct query point once per column (after the midpoint substitution
         of discrete covariates, eq. 24, which the sites apply anyway) and reuse its
         answer for every row that asks it (default True; the output does not change).
-    design : {"all", "continuous"}
+    design : {"all", "ordered", "continuous"}
         The covariates of the local-linear design U_i of eq. 5.  ``"all"`` (default):
         every covariate, U_i = (1, h_i - x), as in the paper.  ``"continuous"``: the
         continuous covariates only, U_i = (1, h^c_i - x^c), so the fit is local-linear
@@ -174,9 +174,11 @@ class Coordinator:
         mixed-data local-linear estimator of Li and Racine); every covariate still
         enters the kernel weights (eqs. 24-26).  "Discrete" is the schema's kind: the
         nominal and ordinal columns and the missing / point-mass indicators, whatever
-        their continualized values.  The Hessians then hold (1 + c)(2 + c)/2 values per
-        query instead of (d + 1)(d + 2)/2, c the continuous covariates
-        (docs/method.md, "Design"; docs/benchmarks.md, "Bytes").
+        their continualized values.  ``"ordered"``: the continuous and the ordinal
+        covariates (local-constant in the nominal ones and the indicators only).  The
+        Hessians then hold (1 + c)(2 + c)/2 values per query instead of
+        (d + 1)(d + 2)/2, c the covariates kept (docs/method.md, "The local-linear
+        design"; docs/benchmarks.md, "Bytes").
     """
 
     def __init__(
@@ -707,13 +709,15 @@ class Coordinator:
 
     def design_covariates(self, column: str) -> np.ndarray:
         """Positions of the covariates in ``column``'s local-linear design (see
-        ``design``): all the columns before it, or the continuous ones among them."""
+        ``design``): all the columns before it, the ordered ones (continuous and
+        ordinal) or the continuous ones among them."""
         if self.schema is None:
             raise RuntimeError("run setup() first")
         before = self.schema.order[: self.schema.order.index(column)]
         if self.design == "all":
             return np.arange(len(before))
-        kept = [k for k, name in enumerate(before) if not self.schema[name].is_discrete]
+        dropped = ("nominal",) if self.design == "ordered" else ("nominal", "ordinal")
+        kept = [k for k, name in enumerate(before) if self.schema[name].kind not in dropped]
         return np.array(kept, dtype=np.int64)
 
     def design_size(self, column: str) -> int:

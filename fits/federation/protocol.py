@@ -349,8 +349,9 @@ def _expect(
 
 
 #: The coordinator's local-linear designs (``Coordinator(design=...)``): every covariate
-#: (the paper's, eq. 5) or the continuous ones; sent as the covariates' positions.
-DESIGNS = ("all", "continuous")
+#: (the paper's, eq. 5), the ordered ones (continuous and ordinal) or the continuous
+#: ones; sent as the covariates' positions.
+DESIGNS = ("all", "ordered", "continuous")
 
 
 def design_covariates(config: Mapping[str, ConfigValue], d: int) -> np.ndarray | None:
