@@ -106,12 +106,12 @@ def test_seed_reproduces_the_file(site_files, tmp_path):
 
 
 def test_design_option_reaches_the_synthesizer(site_files, tmp_path):
-    """--design all / continuous give different tables; no --design gives the
-    synthesizer's default's table; a wrong value is a usage error (exit 2)."""
+    """--design all / ordered / continuous give different tables; no --design gives
+    the synthesizer's default's table; a wrong value is a usage error (exit 2)."""
     from fits import FITSSynthesizer
 
     files = {}
-    for design in ("all", "continuous", None):
+    for design in ("all", "ordered", "continuous", None):
         out = tmp_path / f"{design}.csv"
         extra = ["--design", design] if design else []
         res = run("synthesize", *map(str, site_files), "--rows", "150", "--out", str(out), "-q",
@@ -119,6 +119,9 @@ def test_design_option_reaches_the_synthesizer(site_files, tmp_path):
         assert res.returncode == 0, res.stderr
         files[design] = out.read_bytes()
     assert files["all"] != files["continuous"]
+    # no ordinal column here (age has > 20 values: continuous), so the ordered design
+    # is the continuous one, bit for bit
+    assert files["ordered"] == files["continuous"]
     assert files[None] == files[FITSSynthesizer().design]
     res = run("synthesize", *map(str, site_files), "--rows", "10", "--out",
               str(tmp_path / "x.csv"), "--design", "linear")  # fmt: skip
