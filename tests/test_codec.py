@@ -246,13 +246,16 @@ def test_one_round_fixed16_close_to_two_rounds(mixed_clients):
 def test_auto_rounds_trade_added_bytes_against_the_round_cost(mixed_clients):
     synth = FITSSynthesizer("knn", seed=0, site_policy=OPEN, batch_size=50).fit(mixed_clients)
     coord = synth.coordinator
-    assert coord.round_cost_bytes == 0  # by default: two rounds, fewer bytes
-    assert not any(coord.one_round(c, 50) for c in coord.schema.order[1:])
+    assert coord.round_cost_bytes == 0  # by default: two rounds, fewer bytes, except
+    # where the block adds nothing (no covariate in the design: T is one row, as F)
+    for c in coord.schema.order[1:]:
+        assert coord.one_round(c, 50) == (coord.design_covariates(c).size == 0)
     # a link that carries 20 kB in one round's latency: one round where a batch of 50
-    # adds at most that (50 queries x 3 sites x d x L x 2 bytes)
+    # adds at most that (50 queries x 3 sites x d x L x 2 bytes, d the covariates in
+    # the local-linear design: the block's rows beyond the cdf reply's one)
     coord.round_cost_bytes = 20_000
     for column in coord.schema.order[1:]:
-        d = coord.schema.order.index(column)
+        d = len(coord.design_covariates(column))
         extra = 50 * 3 * d * coord.grids[column].size * 2
         assert coord.one_round(column, 50) == (extra <= 20_000)
     log = _record(synth)

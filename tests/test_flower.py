@@ -264,7 +264,9 @@ def test_sites_send_only_protocol_arrays(site_files):
     for _, content in grid.sent:
         assert set(content) == {"arrays", "config"}
         arrays = content.array_records["arrays"]
-        assert set(arrays) <= {"n_rows", "S", "F", "holds", "pairs"}
+        # T: a block reply, the one round "auto" takes where it adds no bytes (a column
+        # with no covariate in its design: T is then one row, as the cdf reply's F)
+        assert set(arrays) <= {"n_rows", "S", "F", "T", "holds", "pairs"}
         config = content.config_records["config"]
         assert set(config) <= {"description", "name", "policy", "abstained", "widened"}
         for name, arr in arrays.items():
@@ -272,12 +274,14 @@ def test_sites_send_only_protocol_arrays(site_files):
             if name in ("holds", "pairs"):  # rule detection: bits, one per candidate / pair
                 assert a.dtype == np.uint8 and a.ndim == 1 and set(np.unique(a)) <= {0, 1}
                 continue
-            assert a.dtype.kind in "fi" and a.ndim <= 2
+            assert a.dtype.kind in "fi" and a.ndim <= (3 if name == "T" else 2)
             if name == "S":
-                assert a.shape[1] in {packed_size(p) for p in range(2, 8)}
+                assert a.shape[1] in {
+                    packed_size(p) for p in range(1, 8)
+                }  # p = 1: no covariate in the design
         kinds_seen.add(tuple(sorted(arrays)))
     assert {("n_rows",), ("F",), ("S",), ("holds",)} <= kinds_seen
-    assert kinds_seen <= {("n_rows",), ("F",), ("S",), ("holds",), ("pairs",)}
+    assert kinds_seen <= {("n_rows",), ("F",), ("S",), ("S", "T"), ("holds",), ("pairs",)}
 
 
 def test_site_policy_and_audit_from_node_config_hold_across_messages(site_files, tmp_path):
@@ -373,6 +377,7 @@ def test_real_superlink_and_three_supernodes_equal_in_process(site_files, tmp_pa
         "marginal": {"F"},
         "hessian": {"S_exp", "S_diag", "S_corr"},
         "cdf": {"F_scale", "F_fixed"},
+        "block": {"S_exp", "S_diag", "S_corr", "T_fixed"},  # one round where it adds nothing
     }
     for line in lines:
         if line["type"] == "rules":  # rule detection: one array of bits
@@ -383,10 +388,10 @@ def test_real_superlink_and_three_supernodes_equal_in_process(site_files, tmp_pa
         # the configure reply says what the site's policy applied; a summed reply may
         # say for how many queries the site widened its kernel or abstained
         assert set(line["config"]) <= {"description", "name", "policy", "abstained", "widened"}
-        if line["type"] == "hessian":
+        if line["type"] in ("hessian", "block"):
             rows, width = line["arrays"]["S_corr"][0]
             assert rows <= 400 and width <= packed_size(len(order))
-    assert sum(line["type"] == "cdf" for line in lines) >= 3 * (len(order) - 1)
+    assert sum(line["type"] in ("cdf", "block") for line in lines) >= 3 * (len(order) - 1)
 
 
 @pytest.mark.flower

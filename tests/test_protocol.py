@@ -17,7 +17,12 @@ def _record(synth):
 
 def test_clients_send_only_protocol_arrays_and_no_rows(mixed_clients):
     synth = FITSSynthesizer(
-        ["knn", "gaussian", "knn"], seed=0, grid_size=101, upload_precision="float64", rounds=2
+        ["knn", "gaussian", "knn"],
+        seed=0,
+        grid_size=101,
+        upload_precision="float64",
+        rounds=2,
+        design="all",  # the paper's design (the others: test_equivalence.py)
     ).fit(mixed_clients)  # the other precisions and the one-round mode: test_codec.py
     log = _record(synth)
     n = 257
@@ -64,6 +69,7 @@ def test_upload_volume_matches_remark_3_3(mixed_clients):
         rounds=2,
         deduplicate=False,
         grid_points=None,
+        design="all",  # the paper's design: p = d + 1
     ).fit(mixed_clients)
     before = list(synth.uploaded_bytes_)
     log = _record(synth)
