@@ -299,7 +299,9 @@ def test_local_constant_fallback_of_a_one_round_column_needs_no_round(precision)
     clients = [frame.iloc[:500], frame.iloc[500:800], frame.iloc[800:]]
     out = {}
     for reuse in (True, False):
-        synth = FITSSynthesizer(seed=0, rounds=1, upload_precision=precision).fit(clients)
+        synth = FITSSynthesizer(  # the paper's design: its binary slopes need the fallback
+            seed=0, rounds=1, upload_precision=precision, design="all"
+        ).fit(clients)
         synth.coordinator.reuse_blocks = reuse
         sent: list[str] = []
         synth.coordinator.transport.observers.append(
