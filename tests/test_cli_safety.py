@@ -203,25 +203,30 @@ def test_folder_without_write_permission(sites, tmp_path):
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
 def test_a_stop_signal_leaves_no_partial_output(small_sites, tmp_path, sig):
     out = tmp_path / "big.csv"
-    proc = subprocess.Popen(
-        [FITS, "synthesize", *map(str, small_sites), "--rows", "3000000", "--out", str(out)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    # the run's messages go to a file, not a pipe nobody reads while waiting: a slow
+    # (loaded) run prints more progress, and a full pipe would block it before it writes
+    log = tmp_path / "stderr.txt"
+    with open(log, "w") as sink:
+        proc = subprocess.Popen(
+            [FITS, "synthesize", *map(str, small_sites), "--rows", "3000000", "--out", str(out)],
+            stdout=subprocess.DEVNULL,
+            stderr=sink,
+            text=True,
+        )
     try:
         deadline = time.monotonic() + 120
         while not _no_temp_files(tmp_path) and time.monotonic() < deadline:
-            assert proc.poll() is None, proc.communicate()
+            assert proc.poll() is None, log.read_text()
             time.sleep(0.2)
-        assert _no_temp_files(tmp_path), "the run never started writing"
+        assert _no_temp_files(tmp_path), f"the run never started writing: {log.read_text()}"
         time.sleep(0.5)  # in the middle of the write
         proc.send_signal(sig)
-        _, err = proc.communicate(timeout=120)
+        proc.wait(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()
-            proc.communicate()
+            proc.wait()
+    err = log.read_text()
     assert proc.returncode == 128 + sig, err
     assert f"interrupted by {sig.name}" in err and "Traceback" not in err
     assert _no_temp_files(tmp_path) == [] and not out.exists()

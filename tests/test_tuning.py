@@ -3,7 +3,7 @@
 The pooled reference below is written from the formulas alone -- KNN weights row by
 row (eqs. 13, 24-26), the local-linear fit of each grid point's smoothed indicator by
 weighted least squares (``numpy.linalg.lstsq``, eq. 2), isotonic post-processing with
-scikit-learn and the CRPS by ``numpy.trapezoid`` -- and shares no code with the engine
+scikit-learn and the CRPS by ``scipy.integrate.trapezoid`` -- and shares no code with the engine
 except the continualized values and the fold split each site drew.
 """
 
@@ -14,6 +14,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from scipy.integrate import trapezoid
 from scipy.special import ndtr
 from scipy.stats import norm
 from sklearn.isotonic import IsotonicRegression
@@ -120,7 +121,7 @@ def _pooled_scores(clients, seed, candidates, rows, column="y"):
                 f = f / f[-1]
                 fine = np.sort(np.concatenate([np.linspace(grid[0], grid[-1], 20001), grid]))
                 g = np.interp(fine, grid, f) - (fine >= z[i, j])
-                totals[ci] += np.trapezoid(g**2, fine)
+                totals[ci] += trapezoid(g**2, fine)
     return totals
 
 
