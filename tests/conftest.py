@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import shutil
+import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+
+#: The installed ``fits`` command of the interpreter running the tests (its venv), else
+#: the one on PATH.
+_HERE = Path(sys.executable).with_name("fits")
+FITS = str(_HERE) if _HERE.exists() else (shutil.which("fits") or str(_HERE))
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
 

@@ -4,18 +4,14 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-# the command installed next to this Python (the environment under test), else PATH's
-_HERE = Path(sys.executable).with_name("fits")
-FITS = str(_HERE) if _HERE.exists() else (shutil.which("fits") or str(_HERE))
+from conftest import FITS  # the command installed next to this Python, else PATH's
 
 
 def run(*args: str, cwd: Path | None = None, timeout: int = 180) -> subprocess.CompletedProcess:

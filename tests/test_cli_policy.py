@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-_HERE = Path(sys.executable).with_name("fits")
-FITS = str(_HERE)
+from conftest import FITS
 
 
 def run(*args: object, timeout: int = 400) -> subprocess.CompletedProcess:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -20,8 +19,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-_HERE = Path(sys.executable).with_name("fits")
-FITS = str(_HERE) if _HERE.exists() else (shutil.which("fits") or str(_HERE))
+from conftest import FITS
 
 
 def run(*args: str, cwd: Path | None = None, timeout: int = 300) -> subprocess.CompletedProcess:

@@ -4,10 +4,7 @@ schema's ``rules``, generation by rule, and the share of rows keeping each rule.
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -19,8 +16,7 @@ from fits.core.schema import Rule, Schema, SchemaError
 from fits.evaluation import rules_kept
 from fits.federation.protocol import Message, ProtocolError, check_reply
 
-_HERE = Path(sys.executable).with_name("fits")
-FITS = str(_HERE) if _HERE.exists() else (shutil.which("fits") or str(_HERE))
+from conftest import FITS
 
 
 def run(*args: str) -> subprocess.CompletedProcess:

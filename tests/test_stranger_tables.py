@@ -9,11 +9,8 @@ dropped or declared; the output keeps the input's pandas dtypes.
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
-import sys
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -29,8 +26,7 @@ from fits.core.schema import (
 )
 from fits.io import read_table
 
-_HERE = Path(sys.executable).with_name("fits")
-FITS = str(_HERE) if _HERE.exists() else (shutil.which("fits") or str(_HERE))
+from conftest import FITS
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
