@@ -17,7 +17,7 @@ from typing import Annotated
 import typer
 
 from .errors import fail as _fail
-from .options import DesignOpt
+from .options import ColumnDesignOpt, DesignOpt, parse_column_designs
 
 __all__ = ["DatasetChoice", "GeneratorChoice", "benchmark"]
 
@@ -128,6 +128,7 @@ def benchmark(
         ),
     ] = False,
     design: DesignOpt = None,
+    column_design: ColumnDesignOpt = None,
     smoothing: Annotated[
         SmoothingChoice | None,
         typer.Option(
@@ -147,7 +148,7 @@ def benchmark(
     split.
     """
     from fits.benchmark import run_benchmark, write_result
-    from fits.datasets import ChecksumError, resolve_data_dir
+    from fits.datasets import ChecksumError, load_dataset, resolve_data_dir
     from fits.federation.policy import SitePolicy
 
     site_policy = None
@@ -166,6 +167,22 @@ def benchmark(
         if not folder.is_dir():
             where = "--data-dir" if data_dir is not None else "FITS_DATA_DIR"
             _fail(f"{where} {str(folder)!r}: no such directory")
+    try:
+        column_designs = parse_column_designs(column_design)
+    except ValueError as exc:
+        _fail(str(exc), 2)
+    if column_designs:
+        try:
+            chain = load_dataset(name, data_dir).order
+        except (FileNotFoundError, ChecksumError) as exc:
+            _fail(str(exc))
+        unknown = sorted(set(column_designs) - set(chain[1:]))
+        if unknown:
+            _fail(
+                f"--column-design: {unknown} not in {name}'s chain after its first column "
+                f"(chain: {', '.join(chain)})",
+                2,
+            )
     base = out / name
     command = "fits " + " ".join(shlex.quote(a) for a in sys.argv[1:])
 
@@ -190,6 +207,7 @@ def benchmark(
             synthesizer_params={
                 **({"rules": False} if no_rules else {}),
                 **({"design": design.value} if design is not None else {}),
+                **({"column_designs": column_designs} if column_designs else {}),
                 **({"smoothing": smoothing.value} if smoothing is not None else {}),
             }
             or None,

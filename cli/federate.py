@@ -23,7 +23,7 @@ from typing import Annotated, Any
 import typer
 
 from .errors import fail as _fail
-from .options import DesignOpt
+from .options import ColumnDesignOpt, DesignOpt, parse_column_designs
 
 __all__ = ["federate"]
 
@@ -210,10 +210,15 @@ def _run_config(
     rules: bool = True,
     design: str = "",
     round_cost_bytes: int = 0,
+    column_design: list[str] | None = None,
 ) -> dict[str, Any]:
     for item in kinds:
         if ":" not in item:
             _fail(f"--kind {item!r}: write column:kind, e.g. --kind age:continuous", 2)
+    try:
+        column_designs = parse_column_designs(column_design)
+    except ValueError as exc:
+        _fail(str(exc), 2)
     return {
         "output": str(out.resolve()),
         "rows": rows,
@@ -228,6 +233,7 @@ def _run_config(
         "batch-size": int(batch_size),
         "rules": rules,
         "design": design,
+        "column-designs": json.dumps(column_designs) if column_designs else "",
         "round-cost-bytes": int(round_cost_bytes),
     }
 
@@ -339,6 +345,7 @@ def run(
     batch_size: BatchSize = 0,
     no_rules: NoRules = False,
     design: DesignOpt = None,
+    column_design: ColumnDesignOpt = None,
     round_cost_bytes: RoundCost = 0,
     insecure: Insecure = False,
     root_certificates: Annotated[
@@ -370,6 +377,7 @@ def run(
         not no_rules,
         design.value if design is not None else "",
         round_cost_bytes,
+        column_design,
     )
     try:
         result = launch.submit_run(
@@ -428,6 +436,7 @@ def local(
     batch_size: BatchSize = 0,
     no_rules: NoRules = False,
     design: DesignOpt = None,
+    column_design: ColumnDesignOpt = None,
     round_cost_bytes: RoundCost = 0,
     process_per_message: Annotated[
         bool,
@@ -497,6 +506,7 @@ def local(
         not no_rules,
         design.value if design is not None else "",
         round_cost_bytes,
+        column_design,
     )
     kernels = dict(zip(names, kernel, strict=True)) if kernel else {}
     from fits.cli.errors import interruptible

@@ -29,7 +29,7 @@ from .benchmark import benchmark
 from .errors import fail as _fail
 from .errors import interruptible
 from .federate import federate
-from .options import DesignOpt
+from .options import ColumnDesignOpt, DesignOpt, parse_column_designs
 from .report import report
 
 app = typer.Typer(
@@ -359,6 +359,7 @@ def synthesize(
     policy: PolicyFile = None,
     no_rules: NoRules = False,
     design: DesignOpt = None,
+    column_design: ColumnDesignOpt = None,
     smoothing: Smoothing = "fixed",
 ) -> None:
     """Synthesize one table from several sites' tables.
@@ -390,10 +391,22 @@ def synthesize(
     _check_suffix(out, "output")
     if smoothing not in ("fixed", "auto"):
         _fail(f"--smoothing {smoothing!r}: use fixed or auto", 2)
+    try:
+        column_designs = parse_column_designs(column_design)
+    except ValueError as exc:
+        _fail(str(exc), 2)
     kinds = _parse_kinds(kind, schema)
     site_policy = _read_policy(policy)
     with interruptible("no output was written (its temporary file was removed)"), _data_errors():
         tables = _drop_columns(_load_sites(site_files, simulate_clients, shares, seed), drop)
+        columns = [str(c) for c in next(iter(tables.values())).columns]
+        unknown = sorted(set(column_designs) - set(columns))
+        if unknown:
+            _fail(
+                f"--column-design: no column {unknown} in the site tables (columns: "
+                f"{', '.join(columns)})",
+                2,
+            )
         user_schema = None
         if schema is not None:
             try:
@@ -413,6 +426,7 @@ def synthesize(
                 site_policy=site_policy,
                 rules=not no_rules,
                 smoothing=smoothing,
+                column_designs=column_designs or None,
                 **_design_kwargs(design),
             )
             synth.fit(tables)

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-__all__ = ["DesignChoice", "DesignOpt"]
+__all__ = ["ColumnDesignOpt", "DesignChoice", "DesignOpt", "parse_column_designs"]
 
 
 class DesignChoice(StrEnum):
@@ -16,6 +16,7 @@ class DesignChoice(StrEnum):
     all = "all"
     ordered = "ordered"
     continuous = "continuous"
+    constant = "constant"
 
 
 DesignOpt = Annotated[
@@ -23,9 +24,45 @@ DesignOpt = Annotated[
     typer.Option(
         "--design",
         help="Covariates of the local-linear fit: all (the paper's), ordered (continuous "
-        "and ordinal) or continuous; the others only weigh the rows (local-constant in "
-        "them; far fewer uploaded bytes on tables with many discrete columns). Default: "
-        "the synthesizer's (docs/method.md, 'The local-linear design').",
+        "and ordinal), continuous, or constant (none: the local-constant fit); the others "
+        "only weigh the rows (local-constant in them; far fewer uploaded bytes on tables "
+        "with many discrete columns). Default: the synthesizer's (docs/method.md, 'The "
+        "local-linear design').",
         show_default=False,
     ),
 ]
+
+
+ColumnDesignOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--column-design",
+        help="COLUMN=DESIGN: the design of one column's conditional CDF, overriding "
+        "--design for it (e.g. --column-design cnt=constant); repeat for more columns.",
+        show_default=False,
+    ),
+]
+
+
+def parse_column_designs(items: list[str] | None) -> dict[str, str]:
+    """``COLUMN=DESIGN`` items of ``--column-design`` as a mapping.
+
+    Raises
+    ------
+    ValueError
+        An item without ``=``, with an empty column, a design not in
+        :class:`DesignChoice`, or a column named twice (the message says which).
+    """
+    designs: dict[str, str] = {}
+    choices = ", ".join(c.value for c in DesignChoice)
+    for item in items or []:
+        column, sep, design = item.rpartition("=")
+        column, design = column.strip(), design.strip().lower()
+        if not sep or not column:
+            raise ValueError(f"--column-design {item!r}: write COLUMN=DESIGN, e.g. cnt=constant")
+        if design not in {c.value for c in DesignChoice}:
+            raise ValueError(f"--column-design {item!r}: the design must be one of {choices}")
+        if column in designs:
+            raise ValueError(f"--column-design names {column!r} twice")
+        designs[column] = design
+    return designs

@@ -58,6 +58,7 @@ def synthesize(transport: FlowerTransport, cfg: Mapping[str, Any]) -> Path:
         secure_aggregation=cfg["secure"],
         rules=cfg.get("rules", True),
         **({"design": cfg["design"]} if cfg.get("design") else {}),
+        **({"column_designs": cfg["column_designs"]} if cfg.get("column_designs") else {}),
         **({"smoothing": cfg["smoothing"]} if cfg.get("smoothing") else {}),
         round_cost_bytes=cfg.get("round_cost_bytes", 0),
     )

@@ -475,6 +475,7 @@ def test_collinear_design_pools_with_the_guard(scheme):
         (["b", "o", "c"], "y", "continuous", []),  # none: the local-constant fit, U_i = 1
         (["b", "x", "o", "c"], "y", "ordered", [1, 2]),  # continuous and ordinal
         (["b", "o", "c"], "y", "ordered", [1]),  # the ordinal one only
+        (["b", "x", "o", "c"], "y", "constant", []),  # none: Nadaraya-Watson, U_i = 1
     ],
 )
 @pytest.mark.parametrize(

@@ -128,7 +128,7 @@ def test_records_round_trip_exactly():
     assert format_kinds({"a": "nominal", "b c": "ordinal"}) == "a:nominal,b c:ordinal"
 
 
-@pytest.mark.parametrize("design", ["", "all", "continuous"])
+@pytest.mark.parametrize("design", ["", "all", "continuous", "constant"])
 def test_flower_transport_equals_in_process_engine(site_files, tmp_path, design):
     """Bit for bit, with the default design and with each design named in the run
     config (run config ``design``, the synthesizer's ``design``)."""
@@ -145,6 +145,26 @@ def test_flower_transport_equals_in_process_engine(site_files, tmp_path, design)
     if design == "continuous":  # the run config's design was used: not the paper's table
         paper = _in_process(paths, kinds, order, 300, 4, design="all")
         assert not read_table(out).equals(paper)
+
+
+def test_column_designs_in_the_run_config(site_files, tmp_path):
+    """Run config ``column-designs`` (a JSON object): the in-process table with the same
+    ``column_designs``, bit for bit; a value that is not a design stops the run."""
+    paths, kinds, order = site_files
+    grid = FakeGrid(_node_configs(paths))
+    out = tmp_path / "synthetic.csv"
+    config = {"output": str(out), "rows": 200, "seed": 4, "kinds": format_kinds(kinds)}
+    config["order"] = ",".join(order)
+    last = order[-1]
+    run_synthesis(grid, {**config, "column-designs": json.dumps({last: "constant"})})
+    expected = _in_process(paths, kinds, order, 200, 4, column_designs={last: "constant"})
+    pd.testing.assert_frame_equal(read_table(out), expected, check_exact=True)
+    assert not read_table(out).equals(_in_process(paths, kinds, order, 200, 4))
+    with pytest.raises(ValueError, match="run config column-designs="):
+        run_synthesis(FakeGrid(_node_configs(paths)), {**config, "column-designs": "{1: 2}"})
+    with pytest.raises(ValueError, match="run config column-designs="):
+        bad = json.dumps({last: "linear"})
+        run_synthesis(FakeGrid(_node_configs(paths)), {**config, "column-designs": bad})
 
 
 def test_a_process_that_answers_many_messages_keeps_its_configured_sites(

@@ -47,8 +47,11 @@ Coordinator side (run config, ``fits federate run`` fills it in)::
     analysis   = ""                # task "analyze": the fit's options (JSON, see
                                    # fits.flower_app.analyze); the result JSON -> output
     rules      = true              # detect exact rules between columns, generate by them
-    design     = ""                # local-linear design: "all", "ordered", "continuous"
+    design     = ""                # local-linear design: "all", "ordered", "continuous",
+                                   # "constant"
                                    # ("" = the synthesizer's default; docs/method.md)
+    column-designs = ""            # per column, overriding design: a JSON object, e.g.
+                                   # '{"cnt": "constant"}' ("" = none)
     smoothing  = ""                # "fixed" or "auto" (per-column smoothing chosen by a
                                    # held-out score; "" = FITSSynthesizer's default)
     round-cost-bytes = 0           # one message round per column where it adds at most
@@ -337,6 +340,7 @@ def _read_run_config(config: Mapping[str, Any]) -> dict[str, Any]:
         "analysis": str(get("analysis", "")),
         "rules": _parse_bool(get("rules", True), "rules"),
         "design": _parse_design(get("design", "")),
+        "column_designs": _parse_column_designs(get("column-designs", "")),
         "smoothing": _parse_smoothing(get("smoothing", "")),
         "round_cost_bytes": _parse_count(get("round-cost-bytes", 0), "round-cost-bytes"),
     }
@@ -370,6 +374,25 @@ def _parse_task(value: Any) -> str:
     if task not in TASKS:
         raise ValueError(f"run config task={value!r}: use one of {', '.join(TASKS)}")
     return task
+
+
+def _parse_column_designs(value: Any) -> dict[str, str]:
+    """Run config ``column-designs``: "" (none) or a JSON object column -> design."""
+    text = str(value).strip()
+    if not text:
+        return {}
+    try:
+        parsed = json.loads(text)
+    except json.JSONDecodeError:
+        parsed = None
+    if not isinstance(parsed, dict) or not all(
+        isinstance(v, str) and v in DESIGNS for v in parsed.values()
+    ):
+        raise ValueError(
+            f"run config column-designs={value!r}: write a JSON object of column -> one of "
+            f"{', '.join(DESIGNS)}, e.g. {{cnt: constant}} written as JSON"
+        )
+    return {str(k): str(v) for k, v in parsed.items()}
 
 
 def _parse_design(value: Any) -> str:
@@ -745,6 +768,7 @@ RUN_CONFIG_DEFAULTS: dict[str, Any] = {
     "analysis": "",
     "rules": True,
     "design": "",
+    "column-designs": "",
     "smoothing": "",
     "round-cost-bytes": 0,
 }

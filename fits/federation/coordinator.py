@@ -166,7 +166,7 @@ class Coordinator:
         Send each distinct query point once per column (after the midpoint substitution
         of discrete covariates, eq. 24, which the sites apply anyway) and reuse its
         answer for every row that asks it (default True; the output does not change).
-    design : {"all", "ordered", "continuous"}
+    design : {"all", "ordered", "continuous", "constant"}
         The covariates of the local-linear design U_i of eq. 5.  ``"all"`` (default):
         every covariate, U_i = (1, h_i - x), as in the paper.  ``"continuous"``: the
         continuous covariates only, U_i = (1, h^c_i - x^c), so the fit is local-linear
@@ -178,7 +178,13 @@ class Coordinator:
         covariates (local-constant in the nominal ones and the indicators only).  The
         Hessians then hold (1 + c)(2 + c)/2 values per query instead of
         (d + 1)(d + 2)/2, c the covariates kept (docs/method.md, "The local-linear
-        design"; docs/benchmarks.md, "Bytes").
+        design"; docs/benchmarks.md, "Bytes").  ``"constant"``: no covariate, U_i = 1,
+        the local-constant (Nadaraya-Watson) form of eq. 5 with the same weights, i.e.
+        a weighted empirical CDF of the smoothed responses (one Hessian value per query).
+    column_designs : mapping, optional
+        Per chain column, a design of ``DESIGNS`` for that column's conditional CDF,
+        overriding ``design`` (e.g. ``{"cnt": "constant"}``).  Names that are not in
+        the chain after its first column are refused at :meth:`setup`.
     """
 
     def __init__(
@@ -202,6 +208,7 @@ class Coordinator:
         grid_points: int | None = None,
         round_cost_bytes: int = 0,
         design: str = "all",
+        column_designs: Mapping[str, str] | None = None,
     ) -> None:
         if grid_size < 3:
             raise ValueError("grid_size must be at least 3")
@@ -222,6 +229,12 @@ class Coordinator:
         if design not in DESIGNS:
             raise ValueError(f"design must be one of {DESIGNS}, got {design!r}")
         self.design = design
+        self.column_designs = dict(column_designs or {})
+        for name, value in self.column_designs.items():
+            if value not in DESIGNS:
+                raise ValueError(
+                    f"column_designs[{name!r}] must be one of {DESIGNS}, got {value!r}"
+                )
         self.precision = precision
         self.rounds = rounds
         self.deduplicate = bool(deduplicate)
@@ -336,6 +349,13 @@ class Coordinator:
             )
             schema = Schema(schema.columns, schema.order, found)
         self.user_schema = schema
+        unknown = sorted(set(self.column_designs) - set(schema.order[1:]))
+        if unknown:
+            raise ValueError(
+                f"column_designs names {unknown}, which are not in the chain after its "
+                f"first column ({schema.order[0]!r} is drawn from its marginal); chain: "
+                f"{', '.join(schema.order)}"
+            )
         self.schema = schema.expanded()  # with missingness indicators in the chain
         return schema
 
@@ -709,14 +729,17 @@ class Coordinator:
 
     def design_covariates(self, column: str) -> np.ndarray:
         """Positions of the covariates in ``column``'s local-linear design (see
-        ``design``): all the columns before it, the ordered ones (continuous and
-        ordinal) or the continuous ones among them."""
+        ``design`` and ``column_designs``): all the columns before it, the ordered ones
+        (continuous and ordinal), the continuous ones among them, or none."""
         if self.schema is None:
             raise RuntimeError("run setup() first")
         before = self.schema.order[: self.schema.order.index(column)]
-        if self.design == "all":
+        design = self.column_designs.get(column, self.design)
+        if design == "all":
             return np.arange(len(before))
-        dropped = ("nominal",) if self.design == "ordered" else ("nominal", "ordinal")
+        if design == "constant":
+            return np.zeros(0, dtype=np.int64)
+        dropped = ("nominal",) if design == "ordered" else ("nominal", "ordinal")
         kept = [k for k, name in enumerate(before) if self.schema[name].kind not in dropped]
         return np.array(kept, dtype=np.int64)
 

@@ -349,9 +349,9 @@ def _expect(
 
 
 #: The coordinator's local-linear designs (``Coordinator(design=...)``): every covariate
-#: (the paper's, eq. 5), the ordered ones (continuous and ordinal) or the continuous
-#: ones; sent as the covariates' positions.
-DESIGNS = ("all", "ordered", "continuous")
+#: (the paper's, eq. 5), the ordered ones (continuous and ordinal), the continuous
+#: ones, or none (local-constant); sent as the covariates' positions.
+DESIGNS = ("all", "ordered", "continuous", "constant")
 
 
 def design_covariates(config: Mapping[str, ConfigValue], d: int) -> np.ndarray | None:
