@@ -1025,8 +1025,6 @@ def _run_generator(
         # the smoothing per chain column (FITSSynthesizer(smoothing="auto"): the choice
         # and the held-out scores summed over the sites)
         "smoothing": {c: v.to_dict() for c, v in synth.smoothing_.items()},
-        # the columns whose design is not the synthesizer's (given, or chosen by auto)
-        "column_designs": dict(synth.column_designs_),
         "tuning": synth.tuning_,
     }
     if synth.smoothing_:
@@ -1036,9 +1034,6 @@ def _run_generator(
             if not v.is_default
         )
         say(f"[{split.key}]   {GENERATOR_NAMES[gen]}: smoothing per column: {chosen or 'default'}")
-    if synth.column_designs_:
-        designs = ", ".join(f"{c} {d}" for c, d in synth.column_designs_.items())
-        say(f"[{split.key}]   {GENERATOR_NAMES[gen]}: design per column: {designs}")
     say(f"[{split.key}]   {GENERATOR_NAMES[gen]}: synthesized {n_syn:,} rows in {t2 - t0:.1f} s")
     res["rules"] = _rules_kept(split, synthetic)
     for rec in res["rules"]:

@@ -178,12 +178,9 @@ class FITSSynthesizer(BaseEstimator):
         paper); ``"auto"`` chooses, per column, one of ``smoothing_candidates`` (a
         sharpness of the category penalties and a reach of the neighbourhood) by a
         held-out score each site computes on its own rows, of which only per-candidate
-        sums leave the site (one ``tune`` round at fit; :meth:`Coordinator.tune`), and
-        with it the column's design: its own (``design`` / ``column_designs``) or the
-        local-constant fit (``"constant"``), each candidate scored both ways, except for
-        the columns named in ``column_designs``; a mapping column -> ``Smoothing`` (or
-        ``{"sharpness": s, "reach": b}``) sets it by hand.  The choice is in
-        ``smoothing_`` and ``column_designs_``.
+        sums leave the site (one ``tune`` round at fit; :meth:`Coordinator.tune`); a
+        mapping column -> ``Smoothing`` (or ``{"sharpness": s, "reach": b}``) sets it
+        by hand.  The choice is in ``smoothing_``.
     smoothing_candidates : sequence of Smoothing, optional
         The candidates of ``smoothing="auto"`` (default
         :data:`fits.core.tuning.DEFAULT_CANDIDATES`).
@@ -203,14 +200,9 @@ class FITSSynthesizer(BaseEstimator):
         Column -> the :class:`~fits.core.tuning.Smoothing` its conditional CDF uses
         (columns not listed use the sites' kernels as they are).  Kept by :meth:`save`
         and reused by :meth:`connect` (no second tune round).
-    column_designs_ : dict
-        Column -> design, for the columns whose design is not ``design``: those of
-        ``column_designs`` and those ``smoothing="auto"`` fits local-constant.  Kept by
-        :meth:`save` and reused by :meth:`connect`.
     tuning_ : dict
-        With ``smoothing="auto"``: per tuned column, the candidates and their designs,
-        the scores summed over the sites, the rows scored and the index of the chosen
-        candidate.
+        With ``smoothing="auto"``: per tuned column, the candidates, the scores summed
+        over the sites, the rows scored and the index of the chosen candidate.
     """
 
     def __init__(
@@ -321,9 +313,7 @@ class FITSSynthesizer(BaseEstimator):
                 else [Smoothing.from_value(c) for c in self.smoothing_candidates]
             )
             coordinator.tune(
-                np.random.SeedSequence(root.entropy, spawn_key=(2,)),
-                candidates=candidates,
-                choose_design=True,
+                np.random.SeedSequence(root.entropy, spawn_key=(2,)), candidates=candidates
             )
         else:
             unknown = sorted(set(smoothing) - set(coordinator.schema.order[1:]))  # type: ignore[union-attr]
@@ -335,7 +325,6 @@ class FITSSynthesizer(BaseEstimator):
                 )
             coordinator.smoothing = dict(smoothing)
         self.smoothing_ = dict(coordinator.smoothing)
-        self.column_designs_ = dict(coordinator.column_designs)
         self.tuning_ = dict(coordinator.tuning)
         self.schema_ = schema
         self.entropy_ = int(root.entropy)  # type: ignore[arg-type]
@@ -385,7 +374,6 @@ class FITSSynthesizer(BaseEstimator):
         root = np.random.SeedSequence(self.entropy_)
         coordinator, _ = self._open(tables, root, kinds=None, order=None, schema=self.schema_)
         coordinator.smoothing = dict(getattr(self, "smoothing_", {}))
-        coordinator.column_designs.update(getattr(self, "column_designs_", {}))
         names, rows = list(coordinator.transport.client_names), list(coordinator.n_rows)
         if names != self.client_names_ or rows != self.n_rows_:
             self._close()

@@ -73,9 +73,8 @@ def test_smooth_ordinal_effect_keeps_the_default_penalty(kernel):
     assert chosen == {"y": SMOOTH}
 
 
-def _pooled_scores(clients, seed, candidates, rows, column="y", constant=False):
-    """Sum over sites and held-out rows of the CRPS, from the formulas (module doc);
-    with ``constant``, of the local-constant fit (the design U_i = 1)."""
+def _pooled_scores(clients, seed, candidates, rows, column="y"):
+    """Sum over sites and held-out rows of the CRPS, from the formulas (module doc)."""
     seqs = np.random.SeedSequence(seed).spawn(len(clients))
     n_total = sum(c.n_rows for c in clients)
     totals = np.zeros(len(candidates))
@@ -115,8 +114,6 @@ def _pooled_scores(clients, seed, candidates, rows, column="y", constant=False):
                         gap = np.abs(codes[train[near], k] - codes[i, k])
                         w = w * np.exp(-cand.sharpness * client.kernel.ordinal_penalty * gap)
                 design = np.column_stack([np.ones(c), z[train[near], :d] - xq])
-                if constant:
-                    design = design[:, :1]
                 sw = np.sqrt(w)[:, None]
                 beta, *_ = np.linalg.lstsq(sw * design, sw * phi[near], rcond=None)
                 f = np.clip(beta[0], 0, 1)
@@ -143,66 +140,6 @@ def test_score_sums_equal_an_independent_pooled_computation():
     assert coordinator.tuning["y"]["rows"] == sum(math.ceil(200 * 150 / 450) for _ in tables)
     want = _pooled_scores(clients, 11, candidates, 200)
     np.testing.assert_allclose(got, want, rtol=1e-5)  # the reference integrates on 20,001 points
-
-
-def test_design_choice_scores_equal_the_pooled_computation_both_ways():
-    """``choose_design``: every candidate is scored with the column's design and with
-    the local-constant fit; both halves equal the independent pooled computation."""
-    tables = _planted("flip", 5, sites=3, rows=150)
-    rng = np.random.default_rng(9)
-    for t in tables:
-        t.insert(0, "x", rng.normal(size=len(t)))
-    kernel = KNNKernel(budget=60)
-    clients, coordinator = _coordinator(
-        tables, kernel, SitePolicy.unrestricted(), ridge=0.0, collinearity=0.0
-    )
-    candidates = [Smoothing(1, 1), Smoothing(4, 1), Smoothing(1, 2)]
-    coordinator.tune(11, candidates=candidates, columns=["y"], rows=200, choose_design=True)
-    record = coordinator.tuning["y"]
-    got = np.array(record["scores"])
-    want = np.concatenate(
-        [
-            _pooled_scores(clients, 11, candidates, 200),
-            _pooled_scores(clients, 11, candidates, 200, constant=True),
-        ]
-    )
-    np.testing.assert_allclose(got, want, rtol=3e-5)  # the reference's trapezoid rule
-    assert record["designs"] == ["all"] * 3 + ["constant"] * 3
-    assert np.max(np.abs(got[:3] - got[3:])) > 1e-3 * np.max(got)  # the fits differ
-    best = int(np.argmin(got))
-    assert record["chosen"] == best
-    assert coordinator.smoothing["y"] == candidates[best % 3]
-    assert (coordinator.column_designs.get("y") == "constant") == (best >= 3)
-
-
-@pytest.mark.parametrize(("effect", "constant"), [("linear", False), ("flat", True)])
-def test_design_choice_follows_the_data(effect, constant):
-    """y = 3x + noise: the local-linear fit in x wins.  y independent of x: the slope
-    only adds variance, the local-constant fit wins, and the column's later requests
-    name the empty design (config ``design`` "")."""
-    rng = np.random.default_rng(4)
-    tables = []
-    for _ in range(2):
-        x = rng.normal(size=400)
-        noise = rng.normal(scale=0.3, size=400)
-        tables.append(pd.DataFrame({"x": x, "y": (3 * x if effect == "linear" else 0) + noise}))
-    clients, coordinator = _coordinator(tables)
-    coordinator.tune(2, candidates=[SMOOTH], choose_design=True)
-    assert (coordinator.column_designs.get("y") == "constant") is constant
-    seen = []
-    coordinator.transport.observers.append(lambda k, req, rep: seen.append(req))
-    coordinator.conditional_cdf("y", np.zeros((3, 1)))
-    designs = {str(m.config.get("design")) for m in seen if m.type in ("hessian", "block")}
-    assert designs == ({""} if constant else {"None"})
-
-
-def test_a_users_column_design_is_not_chosen():
-    """A column named in ``column_designs`` keeps the user's design under auto."""
-    tables = _planted("flip", 2)
-    _, coordinator = _coordinator(tables, column_designs={"y": "all"})
-    coordinator.tune(3, candidates=[SMOOTH, SHARP], choose_design=True)
-    assert coordinator.column_designs == {"y": "all"}
-    assert coordinator.tuning["y"]["chosen"] < 2
 
 
 def test_tuning_is_deterministic_for_a_seed_and_moves_with_it():
@@ -242,12 +179,7 @@ def test_synthesizer_auto_records_the_choice_and_reconnects_without_tuning(tmp_p
                    for e in c.audit_trail)  # fmt: skip
     fixed = FITSSynthesizer(seed=3, kinds=kinds).fit(tables)
     assert fixed.smoothing_ == {} and fixed.tuning_ == {}
-    by_hand = FITSSynthesizer(  # the smoothing and the design auto chose
-        seed=3,
-        kinds=kinds,
-        smoothing={"y": synth.smoothing_["y"]},
-        column_designs=synth.column_designs_ or None,
-    )
+    by_hand = FITSSynthesizer(seed=3, kinds=kinds, smoothing={"y": synth.smoothing_["y"]})
     pd.testing.assert_frame_equal(by_hand.fit(tables).sample(200), first)
     assert not fixed.sample(200).equals(first)
 

@@ -283,7 +283,6 @@ def heldout_scores(
     ridge: float = 1e-8,
     collinearity: float = 0.0,
     design: np.ndarray | None = None,
-    constant: bool = False,
 ) -> tuple[np.ndarray, int]:
     """Sums over held-out rows of the score of each candidate smoothing (lower is better).
 
@@ -332,17 +331,11 @@ def heldout_scores(
     design : ndarray of int, optional
         The covariates kept in the local-linear design (the coordinator's ``design``);
         None: all of them (eq. 5).
-    constant : bool
-        Also score every candidate with the local-constant fit (design ``"constant"``,
-        U_i = 1: the Nadaraya-Watson estimate with the same weights, which the
-        local-linear fit computes anyway for its fallback), so that the coordinator can
-        choose the column's design with its smoothing.
 
     Returns
     -------
-    (ndarray (C,) or (2C,), int)
-        The summed scores, one per candidate (with ``constant``: then one per candidate
-        with the local-constant fit), and the number of rows scored.
+    (ndarray (C,), int)
+        The summed scores, one per candidate, and the number of rows scored.
     """
     if score not in SCORES:
         raise ValueError(f"score must be one of {SCORES}, got {score!r}")
@@ -350,7 +343,7 @@ def heldout_scores(
     kept = np.arange(d) if design is None else np.asarray(design, dtype=np.int64)
     p = kept.size + 1
     ncand = len(candidates)
-    total = np.zeros(2 * ncand if constant else ncand)
+    total = np.zeros(ncand)
     scored = np.asarray(scored, dtype=np.int64)
     scored = scored[usable[scored]]
     if not scored.size or d == 0:
@@ -438,11 +431,6 @@ def heldout_scores(
                 total[ci] += _score_rows(
                     f, f_const, marginal, degenerate, target[r], grid, score, mass_offset
                 ).sum()
-                if constant:  # the same weights, U_i = 1 (q = e1 / S_00)
-                    flat = ~(total_w > _DEGENERATE)
-                    total[ncand + ci] += _score_rows(
-                        f_const, f_const, marginal, flat, target[r], grid, score, mass_offset
-                    ).sum()
     return total, n_done
 
 

@@ -887,14 +887,11 @@ class FITSClient:
         Config: ``columns`` and ``scores`` (JSON lists, one score name per column),
         ``candidates`` (JSON list of [sharpness, reach]), ``folds``, ``rows`` (held-out
         rows over the federation: this site scores its share, ``ceil(rows m_k / M)``),
-        ``seed`` (this site's fold split), ``mass_offset``, ``ridge``, ``collinearity``,
-        and ``constant`` (also score each candidate with the local-constant fit: the
-        reply then has 2 x candidates scores per column, and each counts against the
-        policy's limit).  Replies the per-candidate sums ``scores`` (columns x
-        candidates) and the rows scored per column; a column with fewer scored rows
-        than the policy's effective-rows floor k is abstained from (zeros).  Each
-        column may be scored for at most the policy's ``tuning_candidates`` candidates
-        over the run.
+        ``seed`` (this site's fold split), ``mass_offset``, ``ridge``, ``collinearity``.
+        Replies the per-candidate sums ``scores`` (columns x candidates) and the rows
+        scored per column; a column with fewer scored rows than the policy's
+        effective-rows floor k is abstained from (zeros).  Each column may be scored
+        for at most the policy's ``tuning_candidates`` candidates over the run.
         """
         c = msg.config
         try:
@@ -904,7 +901,6 @@ class FITSClient:
             folds = int(c.get("folds", 5))
             rows = int(c["rows"])
             seed = int(c["seed"])
-            constant = bool(c.get("constant", False))
         except (KeyError, TypeError, ValueError) as exc:
             raise ProtocolError(f"{self.name}: bad tune request ({exc})") from None
         designs = None
@@ -923,18 +919,17 @@ class FITSClient:
         if folds < 2 or rows < 1 or not candidates:
             raise ProtocolError(f"{self.name}: tune needs folds >= 2, rows >= 1, candidates")
         limit = self.policy.tuning_candidates
-        n_scored = len(candidates) * (2 if constant else 1)
         for column in columns:
             used = self._asked.get(f"tune:{column}", 0)
-            if used + n_scored > limit:
+            if used + len(candidates) > limit:
                 raise PolicyError(
-                    f"{self.name} refused to score {n_scored} smoothings for column "
+                    f"{self.name} refused to score {len(candidates)} smoothings for column "
                     f"{column!r}: {used} of its {limit} per column are spent (site policy "
                     "tuning_candidates)"
                 )
         for column in columns:
             key = f"tune:{column}"
-            self._asked[key] = self._asked.get(key, 0) + n_scored
+            self._asked[key] = self._asked.get(key, 0) + len(candidates)
         rng = np.random.default_rng(seed)
         m = self.n_rows
         perm = rng.permutation(m)
@@ -942,7 +937,7 @@ class FITSClient:
         fold_of[perm] = np.arange(m) % folds
         share = math.ceil(rows * m / max(self.n_total, m))
         kernel = self.kernel
-        scores = np.zeros((len(columns), n_scored))
+        scores = np.zeros((len(columns), len(candidates)))
         counted = np.zeros(len(columns))
         abstained = 0
         offset = float(c.get("mass_offset", 0.25))
@@ -988,7 +983,6 @@ class FITSClient:
                 ridge=float(c.get("ridge", 1e-8)),
                 collinearity=float(c.get("collinearity", 0.0)),
                 design=None if designs is None else designs[k],
-                constant=constant,
             )
             scores[k], counted[k] = total, n_done
         self._abstained = np.arange(abstained) if abstained else None

@@ -571,7 +571,6 @@ class Coordinator:
         columns: Sequence[str] | None = None,
         folds: int = DEFAULT_FOLDS,
         rows: int = DEFAULT_TUNING_ROWS,
-        choose_design: bool = False,
     ) -> dict[str, Smoothing]:
         """Choose each chain column's smoothing by a federated held-out score.
 
@@ -596,12 +595,6 @@ class Coordinator:
             K of the held-out split (default 5).
         rows : int
             Held-out rows scored per column over the federation (default 4000).
-        choose_design : bool
-            Also score every candidate with the local-constant fit (design
-            ``"constant"``) and choose, per column, the design with the smoothing: a
-            column whose best score is local-constant gets ``"constant"`` in
-            :attr:`column_designs`.  A column named in ``column_designs`` before the call
-            (the user's choice) keeps its design; only its smoothing is chosen.
 
         Returns
         -------
@@ -643,7 +636,6 @@ class Coordinator:
             "ridge": float(self.ridge),
             "collinearity": float(self.collinearity),
             **self._secure_flag(),
-            **({"constant": True} if choose_design else {}),
         }
         designs = [self.design_covariates(c) for c in columns]
         if any(d.size != order.index(c) for d, c in zip(designs, columns, strict=True)):
@@ -657,20 +649,11 @@ class Coordinator:
         scores = self._total(replies, "scores")
         counted = self._total(replies, "rows")
         chosen = {}
-        fixed = set(self.column_designs)  # the user's designs are not chosen
-        n = len(cands)
         for k, column in enumerate(columns):
-            row = scores[k] if column not in fixed else scores[k][:n]
-            best = int(np.argmin(row)) if counted[k] > 0 else 0
-            chosen[column] = cands[best % n]
-            designs_scored = [self.column_designs.get(column, self.design)] * n
-            if choose_design:
-                designs_scored += ["constant"] * n
-                if best >= n:
-                    self.column_designs[column] = "constant"
+            best = int(np.argmin(scores[k])) if counted[k] > 0 else 0
+            chosen[column] = cands[best]
             self.tuning[column] = {
-                "candidates": [c.to_dict() for c in cands] * (2 if choose_design else 1),
-                "designs": designs_scored,
+                "candidates": [c.to_dict() for c in cands],
                 "scores": [float(v) for v in scores[k]],
                 "rows": int(round(counted[k])),
                 "chosen": best,

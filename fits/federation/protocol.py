@@ -51,10 +51,6 @@ design U_i = (1, h_i[design] - x[design]); absent, all d of them (the paper's de
 eq. 5).  Every covariate stays in the kernel weights either way; p is then
 ``1 + len(design)`` (:func:`design_covariates`, :func:`design_size`).
 
-A tune request (:mod:`fits.core.tuning`) may carry config ``constant`` (true): the site
-then scores every candidate twice, with the column's design and with the local-constant
-fit (design ``""``), and its ``scores`` reply has 2 x candidates columns.
-
 A hessian, cdf or block request may carry config ``precision`` (``"float32"`` or
 ``"fixed16"``; absent: float64): the reply then holds the arrays of
 :func:`fits.federation.codec.reply_arrays` (for example ``S_exp``, ``S_diag``,
@@ -447,8 +443,6 @@ def check_reply(request: Message, reply: Message) -> None:
     elif mtype == "tune":
         n_columns = len(json.loads(str(request.config["columns"])))
         n_candidates = len(json.loads(str(request.config["candidates"])))
-        if request.config.get("constant", False):  # and each with the local-constant fit
-            n_candidates *= 2
         expected = {
             "scores": ((n_columns, n_candidates), "float64"),
             "rows": ((n_columns,), "float64"),
