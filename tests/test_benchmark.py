@@ -325,3 +325,21 @@ def test_kernel_params_reach_the_sites() -> None:
         a, b, c = (r.runs[0]["generators"][gen]["energy"] for r in (plain, same, other))
         assert a == b and a != c
     assert other.config["kernel_params"] == {"ordinal_penalty": 5.0}
+
+
+def test_cli_column_design(tmp_path: Path) -> None:
+    """``--column-design COL=DESIGN`` reaches the synthesizer (recorded in the result's
+    config); a column not in the data set's chain is a usage error naming the chain."""
+    out = tmp_path / "results"
+    proc = run_cli(
+        "--dataset", "simulation", "--repeats", "1", "--rows", "300", "--generator", "knn",
+        "--no-modes", "--no-boosting", "--column-design", "Y_lin=constant", "--out", str(out),
+        "--quiet",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    params = json.loads((out / "simulation.json").read_text())["config"]["synthesizer_params"]
+    assert "column_designs" in params and "Y_lin" in str(params["column_designs"])
+    proc = run_cli("--dataset", "simulation", "--column-design", "nope=constant", "--out",
+                   str(tmp_path / "x"))  # fmt: skip
+    assert proc.returncode == 2 and "nope" in proc.stderr and "chain" in proc.stderr
+    assert not (tmp_path / "x").exists()
