@@ -351,3 +351,37 @@ def test_thinned_grids_are_sent_to_the_sites_and_drawn_by_monotone_interpolation
     real = np.concatenate([t["y"].to_numpy() for t in mixed_clients])
     assert out["y"].between(real.min(), real.max()).all()
     assert abs(out["y"].mean() - real.mean()) < 0.3 * real.std()
+
+
+def test_a_rounding_error_below_zero_on_the_diagonal_decodes_without_nan():
+    """A Hessian diagonal is >= 0 in exact arithmetic; a site whose moments leave it a
+    rounding error below 0 must not turn the fixed16 correlations into NaN."""
+    p = 3
+    # packed upper triangle (S00, S01, S02, S11, S12, S22): covariate 1 has no spread,
+    # its row of S is 0 in exact arithmetic, and S_11 came out -1e-18
+    packed = np.array([[5.0, 0.0, 2.0, -1e-18, 0.0, 4.0]])
+    with np.errstate(invalid="raise"):
+        back = decode_hessian(encode_hessian(packed, p, "fixed16"), p, "fixed16")
+    assert np.all(np.isfinite(back))
+    assert back[0, 1] == back[0, 4] == 0.0
+    assert abs(back[0, 2] - 2.0) <= HESSIAN_BOUND * np.sqrt(5.0 * 4.0)
+    np.testing.assert_allclose(back[0, [0, 5]], [5.0, 4.0], rtol=1e-7)
+
+
+def test_a_gaussian_site_at_a_point_mass_uploads_finite_hessians():
+    """A continuous covariate at a point mass (95% of rows at 0, the rest 1e6 away): a
+    Gaussian site's dense Hessian, shifted from raw moments, has S_jj = 0 up to rounding
+    at a query on the mass; it is kept >= 0, so no sqrt of a negative number anywhere
+    (before the fix: FloatingPointError here, NaN and a fallback in a plain run)."""
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    tables = []
+    for m in (400, 300, 200):
+        gain = np.where(rng.random(m) < 0.95, 0.0, 1e6 + rng.normal(size=m))
+        age = rng.normal(40, 10, m)
+        tables.append(pd.DataFrame({"age": age, "gain": gain, "y": age + rng.normal(size=m)}))
+    with np.errstate(invalid="raise"):
+        synth = FITSSynthesizer("gaussian", seed=0).fit(tables)
+        synth.sample(300)
+    assert synth.coordinator.fallbacks == 0

@@ -1310,6 +1310,11 @@ class FITSClient:
                 - xc[:, :, None] * m1[:, None, :]
                 + m0[:, None, None] * xc[:, :, None] * xc[:, None, :]
             )
+            # sum_i w_i (h_ij - x_j)^2 >= 0 exactly; the shift from raw moments can leave
+            # a rounding error below 0 where every weighted row sits at x_j (a point
+            # mass), which would make the fixed16 codec's sqrt(S_jj S_kk) NaN
+            k = np.arange(1, p)
+            s[:, k, k] = np.maximum(s[:, k, k], 0.0)
         else:  # neighbour lists: summed with the weights (see _knn_weights)
             if wts.s is None:
                 raise TypeError("weights on neighbour lists come with their Hessians")

@@ -119,7 +119,7 @@ def _diag_and_corr(packed: np.ndarray, p: int) -> tuple[np.ndarray, np.ndarray, 
 
 
 def _corr(values: np.ndarray, dhat: np.ndarray, i: np.ndarray, j: np.ndarray) -> np.ndarray:
-    denom = np.sqrt(dhat[:, i] * dhat[:, j])
+    denom = np.sqrt(np.maximum(dhat[:, i] * dhat[:, j], 0.0))  # a diagonal is >= 0
     ratio = np.divide(values, denom, out=np.zeros_like(values), where=denom > 0)
     return _fix(ratio)
 
@@ -155,7 +155,9 @@ def decode_hessian(arrays: dict[str, np.ndarray], p: int, precision: str) -> np.
     out[:, diag_at] = dhat
     i, j = iu[0][off_at], iu[1][off_at]
     out[:, off_at] = (
-        arrays["S_corr"].astype(np.float64) / _LEVELS * np.sqrt(dhat[:, i] * dhat[:, j])
+        arrays["S_corr"].astype(np.float64)
+        / _LEVELS
+        * np.sqrt(np.maximum(dhat[:, i] * dhat[:, j], 0.0))
     )
     return out
 
