@@ -413,6 +413,14 @@ def synthesize(
                 user_schema = Schema.from_json(schema.read_text())
             except (OSError, ValueError) as exc:
                 _fail(f"{schema}: not a usable schema file ({exc}); write one with `fits schema`")
+        chain = _order(order) or (list(user_schema.order) if user_schema else columns)
+        if chain and chain[0] in column_designs:
+            _fail(
+                f"--column-design {chain[0]}={column_designs[chain[0]]}: {chain[0]!r} is the "
+                "first column of the chain, drawn from its marginal with no covariates; name "
+                "a later column, or move it later with --order",
+                2,
+            )
         start = time.perf_counter()
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")

@@ -117,6 +117,7 @@ def test_cli_column_design(clients, tmp_path) -> None:
         ("y", "write COLUMN=DESIGN"),
         ("y=linear", "must be one of all, ordered, continuous, constant"),
         ("nope=constant", "no column ['nope']"),
+        ("b=constant", "'b' is the first column of the chain"),
     ]:
         bad = tmp_path / "bad.csv"
         res = _run("synthesize", *map(str, paths), "--rows", "20", "--out", str(bad), "-q",
