@@ -17,7 +17,13 @@ from typing import Annotated
 import typer
 
 from .errors import fail as _fail
-from .options import ColumnDesignOpt, DesignOpt, parse_column_designs
+from .options import (
+    ColumnDesignOpt,
+    DesignOpt,
+    Secure,
+    parse_column_designs,
+    pooled_without_secure,
+)
 
 __all__ = ["DatasetChoice", "GeneratorChoice", "benchmark"]
 
@@ -139,6 +145,7 @@ def benchmark(
             "Default: the synthesizer's.",
         ),
     ] = None,
+    secure_aggregation: Secure = False,
 ) -> None:
     """Run the FITS paper's protocol (FITS-G and FITS-K, 10 clients, modes M1-M4).
 
@@ -157,6 +164,9 @@ def benchmark(
             site_policy = SitePolicy.from_json(policy)
         except ValueError as exc:
             _fail(f"--policy: {exc}", 2)
+    problem = pooled_without_secure(site_policy, secure_aggregation)
+    if problem:
+        _fail(problem, 2)
 
     name = dataset.value
     if name != "simulation":
@@ -209,6 +219,7 @@ def benchmark(
                 **({"design": design.value} if design is not None else {}),
                 **({"column_designs": column_designs} if column_designs else {}),
                 **({"smoothing": smoothing.value} if smoothing is not None else {}),
+                **({"secure_aggregation": True} if secure_aggregation else {}),
             }
             or None,
             kernel_params=None if ordinal_penalty is None else {"ordinal_penalty": ordinal_penalty},

@@ -23,7 +23,7 @@ from typing import Annotated, Any
 import typer
 
 from .errors import fail as _fail
-from .options import ColumnDesignOpt, DesignOpt, parse_column_designs
+from .options import ColumnDesignOpt, DesignOpt, Secure, parse_column_designs
 
 __all__ = ["federate"]
 
@@ -280,13 +280,6 @@ RoundCost = Annotated[
         "seconds, so e.g. 40000000 (what 100 Mbit/s carry in 3 s) saves rounds; 0 "
         "(default): two rounds everywhere, the fewest bytes. The table changes only by "
         "rounding.",
-    ),
-]
-Secure = Annotated[
-    bool,
-    typer.Option(
-        "--secure-aggregation",
-        help="Sites mask their uploads so that the coordinator learns only the sums.",
     ),
 ]
 NoRules = Annotated[

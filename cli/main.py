@@ -29,7 +29,13 @@ from .benchmark import benchmark
 from .errors import fail as _fail
 from .errors import interruptible
 from .federate import federate
-from .options import ColumnDesignOpt, DesignOpt, parse_column_designs
+from .options import (
+    ColumnDesignOpt,
+    DesignOpt,
+    Secure,
+    parse_column_designs,
+    pooled_without_secure,
+)
 from .report import report
 
 app = typer.Typer(
@@ -361,6 +367,7 @@ def synthesize(
     design: DesignOpt = None,
     column_design: ColumnDesignOpt = None,
     smoothing: Smoothing = "fixed",
+    secure_aggregation: Secure = False,
 ) -> None:
     """Synthesize one table from several sites' tables.
 
@@ -397,6 +404,9 @@ def synthesize(
         _fail(str(exc), 2)
     kinds = _parse_kinds(kind, schema)
     site_policy = _read_policy(policy)
+    problem = pooled_without_secure(site_policy, secure_aggregation)
+    if problem:
+        _fail(problem, 2)
     with interruptible("no output was written (its temporary file was removed)"), _data_errors():
         tables = _drop_columns(_load_sites(site_files, simulate_clients, shares, seed), drop)
         columns = [str(c) for c in next(iter(tables.values())).columns]
@@ -435,6 +445,7 @@ def synthesize(
                 rules=not no_rules,
                 smoothing=smoothing,
                 column_designs=column_designs or None,
+                secure_aggregation=secure_aggregation,
                 **_design_kwargs(design),
             )
             synth.fit(tables)

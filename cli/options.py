@@ -7,7 +7,37 @@ from typing import Annotated
 
 import typer
 
-__all__ = ["ColumnDesignOpt", "DesignChoice", "DesignOpt", "parse_column_designs"]
+__all__ = [
+    "ColumnDesignOpt",
+    "DesignChoice",
+    "DesignOpt",
+    "Secure",
+    "parse_column_designs",
+    "pooled_without_secure",
+]
+
+
+Secure = Annotated[
+    bool,
+    typer.Option(
+        "--secure-aggregation",
+        help="Sites mask their uploads so that the coordinator learns only the sums "
+        "(needed by a site policy with floor_scope 'pooled').",
+    ),
+]
+
+
+def pooled_without_secure(policy: object, secure: bool) -> str | None:
+    """The usage error of a pooled-floor site policy without secure aggregation, or None."""
+    if secure or getattr(policy, "floor_scope", "site") != "pooled":
+        return None
+    if not getattr(policy, "min_effective_rows", 0) > 0:
+        return None
+    return (
+        "--policy: floor_scope 'pooled' holds the effective-rows floor for the sum over "
+        "the sites, which the sites answer only under secure aggregation; add "
+        "--secure-aggregation, or set floor_scope to 'site'"
+    )
 
 
 class DesignChoice(StrEnum):

@@ -9,7 +9,10 @@ rows never leave it; it uploads only
   for affine candidates, the sums of their columns' centred moments;
 * for the first chain column, the sum of smoothed indicators on the grid (eq. 16);
 * for each batch of query points, step 1: the kernel-weighted Hessians S_k(x) (eq. 5);
-* and step 2: given q(x) from the coordinator, the CDF vectors F_k(z | x) (eqs. 8-9).
+* and step 2: given q(x) from the coordinator, the CDF vectors F_k(z | x) (eqs. 8-9);
+* under a pooled effective-rows floor (``SitePolicy.floor_scope="pooled"``, secure
+  aggregation only), per query point the masked sums of its kernel weights and of their
+  squares at a few widening factors (the ``neff`` round).
 
 It answers within its :class:`~fits.federation.policy.SitePolicy` (grid size, queries per
 column, bandwidth floors, M, and the effective-rows floor under which it abstains from a
@@ -69,6 +72,8 @@ from fits.core.tuning import (
 from fits.federation.codec import PRECISIONS, encode_block, encode_cdf, encode_hessian
 from fits.federation.policy import PolicyError, SitePolicy
 from fits.federation.protocol import (
+    WIDENING_LADDER,
+    WIDENING_STEPS,
     ConfigValue,
     Message,
     ProtocolError,
@@ -97,12 +102,10 @@ _SUMMED = {
     "cdf": ("F",),
     "block": ("S", "T"),
     "tune": ("scores", "rows"),
+    "neff": ("N",),
 }
 #: Numbers per block of neighbour-list work (about 2 MB): small enough for the cache.
 _BLOCK_VALUES = 1 << 18
-#: Widening factors t a site tries, in order, for a query under its effective-rows
-#: floor (``SitePolicy.below_floor="widen"``): steps of sqrt(2) up to 1024.
-WIDENING_STEPS = tuple(2.0 ** (j / 2) for j in range(1, 21))
 #: Whether widened weights are rescaled to the site's own kernel's mass
 #: (:meth:`FITSClient._widening_scale`).
 NORMALIZE_WIDENED = True
@@ -318,6 +321,7 @@ class FITSClient:
             "cdf": self._cdf,
             "block": self._block,
             "tune": self._tune,
+            "neff": self._neff,
         }.get(message.type)
         if handler is None:
             raise ProtocolError(f"{self.name}: unknown message type {message.type!r}")
@@ -394,6 +398,11 @@ class FITSClient:
                 digest = hashlib.sha256(np.ascontiguousarray(queries).tobytes()).hexdigest()
                 if "weight_exponent" in msg.arrays and self._last_queries.get(column) == digest:
                     return  # secure aggregation asks the same points again, scaled
+            if msg.type == "neff":
+                digest = hashlib.sha256(np.ascontiguousarray(queries).tobytes()).hexdigest()
+                again = "weight_exponent" in msg.arrays or int(msg.config.get("ladder_start", 0))
+                if again and self._last_queries.get(f"neff|{column}") == digest:
+                    return  # the same points again: scaled, or further up the ladder
         key = f"{msg.type}:{column}"
         used = self._asked.get(key, 0)
         budget = self.policy.query_budget(self.rows_declared)
@@ -407,6 +416,8 @@ class FITSClient:
         self._asked[key] = used + n
         if msg.type in ("hessian", "block"):
             self._last_queries[column] = digest
+        elif msg.type == "neff":
+            self._last_queries[f"neff|{column}"] = digest
 
     def policy_state(self) -> dict[str, Any]:
         """What the policy has counted so far (a deployment that rebuilds the site for
@@ -590,6 +601,7 @@ class FITSClient:
             "queries_per_column": None if math.isinf(budget) else int(budget),
             "min_effective_rows": self.policy.min_effective_rows,
             "below_floor": self.policy.below_floor,
+            "floor_scope": self.policy.floor_scope,
             "adjusted": adjusted,
         }
         return Message(
@@ -1239,6 +1251,37 @@ class FITSClient:
         cached = self._cache.weights
         if request and cached is not None and cached[0] == key:
             return cached[1]
+        x, qcodes, kernel, design = self._request_kernel(msg)
+        weights = self._weights(x, qcodes, kernel, design=design)
+        if self._pooled_floor():
+            self._widen_as_asked(weights, x, qcodes, kernel, self._asked_widening(msg, len(x)))
+        else:
+            self._floor(weights, x, qcodes, kernel)
+        e = self._weight_exponent(msg, len(x))
+        if e is not None:  # secure aggregation: a common 2^e per query
+            everything = np.arange(len(x))
+            for rows, part in [(everything, weights), *(weights.groups or [])]:
+                part.w = np.ldexp(part.w, e[rows][:, None])
+                if part.s is not None:
+                    part.s = np.ldexp(part.s, e[rows][:, None, None])
+        if request:
+            self._cache.weights = (key, weights)
+        return weights
+
+    def _request_kernel(self, msg: Message) -> tuple[np.ndarray, np.ndarray, Kernel, Any]:
+        """A weight request's substituted queries, their category codes, the kernel (with
+        the request's smoothing) and the local-linear design's covariates.
+
+        Under a pooled floor (:meth:`_pooled_floor`) a request without secure
+        aggregation is refused: the floor then holds only for the sum over sites.
+        """
+        if self._pooled_floor() and not msg.config.get("secure", False):
+            raise PolicyError(
+                f"{self.name} refused a plain {msg.type} request: its policy pools the "
+                "effective-rows floor over the sites (floor_scope='pooled'), which holds "
+                "only when the coordinator sees nothing but the sum; run with secure "
+                "aggregation, or give the site floor_scope='site'"
+            )
         queries = np.asarray(msg.arrays["queries"], dtype=float)
         d = self._position(msg)
         if queries.ndim != 2 or queries.shape[1] != d:
@@ -1249,24 +1292,104 @@ class FITSClient:
         design = design_covariates(msg.config, d)
         x, qcodes = self._substitute(queries)
         kernel = self._smoothed(self._scheme(msg), msg, d)
-        weights = self._weights(x, qcodes, kernel, design=design)
-        self._floor(weights, x, qcodes, kernel)
-        if "weight_exponent" in msg.arrays:  # secure aggregation: a common 2^e per query
-            exponent = np.asarray(msg.arrays["weight_exponent"])
-            if exponent.shape != (len(x),) or exponent.dtype.kind not in "iu":
-                raise ProtocolError(
-                    f"{self.name}: weight_exponent needs one integer per query, got "
-                    f"{exponent.dtype} {exponent.shape}"
-                )
-            e = exponent.astype(np.int32)  # ldexp, not a factor: 2^1100 is no float
-            everything = np.arange(len(x))
-            for rows, part in [(everything, weights), *(weights.groups or [])]:
-                part.w = np.ldexp(part.w, e[rows][:, None])
-                if part.s is not None:
-                    part.s = np.ldexp(part.s, e[rows][:, None, None])
-        if request:
-            self._cache.weights = (key, weights)
-        return weights
+        return x, qcodes, kernel, design
+
+    def _weight_exponent(self, msg: Message, b: int) -> np.ndarray | None:
+        """A secure request's ``weight_exponent``, checked (int32), or None."""
+        if "weight_exponent" not in msg.arrays:
+            return None
+        exponent = np.asarray(msg.arrays["weight_exponent"])
+        if exponent.shape != (b,) or exponent.dtype.kind not in "iu":
+            raise ProtocolError(
+                f"{self.name}: weight_exponent needs one integer per query, got "
+                f"{exponent.dtype} {exponent.shape}"
+            )
+        return exponent.astype(np.int32)  # ldexp, not a factor: 2^1100 is no float
+
+    # ------------------------------------------------------------------ pooled floor
+    def _pooled_floor(self) -> bool:
+        """Whether the effective-rows floor holds for the sum over sites (the policy)."""
+        return self.policy.floor_scope == "pooled" and self.policy.min_effective_rows > 0
+
+    def _asked_widening(self, msg: Message, b: int) -> np.ndarray:
+        """The request's per-query widening factors (``widen``), checked: each 0 (no
+        answer), 1 (the site's own kernel) or one of :data:`WIDENING_STEPS`."""
+        if "widen" not in msg.arrays:
+            raise PolicyError(
+                f"{self.name} refused a {msg.type} request without widening factors: its "
+                "policy pools the effective-rows floor (floor_scope='pooled'), so every "
+                "request carrying kernel weights needs the coordinator's factors from a "
+                "neff round"
+            )
+        t = np.asarray(msg.arrays["widen"], dtype=float).reshape(-1)
+        allowed = np.array((0.0, *WIDENING_LADDER))
+        near = np.abs(t[:, None] - allowed[None, :]) <= 1e-9 * allowed[None, :]
+        if np.shape(msg.arrays["widen"]) != (b,) or not near.any(axis=1).all():
+            raise ProtocolError(
+                f"{self.name}: widen needs one factor per query, each 0, 1 or a power of "
+                f"sqrt(2) up to 1024; got shape {t.shape}"
+            )
+        return allowed[np.argmax(near, axis=1)]
+
+    def _widen_as_asked(
+        self, wts: _Weights, x: np.ndarray, qcodes: np.ndarray, kernel: Kernel, t: np.ndarray
+    ) -> None:
+        """Apply the coordinator's common widening factors (pooled floor) to a batch.
+
+        A query with factor t > 1 gets the weights of the site's own kernel widened by
+        t (:meth:`_weights`, exactly as :meth:`_floor` widens); a factor of 0 means that
+        no factor brought the pooled n_eff to k: the site contributes zeros for it.
+        """
+        zero = np.flatnonzero(t == 0.0)
+        wide = np.flatnonzero(t > 1.0)
+        for rows in (zero, wide):
+            wts.w[rows] = 0.0
+            if wts.s is not None:
+                wts.s[rows] = 0.0
+        groups = []
+        for factor in np.unique(t[wide]):
+            rows = wide[t[wide] == factor]
+            groups.append((rows, self._weights(x[rows], qcodes[rows], kernel, factor, wts.design)))
+        wts.groups = groups or None
+        wts.widened, wts.widening = wide, t[wide]
+        wts.abstained = zero
+
+    def _neff(self, msg: Message) -> Message:
+        """The pooled floor's round: per query, sum w and sum w^2 at widening factors.
+
+        ``N[b, j] = (sum_i w_i, sum_i w_i^2)`` for query b under the site's own kernel
+        widened by ``WIDENING_LADDER[ladder_start + j]`` (:meth:`_weights`, the weights
+        its hessian answer would use), for ``j < ladder_steps``; zeros for queries the
+        optional ``pending`` mask leaves out.  Summed over the sites (masked), these give
+        the pooled n_eff = (sum w)^2 / sum w^2 at each factor, from which the coordinator
+        picks each query's factor.  Answered only under ``floor_scope="pooled"``.
+        """
+        if not self._pooled_floor():
+            raise PolicyError(
+                f"{self.name} refused a neff request: its policy does not pool the "
+                "effective-rows floor (floor_scope='site')"
+            )
+        x, qcodes, kernel, design = self._request_kernel(msg)
+        b = len(x)
+        start = int(msg.config.get("ladder_start", 0))
+        steps = int(msg.config.get("ladder_steps", 1))
+        if not (0 <= start and steps >= 1 and start + steps <= len(WIDENING_LADDER)):
+            raise ProtocolError(
+                f"{self.name}: a neff ladder must lie within the {len(WIDENING_LADDER)} "
+                f"factors; got start {start}, steps {steps}"
+            )
+        pending = np.asarray(msg.arrays.get("pending", np.ones(b, dtype=np.uint8)))
+        if pending.shape != (b,):
+            raise ProtocolError(f"{self.name}: pending needs one flag per query")
+        rows = np.flatnonzero(pending)
+        e = self._weight_exponent(msg, b)
+        out = np.zeros((b, steps, 2))
+        for j in range(steps):
+            wts = self._weights(x[rows], qcodes[rows], kernel, WIDENING_LADDER[start + j], design)
+            w = wts.w if e is None else np.ldexp(wts.w, e[rows][:, None])
+            out[rows, j, 0] = w.sum(axis=1)
+            out[rows, j, 1] = np.einsum("ij,ij->i", w, w)
+        return Message("neff", {"N": out})
 
     # ------------------------------------------------------------------ the two steps
     def _hessian(self, msg: Message) -> Message:
@@ -1433,6 +1556,14 @@ class FITSClient:
         j = self._position(msg)
         phi = self._response_matrix(j)
         rows = int(self.valid[:, j].sum())
+        if self._pooled_floor():  # the floor holds for the sum: the federation's rows
+            if not msg.config.get("secure", False):
+                raise PolicyError(
+                    f"{self.name} refused a plain marginal request: its policy pools the "
+                    "effective-rows floor over the sites (floor_scope='pooled'), which "
+                    "holds only under secure aggregation"
+                )
+            rows = self.n_total
         if rows < self.policy.min_effective_rows:  # n_eff of equal weights: the row count
             self._abstained = np.zeros(1, dtype=np.int64)
             return Message("marginal", {"F": np.zeros(phi.shape[1])}, {"abstained": 1})

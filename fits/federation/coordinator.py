@@ -53,7 +53,13 @@ from fits.core.tuning import (
 )
 from fits.federation.codec import PRECISIONS, decode_block, decode_cdf, decode_hessian
 from fits.federation.policy import DEFAULT_MIN_EFFECTIVE_ROWS
-from fits.federation.protocol import DESIGNS, ConfigValue, Message, ProtocolError
+from fits.federation.protocol import (
+    DESIGNS,
+    WIDENING_LADDER,
+    ConfigValue,
+    Message,
+    ProtocolError,
+)
 from fits.federation.secure import unmask_sum
 from fits.federation.transport import Transport
 
@@ -63,6 +69,8 @@ __all__ = ["Coordinator", "MAX_BATCH", "ROUNDS"]
 DEGENERATE_WEIGHT = 1e-250
 #: Secure aggregation: a summed weight below this is re-asked with scaled weights.
 _SECURE_MIN_WEIGHT = 2.0**-40
+#: Pooled floor: widening factors asked per ``neff`` round (1, sqrt(2), 2; then the next).
+_LADDER_STEPS = 3
 #: ... up to weights scaled by this power of two (2^-1100 is below every float64).
 _SECURE_MAX_EXPONENT = 1100
 
@@ -282,6 +290,8 @@ class Coordinator:
         self._configure_messages: list[Message] = []
         self._asked: dict[str, int] = {}
         self._requests = itertools.count()
+        #: k of the sites' pooled effective-rows floor (None: each site floors its own)
+        self._pooled_k: float | None = None
         self._marginals: dict[str, np.ndarray] = {}
         #: The smoothing of each chain column's conditional CDF (:meth:`tune`, or set by
         #: hand); a column not in it uses the sites' own kernels (sharpness = reach = 1).
@@ -535,6 +545,38 @@ class Coordinator:
         self.site_policies = [
             json.loads(str(r.config["policy"])) if "policy" in r.config else {} for r in replies
         ]
+        self._pooled_k = self._pooled_floor(self.site_policies)
+
+    def _pooled_floor(self, policies: list[dict]) -> float | None:
+        """The k of the sites' pooled effective-rows floor, or None if they pool none.
+
+        Raises ValueError if some sites pool their floor and others do not (the pooled
+        n_eff needs every site's weights), or if they pool it without secure aggregation
+        (they would refuse every request).
+        """
+        names = self.transport.client_names
+        pooled = [
+            p.get("floor_scope") == "pooled" and float(p.get("min_effective_rows") or 0) > 0
+            for p in policies
+        ]
+        if not any(pooled):
+            return None
+        if not all(pooled):
+            mine = [n for n, p in zip(names, pooled, strict=True) if p]
+            theirs = [n for n, p in zip(names, pooled, strict=True) if not p]
+            raise ValueError(
+                f"sites {mine} pool their effective-rows floor over the sites "
+                f"(floor_scope='pooled') but {theirs} do not: the pooled n_eff needs every "
+                "site's weights; give every site the same floor_scope"
+            )
+        if not self.secure:
+            raise ValueError(
+                f"sites {names} pool their effective-rows floor (floor_scope='pooled'), "
+                "which they answer only under secure aggregation: run with "
+                "secure_aggregation=True (--secure-aggregation), or give the sites "
+                "floor_scope='site'"
+            )
+        return max(float(p["min_effective_rows"]) for p in policies)
 
     def declare_rows(self, rows: int) -> None:
         """Declare to the sites, ahead, that ``rows`` more synthetic rows will be drawn.
@@ -843,17 +885,20 @@ class Coordinator:
         one = self.one_round(column, b)
         precision = self._wire_precision()
         exponent = np.zeros(b, dtype=np.int64)  # weights scaled by 2^exponent (secure)
+        base: dict[str, ConfigValue] = {
+            "column": column,
+            "scheme": scheme,
+            **self._design_config(column, d),
+            **self._smoothing_config(column),
+            **self._secure_flag(),
+            **({"precision": precision} if precision != "float64" else {}),
+        }
+        widen = self._pooled_widening(x, base) if self._pooled_k else None
         while True:
-            config: dict[str, ConfigValue] = {
-                "column": column,
-                "request": f"r{next(self._requests)}",
-                "scheme": scheme,
-                **self._design_config(column, d),
-                **self._smoothing_config(column),
-                **self._secure_flag(),
-                **({"precision": precision} if precision != "float64" else {}),
-            }
+            config: dict[str, ConfigValue] = {**base, "request": f"r{next(self._requests)}"}
             arrays = {"queries": x}
+            if widen is not None:
+                arrays["widen"] = widen
             if exponent.any():
                 arrays["weight_exponent"] = exponent
             if one:
@@ -893,6 +938,46 @@ class Coordinator:
         step2 = Message("cdf", {**arrays, "q": q}, {**config, "grid_size": grid.size})
         (f,) = self._summed(self.transport.broadcast(step2), "cdf", p)
         return f, degenerate
+
+    def _pooled_widening(self, x: np.ndarray, base: dict[str, ConfigValue]) -> np.ndarray:
+        """Each query's common widening factor under the sites' pooled floor.
+
+        ``neff`` rounds ask every site for the sums of its weights and of their squares
+        at the factors 1, sqrt(2), 2, ... (:data:`WIDENING_LADDER`, three per round, only
+        for the queries still below k); summed over the sites (masked: the coordinator
+        sees only the sums), they give the pooled n_eff = (sum w)^2 / sum w^2 at each
+        factor.  A query gets the smallest factor with pooled n_eff >= k, or 0 (every
+        site contributes zeros) if none reaches k.  The sums are taken at a common
+        scale 2^exponent per query when they are tiny, as in the hessian round.
+        """
+        k = float(self._pooled_k or 0.0)
+        b = len(x)
+        factor = np.zeros(b)
+        pending = np.ones(b, dtype=bool)
+        for start in range(0, len(WIDENING_LADDER), _LADDER_STEPS):
+            steps = min(_LADDER_STEPS, len(WIDENING_LADDER) - start)
+            exponent = np.zeros(b, dtype=np.int64)
+            while True:
+                arrays = {"queries": x, "pending": pending.astype(np.uint8)}
+                if exponent.any():
+                    arrays["weight_exponent"] = exponent
+                request = {"request": f"n{next(self._requests)}"}
+                ladder = {"ladder_start": start, "ladder_steps": steps}
+                msg = Message("neff", arrays, {**base, **request, **ladder})
+                sums = self._total(self.transport.broadcast(msg), "N")
+                rescale = self._rescale(np.where(pending, sums[:, 0, 0], 1.0), exponent)
+                if rescale is None:
+                    break
+                exponent = rescale
+            total, squares = sums[..., 0], sums[..., 1]
+            neff = np.divide(total * total, squares, out=np.zeros_like(total), where=squares > 0)
+            for j in range(steps):
+                ok = pending & (neff[:, j] >= k)
+                factor[ok] = WIDENING_LADDER[start + j]
+                pending &= ~ok
+            if not pending.any():
+                break
+        return factor
 
     def _by_mass(self, column: str) -> bool:
         return self.discrete_sampling == "mass" and self.encoders[column].spec.is_discrete

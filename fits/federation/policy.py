@@ -44,6 +44,19 @@ of them, see ``docs/privacy.md``):
   zeros for it in both steps, says so (config ``abstained``) and logs it.  A marginal
   is abstained from when fewer than k rows hold the column.  Whatever the bandwidths,
   M or the scaling make of the weights, every answer has n_eff >= k.
+* **floor scope** [``floor_scope="site"``]: the floor above holds for each site's own
+  answer.  With ``"pooled"`` it holds for the *sum over the sites* instead, which is all
+  the coordinator sees under secure aggregation: before each step-1 request the
+  coordinator asks a ``neff`` round (the masked sums of w and w^2 per query, at the
+  widening factors 1, sqrt(2), 2, ...), picks per query the smallest common factor t
+  whose pooled n_eff = (sum over sites and rows of w)^2 / (sum of w^2) reaches k, and
+  every site answers that query with its own kernel widened by that t (0: no factor
+  reaches k, every site contributes zeros).  The site then requires secure aggregation
+  on every request that carries its rows' weights (it refuses a plain one) and takes
+  the factors from the request: the floor's meaning rests on an honest-but-curious
+  coordinator, the threat model of secure aggregation itself, instead of on the site
+  alone.  Sharp kernels keep their sharpness where the sites together hold k rows'
+  worth of weight near a query (docs/privacy.md, "Pooled floor").
 * **tuning** [16 candidate smoothings per column]: the ``tune`` round
   (:mod:`fits.core.tuning`) asks for per-candidate sums of held-out scores over the
   site's rows; the site scores at most this many candidates per column over the run,
@@ -70,6 +83,7 @@ __all__ = [
     "BELOW_FLOOR",
     "DEFAULT_BELOW_FLOOR",
     "DEFAULT_MIN_EFFECTIVE_ROWS",
+    "FLOOR_SCOPES",
     "PolicyError",
     "SitePolicy",
 ]
@@ -80,6 +94,9 @@ DEFAULT_MIN_EFFECTIVE_ROWS = 5.0
 BELOW_FLOOR = ("widen", "abstain")
 #: Default of :attr:`SitePolicy.below_floor`.
 DEFAULT_BELOW_FLOOR = "widen"
+#: Where the effective-rows floor holds: each site's own answer, or the sum over sites
+#: (with secure aggregation only).
+FLOOR_SCOPES = ("site", "pooled")
 
 
 class PolicyError(ProtocolError):
@@ -108,6 +125,11 @@ class SitePolicy:
     below_floor : {"widen", "abstain"}
         What the site does with a query under k: answer it with its own kernel widened
         until n_eff >= k (default), or abstain from it (contribute zeros).
+    floor_scope : {"site", "pooled"}
+        Whether the floor holds for this site's own answer (default) or for the sum
+        over the sites that secure aggregation reveals, with a common widening factor
+        per query chosen by the coordinator from the pooled n_eff (``"pooled"``: the
+        site then refuses requests without secure aggregation; see the module notes).
     min_response_bandwidth : float
         Floor of a continuous response's bandwidth, in units of the site's own sd of
         that column (default 0.02).
@@ -126,6 +148,7 @@ class SitePolicy:
     max_rows: int | None = None
     min_effective_rows: float = DEFAULT_MIN_EFFECTIVE_ROWS
     below_floor: str = DEFAULT_BELOW_FLOOR
+    floor_scope: str = "site"
     min_response_bandwidth: float = 0.02
     min_discrete_response_bandwidth: float = 0.0
     max_federation_ratio: float = 1000.0
@@ -139,6 +162,7 @@ class SitePolicy:
             ("max_rows", self.max_rows is None or self.max_rows >= 0, ">= 0 or null"),
             ("min_effective_rows", self.min_effective_rows >= 0, ">= 0"),
             ("below_floor", self.below_floor in BELOW_FLOOR, f"one of {BELOW_FLOOR}"),
+            ("floor_scope", self.floor_scope in FLOOR_SCOPES, f"one of {FLOOR_SCOPES}"),
             ("min_response_bandwidth", self.min_response_bandwidth >= 0, ">= 0"),
             (
                 "min_discrete_response_bandwidth",
@@ -205,9 +229,9 @@ class SitePolicy:
                 else:
                     raise ValueError(f"{source}: {key} cannot be null")
                 continue
-            if key == "below_floor":
+            if key in ("below_floor", "floor_scope"):
                 if not isinstance(value, str):
-                    raise ValueError(f"{source}: below_floor must be a string, got {value!r}")
+                    raise ValueError(f"{source}: {key} must be a string, got {value!r}")
                 parsed[key] = value
                 continue
             integer = key in ("max_grid_size", "extra_queries", "max_rows", "tuning_candidates")

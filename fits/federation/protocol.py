@@ -28,6 +28,10 @@ block        as hessian, with ``grid_size``              ``S`` as hessian and ``
                                                          the response block sum_i w_i U_i
                                                          Phi((z_l - y_i) / w_i) (one round
                                                          per column instead of two)
+neff         as hessian, with config ``ladder_start``,   ``N`` (B, S, 2): per query and
+             ``ladder_steps`` (S); optional arrays       factor, the sums of the site's
+             ``pending`` (B,) 0/1, ``weight_exponent``   kernel weights and of their
+                                                         squares (pooled floor only)
 rules        config ``stage`` (``check`` / ``map`` /     ``holds`` (n,) uint8 0/1 (check):
              ``moments``), ``schema`` (JSON, the         does candidate i hold in every
              merged schema), ``candidates`` (JSON, n     row here; or ``pairs`` (size,)
@@ -50,6 +54,14 @@ comma-separated, increasing; ``""`` for none) of the covariates kept in the loca
 design U_i = (1, h_i[design] - x[design]); absent, all d of them (the paper's design,
 eq. 5).  Every covariate stays in the kernel weights either way; p is then
 ``1 + len(design)`` (:func:`design_covariates`, :func:`design_size`).
+
+Under a pooled effective-rows floor (``SitePolicy.floor_scope="pooled"``, secure
+aggregation only; :mod:`fits.federation.policy`) a hessian, cdf or block request carries
+arrays ``widen`` (B,): the common widening factor of each query (0: no answer, 1: the
+site's own kernel, else a power of sqrt(2) up to 1024), chosen from the pooled n_eff
+that ``neff`` rounds reveal; a neff request asks for factors
+``WIDENING_LADDER[ladder_start : ladder_start + ladder_steps]``
+(:data:`WIDENING_LADDER`).
 
 A hessian, cdf or block request may carry config ``precision`` (``"float32"`` or
 ``"fixed16"``; absent: float64): the reply then holds the arrays of
@@ -131,12 +143,29 @@ __all__ = [
     "design_covariates",
     "design_size",
     "MESSAGE_TYPES",
+    "WIDENING_LADDER",
+    "WIDENING_STEPS",
     "packed_size",
 ]
 
 #: The synthesis protocol's message types (analysis types: :data:`ANALYSIS_REPLIES`).
-MESSAGE_TYPES = ("setup", "configure", "rules", "marginal", "hessian", "cdf", "block", "tune")
+MESSAGE_TYPES = (
+    "setup",
+    "configure",
+    "rules",
+    "marginal",
+    "hessian",
+    "cdf",
+    "block",
+    "tune",
+    "neff",
+)
 
+#: Widening factors t of the effective-rows floor, in order (a site's own floor,
+#: ``SitePolicy.below_floor="widen"``, and the pooled floor): steps of sqrt(2) to 1024.
+WIDENING_STEPS = tuple(2.0 ** (j / 2) for j in range(1, 21))
+#: The factors a ``neff`` request's ladder indexes (``ladder_start``): 1, then the steps.
+WIDENING_LADDER = (1.0, *WIDENING_STEPS)
 
 ConfigValue = str | int | float | bool
 
@@ -447,6 +476,10 @@ def check_reply(request: Message, reply: Message) -> None:
             "scores": ((n_columns, n_candidates), "float64"),
             "rows": ((n_columns,), "float64"),
         }
+    elif mtype == "neff":
+        b = request.arrays["queries"].shape[0]
+        steps = int(request.config.get("ladder_steps", 1))
+        expected = {"N": ((b, steps, 2), "float64")}
     elif mtype in ("hessian", "cdf", "block"):
         b, d = request.arrays["queries"].shape
         grid_size = int(request.config.get("grid_size", 0))
