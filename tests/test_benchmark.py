@@ -343,3 +343,23 @@ def test_cli_column_design(tmp_path: Path) -> None:
                    str(tmp_path / "x"))  # fmt: skip
     assert proc.returncode == 2 and "nope" in proc.stderr and "chain" in proc.stderr
     assert not (tmp_path / "x").exists()
+
+
+def test_cli_pooled_floor_with_secure_aggregation(tmp_path: Path) -> None:
+    """``--policy`` with floor_scope 'pooled' runs with ``--secure-aggregation`` (recorded
+    in the config) and is a usage error without it."""
+    policy = tmp_path / "pooled.json"
+    policy.write_text('{"floor_scope": "pooled"}')
+    out = tmp_path / "results"
+    proc = run_cli("--dataset", "simulation", "--policy", str(policy), "--out", str(out))
+    assert proc.returncode == 2 and "add --secure-aggregation" in proc.stderr, proc.stderr
+    assert not out.exists()
+    proc = run_cli(
+        "--dataset", "simulation", "--repeats", "1", "--rows", "300", "--generator", "knn",
+        "--no-modes", "--no-boosting", "--policy", str(policy), "--secure-aggregation",
+        "--out", str(out), "--quiet",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    config = json.loads((out / "simulation.json").read_text())["config"]
+    assert config["synthesizer_params"]["secure_aggregation"] == "True"  # recorded as repr
+    assert config["site_policy"]["floor_scope"] == "pooled"

@@ -99,6 +99,30 @@ def test_synthesize_permissive_policy_applies_to_every_site(tiny_sites, tmp_path
     assert len(pd.read_csv(out)) == 20
 
 
+def test_synthesize_pooled_floor_needs_secure_aggregation(tiny_sites, tmp_path):
+    """Three rows per site: each site alone is under k = 5, the six rows together are not,
+    so the pooled floor (with secure aggregation) carries what the site floor refuses."""
+    out = tmp_path / "out.csv"
+    policy = _policy(tmp_path, "pooled.json", {"floor_scope": "pooled"})
+    res = run("synthesize", *tiny_sites, "--rows", 20, "--out", out, "-q", "--policy", policy)
+    assert res.returncode == 2 and "add --secure-aggregation" in res.stderr, res.stderr
+    assert "Traceback" not in res.stderr and not out.exists()
+    res = run(
+        "synthesize",
+        *tiny_sites,
+        "--rows",
+        20,
+        "--out",
+        out,
+        "-q",
+        "--policy",
+        policy,
+        "--secure-aggregation",
+    )
+    assert res.returncode == 0, res.stderr
+    assert len(pd.read_csv(out)) == 20
+
+
 def test_a_bad_policy_file_is_a_usage_error(tiny_sites, tmp_path):
     out = tmp_path / "out.csv"
     bad = _policy(tmp_path, "bad.json", {"max_grids": 5})

@@ -263,6 +263,39 @@ def test_secure_aggregation_through_flower_records_and_site_state(site_files, tm
         run_synthesis(grid, {**config, "secure": "maybe"})
 
 
+def test_a_pooled_floor_through_flower_is_the_in_process_one(site_files, tmp_path):
+    """Sites whose node-config policy pools the effective-rows floor answer the neff
+    rounds and the widened requests over Flower records; the table is the in-process
+    one bit for bit, and every neff upload is masked."""
+    from fits.federation.policy import SitePolicy
+
+    paths, kinds, order = site_files
+    policy = tmp_path / "pooled.json"
+    policy.write_text(json.dumps({"floor_scope": "pooled", "min_effective_rows": 40}))
+    nodes = [{**c, "policy": str(policy)} for c in _node_configs(paths)]
+    grid = FakeGrid(nodes)
+    out = tmp_path / "synthetic.csv"
+    config = {"output": str(out), "rows": 120, "seed": 2, "kinds": format_kinds(kinds)}
+    config.update(order=",".join(order), secure="true")
+    run_synthesis(grid, config)
+    expected = _in_process(
+        paths,
+        kinds,
+        order,
+        120,
+        2,
+        secure_aggregation=True,
+        site_policy=SitePolicy(floor_scope="pooled", min_effective_rows=40),
+    )
+    pd.testing.assert_frame_equal(read_table(out), expected, check_exact=True)
+    neff = [c for _, c in grid.sent if "N" in c["arrays"]]
+    assert neff and all(c["arrays"]["N"].numpy().dtype == np.uint64 for c in neff)
+    widened = [c for _, c in grid.sent if c["config"].get("widened")]
+    assert widened  # k = 40 binds somewhere: widened answers travelled too
+    with pytest.raises(Exception, match="only under secure aggregation"):
+        run_synthesis(FakeGrid(nodes), {**config, "secure": "false"})
+
+
 def test_a_failing_site_stops_the_run_by_name_and_nothing_is_written(site_files, tmp_path):
     paths, kinds, order = site_files
     grid = FakeGrid(_node_configs(paths), fail={1007: "hessian"})  # site-b
