@@ -23,7 +23,13 @@ from typing import Annotated, Any
 import typer
 
 from .errors import fail as _fail
-from .options import ColumnDesignOpt, DesignOpt, Secure, parse_column_designs
+from .options import (
+    ColumnDesignOpt,
+    DesignOpt,
+    Secure,
+    parse_column_designs,
+    pooled_without_secure,
+)
 
 __all__ = ["federate"]
 
@@ -483,6 +489,11 @@ def local(
             flower_launch.check_policy_file(policy)
         except flower_launch.FederationError as exc:
             _fail(f"--policy {exc}", 2)
+        from fits.federation.policy import SitePolicy
+
+        problem = pooled_without_secure(SitePolicy.from_json(policy), secure_aggregation)
+        if problem:
+            _fail(problem, 2)
     launch = _launch()  # every usage error above is reported with or without Flower
     config = _run_config(
         out,

@@ -104,9 +104,10 @@ def test_synthesize_pooled_floor_needs_secure_aggregation(tiny_sites, tmp_path):
     so the pooled floor (with secure aggregation) carries what the site floor refuses."""
     out = tmp_path / "out.csv"
     policy = _policy(tmp_path, "pooled.json", {"floor_scope": "pooled"})
-    res = run("synthesize", *tiny_sites, "--rows", 20, "--out", out, "-q", "--policy", policy)
-    assert res.returncode == 2 and "add --secure-aggregation" in res.stderr, res.stderr
-    assert "Traceback" not in res.stderr and not out.exists()
+    for command in ("synthesize", "federate local"):
+        res = run(*command.split(), *tiny_sites, "--rows", 20, "--out", out, "--policy", policy)
+        assert res.returncode == 2 and "add --secure-aggregation" in res.stderr, res.stderr
+        assert "Traceback" not in res.stderr and not out.exists()
     res = run(
         "synthesize",
         *tiny_sites,
