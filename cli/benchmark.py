@@ -19,9 +19,11 @@ import typer
 from .errors import fail as _fail
 from .options import (
     ColumnDesignOpt,
+    ColumnPenaltyOpt,
     DesignOpt,
     Secure,
     parse_column_designs,
+    parse_column_penalties,
     pooled_without_secure,
 )
 
@@ -146,6 +148,7 @@ def benchmark(
         ),
     ] = None,
     secure_aggregation: Secure = False,
+    column_penalty: ColumnPenaltyOpt = None,
 ) -> None:
     """Run the FITS paper's protocol (FITS-G and FITS-K, 10 clients, modes M1-M4).
 
@@ -179,13 +182,15 @@ def benchmark(
             _fail(f"{where} {str(folder)!r}: no such directory")
     try:
         column_designs = parse_column_designs(column_design)
+        column_penalties = parse_column_penalties(column_penalty)
     except ValueError as exc:
         _fail(str(exc), 2)
-    if column_designs:
+    if column_designs or column_penalties:
         try:
-            chain = load_dataset(name, data_dir).order
+            loaded = load_dataset(name, data_dir)
         except (FileNotFoundError, ChecksumError) as exc:
             _fail(str(exc))
+        chain = loaded.order
         unknown = sorted(set(column_designs) - set(chain[1:]))
         if unknown:
             _fail(
@@ -193,6 +198,21 @@ def benchmark(
                 f"(chain: {', '.join(chain)})",
                 2,
             )
+        discrete = [c for c in chain if loaded.kinds.get(c) in ("ordinal", "nominal")]
+        for column, value in column_penalties.items():
+            kind = loaded.kinds.get(column)
+            if kind not in ("ordinal", "nominal"):
+                _fail(
+                    f"--column-penalty {column}: not a discrete column of {name} (the "
+                    f"ordinal and nominal ones: {', '.join(discrete)})",
+                    2,
+                )
+            if kind == "nominal" and not 0 < value <= 1:
+                _fail(
+                    f"--column-penalty {column}={value:g}: {column!r} is nominal, so "
+                    "gamma_q must lie in (0, 1]",
+                    2,
+                )
     base = out / name
     command = "fits " + " ".join(shlex.quote(a) for a in sys.argv[1:])
 
@@ -222,7 +242,11 @@ def benchmark(
                 **({"secure_aggregation": True} if secure_aggregation else {}),
             }
             or None,
-            kernel_params=None if ordinal_penalty is None else {"ordinal_penalty": ordinal_penalty},
+            kernel_params={
+                **({"ordinal_penalty": ordinal_penalty} if ordinal_penalty is not None else {}),
+                **({"column_penalties": column_penalties} if column_penalties else {}),
+            }
+            or None,
         )
     except (FileNotFoundError, ChecksumError) as exc:
         _fail(str(exc))

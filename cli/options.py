@@ -9,10 +9,12 @@ import typer
 
 __all__ = [
     "ColumnDesignOpt",
+    "ColumnPenaltyOpt",
     "DesignChoice",
     "DesignOpt",
     "Secure",
     "parse_column_designs",
+    "parse_column_penalties",
     "pooled_without_secure",
 ]
 
@@ -96,3 +98,42 @@ def parse_column_designs(items: list[str] | None) -> dict[str, str]:
             raise ValueError(f"--column-design names {column!r} twice")
         designs[column] = design
     return designs
+
+
+ColumnPenaltyOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--column-penalty",
+        help="COLUMN=VALUE: one covariate's category penalty of eq. 26, overriding the "
+        "global one: lambda_q >= 0 for an ordinal column (e.g. --column-penalty hr=3), "
+        "gamma_q in (0, 1] for a nominal one; repeat for more columns.",
+        show_default=False,
+    ),
+]
+
+
+def parse_column_penalties(items: list[str] | None) -> dict[str, float]:
+    """``COLUMN=VALUE`` items of ``--column-penalty`` as a mapping.
+
+    Raises
+    ------
+    ValueError
+        An item without ``=``, with an empty column, a value that is not a number >= 0,
+        or a column named twice (the message says which).
+    """
+    penalties: dict[str, float] = {}
+    for item in items or []:
+        column, sep, text = item.rpartition("=")
+        column = column.strip()
+        if not sep or not column:
+            raise ValueError(f"--column-penalty {item!r}: write COLUMN=VALUE, e.g. hr=3")
+        try:
+            value = float(text)
+        except ValueError:
+            value = float("nan")
+        if not value >= 0 or value == float("inf"):
+            raise ValueError(f"--column-penalty {item!r}: the value must be a number >= 0")
+        if column in penalties:
+            raise ValueError(f"--column-penalty names {column!r} twice")
+        penalties[column] = value
+    return penalties

@@ -363,3 +363,27 @@ def test_cli_pooled_floor_with_secure_aggregation(tmp_path: Path) -> None:
     config = json.loads((out / "simulation.json").read_text())["config"]
     assert config["synthesizer_params"]["secure_aggregation"] == "True"  # recorded as repr
     assert config["site_policy"]["floor_scope"] == "pooled"
+
+
+def test_cli_column_penalty(tmp_path: Path) -> None:
+    """``--column-penalty COL=VALUE`` reaches the sites' kernels (recorded); a column that
+    is not discrete, or a nominal gamma above 1, is a usage error."""
+    out = tmp_path / "results"
+    proc = run_cli(
+        "--dataset", "simulation", "--repeats", "1", "--rows", "300", "--generator", "knn",
+        "--no-modes", "--no-boosting", "--column-penalty", "X_O=4", "--out", str(out),
+        "--quiet",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    kernel = json.loads((out / "simulation.json").read_text())["config"]["kernel_params"]
+    assert kernel == {"column_penalties": {"X_O": 4.0}}
+    for bad, says in [
+        ("X_G1=2", "not a discrete column"),
+        ("X_B=2", "gamma_q must lie in (0, 1]"),
+        ("X_O=-1", "a number >= 0"),
+        ("X_O", "write COLUMN=VALUE"),
+    ]:
+        proc = run_cli("--dataset", "simulation", "--column-penalty", bad, "--out",
+                       str(tmp_path / "x"))  # fmt: skip
+        assert proc.returncode == 2 and says in proc.stderr, (bad, proc.stderr)
+    assert not (tmp_path / "x").exists()
