@@ -409,6 +409,12 @@ def synthesize(
         _fail(problem, 2)
     with interruptible("no output was written (its temporary file was removed)"), _data_errors():
         tables = _drop_columns(_load_sites(site_files, simulate_clients, shares, seed), drop)
+        if secure_aggregation and len(tables) < 2:
+            _fail(
+                "--secure-aggregation needs at least two sites (with one, the sum is that "
+                "site's own upload): give more site files, or --simulate-clients K",
+                2,
+            )
         columns = [str(c) for c in next(iter(tables.values())).columns]
         unknown = sorted(set(column_designs) - set(columns))
         if unknown:

@@ -122,6 +122,10 @@ def test_synthesize_pooled_floor_needs_secure_aggregation(tiny_sites, tmp_path):
     )
     assert res.returncode == 0, res.stderr
     assert len(pd.read_csv(out)) == 20
+    one = tiny_sites[:1]
+    res = run("synthesize", *one, "--rows", 5, "--out", tmp_path / "o.csv", "--secure-aggregation")
+    assert res.returncode == 2 and "at least two sites" in res.stderr, res.stderr
+    assert not (tmp_path / "o.csv").exists()
 
 
 def test_a_bad_policy_file_is_a_usage_error(tiny_sites, tmp_path):
