@@ -76,6 +76,21 @@ ColumnDesignOpt = Annotated[
 ]
 
 
+def _column_items(items: list[str] | None, option: str, example: str) -> list[tuple[str, str, str]]:
+    """``(item, column, value)`` of ``COLUMN=VALUE`` items; ValueError for an item without
+    ``=`` or a column, or a column named twice."""
+    out: list[tuple[str, str, str]] = []
+    for item in items or []:
+        column, sep, value = item.rpartition("=")
+        column = column.strip()
+        if not sep or not column:
+            raise ValueError(f"{option} {item!r}: write {example}")
+        if column in {c for _, c, _ in out}:
+            raise ValueError(f"{option} names {column!r} twice")
+        out.append((item, column, value.strip()))
+    return out
+
+
 def parse_column_designs(items: list[str] | None) -> dict[str, str]:
     """``COLUMN=DESIGN`` items of ``--column-design`` as a mapping.
 
@@ -87,16 +102,12 @@ def parse_column_designs(items: list[str] | None) -> dict[str, str]:
     """
     designs: dict[str, str] = {}
     choices = ", ".join(c.value for c in DesignChoice)
-    for item in items or []:
-        column, sep, design = item.rpartition("=")
-        column, design = column.strip(), design.strip().lower()
-        if not sep or not column:
-            raise ValueError(f"--column-design {item!r}: write COLUMN=DESIGN, e.g. cnt=constant")
-        if design not in {c.value for c in DesignChoice}:
+    for item, column, design in _column_items(
+        items, "--column-design", "COLUMN=DESIGN, e.g. cnt=constant"
+    ):
+        if design.lower() not in {c.value for c in DesignChoice}:
             raise ValueError(f"--column-design {item!r}: the design must be one of {choices}")
-        if column in designs:
-            raise ValueError(f"--column-design names {column!r} twice")
-        designs[column] = design
+        designs[column] = design.lower()
     return designs
 
 
@@ -122,18 +133,12 @@ def parse_column_penalties(items: list[str] | None) -> dict[str, float]:
         or a column named twice (the message says which).
     """
     penalties: dict[str, float] = {}
-    for item in items or []:
-        column, sep, text = item.rpartition("=")
-        column = column.strip()
-        if not sep or not column:
-            raise ValueError(f"--column-penalty {item!r}: write COLUMN=VALUE, e.g. hr=3")
+    for item, column, text in _column_items(items, "--column-penalty", "COLUMN=VALUE, e.g. hr=3"):
         try:
             value = float(text)
         except ValueError:
             value = float("nan")
-        if not value >= 0 or value == float("inf"):
+        if not 0 <= value < float("inf"):
             raise ValueError(f"--column-penalty {item!r}: the value must be a number >= 0")
-        if column in penalties:
-            raise ValueError(f"--column-penalty names {column!r} twice")
         penalties[column] = value
     return penalties
