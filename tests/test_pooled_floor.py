@@ -66,12 +66,20 @@ def test_every_pooled_answer_rests_on_k_rows_at_the_smallest_factor(kernel, k):
     spec = {"knn": "knn", "gaussian-narrow": GaussianKernel(0.02)}
     clients = _sites(SitePolicy(floor_scope="pooled", min_effective_rows=k), spec[kernel])
     records = [_record(c) for c in clients]
-    coord = Coordinator(InProcessTransport(clients, n_jobs=1), secure=True)
+    transport = InProcessTransport(clients, n_jobs=1)
+    scaled: list[bool] = []
+    transport.observers.append(
+        lambda i, m, r: scaled.append(m.type == "neff" and "weight_exponent" in m.arrays)
+    )
+    coord = Coordinator(transport, secure=True)
     coord.setup(order=["salary", "age"])
     coord.n_rows = [10**9] * 3  # each site takes M as 1000 x its rows: narrow kernels
     coord.configure(0)
     rng = np.random.default_rng(1)
-    queries = np.column_stack([rng.uniform(15_000, 90_000, 150)])
+    # and far-off points, where a narrow Gaussian's weights are tiny until widened: their
+    # neff sums are asked again at a scale 2^e per query and factor
+    far = np.geomspace(1.2e5, 1e6, 20)
+    queries = np.column_stack([np.r_[rng.uniform(15_000, 90_000, 150), far]])
     cdf = coord.conditional_cdf("age", queries)
     np.testing.assert_allclose(cdf[:, -1], 1.0)
     hessians = [[(m, w) for m, w in r if m.type in ("hessian", "block")] for r in records]
@@ -101,8 +109,9 @@ def test_every_pooled_answer_rests_on_k_rows_at_the_smallest_factor(kernel, k):
                     w = client._weights(x[[row]], qcodes[[row]], kern, t, design).w[0]
                     s[i] += w.sum()
                     q[i] += w @ w
-            assert np.all(s**2 / q < k)
+            assert np.all(np.divide(s**2, q, out=np.zeros_like(s), where=q > 0) < k)
     assert 1.0 in factors_seen and max(factors_seen) > 1.0  # some bind, some do not
+    assert any(scaled) == (kernel == "gaussian-narrow")
     # a site alone would have widened far more: its own n_eff is below k where the sum is not
     own = [effective_rows(w.w) for _, w in hessians[2]]
     assert any(np.any(n < k) for n in own)

@@ -1294,15 +1294,19 @@ class FITSClient:
         kernel = self._smoothed(self._scheme(msg), msg, d)
         return x, qcodes, kernel, design
 
-    def _weight_exponent(self, msg: Message, b: int) -> np.ndarray | None:
-        """A secure request's ``weight_exponent``, checked (int32), or None."""
+    def _weight_exponent(
+        self, msg: Message, b: int, shape: tuple[int, ...] = ()
+    ) -> np.ndarray | None:
+        """A secure request's ``weight_exponent``, checked (int32), or None: one integer
+        per query, or ``(b, *shape)`` of them (a neff request: one per query and factor)."""
         if "weight_exponent" not in msg.arrays:
             return None
         exponent = np.asarray(msg.arrays["weight_exponent"])
-        if exponent.shape != (b,) or exponent.dtype.kind not in "iu":
+        if exponent.shape != (b, *shape) or exponent.dtype.kind not in "iu":
+            each = "per query" if not shape else "per query and factor"
             raise ProtocolError(
-                f"{self.name}: weight_exponent needs one integer per query, got "
-                f"{exponent.dtype} {exponent.shape}"
+                f"{self.name}: weight_exponent needs one integer {each}, shape "
+                f"{(b, *shape)}; got {exponent.dtype} {exponent.shape}"
             )
         return exponent.astype(np.int32)  # ldexp, not a factor: 2^1100 is no float
 
@@ -1360,9 +1364,12 @@ class FITSClient:
         ``N[b, j] = (sum_i w_i, sum_i w_i^2)`` for query b under the site's own kernel
         widened by ``WIDENING_LADDER[ladder_start + j]`` (:meth:`_weights`, the weights
         its hessian answer would use), for ``j < ladder_steps``; zeros for queries the
-        optional ``pending`` mask leaves out.  Summed over the sites (masked), these give
-        the pooled n_eff = (sum w)^2 / sum w^2 at each factor, from which the coordinator
-        picks each query's factor.  Answered only under ``floor_scope="pooled"``.
+        optional ``pending`` mask leaves out.  With secure aggregation the weights of
+        query b at factor j are scaled by 2^weight_exponent[b, j] (n_eff does not change
+        with a scale; it keeps tiny sums above the fixed point's resolution).  Summed
+        over the sites (masked), these give the pooled n_eff = (sum w)^2 / sum w^2 at
+        each factor, from which the coordinator picks each query's factor.  Answered
+        only under ``floor_scope="pooled"``.
         """
         if not self._pooled_floor():
             raise PolicyError(
@@ -1382,11 +1389,11 @@ class FITSClient:
         if pending.shape != (b,):
             raise ProtocolError(f"{self.name}: pending needs one flag per query")
         rows = np.flatnonzero(pending)
-        e = self._weight_exponent(msg, b)
+        e = self._weight_exponent(msg, b, (steps,))
         out = np.zeros((b, steps, 2))
         for j in range(steps):
             wts = self._weights(x[rows], qcodes[rows], kernel, WIDENING_LADDER[start + j], design)
-            w = wts.w if e is None else np.ldexp(wts.w, e[rows][:, None])
+            w = wts.w if e is None else np.ldexp(wts.w, e[rows, j][:, None])
             out[rows, j, 0] = w.sum(axis=1)
             out[rows, j, 1] = np.einsum("ij,ij->i", w, w)
         return Message("neff", {"N": out})

@@ -947,8 +947,9 @@ class Coordinator:
         for the queries still below k); summed over the sites (masked: the coordinator
         sees only the sums), they give the pooled n_eff = (sum w)^2 / sum w^2 at each
         factor.  A query gets the smallest factor with pooled n_eff >= k, or 0 (every
-        site contributes zeros) if none reaches k.  The sums are taken at a common
-        scale 2^exponent per query when they are tiny, as in the hessian round.
+        site contributes zeros) if none reaches k.  Where the sums are tiny they are
+        asked again at a common scale 2^exponent per query and factor (n_eff does not
+        change with it), as in the hessian round.
         """
         k = float(self._pooled_k or 0.0)
         b = len(x)
@@ -956,19 +957,23 @@ class Coordinator:
         pending = np.ones(b, dtype=bool)
         for start in range(0, len(WIDENING_LADDER), _LADDER_STEPS):
             steps = min(_LADDER_STEPS, len(WIDENING_LADDER) - start)
-            exponent = np.zeros(b, dtype=np.int64)
+            exponent = np.zeros((b, steps), dtype=np.int64)  # one per query and factor
+            sums = np.zeros((b, steps, 2))
+            ask = pending.copy()  # re-asked: only the queries whose scale changed
             while True:
-                arrays = {"queries": x, "pending": pending.astype(np.uint8)}
+                arrays = {"queries": x, "pending": ask.astype(np.uint8)}
                 if exponent.any():
                     arrays["weight_exponent"] = exponent
                 request = {"request": f"n{next(self._requests)}"}
                 ladder = {"ladder_start": start, "ladder_steps": steps}
                 msg = Message("neff", arrays, {**base, **request, **ladder})
-                sums = self._total(self.transport.broadcast(msg), "N")
-                rescale = self._rescale(np.where(pending, sums[:, 0, 0], 1.0), exponent)
+                sums[ask] = self._total(self.transport.broadcast(msg), "N")[ask]
+                mass = np.where(ask[:, None], sums[..., 0], 1.0).ravel()
+                rescale = self._rescale(mass, exponent.ravel())
                 if rescale is None:
                     break
-                exponent = rescale
+                ask = (rescale.reshape(b, steps) != exponent).any(axis=1)
+                exponent = rescale.reshape(b, steps)
             total, squares = sums[..., 0], sums[..., 1]
             neff = np.divide(total * total, squares, out=np.zeros_like(total), where=squares > 0)
             for j in range(steps):

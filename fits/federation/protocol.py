@@ -31,7 +31,7 @@ block        as hessian, with ``grid_size``              ``S`` as hessian and ``
 neff         as hessian, with config ``ladder_start``,   ``N`` (B, S, 2): per query and
              ``ladder_steps`` (S); optional arrays       factor, the sums of the site's
              ``pending`` (B,) 0/1, ``weight_exponent``   kernel weights and of their
-                                                         squares (pooled floor only)
+             (B, S)                                      squares (pooled floor only)
 rules        config ``stage`` (``check`` / ``map`` /     ``holds`` (n,) uint8 0/1 (check):
              ``moments``), ``schema`` (JSON, the         does candidate i hold in every
              merged schema), ``candidates`` (JSON, n     row here; or ``pairs`` (size,)
