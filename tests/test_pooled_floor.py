@@ -232,3 +232,21 @@ def test_policy_json_floor_scope(tmp_path):
     path.write_text('{"floor_scope": 1}')
     with pytest.raises(ValueError, match="floor_scope must be a string"):
         SitePolicy.from_json(path)
+
+
+def test_no_round_is_spent_on_queries_no_factor_can_answer():
+    """Six rows in all: many queries reach no pooled n_eff of 5 at any factor (factor 0).
+    They are not re-asked at a larger weight scale (their zeros are known), and each
+    step-1 request costs at most three neff rounds (the ladder's stages)."""
+    a = pd.DataFrame({"g": ["p", "q", "p"], "x": [1.0, 2.0, 1.5], "k": [1, 2, 3]})
+    b = pd.DataFrame({"g": ["p", "r", "r"], "x": [3.0, 4.0, 3.5], "k": [5, 9, 7]})
+    synth = FITSSynthesizer("knn", seed=0, site_policy=POOLED, secure_aggregation=True)
+    synth.fit({"a": a, "b": b})
+    sent: list[Message] = []
+    synth.coordinator.transport.observers.append(lambda i, m, r: sent.append(m) if i == 0 else None)
+    out = synth.sample(10)
+    assert len(out) == 10 and synth.coordinator.abstained > 0
+    step1 = [m for m in sent if m.type in ("hessian", "block")]
+    assert step1 and not any("weight_exponent" in m.arrays for m in step1)
+    assert any((m.arrays["widen"] == 0).any() for m in step1)
+    assert sum(m.type == "neff" for m in sent) <= 3 * len(step1)

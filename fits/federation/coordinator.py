@@ -69,8 +69,9 @@ __all__ = ["Coordinator", "MAX_BATCH", "ROUNDS"]
 DEGENERATE_WEIGHT = 1e-250
 #: Secure aggregation: a summed weight below this is re-asked with scaled weights.
 _SECURE_MIN_WEIGHT = 2.0**-40
-#: Pooled floor: widening factors asked per ``neff`` round (1, sqrt(2), 2; then the next).
-_LADDER_STEPS = 3
+#: Pooled floor: the factors (start, count in the ladder) of each ``neff`` round: 1,
+#: sqrt(2), 2; then the next three; then all the rest (few queries get that far).
+_LADDER_STAGES = ((0, 3), (3, 3), (6, len(WIDENING_LADDER) - 6))
 #: ... up to weights scaled by this power of two (2^-1100 is below every float64).
 _SECURE_MAX_EXPONENT = 1100
 
@@ -908,7 +909,8 @@ class Coordinator:
             replies = self.transport.broadcast(step1)
             sums = self._summed(replies, step1.type, p)
             packed = sums[0]
-            rescale = self._rescale(packed[:, 0], exponent) if self.secure else None
+            s00 = packed[:, 0] if widen is None else np.where(widen > 0, packed[:, 0], 1.0)
+            rescale = self._rescale(s00, exponent) if self.secure else None  # 0: no answer
             if rescale is None:
                 self._count_abstentions(replies)
                 break
@@ -943,7 +945,8 @@ class Coordinator:
         """Each query's common widening factor under the sites' pooled floor.
 
         ``neff`` rounds ask every site for the sums of its weights and of their squares
-        at the factors 1, sqrt(2), 2, ... (:data:`WIDENING_LADDER`, three per round, only
+        at the factors 1, sqrt(2), 2, ... (:data:`WIDENING_LADDER`: three in the first
+        round, the next three in the second, all the rest in the third; each round only
         for the queries still below k); summed over the sites (masked: the coordinator
         sees only the sums), they give the pooled n_eff = (sum w)^2 / sum w^2 at each
         factor.  A query gets the smallest factor with pooled n_eff >= k, or 0 (every
@@ -955,8 +958,7 @@ class Coordinator:
         b = len(x)
         factor = np.zeros(b)
         pending = np.ones(b, dtype=bool)
-        for start in range(0, len(WIDENING_LADDER), _LADDER_STEPS):
-            steps = min(_LADDER_STEPS, len(WIDENING_LADDER) - start)
+        for start, steps in _LADDER_STAGES:
             exponent = np.zeros((b, steps), dtype=np.int64)  # one per query and factor
             sums = np.zeros((b, steps, 2))
             ask = pending.copy()  # re-asked: only the queries whose scale changed
