@@ -250,3 +250,26 @@ def test_no_round_is_spent_on_queries_no_factor_can_answer():
     assert step1 and not any("weight_exponent" in m.arrays for m in step1)
     assert any((m.arrays["widen"] == 0).any() for m in step1)
     assert sum(m.type == "neff" for m in sent) <= 3 * len(step1)
+
+
+def test_a_pooled_marginal_counts_the_federations_rows_holding_the_column():
+    """The marginal's floor under a pooled floor: the federation's rows that hold the
+    column (the setup round's counts, sent as ``present``), not its row count M."""
+    frames = [_salaries(n, i) for i, n in enumerate((40, 30))]
+    frames[0].loc[2:, "salary"] = np.nan  # site 0 holds 2 salaries
+    frames[1]["salary"] = np.nan
+    frames[1].loc[:1, "salary"] = 50_000.0  # the federation holds 4 salaries, M = 70
+    clients = [FITSClient(f, f"site {i}", policy=POOLED) for i, f in enumerate(frames)]
+    coord = Coordinator(InProcessTransport(clients, n_jobs=1), secure=True)
+    coord.setup(kinds={"salary": "continuous"}, order=["age", "salary"])
+    coord.configure(0)
+    request = coord._marginal_request("salary")
+    assert request.config["present"] == 4
+    reply = clients[0].handle(request)
+    assert reply.config.get("abstained") == 1  # (its zeros travel masked)
+    assert coord._marginal_request("age").config["present"] == 70
+    assert not clients[0].handle(coord._marginal_request("age")).config.get("abstained")
+    for bad in (1, 71):  # fewer than the site's own 2 rows of salary, or more than M
+        wrong = Message("marginal", {}, {**request.config, "present": bad})
+        with pytest.raises(ProtocolError, match="needs config 'present'"):
+            clients[0].handle(wrong)

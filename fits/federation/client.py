@@ -1559,7 +1559,11 @@ class FITSClient:
         return s, block
 
     def _marginal(self, msg: Message) -> Message:
-        """First column: sum_i K((z - y_i) / w_z) on the grid (eq. 16, unnormalized)."""
+        """First column: sum_i K((z - y_i) / w_z) on the grid (eq. 16, unnormalized).
+
+        The floor: a site abstains when fewer than k of its rows hold the column; under
+        a pooled floor, when fewer than k of the federation's rows do (config
+        ``present``, from the setup round's counts)."""
         j = self._position(msg)
         phi = self._response_matrix(j)
         rows = int(self.valid[:, j].sum())
@@ -1570,7 +1574,14 @@ class FITSClient:
                     "effective-rows floor over the sites (floor_scope='pooled'), which "
                     "holds only under secure aggregation"
                 )
-            rows = self.n_total
+            present = int(msg.config.get("present", -1))  # the federation's, by setup
+            if not rows <= present <= self.n_total:
+                raise ProtocolError(
+                    f"{self.name}: a marginal request under a pooled floor needs config "
+                    f"'present', the federation's rows holding the column, between this "
+                    f"site's {rows} and M = {self.n_total}; got {present}"
+                )
+            rows = present
         if rows < self.policy.min_effective_rows:  # n_eff of equal weights: the row count
             self._abstained = np.zeros(1, dtype=np.int64)
             return Message("marginal", {"F": np.zeros(phi.shape[1])}, {"abstained": 1})

@@ -340,6 +340,12 @@ class Coordinator:
         if self.secure:  # relayed to every client in the configure round
             self._public_keys = np.stack([r.arrays["public_key"] for r in replies])
         descriptions = [json.loads(str(r.config["description"])) for r in replies]
+        #: Rows holding each column over the federation (the setup descriptions' counts)
+        sites = list(zip(descriptions, self.n_rows, strict=True))
+        self._present = {
+            str(c): sum(int(d["columns"].get(c, {}).get("n_present", n)) for d, n in sites)
+            for c in descriptions[0]["columns"]
+        }
         if schema is None:
             schema = merge_descriptions(
                 descriptions, self.transport.client_names, kinds=kinds, order=order
@@ -818,10 +824,19 @@ class Coordinator:
         return exponent
 
     def _marginal_request(self, column: str) -> Message:
+        """A marginal request; under a pooled floor it says how many of the federation's
+        rows hold the column (from the setup round), which the sites' floor counts."""
         grid = self.grids[column]
-        return Message(
-            "marginal", config={"column": column, "grid_size": grid.size, **self._secure_flag()}
-        )
+        config: dict[str, ConfigValue] = {
+            "column": column,
+            "grid_size": grid.size,
+            **self._secure_flag(),
+        }
+        if self._pooled_k:  # a continuous column with missing values: its rows only
+            spec = self.schema[column] if self.schema is not None else None
+            held = spec is not None and spec.kind == "continuous" and spec.missing
+            config["present"] = int(self._present[column]) if held else self.n_total
+        return Message("marginal", config=config)
 
     def _prefetch_marginals(self, columns: Sequence[str]) -> None:
         """The marginal CDFs (eq. 16) of several columns with one
