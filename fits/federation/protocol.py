@@ -59,7 +59,9 @@ Under a pooled effective-rows floor (``SitePolicy.floor_scope="pooled"``, secure
 aggregation only; :mod:`fits.federation.policy`) a hessian, cdf or block request carries
 arrays ``widen`` (B,): the common widening factor of each query (0: no answer, 1: the
 site's own kernel, else a power of sqrt(2) up to 1024), chosen from the pooled n_eff
-that ``neff`` rounds reveal; a neff request asks for factors
+that ``neff`` rounds reveal, and a marginal request carries config ``present``: how
+many of the federation's rows hold the column (from the setup round); a neff request
+asks for factors
 ``WIDENING_LADDER[ladder_start : ladder_start + ladder_steps]``
 (:data:`WIDENING_LADDER`).
 
