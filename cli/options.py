@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+if TYPE_CHECKING:
+    from fits.federation.policy import SitePolicy
 
 __all__ = [
     "ColumnDesignOpt",
@@ -29,11 +32,9 @@ Secure = Annotated[
 ]
 
 
-def pooled_without_secure(policy: object, secure: bool) -> str | None:
+def pooled_without_secure(policy: SitePolicy | None, secure: bool) -> str | None:
     """The usage error of a pooled-floor site policy without secure aggregation, or None."""
-    if secure or getattr(policy, "floor_scope", "site") != "pooled":
-        return None
-    if not getattr(policy, "min_effective_rows", 0) > 0:
+    if secure or policy is None or not policy.pools_floor:
         return None
     return (
         "--policy: floor_scope 'pooled' holds the effective-rows floor for the sum over "

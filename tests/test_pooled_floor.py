@@ -175,8 +175,12 @@ def test_a_site_refuses_what_the_pooled_floor_does_not_allow():
         site.handle(Message("hessian", {"queries": queries, "widen": np.ones(2)}, base))
     with pytest.raises(PolicyError, match="without widening factors"):
         site.handle(Message("hessian", {"queries": queries}, {**base, "secure": True}))
-    for bad in (np.array([1.0, 3.0]), np.array([1.0]), np.array([-1.0, 1.0])):
-        with pytest.raises(ProtocolError, match="widen needs one factor per query"):
+    for bad, says in [
+        (np.array([1.0, 3.0]), r"factors such as \[3.0\]"),
+        (np.array([1.0]), r"got shape \(1,\)"),
+        (np.array([-1.0, 1.0]), r"factors such as \[-1.0\]"),
+    ]:
+        with pytest.raises(ProtocolError, match="widen needs one factor per query .*" + says):
             site.handle(
                 Message("hessian", {"queries": queries, "widen": bad}, {**base, "secure": True})
             )
@@ -223,9 +227,20 @@ def test_neff_replies_and_the_budget_of_a_ladder():
 
 
 def test_policy_json_floor_scope(tmp_path):
+    from fits.cli.options import pooled_without_secure
+
     path = tmp_path / "p.json"
     path.write_text('{"floor_scope": "pooled"}')
-    assert SitePolicy.from_json(path) == POOLED
+    assert SitePolicy.from_json(path) == POOLED and POOLED.pools_floor
+    # a pooled scope with the floor off pools nothing: no secure aggregation needed
+    off = SitePolicy(floor_scope="pooled", min_effective_rows=0)
+    assert not off.pools_floor and not SitePolicy().pools_floor
+    assert pooled_without_secure(off, False) is None
+    assert pooled_without_secure(None, False) is None
+    assert pooled_without_secure(POOLED, True) is None
+    assert "add --secure-aggregation" in str(pooled_without_secure(POOLED, False))
+    synth = FITSSynthesizer("knn", seed=0, site_policy=off)  # plain run, no floor
+    assert len(synth.fit([_salaries(40, i) for i in (0, 1)]).sample(10)) == 10
     path.write_text('{"floor_scope": "global"}')
     with pytest.raises(ValueError, match=r"floor_scope must be one of \('site', 'pooled'\)"):
         SitePolicy.from_json(path)

@@ -1253,7 +1253,7 @@ class FITSClient:
             return cached[1]
         x, qcodes, kernel, design = self._request_kernel(msg)
         weights = self._weights(x, qcodes, kernel, design=design)
-        if self._pooled_floor():
+        if self.policy.pools_floor:
             self._widen_as_asked(weights, x, qcodes, kernel, self._asked_widening(msg, len(x)))
         else:
             self._floor(weights, x, qcodes, kernel)
@@ -1272,10 +1272,10 @@ class FITSClient:
         """A weight request's substituted queries, their category codes, the kernel (with
         the request's smoothing) and the local-linear design's covariates.
 
-        Under a pooled floor (:meth:`_pooled_floor`) a request without secure
+        Under a pooled floor (:attr:`SitePolicy.pools_floor`) a request without secure
         aggregation is refused: the floor then holds only for the sum over sites.
         """
-        if self._pooled_floor() and not msg.config.get("secure", False):
+        if self.policy.pools_floor and not msg.config.get("secure", False):
             raise PolicyError(
                 f"{self.name} refused a plain {msg.type} request: its policy pools the "
                 "effective-rows floor over the sites (floor_scope='pooled'), which holds "
@@ -1311,10 +1311,6 @@ class FITSClient:
         return exponent.astype(np.int32)  # ldexp, not a factor: 2^1100 is no float
 
     # ------------------------------------------------------------------ pooled floor
-    def _pooled_floor(self) -> bool:
-        """Whether the effective-rows floor holds for the sum over sites (the policy)."""
-        return self.policy.floor_scope == "pooled" and self.policy.min_effective_rows > 0
-
     def _asked_widening(self, msg: Message, b: int) -> np.ndarray:
         """The request's per-query widening factors (``widen``), checked: each 0 (no
         answer), 1 (the site's own kernel) or one of :data:`WIDENING_STEPS`."""
@@ -1329,9 +1325,11 @@ class FITSClient:
         allowed = np.array((0.0, *WIDENING_LADDER))
         near = np.abs(t[:, None] - allowed[None, :]) <= 1e-9 * allowed[None, :]
         if np.shape(msg.arrays["widen"]) != (b,) or not near.any(axis=1).all():
+            bad = t[~near.any(axis=1)][:3].tolist()
             raise ProtocolError(
-                f"{self.name}: widen needs one factor per query, each 0, 1 or a power of "
-                f"sqrt(2) up to 1024; got shape {t.shape}"
+                f"{self.name}: widen needs one factor per query ({b}), each 0, 1 or a power "
+                f"of sqrt(2) up to 1024; got shape {np.shape(msg.arrays['widen'])}"
+                + (f" and factors such as {bad}" if bad else "")
             )
         return allowed[np.argmax(near, axis=1)]
 
@@ -1371,7 +1369,7 @@ class FITSClient:
         each factor, from which the coordinator picks each query's factor.  Answered
         only under ``floor_scope="pooled"``.
         """
-        if not self._pooled_floor():
+        if not self.policy.pools_floor:
             raise PolicyError(
                 f"{self.name} refused a neff request: its policy does not pool the "
                 "effective-rows floor (floor_scope='site')"
@@ -1567,7 +1565,7 @@ class FITSClient:
         j = self._position(msg)
         phi = self._response_matrix(j)
         rows = int(self.valid[:, j].sum())
-        if self._pooled_floor():  # the floor holds for the sum: the federation's rows
+        if self.policy.pools_floor:  # the floor holds for the sum: the federation's rows
             if not msg.config.get("secure", False):
                 raise PolicyError(
                     f"{self.name} refused a plain marginal request: its policy pools the "

@@ -176,6 +176,12 @@ class SitePolicy:
             if not ok:
                 raise ValueError(f"site policy: {name} must be {rule}, got {getattr(self, name)!r}")
 
+    @property
+    def pools_floor(self) -> bool:
+        """Whether the effective-rows floor holds for the sum over the sites (a floor
+        with ``floor_scope="pooled"`` and k > 0), which needs secure aggregation."""
+        return self.floor_scope == "pooled" and self.min_effective_rows > 0
+
     @classmethod
     def unrestricted(cls) -> SitePolicy:
         """No limits: the site of the paper, which answers whatever it is asked."""
