@@ -19,10 +19,12 @@ import typer
 from .errors import fail as _fail
 from .options import (
     ColumnDesignOpt,
+    ColumnModelOpt,
     ColumnPenaltyOpt,
     DesignOpt,
     Secure,
     parse_column_designs,
+    parse_column_models,
     parse_column_penalties,
     pooled_without_secure,
 )
@@ -149,6 +151,7 @@ def benchmark(
     ] = None,
     secure_aggregation: Secure = False,
     column_penalty: ColumnPenaltyOpt = None,
+    column_model: ColumnModelOpt = None,
 ) -> None:
     """Run the FITS paper's protocol (FITS-G and FITS-K, 10 clients, modes M1-M4).
 
@@ -183,9 +186,10 @@ def benchmark(
     try:
         column_designs = parse_column_designs(column_design)
         column_penalties = parse_column_penalties(column_penalty)
+        column_models = parse_column_models(column_model)
     except ValueError as exc:
         _fail(str(exc), 2)
-    if column_designs or column_penalties:
+    if column_designs or column_penalties or column_models:
         try:
             loaded = load_dataset(name, data_dir)
         except (FileNotFoundError, ChecksumError) as exc:
@@ -199,6 +203,13 @@ def benchmark(
                 2,
             )
         discrete = [c for c in chain if loaded.kinds.get(c) in ("ordinal", "nominal")]
+        for column in column_models:
+            if column not in chain[1:]:
+                _fail(
+                    f"--column-model {column}: not in {name}'s chain after its first "
+                    f"column (chain: {', '.join(chain)})",
+                    2,
+                )
         for column, value in column_penalties.items():
             kind = loaded.kinds.get(column)
             if kind not in ("ordinal", "nominal"):
@@ -238,6 +249,7 @@ def benchmark(
                 **({"rules": False} if no_rules else {}),
                 **({"design": design.value} if design is not None else {}),
                 **({"column_designs": column_designs} if column_designs else {}),
+                **({"column_models": column_models} if column_models else {}),
                 **({"smoothing": smoothing.value} if smoothing is not None else {}),
                 **({"secure_aggregation": True} if secure_aggregation else {}),
             }

@@ -25,9 +25,11 @@ import typer
 from .errors import fail as _fail
 from .options import (
     ColumnDesignOpt,
+    ColumnModelOpt,
     DesignOpt,
     Secure,
     parse_column_designs,
+    parse_column_models,
     pooled_without_secure,
 )
 
@@ -217,12 +219,14 @@ def _run_config(
     design: str = "",
     round_cost_bytes: int = 0,
     column_design: list[str] | None = None,
+    column_model: list[str] | None = None,
 ) -> dict[str, Any]:
     for item in kinds:
         if ":" not in item:
             _fail(f"--kind {item!r}: write column:kind, e.g. --kind age:continuous", 2)
     try:
         column_designs = parse_column_designs(column_design)
+        column_models = parse_column_models(column_model)
     except ValueError as exc:
         _fail(str(exc), 2)
     return {
@@ -240,6 +244,7 @@ def _run_config(
         "rules": rules,
         "design": design,
         "column-designs": json.dumps(column_designs) if column_designs else "",
+        "column-models": json.dumps(column_models) if column_models else "",
         "round-cost-bytes": int(round_cost_bytes),
     }
 
@@ -345,6 +350,7 @@ def run(
     no_rules: NoRules = False,
     design: DesignOpt = None,
     column_design: ColumnDesignOpt = None,
+    column_model: ColumnModelOpt = None,
     round_cost_bytes: RoundCost = 0,
     insecure: Insecure = False,
     root_certificates: Annotated[
@@ -377,6 +383,7 @@ def run(
         design.value if design is not None else "",
         round_cost_bytes,
         column_design,
+        column_model,
     )
     try:
         result = launch.submit_run(
@@ -436,6 +443,7 @@ def local(
     no_rules: NoRules = False,
     design: DesignOpt = None,
     column_design: ColumnDesignOpt = None,
+    column_model: ColumnModelOpt = None,
     round_cost_bytes: RoundCost = 0,
     process_per_message: Annotated[
         bool,
@@ -511,6 +519,7 @@ def local(
         design.value if design is not None else "",
         round_cost_bytes,
         column_design,
+        column_model,
     )
     kernels = dict(zip(names, kernel, strict=True)) if kernel else {}
     from fits.cli.errors import interruptible

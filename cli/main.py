@@ -31,9 +31,11 @@ from .errors import interruptible
 from .federate import federate
 from .options import (
     ColumnDesignOpt,
+    ColumnModelOpt,
     DesignOpt,
     Secure,
     parse_column_designs,
+    parse_column_models,
     pooled_without_secure,
 )
 from .report import report
@@ -366,6 +368,7 @@ def synthesize(
     no_rules: NoRules = False,
     design: DesignOpt = None,
     column_design: ColumnDesignOpt = None,
+    column_model: ColumnModelOpt = None,
     smoothing: Smoothing = "fixed",
     secure_aggregation: Secure = False,
 ) -> None:
@@ -400,6 +403,7 @@ def synthesize(
         _fail(f"--smoothing {smoothing!r}: use fixed or auto", 2)
     try:
         column_designs = parse_column_designs(column_design)
+        column_models = parse_column_models(column_model)
     except ValueError as exc:
         _fail(str(exc), 2)
     kinds = _parse_kinds(kind, schema)
@@ -416,13 +420,17 @@ def synthesize(
                 2,
             )
         columns = [str(c) for c in next(iter(tables.values())).columns]
-        unknown = sorted(set(column_designs) - set(columns))
-        if unknown:
-            _fail(
-                f"--column-design: no column {unknown} in the site tables (columns: "
-                f"{', '.join(columns)})",
-                2,
-            )
+        for option, named in (
+            ("--column-design", column_designs),
+            ("--column-model", column_models),
+        ):
+            unknown = sorted(set(named) - set(columns))
+            if unknown:
+                _fail(
+                    f"{option}: no column {unknown} in the site tables (columns: "
+                    f"{', '.join(columns)})",
+                    2,
+                )
         user_schema = None
         if schema is not None:
             try:
@@ -451,10 +459,16 @@ def synthesize(
                 rules=not no_rules,
                 smoothing=smoothing,
                 column_designs=column_designs or None,
+                column_models=column_models or None,
                 secure_aggregation=secure_aggregation,
                 **_design_kwargs(design),
             )
-            synth.fit(tables)
+            try:
+                synth.fit(tables)
+            except ValueError as exc:
+                if str(exc).startswith("column_models["):  # a usage error: say the option
+                    _fail(f"--column-model {str(exc).removeprefix('column_models')}", 2)
+                raise
         _echo_warnings(caught)
         bar, callback = _progress(quiet)
         check = _release_check(tables, synth, seed)

@@ -17,6 +17,8 @@ __all__ = [
     "DesignOpt",
     "Secure",
     "parse_column_designs",
+    "parse_column_models",
+    "ColumnModelOpt",
     "parse_column_penalties",
     "pooled_without_secure",
 ]
@@ -75,6 +77,42 @@ ColumnDesignOpt = Annotated[
         show_default=False,
     ),
 ]
+
+
+ColumnModelOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--column-model",
+        help="COLUMN=MODEL: how one column's conditional is estimated: kernel (the "
+        "default, the paper's) or boosting (a federated gradient-boosted tree model of "
+        "the column given the columns before it; e.g. --column-model income=boosting). "
+        "Not the paper's method: see docs/method.md, 'Boosted columns'.",
+        show_default=False,
+    ),
+]
+
+
+def parse_column_models(items: list[str] | None) -> dict[str, str]:
+    """``COLUMN=MODEL`` items of ``--column-model`` as a mapping.
+
+    Raises
+    ------
+    ValueError
+        An item without ``=``, with an empty column, a model other than kernel or
+        boosting, or a column named twice (the message says which).
+    """
+    from fits.federation.coordinator import COLUMN_MODELS
+
+    models: dict[str, str] = {}
+    for item, column, model in _column_items(
+        items, "--column-model", "COLUMN=MODEL, e.g. income=boosting"
+    ):
+        if model.lower() not in COLUMN_MODELS:
+            raise ValueError(
+                f"--column-model {item!r}: the model must be one of {', '.join(COLUMN_MODELS)}"
+            )
+        models[column] = model.lower()
+    return models
 
 
 def _column_items(items: list[str] | None, option: str, example: str) -> list[tuple[str, str, str]]:

@@ -59,6 +59,8 @@ def synthesize(transport: FlowerTransport, cfg: Mapping[str, Any]) -> Path:
         rules=cfg.get("rules", True),
         **({"design": cfg["design"]} if cfg.get("design") else {}),
         **({"column_designs": cfg["column_designs"]} if cfg.get("column_designs") else {}),
+        **({"column_models": cfg["column_models"]} if cfg.get("column_models") else {}),
+        **({"boosting": cfg["boosting"]} if cfg.get("boosting") else {}),
         **({"smoothing": cfg["smoothing"]} if cfg.get("smoothing") else {}),
         round_cost_bytes=cfg.get("round_cost_bytes", 0),
     )

@@ -22,6 +22,7 @@ samples again once :meth:`FITSSynthesizer.connect` has reconnected it to its sit
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import pickle
 import warnings
@@ -35,6 +36,7 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 
 from fits._exact import affine_tolerance
+from fits.core.boosting import BoostingParams
 from fits.core.cdf import COLLINEARITY_THRESHOLD
 from fits.core.rules import affine_values
 from fits.core.schema import ColumnSpec, Rule, Schema, missing_flag, surrogate_ids
@@ -161,6 +163,20 @@ class FITSSynthesizer(BaseEstimator):
         penalties, the boosting model trained on the synthetic table gains R^2; see
         docs/benchmarks.md, "The target's design").  A name not in the chain after its
         first column is an error at :meth:`fit`.
+    column_models : mapping, optional
+        Per chain column after the first, how its conditional is estimated:
+        ``"kernel"`` (the default, Algorithm 1) or ``"boosting"``: a gradient-boosted
+        tree model of the column given the columns before it in the chain, fitted by
+        federated histograms (a continuous column through its quantile classes; not
+        the paper's method: :mod:`fits.core.boosting`, docs/method.md, "Boosted
+        columns", and what the sites reveal: docs/privacy.md).  Meant for a target
+        column whose conditional depends on many covariates through thresholds and
+        interactions, such as UCI Adult's ``income`` or Bike's ``cnt``
+        (docs/benchmarks.md, "Boosted columns").  Costs ``1 + n_trees * depth``
+        message rounds per column.
+    boosting : mapping or BoostingParams, optional
+        The boosted columns' settings (:class:`~fits.core.boosting.BoostingParams`:
+        ``n_trees``, ``depth``, ``learning_rate``, ``l2``, ``min_leaf_rows``, ``bins``).
     site_audit : path, callable, or a mapping by client name, optional
         Where the in-process sites log every request (JSON lines; see
         :class:`~fits.federation.client.FITSClient`).
@@ -235,6 +251,8 @@ class FITSSynthesizer(BaseEstimator):
         rules: bool = True,
         design: str = "ordered",
         column_designs: Mapping[str, str] | None = None,
+        column_models: Mapping[str, str] | None = None,
+        boosting: Mapping[str, Any] | BoostingParams | None = None,
         smoothing: str | Mapping[str, Any] = "fixed",
         smoothing_candidates: Sequence[Any] | None = None,
     ) -> None:
@@ -265,6 +283,8 @@ class FITSSynthesizer(BaseEstimator):
         self.rules = rules
         self.design = design
         self.column_designs = column_designs
+        self.column_models = column_models
+        self.boosting = boosting
         self.smoothing = smoothing
         self.smoothing_candidates = smoothing_candidates
 
@@ -427,6 +447,8 @@ class FITSSynthesizer(BaseEstimator):
             round_cost_bytes=self.round_cost_bytes,
             design=self.design,
             column_designs=self.column_designs,
+            column_models=self.column_models,
+            boosting=self._boosting_params(),
         )
         schema = coordinator.setup(kinds=kinds, order=order, schema=schema, rules=bool(self.rules))
         lift_seq, _ = root.spawn(2)
@@ -436,6 +458,24 @@ class FITSSynthesizer(BaseEstimator):
         self._coordinator: Coordinator | None = coordinator
         self._owns_transport = bool(clients)
         return coordinator, schema
+
+    def _boosting_params(self) -> BoostingParams | None:
+        """``boosting`` as :class:`BoostingParams` (None: the defaults)."""
+        value = self.boosting
+        if value is None or isinstance(value, BoostingParams):
+            return value
+        if not isinstance(value, Mapping):
+            raise TypeError(
+                f"boosting must be a mapping of BoostingParams fields or a BoostingParams, "
+                f"got {type(value).__name__}"
+            )
+        known = {f.name for f in dataclasses.fields(BoostingParams)}
+        unknown = sorted(set(value) - known)
+        if unknown:
+            raise ValueError(
+                f"boosting: unknown setting(s) {unknown}; the settings are {sorted(known)}"
+            )
+        return BoostingParams(**value)
 
     def _check_smoothing(self) -> dict[str, Smoothing] | None:
         """``smoothing`` validated: the fixed choice per column, or None for "auto"."""

@@ -345,6 +345,29 @@ def test_cli_column_design(tmp_path: Path) -> None:
     assert not (tmp_path / "x").exists()
 
 
+def test_cli_column_model(tmp_path: Path) -> None:
+    """``--column-model COL=boosting`` reaches the synthesizer (recorded); an unknown
+    column, the chain's first, or an unknown model is a usage error."""
+    out = tmp_path / "results"
+    proc = run_cli(
+        "--dataset", "simulation", "--repeats", "1", "--rows", "300", "--generator", "knn",
+        "--no-modes", "--no-boosting", "--column-model", "X_O=boosting", "--out", str(out),
+        "--quiet",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    params = json.loads((out / "simulation.json").read_text())["config"]["synthesizer_params"]
+    assert "X_O" in params["column_models"] and "boosting" in params["column_models"]
+    for item, says in [
+        ("nope=boosting", "not in simulation's chain after its first column"),
+        ("X_B=boosting", "not in simulation's chain after its first column"),
+        ("X_O=forest", "must be one of kernel, boosting"),
+    ]:
+        proc = run_cli("--dataset", "simulation", "--column-model", item, "--out",
+                       str(tmp_path / "x"))  # fmt: skip
+        assert proc.returncode == 2 and says in proc.stderr, (item, proc.stderr)
+        assert not (tmp_path / "x").exists()
+
+
 def test_cli_pooled_floor_with_secure_aggregation(tmp_path: Path) -> None:
     """``--policy`` with floor_scope 'pooled' runs with ``--secure-aggregation`` (recorded
     in the config) and is a usage error without it."""

@@ -167,6 +167,30 @@ def test_column_designs_in_the_run_config(site_files, tmp_path):
         run_synthesis(FakeGrid(_node_configs(paths)), {**config, "column-designs": bad})
 
 
+def test_column_models_in_the_run_config(site_files, tmp_path):
+    """Run config ``column-models`` and ``boosting``: a boosted column through Flower's
+    records gives the in-process table bit for bit; bad values stop the run."""
+    paths, kinds, order = site_files
+    out = tmp_path / "synthetic.csv"
+    config = {"output": str(out), "rows": 150, "seed": 5, "kinds": format_kinds(kinds)}
+    config["order"] = ",".join(order[1:] + order[:1])  # the nominal X_B last
+    boosted = {"column-models": json.dumps({"X_B": "boosting"}), "boosting": '{"n_trees": 3}'}
+    run_synthesis(FakeGrid(_node_configs(paths)), {**config, **boosted})
+    expected = _in_process(
+        paths,
+        kinds,
+        order[1:] + order[:1],
+        150,
+        5,
+        column_models={"X_B": "boosting"},
+        boosting={"n_trees": 3},
+    )
+    pd.testing.assert_frame_equal(read_table(out), expected, check_exact=True)
+    for key, bad in (("column-models", '{"X_B": "forest"}'), ("boosting", "[3]")):
+        with pytest.raises(ValueError, match=f"run config {key}="):
+            run_synthesis(FakeGrid(_node_configs(paths)), {**config, **boosted, key: bad})
+
+
 def test_a_process_that_answers_many_messages_keeps_its_configured_sites(
     site_files, tmp_path, monkeypatch
 ):

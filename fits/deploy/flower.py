@@ -52,6 +52,10 @@ Coordinator side (run config, ``fits federate run`` fills it in)::
                                    # ("" = the synthesizer's default; docs/method.md)
     column-designs = ""            # per column, overriding design: a JSON object, e.g.
                                    # '{"cnt": "constant"}' ("" = none)
+    column-models = ""             # per discrete column, "kernel" or "boosting": a JSON
+                                   # object, e.g. '{"income": "boosting"}' ("" = none)
+    boosting   = ""                # the boosted columns' settings: a JSON object of
+                                   # BoostingParams fields, e.g. '{"n_trees": 200}'
     smoothing  = ""                # "fixed" or "auto" (per-column smoothing chosen by a
                                    # held-out score; "" = FITSSynthesizer's default)
     round-cost-bytes = 0           # one message round per column where it adds at most
@@ -341,6 +345,8 @@ def _read_run_config(config: Mapping[str, Any]) -> dict[str, Any]:
         "rules": _parse_bool(get("rules", True), "rules"),
         "design": _parse_design(get("design", "")),
         "column_designs": _parse_column_designs(get("column-designs", "")),
+        "column_models": _parse_column_models(get("column-models", "")),
+        "boosting": _parse_boosting(get("boosting", "")),
         "smoothing": _parse_smoothing(get("smoothing", "")),
         "round_cost_bytes": _parse_count(get("round-cost-bytes", 0), "round-cost-bytes"),
     }
@@ -393,6 +399,45 @@ def _parse_column_designs(value: Any) -> dict[str, str]:
             f"{', '.join(DESIGNS)}, e.g. {{cnt: constant}} written as JSON"
         )
     return {str(k): str(v) for k, v in parsed.items()}
+
+
+def _parse_column_models(value: Any) -> dict[str, str]:
+    """Run config ``column-models``: "" (none) or a JSON object column -> model."""
+    from fits.federation.coordinator import COLUMN_MODELS
+
+    text = str(value).strip()
+    if not text:
+        return {}
+    try:
+        parsed = json.loads(text)
+    except json.JSONDecodeError:
+        parsed = None
+    if not isinstance(parsed, dict) or not all(
+        isinstance(v, str) and v in COLUMN_MODELS for v in parsed.values()
+    ):
+        raise ValueError(
+            f"run config column-models={value!r}: write a JSON object of column -> one of "
+            f"{', '.join(COLUMN_MODELS)}, e.g. {{income: boosting}} written as JSON"
+        )
+    return {str(k): str(v) for k, v in parsed.items()}
+
+
+def _parse_boosting(value: Any) -> dict[str, Any]:
+    """Run config ``boosting``: "" (the defaults) or a JSON object of BoostingParams
+    fields (checked when the synthesizer is built)."""
+    text = str(value).strip()
+    if not text:
+        return {}
+    try:
+        parsed = json.loads(text)
+    except json.JSONDecodeError:
+        parsed = None
+    if not isinstance(parsed, dict):
+        raise ValueError(
+            f"run config boosting={value!r}: write a JSON object of BoostingParams fields, "
+            'e.g. {"n_trees": 200, "depth": 5}'
+        )
+    return {str(k): v for k, v in parsed.items()}
 
 
 def _parse_design(value: Any) -> str:
@@ -769,6 +814,8 @@ RUN_CONFIG_DEFAULTS: dict[str, Any] = {
     "rules": True,
     "design": "",
     "column-designs": "",
+    "column-models": "",
+    "boosting": "",
     "smoothing": "",
     "round-cost-bytes": 0,
 }

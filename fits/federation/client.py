@@ -45,6 +45,7 @@ import pandas as pd
 
 from fits._json import jsonable
 from fits._lazy import lazy_module
+from fits.core import boosting
 from fits.core.continualization import Encoder
 from fits.core.kernels import (
     GaussianKernel,
@@ -103,6 +104,7 @@ _SUMMED = {
     "block": ("S", "T"),
     "tune": ("scores", "rows"),
     "neff": ("N",),
+    "boost": ("H",),
 }
 #: Numbers per block of neighbour-list work (about 2 MB): small enough for the cache.
 _BLOCK_VALUES = 1 << 18
@@ -322,6 +324,7 @@ class FITSClient:
             "block": self._block,
             "tune": self._tune,
             "neff": self._neff,
+            "boost": self._boost,
         }.get(message.type)
         if handler is None:
             raise ProtocolError(f"{self.name}: unknown message type {message.type!r}")
@@ -332,7 +335,7 @@ class FITSClient:
         self._abstained = None
         self._widened = None
         try:
-            if message.type in _SUMMED and message.type != "tune":  # tune: _tune counts
+            if message.type in _SUMMED and message.type not in ("tune", "boost"):  # own limits
                 self._spend(message)
             precision = message.config.get("precision", "float64")
             if precision not in PRECISIONS:
@@ -1556,6 +1559,50 @@ class FITSClient:
                 block[:, j] = self._phi_sums(wts, d, np.ascontiguousarray(u_w[:, :, j]))
         return s, block
 
+    def _boost(self, msg: Message) -> Message:
+        """One level of a boosted column's next tree (:mod:`fits.core.boosting`): per node
+        of the level and bin of every earlier chain column, the sums over this site's
+        rows of the gradients and Hessians of the model so far, and the row count.
+
+        The floor: every bin reported holds 0 or at least k of this site's rows
+        (:func:`~fits.core.boosting.coarsen`), and a node holding fewer than k of them is
+        reported as zeros (counted in ``abstained``), whatever the floor's scope."""
+        j = self._position(msg)
+        spec = self.encoders[j].spec
+        edges, n_bins, model, feature, left, level, outputs = _boost_request(
+            msg, j, self.policy.boosting_trees, self.name
+        )
+        rows = np.arange(self.n_rows)
+        if spec.is_discrete:
+            y, levels = self.codes[:, j], spec.n_levels
+        else:  # a continuous column: its quantile classes, over the rows holding a value
+            classes = np.asarray(msg.arrays.get("response_edges", np.zeros(0)), dtype=float)
+            if classes.size < 1 or np.any(np.diff(classes) <= 0):
+                raise ProtocolError(
+                    f"{self.name}: a boost request for continuous column {spec.name!r} needs "
+                    "increasing response_edges (its classes)"
+                )
+            rows = np.flatnonzero(self.valid[:, j])
+            y = np.searchsorted(classes, self.z[rows, j], side="left")
+            levels = classes.size + 1
+        cumulative = not spec.is_discrete
+        want = levels - 1 if cumulative else (1 if levels == 2 else levels)
+        if outputs != want:
+            raise ProtocolError(
+                f"{self.name}: column {spec.name!r} has {levels} classes; a boost request "
+                f"for it needs outputs={want}, got {outputs}"
+            )
+        codes = boosting.bin_codes(self.z[rows, :j], edges)
+        g, h = boosting.gradients(boosting.raw_scores(model, codes), y, cumulative)
+        node = boosting.node_of(codes, feature, left, level)
+        hist = boosting.histograms(codes, node, 2**level, n_bins, g, h)
+        hist, dropped = boosting.coarsen(hist, n_bins, self.policy.min_effective_rows)
+        if dropped.size:
+            self._abstained = dropped
+        return Message(
+            "boost", {"H": hist}, {"abstained": int(dropped.size)} if dropped.size else {}
+        )
+
     def _marginal(self, msg: Message) -> Message:
         """First column: sum_i K((z - y_i) / w_z) on the grid (eq. 16, unnormalized).
 
@@ -1584,6 +1631,55 @@ class FITSClient:
             self._abstained = np.zeros(1, dtype=np.int64)
             return Message("marginal", {"F": np.zeros(phi.shape[1])}, {"abstained": 1})
         return Message("marginal", {"F": phi[self.valid[:, j]].sum(axis=0)})
+
+
+def _boost_request(msg: Message, d: int, trees_allowed: int, site: str) -> tuple:
+    """The parts of a boost request, checked: (edges, n_bins, model, current tree's
+    feature and left masks, level, outputs)."""
+    c, a = msg.config, msg.arrays
+    depth, level, outputs = int(c["depth"]), int(c["level"]), int(c["outputs"])
+    counts = np.asarray(a["edge_counts"], dtype=np.int64)
+    flat = np.asarray(a["edges"], dtype=float)
+    if not 1 <= depth <= boosting.MAX_DEPTH or not 0 <= level < depth:
+        raise ProtocolError(
+            f"{site}: a boost request needs 1 <= depth <= {boosting.MAX_DEPTH} and "
+            f"0 <= level < depth, got depth {depth}, level {level}"
+        )
+    if counts.shape != (d,) or np.any(counts < 0) or counts.sum() != flat.size:
+        raise ProtocolError(
+            f"{site}: a boost request's edge_counts must give each of the {d} covariates "
+            f"its number of edges, summing to the {flat.size} edges sent"
+        )
+    edges = np.split(flat, np.cumsum(counts)[:-1]) if d else []
+    if any(not np.all(np.isfinite(e)) or np.any(np.diff(e) <= 0) for e in edges):
+        raise ProtocolError(f"{site}: a boost request's bin edges must be finite and increasing")
+    n_bins = counts + 1
+    max_bins = int(n_bins.max()) if d else 1
+    value = np.asarray(a["value"], dtype=float)
+    n_trees = value.shape[0]
+    inner = 2**depth - 1
+    feature = np.asarray(a["feature"], dtype=np.int64)
+    packed = np.asarray(a["left"], dtype=np.uint8)
+    shapes_ok = (
+        value.shape == (n_trees, 2**depth, outputs)
+        and feature.shape == (n_trees + 1, inner)
+        and packed.shape == (n_trees + 1, inner, (max_bins + 7) // 8)
+        and np.asarray(a["init"]).shape == (outputs,)
+    )
+    if not shapes_ok:
+        raise ProtocolError(f"{site}: a boost request's arrays do not fit its depth and outputs")
+    if np.any(feature < -1) or np.any(feature >= d) or not np.all(np.isfinite(value)):
+        raise ProtocolError(f"{site}: a boost request's trees are malformed")
+    if n_trees + 1 > trees_allowed:
+        raise PolicyError(
+            f"{site} refused a boost request for column {c['column']!r}: tree {n_trees + 1} "
+            f"exceeds its {trees_allowed} per column (site policy boosting_trees)"
+        )
+    left = np.unpackbits(packed, axis=-1, count=max_bins)
+    model = boosting.BoostedModel(
+        np.asarray(a["init"], dtype=float), feature[:n_trees], left[:n_trees], value, edges
+    )
+    return edges, n_bins, model, feature[n_trees], left[n_trees], level, outputs
 
 
 def _encoded(message: Message, reply: Message) -> Message:

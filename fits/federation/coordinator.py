@@ -21,6 +21,15 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 from scipy.interpolate import PchipInterpolator
 
+from fits.core.boosting import (
+    BoostedModel,
+    BoostingParams,
+    best_splits,
+    cdf_from_classes,
+    leaf_values,
+    quantile_edges,
+    values_from_classes,
+)
 from fits.core.cdf import (
     COLLINEARITY_THRESHOLD,
     DISCRETE_SAMPLING,
@@ -63,7 +72,7 @@ from fits.federation.protocol import (
 from fits.federation.secure import unmask_sum
 from fits.federation.transport import Transport
 
-__all__ = ["Coordinator", "MAX_BATCH", "ROUNDS"]
+__all__ = ["COLUMN_MODELS", "Coordinator", "MAX_BATCH", "ROUNDS"]
 
 #: Total kernel weight at or below which a query is "far from all data" (degenerate).
 DEGENERATE_WEIGHT = 1e-250
@@ -93,6 +102,9 @@ _VALUE_BYTES = {"float64": 8, "float32": 4, "fixed16": 2}
 REFINE = 8
 #: Rounds per chain column: "auto" (chosen per column), 1 or 2.
 ROUNDS = ("auto", 1, 2)
+#: How a chain column's conditional is estimated: the kernel of Algorithm 1 (the paper),
+#: or a federated boosted tree model (discrete columns; :mod:`fits.core.boosting`).
+COLUMN_MODELS = ("kernel", "boosting")
 
 
 class Coordinator:
@@ -194,6 +206,18 @@ class Coordinator:
         Per chain column, a design of ``DESIGNS`` for that column's conditional CDF,
         overriding ``design`` (e.g. ``{"cnt": "constant"}``).  Names that are not in
         the chain after its first column are refused at :meth:`setup`.
+    column_models : mapping, optional
+        Per chain column, how its conditional is estimated: ``"kernel"`` (default:
+        Algorithm 1) or ``"boosting"``: a gradient-boosted tree model of the column's
+        category given the chain columns before it, fitted by federated histograms
+        (``boost`` rounds, :mod:`fits.core.boosting`; not the paper's method), from whose
+        class probabilities the column is drawn (a continuous column: through its
+        quantile classes).  Only columns after the first (discrete ones drawn by mass);
+        checked at :meth:`setup`.
+    boosting : BoostingParams, optional
+        The boosted columns' settings (default ``BoostingParams()``: 100 trees of depth
+        5, learning rate 0.3, at most 128 bins per continuous covariate, 64 classes of
+        a continuous column).
     """
 
     def __init__(
@@ -218,6 +242,8 @@ class Coordinator:
         round_cost_bytes: int = 0,
         design: str = "all",
         column_designs: Mapping[str, str] | None = None,
+        column_models: Mapping[str, str] | None = None,
+        boosting: BoostingParams | None = None,
     ) -> None:
         if grid_size < 3:
             raise ValueError("grid_size must be at least 3")
@@ -244,6 +270,17 @@ class Coordinator:
                 raise ValueError(
                     f"column_designs[{name!r}] must be one of {DESIGNS}, got {value!r}"
                 )
+        self.column_models = dict(column_models or {})
+        for name, value in self.column_models.items():
+            if value not in COLUMN_MODELS:
+                raise ValueError(
+                    f"column_models[{name!r}] must be one of {COLUMN_MODELS}, got {value!r}"
+                )
+        self.boosting = boosting or BoostingParams()
+        #: The fitted boosted models, per column (:meth:`boosted_model`).
+        self.models: dict[str, BoostedModel] = {}
+        #: (site, node) histograms of boosted columns the sites withheld under their floor.
+        self.nodes_withheld = 0
         self.precision = precision
         self.rounds = rounds
         self.deduplicate = bool(deduplicate)
@@ -374,7 +411,28 @@ class Coordinator:
                 f"{', '.join(schema.order)}"
             )
         self.schema = schema.expanded()  # with missingness indicators in the chain
+        self._check_column_models()
         return schema
+
+    def _check_column_models(self) -> None:
+        """Refuse a boosted column that is not a discrete chain column after the first."""
+        assert self.schema is not None
+        order = self.schema.order
+        for name, model in self.column_models.items():
+            if model == "kernel":
+                continue
+            spec = self.schema[name] if name in order else None
+            problem = None
+            if spec is None or name == order[0]:
+                problem = "is not in the chain after its first column"
+            elif spec.is_discrete and self.discrete_sampling != "mass":
+                problem = 'needs discrete_sampling="mass"'
+            if problem:
+                raise ValueError(
+                    f"column_models[{name!r}] = {model!r}: {name!r} {problem} "
+                    f"(chain: {', '.join(order)})"
+                )
+        self.models.clear()
 
     def _rules_round(self, schema: Schema) -> Callable[[str, list[dict]], list[np.ndarray]]:
         """The ``ask`` of :func:`~fits.core.rules.detect_rules`: a ``rules`` message."""
@@ -1111,6 +1169,132 @@ class Coordinator:
             raise RuntimeError(f"column {column!r}: the marginal has no mass")
         self._marginals[f"masses:{column}"] = p[0]
 
+    # ---------------------------------------------------------------- boosted columns
+    def _boosted(self, column: str) -> bool:
+        return self.column_models.get(column) == "boosting"
+
+    def boosted_model(self, column: str) -> BoostedModel:
+        """The boosted tree model of ``column`` (``column_models``), fitted on first use.
+
+        ``1 + n_trees * depth`` ``boost`` rounds (:mod:`fits.core.boosting`): one at the
+        zero scores, whose pooled gradient sums give the class counts and so the start
+        scores, then one per level of every tree.  Continuous covariates are binned at
+        quantiles of their federated marginal CDFs (one marginal round for those not yet
+        fetched); discrete ones by category.
+        """
+        if self.schema is None or not self.grids:
+            raise RuntimeError("run setup() and configure() first")
+        if not self._boosted(column):
+            raise ValueError(f"{column!r} is not boosted (column_models)")
+        if column in self.models:
+            return self.models[column]
+        order = self.schema.order
+        covariates = order[: order.index(column)]
+        specs = [self.encoders[c].spec for c in covariates]
+        continuous = not self.encoders[column].spec.is_discrete
+        self._prefetch_marginals(
+            [c for c, sp in zip(covariates, specs, strict=True) if not sp.is_discrete]
+            + ([column] if continuous else [])
+        )
+        params = self.boosting
+        edges = [
+            self.encoders[c].boundaries[1:-1].astype(float)
+            if sp.is_discrete
+            else quantile_edges(self.grids[c], self.marginal_cdf(c).ravel(), params.bins)
+            for c, sp in zip(covariates, specs, strict=True)
+        ]
+        n_bins = np.array([e.size + 1 for e in edges], dtype=np.int64)
+        nominal = np.array([sp.kind == "nominal" for sp in specs], dtype=bool)
+        response_edges = None
+        if continuous:  # quantile classes of its marginal (the rows holding a value)
+            cdf = self.marginal_cdf(column).ravel()
+            response_edges = quantile_edges(self.grids[column], cdf, params.classes)
+            k = response_edges.size  # cumulative logits of P(class <= c)
+        else:
+            levels = self.encoders[column].spec.n_levels
+            k = 1 if levels == 2 else levels
+        inner, top = 2**params.depth - 1, int(n_bins.max())
+        model = BoostedModel(
+            np.zeros(k),
+            np.zeros((0, inner), dtype=np.int64),
+            np.zeros((0, inner, top), dtype=np.uint8),
+            np.zeros((0, 2**params.depth, k)),
+            edges,
+            response_edges,
+        )
+        feature = np.full(inner, -1, dtype=np.int64)
+        left = np.zeros((inner, top), dtype=np.uint8)
+        # the start: class counts from the gradient sums at F = 0 (p = 1/L, or 1/2)
+        root = self._boost_round(column, model, feature, left, 0)
+        n = root[0, : n_bins[0], -1].sum()
+        g = root[0, : n_bins[0], :k].sum(axis=0)
+        if continuous:  # g_c = 1/2 - 1{y <= c}: the rows at or below each class
+            below = np.clip(0.5 * n - g, 0.5, max(n - 0.5, 0.5))
+            model.init = np.log(below / np.maximum(n - below, 0.5))
+        else:
+            if k == 1:
+                n1 = 0.5 * n - g[0]
+                counts = np.array([n - n1, n1])
+            else:
+                counts = n / k - g
+            share = np.maximum(counts, 0.5) / max(n, 1.0)  # a class none reported: 0.5 rows
+            model.init = np.log(share[1:] / share[:1]) if k == 1 else np.log(share)
+        for _ in range(params.n_trees):
+            feature = np.full(inner, -1, dtype=np.int64)
+            left = np.zeros((inner, top), dtype=np.uint8)
+            for level in range(params.depth):
+                hist = self._boost_round(column, model, feature, left, level)
+                f, lm = best_splits(hist, n_bins, nominal, params, top)
+                feature[2**level - 1 : 2 ** (level + 1) - 1] = f
+                left[2**level - 1 : 2 ** (level + 1) - 1] = lm
+            values = leaf_values(hist, n_bins, f, lm, params)
+            model.feature = np.concatenate([model.feature, feature[None]])
+            model.left = np.concatenate([model.left, left[None]])
+            model.value = np.concatenate([model.value, values[None]])
+        self.models[column] = model
+        return model
+
+    def _boost_round(
+        self, column: str, model: BoostedModel, feature: np.ndarray, left: np.ndarray, level: int
+    ) -> np.ndarray:
+        """One ``boost`` round: the pooled histograms of one level of the next tree."""
+        arrays = {
+            "edges": np.concatenate([np.zeros(0), *model.edges]),
+            "edge_counts": np.array([e.size for e in model.edges], dtype=np.int64),
+            "init": np.asarray(model.init, dtype=float),
+            "feature": np.concatenate([model.feature, feature[None]]),
+            "left": np.packbits(np.concatenate([model.left, left[None]]), axis=-1),
+            "value": model.value,
+        }
+        if model.response_edges is not None:
+            arrays["response_edges"] = model.response_edges
+        config: dict[str, ConfigValue] = {
+            "column": column,
+            "request": next(self._requests),
+            "depth": self.boosting.depth,
+            "level": level,
+            "outputs": int(model.init.size),
+            **self._secure_flag(),
+        }
+        replies = self.transport.broadcast(Message("boost", arrays, config))
+        self.nodes_withheld += sum(int(r.config.get("abstained", 0)) for r in replies)
+        return self._total(replies, "H")
+
+    def _boosted_masses(self, column: str, x: np.ndarray) -> np.ndarray:
+        """Class probabilities (B, L) of a boosted column at query points (B, j)."""
+        return self.boosted_model(column).probabilities(x)
+
+    def _boosted_draw(self, column: str, p: np.ndarray, u: np.ndarray) -> np.ndarray:
+        """Values of a boosted continuous column from class probabilities (rows of p)."""
+        model = self.boosted_model(column)
+        assert model.response_edges is not None
+        cdf = self.marginal_cdf(column).ravel()
+        out = values_from_classes(p, u, model.response_edges, self.grids[column], cdf)
+        spec = self.encoders[column].spec  # the data's bounds, as every draw (eq. 17)
+        lo = -np.inf if spec.lower is None else float(spec.lower)
+        hi = np.inf if spec.upper is None else float(spec.upper)
+        return np.clip(out, lo, hi)
+
     def conditional_masses(self, column: str, queries: np.ndarray) -> np.ndarray:
         """Conditional category masses of a discrete column (Corollary 5.4).
 
@@ -1120,6 +1304,8 @@ class Coordinator:
         if not self._by_mass(column):
             raise ValueError(f"{column!r} is not a discrete column sampled by mass")
         x = self._queries(column, queries)
+        if self._boosted(column):
+            return self._boosted_masses(column, x)
         self._ask([column], x.shape[0])
         width = self.encoders[column].spec.n_levels
         return self._by_distinct(x, width, lambda xs: self._masses_batch(column, xs))
@@ -1190,6 +1376,13 @@ class Coordinator:
             CDF values on ``self.grids[column]``.
         """
         x = self._queries(column, queries)
+        if self._boosted(column):
+            model = self.boosted_model(column)
+            if model.response_edges is None:
+                raise ValueError(f"{column!r} is discrete and boosted: use conditional_masses()")
+            cdf = self.marginal_cdf(column).ravel()
+            p = model.probabilities(x)
+            return cdf_from_classes(p, model.response_edges, self.grids[column], cdf)
         self._ask([column], x.shape[0])
         width = self.grids[column].size
         return self._by_distinct(x, width, lambda xs: self._estimate_batch(column, xs, postprocess))
@@ -1332,8 +1525,13 @@ class Coordinator:
             for start in range(0, distinct.shape[0], step):
                 stop = min(start + step, distinct.shape[0])
                 if by_mass:
-                    est = self._masses_batch(column, distinct[start:stop])
+                    if self._boosted(column):
+                        est = self._boosted_masses(column, distinct[start:stop])
+                    else:
+                        est = self._masses_batch(column, distinct[start:stop])
                     est = self._seen_combinations(column, est, distinct[start:stop], order)
+                elif self._boosted(column):
+                    est = self._boosted_masses(column, distinct[start:stop])
                 else:
                     est = self._estimate_batch(column, distinct[start:stop], True)
                 lo, hi = np.searchsorted(inverse, [start, stop])
@@ -1342,6 +1540,8 @@ class Coordinator:
                     r, e = rows[part], est[inverse[part] - start]
                     if by_mass:
                         out[r, j] = inverse_masses(e, bounds, u[r, j])
+                    elif self._boosted(column):
+                        out[r, j] = self._boosted_draw(column, e, u[r, j])
                     else:
                         out[r, j] = self._draw(column, e, u[r, j])
                     if progress:

@@ -62,6 +62,12 @@ of them, see ``docs/privacy.md``):
   site's rows; the site scores at most this many candidates per column over the run,
   abstains from a column where it would score fewer than k rows, and its KNN
   estimators take at least k neighbours.  0 refuses every tune request.
+* **boosting** [200 trees per column]: a boosted column (``boost`` rounds,
+  :mod:`fits.core.boosting`) asks for per-(node, bin) sums of the boosting gradients
+  over the site's rows; the site grows at most this many trees per column, reports
+  every bin with 0 or at least k of its rows (it merges short bins with their
+  neighbours) and nothing for a node holding fewer than k of its rows, whatever
+  ``floor_scope`` says.  0 refuses every boost request.
 
 Refusals raise :class:`PolicyError` at the site; over Flower the error travels back as
 the reply's error reason, in process it reaches the caller; either way the run stops
@@ -140,6 +146,10 @@ class SitePolicy:
     tuning_candidates : int
         Most candidate smoothings the site scores per column over the run (the ``tune``
         round, :mod:`fits.core.tuning`; default 16; 0 refuses to take part).
+    boosting_trees : int
+        Most trees of a boosted column the site grows histograms for, per column
+        (``boost`` rounds, :mod:`fits.core.boosting`; default 200; 0 refuses boosted
+        columns).
     """
 
     max_grid_size: int = 1000
@@ -153,6 +163,7 @@ class SitePolicy:
     min_discrete_response_bandwidth: float = 0.0
     max_federation_ratio: float = 1000.0
     tuning_candidates: int = 16
+    boosting_trees: int = 200
 
     def __post_init__(self) -> None:
         checks = [
@@ -171,6 +182,7 @@ class SitePolicy:
             ),
             ("max_federation_ratio", self.max_federation_ratio >= 1, ">= 1"),
             ("tuning_candidates", self.tuning_candidates >= 0, ">= 0"),
+            ("boosting_trees", self.boosting_trees >= 0, ">= 0"),
         ]
         for name, ok, rule in checks:
             if not ok:
@@ -193,6 +205,7 @@ class SitePolicy:
             min_response_bandwidth=0.0,
             max_federation_ratio=math.inf,
             tuning_candidates=2**62,
+            boosting_trees=2**62,
         )
 
     def query_budget(self, declared_rows: int) -> float:
@@ -240,7 +253,13 @@ class SitePolicy:
                     raise ValueError(f"{source}: {key} must be a string, got {value!r}")
                 parsed[key] = value
                 continue
-            integer = key in ("max_grid_size", "extra_queries", "max_rows", "tuning_candidates")
+            integer = key in (
+                "max_grid_size",
+                "extra_queries",
+                "max_rows",
+                "tuning_candidates",
+                "boosting_trees",
+            )
             if isinstance(value, bool) or not isinstance(value, int if integer else (int, float)):
                 kind = "an integer" if integer else "a number"
                 raise ValueError(f"{source}: {key} must be {kind}, got {value!r}")

@@ -32,6 +32,16 @@ neff         as hessian, with config ``ladder_start``,   ``N`` (B, S, 2): per qu
              ``ladder_steps`` (S); optional arrays       factor, the sums of the site's
              ``pending`` (B,) 0/1, ``weight_exponent``   kernel weights and of their
              (B, S)                                      squares (pooled floor only)
+boost        config ``column``, ``request``,             ``H`` (2^level, W, 2K + 1): per node
+             ``depth``, ``level``, ``outputs`` (K);      of the level and bin, the sums of
+             arrays ``edges`` (all e_j edges),           the boosting gradients g_k and
+             ``edge_counts`` (d,) (e_j: covariate        Hessians h_k (k = 1..K) and the
+             j's interior bin edges), ``init``           row count over the site's rows
+             (K,), ``feature`` (T + 1, 2^depth - 1),     (:mod:`fits.core.boosting`),
+             ``left`` (T + 1, 2^depth - 1, bytes):       W = sum of (e_j + 1)
+             bit-packed bin masks, ``value``
+             (T, 2^depth, K): the T trees so far
+             and the levels grown of the next
 rules        config ``stage`` (``check`` / ``map`` /     ``holds`` (n,) uint8 0/1 (check):
              ``moments``), ``schema`` (JSON, the         does candidate i hold in every
              merged schema), ``candidates`` (JSON, n     row here; or ``pairs`` (size,)
@@ -74,10 +84,11 @@ error bound is stated in :mod:`fits.federation.codec`.
 :meth:`Message.to_bytes` is the wire format of a transport without its own, and
 :meth:`Message.nbytes` its exact length, which the transports count.
 
-A marginal, hessian, cdf, block or tune reply may add config ``abstained`` (int): the number of
-queries (tune: columns) the site answered with zeros under its policy's effective-rows floor
-(:mod:`fits.federation.policy`); a hessian or cdf reply may add ``widened`` (int): the
-number of queries it answered with its kernel widened to meet that floor.
+A marginal, hessian, cdf, block, tune or boost reply may add config ``abstained`` (int): the
+number of queries (tune: columns; boost: nodes) the site answered with zeros under its
+policy's effective-rows floor (:mod:`fits.federation.policy`); a hessian or cdf reply may
+add ``widened`` (int): the number of queries it answered with its kernel widened to meet
+that floor.
 
 :func:`check_reply` enforces the right-hand column: a reply with any other array, or an
 array of any other shape, is refused.  No reply can carry a client's rows.
@@ -161,6 +172,7 @@ MESSAGE_TYPES = (
     "block",
     "tune",
     "neff",
+    "boost",
 )
 
 #: Widening factors t of the effective-rows floor, in order (a site's own floor,
@@ -482,6 +494,11 @@ def check_reply(request: Message, reply: Message) -> None:
         b = request.arrays["queries"].shape[0]
         steps = int(request.config.get("ladder_steps", 1))
         expected = {"N": ((b, steps, 2), "float64")}
+    elif mtype == "boost":
+        nodes = 2 ** int(request.config["level"])
+        width = int(np.sum(np.asarray(request.arrays["edge_counts"]) + 1))
+        outputs = int(request.config["outputs"])
+        expected = {"H": ((nodes, width, 2 * outputs + 1), "float64")}
     elif mtype in ("hessian", "cdf", "block"):
         b, d = request.arrays["queries"].shape
         grid_size = int(request.config.get("grid_size", 0))

@@ -1,0 +1,519 @@
+"""Federated histogram gradient boosting for one chain column (issue 12).
+
+Not the paper's method.  FITS estimates every conditional of the chain with a kernel
+(Algorithm 1).  For a column whose conditional depends on many covariates in ways a
+kernel smooths away (Adult's ``income`` given 14 columns: benchmarks.md, "Where Adult's
+boosting gap is"; Bike's ``cnt``, whose rush-hour peaks flip with the working day),
+fits can instead fit a gradient-boosted tree model of the column given the chain
+columns before it, and draw the column from the model's class probabilities
+(``Coordinator(column_models={column: "boosting"})``).  A continuous column is cut
+into ``classes`` quantile classes of its federated marginal; the model gives
+P(class <= c) for each, and a value is drawn within its class by the marginal's own
+shape there (:func:`values_from_classes`).
+
+The model is the second-order histogram boosting of XGBoost and LightGBM (Chen and
+Guestrin 2016, eqs. 5-7; scikit-learn's ``HistGradientBoostingClassifier``), grown
+level by level so that one round of messages serves every node of a level:
+
+* **Bins.**  Every covariate is cut into bins that every party computes alike
+  (:func:`bin_codes`): a discrete covariate has one bin per category (its
+  continualization intervals, so a lifted value falls into its own category's bin); a
+  continuous one has at most ``bins`` bins between quantiles of its federated marginal
+  CDF (the coordinator's, eq. 16: no extra round).
+* **Loss.**  A discrete column with L classes: the multinomial deviance with raw scores
+  F (L,) and p = softmax(F); two classes: the binomial deviance with one raw score,
+  p = sigmoid(F).  Per row and class, g = p_k - 1{y = k} and h = max(p_k (1 - p_k),
+  1e-16) (the diagonal of the Hessian, as scikit-learn and XGBoost use).  A continuous
+  column's L ordered classes (a choice: softmax over many ordered classes learns a
+  shift of the response slowly, measured on Bike): L - 1 cumulative logits F_c with
+  the sum of the binomial deviances of 1{y <= c}, g_c = sigmoid(F_c) - 1{y <= c}; the
+  CDF values sigmoid(F_c) are made monotone by sorting (rearrangement) before they are
+  differenced into class probabilities.
+* **Histograms.**  For the nodes of one level of the tree being grown, a site sums g, h
+  and 1 over its rows per (node, bin) (:func:`histograms`); only the sum over the sites
+  is used (with secure aggregation, only it is seen).
+* **Splits.**  Per node and covariate the coordinator scans the bins in order (ordered
+  covariates) or sorted by G / (H + lambda) (nominal ones; Fisher 1958: for one score
+  this finds the best two-group partition) and takes the split of largest gain
+  ``sum_k G_Lk^2 / (H_Lk + l2) + G_Rk^2 / (H_Rk + l2) - G_k^2 / (H_k + l2)`` with at
+  least ``min_leaf_rows`` rows on each side (:func:`best_splits`); with L > 2 classes one
+  tree per round holds a value per class (a multi-output tree: the gain sums over the
+  classes, and nominal bins are sorted by the class with the largest |G|).  A node with
+  no positive gain does not split (all its rows go left).
+* **Leaves.**  ``-learning_rate G_k / (H_k + l2)`` per class (the Newton step).
+* **Start.**  F_0 = the log of the pooled class shares (log-odds for two classes; the
+  logits of the pooled shares at or below each class for a continuous column), from the
+  gradient sums of a first round at F = 0.
+
+**What a site reveals** (docs/privacy.md, "Boosted columns"): per round, for each node of
+the level and each bin of each covariate, the sums of g and h per class and the row
+count over its rows in that node and bin.  With the model known to every party, the
+sum of g is (sum of p) minus the count of each class: a per-node contingency table of
+each covariate's bins against the column.  Under a site policy with k > 0 a site first
+coarsens each (node, covariate) histogram so that every bin it reports holds 0 or at
+least k of its rows (:func:`coarsen`), and reports nothing for a node holding fewer
+than k of its rows; the model is then fitted to these slightly coarser sums.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import sparse
+
+__all__ = [
+    "BoostingParams",
+    "BoostedModel",
+    "MAX_DEPTH",
+    "MAX_TREES",
+    "best_splits",
+    "bin_codes",
+    "cdf_from_classes",
+    "class_probabilities",
+    "coarsen",
+    "gradients",
+    "histograms",
+    "leaf_values",
+    "node_of",
+    "quantile_edges",
+    "raw_scores",
+    "values_from_classes",
+]
+
+#: The deepest tree and the most trees a site grows histograms for.
+MAX_DEPTH = 8
+MAX_TREES = 2000
+#: A class probability's Hessian is kept at least this (a pure node's p(1-p) is 0).
+_H_MIN = 1e-16
+
+
+@dataclass(frozen=True)
+class BoostingParams:
+    """Settings of the boosted column model.
+
+    Parameters
+    ----------
+    n_trees : int
+        Boosting rounds (trees); each costs ``depth`` message rounds.
+    depth : int
+        Levels per tree (2^depth leaves at most).
+    learning_rate : float
+        Shrinkage of every leaf value.
+    l2 : float
+        L2 penalty lambda on the leaf values (XGBoost's lambda).
+    min_leaf_rows : int
+        Fewest pooled rows on each side of a split.
+    bins : int
+        Most bins per continuous covariate.
+    classes : int
+        Most classes of a boosted continuous column (its quantile classes).
+    """
+
+    n_trees: int = 100
+    depth: int = 5
+    learning_rate: float = 0.3
+    l2: float = 1.0
+    min_leaf_rows: int = 20
+    bins: int = 128
+    classes: int = 64
+
+    def __post_init__(self) -> None:
+        checks = (
+            ("n_trees", 1 <= self.n_trees <= MAX_TREES, f"in 1..{MAX_TREES}"),
+            ("depth", 1 <= self.depth <= MAX_DEPTH, f"in 1..{MAX_DEPTH}"),
+            ("learning_rate", 0 < self.learning_rate <= 1, "in (0, 1]"),
+            ("l2", self.l2 >= 0, ">= 0"),
+            ("min_leaf_rows", self.min_leaf_rows >= 1, ">= 1"),
+            ("bins", 2 <= self.bins <= 1024, "in 2..1024"),
+            ("classes", 2 <= self.classes <= 256, "in 2..256"),
+        )
+        for name, ok, rule in checks:
+            if not ok:
+                raise ValueError(f"boosting {name} must be {rule}, got {getattr(self, name)!r}")
+
+
+def quantile_edges(grid: np.ndarray, cdf: np.ndarray, bins: int) -> np.ndarray:
+    """Interior bin edges at the quantiles 1/bins, ..., (bins-1)/bins of a CDF on a grid.
+
+    The CDF is interpolated linearly between grid points; repeated edges (flat CDF,
+    point masses) are dropped, so there may be fewer than ``bins`` bins.
+    """
+    grid = np.asarray(grid, dtype=float)
+    cdf = np.maximum.accumulate(np.clip(np.asarray(cdf, dtype=float), 0.0, 1.0))
+    levels = np.arange(1, bins) / bins
+    keep = np.concatenate([[True], np.diff(cdf) > 0])  # strictly increasing for interp
+    edges = np.interp(levels, cdf[keep], grid[keep])
+    return np.unique(edges)
+
+
+def bin_codes(x: np.ndarray, edges: list[np.ndarray]) -> np.ndarray:
+    """Bin of every value: for covariate j, the number of ``edges[j]`` strictly below it.
+
+    A discrete covariate's edges are its interior interval boundaries v_1..v_{L-1}
+    (sec. 4.1), so the bin of a lifted value in (v_{l-1}, v_l] is its category l.
+    """
+    x = np.asarray(x, dtype=float)
+    out = np.empty(x.shape, dtype=np.int64)
+    for j, e in enumerate(edges):
+        out[:, j] = np.searchsorted(e, x[:, j], side="left")
+    return out
+
+
+@dataclass
+class BoostedModel:
+    """A boosted tree model of one discrete column (complete trees in heap order).
+
+    Attributes
+    ----------
+    init : ndarray (K,)
+        The start scores F_0 (K = 1 for two classes, else the number of classes).
+    feature : ndarray (T, 2^depth - 1) of int
+        The covariate each internal node splits on (-1: no split, every row goes left).
+    left : ndarray (T, 2^depth - 1, max_bins) of uint8
+        1 where a bin of that covariate goes to the left child.
+    value : ndarray (T, 2^depth, K)
+        The leaf values (learning rate included).
+    edges : list of ndarray
+        Each covariate's interior bin edges (:func:`bin_codes`).
+    response_edges : ndarray, optional
+        A continuous column's class edges (:func:`quantile_edges` of its marginal):
+        class c holds the values in (e_{c-1}, e_c], and the model's K = L - 1 scores
+        are the cumulative logits of P(class <= c); None for a discrete column.
+    """
+
+    init: np.ndarray
+    feature: np.ndarray
+    left: np.ndarray
+    value: np.ndarray
+    edges: list[np.ndarray]
+    response_edges: np.ndarray | None = None
+
+    @property
+    def depth(self) -> int:
+        return int(np.log2(self.value.shape[1]))
+
+    @property
+    def n_trees(self) -> int:
+        return int(self.value.shape[0])
+
+    def probabilities(self, x: np.ndarray) -> np.ndarray:
+        """Class probabilities (n, L) at covariate rows ``x`` (n, d), on the
+        continualized scale."""
+        f = raw_scores(self, bin_codes(x, self.edges))
+        return class_probabilities(f, cumulative=self.response_edges is not None)
+
+
+def node_of(codes: np.ndarray, feature: np.ndarray, left: np.ndarray, levels: int) -> np.ndarray:
+    """Heap index (within its level) of every row after ``levels`` levels of one tree."""
+    n = codes.shape[0]
+    node = np.zeros(n, dtype=np.int64)
+    rows = np.arange(n)
+    for level in range(levels):
+        heap = node + (1 << level) - 1
+        f = feature[heap]
+        go_left = np.ones(n, dtype=bool)
+        split = f >= 0
+        if split.any():
+            fs = f[split]
+            go_left[split] = left[heap[split], codes[rows[split], fs]] > 0
+        node = 2 * node + (~go_left).astype(np.int64)
+    return node
+
+
+def raw_scores(model: BoostedModel, codes: np.ndarray) -> np.ndarray:
+    """F (n, K): the start scores plus every tree's leaf value."""
+    f = np.tile(model.init, (codes.shape[0], 1))
+    for t in range(model.n_trees):
+        leaf = node_of(codes, model.feature[t], model.left[t], model.depth)
+        f += model.value[t, leaf]
+    return f
+
+
+def class_probabilities(f: np.ndarray, cumulative: bool = False) -> np.ndarray:
+    """Class probabilities (n, L) from raw scores (n, K): sigmoid for K = 1, else softmax;
+    ``cumulative``: F_c = sigmoid(f_c) = P(class <= c), c = 0..L-2, made monotone by
+    sorting (the rearrangement of Chernozhukov, Fernandez-Val and Galichon 2010), and
+    the class probabilities are their differences."""
+    if cumulative:
+        cdf = np.sort(1.0 / (1.0 + np.exp(-f)), axis=1)
+        ends = np.ones((f.shape[0], 1))
+        return np.diff(np.concatenate([0.0 * ends, cdf, ends], axis=1), axis=1)
+    if f.shape[1] == 1:
+        p1 = 1.0 / (1.0 + np.exp(-f[:, 0]))
+        return np.column_stack([1.0 - p1, p1])
+    z = f - f.max(axis=1, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def gradients(
+    f: np.ndarray, y: np.ndarray, cumulative: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+    """g, h (n, K) of the deviance at raw scores f for class codes y (module docstring);
+    ``cumulative``: the sum over c of the binomial deviances of 1{y <= c}."""
+    if cumulative:
+        p = 1.0 / (1.0 + np.exp(-f))
+        below = (y[:, None] <= np.arange(f.shape[1])[None, :]).astype(float)
+        return p - below, np.maximum(p * (1.0 - p), _H_MIN)
+    p = class_probabilities(f)
+    if f.shape[1] == 1:
+        p = p[:, 1:]
+        onehot = (y == 1).astype(float)[:, None]
+    else:
+        onehot = np.zeros_like(p)
+        onehot[np.arange(y.size), y] = 1.0
+    return p - onehot, np.maximum(p * (1.0 - p), _H_MIN)
+
+
+def histograms(
+    codes: np.ndarray,
+    node: np.ndarray,
+    n_nodes: int,
+    n_bins: np.ndarray,
+    g: np.ndarray,
+    h: np.ndarray,
+) -> np.ndarray:
+    """Per (node, bin): the sums of g and h per class and the row count.
+
+    Returns
+    -------
+    ndarray (n_nodes, sum(n_bins), 2K + 1)
+        Covariate j's bins are the columns ``offsets[j] : offsets[j] + n_bins[j]``;
+        the last axis holds G_1..G_K, H_1..H_K, count.
+    """
+    n, d = codes.shape
+    k = g.shape[1]
+    width = int(np.sum(n_bins))
+    offsets = np.concatenate([[0], np.cumsum(n_bins)[:-1]]).astype(np.int64)
+    flat = (node[:, None] * width + offsets[None, :] + codes).ravel()
+    size = n_nodes * width
+    stats = np.concatenate([g, h, np.ones((n, 1))], axis=1)  # (n, 2K + 1)
+    # one sparse (cell x row) incidence matrix: every row counts once per covariate
+    cells = sparse.csr_matrix(
+        (np.ones(flat.size), (flat, np.repeat(np.arange(n), d))), shape=(size, n)
+    )
+    return np.asarray(cells @ stats).reshape(n_nodes, width, 2 * k + 1)
+
+
+def coarsen(hist: np.ndarray, n_bins: np.ndarray, k: float) -> tuple[np.ndarray, np.ndarray]:
+    """A site's histograms with every reported bin holding 0 or at least k rows.
+
+    Per (node, covariate), the bins are grouped in order: a group closes once it holds
+    at least k rows, and a last group short of k joins the one before.  A group's sums
+    are reported in its bin with the most rows (the first such), the other bins of the
+    group as 0.  A node holding fewer than k rows is reported as all zeros.
+
+    Returns
+    -------
+    (ndarray, ndarray of int)
+        The coarsened histograms and the nodes holding rows that were reported as zeros.
+    """
+    if k <= 0:
+        return hist, np.zeros(0, dtype=np.int64)
+    v_nodes, width, n_stats = hist.shape
+    d, top = len(n_bins), int(np.max(n_bins))
+    offsets = np.concatenate([[0], np.cumsum(n_bins)[:-1]]).astype(np.int64)
+    # the counts, padded to (V * d rows of `top` bins); position of each real bin
+    cols = np.concatenate([np.arange(int(n)) for n in n_bins])
+    owner = np.repeat(np.arange(d), n_bins)
+    padded = np.zeros((v_nodes, d, top))
+    padded[:, owner, cols] = hist[..., -1]
+    c = padded.reshape(v_nodes * d, top)
+    group = np.zeros(c.shape, dtype=np.int64)
+    gid = np.zeros(c.shape[0], dtype=np.int64)
+    held = np.zeros(c.shape[0])
+    for col in range(top):  # a group closes once it holds k rows
+        group[:, col] = gid
+        held += c[:, col]
+        closed = held >= k
+        gid += closed
+        held[closed] = 0.0
+    short = (held > 0)[:, None] & (gid[:, None] > 0) & (group == gid[:, None])
+    group = np.where(short, group - 1, group)  # a last group short of k joins the one before
+    # each group's sums go to its bin with the most rows (the first such)
+    r = np.repeat(np.arange(c.shape[0]), top)
+    pos = np.tile(np.arange(top), c.shape[0])
+    g = group.ravel()
+    order = np.lexsort((pos, -c.ravel(), g, r))
+    first = np.ones(order.size, dtype=bool)
+    key = r[order] * (top + 1) + g[order]
+    first[1:] = key[1:] != key[:-1]
+    target = np.empty(order.size, dtype=np.int64)
+    starts = np.flatnonzero(first)
+    target[order] = np.repeat(pos[order][starts], np.diff(np.append(starts, order.size)))
+    # back to real bins: (node v, covariate j, bin b) -> node v, column offsets[j] + target
+    dest = target.reshape(v_nodes, d, top)[:, owner, cols] + offsets[owner][None, :]
+    dest = (dest + width * np.arange(v_nodes)[:, None]).ravel()
+    move = sparse.csr_matrix(
+        (np.ones(dest.size), (dest, np.arange(dest.size))), shape=(dest.size, dest.size)
+    )
+    out = np.asarray(move @ hist.reshape(-1, n_stats)).reshape(hist.shape)
+    totals = hist[:, offsets[0] : offsets[0] + int(n_bins[0]), -1].sum(axis=1)
+    low = totals < k
+    out[low] = 0.0
+    return out, np.flatnonzero(low & (totals > 0)).astype(np.int64)
+
+
+def _split_gain(gl: np.ndarray, hl: np.ndarray, g: np.ndarray, h: np.ndarray, l2: float):
+    """sum_k G_L^2/(H_L+l2) + G_R^2/(H_R+l2) - G^2/(H+l2); the class axis is the last."""
+    gr, hr = g - gl, h - hl
+    return (gl**2 / (hl + l2) + gr**2 / (hr + l2) - g**2 / (h + l2)).sum(axis=-1)
+
+
+def best_splits(
+    hist: np.ndarray,
+    n_bins: np.ndarray,
+    nominal: np.ndarray,
+    params: BoostingParams,
+    max_bins: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The best split of every node of a level from the pooled histograms.
+
+    Parameters
+    ----------
+    hist : ndarray (V, sum(n_bins), 2K + 1)
+        Pooled histograms (:func:`histograms`).
+    n_bins : ndarray (d,)
+        Bins per covariate.
+    nominal : ndarray (d,) of bool
+        Covariates whose bins have no order (scanned sorted by G / (H + l2)).
+    params : BoostingParams
+    max_bins : int
+        The width of the returned masks.
+
+    Returns
+    -------
+    (feature (V,), left (V, max_bins) uint8)
+        Per node, the covariate to split on (-1: none) and the bins going left.  Bins of
+        a nominal covariate that hold no row in the node go with the larger child.
+    """
+    v_nodes = hist.shape[0]
+    k = (hist.shape[2] - 1) // 2
+    offsets = np.concatenate([[0], np.cumsum(n_bins)]).astype(np.int64)
+    best_gain = np.zeros(v_nodes)
+    feature = np.full(v_nodes, -1, dtype=np.int64)
+    left = np.zeros((v_nodes, max_bins), dtype=np.uint8)
+    l2, m = params.l2, params.min_leaf_rows
+    for j in range(len(n_bins)):
+        nb = int(n_bins[j])
+        if nb < 2:
+            continue
+        block = hist[:, offsets[j] : offsets[j + 1]]  # (V, nb, 2K + 1)
+        g, h, c = block[..., :k], block[..., k : 2 * k], block[..., -1]
+        if nominal[j]:
+            ratio_class = np.argmax(np.abs(g.sum(axis=1)), axis=1)  # (V,)
+            gk = np.take_along_axis(g, ratio_class[:, None, None], axis=2)[..., 0]
+            hk = np.take_along_axis(h, ratio_class[:, None, None], axis=2)[..., 0]
+            key = np.where(c > 0, gk / (hk + l2 + 1e-300), np.inf)  # empty bins last
+            order = np.argsort(key, axis=1, kind="stable")
+        else:
+            order = np.broadcast_to(np.arange(nb), (v_nodes, nb))
+        go, ho = (np.take_along_axis(a, order[..., None], axis=1) for a in (g, h))
+        co = np.take_along_axis(c, order, axis=1)
+        gl, hl, cl = go.cumsum(axis=1)[:, :-1], ho.cumsum(axis=1)[:, :-1], co.cumsum(axis=1)[:, :-1]
+        gt, ht, ct = g.sum(axis=1), h.sum(axis=1), c.sum(axis=1)
+        gain = _split_gain(gl, hl, gt[:, None, :], ht[:, None, :], l2)  # (V, nb - 1)
+        ok = (cl >= m) & (ct[:, None] - cl >= m)
+        if nominal[j]:  # a cut among the empty bins at the end splits nothing new
+            ok &= np.take_along_axis(c > 0, order, axis=1)[:, :-1]
+        gain = np.where(ok, gain, -np.inf)
+        at = np.argmax(gain, axis=1)
+        top = gain[np.arange(v_nodes), at]
+        better = top > best_gain + 1e-12 * np.abs(best_gain)
+        for v in np.flatnonzero(better):
+            best_gain[v] = top[v]
+            feature[v] = j
+            mask = np.zeros(max_bins, dtype=np.uint8)
+            mask[order[v, : at[v] + 1]] = 1
+            if nominal[j]:
+                empty = np.flatnonzero(c[v] == 0)
+                if empty.size and cl[v, at[v]] >= ct[v] - cl[v, at[v]]:
+                    mask[empty] = 1  # the larger child takes the unseen categories
+                else:
+                    mask[empty] = 0
+            left[v] = mask
+    return feature, left
+
+
+def leaf_values(
+    hist: np.ndarray,
+    n_bins: np.ndarray,
+    feature: np.ndarray,
+    left: np.ndarray,
+    params: BoostingParams,
+) -> np.ndarray:
+    """Values (2V, K) of the children of the last level's V nodes (Newton steps).
+
+    A child's G and H are summed from its parent's histogram over the bins of the
+    parent's split covariate that go its way (covariate 0's bins for a node that does
+    not split: every row goes left).  An empty child gets 0.
+    """
+    v_nodes = hist.shape[0]
+    k = (hist.shape[2] - 1) // 2
+    offsets = np.concatenate([[0], np.cumsum(n_bins)]).astype(np.int64)
+    out = np.zeros((2 * v_nodes, k))
+    for v in range(v_nodes):
+        j = max(int(feature[v]), 0)
+        block = hist[v, offsets[j] : offsets[j + 1]]
+        mask = (left[v, : block.shape[0]] > 0) if feature[v] >= 0 else np.ones(block.shape[0], bool)
+        for child, sel in ((2 * v, mask), (2 * v + 1, ~mask)):
+            g = block[sel, :k].sum(axis=0)
+            h = block[sel, k : 2 * k].sum(axis=0)
+            if block[sel, -1].sum() > 0:
+                out[child] = -params.learning_rate * g / (h + params.l2)
+    return out
+
+
+def _class_levels(edges: np.ndarray, grid: np.ndarray, cdf: np.ndarray) -> np.ndarray:
+    """The marginal CDF's levels 0 = F_0 <= F(e_1) <= ... <= F_K = 1 at the class edges."""
+    inner = np.interp(edges, grid, np.maximum.accumulate(np.clip(cdf, 0.0, 1.0)))
+    return np.concatenate([[0.0], inner, [1.0]])
+
+
+def _inverse_marginal(levels: np.ndarray, grid: np.ndarray, cdf: np.ndarray) -> np.ndarray:
+    cdf = np.maximum.accumulate(np.clip(np.asarray(cdf, dtype=float), 0.0, 1.0))
+    keep = np.concatenate([[True], np.diff(cdf) > 0])
+    return np.interp(levels, cdf[keep], grid[keep])
+
+
+def values_from_classes(
+    p: np.ndarray,
+    u: np.ndarray,
+    edges: np.ndarray,
+    grid: np.ndarray,
+    cdf: np.ndarray,
+) -> np.ndarray:
+    """Draws of a boosted continuous column from its class probabilities.
+
+    With P_c the cumulative class probabilities, u in [0, 1) picks the class c with
+    P_{c-1} <= u < P_c; v = (u - P_{c-1}) / p_c places the value within the class by
+    the marginal's own shape there: the value is F^{-1}(F(e_{c-1}) + v (F(e_c) -
+    F(e_{c-1}))), F the column's federated marginal CDF on ``grid`` (linear between
+    grid points).  So a class's mass is spread as the marginal spreads it.
+    """
+    cum = np.cumsum(p, axis=1)
+    cum[:, -1] = 1.0
+    c = np.minimum((u[:, None] >= cum).sum(axis=1), p.shape[1] - 1)
+    rows = np.arange(p.shape[0])
+    before = np.where(c > 0, cum[rows, c - 1], 0.0)
+    mass = p[rows, c]
+    v = np.clip(np.divide(u - before, mass, out=np.full(u.shape, 0.5), where=mass > 0), 0, 1)
+    levels = _class_levels(edges, grid, cdf)
+    level = levels[c] + v * (levels[c + 1] - levels[c])
+    return _inverse_marginal(level, grid, cdf)
+
+
+def cdf_from_classes(
+    p: np.ndarray, edges: np.ndarray, grid: np.ndarray, cdf: np.ndarray
+) -> np.ndarray:
+    """The conditional CDF (B, G) on ``grid`` that :func:`values_from_classes` draws from."""
+    marginal = np.maximum.accumulate(np.clip(np.asarray(cdf, dtype=float), 0.0, 1.0))
+    levels = _class_levels(edges, grid, marginal)
+    c = np.minimum(np.searchsorted(edges, grid, side="left"), p.shape[1] - 1)
+    width = levels[c + 1] - levels[c]
+    frac = np.clip(
+        np.divide(marginal - levels[c], width, out=np.ones_like(width), where=width > 0), 0, 1
+    )
+    before = np.concatenate([np.zeros((p.shape[0], 1)), np.cumsum(p, axis=1)[:, :-1]], axis=1)
+    return np.clip(before[:, c] + p[:, c] * frac[None, :], 0.0, 1.0)

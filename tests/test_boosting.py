@@ -1,0 +1,375 @@
+"""Boosted columns (``column_models={col: "boosting"}``, :mod:`fits.core.boosting`): the
+federated histogram booster against an independent pooled implementation, the nominal
+split search against brute force, the sites' floor on what they report, and the
+facade's checks."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fits import FITSSynthesizer
+from fits.core.boosting import (
+    BoostingParams,
+    best_splits,
+    bin_codes,
+    coarsen,
+    histograms,
+    quantile_edges,
+)
+from fits.federation.client import FITSClient
+from fits.federation.coordinator import Coordinator
+from fits.federation.policy import PolicyError, SitePolicy
+from fits.federation.transport import InProcessTransport
+
+
+def _table(n: int, seed: int, classes: int = 2) -> pd.DataFrame:
+    """x1 continuous, x2 ordinal 0..5, x3 continuous; y depends on an interaction."""
+    rng = np.random.default_rng(seed)
+    x1, x2, x3 = rng.normal(size=n), rng.integers(0, 6, n), rng.uniform(size=n)
+    score = 2.0 * x1 * (x2 >= 3) - 1.5 * (x3 > 0.6) + 0.3 * x2
+    if classes == 2:
+        y = np.where(rng.random(n) < 1 / (1 + np.exp(-score)), "yes", "no")
+    else:
+        cut = np.quantile(score, [1 / 3, 2 / 3])
+        level = np.searchsorted(cut, score + rng.normal(0, 0.5, n))
+        y = np.array(["a", "b", "c"])[level]
+    return pd.DataFrame({"x1": x1, "x2": x2, "x3": x3, "y": y})
+
+
+def _federation(tables, policy=None):
+    clients = [
+        FITSClient(t, f"site {i}", policy=policy or SitePolicy.unrestricted())
+        for i, t in enumerate(tables)
+    ]
+    return clients, InProcessTransport(clients)
+
+
+def _pooled_oracle(x_bins, y, k, params, n_bins, cumulative=False):
+    """Level-wise second-order boosting on the pooled rows, every split found by direct
+    sums over row masks (no histograms), ordered covariates only; ``cumulative``: k
+    binomial deviances of 1{y <= c}, c = 0..k-1."""
+    n = y.size
+    if cumulative:
+        below = np.stack([(y <= c).astype(float) for c in range(k)], axis=1)
+        share = below.mean(axis=0)
+        f = np.tile(np.log(share / (1 - share)), (n, 1))
+    else:
+        onehot = np.eye(max(k, 2))[y]
+        share = onehot.sum(axis=0) / n
+        f = np.tile(np.log(share[1:] / share[:1]) if k == 1 else np.log(share), (n, 1))
+    lam, m = params.l2, params.min_leaf_rows
+    for _ in range(params.n_trees):
+        if cumulative:
+            p = 1 / (1 + np.exp(-f))
+            g, h = p - below, np.maximum(p * (1 - p), 1e-16)
+        elif k == 1:
+            p = 1 / (1 + np.exp(-f))
+            g, h = p - onehot[:, 1:], np.maximum(p * (1 - p), 1e-16)
+        else:
+            e = np.exp(f - f.max(axis=1, keepdims=True))
+            p = e / e.sum(axis=1, keepdims=True)
+            g, h = p - onehot, np.maximum(p * (1 - p), 1e-16)
+        node = np.zeros(n, dtype=int)
+        for _level in range(params.depth):
+            new = 2 * node + 1  # every row goes right unless a split sends it left
+            for v in np.unique(node):
+                rows = node == v
+                gt, ht = g[rows].sum(0), h[rows].sum(0)
+                best, chosen = 0.0, None
+                for j in range(x_bins.shape[1]):
+                    for t in range(n_bins[j] - 1):
+                        go = rows & (x_bins[:, j] <= t)
+                        cl = go.sum()
+                        if cl < m or rows.sum() - cl < m:
+                            continue
+                        gl, hl = g[go].sum(0), h[go].sum(0)
+                        gain = (
+                            gl**2 / (hl + lam)
+                            + (gt - gl) ** 2 / (ht - hl + lam)
+                            - gt**2 / (ht + lam)
+                        ).sum()
+                        if gain > best + 1e-12 * abs(best):
+                            best, chosen = gain, go
+                if chosen is None:
+                    new[rows] = 2 * v
+                else:
+                    new[chosen] = 2 * v
+            node = new
+        for leaf in np.unique(node):
+            rows = node == leaf
+            f[rows] += -params.learning_rate * g[rows].sum(0) / (h[rows].sum(0) + lam)
+    if cumulative:
+        cdf = np.sort(1 / (1 + np.exp(-f)), axis=1)
+        return np.diff(np.column_stack([np.zeros(n), cdf, np.ones(n)]), axis=1)
+    if k == 1:
+        p1 = 1 / (1 + np.exp(-f[:, 0]))
+        return np.column_stack([1 - p1, p1])
+    e = np.exp(f - f.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize("classes", [2, 3, "continuous"])
+def test_federated_booster_equals_pooled_oracle(classes):
+    """Three sites, no floor: the federated model's class probabilities at every row
+    equal those of an independent booster run on the pooled rows with the same bins (a
+    continuous column: with the same quantile classes)."""
+    table = _table(900, 0, 3 if classes == "continuous" else classes)
+    kind = "nominal"
+    if classes == "continuous":
+        rng = np.random.default_rng(9)
+        table["y"] = table["x1"] * (table["x2"] >= 3) + rng.gamma(2.0, 0.3 + table["x3"])
+        kind = "continuous"
+    clients, transport = _federation([table.iloc[:200], table.iloc[200:500], table.iloc[500:]])
+    params = BoostingParams(n_trees=4, depth=3, min_leaf_rows=15, bins=16, classes=8)
+    coord = Coordinator(transport, column_models={"y": "boosting"}, boosting=params)
+    coord.setup(kinds={"x1": "continuous", "x2": "ordinal", "x3": "continuous", "y": kind})
+    coord.configure(0)
+    model = coord.boosted_model("y")
+    assert model.n_trees == 4 and [e.size for e in model.edges][1] == 5  # x2: 6 levels
+    z = np.vstack([c.z for c in clients])
+    if classes == "continuous":
+        assert model.response_edges is not None and model.response_edges.size == 7
+        y = np.searchsorted(model.response_edges, z[:, 3], side="left")
+        k, cumulative = 7, True  # the cumulative logits of P(class <= c), c < 7
+    else:
+        y = np.concatenate([c.codes[:, 3] for c in clients])
+        k, cumulative = (1 if classes == 2 else classes), False
+    x_bins = bin_codes(z[:, :3], model.edges)
+    n_bins = np.array([e.size + 1 for e in model.edges])
+    expected = _pooled_oracle(x_bins, y, k, params, n_bins, cumulative)
+    np.testing.assert_allclose(model.probabilities(z[:, :3]), expected, rtol=1e-9, atol=1e-12)
+    # and the boosting rounds are 1 + n_trees * depth, one message per site each
+    assert coord.boosted_model("y") is model  # fitted once
+
+
+def test_nominal_split_is_the_best_partition():
+    """For one output, scanning the categories sorted by G / (H + l2) finds the
+    two-group partition of largest gain among all 2^(L-1) - 1 of them."""
+    rng = np.random.default_rng(1)
+    params = BoostingParams(l2=0.5, min_leaf_rows=1)
+    for _ in range(20):
+        levels = 6
+        c = rng.integers(1, 30, levels).astype(float)
+        g = rng.normal(0, 3, levels)
+        h = c * rng.uniform(0.1, 0.25, levels)
+        hist = np.stack([g, h, c], axis=1)[None]  # one node, one covariate
+        feature, left = best_splits(hist, np.array([levels]), np.array([True]), params, levels)
+        assert feature[0] == 0
+
+        def gain(mask, g=g, h=h):
+            gl, hl = g[mask].sum(), h[mask].sum()
+            gt, ht = g.sum(), h.sum()
+            return gl**2 / (hl + 0.5) + (gt - gl) ** 2 / (ht - hl + 0.5) - gt**2 / (ht + 0.5)
+
+        best = max(
+            gain(np.array(bits, dtype=bool))
+            for bits in itertools.product([0, 1], repeat=levels)
+            if 0 < sum(bits) < levels
+        )
+        assert gain(left[0].astype(bool)) == pytest.approx(best, rel=1e-12)
+
+
+def test_coarsen_reports_no_bin_under_k():
+    """Every bin a site reports holds 0 or >= k rows; per (node, covariate) the sums are
+    kept; a node under k is reported as zeros."""
+    rng = np.random.default_rng(2)
+    codes = np.column_stack([rng.integers(0, 20, 300), rng.integers(0, 3, 300)])
+    node = np.where(np.arange(300) < 297, rng.integers(0, 3, 300), 3)  # node 3: 3 rows
+    g, h = rng.normal(size=(300, 1)), rng.uniform(0.1, 0.2, (300, 1))
+    n_bins = np.array([20, 3])
+    hist = histograms(codes, node, 4, n_bins, g, h)
+    out, dropped = coarsen(hist, n_bins, 5)
+    count = out[..., -1]
+    assert np.all((count == 0) | (count >= 5))
+    assert dropped.tolist() == [3] and np.all(out[3] == 0)
+    for lo, hi in ((0, 20), (20, 23)):
+        np.testing.assert_allclose(out[:3, lo:hi].sum(axis=1), hist[:3, lo:hi].sum(axis=1))
+    assert np.any(hist[:3, :20, -1] % 5 != 0)  # the test data needed coarsening
+    same, none = coarsen(hist, n_bins, 0)
+    assert same is hist and none.size == 0
+
+
+def test_sites_report_no_bin_under_their_floor():
+    """Through the protocol: with k = 5 every boost reply's bins hold 0 or >= 5 rows of
+    that site, and the model still fits (the sums the coordinator sees are coarser)."""
+    table = _table(600, 3)
+    clients, transport = _federation(
+        [table.iloc[:40], table.iloc[40:300], table.iloc[300:]], SitePolicy()
+    )
+    replies: list = []
+    for client in clients:
+        inner = client.handle
+
+        def handle(msg, inner=inner):
+            reply = inner(msg)
+            if msg.type == "boost":
+                replies.append(reply.arrays["H"])
+            return reply
+
+        client.handle = handle  # type: ignore[method-assign]
+    params = BoostingParams(n_trees=3, depth=3, bins=32)
+    coord = Coordinator(transport, column_models={"y": "boosting"}, boosting=params)
+    coord.setup(kinds={"x1": "continuous", "x2": "ordinal", "x3": "continuous", "y": "nominal"})
+    coord.configure(0)
+    coord.boosted_model("y")
+    assert len(replies) == 3 * (1 + 3 * 3)
+    for hist in replies:
+        count = hist[..., -1]
+        assert np.all((count == 0) | (count >= 5))
+    assert coord.nodes_withheld > 0  # the 40-row site's deep nodes
+    log = clients[0].audit_trail[-1]
+    assert log["type"] == "boost" and log["outcome"].startswith("answered")
+
+
+def test_boosted_column_keeps_an_interaction():
+    """On a table whose target flips with an interaction, the boosted column keeps the
+    conditional shares of every cell within sampling error; the default kernel
+    column is drawn as before (the option changes only that column)."""
+    rng = np.random.default_rng(4)
+    n = 4000
+    a, b = rng.normal(size=n), rng.normal(size=n)
+    prob = np.where((a > 0) ^ (b > 0), 0.9, 0.1)
+    y = np.where(rng.random(n) < prob, "yes", "no")
+    table = pd.DataFrame({"a": a, "b": b, "y": y})
+    tables = {f"s{i}": table.iloc[i::4].reset_index(drop=True) for i in range(4)}
+    synth = FITSSynthesizer(seed=0, column_models={"y": "boosting"})
+    out = synth.fit(tables).sample(8000)
+    inside = (out["a"].abs() > 0.3) & (out["b"].abs() > 0.3)  # away from the flips
+    cell = ((out["a"] > 0) ^ (out["b"] > 0))[inside]
+    share = (out["y"] == "yes")[inside].groupby(cell).mean()
+    print(share)
+    assert share[True] == pytest.approx(0.9, abs=0.03)
+    assert share[False] == pytest.approx(0.1, abs=0.03)
+    # the same seed without the option draws a and b identically
+    plain = FITSSynthesizer(seed=0).fit(tables).sample(8000)
+    pd.testing.assert_frame_equal(plain[["a", "b"]], out[["a", "b"]])
+
+
+def test_boosted_secure_equals_plain():
+    """Secure aggregation sums the histograms exactly (fixed point): the same model."""
+    table = _table(500, 5)
+    tables = {f"s{i}": table.iloc[i::3].reset_index(drop=True) for i in range(3)}
+    kw = {"seed": 3, "column_models": {"y": "boosting"}, "boosting": {"n_trees": 5, "depth": 2}}
+    plain = FITSSynthesizer(**kw, upload_precision="float64").fit(tables)
+    masked = FITSSynthesizer(**kw, secure_aggregation=True).fit(tables)
+    a, b = plain.sample(300), masked.sample(300)
+    pd.testing.assert_frame_equal(a, b, check_exact=False, rtol=1e-7)
+    assert a["y"].equals(b["y"])
+    np.testing.assert_allclose(
+        plain.coordinator.boosted_model("y").value, masked.coordinator.boosted_model("y").value
+    )
+
+
+def test_column_models_are_checked():
+    table = _table(300, 6)
+    tables = {"a": table.iloc[:150], "b": table.iloc[150:]}
+    with pytest.raises(ValueError, match="not in the chain after its first column"):
+        FITSSynthesizer(column_models={"x1": "boosting"}).fit(tables)
+    with pytest.raises(ValueError, match="must be one of"):
+        FITSSynthesizer(column_models={"y": "forest"}).fit(tables)
+    with pytest.raises(ValueError, match="unknown setting"):
+        FITSSynthesizer(column_models={"y": "boosting"}, boosting={"trees": 5}).fit(tables)
+    with pytest.raises(ValueError, match="depth must be"):
+        BoostingParams(depth=0)
+    # a site that refuses boosting stops the run with its reason
+    refusing = SitePolicy(boosting_trees=0)
+    synth = FITSSynthesizer(column_models={"y": "boosting"}, site_policy=refusing).fit(tables)
+    with pytest.raises(PolicyError, match="boosting_trees"):
+        synth.sample(10)
+
+
+def test_quantile_edges_follow_the_cdf():
+    grid = np.linspace(0, 10, 11)
+    cdf = grid / 10
+    np.testing.assert_allclose(quantile_edges(grid, cdf, 4), [2.5, 5.0, 7.5])
+    flat = np.array([0, 0, 0.5, 0.5, 0.5, 1, 1, 1, 1, 1, 1.0])  # two steps: repeats dropped
+    edges = quantile_edges(grid, flat, 8)
+    assert np.all(np.diff(edges) > 0) and edges.size <= 7
+
+
+def test_cli_column_model(tmp_path):
+    """``fits synthesize --column-model y=boosting`` is the Python API's table; a bad
+    item, an unknown column and a continuous column are usage errors (exit 2) that
+    leave no output; ``fits federate`` puts the mapping in the run config."""
+    import json
+    import subprocess
+
+    import typer
+
+    from fits.cli.federate import _run_config
+
+    from conftest import FITS
+
+    table = _table(400, 7)
+    paths = []
+    for i in range(2):
+        paths.append(tmp_path / f"site{i}.csv")
+        table.iloc[i * 200 : (i + 1) * 200].to_csv(paths[-1], index=False)
+    kinds = ["--kind", "x2=ordinal"]
+
+    def run(*args):
+        return subprocess.run([FITS, "synthesize", *map(str, paths), *args],
+                              capture_output=True, text=True, timeout=600)  # fmt: skip
+
+    out = tmp_path / "out.csv"
+    res = run("--rows", "100", "--out", str(out), "-q", "--seed", "2", *kinds,
+              "--column-model", "y=boosting")  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    tables = {p.stem: pd.read_csv(p) for p in paths}
+    synth = FITSSynthesizer(seed=2, kinds={"x2": "ordinal"}, column_models={"y": "boosting"})
+    expected = synth.fit(tables).sample(100)
+    pd.testing.assert_frame_equal(pd.read_csv(out), expected, check_dtype=False)
+    for item, says in [
+        ("y", "write COLUMN=MODEL"),
+        ("y=forest", "must be one of kernel, boosting"),
+        ("nope=boosting", "no column ['nope']"),
+        ("x1=boosting", "not in the chain after its first column"),
+    ]:
+        bad = tmp_path / "bad.csv"
+        res = run("--rows", "20", "--out", str(bad), "-q", *kinds, "--column-model", item)
+        assert res.returncode == 2, (item, res.stderr)
+        assert says in res.stderr and "Traceback" not in res.stderr
+        assert not bad.exists()
+    args = (tmp_path / "o.csv", 10, 0, [], "", None, 60.0, 2, None)
+    config = _run_config(*args, column_model=["y=boosting"])
+    assert json.loads(config["column-models"]) == {"y": "boosting"}
+    with pytest.raises(typer.Exit) as info:
+        _run_config(*args, column_model=["y=trees"])
+    assert info.value.exit_code == 2
+
+
+def test_continuous_draws_follow_the_classes():
+    """values_from_classes: with the marginal's own class masses the draw is the
+    marginal's inverse CDF at u exactly; with one class, every value lies in it; and
+    cdf_from_classes is the CDF the draws follow."""
+    from fits.core.boosting import cdf_from_classes, values_from_classes
+
+    grid = np.linspace(0.0, 10.0, 41)
+    cdf = 1 - np.exp(-grid / 3)
+    cdf[-1] = 1.0
+    edges = quantile_edges(grid, cdf, 8)
+    levels = np.interp(edges, grid, cdf)
+    masses = np.diff(np.concatenate([[0.0], levels, [1.0]]))
+    u = np.random.default_rng(0).random(2000)
+    p = np.tile(masses, (u.size, 1))
+    keep = np.concatenate([[True], np.diff(cdf) > 0])
+    np.testing.assert_allclose(
+        values_from_classes(p, u, edges, grid, cdf), np.interp(u, cdf[keep], grid[keep]),
+        atol=1e-9,
+    )  # fmt: skip
+    one = np.zeros((u.size, edges.size + 1))
+    one[:, 3] = 1.0
+    got = values_from_classes(one, u, edges, grid, cdf)
+    assert np.all((got >= edges[2] - 1e-9) & (got <= edges[3] + 1e-9))
+    on_grid = cdf_from_classes(p[:1], edges, grid, cdf)[0]
+    np.testing.assert_allclose(on_grid, cdf, atol=1e-9)  # the marginal's masses: F itself
+    rng = np.random.default_rng(1)
+    q = rng.dirichlet(np.ones(edges.size + 1), size=1)
+    draws = values_from_classes(np.tile(q, (20000, 1)), rng.random(20000), edges, grid, cdf)
+    implied = cdf_from_classes(q, edges, grid, cdf)[0]
+    empirical = (draws[:, None] <= grid[None, :]).mean(axis=0)
+    assert np.max(np.abs(empirical - implied)) < 0.015
