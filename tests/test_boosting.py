@@ -373,3 +373,29 @@ def test_continuous_draws_follow_the_classes():
     implied = cdf_from_classes(q, edges, grid, cdf)[0]
     empirical = (draws[:, None] <= grid[None, :]).mean(axis=0)
     assert np.max(np.abs(empirical - implied)) < 0.015
+
+
+def test_tiny_sites_and_oversized_models_are_refused_clearly():
+    """Sites all under k withhold every histogram: the run stops naming the column and
+    the fix (no model of nothing is drawn from); a model whose replies would be too
+    large is refused before any boost round."""
+    from fits.federation.protocol import ProtocolError
+
+    table = _table(12, 8).drop(columns="x3")
+    clients, transport = _federation([table.iloc[:4], table.iloc[4:8], table.iloc[8:]])
+    coord = Coordinator(transport, column_models={"y": "boosting"})
+    coord.setup(kinds={"x1": "continuous", "x2": "ordinal", "y": "nominal"})
+    coord.configure(0)
+    coord.marginal_cdf("x1")  # the bins' marginal, asked before the sites' floor rises
+    for client in clients:  # 4 rows each, under k = 5
+        client.policy = SitePolicy(min_effective_rows=5)
+    with pytest.raises(ProtocolError, match="every site withheld its boosting histograms"):
+        coord.boosted_model("y")
+    big = _table(400, 9)
+    big["y"] = [f"level {i % 300}" for i in range(400)]
+    clients, transport = _federation([big.iloc[:200], big.iloc[200:]])
+    coord = Coordinator(transport, column_models={"y": "boosting"})
+    coord.setup(kinds={"x1": "continuous", "x2": "ordinal", "x3": "continuous", "y": "nominal"})
+    coord.configure(0)
+    with pytest.raises(ValueError, match="at most 256 classes"):
+        coord.boosted_model("y")

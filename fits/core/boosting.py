@@ -66,6 +66,8 @@ __all__ = [
     "BoostingParams",
     "BoostedModel",
     "MAX_DEPTH",
+    "MAX_OUTPUTS",
+    "MAX_REPLY_VALUES",
     "MAX_TREES",
     "best_splits",
     "bin_codes",
@@ -84,6 +86,10 @@ __all__ = [
 #: The deepest tree and the most trees a site grows histograms for.
 MAX_DEPTH = 8
 MAX_TREES = 2000
+#: Most classes of a boosted column (a nominal column with more is refused).
+MAX_OUTPUTS = 256
+#: Most values of one site's reply to one boost round (about 128 MB at float64).
+MAX_REPLY_VALUES = 2**24
 #: A class probability's Hessian is kept at least this (a pure node's p(1-p) is 0).
 _H_MIN = 1e-16
 

@@ -1670,6 +1670,13 @@ def _boost_request(msg: Message, d: int, trees_allowed: int, site: str) -> tuple
         raise ProtocolError(f"{site}: a boost request's arrays do not fit its depth and outputs")
     if np.any(feature < -1) or np.any(feature >= d) or not np.all(np.isfinite(value)):
         raise ProtocolError(f"{site}: a boost request's trees are malformed")
+    values = 2**level * int(n_bins.sum()) * (2 * outputs + 1)
+    if outputs > boosting.MAX_OUTPUTS or values > boosting.MAX_REPLY_VALUES:
+        raise ProtocolError(
+            f"{site}: a boost request would need a reply of {values:,} values for "
+            f"{outputs} outputs (at most {boosting.MAX_REPLY_VALUES:,} values and "
+            f"{boosting.MAX_OUTPUTS} outputs)"
+        )
     if n_trees + 1 > trees_allowed:
         raise PolicyError(
             f"{site} refused a boost request for column {c['column']!r}: tree {n_trees + 1} "

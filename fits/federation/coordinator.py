@@ -22,6 +22,8 @@ import numpy as np
 from scipy.interpolate import PchipInterpolator
 
 from fits.core.boosting import (
+    MAX_OUTPUTS,
+    MAX_REPLY_VALUES,
     BoostedModel,
     BoostingParams,
     best_splits,
@@ -1209,10 +1211,24 @@ class Coordinator:
         if continuous:  # quantile classes of its marginal (the rows holding a value)
             cdf = self.marginal_cdf(column).ravel()
             response_edges = quantile_edges(self.grids[column], cdf, params.classes)
+            levels = response_edges.size + 1
             k = response_edges.size  # cumulative logits of P(class <= c)
+            if k < 1:
+                raise ValueError(
+                    f"column_models[{column!r}] = 'boosting': its marginal has a single "
+                    "quantile class (constant?), so there is nothing to model; keep the kernel"
+                )
         else:
             levels = self.encoders[column].spec.n_levels
             k = 1 if levels == 2 else levels
+        reply = 2 ** (params.depth - 1) * int(n_bins.sum()) * (2 * k + 1)
+        if k > MAX_OUTPUTS or reply > MAX_REPLY_VALUES:
+            raise ValueError(
+                f"column_models[{column!r}] = 'boosting': {levels} classes over "
+                f"{int(n_bins.sum())} covariate bins make a site's reply {reply:,} values "
+                f"(at most {MAX_REPLY_VALUES:,}; at most {MAX_OUTPUTS} classes); lower "
+                "boosting depth, bins or classes, or keep the kernel for this column"
+            )
         inner, top = 2**params.depth - 1, int(n_bins.max())
         model = BoostedModel(
             np.zeros(k),
@@ -1227,6 +1243,13 @@ class Coordinator:
         # the start: class counts from the gradient sums at F = 0 (p = 1/L, or 1/2)
         root = self._boost_round(column, model, feature, left, 0)
         n = root[0, : n_bins[0], -1].sum()
+        if n <= 0:
+            raise ProtocolError(
+                f"column {column!r}: every site withheld its boosting histograms under its "
+                f"policy (each holds fewer rows than its min_effective_rows, default "
+                f"{DEFAULT_MIN_EFFECTIVE_ROWS:g}), so the model has nothing to fit; keep "
+                "the kernel for this column, or add rows"
+            )
         g = root[0, : n_bins[0], :k].sum(axis=0)
         if continuous:  # g_c = 1/2 - 1{y <= c}: the rows at or below each class
             below = np.clip(0.5 * n - g, 0.5, max(n - 0.5, 0.5))
