@@ -18,11 +18,13 @@ import typer
 
 from .errors import fail as _fail
 from .options import (
+    BoostingOpt,
     ColumnDesignOpt,
     ColumnModelOpt,
     ColumnPenaltyOpt,
     DesignOpt,
     Secure,
+    parse_boosting,
     parse_column_designs,
     parse_column_models,
     parse_column_penalties,
@@ -152,6 +154,7 @@ def benchmark(
     secure_aggregation: Secure = False,
     column_penalty: ColumnPenaltyOpt = None,
     column_model: ColumnModelOpt = None,
+    boosting: BoostingOpt = None,
 ) -> None:
     """Run the FITS paper's protocol (FITS-G and FITS-K, 10 clients, modes M1-M4).
 
@@ -187,6 +190,7 @@ def benchmark(
         column_designs = parse_column_designs(column_design)
         column_penalties = parse_column_penalties(column_penalty)
         column_models = parse_column_models(column_model)
+        boosting_params = parse_boosting(boosting)
     except ValueError as exc:
         _fail(str(exc), 2)
     if column_designs or column_penalties or column_models:
@@ -250,6 +254,7 @@ def benchmark(
                 **({"design": design.value} if design is not None else {}),
                 **({"column_designs": column_designs} if column_designs else {}),
                 **({"column_models": column_models} if column_models else {}),
+                **({"boosting": boosting_params} if boosting_params else {}),
                 **({"smoothing": smoothing.value} if smoothing is not None else {}),
                 **({"secure_aggregation": True} if secure_aggregation else {}),
             }

@@ -24,10 +24,12 @@ import typer
 
 from .errors import fail as _fail
 from .options import (
+    BoostingOpt,
     ColumnDesignOpt,
     ColumnModelOpt,
     DesignOpt,
     Secure,
+    parse_boosting,
     parse_column_designs,
     parse_column_models,
     pooled_without_secure,
@@ -220,6 +222,7 @@ def _run_config(
     round_cost_bytes: int = 0,
     column_design: list[str] | None = None,
     column_model: list[str] | None = None,
+    boosting: list[str] | None = None,
 ) -> dict[str, Any]:
     for item in kinds:
         if ":" not in item:
@@ -227,6 +230,7 @@ def _run_config(
     try:
         column_designs = parse_column_designs(column_design)
         column_models = parse_column_models(column_model)
+        boosting_params = parse_boosting(boosting)
     except ValueError as exc:
         _fail(str(exc), 2)
     return {
@@ -245,6 +249,7 @@ def _run_config(
         "design": design,
         "column-designs": json.dumps(column_designs) if column_designs else "",
         "column-models": json.dumps(column_models) if column_models else "",
+        "boosting": json.dumps(boosting_params) if boosting_params else "",
         "round-cost-bytes": int(round_cost_bytes),
     }
 
@@ -351,6 +356,7 @@ def run(
     design: DesignOpt = None,
     column_design: ColumnDesignOpt = None,
     column_model: ColumnModelOpt = None,
+    boosting: BoostingOpt = None,
     round_cost_bytes: RoundCost = 0,
     insecure: Insecure = False,
     root_certificates: Annotated[
@@ -384,6 +390,7 @@ def run(
         round_cost_bytes,
         column_design,
         column_model,
+        boosting,
     )
     try:
         result = launch.submit_run(
@@ -444,6 +451,7 @@ def local(
     design: DesignOpt = None,
     column_design: ColumnDesignOpt = None,
     column_model: ColumnModelOpt = None,
+    boosting: BoostingOpt = None,
     round_cost_bytes: RoundCost = 0,
     process_per_message: Annotated[
         bool,
@@ -520,6 +528,7 @@ def local(
         round_cost_bytes,
         column_design,
         column_model,
+        boosting,
     )
     kernels = dict(zip(names, kernel, strict=True)) if kernel else {}
     from fits.cli.errors import interruptible

@@ -30,10 +30,12 @@ from .errors import fail as _fail
 from .errors import interruptible
 from .federate import federate
 from .options import (
+    BoostingOpt,
     ColumnDesignOpt,
     ColumnModelOpt,
     DesignOpt,
     Secure,
+    parse_boosting,
     parse_column_designs,
     parse_column_models,
     pooled_without_secure,
@@ -369,6 +371,7 @@ def synthesize(
     design: DesignOpt = None,
     column_design: ColumnDesignOpt = None,
     column_model: ColumnModelOpt = None,
+    boosting: BoostingOpt = None,
     smoothing: Smoothing = "fixed",
     secure_aggregation: Secure = False,
 ) -> None:
@@ -404,6 +407,7 @@ def synthesize(
     try:
         column_designs = parse_column_designs(column_design)
         column_models = parse_column_models(column_model)
+        boosting_params = parse_boosting(boosting)
     except ValueError as exc:
         _fail(str(exc), 2)
     kinds = _parse_kinds(kind, schema)
@@ -460,6 +464,7 @@ def synthesize(
                 smoothing=smoothing,
                 column_designs=column_designs or None,
                 column_models=column_models or None,
+                boosting=boosting_params or None,
                 secure_aggregation=secure_aggregation,
                 **_design_kwargs(design),
             )

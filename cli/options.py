@@ -18,6 +18,8 @@ __all__ = [
     "Secure",
     "parse_column_designs",
     "parse_column_models",
+    "parse_boosting",
+    "BoostingOpt",
     "ColumnModelOpt",
     "parse_column_penalties",
     "pooled_without_secure",
@@ -90,6 +92,50 @@ ColumnModelOpt = Annotated[
         show_default=False,
     ),
 ]
+
+
+BoostingOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--boosting",
+        help="SETTING=VALUE for the boosted columns (--column-model): n_trees, depth, "
+        "learning_rate, l2, min_leaf_rows, bins, classes; e.g. --boosting n_trees=50. "
+        "Each tree costs depth message rounds.",
+        show_default=False,
+    ),
+]
+
+
+def parse_boosting(items: list[str] | None) -> dict[str, int | float]:
+    """``SETTING=VALUE`` items of ``--boosting`` as a mapping, checked by
+    :class:`~fits.core.boosting.BoostingParams`.
+
+    Raises
+    ------
+    ValueError
+        An item without ``=``, an unknown setting, a value that is not a number or out
+        of range, or a setting named twice (the message says which).
+    """
+    import dataclasses
+
+    from fits.core.boosting import BoostingParams
+
+    fields = {f.name: f for f in dataclasses.fields(BoostingParams)}
+    out: dict[str, int | float] = {}
+    for item, name, text in _column_items(items, "--boosting", "SETTING=VALUE, e.g. n_trees=50"):
+        if name not in fields:
+            raise ValueError(f"--boosting {item!r}: the settings are {', '.join(fields)}")
+        integer = name not in ("learning_rate", "l2")
+        try:
+            out[name] = int(text) if integer else float(text)
+        except ValueError:
+            kind = "an integer" if integer else "a number"
+            raise ValueError(f"--boosting {item!r}: {name} must be {kind}") from None
+    try:
+        BoostingParams(**out)  # type: ignore[arg-type]
+    except ValueError as exc:
+        raise ValueError(f"--boosting: {exc}") from None
+    return out
 
 
 def parse_column_models(items: list[str] | None) -> dict[str, str]:

@@ -317,10 +317,12 @@ def test_cli_column_model(tmp_path):
 
     out = tmp_path / "out.csv"
     res = run("--rows", "100", "--out", str(out), "-q", "--seed", "2", *kinds,
-              "--column-model", "y=boosting")  # fmt: skip
+              "--column-model", "y=boosting", "--boosting", "n_trees=7")  # fmt: skip
     assert res.returncode == 0, res.stderr
     tables = {p.stem: pd.read_csv(p) for p in paths}
-    synth = FITSSynthesizer(seed=2, kinds={"x2": "ordinal"}, column_models={"y": "boosting"})
+    synth = FITSSynthesizer(
+        seed=2, kinds={"x2": "ordinal"}, column_models={"y": "boosting"}, boosting={"n_trees": 7}
+    )
     expected = synth.fit(tables).sample(100)
     pd.testing.assert_frame_equal(pd.read_csv(out), expected, check_dtype=False)
     for item, says in [
@@ -334,9 +336,21 @@ def test_cli_column_model(tmp_path):
         assert res.returncode == 2, (item, res.stderr)
         assert says in res.stderr and "Traceback" not in res.stderr
         assert not bad.exists()
+    for item, says in [
+        ("trees=5", "the settings are n_trees"),
+        ("depth=x", "depth must be an integer"),
+        ("depth=12", "depth must be in 1..8"),
+    ]:
+        bad = tmp_path / "bad.csv"
+        res = run("--rows", "20", "--out", str(bad), "-q", "--column-model", "y=boosting",
+                  "--boosting", item)  # fmt: skip
+        assert res.returncode == 2, (item, res.stderr)
+        assert says in res.stderr and "Traceback" not in res.stderr
+        assert not bad.exists()
     args = (tmp_path / "o.csv", 10, 0, [], "", None, 60.0, 2, None)
-    config = _run_config(*args, column_model=["y=boosting"])
+    config = _run_config(*args, column_model=["y=boosting"], boosting=["depth=3"])
     assert json.loads(config["column-models"]) == {"y": "boosting"}
+    assert json.loads(config["boosting"]) == {"depth": 3}
     with pytest.raises(typer.Exit) as info:
         _run_config(*args, column_model=["y=trees"])
     assert info.value.exit_code == 2

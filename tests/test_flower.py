@@ -174,7 +174,8 @@ def test_column_models_in_the_run_config(site_files, tmp_path):
     out = tmp_path / "synthetic.csv"
     config = {"output": str(out), "rows": 150, "seed": 5, "kinds": format_kinds(kinds)}
     config["order"] = ",".join(order[1:] + order[:1])  # the nominal X_B last
-    boosted = {"column-models": json.dumps({"X_B": "boosting"}), "boosting": '{"n_trees": 3}'}
+    models = {"X_B": "boosting", "X_G3": "boosting"}  # a nominal and a continuous column
+    boosted = {"column-models": json.dumps(models), "boosting": '{"n_trees": 3}'}
     run_synthesis(FakeGrid(_node_configs(paths)), {**config, **boosted})
     expected = _in_process(
         paths,
@@ -182,7 +183,7 @@ def test_column_models_in_the_run_config(site_files, tmp_path):
         order[1:] + order[:1],
         150,
         5,
-        column_models={"X_B": "boosting"},
+        column_models=models,
         boosting={"n_trees": 3},
     )
     pd.testing.assert_frame_equal(read_table(out), expected, check_exact=True)
