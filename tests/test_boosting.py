@@ -413,3 +413,36 @@ def test_tiny_sites_and_oversized_models_are_refused_clearly():
     coord.configure(0)
     with pytest.raises(ValueError, match="at most 256 classes"):
         coord.boosted_model("y")
+
+
+def test_saved_boosted_synthesizer_samples_the_same_after_reconnecting(tmp_path):
+    """A saved synthesizer keeps no model (the sites' sums); reconnected, it fits the
+    same model again and samples what the original would have."""
+    table = _table(400, 10)
+    tables = {"a": table.iloc[:250].reset_index(drop=True), "b": table.iloc[250:]}
+    kw = {"seed": 4, "column_models": {"y": "boosting"}, "boosting": {"n_trees": 4}}
+    synth = FITSSynthesizer(**kw).fit(tables)
+    path = synth.save(tmp_path / "s.pkl")
+    first = synth.sample(200)
+    loaded = FITSSynthesizer.load(path).connect(tables)
+    pd.testing.assert_frame_equal(loaded.sample(200), first)
+
+
+@pytest.mark.parametrize("precision", ["float64", "float32", "fixed16"])
+def test_histogram_codec_round_trip(precision):
+    """Boost histograms on the wire: float64 exact; fixed16 within 1/65534 of each
+    (node, statistic)'s largest magnitude, zeros kept as zeros; shapes as check_reply
+    expects."""
+    from fits.federation.codec import decode_histograms, encode_histograms, histogram_arrays
+
+    rng = np.random.default_rng(11)
+    hist = rng.normal(0, 50, (4, 30, 5))
+    hist[:, ::7] = 0.0
+    arrays = encode_histograms(hist, precision)
+    expected = histogram_arrays(precision, 4, 30, 5)
+    assert {n: (a.shape, str(a.dtype)) for n, a in arrays.items()} == expected
+    back = decode_histograms(arrays, precision, hist.shape)
+    scale = np.abs(hist).max(axis=1, keepdims=True)
+    bound = {"float64": 0.0, "float32": 1e-6, "fixed16": 1 / 65534 + 1e-9}[precision]
+    assert np.all(np.abs(back - hist) <= bound * scale + 1e-12)
+    assert np.all(back[:, ::7] == 0.0)

@@ -70,7 +70,13 @@ from fits.core.tuning import (
     heldout_scores,
     smoothed_kernel,
 )
-from fits.federation.codec import PRECISIONS, encode_block, encode_cdf, encode_hessian
+from fits.federation.codec import (
+    PRECISIONS,
+    encode_block,
+    encode_cdf,
+    encode_hessian,
+    encode_histograms,
+)
 from fits.federation.policy import PolicyError, SitePolicy
 from fits.federation.protocol import (
     WIDENING_LADDER,
@@ -353,6 +359,10 @@ class FITSClient:
             reply = self._masked(message, reply)
         elif message.type in ("hessian", "cdf", "block"):
             reply = _encoded(message, reply)
+        elif message.type == "boost":
+            precision = str(message.config.get("precision", "float64"))
+            arrays = encode_histograms(reply.arrays["H"], precision)
+            reply = Message(reply.type, arrays, reply.config)
         self.timings[message.type] += time.perf_counter() - start
         entry["outcome"] = "answered"
         floor = (

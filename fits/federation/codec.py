@@ -268,3 +268,42 @@ def reply_arrays(
         else:
             out["T_fixed"] = ((b, p, grid_size), "int16")
     return out
+
+
+def encode_histograms(hist: np.ndarray, precision: str) -> dict[str, np.ndarray]:
+    """A site's boost histograms (V, W, S) for the wire: float64 as they are (``H``);
+    otherwise each node's W values of one statistic as one row of :func:`encode_cdf`
+    (float32: ``H_exp``, ``H``; fixed16: ``H_scale`` (V * S,) float32 and ``H_fixed``
+    (V * S, W) int16, each entry within 1/65534 of its row's largest magnitude)."""
+    _check(precision)
+    hist = np.asarray(hist, dtype=np.float64)
+    if precision == "float64":
+        return {"H": hist}
+    v, w, s = hist.shape
+    rows = hist.transpose(0, 2, 1).reshape(v * s, w)
+    return {"H" + name[1:]: a for name, a in encode_cdf(rows, precision).items()}
+
+
+def decode_histograms(
+    arrays: dict[str, np.ndarray], precision: str, shape: tuple[int, int, int]
+) -> np.ndarray:
+    """The histograms (V, W, S) from :func:`encode_histograms`'s arrays."""
+    _check(precision)
+    if precision == "float64":
+        return np.asarray(arrays["H"], dtype=np.float64)
+    v, w, s = shape
+    rows = decode_cdf({"F" + name[1:]: a for name, a in arrays.items()}, precision)
+    return rows.reshape(v, s, w).transpose(0, 2, 1)
+
+
+def histogram_arrays(
+    precision: str, nodes: int, width: int, stats: int
+) -> dict[str, tuple[tuple[int, ...], str]]:
+    """The arrays (shape, dtype) a boost reply carries at a precision."""
+    _check(precision)
+    if precision == "float64":
+        return {"H": ((nodes, width, stats), "float64")}
+    rows = nodes * stats
+    if precision == "float32":
+        return {"H_exp": ((rows,), "int16"), "H": ((rows, width), "float32")}
+    return {"H_scale": ((rows,), "float32"), "H_fixed": ((rows, width), "int16")}

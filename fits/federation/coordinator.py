@@ -62,7 +62,13 @@ from fits.core.tuning import (
     Smoothing,
     score_for,
 )
-from fits.federation.codec import PRECISIONS, decode_block, decode_cdf, decode_hessian
+from fits.federation.codec import (
+    PRECISIONS,
+    decode_block,
+    decode_cdf,
+    decode_hessian,
+    decode_histograms,
+)
 from fits.federation.policy import DEFAULT_MIN_EFFECTIVE_ROWS
 from fits.federation.protocol import (
     DESIGNS,
@@ -1299,9 +1305,18 @@ class Coordinator:
             "outputs": int(model.init.size),
             **self._secure_flag(),
         }
+        precision = self._wire_precision()
+        if precision != "float64":
+            config["precision"] = precision
         replies = self.transport.broadcast(Message("boost", arrays, config))
         self.nodes_withheld += sum(int(r.config.get("abstained", 0)) for r in replies)
-        return self._total(replies, "H")
+        if self.secure:
+            return self._total(replies, "H")
+        shape = (2**level, int(sum(e.size + 1 for e in model.edges)), 2 * model.init.size + 1)
+        total = np.zeros(shape)
+        for r in replies:  # in client order
+            total += decode_histograms(r.arrays, precision, shape)
+        return total
 
     def _boosted_masses(self, column: str, x: np.ndarray) -> np.ndarray:
         """Class probabilities (B, L) of a boosted column at query points (B, j)."""

@@ -144,7 +144,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from fits.federation.codec import reply_arrays
+from fits.federation.codec import histogram_arrays, reply_arrays
 from fits.federation.secure import KEY_BYTES, LIMBS
 
 __all__ = [
@@ -498,7 +498,11 @@ def check_reply(request: Message, reply: Message) -> None:
         nodes = 2 ** int(request.config["level"])
         width = int(np.sum(np.asarray(request.arrays["edge_counts"]) + 1))
         outputs = int(request.config["outputs"])
-        expected = {"H": ((nodes, width, 2 * outputs + 1), "float64")}
+        precision = "float64" if secure else str(request.config.get("precision", "float64"))
+        try:
+            expected = histogram_arrays(precision, nodes, width, 2 * outputs + 1)
+        except ValueError as exc:
+            raise ProtocolError(f"boost request: {exc}") from None
     elif mtype in ("hessian", "cdf", "block"):
         b, d = request.arrays["queries"].shape
         grid_size = int(request.config.get("grid_size", 0))
