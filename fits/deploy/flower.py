@@ -382,8 +382,10 @@ def _parse_task(value: Any) -> str:
     return task
 
 
-def _parse_column_designs(value: Any) -> dict[str, str]:
-    """Run config ``column-designs``: "" (none) or a JSON object column -> design."""
+def _json_object(value: Any, key: str, choices: Sequence[str] | None, example: str) -> dict:
+    """A run-config JSON object ("" for none); with ``choices``, every value one of them.
+
+    Raises ValueError naming the key, what to write and an example."""
     text = str(value).strip()
     if not text:
         return {}
@@ -391,53 +393,33 @@ def _parse_column_designs(value: Any) -> dict[str, str]:
         parsed = json.loads(text)
     except json.JSONDecodeError:
         parsed = None
-    if not isinstance(parsed, dict) or not all(
-        isinstance(v, str) and v in DESIGNS for v in parsed.values()
-    ):
+    ok = isinstance(parsed, dict) and (
+        choices is None or all(isinstance(v, str) and v in choices for v in parsed.values())
+    )
+    if not ok:
+        what = f"column -> one of {', '.join(choices)}" if choices else "setting -> value"
         raise ValueError(
-            f"run config column-designs={value!r}: write a JSON object of column -> one of "
-            f"{', '.join(DESIGNS)}, e.g. {{cnt: constant}} written as JSON"
+            f"run config {key}={value!r}: write a JSON object of {what}, e.g. {example}"
         )
-    return {str(k): str(v) for k, v in parsed.items()}
+    return {str(k): v for k, v in parsed.items()}
+
+
+def _parse_column_designs(value: Any) -> dict[str, str]:
+    """Run config ``column-designs``: "" (none) or a JSON object column -> design."""
+    return _json_object(value, "column-designs", DESIGNS, '{"cnt": "constant"}')
 
 
 def _parse_column_models(value: Any) -> dict[str, str]:
     """Run config ``column-models``: "" (none) or a JSON object column -> model."""
     from fits.federation.coordinator import COLUMN_MODELS
 
-    text = str(value).strip()
-    if not text:
-        return {}
-    try:
-        parsed = json.loads(text)
-    except json.JSONDecodeError:
-        parsed = None
-    if not isinstance(parsed, dict) or not all(
-        isinstance(v, str) and v in COLUMN_MODELS for v in parsed.values()
-    ):
-        raise ValueError(
-            f"run config column-models={value!r}: write a JSON object of column -> one of "
-            f"{', '.join(COLUMN_MODELS)}, e.g. {{income: boosting}} written as JSON"
-        )
-    return {str(k): str(v) for k, v in parsed.items()}
+    return _json_object(value, "column-models", COLUMN_MODELS, '{"income": "boosting"}')
 
 
 def _parse_boosting(value: Any) -> dict[str, Any]:
     """Run config ``boosting``: "" (the defaults) or a JSON object of BoostingParams
     fields (checked when the synthesizer is built)."""
-    text = str(value).strip()
-    if not text:
-        return {}
-    try:
-        parsed = json.loads(text)
-    except json.JSONDecodeError:
-        parsed = None
-    if not isinstance(parsed, dict):
-        raise ValueError(
-            f"run config boosting={value!r}: write a JSON object of BoostingParams fields, "
-            'e.g. {"n_trees": 200, "depth": 5}'
-        )
-    return {str(k): v for k, v in parsed.items()}
+    return _json_object(value, "boosting", None, '{"n_trees": 200, "depth": 5}')
 
 
 def _parse_design(value: Any) -> str:
