@@ -208,7 +208,7 @@ def benchmark(
             )
         discrete = [c for c in chain if loaded.kinds.get(c) in ("ordinal", "nominal")]
         for column in column_models:
-            if column not in chain[1:]:
+            if column != "*" and column not in chain[1:]:
                 _fail(
                     f"--column-model {column}: not in {name}'s chain after its first "
                     f"column (chain: {', '.join(chain)})",

@@ -426,7 +426,7 @@ def synthesize(
         columns = [str(c) for c in next(iter(tables.values())).columns]
         for option, named in (
             ("--column-design", column_designs),
-            ("--column-model", column_models),
+            ("--column-model", {c: m for c, m in column_models.items() if c != "*"}),
         ):
             unknown = sorted(set(named) - set(columns))
             if unknown:

@@ -87,8 +87,9 @@ ColumnModelOpt = Annotated[
         "--column-model",
         help="COLUMN=MODEL: how one column's conditional is estimated: kernel (the "
         "default, the paper's) or boosting (a federated gradient-boosted tree model of "
-        "the column given the columns before it; e.g. --column-model income=boosting). "
-        "Not the paper's method: see docs/method.md, 'Boosted columns'.",
+        "the column given the columns before it; e.g. --column-model income=boosting); "
+        "COLUMN '*' (quoted) stands for every column after the chain's first. Not the "
+        "paper's method: see docs/method.md, 'Boosted columns'.",
         show_default=False,
     ),
 ]

@@ -446,3 +446,17 @@ def test_histogram_codec_round_trip(precision):
     bound = {"float64": 0.0, "float32": 1e-6, "fixed16": 1 / 65534 + 1e-9}[precision]
     assert np.all(np.abs(back - hist) <= bound * scale + 1e-12)
     assert np.all(back[:, ::7] == 0.0)
+
+
+def test_star_boosts_every_column_after_the_first():
+    """``{"*": "boosting"}``: every column of the chain after its first is boosted, a
+    named column overrides it, and the draws come from the models."""
+    table = _table(600, 12)
+    tables = {"a": table.iloc[:300].reset_index(drop=True), "b": table.iloc[300:]}
+    kw = {"seed": 1, "boosting": {"n_trees": 5, "depth": 3}}
+    synth = FITSSynthesizer(column_models={"*": "boosting", "x3": "kernel"}, **kw).fit(tables)
+    out = synth.sample(300)
+    coord = synth.coordinator
+    assert sorted(coord.models) == ["x2", "y"]  # x1 is first; x3 stays a kernel column
+    assert coord._column_model == {"x2": "boosting", "x3": "kernel", "y": "boosting"}
+    assert set(out["y"]) <= {"yes", "no"} and out["x2"].isin(range(6)).all()

@@ -80,7 +80,7 @@ from fits.federation.protocol import (
 from fits.federation.secure import unmask_sum
 from fits.federation.transport import Transport
 
-__all__ = ["COLUMN_MODELS", "Coordinator", "MAX_BATCH", "ROUNDS"]
+__all__ = ["ALL_COLUMNS", "COLUMN_MODELS", "Coordinator", "MAX_BATCH", "ROUNDS"]
 
 #: Total kernel weight at or below which a query is "far from all data" (degenerate).
 DEGENERATE_WEIGHT = 1e-250
@@ -113,6 +113,8 @@ ROUNDS = ("auto", 1, 2)
 #: How a chain column's conditional is estimated: the kernel of Algorithm 1 (the paper),
 #: or a federated boosted tree model (discrete columns; :mod:`fits.core.boosting`).
 COLUMN_MODELS = ("kernel", "boosting")
+#: The ``column_models`` key that stands for every column after the chain's first.
+ALL_COLUMNS = "*"
 
 
 class Coordinator:
@@ -221,7 +223,9 @@ class Coordinator:
         (``boost`` rounds, :mod:`fits.core.boosting`; not the paper's method), from whose
         class probabilities the column is drawn (a continuous column: through its
         quantile classes).  Only columns after the first (discrete ones drawn by mass);
-        checked at :meth:`setup`.
+        checked at :meth:`setup`.  The key ``"*"`` (:data:`ALL_COLUMNS`) sets every
+        column after the chain's first (a named column overrides it): ``{"*":
+        "boosting"}`` draws the whole chain but its first column from boosted models.
     boosting : BoostingParams, optional
         The boosted columns' settings (default ``BoostingParams()``: 100 trees of depth
         5, learning rate 0.3, at most 128 bins per continuous covariate, 64 classes of
@@ -289,6 +293,8 @@ class Coordinator:
         self.models: dict[str, BoostedModel] = {}
         #: (site, node) histograms of boosted columns the sites withheld under their floor.
         self.nodes_withheld = 0
+        #: column_models resolved at setup (ALL_COLUMNS expanded), per chain column
+        self._column_model: dict[str, str] = {}
         self.precision = precision
         self.rounds = rounds
         self.deduplicate = bool(deduplicate)
@@ -423,10 +429,19 @@ class Coordinator:
         return schema
 
     def _check_column_models(self) -> None:
-        """Refuse a boosted column that is not a discrete chain column after the first."""
+        """Resolve ``column_models`` ("*": every column of the user's chain after its
+        first; a named column overrides it) and refuse a boosted column that is not in
+        the chain after its first column."""
         assert self.schema is not None
         order = self.schema.order
-        for name, model in self.column_models.items():
+        resolved: dict[str, str] = {}
+        if ALL_COLUMNS in self.column_models:
+            for name in self.user_schema.order:
+                if name in order[1:]:  # not the first, not set by an affine rule
+                    resolved[name] = self.column_models[ALL_COLUMNS]
+        resolved.update({c: m for c, m in self.column_models.items() if c != ALL_COLUMNS})
+        self._column_model = resolved
+        for name, model in resolved.items():
             if model == "kernel":
                 continue
             spec = self.schema[name] if name in order else None
@@ -1179,7 +1194,7 @@ class Coordinator:
 
     # ---------------------------------------------------------------- boosted columns
     def _boosted(self, column: str) -> bool:
-        return self.column_models.get(column) == "boosting"
+        return self._column_model.get(column) == "boosting"
 
     def boosted_model(self, column: str) -> BoostedModel:
         """The boosted tree model of ``column`` (``column_models``), fitted on first use.
