@@ -80,6 +80,7 @@ __all__ = [
     "node_of",
     "quantile_edges",
     "raw_scores",
+    "start_scores",
     "values_from_classes",
 ]
 
@@ -270,6 +271,26 @@ def gradients(
         onehot = np.zeros_like(p)
         onehot[np.arange(y.size), y] = 1.0
     return p - onehot, np.maximum(p * (1.0 - p), _H_MIN)
+
+
+def start_scores(root: np.ndarray, cumulative: bool = False) -> np.ndarray:
+    """F_0 (K,) from the root's histogram over one covariate's bins at F = 0.
+
+    At F = 0 every p is 1/2 (one score or cumulative logits) or 1/K (softmax), so the
+    summed gradients give the class counts: n_1 = n/2 - G (two classes), n_k = n/K -
+    G_k (softmax), the rows at or below class c = n/2 - G_c (cumulative).  F_0 is the
+    log-odds, the log shares or the logits of those shares; a class with no row counts
+    as half a row, so every score is finite.
+    """
+    k = (root.shape[-1] - 1) // 2
+    n = float(root[:, -1].sum())
+    g = root[:, :k].sum(axis=0)
+    if cumulative:
+        below = np.clip(0.5 * n - g, 0.5, max(n - 0.5, 0.5))
+        return np.log(below / np.maximum(n - below, 0.5))
+    counts = np.array([0.5 * n + g[0], 0.5 * n - g[0]]) if k == 1 else n / k - g
+    share = np.maximum(counts, 0.5) / max(n, 1.0)
+    return np.log(share[1:] / share[:1]) if k == 1 else np.log(share)
 
 
 def histograms(

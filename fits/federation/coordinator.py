@@ -30,6 +30,7 @@ from fits.core.boosting import (
     cdf_from_classes,
     leaf_values,
     quantile_edges,
+    start_scores,
     values_from_classes,
 )
 from fits.core.cdf import (
@@ -1271,18 +1272,7 @@ class Coordinator:
                 f"{DEFAULT_MIN_EFFECTIVE_ROWS:g}), so the model has nothing to fit; keep "
                 "the kernel for this column, or add rows"
             )
-        g = root[0, : n_bins[0], :k].sum(axis=0)
-        if continuous:  # g_c = 1/2 - 1{y <= c}: the rows at or below each class
-            below = np.clip(0.5 * n - g, 0.5, max(n - 0.5, 0.5))
-            model.init = np.log(below / np.maximum(n - below, 0.5))
-        else:
-            if k == 1:
-                n1 = 0.5 * n - g[0]
-                counts = np.array([n - n1, n1])
-            else:
-                counts = n / k - g
-            share = np.maximum(counts, 0.5) / max(n, 1.0)  # a class none reported: 0.5 rows
-            model.init = np.log(share[1:] / share[:1]) if k == 1 else np.log(share)
+        model.init = start_scores(root[0, : n_bins[0]], cumulative=continuous)
         for _ in range(params.n_trees):
             feature = np.full(inner, -1, dtype=np.int64)
             left = np.zeros((inner, top), dtype=np.uint8)
