@@ -223,6 +223,11 @@ def test_sites_report_no_bin_under_their_floor():
     assert coord.nodes_withheld > 0  # the 40-row site's deep nodes
     log = clients[0].audit_trail[-1]
     assert log["type"] == "boost" and log["outcome"].startswith("answered")
+    assert log["level"] == 2 and log["depth"] == 3 and log["column"] == "y"
+    withheld = [
+        e for e in clients[0].audit_trail if e.get("outcome") == "answered with abstentions"
+    ]
+    assert withheld and all(e["type"] == "boost" for e in withheld)  # the 40-row site
 
 
 def test_boosted_column_keeps_an_interaction():

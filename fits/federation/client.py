@@ -1756,7 +1756,7 @@ def _describe_request(site: str, message: Message) -> dict[str, Any]:
         "site": site,
         "type": message.type,
     }
-    for key in ("column", "request", "scheme", "sharpness", "reach", "stage"):
+    for key in ("column", "request", "scheme", "sharpness", "reach", "stage", "level", "depth"):
         if key in config:
             entry[key] = config[key]
     if "queries" in message.arrays:
