@@ -465,3 +465,47 @@ def test_star_boosts_every_column_after_the_first():
     assert sorted(coord.models) == ["x2", "y"]  # x1 is first; x3 stays a kernel column
     assert coord._column_model == {"x2": "boosting", "x3": "kernel", "y": "boosting"}
     assert set(out["y"]) <= {"yes", "no"} and out["x2"].isin(range(6)).all()
+
+
+def test_malformed_boost_requests_and_replies_are_refused():
+    """A site refuses a boost request whose trees or edges are malformed or beyond its
+    policy; check_reply refuses a reply of any other shape than the request implies."""
+    from fits.federation.protocol import Message, ProtocolError, check_reply
+
+    table = _table(300, 13)
+    clients, transport = _federation([table.iloc[:150], table.iloc[150:]], SitePolicy())
+    coord = Coordinator(
+        transport, column_models={"y": "boosting"}, boosting=BoostingParams(n_trees=1, depth=2)
+    )
+    coord.setup(kinds={"x1": "continuous", "x2": "ordinal", "x3": "continuous", "y": "nominal"})
+    coord.configure(0)
+    seen: list = []
+    inner = clients[0].handle
+
+    def handle(msg):
+        reply = inner(msg)
+        if msg.type == "boost":
+            seen.append((msg, reply))
+        return reply
+
+    clients[0].handle = handle  # type: ignore[method-assign]
+    coord.boosted_model("y")
+    request, reply = seen[-1]
+    check_reply(request, reply)  # the real pair passes
+    bad_reply = Message("boost", {"H": reply.arrays["H"][:, :-1]}, {})
+    with pytest.raises(ProtocolError, match="shape"):
+        check_reply(request, bad_reply)
+    for name, value, says in [
+        ("feature", np.full_like(request.arrays["feature"], 7), "trees are malformed"),
+        ("edges", request.arrays["edges"][::-1].copy(), "finite and increasing"),
+        ("edge_counts", request.arrays["edge_counts"] + 1, "edge_counts"),
+    ]:
+        broken = Message("boost", {**request.arrays, name: value}, request.config)
+        with pytest.raises(ProtocolError, match=says):
+            inner(broken)
+    deep = Message("boost", request.arrays, {**request.config, "depth": 12})
+    with pytest.raises(ProtocolError, match="depth"):
+        inner(deep)
+    clients[0].policy = SitePolicy(boosting_trees=0)  # refuses boosted columns
+    with pytest.raises(PolicyError, match="boosting_trees"):
+        inner(request)
