@@ -50,7 +50,7 @@ from fits.deploy.inprocess import (
     in_process_batch,
 )
 from fits.federation.client import MIN_CLIENT_ROWS, FITSClient
-from fits.federation.coordinator import Coordinator
+from fits.federation.coordinator import BOOSTING_PROGRESS, Coordinator
 from fits.federation.transport import InProcessTransport, Transport
 
 __all__ = ["SAMPLE_CHUNK_ROWS", "FITSSynthesizer", "NotConnectedError", "restore_dtype"]
@@ -710,7 +710,10 @@ class FITSSynthesizer(BaseEstimator):
             if progress is not None:
 
                 def callback(column: str, done: int, _n: int, _start: int = start) -> None:
-                    progress(column, _start + done, total)
+                    if column == BOOSTING_PROGRESS:  # rounds, not rows
+                        progress(column, done, _n)
+                    else:
+                        progress(column, _start + done, total)
 
             yield self._decode(coord.sample(n, rng, progress=callback), start=start, total=total)
 

@@ -13,15 +13,18 @@ import pytest
 
 from fits import FITSSynthesizer
 from fits.core.boosting import (
+    BoostedModel,
     BoostingParams,
+    ScoreCache,
     best_splits,
     bin_codes,
     coarsen,
     histograms,
     quantile_edges,
+    raw_scores,
 )
 from fits.federation.client import FITSClient
-from fits.federation.coordinator import Coordinator
+from fits.federation.coordinator import BOOSTING_PROGRESS, Coordinator
 from fits.federation.policy import PolicyError, SitePolicy
 from fits.federation.transport import InProcessTransport
 
@@ -128,6 +131,8 @@ def test_federated_booster_equals_pooled_oracle(classes):
     coord = Coordinator(transport, column_models={"y": "boosting"}, boosting=params)
     coord.setup(kinds={"x1": "continuous", "x2": "ordinal", "x3": "continuous", "y": kind})
     coord.configure(0)
+    boosts: list = []
+    transport.observers.append(lambda k, msg, reply: boosts.append(k) if msg.type == "boost" else 0)
     model = coord.boosted_model("y")
     assert model.n_trees == 4 and [e.size for e in model.edges][1] == 5  # x2: 6 levels
     z = np.vstack([c.z for c in clients])
@@ -142,7 +147,8 @@ def test_federated_booster_equals_pooled_oracle(classes):
     n_bins = np.array([e.size + 1 for e in model.edges])
     expected = _pooled_oracle(x_bins, y, k, params, n_bins, cumulative)
     np.testing.assert_allclose(model.probabilities(z[:, :3]), expected, rtol=1e-9, atol=1e-12)
-    # and the boosting rounds are 1 + n_trees * depth, one message per site each
+    # the boosting rounds are 1 + n_trees * depth, one message per site each
+    assert sorted(boosts) == sorted([0, 1, 2] * (1 + 4 * 3))
     assert coord.boosted_model("y") is model  # fitted once
 
 
@@ -509,3 +515,63 @@ def test_malformed_boost_requests_and_replies_are_refused():
     clients[0].policy = SitePolicy(boosting_trees=0)  # refuses boosted columns
     with pytest.raises(PolicyError, match="boosting_trees"):
         inner(request)
+
+
+def _prefix(model: BoostedModel, t: int) -> BoostedModel:
+    return BoostedModel(model.init, model.feature[:t], model.left[:t], model.value[:t], model.edges)
+
+
+def test_score_cache_gives_the_scores_bit_for_bit():
+    """A site's memo of its last scores (ScoreCache) returns exactly bin_codes and
+    raw_scores: for a model growing tree by tree, for a shorter or altered model (not an
+    extension of the cached one: scored afresh), and with no room to cache."""
+    table = _table(500, 14, classes=3)
+    clients, transport = _federation([table.iloc[:250], table.iloc[250:]])
+    params = BoostingParams(n_trees=6, depth=3, min_leaf_rows=10, bins=16)
+    coord = Coordinator(transport, column_models={"y": "boosting"}, boosting=params)
+    coord.setup(kinds={"x1": "continuous", "x2": "ordinal", "x3": "continuous", "y": "nominal"})
+    coord.configure(0)
+    model = coord.boosted_model("y")
+    x = clients[0].z[:, :3]
+    altered = _prefix(model, 4)
+    altered.value = altered.value.copy()
+    altered.value[2, 0, 0] += 1e-3
+    sequence = [*(_prefix(model, t) for t in range(7)), _prefix(model, 3), altered, model]
+    caches = (ScoreCache(), ScoreCache(max_bytes=0))
+    for cache in caches:
+        for m in sequence:
+            codes, f = cache.scores("y", m, lambda: x)
+            np.testing.assert_array_equal(codes, bin_codes(x, m.edges))
+            np.testing.assert_array_equal(f, raw_scores(m, codes))
+            f += 1.0  # the caller's copy: the cache keeps its own
+        codes, f = cache.scores("y", model, lambda: x)
+        np.testing.assert_array_equal(f, raw_scores(model, codes))
+    assert list(caches[0]._entries) == ["y"] and not caches[1]._entries
+
+
+def test_boosted_columns_grow_together_as_one_by_one():
+    """fit_boosted grows every boosted column in the same rounds (one broadcast_many
+    per round); the models equal those fitted column by column, bit for bit, and the
+    progress callback counts the rounds."""
+    table = _table(600, 15)
+    params = BoostingParams(n_trees=3, depth=2, min_leaf_rows=10, bins=16, classes=8)
+    kinds = {"x1": "continuous", "x2": "ordinal", "x3": "continuous", "y": "nominal"}
+    models, rounds = [], []
+    for together in (True, False):
+        _, transport = _federation([table.iloc[:300], table.iloc[300:]])
+        coord = Coordinator(transport, column_models={"*": "boosting"}, boosting=params)
+        coord.setup(kinds=kinds)
+        coord.configure(0)
+        if together:
+            coord.fit_boosted(progress=lambda name, done, total: rounds.append((name, done, total)))
+        else:
+            for column in ("y", "x3", "x2"):
+                coord.boosted_model(column)
+        models.append(coord.models)
+    assert sorted(models[0]) == sorted(models[1]) == ["x2", "x3", "y"]
+    for column in ("x2", "x3", "y"):
+        a, b = models[0][column], models[1][column]
+        for name in ("init", "feature", "left", "value"):
+            np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+    assert models[0]["x3"].response_edges is not None  # a continuous boosted column
+    assert rounds == [(BOOSTING_PROGRESS, r, 7) for r in range(1, 8)]

@@ -57,6 +57,9 @@ than k of its rows; the model is then fitted to these slightly coarser sums.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
 import numpy as np
@@ -69,6 +72,8 @@ __all__ = [
     "MAX_OUTPUTS",
     "MAX_REPLY_VALUES",
     "MAX_TREES",
+    "ScoreCache",
+    "TreeGrower",
     "best_splits",
     "bin_codes",
     "cdf_from_classes",
@@ -235,6 +240,66 @@ def raw_scores(model: BoostedModel, codes: np.ndarray) -> np.ndarray:
         leaf = node_of(codes, model.feature[t], model.left[t], model.depth)
         f += model.value[t, leaf]
     return f
+
+
+class ScoreCache:
+    """A site's memo of the bin codes and raw scores of the model it last scored, per
+    column: a boost request carries the whole model, and the next request's model is
+    the last one plus at most one tree, so a site scores only the new trees.
+
+    A memo, not state: :meth:`scores` returns exactly what :func:`bin_codes` and
+    :func:`raw_scores` return (the same additions in the same order, so the same bits),
+    whatever the cache holds.  An entry is reused only when the request has the same
+    bins, the same start scores and the cached trees as its first trees; entries beyond
+    ``max_bytes`` are dropped, least recently used first (a site then scores the whole
+    model again).
+    """
+
+    def __init__(self, max_bytes: int = 256 * 2**20) -> None:
+        self.max_bytes = int(max_bytes)
+        self._entries: OrderedDict[Hashable, tuple] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def scores(
+        self, key: Hashable, model: BoostedModel, rows: Callable[[], np.ndarray]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(codes, F): the bin codes of the rows ``rows()`` (n, d) and the model's raw
+        scores (n, K) there; ``key`` names the rows (the same key, the same rows)."""
+        bins = _signature([*model.edges, model.init])
+        with self._lock:
+            entry = self._entries.pop(key, None)
+        start = 0
+        if entry is not None and entry[0] == bins and entry[1].shape[0] <= model.n_trees:
+            _, feature, left, value, codes, f = entry
+            t = feature.shape[0]
+            if (
+                np.array_equal(feature, model.feature[:t])
+                and np.array_equal(left, model.left[:t])
+                and np.array_equal(value, model.value[:t])
+            ):
+                start, f = t, f.copy()
+        if not start:
+            codes = bin_codes(rows(), model.edges)
+            f = np.tile(model.init, (codes.shape[0], 1))
+        for t in range(start, model.n_trees):  # as raw_scores, from tree `start` on
+            f += model.value[t, node_of(codes, model.feature[t], model.left[t], model.depth)]
+        kept = (bins, model.feature.copy(), model.left.copy(), model.value.copy(), codes, f)
+        size = sum(a.nbytes for a in kept[1:])
+        if size <= self.max_bytes:
+            with self._lock:
+                self._entries[key] = kept
+                while sum(sum(a.nbytes for a in e[1:]) for e in self._entries.values()) > (
+                    self.max_bytes
+                ):
+                    self._entries.popitem(last=False)
+        return codes, f.copy()
+
+
+def _signature(arrays: list[np.ndarray]) -> bytes:
+    """The exact contents of some float arrays (sizes and bytes), for comparison."""
+    parts = [np.array([a.size for a in arrays], dtype=np.int64).tobytes()]
+    parts += [np.ascontiguousarray(a, dtype=float).tobytes() for a in arrays]
+    return b"".join(parts)
 
 
 def class_probabilities(f: np.ndarray, cumulative: bool = False) -> np.ndarray:
@@ -490,6 +555,100 @@ def leaf_values(
             if block[sel, -1].sum() > 0:
                 out[child] = -params.learning_rate * g / (h + params.l2)
     return out
+
+
+class TreeGrower:
+    """The coordinator's side of fitting one boosted column, one ``boost`` round at a time.
+
+    Rounds: one at F = 0 (the root's pooled histogram gives the start scores,
+    :func:`start_scores`), then one per level of every tree (:func:`best_splits` at each
+    level; :func:`leaf_values` after the last), ``1 + n_trees * depth`` in all.  The
+    state is the model so far and the current tree's splits; :meth:`request` gives what
+    the next round's message carries and :meth:`absorb` takes its pooled histograms.
+    Columns do not depend on each other's models, so a coordinator may grow several in
+    the same rounds.
+
+    Parameters
+    ----------
+    edges : list of ndarray
+        The covariates' interior bin edges (:func:`bin_codes`).
+    nominal : ndarray of bool
+        Which covariates are nominal (their bins are scanned sorted, :func:`best_splits`).
+    outputs : int
+        K, the raw scores per row (module docstring).
+    params : BoostingParams
+    response_edges : ndarray, optional
+        A continuous column's class edges (cumulative logits); None for a discrete one.
+    """
+
+    def __init__(
+        self,
+        edges: list[np.ndarray],
+        nominal: np.ndarray,
+        outputs: int,
+        params: BoostingParams,
+        response_edges: np.ndarray | None = None,
+    ) -> None:
+        self.params = params
+        self.nominal = np.asarray(nominal, dtype=bool)
+        self.n_bins = np.array([e.size + 1 for e in edges], dtype=np.int64)
+        self.top = int(self.n_bins.max())
+        self.inner = 2**params.depth - 1
+        self.model = BoostedModel(
+            np.zeros(outputs),
+            np.zeros((0, self.inner), dtype=np.int64),
+            np.zeros((0, self.inner, self.top), dtype=np.uint8),
+            np.zeros((0, 2**params.depth, outputs)),
+            edges,
+            response_edges,
+        )
+        self.started = False
+        self.level = 0
+        self._new_tree()
+
+    @property
+    def rounds(self) -> int:
+        """The rounds of a whole fit: ``1 + n_trees * depth``."""
+        return 1 + self.params.n_trees * self.params.depth
+
+    @property
+    def done(self) -> bool:
+        return self.started and self.model.n_trees == self.params.n_trees
+
+    def _new_tree(self) -> None:
+        self.feature = np.full(self.inner, -1, dtype=np.int64)
+        self.left = np.zeros((self.inner, self.top), dtype=np.uint8)
+
+    def request(self) -> tuple[BoostedModel, np.ndarray, np.ndarray, int]:
+        """(model so far, the current tree's feature and left masks, level) of the next
+        round (the first round: the empty model at F = 0, level 0)."""
+        if self.done:
+            raise RuntimeError("the model is complete")
+        return self.model, self.feature, self.left, self.level
+
+    def absorb(self, hist: np.ndarray) -> None:
+        """Take the pooled histograms (2^level, sum(n_bins), 2K + 1) of the round
+        :meth:`request` described."""
+        if not self.started:
+            self.model.init = start_scores(
+                hist[0, : self.n_bins[0]], cumulative=self.model.response_edges is not None
+            )
+            self.started = True
+            return
+        lo, hi = 2**self.level - 1, 2 ** (self.level + 1) - 1
+        f, lm = best_splits(hist, self.n_bins, self.nominal, self.params, self.top)
+        self.feature[lo:hi] = f
+        self.left[lo:hi] = lm
+        if self.level + 1 < self.params.depth:
+            self.level += 1
+            return
+        values = leaf_values(hist, self.n_bins, f, lm, self.params)
+        m = self.model
+        m.feature = np.concatenate([m.feature, self.feature[None]])
+        m.left = np.concatenate([m.left, self.left[None]])
+        m.value = np.concatenate([m.value, values[None]])
+        self.level = 0
+        self._new_tree()
 
 
 def _class_levels(edges: np.ndarray, grid: np.ndarray, cdf: np.ndarray) -> np.ndarray:

@@ -297,6 +297,7 @@ class FITSClient:
             )
         self._schema: Schema | None = None
         self._cache = _Cache()
+        self._scores = boosting.ScoreCache()  # boost rounds: score only the new trees
         self._secure: SecureAggregator | None = None
         self._resume_key: bytes | None = None
         if policy is not None and not isinstance(policy, SitePolicy):
@@ -605,6 +606,7 @@ class FITSClient:
         bw_cont, bw_disc = self._response_bandwidths(msg, adjusted)
         self.grids = grids
         self._cache = _Cache()
+        self._scores = boosting.ScoreCache()  # boost rounds: score only the new trees
         budget = self.policy.query_budget(self.rows_declared)
         applied = {
             "response_bandwidth": bw_cont,
@@ -1602,8 +1604,8 @@ class FITSClient:
                 f"{self.name}: column {spec.name!r} has {levels} classes; a boost request "
                 f"for it needs outputs={want}, got {outputs}"
             )
-        codes = boosting.bin_codes(self.z[rows, :j], edges)
-        g, h = boosting.gradients(boosting.raw_scores(model, codes), y, cumulative)
+        codes, f = self._scores.scores(j, model, lambda: self.z[rows, :j])
+        g, h = boosting.gradients(f, y, cumulative)
         node = boosting.node_of(codes, feature, left, level)
         hist = boosting.histograms(codes, node, 2**level, n_bins, g, h)
         hist, dropped = boosting.coarsen(hist, n_bins, self.policy.min_effective_rows)

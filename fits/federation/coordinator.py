@@ -26,11 +26,9 @@ from fits.core.boosting import (
     MAX_REPLY_VALUES,
     BoostedModel,
     BoostingParams,
-    best_splits,
+    TreeGrower,
     cdf_from_classes,
-    leaf_values,
     quantile_edges,
-    start_scores,
     values_from_classes,
 )
 from fits.core.cdf import (
@@ -94,6 +92,8 @@ _LADDER_STAGES = ((0, 3), (3, 3), (6, len(WIDENING_LADDER) - 6))
 _SECURE_MAX_EXPONENT = 1100
 
 ProgressCallback = Callable[[str, int, int], None]
+#: The name progress callbacks get for the boosted columns' fit (rounds done, rounds).
+BOOSTING_PROGRESS = "boosted models (rounds)"
 
 
 def _refined(grid: np.ndarray, per: int) -> np.ndarray:
@@ -112,7 +112,7 @@ REFINE = 8
 #: Rounds per chain column: "auto" (chosen per column), 1 or 2.
 ROUNDS = ("auto", 1, 2)
 #: How a chain column's conditional is estimated: the kernel of Algorithm 1 (the paper),
-#: or a federated boosted tree model (discrete columns; :mod:`fits.core.boosting`).
+#: or a federated boosted tree model (:mod:`fits.core.boosting`).
 COLUMN_MODELS = ("kernel", "boosting")
 #: The ``column_models`` key that stands for every column after the chain's first.
 ALL_COLUMNS = "*"
@@ -1198,28 +1198,76 @@ class Coordinator:
         return self._column_model.get(column) == "boosting"
 
     def boosted_model(self, column: str) -> BoostedModel:
-        """The boosted tree model of ``column`` (``column_models``), fitted on first use.
+        """The boosted tree model of ``column`` (``column_models``), fitted on first use
+        (:meth:`fit_boosted`)."""
+        if not self._boosted(column):
+            raise ValueError(f"{column!r} is not boosted (column_models)")
+        if column not in self.models:
+            self.fit_boosted([column])
+        return self.models[column]
 
-        ``1 + n_trees * depth`` ``boost`` rounds (:mod:`fits.core.boosting`): one at the
-        zero scores, whose pooled gradient sums give the class counts and so the start
-        scores, then one per level of every tree.  Continuous covariates are binned at
-        quantiles of their federated marginal CDFs (one marginal round for those not yet
-        fetched); discrete ones by category.
+    def fit_boosted(
+        self, columns: Sequence[str] | None = None, *, progress: ProgressCallback | None = None
+    ) -> None:
+        """Fit the boosted columns' models (default: every boosted column not yet fitted).
+
+        ``1 + n_trees * depth`` ``boost`` rounds (:class:`fits.core.boosting.TreeGrower`):
+        one at the zero scores, whose pooled gradient sums give the class counts and so
+        the start scores, then one per level of every tree.  The columns' models do not
+        depend on each other, so their requests of the same round travel together
+        (:meth:`~fits.federation.transport.Transport.broadcast_many`: one round trip
+        over a network for all of them).  Continuous covariates are binned at quantiles
+        of their federated marginal CDFs (one marginal round for those not yet fetched);
+        discrete ones by category.  ``progress(BOOSTING_PROGRESS, rounds_done, rounds)``
+        is called after each round.  By default a column that a rule of the schema sets
+        is left out: :meth:`boosted_model` fits it on first use, should a drawn row hold
+        a combination the rule does not cover.
         """
         if self.schema is None or not self.grids:
             raise RuntimeError("run setup() and configure() first")
-        if not self._boosted(column):
-            raise ValueError(f"{column!r} is not boosted (column_models)")
-        if column in self.models:
-            return self.models[column]
         order = self.schema.order
+        ruled = {r.column for r in self.schema.rules or []}  # drawn by rule: fitted if needed
+        wanted = (
+            [c for c in order if self._boosted(c) and c not in ruled]
+            if columns is None
+            else list(columns)
+        )
+        pending = [c for c in wanted if c not in self.models]
+        if not pending:
+            return
+        needed = [
+            c
+            for column in pending
+            for c in [*order[: order.index(column)], column]
+            if not self.encoders[c].spec.is_discrete
+        ]
+        self._prefetch_marginals(needed)
+        growers = {column: self._grower(column) for column in pending}
+        rounds = next(iter(growers.values())).rounds
+        for done in range(1, rounds + 1):
+            requests = [self._boost_message(c, *growers[c].request()) for c in pending]
+            answers = self.transport.broadcast_many(requests)
+            for column, message, replies in zip(pending, requests, answers, strict=True):
+                hist = self._boost_total(message, replies)
+                grower = growers[column]
+                if not grower.started and hist[0, : grower.n_bins[0], -1].sum() <= 0:
+                    raise ProtocolError(
+                        f"column {column!r}: every site withheld its boosting histograms "
+                        "under its policy (each holds fewer rows than its "
+                        f"min_effective_rows, default {DEFAULT_MIN_EFFECTIVE_ROWS:g}), so the "
+                        "model has nothing to fit; keep the kernel for this column, or add rows"
+                    )
+                grower.absorb(hist)
+            if progress:
+                progress(BOOSTING_PROGRESS, done, rounds)
+        for column, grower in growers.items():
+            self.models[column] = grower.model
+
+    def _grower(self, column: str) -> TreeGrower:
+        """A boosted column's bins, classes and checks: its :class:`TreeGrower`."""
+        order = self.schema.order if self.schema is not None else []
         covariates = order[: order.index(column)]
         specs = [self.encoders[c].spec for c in covariates]
-        continuous = not self.encoders[column].spec.is_discrete
-        self._prefetch_marginals(
-            [c for c, sp in zip(covariates, specs, strict=True) if not sp.is_discrete]
-            + ([column] if continuous else [])
-        )
         params = self.boosting
         edges = [
             self.encoders[c].boundaries[1:-1].astype(float)
@@ -1230,7 +1278,7 @@ class Coordinator:
         n_bins = np.array([e.size + 1 for e in edges], dtype=np.int64)
         nominal = np.array([sp.kind == "nominal" for sp in specs], dtype=bool)
         response_edges = None
-        if continuous:  # quantile classes of its marginal (the rows holding a value)
+        if not self.encoders[column].spec.is_discrete:  # quantile classes of its marginal
             cdf = self.marginal_cdf(column).ravel()
             response_edges = quantile_edges(self.grids[column], cdf, params.classes)
             levels = response_edges.size + 1
@@ -1251,47 +1299,12 @@ class Coordinator:
                 f"(at most {MAX_REPLY_VALUES:,}; at most {MAX_OUTPUTS} classes); lower "
                 "boosting depth, bins or classes, or keep the kernel for this column"
             )
-        inner, top = 2**params.depth - 1, int(n_bins.max())
-        model = BoostedModel(
-            np.zeros(k),
-            np.zeros((0, inner), dtype=np.int64),
-            np.zeros((0, inner, top), dtype=np.uint8),
-            np.zeros((0, 2**params.depth, k)),
-            edges,
-            response_edges,
-        )
-        feature = np.full(inner, -1, dtype=np.int64)
-        left = np.zeros((inner, top), dtype=np.uint8)
-        # the start: class counts from the gradient sums at F = 0 (p = 1/L, or 1/2)
-        root = self._boost_round(column, model, feature, left, 0)
-        n = root[0, : n_bins[0], -1].sum()
-        if n <= 0:
-            raise ProtocolError(
-                f"column {column!r}: every site withheld its boosting histograms under its "
-                f"policy (each holds fewer rows than its min_effective_rows, default "
-                f"{DEFAULT_MIN_EFFECTIVE_ROWS:g}), so the model has nothing to fit; keep "
-                "the kernel for this column, or add rows"
-            )
-        model.init = start_scores(root[0, : n_bins[0]], cumulative=continuous)
-        for _ in range(params.n_trees):
-            feature = np.full(inner, -1, dtype=np.int64)
-            left = np.zeros((inner, top), dtype=np.uint8)
-            for level in range(params.depth):
-                hist = self._boost_round(column, model, feature, left, level)
-                f, lm = best_splits(hist, n_bins, nominal, params, top)
-                feature[2**level - 1 : 2 ** (level + 1) - 1] = f
-                left[2**level - 1 : 2 ** (level + 1) - 1] = lm
-            values = leaf_values(hist, n_bins, f, lm, params)
-            model.feature = np.concatenate([model.feature, feature[None]])
-            model.left = np.concatenate([model.left, left[None]])
-            model.value = np.concatenate([model.value, values[None]])
-        self.models[column] = model
-        return model
+        return TreeGrower(edges, nominal, k, params, response_edges)
 
-    def _boost_round(
+    def _boost_message(
         self, column: str, model: BoostedModel, feature: np.ndarray, left: np.ndarray, level: int
-    ) -> np.ndarray:
-        """One ``boost`` round: the pooled histograms of one level of the next tree."""
+    ) -> Message:
+        """The ``boost`` request of one level of ``column``'s next tree."""
         arrays = {
             "edges": np.concatenate([np.zeros(0), *model.edges]),
             "edge_counts": np.array([e.size for e in model.edges], dtype=np.int64),
@@ -1313,11 +1326,18 @@ class Coordinator:
         precision = self._wire_precision()
         if precision != "float64":
             config["precision"] = precision
-        replies = self.transport.broadcast(Message("boost", arrays, config))
+        return Message("boost", arrays, config)
+
+    def _boost_total(self, message: Message, replies: list[Message]) -> np.ndarray:
+        """The pooled histograms of one ``boost`` round."""
         self.nodes_withheld += sum(int(r.config.get("abstained", 0)) for r in replies)
         if self.secure:
             return self._total(replies, "H")
-        shape = (2**level, int(sum(e.size + 1 for e in model.edges)), 2 * model.init.size + 1)
+        c, a = message.config, message.arrays
+        outputs = int(c["outputs"])
+        width = int(a["edge_counts"].sum()) + a["edge_counts"].size
+        shape = (2 ** int(c["level"]), width, 2 * outputs + 1)
+        precision = str(c.get("precision", "float64"))
         total = np.zeros(shape)
         for r in replies:  # in client order
             total += decode_histograms(r.arrays, precision, shape)
@@ -1527,6 +1547,7 @@ class Coordinator:
             raise ValueError("the number of rows to sample must be at least 1")
         order = self.schema.order
         self._ask(order[1:], n)  # one configure round at most, before the first column
+        self.fit_boosted(progress=progress)  # the boosted columns' models, all together
         u = rng.random((n, len(order)))
         out = np.empty((n, len(order)))
         step = self._batch()
