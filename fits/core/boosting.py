@@ -412,28 +412,30 @@ def coarsen(hist: np.ndarray, n_bins: np.ndarray, k: float) -> tuple[np.ndarray,
     padded = np.zeros((v_nodes, d, top))
     padded[:, owner, cols] = hist[..., -1]
     c = padded.reshape(v_nodes * d, top)
-    group = np.zeros(c.shape, dtype=np.int64)
+    by_bin = np.ascontiguousarray(c.T)  # (top, rows): one contiguous row per bin position
+    group = np.empty(by_bin.shape, dtype=np.int64)
     gid = np.zeros(c.shape[0], dtype=np.int64)
     held = np.zeros(c.shape[0])
+    closed = np.empty(c.shape[0], dtype=bool)
     for col in range(top):  # a group closes once it holds k rows
-        group[:, col] = gid
-        held += c[:, col]
-        closed = held >= k
+        group[col] = gid
+        held += by_bin[col]
+        np.greater_equal(held, k, out=closed)
         gid += closed
         held[closed] = 0.0
+    group = group.T
     short = (held > 0)[:, None] & (gid[:, None] > 0) & (group == gid[:, None])
     group = np.where(short, group - 1, group)  # a last group short of k joins the one before
-    # each group's sums go to its bin with the most rows (the first such)
-    r = np.repeat(np.arange(c.shape[0]), top)
+    # each group's sums go to its bin with the most rows (the first such); group ids do
+    # not decrease along a row, so each (row, group) is one run of the flattened array
+    counts = c.ravel()
+    key = (np.arange(c.shape[0])[:, None] * (top + 1) + group).ravel()
+    starts = np.flatnonzero(np.concatenate([[True], key[1:] != key[:-1]]))
+    runs = np.diff(np.append(starts, key.size))
+    most = np.repeat(np.maximum.reduceat(counts, starts), runs)
     pos = np.tile(np.arange(top), c.shape[0])
-    g = group.ravel()
-    order = np.lexsort((pos, -c.ravel(), g, r))
-    first = np.ones(order.size, dtype=bool)
-    key = r[order] * (top + 1) + g[order]
-    first[1:] = key[1:] != key[:-1]
-    target = np.empty(order.size, dtype=np.int64)
-    starts = np.flatnonzero(first)
-    target[order] = np.repeat(pos[order][starts], np.diff(np.append(starts, order.size)))
+    first = np.minimum.reduceat(np.where(counts == most, pos, top), starts)
+    target = np.repeat(first, runs)
     # back to real bins: (node v, covariate j, bin b) -> node v, column offsets[j] + target
     dest = target.reshape(v_nodes, d, top)[:, owner, cols] + offsets[owner][None, :]
     dest = (dest + width * np.arange(v_nodes)[:, None]).ravel()
