@@ -268,17 +268,18 @@ class ScoreCache:
         bins = _signature([*model.edges, model.init])
         with self._lock:
             entry = self._entries.pop(key, None)
-        start = 0
+        start, hit = 0, False
         if entry is not None and entry[0] == bins and entry[1].shape[0] <= model.n_trees:
             _, feature, left, value, codes, f = entry
             t = feature.shape[0]
-            if (
+            hit = (
                 np.array_equal(feature, model.feature[:t])
                 and np.array_equal(left, model.left[:t])
                 and np.array_equal(value, model.value[:t])
-            ):
+            )
+            if hit:
                 start, f = t, f.copy()
-        if not start:
+        if not hit:
             codes = bin_codes(rows(), model.edges)
             f = np.tile(model.init, (codes.shape[0], 1))
         for t in range(start, model.n_trees):  # as raw_scores, from tree `start` on
