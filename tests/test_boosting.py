@@ -574,4 +574,6 @@ def test_boosted_columns_grow_together_as_one_by_one():
         for name in ("init", "feature", "left", "value"):
             np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
     assert models[0]["x3"].response_edges is not None  # a continuous boosted column
+    with pytest.raises(ValueError, match="not boosted"):
+        coord.fit_boosted(["x1"])  # the chain's first column: drawn from its marginal
     assert rounds == [(BOOSTING_PROGRESS, r, 7) for r in range(1, 8)]

@@ -1232,6 +1232,9 @@ class Coordinator:
             if columns is None
             else list(columns)
         )
+        unboosted = [c for c in wanted if not self._boosted(c)]
+        if unboosted:
+            raise ValueError(f"{unboosted} are not boosted columns (column_models)")
         pending = [c for c in wanted if c not in self.models]
         if not pending:
             return
