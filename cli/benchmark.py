@@ -190,7 +190,7 @@ def benchmark(
         column_designs = parse_column_designs(column_design)
         column_penalties = parse_column_penalties(column_penalty)
         column_models = parse_column_models(column_model)
-        boosting_params = parse_boosting(boosting)
+        boosting_params = parse_boosting(boosting, column_models)
     except ValueError as exc:
         _fail(str(exc), 2)
     if column_designs or column_penalties or column_models:

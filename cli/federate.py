@@ -230,7 +230,7 @@ def _run_config(
     try:
         column_designs = parse_column_designs(column_design)
         column_models = parse_column_models(column_model)
-        boosting_params = parse_boosting(boosting)
+        boosting_params = parse_boosting(boosting, column_models)
     except ValueError as exc:
         _fail(str(exc), 2)
     return {

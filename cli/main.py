@@ -407,7 +407,7 @@ def synthesize(
     try:
         column_designs = parse_column_designs(column_design)
         column_models = parse_column_models(column_model)
-        boosting_params = parse_boosting(boosting)
+        boosting_params = parse_boosting(boosting, column_models)
     except ValueError as exc:
         _fail(str(exc), 2)
     kinds = _parse_kinds(kind, schema)
@@ -473,6 +473,8 @@ def synthesize(
             except ValueError as exc:
                 if str(exc).startswith("column_models["):  # a usage error: say the option
                     _fail(f"--column-model {str(exc).removeprefix('column_models')}", 2)
+                if str(exc).startswith("boosting: "):  # per-column settings of no boosted column
+                    _fail(f"--{exc}", 2)
                 raise
         _echo_warnings(caught)
         bar, callback = _progress(quiet)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -101,41 +101,72 @@ BoostingOpt = Annotated[
         "--boosting",
         help="SETTING=VALUE for the boosted columns (--column-model): n_trees, depth, "
         "learning_rate, l2, min_leaf_rows, bins, classes; e.g. --boosting n_trees=50. "
-        "Each tree costs depth message rounds.",
+        "COLUMN:SETTING=VALUE sets it for one column only (e.g. --boosting "
+        "income:learning_rate=0.1). Each tree costs depth message rounds; boosted "
+        "columns share them.",
         show_default=False,
     ),
 ]
 
 
-def parse_boosting(items: list[str] | None) -> dict[str, int | float]:
-    """``SETTING=VALUE`` items of ``--boosting`` as a mapping, checked by
-    :class:`~fits.core.boosting.BoostingParams`.
+def parse_boosting(
+    items: list[str] | None, column_models: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """``[COLUMN:]SETTING=VALUE`` items of ``--boosting`` as a mapping, checked by
+    :func:`~fits.core.boosting.resolve_settings`: a setting for every boosted column,
+    or, after ``COLUMN:``, for that column alone (as a mapping under its name).
+
+    With ``column_models`` (:func:`parse_column_models`), a column's own settings must
+    be for a column it boosts (unless it boosts ``'*'``: the chain decides, at setup).
 
     Raises
     ------
     ValueError
         An item without ``=``, an unknown setting, a value that is not a number or out
-        of range, or a setting named twice (the message says which).
+        of range, a setting named twice, or settings of a column that is not boosted
+        (the message says which).
     """
     import dataclasses
 
-    from fits.core.boosting import BoostingParams
+    from fits.core.boosting import BoostingParams, resolve_settings
 
-    fields = {f.name: f for f in dataclasses.fields(BoostingParams)}
-    out: dict[str, int | float] = {}
-    for item, name, text in _column_items(items, "--boosting", "SETTING=VALUE, e.g. n_trees=50"):
+    fields = [f.name for f in dataclasses.fields(BoostingParams)]
+    out: dict[str, Any] = {}
+    example = "[COLUMN:]SETTING=VALUE, e.g. n_trees=50 or income:learning_rate=0.1"
+    for item, key, text in _column_items(items, "--boosting", example):
+        column, _, name = key.rpartition(":")
+        name = name.strip()
         if name not in fields:
             raise ValueError(f"--boosting {item!r}: the settings are {', '.join(fields)}")
         integer = name not in ("learning_rate", "l2")
         try:
-            out[name] = int(text) if integer else float(text)
+            value: int | float = int(text) if integer else float(text)
         except ValueError:
             kind = "an integer" if integer else "a number"
             raise ValueError(f"--boosting {item!r}: {name} must be {kind}") from None
+        column = column.strip()
+        slot = column or name
+        if slot in out and isinstance(out[slot], dict) != bool(column):
+            raise ValueError(
+                f"--boosting {item!r}: {slot!r} is both a column and a setting here; "
+                "rename the column"
+            )
+        if column:
+            out.setdefault(column, {})[name] = value
+        else:
+            out[name] = value
     try:
-        BoostingParams(**out)  # type: ignore[arg-type]
+        resolve_settings(out)
     except ValueError as exc:
         raise ValueError(f"--boosting: {exc}") from None
+    if column_models is not None and column_models.get("*") != "boosting":
+        boosted = {c for c, m in column_models.items() if m == "boosting"}
+        stray = [c for c, v in out.items() if isinstance(v, dict) and c not in boosted]
+        if stray:
+            raise ValueError(
+                f"--boosting: settings of their own for {stray}, which are not boosted "
+                "columns; add --column-model COL=boosting, or drop their settings"
+            )
     return out
 
 

@@ -22,7 +22,6 @@ samples again once :meth:`FITSSynthesizer.connect` has reconnected it to its sit
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import pickle
 import warnings
@@ -36,7 +35,7 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 
 from fits._exact import affine_tolerance
-from fits.core.boosting import BoostingParams
+from fits.core.boosting import BoostingParams, resolve_settings
 from fits.core.cdf import COLLINEARITY_THRESHOLD
 from fits.core.rules import affine_values
 from fits.core.schema import ColumnSpec, Rule, Schema, missing_flag, surrogate_ids
@@ -173,10 +172,14 @@ class FITSSynthesizer(BaseEstimator):
         column whose conditional depends on many covariates through thresholds and
         interactions, such as UCI Adult's ``income`` or Bike's ``cnt``
         (docs/benchmarks.md, "Boosted columns").  Costs ``1 + n_trees * depth``
-        message rounds per column.
+        message rounds, which every boosted column shares.
     boosting : mapping or BoostingParams, optional
         The boosted columns' settings (:class:`~fits.core.boosting.BoostingParams`:
-        ``n_trees``, ``depth``, ``learning_rate``, ``l2``, ``min_leaf_rows``, ``bins``).
+        ``n_trees``, ``depth``, ``learning_rate``, ``l2``, ``min_leaf_rows``, ``bins``,
+        ``classes``).  A key naming a boosted column, with a mapping of settings as its
+        value, gives that column settings of its own (the ones it leaves out are the
+        others'): ``{"n_trees": 100, "income": {"learning_rate": 0.1, "depth": 6}}``
+        (:func:`~fits.core.boosting.resolve_settings`).
     site_audit : path, callable, or a mapping by client name, optional
         Where the in-process sites log every request (JSON lines; see
         :class:`~fits.federation.client.FITSClient`).
@@ -416,6 +419,7 @@ class FITSSynthesizer(BaseEstimator):
         rows: int = 0,
     ) -> tuple[Coordinator, Schema]:
         """Build the federation, run setup and configure; the coordinator is kept."""
+        boosting, column_boosting = self._boosting_params()  # checked before any site
         clients: list[FITSClient] = []
         if isinstance(tables, Transport):
             transport = tables
@@ -448,7 +452,8 @@ class FITSSynthesizer(BaseEstimator):
             design=self.design,
             column_designs=self.column_designs,
             column_models=self.column_models,
-            boosting=self._boosting_params(),
+            boosting=boosting,
+            column_boosting=column_boosting,
         )
         schema = coordinator.setup(kinds=kinds, order=order, schema=schema, rules=bool(self.rules))
         lift_seq, _ = root.spawn(2)
@@ -459,23 +464,9 @@ class FITSSynthesizer(BaseEstimator):
         self._owns_transport = bool(clients)
         return coordinator, schema
 
-    def _boosting_params(self) -> BoostingParams | None:
-        """``boosting`` as :class:`BoostingParams` (None: the defaults)."""
-        value = self.boosting
-        if value is None or isinstance(value, BoostingParams):
-            return value
-        if not isinstance(value, Mapping):
-            raise TypeError(
-                f"boosting must be a mapping of BoostingParams fields or a BoostingParams, "
-                f"got {type(value).__name__}"
-            )
-        known = {f.name for f in dataclasses.fields(BoostingParams)}
-        unknown = sorted(set(value) - known)
-        if unknown:
-            raise ValueError(
-                f"boosting: unknown setting(s) {unknown}; the settings are {sorted(known)}"
-            )
-        return BoostingParams(**value)
+    def _boosting_params(self) -> tuple[BoostingParams, dict[str, BoostingParams]]:
+        """``boosting`` as (every boosted column's settings, per column overrides)."""
+        return resolve_settings(self.boosting)
 
     def _check_smoothing(self) -> dict[str, Smoothing] | None:
         """``smoothing`` validated: the fixed choice per column, or None for "auto"."""

@@ -22,6 +22,7 @@ from fits.core.boosting import (
     histograms,
     quantile_edges,
     raw_scores,
+    resolve_settings,
 )
 from fits.federation.client import FITSClient
 from fits.federation.coordinator import BOOSTING_PROGRESS, Coordinator
@@ -351,6 +352,9 @@ def test_cli_column_model(tmp_path):
         ("trees=5", "the settings are n_trees"),
         ("depth=x", "depth must be an integer"),
         ("depth=12", "depth must be in 1..8"),
+        ("y:depth=12", "boosting['y']: boosting depth must be in 1..8"),
+        ("y:trees=5", "the settings are n_trees"),
+        ("x3:depth=2", "settings of their own for ['x3'], which are not boosted"),
     ]:
         bad = tmp_path / "bad.csv"
         res = run("--rows", "20", "--out", str(bad), "-q", "--column-model", "y=boosting",
@@ -359,12 +363,18 @@ def test_cli_column_model(tmp_path):
         assert says in res.stderr and "Traceback" not in res.stderr
         assert not bad.exists()
     args = (tmp_path / "o.csv", 10, 0, [], "", None, 60.0, 2, None)
-    config = _run_config(*args, column_model=["y=boosting"], boosting=["depth=3"])
+    config = _run_config(
+        *args, column_model=["y=boosting"], boosting=["depth=3", "y:learning_rate=0.1"]
+    )
     assert json.loads(config["column-models"]) == {"y": "boosting"}
-    assert json.loads(config["boosting"]) == {"depth": 3}
-    with pytest.raises(typer.Exit) as info:
-        _run_config(*args, column_model=["y=trees"])
-    assert info.value.exit_code == 2
+    assert json.loads(config["boosting"]) == {"depth": 3, "y": {"learning_rate": 0.1}}
+    for bad_args in (
+        {"column_model": ["y=trees"]},
+        {"column_model": ["y=boosting"], "boosting": ["x3:depth=2"]},  # x3 not boosted
+    ):
+        with pytest.raises(typer.Exit) as info:
+            _run_config(*args, **bad_args)
+        assert info.value.exit_code == 2
 
 
 def test_continuous_draws_follow_the_classes():
@@ -577,3 +587,68 @@ def test_boosted_columns_grow_together_as_one_by_one():
     with pytest.raises(ValueError, match="not boosted"):
         coord.fit_boosted(["x1"])  # the chain's first column: drawn from its marginal
     assert rounds == [(BOOSTING_PROGRESS, r, 7) for r in range(1, 8)]
+
+
+def test_resolve_settings_merges_a_columns_own_over_every_columns():
+    base, own = resolve_settings({"n_trees": 7, "y": {"depth": 3}, "depth": {"l2": 2.0}})
+    assert base == BoostingParams(n_trees=7)
+    # a column named like a setting is told apart by its value (a mapping)
+    assert own == {
+        "y": BoostingParams(n_trees=7, depth=3),
+        "depth": BoostingParams(n_trees=7, l2=2.0),
+    }
+    assert resolve_settings(None) == (BoostingParams(), {})
+    assert resolve_settings(BoostingParams(depth=2)) == (BoostingParams(depth=2), {})
+    with pytest.raises(ValueError, match=r"boosting\['y'\]: unknown setting\(s\) \['trees'\]"):
+        resolve_settings({"y": {"trees": 5}})
+    with pytest.raises(ValueError, match=r"boosting\['y'\]: boosting depth must be in 1\.\.8"):
+        resolve_settings({"y": {"depth": 0}})
+    with pytest.raises(ValueError, match="unknown setting"):
+        resolve_settings({"trees": 5})
+    with pytest.raises(TypeError, match="mapping of BoostingParams fields"):
+        resolve_settings([("depth", 2)])  # type: ignore[arg-type]
+
+
+def test_a_columns_own_settings_give_its_model_as_if_they_were_everyones():
+    """column_boosting: y's model equals the one fitted with y's settings for every
+    column, the other columns' the ones fitted with the common settings (bit for bit);
+    the fit takes the most rounds of any column, and a column whose model is complete
+    stops asking.  Settings for a column that is not boosted are refused."""
+    table = _table(600, 16)
+    tables = [table.iloc[:300], table.iloc[300:]]
+    kinds = {"x1": "continuous", "x2": "ordinal", "x3": "continuous", "y": "nominal"}
+    common = BoostingParams(n_trees=2, depth=2, min_leaf_rows=10, bins=16, classes=8)
+    own = BoostingParams(n_trees=3, depth=3, learning_rate=0.1, min_leaf_rows=10, bins=16)
+
+    def fit(boosting, column_boosting=None, rounds=None):
+        _, transport = _federation(tables)
+        coord = Coordinator(
+            transport, column_models={"*": "boosting"}, boosting=boosting,
+            column_boosting=column_boosting,
+        )  # fmt: skip
+        coord.setup(kinds=kinds)
+        coord.configure(0)
+        sent = []
+        many = transport.broadcast_many
+        transport.broadcast_many = lambda ms: sent.append([m.type for m in ms]) or many(ms)
+        coord.fit_boosted(progress=None if rounds is None else lambda *a: rounds.append(a))
+        return coord.models, sent
+
+    rounds: list = []
+    mixed, sent = fit(common, {"y": own}, rounds)
+    for reference, columns in ((fit(own)[0], ["y"]), (fit(common)[0], ["x2", "x3"])):
+        for column in columns:
+            a, b = mixed[column], reference[column]
+            for name in ("init", "feature", "left", "value"):
+                np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+    assert mixed["y"].n_trees == 3 and mixed["x2"].n_trees == 2
+    assert rounds == [(BOOSTING_PROGRESS, r, 10) for r in range(1, 11)]  # 1 + 3 x 3
+    boosts = [len(types) for types in sent if "boost" in types]
+    assert boosts == [3] * 5 + [1] * 5  # x2, x3 done after 1 + 2 x 2 rounds
+    _, transport = _federation(tables)
+    coord = Coordinator(transport, column_models={"y": "boosting"}, column_boosting={"x3": own})
+    with pytest.raises(ValueError, match=r"settings of their own for \['x3'\]"):
+        coord.setup(kinds=kinds)
+    synth = FITSSynthesizer(column_models={"y": "boosting"}, boosting={"x2": {"depth": 2}})
+    with pytest.raises(ValueError, match=r"\['x2'\], which are not boosted"):
+        synth.fit({"a": tables[0], "b": tables[1]})

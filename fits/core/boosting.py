@@ -57,10 +57,12 @@ than k of its rows; the model is then fitted to these slightly coarser sums.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy import sparse
@@ -85,6 +87,7 @@ __all__ = [
     "node_of",
     "quantile_edges",
     "raw_scores",
+    "resolve_settings",
     "start_scores",
     "values_from_classes",
 ]
@@ -143,6 +146,61 @@ class BoostingParams:
         for name, ok, rule in checks:
             if not ok:
                 raise ValueError(f"boosting {name} must be {rule}, got {getattr(self, name)!r}")
+
+
+def resolve_settings(
+    settings: Mapping[str, Any] | BoostingParams | None,
+) -> tuple[BoostingParams, dict[str, BoostingParams]]:
+    """The boosted columns' settings: (every column's, per column overrides).
+
+    ``settings`` is None (the defaults), a :class:`BoostingParams`, or a mapping whose
+    keys are :class:`BoostingParams` fields with numbers as values (every boosted
+    column's settings) and column names with a mapping of fields as value (that
+    column's own settings; the fields it leaves out are every column's).  A value's
+    type tells the two apart, so a column may be named like a field.
+
+    Raises
+    ------
+    TypeError
+        ``settings`` or a column's value is not a mapping (or a BoostingParams).
+    ValueError
+        An unknown field, or a value out of range (the message names the column).
+    """
+    if settings is None:
+        return BoostingParams(), {}
+    if isinstance(settings, BoostingParams):
+        return settings, {}
+    if not isinstance(settings, Mapping):
+        raise TypeError(
+            "boosting must be a mapping of BoostingParams fields or a BoostingParams, "
+            f"got {type(settings).__name__}"
+        )
+    known = {f.name for f in dataclasses.fields(BoostingParams)}
+    common = {k: v for k, v in settings.items() if not isinstance(v, Mapping | BoostingParams)}
+    columns = {k: v for k, v in settings.items() if k not in common}
+    unknown = sorted(set(common) - known)
+    if unknown:
+        raise ValueError(
+            f"boosting: unknown setting(s) {unknown}; the settings are {sorted(known)} "
+            "(a column's own settings: a mapping of them under its name)"
+        )
+    base = BoostingParams(**common)
+    own: dict[str, BoostingParams] = {}
+    for column, value in columns.items():
+        if isinstance(value, BoostingParams):
+            own[str(column)] = value
+            continue
+        unknown = sorted(set(value) - known)
+        if unknown:
+            raise ValueError(
+                f"boosting[{column!r}]: unknown setting(s) {unknown}; the settings are "
+                f"{sorted(known)}"
+            )
+        try:
+            own[str(column)] = dataclasses.replace(base, **value)
+        except ValueError as exc:
+            raise ValueError(f"boosting[{column!r}]: {exc}") from None
+    return base, own
 
 
 def quantile_edges(grid: np.ndarray, cdf: np.ndarray, bins: int) -> np.ndarray:

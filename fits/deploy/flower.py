@@ -55,7 +55,9 @@ Coordinator side (run config, ``fits federate run`` fills it in)::
     column-models = ""             # per discrete column, "kernel" or "boosting": a JSON
                                    # object, e.g. '{"income": "boosting"}' ("" = none)
     boosting   = ""                # the boosted columns' settings: a JSON object of
-                                   # BoostingParams fields, e.g. '{"n_trees": 200}'
+                                   # BoostingParams fields, e.g. '{"n_trees": 200}';
+                                   # a column's own under its name:
+                                   # '{"income": {"learning_rate": 0.1}}'
     smoothing  = ""                # "fixed" or "auto" (per-column smoothing chosen by a
                                    # held-out score; "" = FITSSynthesizer's default)
     round-cost-bytes = 0           # one message round per column where it adds at most

@@ -231,6 +231,10 @@ class Coordinator:
         The boosted columns' settings (default ``BoostingParams()``: 100 trees of depth
         5, learning rate 0.3, at most 128 bins per continuous covariate, 64 classes of
         a continuous column).
+    column_boosting : mapping, optional
+        Per boosted column, settings of its own overriding ``boosting`` for it (e.g.
+        ``{"income": BoostingParams(learning_rate=0.1, depth=6)}``); a name that is not
+        a boosted column is refused at :meth:`setup`.
     """
 
     def __init__(
@@ -257,6 +261,7 @@ class Coordinator:
         column_designs: Mapping[str, str] | None = None,
         column_models: Mapping[str, str] | None = None,
         boosting: BoostingParams | None = None,
+        column_boosting: Mapping[str, BoostingParams] | None = None,
     ) -> None:
         if grid_size < 3:
             raise ValueError("grid_size must be at least 3")
@@ -290,6 +295,13 @@ class Coordinator:
                     f"column_models[{name!r}] must be one of {COLUMN_MODELS}, got {value!r}"
                 )
         self.boosting = boosting or BoostingParams()
+        self.column_boosting = dict(column_boosting or {})
+        for name, params in self.column_boosting.items():
+            if not isinstance(params, BoostingParams):
+                raise TypeError(
+                    f"column_boosting[{name!r}] must be a BoostingParams, got "
+                    f"{type(params).__name__}"
+                )
         #: The fitted boosted models, per column (:meth:`boosted_model`).
         self.models: dict[str, BoostedModel] = {}
         #: (site, node) histograms of boosted columns the sites withheld under their floor.
@@ -442,6 +454,13 @@ class Coordinator:
                     resolved[name] = self.column_models[ALL_COLUMNS]
         resolved.update({c: m for c, m in self.column_models.items() if c != ALL_COLUMNS})
         self._column_model = resolved
+        boosted = {c for c, m in resolved.items() if m == "boosting"}
+        stray = sorted(set(self.column_boosting) - boosted)
+        if stray:
+            raise ValueError(
+                f"boosting: settings of their own for {stray}, which are not boosted columns "
+                "(column_models); boost them, or drop their settings"
+            )
         for name, model in resolved.items():
             if model == "kernel":
                 continue
@@ -1197,6 +1216,10 @@ class Coordinator:
     def _boosted(self, column: str) -> bool:
         return self._column_model.get(column) == "boosting"
 
+    def boosting_params(self, column: str) -> BoostingParams:
+        """A boosted column's settings: its own (``column_boosting``) or ``boosting``."""
+        return self.column_boosting.get(column, self.boosting)
+
     def boosted_model(self, column: str) -> BoostedModel:
         """The boosted tree model of ``column`` (``column_models``), fitted on first use
         (:meth:`fit_boosted`)."""
@@ -1216,11 +1239,14 @@ class Coordinator:
         the start scores, then one per level of every tree.  The columns' models do not
         depend on each other, so their requests of the same round travel together
         (:meth:`~fits.federation.transport.Transport.broadcast_many`: one round trip
-        over a network for all of them).  Continuous covariates are binned at quantiles
-        of their federated marginal CDFs (one marginal round for those not yet fetched);
-        discrete ones by category.  ``progress(BOOSTING_PROGRESS, rounds_done, rounds)``
-        is called after each round.  By default a column that a rule of the schema sets
-        is left out: :meth:`boosted_model` fits it on first use, should a drawn row hold
+        over a network for all of them); with settings of their own
+        (``column_boosting``) a column whose model is complete drops out of the later
+        rounds, and the fit takes the most rounds of any column.  Continuous covariates
+        are binned at quantiles of their federated marginal CDFs (one marginal round for
+        those not yet fetched); discrete ones by category.
+        ``progress(BOOSTING_PROGRESS, rounds_done, rounds)`` is called after each round.
+        By default a column that a rule of the schema sets is left out:
+        :meth:`boosted_model` fits it on first use, should a drawn row hold
         a combination the rule does not cover.
         """
         if self.schema is None or not self.grids:
@@ -1246,11 +1272,12 @@ class Coordinator:
         ]
         self._prefetch_marginals(needed)
         growers = {column: self._grower(column) for column in pending}
-        rounds = next(iter(growers.values())).rounds
+        rounds = max(g.rounds for g in growers.values())
         for done in range(1, rounds + 1):
-            requests = [self._boost_message(c, *growers[c].request()) for c in pending]
+            active = [c for c in pending if not growers[c].done]
+            requests = [self._boost_message(c, *growers[c].request()) for c in active]
             answers = self.transport.broadcast_many(requests)
-            for column, message, replies in zip(pending, requests, answers, strict=True):
+            for column, message, replies in zip(active, requests, answers, strict=True):
                 hist = self._boost_total(message, replies)
                 grower = growers[column]
                 if not grower.started and hist[0, : grower.n_bins[0], -1].sum() <= 0:
@@ -1271,7 +1298,7 @@ class Coordinator:
         order = self.schema.order if self.schema is not None else []
         covariates = order[: order.index(column)]
         specs = [self.encoders[c].spec for c in covariates]
-        params = self.boosting
+        params = self.boosting_params(column)
         edges = [
             self.encoders[c].boundaries[1:-1].astype(float)
             if sp.is_discrete
@@ -1321,7 +1348,7 @@ class Coordinator:
         config: dict[str, ConfigValue] = {
             "column": column,
             "request": next(self._requests),
-            "depth": self.boosting.depth,
+            "depth": self.boosting_params(column).depth,
             "level": level,
             "outputs": int(model.init.size),
             **self._secure_flag(),
