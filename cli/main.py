@@ -473,7 +473,9 @@ def synthesize(
             except ValueError as exc:
                 if str(exc).startswith("column_models["):  # a usage error: say the option
                     _fail(f"--column-model {str(exc).removeprefix('column_models')}", 2)
-                if str(exc).startswith("boosting: "):  # per-column settings of no boosted column
+                if str(exc).startswith("column_designs"):
+                    _fail(f"--column-design {str(exc).removeprefix('column_designs').lstrip()}", 2)
+                if str(exc).startswith("boosting: "):  # settings no site or column can take
                     _fail(f"--{exc}", 2)
                 raise
         _echo_warnings(caught)
@@ -576,17 +578,28 @@ def _stream_rows(
     the free space of the output's file system. Returns the rows written and the
     release check (None if it failed).
     """
+    from fits.federation.coordinator import BOOSTING_PROGRESS
     from fits.io import write_table_chunks
 
     large = rows > LARGE_REQUEST_ROWS
+    one_off = [0.0]  # when the boosted columns' models (fitted once, before row 1) were done
+
+    def timed(column: str, done: int, total: int) -> None:
+        if column == BOOSTING_PROGRESS:
+            one_off[0] = time.perf_counter()
+        if callback is not None:
+            callback(column, done, total)
+
     stream = synth.iter_sample(
-        rows, first_chunk_rows=ESTIMATE_ROWS if large else None, progress=callback
+        rows, first_chunk_rows=ESTIMATE_ROWS if large else None, progress=timed
     )
     first: list[pd.DataFrame] = []
     if large:
         clock = time.perf_counter()
         first.append(next(stream))
-        seconds = (time.perf_counter() - clock) * rows / ESTIMATE_ROWS
+        now = time.perf_counter()
+        fitted = max(one_off[0], clock)  # the boost rounds are not paid again per chunk
+        seconds = (fitted - clock) + (now - fitted) * rows / ESTIMATE_ROWS
         size = _encoded_size(first[0], out.suffix.lower()) * rows / ESTIMATE_ROWS
         free = shutil.disk_usage(out.parent if str(out.parent) else Path(".")).free
         if size > free:

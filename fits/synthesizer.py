@@ -452,7 +452,7 @@ class FITSSynthesizer(BaseEstimator):
             design=self.design,
             column_designs=self.column_designs,
             column_models=self.column_models,
-            boosting=boosting,
+            boosting=None if self.boosting is None else boosting,
             column_boosting=column_boosting,
         )
         schema = coordinator.setup(kinds=kinds, order=order, schema=schema, rules=bool(self.rules))

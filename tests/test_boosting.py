@@ -6,6 +6,7 @@ facade's checks."""
 from __future__ import annotations
 
 import itertools
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -279,19 +280,86 @@ def test_boosted_secure_equals_plain():
 def test_column_models_are_checked():
     table = _table(300, 6)
     tables = {"a": table.iloc[:150], "b": table.iloc[150:]}
-    with pytest.raises(ValueError, match="not in the chain after its first column"):
+    with pytest.raises(ValueError, match="the chain's first column.*--order"):
         FITSSynthesizer(column_models={"x1": "boosting"}).fit(tables)
+    with pytest.raises(ValueError, match="not a column the chain draws"):
+        FITSSynthesizer(column_models={"nope": "boosting"}).fit(tables)
     with pytest.raises(ValueError, match="must be one of"):
         FITSSynthesizer(column_models={"y": "forest"}).fit(tables)
     with pytest.raises(ValueError, match="unknown setting"):
         FITSSynthesizer(column_models={"y": "boosting"}, boosting={"trees": 5}).fit(tables)
     with pytest.raises(ValueError, match="depth must be"):
         BoostingParams(depth=0)
-    # a site that refuses boosting stops the run with its reason
+    # a site that refuses boosting (it says so at configure) stops the fit, not a sample
     refusing = SitePolicy(boosting_trees=0)
-    synth = FITSSynthesizer(column_models={"y": "boosting"}, site_policy=refusing).fit(tables)
-    with pytest.raises(PolicyError, match="boosting_trees"):
-        synth.sample(10)
+    with pytest.raises(ValueError, match=r"refuse every boost request.*boosting_trees is 0"):
+        FITSSynthesizer(column_models={"y": "boosting"}, site_policy=refusing).fit(tables)
+
+
+def test_settings_no_site_or_column_can_take_are_refused_at_fit():
+    """What would fail in the boost rounds, or be ignored, is refused (or warned about)
+    at fit, before any boost round, with a message that says what to change."""
+    rng = np.random.default_rng(3)
+    n = 600
+    table = _table(n, 8)
+    table["many"] = [f"c{i}" for i in rng.integers(0, 300, n)]  # more than 256 categories
+    table["g"] = rng.choice(["p", "q", "r"], n)
+    table["gcopy"] = table["g"].map({"p": "P", "q": "Q", "r": "R"})  # a function rule
+    table["xcopy"] = 2.0 * table["x3"] + 1.0  # an affine rule: not drawn
+    tables = {"a": table.iloc[:300], "b": table.iloc[300:]}
+    kinds = {"x2": "ordinal", "many": "nominal"}
+
+    def fit(**kw):
+        synth = FITSSynthesizer(kinds=kinds, **kw)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            synth.fit(tables)
+        assert synth.coordinator.models == {}  # no boost round ran
+        return [str(w.message) for w in caught if "boost" in str(w.message)]
+
+    cases = [
+        ({"column_models": {"many": "boosting"}}, r"has 2\d\d categories.*at most 256"),
+        (  # 255 cumulative outputs over 1,030 bins at depth 8: 67 million values
+            {
+                "column_models": {"x3": "boosting"},
+                "boosting": {"x3": {"classes": 256, "depth": 8, "bins": 1024}},
+            },
+            r"'x3' would need replies of up to 67,.* values.*depth, bins or classes",
+        ),
+        (
+            {"column_models": {"y": "boosting"}, "boosting": {"n_trees": 300}},
+            r"asks for 300 trees, .*allows at most 200 .*n_trees=200",
+        ),
+        ({"column_models": {"xcopy": "boosting"}}, r"rule xcopy = 2 \* x3 \+ 1.*--no-rules"),
+        ({"column_models": {"y": "boosting"}, "boosting": {"xcopy": {"depth": 2}}}, "rule"),
+        (
+            {"column_models": {"y": "boosting"}, "column_designs": {"y": "constant"}},
+            r"column_designs\['y'\].*boosted.*drop one of the two",
+        ),
+    ]
+    for kw, says in cases:
+        with pytest.raises(ValueError, match=says):
+            fit(**kw)
+    # the sites' own cap, when larger, admits more trees (fit only: no boost round yet)
+    assert (
+        fit(
+            column_models={"y": "boosting"},
+            boosting={"n_trees": 300},
+            site_policy=SitePolicy(boosting_trees=300),
+        )
+        == []
+    )
+    # a boosted column that a function rule sets is drawn by the rule: said, not hidden
+    said = fit(column_models={"gcopy": "boosting"})
+    assert len(said) == 1 and "rule gcopy = f(g)" in said[0] and "--no-rules" in said[0]
+    with pytest.raises(ValueError, match=r"'many' has .* many=kernel"):  # '*' names it too
+        fit(column_models={"*": "boosting"})
+    # '*' takes the rules as they are: no warning
+    assert fit(column_models={"*": "boosting", "many": "kernel"}) == []
+    # settings with no boosted column have no effect: said
+    said = fit(boosting={"n_trees": 5})
+    assert len(said) == 1 and "no column is boosted" in said[0]
+    assert fit() == []
 
 
 def test_quantile_edges_follow_the_cdf():
@@ -341,7 +409,7 @@ def test_cli_column_model(tmp_path):
         ("y", "write COLUMN=MODEL"),
         ("y=forest", "must be one of kernel, boosting"),
         ("nope=boosting", "no column ['nope']"),
-        ("x1=boosting", "not in the chain after its first column"),
+        ("x1=boosting", "the chain's first column, drawn from its marginal"),
     ]:
         bad = tmp_path / "bad.csv"
         res = run("--rows", "20", "--out", str(bad), "-q", *kinds, "--column-model", item)
@@ -355,6 +423,7 @@ def test_cli_column_model(tmp_path):
         ("y:depth=12", "boosting['y']: boosting depth must be in 1..8"),
         ("y:trees=5", "the settings are n_trees"),
         ("x3:depth=2", "settings of their own for ['x3'], which are not boosted"),
+        ("n_trees=300", "allows at most 200 per column (boosting_trees)"),  # at fit
     ]:
         bad = tmp_path / "bad.csv"
         res = run("--rows", "20", "--out", str(bad), "-q", "--column-model", "y=boosting",
@@ -362,6 +431,12 @@ def test_cli_column_model(tmp_path):
         assert res.returncode == 2, (item, res.stderr)
         assert says in res.stderr and "Traceback" not in res.stderr
         assert not bad.exists()
+    res = run("--rows", "20", "--out", str(bad), "-q", "--column-model", "y=boosting",
+              "--column-design", "y=constant")  # fmt: skip
+    assert res.returncode == 2 and "--column-design ['y'] = 'constant'" in res.stderr
+    assert "Traceback" not in res.stderr and not bad.exists()
+    res = run("--rows", "20", "--out", str(bad), "-q", "--boosting", "n_trees=5")
+    assert res.returncode == 0 and "no column is boosted" in res.stderr, res.stderr
     args = (tmp_path / "o.csv", 10, 0, [], "", None, 60.0, 2, None)
     config = _run_config(
         *args, column_model=["y=boosting"], boosting=["depth=3", "y:learning_rate=0.1"]
@@ -430,10 +505,16 @@ def test_tiny_sites_and_oversized_models_are_refused_clearly():
     big["y"] = [f"level {i % 300}" for i in range(400)]
     clients, transport = _federation([big.iloc[:200], big.iloc[200:]])
     coord = Coordinator(transport, column_models={"y": "boosting"})
-    coord.setup(kinds={"x1": "continuous", "x2": "ordinal", "x3": "continuous", "y": "nominal"})
+    kinds = {"x1": "continuous", "x2": "ordinal", "x3": "continuous", "y": "nominal"}
+    with pytest.raises(ValueError, match="'y' has 300 categories"):  # at setup
+        coord.setup(kinds=kinds)
+    # settings changed after setup: the bins found are checked again before any round
+    coord = Coordinator(transport, column_models={"x3": "boosting"})
+    coord.setup(kinds=kinds)
     coord.configure(0)
-    with pytest.raises(ValueError, match="at most 256 classes"):
-        coord.boosted_model("y")
+    coord.boosting = BoostingParams(depth=8, bins=1024, classes=256)
+    with pytest.raises(ValueError, match="make a site's reply"):
+        coord.boosted_model("x3")
 
 
 def test_saved_boosted_synthesizer_samples_the_same_after_reconnecting(tmp_path):
@@ -647,8 +728,8 @@ def test_a_columns_own_settings_give_its_model_as_if_they_were_everyones():
     assert boosts == [3] * 5 + [1] * 5  # x2, x3 done after 1 + 2 x 2 rounds
     _, transport = _federation(tables)
     coord = Coordinator(transport, column_models={"y": "boosting"}, column_boosting={"x3": own})
-    with pytest.raises(ValueError, match=r"settings of their own for \['x3'\]"):
+    with pytest.raises(ValueError, match=r"settings of their own for 'x3', which is not boosted"):
         coord.setup(kinds=kinds)
     synth = FITSSynthesizer(column_models={"y": "boosting"}, boosting={"x2": {"depth": 2}})
-    with pytest.raises(ValueError, match=r"\['x2'\], which are not boosted"):
+    with pytest.raises(ValueError, match=r"'x2', which is not boosted"):
         synth.fit({"a": tables[0], "b": tables[1]})

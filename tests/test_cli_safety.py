@@ -626,3 +626,26 @@ def test_sigterm_stops_a_local_federation_and_removes_its_temporary_file(sites, 
     assert proc.returncode == 128 + signal.SIGTERM, err
     assert "interrupted by SIGTERM" in err
     assert _no_temp_files(tmp_path) == [] and not out.exists()
+
+
+def test_the_estimate_pays_the_boosted_models_once(tmp_path, capsys):
+    """The boosted columns' models are fitted once, before the first row: the estimate
+    of a large request counts their time once, not once per chunk (a stand-in
+    synthesizer whose first chunk spends 0.5 s in its boost rounds)."""
+    from fits.cli.main import ESTIMATE_ROWS, LARGE_REQUEST_ROWS, _stream_rows
+    from fits.federation.coordinator import BOOSTING_PROGRESS
+
+    rows = 20 * LARGE_REQUEST_ROWS  # the old estimate: 0.5 s x rows / ESTIMATE_ROWS, 4 min
+
+    class Boosted:
+        def iter_sample(self, n, *, first_chunk_rows=None, progress=None):
+            time.sleep(0.5)
+            progress(BOOSTING_PROGRESS, 1, 1)
+            yield pd.DataFrame({"x": np.arange(first_chunk_rows)})
+            yield pd.DataFrame({"x": np.arange(n - first_chunk_rows)})
+
+    written, _ = _stream_rows(Boosted(), rows, tmp_path / "o.csv", None, None, False)
+    assert written == rows and ESTIMATE_ROWS < rows
+    said = capsys.readouterr().err
+    seconds = float(said.split("estimated ")[1].split(" s ")[0])
+    assert 0 < seconds < 5, said

@@ -103,6 +103,10 @@ MAX_REPLY_VALUES = 2**24
 _H_MIN = 1e-16
 
 
+#: The settings that count things (the others are real numbers).
+_INT_FIELDS = frozenset({"n_trees", "depth", "min_leaf_rows", "bins", "classes"})
+
+
 @dataclass(frozen=True)
 class BoostingParams:
     """Settings of the boosted column model.
@@ -134,6 +138,20 @@ class BoostingParams:
     classes: int = 64
 
     def __post_init__(self) -> None:
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            integral = field.name in _INT_FIELDS
+            allowed = (int, np.integer) if integral else (int, np.integer, float, np.floating)
+            number = isinstance(value, allowed)
+            if isinstance(value, bool | np.bool_) or not number:
+                kind = "an integer" if integral else "a real number"
+                raise ValueError(
+                    f"boosting {field.name} must be {kind}, got {value!r} ({type(value).__name__})"
+                )
+            if not integral and not np.isfinite(value):
+                raise ValueError(f"boosting {field.name} must be finite, got {value!r}")
+            # plain Python numbers, so the settings serialize and compare as given
+            object.__setattr__(self, field.name, int(value) if integral else float(value))
         checks = (
             ("n_trees", 1 <= self.n_trees <= MAX_TREES, f"in 1..{MAX_TREES}"),
             ("depth", 1 <= self.depth <= MAX_DEPTH, f"in 1..{MAX_DEPTH}"),

@@ -617,6 +617,7 @@ class FITSClient:
             "min_effective_rows": self.policy.min_effective_rows,
             "below_floor": self.policy.below_floor,
             "floor_scope": self.policy.floor_scope,
+            "boosting_trees": self.policy.boosting_trees,
             "adjusted": adjusted,
         }
         return Message(

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
@@ -294,6 +295,8 @@ class Coordinator:
                 raise ValueError(
                     f"column_models[{name!r}] must be one of {COLUMN_MODELS}, got {value!r}"
                 )
+        #: Whether boosting settings were given (a warning if no column is boosted).
+        self._boosting_given = boosting is not None or bool(column_boosting)
         self.boosting = boosting or BoostingParams()
         self.column_boosting = dict(column_boosting or {})
         for name, params in self.column_boosting.items():
@@ -443,8 +446,11 @@ class Coordinator:
 
     def _check_column_models(self) -> None:
         """Resolve ``column_models`` ("*": every column of the user's chain after its
-        first; a named column overrides it) and refuse a boosted column that is not in
-        the chain after its first column."""
+        first; a named column overrides it) and refuse what cannot be boosted: a column
+        not in the chain after its first column, a nominal column with more categories
+        than a model has outputs, a column whose sites' replies would be too large, and
+        settings of their own for a column that is not boosted.  Warn where a setting
+        has no effect."""
         assert self.schema is not None
         order = self.schema.order
         resolved: dict[str, str] = {}
@@ -454,28 +460,98 @@ class Coordinator:
                     resolved[name] = self.column_models[ALL_COLUMNS]
         resolved.update({c: m for c, m in self.column_models.items() if c != ALL_COLUMNS})
         self._column_model = resolved
-        boosted = {c for c, m in resolved.items() if m == "boosting"}
-        stray = sorted(set(self.column_boosting) - boosted)
-        if stray:
-            raise ValueError(
-                f"boosting: settings of their own for {stray}, which are not boosted columns "
-                "(column_models); boost them, or drop their settings"
+        boosted = [c for c in order if resolved.get(c) == "boosting"]
+        boosted += sorted({c for c, m in resolved.items() if m == "boosting"} - set(order))
+        for name in sorted(set(self.column_boosting) - set(boosted)):
+            why = self._not_boostable(name) or (
+                "is not boosted (column_models); boost it, or drop its settings"
             )
-        for name, model in resolved.items():
-            if model == "kernel":
-                continue
-            spec = self.schema[name] if name in order else None
-            problem = None
-            if spec is None or name == order[0]:
-                problem = "is not in the chain after its first column"
-            elif spec.is_discrete and self.discrete_sampling != "mass":
+            raise ValueError(f"boosting: settings of their own for {name!r}, which {why}")
+        if self._boosting_given and not boosted:
+            warnings.warn(
+                "boosting settings are given but no column is boosted (column_models), so "
+                "they have no effect",
+                UserWarning,
+                stacklevel=3,
+            )
+        ruled = {r.column: r for r in self.user_schema.rules or []}
+        for name in boosted:
+            problem = self._not_boostable(name)
+            spec = self.schema[name] if problem is None else None
+            if spec is not None and spec.is_discrete and self.discrete_sampling != "mass":
                 problem = 'needs discrete_sampling="mass"'
+            if spec is not None and problem is None:
+                problem = self._oversized(name)
             if problem:
+                raise ValueError(f"column_models[{name!r}] = 'boosting': {name!r} {problem}")
+            if name in self.column_designs:
                 raise ValueError(
-                    f"column_models[{name!r}] = {model!r}: {name!r} {problem} "
-                    f"(chain: {', '.join(order)})"
+                    f"column_designs[{name!r}] = {self.column_designs[name]!r}: {name!r} is "
+                    "boosted (column_models), and a design sets the kernel's local fit; "
+                    "drop one of the two"
+                )
+            if name in ruled and name in self.column_models:  # named, not through "*"
+                warnings.warn(
+                    f"column_models[{name!r}] = 'boosting': {name!r} is set by the schema's "
+                    f"rule {ruled[name].describe()}, so the rule draws it (its boosted model "
+                    "is fitted only should a drawn row hold a combination the rule does not "
+                    "cover); to draw it from its boosted model, switch the rules off "
+                    "(rules=False, --no-rules) or drop the rule from the schema",
+                    UserWarning,
+                    stacklevel=3,
                 )
         self.models.clear()
+
+    def _not_boostable(self, name: str) -> str | None:
+        """Why ``name`` cannot be boosted (a clause after its name), or None."""
+        assert self.schema is not None
+        order = self.schema.order
+        rule = next((r for r in self.user_schema.rules or [] if r.column == name), None)
+        if rule is not None and rule.kind == "affine":
+            return (
+                f"is set by the schema's rule {rule.describe()} and not drawn; to model it, "
+                "switch the rules off (rules=False, --no-rules) or drop the rule from the "
+                "schema"
+            )
+        if name == order[0]:
+            return (
+                "is the chain's first column, drawn from its marginal with no covariates; "
+                "move it later in the chain (order=..., --order)"
+            )
+        if name not in order:
+            return f"is not a column the chain draws (chain: {', '.join(order)})"
+        return None
+
+    def _oversized(self, column: str) -> str | None:
+        """Whether a boosted column's model is too large for a site's reply, judged at
+        setup from the schema: every continuous covariate at its most ``bins`` bins and
+        a continuous column at its most ``classes`` classes (:meth:`_grower` checks the
+        bins actually found, which may be fewer)."""
+        assert self.schema is not None
+        order = self.schema.order
+        params = self.boosting_params(column)
+        spec = self.schema[column]
+        bins = sum(
+            self.schema[c].n_levels if self.schema[c].is_discrete else params.bins
+            for c in order[: order.index(column)]
+        )
+        if spec.is_discrete and spec.n_levels > MAX_OUTPUTS:
+            return (
+                f"has {spec.n_levels} categories, and a boosted model has at most "
+                f"{MAX_OUTPUTS} outputs (one per category); keep the kernel for this column "
+                f"({{{column!r}: 'kernel'}} in column_models; --column-model {column}=kernel)"
+            )
+        k = (spec.n_levels if spec.n_levels > 2 else 1) if spec.is_discrete else params.classes - 1
+        reply = 2 ** (params.depth - 1) * bins * (2 * k + 1)
+        if k > MAX_OUTPUTS or reply > MAX_REPLY_VALUES:
+            lower = "depth or bins" if spec.is_discrete else "depth, bins or classes"
+            return (
+                f"would need replies of up to {reply:,} values from each site (at most "
+                f"{MAX_REPLY_VALUES:,}): {k} model outputs over up to {bins} covariate bins "
+                f"at depth {params.depth}; lower its boosting {lower}, or keep the kernel "
+                f"({{{column!r}: 'kernel'}} in column_models; --column-model {column}=kernel)"
+            )
+        return None
 
     def _rules_round(self, schema: Schema) -> Callable[[str, list[dict]], list[np.ndarray]]:
         """The ``ask`` of :func:`~fits.core.rules.detect_rules`: a ``rules`` message."""
@@ -654,6 +730,36 @@ class Coordinator:
             json.loads(str(r.config["policy"])) if "policy" in r.config else {} for r in replies
         ]
         self._pooled_k = self._pooled_floor(self.site_policies)
+        self._check_boosting_trees()
+
+    def _check_boosting_trees(self) -> None:
+        """Refuse, before any boost round, a boosted column with more trees than a site's
+        policy allows (``boosting_trees``, which the sites report at configure)."""
+        limits = {
+            name: int(p["boosting_trees"])
+            for name, p in zip(self.transport.client_names, self.site_policies, strict=True)
+            if p.get("boosting_trees") is not None
+        }
+        if not limits:  # sites that do not say: they refuse the tree over their limit
+            return
+        allowed = min(limits.values())
+        for column in (c for c, m in self._column_model.items() if m == "boosting"):
+            n_trees = self.boosting_params(column).n_trees
+            if n_trees > allowed:
+                strict = sorted(n for n, t in limits.items() if t < n_trees)
+                if allowed == 0:
+                    raise ValueError(
+                        f"boosting: column {column!r} is boosted, but site(s) "
+                        f"{strict} refuse every boost request (their policy's "
+                        "boosting_trees is 0); keep the kernel for it (column_models)"
+                    )
+                raise ValueError(
+                    f"boosting: column {column!r} asks for {n_trees} trees, but the policy "
+                    f"of site(s) {strict} allows at most {allowed} per column "
+                    f"(boosting_trees); lower n_trees to {allowed} (--boosting "
+                    f"n_trees={allowed}), or have those sites raise boosting_trees in "
+                    "their policy (SitePolicy, the --policy file)"
+                )
 
     def _pooled_floor(self, policies: list[dict]) -> float | None:
         """The k of the sites' pooled effective-rows floor, or None if they pool none.
