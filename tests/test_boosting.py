@@ -286,6 +286,10 @@ def test_column_models_are_checked():
         FITSSynthesizer(column_models={"nope": "boosting"}).fit(tables)
     with pytest.raises(ValueError, match="must be one of"):
         FITSSynthesizer(column_models={"y": "forest"}).fit(tables)
+    with pytest.raises(TypeError, match=r"column_models must be a mapping .*e\.g\. \{'income'"):
+        FITSSynthesizer(column_models=["y"]).fit(tables)
+    with pytest.raises(TypeError, match="column_designs must be a mapping"):
+        FITSSynthesizer(column_designs="y=constant").fit(tables)
     with pytest.raises(ValueError, match="unknown setting"):
         FITSSynthesizer(column_models={"y": "boosting"}, boosting={"trees": 5}).fit(tables)
     with pytest.raises(ValueError, match="depth must be"):

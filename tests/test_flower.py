@@ -190,6 +190,13 @@ def test_column_models_in_the_run_config(site_files, tmp_path):
     for key, bad in (("column-models", '{"X_B": "forest"}'), ("boosting", "[3]")):
         with pytest.raises(ValueError, match=f"run config {key}="):
             run_synthesis(FakeGrid(_node_configs(paths)), {**config, **boosted, key: bad})
+    # more trees than the sites' policies allow (they state it at configure): refused
+    # before any boost round, and no output is written
+    out.unlink()
+    many = {**boosted, "boosting": '{"n_trees": 300}'}
+    with pytest.raises(ValueError, match="asks for 300 trees.*allows at most 200"):
+        run_synthesis(FakeGrid(_node_configs(paths)), {**config, **many})
+    assert not out.exists()
 
 
 def test_a_process_that_answers_many_messages_keeps_its_configured_sites(

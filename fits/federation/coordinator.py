@@ -119,6 +119,23 @@ COLUMN_MODELS = ("kernel", "boosting")
 ALL_COLUMNS = "*"
 
 
+def _per_column(what: str, given: Mapping[str, str] | None, choices: tuple[str, ...]) -> dict:
+    """``given`` (column -> one of ``choices``) as a dict, with errors that say what to
+    write."""
+    if given is None:
+        return {}
+    example = f"e.g. {{'income': {choices[-1]!r}}}"
+    if not isinstance(given, Mapping):
+        raise TypeError(
+            f"{what} must be a mapping of column names to one of {choices} ({example}), "
+            f"got {type(given).__name__}"
+        )
+    for name, value in given.items():
+        if not isinstance(value, str) or value not in choices:
+            raise ValueError(f"{what}[{name!r}] must be one of {choices}, got {value!r}")
+    return dict(given)
+
+
 class Coordinator:
     """Drives a FITS federation through a transport; never touches a row.
 
@@ -283,18 +300,8 @@ class Coordinator:
         if design not in DESIGNS:
             raise ValueError(f"design must be one of {DESIGNS}, got {design!r}")
         self.design = design
-        self.column_designs = dict(column_designs or {})
-        for name, value in self.column_designs.items():
-            if value not in DESIGNS:
-                raise ValueError(
-                    f"column_designs[{name!r}] must be one of {DESIGNS}, got {value!r}"
-                )
-        self.column_models = dict(column_models or {})
-        for name, value in self.column_models.items():
-            if value not in COLUMN_MODELS:
-                raise ValueError(
-                    f"column_models[{name!r}] must be one of {COLUMN_MODELS}, got {value!r}"
-                )
+        self.column_designs = _per_column("column_designs", column_designs, DESIGNS)
+        self.column_models = _per_column("column_models", column_models, COLUMN_MODELS)
         #: Whether boosting settings were given (a warning if no column is boosted).
         self._boosting_given = boosting is not None or bool(column_boosting)
         self.boosting = boosting or BoostingParams()
