@@ -498,12 +498,17 @@ class Coordinator:
                     "drop one of the two"
                 )
             if name in ruled and name in self.column_models:  # named, not through "*"
+                fallback = (
+                    " (its boosted model is fitted only should a drawn row hold a "
+                    "combination the rule does not cover)"
+                    if ruled[name].kind == "function"
+                    else ""
+                )
                 warnings.warn(
                     f"column_models[{name!r}] = 'boosting': {name!r} is set by the schema's "
-                    f"rule {ruled[name].describe()}, so the rule draws it (its boosted model "
-                    "is fitted only should a drawn row hold a combination the rule does not "
-                    "cover); to draw it from its boosted model, switch the rules off "
-                    "(rules=False, --no-rules) or drop the rule from the schema",
+                    f"rule {ruled[name].describe()}, so the rule draws it{fallback}; to draw "
+                    "it from its boosted model, switch the rules off (rules=False, "
+                    "--no-rules) or drop the rule from the schema",
                     UserWarning,
                     stacklevel=3,
                 )
