@@ -308,7 +308,9 @@ NoRules = Annotated[
 
 
 #: What a fits coordinator says when it stopped a run on purpose (a site failed or
-#: refused): the message names the site and the reason, so the log adds nothing.
+#: refused, or the run config asks what the sites cannot give): the message says why,
+#: so the log adds nothing. The same text as ``fits.deploy.flower.STOPPED`` (a test
+#: holds them equal; this module must not import Flower).
 STOPPED = "the run stopped and no output was written"
 
 

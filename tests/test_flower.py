@@ -25,7 +25,9 @@ from flwr.app import Message as FlowerMessage  # noqa: E402
 from fits import FITSSynthesizer, Message  # noqa: E402
 from fits.datasets import simulate  # noqa: E402
 from fits.deploy.flower import (  # noqa: E402
+    STOPPED,
     FlowerTransport,
+    RunStopped,
     _handle,
     format_kinds,
     from_records,
@@ -194,9 +196,12 @@ def test_column_models_in_the_run_config(site_files, tmp_path):
     # before any boost round, and no output is written
     out.unlink()
     many = {**boosted, "boosting": '{"n_trees": 300}'}
-    with pytest.raises(ValueError, match="asks for 300 trees.*allows at most 200"):
+    with pytest.raises(RunStopped, match="asks for 300 trees.*allows at most 200.*no output"):
         run_synthesis(FakeGrid(_node_configs(paths)), {**config, **many})
     assert not out.exists()
+    from fits.cli.federate import STOPPED as said_by_the_cli
+
+    assert said_by_the_cli == STOPPED  # how fits federate knows a run stopped on purpose
 
 
 def test_a_process_that_answers_many_messages_keeps_its_configured_sites(
@@ -371,7 +376,6 @@ def test_sites_send_only_protocol_arrays(site_files):
 
 def test_site_policy_and_audit_from_node_config_hold_across_messages(site_files, tmp_path):
     """Flower rebuilds the site for every message: its query counts live in its state."""
-    from fits.federation.policy import PolicyError
 
     paths, kinds, order = site_files
     configs = _node_configs(paths)
@@ -403,8 +407,9 @@ def test_site_policy_and_audit_from_node_config_hold_across_messages(site_files,
     for cfg in configs:
         cfg["policy"] = str(policy)
     grid = FakeGrid(configs)
+    # (at the ServerApp's edge a site's refusal says that the run stopped, no traceback)
     with pytest.raises(
-        PolicyError, match=r"refused a hessian request of 60 queries.*60 of its 100"
+        RunStopped, match=r"refused a hessian request of 60 queries.*60 of its 100.*no output"
     ):
         strict = {**config, "rows": 150, "output": str(tmp_path / "never.csv")}
         run_synthesis(grid, {**strict, "batch-size": 60, "order": ",".join(order)})

@@ -26,7 +26,7 @@ from flwr.common.serde import recorddict_from_proto, recorddict_to_proto  # noqa
 
 from fits.analysis.glm import fit_glm  # noqa: E402
 from fits.analysis.lsa import fedlsa  # noqa: E402
-from fits.deploy.flower import _handle, site_seed  # noqa: E402
+from fits.deploy.flower import RunStopped, _handle, site_seed  # noqa: E402
 from fits.deploy.flower_launch import die_with_parent  # noqa: E402
 from fits.federation.protocol import ProtocolError  # noqa: E402
 from fits.flower_app import run_task  # noqa: E402
@@ -211,7 +211,7 @@ def test_a_site_error_in_an_analysis_names_the_site(tmp_path):
         paths[name] = tmp_path / f"{name}.csv"
         frame.to_csv(paths[name], index=False)
     spec = {"method": "fedsgd", "options": {"target": "y", "K": 2}}
-    with pytest.raises(ValueError, match=r"site-b"):
+    with pytest.raises(RunStopped, match=r"site-b.*the run stopped and no output was written"):
         _flower_result(paths, spec, tmp_path, seed=1)
     assert not (tmp_path / "result.json").exists()
 

@@ -121,7 +121,9 @@ if TYPE_CHECKING:
     from fits.federation.policy import SitePolicy
 
 __all__ = [
+    "STOPPED",
     "FlowerTransport",
+    "RunStopped",
     "client_app",
     "to_records",
     "from_records",
@@ -167,6 +169,16 @@ def _fits_type(flower_type: str) -> str:
 
 
 # ---------------------------------------------------------------------- coordinator side
+#: How a fits coordinator's message ends when it stopped a run on purpose (a site
+#: failed or refused, or the run config asks what the sites cannot give).
+STOPPED = "the run stopped and no output was written"
+
+
+class RunStopped(RuntimeError):
+    """The coordinator stopped a run on purpose; the message says why (no traceback
+    needed: ``fits federate`` prints the message alone)."""
+
+
 class FlowerTransport(Transport):
     """Reaches the sites through a Flower ``Grid``: one Flower message per site and round.
 
@@ -275,16 +287,15 @@ class FlowerTransport(Transport):
                     raise ClientError(
                         f"{self._who(site(k))} failed during "
                         f"the {messages[k].type} round: {error_reason(reply.error.reason)} "
-                        f"(Flower error code {reply.error.code}); the run stopped and no "
-                        "output was written"
+                        f"(Flower error code {reply.error.code}); {STOPPED}"
                     )
                 replies[k] = from_records(messages[k].type, reply.content)
             if waiting and time.monotonic() > deadline:
                 late = sorted({self._who(site(by_id[m])) for m in waiting})
                 raise ClientError(
                     f"no reply from {late} within {self.timeout:g} s in the "
-                    f"{next(iter(messages.values())).type} round; the run stopped and no "
-                    "output was written (raise 'timeout' if the sites need longer)"
+                    f"{next(iter(messages.values())).type} round; {STOPPED} (raise 'timeout' "
+                    "if the sites need longer)"
                 )
             if waiting:
                 time.sleep(self.poll)
@@ -490,6 +501,12 @@ def run_coordinator(grid: Grid, config: Mapping[str, Any], synthesize: Synthesiz
         )
     try:
         return synthesize(transport, cfg)
+    except (ValueError, TypeError, ProtocolError) as exc:
+        if STOPPED in str(exc):
+            raise
+        # fits refused what the run config asks of these sites (a usage or data error, a
+        # site's policy): the message says why and what to change; no traceback to read
+        raise RunStopped(f"{exc}; {STOPPED}") from None
     finally:
         if cfg["audit"]:
             from fits.io import write_text
