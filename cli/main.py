@@ -248,6 +248,29 @@ def _progress(quiet: bool) -> tuple[Any, Callable[[str, int, int], None] | None]
     return progress_bar(Console(stderr=True))
 
 
+def _match_columns(
+    named: dict[str, Any], columns: list[str], *, only_mappings: bool = False
+) -> dict[str, Any]:
+    """``named`` with each key that is no column but one column's name up to surrounding
+    spaces (a header such as ``' age'``, which the options' parsing strips) renamed to
+    that column.  ``only_mappings``: only keys whose value is a mapping are column
+    names (``--boosting``: the others are settings)."""
+    stripped: dict[str, list[str]] = {}
+    for column in columns:
+        stripped.setdefault(column.strip(), []).append(column)
+    out: dict[str, Any] = {}
+    for key, value in named.items():
+        match = stripped.get(key.strip(), [])
+        if (
+            key not in columns
+            and len(match) == 1
+            and (isinstance(value, dict) or not only_mappings)
+        ):
+            key = match[0]
+        out[key] = value
+    return out
+
+
 def _order(order: str | None) -> list[str] | None:
     if order is None:
         return None
@@ -424,6 +447,9 @@ def synthesize(
                 2,
             )
         columns = [str(c) for c in next(iter(tables.values())).columns]
+        column_designs = _match_columns(column_designs, columns)
+        column_models = _match_columns(column_models, columns)
+        boosting_params = _match_columns(boosting_params, columns, only_mappings=True)
         for option, named in (
             ("--column-design", column_designs),
             ("--column-model", {c: m for c, m in column_models.items() if c != "*"}),
@@ -432,7 +458,7 @@ def synthesize(
             if unknown:
                 _fail(
                     f"{option}: no column {unknown} in the site tables (columns: "
-                    f"{', '.join(columns)})",
+                    f"{', '.join(c if c == c.strip() else repr(c) for c in columns)})",
                     2,
                 )
         user_schema = None

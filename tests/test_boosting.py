@@ -441,6 +441,18 @@ def test_cli_column_model(tmp_path):
     assert "Traceback" not in res.stderr and not bad.exists()
     res = run("--rows", "20", "--out", str(bad), "-q", "--boosting", "n_trees=5")
     assert res.returncode == 0 and "no column is boosted" in res.stderr, res.stderr
+    # a header with surrounding spaces (' y '): the options name it without them
+    spaced = []
+    for i, path in enumerate(paths):
+        spaced.append(tmp_path / f"spaced{i}.csv")
+        pd.read_csv(path).rename(columns={"y": " y "}).to_csv(spaced[-1], index=False)
+    res = subprocess.run(
+        [FITS, "synthesize", *map(str, spaced), "--rows", "20", "--out", str(tmp_path / "s.csv"),
+         "-q", *kinds, "--column-model", "y=boosting", "--boosting", "y:n_trees=3"],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    assert list(pd.read_csv(tmp_path / "s.csv").columns) == ["x1", "x2", "x3", " y "]
     args = (tmp_path / "o.csv", 10, 0, [], "", None, 60.0, 2, None)
     config = _run_config(
         *args, column_model=["y=boosting"], boosting=["depth=3", "y:learning_rate=0.1"]
