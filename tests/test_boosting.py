@@ -6,6 +6,7 @@ facade's checks."""
 from __future__ import annotations
 
 import itertools
+import re
 import warnings
 
 import numpy as np
@@ -298,6 +299,29 @@ def test_column_models_are_checked():
     refusing = SitePolicy(boosting_trees=0)
     with pytest.raises(ValueError, match=r"refuse every boost request.*boosting_trees is 0"):
         FITSSynthesizer(column_models={"y": "boosting"}, site_policy=refusing).fit(tables)
+
+
+def test_boosting_params_take_numbers_of_the_right_kind():
+    """Counts are integers (numpy's too, stored as int; a bool or a float is refused),
+    the rates real and finite; the mapping form gives the same errors, naming the column."""
+    params = BoostingParams(n_trees=np.int64(5), learning_rate=np.float32(0.5), l2=2)
+    assert params == BoostingParams(n_trees=5, learning_rate=0.5, l2=2.0)
+    assert type(params.n_trees) is int and type(params.l2) is float
+    for field, value, says in [
+        ("n_trees", 5.0, "n_trees must be an integer, got 5.0 (float)"),
+        ("depth", True, "depth must be an integer, got True (bool)"),
+        ("bins", "64", "bins must be an integer"),
+        ("l2", None, "l2 must be a real number, got None"),
+        ("l2", float("inf"), "l2 must be finite"),
+        ("learning_rate", float("nan"), "learning_rate must be finite"),
+        ("learning_rate", False, "learning_rate must be a real number"),
+    ]:
+        with pytest.raises(ValueError, match=re.escape(says)):
+            BoostingParams(**{field: value})
+    with pytest.raises(
+        ValueError, match=re.escape("boosting['y']: boosting depth must be an integer")
+    ):
+        resolve_settings({"y": {"depth": 2.5}})
 
 
 def test_settings_no_site_or_column_can_take_are_refused_at_fit():

@@ -81,12 +81,14 @@ __all__ = [
     "cdf_from_classes",
     "class_probabilities",
     "coarsen",
+    "discrete_outputs",
     "gradients",
     "histograms",
     "leaf_values",
     "node_of",
     "quantile_edges",
     "raw_scores",
+    "reply_values",
     "resolve_settings",
     "start_scores",
     "values_from_classes",
@@ -219,6 +221,19 @@ def resolve_settings(
         except ValueError as exc:
             raise ValueError(f"boosting[{column!r}]: {exc}") from None
     return base, own
+
+
+def discrete_outputs(levels: int) -> int:
+    """Outputs of a discrete column's model: one logit for two classes, else one score
+    per class (softmax)."""
+    return 1 if levels == 2 else levels
+
+
+def reply_values(level: int, bins: int, outputs: int) -> int:
+    """Values in one site's reply to a boost round of ``level``: per node (2^level) and
+    covariate bin (``bins`` in all), the gradient and Hessian sums of every output and
+    the row count."""
+    return 2**level * bins * (2 * outputs + 1)
 
 
 def quantile_edges(grid: np.ndarray, cdf: np.ndarray, bins: int) -> np.ndarray:

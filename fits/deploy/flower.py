@@ -501,7 +501,7 @@ def run_coordinator(grid: Grid, config: Mapping[str, Any], synthesize: Synthesiz
         )
     try:
         return synthesize(transport, cfg)
-    except (ValueError, TypeError, ProtocolError) as exc:
+    except (ValueError, ProtocolError) as exc:
         if STOPPED in str(exc):
             raise
         # fits refused what the run config asks of these sites (a usage or data error, a

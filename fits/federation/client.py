@@ -1599,7 +1599,7 @@ class FITSClient:
             y = np.searchsorted(classes, self.z[rows, j], side="left")
             levels = classes.size + 1
         cumulative = not spec.is_discrete
-        want = levels - 1 if cumulative else (1 if levels == 2 else levels)
+        want = levels - 1 if cumulative else boosting.discrete_outputs(levels)
         if outputs != want:
             raise ProtocolError(
                 f"{self.name}: column {spec.name!r} has {levels} classes; a boost request "
@@ -1683,7 +1683,7 @@ def _boost_request(msg: Message, d: int, trees_allowed: int, site: str) -> tuple
         raise ProtocolError(f"{site}: a boost request's arrays do not fit its depth and outputs")
     if np.any(feature < -1) or np.any(feature >= d) or not np.all(np.isfinite(value)):
         raise ProtocolError(f"{site}: a boost request's trees are malformed")
-    values = 2**level * int(n_bins.sum()) * (2 * outputs + 1)
+    values = boosting.reply_values(level, int(n_bins.sum()), outputs)
     if outputs > boosting.MAX_OUTPUTS or values > boosting.MAX_REPLY_VALUES:
         raise ProtocolError(
             f"{site}: a boost request would need a reply of {values:,} values for "

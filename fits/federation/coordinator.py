@@ -29,7 +29,9 @@ from fits.core.boosting import (
     BoostingParams,
     TreeGrower,
     cdf_from_classes,
+    discrete_outputs,
     quantile_edges,
+    reply_values,
     values_from_classes,
 )
 from fits.core.cdf import (
@@ -553,8 +555,8 @@ class Coordinator:
                 f"{MAX_OUTPUTS} outputs (one per category); keep the kernel for this column "
                 f"({{{column!r}: 'kernel'}} in column_models; --column-model {column}=kernel)"
             )
-        k = (spec.n_levels if spec.n_levels > 2 else 1) if spec.is_discrete else params.classes - 1
-        reply = 2 ** (params.depth - 1) * bins * (2 * k + 1)
+        k = discrete_outputs(spec.n_levels) if spec.is_discrete else params.classes - 1
+        reply = reply_values(params.depth - 1, bins, k)
         if k > MAX_OUTPUTS or reply > MAX_REPLY_VALUES:
             lower = "depth or bins" if spec.is_discrete else "depth, bins or classes"
             return (
@@ -1438,8 +1440,8 @@ class Coordinator:
                 )
         else:
             levels = self.encoders[column].spec.n_levels
-            k = 1 if levels == 2 else levels
-        reply = 2 ** (params.depth - 1) * int(n_bins.sum()) * (2 * k + 1)
+            k = discrete_outputs(levels)
+        reply = reply_values(params.depth - 1, int(n_bins.sum()), k)
         if k > MAX_OUTPUTS or reply > MAX_REPLY_VALUES:
             raise ValueError(
                 f"column_models[{column!r}] = 'boosting': {levels} classes over "
