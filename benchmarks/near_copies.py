@@ -22,6 +22,7 @@ import argparse
 import time
 
 from fits import FITSSynthesizer
+from fits.core.boosting import INTEGER_SETTINGS
 from fits.datasets import federated_split, load_dataset
 from fits.evaluation.copies import ReleaseCheck
 
@@ -38,7 +39,7 @@ def _settings(variant: str, target: str) -> dict:
         for item in variant[4:].split(";"):
             key, value = item.split("=")
             column, _, name = key.rpartition(":")
-            number = float(value) if name in ("learning_rate", "l2") else int(value)
+            number = int(value) if name in INTEGER_SETTINGS else float(value)
             (boosting.setdefault(column, {}) if column else boosting)[name] = number
         return {"column_models": {"*": "boosting"}, "boosting": boosting}
     raise SystemExit(f"unknown variant {variant!r}")

@@ -100,7 +100,8 @@ BoostingOpt = Annotated[
     typer.Option(
         "--boosting",
         help="SETTING=VALUE for the boosted columns (--column-model): n_trees, depth, "
-        "learning_rate, l2, min_leaf_rows, bins, classes; e.g. --boosting n_trees=50. "
+        "learning_rate, l2, min_leaf_rows, bins, classes, and early stopping's "
+        "validation_fraction (0: off), n_iter_no_change, tol; e.g. --boosting n_trees=50. "
         "COLUMN:SETTING=VALUE sets it for one column only (e.g. --boosting "
         "income:learning_rate=0.1). Each tree costs depth message rounds; boosted "
         "columns share them.",
@@ -128,7 +129,7 @@ def parse_boosting(
     """
     import dataclasses
 
-    from fits.core.boosting import BoostingParams, resolve_settings
+    from fits.core.boosting import INTEGER_SETTINGS, BoostingParams, resolve_settings
 
     fields = [f.name for f in dataclasses.fields(BoostingParams)]
     out: dict[str, Any] = {}
@@ -138,7 +139,7 @@ def parse_boosting(
         name = name.strip()
         if name not in fields:
             raise ValueError(f"--boosting {item!r}: the settings are {', '.join(fields)}")
-        integer = name not in ("learning_rate", "l2")
+        integer = name in INTEGER_SETTINGS
         try:
             value: int | float = int(text) if integer else float(text)
         except ValueError:

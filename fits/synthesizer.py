@@ -176,10 +176,11 @@ class FITSSynthesizer(BaseEstimator):
     boosting : mapping or BoostingParams, optional
         The boosted columns' settings (:class:`~fits.core.boosting.BoostingParams`:
         ``n_trees``, ``depth``, ``learning_rate``, ``l2``, ``min_leaf_rows``, ``bins``,
-        ``classes``).  A key naming a boosted column, with a mapping of settings as its
-        value, gives that column settings of its own (the ones it leaves out are the
-        others'): ``{"n_trees": 100, "income": {"learning_rate": 0.1, "depth": 6}}``
-        (:func:`~fits.core.boosting.resolve_settings`).
+        ``classes``, and early stopping's ``validation_fraction`` (0, the default: off),
+        ``n_iter_no_change`` and ``tol``).  A key naming a boosted column, with a
+        mapping of settings as its value, gives that column settings of its own (the
+        ones it leaves out are the others'): ``{"n_trees": 100, "income":
+        {"learning_rate": 0.1, "depth": 6}}`` (:func:`~fits.core.boosting.resolve_settings`).
     site_audit : path, callable, or a mapping by client name, optional
         Where the in-process sites log every request (JSON lines; see
         :class:`~fits.federation.client.FITSClient`).

@@ -177,7 +177,9 @@ def test_column_models_in_the_run_config(site_files, tmp_path):
     config = {"output": str(out), "rows": 150, "seed": 5, "kinds": format_kinds(kinds)}
     config["order"] = ",".join(order[1:] + order[:1])  # the nominal X_B last
     models = {"X_B": "boosting", "X_G3": "boosting"}  # a nominal and a continuous column
-    boosted = {"column-models": json.dumps(models), "boosting": '{"n_trees": 3}'}
+    # early stopping too: its config and held-out losses travel in Flower's records
+    settings = {"n_trees": 4, "validation_fraction": 0.25, "n_iter_no_change": 1}
+    boosted = {"column-models": json.dumps(models), "boosting": json.dumps(settings)}
     run_synthesis(FakeGrid(_node_configs(paths)), {**config, **boosted})
     expected = _in_process(
         paths,
@@ -186,7 +188,7 @@ def test_column_models_in_the_run_config(site_files, tmp_path):
         150,
         5,
         column_models=models,
-        boosting={"n_trees": 3},
+        boosting=settings,
     )
     pd.testing.assert_frame_equal(read_table(out), expected, check_exact=True)
     for key, bad in (("column-models", '{"X_B": "forest"}'), ("boosting", "[3]")):

@@ -44,6 +44,9 @@ level by level so that one round of messages serves every node of a level:
 * **Start.**  F_0 = the log of the pooled class shares (log-odds for two classes; the
   logits of the pooled shares at or below each class for a continuous column), from the
   gradient sums of a first round at F = 0.
+* **Early stopping** (optional, ``validation_fraction > 0``; :class:`TreeGrower`).  Each
+  site holds out a share of its rows; the pooled log loss on them after every tree
+  decides when to stop, and the model keeps the trees of the lowest loss.
 
 **What a site reveals** (docs/privacy.md, "Boosted columns"): per round, for each node of
 the level and each bin of each covariate, the sums of g and h per class and the row
@@ -52,7 +55,9 @@ sum of g is (sum of p) minus the count of each class: a per-node contingency tab
 each covariate's bins against the column.  Under a site policy with k > 0 a site first
 coarsens each (node, covariate) histogram so that every bin it reports holds 0 or at
 least k of its rows (:func:`coarsen`), and reports nothing for a node holding fewer
-than k of its rows; the model is then fitted to these slightly coarser sums.
+than k of its rows; the model is then fitted to these slightly coarser sums.  With
+early stopping, per tree, the sum of the model's log loss over its held-out rows and
+their count (zeros when it holds fewer than k of them).
 """
 
 from __future__ import annotations
@@ -74,6 +79,8 @@ __all__ = [
     "MAX_OUTPUTS",
     "MAX_REPLY_VALUES",
     "MAX_TREES",
+    "MAX_VALIDATION_FRACTION",
+    "INTEGER_SETTINGS",
     "ScoreCache",
     "TreeGrower",
     "best_splits",
@@ -83,13 +90,16 @@ __all__ = [
     "coarsen",
     "discrete_outputs",
     "gradients",
+    "held_out",
     "histograms",
     "leaf_values",
+    "log_loss",
     "node_of",
     "quantile_edges",
     "raw_scores",
     "reply_values",
     "resolve_settings",
+    "should_stop",
     "start_scores",
     "values_from_classes",
 ]
@@ -105,8 +115,12 @@ MAX_REPLY_VALUES = 2**24
 _H_MIN = 1e-16
 
 
-#: The settings that count things (the others are real numbers).
-_INT_FIELDS = frozenset({"n_trees", "depth", "min_leaf_rows", "bins", "classes"})
+#: The settings that count things (integers; the others are real numbers).
+INTEGER_SETTINGS = frozenset(
+    {"n_trees", "depth", "min_leaf_rows", "bins", "classes", "n_iter_no_change"}
+)
+#: The largest share of a site's rows that early stopping may hold out.
+MAX_VALIDATION_FRACTION = 0.5
 
 
 @dataclass(frozen=True)
@@ -129,6 +143,16 @@ class BoostingParams:
         Most bins per continuous covariate.
     classes : int
         Most classes of a boosted continuous column (its quantile classes).
+    validation_fraction : float
+        Early stopping (0, the default: off; :meth:`TreeGrower.absorb`).  The share of
+        each site's rows held out of the histograms, on which the site sums the model's
+        deviance after every tree; ``n_trees`` is then the most trees.
+    n_iter_no_change : int
+        Early stopping: the fit stops once the pooled held-out deviance per row of the
+        last ``n_iter_no_change`` trees is nowhere below that of the tree before them
+        by more than ``tol``, and keeps the trees of the lowest deviance.
+    tol : float
+        Early stopping: the least decrease of the held-out deviance per row that counts.
     """
 
     n_trees: int = 100
@@ -138,11 +162,19 @@ class BoostingParams:
     min_leaf_rows: int = 20
     bins: int = 128
     classes: int = 64
+    validation_fraction: float = 0.0
+    n_iter_no_change: int = 10
+    tol: float = 1e-7
+
+    @property
+    def early_stopping(self) -> bool:
+        """Whether a held-out share scores the trees (``validation_fraction > 0``)."""
+        return self.validation_fraction > 0
 
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)
-            integral = field.name in _INT_FIELDS
+            integral = field.name in INTEGER_SETTINGS
             allowed = (int, np.integer) if integral else (int, np.integer, float, np.floating)
             number = isinstance(value, allowed)
             if isinstance(value, bool | np.bool_) or not number:
@@ -162,6 +194,13 @@ class BoostingParams:
             ("min_leaf_rows", self.min_leaf_rows >= 1, ">= 1"),
             ("bins", 2 <= self.bins <= 1024, "in 2..1024"),
             ("classes", 2 <= self.classes <= 256, "in 2..256"),
+            (
+                "validation_fraction",
+                0 <= self.validation_fraction <= MAX_VALIDATION_FRACTION,
+                f"in [0, {MAX_VALIDATION_FRACTION}] (0: no early stopping)",
+            ),
+            ("n_iter_no_change", 1 <= self.n_iter_no_change <= MAX_TREES, f"in 1..{MAX_TREES}"),
+            ("tol", self.tol >= 0, ">= 0"),
         )
         for name, ok, rule in checks:
             if not ok:
@@ -430,6 +469,40 @@ def gradients(
     return p - onehot, np.maximum(p * (1.0 - p), _H_MIN)
 
 
+def log_loss(f: np.ndarray, y: np.ndarray, cumulative: bool = False) -> np.ndarray:
+    """Per row, the loss whose gradients :func:`gradients` gives (half the deviance):
+    log(sum_k e^{f_k}) - f_y (softmax), the binomial log loss (one score), or the sum
+    over c of the binomial log losses of 1{y <= c} (``cumulative``); computed as
+    log(1 + e^{-s f}) with s = +-1, which neither overflows nor loses small values."""
+    if cumulative or f.shape[1] == 1:
+        positive = y[:, None] <= np.arange(f.shape[1])[None, :] if cumulative else (y == 1)[:, None]
+        return np.logaddexp(0.0, np.where(positive, -f, f)).sum(axis=1)
+    top = f.max(axis=1)
+    lse = top + np.log(np.exp(f - top[:, None]).sum(axis=1))
+    return lse - f[np.arange(y.size), y]
+
+
+def held_out(n_rows: int, fraction: float, seed: Any) -> np.ndarray:
+    """Which of a site's ``n_rows`` rows early stopping holds out (bool, n_rows):
+    ``round(fraction * n_rows)`` rows (half up) of a permutation drawn from
+    ``numpy.random.default_rng(seed)``; the site's seed makes the rows its own and the
+    same in every round of a fit."""
+    m = int(np.floor(fraction * n_rows + 0.5))
+    mask = np.zeros(n_rows, dtype=bool)
+    mask[np.random.default_rng(seed).permutation(n_rows)[:m]] = True
+    return mask
+
+
+def should_stop(losses: list[float], n_iter_no_change: int, tol: float) -> bool:
+    """Whether none of the last ``n_iter_no_change`` held-out losses is below the one
+    before them by more than ``tol`` (scikit-learn's rule for its
+    ``HistGradientBoosting`` estimators, on a loss instead of a score)."""
+    if len(losses) <= n_iter_no_change:
+        return False
+    reference = losses[-n_iter_no_change - 1]
+    return min(losses[-n_iter_no_change:]) >= reference - tol
+
+
 def start_scores(root: np.ndarray, cumulative: bool = False) -> np.ndarray:
     """F_0 (K,) from the root's histogram over one covariate's bins at F = 0.
 
@@ -662,6 +735,16 @@ class TreeGrower:
     Columns do not depend on each other's models, so a coordinator may grow several in
     the same rounds.
 
+    Early stopping (``params.validation_fraction > 0``; not in Chen and Guestrin, who
+    fix the number of trees): the sites hold out a share of their rows
+    (:func:`held_out`) and, with the histograms of each tree's first level, report the
+    sum of :func:`log_loss` of the model so far over those rows and their count.  The
+    pooled loss per row after t trees is ``losses[t]``; once :func:`should_stop` says
+    so, the fit stops, the tree just begun is dropped, and the model keeps its first
+    ``argmin(losses)`` trees (the lowest held-out loss, as XGBoost and LightGBM keep
+    their best iteration; scikit-learn keeps them all).  The model with every tree
+    is never scored: a fit that does not stop keeps ``n_trees`` trees.
+
     Parameters
     ----------
     edges : list of ndarray
@@ -698,16 +781,20 @@ class TreeGrower:
         )
         self.started = False
         self.level = 0
+        #: Early stopping: the pooled held-out loss per row after 0, 1, ... trees.
+        self.losses: list[float] = []
+        #: Whether early stopping ended the fit before ``n_trees`` trees.
+        self.stopped = False
         self._new_tree()
 
     @property
     def rounds(self) -> int:
-        """The rounds of a whole fit: ``1 + n_trees * depth``."""
+        """The rounds of a whole fit (the most, with early stopping): ``1 + n_trees * depth``."""
         return 1 + self.params.n_trees * self.params.depth
 
     @property
     def done(self) -> bool:
-        return self.started and self.model.n_trees == self.params.n_trees
+        return self.started and (self.stopped or self.model.n_trees == self.params.n_trees)
 
     def _new_tree(self) -> None:
         self.feature = np.full(self.inner, -1, dtype=np.int64)
@@ -720,15 +807,36 @@ class TreeGrower:
             raise RuntimeError("the model is complete")
         return self.model, self.feature, self.left, self.level
 
-    def absorb(self, hist: np.ndarray) -> None:
+    def absorb(self, hist: np.ndarray, held: np.ndarray | None = None) -> None:
         """Take the pooled histograms (2^level, sum(n_bins), 2K + 1) of the round
-        :meth:`request` described."""
+        :meth:`request` described, and with early stopping the pooled held-out
+        ``(sum of log_loss, rows)`` of the model the request carried.
+
+        Raises
+        ------
+        ValueError
+            Early stopping, and a first level's round without held-out rows.
+        """
         if not self.started:
             self.model.init = start_scores(
                 hist[0, : self.n_bins[0]], cumulative=self.model.response_edges is not None
             )
             self.started = True
             return
+        if self.level == 0 and self.params.early_stopping:
+            if held is None or held[1] <= 0:
+                raise ValueError(
+                    "early stopping: no site reported a held-out loss (each holds too few "
+                    "held-out rows for its policy's floor); raise validation_fraction, or "
+                    "set it to 0"
+                )
+            self.losses.append(float(held[0] / held[1]))
+            if should_stop(self.losses, self.params.n_iter_no_change, self.params.tol):
+                best = int(np.argmin(self.losses))
+                m = self.model
+                m.feature, m.left, m.value = m.feature[:best], m.left[:best], m.value[:best]
+                self.stopped = True
+                return
         lo, hi = 2**self.level - 1, 2 ** (self.level + 1) - 1
         f, lm = best_splits(hist, self.n_bins, self.nominal, self.params, self.top)
         self.feature[lo:hi] = f

@@ -34,7 +34,7 @@ import math
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -110,7 +110,7 @@ _SUMMED = {
     "block": ("S", "T"),
     "tune": ("scores", "rows"),
     "neff": ("N",),
-    "boost": ("H",),
+    "boost": ("H", "loss"),  # "loss": early stopping's, in a tree's first level only
 }
 #: Numbers per block of neighbour-list work (about 2 MB): small enough for the cache.
 _BLOCK_VALUES = 1 << 18
@@ -298,6 +298,7 @@ class FITSClient:
         self._schema: Schema | None = None
         self._cache = _Cache()
         self._scores = boosting.ScoreCache()  # boost rounds: score only the new trees
+        self._site_seed = 0  # configure's; early stopping's held-out rows follow from it
         self._secure: SecureAggregator | None = None
         self._resume_key: bytes | None = None
         if policy is not None and not isinstance(policy, SitePolicy):
@@ -363,6 +364,8 @@ class FITSClient:
         elif message.type == "boost":
             precision = str(message.config.get("precision", "float64"))
             arrays = encode_histograms(reply.arrays["H"], precision)
+            if "loss" in reply.arrays:  # early stopping's held-out loss: as it is
+                arrays["loss"] = reply.arrays["loss"]
             reply = Message(reply.type, arrays, reply.config)
         self.timings[message.type] += time.perf_counter() - start
         entry["outcome"] = "answered"
@@ -516,7 +519,7 @@ class FITSClient:
             )
         c = message.config
         arrays = dict(reply.arrays)
-        for name in _SUMMED[message.type]:
+        for name in (n for n in _SUMMED[message.type] if n in arrays):
             label = (
                 f"{message.type}|{c.get('request', '')}|{c['column']}|{c.get('scheme', '')}|{name}"
             )
@@ -602,6 +605,7 @@ class FITSClient:
         self._schema = schema
         self.n_total = n_total
         self._continualize(schema, int(msg.config["seed"]))
+        self._site_seed = int(msg.config["seed"])  # also picks early stopping's held-out rows
         self._standardize(msg)
         bw_cont, bw_disc = self._response_bandwidths(msg, adjusted)
         self.grids = grids
@@ -1587,7 +1591,7 @@ class FITSClient:
         )
         rows = np.arange(self.n_rows)
         if spec.is_discrete:
-            y, levels = self.codes[:, j], spec.n_levels
+            levels = spec.n_levels
         else:  # a continuous column: its quantile classes, over the rows holding a value
             classes = np.asarray(msg.arrays.get("response_edges", np.zeros(0)), dtype=float)
             if classes.size < 1 or np.any(np.diff(classes) <= 0):
@@ -1596,7 +1600,6 @@ class FITSClient:
                     "increasing response_edges (its classes)"
                 )
             rows = np.flatnonzero(self.valid[:, j])
-            y = np.searchsorted(classes, self.z[rows, j], side="left")
             levels = classes.size + 1
         cumulative = not spec.is_discrete
         want = levels - 1 if cumulative else boosting.discrete_outputs(levels)
@@ -1605,15 +1608,35 @@ class FITSClient:
                 f"{self.name}: column {spec.name!r} has {levels} classes; a boost request "
                 f"for it needs outputs={want}, got {outputs}"
             )
-        codes, f = self._scores.scores(j, model, lambda: self.z[rows, :j])
-        g, h = boosting.gradients(f, y, cumulative)
+
+        def classes_of(r: np.ndarray) -> np.ndarray:
+            if spec.is_discrete:
+                return self.codes[r, j]
+            return np.searchsorted(classes, self.z[r, j], side="left")
+
+        key: Hashable = j
+        arrays: dict[str, np.ndarray] = {}
+        validation = _validation_request(msg, self.name)
+        k = self.policy.min_effective_rows
+        if validation is not None:  # early stopping: these rows score, the others fit
+            fraction, seed = validation
+            mask = boosting.held_out(self.n_rows, fraction, [seed, self._site_seed])
+            held, rows = rows[mask[rows]], rows[~mask[rows]]
+            key = (j, fraction, seed)
+            if level == 0:
+                _, f_held = self._scores.scores((*key, "held"), model, lambda: self.z[held, :j])
+                loss = boosting.log_loss(f_held, classes_of(held), cumulative).sum()
+                enough = held.size > 0 and held.size >= k
+                arrays["loss"] = np.array([loss, held.size], dtype=float) * enough
+        codes, f = self._scores.scores(key, model, lambda: self.z[rows, :j])
+        g, h = boosting.gradients(f, classes_of(rows), cumulative)
         node = boosting.node_of(codes, feature, left, level)
         hist = boosting.histograms(codes, node, 2**level, n_bins, g, h)
-        hist, dropped = boosting.coarsen(hist, n_bins, self.policy.min_effective_rows)
+        hist, dropped = boosting.coarsen(hist, n_bins, k)
         if dropped.size:
             self._abstained = dropped
         return Message(
-            "boost", {"H": hist}, {"abstained": int(dropped.size)} if dropped.size else {}
+            "boost", {"H": hist, **arrays}, {"abstained": int(dropped.size)} if dropped.size else {}
         )
 
     def _marginal(self, msg: Message) -> Message:
@@ -1644,6 +1667,27 @@ class FITSClient:
             self._abstained = np.zeros(1, dtype=np.int64)
             return Message("marginal", {"F": np.zeros(phi.shape[1])}, {"abstained": 1})
         return Message("marginal", {"F": phi[self.valid[:, j]].sum(axis=0)})
+
+
+def _validation_request(msg: Message, site: str) -> tuple[float, int] | None:
+    """A boost request's early stopping, checked: (validation fraction, seed) or None."""
+    if "validation" not in msg.config:
+        return None
+    fraction, seed = msg.config["validation"], msg.config.get("validation_seed")
+    if not (
+        isinstance(fraction, int | float)
+        and not isinstance(fraction, bool)
+        and 0 < fraction <= boosting.MAX_VALIDATION_FRACTION
+        and isinstance(seed, int)
+        and not isinstance(seed, bool)
+        and seed >= 0
+    ):
+        raise ProtocolError(
+            f"{site}: a boost request's early stopping needs 0 < validation <= "
+            f"{boosting.MAX_VALIDATION_FRACTION} and a validation_seed >= 0, got "
+            f"{fraction!r} and {seed!r}"
+        )
+    return float(fraction), int(seed)
 
 
 def _boost_request(msg: Message, d: int, trees_allowed: int, site: str) -> tuple:

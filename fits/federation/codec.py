@@ -292,7 +292,8 @@ def decode_histograms(
     if precision == "float64":
         return np.asarray(arrays["H"], dtype=np.float64)
     v, w, s = shape
-    rows = decode_cdf({"F" + name[1:]: a for name, a in arrays.items()}, precision)
+    parts = {"F" + name[1:]: a for name, a in arrays.items() if name.startswith("H")}
+    rows = decode_cdf(parts, precision)
     return rows.reshape(v, s, w).transpose(0, 2, 1)
 
 

@@ -316,6 +316,9 @@ class Coordinator:
                 )
         #: The fitted boosted models, per column (:meth:`boosted_model`).
         self.models: dict[str, BoostedModel] = {}
+        #: Early stopping's pooled held-out loss per row after 0, 1, ... trees, per column.
+        self.boosting_losses: dict[str, list[float]] = {}
+        self._validation_seed = 0  # configure's
         #: (site, node) histograms of boosted columns the sites withheld under their floor.
         self.nodes_withheld = 0
         #: column_models resolved at setup (ALL_COLUMNS expanded), per chain column
@@ -646,6 +649,9 @@ class Coordinator:
         if self.secure and self._public_keys is not None:
             arrays["secure_keys"] = self._public_keys
         children = seq.spawn(self.transport.n_clients)
+        # early stopping's held-out rows (boosted columns): each site's follow from this
+        # and its own lifting seed (a function of the root, which stays unchanged)
+        self._validation_seed = int(seq.generate_state(1, np.uint32)[0])
         config: dict[str, ConfigValue] = {
             **({"secure_neighbours": self.mask_neighbours or 0} if self.secure else {}),
             "schema": self.schema.without_rules().to_json(),  # the sites need no rule
@@ -1399,6 +1405,7 @@ class Coordinator:
             answers = self.transport.broadcast_many(requests)
             for column, message, replies in zip(active, requests, answers, strict=True):
                 hist = self._boost_total(message, replies)
+                held = self._total(replies, "loss") if "loss" in replies[0].arrays else None
                 grower = growers[column]
                 if not grower.started and hist[0, : grower.n_bins[0], -1].sum() <= 0:
                     raise ProtocolError(
@@ -1407,11 +1414,18 @@ class Coordinator:
                         f"min_effective_rows, default {DEFAULT_MIN_EFFECTIVE_ROWS:g}), so the "
                         "model has nothing to fit; keep the kernel for this column, or add rows"
                     )
-                grower.absorb(hist)
-            if progress:
-                progress(BOOSTING_PROGRESS, done, rounds)
+                try:
+                    grower.absorb(hist, held)
+                except ValueError as exc:
+                    raise ValueError(f"boosting: column {column!r}: {exc}") from None
+            finished = all(g.done for g in growers.values())
+            if progress:  # early stopping: the fit ends before its most rounds
+                progress(BOOSTING_PROGRESS, done, done if finished else rounds)
+            if finished:
+                break
         for column, grower in growers.items():
             self.models[column] = grower.model
+            self.boosting_losses[column] = list(grower.losses)
 
     def _grower(self, column: str) -> TreeGrower:
         """A boosted column's bins, classes and checks: its :class:`TreeGrower`."""
@@ -1465,14 +1479,18 @@ class Coordinator:
         }
         if model.response_edges is not None:
             arrays["response_edges"] = model.response_edges
+        params = self.boosting_params(column)
         config: dict[str, ConfigValue] = {
             "column": column,
             "request": next(self._requests),
-            "depth": self.boosting_params(column).depth,
+            "depth": params.depth,
             "level": level,
             "outputs": int(model.init.size),
             **self._secure_flag(),
         }
+        if params.early_stopping:
+            config["validation"] = params.validation_fraction
+            config["validation_seed"] = self._validation_seed
         precision = self._wire_precision()
         if precision != "float64":
             config["precision"] = precision

@@ -40,8 +40,11 @@ boost        config ``column``, ``request``,             ``H`` (2^level, W, 2K +
              (K,), ``feature`` (T + 1, 2^depth - 1),     (:mod:`fits.core.boosting`),
              ``left`` (T + 1, 2^depth - 1, bytes):       W = sum of (e_j + 1)
              bit-packed bin masks, ``value``
-             (T, 2^depth, K): the T trees so far
-             and the levels grown of the next
+             (T, 2^depth, K): the T trees so far        With config ``validation``, at
+             and the levels grown of the next;          level 0 also ``loss`` (2,): the
+             early stopping: config ``validation``      sum of the model's log loss over
+             (the share held out) and                   the held-out rows and their count
+             ``validation_seed``                        (zeros under the site's floor)
 rules        config ``stage`` (``check`` / ``map`` /     ``holds`` (n,) uint8 0/1 (check):
              ``moments``), ``schema`` (JSON, the         does candidate i hold in every
              merged schema), ``candidates`` (JSON, n     row here; or ``pairs`` (size,)
@@ -503,6 +506,8 @@ def check_reply(request: Message, reply: Message) -> None:
             expected = histogram_arrays(precision, nodes, width, 2 * outputs + 1)
         except ValueError as exc:
             raise ProtocolError(f"boost request: {exc}") from None
+        if "validation" in request.config and int(request.config["level"]) == 0:
+            expected["loss"] = ((2,), "float64")  # early stopping's held-out loss, rows
     elif mtype in ("hessian", "cdf", "block"):
         b, d = request.arrays["queries"].shape
         grid_size = int(request.config.get("grid_size", 0))
