@@ -341,9 +341,8 @@ def analyze(
     if method == "fedhybrid":  # FedHybrid's steps are eta1 / eta2
         opts.iterations.update({"eta": None, "eta1": step, "eta2": step})
     METHODS[method].check(opts)
-    spec = METHODS[method].spec(opts)
     if flower:
-        _analyze_on_flower(site_files, spec, out, seed, round_timeout)
+        _analyze_on_flower(site_files, opts, out, seed, round_timeout)
         return
     from fits.analysis.run import run_analysis
 
@@ -352,6 +351,7 @@ def analyze(
         for path in site_files:
             name = path.stem if path.stem not in tables else f"{path.stem} ({len(tables) + 1})"
             tables[name] = read_table(path)
+        spec = _spec(opts, list(next(iter(tables.values())).columns))
         result, summary = run_analysis(spec, tables)
     except (DataFileError, SchemaError, DesignError, ProtocolError) as exc:
         _fail(str(exc))
@@ -362,8 +362,23 @@ def analyze(
     typer.echo(f"result: {out}")
 
 
+def _spec(opts: AnalyzeOptions, columns: list[str]) -> dict[str, Any]:
+    """The method's spec, with ``--target`` and ``--features`` resolved to the headers of
+    the (first) site table (:func:`~fits.cli.options.match_columns`; exit 2 for a name
+    no header, or two, match)."""
+    from .options import ColumnNameError, match_columns
+
+    try:
+        opts.target = match_columns([opts.target], columns, "--target")[0]
+        if opts.features is not None:
+            opts.features = match_columns(opts.features, columns, "--features")
+    except ColumnNameError as exc:
+        _fail(str(exc), 2)
+    return METHODS[opts.method].spec(opts)
+
+
 def _analyze_on_flower(
-    site_files: list[Path], spec: dict[str, Any], out: Path, seed: int, round_timeout: float
+    site_files: list[Path], opts: AnalyzeOptions, out: Path, seed: int, round_timeout: float
 ) -> None:
     """``--flower``: the same spec on a local Flower federation, one SuperNode per file.
 
@@ -391,12 +406,21 @@ def _analyze_on_flower(
     for path in site_files:
         if not path.is_file():
             _fail(f"the site table {str(path)!r}: no such file", 2)
-    from fits.io import OutputError, check_output
+    from fits.io import DataFileError, OutputError, check_output, read_table
 
     try:
         check_output(out, [("the site table", p) for p in site_files])
     except OutputError as exc:
         _fail(str(exc), 2)
+    import warnings
+
+    try:  # the names of the first site's columns, for --target and --features
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # notes on reading it: the site says them
+            columns = list(read_table(site_files[0]).columns)
+    except DataFileError as exc:
+        _fail(str(exc))
+    spec = _spec(opts, columns)
     from fits.cli.errors import interruptible
 
     config = {

@@ -33,8 +33,11 @@ from .options import (
     BoostingOpt,
     ColumnDesignOpt,
     ColumnModelOpt,
+    ColumnNameError,
     DesignOpt,
     Secure,
+    match_columns,
+    match_keys,
     parse_boosting,
     parse_column_designs,
     parse_column_models,
@@ -66,7 +69,7 @@ def _data_errors() -> Iterator[None]:
 
     try:
         yield
-    except IdentifierColumnError as exc:  # refused until the user drops or declares it
+    except (IdentifierColumnError, ColumnNameError) as exc:  # usage: the user must decide
         _fail(str(exc), 2)
     except (DataFileError, SchemaError, ProtocolError) as exc:
         _fail(str(exc))
@@ -131,17 +134,16 @@ def _parse_kinds(kind: list[str] | None, schema: Path | None = None) -> dict[str
 def _drop_columns(
     tables: dict[str, pd.DataFrame], drop: list[str] | None
 ) -> dict[str, pd.DataFrame]:
-    """Remove the ``--drop`` columns from every site's table (each must be there)."""
+    """Remove the ``--drop`` columns from every site's table (each must be there, named
+    as :func:`~fits.cli.options.match_columns` resolves names)."""
     if not drop:
         return tables
-    for site, frame in tables.items():
-        absent = [c for c in drop if c not in frame.columns]
-        if absent:
-            raise typer.BadParameter(
-                f"{site} has no column(s) {absent}; its columns are {list(frame.columns)}",
-                param_hint="--drop",
-            )
-    return {site: frame.drop(columns=list(drop)) for site, frame in tables.items()}
+    return {
+        site: frame.drop(
+            columns=match_columns(drop, list(frame.columns), "--drop", f"{site}'s table")
+        )
+        for site, frame in tables.items()
+    }
 
 
 def _check_inputs(paths: Sequence[tuple[str, Path]]) -> None:
@@ -248,36 +250,14 @@ def _progress(quiet: bool) -> tuple[Any, Callable[[str, int, int], None] | None]
     return progress_bar(Console(stderr=True))
 
 
-def _match_columns(
-    named: dict[str, Any], columns: list[str], *, only_mappings: bool = False
-) -> dict[str, Any]:
-    """``named`` with each key that is no column but one column's name up to surrounding
-    spaces (a header such as ``' age'``, which the options' parsing strips) renamed to
-    that column.  ``only_mappings``: only keys whose value is a mapping are column
-    names (``--boosting``: the others are settings)."""
-    stripped: dict[str, list[str]] = {}
-    for column in columns:
-        stripped.setdefault(column.strip(), []).append(column)
-    out: dict[str, Any] = {}
-    for key, value in named.items():
-        match = stripped.get(key.strip(), [])
-        if (
-            key not in columns
-            and len(match) == 1
-            and (isinstance(value, dict) or not only_mappings)
-        ):
-            key = match[0]
-        out[key] = value
-    return out
-
-
-def _order(order: str | None) -> list[str] | None:
+def _order(order: str | None, columns: list[str]) -> list[str] | None:
+    """``--order col1,col2,...`` as the headers it names (:func:`match_columns`)."""
     if order is None:
         return None
-    names = [c.strip() for c in order.split(",") if c.strip()]
+    names = [c for c in order.split(",") if c.strip()]  # ' a ' names the header ' a ' first
     if not names:
         raise typer.BadParameter("--order needs column names separated by commas")
-    return names
+    return match_columns(names, columns, "--order")
 
 
 SiteFiles = Annotated[
@@ -447,27 +427,22 @@ def synthesize(
                 2,
             )
         columns = [str(c) for c in next(iter(tables.values())).columns]
-        column_designs = _match_columns(column_designs, columns)
-        column_models = _match_columns(column_models, columns)
-        boosting_params = _match_columns(boosting_params, columns, only_mappings=True)
-        for option, named in (
-            ("--column-design", column_designs),
-            ("--column-model", {c: m for c, m in column_models.items() if c != "*"}),
-        ):
-            unknown = sorted(set(named) - set(columns))
-            if unknown:
-                _fail(
-                    f"{option}: no column {unknown} in the site tables (columns: "
-                    f"{', '.join(c if c == c.strip() else repr(c) for c in columns)})",
-                    2,
-                )
+        kinds = match_keys(kinds, columns, "--kind")
+        chain_order = _order(order, columns)
+        column_designs = match_keys(column_designs, columns, "--column-design")
+        column_models = match_keys(
+            column_models, columns, "--column-model", is_column=lambda c, _: c != "*"
+        )
+        boosting_params = match_keys(  # COLUMN:SETTING=VALUE: a mapping under the column
+            boosting_params, columns, "--boosting", is_column=lambda _, v: isinstance(v, dict)
+        )
         user_schema = None
         if schema is not None:
             try:
                 user_schema = Schema.from_json(schema.read_text())
             except (OSError, ValueError) as exc:
                 _fail(f"{schema}: not a usable schema file ({exc}); write one with `fits schema`")
-        chain = _order(order) or (list(user_schema.order) if user_schema else columns)
+        chain = chain_order or (list(user_schema.order) if user_schema else columns)
         if chain and chain[0] in column_designs:
             _fail(
                 f"--column-design {chain[0]}={column_designs[chain[0]]}: {chain[0]!r} is the "
@@ -482,7 +457,7 @@ def synthesize(
                 kernel.value,
                 seed=seed,
                 kinds=kinds,
-                order=_order(order),
+                order=chain_order,
                 schema=user_schema,
                 n_jobs=jobs,
                 site_policy=site_policy,
@@ -693,9 +668,12 @@ def schema_command(
     kinds = _parse_kinds(kind)
     with interruptible("no schema was written"), _data_errors():
         tables = _drop_columns(_load_sites(site_files, simulate_clients, shares, seed), drop)
+        columns = [str(c) for c in next(iter(tables.values())).columns]
+        kinds = match_keys(kinds, columns, "--kind")
+        chain_order = _order(order, columns)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            merged = Schema.detect(tables, kinds=kinds, order=_order(order), rules=not no_rules)
+            merged = Schema.detect(tables, kinds=kinds, order=chain_order, rules=not no_rules)
         _echo_warnings(caught)
         write_text(merged.to_json(indent=2) + "\n", out)
     kinds = merged.kinds()

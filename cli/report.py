@@ -5,6 +5,7 @@ Registered on the ``fits`` app in :mod:`fits.cli.main`.
 
 from __future__ import annotations
 
+import dataclasses
 import json as _json
 import math
 import sys
@@ -250,6 +251,7 @@ def report(
             options = _check_options(task, target, ratio, lam, out, json)
             _check_outputs(out, json, files, schema, settings)
             tables = _read_tables(files)
+            options = _match_targets(options, tables["real"], real)
             kinds = _schema_kinds(schema, tables["real"], real) if schema is not None else None
             settings_data = _settings_json(settings) if settings is not None else None
             say(
@@ -402,6 +404,20 @@ def _check_options(
     if out.suffix.lower() not in (".html", ".htm"):
         raise UsageError(f"--out {str(out)!r}: the report is HTML; name it *.html")
     return _Options(targets, tasks, ratios, lambdas)
+
+
+def _match_targets(options: _Options, real_frame: pd.DataFrame, real: Path) -> _Options:
+    """``options`` with each ``--target`` resolved to its header in ``--real``
+    (:func:`~fits.cli.options.match_columns`); a name no header matches is a usage error."""
+    from .options import ColumnNameError, match_columns
+
+    try:
+        targets = match_columns(
+            options.targets, list(real_frame.columns), "--target", f"--real {str(real)!r}"
+        )
+    except ColumnNameError as err:
+        raise UsageError(str(err)) from None
+    return dataclasses.replace(options, targets=targets)
 
 
 def _check_outputs(

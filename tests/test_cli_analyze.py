@@ -66,7 +66,7 @@ def test_analyze_writes_the_fit_and_the_privacy_spent(sites: list[str], tmp_path
             1,
             "hospital1: target 'x1' must be a count",
         ),
-        (["--target", "nope"], 1, "target column 'nope'"),
+        (["--target", "nope"], 2, "--target: no column ['nope'] in the site tables"),
     ],
 )
 def test_analyze_errors(sites, tmp_path, args, code, message) -> None:

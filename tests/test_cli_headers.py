@@ -1,0 +1,190 @@
+"""Every option that names a column finds a header with surrounding spaces (``' y '``)
+by its name without them, the same way (:func:`fits.cli.options.match_columns`): an
+exact header wins, else the one header equal up to surrounding whitespace; a name two
+headers match that way, or none, is a usage error (exit 2). In process, on tiny tables."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from fits.cli.main import app
+from fits.cli.options import ColumnNameError, match_columns, match_keys
+
+#: The headers of the spaced tables, all with surrounding spaces.
+SPACED = [" x ", " g ", " h ", " n ", " id "]
+
+
+def _fits(*args: object):
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+@pytest.fixture(scope="module")
+def sites(tmp_path_factory) -> list[Path]:
+    """Two sites of 30 rows whose every header has surrounding spaces."""
+    folder = tmp_path_factory.mktemp("spaced")
+    rng = np.random.default_rng(0)
+    paths = []
+    for k, name in enumerate(("a", "b")):
+        g = rng.choice(["u", "v", "w"], 30)
+        x = rng.normal(size=30) + (g == "u")
+        frame = pd.DataFrame(
+            {
+                " x ": x.round(3),
+                " g ": g,
+                " h ": 1 + (x > 0) + (x > 1),
+                " n ": rng.integers(0, 10, 30),
+                " id ": np.arange(30) + 100 * k,
+            }
+        )
+        paths.append(folder / f"{name}.csv")
+        frame.to_csv(paths[-1], index=False)
+    return paths
+
+
+@pytest.fixture(scope="module")
+def ambiguous(tmp_path_factory) -> Path:
+    """Headers ' a' and 'a ': the name 'a' could be either."""
+    path = tmp_path_factory.mktemp("ambiguous") / "t.csv"
+    rng = np.random.default_rng(1)
+    pd.DataFrame(
+        {" a": rng.normal(size=20), "a ": rng.normal(size=20), "b": rng.normal(size=20)}
+    ).to_csv(path, index=False)
+    return path
+
+
+def test_match_columns_exact_wins_then_stripped_then_refuses() -> None:
+    assert match_columns(["a"], ["a", " a "], "--kind") == ["a"]
+    assert match_columns(["a", " a "], ["a", " a "], "--kind") == ["a", " a "]
+    assert match_columns(["y", "x "], [" x", " y "], "--order") == [" y ", " x"]
+    with pytest.raises(ColumnNameError, match=r"--order: 'a' could be column ' a' or 'a '"):
+        match_columns(["a"], [" a", "a ", "b"], "--order")
+    with pytest.raises(ColumnNameError) as info:
+        match_columns(["zz", "b", "qq"], [" a", "b"], "--drop", "t's table")
+    assert str(info.value) == "--drop: no column ['qq', 'zz'] in t's table (columns: ' a', b)"
+    star = match_keys(
+        {"*": "boosting", "y": "kernel"}, [" y "], "--column-model", is_column=lambda c, _: c != "*"
+    )
+    assert star == {"*": "boosting", " y ": "kernel"}
+    with pytest.raises(ColumnNameError, match=r"--kind names column ' y ' twice"):
+        match_keys({"y": "nominal", " y ": "ordinal"}, [" y "], "--kind")
+
+
+def test_synthesize_resolves_every_column_option(sites, tmp_path, monkeypatch) -> None:
+    """--drop, --kind, --order, --column-design, --column-model and --boosting COL: name
+    spaced headers without the spaces; the synthesizer gets the headers."""
+    import fits
+
+    real = fits.FITSSynthesizer
+    seen: dict = {}
+
+    def spy(*args, **kwargs):
+        seen.update(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(fits, "FITSSynthesizer", spy)
+    out = tmp_path / "s.csv"
+    res = _fits("synthesize", *sites, "--rows", 20, "--out", out, "-q", "--drop", "n",
+                "--kind", "id=id", "--order", "g, x ,h,id", "--column-design", "x=constant",
+                "--column-model", "h=boosting", "--boosting", "h:n_trees=2")  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert seen["kinds"] == {" id ": "id"}
+    assert seen["order"] == [" g ", " x ", " h ", " id "]
+    assert seen["column_designs"] == {" x ": "constant"}
+    assert seen["column_models"] == {" h ": "boosting"}
+    assert seen["boosting"] == {" h ": {"n_trees": 2}}
+    synthetic = pd.read_csv(out)
+    assert list(synthetic.columns) == [" x ", " g ", " h ", " id "]  # ' n ' dropped
+    assert synthetic[" id "].str.startswith("synthetic-").all()  # kind id: surrogates
+
+
+def test_schema_resolves_drop_kind_order(sites, tmp_path) -> None:
+    out = tmp_path / "schema.json"
+    res = _fits("schema", *sites, "--out", out, "--drop", "n", "--kind", "id=id",
+                "--kind", "h=nominal", "--order", "h,g,x,id")  # fmt: skip
+    assert res.exit_code == 0, res.output
+    schema = json.loads(out.read_text())
+    assert schema["order"] == [" h ", " g ", " x ", " id "]
+    kinds = {c["name"]: c["kind"] for c in schema["columns"]}
+    assert kinds == {" x ": "continuous", " g ": "nominal", " h ": "nominal", " id ": "id"}
+
+
+def test_an_exact_header_wins(tmp_path) -> None:
+    """Headers 'h' and ' h ': --kind h=... is 'h', and ' h =...' the other."""
+    path = tmp_path / "t.csv"
+    pd.DataFrame({"h": [1, 2, 3] * 5, " h ": [3, 1, 2] * 5, "x": np.arange(15.0)}).to_csv(
+        path, index=False
+    )
+    out = tmp_path / "schema.json"
+    res = _fits("schema", path, "--out", out, "--kind", "h=nominal", "--order", "x,h, h ")
+    assert res.exit_code == 0, res.output
+    schema = json.loads(out.read_text())
+    assert {c["name"]: c["kind"] for c in schema["columns"]}["h"] == "nominal"
+    assert {c["name"]: c["kind"] for c in schema["columns"]}[" h "] == "ordinal"
+    assert schema["order"] == ["x", "h", " h "]
+
+
+def test_report_target(sites, tmp_path) -> None:
+    out, js = tmp_path / "r.html", tmp_path / "r.json"
+    res = _fits("report", "--real", sites[0], "--synthetic", sites[1], "--out", out,
+                "--json", js, "--target", "x", "--quiet", "--no-direct")  # fmt: skip
+    assert res.exit_code == 0, res.output
+    report = json.loads(js.read_text())
+    assert report["targets"] == [" x "] and report["utility"][" x "]["target"] == " x "
+
+
+@pytest.mark.filterwarnings("ignore:column ' id ' holds a different whole number")
+def test_analyze_target_and_features(sites, tmp_path) -> None:
+    out = tmp_path / "result.json"
+    res = _fits("analyze", *sites, "--target", "x", "--features", "h, n", "--family",
+                "linear", "--out", out)  # fmt: skip
+    assert res.exit_code == 0, res.output
+    result = json.loads(out.read_text())
+    assert result["target"] == " x " and set(result["params"]) == {"(intercept)", " h ", " n "}
+
+
+def _cases(table: str, name: str, other: str) -> list[tuple[str, list[str]]]:
+    """(option, command line) of every option naming column ``name`` of ``table``
+    (``other``: a column the name resolves to without doubt)."""
+    synth = ["synthesize", table, "--rows", "5", "--out", "{out}/s.csv", "-q"]
+    schema = ["schema", table, "--out", "{out}/schema.json"]
+    real = ["report", "--real", table, "--synthetic", table, "--out", "{out}/r.html"]
+    analyze = ["analyze", table, "--out", "{out}/r.json", "--family", "linear"]
+    return [
+        ("--drop", [*synth, "--drop", name]),
+        ("--kind", [*synth, "--kind", f"{name}=nominal"]),
+        ("--order", [*synth, "--order", f"{name},{other}"]),
+        ("--column-design", [*synth, "--column-design", f"{name}=constant"]),
+        ("--column-model", [*synth, "--column-model", f"{name}=boosting"]),
+        ("--boosting", [*synth, "--column-model", "*=boosting", "--boosting", f"{name}:depth=2"]),
+        ("--drop", [*schema, "--drop", name]),
+        ("--kind", [*schema, "--kind", f"{name}=nominal"]),
+        ("--order", [*schema, "--order", f"{other},{name}"]),
+        ("--target", [*real, "--target", name]),
+        ("--target", [*analyze, "--target", name]),
+        ("--features", [*analyze, "--target", other, "--features", name]),
+    ]
+
+
+@pytest.mark.parametrize("case", range(len(_cases("", "", ""))))
+def test_a_name_two_headers_match_is_a_usage_error(ambiguous, tmp_path, case) -> None:
+    option, argv = _cases(str(ambiguous), "a", "b")[case]
+    res = _fits(*(a.format(out=tmp_path) for a in argv))
+    assert res.exit_code == 2, res.output
+    assert f"{option}: 'a' could be column ' a' or 'a '" in res.output, res.output
+    assert "Traceback" not in res.output and not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("case", range(len(_cases("", "", ""))))
+def test_an_unknown_name_is_a_usage_error(sites, tmp_path, case) -> None:
+    option, argv = _cases(str(sites[0]), "zz", "x")[case]
+    res = _fits(*(a.format(out=tmp_path) for a in argv))
+    assert res.exit_code == 2, res.output
+    assert f"{option}: no column ['zz'] in " in res.output, res.output
+    assert "(columns: ' x ', ' g ', ' h ', ' n ', ' id ')" in res.output, res.output
+    assert "Traceback" not in res.output and not list(tmp_path.iterdir())
