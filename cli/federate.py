@@ -27,8 +27,11 @@ from .options import (
     BoostingOpt,
     ColumnDesignOpt,
     ColumnModelOpt,
+    ColumnNameError,
     DesignOpt,
     Secure,
+    match_columns,
+    match_keys,
     parse_boosting,
     parse_column_designs,
     parse_column_models,
@@ -223,21 +226,47 @@ def _run_config(
     column_design: list[str] | None = None,
     column_model: list[str] | None = None,
     boosting: list[str] | None = None,
+    columns: list[str] | None = None,
 ) -> dict[str, Any]:
+    """The run config of these options.  With ``columns`` (the site tables' headers,
+    known to ``fits federate local``), the columns the options name are resolved to
+    them (:func:`~fits.cli.options.match_columns`); else they go as given."""
+    kind_map: dict[str, str] = {}
     for item in kinds:
-        if ":" not in item:
+        column, sep, kind = item.rpartition(":")
+        if not sep or not column.strip():
             _fail(f"--kind {item!r}: write column:kind, e.g. --kind age:continuous", 2)
+        kind_map[column] = kind
     try:
         column_designs = parse_column_designs(column_design)
         column_models = parse_column_models(column_model)
         boosting_params = parse_boosting(boosting, column_models)
     except ValueError as exc:
         _fail(str(exc), 2)
+    if columns is not None:
+        try:
+            kind_map = match_keys(kind_map, columns, "--kind")
+            names = [c for c in order.split(",") if c.strip()]
+            order = ",".join(match_columns(names, columns, "--order"))
+            column_designs = match_keys(column_designs, columns, "--column-design")
+            column_models = match_keys(
+                column_models, columns, "--column-model", is_column=lambda c, _: c != "*"
+            )
+            boosting_params = match_keys(
+                boosting_params, columns, "--boosting", is_column=lambda _, v: isinstance(v, dict)
+            )
+        except ColumnNameError as exc:
+            _fail(str(exc), 2)
+    # "column:kind,..." unless a name has surrounding spaces or a comma (which that text
+    # cannot carry): then a JSON object
+    plain = all(c == c.strip() and "," not in c for c in kind_map)
     return {
         "output": str(out.resolve()),
         "rows": rows,
         "seed": seed,
-        "kinds": ",".join(kinds),
+        "kinds": ",".join(f"{c}:{k}" for c, k in kind_map.items())
+        if plain
+        else json.dumps(kind_map),
         "order": order,
         "schema": str(schema.resolve()) if schema else "",
         "timeout": float(timeout),
@@ -407,6 +436,21 @@ def run(
     _report(result, out)
 
 
+def _header(path: Path) -> list[str]:
+    """The column names of a site table (exit 1 for a file that cannot be read)."""
+    import warnings
+
+    from fits.io import DataFileError, read_table
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # notes on reading it: the site says them
+            return [str(c) for c in read_table(path).columns]
+    except DataFileError as exc:
+        _fail(str(exc))
+        raise  # pragma: no cover - _fail exits
+
+
 def remove_temporary_outputs(out: Path, since: float) -> None:
     """Remove the hidden temporary files (``.<name>.*.tmp``, :func:`fits.io.write_table`'s
     pattern) beside ``out`` created since ``since``: what a stopped writer left."""
@@ -512,7 +556,9 @@ def local(
         problem = pooled_without_secure(SitePolicy.from_json(policy), secure_aggregation)
         if problem:
             _fail(problem, 2)
-    launch = _launch()  # every usage error above is reported with or without Flower
+    columns = None
+    if kind or order.strip() or column_design or column_model or boosting:
+        columns = _header(data[0])  # the columns these options name
     config = _run_config(
         out,
         rows,
@@ -531,7 +577,9 @@ def local(
         column_design,
         column_model,
         boosting,
+        columns=columns,
     )
+    launch = _launch()  # every usage error above is reported with or without Flower
     kernels = dict(zip(names, kernel, strict=True)) if kernel else {}
     from fits.cli.errors import interruptible
 

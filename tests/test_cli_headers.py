@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -148,6 +149,34 @@ def test_analyze_target_and_features(sites, tmp_path) -> None:
     assert result["target"] == " x " and set(result["params"]) == {"(intercept)", " h ", " n "}
 
 
+def test_federate_local_resolves_every_column_option(sites, tmp_path, monkeypatch) -> None:
+    """fits federate local reads the first site's header and sends the headers in the
+    run config (the kinds as JSON, which keeps their spaces); Flower itself is not run."""
+    from fits.cli import federate
+
+    seen: dict = {}
+
+    def run_local_federation(launch, site_files, config, **options):
+        seen.update(config)
+        return SimpleNamespace(ok=True, log="", run_id=1, seconds=0.0)
+
+    monkeypatch.setattr(federate, "_launch", lambda: None)
+    monkeypatch.setattr(federate, "run_local_federation", run_local_federation)
+    res = _fits("federate", "local", *sites, "--rows", 5, "--out", tmp_path / "s.csv",
+                "--kind", "id:id", "--order", "g,x,h,n,id", "--column-design", "x=constant",
+                "--column-model", "h=boosting", "--boosting", "h:n_trees=2")  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert json.loads(seen["kinds"]) == {" id ": "id"}
+    assert seen["order"] == " g , x , h , n , id "
+    assert json.loads(seen["column-designs"]) == {" x ": "constant"}
+    assert json.loads(seen["column-models"]) == {" h ": "boosting"}
+    assert json.loads(seen["boosting"]) == {" h ": {"n_trees": 2}}
+    # fits federate run (the SuperLink's machine holds no table): names go as given
+    config = federate._run_config(tmp_path / "o.csv", 5, 0, ["age:continuous", "b:id"], "b,age",
+                                  None, 60.0, 2, None)  # fmt: skip
+    assert config["kinds"] == "age:continuous,b:id" and config["order"] == "b,age"
+
+
 def _cases(table: str, name: str, other: str) -> list[tuple[str, list[str]]]:
     """(option, command line) of every option naming column ``name`` of ``table``
     (``other``: a column the name resolves to without doubt)."""
@@ -155,6 +184,7 @@ def _cases(table: str, name: str, other: str) -> list[tuple[str, list[str]]]:
     schema = ["schema", table, "--out", "{out}/schema.json"]
     real = ["report", "--real", table, "--synthetic", table, "--out", "{out}/r.html"]
     analyze = ["analyze", table, "--out", "{out}/r.json", "--family", "linear"]
+    federate = ["federate", "local", table, "--rows", "5", "--out", "{out}/s.csv"]
     return [
         ("--drop", [*synth, "--drop", name]),
         ("--kind", [*synth, "--kind", f"{name}=nominal"]),
@@ -168,6 +198,14 @@ def _cases(table: str, name: str, other: str) -> list[tuple[str, list[str]]]:
         ("--target", [*real, "--target", name]),
         ("--target", [*analyze, "--target", name]),
         ("--features", [*analyze, "--target", other, "--features", name]),
+        ("--kind", [*federate, "--kind", f"{name}:nominal"]),
+        ("--order", [*federate, "--order", f"{other},{name}"]),
+        ("--column-design", [*federate, "--column-design", f"{name}=constant"]),
+        ("--column-model", [*federate, "--column-model", f"{name}=boosting"]),
+        (
+            "--boosting",
+            [*federate, "--column-model", "*=boosting", "--boosting", f"{name}:depth=2"],
+        ),
     ]
 
 

@@ -35,7 +35,8 @@ Coordinator side (run config, ``fits federate run`` fills it in)::
     output     = "synthetic.csv"   # written atomically when the run succeeds
     rows       = 1000              # synthetic rows
     seed       = 0
-    kinds      = ""                # kind overrides, "age:continuous,grade:ordinal"
+    kinds      = ""                # kind overrides, "age:continuous,grade:ordinal" (or
+                                   # a JSON object, e.g. '{" age ": "continuous"}')
     order      = ""                # comma-separated chain order ("" = the tables')
     schema     = ""                # path of a schema JSON file ("" = inferred)
     timeout    = 600.0             # seconds a round may take before the run stops
@@ -317,7 +318,13 @@ def error_reason(reason: str) -> str:
 
 
 def _parse_kinds(text: str) -> dict[str, str]:
-    """``"age:continuous,grade:ordinal"`` -> ``{"age": "continuous", "grade": "ordinal"}``."""
+    """``"age:continuous,grade:ordinal"`` -> ``{"age": "continuous", "grade": "ordinal"}``;
+    or a JSON object column -> kind (what ``fits federate`` sends when a column's name
+    has surrounding spaces or a comma, which the first form cannot carry)."""
+    if text.strip().startswith("{"):
+        from fits.core.schema import KINDS
+
+        return _json_object(text, "kinds", KINDS, '{"age": "continuous"}')
     kinds = {}
     for item in filter(None, (t.strip() for t in text.split(","))):
         column, sep, kind = item.rpartition(":")
