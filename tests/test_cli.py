@@ -1,4 +1,10 @@
-"""The real `fits` executable, driven as a user would (subprocess)."""
+"""The `fits` command line, driven as a user would.
+
+Most tests run the command in this process (:func:`conftest.fits_in_process`: the same
+exit code, stdout and stderr, without a Python start per command); the installed
+executable itself (subprocess) answers the tests of the console script, of a real
+process's exit codes 2 and 1, and of an output replaced only on success.
+"""
 
 from __future__ import annotations
 
@@ -12,11 +18,13 @@ import pandas as pd
 import pytest
 
 from conftest import FITS  # the command installed next to this Python, else PATH's
+from conftest import fits_in_process as run
 
 
-def run(*args: str, cwd: Path | None = None, timeout: int = 180) -> subprocess.CompletedProcess:
+def run_installed(*args: str, timeout: int = 180) -> subprocess.CompletedProcess:
+    """The installed `fits` command in a process of its own."""
     return subprocess.run(
-        [FITS, *args], capture_output=True, text=True, cwd=cwd, timeout=timeout, check=False
+        [FITS, *args], capture_output=True, text=True, timeout=timeout, check=False
     )
 
 
@@ -43,7 +51,7 @@ def site_files(tmp_path):
 
 def test_fits_executable_is_installed():
     assert Path(FITS).exists(), "the `fits` command is not installed"
-    res = run("--help")
+    res = run_installed("--help")
     assert res.returncode == 0
     for command in ("synthesize", "schema", "demo"):
         assert command in res.stdout
@@ -417,7 +425,9 @@ def test_schema_file_that_does_not_match(site_files, tmp_path):
 
 @pytest.mark.parametrize("rows", ["0", "-3"])
 def test_bad_row_counts_are_usage_errors(site_files, tmp_path, rows):
-    res = run("synthesize", *map(str, site_files), "--rows", rows, "--out", str(tmp_path / "o.csv"))
+    res = run_installed(
+        "synthesize", *map(str, site_files), "--rows", rows, "--out", str(tmp_path / "o.csv")
+    )
     _expect_error(res, 2, "--rows")
 
 
@@ -426,11 +436,11 @@ def test_existing_output_is_replaced_only_on_success(site_files, tmp_path):
     out.write_text("precious\n")
     empty = tmp_path / "empty.csv"
     empty.write_text("")
-    res = run("synthesize", str(empty), "--rows", "5", "--out", str(out))
+    res = run_installed("synthesize", str(empty), "--rows", "5", "--out", str(out))
     assert res.returncode == 1
     assert out.read_text() == "precious\n"
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
-    res = run("synthesize", *map(str, site_files), "--rows", "5", "--out", str(out), "-q")
+    res = run_installed("synthesize", *map(str, site_files), "--rows", "5", "--out", str(out), "-q")
     assert res.returncode == 0 and out.read_text() != "precious\n"
 
 
