@@ -1,8 +1,10 @@
-"""Never lose the user's data (issue 11), through the real `fits` executable.
+"""Never lose the user's data (issue 11), through the `fits` command line.
 
 Outputs that are inputs, unusable output locations, stop signals, huge ``--rows``
 (streamed in chunks), the exact-copy / DCR release check, and the smaller mends: each
-on tables the tests write themselves.
+on tables the tests write themselves. The commands run in this process
+(:func:`conftest.fits_in_process`: the same exit code, stdout and stderr, without a
+Python start per command); the stop signals go to the real executable (subprocess).
 """
 
 from __future__ import annotations
@@ -20,17 +22,7 @@ import pandas as pd
 import pytest
 
 from conftest import FITS
-
-
-def run(*args: str, cwd: Path | None = None, timeout: int = 300) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [FITS, *map(str, args)],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        timeout=timeout,
-        check=False,
-    )
+from conftest import fits_in_process as run
 
 
 def _table(n: int, seed: int = 0) -> pd.DataFrame:
