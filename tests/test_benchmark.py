@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -16,9 +13,9 @@ import pytest
 
 from fits.benchmark import GENERATOR_NAMES, BenchmarkResult, run_benchmark
 
-SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
+from conftest import FITS, fits_in_process
 
-FITS = shutil.which("fits") or str(Path(sys.executable).with_name("fits"))
+SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
 
 LAMBDAS = (0.0, 0.1, 1.0)
 
@@ -149,20 +146,23 @@ def test_bad_arguments() -> None:
         run_benchmark("simulation", repeats=1, generators=("nope",), n_rows=200)
 
 
-def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+def run_cli(*args: str, env: dict[str, str | None] | None = None) -> subprocess.CompletedProcess:
+    """``fits benchmark ARGS`` in this process (the same exit code, stdout and stderr as
+    the installed command, without a Python start); ``env``: variables to set (None
+    removes one)."""
+    return fits_in_process("benchmark", *args, env=env)
+
+
+def run_installed(*args: str) -> subprocess.CompletedProcess:
+    """``fits benchmark ARGS`` by the installed command, in a process of its own."""
     return subprocess.run(
-        [FITS, "benchmark", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        env=env,
+        [FITS, "benchmark", *args], capture_output=True, text=True, timeout=120, check=False
     )
 
 
 def test_cli_simulation(tmp_path: Path) -> None:
     out = tmp_path / "results"
-    proc = run_cli(
+    proc = run_installed(
         "--dataset", "simulation", "--repeats", "1", "--rows", "300", "--no-boosting",
         "--out", str(out), "--quiet",
     )  # fmt: skip
@@ -183,8 +183,7 @@ def test_cli_missing_data_dir(tmp_path: Path) -> None:
     proc = run_cli("--dataset", "adult", "--data-dir", str(missing), "--out", str(tmp_path))
     assert proc.returncode == 1
     assert "error:" in proc.stderr and "nowhere" in proc.stderr
-    env = {k: v for k, v in os.environ.items() if k != "FITS_DATA_DIR"}
-    proc = run_cli("--dataset", "bike", "--out", str(tmp_path), env=env)
+    proc = run_cli("--dataset", "bike", "--out", str(tmp_path), env={"FITS_DATA_DIR": None})
     assert proc.returncode == 1
     assert "FITS_DATA_DIR" in proc.stderr
     # a folder without the files: the loader's message names the file
