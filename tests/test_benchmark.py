@@ -348,10 +348,11 @@ def test_cli_column_model(tmp_path: Path) -> None:
     """``--column-model COL=boosting`` reaches the synthesizer (recorded); an unknown
     column, the chain's first, or an unknown model is a usage error."""
     out = tmp_path / "results"
+    # 10 trees, not the default 100: each tree is depth rounds with every site
     proc = run_cli(
         "--dataset", "simulation", "--repeats", "1", "--rows", "300", "--generator", "knn",
-        "--no-modes", "--no-boosting", "--column-model", "X_O=boosting", "--out", str(out),
-        "--quiet",
+        "--no-modes", "--no-boosting", "--column-model", "X_O=boosting", "--boosting",
+        "n_trees=10", "--out", str(out), "--quiet",
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     params = json.loads((out / "simulation.json").read_text())["config"]["synthesizer_params"]
