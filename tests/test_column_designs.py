@@ -18,7 +18,7 @@ import pytest
 from fits import FITSSynthesizer
 from fits.federation.protocol import DESIGNS
 
-from conftest import FITS, mixed_table, split
+from conftest import fits_in_process, mixed_table, split
 
 KINDS = {"b": "nominal", "x": "continuous", "o": "ordinal", "c": "nominal", "y": "continuous"}
 
@@ -91,7 +91,8 @@ def test_unknown_column_and_design_are_refused(clients) -> None:
 
 
 def _run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([FITS, *args], capture_output=True, text=True, timeout=180, check=False)
+    """``fits ARGS`` in this process: the installed command's exit code, stdout and stderr."""
+    return fits_in_process(*args)
 
 
 def test_cli_column_design(clients, tmp_path) -> None:
