@@ -492,7 +492,23 @@ def synthesize(
         f"wrote {written} synthetic rows to {out} in {elapsed:.1f} s\n"
         f"sites: {sizes}\nuploaded: {sum(synth.uploaded_bytes_) / 1e6:.1f} MB in all"
     )
+    boosted = _boosting_summary(synth.coordinator)
+    if boosted:
+        typer.echo(boosted)
     _report_release_check(check)
+
+
+def _boosting_summary(coordinator: Any) -> str:
+    """The boosted columns' tree counts ("" when none was fitted), e.g. ``boosted
+    columns: income 37 trees (early stopping; at most 100), age 100 trees``."""
+    parts = []
+    for column, model in coordinator.models.items():
+        params = coordinator.boosting_params(column)
+        part = f"{column} {model.n_trees} trees"
+        if params.early_stopping:
+            part += f" (early stopping; at most {params.n_trees})"
+        parts.append(part)
+    return f"boosted columns: {', '.join(parts)}" if parts else ""
 
 
 #: ``fits synthesize`` estimates the time and size of requests of more rows than this

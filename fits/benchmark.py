@@ -630,6 +630,19 @@ class BenchmarkResult:
                 f"{_fmt(*up)} | {_fmt(per_row[0], None, 6)} |"
             )
         lines.append("")
+        for gen in self.config["generators"]:
+            trees = [
+                run["generators"][gen].get("boosted_trees") or {}
+                for run in self.runs
+                if gen in run["generators"]
+            ]
+            columns = sorted({c for t in trees for c in t})
+            if columns:
+                kept = ", ".join(
+                    f"{c} {'/'.join(str(t[c]) for t in trees if c in t)}" for c in columns
+                )
+                name = GENERATOR_NAMES.get(gen, gen)
+                lines += [f"Trees per boosted column of {name}, by repeat: {kept}.", ""]
         return lines
 
     def _md_fidelity(self) -> list[str]:
@@ -1017,6 +1030,8 @@ def _run_generator(
         "peak_rss_mb": _peak_rss_mb(),
         "uploaded_bytes": [int(b) for b in synth.uploaded_bytes_],
         "n_synthetic": n_syn,
+        # trees per boosted column (column_models; fewer than n_trees: early stopping)
+        "boosted_trees": {c: m.n_trees for c, m in synth.coordinator.models.items()},
         "fallbacks": _fallbacks(synth),
         # (site, query) answers the sites' policies abstained from, and gave with a
         # kernel widened to their effective-rows floor

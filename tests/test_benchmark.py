@@ -355,8 +355,15 @@ def test_cli_column_model(tmp_path: Path) -> None:
         "n_trees=10", "--out", str(out), "--quiet",
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
-    params = json.loads((out / "simulation.json").read_text())["config"]["synthesizer_params"]
+    result = json.loads((out / "simulation.json").read_text())
+    params = result["config"]["synthesizer_params"]
     assert "X_O" in params["column_models"] and "boosting" in params["column_models"]
+    # the trees each boosted column kept, per repeat (early stopping would keep fewer)
+    assert result["runs"][0]["generators"]["knn"]["boosted_trees"] == {"X_O": 10}
+    assert (
+        "Trees per boosted column of FITS-K, by repeat: X_O 10."
+        in (out / "simulation.md").read_text()
+    )
     for item, says in [
         ("nope=boosting", "not in simulation's chain after its first column"),
         ("X_B=boosting", "not in simulation's chain after its first column"),

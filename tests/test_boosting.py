@@ -404,13 +404,12 @@ def test_cli_column_model(tmp_path):
     item, an unknown column and a continuous column are usage errors (exit 2) that
     leave no output; ``fits federate`` puts the mapping in the run config."""
     import json
-    import subprocess
 
     import typer
 
     from fits.cli.federate import _run_config
 
-    from conftest import FITS
+    from conftest import fits_in_process
 
     table = _table(400, 7)
     paths = []
@@ -420,8 +419,7 @@ def test_cli_column_model(tmp_path):
     kinds = ["--kind", "x2=ordinal"]
 
     def run(*args):
-        return subprocess.run([FITS, "synthesize", *map(str, paths), *args],
-                              capture_output=True, text=True, timeout=600)  # fmt: skip
+        return fits_in_process("synthesize", *paths, *args)
 
     out = tmp_path / "out.csv"
     res = run("--rows", "100", "--out", str(out), "-q", "--seed", "2", *kinds,
@@ -433,6 +431,14 @@ def test_cli_column_model(tmp_path):
     )
     expected = synth.fit(tables).sample(100)
     pd.testing.assert_frame_equal(pd.read_csv(out), expected, check_dtype=False)
+    assert "boosted columns: y 7 trees\n" in res.stdout
+    # early stopping: the summary says how many trees the column kept, of at most how many
+    res = run("--rows", "50", "--out", str(tmp_path / "es.csv"), "-q", *kinds,
+              "--column-model", "y=boosting", "--boosting", "validation_fraction=0.2",
+              "--boosting", "n_iter_no_change=2")  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    kept = re.search(r"boosted columns: y (\d+) trees \(early stopping; at most 100\)", res.stdout)
+    assert kept is not None and int(kept.group(1)) < 100, res.stdout
     for item, says in [
         ("y", "write COLUMN=MODEL"),
         ("y=forest", "must be one of kernel, boosting"),
@@ -470,10 +476,9 @@ def test_cli_column_model(tmp_path):
     for i, path in enumerate(paths):
         spaced.append(tmp_path / f"spaced{i}.csv")
         pd.read_csv(path).rename(columns={"y": " y "}).to_csv(spaced[-1], index=False)
-    res = subprocess.run(
-        [FITS, "synthesize", *map(str, spaced), "--rows", "20", "--out", str(tmp_path / "s.csv"),
-         "-q", *kinds, "--column-model", "y=boosting", "--boosting", "y:n_trees=3"],
-        capture_output=True, text=True, timeout=600,
+    res = fits_in_process(
+        "synthesize", *spaced, "--rows", "20", "--out", tmp_path / "s.csv", "-q", *kinds,
+        "--column-model", "y=boosting", "--boosting", "y:n_trees=3",
     )  # fmt: skip
     assert res.returncode == 0, res.stderr
     assert list(pd.read_csv(tmp_path / "s.csv").columns) == ["x1", "x2", "x3", " y "]
