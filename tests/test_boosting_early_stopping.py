@@ -228,3 +228,26 @@ def test_every_column_boosted_on_a_tiny_table_keeps_few_trees():
     assert list(out.columns) == list(table.columns) and len(out) == 300
     kept = {c: synth.coordinator.boosted_model(c).n_trees for c in ("g", "y")}
     assert all(t < 40 for t in kept.values()), kept
+
+
+def test_the_site_audit_log_names_the_held_out_share():
+    from fits.federation.client import FITSClient
+    from fits.federation.transport import InProcessTransport
+
+    table = _table(400, 3)
+    entries: list[dict] = []
+    clients = [
+        FITSClient(
+            table.iloc[i::2], f"s{i}", policy=SitePolicy.unrestricted(), audit=entries.append
+        )
+        for i in range(2)
+    ]
+    params = BoostingParams(n_trees=2, depth=1, validation_fraction=0.25)
+    coord = Coordinator(
+        InProcessTransport(clients), column_models={"y": "boosting"}, boosting=params
+    )
+    coord.setup(kinds={"x1": "continuous", "x2": "ordinal", "x3": "continuous", "y": "nominal"})
+    coord.configure(0)
+    coord.fit_boosted()
+    boosts = [e for e in entries if e["type"] == "boost"]
+    assert boosts and all(e["validation"] == 0.25 for e in boosts)

@@ -1803,7 +1803,8 @@ def _describe_request(site: str, message: Message) -> dict[str, Any]:
         "site": site,
         "type": message.type,
     }
-    for key in ("column", "request", "scheme", "sharpness", "reach", "stage", "level", "depth"):
+    logged = ("column", "request", "scheme", "sharpness", "reach", "stage", "level", "depth")
+    for key in (*logged, "validation"):  # validation: a boost request's held-out share
         if key in config:
             entry[key] = config[key]
     if "queries" in message.arrays:
