@@ -46,6 +46,17 @@ def _table(n: int, seed: int, classes: int = 2) -> pd.DataFrame:
     return pd.DataFrame({"x1": x1, "x2": x2, "x3": x3, "y": y})
 
 
+def _oracle_table(classes) -> tuple[pd.DataFrame, str]:
+    """The oracle tests' table (900 rows) and its response's kind: ``y`` with 2 or 3
+    classes, or ``"continuous"`` (a skewed response that depends on an interaction)."""
+    table = _table(900, 0, 3 if classes == "continuous" else classes)
+    if classes != "continuous":
+        return table, "nominal"
+    rng = np.random.default_rng(9)
+    table["y"] = table["x1"] * (table["x2"] >= 3) + rng.gamma(2.0, 0.3 + table["x3"])
+    return table, "continuous"
+
+
 def _federation(tables, policy=None):
     clients = [
         FITSClient(t, f"site {i}", policy=policy or SitePolicy.unrestricted())
@@ -123,12 +134,7 @@ def test_federated_booster_equals_pooled_oracle(classes):
     """Three sites, no floor: the federated model's class probabilities at every row
     equal those of an independent booster run on the pooled rows with the same bins (a
     continuous column: with the same quantile classes)."""
-    table = _table(900, 0, 3 if classes == "continuous" else classes)
-    kind = "nominal"
-    if classes == "continuous":
-        rng = np.random.default_rng(9)
-        table["y"] = table["x1"] * (table["x2"] >= 3) + rng.gamma(2.0, 0.3 + table["x3"])
-        kind = "continuous"
+    table, kind = _oracle_table(classes)
     clients, transport = _federation([table.iloc[:200], table.iloc[200:500], table.iloc[500:]])
     params = BoostingParams(n_trees=4, depth=3, min_leaf_rows=15, bins=16, classes=8)
     coord = Coordinator(transport, column_models={"y": "boosting"}, boosting=params)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from test_boosting import _federation, _pooled_oracle, _table
+from test_boosting import _federation, _oracle_table, _pooled_oracle, _table
 
 from fits import FITSSynthesizer
 from fits.core.boosting import (
@@ -83,12 +83,7 @@ def test_fit_uses_the_training_rows_and_scores_the_held_out_ones(classes):
     independent pooled booster run on the sites' training rows only, and the pooled
     held-out loss after t trees equals -log p(y) of the model's first t trees summed
     over the held-out rows, per row (an independent computation from the model)."""
-    table = _table(900, 0, 3 if classes == "continuous" else classes)
-    kind = "nominal"
-    if classes == "continuous":
-        rng = np.random.default_rng(9)
-        table["y"] = table["x1"] * (table["x2"] >= 3) + rng.gamma(2.0, 0.3 + table["x3"])
-        kind = "continuous"
+    table, kind = _oracle_table(classes)
     tables = [table.iloc[:200], table.iloc[200:500], table.iloc[500:]]
     params = BoostingParams(
         n_trees=4, depth=3, min_leaf_rows=15, bins=16, classes=8, validation_fraction=0.2,
