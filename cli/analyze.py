@@ -406,7 +406,7 @@ def _analyze_on_flower(
     for path in site_files:
         if not path.is_file():
             _fail(f"the site table {str(path)!r}: no such file", 2)
-    from fits.io import DataFileError, OutputError, check_output, read_table
+    from fits.io import DataFileError, OutputError, check_output, read_columns
 
     try:
         check_output(out, [("the site table", p) for p in site_files])
@@ -417,7 +417,7 @@ def _analyze_on_flower(
     try:  # the names of the first site's columns, for --target and --features
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # notes on reading it: the site says them
-            columns = list(read_table(site_files[0]).columns)
+            columns = read_columns(site_files[0])  # its header alone
     except DataFileError as exc:
         _fail(str(exc))
     spec = _spec(opts, columns)
