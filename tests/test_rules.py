@@ -4,7 +4,6 @@ schema's ``rules``, generation by rule, and the share of rows keeping each rule.
 from __future__ import annotations
 
 import json
-import subprocess
 
 import numpy as np
 import pandas as pd
@@ -16,12 +15,7 @@ from fits.core.schema import Rule, Schema, SchemaError
 from fits.evaluation import rules_kept
 from fits.federation.protocol import Message, ProtocolError, check_reply
 
-from conftest import FITS
-
-
-def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([FITS, *args], capture_output=True, text=True, timeout=300, check=False)
-
+from conftest import fits_in_process as run
 
 GRADE = {"low": 1, "mid": 2, "high": 2, "top": 3}  # b = f(a), not one-to-one
 
