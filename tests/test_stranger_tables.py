@@ -9,7 +9,6 @@ dropped or declared; the output keeps the input's pandas dtypes.
 from __future__ import annotations
 
 import json
-import subprocess
 import warnings
 
 import numpy as np
@@ -26,11 +25,7 @@ from fits.core.schema import (
 )
 from fits.io import read_table
 
-from conftest import FITS
-
-
-def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([FITS, *args], capture_output=True, text=True, timeout=300, check=False)
+from conftest import fits_in_process as run
 
 
 def _merge(frames, **kw):
