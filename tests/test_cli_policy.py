@@ -1,11 +1,16 @@
 """``--policy FILE`` on ``fits synthesize`` and ``fits federate local``: every site
-enforces that file's limits (the real executable, as a user runs it).
+enforces that file's limits (the ``fits`` command line, as a user runs it).
 
 Each command is run twice: with a policy that refuses the coordinator's default grid
 (exit code 1, the site and the limit named, no output), and with a permissive policy
 on sites so small that the default policy stops the run (every site abstains below
 k = 5 effective rows): the run then succeeds, which it can only do if every site
 applied the file.
+
+The commands that need no Flower run in this process (:func:`conftest.fits_in_process`:
+the same exit code, stdout and stderr, without a Python start per command); the runs of
+``fits federate local`` that start Flower (a SuperLink and SuperNodes) use the real
+executable (subprocess).
 """
 
 from __future__ import annotations
@@ -18,9 +23,11 @@ import pandas as pd
 import pytest
 
 from conftest import FITS
+from conftest import fits_in_process as run
 
 
-def run(*args: object, timeout: int = 400) -> subprocess.CompletedProcess:
+def run_installed(*args: object, timeout: int = 400) -> subprocess.CompletedProcess:
+    """The installed `fits` command in a process of its own (the Flower runs)."""
     return subprocess.run(
         [FITS, *map(str, args)],
         capture_output=True,
@@ -148,7 +155,7 @@ def test_federate_local_policy_that_refuses(sites, tmp_path):
     pytest.importorskip("flwr")
     out = tmp_path / "out.csv"
     policy = _policy(tmp_path, "strict.json", {"max_grid_size": 10})
-    res = run("federate", "local", *sites, "--rows", 20, "--out", out, "--policy", policy)
+    res = run_installed("federate", "local", *sites, "--rows", 20, "--out", out, "--policy", policy)
     _refused(res, out)
 
 
@@ -159,6 +166,8 @@ def test_federate_local_permissive_policy_applies_to_every_site(tiny_sites, tmp_
     pytest.importorskip("flwr")
     out = tmp_path / "out.csv"
     policy = _policy(tmp_path, "open.json", {"min_effective_rows": 0})
-    res = run("federate", "local", *tiny_sites, "--rows", 20, "--out", out, "--policy", policy)
+    res = run_installed(
+        "federate", "local", *tiny_sites, "--rows", 20, "--out", out, "--policy", policy
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     assert len(pd.read_csv(out)) == 20
