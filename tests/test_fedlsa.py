@@ -29,7 +29,7 @@ from fits.analysis.lsa import (
 from fits.federation.protocol import Message, ProtocolError, check_reply
 from fits.federation.transport import InProcessTransport
 
-from conftest import mixed_table, split
+from conftest import fits_in_process, mixed_table, split
 
 
 def hetero_sites(sizes, seed=0, d_extra=2, beta_shift=0.6):
@@ -699,10 +699,6 @@ def test_fits_report_inference_figures_or_the_reason_they_are_skipped():
 
 @pytest.mark.slow
 def test_fits_report_runs_the_inference_check_on_client_files(tmp_path):
-    import subprocess
-
-    from test_report import _fits_command
-
     df = mixed_table(1500, seed=3)
     parts = split(df, [600, 900])
     paths = {}
@@ -711,12 +707,11 @@ def test_fits_report_runs_the_inference_check_on_client_files(tmp_path):
         paths[name] = tmp_path / f"{name}.csv"
         table.to_csv(paths[name], index=False)
     out, out_json = tmp_path / "r.html", tmp_path / "r.json"
-    command = _fits_command() + [
-        "report", "--real", str(paths["real"]), "--synthetic", str(paths["synthetic"]),
-        "--out", str(out), "--json", str(out_json), "--target", "y",
-        "--clients", str(paths["a"]), str(paths["b"]),
-    ]  # fmt: skip
-    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    done = fits_in_process(
+        "report", "--real", paths["real"], "--synthetic", paths["synthetic"],
+        "--out", out, "--json", out_json, "--target", "y",
+        "--clients", paths["a"], paths["b"],
+    )  # fmt: skip
     assert done.returncode == 0, done.stderr
     payload = json.loads(out_json.read_text())
     ref = inference_check({"a": parts[0], "b": parts[1]}, pd.read_csv(paths["synthetic"]), "y",

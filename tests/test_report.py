@@ -9,7 +9,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -21,6 +20,8 @@ from fits import FITSSynthesizer, evaluate
 from fits.core.schema import describe_table, merge_descriptions
 from fits.datasets import federated_split, simulate
 from fits.report.build import fmt_number, fmt_percent
+
+from conftest import fits_in_process
 
 
 @pytest.fixture(scope="module")
@@ -162,14 +163,6 @@ def test_input_errors_name_the_problem(setup) -> None:
 # -- the command line ----------------------------------------------------------------------
 
 
-def _fits_command() -> list[str]:
-    local = Path(sys.executable).with_name("fits")
-    if local.exists():
-        return [str(local)]
-    found = shutil.which("fits")
-    return [found] if found else [sys.executable, "-m", "fits.cli.main"]
-
-
 def test_fits_report_command(tmp_path: Path) -> None:
     data = simulate(700, seed=5)
     clients, test = federated_split(data.frame, shares=(0.6, 0.4), seed=0)
@@ -193,13 +186,12 @@ def test_fits_report_command(tmp_path: Path) -> None:
     paths["schema"].write_text(schema.to_json())
     out = tmp_path / "out.html"
     out_json = tmp_path / "out.json"
-    command = _fits_command() + [
-        "report", "--real", str(paths["real"]), "--synthetic", str(paths["synthetic"]),
-        "--out", str(out), "--json", str(out_json), "--target", "Y_lin",
-        "--test", str(paths["test"]), "--clients", str(paths["site_a"]), str(paths["site_b"]),
-        "--schema", str(paths["schema"]),
-    ]  # fmt: skip
-    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    done = fits_in_process(
+        "report", "--real", paths["real"], "--synthetic", paths["synthetic"],
+        "--out", out, "--json", out_json, "--target", "Y_lin",
+        "--test", paths["test"], "--clients", paths["site_a"], paths["site_b"],
+        "--schema", paths["schema"],
+    )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert f"report: {out}" in done.stdout and f"json: {out_json}" in done.stdout
     assert "Energy distance" in done.stderr  # the summary
@@ -214,19 +206,13 @@ def test_fits_report_command(tmp_path: Path) -> None:
 
     bad = tmp_path / "real.txt"
     bad.write_text("a,b\n1,2\n")
-    done = subprocess.run(
-        _fits_command() + ["report", "--real", str(bad), "--synthetic", str(paths["synthetic"])],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+    done = fits_in_process("report", "--real", bad, "--synthetic", paths["synthetic"])
     assert done.returncode in (1, 2)
     assert str(bad) in done.stderr and ".txt" in done.stderr
 
     empty = tmp_path / "empty.csv"
     empty.write_text("")
-    done = subprocess.run(
-        _fits_command() + ["report", "--real", str(empty), "--synthetic", str(paths["synthetic"])],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+    done = fits_in_process("report", "--real", empty, "--synthetic", paths["synthetic"])
     assert done.returncode == 1
     assert str(empty) in done.stderr and "empty" in done.stderr
 
