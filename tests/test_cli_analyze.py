@@ -1,4 +1,5 @@
-"""``fits analyze``: the real executable on site files (subprocess), exit codes 0/1/2."""
+"""``fits analyze`` on site files, exit codes 0/1/2 (in this process: test_cli's run,
+:func:`conftest.fits_in_process`)."""
 
 from __future__ import annotations
 
