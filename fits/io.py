@@ -11,7 +11,8 @@ import os
 import re
 import tempfile
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -74,22 +75,13 @@ def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
         Unknown extension, missing or unreadable file, duplicate column names, or a
         table with no rows or no columns.
     """
-    path = Path(path)
-    suffix = check_suffix(path)
-    if not path.is_file():
-        raise DataFileError(f"{path}: no such file")
-    try:
+    path, suffix = _table_file(path)
+    with _read_errors(path, suffix):
         if suffix == ".csv":
             frame = _read_csv(path)
         else:
             _check_header(path, _parquet_names(path))
             frame = pd.read_parquet(path)
-    except DataFileError:
-        raise
-    except pd.errors.EmptyDataError:
-        raise DataFileError(f"{path}: the file is empty") from None
-    except Exception as exc:  # noqa: BLE001 - any parser failure is a data error here
-        raise DataFileError(f"{path}: cannot read it as {suffix[1:]} ({exc})") from None
     if frame.shape[1] == 0:
         raise DataFileError(f"{path}: the table has no columns")
     if frame.shape[0] == 0:
@@ -107,11 +99,8 @@ def read_columns(path: str | os.PathLike[str]) -> list[str]:
         As :func:`read_table`, for the header (a table whose rows cannot be read may
         still have its columns read).
     """
-    path = Path(path)
-    suffix = check_suffix(path)
-    if not path.is_file():
-        raise DataFileError(f"{path}: no such file")
-    try:
+    path, suffix = _table_file(path)
+    with _read_errors(path, suffix):
         if suffix == ".csv":
             sep, decimal, header = _sniff(path)
             _check_header(path, [h.strip() for h in header] if sep != "," else header)
@@ -119,15 +108,31 @@ def read_columns(path: str | os.PathLike[str]) -> list[str]:
         else:
             names = pd.Index(_parquet_names(path))
             _check_header(path, list(names))
+    if len(names) == 0:
+        raise DataFileError(f"{path}: the table has no columns")
+    return [str(c) for c in names]
+
+
+def _table_file(path: str | os.PathLike[str]) -> tuple[Path, str]:
+    """(path, suffix) of a table file that exists, or DataFileError."""
+    path = Path(path)
+    suffix = check_suffix(path)
+    if not path.is_file():
+        raise DataFileError(f"{path}: no such file")
+    return path, suffix
+
+
+@contextmanager
+def _read_errors(path: Path, suffix: str) -> Iterator[None]:
+    """Any failure of reading ``path`` as a DataFileError that names the file."""
+    try:
+        yield
     except DataFileError:
         raise
     except pd.errors.EmptyDataError:
         raise DataFileError(f"{path}: the file is empty") from None
     except Exception as exc:  # noqa: BLE001 - any parser failure is a data error here
         raise DataFileError(f"{path}: cannot read it as {suffix[1:]} ({exc})") from None
-    if len(names) == 0:
-        raise DataFileError(f"{path}: the table has no columns")
-    return [str(c) for c in names]
 
 
 #: Separators a CSV file may use, in order of preference.
