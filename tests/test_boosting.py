@@ -464,6 +464,7 @@ def test_cli_column_model(tmp_path):
         ("y:trees=5", "the settings are n_trees"),
         ("x3:depth=2", "settings of their own for ['x3'], which are not boosted"),
         ("n_trees=300", "allows at most 200 per column (boosting_trees)"),  # at fit
+        ("validation_fraction=0.01", "would hold out [2, 2] rows at the sites"),  # at fit
     ]:
         bad = tmp_path / "bad.csv"
         res = run("--rows", "20", "--out", str(bad), "-q", "--column-model", "y=boosting",

@@ -10,6 +10,7 @@ from test_boosting import _federation, _oracle_table, _pooled_oracle, _table
 from fits import FITSSynthesizer
 from fits.core.boosting import (
     BoostingParams,
+    TreeGrower,
     bin_codes,
     class_probabilities,
     held_out,
@@ -181,10 +182,16 @@ def test_sites_under_their_floor_report_no_loss():
     coord.fit_boosted()
     assert {k for k, r in replies if r.arrays["loss"][1] == 0} == {0}  # 4 rows held out
     assert all(r.arrays["loss"][1] == 56 for k, r in replies if k == 1)
+    # every site under its floor: refused at configure, before any boost round
     tiny = [table.iloc[:40], table.iloc[40:80]]
-    _, coord = _fit(tiny, params, policy=policy)
+    with pytest.raises(ValueError, match=r"hold out \[4, 4\] rows.*raise validation_fraction"):
+        _fit(tiny, params, policy=policy)
+    # should no site report a held-out loss all the same (a continuous column's rows
+    # holding a value can be fewer than the checked ones), the fit stops with the fix
+    grower = TreeGrower([np.array([0.0])], np.array([False]), 1, params)
+    grower.absorb(np.array([[[0.0, 1.0, 10.0], [0.0, 1.0, 10.0]]]))  # the start round
     with pytest.raises(ValueError, match="early stopping: no site reported.*validation_fraction"):
-        coord.fit_boosted()
+        grower.absorb(np.zeros((1, 2, 3)), np.zeros(2))
 
 
 def test_early_stopping_settings_are_checked():

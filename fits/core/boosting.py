@@ -91,6 +91,7 @@ __all__ = [
     "discrete_outputs",
     "gradients",
     "held_out",
+    "held_out_count",
     "histograms",
     "leaf_values",
     "log_loss",
@@ -482,12 +483,18 @@ def log_loss(f: np.ndarray, y: np.ndarray, cumulative: bool = False) -> np.ndarr
     return lse - f[np.arange(y.size), y]
 
 
+def held_out_count(n_rows: int, fraction: float) -> int:
+    """How many of a site's ``n_rows`` rows early stopping holds out:
+    ``round(fraction * n_rows)``, half up."""
+    return int(np.floor(fraction * n_rows + 0.5))
+
+
 def held_out(n_rows: int, fraction: float, seed: Any) -> np.ndarray:
     """Which of a site's ``n_rows`` rows early stopping holds out (bool, n_rows):
-    ``round(fraction * n_rows)`` rows (half up) of a permutation drawn from
+    :func:`held_out_count` rows of a permutation drawn from
     ``numpy.random.default_rng(seed)``; the site's seed makes the rows its own and the
     same in every round of a fit."""
-    m = int(np.floor(fraction * n_rows + 0.5))
+    m = held_out_count(n_rows, fraction)
     mask = np.zeros(n_rows, dtype=bool)
     mask[np.random.default_rng(seed).permutation(n_rows)[:m]] = True
     return mask

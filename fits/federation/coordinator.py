@@ -25,11 +25,13 @@ from scipy.interpolate import PchipInterpolator
 from fits.core.boosting import (
     MAX_OUTPUTS,
     MAX_REPLY_VALUES,
+    MAX_VALIDATION_FRACTION,
     BoostedModel,
     BoostingParams,
     TreeGrower,
     cdf_from_classes,
     discrete_outputs,
+    held_out_count,
     quantile_edges,
     reply_values,
     values_from_classes,
@@ -751,6 +753,30 @@ class Coordinator:
         ]
         self._pooled_k = self._pooled_floor(self.site_policies)
         self._check_boosting_trees()
+        self._check_held_out()
+
+    def _check_held_out(self) -> None:
+        """Refuse, before any boost round, early stopping that no site could score: each
+        would hold out fewer rows than its policy's floor k (``min_effective_rows``,
+        reported at configure).  Judged from the sites' row counts; a continuous
+        column's rows holding a value can be fewer, which the fit then reports."""
+        floors = [float(p.get("min_effective_rows", 0) or 0) for p in self.site_policies]
+        for column in (c for c, m in self._column_model.items() if m == "boosting"):
+            fraction = self.boosting_params(column).validation_fraction
+            if fraction <= 0:
+                continue
+            held = [held_out_count(n, fraction) for n in self.n_rows]
+            if any(h > 0 and h >= k for h, k in zip(held, floors, strict=True)):
+                continue
+            raise ValueError(
+                f"boosting: column {column!r}: early stopping (validation_fraction="
+                f"{fraction:g}) would hold out {held} rows at the sites, and none holds out "
+                f"as many as its policy's floor (min_effective_rows "
+                f"{', '.join(f'{k:g}' for k in sorted(set(floors)))}), "
+                "so no site could score the trees; raise validation_fraction (at most "
+                f"{MAX_VALIDATION_FRACTION:g}), or set it to 0 for this column "
+                f"(--boosting {column}:validation_fraction=0)"
+            )
 
     def _check_boosting_trees(self) -> None:
         """Refuse, before any boost round, a boosted column with more trees than a site's
