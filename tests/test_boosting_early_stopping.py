@@ -253,3 +253,42 @@ def test_the_site_audit_log_names_the_held_out_share():
     coord.fit_boosted()
     boosts = [e for e in entries if e["type"] == "boost"]
     assert boosts and all(e["validation"] == 0.25 for e in boosts)
+
+
+def test_malformed_early_stopping_requests_and_replies_are_refused():
+    """A site refuses a boost request whose held-out share or seed is out of range;
+    check_reply wants the loss in a first level's reply with early stopping, and
+    refuses it anywhere else."""
+    from fits.federation.protocol import Message, ProtocolError, check_reply
+
+    table = _table(300, 13)
+    params = BoostingParams(n_trees=1, depth=2, validation_fraction=0.2)
+    clients, coord = _fit([table.iloc[:150], table.iloc[150:]], params)
+    seen: list = []
+    inner = clients[0].handle
+
+    def handle(msg):
+        reply = inner(msg)
+        if msg.type == "boost":
+            seen.append((msg, reply))
+        return reply
+
+    clients[0].handle = handle  # type: ignore[method-assign]
+    coord.boosted_model("y")
+    first, second = seen[-2], seen[-1]  # the tree's levels 0 and 1
+    check_reply(*first)
+    check_reply(*second)
+    assert "loss" in first[1].arrays and "loss" not in second[1].arrays
+    with pytest.raises(ProtocolError, match="exactly"):
+        check_reply(first[0], Message("boost", {"H": first[1].arrays["H"]}, {}))
+    with pytest.raises(ProtocolError, match="exactly"):
+        check_reply(second[0], Message("boost", {**second[1].arrays, "loss": np.zeros(2)}, {}))
+    request = first[0]
+    for change in ({"validation": 0.9}, {"validation": 0.0}, {"validation_seed": -1},
+                   {"validation": True}, {"validation_seed": "7"}):  # fmt: skip
+        broken = Message("boost", request.arrays, {**request.config, **change})
+        with pytest.raises(ProtocolError, match="early stopping needs"):
+            inner(broken)
+    no_seed = {k: v for k, v in request.config.items() if k != "validation_seed"}
+    with pytest.raises(ProtocolError, match="early stopping needs"):
+        inner(Message("boost", request.arrays, no_seed))
