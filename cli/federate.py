@@ -230,7 +230,9 @@ def _run_config(
 ) -> dict[str, Any]:
     """The run config of these options.  With ``columns`` (the site tables' headers,
     known to ``fits federate local``), the columns the options name are resolved to
-    them (:func:`~fits.cli.options.match_columns`); else they go as given."""
+    them here (:func:`~fits.core.names.match_columns`), so a bad name is a usage error
+    before any process starts; else they go as given, and the coordinator resolves them
+    by the same rule to the headers the sites report at setup."""
     kind_map: dict[str, str] = {}
     for item in kinds:
         column, sep, kind = item.rpartition(":")

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
 from enum import StrEnum
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+
+from fits.core.names import ColumnNameError, match_columns, match_keys, show_columns
 
 if TYPE_CHECKING:
     from fits.federation.policy import SitePolicy
@@ -30,9 +31,6 @@ __all__ = [
     "show_columns",
 ]
 
-T = TypeVar("T")
-
-
 Secure = Annotated[
     bool,
     typer.Option(
@@ -52,86 +50,6 @@ def pooled_without_secure(policy: SitePolicy | None, secure: bool) -> str | None
         "the sites, which the sites answer only under secure aggregation; add "
         "--secure-aggregation, or set floor_scope to 'site'"
     )
-
-
-class ColumnNameError(ValueError):
-    """An option names no column of the table, or two (a usage error: exit 2)."""
-
-
-def show_columns(columns: Iterable[str]) -> str:
-    """Column names for a message: plain, or quoted when they have surrounding spaces."""
-    return ", ".join(c if c == c.strip() else repr(c) for c in columns)
-
-
-def match_columns(
-    names: Iterable[str], columns: Sequence[str], option: str, where: str = "the site tables"
-) -> list[str]:
-    """The header each of ``names`` (given with ``option``) stands for, in order.
-
-    Every option that names columns resolves them here: a header equal to the name
-    wins; otherwise the one header equal to it up to surrounding whitespace (a header
-    such as ``' age'``, which the options' parsing may strip, is named ``age``).
-
-    Raises
-    ------
-    ColumnNameError
-        A name that two headers equal up to surrounding whitespace (naming both), or
-        names no header matches (listing them and ``where``'s columns).
-    """
-    headers = [str(c) for c in columns]
-    stripped: dict[str, list[str]] = {}
-    for header in headers:
-        stripped.setdefault(header.strip(), []).append(header)
-    out: list[str] = []
-    unknown: set[str] = set()
-    for name in names:
-        match = [name] if name in headers else stripped.get(name.strip(), [])
-        if len(match) > 1:
-            raise ColumnNameError(
-                f"{option}: {name!r} could be column {match[0]!r} or {match[1]!r} of "
-                f"{where} (their names differ only in surrounding spaces); rename one of them"
-            )
-        if not match:
-            unknown.add(name)
-        else:
-            out.append(match[0])
-    if unknown:
-        raise ColumnNameError(
-            f"{option}: no column {sorted(unknown)} in {where} (columns: {show_columns(headers)})"
-        )
-    return out
-
-
-def match_keys(
-    named: Mapping[str, T],
-    columns: Sequence[str],
-    option: str,
-    where: str = "the site tables",
-    *,
-    is_column: Callable[[str, T], bool] = lambda key, value: True,
-) -> dict[str, T]:
-    """``named`` (column -> value, from ``option``) with each key for which
-    ``is_column`` holds resolved to its header by :func:`match_columns`; the other keys
-    (``'*'``, a setting) are kept.
-
-    Raises
-    ------
-    ColumnNameError
-        As :func:`match_columns`, or two keys that stand for one header.
-    """
-    keys = [key for key, value in named.items() if is_column(key, value)]
-    resolved = dict(zip(keys, match_columns(keys, columns, option, where), strict=True))
-    out: dict[str, T] = {}
-    by: dict[str, str] = {}
-    for key, value in named.items():
-        header = resolved.get(key, key)
-        if header in by:
-            raise ColumnNameError(
-                f"{option} names column {header!r} twice (as {by[header]!r} and {key!r})"
-            )
-        by[header] = key
-        out[header] = value
-    return out
 
 
 class DesignChoice(StrEnum):

@@ -37,6 +37,7 @@ from sklearn.exceptions import NotFittedError
 from fits._exact import affine_tolerance
 from fits.core.boosting import BoostingParams, resolve_settings
 from fits.core.cdf import COLLINEARITY_THRESHOLD
+from fits.core.names import resolve_keys
 from fits.core.rules import affine_values
 from fits.core.schema import ColumnSpec, Rule, Schema, missing_flag, surrogate_ids
 from fits.core.tuning import DEFAULT_CANDIDATES, Smoothing
@@ -87,7 +88,10 @@ class FITSSynthesizer(BaseEstimator):
         coordinator).  The same seed and data reproduce the output bit for bit.
     kinds : mapping, optional
         Column -> ``"continuous"`` / ``"ordinal"`` / ``"nominal"`` / ``"id"`` overrides of the
-        inferred kinds.
+        inferred kinds.  Here and in every parameter below that names columns, a name is
+        the header it equals, or else the one header equal to it up to surrounding
+        whitespace (``"age"`` names a header ``" age "``; :mod:`fits.core.names`),
+        resolved at :meth:`fit` against the headers the sites report.
     order : sequence of str, optional
         Chain order; default the tables' column order.
     schema : Schema, optional
@@ -340,6 +344,7 @@ class FITSSynthesizer(BaseEstimator):
                 np.random.SeedSequence(root.entropy, spawn_key=(2,)), candidates=candidates
             )
         else:
+            smoothing = resolve_keys(smoothing, schema.names, "smoothing")
             unknown = sorted(set(smoothing) - set(coordinator.schema.order[1:]))  # type: ignore[union-attr]
             if unknown:
                 self._close()

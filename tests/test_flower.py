@@ -761,3 +761,42 @@ def test_an_affine_rule_through_flower_records_plain_and_secure(tmp_path):
         assert len(moments) == 3
         dtype = moments[0]["arrays"]["moments"].numpy().dtype
         assert dtype == (np.uint64 if secure else np.float64)
+
+
+def test_stripped_names_in_the_run_config_find_spaced_headers(site_files, tmp_path):
+    """``fits federate run`` sends names as the user typed them: the coordinator
+    resolves them to the headers the sites report at setup (one rule,
+    :mod:`fits.core.names`), so columns ``' X_B '`` and ``' X_G3 '`` are named
+    ``X_B`` and ``X_G3`` in every option, and the table equals the in-process table
+    of the exact names, bit for bit."""
+    paths, kinds, order = site_files
+    spaced = {}
+    for name, path in paths.items():
+        spaced[name] = tmp_path / path.name
+        read_table(path).rename(columns=lambda c: f" {c} ").to_csv(spaced[name], index=False)
+    out = tmp_path / "synthetic.csv"
+    chain = order[1:] + order[:1]  # the nominal X_B last
+    config = {
+        "output": str(out),
+        "rows": 120,
+        "seed": 6,
+        "kinds": format_kinds(kinds),  # the names without spaces
+        "order": ",".join(chain),
+        "column-models": json.dumps({"X_B": "boosting"}),
+        "boosting": json.dumps({"n_trees": 3, "X_B": {"depth": 2}}),
+        "column-designs": json.dumps({"X_G3": "constant"}),
+    }
+    run_synthesis(FakeGrid(_node_configs(spaced)), config)
+    exact = _in_process(
+        spaced,
+        {f" {c} ": k for c, k in kinds.items()},
+        [f" {c} " for c in chain],
+        120,
+        6,
+        column_models={" X_B ": "boosting"},
+        boosting={"n_trees": 3, " X_B ": {"depth": 2}},
+        column_designs={" X_G3 ": "constant"},
+    )
+    got = read_table(out)
+    assert list(got.columns) == [f" {c} " for c in order]
+    pd.testing.assert_frame_equal(got, exact, check_exact=True)

@@ -39,6 +39,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import shlex
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -48,6 +49,7 @@ import numpy as np
 import pandas as pd
 
 from fits._json import plain
+from fits.core.names import resolve_columns, resolve_keys
 
 __all__ = [
     "FREE_TEXT_LENGTH",
@@ -780,7 +782,13 @@ class Schema:
         for frame, name in zip(frames, names, strict=True):
             if not isinstance(frame, pd.DataFrame):
                 raise TypeError(f"{name}: expected a pandas DataFrame, got {type(frame).__name__}")
-        declared = {c: {"kind": k} for c, k in (kinds or {}).items()}
+        # names resolved to the first table's headers (fits.core.names: ' age ' may be
+        # named 'age'); an unknown name is kept, for merge_descriptions' message
+        headers = [str(c) for c in frames[0].columns]
+        kinds = resolve_keys(kinds or {}, headers, "kinds", f"{names[0]}'s table")
+        if order is not None:
+            order = resolve_columns(order, headers, "order", f"{names[0]}'s table")
+        declared = {c: {"kind": k} for c, k in kinds.items()}
         descriptions = []
         for frame, name in zip(frames, names, strict=True):
             parsed, notes = parse_text_columns(frame, declared) if parse_text else (frame, {})
@@ -1364,8 +1372,8 @@ def _identifier_error(refused: Mapping[str, str]) -> IdentifierColumnError:
         for name, why in refused.items()
     ]
     names = list(refused)
-    drop = " ".join(f"--drop {n!r}" if " " in n else f"--drop {n}" for n in names)
-    declare = " ".join(f"--kind '{n}=id'" if " " in n else f"--kind {n}=id" for n in names)
+    drop = " ".join(f"--drop {shlex.quote(n)}" for n in names)
+    declare = " ".join(f"--kind {shlex.quote(f'{n}=id')}" for n in names)
     api = ", ".join(f"{n!r}: 'id'" for n in names)
     return IdentifierColumnError(
         "; ".join(lines) + ". fits will not model such a column: every synthetic value would be a "
@@ -1553,7 +1561,8 @@ def _merge_continuous(
             "a numeric identifier. It is modelled as continuous, so its synthetic values "
             "are fresh draws between the real ones, rounded to whole numbers, and can "
             "coincide with real identifiers. Drop it (command line: --drop "
-            f"{name}) or declare it an identifier (--kind {name}=id; Python: "
+            f"{shlex.quote(name)}) or declare it an identifier (--kind "
+            f"{shlex.quote(f'{name}=id')}; Python: "
             f"kinds={{{name!r}: 'id'}}) to get surrogate values instead; declare it "
             f"continuous (kinds={{{name!r}: 'continuous'}}) to keep it and silence this.",
             stacklevel=5,

@@ -55,6 +55,7 @@ from fits.core.kernels import (
     resolve_kernel,
     response_cdf_kernel,
 )
+from fits.core.names import resolve_keys
 from fits.core.rules import answer_rules
 from fits.core.schema import (
     ColumnSpec,
@@ -537,6 +538,11 @@ class FITSClient:
     # ------------------------------------------------------------------ setup round
     def _setup(self, msg: Message) -> Message:
         declared = json.loads(str(msg.config.get("declared", "{}")))
+        # the kinds name this table's headers by the one rule of fits.core.names (a
+        # header ' age ' as 'age'): the coordinator has not seen the headers yet
+        declared = resolve_keys(
+            declared, [str(c) for c in self.data.columns], "kinds", f"{self.name}'s table"
+        )
         # text that is really numbers or dates is read as such, here at the site
         self.data, notes = parse_text_columns(self.data, declared)
         self._notes = notes

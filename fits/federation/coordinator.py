@@ -51,6 +51,7 @@ from fits.core.cdf import (
     thin_grid,
 )
 from fits.core.continualization import Encoder
+from fits.core.names import resolve_columns, resolve_keys
 from fits.core.rules import (
     dependent_codes,
     detect_rules,
@@ -427,9 +428,17 @@ class Coordinator:
             str(c): sum(int(d["columns"].get(c, {}).get("n_present", n)) for d, n in sites)
             for c in descriptions[0]["columns"]
         }
+        # names the user gave resolved to the sites' headers (fits.core.names: ' age '
+        # may be named 'age'); an unknown name is kept, for the schema's own message
+        headers = [str(c) for c in descriptions[0]["order"]] if schema is None else schema.names
+        if order is not None:
+            order = resolve_columns(order, headers, "order")
         if schema is None:
             schema = merge_descriptions(
-                descriptions, self.transport.client_names, kinds=kinds, order=order
+                descriptions,
+                self.transport.client_names,
+                kinds=resolve_keys(kinds or {}, headers, "kinds"),
+                order=order,
             )
         elif order is not None:
             schema = Schema(schema.columns, list(order), schema.rules)
@@ -447,6 +456,7 @@ class Coordinator:
             )
             schema = Schema(schema.columns, schema.order, found)
         self.user_schema = schema
+        self._resolve_column_names(schema.names)
         unknown = sorted(set(self.column_designs) - set(schema.order[1:]))
         if unknown:
             raise ValueError(
@@ -457,6 +467,16 @@ class Coordinator:
         self.schema = schema.expanded()  # with missingness indicators in the chain
         self._check_column_models()
         return schema
+
+    def _resolve_column_names(self, headers: Sequence[str]) -> None:
+        """``column_designs``, ``column_models`` and ``column_boosting`` keyed by the
+        headers they name (:func:`fits.core.names.resolve_keys`; ``'*'`` and unknown
+        names are kept, for the checks that follow)."""
+        self.column_designs = resolve_keys(self.column_designs, headers, "column_designs")
+        self.column_models = resolve_keys(
+            self.column_models, headers, "column_models", is_column=lambda c, _: c != ALL_COLUMNS
+        )
+        self.column_boosting = resolve_keys(self.column_boosting, headers, "boosting")
 
     def _check_column_models(self) -> None:
         """Resolve ``column_models`` ("*": every column of the user's chain after its

@@ -1,0 +1,151 @@
+"""One rule for naming columns: the header itself, or the one header equal to it up to
+surrounding whitespace.
+
+Every place that takes column names from a user -- the ``fits`` command's options, the
+synthesizer's ``kinds``, ``order``, ``column_designs``, ``column_models``, ``boosting``
+and ``smoothing``, the kinds a site is told at setup -- resolves them here, so that a
+header such as ``' age '`` (which option parsing may strip) can be named ``age`` the
+same way on the command line, in Python and in a networked run whose coordinator
+learns the headers only from the sites' setup replies.
+
+- :func:`header_for`: one name's header, ``None`` when no header matches;
+- :func:`resolve_columns`, :func:`resolve_keys`: names resolved where they match, the
+  others kept as given (for callers with their own message for an unknown column);
+- :func:`match_columns`, :func:`match_keys`: the same, and an unknown name is an error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TypeVar
+
+__all__ = [
+    "ColumnNameError",
+    "header_for",
+    "match_columns",
+    "match_keys",
+    "resolve_columns",
+    "resolve_keys",
+    "show_columns",
+]
+
+T = TypeVar("T")
+
+
+class ColumnNameError(ValueError):
+    """A name that matches no column of the table, or two (a usage error: exit 2)."""
+
+
+def show_columns(columns: Iterable[str]) -> str:
+    """Column names for a message: plain, or quoted when they have surrounding spaces."""
+    return ", ".join(c if c == c.strip() else repr(c) for c in columns)
+
+
+def header_for(
+    name: str, columns: Sequence[str], option: str, where: str = "the site tables"
+) -> str | None:
+    """The header ``name`` (given with ``option``) stands for, or ``None``.
+
+    A header equal to ``name`` wins; otherwise the one header equal to it up to
+    surrounding whitespace.
+
+    Raises
+    ------
+    ColumnNameError
+        Two headers equal ``name`` up to surrounding whitespace (naming both).
+    """
+    headers = [str(c) for c in columns]
+    if name in headers:
+        return name
+    match = [h for h in headers if h.strip() == name.strip()]
+    if len(match) > 1:
+        raise ColumnNameError(
+            f"{option}: {name!r} could be column {match[0]!r} or {match[1]!r} of "
+            f"{where} (their names differ only in surrounding spaces); rename one of them"
+        )
+    return match[0] if match else None
+
+
+def resolve_columns(
+    names: Iterable[str], columns: Sequence[str], option: str, where: str = "the site tables"
+) -> list[str]:
+    """``names`` with each that matches a header (:func:`header_for`) replaced by it; a
+    name no header matches is kept as given."""
+    return [header_for(name, columns, option, where) or name for name in names]
+
+
+def match_columns(
+    names: Iterable[str], columns: Sequence[str], option: str, where: str = "the site tables"
+) -> list[str]:
+    """The header each of ``names`` (given with ``option``) stands for, in order.
+
+    Raises
+    ------
+    ColumnNameError
+        A name that two headers equal up to surrounding whitespace (naming both), or
+        names no header matches (listing them and ``where``'s columns).
+    """
+    names = list(names)
+    out = resolve_columns(names, columns, option, where)
+    headers = {str(c) for c in columns}
+    unknown = sorted(
+        {name for name, header in zip(names, out, strict=True) if header not in headers}
+    )
+    if unknown:
+        raise ColumnNameError(
+            f"{option}: no column {unknown} in {where} (columns: {show_columns(map(str, columns))})"
+        )
+    return out
+
+
+def resolve_keys(
+    named: Mapping[str, T],
+    columns: Sequence[str],
+    option: str,
+    where: str = "the site tables",
+    *,
+    is_column: Callable[[str, T], bool] = lambda key, value: True,
+    strict: bool = False,
+) -> dict[str, T]:
+    """``named`` (column -> value, from ``option``) with each key for which ``is_column``
+    holds resolved to its header (:func:`header_for`); the other keys (``'*'``, a
+    setting) are kept, and so, unless ``strict``, is a key no header matches.
+
+    Raises
+    ------
+    ColumnNameError
+        A key two headers match, two keys that stand for one header, or (``strict``)
+        keys no header matches.
+    """
+    keys = [key for key, value in named.items() if is_column(key, value)]
+    matcher = match_columns if strict else resolve_columns
+    resolved = dict(zip(keys, matcher(keys, columns, option, where), strict=True))
+    out: dict[str, T] = {}
+    by: dict[str, str] = {}
+    for key, value in named.items():
+        header = resolved.get(key, key)
+        if header in by:
+            raise ColumnNameError(
+                f"{option} names column {header!r} twice (as {by[header]!r} and {key!r})"
+            )
+        by[header] = key
+        out[header] = value
+    return out
+
+
+def match_keys(
+    named: Mapping[str, T],
+    columns: Sequence[str],
+    option: str,
+    where: str = "the site tables",
+    *,
+    is_column: Callable[[str, T], bool] = lambda key, value: True,
+) -> dict[str, T]:
+    """:func:`resolve_keys` with every column key required to match a header.
+
+    Raises
+    ------
+    ColumnNameError
+        As :func:`match_columns`, or two keys that stand for one header.
+    """
+    return resolve_keys(named, columns, option, where, is_column=is_column, strict=True)
