@@ -30,11 +30,11 @@ from .options import (
     ColumnNameError,
     DesignOpt,
     Secure,
-    match_columns,
     match_keys,
     parse_boosting,
     parse_column_designs,
     parse_column_models,
+    parse_order,
     pooled_without_secure,
 )
 
@@ -248,8 +248,7 @@ def _run_config(
     if columns is not None:
         try:
             kind_map = match_keys(kind_map, columns, "--kind")
-            names = [c for c in order.split(",") if c.strip()]
-            order = ",".join(match_columns(names, columns, "--order"))
+            order = ",".join(parse_order(order, columns)) if order.replace(",", "").strip() else ""
             column_designs = match_keys(column_designs, columns, "--column-design")
             column_models = match_keys(
                 column_models, columns, "--column-model", is_column=lambda c, _: c != "*"

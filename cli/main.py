@@ -41,6 +41,7 @@ from .options import (
     parse_boosting,
     parse_column_designs,
     parse_column_models,
+    parse_order,
     pooled_without_secure,
 )
 from .report import report
@@ -254,10 +255,9 @@ def _order(order: str | None, columns: list[str]) -> list[str] | None:
     """``--order col1,col2,...`` as the headers it names (:func:`match_columns`)."""
     if order is None:
         return None
-    names = [c for c in order.split(",") if c.strip()]  # ' a ' names the header ' a ' first
-    if not names:
+    if not order.replace(",", "").strip():
         raise typer.BadParameter("--order needs column names separated by commas")
-    return match_columns(names, columns, "--order")
+    return parse_order(order, columns)
 
 
 SiteFiles = Annotated[

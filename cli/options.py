@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -22,6 +23,7 @@ __all__ = [
     "parse_column_designs",
     "parse_column_models",
     "parse_boosting",
+    "parse_order",
     "BoostingOpt",
     "ColumnModelOpt",
     "match_columns",
@@ -50,6 +52,31 @@ def pooled_without_secure(policy: SitePolicy | None, secure: bool) -> str | None
         "the sites, which the sites answer only under secure aggregation; add "
         "--secure-aggregation, or set floor_scope to 'site'"
     )
+
+
+def parse_order(text: str, columns: Sequence[str], option: str = "--order") -> list[str]:
+    """``col1,col2,...`` as the headers it names (:func:`match_columns`).
+
+    Raises
+    ------
+    ColumnNameError
+        As :func:`match_columns`; when a header holds a comma (which this list cannot
+        carry), the message says to give the order in a schema file instead.
+    """
+    names = [c for c in text.split(",") if c.strip()]  # ' a ' names the header ' a ' first
+    if not names:
+        raise ColumnNameError(f"{option} needs column names separated by commas")
+    try:
+        return match_columns(names, columns, option)
+    except ColumnNameError as exc:
+        commas = [c for c in columns if "," in c]
+        if not commas:
+            raise
+        raise ColumnNameError(
+            f"{exc}. {option} separates names by commas, so it cannot name column(s) "
+            f"{show_columns(commas)}: write the schema (fits schema SITE_FILE... --out "
+            "schema.json), reorder its 'order' list, and pass --schema schema.json"
+        ) from None
 
 
 class DesignChoice(StrEnum):

@@ -226,3 +226,27 @@ def test_an_unknown_name_is_a_usage_error(sites, tmp_path, case) -> None:
     assert f"{option}: no column ['zz'] in " in res.output, res.output
     assert "(columns: ' x ', ' g ', ' h ', ' n ', ' id ')" in res.output, res.output
     assert "Traceback" not in res.output and not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("command", ["synthesize", "schema", "federate"])
+def test_order_cannot_name_a_header_with_a_comma(tmp_path, command) -> None:
+    """--order is split at commas, so a header 'y, z' cannot be named there: the usage
+    error quotes that header in the list of columns (it would read as two) and says to
+    reorder a schema file instead."""
+    rng = np.random.default_rng(2)
+    path, other = tmp_path / "t.csv", tmp_path / "u.csv"
+    for p in (path, other):
+        frame = pd.DataFrame({"x": rng.normal(size=30), "y, z": rng.normal(size=30)})
+        frame.to_csv(p, index=False)
+    out = tmp_path / "out"
+    argv = {
+        "synthesize": ["synthesize", path, other, "--rows", 5, "--out", f"{out}.csv"],
+        "schema": ["schema", path, other, "--out", f"{out}.json"],
+        "federate": ["federate", "local", path, other, "--rows", 5, "--out", f"{out}.csv"],
+    }[command]
+    res = _fits(*argv, "--order", "y, z,x")
+    assert res.exit_code == 2, res.output
+    flat = " ".join(res.output.split())
+    assert "no column [' z', 'y'] in the site tables (columns: x, 'y, z')" in flat, flat
+    assert "cannot name column(s) 'y, z'" in flat and "--schema schema.json" in flat, flat
+    assert not out.with_suffix(".csv").exists() and not out.with_suffix(".json").exists()

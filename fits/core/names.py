@@ -37,8 +37,9 @@ class ColumnNameError(ValueError):
 
 
 def show_columns(columns: Iterable[str]) -> str:
-    """Column names for a message: plain, or quoted when they have surrounding spaces."""
-    return ", ".join(c if c == c.strip() else repr(c) for c in columns)
+    """Column names for a message: plain, or quoted when they have surrounding spaces,
+    a comma (the separator of the list) or no characters at all."""
+    return ", ".join(c if c == c.strip() and c and "," not in c else repr(c) for c in columns)
 
 
 def header_for(
