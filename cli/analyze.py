@@ -341,25 +341,54 @@ def analyze(
     if method == "fedhybrid":  # FedHybrid's steps are eta1 / eta2
         opts.iterations.update({"eta": None, "eta1": step, "eta2": step})
     METHODS[method].check(opts)
+    _check_files(site_files, out)
     if flower:
         _analyze_on_flower(site_files, opts, out, seed, round_timeout)
         return
     from fits.analysis.run import run_analysis
 
+    from .errors import interruptible
+
     tables: dict[str, pd.DataFrame] = {}
-    try:
-        for path in site_files:
-            name = path.stem if path.stem not in tables else f"{path.stem} ({len(tables) + 1})"
-            tables[name] = read_table(path)
-        spec = _spec(opts, list(next(iter(tables.values())).columns))
-        result, summary = run_analysis(spec, tables)
-    except (DataFileError, SchemaError, DesignError, ProtocolError) as exc:
-        _fail(str(exc))
-    except (ValueError, KeyError, TypeError) as exc:
-        _fail(f"{type(exc).__name__}: {exc}")
-    write_text(json.dumps(result, indent=2), out)
+    with interruptible("no result was written"):
+        try:
+            for path in site_files:
+                name = path.stem if path.stem not in tables else f"{path.stem} ({len(tables) + 1})"
+                tables[name] = read_table(path)
+            spec = _spec(opts, list(next(iter(tables.values())).columns))
+            result, summary = run_analysis(spec, tables)
+        except (DataFileError, SchemaError, DesignError, ProtocolError) as exc:
+            _fail(str(exc))
+        except (ValueError, KeyError, TypeError) as exc:
+            _fail(f"{type(exc).__name__}: {exc}")
+        write_text(json.dumps(result, indent=2), out)
     typer.echo(summary)
     typer.echo(f"result: {out}")
+
+
+def _check_files(site_files: list[Path], out: Path) -> None:
+    """Usage checks of the paths before any file is read (exit 2): every site table
+    exists and is a file, none is given twice (the same file, a link to it, or the same
+    bytes: its rows would count twice), and ``--out`` can be written and is no input."""
+    from fits.io import OutputError, check_output, find_duplicate_files
+
+    for path in site_files:
+        if path.is_dir():
+            _fail(f"the site table {str(path)!r} is a directory, not a table file", 2)
+        if not path.exists():
+            _fail(f"the site table {str(path)!r}: no such file", 2)
+    twice = find_duplicate_files(site_files)
+    if twice is not None:
+        first, second = twice
+        _fail(
+            f"site tables {str(first)!r} and {str(second)!r} are the same file (or hold "
+            "the same bytes); give each site's table once",
+            2,
+        )
+    try:
+        check_output(out, [("the site table", p) for p in site_files])
+    except OutputError as exc:
+        _fail(str(exc), 2)
 
 
 def _spec(opts: AnalyzeOptions, columns: list[str]) -> dict[str, Any]:
@@ -403,16 +432,9 @@ def _analyze_on_flower(
     names = [p.stem for p in site_files]
     if len(set(names)) != len(names):
         _fail("site files need different names with --flower (a site is named by its file)", 2)
-    for path in site_files:
-        if not path.is_file():
-            _fail(f"the site table {str(path)!r}: no such file", 2)
-    from fits.io import DataFileError, OutputError, check_output, read_columns
-
-    try:
-        check_output(out, [("the site table", p) for p in site_files])
-    except OutputError as exc:
-        _fail(str(exc), 2)
     import warnings
+
+    from fits.io import DataFileError, read_columns  # the paths were checked (_check_files)
 
     try:  # the names of the first site's columns, for --target and --features
         with warnings.catch_warnings():

@@ -80,3 +80,29 @@ def test_analyze_errors(sites, tmp_path, args, code, message) -> None:
     assert message in " ".join(proc.stderr.split()), proc.stderr
     assert "Traceback" not in proc.stderr
     assert not out.exists()
+
+
+def test_analyze_checks_its_paths_before_reading(sites: list[str], tmp_path: Path) -> None:
+    """A missing site table is a usage error (exit 2), a table given twice is refused
+    (its rows would count twice), and --out is checked before any round: a missing
+    folder is not created, a link to an input is refused."""
+    base = ["analyze", "--target", "y"]
+    missing = run(*base, sites[0], str(tmp_path / "nope.csv"), "--out", str(tmp_path / "r.json"))
+    assert missing.returncode == 2, missing.stderr
+    assert "the site table" in missing.stderr and "nope.csv': no such file" in missing.stderr
+    twice = run(*base, sites[0], sites[1], sites[0], "--out", str(tmp_path / "r.json"))
+    assert twice.returncode == 2, twice.stderr
+    assert "are the same file" in twice.stderr and "give each site's table once" in twice.stderr
+    no_folder = tmp_path / "no" / "r.json"
+    proc = run(*base, *sites, "--out", str(no_folder))
+    assert proc.returncode == 2 and "does not exist" in proc.stderr, proc.stderr
+    assert not no_folder.parent.exists()
+    link = tmp_path / "link.json"
+    link.symlink_to(sites[0])
+    before = Path(sites[0]).read_bytes()
+    proc = run(*base, *sites, "--out", str(link))
+    assert proc.returncode == 2 and "fits never writes over an input" in proc.stderr
+    assert link.is_symlink() and Path(sites[0]).read_bytes() == before
+    for proc in (missing, twice):
+        assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "r.json").exists()
