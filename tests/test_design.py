@@ -116,3 +116,22 @@ def test_errors_name_site_and_column() -> None:
     const = _federation([t.assign(age=1.5) for t in _tables()])
     with pytest.raises(DesignError, match=r"\['age'\] take one value"):
         standardization_round(const, spec)
+
+
+def test_values_whose_squares_overflow_are_refused_naming_site_and_column() -> None:
+    """A feature of 1e300 made the standardization sums overflow and was reported as
+    "take one value across the federation"; a target of 1e300 gave NaN or meaningless
+    fits. Both are refused at the site, naming it, the column and the fix."""
+    tables = _tables()
+    tables[1]["age"] = tables[1]["age"] * 1e300
+    transport = _federation(tables)
+    spec = DesignSpec.from_schema(schema_round(transport)[0], "y")
+    with pytest.raises(DesignError, match=r"site1: column 'age' holds 70 value\(s\) beyond"):
+        standardization_round(transport, spec)
+    tables = _tables()
+    tables[2]["age"] = tables[2]["age"] * 1e160
+    spec = DesignSpec.from_schema(schema_round(_federation(_tables()))[0], "age")
+    site = DesignSite(tables[2], "west")
+    site.handle(Message("moments", config={"design": spec.to_json(), "n_numeric": 3}))
+    with pytest.raises(DesignError, match=r"west: target 'age' holds 55 .*rescale the column"):
+        site.builder.target()  # type: ignore[union-attr]

@@ -21,9 +21,10 @@ Feature coding (the choices are stated in ``docs/analysis.md``):
   value of a nominal column is a level of its own (the schema lists ``None`` among
   the categories), like every other level.
 
-A missing numeric value, a category the schema does not list, or a feature constant
-across the federation is an error naming the site and the column: nothing is dropped
-or invented.
+A missing numeric value, an infinite one or one beyond +-1e150 (:data:`MAX_ABS`: its
+square overflows), a category the schema does not list, or a feature constant across
+the federation is an error naming the site and the column: nothing is dropped or
+invented.
 
 Sites answer two message types here (see :mod:`fits.federation.protocol`): ``setup``
 (exactly as a synthesis site does) and ``moments``.  :class:`DesignSite` is the base
@@ -69,6 +70,11 @@ __all__ = [
 
 #: Name of the intercept column in :attr:`DesignSpec.feature_names`.
 INTERCEPT = "(intercept)"
+
+#: The largest magnitude a numeric feature or the target may hold: its square, summed
+#: over 1e8 rows, stays below float64's largest number (1.8e308), so the standardization
+#: sums and the fits' squared terms stay finite.
+MAX_ABS = 1e150
 
 
 class DesignError(ValueError):
@@ -291,11 +297,27 @@ class DesignBuilder:
         if name in self.spec.datetimes:
             return datetime_seconds(s)
         try:
-            return s.to_numpy(dtype=np.float64)
+            values = s.to_numpy(dtype=np.float64)
         except (TypeError, ValueError):
             raise DesignError(
                 f"{self.site}: column {name!r} is not numeric; declare it nominal"
             ) from None
+        self._check_magnitude(values, f"column {name!r}")
+        return values
+
+    def _check_magnitude(self, values: np.ndarray, what: str) -> None:
+        """Refuse infinite values and values beyond :data:`MAX_ABS` (naming the site and
+        the column): their squares overflow, and the fit would be NaN or meaningless."""
+        bad = ~(np.abs(values) <= MAX_ABS)
+        if not bad.any():
+            return
+        worst = values[bad][np.argmax(np.abs(values[bad]))]
+        raise DesignError(
+            f"{self.site}: {what} holds {int(bad.sum())} value(s) beyond +-{MAX_ABS:g} "
+            f"(the largest: {worst:g}); their squares overflow, so no model can be fitted "
+            "on them: rescale the column (e.g. divide it by a power of ten) or drop "
+            "those rows"
+        )
 
     def _nominal_codes(self, s: pd.Series, name: str, levels: list[Any]) -> np.ndarray:
         present = [v for v in levels if v is not None]
@@ -364,16 +386,16 @@ class DesignBuilder:
                 f"{self.site}: target {name!r} has {int(s.isna().sum())} missing value(s); "
                 "drop those rows"
             )
-        if s.dtype == bool:
-            return s.to_numpy(dtype=np.float64)
         try:
-            return s.to_numpy(dtype=np.float64)
+            values = s.to_numpy(dtype=np.float64)
         except (TypeError, ValueError):
             raise DesignError(
                 f"{self.site}: target {name!r} is not numeric (values like "
                 f"{sorted({str(v) for v in s.iloc[:50]})[:3]}); code it as numbers (0/1 "
                 "for logistic regression)"
             ) from None
+        self._check_magnitude(values, f"target {name!r}")
+        return values
 
 
 def pool_moments(replies: Sequence[Message]) -> Standardization:
