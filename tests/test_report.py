@@ -368,10 +368,10 @@ def test_templates_are_package_data() -> None:
 
     root = Path(__file__).resolve().parents[1]
     config = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]
-    globs = config["package-data"]["fits.report"]
-    assert "fits.report" in config["packages"]
+    globs = config["package-data"]["fits.report.templates"]
+    assert "fits.report.templates" in config["packages"]
     folder = root / "fits" / "report" / "templates"
-    files = [p.relative_to(folder.parent).as_posix() for p in folder.iterdir()]
+    files = [p.relative_to(folder).as_posix() for p in folder.iterdir()]
     assert files and all(any(fnmatch.fnmatch(f, g) for g in globs) for f in files), files
 
 
