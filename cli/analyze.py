@@ -34,7 +34,8 @@ class AnalyzeOptions:
 
     target: str
     features: list[str] | None
-    family: str
+    #: As given; None when ``--family`` was not (logistic for a GLM, linear for FedLSA).
+    family: str | None
     method: str
     mu: float | None
     epsilon: float | None
@@ -52,6 +53,8 @@ def _check_glm(opts: AnalyzeOptions) -> None:
     from fits.analysis.accounting import resolve_budget
     from fits.analysis.glm import FAMILIES, glm_settings
 
+    if opts.family is None:
+        opts.family = "logistic"
     if opts.family not in FAMILIES:
         raise typer.BadParameter(
             f"unknown family {opts.family!r}; choose one of {', '.join(FAMILIES)}",
@@ -109,7 +112,7 @@ def _check_fedlsa(opts: AnalyzeOptions) -> None:
             "FedLSA is not differentially private; drop --mu / --epsilon / --delta",
             param_hint="--method",
         )
-    if opts.family not in ("linear", "logistic"):  # logistic is the option's default
+    if opts.family not in (None, "linear"):
         raise typer.BadParameter(
             f"FedLSA fits a linear regression, not {opts.family!r}", param_hint="--family"
         )
@@ -207,8 +210,12 @@ def analyze(
     target: Annotated[str, typer.Option("--target", help="The response column.")],
     out: Annotated[Path, typer.Option("--out", help="Where to write the result (.json).")],
     family: Annotated[
-        str, typer.Option("--family", help="GLM family: linear, logistic or poisson.")
-    ] = "logistic",
+        str | None,
+        typer.Option(
+            "--family",
+            help="GLM family: linear, logistic or poisson (default: logistic; fedlsa: linear).",
+        ),
+    ] = None,
     method: Annotated[
         str, typer.Option("--method", help="fednewton, fedsgd, fedhybrid, fedavg or fedlsa.")
     ] = "fednewton",

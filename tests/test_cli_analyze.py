@@ -61,6 +61,13 @@ def test_analyze_writes_the_fit_and_the_privacy_spent(sites: list[str], tmp_path
         (["--epsilon", "1", "--delta", "1.5"], 2, "delta must lie strictly between 0 and 1"),
         (["--method", "fedprox"], 2, "unknown method 'fedprox'"),
         (["--family", "gamma"], 2, "unknown family 'gamma'"),
+        # FedLSA fits a linear regression: an explicit --family logistic is refused
+        # (it used to pass as the option's default and fit a linear model anyway)
+        (
+            ["--method", "fedlsa", "--family", "logistic"],
+            2,
+            "FedLSA fits a linear regression, not 'logistic'",
+        ),
         (["--method", "fedhybrid", "-K", "3"], 2, "do not apply to method 'fedhybrid'"),
         (
             ["--family", "poisson", "--method", "fedsgd", "--target", "x1"],
