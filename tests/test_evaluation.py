@@ -156,6 +156,24 @@ def test_errors_name_the_problem() -> None:
         energy_distance(real, syn, KINDS, columns=["x", "extra"])
 
 
+def test_values_whose_squares_overflow_are_refused() -> None:
+    """Real values of 1e300 made the real sd overflow, standardized the column to 0 and
+    reported an energy distance of 0; synthetic values of 1e300 gave NaN distances and
+    a crash when the page was drawn. Both are refused, naming the column and table."""
+    real = _mixed(50, seed=7)
+    syn = _mixed(50, seed=8)
+    huge = syn.assign(x=syn["x"] * 1e300)
+    with pytest.raises(ValueError, match=r"'x' in the synthetic table holds values beyond"):
+        energy_distance(real, huge, KINDS)
+    with pytest.raises(ValueError, match=r"'x' in the real table holds values beyond"):
+        energy_distance(real.assign(x=real["x"] * 1e300), huge, KINDS)
+    far = syn.copy()
+    far.loc[0, "x"] = 1e140  # finite, but 1e140 / sd(real x) = 5e139 sds; tiny real sd:
+    with pytest.raises(ValueError, match=r"'x' in the synthetic table holds a value 1e\+140"):
+        energy_distance(real.assign(x=real["x"] * 1e-20), far, KINDS)
+    assert np.isfinite(energy_distance(real, far, KINDS))
+
+
 # -- independent resample ------------------------------------------------------------------
 
 

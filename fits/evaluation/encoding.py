@@ -19,6 +19,11 @@ import pandas as pd
 #: of the engine; tests/test_evaluation.py checks that the two agree.
 KINDS: tuple[str, ...] = ("continuous", "ordinal", "nominal")
 
+#: The largest magnitude of a numeric value (and of a standardized one) the metrics
+#: accept: squares summed over many rows and columns stay below float64's largest
+#: number, so no distance, moment or standard deviation overflows into inf or NaN.
+MAX_ABS = 1e150
+
 
 def row_keys(points: np.ndarray) -> np.ndarray:
     """One hashable byte string per row of a 2-d float array (bit-exact equality, -0.0 == 0.0).
@@ -106,6 +111,13 @@ def numeric_values(series: pd.Series, col: str, table: str) -> np.ndarray:
     values = series.to_numpy(dtype=np.float64)
     if not np.all(np.isfinite(values)):
         raise ValueError(f"column {col!r} has non-finite values in the {table} table")
+    if values.size and np.abs(values).max() > MAX_ABS:
+        raise ValueError(
+            f"column {col!r} in the {table} table holds values beyond +-{MAX_ABS:g} (the "
+            f"largest: {values[np.argmax(np.abs(values))]:g}); their squares overflow, so "
+            "no distance or moment can be computed: rescale the column in every table "
+            "(e.g. divide it by a power of ten)"
+        )
     return values
 
 
@@ -232,8 +244,16 @@ def encode_many(
         sd = values[0].std()
         if not sd > 0:
             sd = 1.0
-        for v, out in zip(values, blocks, strict=True):
-            out.append(((v - mean) / sd)[:, None])
+        for v, out, name in zip(values, blocks, names, strict=True):
+            z = (v - mean) / sd
+            if z.size and not np.abs(z).max() <= MAX_ABS:
+                raise ValueError(
+                    f"column {col!r} in the {name} table holds a value "
+                    f"{v[np.argmax(np.abs(z))]:g}, {np.abs(z).max():.3g} standard "
+                    f"deviations of the {names[0]} table from its mean; distances that "
+                    "large overflow: check how this column was made"
+                )
+            out.append(z[:, None])
         spans.append(slice(width, width + 1))
         width += 1
     return [np.hstack(b) for b in blocks], spans
