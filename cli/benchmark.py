@@ -167,6 +167,12 @@ def benchmark(
     from fits.datasets import ChecksumError, load_dataset, resolve_data_dir
     from fits.federation.policy import SitePolicy
 
+    if out.exists() and not out.is_dir():
+        _fail(
+            f"--out {str(out)!r} is a file; fits benchmark writes <dataset>.md and "
+            "<dataset>.json into a folder: give a folder (it is created if missing)",
+            2,
+        )
     site_policy = None
     if policy is not None:
         try:
@@ -229,6 +235,13 @@ def benchmark(
                     2,
                 )
     base = out / name
+    from fits.io import OutputError, check_output
+
+    for suffix in (".md", ".json"):  # before any repeat: the files are rewritten after each
+        try:
+            check_output(base.with_name(name + suffix), create_parent=True)
+        except OutputError as exc:
+            _fail(str(exc), 2)
     command = "fits " + " ".join(shlex.quote(a) for a in sys.argv[1:])
 
     def say(message: str) -> None:

@@ -178,6 +178,23 @@ def test_cli_simulation(tmp_path: Path) -> None:
     assert not list(out.glob(".*.tmp"))  # atomic writes leave nothing behind
 
 
+def test_cli_out_that_cannot_be_a_folder_is_refused_before_any_repeat(tmp_path: Path) -> None:
+    """--out naming a file ran the whole first repeat and then failed with a traceback
+    (FileExistsError) when writing; it is a usage error before any work."""
+    a_file = tmp_path / "site.csv"
+    a_file.write_text("x\n1\n")
+    args = ("--dataset", "simulation", "--repeats", "1", "--rows", "60", "--no-modes", "-q")
+    proc = run_cli(*args, "--out", str(a_file))
+    assert proc.returncode == 2, proc.stderr
+    assert "is a file" in proc.stderr and "give a folder" in proc.stderr
+    assert "Traceback" not in proc.stderr and "FITS-K" not in proc.stdout
+    assert a_file.read_text() == "x\n1\n"
+    (tmp_path / "res" / "simulation.md").mkdir(parents=True)
+    proc = run_cli(*args, "--out", str(tmp_path / "res"))
+    assert proc.returncode == 2 and "is a folder" in proc.stderr, proc.stderr
+    assert "FITS-K" not in proc.stdout
+
+
 def test_cli_missing_data_dir(tmp_path: Path) -> None:
     missing = tmp_path / "nowhere"
     proc = run_cli("--dataset", "adult", "--data-dir", str(missing), "--out", str(tmp_path))
