@@ -50,7 +50,7 @@ def check_suffix(path: Path, what: str = "table") -> str:
     suffix = Path(path).suffix.lower()
     if suffix not in TABLE_SUFFIXES:
         raise DataFileError(
-            f"{path}: unknown file type {suffix or '(none)'!r} for a {what}; "
+            f"{path}: unknown file type {suffix or '(none)'!r} for the {what}; "
             "use a .csv or .parquet file"
         )
     return suffix

@@ -255,6 +255,22 @@ def test_bad_files(site_files, tmp_path):
     assert not out.exists()
 
 
+def test_unknown_file_type_message_reads_as_english(site_files, tmp_path):
+    """The message names what the file was for, in a sentence that reads ("for the
+    output", not "for a output")."""
+    proc = run(
+        "synthesize", *map(str, site_files), "--rows", "5", "--out", str(tmp_path / "out.json")
+    )
+    message = " ".join(proc.stderr.replace("│", " ").split())
+    assert proc.returncode == 2, proc.stderr
+    assert "unknown file type '.json' for the output; use a .csv or .parquet file" in message
+    xlsx = tmp_path / "sheet.xlsx"
+    xlsx.write_text("x")
+    proc = run("synthesize", str(xlsx), *map(str, site_files), "--rows", "5", "--out", "o.csv")
+    message = " ".join(proc.stderr.replace("│", " ").split())
+    assert "unknown file type '.xlsx' for the site table" in message, proc.stderr
+
+
 def test_sites_that_do_not_fit_together(site_files, tmp_path):
     out = tmp_path / "out.csv"
     frame = pd.read_csv(site_files[1])
