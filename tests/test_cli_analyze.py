@@ -113,3 +113,29 @@ def test_analyze_checks_its_paths_before_reading(sites: list[str], tmp_path: Pat
     for proc in (missing, twice):
         assert "Traceback" not in proc.stderr
     assert not (tmp_path / "r.json").exists()
+
+
+def test_a_column_the_model_does_not_use_does_not_stop_it(sites: list[str], tmp_path: Path) -> None:
+    """A constant or all-missing column outside --features stopped every analysis with
+    synthesis advice ("drop it ... add it back to the synthetic table") although fits
+    analyze has no --drop; now only the named columns are merged, and a constant column
+    the model would use is refused with advice that fits an analysis."""
+    from fits.analysis.glm import fit_glm
+
+    paths = []
+    for k, path in enumerate(sites):
+        frame = pd.read_csv(path).assign(unit="mg", empty=np.nan)
+        paths.append(tmp_path / f"site{k}.csv")
+        frame.to_csv(paths[-1], index=False)
+    out = tmp_path / "r.json"
+    proc = run("analyze", *paths, "--target", "y", "--features", "x1,x2", "--out", out)
+    assert proc.returncode == 0, proc.stderr
+    tables = {p.stem: pd.read_csv(p) for p in paths}
+    ref = fit_glm(tables, "y", features=["x1", "x2"], seed=0)
+    np.testing.assert_allclose(list(json.loads(out.read_text())["params"].values()), ref.params)
+    out.unlink()
+    proc = run("analyze", *paths, "--target", "y", "--out", out)
+    assert proc.returncode == 1, proc.stderr
+    assert "column 'unit' takes one value at every site" in proc.stderr
+    assert "--features" in proc.stderr and "synthetic table" not in proc.stderr
+    assert not out.exists()

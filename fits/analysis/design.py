@@ -46,6 +46,7 @@ import pandas as pd
 from fits._json import jsonable
 from fits.core.schema import (
     ColumnSpec,
+    EmptyColumnError,
     IdentifierColumnError,
     Schema,
     SchemaError,
@@ -420,8 +421,20 @@ def schema_round(
     transport: Transport,
     *,
     kinds: Mapping[str, str] | None = None,
+    columns: Sequence[str] | None = None,
 ) -> tuple[Schema, np.ndarray]:
     """The setup round: each site describes its table; the coordinator merges.
+
+    Parameters
+    ----------
+    transport : Transport
+    kinds : mapping, optional
+        Column kind overrides.
+    columns : sequence of str, optional
+        The columns the analysis uses (its target and features). When every site holds
+        the same columns and all of these are among them, the schema is merged from
+        these alone: a column the model does not use (constant, missing everywhere,
+        free text) does not stop it. Default: every column.
 
     Returns
     -------
@@ -432,13 +445,43 @@ def schema_round(
     declared = {k: {"kind": v} for k, v in (kinds or {}).items()}
     replies = transport.broadcast(Message("setup", config={"declared": json.dumps(declared)}))
     descriptions = [json.loads(str(r.config["description"])) for r in replies]
+    if columns is not None:
+        descriptions, kinds = _restrict(descriptions, kinds, columns)
     try:
-        schema = merge_descriptions(descriptions, transport.client_names, kinds=kinds)
-    except IdentifierColumnError as exc:  # identifiers, free text: kind "id", no feature
-        kinds = {**(kinds or {}), **{c: "id" for c in exc.columns}}
-        schema = merge_descriptions(descriptions, transport.client_names, kinds=kinds)
+        try:
+            schema = merge_descriptions(descriptions, transport.client_names, kinds=kinds)
+        except IdentifierColumnError as exc:  # identifiers, free text: kind "id", no feature
+            kinds = {**(kinds or {}), **{c: "id" for c in exc.columns}}
+            schema = merge_descriptions(descriptions, transport.client_names, kinds=kinds)
+    except EmptyColumnError as exc:  # the synthesis wording ("add it back") does not fit
+        raise SchemaError(
+            f"column {exc.column!r} {exc.problem}: a model can neither be fitted to it nor "
+            "learn from it; choose another target, or name the features without it "
+            "(features=[...]; fits analyze --features a,b)"
+        ) from None
     n_rows = np.array([int(r.arrays["n_rows"][0]) for r in replies], dtype=np.int64)
     return schema, n_rows
+
+
+def _restrict(
+    descriptions: list[dict[str, Any]], kinds: Mapping[str, str] | None, columns: Sequence[str]
+) -> tuple[list[dict[str, Any]], Mapping[str, str] | None]:
+    """The sites' descriptions (and kinds) of ``columns`` alone, in the sites' column
+    order; unchanged when the sites' columns differ or a name is not among them (the
+    merge and the design then report that, listing every column)."""
+    orders = [list(d["order"]) for d in descriptions]
+    wanted = set(columns)
+    if any(set(o) != set(orders[0]) for o in orders) or not wanted <= set(orders[0]):
+        return descriptions, kinds
+    out = [
+        {
+            **d,
+            "order": [c for c in d["order"] if c in wanted],
+            "columns": {c: v for c, v in d["columns"].items() if c in wanted},
+        }
+        for d in descriptions
+    ]
+    return out, {c: k for c, k in (kinds or {}).items() if c in wanted}
 
 
 def standardization_round(transport: Transport, spec: DesignSpec) -> Standardization:

@@ -992,7 +992,8 @@ def _fit(
     up0, down0 = sum(transport.uploaded_bytes), sum(transport.downloaded_bytes)
     rounds = 0
     if schema is None:
-        schema, _ = schema_round(transport, kinds=kinds)
+        used = None if features is None else [target, *features]
+        schema, _ = schema_round(transport, kinds=kinds, columns=used)
         rounds += 1
     spec = DesignSpec.from_schema(schema, target, features)
     p = spec.n_columns

@@ -1297,7 +1297,8 @@ def fedlsa(
     assert transport is not None
     try:
         up0, down0 = sum(transport.uploaded_bytes), sum(transport.downloaded_bytes)
-        schema, _ = schema_round(transport, kinds=kinds)
+        used = None if features is None else [target, *features]
+        schema, _ = schema_round(transport, kinds=kinds, columns=used)
         if target not in schema.names:
             raise FedLSAError(
                 f"target column {target!r} is not in the tables; columns: {schema.names}"

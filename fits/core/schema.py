@@ -60,6 +60,7 @@ __all__ = [
     "PARSE_SHARE",
     "SURROGATE_PREFIX",
     "DataNote",
+    "EmptyColumnError",
     "IdentifierColumnError",
     "parse_text_columns",
     "surrogate_ids",
@@ -110,6 +111,23 @@ _POINT_MASS_REPORT = 0.05
 
 class SchemaError(ValueError):
     """Input tables do not fit together, or do not fit the declared schema."""
+
+
+class EmptyColumnError(SchemaError):
+    """A column carries no information: it holds one value, or no value, at every site.
+
+    Attributes
+    ----------
+    column : str
+        The column.
+    problem : str
+        What is wrong with it, e.g. ``"takes one value at every site"``.
+    """
+
+    def __init__(self, message: str, column: str, problem: str) -> None:
+        super().__init__(message)
+        self.column = column
+        self.problem = problem
 
 
 class IdentifierColumnError(SchemaError):
@@ -1314,7 +1332,11 @@ def merge_descriptions(
             specs.append(_merge_id(name, infos, clients))
             continue
         if all(i.get("all_missing") for i in infos):
-            raise SchemaError(f"column {name!r} is missing in every row at every client; drop it")
+            raise EmptyColumnError(
+                f"column {name!r} is missing in every row at every client; drop it",
+                name,
+                "is missing in every row at every site",
+            )
         why = _identifier_counts(infos, clients) if kind != "nominal" else None
         if why is not None:
             refused[name] = why
@@ -1585,9 +1607,11 @@ def _check_constant(spec: ColumnSpec) -> ColumnSpec:
         else spec.lower is not None and spec.upper is not None and spec.lower == spec.upper
     )
     if constant:
-        raise SchemaError(
+        raise EmptyColumnError(
             f"column {spec.name!r} is constant across all clients; it carries no information: "
-            "drop it before fitting and add it back to the synthetic table"
+            "drop it before fitting and add it back to the synthetic table",
+            spec.name,
+            "takes one value at every site",
         )
     if spec.kind == "continuous" and not (
         math.isfinite(spec.lower or 0.0) and math.isfinite(spec.upper or 0.0)
