@@ -443,6 +443,15 @@ def synthesize(
             except (OSError, ValueError) as exc:
                 _fail(f"{schema}: not a usable schema file ({exc}); write one with `fits schema`")
         chain = chain_order or (list(user_schema.order) if user_schema else columns)
+        ids = set(user_schema.unmodelled if user_schema else [])
+        ids |= {c for c, k in kinds.items() if k == "id"}
+        for name in sorted(ids & set(column_designs)):
+            _fail(
+                f"--column-design {name}={column_designs[name]}: {name!r} is an identifier "
+                "(kind id), not modelled, so it has no design; drop the --column-design",
+                2,
+            )
+        chain = [c for c in chain if c not in ids]  # the identifiers are not drawn
         if chain and chain[0] in column_designs:
             _fail(
                 f"--column-design {chain[0]}={column_designs[chain[0]]}: {chain[0]!r} is the "

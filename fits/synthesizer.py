@@ -165,7 +165,9 @@ class FITSSynthesizer(BaseEstimator):
         fits the target ``cnt`` local-constant (on UCI Bike, with sharper ordinal
         penalties, the boosting model trained on the synthetic table gains R^2; see
         docs/benchmarks.md, "The target's design").  A name not in the chain after its
-        first column is an error at :meth:`fit`.
+        first column is an error at :meth:`fit` (identifiers and columns that affine
+        rules set are not in the chain: the column after a leading identifier is its
+        first).
     column_models : mapping, optional
         Per chain column after the first, how its conditional is estimated:
         ``"kernel"`` (the default, Algorithm 1) or ``"boosting"``: a gradient-boosted

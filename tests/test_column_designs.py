@@ -90,6 +90,21 @@ def test_unknown_column_and_design_are_refused(clients) -> None:
         _fit(clients, design="linear")
 
 
+def test_design_of_a_column_the_chain_does_not_draw_is_refused(clients) -> None:
+    """A design has no effect on the chain's first drawn column (an identifier before
+    it is no chain column) nor on a column an affine rule sets: both are refused, as
+    for ``column_models``, instead of being accepted and ignored."""
+    with_id = [t.assign(uid=[f"u{i}-{j}" for j in range(len(t))]) for i, t in enumerate(clients)]
+    with_id = [t[["uid", *KINDS]] for t in with_id]
+    kinds = {**KINDS, "uid": "id"}
+    with pytest.raises(ValueError, match=r"column_designs\['b'\].*the chain's first column"):
+        FITSSynthesizer("knn", seed=3, kinds=kinds, column_designs={"b": "constant"}).fit(with_id)
+    ruled = [t.assign(f=2.0 * t["x"] + 1.0) for t in clients]
+    with pytest.raises(ValueError, match=r"column_designs\['f'\].*set by the schema's rule"):
+        _fit(ruled, column_designs={"f": "constant"})
+    _fit(ruled, column_designs={"f": "constant"}, rules=False)  # drawn by the chain: fine
+
+
 def _run(*args: str) -> subprocess.CompletedProcess:
     """``fits ARGS`` in this process: the installed command's exit code, stdout and stderr."""
     return fits_in_process(*args)
@@ -123,6 +138,27 @@ def test_cli_column_design(clients, tmp_path) -> None:
         bad = tmp_path / "bad.csv"
         res = _run("synthesize", *map(str, paths), "--rows", "20", "--out", str(bad), "-q",
                    "--column-design", item)  # fmt: skip
+        assert res.returncode == 2, (item, res.stderr)
+        assert says in res.stderr and "Traceback" not in res.stderr
+        assert not bad.exists()
+
+
+def test_cli_column_design_after_an_identifier(clients, tmp_path) -> None:
+    """``--kind uid=id`` takes the identifier out of the chain: a design for it, or for
+    the column after it (now the chain's first), is a usage error that says so."""
+    paths = []
+    for i, table in enumerate(clients):
+        paths.append(tmp_path / f"site{i}.csv")
+        table.assign(uid=[f"u{i}-{j}" for j in range(len(table))])[["uid", *KINDS]].to_csv(
+            paths[-1], index=False
+        )
+    for item, says in [
+        ("uid=constant", "'uid' is an identifier (kind id), not modelled"),
+        ("b=constant", "'b' is the first column of the chain"),
+    ]:
+        bad = tmp_path / "bad.csv"
+        res = _run("synthesize", *map(str, paths), "--rows", "20", "--out", str(bad), "-q",
+                   "--kind", "uid=id", "--column-design", item)  # fmt: skip
         assert res.returncode == 2, (item, res.stderr)
         assert says in res.stderr and "Traceback" not in res.stderr
         assert not bad.exists()

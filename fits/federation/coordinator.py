@@ -484,9 +484,15 @@ class Coordinator:
         not in the chain after its first column, a nominal column with more categories
         than a model has outputs, a column whose sites' replies would be too large, and
         settings of their own for a column that is not boosted.  Warn where a setting
-        has no effect."""
+        has no effect.  Refuse a ``column_designs`` entry for a column the chain does not
+        draw with covariates (the chain's first once identifiers and columns that affine
+        rules set are left out, or one of those), where it would have no effect."""
         assert self.schema is not None
         order = self.schema.order
+        for name, design in self.column_designs.items():
+            why = self._not_boostable(name)  # e.g. first once an identifier left the chain
+            if why:
+                raise ValueError(f"column_designs[{name!r}] = {design!r}: {name!r} {why}")
         resolved: dict[str, str] = {}
         if ALL_COLUMNS in self.column_models:
             for name in self.user_schema.order:
