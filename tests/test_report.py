@@ -160,6 +160,22 @@ def test_input_errors_name_the_problem(setup) -> None:
         evaluate(data.frame, synthetic, data.kinds, test=test.drop(columns="X_B"))
 
 
+def test_a_constant_real_column_is_compared_and_an_empty_one_named() -> None:
+    """A real column with one value stopped the report with the synthesizer's advice
+    ("constant across all clients ... add it back to the synthetic table"); it is
+    compared as a nominal column. A column with no value says so, for the report."""
+    rng = np.random.default_rng(0)
+    real = pd.DataFrame({"x": rng.normal(size=60), "unit": "mg", "k": 3.0})
+    synthetic = real.assign(x=rng.normal(size=60))
+    rep = evaluate(real, synthetic, max_rows=60)
+    assert rep.data["kinds"]["unit"] == rep.data["kinds"]["k"] == "nominal"
+    scores = {s["column"]: s["score"] for s in rep.data["columns"]["scores"]}
+    assert scores["unit"] == scores["k"] == 1.0
+    empty = real.assign(e=np.nan)
+    with pytest.raises(ValueError, match=r"'e' has no value in any row of the real table"):
+        evaluate(empty, synthetic.assign(e=np.nan))
+
+
 # -- the command line ----------------------------------------------------------------------
 
 

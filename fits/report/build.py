@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 
 from fits._json import jsonable
-from fits.core.schema import IdentifierColumnError, Schema
+from fits.core.schema import EmptyColumnError, IdentifierColumnError, Schema
 from fits.io import write_text
 from fits.report.render import TOP_LEVELS, fmt_number, fmt_percent, gap_text, utility_headline
 
@@ -145,12 +145,26 @@ def _infer_kinds(real: pd.DataFrame, overrides: Mapping[str, str] | None) -> dic
     unknown = sorted(set(overrides) - set(map(str, real.columns)))
     if unknown:
         raise ValueError(f"kinds given for column(s) {unknown} that the real table lacks")
-    try:
-        schema = Schema.detect({"real table": real}, kinds=overrides, parse_text=False)
-    except IdentifierColumnError as exc:  # identifiers / free text: kind "id", left out
-        overrides.update({c: "id" for c in exc.columns})
-        schema = Schema.detect({"real table": real}, kinds=overrides, parse_text=False)
-    return schema.kinds()
+    constant: list[str] = []  # one value in the real table: compared as a nominal column
+    while True:
+        kept = real.drop(columns=constant)
+        try:
+            try:
+                schema = Schema.detect({"real table": kept}, kinds=overrides, parse_text=False)
+            except IdentifierColumnError as exc:  # identifiers / free text: kind "id"
+                overrides.update({c: "id" for c in exc.columns})
+                schema = Schema.detect({"real table": kept}, kinds=overrides, parse_text=False)
+        except EmptyColumnError as exc:  # the synthesis advice ("drop it") does not fit here
+            if exc.problem.startswith("is missing"):
+                raise ValueError(
+                    f"column {exc.column!r} has no value in any row of the real table; "
+                    "there is nothing to compare: drop it from the real and synthetic tables"
+                ) from None
+            constant.append(exc.column)
+            overrides.pop(exc.column, None)
+            continue
+        kinds = schema.kinds()
+        return {str(c): kinds.get(str(c), "nominal") for c in real.columns}
 
 
 def _as_list(value: str | Sequence[str] | None) -> list[str]:
