@@ -250,6 +250,7 @@ def report(
             files = _Files(real, synthetic, train, test, _client_files(clients, more_clients))
             options = _check_options(task, target, ratio, lam, out, json)
             _check_outputs(out, json, files, schema, settings)
+            _check_clients(files.clients)
             tables = _read_tables(files)
             options = _match_targets(options, tables["real"], real)
             kinds = _schema_kinds(schema, tables["real"], real) if schema is not None else None
@@ -448,6 +449,20 @@ def _check_outputs(
                 raise UsageError(str(err)) from None
     if json is not None and out.resolve() == json.resolve():
         raise UsageError(f"--json {str(json)!r} is the same file as --out {str(out)!r}")
+
+
+def _check_clients(clients: list[Path]) -> None:
+    """No client file is given twice (the same file, a link to it or the same bytes):
+    its rows would count twice in the training rows and as two clients in M2-M4."""
+    from fits.io import find_duplicate_files
+
+    twice = find_duplicate_files(clients)
+    if twice is not None:
+        first, second = twice
+        raise UsageError(
+            f"--clients {str(first)!r} and {str(second)!r} are the same file (or hold the "
+            "same bytes); give each client's table once"
+        )
 
 
 def _read_tables(files: _Files) -> dict[str, Any]:

@@ -426,3 +426,24 @@ def test_boosting_comparison_needs_training_rows(setup) -> None:
     )  # fmt: skip
     assert rep.data["boosting"] == {}
     assert any("gradient-boosting comparison" in n for n in rep.data["notes"])
+
+
+def test_fits_report_refuses_a_client_file_given_twice(tmp_path: Path) -> None:
+    """--clients a.csv b.csv a.csv counted a's rows twice (training rows, M2-M4) without a
+    word; like fits synthesize with a site table twice, it is a usage error."""
+    rng = np.random.default_rng(1)
+    frames = [pd.DataFrame({"x": rng.normal(size=30), "y": rng.normal(size=30)}) for _ in "ab"]
+    paths = []
+    for name, frame in zip("ab", frames, strict=True):
+        paths.append(tmp_path / f"{name}.csv")
+        frame.to_csv(paths[-1], index=False)
+    real = tmp_path / "real.csv"
+    pd.concat(frames).to_csv(real, index=False)
+    out = tmp_path / "r.html"
+    done = fits_in_process(
+        "report", "--real", real, "--synthetic", real, "--out", out, "--target", "y",
+        "--clients", paths[0], paths[1], tmp_path / "." / "a.csv",
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert "are the same file" in done.stderr and "give each client's table once" in done.stderr
+    assert "Traceback" not in done.stderr and not out.exists()
