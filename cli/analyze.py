@@ -154,23 +154,29 @@ def _check_fedlsa(opts: AnalyzeOptions) -> None:
                 )
         try:
             OnePassSchedule(
-                int(opts.iterations.get("R") or 1000),
+                int(_given(opts.iterations.get("R"), 1000)),
                 float(step) if step is not None else 0.5,
-                int(opts.extra["local_steps"] or 1),
+                int(_given(opts.extra["local_steps"], 1)),
             )
         except FedLSAError as exc:
             raise typer.BadParameter(str(exc)) from None
         return
     try:
         Schedule(
-            int(opts.iterations.get("R") or 200),
+            int(_given(opts.iterations.get("R"), 200)),
             float(step) if step is not None else 1.0,
-            int(opts.extra["local_steps"] or 10),
+            int(_given(opts.extra["local_steps"], 10)),
             opts.extra["gamma_eta"],
             opts.extra["gamma_h"],
         )
     except FedLSAError as exc:
         raise typer.BadParameter(str(exc)) from None
+
+
+def _given(value: Any, default: Any) -> Any:
+    """``value``, or ``default`` when the option was not given (0 is a given value, which
+    the schedule's check refuses, not a request for the default)."""
+    return default if value is None else value
 
 
 def _fedlsa_spec(opts: AnalyzeOptions) -> dict[str, Any]:
@@ -231,7 +237,9 @@ def analyze(
     features: Annotated[
         str | None, typer.Option("--features", help="Comma-separated feature columns.")
     ] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of every random draw.")] = 0,
+    seed: Annotated[
+        int, typer.Option("--seed", min=0, help="Seed of every random draw (an integer >= 0).")
+    ] = 0,
     clip: Annotated[
         float | None,
         typer.Option("--clip", help="Clipping bound B (default: the paper's data-driven rule)."),

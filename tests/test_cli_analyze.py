@@ -75,6 +75,17 @@ def test_analyze_writes_the_fit_and_the_privacy_spent(sites: list[str], tmp_path
             "hospital1: target 'x1' must be a count",
         ),
         (["--target", "nope"], 2, "--target: no column ['nope'] in the site tables"),
+        (["--seed", "-1"], 2, "'--seed': Input should be greater than or equal to 0"),
+        (  # 0 rounds or local steps is a value to refuse, not a request for the default
+            ["--method", "fedlsa", "--family", "linear", "--target", "x1", "-R", "0"],
+            2,
+            "rounds must be a positive integer, got 0",
+        ),
+        (
+            ["--method", "fedlsa", "--family", "linear", "--target", "x1", "-H", "0"],
+            2,
+            "local_steps must be a positive integer, got 0",
+        ),
     ],
 )
 def test_analyze_errors(sites, tmp_path, args, code, message) -> None:
