@@ -161,7 +161,12 @@ def parse_boosting(
     """
     import dataclasses
 
-    from fits.core.boosting import INTEGER_SETTINGS, BoostingParams, resolve_settings
+    from fits.core.boosting import (
+        INTEGER_SETTINGS,
+        TEXT_SETTINGS,
+        BoostingParams,
+        resolve_settings,
+    )
 
     fields = [f.name for f in dataclasses.fields(BoostingParams)]
     out: dict[str, Any] = {}
@@ -172,11 +177,18 @@ def parse_boosting(
         if name not in fields:
             raise ValueError(f"--boosting {item!r}: the settings are {', '.join(fields)}")
         integer = name in INTEGER_SETTINGS
-        try:
-            value: int | float = int(text) if integer else float(text)
-        except ValueError:
-            kind = "an integer" if integer else "a number"
-            raise ValueError(f"--boosting {item!r}: {name} must be {kind}") from None
+        value: int | float | str
+        if name in TEXT_SETTINGS:
+            value = text.strip()
+            if value not in TEXT_SETTINGS[name]:
+                choices = " or ".join(TEXT_SETTINGS[name])
+                raise ValueError(f"--boosting {item!r}: {name} must be {choices}")
+        else:
+            try:
+                value = int(text) if integer else float(text)
+            except ValueError:
+                kind = "an integer" if integer else "a number"
+                raise ValueError(f"--boosting {item!r}: {name} must be {kind}") from None
         column = column.strip()
         slot = column or name
         if slot in out and isinstance(out[slot], dict) != bool(column):

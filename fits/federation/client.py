@@ -1607,8 +1607,12 @@ class FITSClient:
                 )
             rows = np.flatnonzero(self.valid[:, j])
             levels = classes.size + 1
-        cumulative = not spec.is_discrete
-        want = levels - 1 if cumulative else boosting.discrete_outputs(levels)
+        thresholds = _thresholds(msg, spec, levels, self.name)
+        cumulative = not spec.is_discrete and thresholds is None
+        if thresholds is not None:  # location-scale: two scores (f, s)
+            want = 2
+        else:
+            want = levels - 1 if cumulative else boosting.discrete_outputs(levels)
         if outputs != want:
             raise ProtocolError(
                 f"{self.name}: column {spec.name!r} has {levels} classes; a boost request "
@@ -1631,11 +1635,11 @@ class FITSClient:
             key = (j, fraction, seed)
             if level == 0:
                 _, f_held = self._scores.scores((*key, "held"), model, lambda: self.z[held, :j])
-                loss = boosting.log_loss(f_held, classes_of(held), cumulative).sum()
+                loss = boosting.log_loss(f_held, classes_of(held), cumulative, thresholds).sum()
                 enough = held.size > 0 and held.size >= k
                 arrays["loss"] = np.array([loss, held.size], dtype=float) * enough
         codes, f = self._scores.scores(key, model, lambda: self.z[rows, :j])
-        g, h = boosting.gradients(f, classes_of(rows), cumulative)
+        g, h = boosting.gradients(f, classes_of(rows), cumulative, thresholds)
         node = boosting.node_of(codes, feature, left, level)
         hist = boosting.histograms(codes, node, 2**level, n_bins, g, h)
         hist, dropped = boosting.coarsen(hist, n_bins, k)
@@ -1750,6 +1754,28 @@ def _boost_request(msg: Message, d: int, trees_allowed: int, site: str) -> tuple
         np.asarray(a["init"], dtype=float), feature[:n_trees], left[:n_trees], value, edges
     )
     return edges, n_bins, model, feature[n_trees], left[n_trees], level, outputs
+
+
+def _thresholds(msg: Message, spec: ColumnSpec, levels: int, site: str) -> np.ndarray | None:
+    """A boost request's location-scale thresholds (:func:`fits.core.boosting.location_scale_cdf`),
+    checked: one per class boundary of a continuous column, finite and nondecreasing; None
+    when the request has none (the other models)."""
+    if "thresholds" not in msg.arrays:
+        return None
+    theta = np.asarray(msg.arrays["thresholds"], dtype=float)
+    ok = (
+        not spec.is_discrete
+        and theta.shape == (levels - 1,)
+        and bool(np.all(np.isfinite(theta)))
+        and bool(np.all(np.diff(theta) >= 0))
+    )
+    if not ok:
+        raise ProtocolError(
+            f"{site}: a boost request's thresholds for column {spec.name!r} must be "
+            f"{levels - 1} finite nondecreasing values (a continuous column's location-scale "
+            "model)"
+        )
+    return theta
 
 
 def _encoded(message: Message, reply: Message) -> Message:

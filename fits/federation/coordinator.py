@@ -30,10 +30,12 @@ from fits.core.boosting import (
     BoostingParams,
     TreeGrower,
     cdf_from_classes,
+    class_levels,
     discrete_outputs,
     held_out_count,
     quantile_edges,
     reply_values,
+    thresholds_of,
     values_from_classes,
 )
 from fits.core.cdf import (
@@ -1493,13 +1495,16 @@ class Coordinator:
         ]
         n_bins = np.array([e.size + 1 for e in edges], dtype=np.int64)
         nominal = np.array([sp.kind == "nominal" for sp in specs], dtype=bool)
-        response_edges = None
+        response_edges = thresholds = None
         if not self.encoders[column].spec.is_discrete:  # quantile classes of its marginal
             cdf = self.marginal_cdf(column).ravel()
             response_edges = quantile_edges(self.grids[column], cdf, params.classes)
             levels = response_edges.size + 1
             k = response_edges.size  # cumulative logits of P(class <= c)
-            if k < 1:
+            if params.continuous == "location-scale" and k >= 1:  # two scores (f, s)
+                thresholds = thresholds_of(class_levels(response_edges, self.grids[column], cdf))
+                k = 2
+            if response_edges.size < 1:
                 raise ValueError(
                     f"column_models[{column!r}] = 'boosting': its marginal has a single "
                     "quantile class (constant?), so there is nothing to model; keep the kernel"
@@ -1515,7 +1520,7 @@ class Coordinator:
                 f"(at most {MAX_REPLY_VALUES:,}; at most {MAX_OUTPUTS} classes); lower "
                 "boosting depth, bins or classes, or keep the kernel for this column"
             )
-        return TreeGrower(edges, nominal, k, params, response_edges)
+        return TreeGrower(edges, nominal, k, params, response_edges, thresholds)
 
     def _boost_message(
         self, column: str, model: BoostedModel, feature: np.ndarray, left: np.ndarray, level: int
@@ -1531,6 +1536,8 @@ class Coordinator:
         }
         if model.response_edges is not None:
             arrays["response_edges"] = model.response_edges
+        if model.thresholds is not None:
+            arrays["thresholds"] = model.thresholds
         params = self.boosting_params(column)
         config: dict[str, ConfigValue] = {
             "column": column,
