@@ -46,6 +46,24 @@ def test_detect_names_the_site_that_does_not_fit(mixed_clients):
         Schema.detect([])
 
 
+def test_lookalike_column_names_are_explained(mixed_clients):
+    """'é' as one code point at one site and as 'e' + a combining accent at another: the
+    names print the same, so the error says how they differ."""
+    composed, decomposed = "caf\u00e9", "cafe\u0301"
+    frames = {
+        "north": mixed_clients[0].rename(columns={"c": composed}),
+        "south": mixed_clients[1].rename(columns={"c": decomposed}),
+    }
+    with pytest.raises(SchemaError, match="south: columns differ") as err:
+        Schema.detect(frames)
+    assert "different Unicode code points" in str(err.value)
+    assert "(NFC)" in str(err.value)
+    frames["south"] = mixed_clients[1].rename(columns={"c": "tea"})  # no hint for others
+    with pytest.raises(SchemaError, match="columns differ") as err:
+        Schema.detect(frames)
+    assert "Unicode" not in str(err.value)
+
+
 def test_validate_accepts_the_tables_it_was_detected_on(mixed_clients):
     schema = Schema.detect(mixed_clients)
     for t in mixed_clients:

@@ -40,6 +40,7 @@ import json
 import math
 import re
 import shlex
+import unicodedata
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -1283,6 +1284,26 @@ def _describe_column(
     return info
 
 
+def _lookalike_names(missing: Sequence[Any], extra: Sequence[Any]) -> str:
+    """A hint for columns that two clients name alike but with different Unicode code
+    points ('é' as one character, or as 'e' and a combining accent): their names print
+    the same, so the message must say how they differ ("" when none do)."""
+
+    def nfc(name: Any) -> Any:
+        return unicodedata.normalize("NFC", name) if isinstance(name, str) else name
+
+    others = {nfc(e) for e in extra}
+    alike = [m for m in missing if nfc(m) in others]
+    if not alike:
+        return ""
+    return (
+        f" The names {alike} look the same in both tables but are written with different "
+        "Unicode code points (e.g. 'é' as one character, or as 'e' and a combining "
+        "accent): save the tables with the same Unicode normalization (NFC), or rename "
+        "the columns"
+    )
+
+
 def merge_descriptions(
     descriptions: Sequence[Mapping[str, Any]],
     clients: Sequence[str],
@@ -1319,6 +1340,7 @@ def merge_descriptions(
                 + (f"; missing: {missing}" if missing else "")
                 + (f"; extra: {extra}" if extra else "")
                 + ". Every client must hold the same columns: rename, add or drop them."
+                + _lookalike_names(missing, extra)
             )
     unknown = sorted(set(kinds) - set(first))
     if unknown:
