@@ -360,25 +360,46 @@ def analyze(
     if flower:
         _analyze_on_flower(site_files, opts, out, seed, round_timeout)
         return
+    import warnings
+
+    from fits.analysis.lsa import FedLSAError
     from fits.analysis.run import run_analysis
 
     from .errors import interruptible
 
     tables: dict[str, pd.DataFrame] = {}
-    with interruptible("no result was written"):
+    with interruptible("no result was written"), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         try:
             for path in site_files:
                 name = path.stem if path.stem not in tables else f"{path.stem} ({len(tables) + 1})"
                 tables[name] = read_table(path)
             spec = _spec(opts, list(next(iter(tables.values())).columns))
             result, summary = run_analysis(spec, tables)
-        except (DataFileError, SchemaError, DesignError, ProtocolError) as exc:
+        except (DataFileError, SchemaError, DesignError, ProtocolError, FedLSAError) as exc:
+            _echo_warnings(caught)
             _fail(str(exc))
         except (ValueError, KeyError, TypeError) as exc:
+            _echo_warnings(caught)
             _fail(f"{type(exc).__name__}: {exc}")
         write_text(json.dumps(result, indent=2), out)
+    _echo_warnings(caught)
     typer.echo(summary)
     typer.echo(f"result: {out}")
+
+
+def _echo_warnings(caught: list[Any]) -> None:
+    """The warnings of a run on stderr as ``note: ...`` (what fits inferred reading a
+    table) or ``warning: ...``, each once, without Python's file and source line."""
+    from fits.core.schema import DataNote
+
+    seen: set[str] = set()
+    for w in caught:
+        label = "note" if issubclass(w.category, DataNote) else "warning"
+        line = f"{label}: {w.message}"
+        if line not in seen:
+            seen.add(line)
+            typer.echo(line, err=True)
 
 
 def _check_files(site_files: list[Path], out: Path) -> None:

@@ -150,3 +150,18 @@ def test_a_column_the_model_does_not_use_does_not_stop_it(sites: list[str], tmp_
     assert "column 'unit' takes one value at every site" in proc.stderr
     assert "--features" in proc.stderr and "synthetic table" not in proc.stderr
     assert not out.exists()
+
+
+def test_analyze_prints_warnings_as_one_line_each(sites: list[str], tmp_path: Path) -> None:
+    """FedLSA's convergence warning reached the terminal as Python shows it (the file
+    path of fits/analysis/lsa.py and a line of its source); it is one 'warning:' line,
+    and FedLSA's errors have no Python class name in front."""
+    out = tmp_path / "r.json"
+    base = ["analyze", *sites, "--target", "x1", "--family", "linear", "--method", "fedlsa"]
+    proc = run(*base, "-R", "3", "-H", "1", "--out", out)
+    assert proc.returncode == 0, proc.stderr
+    assert "warning: FedLSA has not forgotten its start after 3 rounds" in proc.stderr
+    assert "lsa.py" not in proc.stderr and "run_fedlsa(" not in proc.stderr
+    proc = run(*base, "-R", "100", "-H", "10", "--out", tmp_path / "r2.json")
+    assert proc.returncode == 1 and proc.stderr.startswith("error: site "), proc.stderr
+    assert "FedLSAError" not in proc.stderr
