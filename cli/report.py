@@ -387,14 +387,19 @@ def _check_options(
         if t not in ("regression", "classification"):
             raise UsageError(f"--task {t!r}: use 'regression' or 'classification'")
     targets = list(target or [])
+    twice = sorted({t for t in targets if targets.count(t) > 1})
+    if twice:
+        raise UsageError(f"--target {twice} given more than once; name each target once")
     if tasks and not targets:
         raise UsageError("--task needs --target")
     if len(tasks) > 1 and len(tasks) != len(targets):
         raise UsageError(f"{len(tasks)} --task values for {len(targets)} --target columns")
     ratios = _parse_numbers(ratio, "--ratio", (1.0,))
     lambdas = _parse_numbers(lam, "--lambda", (0.1,))
-    if any(r < 0 for r in ratios):
-        raise UsageError("--ratio values must be >= 0")
+    if any(not r >= 0 for r in ratios):  # nan too
+        raise UsageError(
+            f"--ratio values must be >= 0 (inf: all rows), got {', '.join(map(str, ratios))}"
+        )
     if any(not (x >= 0 and math.isfinite(x)) for x in lambdas):
         raise UsageError("--lambda values must be finite and >= 0")
     for path, option in ((out, "--out"), (json, "--json")):

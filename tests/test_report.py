@@ -447,3 +447,23 @@ def test_fits_report_refuses_a_client_file_given_twice(tmp_path: Path) -> None:
     assert done.returncode == 2, done.stderr
     assert "are the same file" in done.stderr and "give each client's table once" in done.stderr
     assert "Traceback" not in done.stderr and not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--ratio", "nan"], "--ratio values must be >= 0 (inf: all rows), got nan"),
+        (["--target", "y", "--target", "y"], "--target ['y'] given more than once"),
+    ],
+)
+def test_fits_report_usage_errors_exit_2(tmp_path: Path, args, message) -> None:
+    """--ratio nan slipped past the usage check (nan < 0 is false) and a target named
+    twice was caught only by the evaluation: both exited 1, a data error; they are usage
+    errors (exit 2), found before any table is read."""
+    real = tmp_path / "real.csv"
+    pd.DataFrame({"x": np.arange(20.0), "y": np.arange(20.0) % 3}).to_csv(real, index=False)
+    done = fits_in_process(
+        "report", "--real", real, "--synthetic", real, "--out", tmp_path / "r.html", *args
+    )
+    assert done.returncode == 2, done.stderr
+    assert message in done.stderr and not (tmp_path / "r.html").exists()
