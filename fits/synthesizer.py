@@ -320,10 +320,7 @@ class FITSSynthesizer(BaseEstimator):
         -------
         self
         """
-        if self.seed is not None and (
-            isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer))
-        ):
-            raise TypeError(f"seed must be an integer or None, got {self.seed!r}")
+        _check_seed("seed", self.seed)
         if self.kinds is not None and not isinstance(self.kinds, Mapping):
             raise TypeError(f"kinds must be a mapping column -> kind, got {self.kinds!r}")
         if self.schema is not None and not isinstance(self.schema, Schema):
@@ -688,6 +685,7 @@ class FITSSynthesizer(BaseEstimator):
                 raise TypeError(f"{name} must be an integer, got {value!r}")
             if value < 1:
                 raise ValueError(f"{name} must be at least 1, got {value}")
+        _check_seed("seed", seed, sequence=True)
         coord = self.coordinator
         rng = np.random.default_rng(seed) if seed is not None else self._rng
         total = int(num_rows)
@@ -798,6 +796,18 @@ class FITSSynthesizer(BaseEstimator):
                     col = col.astype(np.int64)
                 cols[rule.column] = restore_dtype(col, spec)
         return pd.DataFrame(cols)[[c for c in self._columns if c in cols]]
+
+
+def _check_seed(name: str, seed: Any, sequence: bool = False) -> None:
+    """``seed`` is None or an integer >= 0 (what :class:`numpy.random.SeedSequence`
+    takes; with ``sequence``, also a ``SeedSequence``), else an error naming the
+    parameter."""
+    if seed is None or (sequence and isinstance(seed, np.random.SeedSequence)):
+        return
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise TypeError(f"{name} must be an integer >= 0 or None, got {seed!r}")
+    if seed < 0:
+        raise ValueError(f"{name} must be an integer >= 0 or None, got {seed!r}")
 
 
 def _affine_bounds(rule: Rule, spec: ColumnSpec, y: np.ndarray, ax: np.ndarray) -> None:

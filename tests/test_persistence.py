@@ -90,6 +90,21 @@ def test_bad_params_are_caught_at_fit_not_at_construction(mixed_clients):
         synth.set_params(kinds=None).fit(mixed_clients)
 
 
+def test_a_negative_or_boolean_seed_is_refused_naming_seed(mixed_clients):
+    """seed=-1 at fit and sample(seed=-1 or True) are refused with a message that names
+    ``seed``, not numpy's "expected non-negative integer" (or, for True, accepted as 1)."""
+    with pytest.raises(ValueError, match=r"seed must be an integer >= 0 or None, got -1"):
+        FITSSynthesizer(seed=-1).fit(mixed_clients)
+    synth = FITSSynthesizer(seed=0).fit(mixed_clients)
+    with pytest.raises(ValueError, match=r"seed must be an integer >= 0 or None, got -1"):
+        synth.sample(5, seed=-1)
+    with pytest.raises(TypeError, match=r"seed must be an integer >= 0 or None, got True"):
+        synth.sample(5, seed=True)
+    with pytest.raises(TypeError, match=r"seed must be an integer >= 0 or None, got 1.5"):
+        next(synth.iter_sample(5, seed=1.5))
+    assert len(synth.sample(5, seed=np.int64(3))) == 5
+
+
 def test_sample_before_fit_raises_not_fitted_with_the_fix():
     with pytest.raises(NotFittedError, match=r"call fit\(tables\)"):
         FITSSynthesizer(seed=0).sample(10)
