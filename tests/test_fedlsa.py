@@ -718,3 +718,22 @@ def test_fits_report_runs_the_inference_check_on_client_files(tmp_path):
                           seed=0)  # fmt: skip
     assert payload["inference"]["mean_overlap"] == pytest.approx(ref.mean_overlap, rel=1e-6)
     assert "Inference (y" in done.stderr and 'id="inference"' in out.read_text()
+
+
+def test_unconverged_run_warns_with_the_exported_warning() -> None:
+    """A run too short to forget its start says so: ``converged`` is False and a
+    ``fits.analysis.FedLSAConvergenceWarning`` (importable where ``fedlsa`` is, as
+    docs/analysis.md names it) is raised, so a user can catch or filter it."""
+    import fits.analysis as fa
+
+    rng = np.random.default_rng(0)
+
+    def table(n: int) -> pd.DataFrame:
+        x = rng.normal(size=(n, 2))
+        return pd.DataFrame(
+            {"a": x[:, 0] * 50 + 300, "b": x[:, 1], "y": 100 + x @ [0.5, -1] + rng.normal(size=n)}
+        )
+
+    with pytest.warns(fa.FedLSAConvergenceWarning):
+        res = fa.fedlsa([table(500), table(500)], "y", rounds=5, local_steps=1, step_size=0.01)
+    assert not res.converged

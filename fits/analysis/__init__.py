@@ -30,6 +30,7 @@ _EXPORTS = {
     "gdp_delta": "fits.analysis.accounting",
     "gdp_epsilon": "fits.analysis.accounting",
     "gdp_mu": "fits.analysis.accounting",
+    "FedLSAConvergenceWarning": "fits.analysis.lsa",
     "FedLSAResults": "fits.analysis.lsa",
     "FedLSASite": "fits.analysis.lsa",
     "fedlsa": "fits.analysis.lsa",
