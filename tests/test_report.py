@@ -467,3 +467,16 @@ def test_fits_report_usage_errors_exit_2(tmp_path: Path, args, message) -> None:
     )
     assert done.returncode == 2, done.stderr
     assert message in done.stderr and not (tmp_path / "r.html").exists()
+
+
+def test_a_nominal_column_coded_differently_gets_a_note() -> None:
+    """Labels in the real table and numbers in the synthetic one share no value: the
+    report said only 'worst: g 0'; a note now names the column and the likely cause."""
+    rng = np.random.default_rng(2)
+    real = pd.DataFrame({"x": rng.normal(size=60), "g": rng.choice(["a", "b"], 60)})
+    synthetic = real.assign(g=real["g"].map({"a": 1, "b": 2}))
+    rep = evaluate(real, synthetic, max_rows=60)
+    assert any(
+        "nominal column(s) ['g']" in n and "none of the real" in n for n in rep.data["notes"]
+    )
+    assert not any("nominal column" in n for n in evaluate(real, real, max_rows=60).data["notes"])

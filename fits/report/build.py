@@ -614,6 +614,12 @@ def _client_frames(clients: Frames | None) -> dict[str, pd.DataFrame]:
     return {}
 
 
+def _share_a_value(real: pd.Series, synthetic: pd.Series) -> bool:
+    """Whether the two columns have a non-missing value in common (or one has none)."""
+    a, b = set(real.dropna().unique()), set(synthetic.dropna().unique())
+    return not a or not b or bool(a & b)
+
+
 def _check_inputs(
     real: pd.DataFrame,
     synthetic: pd.DataFrame,
@@ -653,6 +659,15 @@ def _check_inputs(
             raise ValueError("every column of the real table is an identifier or free text")
         real, synthetic = real[columns], synthetic[columns]
         kinds = {c: kinds[c] for c in columns}
+    disjoint = [
+        c for c in columns if kinds[c] == "nominal" and not _share_a_value(real[c], synthetic[c])
+    ]
+    if disjoint:  # e.g. labels in one table and codes in the other: every row differs
+        notes.append(
+            f"nominal column(s) {disjoint}: the synthetic table holds none of the real "
+            "table's values (a different coding, such as labels against numbers?); "
+            "their fidelity is 0"
+        )
     targets = _as_list(target)
     for t in targets:
         if t not in columns:
