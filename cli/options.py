@@ -23,6 +23,7 @@ __all__ = [
     "parse_column_designs",
     "parse_column_models",
     "parse_boosting",
+    "parse_kind",
     "parse_order",
     "BoostingOpt",
     "ColumnModelOpt",
@@ -54,6 +55,27 @@ def pooled_without_secure(policy: SitePolicy | None, secure: bool) -> str | None
     )
 
 
+def parse_kind(item: str) -> tuple[str, str]:
+    """One ``--kind`` item, ``COLUMN=KIND`` or ``COLUMN:KIND`` (split at the last ``=``
+    or ``:``, so a column name may hold either), as (column, kind).
+
+    Raises
+    ------
+    ValueError
+        No separator, no column, or a kind that is not one of the schema's kinds.
+    """
+    from fits.core.schema import KINDS
+
+    cut = max(item.rfind("="), item.rfind(":"))
+    name, value = item[: max(cut, 0)], item[cut + 1 :].strip()
+    if cut < 0 or not name.strip() or value not in KINDS:
+        raise ValueError(
+            f"expected COLUMN=KIND (or COLUMN:KIND) with KIND one of {', '.join(KINDS)}, "
+            f"got {item!r}"
+        )
+    return name, value
+
+
 def parse_order(text: str, columns: Sequence[str], option: str = "--order") -> list[str]:
     """``col1,col2,...`` as the headers it names (:func:`match_columns`).
 
@@ -61,13 +83,15 @@ def parse_order(text: str, columns: Sequence[str], option: str = "--order") -> l
     ------
     ColumnNameError
         As :func:`match_columns`; when a header holds a comma (which this list cannot
-        carry), the message says to give the order in a schema file instead.
+        carry), the message says to give the order in a schema file instead.  Also an
+        order that misses a column or names one twice (a usage error, exit 2, rather
+        than the schema's check of the same, a data error).
     """
     names = [c for c in text.split(",") if c.strip()]  # ' a ' names the header ' a ' first
     if not names:
         raise ColumnNameError(f"{option} needs column names separated by commas")
     try:
-        return match_columns(names, columns, option)
+        chain = match_columns(names, columns, option)
     except ColumnNameError as exc:
         commas = [c for c in columns if "," in c]
         if not commas:
@@ -77,6 +101,16 @@ def parse_order(text: str, columns: Sequence[str], option: str = "--order") -> l
             f"{show_columns(commas)}: write the schema (fits schema SITE_FILE... --out "
             "schema.json), reorder its 'order' list, and pass --schema schema.json"
         ) from None
+    twice = [c for c in dict.fromkeys(chain) if chain.count(c) > 1]
+    missing = [c for c in columns if c not in chain]
+    if twice or missing:
+        raise ColumnNameError(
+            f"{option} must name every column exactly once"
+            + (f"; named more than once: {show_columns(twice)}" if twice else "")
+            + (f"; missing: {show_columns(missing)}" if missing else "")
+            + f" (columns: {show_columns(columns)})"
+        )
+    return chain
 
 
 class DesignChoice(StrEnum):

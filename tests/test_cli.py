@@ -439,6 +439,28 @@ def test_schema_file_that_does_not_match(site_files, tmp_path):
     _expect_error(res, 1, "schema.json", "fits schema")
 
 
+def test_an_incomplete_or_repeating_order_is_a_usage_error(site_files, tmp_path):
+    """--order that misses a column or names one twice is the command line's mistake:
+    exit 2, naming the columns, before any work (it was the schema's exit 1)."""
+    out = tmp_path / "o.csv"
+    synth = ["synthesize", *map(str, site_files), "--rows", "5", "--out", str(out), "-q"]
+    _expect_error(
+        run(*synth, "--order", "score,g"),
+        2,
+        "--order must name every column exactly once; missing: age, flag, when",
+    )
+    _expect_error(
+        run(*synth, "--order", "g,age,age,flag,score,when"),
+        2,
+        "named more than once: age",
+    )
+    schema = ["schema", *map(str, site_files), "--out", str(tmp_path / "s.json")]
+    _expect_error(run(*schema, "--order", "when,g"), 2, "missing: age, flag, score")
+    assert not out.exists() and not (tmp_path / "s.json").exists()
+    res = run(*synth, "--order", "score,g", "--drop", "age", "--drop", "flag", "--drop", "when")
+    assert res.returncode == 0, res.stderr  # what --drop leaves out need not be named
+
+
 @pytest.mark.parametrize("rows", ["0", "-3"])
 def test_bad_row_counts_are_usage_errors(site_files, tmp_path, rows):
     res = run_installed(
