@@ -480,3 +480,20 @@ def test_a_nominal_column_coded_differently_gets_a_note() -> None:
         "nominal column(s) ['g']" in n and "none of the real" in n for n in rep.data["notes"]
     )
     assert not any("nominal column" in n for n in evaluate(real, real, max_rows=60).data["notes"])
+
+
+def test_a_tiny_table_draws_its_page_without_numpy_warnings(tmp_path: Path) -> None:
+    """Three rows, the synthetic ones of one class: every parameter error is missing,
+    and the figure's nanmin warned
+    'All-NaN slice encountered' on the terminal of fits report."""
+    import warnings
+
+    rng = np.random.default_rng(3)
+    real = pd.DataFrame(
+        {"x": rng.normal(size=3), "g": ["a", "b", "c"], "y": [0, 0, 1], "k": [1, 2, 1]}
+    )
+    synthetic = real.assign(x=rng.normal(size=3), y=0)  # one class: no synthetic model
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        evaluate(real, synthetic, target="y").save(tmp_path / "r.html")
+    assert (tmp_path / "r.html").exists()
