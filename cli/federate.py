@@ -34,6 +34,7 @@ from .options import (
     parse_boosting,
     parse_column_designs,
     parse_column_models,
+    parse_kind,
     parse_order,
     pooled_without_secure,
 )
@@ -41,7 +42,7 @@ from .options import (
 __all__ = ["federate"]
 
 federate = typer.Typer(
-    help="Run FITS across machines on Flower (pip install 'fits[flower]').",
+    help="Run FITS across machines on Flower (pip install 'fits\\[flower]').",
     no_args_is_help=True,
 )
 
@@ -235,9 +236,10 @@ def _run_config(
     by the same rule to the headers the sites report at setup."""
     kind_map: dict[str, str] = {}
     for item in kinds:
-        column, sep, kind = item.rpartition(":")
-        if not sep or not column.strip():
-            _fail(f"--kind {item!r}: write column:kind, e.g. --kind age:continuous", 2)
+        try:
+            column, kind = parse_kind(item)
+        except ValueError as exc:
+            _fail(f"--kind: {exc}", 2)
         kind_map[column] = kind
     try:
         column_designs = parse_column_designs(column_design)
@@ -290,7 +292,10 @@ Out = Annotated[
 ]
 Rows = Annotated[int, typer.Option("--rows", "-n", min=1, help="Synthetic rows.")]
 Seed = Annotated[int, typer.Option("--seed", help="Seed of every random draw.")]
-Kinds = Annotated[list[str], typer.Option("--kind", help="column:kind override (repeatable).")]
+Kinds = Annotated[
+    list[str],
+    typer.Option("--kind", help="COLUMN=KIND (or COLUMN:KIND) override (repeatable)."),
+]
 Order = Annotated[str, typer.Option("--order", help="Chain order, comma-separated.")]
 SchemaOpt = Annotated[Path | None, typer.Option("--schema", help="Schema JSON file.")]
 Timeout = Annotated[float, typer.Option("--round-timeout", help="Seconds a round may take.")]

@@ -41,6 +41,7 @@ from .options import (
     parse_boosting,
     parse_column_designs,
     parse_column_models,
+    parse_kind,
     parse_order,
     pooled_without_secure,
 )
@@ -111,17 +112,14 @@ def _echo_warnings(caught: list[warnings.WarningMessage]) -> None:
 
 
 def _parse_kinds(kind: list[str] | None, schema: Path | None = None) -> dict[str, str]:
-    """``--kind COL=KIND`` options as a mapping (usage errors name the option)."""
-    from fits.core.schema import KINDS
-
+    """``--kind COL=KIND`` (or ``COL:KIND``) options as a mapping (usage errors name
+    the option; :func:`~fits.cli.options.parse_kind`)."""
     out: dict[str, str] = {}
     for item in kind or []:
-        name, eq, value = item.rpartition("=")
-        if not eq or not name or value not in KINDS:
-            raise typer.BadParameter(
-                f"expected COLUMN=KIND with KIND one of {', '.join(KINDS)}, got {item!r}",
-                param_hint="--kind",
-            )
+        try:
+            name, value = parse_kind(item)
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--kind") from None
         out[name] = value
     if out and schema is not None:
         raise typer.BadParameter(
@@ -319,7 +317,8 @@ Kind = Annotated[
     list[str] | None,
     typer.Option(
         "--kind",
-        help="Set a column's kind: COLUMN=KIND, KIND one of continuous, ordinal, nominal, "
+        help="Set a column's kind: COLUMN=KIND (or COLUMN:KIND), KIND one of continuous, "
+        "ordinal, nominal, "
         "id (fresh surrogate values, not modelled); repeat for several.",
         show_default=False,
     ),

@@ -250,3 +250,38 @@ def test_order_cannot_name_a_header_with_a_comma(tmp_path, command) -> None:
     assert "no column [' z', 'y'] in the site tables (columns: x, 'y, z')" in flat, flat
     assert "cannot name column(s) 'y, z'" in flat and "--schema schema.json" in flat, flat
     assert not out.with_suffix(".csv").exists() and not out.with_suffix(".json").exists()
+
+
+def test_kind_takes_either_separator_in_every_command(sites, tmp_path) -> None:
+    """--kind COL=KIND and COL:KIND mean the same in fits synthesize, fits schema and
+    fits federate local (they took one form each); the split is at the last separator,
+    so a column name may hold the other; a bad kind is a usage error everywhere."""
+    from fits.cli.options import parse_kind
+
+    assert parse_kind("age=continuous") == parse_kind("age:continuous") == ("age", "continuous")
+    assert parse_kind("t:utc=ordinal") == ("t:utc", "ordinal")
+    assert parse_kind("a=b:nominal") == ("a=b", "nominal")
+    for bad in ("age", "=nominal", "age=discrete", "age:"):
+        with pytest.raises(ValueError, match="expected COLUMN=KIND"):
+            parse_kind(bad)
+    a, b = sites
+    out = tmp_path / "s.json"
+    res = _fits("schema", a, b, "--out", out, "--kind", "g:ordinal", "--kind", "id=id")
+    assert res.exit_code == 0, res.output
+    columns = {c["name"]: c["kind"] for c in json.loads(out.read_text())["columns"]}
+    assert columns[" g "] == "ordinal" and columns[" id "] == "id"
+    for argv in (
+        ["synthesize", a, b, "--rows", 5, "--out", tmp_path / "o.csv"],
+        ["federate", "local", a, b, "--rows", 5, "--out", tmp_path / "o.csv"],
+    ):
+        res = _fits(*argv, "--kind", "g=discrete")
+        assert res.exit_code == 2, res.output
+        assert "expected COLUMN=KIND (or COLUMN:KIND)" in " ".join(res.output.split())
+        assert not (tmp_path / "o.csv").exists()
+
+
+def test_help_names_the_flower_extra() -> None:
+    """The extra's brackets survive the help's markup (they read 'fits' before)."""
+    for argv in (["--help"], ["federate", "--help"]):
+        res = _fits(*argv)
+        assert res.exit_code == 0 and "pip install 'fits[flower]'" in res.output, res.output
