@@ -22,10 +22,11 @@ samples again once :meth:`FITSSynthesizer.connect` has reconnected it to its sit
 
 from __future__ import annotations
 
+import itertools
 import os
 import pickle
 import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -690,18 +691,20 @@ class FITSSynthesizer(BaseEstimator):
         rng = np.random.default_rng(seed) if seed is not None else self._rng
         total = int(num_rows)
         coord.declare_rows(total)  # one configure round for all chunks (the sites' budget)
-        starts = [0, *range(int(first_chunk_rows), total, int(chunk_rows))]
+        # the chunks' first rows, lazily: a list of them would take memory in proportion
+        # to num_rows (10**16 rows: 1.5e11 starts), which the chunks are there to avoid
+        starts = itertools.chain([0], range(int(first_chunk_rows), total, int(chunk_rows)))
         return self._chunks(coord, total, starts, rng, progress)
 
     def _chunks(
         self,
         coord: Coordinator,
         total: int,
-        starts: list[int],
+        starts: Iterable[int],
         rng: np.random.Generator,
         progress: Callable[[str, int, int], None] | None,
     ) -> Iterator[pd.DataFrame]:
-        for start, stop in zip(starts, [*starts[1:], total], strict=True):
+        for start, stop in itertools.pairwise(itertools.chain(starts, [total])):
             n = stop - start
             callback = None
             if progress is not None:

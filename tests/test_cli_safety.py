@@ -361,6 +361,17 @@ def test_a_request_larger_than_the_free_disk_is_refused(small_sites, tmp_path, m
     assert not out.exists() and _no_temp_files(tmp_path) == []
 
 
+def test_an_absurd_row_count_is_refused_not_a_memory_error(small_sites, tmp_path):
+    """--rows 10**20: the disk check answers (exit 2), no MemoryError traceback from
+    listing every chunk before the first."""
+    out = tmp_path / "huge.parquet"
+    res = run("synthesize", *small_sites, "--rows", str(10**20), "--out", out, "-q")
+    assert res.returncode == 2, res.stderr
+    assert f"--rows {10**20}: the output would take about" in res.stderr
+    assert "Traceback" not in res.stderr and "MemoryError" not in res.stderr
+    assert not out.exists() and _no_temp_files(tmp_path) == []
+
+
 @pytest.mark.slow
 def test_peak_memory_of_two_million_rows(small_sites, tmp_path):
     """ru_maxrss of `fits synthesize` for 2e5 and 2e6 rows (about 3 minutes)."""

@@ -214,6 +214,19 @@ def test_bad_sample_sizes(mixed_clients):
         synth.sample(2.5)
 
 
+def test_iter_sample_of_a_huge_count_starts_at_once(mixed_clients):
+    """iter_sample(10**18) yields its first chunk without a list of every chunk's start
+    (1.5e13 of them: a MemoryError, or gigabytes, before the first row); the chunks
+    are the rows sample() gives."""
+    synth = FITSSynthesizer(seed=0).fit(mixed_clients)
+    chunks = synth.iter_sample(10**18, first_chunk_rows=7, chunk_rows=5, seed=4)
+    first, second = next(chunks), next(chunks)
+    assert (len(first), len(second)) == (7, 5)
+    pd.testing.assert_frame_equal(
+        pd.concat([first, second], ignore_index=True), synth.sample(12, seed=4)
+    )
+
+
 def test_single_table_is_refused_with_a_hint(mixed_clients):
     with pytest.raises(TypeError, match="one DataFrame per client"):
         FITSSynthesizer().fit(mixed_clients[0])
