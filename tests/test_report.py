@@ -497,3 +497,13 @@ def test_a_tiny_table_draws_its_page_without_numpy_warnings(tmp_path: Path) -> N
         warnings.simplefilter("error", RuntimeWarning)
         evaluate(real, synthetic, target="y").save(tmp_path / "r.html")
     assert (tmp_path / "r.html").exists()
+
+
+def test_a_synthetic_table_of_one_class_is_reported_not_refused() -> None:
+    """With training rows, a synthetic target of one class stopped the whole report in
+    the gradient-boosting comparison; the report is written with a note instead."""
+    rng = np.random.default_rng(4)
+    real = pd.DataFrame({"x": rng.normal(size=80), "y": rng.integers(0, 2, 80)})
+    rep = evaluate(real, real.assign(y=0), target="y", train=real, max_rows=80)
+    assert rep.data["boosting"]["y"]["synthetic"]["roc_auc"] is None
+    assert any("synthetic table holds only one class of 'y'" in n for n in rep.data["notes"])

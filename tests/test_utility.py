@@ -315,11 +315,20 @@ def test_boosting_comparison_equals_direct_sklearn(target: str, task: str) -> No
     assert set(res.to_dict()) >= {"real", "synthetic", "gap", "metric", "model"}
 
 
-def test_boosting_comparison_one_class_is_a_clear_error() -> None:
+def test_boosting_comparison_one_class_is_a_finding_with_a_note() -> None:
+    """A synthetic table of one class is what the report is there to show (the modes
+    M1-M4 give a note and no metric): it was an error that stopped the whole report;
+    now its metrics are NaN and a note says why, the real side is scored as before."""
     from fits.evaluation.utility import boosting_comparison
 
     train, synthetic, test = _mixed_table(200, 0), _mixed_table(200, 1), _mixed_table(100, 2)
     synthetic["label"] = "<=50K"
     kinds = {k: v for k, v in KINDS_MIXED.items() if k != "y"}
-    with pytest.raises(ValueError, match="synthetic table holds only one class"):
-        boosting_comparison(train, synthetic, test, "label", kinds)
+    res = boosting_comparison(train, synthetic, test, "label", kinds)
+    assert np.isnan(res.synthetic["roc_auc"]) and np.isnan(res.synthetic["accuracy"])
+    assert 0.5 < res.real["roc_auc"] <= 1.0
+    assert res.notes == [
+        "gradient boosting: the synthetic table holds only one class of 'label'; no "
+        "classifier can be trained on it"
+    ]
+    assert res.to_dict()["synthetic"]["roc_auc"] is None

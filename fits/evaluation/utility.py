@@ -872,6 +872,9 @@ class BoostingComparison:
         The class coded 1 (classification).
     model : str
         The scikit-learn class and its settings.
+    notes : list of str
+        What could not be done, e.g. a table holding one class of the target (its
+        metrics are then NaN: no classifier can be trained on it).
     """
 
     target: str
@@ -884,6 +887,7 @@ class BoostingComparison:
     n_test: int
     positive: Any = None
     model: str = ""
+    notes: list[str] = field(default_factory=list)
 
     @property
     def gap(self) -> float:
@@ -905,6 +909,7 @@ class BoostingComparison:
                 "n_train": self.n_train,
                 "n_synthetic": self.n_synthetic,
                 "n_test": self.n_test,
+                "notes": list(self.notes),
             }
         )
 
@@ -969,13 +974,18 @@ def boosting_comparison(
     problem.set_test(test)
     cls = HistGradientBoostingRegressor if task == "regression" else HistGradientBoostingClassifier
     scores = {}
+    notes = []
     for name, frame in (("real", train), ("synthetic", synthetic)):
         codes, mask = design.codes(frame, name)
         y = _target_values(frame, target, task, positive, name)
         if task == "classification" and np.unique(y).size < 2:
-            raise ValueError(
-                f"the {name} table holds only one class of {target!r}: cannot train a classifier"
+            # a finding about the table (as in the modes M1-M4), not an input error
+            notes.append(
+                f"gradient boosting: the {name} table holds only one class of {target!r}; "
+                "no classifier can be trained on it"
             )
+            scores[name] = {"accuracy": math.nan, "roc_auc": math.nan}
+            continue
         model = cls(random_state=seed, categorical_features=mask if mask.any() else None)
         # single-threaded, as every fit of downstream_utility (on a busy machine
         # OpenMP threads mostly wait); the fitted model does not depend on it
@@ -997,6 +1007,7 @@ def boosting_comparison(
         n_test=len(test),
         positive=positive,
         model=f"{cls.__name__}(random_state={seed}), scikit-learn defaults otherwise",
+        notes=notes,
     )
 
 

@@ -844,6 +844,7 @@ def _boosting_step(inputs: _Inputs, options: EvaluationOptions) -> dict[str, Any
             task=inputs.tasks[t], covariates=inputs.covariates, seed=options.seed,
         )  # fmt: skip
         out[t] = result.to_dict()
+        inputs.notes.extend(result.notes)
     return out
 
 
