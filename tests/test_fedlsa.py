@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -420,6 +421,21 @@ def test_one_pass_bad_options_are_named():
         fedlsa_arrays(xs, ys, regime="two_pass")
     with pytest.raises(FedLSAError, match=r"site 'site0' holds 300 rows.*301 local steps"):
         fedlsa_arrays(xs, ys, regime="one_pass", rounds=301, n_bootstrap=3)
+
+
+def test_one_pass_default_rounds_too_few_says_how_many_would_do():
+    """Small sites: the default T (smallest site's rows over d + 2) is shorter than the
+    burn-in. The error said 'only 13 rounds were asked for: ask for more rounds' although
+    none were asked for, and 18 (the burn-in) still fails; it names a count that runs."""
+    xs, ys = hetero_sites([60, 90], seed=1)
+    with pytest.raises(FedLSAError, match=r"the default gives only 12 rounds") as err:
+        fedlsa_arrays(xs, ys, regime="one_pass", n_bootstrap=3)
+    enough = int(re.search(r"ask for at least (\d+) rounds", str(err.value)).group(1))
+    with pytest.raises(FedLSAError, match=r"only \d+ rounds were asked for"):
+        fedlsa_arrays(xs, ys, regime="one_pass", n_bootstrap=3, rounds=enough - 1)
+    assert fedlsa_arrays(xs, ys, regime="one_pass", n_bootstrap=3, rounds=enough).rounds > 0
+    with pytest.raises(FedLSAError, match=r"too few rows for this regime; use regime='paper'"):
+        fedlsa_arrays([xs[0][:8], xs[1]], [ys[0][:8], ys[1]], regime="one_pass", n_bootstrap=3)
 
 
 def test_one_pass_on_tables_and_seeds():

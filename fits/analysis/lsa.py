@@ -960,6 +960,7 @@ def run_fedlsa(
     if multipliers not in MULTIPLIERS:
         raise FedLSAError(f"multipliers must be one of {MULTIPLIERS}, got {multipliers!r}")
     one_pass = regime == "one_pass"
+    rounds_given = rounds is not None
     if one_pass:
         _check_one_pass(schedule, precondition, site_weights, sampling, gamma_eta, gamma_h)
         local_steps = 1 if local_steps is None else local_steps
@@ -1031,17 +1032,35 @@ def run_fedlsa(
     if not explicit_step and not s2 > 0:
         raise FedLSAError("every row of the design is zero; nothing to fit")
     if one_pass:
+        built = schedule is None
         if schedule is None:
             assert rounds is not None and local_steps is not None
             eta0 = step_size if explicit_step else default_step_size(s1, s2, batch, d)
             schedule = OnePassSchedule(rounds, float(eta0), local_steps)  # type: ignore[arg-type]
         assert isinstance(schedule, OnePassSchedule)
         if schedule.rounds <= schedule.burn_in_rounds:
+            asked = (
+                f"only {schedule.rounds} rounds were asked for"
+                if rounds_given or not built
+                else f"the default gives only {schedule.rounds} rounds (the smallest site's "
+                "rows in batches of d + 2)"
+            )
+            fix = "ask for more rounds"
+            if built:
+                enough = _one_pass_rounds(
+                    schedule, int(n_rows.min()), d, s1, s2, step_size if explicit_step else None
+                )
+                fix = (
+                    f"ask for at least {enough} rounds (rounds={enough}; fits analyze -R {enough})"
+                    if enough is not None
+                    else "the smallest site has too few rows for this regime; use "
+                    "regime='paper' (fits analyze --regime paper)"
+                )
             raise FedLSAError(
                 f"the one-pass regime's burn-in takes {schedule.burn_in_rounds} rounds "
                 f"(eta_0 = {schedule.step_size:.3g}, {schedule.local_steps} local steps), "
-                f"but only {schedule.rounds} rounds were asked for: ask for more rounds "
-                "(the smallest site caps rounds x local steps at its row count)"
+                f"but {asked}: {fix} (the smallest site caps "
+                "rounds x local steps at its row count)"
             )
     elif not explicit_step:
         assert schedule is not None
@@ -1080,6 +1099,27 @@ def run_fedlsa(
     )
     res.check_convergence()
     return res
+
+
+def _one_pass_rounds(
+    schedule: OnePassSchedule,
+    n_min: int,
+    d: int,
+    mean_s: float,
+    mean_s2: float,
+    step_size: float | None,
+) -> int | None:
+    """The fewest rounds above ``schedule.rounds`` whose one-pass schedule outlasts its
+    burn-in (more rounds make smaller batches, hence a smaller default ``eta_0`` and a
+    longer burn-in), or None when the smallest site's rows allow none."""
+    h = schedule.local_steps
+    for rounds in range(schedule.rounds + 1, n_min // h + 1):
+        batch = max(1, n_min // (rounds * h))
+        eta0 = step_size if step_size is not None else default_step_size(mean_s, mean_s2, batch, d)
+        candidate = OnePassSchedule(rounds, float(eta0), h, burn_in=schedule.burn_in)
+        if rounds > candidate.burn_in_rounds:
+            return rounds
+    return None
 
 
 def default_step_size(
