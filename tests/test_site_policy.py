@@ -72,6 +72,24 @@ def test_policy_defaults_limits_and_json(tmp_path):
     assert SitePolicy.from_dict(SitePolicy.unrestricted().to_dict()) == SitePolicy.unrestricted()
 
 
+def test_policy_file_with_a_field_twice_or_a_byte_order_mark(tmp_path):
+    """JSON keeps the last of two equal keys: {"min_effective_rows": 5,
+    "min_effective_rows": 0} would turn the floor off unseen, so it is refused; a
+    UTF-8 byte-order mark (some editors write one) is read as no character; bytes that
+    are not UTF-8 are an error naming the file."""
+    path = tmp_path / "policy.json"
+    path.write_text('{"min_effective_rows": 5, "max_rows": 9, "min_effective_rows": 0}')
+    with pytest.raises(
+        ValueError, match=r"policy.json: the site policy names field\(s\) \['min_effective_rows'\]"
+    ):
+        SitePolicy.from_json(path)
+    path.write_bytes(b'\xef\xbb\xbf{"min_effective_rows": 7}')
+    assert SitePolicy.from_json(path) == SitePolicy(min_effective_rows=7)
+    path.write_bytes(b'\xff\xfe{"min_effective_rows": 7}')
+    with pytest.raises(ValueError, match="policy.json: the site policy is not valid JSON"):
+        SitePolicy.from_json(path)
+
+
 def test_grid_and_bandwidth_attack_is_refused_then_blunted(tmp_path):
     """The issue's attack: a 20,000-point grid and a response bandwidth of 1e-7 sd
     read every salary back from one marginal request."""

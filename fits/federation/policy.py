@@ -273,12 +273,24 @@ class SitePolicy:
     def from_json(cls, path: str | Path) -> SitePolicy:
         """Read a policy from a JSON file (an object of field -> value)."""
         path = Path(path)
-        try:
-            values = json.loads(path.read_text())
+        twice: list[str] = []
+
+        def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+            keys = [k for k, _ in items]
+            twice.extend(k for k in dict.fromkeys(keys) if keys.count(k) > 1)
+            return dict(items)
+
+        try:  # utf-8-sig: a byte-order mark (as some editors write) is no error
+            values = json.loads(path.read_text(encoding="utf-8-sig"), object_pairs_hook=pairs)
         except OSError as exc:
             raise ValueError(f"{path}: cannot read the site policy ({exc.strerror})") from None
-        except json.JSONDecodeError as exc:
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise ValueError(f"{path}: the site policy is not valid JSON ({exc})") from None
+        if twice:  # JSON would keep the last silently: {"k": 5, "k": 0} turns the floor off
+            raise ValueError(
+                f"{path}: the site policy names field(s) {sorted(set(twice))} more than once; "
+                "give each field once"
+            )
         if not isinstance(values, dict):
             raise ValueError(f"{path}: the site policy must be a JSON object of field: value")
         return cls.from_dict(values, source=str(path))
