@@ -332,7 +332,7 @@ def analyze(
             raise typer.BadParameter(f"{path}: use a .csv or .parquet file", param_hint="SITE_FILE")
     opts = AnalyzeOptions(
         target=target,
-        features=[f.strip() for f in features.split(",") if f.strip()] if features else None,
+        features=_parse_features(features),
         family=family,
         method=method,
         mu=mu,
@@ -439,7 +439,26 @@ def _spec(opts: AnalyzeOptions, columns: list[str]) -> dict[str, Any]:
             opts.features = match_columns(opts.features, columns, "--features")
     except ColumnNameError as exc:
         _fail(str(exc), 2)
+    if opts.features is not None:
+        if opts.target in opts.features:
+            _fail(f"--features: the target {opts.target!r} cannot also be a feature", 2)
+        twice = sorted({f for f in opts.features if opts.features.count(f) > 1})
+        if twice:
+            _fail(f"--features names {twice} more than once; name each feature once", 2)
     return METHODS[opts.method].spec(opts)
+
+
+def _parse_features(features: str | None) -> list[str] | None:
+    """``--features a,b`` as a list (None: every column but the target); a value with no
+    name in it (``--features ,`` or ``''``) is a usage error, not an intercept-only fit."""
+    if features is None:
+        return None
+    names = [f.strip() for f in features.split(",") if f.strip()]
+    if not names:
+        raise typer.BadParameter(
+            f"give column names separated by commas, got {features!r}", param_hint="--features"
+        )
+    return names
 
 
 def _analyze_on_flower(

@@ -76,6 +76,11 @@ def test_analyze_writes_the_fit_and_the_privacy_spent(sites: list[str], tmp_path
         ),
         (["--target", "nope"], 2, "--target: no column ['nope'] in the site tables"),
         (["--seed", "-1"], 2, "'--seed': Input should be greater than or equal to 0"),
+        # no name: an intercept-only fit (',') or every column ('') was fitted silently
+        (["--features", ","], 2, "give column names separated by commas, got ','"),
+        (["--features", ""], 2, "give column names separated by commas, got ''"),
+        (["--features", "y,x1"], 2, "--features: the target 'y' cannot also be a feature"),
+        (["--features", "x1,x1"], 2, "--features names ['x1'] more than once"),
         (  # 0 rounds or local steps is a value to refuse, not a request for the default
             ["--method", "fedlsa", "--family", "linear", "--target", "x1", "-R", "0"],
             2,
