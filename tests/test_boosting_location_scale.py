@@ -302,3 +302,39 @@ def test_cli_location_scale(tmp_path):
     res = fits_in_process(*common, "--boosting", "continuous=ordinal")
     assert res.returncode == 2 and "continuous must be cumulative or location-scale" in res.stderr
     assert not out.exists()
+
+
+def test_early_stopping_scores_the_location_scale_model():
+    """With early stopping, each pooled held-out loss is the mean over the held-out
+    rows of -log P(class) under the model's first t trees, computed from the model by
+    its class probabilities (not by the sites' loss)."""
+    from fits.core.boosting import BoostedModel, held_out
+
+    table = _table()
+    clients, transport = _federation([table.iloc[:300], table.iloc[300:600], table.iloc[600:]])
+    params = BoostingParams(
+        n_trees=4, depth=3, min_leaf_rows=15, bins=16, classes=8, validation_fraction=0.2, **LS
+    )
+    coord = Coordinator(transport, column_models={"y": "boosting"}, boosting=params)
+    coord.setup(kinds={"x1": "continuous", "x2": "ordinal", "x3": "continuous", "y": "continuous"})
+    coord.configure(0)
+    model = coord.boosted_model("y")
+    losses = coord.boosting_losses["y"]
+    assert model.n_trees == 4 and len(losses) == 4
+    mask = np.concatenate(
+        [held_out(c.n_rows, 0.2, [coord._validation_seed, c._site_seed]) for c in clients]
+    )
+    z = np.vstack([c.z for c in clients])
+    y = np.searchsorted(model.response_edges, z[mask, 3], side="left")
+    for t, loss in enumerate(losses):
+        prefix = BoostedModel(
+            model.init,
+            model.feature[:t],
+            model.left[:t],
+            model.value[:t],
+            model.edges,
+            model.response_edges,
+            model.thresholds,
+        )
+        p = prefix.probabilities(z[mask, :3])
+        assert loss == pytest.approx(-np.log(p[np.arange(y.size), y]).mean(), rel=1e-9)
