@@ -149,7 +149,8 @@ def _check_inputs(paths: Sequence[tuple[str, Path]]) -> None:
     """Every input file exists and is a file, else a usage error (exit 2)."""
     for label, path in paths:
         if path.is_dir():
-            _fail(f"{label} {str(path)!r} is a directory, not a table file; give the file(s)", 2)
+            what = "a table file; give the file(s)" if "table" in label else "a file"
+            _fail(f"{label} {str(path)!r} is a directory, not {what}", 2)
         if not path.exists():
             _fail(f"{label} {str(path)!r}: no such file", 2)
 
@@ -438,7 +439,8 @@ def synthesize(
         user_schema = None
         if schema is not None:
             try:
-                user_schema = Schema.from_json(schema.read_text())
+                # utf-8-sig: an editor's byte-order mark is no error
+                user_schema = Schema.from_json(schema.read_text(encoding="utf-8-sig"))
             except (OSError, ValueError) as exc:
                 _fail(f"{schema}: not a usable schema file ({exc}); write one with `fits schema`")
         chain = chain_order or (list(user_schema.order) if user_schema else columns)

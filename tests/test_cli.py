@@ -461,6 +461,22 @@ def test_an_incomplete_or_repeating_order_is_a_usage_error(site_files, tmp_path)
     assert res.returncode == 0, res.stderr  # what --drop leaves out need not be named
 
 
+def test_schema_file_with_a_byte_order_mark_and_a_folder_for_an_option(site_files, tmp_path):
+    """A schema file that an editor saved with a UTF-8 byte-order mark is read; a folder
+    given to --schema or --policy is a usage error that does not call it a table."""
+    schema = tmp_path / "schema.json"
+    assert run("schema", *map(str, site_files), "--out", str(schema)).returncode == 0
+    schema.write_bytes(b"\xef\xbb\xbf" + schema.read_bytes())
+    out = tmp_path / "o.csv"
+    synth = ["synthesize", *map(str, site_files), "--rows", "5", "--out", str(out), "-q"]
+    res = run(*synth, "--schema", str(schema))
+    assert res.returncode == 0, res.stderr
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    for option in ("--schema", "--policy"):
+        _expect_error(run(*synth, option, str(folder)), 2, "is a directory, not a file")
+
+
 @pytest.mark.parametrize("rows", ["0", "-3"])
 def test_bad_row_counts_are_usage_errors(site_files, tmp_path, rows):
     res = run_installed(
