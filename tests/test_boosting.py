@@ -78,18 +78,38 @@ def _pooled_oracle(x_bins, y, k, params, n_bins, cumulative=False):
         onehot = np.eye(max(k, 2))[y]
         share = onehot.sum(axis=0) / n
         f = np.tile(np.log(share[1:] / share[:1]) if k == 1 else np.log(share), (n, 1))
-    lam, m = params.l2, params.min_leaf_rows
-    for _ in range(params.n_trees):
+
+    def g_h(f):
         if cumulative:
             p = 1 / (1 + np.exp(-f))
-            g, h = p - below, np.maximum(p * (1 - p), 1e-16)
-        elif k == 1:
+            return p - below, np.maximum(p * (1 - p), 1e-16)
+        if k == 1:
             p = 1 / (1 + np.exp(-f))
-            g, h = p - onehot[:, 1:], np.maximum(p * (1 - p), 1e-16)
-        else:
-            e = np.exp(f - f.max(axis=1, keepdims=True))
-            p = e / e.sum(axis=1, keepdims=True)
-            g, h = p - onehot, np.maximum(p * (1 - p), 1e-16)
+            return p - onehot[:, 1:], np.maximum(p * (1 - p), 1e-16)
+        e = np.exp(f - f.max(axis=1, keepdims=True))
+        p = e / e.sum(axis=1, keepdims=True)
+        return p - onehot, np.maximum(p * (1 - p), 1e-16)
+
+    f = _grow_pooled(x_bins, f, g_h, params, n_bins)
+    if cumulative:
+        cdf = np.sort(1 / (1 + np.exp(-f)), axis=1)
+        return np.diff(np.column_stack([np.zeros(n), cdf, np.ones(n)]), axis=1)
+    if k == 1:
+        p1 = 1 / (1 + np.exp(-f[:, 0]))
+        return np.column_stack([1 - p1, p1])
+    e = np.exp(f - f.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def _grow_pooled(x_bins, f, g_h, params, n_bins):
+    """The pooled oracle's trees: from raw scores ``f`` (n, K), ``params.n_trees``
+    trees grown level by level on the gradients and Hessians ``g_h(f)`` gives, every
+    split by direct sums over row masks; the final raw scores."""
+    n = f.shape[0]
+    f = f.copy()
+    lam, m = params.l2, params.min_leaf_rows
+    for _ in range(params.n_trees):
+        g, h = g_h(f)
         node = np.zeros(n, dtype=int)
         for _level in range(params.depth):
             new = 2 * node + 1  # every row goes right unless a split sends it left
@@ -119,14 +139,7 @@ def _pooled_oracle(x_bins, y, k, params, n_bins, cumulative=False):
         for leaf in np.unique(node):
             rows = node == leaf
             f[rows] += -params.learning_rate * g[rows].sum(0) / (h[rows].sum(0) + lam)
-    if cumulative:
-        cdf = np.sort(1 / (1 + np.exp(-f)), axis=1)
-        return np.diff(np.column_stack([np.zeros(n), cdf, np.ones(n)]), axis=1)
-    if k == 1:
-        p1 = 1 / (1 + np.exp(-f[:, 0]))
-        return np.column_stack([1 - p1, p1])
-    e = np.exp(f - f.max(axis=1, keepdims=True))
-    return e / e.sum(axis=1, keepdims=True)
+    return f
 
 
 @pytest.mark.parametrize("classes", [2, 3, "continuous"])

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from test_boosting import _grow_pooled
 
 from fits import FITSSynthesizer
 from fits.core.boosting import (
@@ -117,9 +118,9 @@ def _table(n: int = 900) -> pd.DataFrame:
 
 
 def _pooled_location_scale(x_bins, y, theta, params, n_bins):
-    """Level-wise second-order boosting of (f, s) on the pooled rows, splits by direct
-    sums over row masks, gradients and Fisher Hessians by complex steps of
-    :func:`_neg_log_p` (independent of fits.core.boosting)."""
+    """Second-order boosting of (f, s) on the pooled rows (test_boosting's
+    ``_grow_pooled``: splits by direct sums over row masks), gradients and Fisher
+    Hessians by complex steps of :func:`_neg_log_p` (independent of fits.core.boosting)."""
     n = y.size
     k_classes = theta.size + 1
 
@@ -147,38 +148,7 @@ def _pooled_location_scale(x_bins, y, theta, params, n_bins):
 
     g, h = g_h(np.zeros((n, 2)))
     f = np.tile(-g.sum(0) / h.sum(0), (n, 1))  # one Newton step from (0, 0)
-    lam, m = params.l2, params.min_leaf_rows
-    for _ in range(params.n_trees):
-        g, h = g_h(f)
-        node = np.zeros(n, dtype=int)
-        for _level in range(params.depth):
-            new = 2 * node + 1
-            for v in np.unique(node):
-                rows = node == v
-                gt, ht = g[rows].sum(0), h[rows].sum(0)
-                best, chosen = 0.0, None
-                for j in range(x_bins.shape[1]):
-                    for t in range(n_bins[j] - 1):
-                        go = rows & (x_bins[:, j] <= t)
-                        cl = go.sum()
-                        if cl < m or rows.sum() - cl < m:
-                            continue
-                        gl, hl = g[go].sum(0), h[go].sum(0)
-                        gain = (
-                            gl**2 / (hl + lam)
-                            + (gt - gl) ** 2 / (ht - hl + lam)
-                            - gt**2 / (ht + lam)
-                        ).sum()
-                        if gain > best + 1e-12 * abs(best):
-                            best, chosen = gain, go
-                if chosen is None:
-                    new[rows] = 2 * v
-                else:
-                    new[chosen] = 2 * v
-            node = new
-        for leaf in np.unique(node):
-            rows = node == leaf
-            f[rows] += -params.learning_rate * g[rows].sum(0) / (h[rows].sum(0) + lam)
+    f = _grow_pooled(x_bins, f, g_h, params, n_bins)
     cdf = 1 / (1 + np.exp(-(theta[None, :] - f[:, :1]) * np.exp(-f[:, 1:])))
     return np.diff(np.column_stack([np.zeros(n), cdf, np.ones(n)]), axis=1)
 
