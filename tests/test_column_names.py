@@ -144,3 +144,22 @@ def test_ambiguous_and_unknown_names_are_clear_errors() -> None:
         FITSSynthesizer(seed=0, kinds={"pid": "id"}, column_designs={"zz": "constant"}).fit(
             _sites()
         )
+
+
+@pytest.mark.parametrize(
+    "option",
+    [
+        {"kinds": {1: "nominal"}},
+        {"order": [1, 2]},
+        {"column_designs": {1: "constant"}},
+        {"column_models": {1: "boosting"}},
+    ],
+)
+def test_a_name_that_is_not_a_string_is_a_type_error_naming_the_option(option) -> None:
+    """Column names are strings (the sites refuse other headers): an int key is a
+    TypeError that names the option, not "'int' object has no attribute 'strip'"."""
+    (name,) = option
+    with pytest.raises(TypeError, match=rf"{name}: column names are strings, got 1 \(int\)"):
+        FITSSynthesizer(seed=0, **option).fit(
+            {k: t.drop(columns=" pid ") for k, t in _sites().items()}
+        )

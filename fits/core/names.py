@@ -54,7 +54,14 @@ def header_for(
     ------
     ColumnNameError
         Two headers equal ``name`` up to surrounding whitespace (naming both).
+    TypeError
+        ``name`` is not a string (every column name is one).
     """
+    if not isinstance(name, str):
+        raise TypeError(
+            f"{option}: column names are strings, got {name!r} ({type(name).__name__}); "
+            f"name the column as its header is written, e.g. {str(name)!r}"
+        )
     headers = [str(c) for c in columns]
     if name in headers:
         return name
