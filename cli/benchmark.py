@@ -76,7 +76,9 @@ def benchmark(
     out: Annotated[
         Path, typer.Option("--out", "-o", help="Folder for <dataset>.md and <dataset>.json.")
     ] = Path("benchmark-results"),
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the first repeat.")] = 0,
+    seed: Annotated[
+        int, typer.Option("--seed", min=0, help="Seed of the first repeat (an integer >= 0).")
+    ] = 0,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress messages.")] = False,
     rows: Annotated[
         int | None,
@@ -164,6 +166,7 @@ def benchmark(
     split.
     """
     from fits.benchmark import run_benchmark, write_result
+    from fits.core.schema import SchemaError
     from fits.datasets import ChecksumError, load_dataset, resolve_data_dir
     from fits.federation.policy import SitePolicy
 
@@ -280,6 +283,9 @@ def benchmark(
         )
     except (FileNotFoundError, ChecksumError) as exc:
         _fail(str(exc))
+    except SchemaError as exc:  # what the sites refuse (a tiny --rows subsample)
+        hint = f" (--rows {rows} may be too few rows for {name}; ask for more)" if rows else ""
+        _fail(f"{exc}{hint}")
     md, js = write_result(result, base)
     typer.echo(result.headline_text())
     typer.echo(f"wrote {md}")

@@ -67,6 +67,7 @@ from fits.evaluation import (
 )
 from fits.evaluation.rules import rules_kept
 from fits.evaluation.utility import UtilityResult, boosting_comparison, downstream_utility
+from fits.federation.client import MIN_CLIENT_ROWS
 from fits.federation.policy import SitePolicy
 from fits.synthesizer import FITSSynthesizer
 
@@ -902,7 +903,8 @@ def run_benchmark(
         rseed = seed + r
         t_repeat = time.perf_counter()
         data = base if (key != "simulation" or r == 0) else _load(key, data_dir, n_rows, rseed)
-        clients, test = federated_split(data.frame, seed=rseed)
+        # every client at least the 2 rows a site needs (tiny --rows; no effect otherwise)
+        clients, test = federated_split(data.frame, seed=rseed, min_rows=MIN_CLIENT_ROWS)
         if r == 0:
             result.config.update(
                 n_train=sum(len(c) for c in clients),

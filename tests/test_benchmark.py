@@ -195,6 +195,29 @@ def test_cli_out_that_cannot_be_a_folder_is_refused_before_any_repeat(tmp_path: 
     assert "FITS-K" not in proc.stdout
 
 
+def test_cli_seed_below_zero_is_a_usage_error(tmp_path: Path) -> None:
+    """--seed -1 ended in numpy's traceback ('expected non-negative integer')."""
+    proc = run_cli("--dataset", "simulation", "--seed", "-1", "--out", str(tmp_path))
+    assert proc.returncode == 2 and "'--seed'" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.skipif(not SHARED_DATA.is_dir(), reason="UCI files not available")
+def test_cli_small_rows_split_keeps_two_rows_per_client(tmp_path: Path) -> None:
+    """German at --rows 100: the 1% client got 0-1 rows and the site refused it with a
+    traceback; every client now gets at least 2 rows (taken from the largest). What the
+    sites still refuse at --rows 50 (a column constant in the subsample) is an error."""
+    base = ("--dataset", "german", "--data-dir", str(SHARED_DATA), "--repeats", "1",
+            "-g", "knn", "--no-modes", "--no-boosting", "-q", "--out", str(tmp_path))  # fmt: skip
+    proc = run_cli(*base, "--rows", "100")
+    assert proc.returncode == 0, proc.stderr
+    sizes = json.loads((tmp_path / "german.json").read_text())["config"]["client_sizes"]
+    assert min(sizes) >= 2 and sum(sizes) == 80
+    proc = run_cli(*base, "--rows", "50")
+    assert proc.returncode == 1 and "--rows 50 may be too few rows" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
 def test_cli_missing_data_dir(tmp_path: Path) -> None:
     missing = tmp_path / "nowhere"
     proc = run_cli("--dataset", "adult", "--data-dir", str(missing), "--out", str(tmp_path))
