@@ -629,6 +629,22 @@ def test_star_boosts_every_column_after_the_first():
     assert set(out["y"]) <= {"yes", "no"} and out["x2"].isin(range(6)).all()
 
 
+def test_first_column_behind_its_own_indicators_is_not_boosted():
+    """A first column with missing values (or a point mass) comes after its indicators
+    in the engine's chain, which say only whether it has a value: it is still the
+    chain's first column, so ``"*"`` leaves it to its marginal and naming it (or a
+    design for it) is refused, as for any first column."""
+    table = _table(600, 13)
+    table.loc[table.index % 7 == 0, "x1"] = np.nan
+    tables = {"a": table.iloc[:300].reset_index(drop=True), "b": table.iloc[300:]}
+    kw = {"seed": 1, "boosting": {"n_trees": 3, "depth": 2}}
+    synth = FITSSynthesizer(column_models={"*": "boosting"}, **kw).fit(tables)
+    assert synth.coordinator.schema.order[:2] == ["x1 (missing)", "x1"]
+    assert synth.coordinator._column_model == {"x2": "boosting", "x3": "boosting", "y": "boosting"}
+    with pytest.raises(ValueError, match=r"'x1' is the chain's first column"):
+        FITSSynthesizer(column_models={"x1": "boosting"}, **kw).fit(tables)
+
+
 def test_malformed_boost_requests_and_replies_are_refused():
     """A site refuses a boost request whose trees or edges are malformed or beyond its
     policy; check_reply refuses a reply of any other shape than the request implies."""

@@ -498,7 +498,7 @@ class Coordinator:
         resolved: dict[str, str] = {}
         if ALL_COLUMNS in self.column_models:
             for name in self.user_schema.order:
-                if name in order[1:]:  # not the first, not set by an affine rule
+                if name in order and not self._drawn_first(name):  # nor an affine rule's
                     resolved[name] = self.column_models[ALL_COLUMNS]
         resolved.update({c: m for c, m in self.column_models.items() if c != ALL_COLUMNS})
         self._column_model = resolved
@@ -560,7 +560,7 @@ class Coordinator:
                 "switch the rules off (rules=False, --no-rules) or drop the rule from the "
                 "schema"
             )
-        if name == order[0]:
+        if name in order and self._drawn_first(name):
             return (
                 "is the chain's first column, drawn from its marginal with no covariates; "
                 "move it later in the chain (order=..., --order)"
@@ -568,6 +568,14 @@ class Coordinator:
         if name not in order:
             return f"is not a column the chain draws (chain: {', '.join(order)})"
         return None
+
+    def _drawn_first(self, name: str) -> bool:
+        """Whether chain column ``name`` is drawn first: before it in the engine's chain
+        come at most its own indicators (missing, at its point mass), which say only
+        whether it has a value, not which."""
+        assert self.schema is not None
+        before = self.schema.order[: self.schema.order.index(name)]
+        return set(before) <= {missing_flag(name), point_mass_flag(name)}
 
     def _oversized(self, column: str) -> str | None:
         """Whether a boosted column's model is too large for a site's reply, judged at
