@@ -203,7 +203,7 @@ def test_early_stopping_settings_are_checked():
     with pytest.raises(ValueError, match="tol must be >= 0"):
         BoostingParams(tol=-1.0)
     assert not BoostingParams().early_stopping
-    from cli.options import parse_boosting
+    from fits.cli.options import parse_boosting
 
     parsed = parse_boosting(["validation_fraction=0.1", "y:n_iter_no_change=4"], {"y": "boosting"})
     assert parsed == {"validation_fraction": 0.1, "y": {"n_iter_no_change": 4}}
