@@ -170,10 +170,14 @@ def benchmark(
     from fits.datasets import ChecksumError, load_dataset, resolve_data_dir
     from fits.federation.policy import SitePolicy
 
-    if out.exists() and not out.is_dir():
+    folder = out  # --out, or its nearest existing parent: a folder (created when written)
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if folder.exists() and not folder.is_dir():
         _fail(
-            f"--out {str(out)!r} is a file; fits benchmark writes <dataset>.md and "
-            "<dataset>.json into a folder: give a folder (it is created if missing)",
+            f"--out {str(out)!r}: {str(folder)!r} is a file; fits benchmark writes "
+            "<dataset>.md and <dataset>.json into a folder: give a folder (it is created "
+            "if missing)",
             2,
         )
     site_policy = None
@@ -240,9 +244,9 @@ def benchmark(
     base = out / name
     from fits.io import OutputError, check_output
 
-    for suffix in (".md", ".json"):  # before any repeat: the files are rewritten after each
-        try:
-            check_output(base.with_name(name + suffix), create_parent=True)
+    for suffix in (".md", ".json") if out.is_dir() else ():  # they are rewritten after
+        try:  # each repeat: check them before the first
+            check_output(base.with_name(name + suffix))
         except OutputError as exc:
             _fail(str(exc), 2)
     command = "fits " + " ".join(shlex.quote(a) for a in sys.argv[1:])
@@ -251,42 +255,46 @@ def benchmark(
         if not quiet:
             typer.echo(f"{time.strftime('%H:%M:%S')} {message}", err=True)
 
-    try:
-        result = run_benchmark(
-            name,
-            data_dir=data_dir,
-            repeats=repeats,
-            seed=seed,
-            progress=say,
-            n_rows=rows,
-            boosting=not no_boosting,
-            checkpoint=base,
-            command=command,
-            generators=[g.value for g in generator] if generator else ("gaussian", "knn"),
-            site_policy=site_policy,
-            modes=not no_modes,
-            synthesizer_params={
-                **({"rules": False} if no_rules else {}),
-                **({"design": design.value} if design is not None else {}),
-                **({"column_designs": column_designs} if column_designs else {}),
-                **({"column_models": column_models} if column_models else {}),
-                **({"boosting": boosting_params} if boosting_params else {}),
-                **({"smoothing": smoothing.value} if smoothing is not None else {}),
-                **({"secure_aggregation": True} if secure_aggregation else {}),
-            }
-            or None,
-            kernel_params={
-                **({"ordinal_penalty": ordinal_penalty} if ordinal_penalty is not None else {}),
-                **({"column_penalties": column_penalties} if column_penalties else {}),
-            }
-            or None,
-        )
-    except (FileNotFoundError, ChecksumError) as exc:
-        _fail(str(exc))
-    except SchemaError as exc:  # what the sites refuse (a tiny --rows subsample)
-        hint = f" (--rows {rows} may be too few rows for {name}; ask for more)" if rows else ""
-        _fail(f"{exc}{hint}")
-    md, js = write_result(result, base)
+    from .errors import interruptible
+
+    stopped = f"only finished repeats are kept ({str(base)}.md and .json are written after each)"
+    with interruptible(stopped):
+        try:
+            result = run_benchmark(
+                name,
+                data_dir=data_dir,
+                repeats=repeats,
+                seed=seed,
+                progress=say,
+                n_rows=rows,
+                boosting=not no_boosting,
+                checkpoint=base,
+                command=command,
+                generators=[g.value for g in generator] if generator else ("gaussian", "knn"),
+                site_policy=site_policy,
+                modes=not no_modes,
+                synthesizer_params={
+                    **({"rules": False} if no_rules else {}),
+                    **({"design": design.value} if design is not None else {}),
+                    **({"column_designs": column_designs} if column_designs else {}),
+                    **({"column_models": column_models} if column_models else {}),
+                    **({"boosting": boosting_params} if boosting_params else {}),
+                    **({"smoothing": smoothing.value} if smoothing is not None else {}),
+                    **({"secure_aggregation": True} if secure_aggregation else {}),
+                }
+                or None,
+                kernel_params={
+                    **({"ordinal_penalty": ordinal_penalty} if ordinal_penalty is not None else {}),
+                    **({"column_penalties": column_penalties} if column_penalties else {}),
+                }
+                or None,
+            )
+        except (FileNotFoundError, ChecksumError) as exc:
+            _fail(str(exc))
+        except SchemaError as exc:  # what the sites refuse (a tiny --rows subsample)
+            hint = f" (--rows {rows} may be too few rows for {name}; ask for more)" if rows else ""
+            _fail(f"{exc}{hint}")
+        md, js = write_result(result, base)
     typer.echo(result.headline_text())
     typer.echo(f"wrote {md}")
     typer.echo(f"wrote {js}")

@@ -189,10 +189,37 @@ def test_cli_out_that_cannot_be_a_folder_is_refused_before_any_repeat(tmp_path: 
     assert "is a file" in proc.stderr and "give a folder" in proc.stderr
     assert "Traceback" not in proc.stderr and "FITS-K" not in proc.stdout
     assert a_file.read_text() == "x\n1\n"
+    proc = run_cli(*args, "--out", str(a_file / "sub"))  # a file above --out
+    assert proc.returncode == 2 and "is a file" in proc.stderr, proc.stderr
     (tmp_path / "res" / "simulation.md").mkdir(parents=True)
     proc = run_cli(*args, "--out", str(tmp_path / "res"))
     assert proc.returncode == 2 and "is a folder" in proc.stderr, proc.stderr
     assert "FITS-K" not in proc.stdout
+
+
+def test_cli_stopped_by_sigterm_says_so_and_leaves_no_folder(tmp_path: Path) -> None:
+    """SIGTERM killed fits benchmark without a word (and, mid-write, would have left a
+    temporary file); it ends with 143, says what is kept, and creates nothing before the
+    first repeat has finished."""
+    import signal
+    import time
+
+    out = tmp_path / "results"
+    proc = subprocess.Popen(
+        [FITS, "benchmark", "--dataset", "simulation", "--rows", "3000", "--repeats", "2",
+         "-g", "knn", "--out", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    assert proc.stderr is not None
+    for line in proc.stderr:  # wait until it works on the first repeat
+        if "repeat 1/2" in line or time.monotonic() > deadline:
+            break
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
+    assert "interrupted by SIGTERM; only finished repeats are kept" in err
+    assert not out.exists()
 
 
 def test_cli_seed_below_zero_is_a_usage_error(tmp_path: Path) -> None:
