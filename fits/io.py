@@ -14,6 +14,7 @@ import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -105,6 +106,7 @@ def read_columns(path: str | os.PathLike[str]) -> list[str]:
             sep, decimal, header = _sniff(path)
             _check_header(path, [h.strip() for h in header] if sep != "," else header)
             names = pd.read_csv(path, sep=sep, decimal=decimal, nrows=0).columns
+            names = pd.Index(_empty_names(list(names), header), dtype=object)
         else:
             names = pd.Index(_parquet_names(path))
             _check_header(path, list(names))
@@ -225,7 +227,20 @@ def _read_csv(path: Path) -> pd.DataFrame:
             "holds a separator, yet its lines do not split evenly on it; check the file's "
             "separator and quoting (fits reads ',', ';', tab and '|')"
         )
-    return _whole_numbers(frame, path, sep, decimal)
+    frame = _whole_numbers(frame, path, sep, decimal)
+    frame.columns = _empty_names(list(frame.columns), header)
+    return frame
+
+
+def _empty_names(columns: list[Any], header: list[str]) -> list[Any]:
+    """pandas names a column whose header field is empty ``Unnamed: i``: give it its
+    empty name back, so the output's header is the input's (fits never renames)."""
+    if len(header) != len(columns):
+        return columns
+    return [
+        "" if raw == "" and str(col) == f"Unnamed: {i}" else col
+        for i, (col, raw) in enumerate(zip(columns, header, strict=True))
+    ]
 
 
 def _whole_numbers(frame: pd.DataFrame, path: Path, sep: str, decimal: str) -> pd.DataFrame:

@@ -15,6 +15,8 @@ from fits.io import DataFileError, read_columns, read_table
         "a;b;c\n1,5;2,5;3\n",  # semicolons with decimal commas
         "a\tb\tc\n1\t2\t3\n",
         'x,"y, z",w\n1,2,3\n',  # a quoted name holding the separator
+        ",a,b\n0,1,2\n1,3,4\n",  # an empty name (a saved row index)
+        "a;;b\n1;2;3\n",
     ],
 )
 def test_csv_columns_are_read_tables(tmp_path, text):
@@ -40,3 +42,16 @@ def test_parquet_columns_and_errors(tmp_path):
     # a header without rows: its names (read_table refuses the table)
     (tmp_path / "head.csv").write_text("p,q\n")
     assert read_columns(tmp_path / "head.csv") == ["p", "q"]
+
+
+def test_an_empty_header_name_stays_empty(tmp_path):
+    """pandas calls a column with an empty header field 'Unnamed: 1'; fits keeps its
+    name, so the synthetic table's header is the input's, and a column really named
+    'Unnamed: 1' keeps that name."""
+    path = tmp_path / "t.csv"
+    path.write_text("x,,Unnamed: 2\n1.5,2,3\n2.5,4,5\n")
+    assert list(read_table(path).columns) == ["x", "", "Unnamed: 2"]
+    assert read_columns(path) == ["x", "", "Unnamed: 2"]
+    path.write_text("x,,\n1.5,2,3\n2.5,4,5\n")
+    with pytest.raises(DataFileError, match="more than once"):
+        read_table(path)
