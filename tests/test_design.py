@@ -15,6 +15,7 @@ from fits.analysis.design import (
     schema_round,
     standardization_round,
 )
+from fits.core.schema import SchemaError
 from fits.federation.protocol import Message, ProtocolError, check_reply
 from fits.federation.transport import InProcessTransport
 
@@ -135,3 +136,18 @@ def test_values_whose_squares_overflow_are_refused_naming_site_and_column() -> N
     site.handle(Message("moments", config={"design": spec.to_json(), "n_numeric": 3}))
     with pytest.raises(DesignError, match=r"west: target 'age' holds 55 .*rescale the column"):
         site.builder.target()  # type: ignore[union-attr]
+
+
+def test_design_names_that_clash_are_refused() -> None:
+    """A column named '(intercept)', or 'grade=low' next to the nominal column 'grade',
+    gave two coefficients one name: the result's params (a dict by name) kept one and
+    dropped the other without a word."""
+    for extra in ("(intercept)", "grade=mid"):
+        tables = [t.assign(**{extra: np.arange(len(t), dtype=float)}) for t in _tables()]
+        schema, _ = schema_round(_federation(tables))
+        with pytest.raises(SchemaError, match=r"would stand for two coefficients.*rename"):
+            DesignSpec.from_schema(schema, "y")
+    tables = [t.assign(**{"grade=mid": np.arange(len(t), dtype=float)}) for t in _tables()]
+    schema, _ = schema_round(_federation(tables))
+    spec = DesignSpec.from_schema(schema, "y", ["age", "grade=mid"])  # no nominal 'grade'
+    assert spec.feature_names == [INTERCEPT, "age", "grade=mid"]

@@ -171,7 +171,7 @@ class DesignSpec:
                         ordinal_levels[name] = [_native(c) for c in cats]
                 elif spec.tz is not None or spec.dtype == "datetime":
                     datetimes.append(name)
-        return cls(
+        design = cls(
             target=target,
             numeric=tuple(numeric),
             ordinal_levels=ordinal_levels,
@@ -179,6 +179,15 @@ class DesignSpec:
             nominal=nominal,
             intercept=intercept,
         )
+        names = design.feature_names
+        clash = sorted({n for n in names if names.count(n) > 1})
+        if clash:  # coefficients are keyed by these names: one would overwrite the other
+            raise SchemaError(
+                f"design column name(s) {clash} would stand for two coefficients (a column "
+                f"named like the intercept {INTERCEPT!r}, or like a level 'column=level' of "
+                "a nominal column); rename the column in every site's table"
+            )
+        return design
 
     @property
     def n_numeric(self) -> int:
