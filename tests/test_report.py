@@ -507,3 +507,23 @@ def test_a_synthetic_table_of_one_class_is_reported_not_refused() -> None:
     rep = evaluate(real, real.assign(y=0), target="y", train=real, max_rows=80)
     assert rep.data["boosting"]["y"]["synthetic"]["roc_auc"] is None
     assert any("synthetic table holds only one class of 'y'" in n for n in rep.data["notes"])
+
+
+def test_a_column_named_like_the_intercept_or_a_level_keeps_its_coefficient() -> None:
+    """Columns 'intercept' and 'g=b' (next to the nominal column g) gave two reference
+    coefficients one name; the report's JSON kept one of them and dropped the other."""
+    rng = np.random.default_rng(5)
+    n = 200
+    real = pd.DataFrame(
+        {
+            "x": rng.normal(size=n),
+            "g": rng.choice(["a", "b", "c"], n, p=[0.5, 0.3, 0.2]),
+            "intercept": rng.normal(size=n),
+            "g=b": rng.normal(size=n),
+            "y": rng.integers(0, 2, n),
+        }
+    )
+    rep = evaluate(real, real, target="y", train=real, max_rows=n)
+    reference = rep.data["utility"]["y"]["reference"]
+    assert len(reference) == 1 + 1 + 2 + 1 + 1  # intercept, x, g=b, g=c, two columns
+    assert {"intercept", "g=b", "intercept (column)", "g=b (column)"} <= set(reference)

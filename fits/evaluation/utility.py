@@ -231,6 +231,13 @@ class Design:
             else:
                 names.append(col)
                 numeric.append(True)
+        # a column named like the intercept or like a level 'col=level' of a nominal
+        # column: its coefficient gets a name of its own (parameters are keyed by name)
+        taken = {"intercept", *(n for n, is_num in zip(names, numeric, strict=True) if not is_num)}
+        names = [
+            f"{n} (column)" if is_num and n in taken else n
+            for n, is_num in zip(names, numeric, strict=True)
+        ]
         design = cls(
             covariates=covariates,
             kinds={c: kinds[c] for c in covariates},
