@@ -3,6 +3,8 @@ coding equal a pooled build done independently with pandas."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -151,3 +153,17 @@ def test_design_names_that_clash_are_refused() -> None:
     schema, _ = schema_round(_federation(tables))
     spec = DesignSpec.from_schema(schema, "y", ["age", "grade=mid"])  # no nominal 'grade'
     assert spec.feature_names == [INTERCEPT, "age", "grade=mid"]
+
+
+def test_a_column_left_out_as_an_identifier_is_said() -> None:
+    """A column numeric at one site and text at another (or free text) became kind 'id'
+    and was left out of the model's features without a word."""
+    tables = _tables()
+    tables[1] = tables[1].assign(age=[f"{v:.3f} years" for v in tables[1]["age"]])
+    transport = _federation(tables)
+    with pytest.warns(UserWarning, match=r"\['age'\] look like identifiers .* left out"):
+        schema, _ = schema_round(transport)
+    assert "age" not in DesignSpec.from_schema(schema, "y").numeric
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # named features: no warning (the design decides)
+        schema, _ = schema_round(transport, columns=["y", "grade"])

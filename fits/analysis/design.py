@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import json
 import numbers
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -462,6 +463,15 @@ def schema_round(
         except IdentifierColumnError as exc:  # identifiers, free text: kind "id", no feature
             kinds = {**(kinds or {}), **{c: "id" for c in exc.columns}}
             schema = merge_descriptions(descriptions, transport.client_names, kinds=kinds)
+            if columns is None:  # named features: the design refuses an identifier
+                warnings.warn(  # never left out without a word
+                    f"column(s) {exc.columns} look like identifiers or free text at some site "
+                    "(a value in nearly every row of its own, or text where other sites hold "
+                    "numbers) and are left out of the model; name the features to choose them "
+                    "yourself (features=[...]; fits analyze --features a,b)",
+                    UserWarning,
+                    stacklevel=2,
+                )
     except EmptyColumnError as exc:  # the synthesis wording ("add it back") does not fit
         raise SchemaError(
             f"column {exc.column!r} {exc.problem}: a model can neither be fitted to it nor "
