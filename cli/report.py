@@ -330,15 +330,22 @@ def inference_figures(
 ) -> dict:
     """The Inference section's figures, or ``{"skipped": reason}`` when the target or
     the sites do not allow it (a non-numeric target, collinear features, ...)."""
+    import warnings
+
     from fits.analysis import inference_check
     from fits.analysis.design import DesignError
     from fits.analysis.lsa import FedLSAError
     from fits.core.schema import SchemaError
 
-    try:
-        return inference_check(clients, synthetic, target, seed=seed, kinds=kinds).to_dict()
-    except (FedLSAError, DesignError, SchemaError) as exc:
-        return {"skipped": str(exc)}
+    with warnings.catch_warnings(record=True) as caught:  # one line each, not Python's
+        warnings.simplefilter("always")
+        try:
+            return inference_check(clients, synthetic, target, seed=seed, kinds=kinds).to_dict()
+        except (FedLSAError, DesignError, SchemaError) as exc:
+            return {"skipped": str(exc)}
+        finally:
+            for message in dict.fromkeys(str(w.message) for w in caught):
+                typer.echo(f"note: inference check: {message}", err=True)
 
 
 @dataclass(frozen=True)

@@ -527,3 +527,37 @@ def test_a_column_named_like_the_intercept_or_a_level_keeps_its_coefficient() ->
     reference = rep.data["utility"]["y"]["reference"]
     assert len(reference) == 1 + 1 + 2 + 1 + 1  # intercept, x, g=b, g=c, two columns
     assert {"intercept", "g=b", "intercept (column)", "g=b (column)"} <= set(reference)
+
+
+def test_a_client_or_train_table_with_text_in_a_numeric_column_is_named(tmp_path: Path) -> None:
+    """Text in a numeric column of --train was reported as 'column x in the independent
+    columns table is not numeric', a table the user never gave."""
+    rng = np.random.default_rng(6)
+    real = pd.DataFrame({"x": rng.normal(size=40), "y": rng.normal(size=40)})
+    train = real.assign(x=[f"{v:.2f}z" for v in real["x"]])
+    with pytest.raises(ValueError, match=r"'x' is numeric in the real table but not in the train"):
+        evaluate(real, real, train=train)
+
+
+def test_warnings_of_the_inference_check_are_one_line_notes(tmp_path: Path) -> None:
+    """A free-text column of the client files made the inference check (FedLSA) warn
+    with Python's file path and source line on the terminal of fits report."""
+    rng = np.random.default_rng(7)
+    paths = []
+    frames = []
+    for k in range(2):
+        n = 150
+        frame = pd.DataFrame({"x": rng.normal(size=n), "memo": [f"memo {k} {i}" for i in range(n)]})
+        frame["y"] = 2 * frame["x"] + rng.normal(size=n)
+        frames.append(frame)
+        paths.append(tmp_path / f"site{k}.csv")
+        frame.to_csv(paths[-1], index=False)
+    real = tmp_path / "real.csv"
+    pd.concat(frames).to_csv(real, index=False)
+    done = fits_in_process(
+        "report", "--real", real, "--synthetic", real, "--out", tmp_path / "r.html",
+        "--target", "y", "--clients", *paths, "--no-direct", "--quiet",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "note: inference check: column(s) ['memo'] look like identifiers" in done.stderr
+    assert "UserWarning" not in done.stderr and ".py:" not in done.stderr

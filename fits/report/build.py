@@ -614,6 +614,10 @@ def _client_frames(clients: Frames | None) -> dict[str, pd.DataFrame]:
     return {}
 
 
+def _numeric(s: pd.Series) -> bool:
+    return pd.api.types.is_numeric_dtype(s.dtype) or pd.api.types.is_bool_dtype(s.dtype)
+
+
 def _share_a_value(real: pd.Series, synthetic: pd.Series) -> bool:
     """Whether the two columns have a non-missing value in common (or one has none)."""
     a, b = set(real.dropna().unique()), set(synthetic.dropna().unique())
@@ -684,6 +688,12 @@ def _check_inputs(
             raise ValueError(f"the {name} table lacks column(s) {lacking} of the real table")
         if len(frame) == 0:
             raise ValueError(f"the {name} table has no rows")
+        for c in columns:  # else an evaluator names a derived table ('independent columns')
+            if kinds[c] == "continuous" and _numeric(real[c]) and not _numeric(frame[c]):
+                raise ValueError(
+                    f"column {c!r} is numeric in the real table but not in the {name} table "
+                    f"(dtype {frame[c].dtype}, values like {frame[c].dropna().iloc[:2].tolist()})"
+                )
     if train is None and client_frames:
         train = pd.concat(list(client_frames.values()), ignore_index=True)
     if train is not None:
