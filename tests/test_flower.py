@@ -720,7 +720,7 @@ def test_killing_fits_leaves_no_flower_process(tmp_path, how):
         assert started, f"the run did not start: {_cmdlines(_marked(marker))}"
         before = _marked(marker) - {proc.pid}
         roles = " ".join(_cmdlines(before))
-        assert "flower-superlink" in roles and "flower-supernode" in roles
+        assert "flower-superlink" in roles and "fits.deploy.flower_supernode" in roles
         sent = time.monotonic()
         proc.send_signal(signal.SIGTERM if how == "SIGTERM" else signal.SIGKILL)
         code = proc.wait(timeout=60)
@@ -804,3 +804,36 @@ def test_stripped_names_in_the_run_config_find_spaced_headers(site_files, tmp_pa
     got = read_table(out)
     assert list(got.columns) == [f" {c} " for c in order]
     pd.testing.assert_frame_equal(got, exact, check_exact=True)
+
+
+def test_the_supernode_polls_sooner_and_only_where_flower_waits(monkeypatch):
+    """fits' SuperNode shortens Flower 1.42's two fixed waits (3 s for work, 0.5 s for a
+    reply) in its loop's module and no other sleep; the loop's source still has them
+    (a Flower that changes them fails here, and the SuperNode then runs unchanged)."""
+    import inspect
+    import time as real_time
+    import types
+
+    from flwr.supernode import start_client_internal
+
+    from fits.deploy import flower_supernode
+
+    source = inspect.getsource(start_client_internal)
+    assert "time.sleep(3)" in source and "time.sleep(0.5)" in source
+    assert start_client_internal.time is real_time  # what patch() replaces
+    slept: list[float] = []
+    monkeypatch.setattr(real_time, "sleep", slept.append)
+    fake = types.ModuleType("loop")
+    fake.time = real_time
+    assert flower_supernode.patch(fake, idle=0.2)
+    fake.time.sleep(3)
+    fake.time.sleep(0.5)
+    fake.time.sleep(1.25)
+    assert slept == [0.2, flower_supernode.REPLY_POLL, 1.25]
+    assert fake.time.monotonic is real_time.monotonic  # the rest of time is time
+    assert not flower_supernode.patch(types.ModuleType("other"))  # no time: left alone
+    monkeypatch.setenv("FITS_SUPERNODE_POLL", "0.5")
+    assert flower_supernode._idle_poll() == 0.5
+    monkeypatch.setenv("FITS_SUPERNODE_POLL", "10")
+    with pytest.raises(SystemExit, match="0.01 to 3"):
+        flower_supernode._idle_poll()

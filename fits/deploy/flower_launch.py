@@ -202,7 +202,9 @@ def supernode_command(
     seed: str = "",
     isolation: str = "subprocess",
 ) -> list[str]:
-    """The ``flower-supernode`` command line for one site.
+    """The ``flower-supernode`` command line for one site: Flower's SuperNode, started
+    through :mod:`fits.deploy.flower_supernode` (which shortens its fixed 3 s wait for
+    work; the arguments are ``flower-supernode``'s).
 
     ``isolation="subprocess"`` (Flower's default): the SuperNode starts a new ClientApp
     process per message.  ``"process"``: it serves its Runtime API on ``port`` to a
@@ -243,8 +245,11 @@ def supernode_command(
     parts = []
     for k, v in node_config.items():
         parts.append(f"{k}={json.dumps(v)}" if isinstance(v, str) else f"{k}={v!r}")
+    _flower_bin("flower-supernode")  # installed, or a clear error
     cmd = [
-        _flower_bin("flower-supernode"),
+        sys.executable,  # Flower's SuperNode with a shorter idle poll
+        "-m",
+        "fits.deploy.flower_supernode",
         "--superlink",
         superlink,
         "--host",
