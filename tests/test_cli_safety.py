@@ -575,6 +575,8 @@ def test_a_folder_or_missing_file_as_input_is_a_usage_error(sites, tmp_path):
         ("t", pd.to_timedelta(np.arange(40), unit="s"), ["durations", "total_seconds"]),
         ("p", pd.period_range("2020-01", periods=40, freq="M"), ["periods", "to_timestamp"]),
         ("c", np.arange(40) + 1j, ["complex numbers", ".real"]),
+        ("l", [np.array([1, 2])] * 40, ["nested values", "astype(str)"]),  # Parquet lists
+        ("r", [{"k": i % 3} for i in range(40)], ["nested values", "a column of its own"]),
     ],
 )
 def test_fit_refuses_unmodelled_column_types_by_name(column, values, words):
@@ -586,6 +588,20 @@ def test_fit_refuses_unmodelled_column_types_by_name(column, values, words):
         FITSSynthesizer(seed=0).fit([frame.iloc[:20], frame.iloc[20:]])
     assert f"column {column!r}" in str(err.value)
     assert all(w in str(err.value) for w in words)
+
+
+def test_synthesize_refuses_a_parquet_list_column_by_name(tmp_path):
+    """A Parquet list column: exit 1 naming the site and the column, not "TypeError:
+    unhashable type: 'numpy.ndarray'"."""
+    paths = []
+    for i in range(2):
+        paths.append(tmp_path / f"s{i}.parquet")
+        pd.DataFrame({"x": np.arange(30.0) + i, "tags": [[1, 2]] * 30}).to_parquet(paths[-1])
+    res = run("synthesize", *paths, "--rows", 5, "--out", tmp_path / "o.csv", "-q")
+    assert res.returncode == 1, res.stderr
+    assert "s0: column 'tags' holds nested values" in res.stderr
+    assert "unhashable" not in res.stderr and "Traceback" not in res.stderr
+    assert not (tmp_path / "o.csv").exists()
 
 
 def test_fit_refuses_duplicate_column_names():

@@ -184,6 +184,12 @@ def _unsupported(series: pd.Series) -> tuple[str, str] | None:
         )
     if isinstance(dt, pd.IntervalDtype) or isinstance(sample, pd.Interval):
         return "intervals", "store its bounds as two numeric columns, or as text"
+    if isinstance(sample, list | tuple | set | dict | np.ndarray):  # Parquet lists, structs
+        return (
+            "nested values (lists, arrays or records)",
+            "give each element or field a column of its own, store it as text with "
+            "df[c].astype(str), or drop the column (command line: --drop)",
+        )
     return None
 
 
