@@ -64,6 +64,26 @@ def test_lookalike_column_names_are_explained(mixed_clients):
     assert "Unicode" not in str(err.value)
 
 
+def test_datetime_columns_that_differ_between_sites_name_each_site():
+    """Time zones that differ (an offset at one site, UTC or local times at another),
+    or datetimes at one site and numbers at another: the error says what each site
+    holds, and how to fix it."""
+    x = np.arange(10.0)
+    t = pd.Series(pd.date_range("2024-03-01", periods=10, freq="D"))
+    frames = {
+        "paris": pd.DataFrame({"x": x, "t": t.dt.tz_localize("UTC+02:00")}),
+        "london": pd.DataFrame({"x": x, "t": t.dt.tz_localize("UTC")}),
+        "local": pd.DataFrame({"x": x, "t": t}),
+    }
+    with pytest.raises(SchemaError) as err:
+        Schema.detect(frames)
+    assert "(paris: UTC+02:00; london: UTC; local: none (local times))" in str(err.value)
+    assert "same time zone or UTC offset at every site" in str(err.value)
+    frames = {"local": frames["local"], "days": pd.DataFrame({"x": x, "t": np.arange(10)})}
+    with pytest.raises(SchemaError, match=r"not at others \(local: datetime; days: int\)"):
+        Schema.detect(frames)
+
+
 def test_validate_accepts_the_tables_it_was_detected_on(mixed_clients):
     schema = Schema.detect(mixed_clients)
     for t in mixed_clients:

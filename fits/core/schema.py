@@ -1495,7 +1495,7 @@ def _merge_column(
     """One column's spec from every client's description of it (and a declared kind)."""
     fams = [i["dtype"] for i in infos]
     if "datetime" in fams:
-        return _merge_datetime(name, infos, fams)
+        return _merge_datetime(name, infos, fams, clients)
     numeric = {"int", "float"}
     textual = {"string", "object", "category", "bool"}
     if any(f in numeric for f in fams) and any(f in textual for f in fams):
@@ -1528,16 +1528,25 @@ def _merge_column(
 
 
 def _merge_datetime(
-    name: str, infos: Sequence[Mapping[str, Any]], fams: Sequence[str]
+    name: str, infos: Sequence[Mapping[str, Any]], fams: Sequence[str], clients: Sequence[str]
 ) -> ColumnSpec:
     if set(fams) != {"datetime"}:
+        each = "; ".join(f"{c}: {f}" for c, f in zip(clients, fams, strict=True))
         raise SchemaError(
-            f"column {name!r} holds datetimes at some clients and not at others; "
+            f"column {name!r} holds datetimes at some clients and not at others ({each}); "
             "make its type the same everywhere"
         )
     tzs = {i.get("tz") for i in infos}
     if len(tzs) > 1:
-        raise SchemaError(f"column {name!r} has different time zones at different clients")
+        each = "; ".join(
+            f"{c}: {i.get('tz') or 'none (local times)'}"
+            for c, i in zip(clients, infos, strict=True)
+        )
+        raise SchemaError(
+            f"column {name!r} has different time zones at different clients ({each}); write "
+            "its values with the same time zone or UTC offset at every site (e.g. all in "
+            "UTC: a trailing Z or +00:00), or with none at any"
+        )
     return ColumnSpec(
         name,
         "continuous",
