@@ -168,5 +168,5 @@ def test_analyze_prints_warnings_as_one_line_each(sites: list[str], tmp_path: Pa
     assert "warning: FedLSA has not forgotten its start after 3 rounds" in proc.stderr
     assert "lsa.py" not in proc.stderr and "run_fedlsa(" not in proc.stderr
     proc = run(*base, "-R", "100", "-H", "10", "--out", tmp_path / "r2.json")
-    assert proc.returncode == 1 and proc.stderr.startswith("error: site "), proc.stderr
+    assert proc.returncode == 1 and proc.stderr.startswith("error: site(s) "), proc.stderr
     assert "FedLSAError" not in proc.stderr

@@ -284,7 +284,7 @@ def test_collinear_features_are_refused_by_name():
 
 def test_a_site_with_too_few_rows_for_the_local_steps_is_named():
     df = mixed_table(600, seed=2)
-    with pytest.raises(FedLSAError, match=r"site 'small' holds 100 rows.*sum_t H_t = 200"):
+    with pytest.raises(FedLSAError, match=r"site\(s\) 'small' \(100 rows\) hold fewer.*H_t = 200"):
         fedlsa({"big": df.iloc[:500], "small": df.iloc[500:]}, "y", rounds=20, local_steps=10)
     # with replacement the same run is allowed
     res = fedlsa(
@@ -614,7 +614,11 @@ def test_cli_analyze_fedlsa_one_pass(lsa_site_files, tmp_path):
         (["--gamma-eta", "0.2"], 2, "gamma_eta"),
         (["--clip", "1"], 2, "--clip is not used by fedlsa"),
         (["--target", "c"], 1, "'c' is not numeric"),
-        (["--rounds", "200", "--local-steps", "5"], 1, "site 'site1' holds 600 rows"),
+        (
+            ["--rounds", "200", "--local-steps", "5"],
+            1,
+            "site(s) 'site1' (600 rows), 'site2' (900 rows) hold fewer",
+        ),
         (["--regime", "two_pass"], 2, "--regime"),
         (["--regime", "one_pass", "--gamma-eta", "0.6"], 2, "drop --gamma-eta"),
         (["--regime", "one_pass", "--sampling", "with_replacement"], 2, "drop --sampling"),

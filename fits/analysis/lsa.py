@@ -1101,6 +1101,39 @@ def run_fedlsa(
     return res
 
 
+def _check_site_rows(
+    names: Sequence[str],
+    n_rows: np.ndarray,
+    rounds: int | None,
+    local_steps: int | None,
+    gamma_eta: float,
+    gamma_h: float,
+) -> None:
+    """Every site holds the rows Algorithm 1 uses without replacement (sum_t H_t), else
+    one error naming every site too small (each site's own check names only itself)."""
+    try:
+        total = Schedule(
+            200 if rounds is None else rounds,
+            1.0,
+            10 if local_steps is None else local_steps,
+            gamma_eta,
+            gamma_h,
+        ).total_local_steps
+    except FedLSAError:  # a bad schedule: run_fedlsa says what is wrong with it
+        return
+    small = [
+        f"{name!r} ({int(n)} rows)" for name, n in zip(names, n_rows, strict=True) if n < total
+    ]
+    if small:
+        raise FedLSAError(
+            f"site(s) {', '.join(small)} hold fewer rows than FedLSA without replacement "
+            f"uses: sum_t H_t = {total} per site (rounds x local steps); ask for fewer "
+            "rounds or local steps (rounds=, local_steps=; fits analyze -R, -H), use "
+            "sampling='with_replacement' (--sampling with_replacement), or "
+            "regime='one_pass' (--regime one_pass)"
+        )
+
+
 def _one_pass_rounds(
     schedule: OnePassSchedule,
     n_min: int,
@@ -1351,6 +1384,10 @@ def fedlsa(
             )
         spec = DesignSpec.from_schema(schema, target, features)
         st = standardization_round(transport, spec)
+        if regime == "paper" and sampling == "without_replacement":
+            _check_site_rows(
+                transport.client_names, st.n_rows, rounds, local_steps, gamma_eta, gamma_h
+            )
         res = run_fedlsa(
             transport,
             spec.n_columns,
