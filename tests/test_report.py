@@ -561,3 +561,17 @@ def test_warnings_of_the_inference_check_are_one_line_notes(tmp_path: Path) -> N
     assert done.returncode == 0, done.stderr
     assert "note: inference check: column(s) ['memo'] look like identifiers" in done.stderr
     assert "UserWarning" not in done.stderr and ".py:" not in done.stderr
+
+
+def test_huge_real_values_are_refused_without_numpy_warnings() -> None:
+    """Real values of 1e300: the kinds' schema inference also ran rule detection, whose
+    moments overflowed into RuntimeWarnings on the terminal before the clear refusal."""
+    import warnings
+
+    rng = np.random.default_rng(8)
+    real = pd.DataFrame({"x": rng.normal(size=50) * 1e300, "z": rng.normal(size=50)})
+    real["w"] = 2 * real["z"] + 1  # an affine rule candidate next to the huge column
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        with pytest.raises(ValueError, match=r"'x' in the \w+ table holds values beyond"):
+            evaluate(real, real)

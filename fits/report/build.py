@@ -150,10 +150,14 @@ def _infer_kinds(real: pd.DataFrame, overrides: Mapping[str, str] | None) -> dic
         kept = real.drop(columns=constant)
         try:
             try:
-                schema = Schema.detect({"real table": kept}, kinds=overrides, parse_text=False)
+                schema = Schema.detect(
+                    {"real table": kept}, kinds=overrides, parse_text=False, rules=False
+                )
             except IdentifierColumnError as exc:  # identifiers / free text: kind "id"
                 overrides.update({c: "id" for c in exc.columns})
-                schema = Schema.detect({"real table": kept}, kinds=overrides, parse_text=False)
+                schema = Schema.detect(
+                    {"real table": kept}, kinds=overrides, parse_text=False, rules=False
+                )
         except EmptyColumnError as exc:  # the synthesis advice ("drop it") does not fit here
             if exc.problem.startswith("is missing"):
                 raise ValueError(
