@@ -99,6 +99,12 @@ def test_design_of_a_column_the_chain_does_not_draw_is_refused(clients) -> None:
     kinds = {**KINDS, "uid": "id"}
     with pytest.raises(ValueError, match=r"column_designs\['b'\].*the chain's first column"):
         FITSSynthesizer("knn", seed=3, kinds=kinds, column_designs={"b": "constant"}).fit(with_id)
+    # the identifier itself (first in the table): refused as an identifier, not as a
+    # column "drawn from its marginal"
+    for option in ("column_designs", "column_models"):
+        value = "constant" if option == "column_designs" else "boosting"
+        with pytest.raises(ValueError, match=rf"{option}\['uid'\].*'uid' is an identifier"):
+            FITSSynthesizer("knn", seed=3, kinds=kinds, **{option: {"uid": value}}).fit(with_id)
     ruled = [t.assign(f=2.0 * t["x"] + 1.0) for t in clients]
     with pytest.raises(ValueError, match=r"column_designs\['f'\].*set by the schema's rule"):
         _fit(ruled, column_designs={"f": "constant"})

@@ -459,7 +459,8 @@ class Coordinator:
             schema = Schema(schema.columns, schema.order, found)
         self.user_schema = schema
         self._resolve_column_names(schema.names)
-        unknown = sorted(set(self.column_designs) - set(schema.order[1:]))
+        ids = {c.name for c in schema.columns if c.kind == "id"}  # refused below, as such
+        unknown = sorted(set(self.column_designs) - set(schema.order[1:]) - ids)
         if unknown:
             raise ValueError(
                 f"column_designs names {unknown}, which are not in the chain after its "
@@ -564,6 +565,11 @@ class Coordinator:
             return (
                 "is the chain's first column, drawn from its marginal with no covariates; "
                 "move it later in the chain (order=..., --order)"
+            )
+        if name in self.user_schema.names and self.user_schema[name].kind == "id":
+            return (
+                "is an identifier: it gets fresh surrogate values and is not modelled; "
+                "drop its setting, or declare it another kind"
             )
         if name not in order:
             return f"is not a column the chain draws (chain: {', '.join(order)})"
