@@ -406,21 +406,18 @@ def _check_files(site_files: list[Path], out: Path) -> None:
     """Usage checks of the paths before any file is read (exit 2): every site table
     exists and is a file, none is given twice (the same file, a link to it, or the same
     bytes: its rows would count twice), and ``--out`` can be written and is no input."""
-    from fits.io import OutputError, check_output, find_duplicate_files
+    from fits.io import OutputError, check_output
+
+    from .options import repeated_site_files
 
     for path in site_files:
         if path.is_dir():
             _fail(f"the site table {str(path)!r} is a directory, not a table file", 2)
         if not path.exists():
             _fail(f"the site table {str(path)!r}: no such file", 2)
-    twice = find_duplicate_files(site_files)
-    if twice is not None:
-        first, second = twice
-        _fail(
-            f"site tables {str(first)!r} and {str(second)!r} are the same file (or hold "
-            "the same bytes); give each site's table once",
-            2,
-        )
+    repeated = repeated_site_files(site_files)
+    if repeated is not None:
+        _fail(repeated, 2)
     try:
         check_output(out, [("the site table", p) for p in site_files])
     except OutputError as exc:

@@ -44,6 +44,7 @@ from .options import (
     parse_kind,
     parse_order,
     pooled_without_secure,
+    repeated_site_files,
 )
 from .report import report
 
@@ -186,19 +187,14 @@ def _read_sites(
 ) -> dict[str, pd.DataFrame]:
     from fits.datasets import PAPER_SHARES, federated_split
     from fits.federation.client import MIN_CLIENT_ROWS
-    from fits.io import find_duplicate_files, read_table
+    from fits.io import read_table
 
     for path in site_files:
         _check_suffix(path, "site table")
     _check_inputs([("the site table", p) for p in site_files])
-    twice = find_duplicate_files(site_files)
-    if twice is not None:
-        first, second = twice
-        _fail(
-            f"site tables {str(first)!r} and {str(second)!r} are the same file (or hold "
-            "the same bytes); give each site's table once",
-            2,
-        )
+    repeated = repeated_site_files(site_files)
+    if repeated is not None:
+        _fail(repeated, 2)
     if simulate_clients is None:
         if shares is not None:
             raise typer.BadParameter("--shares needs --simulate-clients", param_hint="--shares")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from enum import StrEnum
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -24,6 +25,7 @@ __all__ = [
     "parse_column_models",
     "parse_boosting",
     "parse_kind",
+    "repeated_site_files",
     "parse_order",
     "BoostingOpt",
     "ColumnModelOpt",
@@ -52,6 +54,21 @@ def pooled_without_secure(policy: SitePolicy | None, secure: bool) -> str | None
         "--policy: floor_scope 'pooled' holds the effective-rows floor for the sum over "
         "the sites, which the sites answer only under secure aggregation; add "
         "--secure-aggregation, or set floor_scope to 'site'"
+    )
+
+
+def repeated_site_files(site_files: Sequence[Path]) -> str | None:
+    """The usage error of site tables given twice (the same file, a link to it, or the
+    same bytes: its rows would count twice), or None."""
+    from fits.io import find_duplicate_files
+
+    twice = find_duplicate_files(list(site_files))
+    if twice is None:
+        return None
+    first, second = twice
+    return (
+        f"site tables {str(first)!r} and {str(second)!r} are the same file (or hold the "
+        "same bytes); give each site's table once"
     )
 
 
