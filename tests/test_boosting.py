@@ -149,7 +149,8 @@ def test_federated_booster_equals_pooled_oracle(classes):
     continuous column: with the same quantile classes)."""
     table, kind = _oracle_table(classes)
     clients, transport = _federation([table.iloc[:200], table.iloc[200:500], table.iloc[500:]])
-    params = BoostingParams(n_trees=4, depth=3, min_leaf_rows=15, bins=16, classes=8)
+    classes_of_y = {"classes": 8} if classes == "continuous" else {}  # else no effect
+    params = BoostingParams(n_trees=4, depth=3, min_leaf_rows=15, bins=16, **classes_of_y)
     coord = Coordinator(transport, column_models={"y": "boosting"}, boosting=params)
     coord.setup(kinds={"x1": "continuous", "x2": "ordinal", "x3": "continuous", "y": kind})
     coord.configure(0)
@@ -780,7 +781,9 @@ def test_a_columns_own_settings_give_its_model_as_if_they_were_everyones():
     tables = [table.iloc[:300], table.iloc[300:]]
     kinds = {"x1": "continuous", "x2": "ordinal", "x3": "continuous", "y": "nominal"}
     common = BoostingParams(n_trees=2, depth=2, min_leaf_rows=10, bins=16, classes=8)
-    own = BoostingParams(n_trees=3, depth=3, learning_rate=0.1, min_leaf_rows=10, bins=16)
+    own = BoostingParams(
+        n_trees=3, depth=3, learning_rate=0.1, min_leaf_rows=10, bins=16, classes=8
+    )
 
     def fit(boosting, column_boosting=None, rounds=None):
         _, transport = _federation(tables)

@@ -87,7 +87,8 @@ def test_fit_uses_the_training_rows_and_scores_the_held_out_ones(classes):
     table, kind = _oracle_table(classes)
     tables = [table.iloc[:200], table.iloc[200:500], table.iloc[500:]]
     params = BoostingParams(
-        n_trees=4, depth=3, min_leaf_rows=15, bins=16, classes=8, validation_fraction=0.2,
+        n_trees=4, depth=3, min_leaf_rows=15, bins=16, validation_fraction=0.2,
+        classes=8 if classes == "continuous" else 64,
         n_iter_no_change=10,
     )  # fmt: skip
     clients, coord = _fit(tables, params, kind=kind)

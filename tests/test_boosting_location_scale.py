@@ -308,3 +308,38 @@ def test_early_stopping_scores_the_location_scale_model():
         )
         p = prefix.probabilities(z[mask, :3])
         assert loss == pytest.approx(-np.log(p[np.arange(y.size), y]).mean(), rel=1e-9)
+
+
+def test_size_check_counts_two_scores_and_moot_settings_warn():
+    """The check at setup of a reply's size counts two outputs for a location-scale
+    column (settings the cumulative model cannot take are fine), and says so in the
+    cumulative model's refusal; classes or continuous set where every boosted column
+    is discrete warn that they do nothing."""
+    table = _table(400)
+    kinds = {"x1": "continuous", "x2": "ordinal", "x3": "continuous", "y": "continuous"}
+
+    def setup(boosting, models=None, kinds=kinds):
+        _, transport = _federation([table.iloc[:200], table.iloc[200:]])
+        common, own = resolve_settings(boosting)
+        coord = Coordinator(
+            transport,
+            column_models=models or {"y": "boosting"},
+            boosting=common,
+            column_boosting=own,
+        )
+        coord.setup(kinds=kinds)
+        return coord
+
+    big = {"classes": 256, "depth": 8, "bins": 300}
+    with pytest.raises(ValueError, match=r"would need replies.*continuous='location-scale'"):
+        setup(BoostingParams(**big))
+    setup(BoostingParams(**big, **LS))  # 5 sums per bin: well within a reply
+    discrete = {**kinds, "x2": "nominal"}
+    with pytest.warns(UserWarning, match=r"boosting\['x2'\]: classes set for a discrete column"):
+        setup(
+            {"x2": {"classes": 8}},
+            models={"x2": "boosting", "y": "boosting"},
+            kinds=discrete,
+        )
+    with pytest.warns(UserWarning, match=r"continuous set, but every boosted column is discrete"):
+        setup(LS, models={"x2": "boosting"}, kinds=discrete)

@@ -517,6 +517,34 @@ class Coordinator:
                 UserWarning,
                 stacklevel=3,
             )
+        continuous = [c for c in boosted if c in order and not self.schema[c].is_discrete]
+        for name, own in self.column_boosting.items():  # a continuous column's settings
+            if name in order and self.schema[name].is_discrete:
+                moot = [
+                    f
+                    for f in ("classes", "continuous")
+                    if getattr(own, f) != getattr(self.boosting, f)
+                ]
+                if moot:
+                    warnings.warn(
+                        f"boosting[{name!r}]: {', '.join(moot)} set for a discrete column, "
+                        "whose model has one output per category; no effect",
+                        UserWarning,
+                        stacklevel=3,
+                    )
+        if boosted and not continuous and self._boosting_given:
+            moot = [
+                f
+                for f in ("classes", "continuous")
+                if getattr(self.boosting, f) != getattr(BoostingParams(), f)
+            ]
+            if moot:
+                warnings.warn(
+                    f"boosting: {', '.join(moot)} set, but every boosted column is discrete "
+                    "(one output per category); no effect",
+                    UserWarning,
+                    stacklevel=3,
+                )
         ruled = {r.column: r for r in self.user_schema.rules or []}
         for name in boosted:
             problem = self._not_boostable(name)
@@ -602,10 +630,15 @@ class Coordinator:
                 f"{MAX_OUTPUTS} outputs (one per category); keep the kernel for this column "
                 f"({{{column!r}: 'kernel'}} in column_models; --column-model {column}=kernel)"
             )
-        k = discrete_outputs(spec.n_levels) if spec.is_discrete else params.classes - 1
+        if spec.is_discrete:
+            k = discrete_outputs(spec.n_levels)
+        else:  # (f, s) of the location-scale model, else one logit per class boundary
+            k = 2 if params.continuous == "location-scale" else params.classes - 1
         reply = reply_values(params.depth - 1, bins, k)
         if k > MAX_OUTPUTS or reply > MAX_REPLY_VALUES:
             lower = "depth or bins" if spec.is_discrete else "depth, bins or classes"
+            if not spec.is_discrete and params.continuous == "cumulative":
+                lower += " (or set continuous='location-scale')"
             return (
                 f"would need replies of up to {reply:,} values from each site (at most "
                 f"{MAX_REPLY_VALUES:,}): {k} model outputs over up to {bins} covariate bins "
