@@ -23,6 +23,7 @@ from .options import (
     ColumnModelOpt,
     ColumnPenaltyOpt,
     DesignOpt,
+    OrdinalPenaltyOpt,
     Secure,
     parse_boosting,
     parse_column_designs,
@@ -117,15 +118,7 @@ def benchmark(
             "docs/privacy.md). Default: the default policy.",
         ),
     ] = None,
-    ordinal_penalty: Annotated[
-        float | None,
-        typer.Option(
-            "--ordinal-penalty",
-            min=0.0,
-            help="lambda_q of every site's kernel (eq. 26): a row whose ordinal category is "
-            "g ranks from the query's weighs exp(-lambda_q g). Default: the kernel's (1).",
-        ),
-    ] = None,
+    ordinal_penalty: OrdinalPenaltyOpt = None,
     no_modes: Annotated[
         bool,
         typer.Option(

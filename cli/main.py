@@ -34,15 +34,19 @@ from .options import (
     ColumnDesignOpt,
     ColumnModelOpt,
     ColumnNameError,
+    ColumnPenaltyOpt,
     DesignOpt,
+    OrdinalPenaltyOpt,
     Secure,
     match_columns,
     match_keys,
     parse_boosting,
     parse_column_designs,
     parse_column_models,
+    parse_column_penalties,
     parse_kind,
     parse_order,
+    penalized_kernel,
     pooled_without_secure,
     repeated_site_files,
 )
@@ -371,6 +375,8 @@ def synthesize(
     column_design: ColumnDesignOpt = None,
     column_model: ColumnModelOpt = None,
     boosting: BoostingOpt = None,
+    ordinal_penalty: OrdinalPenaltyOpt = None,
+    column_penalty: ColumnPenaltyOpt = None,
     smoothing: Smoothing = "fixed",
     secure_aggregation: Secure = False,
 ) -> None:
@@ -407,6 +413,7 @@ def synthesize(
         column_designs = parse_column_designs(column_design)
         column_models = parse_column_models(column_model)
         boosting_params = parse_boosting(boosting, column_models)
+        column_penalties = parse_column_penalties(column_penalty)
     except ValueError as exc:
         _fail(str(exc), 2)
     kinds = _parse_kinds(kind, schema)
@@ -432,6 +439,7 @@ def synthesize(
         boosting_params = match_keys(  # COLUMN:SETTING=VALUE: a mapping under the column
             boosting_params, columns, "--boosting", is_column=lambda _, v: isinstance(v, dict)
         )
+        column_penalties = match_keys(column_penalties, columns, "--column-penalty")
         user_schema = None
         if schema is not None:
             try:
@@ -460,7 +468,7 @@ def synthesize(
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             synth = FITSSynthesizer(
-                kernel.value,
+                penalized_kernel(kernel.value, ordinal_penalty, column_penalties),
                 seed=seed,
                 kinds=kinds,
                 order=chain_order,
@@ -484,6 +492,8 @@ def synthesize(
                     _fail(f"--column-design {str(exc).removeprefix('column_designs').lstrip()}", 2)
                 if str(exc).startswith("boosting: "):  # settings no site or column can take
                     _fail(f"--{exc}", 2)
+                if str(exc).startswith("column_penalties["):
+                    _fail(f"--column-penalty {str(exc).removeprefix('column_penalties')}", 2)
                 raise
         _echo_warnings(caught)
         bar, callback = _progress(quiet)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -18,6 +18,8 @@ __all__ = [
     "ColumnNameError",
     "ColumnDesignOpt",
     "ColumnPenaltyOpt",
+    "OrdinalPenaltyOpt",
+    "penalized_kernel",
     "DesignChoice",
     "DesignOpt",
     "Secure",
@@ -334,6 +336,31 @@ ColumnPenaltyOpt = Annotated[
         show_default=False,
     ),
 ]
+
+
+OrdinalPenaltyOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--ordinal-penalty",
+        min=0.0,
+        help="lambda_q of every site's kernel (eq. 26): a row whose ordinal category is "
+        "g ranks from the query's weighs exp(-lambda_q g). Default: the kernel's (1).",
+    ),
+]
+
+
+def penalized_kernel(kernel: str, ordinal: float | None, columns: Mapping[str, float]) -> Any:
+    """The kernel ``kernel`` ("knn" or "gaussian") names, with ``--ordinal-penalty`` and
+    ``--column-penalty`` applied (a :class:`~fits.core.kernels.Kernel`), or the name
+    itself when neither is given."""
+    if ordinal is None and not columns:
+        return kernel
+    from fits.core.kernels import GaussianKernel, KNNKernel
+
+    lam = 1.0 if ordinal is None else float(ordinal)  # the kernels' default lambda_q
+    if kernel == "knn":
+        return KNNKernel(ordinal_penalty=lam, column_penalties=dict(columns))
+    return GaussianKernel(ordinal_penalty=lam, column_penalties=dict(columns))
 
 
 def parse_column_penalties(items: list[str] | None) -> dict[str, float]:

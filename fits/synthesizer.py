@@ -334,6 +334,11 @@ class FITSSynthesizer(BaseEstimator):
         coordinator, schema = self._open(
             tables, root, kinds=self.kinds, order=self.order, schema=self.schema, rows=int(rows)
         )
+        try:
+            self._check_penalties(schema)
+        except ValueError:
+            self._close()
+            raise
         if smoothing is None:  # "auto": one tune round, seeded by the third child
             candidates = (
                 DEFAULT_CANDIDATES
@@ -469,6 +474,33 @@ class FITSSynthesizer(BaseEstimator):
         self._coordinator: Coordinator | None = coordinator
         self._owns_transport = bool(clients)
         return coordinator, schema
+
+    def _check_penalties(self, schema: Schema) -> None:
+        """The in-process kernels' ``column_penalties`` name discrete columns (a penalty
+        of a continuous or unknown column would do nothing: refused), a nominal one's in
+        (0, 1] (eq. 26's gamma_q)."""
+        from fits.core.kernels import Kernel
+
+        given = self.kernel
+        if isinstance(given, Mapping):
+            kernels = list(given.values())
+        elif isinstance(given, Sequence) and not isinstance(given, str):
+            kernels = list(given)
+        else:
+            kernels = [given]
+        for kernel in kernels:
+            if not isinstance(kernel, Kernel):
+                continue
+            for name in kernel.column_penalties:
+                spec = schema[name] if name in schema.names else None
+                if spec is None or spec.kind not in ("ordinal", "nominal"):
+                    discrete = [c.name for c in schema.columns if c.kind in ("ordinal", "nominal")]
+                    why = "no column" if spec is None else f"a {spec.kind} column"
+                    raise ValueError(
+                        f"column_penalties[{name!r}]: {name!r} is {why}; a penalty is for an "
+                        f"ordinal or nominal column (here: {', '.join(discrete) or 'none'})"
+                    )
+                kernel.penalty_for(name, spec.kind)  # the range of its kind
 
     def _boosting_params(self) -> tuple[BoostingParams, dict[str, BoostingParams]]:
         """``boosting`` as (every boosted column's settings, per column overrides)."""

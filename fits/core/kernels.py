@@ -86,9 +86,15 @@ class Kernel:
         else:
             value = self.ordinal_penalty if kind == "ordinal" else self.nominal_penalty
         if kind == "nominal" and not 0 < value <= 1:
-            raise ValueError(f"nominal penalty for {column!r} must lie in (0, 1], got {value}")
-        if kind == "ordinal" and value < 0:
-            raise ValueError(f"ordinal penalty for {column!r} must be >= 0, got {value}")
+            raise ValueError(
+                f"column_penalties[{column!r}]: {column!r} is nominal, so its penalty "
+                f"(gamma_q) must lie in (0, 1], got {value:g}"
+            )
+        if kind == "ordinal" and not value >= 0:
+            raise ValueError(
+                f"column_penalties[{column!r}]: {column!r} is ordinal, so its penalty "
+                f"(lambda_q) must be >= 0, got {value:g}"
+            )
         return value
 
 
