@@ -310,7 +310,7 @@ def test_bad_targets_name_the_site() -> None:
 
 def test_site_too_small_for_sample_splitting() -> None:
     tables = _tables("logistic", sizes=(100, 9, 100))
-    with pytest.raises(DesignError, match=r"site2 \(9 rows\) too small for FedNewton"):
+    with pytest.raises(DesignError, match=r"'site2' \(9 rows\) too small for FedNewton"):
         fit_glm(tables, "y", method="fednewton", mu=1.0)
     fit_glm(tables, "y", method="fedsgd")  # other methods do not split
 

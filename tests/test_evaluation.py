@@ -172,6 +172,11 @@ def test_values_whose_squares_overflow_are_refused() -> None:
     with pytest.raises(ValueError, match=r"'x' in the synthetic table holds a value 1e\+140"):
         energy_distance(real.assign(x=real["x"] * 1e-20), far, KINDS)
     assert np.isfinite(energy_distance(real, far, KINDS))
+    # energy_distances (the report's) names the reference as the caller says
+    from fits.evaluation.distance import energy_distances
+
+    with pytest.raises(ValueError, match=r"'x' in the real table holds values beyond"):
+        energy_distances(real.assign(x=real["x"] * 1e300), {"s": syn}, KINDS, reference_name="real")
 
 
 # -- independent resample ------------------------------------------------------------------

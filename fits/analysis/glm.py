@@ -1005,7 +1005,7 @@ def _fit(
         ]
         if small:
             raise DesignError(
-                f"site(s) {', '.join(f'{n} ({k} rows)' for n, k in small)} too small for "
+                f"site(s) {', '.join(f'{n!r} ({k} rows)' for n, k in small)} too small for "
                 f"FedNewton's sample splitting (Algorithm 4): each half must hold at least "
                 f"p = {p} rows, so a site needs {2 * p}; merge small sites, use fewer "
                 "features, or choose another method"

@@ -495,6 +495,7 @@ def energy_distances(
     seed: int | np.random.Generator | None = None,
     chunk_size: int = 2048,
     n_jobs: int | None = None,
+    reference_name: str = "reference",
 ) -> pd.DataFrame:
     """Energy distances of several tables to one reference, on several column sets.
 
@@ -532,6 +533,8 @@ def energy_distances(
     n_jobs : int, optional
         Worker threads (default: every CPU this process may use). The result does
         not depend on it.
+    reference_name : str, default "reference"
+        What error messages call the reference table (e.g. ``"real"``).
 
     Returns
     -------
@@ -548,7 +551,7 @@ def energy_distances(
         raise ValueError(f"columns {overlap} are both in `columns` and in `responses`")
     if not tables:
         raise ValueError("`tables` is empty: give at least one table to compare")
-    names = ["reference", *map(str, tables)]
+    names = [reference_name, *map(str, tables)]
     frames = [reference, *tables.values()]
     all_cols = check_tables(frames, names, kinds, columns + responses)
     encoded, spans = encode_many(frames, kinds, all_cols, names)

@@ -745,6 +745,7 @@ def _energy_step(
         max_rows=options.max_rows,
         seed=np.random.default_rng(energy_seed),
         n_jobs=options.n_jobs,
+        reference_name="real",
     )
     if not inputs.targets:
         energy = energy.rename(columns={"covariates": "all columns"})
