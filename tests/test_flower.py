@@ -720,7 +720,7 @@ def test_killing_fits_leaves_no_flower_process(tmp_path, how):
         assert started, f"the run did not start: {_cmdlines(_marked(marker))}"
         before = _marked(marker) - {proc.pid}
         roles = " ".join(_cmdlines(before))
-        assert "flower-superlink" in roles and "fits.deploy.flower_supernode" in roles
+        assert "flower-superlink" in roles and "fits-flower-supernode" in roles
         sent = time.monotonic()
         proc.send_signal(signal.SIGTERM if how == "SIGTERM" else signal.SIGKILL)
         code = proc.wait(timeout=60)

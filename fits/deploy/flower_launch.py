@@ -247,9 +247,7 @@ def supernode_command(
         parts.append(f"{k}={json.dumps(v)}" if isinstance(v, str) else f"{k}={v!r}")
     _flower_bin("flower-supernode")  # installed, or a clear error
     cmd = [
-        sys.executable,  # Flower's SuperNode with a shorter idle poll
-        "-m",
-        "fits.deploy.flower_supernode",
+        _flower_bin("fits-flower-supernode"),  # Flower's SuperNode, a shorter idle poll
         "--superlink",
         superlink,
         "--host",

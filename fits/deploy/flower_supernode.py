@@ -1,7 +1,8 @@
 """A site's SuperNode: Flower's ``flower-supernode``, polling its SuperLink sooner.
 
-Run as ``python -m fits.deploy.flower_supernode ARGS`` with ``flower-supernode``'s own
-arguments (:func:`fits.deploy.flower_launch.supernode_command` builds them).  Flower
+Run as ``fits-flower-supernode ARGS`` (installed with fits; or ``python -m
+fits.deploy.flower_supernode ARGS``) with ``flower-supernode``'s own arguments
+(:func:`fits.deploy.flower_launch.supernode_command` builds them).  Flower
 1.42's SuperNode loop (``flwr.supernode.start_client_internal``) waits a fixed 3 s
 whenever it finds no message, and checks every 0.5 s whether its ClientApp's reply is
 ready.  A synthesis is a chain of dependent rounds: the SuperNode asks for the next
@@ -91,6 +92,10 @@ def patch(module: ModuleType | None = None, idle: float | None = None) -> bool:
 
 def main() -> None:
     """``flower-supernode`` with :func:`patch` applied (arguments from ``sys.argv``)."""
+    try:
+        import flwr  # noqa: F401
+    except ImportError:
+        raise SystemExit("Flower is not installed: pip install 'fits[flower]'") from None
     patched = patch()
     from flwr.supernode.cli import flower_supernode
 
