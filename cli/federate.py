@@ -44,6 +44,7 @@ __all__ = ["federate"]
 federate = typer.Typer(
     help="Run FITS across machines on Flower (pip install 'fits\\[flower]').",
     no_args_is_help=True,
+    rich_markup_mode="rich",  # as the app's: the \\[ above is Rich's escape
 )
 
 Insecure = Annotated[

@@ -57,6 +57,9 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # help texts are Rich markup under every supported typer (its default, taken as
+    # given only from typer 0.16 on): brackets meant literally are escaped, \[
+    rich_markup_mode="rich",
 )
 
 

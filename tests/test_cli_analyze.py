@@ -75,7 +75,7 @@ def test_analyze_writes_the_fit_and_the_privacy_spent(sites: list[str], tmp_path
             "hospital1: target 'x1' must be a count",
         ),
         (["--target", "nope"], 2, "--target: no column ['nope'] in the site tables"),
-        (["--seed", "-1"], 2, "'--seed': Input should be greater than or equal to 0"),
+        (["--seed", "-1"], 2, "Invalid value for '--seed'"),  # click words the rest by version
         # no name: an intercept-only fit (',') or every column ('') was fitted silently
         (["--features", ","], 2, "give column names separated by commas, got ','"),
         (["--features", ""], 2, "give column names separated by commas, got ''"),
