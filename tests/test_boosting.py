@@ -65,6 +65,22 @@ def _federation(tables, policy=None):
     return clients, InProcessTransport(clients)
 
 
+def _record_boosts(client):
+    """Record a site's ``boost`` (request, reply) pairs: returns the list it fills and
+    the site's own handler (to send it requests directly)."""
+    seen: list = []
+    inner = client.handle
+
+    def handle(msg):
+        reply = inner(msg)
+        if msg.type == "boost":
+            seen.append((msg, reply))
+        return reply
+
+    client.handle = handle
+    return seen, inner
+
+
 def _pooled_oracle(x_bins, y, k, params, n_bins, cumulative=False):
     """Level-wise second-order boosting on the pooled rows, every split found by direct
     sums over row masks (no histograms), ordered covariates only; ``cumulative``: k
@@ -658,16 +674,7 @@ def test_malformed_boost_requests_and_replies_are_refused():
     )
     coord.setup(kinds={"x1": "continuous", "x2": "ordinal", "x3": "continuous", "y": "nominal"})
     coord.configure(0)
-    seen: list = []
-    inner = clients[0].handle
-
-    def handle(msg):
-        reply = inner(msg)
-        if msg.type == "boost":
-            seen.append((msg, reply))
-        return reply
-
-    clients[0].handle = handle  # type: ignore[method-assign]
+    seen, inner = _record_boosts(clients[0])
     coord.boosted_model("y")
     request, reply = seen[-1]
     check_reply(request, reply)  # the real pair passes

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from test_boosting import _federation, _oracle_table, _pooled_oracle, _table
+from test_boosting import _federation, _oracle_table, _pooled_oracle, _record_boosts, _table
 
 from fits import FITSSynthesizer
 from fits.core.boosting import (
@@ -265,16 +265,7 @@ def test_malformed_early_stopping_requests_and_replies_are_refused():
     table = _table(300, 13)
     params = BoostingParams(n_trees=1, depth=2, validation_fraction=0.2)
     clients, coord = _fit([table.iloc[:150], table.iloc[150:]], params)
-    seen: list = []
-    inner = clients[0].handle
-
-    def handle(msg):
-        reply = inner(msg)
-        if msg.type == "boost":
-            seen.append((msg, reply))
-        return reply
-
-    clients[0].handle = handle  # type: ignore[method-assign]
+    seen, inner = _record_boosts(clients[0])
     coord.boosted_model("y")
     first, second = seen[-2], seen[-1]  # the tree's levels 0 and 1
     check_reply(*first)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from test_boosting import _grow_pooled
+from test_boosting import _grow_pooled, _record_boosts
 
 from fits import FITSSynthesizer
 from fits.core.boosting import (
@@ -226,17 +226,9 @@ def test_settings_and_the_sites_check_of_thresholds():
     coord = Coordinator(transport, column_models={"y": "boosting"}, boosting=params)
     coord.setup(kinds={"x2": "ordinal", "y": "continuous"})
     coord.configure(0)
-    seen: list = []
-    inner = clients[0].handle
-
-    def handle(msg):
-        if msg.type == "boost":
-            seen.append(msg)
-        return inner(msg)
-
-    clients[0].handle = handle  # type: ignore[method-assign]
+    seen, inner = _record_boosts(clients[0])
     coord.boosted_model("y")
-    request = seen[-1]
+    request = seen[-1][0]
     theta = request.arrays["thresholds"]
     for bad in (
         theta[:-1],
