@@ -826,11 +826,26 @@ class FITSSynthesizer(BaseEstimator):
                 summed = np.zeros(values.shape[0])
                 for part in rule.of:
                     summed = summed + pd.to_numeric(cols[part]).to_numpy(dtype=float)
+                d = _sum_decimals(self.schema_, rule)
+                if d is not None:  # 0.1 + 0.2 written as 0.3, as the real totals are
+                    summed = np.round(summed, d)
                 col = pd.Series(summed, name=rule.column)
                 if spec.dtype == "int":
                     col = col.astype(np.int64)
                 cols[rule.column] = restore_dtype(col, spec)
         return pd.DataFrame(cols)[[c for c in self._columns if c in cols]]
+
+
+def _sum_decimals(schema: Schema, rule: Rule) -> int | None:
+    """The decimals a sum rule's total is rounded to: the most of the total's and its
+    parts' (the exact decimal sum of the parts has no more), or None (no rounding) if
+    one of them is kept at full precision.  The rounding moves the float64 sum by less
+    than its own error, so the rule's check (:func:`fits._exact.sums_match`) still holds."""
+    specs = [schema[rule.column], *(schema[p] for p in rule.of)]
+    ds = [0 if sp.dtype == "int" else sp.decimals for sp in specs]
+    if any(d is None for d in ds):
+        return None
+    return max(int(d) for d in ds if d is not None)
 
 
 def _check_seed(name: str, seed: Any, sequence: bool = False) -> None:

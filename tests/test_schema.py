@@ -100,8 +100,10 @@ def test_continuous_columns_report_no_values():
         "min",
         "max",
         "integral",
+        "decimals",  # how many decimals its values are written with (None: more than 12)
         "n_present",
     }
+    assert info["decimals"] is None
 
 
 def test_bad_tables():

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from fits.core.schema import ColumnSpec, SchemaError, datetime_seconds
+from fits.core.schema import RESOLUTIONS, ColumnSpec, SchemaError, datetime_seconds
 
 __all__ = ["Encoder", "interval_boundaries"]
 
@@ -171,8 +171,9 @@ class Encoder:
 
         Discrete columns map through the ceiling map to their labels (the None category
         to a missing value); continuous columns are clipped to the schema bounds,
-        rounded when the column holds integers, and turned back into datetimes when the
-        column holds datetimes.
+        rounded when the column holds integers, to the schema's ``decimals`` (floats) or
+        ``resolution`` / ``date_only`` (datetimes) when it has them, and turned back
+        into datetimes when the column holds datetimes.
         """
         spec = self.spec
         if spec.is_discrete:
@@ -181,13 +182,19 @@ class Encoder:
         hi = np.inf if spec.upper is None else spec.upper
         x = np.clip(y, lo, hi)
         if spec.dtype == "datetime":
-            t = pd.to_datetime(np.round(x * 1e6).astype(np.int64), unit="us")
+            us = np.round(x * 1e6)
+            if spec.resolution is not None:  # the real values' unit; the bounds are on it
+                step = RESOLUTIONS[spec.resolution]
+                us = np.clip(np.round(us / step) * step, lo * 1e6, hi * 1e6)
+            t = pd.to_datetime(us.astype(np.int64), unit="us")
             t = t.round("D") if spec.date_only else t
             if spec.tz is not None:
                 t = t.tz_localize("UTC").tz_convert(spec.tz)
             return pd.Series(t, name=spec.name)
         if spec.dtype == "int":
             return pd.Series(np.round(x).astype(np.int64), name=spec.name)
+        if spec.decimals is not None:  # as many decimals as the real values have
+            x = np.clip(np.round(x, spec.decimals), lo, hi)
         return pd.Series(x, name=spec.name)
 
     def _decode_labels(self, codes: np.ndarray) -> pd.Series:

@@ -56,7 +56,9 @@ __all__ = [
     "FREE_TEXT_LENGTH",
     "KINDS",
     "LATTICE_MIN_COUNT",
+    "MAX_DECIMALS",
     "MAX_ORDINAL_LEVELS",
+    "RESOLUTIONS",
     "NEAR_UNIQUE_SHARE",
     "PARSE_SHARE",
     "SURROGATE_PREFIX",
@@ -76,7 +78,9 @@ __all__ = [
     "describe_table",
     "merge_descriptions",
     "missing_flag",
+    "output_decimals",
     "point_mass_flag",
+    "time_resolution",
 ]
 
 #: Column kinds.  ``"id"`` columns are not modelled: the output holds fresh surrogates.
@@ -108,6 +112,11 @@ MANY_LEVELS_WARNING = 1000
 POINT_MASS_SHARE = 0.1
 #: Clients report their most frequent value of a continuous column only from this share.
 _POINT_MASS_REPORT = 0.05
+#: Most decimals of a float column kept in the schema (more: full precision, no rounding).
+MAX_DECIMALS = 12
+#: Time units a datetime column's values can all be whole multiples of, coarsest first
+#: (whole days are :attr:`ColumnSpec.date_only`), with their length in microseconds.
+RESOLUTIONS = {"h": 3_600_000_000, "min": 60_000_000, "s": 1_000_000, "ms": 1_000}
 
 
 class SchemaError(ValueError):
@@ -189,6 +198,16 @@ class ColumnSpec:
     date_only : bool
         Datetime columns whose values are all at midnight: synthetic values are rounded
         to whole days.
+    resolution : {"h", "min", "s", "ms"}, optional
+        Datetime columns (not whole days): the coarsest time unit every real value is a
+        whole multiple of, at every client; synthetic values are rounded to it.  None:
+        microseconds (fits' resolution for datetimes).
+    decimals : int, optional
+        Continuous float columns: the most decimals a real value has at any client (0 to
+        :data:`MAX_DECIMALS`; :func:`output_decimals`); synthetic values are rounded to
+        that many (half to even), so ``12.25`` does not come back as ``12.2483116``.
+        None: full precision (some value has more decimals, or the schema says so: set
+        it to null to switch the rounding off).
     pandas_dtype : str, optional
         The input's exact pandas dtype (``"Int64"``, ``"boolean"``, ``"int32"``,
         ``"str"``, ...) when every client has the same; the output is given it back.
@@ -215,6 +234,8 @@ class ColumnSpec:
     indicates: str | None = None
     tz: str | None = None
     date_only: bool = False
+    resolution: str | None = None
+    decimals: int | None = None
     point_mass: float | None = None
     indicator: str = "missing"
     pandas_dtype: str | None = None
@@ -227,6 +248,20 @@ class ColumnSpec:
         if self.kind not in KINDS:
             raise SchemaError(
                 f"column {self.name!r}: unknown kind {self.kind!r}; use one of {', '.join(KINDS)}"
+            )
+        if self.resolution is not None and self.resolution not in RESOLUTIONS:
+            raise SchemaError(
+                f"column {self.name!r}: unknown resolution {self.resolution!r}; use one of "
+                f"{', '.join(RESOLUTIONS)} or null (microseconds)"
+            )
+        if self.decimals is not None and (
+            isinstance(self.decimals, bool)
+            or not isinstance(self.decimals, (int, np.integer))
+            or not 0 <= self.decimals <= MAX_DECIMALS
+        ):
+            raise SchemaError(
+                f'column {self.name!r}: "decimals" must be a whole number from 0 to '
+                f"{MAX_DECIMALS} or null (full precision), got {self.decimals!r}"
             )
         if self.kind in ("ordinal", "nominal"):
             if not self.categories:
@@ -265,6 +300,10 @@ class ColumnSpec:
             out["tz"] = self.tz
         if self.date_only:
             out["date_only"] = True
+        if self.resolution is not None:
+            out["resolution"] = self.resolution
+        if self.decimals is not None:
+            out["decimals"] = int(self.decimals)
         if self.point_mass is not None:
             out["point_mass"] = self.point_mass
         if self.indicates is not None and self.indicator != "missing":
@@ -321,6 +360,8 @@ class ColumnSpec:
             indicates=d.get("indicates"),
             tz=d.get("tz"),
             date_only=bool(d.get("date_only", False)),
+            resolution=d.get("resolution"),
+            decimals=d.get("decimals"),
             point_mass=numbers["point_mass"],
             indicator=str(d.get("indicator", "missing")),
             pandas_dtype=d.get("pandas_dtype"),
@@ -1141,6 +1182,61 @@ def datetime_seconds(s: pd.Series) -> np.ndarray:
     return out
 
 
+def output_decimals(values: np.ndarray) -> int | None:
+    """The fewest decimals d (0 to :data:`MAX_DECIMALS`) with ``round(v, d) == v`` for
+    every value, or None if there is none.
+
+    A number read from text written with d decimals is the float64 nearest that
+    decimal, and :func:`numpy.round` to d decimals gives exactly that float back (it
+    scales by 10^d, rounds to an integer and divides: one correctly rounded division),
+    so this is "the most decimals the values were written with".  Unlike the rules'
+    :func:`fits.core.rules.value_decimals` there is no tolerance: ``3.0000001`` has 7
+    decimals here, and the output is never rounded coarser than its input.  d stops
+    where ``|v| 10^d`` reaches 2^53, beyond which float64 holds no further decimals.
+
+    Parameters
+    ----------
+    values : ndarray
+        Finite float values (no NaN).
+
+    Returns
+    -------
+    int or None
+    """
+    v = np.asarray(values, dtype=float)
+    if v.size == 0:
+        return 0
+    top = float(np.max(np.abs(v)))
+    for d in range(MAX_DECIMALS + 1):
+        if top * 10.0**d >= 2.0**53:
+            return None
+        if np.array_equal(np.round(v, d), v):
+            return d
+    return None
+
+
+def time_resolution(s: pd.Series) -> str | None:
+    """The coarsest unit of :data:`RESOLUTIONS` that every present datetime of ``s`` is a
+    whole multiple of (in UTC), or None (finer: microseconds).
+
+    Parameters
+    ----------
+    s : Series
+        A datetime column without missing values.
+
+    Returns
+    -------
+    str or None
+    """
+    if getattr(s.dt, "tz", None) is not None:
+        s = s.dt.tz_convert("UTC").dt.tz_localize(None)
+    us = s.to_numpy(dtype="datetime64[ns]").astype("datetime64[us]").astype(np.int64)
+    for unit, length in RESOLUTIONS.items():
+        if np.all(us % length == 0):
+            return unit
+    return None
+
+
 def describe_table(
     frame: pd.DataFrame,
     declared: Mapping[str, Mapping[str, Any]] | None = None,
@@ -1237,6 +1333,7 @@ def _describe_column(
         tz = getattr(s.dt, "tz", None)
         info["tz"] = str(tz) if tz is not None else None
         info["date_only"] = bool(np.all(np.mod(sec, 86400.0) == 0))
+        info["resolution"] = time_resolution(present)
         return info
     if fam == "category" and s.cat.ordered:
         info["ordered"] = True
@@ -1254,6 +1351,7 @@ def _describe_column(
                 )
             values = numeric.to_numpy(dtype=float)
             info.update(min=float(values.min()), max=float(values.max()), integral=False)
+            info["decimals"] = output_decimals(values)
             return info
         if kind != "nominal" and fam != "bool":
             looks = _looks_like_identifier(present)
@@ -1280,6 +1378,7 @@ def _describe_column(
     if integral and fam == "int" and uniq.size == values.size:
         info["all_distinct"] = True
     info["integral"] = integral
+    info["decimals"] = 0 if integral else output_decimals(values)
     info["n_present"] = int(values.size)
     return info
 
@@ -1555,7 +1654,27 @@ def _merge_datetime(
         upper=max(float(i["max"]) for i in infos),
         tz=tzs.pop(),
         date_only=all(i.get("date_only") for i in infos),
+        resolution=_finest_resolution(infos),
     )
+
+
+def _finest_resolution(infos: Sequence[Mapping[str, Any]]) -> str | None:
+    """The finest of the clients' time resolutions (None if one client's is finer than
+    :data:`RESOLUTIONS`, or not reported); None as well where every value is a whole day
+    (:attr:`ColumnSpec.date_only` rounds those)."""
+    units = [str(i.get("resolution")) for i in infos]
+    if all(i.get("date_only") for i in infos) or any(u not in RESOLUTIONS for u in units):
+        return None
+    return max(units, key=list(RESOLUTIONS).index)
+
+
+def _most_decimals(infos: Sequence[Mapping[str, Any]]) -> int | None:
+    """The most decimals any client's values have (None if one client's values have
+    more than :data:`MAX_DECIMALS`, or a client did not say)."""
+    ds: list[Any] = [i.get("decimals") for i in infos]
+    if any(d is None for d in ds):
+        return None
+    return int(max(ds))
 
 
 def _merge_ordered(
@@ -1602,6 +1721,8 @@ def _merge_continuous(
     if fam == "float" and all(i.get("integral") for i in infos) and "int" in fams:
         fam = "int"
     spec = ColumnSpec(name, "continuous", fam, None, lo, hi)
+    if fam != "int":
+        spec.decimals = _most_decimals(infos)
     present = sum(int(i.get("n_present", 0)) for i in infos)
     if (
         kind is None
