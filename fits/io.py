@@ -434,11 +434,27 @@ def check_output(
 
 
 def _atomic(path: Path, write: Callable[[str], None]) -> Path:
-    """Run ``write(tmp)`` on a hidden temporary file beside ``path``, then rename it over
-    ``path``; on any error or interruption (any exception, ``KeyboardInterrupt`` and the
-    exceptions the command line raises on SIGTERM/SIGHUP included) the temporary file
-    is removed and ``path`` is untouched."""
+    """Run ``write(tmp)`` on a temporary file beside ``path``, then put it at ``path``
+    in one step; on any error or interruption (any exception, ``KeyboardInterrupt`` and
+    the exceptions the command line raises on SIGTERM/SIGHUP included) nothing is left
+    and ``path`` is untouched.
+
+    On Linux the temporary file has no name while it is written (``O_TMPFILE``,
+    :func:`_unnamed_file`), so a process killed outright (SIGKILL, the OOM killer, a
+    power cut) leaves nothing behind either: the kernel frees an unnamed file with its
+    last descriptor.  Where the folder's file system has no unnamed files, a hidden
+    ``.<name>.<random>.tmp`` beside ``path`` takes its place (removed on every error
+    and signal fits sees; only an outright kill leaves it).
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
+    fd = _unnamed_file(path.parent)
+    if fd is not None:
+        try:
+            write(f"/proc/self/fd/{fd}")
+            _link_unnamed(fd, path)
+        finally:
+            os.close(fd)
+        return path
     tmp: str | None = None
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -453,6 +469,55 @@ def _atomic(path: Path, write: Callable[[str], None]) -> Path:
             Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def _unnamed_file(folder: Path) -> int | None:
+    """A descriptor of a new file in ``folder`` that has no name yet (Linux
+    ``O_TMPFILE``, reopened and linked through ``/proc/self/fd``), with the usual
+    permissions (0666 less the umask); None where the system or the folder's file
+    system has none (other systems, some network file systems)."""
+    flag = getattr(os, "O_TMPFILE", None)
+    if flag is None or not os.path.isdir("/proc/self/fd"):
+        return None
+    try:
+        return os.open(folder, flag | os.O_RDWR, 0o666)
+    except OSError:
+        return None
+
+
+def _link_unnamed(fd: int, path: Path) -> None:
+    """Give the unnamed file ``fd`` the name ``path``: a hard link straight to ``path``
+    when nothing is there (one step), else a link to a hidden name beside it renamed
+    over ``path`` (os.replace: one step for readers; the hidden name exists for the
+    instant between the two calls).
+
+    The links are made relative to a descriptor of the folder, which makes Python call
+    ``linkat`` with ``AT_SYMLINK_FOLLOW`` (a plain ``link`` would link the
+    ``/proc/self/fd`` entry itself, and fail)."""
+    source = f"/proc/self/fd/{fd}"
+    folder = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        try:
+            os.link(source, path.name, dst_dir_fd=folder, follow_symlinks=True)
+            return
+        except FileExistsError:
+            pass
+        for _ in range(100):
+            tmp = f".{path.name}.{os.urandom(6).hex()}.tmp"
+            try:
+                os.link(source, tmp, dst_dir_fd=folder, follow_symlinks=True)
+                break
+            except FileExistsError:
+                continue
+        else:
+            raise FileExistsError(f"cannot find a free temporary name beside {str(path)!r}")
+        try:
+            os.replace(tmp, path.name, src_dir_fd=folder, dst_dir_fd=folder)
+        except BaseException:
+            os.unlink(tmp, dir_fd=folder)
+            raise
+    finally:
+        os.close(folder)
 
 
 def write_table(frame: pd.DataFrame, path: str | os.PathLike[str]) -> Path:

@@ -760,9 +760,10 @@ class FITSSynthesizer(BaseEstimator):
     ) -> Path:
         """Draw ``num_rows`` rows straight into a CSV or Parquet file, in bounded memory.
 
-        The chunks of :meth:`iter_sample` are streamed to a hidden temporary file beside
-        ``path`` (CSV appends; Parquet row groups) that is renamed over ``path`` only
-        when complete (:func:`fits.io.write_table_chunks`). The table equals
+        The chunks of :meth:`iter_sample` are streamed to a temporary file beside
+        ``path`` (CSV appends; Parquet row groups) that is put at ``path`` only when
+        complete (:func:`fits.io.write_table_chunks`); on Linux it has no name until
+        then, so not even a killed process leaves a partial file. The table equals
         :meth:`sample` with the same seed.
 
         Returns

@@ -67,6 +67,22 @@ def _no_temp_files(folder: Path) -> list[str]:
     return [p.name for p in folder.rglob("*") if p.name.endswith(".tmp")]
 
 
+def _being_written(folder: Path) -> list[str]:
+    """Temporary files some process is writing in ``folder``: hidden ``*.tmp`` files,
+    and (Linux) files without a name yet (``O_TMPFILE``) that a process holds open
+    there, which ``/proc/<pid>/fd`` shows as ``<folder>/#<inode> (deleted)``."""
+    found = _no_temp_files(folder)
+    prefix = f"{folder}/"
+    for entry in Path("/proc").glob("[0-9]*/fd/*"):
+        try:
+            target = os.readlink(entry)
+        except OSError:  # the process or descriptor is gone
+            continue
+        if target.startswith(prefix) and target.endswith(" (deleted)"):
+            found.append(target)
+    return found
+
+
 # ---------------------------------------------------------------------------------------
 # 1. An output that is an input is refused (same file, not only the same string)
 # ---------------------------------------------------------------------------------------
@@ -205,10 +221,10 @@ def test_a_stop_signal_leaves_no_partial_output(small_sites, tmp_path, sig):
         )
     try:
         deadline = time.monotonic() + 120
-        while not _no_temp_files(tmp_path) and time.monotonic() < deadline:
+        while not _being_written(tmp_path) and time.monotonic() < deadline:
             assert proc.poll() is None, log.read_text()
             time.sleep(0.2)
-        assert _no_temp_files(tmp_path), f"the run never started writing: {log.read_text()}"
+        assert _being_written(tmp_path), f"the run never started writing: {log.read_text()}"
         time.sleep(0.5)  # in the middle of the write
         proc.send_signal(sig)
         proc.wait(timeout=120)
@@ -220,6 +236,47 @@ def test_a_stop_signal_leaves_no_partial_output(small_sites, tmp_path, sig):
     assert proc.returncode == 128 + sig, err
     assert f"interrupted by {sig.name}" in err and "Traceback" not in err
     assert _no_temp_files(tmp_path) == [] and not out.exists()
+
+
+_KILLED_MID_WRITE = """
+import sys
+import pandas as pd
+from fits import FITSSynthesizer
+paths = sys.argv[1:-1]
+synth = FITSSynthesizer(seed=0).fit([pd.read_csv(p) for p in paths])
+synth.sample_to_file(sys.argv[-1], 3_000_000)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="unnamed files are Linux's")
+@pytest.mark.parametrize("how", ["python", "cli"])
+def test_a_killed_process_leaves_nothing_in_the_output_folder(small_sites, tmp_path, how):
+    """SIGKILL (no handler runs) in the middle of a write: the table is written to a
+    file without a name (O_TMPFILE), which the kernel frees with the process."""
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    out = out_dir / "big.csv"
+    if how == "python":
+        cmd = [sys.executable, "-c", _KILLED_MID_WRITE, *map(str, small_sites), str(out)]
+    else:
+        cmd = [FITS, "synthesize", *map(str, small_sites), "--rows", "3000000", "--out", str(out)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while not _being_written(out_dir) and time.monotonic() < deadline:
+            assert proc.poll() is None, f"{how}: ended before writing"
+            time.sleep(0.2)
+        assert _being_written(out_dir), "the write never started"
+        assert _no_temp_files(out_dir) == []  # no named temporary file while writing
+        time.sleep(0.5)
+        proc.kill()
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+    assert list(out_dir.iterdir()) == []
 
 
 # ---------------------------------------------------------------------------------------
@@ -632,10 +689,10 @@ def test_sigterm_stops_a_local_federation_and_removes_its_temporary_file(sites, 
     )
     try:
         deadline = time.monotonic() + 240
-        while not _no_temp_files(tmp_path) and time.monotonic() < deadline:
+        while not _being_written(tmp_path) and time.monotonic() < deadline:
             assert proc.poll() is None, proc.communicate()
             time.sleep(0.5)
-        assert _no_temp_files(tmp_path), "the ServerApp never started writing"
+        assert _being_written(tmp_path), "the ServerApp never started writing"
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=120)
     finally:

@@ -1,0 +1,83 @@
+"""Output files appear whole or not at all, by both of fits.io's ways of writing them:
+a file without a name (Linux O_TMPFILE) linked into place, or a hidden temporary file
+renamed into place where the file system has no unnamed files."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import fits.io as fio
+
+
+@pytest.fixture(params=["unnamed", "hidden"])
+def mode(request, monkeypatch, tmp_path) -> str:
+    if request.param == "hidden":
+        monkeypatch.setattr(fio, "_unnamed_file", lambda folder: None)
+        return request.param
+    fd = fio._unnamed_file(tmp_path)
+    if fd is None:
+        pytest.skip("this system has no unnamed files")
+    os.close(fd)
+
+    def no_named_files(*args, **kwargs):
+        raise AssertionError("a named temporary file was made where an unnamed one works")
+
+    monkeypatch.setattr(fio.tempfile, "mkstemp", no_named_files)
+    return request.param
+
+
+def _frame(n: int = 50) -> pd.DataFrame:
+    rng = np.random.default_rng(0)
+    return pd.DataFrame({"x": rng.normal(size=n), "g": rng.choice(["a", "b"], n)})
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_new_and_replaced_files_hold_the_table(mode, tmp_path, suffix) -> None:
+    path = tmp_path / f"t{suffix}"
+    for n in (50, 7):  # a new file, then one written over it
+        fio.write_table(_frame(n), path)
+        back = pd.read_csv(path) if suffix == ".csv" else pd.read_parquet(path)
+        pd.testing.assert_frame_equal(back, _frame(n))
+    assert sorted(p.name for p in tmp_path.iterdir()) == [path.name]
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~umask
+
+
+def test_chunks_and_text(mode, tmp_path) -> None:
+    path, rows = fio.write_table_chunks(iter([_frame(5), _frame(6)]), tmp_path / "c.csv")
+    assert rows == 11 and len(pd.read_csv(path)) == 11
+    fio.write_text("hello", tmp_path / "t.txt")
+    fio.write_bytes(b"\x00\x01", tmp_path / "b.bin")
+    assert (tmp_path / "t.txt").read_text() == "hello"
+    assert (tmp_path / "b.bin").read_bytes() == b"\x00\x01"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b.bin", "c.csv", "t.txt"]
+
+
+def test_an_error_mid_write_leaves_the_old_file_and_nothing_else(mode, tmp_path) -> None:
+    path = tmp_path / "t.csv"
+    path.write_text("old\n")
+
+    def chunks():
+        yield _frame(5)
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        fio.write_table_chunks(chunks(), path)
+    assert path.read_text() == "old\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["t.csv"]
+
+
+def test_a_symlink_at_the_path_is_replaced_not_followed(mode, tmp_path) -> None:
+    target = tmp_path / "target.txt"
+    target.write_text("keep")
+    link = tmp_path / "out.txt"
+    link.symlink_to(target)
+    fio.write_text("new", link)
+    assert target.read_text() == "keep"
+    assert not link.is_symlink() and link.read_text() == "new"
