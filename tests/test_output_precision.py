@@ -187,3 +187,36 @@ def test_csv_round_trip_writes_no_more_decimals_than_it_read(tmp_path) -> None:
     assert decimals == {"one": 1, "price": 2}
     assert all(re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", r["stamp"]) for r in rows)
     assert all(r["minute"].endswith(":00") for r in rows)
+
+
+def test_a_schema_coarser_than_the_sites_is_noted(fitted) -> None:
+    from fits.core.schema import DataNote
+
+    synth, _ = fitted
+    data = synth.schema_.to_dict()
+    for col in data["columns"]:
+        if col["name"] == "price":
+            col["decimals"] = 1  # a schema made on a table written with one decimal
+        if col["name"] == "stamp":
+            col["resolution"] = "min"
+    schema = Schema.from_dict(data)
+    with pytest.warns(DataNote) as caught:
+        out = FITSSynthesizer(schema=schema, seed=0).fit(_sites()).sample(300)
+    notes = [str(w.message) for w in caught if issubclass(w.category, DataNote)]
+    assert any("'price'" in n and "to 1 decimal but" in n and "client 1 (2)" in n for n in notes), (
+        notes
+    )
+    assert any("'stamp'" in n and "'min'" in n for n in notes), notes
+    assert not any("'one'" in n for n in notes)
+    assert output_decimals(out["price"].to_numpy()) <= 1  # the schema is the user's to set
+
+
+def test_the_schema_of_the_same_table_is_not_noted(fitted) -> None:
+    import warnings
+
+    from fits.core.schema import DataNote
+
+    synth, _ = fitted
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DataNote)
+        FITSSynthesizer(schema=synth.schema_, seed=0).fit(_sites())

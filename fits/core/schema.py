@@ -76,6 +76,7 @@ __all__ = [
     "SchemaError",
     "datetime_seconds",
     "describe_table",
+    "coarser_than_sites",
     "merge_descriptions",
     "missing_flag",
     "output_decimals",
@@ -1401,6 +1402,78 @@ def _lookalike_names(missing: Sequence[Any], extra: Sequence[Any]) -> str:
         "accent): save the tables with the same Unicode normalization (NFC), or rename "
         "the columns"
     )
+
+
+def coarser_than_sites(
+    schema: Schema, descriptions: Sequence[Mapping[str, Any]], clients: Sequence[str]
+) -> list[str]:
+    """Where a user's schema rounds synthetic values coarser than a site writes its own.
+
+    A schema file keeps ``decimals`` and ``resolution`` from the table it was made on;
+    handed to another table, it would round that table's synthetic values to fewer
+    decimals (or a coarser time unit) than the real ones have.  That is allowed (the
+    schema is the user's to edit) but should not pass unnoticed: one line per such
+    column, naming the sites and the fix, from the sites' setup descriptions (nothing
+    beyond what they already sent).
+
+    Parameters
+    ----------
+    schema : Schema
+        The user's schema.
+    descriptions : sequence of dict
+        The sites' :func:`describe_table` answers.
+    clients : sequence of str
+        The sites' names, in the order of ``descriptions``.
+
+    Returns
+    -------
+    list of str
+    """
+    notes = []
+    units = list(RESOLUTIONS)
+    for spec in schema.columns:
+        if spec.kind != "continuous" or spec.dtype == "int":
+            continue
+        infos = [
+            (c, d["columns"].get(spec.name)) for c, d in zip(clients, descriptions, strict=True)
+        ]
+        infos = [(c, i) for c, i in infos if i and not i.get("all_missing")]
+        if spec.dtype == "datetime" and spec.resolution is not None and not spec.date_only:
+            finer = [
+                c
+                for c, i in infos
+                if not i.get("date_only")
+                and (
+                    i.get("resolution") not in units
+                    or units.index(i["resolution"]) > units.index(spec.resolution)
+                )
+            ]
+            if finer:
+                notes.append(
+                    f"column {spec.name!r}: the schema rounds synthetic values to whole "
+                    f"{spec.resolution!r} but {', '.join(finer)} record finer times; set "
+                    '"resolution" to a finer unit (h, min, s, ms) or null in the schema file '
+                    "to keep them"
+                )
+        if spec.dtype != "datetime" and spec.decimals is not None:
+            more = {
+                c: i.get("decimals")
+                for c, i in infos
+                if "decimals" in i and (i["decimals"] is None or i["decimals"] > spec.decimals)
+            }
+            if more:
+                each = ", ".join(
+                    f"{c} ({'more than ' + str(MAX_DECIMALS) if d is None else d})"
+                    for c, d in more.items()
+                )
+                notes.append(
+                    f"column {spec.name!r}: the schema rounds synthetic values to "
+                    f"{spec.decimals} decimal{'' if spec.decimals == 1 else 's'} but the "
+                    f"values have more at {each}; set "
+                    '"decimals" to the most (or null: full precision) in the schema file to '
+                    "keep them"
+                )
+    return notes
 
 
 def merge_descriptions(

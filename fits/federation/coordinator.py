@@ -61,7 +61,14 @@ from fits.core.rules import (
     moments_size,
     verify_rules,
 )
-from fits.core.schema import Schema, merge_descriptions, missing_flag, point_mass_flag
+from fits.core.schema import (
+    DataNote,
+    Schema,
+    coarser_than_sites,
+    merge_descriptions,
+    missing_flag,
+    point_mass_flag,
+)
 from fits.core.tuning import (
     DEFAULT_CANDIDATES,
     DEFAULT_FOLDS,
@@ -442,8 +449,11 @@ class Coordinator:
                 kinds=resolve_keys(kinds or {}, headers, "kinds"),
                 order=order,
             )
-        elif order is not None:
-            schema = Schema(schema.columns, list(order), schema.rules)
+        else:
+            for note in coarser_than_sites(schema, descriptions, self.transport.client_names):
+                warnings.warn(note, DataNote, stacklevel=3)
+            if order is not None:
+                schema = Schema(schema.columns, list(order), schema.rules)
         if not rules:
             schema = Schema(schema.columns, schema.order, [])
         elif schema.rules is not None:
