@@ -806,6 +806,30 @@ def test_stripped_names_in_the_run_config_find_spaced_headers(site_files, tmp_pa
     pd.testing.assert_frame_equal(got, exact, check_exact=True)
 
 
+def test_text_numbers_and_dates_with_markers_read_as_in_process(site_files, tmp_path):
+    """A site rebuilt from its file for ``configure`` (every Flower site) reads text
+    that is really numbers or dates, with markers such as '?', as its setup did: the run
+    gives the in-process table bit for bit (it stopped with 'column ... is continuous in
+    the schema but holds non-numeric values')."""
+    paths, kinds, order = site_files
+    marked = {}
+    for k, (name, path) in enumerate(paths.items()):
+        frame = read_table(path)
+        score = frame[order[0]].round(2).astype(str)
+        score.iloc[3 + k] = "?"
+        frame["score"] = score
+        when = pd.date_range("2024-01-01", periods=len(frame), freq="D").strftime("%d/%m/%Y")
+        frame["when"] = when.where(np.arange(len(frame)) != 5, "unknown")
+        marked[name] = tmp_path / path.name
+        frame.to_csv(marked[name], index=False)
+    out = tmp_path / "synthetic.parquet"  # keeps the dtypes
+    config = {"output": str(out), "rows": 100, "seed": 2, "kinds": format_kinds(kinds)}
+    run_synthesis(FakeGrid(_node_configs(marked)), config)
+    got = read_table(out)
+    assert got["score"].dtype.kind in "if" and got["when"].dtype.kind == "M"
+    pd.testing.assert_frame_equal(got, _in_process(marked, kinds, None, 100, 2), check_exact=True)
+
+
 def test_the_supernode_polls_sooner_and_only_where_flower_waits(monkeypatch):
     """fits' SuperNode shortens Flower 1.42's two fixed waits (3 s for work, 0.5 s for a
     reply) in its loop's module and no other sleep; the loop's source still has them

@@ -303,6 +303,10 @@ class FITSClient:
                 f"{self.kernel.min_neighbors}; give this client kernel='gaussian' or merge it"
             )
         self._schema: Schema | None = None
+        #: The parsed text columns' notes (:func:`parse_text_columns`), set when the
+        #: table's text numbers and dates are read: at setup, or at configure in a site
+        #: rebuilt from its file after setup (Flower).
+        self._notes: dict[str, dict[str, Any]] | None = None
         self._cache = _Cache()
         self._scores = boosting.ScoreCache()  # boost rounds: score only the new trees
         self._site_seed = 0  # configure's; early stopping's held-out rows follow from it
@@ -609,6 +613,12 @@ class FITSClient:
         rows, standardize them and set the response bandwidths."""
         self._connect_secure(msg)
         schema = Schema.from_json(str(msg.config["schema"]))
+        if self._notes is None:  # rebuilt from its file after setup (Flower): parse as
+            # setup did, so text numbers and dates with markers read the same
+            declared = {c.name: {"kind": c.kind} for c in schema.columns}
+            for name in json.loads(str(msg.config.get("unmodelled", "[]"))):
+                declared[name] = {"kind": "id"}
+            self.data, self._notes = parse_text_columns(self.data, declared)
         self._check_schema(schema, msg)
         grids = self._accept_grids(schema, msg)
         adjusted: list[str] = []
@@ -670,7 +680,7 @@ class FITSClient:
             raise SchemaError(
                 f"{self.name}: column(s) {extra} are not in the schema; drop them or add them"
             )
-        for name, note in getattr(self, "_notes", {}).items():
+        for name, note in (self._notes or {}).items():
             if name in schema.names and note["n_markers"] and not schema[name].missing:
                 named = ", ".join(repr(k) for k in note["markers"])
                 raise SchemaError(
