@@ -1131,18 +1131,24 @@ def parse_text_columns(
             continue
         counts = present.astype(str).value_counts(sort=False)
         text = pd.Series(counts.index.str.strip(), index=counts.index)
-        weights = counts.to_numpy(dtype=float) / counts.sum()
+        # shares as one division of counts, so exactly 95% (76 of 80) reads as 0.95: a
+        # sum of per-value fractions came to 0.9499999999999998
+        n_values = counts.to_numpy()
+        total = int(n_values.sum())
         parsed: pd.Series | None = None
         numbers = pd.to_numeric(text, errors="coerce")
         numbers = numbers.where(np.isfinite(numbers.to_numpy(dtype=float)))
         ok = numbers.notna().to_numpy()
-        if weights[ok].sum() >= PARSE_SHARE and not text[ok].str.match(_LEADING_ZERO).any():
+        if (
+            int(n_values[ok].sum()) / total >= PARSE_SHARE
+            and not text[ok].str.match(_LEADING_ZERO).any()
+        ):
             parsed, what, fmt = numbers, "number", "number"
         else:
             dates = _parse_dates(text)
             if dates is not None:
                 ok = dates[0].notna().to_numpy()
-                if weights[ok].sum() >= PARSE_SHARE:
+                if int(n_values[ok].sum()) / total >= PARSE_SHARE:
                     parsed, what, fmt = dates[0], "date", dates[1]
         if parsed is None:
             continue
