@@ -114,6 +114,16 @@ def test_rounding_moves_each_value_at_most_half_a_step(fitted) -> None:
     assert np.array_equal(got, np.round(y, 2))
 
 
+def test_a_value_rounded_to_zero_is_not_negative_zero() -> None:
+    from fits.core.continualization import Encoder
+
+    spec = ColumnSpec("v", "continuous", "float", lower=-1.0, upper=1.0, decimals=2)
+    got = Encoder(spec).decode(np.array([-0.004, -0.0, 0.004, -1e-300, -0.006]))
+    assert got.tolist() == [0.0, 0.0, 0.0, 0.0, -0.01]
+    assert not np.any(np.signbit(got.to_numpy()[:4]))  # "0.0" in a CSV, never "-0.0"
+    assert got.to_csv(index=False).split() == ["v", "0.0", "0.0", "0.0", "0.0", "-0.01"]
+
+
 def test_decimals_null_keeps_full_precision(fitted) -> None:
     synth, _ = fitted
     data = synth.schema_.to_dict()

@@ -194,7 +194,8 @@ class Encoder:
         if spec.dtype == "int":
             return pd.Series(np.round(x).astype(np.int64), name=spec.name)
         if spec.decimals is not None:  # as many decimals as the real values have
-            x = np.clip(np.round(x, spec.decimals), lo, hi)
+            # (+ 0.0: a value rounded up to zero is 0.0, not -0.0, which prints "-0.0")
+            x = np.clip(np.round(x, spec.decimals), lo, hi) + 0.0
         return pd.Series(x, name=spec.name)
 
     def _decode_labels(self, codes: np.ndarray) -> pd.Series:
