@@ -37,6 +37,7 @@ from .options import (
     parse_kind,
     parse_order,
     pooled_without_secure,
+    repeated_site_files,
 )
 
 __all__ = ["federate"]
@@ -123,6 +124,43 @@ def superlink(
     _exec(cmd, home.resolve())
 
 
+def _check_site_files(paths: list[Path]) -> None:
+    """Every site table exists, is a file and a .csv or .parquet table, else a usage
+    error (exit 2) naming it."""
+    from fits.io import DataFileError, check_suffix
+
+    for path in paths:
+        if path.is_dir():
+            _fail(
+                f"the site table {str(path)!r} is a directory, not a table file; give the file(s)",
+                2,
+            )
+        if not path.is_file():
+            _fail(f"the site table {str(path)!r}: no such file", 2)
+        try:
+            check_suffix(path, "site table")
+        except DataFileError as exc:
+            _fail(str(exc), 2)
+
+
+def _check_site(frame: Any, name: str, kernel: str, bandwidth: float, knn_budget: int) -> None:
+    """Exit 1 (naming the site and the fix) when this table cannot be a site: too few
+    rows for a site or for its kernel, columns fits cannot model -- what its first
+    message would otherwise fail on, after the run started."""
+    from fits.core.kernels import GaussianKernel, KNNKernel
+    from fits.federation.client import FITSClient
+
+    scheme = (
+        KNNKernel(budget=knn_budget or None)
+        if kernel == "knn"
+        else GaussianKernel(bandwidth=bandwidth or None)
+    )
+    try:
+        FITSClient(frame, name, scheme)
+    except ValueError as exc:
+        _fail(str(exc))
+
+
 @federate.command()
 def site(
     data: Annotated[Path, typer.Option("--data", help="This site's table (CSV or Parquet).")],
@@ -183,12 +221,14 @@ def site(
     launch = _launch()
     if kernel not in ("knn", "gaussian"):
         _fail(f"--kernel {kernel!r}: use knn or gaussian", 2)
+    _check_site_files([data])
     from fits.io import DataFileError, read_table
 
     try:  # check the table here, before the coordinator asks
         frame = read_table(data)
     except DataFileError as exc:
         _fail(str(exc))
+    _check_site(frame, name or data.stem, kernel, bandwidth, knn_budget)
     typer.echo(f"{name or data.stem}: {len(frame)} rows, {frame.shape[1]} columns", err=True)
     try:
         cmd = launch.supernode_command(
@@ -411,6 +451,12 @@ def run(
           --out /data/synthetic.csv
     """
     launch = _launch()
+    from fits.io import DataFileError, check_suffix
+
+    try:  # the output's type, known here though the file is written on the SuperLink's machine
+        check_suffix(out, "output")
+    except DataFileError as exc:
+        _fail(str(exc), 2)
     config = _run_config(
         out,
         rows,
@@ -532,9 +578,19 @@ def local(
 
     if kernel and len(kernel) != len(data):
         _fail(f"give one --kernel per site ({len(data)}), or none", 2)
+    _check_site_files(data)
+    repeated = repeated_site_files(data)
+    if repeated is not None:
+        _fail(repeated, 2)
     names = [p.stem for p in data]
-    if len(set(names)) != len(names):
-        _fail("site files need different names (the site is named after its file)", 2)
+    for k, path in enumerate(data):
+        if names.index(path.stem) != k:
+            first = data[names.index(path.stem)]
+            _fail(
+                f"site tables {str(first)!r} and {str(path)!r} would both be site "
+                f"{path.stem!r} (a site is named after its file); rename one",
+                2,
+            )
     inputs = [("the site table", p) for p in data]
     if schema is not None:
         inputs.append(("--schema", schema))
@@ -545,13 +601,14 @@ def local(
             _fail(f"{label} {str(path)!r} is a directory, not a file", 2)
         if not path.is_file():
             _fail(f"{label} {str(path)!r}: no such file", 2)
-    from fits.io import OutputError, check_output
+    from fits.io import DataFileError, OutputError, check_output, check_suffix
 
     try:
         check_output(out, inputs)
+        check_suffix(out, "output")
         if audit is not None:
             check_output(audit, inputs, option="--audit")
-    except OutputError as exc:
+    except (OutputError, DataFileError) as exc:
         _fail(str(exc), 2)
     if policy is not None:
         try:

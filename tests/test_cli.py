@@ -565,6 +565,49 @@ def test_federate_local_refuses_bad_arguments(site_files, tmp_path):
 
 
 @pytest.mark.skipif(not _has_flower(), reason="needs the flower extra")
+def test_federate_refuses_bad_tables_and_outputs_before_any_process_starts(site_files, tmp_path):
+    """As fits synthesize does, with exit 2 and before a SuperLink starts: a site table
+    given twice (its rows would count twice), two tables that would be one site, an
+    unknown file type (site table or --out, also for fits federate run) and, for fits
+    federate site, a missing file, a folder, or a table that cannot be a site (exit 1).
+    They were found only during the run (exit 1), or not at all (a copy ran twice)."""
+    out = str(tmp_path / "x.csv")
+    copy = tmp_path / "copy.csv"
+    copy.write_bytes(site_files[0].read_bytes())
+    res = run("federate", "local", str(site_files[0]), str(copy), "--rows", "5", "--out", out)
+    assert res.returncode == 2, res.stderr
+    assert f"site tables '{site_files[0]}' and '{copy}' are the same file" in res.stderr
+    (tmp_path / "other").mkdir()
+    same_stem = tmp_path / "other" / site_files[1].name
+    same_stem.write_text(site_files[1].read_text().replace("north", "west"))
+    res = run("federate", "local", str(site_files[1]), str(same_stem), "--rows", "5", "-o", out)
+    assert res.returncode == 2 and "would both be site 'site_b'" in res.stderr
+    xlsx = tmp_path / "data.xlsx"
+    xlsx.write_bytes(b"PK")
+    res = run("federate", "local", str(site_files[0]), str(xlsx), "--rows", "5", "--out", out)
+    assert res.returncode == 2 and "unknown file type '.xlsx' for the site table" in res.stderr
+    bad_out = str(tmp_path / "x.xlsx")
+    res = run("federate", "local", *map(str, site_files), "--rows", "5", "--out", bad_out)
+    assert res.returncode == 2 and "unknown file type '.xlsx' for the output" in res.stderr
+    res = run("federate", "run", "--superlink", "x:1", "--insecure", "-n", "5", "-o", bad_out)
+    assert res.returncode == 2 and "unknown file type '.xlsx' for the output" in res.stderr
+    site = ["federate", "site", "--superlink", "x:1", "--insecure", "--home", str(tmp_path)]
+    res = run(*site, "--data", str(tmp_path / "nope.csv"))
+    assert (
+        res.returncode == 2 and "'" + str(tmp_path / "nope.csv") + "': no such file" in res.stderr
+    )
+    res = run(*site, "--data", str(tmp_path / "other"))
+    assert res.returncode == 2 and "is a directory" in res.stderr
+    res = run(*site, "--data", str(xlsx))
+    assert res.returncode == 2 and "unknown file type '.xlsx'" in res.stderr
+    one = tmp_path / "one.csv"
+    pd.read_csv(site_files[0]).head(1).to_csv(one, index=False)
+    res = run(*site, "--data", str(one))
+    assert res.returncode == 1 and "one has 1 row(s); a client needs at least 2" in res.stderr
+    assert not list(tmp_path.glob("x.*")) and "Traceback" not in res.stderr
+
+
+@pytest.mark.skipif(not _has_flower(), reason="needs the flower extra")
 def test_federate_superlink_checks_its_certificates(tmp_path):
     res = run(
         "federate",
