@@ -329,16 +329,28 @@ class FITSSynthesizer(BaseEstimator):
         smoothing = self._check_smoothing()
         if isinstance(rows, bool) or not isinstance(rows, (int, np.integer)) or rows < 0:
             raise ValueError(f"rows must be an integer >= 0, got {rows!r}")
+        tables = _site_tables(tables)
         self._close()
+        # a refit that fails leaves no earlier fit behind (sample() then says "not
+        # fitted", not "reconnect"), and stops the sites it started
+        for name in _FITTED:
+            self.__dict__.pop(name, None)
+        try:
+            return self._fit(tables, smoothing, int(rows))
+        except BaseException:
+            self._close()
+            for name in _FITTED:
+                self.__dict__.pop(name, None)
+            raise
+
+    def _fit(
+        self, tables: Tables | Transport, smoothing: dict[str, Smoothing] | None, rows: int
+    ) -> FITSSynthesizer:
         root = np.random.SeedSequence(self.seed)
         coordinator, schema = self._open(
-            tables, root, kinds=self.kinds, order=self.order, schema=self.schema, rows=int(rows)
+            tables, root, kinds=self.kinds, order=self.order, schema=self.schema, rows=rows
         )
-        try:
-            self._check_penalties(schema)
-        except ValueError:
-            self._close()
-            raise
+        self._check_penalties(schema)
         if smoothing is None:  # "auto": one tune round, seeded by the third child
             candidates = (
                 DEFAULT_CANDIDATES
@@ -404,6 +416,7 @@ class FITSSynthesizer(BaseEstimator):
             fit a new synthesizer instead.
         """
         self._check_fitted()
+        tables = _site_tables(tables)
         self._close()
         root = np.random.SeedSequence(self.entropy_)
         coordinator, _ = self._open(tables, root, kinds=None, order=None, schema=self.schema_)
@@ -466,9 +479,16 @@ class FITSSynthesizer(BaseEstimator):
             boosting=None if self.boosting is None else boosting,
             column_boosting=column_boosting,
         )
-        schema = coordinator.setup(kinds=kinds, order=order, schema=schema, rules=bool(self.rules))
-        lift_seq, _ = root.spawn(2)
-        coordinator.configure(lift_seq, rows=rows)
+        try:
+            schema = coordinator.setup(
+                kinds=kinds, order=order, schema=schema, rules=bool(self.rules)
+            )
+            lift_seq, _ = root.spawn(2)
+            coordinator.configure(lift_seq, rows=rows)
+        except BaseException:
+            if clients and isinstance(transport, InProcessTransport):
+                transport.close()  # the sites' threads end with the failed setup
+            raise
         if clients and coordinator.batch_size is None:
             coordinator.batch_size = in_process_batch(clients, coordinator.memory_budget)
         self._coordinator: Coordinator | None = coordinator
@@ -649,6 +669,12 @@ class FITSSynthesizer(BaseEstimator):
         DataFrame
             The input's columns, in the input's order and with its dtypes.
         """
+        if (
+            isinstance(num_rows, (int, np.integer))
+            and not isinstance(num_rows, bool)
+            and hasattr(self, "_columns")
+        ):
+            _check_table_fits(int(num_rows), len(self._columns))
         if progress is True:
             bar, callback = progress_bar()
             with bar:
@@ -835,6 +861,44 @@ class FITSSynthesizer(BaseEstimator):
                     col = col.astype(np.int64)
                 cols[rule.column] = restore_dtype(col, spec)
         return pd.DataFrame(cols)[[c for c in self._columns if c in cols]]
+
+
+def _physical_memory() -> int | None:
+    """This machine's memory in bytes, or None where the system does not say."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def _check_table_fits(num_rows: int, n_columns: int) -> None:
+    """Refuse, before drawing a row, a :meth:`FITSSynthesizer.sample` whose table could
+    not be held in this machine's memory (at least 8 bytes a value): it would draw for
+    hours and then fail, where the streaming methods take any number of rows."""
+    memory = _physical_memory()
+    need = num_rows * max(n_columns, 1) * 8
+    if memory is not None and need > memory:
+        raise ValueError(
+            f"sample({num_rows}) would build a table of at least {need / 2**30:,.0f} GiB "
+            f"({num_rows} rows x {n_columns} columns), more than this machine's "
+            f"{memory / 2**30:,.0f} GiB of memory; write the rows to a file with "
+            "sample_to_file(path, num_rows), or take them chunk by chunk with "
+            "iter_sample(num_rows)"
+        )
+
+
+#: What :meth:`FITSSynthesizer.fit` sets (a failed fit leaves none of them).
+_FITTED = ("schema_", "entropy_", "client_names_", "n_rows_", "smoothing_", "tuning_")
+
+
+def _site_tables(tables: Any) -> Any:
+    """The sites' tables as given, an iterator or generator of tables as a list (it is
+    read more than once: the sites, then the output's column order)."""
+    if isinstance(tables, (Transport, Mapping, pd.DataFrame, Sequence)):
+        return tables
+    if isinstance(tables, Iterable):
+        return list(tables)
+    return tables
 
 
 def _sum_decimals(schema: Schema, rule: Rule) -> int | None:

@@ -163,6 +163,18 @@ class _Weights:
             self.s *= factor[:, None, None]
 
 
+def _holds_bytes(present: pd.Series) -> bool:
+    """Whether an object column's present values include ``bytes``: a category label
+    fits cannot send in a site's description (it would come back as the text
+    ``"b'...'"``, not the bytes, and the site's own values would not match it)."""
+    kind = pd.api.types.infer_dtype(present, skipna=True)
+    if kind == "bytes":
+        return True
+    return kind.startswith("mixed") and any(
+        isinstance(v, (bytes, bytearray)) for v in present.to_numpy(dtype=object)
+    )
+
+
 def _unsupported(series: pd.Series) -> tuple[str, str] | None:
     """(what the column holds, how to fix it) for column types fits cannot model."""
     dt = series.dtype
@@ -170,6 +182,12 @@ def _unsupported(series: pd.Series) -> tuple[str, str] | None:
     if pd.api.types.is_object_dtype(dt):
         present = series.dropna()
         sample = present.iloc[0] if len(present) else None
+        if sample is not None and _holds_bytes(present):
+            return (
+                "bytes",
+                "decode it to text, e.g. df[c].str.decode('utf-8'), or drop the column "
+                "(command line: --drop)",
+            )
     if pd.api.types.is_timedelta64_dtype(dt) or isinstance(sample, (pd.Timedelta, timedelta)):
         return "durations (timedelta)", "convert it to a number, e.g. df[c].dt.total_seconds()"
     if isinstance(dt, pd.PeriodDtype) or isinstance(sample, pd.Period):
