@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import stat
+import subprocess
 import sys
 import time
 
@@ -74,6 +76,38 @@ def test_a_run_past_its_time_limit_is_stopped(fake_flwr):
         fake_flwr("hang", timeout=1.0)
     assert time.monotonic() - start < 20
     assert ["stop", "7", "fits"] in fake_flwr.calls
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a POSIX script stands in for flwr")
+def test_an_interrupted_follow_leaves_no_stream_behind(fake_flwr, monkeypatch):
+    """Ctrl-C (or SIGTERM, turned into SystemExit) while the run is followed stops the
+    ``flwr log --stream`` process too: left running, it outlived the temporary Flower
+    home it was given, and a flwr process recreates a missing home (a stray
+    ``fits-flwr-*/home`` in the temporary folder)."""
+    started: list[subprocess.Popen] = []
+    real = subprocess.Popen
+
+    def popen(*args, **kwargs):
+        started.append(real(*args, **kwargs))
+        return started[-1]
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(flower_launch.subprocess, "Popen", popen)
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    signal.setitimer(signal.ITIMER_REAL, 1.0)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            fake_flwr("hang", timeout=30)
+        assert started and all(p.poll() is not None for p in started)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        for p in started:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
 
 
 def test_the_warm_site_process_command():

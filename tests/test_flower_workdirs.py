@@ -5,8 +5,14 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
-from fits.deploy.flower_launch import OWNER_FILE, WORKDIR_PREFIX, remove_stale_workdirs
+from fits.deploy.flower_launch import (
+    OWNER_FILE,
+    RUN_WORKDIR_PREFIX,
+    WORKDIR_PREFIX,
+    remove_stale_workdirs,
+)
 
 
 def _dead_pid() -> int:
@@ -42,3 +48,49 @@ def test_stale_workdirs_of_dead_owners_are_removed_and_nothing_else(tmp_path):
     assert sorted(p.name for p in removed) == sorted([dead.name, reused.name])
     assert not dead.exists() and not reused.exists()
     assert alive.exists() and unowned.exists() and other.exists()
+
+
+def test_a_killed_run_submitters_folder_is_removed_too(tmp_path):
+    """``submit_run``'s folder (``fits-flwr-*``: the app, a Flower home, the run's log)
+    names its owner as a federation's does, so the next federation removes it when its
+    owner was killed (it stayed in the temporary folder for good)."""
+    from fits.deploy.flower_launch import _process_identity
+
+    dead = tmp_path / f"{RUN_WORKDIR_PREFIX}dead"
+    (dead / "home").mkdir(parents=True)
+    (dead / "run-config.toml").write_text("rows = 5\n")
+    (dead / OWNER_FILE).write_text(f"{_dead_pid()} 12345")
+    alive = tmp_path / f"{RUN_WORKDIR_PREFIX}alive"
+    alive.mkdir()
+    (alive / OWNER_FILE).write_text(_process_identity(os.getpid()))
+    assert remove_stale_workdirs(tmp_path) == [dead]
+    assert not dead.exists() and alive.exists()
+
+
+def test_submit_run_names_the_owner_of_its_folder(tmp_path, monkeypatch):
+    """The folder ``submit_run`` works in holds the owner file while the run is
+    followed (so a SIGKILL leaves a folder the next federation can remove)."""
+    import tempfile
+
+    import pytest
+
+    pytest.importorskip("flwr", reason="needs the flower extra: pip install 'fits[flower]'")
+    from fits.deploy import flower_launch
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    seen = []
+
+    def fake_run(cmd, **kwargs):
+        folder = Path(kwargs["cwd"])
+        seen.append((folder.name, (folder / OWNER_FILE).read_text()))
+        raise KeyboardInterrupt  # stop here, as Ctrl-C would
+
+    monkeypatch.setattr(flower_launch.subprocess, "run", fake_run)
+    monkeypatch.setattr(flower_launch, "_flower_bin", lambda name: name)
+    with pytest.raises(KeyboardInterrupt):
+        flower_launch.submit_run("127.0.0.1:1", {"rows": 5}, insecure=True)
+    from fits.deploy.flower_launch import _process_identity
+
+    assert seen and seen[0][0].startswith(RUN_WORKDIR_PREFIX)
+    assert seen[0][1] == _process_identity(os.getpid())
+    assert not list(tmp_path.iterdir())  # removed on the way out

@@ -368,7 +368,10 @@ def submit_run(
     unknown = sorted(set(run_config) - set(RUN_CONFIG_DEFAULTS))
     if unknown:
         raise FederationError(f"unknown run config {unknown}; known: {list(RUN_CONFIG_DEFAULTS)}")
-    with tempfile.TemporaryDirectory(prefix="fits-flwr-") as tmp:
+    remove_stale_workdirs()
+    with tempfile.TemporaryDirectory(prefix=RUN_WORKDIR_PREFIX) as tmp:
+        # its owner, so that the next federation removes it if this process is killed
+        (Path(tmp) / OWNER_FILE).write_text(_process_identity(os.getpid()))
         home = Path(tmp) / "home"
         _write_flower_config(home, superlink, insecure, root_certificates)
         app = write_app(Path(tmp) / "app")
@@ -470,6 +473,10 @@ def _follow_run(
             stream.wait()
             _flwr(flwr, ["stop", str(run_id), "fits"], env, cwd)
             raise FederationError(late) from None
+        finally:  # Ctrl-C, SIGTERM: the stream must not outlive its Flower home
+            if stream.poll() is None:
+                stream.kill()
+                stream.wait()
         for _ in range(20):  # the stream ends as the status turns "finished"
             status, details = _run_status(flwr, run_id, env, cwd)
             if status.startswith("finished"):
@@ -723,6 +730,9 @@ STOP_GRACE = 5.0
 
 #: Prefix of the temporary working directory of a :class:`LocalFederation`.
 WORKDIR_PREFIX = "fits-local-"
+#: Prefix of the temporary directory of :func:`submit_run` (the app, a Flower home for
+#: ``flwr``, the run's config and log).
+RUN_WORKDIR_PREFIX = "fits-flwr-"
 #: File in that directory naming the process that owns it (pid and start time).
 OWNER_FILE = "owner"
 
@@ -744,8 +754,9 @@ def remove_stale_workdirs(root: str | Path | None = None) -> list[Path]:
 
     A :class:`LocalFederation` removes its directory when it stops; a process killed
     with SIGKILL cannot, and its SuperLink and SuperNodes die with it (parent-death
-    signal) but leave their Flower homes and logs behind.  Each directory names its
-    owner (:data:`OWNER_FILE`: pid and start time); the next federation started on the
+    signal) but leave their Flower homes and logs behind (and :func:`submit_run` its
+    folder, :data:`RUN_WORKDIR_PREFIX`).  Each directory names its
+    owner (:data:`OWNER_FILE`: pid and start time); the next federation or run started on the
     machine removes every such directory of this user whose owner no longer runs, after
     killing any process still using it.  Directories without an owner file (or of
     another user) are left alone.
@@ -757,7 +768,8 @@ def remove_stale_workdirs(root: str | Path | None = None) -> list[Path]:
     """
     base = Path(root) if root is not None else Path(tempfile.gettempdir())
     removed = []
-    for folder in base.glob(f"{WORKDIR_PREFIX}*"):
+    folders = [*base.glob(f"{WORKDIR_PREFIX}*"), *base.glob(f"{RUN_WORKDIR_PREFIX}*")]
+    for folder in folders:
         try:
             if folder.is_symlink() or folder.stat().st_uid != os.getuid():
                 continue
