@@ -71,7 +71,7 @@ def synthesize(transport: FlowerTransport, cfg: Mapping[str, Any]) -> Path:
         )
     # streamed in chunks to a temporary file renamed at the end: bounded memory for any
     # number of rows, the same rows as synth.sample(rows)
-    path = synth.sample_to_file(cfg["output"], cfg["rows"])
+    path = _sample_to_file(synth, Path(cfg["output"]), cfg["rows"])
     summary = {
         "output": str(path),
         "rows": cfg["rows"],
@@ -80,6 +80,54 @@ def synthesize(transport: FlowerTransport, cfg: Mapping[str, Any]) -> Path:
     }
     print(json.dumps(summary))  # noqa: T201 - shows in the ServerApp's log (flwr log)
     return path
+
+
+#: Above this many rows the ServerApp draws :data:`ESTIMATE_ROWS` rows first and refuses
+#: a table that would not fit on the output's file system (as ``fits synthesize`` does).
+LARGE_REQUEST_ROWS = 100_000
+ESTIMATE_ROWS = 8_192
+
+
+def _sample_to_file(synth: FITSSynthesizer, out: Path, rows: int) -> Path:
+    """:meth:`~fits.synthesizer.FITSSynthesizer.sample_to_file`, but a large request
+    first draws :data:`ESTIMATE_ROWS` rows and stops the run (nothing written) when the
+    table would not fit in the free space of ``out``'s file system: the rows do not
+    depend on the chunking, so the table is the same."""
+    import itertools
+    import shutil
+
+    from fits.io import check_suffix, write_table_chunks
+
+    suffix = check_suffix(out, "output")
+    large = rows > LARGE_REQUEST_ROWS
+    stream = synth.iter_sample(rows, first_chunk_rows=ESTIMATE_ROWS if large else None)
+    first = []
+    if large:
+        first.append(next(stream))
+        size = _encoded_size(first[0], suffix) * rows / ESTIMATE_ROWS
+        free = shutil.disk_usage(out.parent).free
+        if size > free:
+            raise ValueError(
+                f"rows={rows}: the output would take about {size / 1e9:,.1f} GB (estimated "
+                f"from the first {ESTIMATE_ROWS} rows) but the file system of {str(out)!r} "
+                f"has {free / 1e9:,.1f} GB free; ask for fewer rows or write elsewhere"
+            )
+        print(  # noqa: T201 - shows in the ServerApp's log (flwr log)
+            f"{rows:,} rows: about {size / 1e9:,.2f} GB ({free / 1e9:,.1f} GB free)"
+        )
+    written, _ = write_table_chunks(itertools.chain(first, stream), out)
+    return written
+
+
+def _encoded_size(frame: Any, suffix: str) -> int:
+    """Bytes ``frame`` takes in a file of this type (written to memory)."""
+    import io
+
+    if suffix == ".csv":
+        return len(frame.to_csv(index=False).encode("utf-8"))
+    buffer = io.BytesIO()
+    frame.to_parquet(buffer, index=False)
+    return buffer.getbuffer().nbytes
 
 
 def run_synthesis(grid: Grid, config: Mapping[str, Any]) -> Path:

@@ -830,6 +830,35 @@ def test_text_numbers_and_dates_with_markers_read_as_in_process(site_files, tmp_
     pd.testing.assert_frame_equal(got, _in_process(marked, kinds, None, 100, 2), check_exact=True)
 
 
+def test_a_table_too_large_for_the_disk_stops_the_run_before_it_is_written(
+    site_files, tmp_path, monkeypatch
+):
+    """A large request (``fits federate local --rows 1000000000000``) drew rows for
+    hours into the coordinator's disk; the ServerApp now estimates the file's size from
+    a first chunk, as ``fits synthesize`` does, and stops the run when it would not fit.
+    A request that fits gives the in-process table (the rows do not depend on the
+    chunking)."""
+    import shutil
+
+    import fits.flower_app as flower_app
+
+    paths, kinds, order = site_files
+    monkeypatch.setattr(flower_app, "LARGE_REQUEST_ROWS", 100)
+    monkeypatch.setattr(flower_app, "ESTIMATE_ROWS", 32)
+    out = tmp_path / "synthetic.parquet"
+    config = {"output": str(out), "rows": 150, "seed": 5, "kinds": format_kinds(kinds)}
+    config["order"] = ",".join(order)
+    run_synthesis(FakeGrid(_node_configs(paths)), config)
+    expected = _in_process(paths, kinds, order, 150, 5)
+    pd.testing.assert_frame_equal(read_table(out), expected, check_exact=True)
+    out.unlink()
+    usage = shutil.disk_usage(tmp_path)
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: usage._replace(free=1000))
+    with pytest.raises(RunStopped, match=r"rows=150: the output would take about .* GB free"):
+        run_synthesis(FakeGrid(_node_configs(paths)), config)
+    assert not list(tmp_path.iterdir())
+
+
 def test_the_supernode_polls_sooner_and_only_where_flower_waits(monkeypatch):
     """fits' SuperNode shortens Flower 1.42's two fixed waits (3 s for work, 0.5 s for a
     reply) in its loop's module and no other sleep; the loop's source still has them
