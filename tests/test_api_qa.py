@@ -3,6 +3,8 @@ fails, a table too large for memory, bytes columns, hand-edited schemas."""
 
 from __future__ import annotations
 
+import copy
+import json
 import threading
 
 import numpy as np
@@ -10,7 +12,7 @@ import pandas as pd
 import pytest
 from sklearn.exceptions import NotFittedError
 
-from fits import FITSSynthesizer
+from fits import FITSSynthesizer, Schema
 from fits.core.schema import SchemaError
 
 
@@ -82,3 +84,73 @@ def test_bytes_columns_are_refused_naming_site_column_and_fix(sites, values):
     tables = [s.assign(raw=values * (len(s) // 2)) for s in sites]
     with pytest.raises(SchemaError, match=r"client 1: column 'raw' holds bytes.*decode"):
         FITSSynthesizer(seed=0).fit(tables)
+
+
+# ------------------------------------------------------------- hand-edited schemas
+
+
+@pytest.fixture(scope="module")
+def schema_dict() -> dict:
+    rng = np.random.default_rng(3)
+    tables = []
+    for k, n in enumerate((80, 60)):
+        t = _site(n, k + 5)
+        t["when"] = pd.Timestamp("2021-01-01", tz="Europe/Paris") + pd.to_timedelta(
+            rng.integers(0, 10**6, n), unit="s"
+        )
+        t["score"] = pd.array(
+            np.where(rng.random(n) < 0.2, None, rng.integers(0, 4, n)), dtype="Int64"
+        )
+        tables.append(t)
+    return json.loads(Schema.detect(tables).to_json())
+
+
+def _edited(d: dict, column: str, **fields) -> str:
+    d = copy.deepcopy(d)
+    next(c for c in d["columns"] if c["name"] == column).update(fields)
+    return json.dumps(d)
+
+
+@pytest.mark.parametrize(
+    ("column", "fields", "message"),
+    [
+        ("score", {"missing": "false"}, r"'score': \"missing\" must be true or false"),
+        ("when", {"date_only": "no"}, r"'when': \"date_only\" must be true or false"),
+        ("age", {"pandas_dtype": 5}, r"'age': \"pandas_dtype\" must be text"),
+        ("age", {"lower": 60, "upper": 20}, r"'age': \"lower\" \(60\) is above \"upper\""),
+        ("age", {"lower": float("nan")}, r"'age': \"lower\" must be a finite number"),
+        ("age", {"upper": float("inf")}, r"'age': \"upper\" must be a finite number"),
+        ("age", {"dtype": "integer"}, r"'age': unknown \"dtype\" 'integer'"),
+        ("when", {"tz": "Mars/Olympus"}, r"'when': unknown time zone"),
+        ("score", {"missing": False}, r"'score': its categories include null"),
+    ],
+)
+def test_hand_edited_fields_are_refused_naming_column_and_field(
+    schema_dict, column, fields, message
+):
+    # each of these passed from_json and then failed deep in a fit (TypeError,
+    # ZoneInfoNotFoundError, "the marginal CDF has no mass"), double-counted its
+    # values outside the bounds, or was read wrong ("false" read as true)
+    with pytest.raises(SchemaError, match=message):
+        Schema.from_json(_edited(schema_dict, column, **fields))
+
+
+def test_a_fixed_offset_time_zone_is_kept(schema_dict):
+    assert Schema.from_json(_edited(schema_dict, "when", tz="UTC+05:30"))["when"].tz == (
+        "UTC+05:30"
+    )
+
+
+def test_a_continuous_column_without_bounds_is_refused_at_fit(sites):
+    schema = Schema.detect(sites)
+    d = json.loads(schema.to_json())
+    d["columns"][0]["lower"] = None  # "age"
+    before = _fits_threads()
+    with pytest.raises(SchemaError, match=r"\['age'\] no \"lower\" or \"upper\""):
+        FITSSynthesizer(seed=0, schema=Schema.from_dict(d)).fit(sites)
+    assert _fits_threads() == before
+
+
+def test_schema_text_that_is_not_json_is_a_schema_error():
+    with pytest.raises(SchemaError, match="not valid JSON"):
+        Schema.from_json('{"columns": [')

@@ -54,6 +54,7 @@ from fits.core.names import resolve_columns, resolve_keys
 
 __all__ = [
     "FREE_TEXT_LENGTH",
+    "DTYPES",
     "KINDS",
     "LATTICE_MIN_COUNT",
     "MAX_DECIMALS",
@@ -86,6 +87,8 @@ __all__ = [
 
 #: Column kinds.  ``"id"`` columns are not modelled: the output holds fresh surrogates.
 KINDS = ("continuous", "ordinal", "nominal", "id")
+#: The pandas dtype families a :class:`ColumnSpec` restores (its ``dtype``).
+DTYPES = ("float", "int", "bool", "category", "string", "object", "datetime")
 #: Numeric columns with at most this many distinct values are ordinal (non-integer ones
 #: only when their values repeat, see :data:`LATTICE_MIN_COUNT`).
 MAX_ORDINAL_LEVELS = 20
@@ -269,6 +272,46 @@ class ColumnSpec:
                 raise SchemaError(f"column {self.name!r}: a {self.kind} column needs categories")
             if len(set(map(plain, self.categories))) != len(self.categories):
                 raise SchemaError(f"column {self.name!r}: categories are not unique")
+            if None in self.categories and not self.missing:
+                raise SchemaError(
+                    f"column {self.name!r}: its categories include null (missing values) but "
+                    '"missing" is not true; set "missing": true, or remove null from the '
+                    "categories if the column has no missing values"
+                )
+        self._check_bounds_and_types()
+
+    def _check_bounds_and_types(self) -> None:
+        """Hand-edited fields a fit would fail on deep inside, or silently ignore: bounds
+        that are not numbers in order, a dtype family or time zone nobody knows."""
+        if self.dtype not in DTYPES:
+            raise SchemaError(
+                f'column {self.name!r}: unknown "dtype" {self.dtype!r}; use one of '
+                f"{', '.join(DTYPES)}"
+            )
+        for key in ("lower", "upper"):
+            value = getattr(self, key)
+            if value is not None and not (
+                isinstance(value, (int, float, np.integer, np.floating))
+                and not isinstance(value, bool)
+                and math.isfinite(value)
+            ):
+                raise SchemaError(
+                    f'column {self.name!r}: "{key}" must be a finite number, got {value!r}'
+                )
+        if self.lower is not None and self.upper is not None and self.lower > self.upper:
+            raise SchemaError(
+                f'column {self.name!r}: "lower" ({self.lower:g}) is above "upper" '
+                f"({self.upper:g}); swap them"
+            )
+        if self.tz is not None:
+            try:
+                pd.DatetimeTZDtype("ns", self.tz)
+            except Exception as exc:  # ZoneInfoNotFoundError, pytz's, TypeError ...
+                raise SchemaError(
+                    f'column {self.name!r}: unknown time zone "tz" {self.tz!r} ({exc}); use '
+                    'a name such as "UTC" or "Europe/Paris", an offset such as "UTC+05:30", '
+                    "or null (local times)"
+                ) from None
 
     @property
     def is_discrete(self) -> bool:
@@ -350,6 +393,17 @@ class ColumnSpec:
         cats = d.get("categories")
         if cats is not None and not isinstance(cats, list):
             raise SchemaError(f'column {name!r}: "categories" must be a list, got {cats!r}')
+        for key in ("missing", "date_only", "dtype_ordered"):  # "false" is not false
+            value = d.get(key)
+            if value is not None and not isinstance(value, bool):
+                raise SchemaError(
+                    f'column {name!r}: "{key}" must be true or false (JSON, no quotes), '
+                    f"got {value!r}"
+                )
+        for key in ("dtype", "tz", "pandas_dtype", "indicates", "indicator"):
+            value = d.get(key)
+            if value is not None and not isinstance(value, str):
+                raise SchemaError(f'column {name!r}: "{key}" must be text (or null), got {value!r}')
         return cls(
             name=name,
             kind=str(d["kind"]),
@@ -785,7 +839,11 @@ class Schema:
     @classmethod
     def from_json(cls, text: str) -> Schema:
         """Inverse of :meth:`to_json`."""
-        return cls.from_dict(json.loads(text))
+        try:
+            d = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise SchemaError(f"the schema is not valid JSON: {exc}") from None
+        return cls.from_dict(d)
 
     @classmethod
     def detect(

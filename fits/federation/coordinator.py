@@ -64,6 +64,7 @@ from fits.core.rules import (
 from fits.core.schema import (
     DataNote,
     Schema,
+    SchemaError,
     coarser_than_sites,
     merge_descriptions,
     missing_flag,
@@ -424,6 +425,18 @@ class Coordinator:
         """
         declared = {c: {"kind": k} for c, k in (kinds or {}).items()}
         if schema is not None:
+            unbounded = [
+                c.name
+                for c in schema.columns
+                if c.kind == "continuous" and (c.lower is None or c.upper is None)
+            ]
+            if unbounded:  # the grid of a continuous column spans its bounds
+                raise SchemaError(
+                    f"the schema gives continuous column(s) {unbounded} no "
+                    '"lower" or "upper" bound; a continuous column needs both (the range '
+                    "its synthetic values are drawn in): set them to cover every site's "
+                    "values, or detect the schema again (Schema.detect, fits schema)"
+                )
             declared = {c.name: {"kind": c.kind} for c in schema.columns}
         msg = Message("setup", config={"declared": json.dumps(declared), **self._secure_flag()})
         replies = self.transport.broadcast(msg)
