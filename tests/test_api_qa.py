@@ -154,3 +154,9 @@ def test_a_continuous_column_without_bounds_is_refused_at_fit(sites):
 def test_schema_text_that_is_not_json_is_a_schema_error():
     with pytest.raises(SchemaError, match="not valid JSON"):
         Schema.from_json('{"columns": [')
+
+
+def test_a_bool_column_declared_continuous_is_not_called_text(sites):
+    tables = [s.assign(flag=s["age"] > 50) for s in sites]
+    with pytest.raises(SchemaError, match="'flag' holds true/false values; it cannot be cont"):
+        FITSSynthesizer(seed=0, kinds={"flag": "continuous"}).fit(tables)

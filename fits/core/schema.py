@@ -1755,7 +1755,11 @@ def _merge_column(
             discrete = rows >= LATTICE_MIN_COUNT * n_values
     if fam in textual or discrete:
         if kind == "continuous":
-            raise SchemaError(f"column {name!r} holds text; it cannot be continuous")
+            what = {"bool": "true/false values", "category": "pandas categories"}.get(fam, "text")
+            raise SchemaError(
+                f"column {name!r} holds {what}; it cannot be continuous: declare it "
+                "nominal or ordinal, or leave its kind to fits"
+            )
         return _merge_discrete(name, infos, kind, fam, numeric=fam in numeric)
     # continuous (or declared discrete but too many values were not reported)
     if kind in ("ordinal", "nominal"):
