@@ -49,6 +49,11 @@ class DataFileError(ValueError):
 def check_suffix(path: Path, what: str = "table") -> str:
     """The file's table format (``".csv"`` or ``".parquet"``), or a clear error."""
     suffix = Path(path).suffix.lower()
+    if suffix not in TABLE_SUFFIXES and Path(path).is_dir():
+        raise DataFileError(
+            f"{path}: is a folder; give the {what} a file name ending in .csv or .parquet "
+            f"(for example {Path(path) / 'synthetic.csv'})"
+        )
     if suffix not in TABLE_SUFFIXES:
         raise DataFileError(
             f"{path}: unknown file type {suffix or '(none)'!r} for the {what}; "

@@ -20,7 +20,8 @@ from fits.core.schema import (
     output_decimals,
     time_resolution,
 )
-from tests.conftest import fits_in_process
+
+from conftest import fits_in_process
 
 
 def test_output_decimals_is_the_written_precision() -> None:

@@ -303,6 +303,8 @@ class ColumnSpec:
                 f'column {self.name!r}: "lower" ({self.lower:g}) is above "upper" '
                 f"({self.upper:g}); swap them"
             )
+        if self.pandas_dtype is not None:
+            self._check_pandas_dtype()
         if self.tz is not None:
             try:
                 pd.DatetimeTZDtype("ns", self.tz)
@@ -312,6 +314,27 @@ class ColumnSpec:
                     'a name such as "UTC" or "Europe/Paris", an offset such as "UTC+05:30", '
                     "or null (local times)"
                 ) from None
+
+    def _check_pandas_dtype(self) -> None:
+        """A ``pandas_dtype`` pandas knows, and one that can hold the column's values: an
+        integer or boolean dtype on a ``"float"`` column would truncate its synthetic
+        values when the output is given that dtype (2.7 -> 2)."""
+        try:
+            target = pd.api.types.pandas_dtype(self.pandas_dtype)
+        except (TypeError, ValueError):
+            raise SchemaError(
+                f'column {self.name!r}: unknown "pandas_dtype" {self.pandas_dtype!r}; use a '
+                'pandas dtype name such as "float64", "Int64" or "string", or null'
+            ) from None
+        if self.dtype == "float" and (
+            pd.api.types.is_integer_dtype(target) or pd.api.types.is_bool_dtype(target)
+        ):
+            raise SchemaError(
+                f'column {self.name!r}: "dtype" is "float" but "pandas_dtype" '
+                f"{self.pandas_dtype!r} holds only whole numbers or booleans, so the "
+                'output would cut its values; set "pandas_dtype" to "float64" or null '
+                '(or "dtype" back to "int")'
+            )
 
     @property
     def is_discrete(self) -> bool:
