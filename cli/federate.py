@@ -121,7 +121,35 @@ def superlink(
         )
     except launch.FederationError as exc:
         _fail(str(exc), 2)
+    problem = _port_problem(host, port)
+    if problem:
+        _fail(
+            f"--port {port}: the SuperLink cannot listen on {host}:{port} ({problem}); "
+            "stop what uses it or choose another --port",
+            2,
+        )
     _exec(cmd, home.resolve())
+
+
+def _port_problem(host: str, port: int) -> str | None:
+    """Why a server could not listen on ``host:port`` (in use, no such address), or
+    None: a trial bind with ``SO_REUSEADDR``, as Flower's servers bind."""
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(
+            host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )
+    except (socket.gaierror, OverflowError) as exc:
+        return str(exc)
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as trial:
+        trial.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            trial.bind(address)
+        except OSError as exc:
+            return exc.strerror or str(exc)
+    return None
 
 
 def _check_site_files(paths: list[Path]) -> None:
@@ -247,6 +275,14 @@ def site(
         )
     except launch.FederationError as exc:
         _fail(str(exc), 2)
+    problem = _port_problem("127.0.0.1", port)
+    if problem:
+        _fail(
+            f"--port {port}: the SuperNode's local port 127.0.0.1:{port} is taken "
+            f"({problem}); every site on one machine needs its own --port "
+            f"(e.g. --port {port + 1})",
+            2,
+        )
     _exec(cmd, home.resolve())
 
 

@@ -608,6 +608,32 @@ def test_federate_refuses_bad_tables_and_outputs_before_any_process_starts(site_
 
 
 @pytest.mark.skipif(not _has_flower(), reason="needs the flower extra")
+def test_federate_superlink_and_site_refuse_a_port_in_use(site_files, tmp_path):
+    """A second site on one machine with the default --port (or a SuperLink on a taken
+    port): exit 2 naming the port and the fix, before Flower starts (the SuperNode
+    failed with a Python traceback, the SuperLink with its server's log)."""
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        res = run(
+            "federate", "site", "--data", str(site_files[0]), "--superlink", "x:1",
+            "--insecure", "--port", port, "--home", str(tmp_path / "site"),
+        )  # fmt: skip
+        assert res.returncode == 2, res.stderr
+        assert f"--port {port}: the SuperNode's local port 127.0.0.1:{port} is taken" in res.stderr
+        assert "its own --port" in res.stderr and "Traceback" not in res.stderr
+        res = run(
+            "federate", "superlink", "--insecure", "--host", "127.0.0.1", "--port", port,
+            "--home", str(tmp_path / "link"),
+        )  # fmt: skip
+        assert res.returncode == 2, res.stderr
+        assert f"--port {port}: the SuperLink cannot listen on 127.0.0.1:{port}" in res.stderr
+
+
+@pytest.mark.skipif(not _has_flower(), reason="needs the flower extra")
 def test_federate_superlink_checks_its_certificates(tmp_path):
     res = run(
         "federate",
