@@ -94,3 +94,32 @@ def test_submit_run_names_the_owner_of_its_folder(tmp_path, monkeypatch):
     assert seen and seen[0][0].startswith(RUN_WORKDIR_PREFIX)
     assert seen[0][1] == _process_identity(os.getpid())
     assert not list(tmp_path.iterdir())  # removed on the way out
+
+
+def test_an_unreachable_superlink_is_not_said_to_refuse_the_run(monkeypatch):
+    """``flwr run`` against an address where nothing listens: the error says the
+    SuperLink cannot be reached and what to check (it said 'refused the run')."""
+    import json
+
+    import pytest
+
+    pytest.importorskip("flwr", reason="needs the flower extra: pip install 'fits[flower]'")
+    from fits.deploy import flower_launch
+
+    reply = {
+        "success": False,
+        "error-message": "Using SuperLink: fits (127.0.0.1:1)\n\nConnection to the SuperLink "
+        "is unavailable. Please check your network connection and 'address' in the "
+        "SuperLink connection configuration.",
+    }
+
+    def fake_run(cmd, **kwargs):
+        return subprocess.CompletedProcess(cmd, 1, json.dumps(reply), "")
+
+    monkeypatch.setattr(flower_launch.subprocess, "run", fake_run)
+    monkeypatch.setattr(flower_launch, "_flower_bin", lambda name: name)
+    with pytest.raises(flower_launch.FederationError) as caught:
+        flower_launch.submit_run("127.0.0.1:1", {"rows": 5}, insecure=True)
+    message = str(caught.value)
+    assert message.startswith("cannot reach the SuperLink at 127.0.0.1:1: check that")
+    assert "refused" not in message and "\n" not in message

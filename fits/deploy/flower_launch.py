@@ -391,10 +391,14 @@ def submit_run(
                 f"flwr run failed: {(done.stdout + done.stderr).strip()[-2000:]}"
             ) from None
         if not submitted.get("success"):
-            raise FederationError(
-                f"the SuperLink at {superlink} refused the run: "
-                f"{submitted.get('error-message', submitted)}"
-            )
+            reason = str(submitted.get("error-message", submitted)).strip()
+            if "unavailable" in reason.lower():  # nothing answered at that address
+                raise FederationError(
+                    f"cannot reach the SuperLink at {superlink}: check that `fits federate "
+                    "superlink` runs there, the host and port, and TLS (--ca) or --insecure "
+                    f"as the SuperLink was started (Flower: {' '.join(reason.split())})"
+                )
+            raise FederationError(f"the SuperLink at {superlink} refused the run: {reason}")
         run_id = int(submitted["run-id"])
         if progress is not None:
             progress("submitted")
