@@ -311,6 +311,15 @@ def _run_config(
     them here (:func:`~fits.core.names.match_columns`), so a bad name is a usage error
     before any process starts; else they go as given, and the coordinator resolves them
     by the same rule to the headers the sites report at setup."""
+    if audit is not None:
+        from fits.io import same_file
+
+        if audit.resolve() == out.resolve() or same_file(audit, out):
+            _fail(
+                f"--audit {str(audit)!r} is the same file as --out {str(out)!r}: the audit "
+                "log would replace the synthetic table; choose another path for one of them",
+                2,
+            )
     kind_map: dict[str, str] = {}
     for item in kinds:
         try:

@@ -608,6 +608,21 @@ def test_federate_refuses_bad_tables_and_outputs_before_any_process_starts(site_
 
 
 @pytest.mark.skipif(not _has_flower(), reason="needs the flower extra")
+def test_federate_refuses_an_audit_log_at_the_output_path(site_files, tmp_path, monkeypatch):
+    """--audit and --out naming one file (the ServerApp wrote the audit log over the
+    synthetic table, and the command reported the table as written): exit 2."""
+    monkeypatch.chdir(tmp_path)
+    res = run("federate", "local", *map(str, site_files), "-n", "5", "-o", "s.csv",
+              "--audit", str(tmp_path / "s.csv"))  # fmt: skip
+    assert res.returncode == 2, res.stderr
+    assert f"--audit '{tmp_path / 's.csv'}' is the same file as --out 's.csv'" in res.stderr
+    res = run("federate", "run", "--superlink", "x:1", "--insecure", "-n", "5",
+              "-o", "s.csv", "--audit", "./s.csv")  # fmt: skip
+    assert res.returncode == 2 and "the audit log would replace the synthetic" in res.stderr
+    assert not (tmp_path / "s.csv").exists()
+
+
+@pytest.mark.skipif(not _has_flower(), reason="needs the flower extra")
 def test_federate_superlink_and_site_refuse_a_port_in_use(site_files, tmp_path):
     """A second site on one machine with the default --port (or a SuperLink on a taken
     port): exit 2 naming the port and the fix, before Flower starts (the SuperNode
