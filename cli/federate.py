@@ -665,6 +665,13 @@ def local(
         problem = pooled_without_secure(SitePolicy.from_json(policy), secure_aggregation)
         if problem:
             _fail(problem, 2)
+    if schema is not None:  # as fits synthesize reads it, before any process starts
+        try:
+            from fits.core.schema import Schema
+
+            Schema.from_json(schema.read_text(encoding="utf-8-sig"))
+        except (OSError, ValueError) as exc:
+            _fail(f"{schema}: not a usable schema file ({exc}); write one with `fits schema`")
     columns = None
     if kind or order.strip() or column_design or column_model or boosting:
         columns = _header(data[0])  # the columns these options name

@@ -30,7 +30,18 @@ from fits.core.schema import Schema
 from fits.deploy.flower import SITE_MEMORY_BUDGET, FlowerTransport, run_coordinator
 from fits.synthesizer import FITSSynthesizer
 
-__all__ = ["server_app", "synthesize", "analyze", "run_synthesis", "run_task"]
+__all__ = ["server_app", "synthesize", "analyze", "read_schema", "run_synthesis", "run_task"]
+
+
+def read_schema(path: str | Path) -> Schema:
+    """A schema file as ``fits synthesize --schema`` reads it (an editor's byte-order
+    mark is no error); ValueError naming the file when it is not a usable one."""
+    try:
+        return Schema.from_json(Path(path).read_text(encoding="utf-8-sig"))
+    except (OSError, ValueError) as exc:
+        raise ValueError(
+            f"{path}: not a usable schema file ({exc}); write one with `fits schema`"
+        ) from None
 
 
 def synthesize(transport: FlowerTransport, cfg: Mapping[str, Any]) -> Path:
@@ -48,7 +59,7 @@ def synthesize(transport: FlowerTransport, cfg: Mapping[str, Any]) -> Path:
     Path
         Where the synthetic table was written (atomically, in chunks).
     """
-    schema = Schema.from_json(Path(cfg["schema"]).read_text()) if cfg["schema"] else None
+    schema = read_schema(cfg["schema"]) if cfg["schema"] else None
     synth = FITSSynthesizer(
         seed=cfg["seed"],
         kinds=cfg["kinds"],

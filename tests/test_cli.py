@@ -623,6 +623,20 @@ def test_federate_refuses_an_audit_log_at_the_output_path(site_files, tmp_path, 
 
 
 @pytest.mark.skipif(not _has_flower(), reason="needs the flower extra")
+def test_federate_local_reads_the_schema_file_before_starting(site_files, tmp_path):
+    """A schema file that is not one: exit 1 naming it, before a SuperLink starts (the
+    run failed after the federation started, without naming the file)."""
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"columns": [')
+    out = str(tmp_path / "s.csv")
+    res = run("federate", "local", *map(str, site_files), "-n", "5", "-o", out,
+              "--schema", str(bad))  # fmt: skip
+    assert res.returncode == 1, res.stderr
+    assert f"{bad}: not a usable schema file (the schema is not valid JSON" in res.stderr
+    assert "SuperLink at" not in res.stderr
+
+
+@pytest.mark.skipif(not _has_flower(), reason="needs the flower extra")
 def test_federate_superlink_and_site_refuse_a_port_in_use(site_files, tmp_path):
     """A second site on one machine with the default --port (or a SuperLink on a taken
     port): exit 2 naming the port and the fix, before Flower starts (the SuperNode

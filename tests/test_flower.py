@@ -859,6 +859,35 @@ def test_a_table_too_large_for_the_disk_stops_the_run_before_it_is_written(
     assert not list(tmp_path.iterdir())
 
 
+def test_a_schema_file_is_read_as_fits_synthesize_reads_it(site_files, tmp_path):
+    """A schema file saved with a byte-order mark (as some editors do) is read, as by
+    ``fits synthesize --schema`` (the ServerApp failed: 'the schema is not valid
+    JSON'); a file that is no schema is named in the error."""
+    from fits import Schema
+
+    paths, kinds, order = site_files
+    tables = [read_table(p) for _, p in sorted(paths.items())]
+    schema = Schema.detect(tables, kinds=kinds, order=order)
+    marked = tmp_path / "schema.json"
+    marked.write_text(schema.to_json(), encoding="utf-8-sig")
+    out = tmp_path / "synthetic.parquet"
+    run_synthesis(FakeGrid(_node_configs(paths)), {"output": str(out), "rows": 80, "seed": 3,
+                                                   "schema": str(marked)})  # fmt: skip
+    tables = {name: read_table(path) for name, path in sorted(paths.items())}
+    expected = (
+        FITSSynthesizer(
+            {n: KERNELS[n] for n in tables}, seed=3, schema=Schema.from_json(schema.to_json())
+        )
+        .fit(tables)
+        .sample(80)
+    )
+    pd.testing.assert_frame_equal(read_table(out), expected, check_exact=True)
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"columns": [')
+    with pytest.raises(RunStopped, match=f"{bad}: not a usable schema file"):
+        run_synthesis(FakeGrid(_node_configs(paths)), {"output": str(out), "schema": str(bad)})
+
+
 def test_the_supernode_polls_sooner_and_only_where_flower_waits(monkeypatch):
     """fits' SuperNode shortens Flower 1.42's two fixed waits (3 s for work, 0.5 s for a
     reply) in its loop's module and no other sleep; the loop's source still has them
