@@ -320,6 +320,12 @@ def _run_config(
                 "log would replace the synthetic table; choose another path for one of them",
                 2,
             )
+    if kinds and schema is not None:  # the schema's kinds win: the run ignored --kind
+        _fail(
+            '--kind cannot be combined with --schema; set the column\'s "kind" in the '
+            "schema file instead",
+            2,
+        )
     kind_map: dict[str, str] = {}
     for item in kinds:
         try:

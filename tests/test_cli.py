@@ -637,6 +637,20 @@ def test_federate_local_reads_the_schema_file_before_starting(site_files, tmp_pa
 
 
 @pytest.mark.skipif(not _has_flower(), reason="needs the flower extra")
+def test_federate_refuses_kinds_with_a_schema_as_synthesize_does(site_files, tmp_path):
+    """--kind with --schema: the schema's kinds won and --kind was ignored without a
+    word; fits synthesize refuses the pair (exit 2), and so do fits federate local/run."""
+    schema = tmp_path / "schema.json"
+    assert run("schema", *map(str, site_files), "--out", str(schema)).returncode == 0
+    out = str(tmp_path / "s.csv")
+    for command in (["local", *map(str, site_files)], ["run", "--superlink", "x:1", "--insecure"]):
+        res = run("federate", *command, "-n", "5", "-o", out, "--schema", str(schema),
+                  "--kind", "g=ordinal")  # fmt: skip
+        assert res.returncode == 2, res.stderr
+        assert "--kind cannot be combined with --schema" in res.stderr
+
+
+@pytest.mark.skipif(not _has_flower(), reason="needs the flower extra")
 def test_federate_superlink_and_site_refuse_a_port_in_use(site_files, tmp_path):
     """A second site on one machine with the default --port (or a SuperLink on a taken
     port): exit 2 naming the port and the fix, before Flower starts (the SuperNode
