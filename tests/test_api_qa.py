@@ -189,3 +189,12 @@ def test_a_pandas_dtype_that_cannot_hold_the_values_is_refused(pandas_dtype, mes
     assert ok["x"].pandas_dtype == "float32"
     as_int = {**entry, "dtype": "int", "pandas_dtype": "Int64"}  # whole numbers: fine
     assert Schema.from_dict({"columns": [as_int], "order": ["x"]})["x"].dtype == "int"
+
+
+def test_one_table_given_for_two_sites_is_refused(sites):
+    with pytest.raises(ValueError, match="'client 1' and 'client 3' are the same table"):
+        FITSSynthesizer(seed=0).fit([sites[0], sites[1], sites[0]])
+    with pytest.raises(ValueError, match="'a' and 'b' are the same table"):
+        FITSSynthesizer(seed=0).fit({"a": sites[0], "b": sites[0]})
+    # equal copies are separate sites: allowed (two sites may hold the same rows)
+    FITSSynthesizer(seed=0).fit([sites[0], sites[0].copy()])

@@ -117,6 +117,7 @@ def build_federation(
         names = [f"client {k + 1}" for k in range(len(frames))]
     if not frames:
         raise ValueError("fit() needs at least one client table")
+    _check_distinct_tables(frames, names)
     kernels = _client_kernels(kernel, names)
     policies = _per_site(policy, names, "site policies", SitePolicy)
     audits = _per_site(audit, names, "audit logs", (str, Path))
@@ -125,6 +126,20 @@ def build_federation(
         for f, n, k, p, a in zip(frames, names, kernels, policies, audits, strict=True)
     ]
     return clients, InProcessTransport(clients, n_jobs=n_jobs)
+
+
+def _check_distinct_tables(frames: Sequence[Any], names: Sequence[str]) -> None:
+    """Refuse one DataFrame object given for two sites: its rows would count twice, as
+    two sites holding copies of them (the command line refuses one file given twice)."""
+    seen: dict[int, str] = {}
+    for frame, name in zip(frames, names, strict=True):
+        first = seen.setdefault(id(frame), name)
+        if first != name:
+            raise ValueError(
+                f"sites {first!r} and {name!r} are the same table (one DataFrame object "
+                "given twice); its rows would count twice. Give each site its own table, "
+                "or split one table with fits.datasets.federated_split"
+            )
 
 
 def in_process_batch(clients: Sequence[FITSClient], memory_budget: int) -> int:
