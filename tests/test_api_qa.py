@@ -198,3 +198,17 @@ def test_one_table_given_for_two_sites_is_refused(sites):
         FITSSynthesizer(seed=0).fit({"a": sites[0], "b": sites[0]})
     # equal copies are separate sites: allowed (two sites may hold the same rows)
     FITSSynthesizer(seed=0).fit([sites[0], sites[0].copy()])
+
+
+def test_schema_detect_refuses_what_a_fit_refuses(sites):
+    def waits(frame: pd.DataFrame) -> pd.DataFrame:
+        return frame.assign(wait=pd.to_timedelta(np.arange(len(frame)), unit="s"))
+
+    both = [waits(sites[0]), waits(sites[1])]
+    with pytest.raises(SchemaError, match=r"client 1: column 'wait' holds durations"):
+        Schema.detect(both)
+    with pytest.raises(SchemaError, match="client 1: column 'wait' holds durations"):
+        FITSSynthesizer(seed=0).fit(both)
+    raw = sites[0].assign(blob=[b"ab"] * len(sites[0]))
+    with pytest.raises(SchemaError, match=r"table: column 'blob' holds bytes"):
+        Schema.detect(raw)

@@ -36,7 +36,6 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Hashable, Iterator, Mapping
 from dataclasses import dataclass
-from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -61,6 +60,7 @@ from fits.core.schema import (
     ColumnSpec,
     Schema,
     SchemaError,
+    check_columns,
     describe_table,
     parse_text_columns,
 )
@@ -161,81 +161,6 @@ class _Weights:
         self.w *= factor[:, None]
         if self.s is not None:
             self.s *= factor[:, None, None]
-
-
-def _holds_bytes(present: pd.Series) -> bool:
-    """Whether an object column's present values include ``bytes``: a category label
-    fits cannot send in a site's description (it would come back as the text
-    ``"b'...'"``, not the bytes, and the site's own values would not match it)."""
-    kind = pd.api.types.infer_dtype(present, skipna=True)
-    if kind == "bytes":
-        return True
-    return kind.startswith("mixed") and any(
-        isinstance(v, (bytes, bytearray)) for v in present.to_numpy(dtype=object)
-    )
-
-
-def _unsupported(series: pd.Series) -> tuple[str, str] | None:
-    """(what the column holds, how to fix it) for column types fits cannot model."""
-    dt = series.dtype
-    sample = None
-    if pd.api.types.is_object_dtype(dt):
-        present = series.dropna()
-        sample = present.iloc[0] if len(present) else None
-        if sample is not None and _holds_bytes(present):
-            return (
-                "bytes",
-                "decode it to text, e.g. df[c].str.decode('utf-8'), or drop the column "
-                "(command line: --drop)",
-            )
-    if pd.api.types.is_timedelta64_dtype(dt) or isinstance(sample, (pd.Timedelta, timedelta)):
-        return "durations (timedelta)", "convert it to a number, e.g. df[c].dt.total_seconds()"
-    if isinstance(dt, pd.PeriodDtype) or isinstance(sample, pd.Period):
-        return (
-            "periods",
-            "convert it to dates with df[c].dt.to_timestamp() or to text with df[c].astype(str)",
-        )
-    if pd.api.types.is_complex_dtype(dt) or isinstance(sample, complex):
-        return (
-            "complex numbers",
-            "split it into two real columns, e.g. df[c].to_numpy().real and .imag",
-        )
-    if isinstance(dt, pd.IntervalDtype) or isinstance(sample, pd.Interval):
-        return "intervals", "store its bounds as two numeric columns, or as text"
-    if isinstance(sample, list | tuple | set | dict | np.ndarray):  # Parquet lists, structs
-        return (
-            "nested values (lists, arrays or records)",
-            "give each element or field a column of its own, store it as text with "
-            "df[c].astype(str), or drop the column (command line: --drop)",
-        )
-    return None
-
-
-def check_columns(data: pd.DataFrame, name: str) -> None:
-    """Refuse tables fits cannot model faithfully, naming the column and the fix.
-
-    Duplicate column names (a second ``age`` would be read as the first), and columns
-    of durations, periods, complex numbers or intervals (no kind models them).
-
-    Raises
-    ------
-    SchemaError
-    """
-    columns = pd.Index(data.columns)
-    duplicated = sorted({str(c) for c in columns[columns.duplicated()]})
-    if duplicated:
-        raise SchemaError(
-            f"{name}: column name(s) {duplicated} appear more than once; give every column "
-            "a unique name (rename or drop the copies) before fitting"
-        )
-    for column in data.columns:
-        problem = _unsupported(data[column])
-        if problem is not None:
-            what, fix = problem
-            raise SchemaError(
-                f"{name}: column {column!r} holds {what}, which fits cannot model; "
-                + fix.replace("df[c]", f"df[{column!r}]")
-            )
 
 
 @dataclass
