@@ -212,3 +212,18 @@ def test_schema_detect_refuses_what_a_fit_refuses(sites):
     raw = sites[0].assign(blob=[b"ab"] * len(sites[0]))
     with pytest.raises(SchemaError, match=r"table: column 'blob' holds bytes"):
         Schema.detect(raw)
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "error", "message"),
+    [
+        ("grid_size", 2.5, TypeError, "grid_size must be a whole number, got 2.5"),
+        ("grid_size", 2, ValueError, "grid_size must be at least 3, got 2"),
+        ("grid_points", 1, ValueError, r"grid_points must be at least 3 \(or None\), got 1"),
+        ("batch_size", 0, ValueError, r"batch_size must be at least 1 \(or None\), got 0"),
+        ("batch_size", True, TypeError, "batch_size must be a whole number"),
+    ],
+)
+def test_size_options_must_be_whole_numbers_in_range(sites, option, value, error, message):
+    with pytest.raises(error, match=message):
+        FITSSynthesizer(seed=0, **{option: value}).fit(sites)

@@ -296,8 +296,21 @@ class Coordinator:
         boosting: BoostingParams | None = None,
         column_boosting: Mapping[str, BoostingParams] | None = None,
     ) -> None:
-        if grid_size < 3:
-            raise ValueError("grid_size must be at least 3")
+        for key, value, least in (
+            ("grid_size", grid_size, 3),
+            ("grid_points", grid_points, 3),
+            ("batch_size", batch_size, 1),
+        ):
+            if value is None and key != "grid_size":
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+                raise TypeError(f"{key} must be a whole number, got {value!r}")
+            if value < least:
+                raise ValueError(
+                    f"{key} must be at least {least}"
+                    + (" (or None)" if key != "grid_size" else "")
+                    + f", got {value!r}"
+                )
         if ridge < 0:
             raise ValueError("ridge must be >= 0")
         if not 0 <= collinearity < 1:
@@ -342,8 +355,6 @@ class Coordinator:
         if round_cost_bytes < 0:
             raise ValueError(f"round_cost_bytes must be >= 0, got {round_cost_bytes!r}")
         self.round_cost_bytes = int(round_cost_bytes)
-        if grid_points is not None and grid_points < 3:
-            raise ValueError(f"grid_points must be at least 3 (or None), got {grid_points!r}")
         self.grid_points = grid_points
         #: Columns on thinned grids: the points draws interpolate to (see grid_points).
         self.fine_grids: dict[str, np.ndarray] = {}
