@@ -88,8 +88,8 @@ def _exec(cmd: list[str], home: Path) -> None:
     with launch.exit_on_signals():  # SIGTERM / SIGHUP: stop the group, then end by it
         try:
             code = proc.wait()
-        except KeyboardInterrupt:
-            code = 0
+        except KeyboardInterrupt:  # 128 + SIGINT, as every fits command stopped by Ctrl-C
+            code = 130
         finally:
             launch.stop_process_group(proc)
     raise typer.Exit(code)

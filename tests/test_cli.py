@@ -708,3 +708,37 @@ def test_synthesize_smoothing_auto_and_a_bad_value(site_files, tmp_path):
     )  # fmt: skip
     assert res.returncode == 2 and "--smoothing" in res.stderr and "fixed or auto" in res.stderr
     assert not bad.exists()
+
+
+@pytest.mark.skipif(not _has_flower(), reason="needs the flower extra")
+def test_ctrl_c_stops_the_superlink_with_exit_130(tmp_path):
+    """Ctrl-C (SIGINT to the foreground process group) stops fits federate superlink
+    and its Flower processes; the exit code is 128 + 2, as for every fits command."""
+    import signal
+    import socket
+    import time
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = str(probe.getsockname()[1])
+    proc = subprocess.Popen(
+        [FITS, "federate", "superlink", "--insecure", "--host", "127.0.0.1", "--port", port,
+         "--home", str(tmp_path / "home")],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and proc.poll() is None:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", int(port))) == 0:
+                    break
+            time.sleep(0.2)
+        assert proc.poll() is None, proc.communicate()[1]
+        os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
