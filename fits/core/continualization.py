@@ -13,14 +13,15 @@ list); :class:`Encoder` converts a client's raw column to codes and back.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from fits.core.schema import RESOLUTIONS, ColumnSpec, SchemaError, datetime_seconds
+from fits.core.schema import RESOLUTIONS, ColumnSpec, Schema, SchemaError, datetime_seconds
 
-__all__ = ["Encoder", "interval_boundaries"]
+__all__ = ["Encoder", "continualize", "interval_boundaries"]
 
 
 def interval_boundaries(spec: ColumnSpec) -> np.ndarray:
@@ -224,3 +225,77 @@ class Encoder:
         if spec.dtype == "string":
             return pd.Series(labels, name=spec.name, dtype="string")
         return pd.Series(labels, name=spec.name, dtype=object)
+
+
+def continualize(
+    frame: pd.DataFrame,
+    schema: Schema,
+    columns: list[str],
+    rng: np.random.Generator,
+    *,
+    client: str = "client",
+    check_bounds: Callable[[ColumnSpec, np.ndarray], None] | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A table's rows on the engine's numeric scale (sec. 4.1-4.2), for the chain
+    columns ``columns`` of the expanded ``schema`` (:meth:`Schema.expanded`).
+
+    Discrete columns and indicators are lifted into their intervals (:meth:`Encoder.lift`,
+    one uniform per row and column, columns in the order given); continuous columns keep
+    their values, a missing one taking the fill every party uses (the column's lower
+    bound).  A missing-value indicator is 1 where its column is missing, a point-mass
+    indicator where the column sits at its point mass.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        The rows, with (at least) the user-level columns that ``columns`` name.
+    schema : Schema
+        The expanded schema.
+    columns : list of str
+        Chain columns to continualize, in this order.
+    rng : Generator
+        The source of the lifts.
+    client : str
+        Who holds the rows, for error messages.
+    check_bounds : callable, optional
+        Called as ``check_bounds(spec, present_values)`` per continuous column (a site
+        refuses values outside the schema's bounds).
+
+    Returns
+    -------
+    z : ndarray of shape (n, len(columns))
+        The continualized values.
+    codes : ndarray of int64
+        Category codes of the discrete columns and indicators (-1 elsewhere).
+    valid : ndarray of bool
+        False where a continuous value is missing or at its point mass (not a response).
+    """
+    m, p = int(frame.shape[0]), len(columns)
+    z = np.empty((m, p))
+    codes = np.full((m, p), -1, dtype=np.int64)
+    valid = np.ones((m, p), dtype=bool)
+    for j, name in enumerate(columns):
+        spec = schema[name]
+        enc = Encoder(spec)
+        if spec.indicates is not None:  # missing / point-mass indicator: False, True
+            raw = frame[spec.indicates]
+            flags = raw.isna().to_numpy()
+            if spec.indicator != "missing":
+                target = schema[spec.indicates]
+                values = Encoder(target).to_numeric(raw, client=client)
+                flags = ~flags & (values == target.point_mass)
+            codes[:, j] = flags.astype(np.int64)
+            z[:, j] = enc.lift(codes[:, j], rng)
+        elif spec.is_discrete:
+            codes[:, j] = enc.to_codes(frame[name], client=client)
+            z[:, j] = enc.lift(codes[:, j], rng)
+        else:
+            values = enc.to_numeric(frame[name], client=client)
+            absent = np.isnan(values)
+            if check_bounds is not None:
+                check_bounds(spec, values[~absent])
+            values[absent] = spec.lower  # the fill every party uses (see Coordinator)
+            # rows at the point mass keep their value but are drawn by the indicator
+            valid[:, j] = ~absent & (values != spec.point_mass)
+            z[:, j] = values
+    return z, codes, valid

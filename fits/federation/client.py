@@ -45,7 +45,7 @@ import pandas as pd
 from fits._json import jsonable
 from fits._lazy import lazy_module
 from fits.core import boosting
-from fits.core.continualization import Encoder
+from fits.core.continualization import Encoder, continualize
 from fits.core.kernels import (
     GaussianKernel,
     Kernel,
@@ -677,33 +677,17 @@ class FITSClient:
 
     def _continualize(self, schema: Schema, seed: int) -> None:
         """The continualized table in chain order (sec. 4.1-4.2), its codes and validity."""
-        rng = np.random.default_rng(seed)
         specs = schema.ordered()
         self.columns = [s.name for s in specs]
         self.encoders = [Encoder(s) for s in specs]
-        m, p = self.n_rows, len(specs)
-        z = np.empty((m, p))
-        codes = np.full((m, p), -1, dtype=np.int64)
-        valid = np.ones((m, p), dtype=bool)
-        for j, enc in enumerate(self.encoders):
-            spec = enc.spec
-            if spec.indicates is not None:  # missing / point-mass indicator: False, True
-                codes[:, j] = self._flags(spec.indicates, spec.indicator).astype(np.int64)
-                z[:, j] = enc.lift(codes[:, j], rng)
-            elif spec.is_discrete:
-                codes[:, j] = enc.to_codes(self.data[spec.name], client=self.name)
-                z[:, j] = enc.lift(codes[:, j], rng)
-            else:
-                values = enc.to_numeric(self.data[spec.name], client=self.name)
-                absent = np.isnan(values)
-                self._check_bounds(spec, values[~absent])
-                values[absent] = spec.lower  # the fill every party uses (see Coordinator)
-                # rows at the point mass keep their value but are drawn by the indicator
-                valid[:, j] = ~absent & (values != spec.point_mass)
-                z[:, j] = values
-        self.z = z  # continualized table, chain order, native units
-        self.codes = codes
-        self.valid = valid  # False where a continuous value is missing
+        self.z, self.codes, self.valid = continualize(  # native units, chain order
+            self.data,
+            schema,
+            self.columns,
+            np.random.default_rng(seed),
+            client=self.name,
+            check_bounds=self._check_bounds,
+        )
 
     def _standardize(self, msg: Message) -> None:
         """The kernel's standardization (the site's own, or a common one) and centring."""
@@ -757,15 +741,6 @@ class FITSClient:
         return limit
 
     # ------------------------------------------------------------------ helpers
-    def _flags(self, column: str, indicator: str) -> np.ndarray:
-        """Rows where ``column`` is missing, or sits at its point mass."""
-        missing = self.data[column].isna().to_numpy()
-        if indicator == "missing":
-            return missing
-        spec = self._schema[column]  # type: ignore[index]
-        values = Encoder(spec).to_numeric(self.data[column], client=self.name)
-        return ~missing & (values == spec.point_mass)
-
     def _position(self, msg: Message) -> int:
         column = str(msg.config["column"])
         if column not in self.columns:
