@@ -38,7 +38,8 @@ from sklearn.exceptions import NotFittedError
 from fits._exact import affine_tolerance
 from fits.core.boosting import BoostingParams, resolve_settings
 from fits.core.cdf import COLLINEARITY_THRESHOLD
-from fits.core.names import resolve_keys
+from fits.core.continualization import continualize
+from fits.core.names import resolve_columns, resolve_keys
 from fits.core.rules import affine_values
 from fits.core.schema import ColumnSpec, Rule, Schema, missing_flag, surrogate_ids
 from fits.core.tuning import DEFAULT_CANDIDATES, Smoothing
@@ -775,6 +776,139 @@ class FITSSynthesizer(BaseEstimator):
 
             yield self._decode(coord.sample(n, rng, progress=callback), start=start, total=total)
 
+    def sample_remaining_columns(
+        self,
+        known_columns: pd.DataFrame,
+        *,
+        seed: int | None = None,
+        progress: Callable[[str, int, int], None] | None = None,
+    ) -> pd.DataFrame:
+        """Draw the other columns given the values of the first ones, row by row.
+
+        One synthetic row per row of ``known_columns``: its known values as given,
+        every later column drawn from the chain's conditionals given them (Algorithm 2
+        from the first unknown column on; the same federated estimates :meth:`sample`
+        uses, so the rows follow the pooled data's conditional distribution of the
+        rest given the known values).  SDV calls this ``sample_remaining_columns``.
+
+        Exact conditioning needs the known columns to come first in the chain: they
+        must be the first k columns of ``schema_.order`` (in any column order).  Fit
+        with ``order=[...]`` to put the columns you want to condition on first.  A
+        known discrete value is placed in its interval with the row's own uniform, as
+        the sites place their rows (sec. 4.1).  A known value of a column with
+        missing values may be missing.
+
+        Parameters
+        ----------
+        known_columns : DataFrame
+            The known values: the first k columns of the chain, one row per synthetic
+            row wanted.  Their values must be ones the schema allows (a discrete
+            column's categories, a continuous column's bounds) and keep the exact
+            rules among them.
+        seed : int, optional
+            Seed for this draw; default continues the synthesizer's own stream.  With
+            the same seed, the known first column of a :meth:`sample` draw (a
+            continuous one) gives that draw back.
+        progress : callable, optional
+            Called as ``progress(column, rows_done, rows_total)``.
+
+        Returns
+        -------
+        DataFrame
+            The input's columns, in the input's order and with its dtypes; the known
+            columns hold the values given.
+
+        Raises
+        ------
+        ValueError
+            The known columns are not the first columns of the chain, include an
+            identifier or a column an affine rule sets, or break a rule.
+        SchemaError
+            A known value is not one the schema allows.
+        """
+        self._check_fitted()
+        if not isinstance(known_columns, pd.DataFrame):
+            raise TypeError(
+                "known_columns must be a DataFrame of the first chain columns, got "
+                f"{type(known_columns).__name__}"
+            )
+        if known_columns.shape[0] < 1 or known_columns.shape[1] < 1:
+            raise ValueError("known_columns needs at least one row and one column")
+        _check_seed("seed", seed, sequence=True)
+        coord = self.coordinator
+        known = known_columns.reset_index(drop=True)
+        # names by the library's one rule (fits.core.names): ' age ' may be named 'age'
+        known.columns = resolve_columns(
+            [str(c) for c in known.columns], self.schema_.names, "known_columns", "the fit"
+        )
+        prefix = self._known_prefix(known)
+        z, codes, _ = continualize(  # discrete: their codes; continuous: their values
+            known,
+            coord.schema,  # type: ignore[arg-type]
+            prefix,
+            np.random.default_rng(0),  # the lifts are redone with the row's uniforms
+            client="known_columns",
+            check_bounds=_check_known_bounds,
+        )
+        given = np.where(codes >= 0, codes, z)
+        rng = np.random.default_rng(seed) if seed is not None else self._rng
+        n = int(known.shape[0])
+        coord.declare_rows(n)
+        values = coord.sample(n, rng, progress=progress, given=given)
+        out = self._decode(values, start=0, total=n)
+        for name in known.columns:
+            out[name] = _as_output(known[name], out[name])
+        return out
+
+    def _known_prefix(self, known: pd.DataFrame) -> list[str]:
+        """The engine's chain columns the known columns fix: the chain up to the last
+        known column (with the indicators before each), after checking that the known
+        columns are the first modelled columns of the chain and keep their rules."""
+        schema = self.schema_
+        names = [str(c) for c in known.columns]
+        if len(set(names)) != len(names):
+            raise ValueError(f"known_columns names a column twice: {names}")
+        unknown = [c for c in names if c not in schema.names]
+        if unknown:
+            raise ValueError(
+                f"known_columns has column(s) {unknown} that the synthesizer does not "
+                f"model; its columns: {', '.join(schema.names)}"
+            )
+        derived = set(schema.derived)
+        for c in names:
+            if not schema[c].is_modelled:
+                raise ValueError(
+                    f"column {c!r} is an identifier: its output values are fresh "
+                    "surrogates, not modelled, so it cannot be given; leave it out"
+                )
+            if c in derived:
+                raise ValueError(
+                    f"column {c!r} is set by its affine rule from another column; give "
+                    "that column instead and leave this one out"
+                )
+        chain = [c for c in schema.order if schema[c].is_modelled and c not in derived]
+        first = chain[: len(names)]
+        if set(first) != set(names):
+            raise ValueError(
+                f"known_columns {names} are not the first columns of the chain "
+                f"({', '.join(chain)}): the chain draws each column given the ones before "
+                f"it, so only its first {len(names)} column(s) {first} can be given "
+                "exactly. Fit with order=[...] listing the known columns first"
+            )
+        for rule in schema.rules or []:
+            if rule.kind != "affine" and {rule.column, *rule.of} <= set(names):
+                from fits.evaluation.rules import rules_kept
+
+                kept = float(rules_kept(known, [rule])["kept"].iloc[0])
+                if kept < 1.0:
+                    raise ValueError(
+                        f"known_columns break the exact rule {rule.column} = "
+                        f"{'f' if rule.kind == 'function' else 'sum'}({', '.join(rule.of)}) "
+                        f"in {1.0 - kept:.1%} of their rows; every real row keeps it"
+                    )
+        engine = self.coordinator.schema.order  # type: ignore[union-attr]
+        return list(engine[: engine.index(first[-1]) + 1])
+
     def sample_to_file(
         self,
         path: str | os.PathLike[str],
@@ -899,6 +1033,33 @@ def _site_tables(tables: Any) -> Any:
     if isinstance(tables, Iterable):
         return list(tables)
     return tables
+
+
+def _check_known_bounds(spec: ColumnSpec, values: np.ndarray) -> None:
+    """Known values outside a continuous column's bounds: the conditionals are
+    estimated only within them (fits never extrapolates)."""
+    lo = -np.inf if spec.lower is None else spec.lower
+    hi = np.inf if spec.upper is None else spec.upper
+    outside = values[(values < lo) | (values > hi)]
+    if outside.size:
+        raise ValueError(
+            f"known_columns: {outside.size} value(s) of column {spec.name!r} lie outside "
+            f"its range [{spec.lower:g}, {spec.upper:g}] (e.g. {outside[0]:g}); fits "
+            "draws only within the real data's range"
+        )
+
+
+def _as_output(given: pd.Series, decoded: pd.Series) -> pd.Series:
+    """A known column as given, in the output's dtype where it converts without loss
+    (else as given)."""
+    try:
+        cast = given.astype(decoded.dtype)
+    except (TypeError, ValueError):
+        return given
+    same = cast.isna().eq(given.isna()).all()
+    if same and (cast.dropna().astype(object) == given.dropna().astype(object)).all():
+        return cast
+    return given
 
 
 def _sum_decimals(schema: Schema, rule: Rule) -> int | None:

@@ -143,10 +143,14 @@ class Encoder:
         The result lies in the open-closed interval (v_{l-1}, v_l] of each code, so
         :meth:`ceil` inverts it exactly.
         """
+        return self.lift_at(codes, rng.random((codes.shape[0],)))
+
+    def lift_at(self, codes: np.ndarray, u: np.ndarray) -> np.ndarray:
+        """:meth:`lift` with the uniforms given: Y = v_l - u |I_l| for u in [0, 1)."""
         b = self.boundaries
         upper = b[codes + 1]
         lower = b[codes]
-        y = upper - rng.random(codes.shape[0]) * (upper - lower)
+        y = upper - u * (upper - lower)
         # U < 1, but rounding can still land on the open end; nudge it inside.
         low = y <= lower
         if np.any(low):

@@ -1831,6 +1831,7 @@ class Coordinator:
         rng: np.random.Generator,
         *,
         progress: ProgressCallback | None = None,
+        given: np.ndarray | None = None,
     ) -> np.ndarray:
         """Algorithm 2: draw ``n`` rows on the continualized scale, in chain order.
 
@@ -1843,6 +1844,15 @@ class Coordinator:
             on the batch size).
         progress : callable, optional
             Called as ``progress(column, rows_done, rows_total)``.
+        given : ndarray of shape (n, m), optional
+            Conditional sampling: the values of the first m chain columns, which are
+            not drawn; the rest are drawn from the chain's conditionals given them
+            (Algorithm 2 from column m on).  Discrete columns and indicators hold
+            their category codes, lifted into their intervals with the row's own
+            uniform of that column (as the sites lift their rows, sec. 4.1);
+            continuous columns hold their values (a missing one: the lower bound, with
+            its indicator 1).  With a continuous first column, ``given`` of a draw's
+            own first column gives that draw back.
 
         Returns
         -------
@@ -1858,8 +1868,23 @@ class Coordinator:
         self.fit_boosted(progress=progress)  # the boosted columns' models, all together
         u = rng.random((n, len(order)))
         out = np.empty((n, len(order)))
+        given = np.empty((n, 0)) if given is None else np.asarray(given, dtype=float)
+        fixed = int(given.shape[1])
+        if given.ndim != 2 or given.shape[0] != n or fixed > len(order):
+            raise ValueError(
+                f"given must have {n} rows and at most {len(order)} columns, got {given.shape}"
+            )
         step = self._batch()
         for j, column in enumerate(order):
+            if j < fixed:  # a given column: lifted if discrete, as it is if continuous
+                enc = self.encoders[column]
+                if enc.spec.is_discrete:
+                    out[:, j] = enc.lift_at(given[:, j].astype(np.int64), u[:, j])
+                else:
+                    out[:, j] = given[:, j]
+                if progress:
+                    progress(column, n, n)
+                continue
             grid = self.grids[column]
             by_mass = self._by_mass(column)
             bounds = self.encoders[column].boundaries

@@ -1,0 +1,129 @@
+"""sample_remaining_columns: the rest of the chain drawn given known first columns."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fits import FITSSynthesizer, SchemaError
+
+
+def _table(n: int = 1200, seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    g = rng.choice(["a", "b"], n)
+    x = rng.normal(size=n)
+    y = np.where(g == "a", 0.0, 5.0) + x + rng.normal(scale=0.5, size=n)
+    return pd.DataFrame({"x": x, "g": g, "y": y})
+
+
+def _sites(frame: pd.DataFrame) -> list[pd.DataFrame]:
+    return [frame.iloc[: len(frame) // 2], frame.iloc[len(frame) // 2 :]]
+
+
+@pytest.fixture(scope="module")
+def synth() -> FITSSynthesizer:
+    return FITSSynthesizer(seed=0).fit(_sites(_table()))
+
+
+@pytest.fixture(scope="module")
+def synth_g_first() -> FITSSynthesizer:
+    return FITSSynthesizer(seed=0, order=["g", "x", "y"]).fit(_sites(_table()))
+
+
+def test_a_draws_own_first_column_gives_the_draw_back(synth) -> None:
+    """The same uniforms: given the continuous first column of sample(seed=5), the
+    rest is drawn exactly as sample(seed=5) drew it -- where the decoded value is the
+    engine's (a draw beyond the real range is clipped when decoded, and then the
+    given value differs from the one the chain conditioned on)."""
+    drawn = synth.sample(500, seed=5)
+    again = synth.sample_remaining_columns(drawn[["x"]], seed=5)
+    lo, hi = synth.schema_["x"].lower, synth.schema_["x"].upper
+    inside = (drawn["x"] > lo) & (drawn["x"] < hi)
+    assert inside.sum() >= 490
+    pd.testing.assert_frame_equal(again[inside], drawn[inside])
+    pd.testing.assert_series_equal(again["x"], drawn["x"])  # the known column as given
+
+
+def test_the_rest_follows_the_conditional_of_the_known_values(synth_g_first) -> None:
+    real = _table()
+    for label, mean in (("a", 0.0), ("b", 5.0)):
+        known = pd.DataFrame({"g": [label] * 3000})
+        out = synth_g_first.sample_remaining_columns(known, seed=1)
+        assert (out["g"] == label).all()
+        assert out["y"].mean() == pytest.approx(mean, abs=0.15)
+        real_mean = real.loc[real["g"] == label, "y"].mean()
+        assert out["y"].mean() == pytest.approx(real_mean, abs=0.15)
+    # two known columns: y given x and g, E[y | x, g] = 5 [g = b] + x
+    known = pd.DataFrame({"g": ["b"] * 2000, "x": [1.0] * 2000})
+    out = synth_g_first.sample_remaining_columns(known, seed=2)
+    assert out["y"].mean() == pytest.approx(6.0, abs=0.25)
+    assert (out["x"] == 1.0).all()
+
+
+def test_the_output_has_the_inputs_columns_and_dtypes(synth_g_first) -> None:
+    known = pd.DataFrame({"g": ["a", "b", "a"]}, index=[10, 20, 30])
+    out = synth_g_first.sample_remaining_columns(known, seed=3)
+    full = synth_g_first.sample(3, seed=3)
+    assert list(out.columns) == ["x", "g", "y"]
+    assert out.dtypes.equals(full.dtypes)
+    assert out["g"].tolist() == ["a", "b", "a"]
+    pd.testing.assert_frame_equal(out, synth_g_first.sample_remaining_columns(known, seed=3))
+    spaced = known.rename(columns={"g": " g "})  # names by fits' one rule, as everywhere
+    pd.testing.assert_frame_equal(out, synth_g_first.sample_remaining_columns(spaced, seed=3))
+
+
+def test_missing_known_values_are_kept_and_conditioned_on() -> None:
+    frame = _table(1000, 4)
+    frame.loc[frame.index[::7], "x"] = np.nan  # x has missing values: an indicator first
+    synth = FITSSynthesizer(seed=0).fit(_sites(frame))
+    known = pd.DataFrame({"x": [np.nan] * 50 + [0.5] * 50})
+    out = synth.sample_remaining_columns(known, seed=0)
+    assert out["x"].isna().tolist() == [True] * 50 + [False] * 50
+    assert (out["x"].iloc[50:] == 0.5).all()
+
+
+@pytest.mark.parametrize(
+    ("known", "error", "message"),
+    [
+        ({"g": ["a"]}, ValueError, r"not the first columns of the chain \(x, g, y\)"),
+        ({"y": [1.0]}, ValueError, "Fit with order=" + r"\[...\] listing the known columns first"),
+        ({"zz": [1.0]}, ValueError, r"column\(s\) \['zz'\] that the synthesizer does not model"),
+        ({"x": [99.0]}, ValueError, r"value\(s\) of column 'x' lie outside its range"),
+        ({"x": [0.0], "g": ["c"]}, SchemaError, r"value\(s\) \['c'\] that are not among"),
+    ],
+)
+def test_known_columns_that_cannot_be_given_are_refused(synth, known, error, message) -> None:
+    with pytest.raises(error, match=message):
+        synth.sample_remaining_columns(pd.DataFrame(known))
+
+
+def test_bad_arguments(synth) -> None:
+    with pytest.raises(TypeError, match="must be a DataFrame"):
+        synth.sample_remaining_columns({"x": [1.0]})  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="at least one row"):
+        synth.sample_remaining_columns(pd.DataFrame({"x": []}))
+    with pytest.raises(ValueError, match="must be an integer >= 0"):
+        synth.sample_remaining_columns(pd.DataFrame({"x": [0.0]}), seed=-1)
+
+
+def test_identifiers_and_rules() -> None:
+    rng = np.random.default_rng(5)
+    n = 900
+    level = rng.choice(["low", "mid", "high"], n)
+    code = pd.Series(level).map({"low": 1, "mid": 2, "high": 3}).to_numpy()  # code = f(level)
+    v = code + rng.normal(size=n)
+    frame = pd.DataFrame({"uid": [f"u{i:05d}" for i in range(n)], "level": level, "code": code})
+    frame["v"] = v
+    synth = FITSSynthesizer(seed=0, kinds={"uid": "id"}, order=["level", "code", "uid", "v"]).fit(
+        _sites(frame)
+    )
+    assert [r.column for r in synth.schema_.rules or []] == ["code"]
+    with pytest.raises(ValueError, match="'uid' is an identifier"):
+        synth.sample_remaining_columns(pd.DataFrame({"uid": ["u1"]}))
+    bad = pd.DataFrame({"level": ["low", "high"], "code": [1, 1]})
+    with pytest.raises(ValueError, match=r"break the exact rule code = f\(level\) in 50.0%"):
+        synth.sample_remaining_columns(bad)
+    out = synth.sample_remaining_columns(pd.DataFrame({"level": ["high"] * 200}), seed=0)
+    assert (out["code"] == 3).all()  # generated by its rule
+    assert out["uid"].str.startswith("synthetic-").all()  # fresh surrogates
