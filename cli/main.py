@@ -11,6 +11,7 @@ temporary output file is removed). docs/cli.md lists every refusal.
 from __future__ import annotations
 
 import math
+import shlex
 import shutil
 import sys
 import time
@@ -356,8 +357,19 @@ def _design_kwargs(design: Any) -> dict[str, Any]:
 @app.command()
 def synthesize(
     site_files: SiteFiles,
-    rows: Annotated[int, typer.Option("--rows", min=1, help="Number of synthetic rows.")],
     out: Annotated[Path, typer.Option("--out", help="Output table (.csv or .parquet).")],
+    rows: Annotated[
+        int | None, typer.Option("--rows", min=1, help="Number of synthetic rows.")
+    ] = None,
+    known: Annotated[
+        Path | None,
+        typer.Option(
+            "--known",
+            help="Instead of --rows: a table (.csv or .parquet) of values of the chain's "
+            "first column(s); one synthetic row per row, the other columns drawn given "
+            "them (conditional sampling; the values are sent to the sites as query points).",
+        ),
+    ] = None,
     seed: Seed = 0,
     kernel: Annotated[
         KernelChoice, typer.Option("--kernel", help="knn (FITS-K) or gaussian (FITS-G).")
@@ -398,11 +410,17 @@ def synthesize(
       fits synthesize adult.csv --simulate-clients 10 --rows 36000 --out synthetic.parquet
 
       fits synthesize site_a.csv site_b.csv --policy policy.json --rows 5000 --out s.csv
+
+      fits synthesize site_a.csv site_b.csv --order age,sex --known people.csv --out s.csv
     """
     from fits import FITSSynthesizer
     from fits.core.schema import Schema
 
+    if (rows is None) == (known is None):
+        _fail("give either --rows N (rows to draw) or --known FILE (rows to complete)", 2)
     inputs = [("the site table", p) for p in site_files]
+    if known is not None:
+        inputs.append(("--known", known))
     if schema is not None:
         inputs.append(("--schema", schema))
     if policy is not None:
@@ -502,7 +520,11 @@ def synthesize(
         bar, callback = _progress(quiet)
         check = _release_check(tables, synth, seed)
         with bar if bar is not None else _nothing():
-            written, check = _stream_rows(synth, rows, out, callback, check, quiet)
+            if known is not None:
+                written, check = _complete_rows(synth, known, out, callback, check)
+            else:
+                assert rows is not None  # one of the two, checked above
+                written, check = _stream_rows(synth, rows, out, callback, check, quiet)
     elapsed = time.perf_counter() - start
     sizes = ", ".join(
         f"{n} ({m} rows)" for n, m in zip(synth.client_names_, synth.n_rows_, strict=True)
@@ -597,6 +619,44 @@ def _encoded_size(frame: pd.DataFrame, suffix: str) -> int:
     buffer = io.BytesIO()
     frame.to_parquet(buffer, index=False)
     return buffer.getbuffer().nbytes
+
+
+def _complete_rows(
+    synth: Any,
+    known: Path,
+    out: Path,
+    callback: Callable[[str, int, int], None] | None,
+    check: Any,
+) -> tuple[int, Any]:
+    """``--known``: one synthetic row per row of the file, the other columns drawn given
+    its values (:meth:`fits.FITSSynthesizer.sample_remaining_columns`), written
+    atomically. Returns the rows written and the release check (None if it failed)."""
+    from fits.io import read_table, write_table
+
+    table = read_table(known)
+    try:
+        frame = synth.sample_remaining_columns(table, progress=callback)
+    except ValueError as exc:
+        message = str(exc)
+        if "not the first columns of the chain" in message:
+            message = message.replace("known_columns", "its columns", 1)
+            first = [str(c) for c in table.columns]
+            rest = [c for c in synth.schema_.order if c not in first]
+            reason = message.split(" Fit with")[0].rstrip(".")
+            _fail(
+                f"--known {str(known)!r}: {reason}. Put them first with --order "
+                f"{shlex.quote(','.join([*first, *rest]))}",
+                2,
+            )
+        _fail(f"--known {str(known)!r}: {message}")
+    if check is not None:
+        try:
+            check.update(frame)
+        except Exception as exc:  # noqa: BLE001 - never lose the output to it
+            typer.echo(f"warning: the exact-copy check failed ({exc})", err=True)
+            check = None
+    write_table(frame, out)
+    return len(frame), check
 
 
 def _stream_rows(

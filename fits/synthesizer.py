@@ -847,7 +847,7 @@ class FITSSynthesizer(BaseEstimator):
             coord.schema,  # type: ignore[arg-type]
             prefix,
             np.random.default_rng(0),  # the lifts are redone with the row's uniforms
-            client="known_columns",
+            client="the known values",
             check_bounds=_check_known_bounds,
         )
         given = np.where(codes >= 0, codes, z)
@@ -887,6 +887,12 @@ class FITSSynthesizer(BaseEstimator):
                     "that column instead and leave this one out"
                 )
         chain = [c for c in schema.order if schema[c].is_modelled and c not in derived]
+        if set(chain) <= set(names):
+            raise ValueError(
+                "known_columns gives every modelled column, so nothing is left to draw "
+                "(the output would be the known rows themselves); leave out the columns "
+                "to draw"
+            )
         first = chain[: len(names)]
         if set(first) != set(names):
             raise ValueError(
@@ -1043,7 +1049,7 @@ def _check_known_bounds(spec: ColumnSpec, values: np.ndarray) -> None:
     outside = values[(values < lo) | (values > hi)]
     if outside.size:
         raise ValueError(
-            f"known_columns: {outside.size} value(s) of column {spec.name!r} lie outside "
+            f"the known values: {outside.size} value(s) of column {spec.name!r} lie outside "
             f"its range [{spec.lower:g}, {spec.upper:g}] (e.g. {outside[0]:g}); fits "
             "draws only within the real data's range"
         )

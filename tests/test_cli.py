@@ -742,3 +742,39 @@ def test_ctrl_c_stops_the_superlink_with_exit_130(tmp_path):
             proc.communicate()
     assert proc.returncode == 130, err
     assert "Traceback" not in err
+
+
+def test_synthesize_known_completes_the_given_rows(site_files, tmp_path):
+    """--known FILE: one synthetic row per row, the first chain columns as given."""
+    known = tmp_path / "known.csv"
+    pd.DataFrame({"g": ["south"] * 300 + ["north"] * 300}).to_csv(known, index=False)
+    out = tmp_path / "completed.csv"
+    res = run("synthesize", *site_files, "--known", known, "--out", out, "-q")
+    assert res.returncode == 0, res.stderr
+    table = pd.read_csv(out)
+    assert list(table.columns) == ["g", "age", "flag", "score", "when"]
+    assert table["g"].tolist() == ["south"] * 300 + ["north"] * 300
+    # score = 0.5 age + 10 [south] + noise: the south rows are drawn about 10 higher
+    gap = table["score"][:300].mean() - table["score"][300:].mean()
+    assert 7.0 < gap < 13.0, gap
+    assert "wrote 600 synthetic rows" in res.stdout
+
+
+def test_synthesize_known_usage_and_data_errors(site_files, tmp_path):
+    out = tmp_path / "o.csv"
+    known = tmp_path / "known.csv"
+    pd.DataFrame({"age": [30, 40]}).to_csv(known, index=False)
+    res = run("synthesize", *site_files, "--out", out)
+    assert res.returncode == 2 and "give either --rows N" in res.stderr
+    res = run("synthesize", *site_files, "--rows", "5", "--known", known, "--out", out)
+    assert res.returncode == 2 and "give either --rows N" in res.stderr
+    res = run("synthesize", *site_files, "--known", known, "--out", out)  # age is second
+    assert res.returncode == 2, res.stderr
+    assert "are not the first columns of the chain (g, age, flag, score, when)" in res.stderr
+    assert "Put them first with --order age,g,flag,score,when" in res.stderr
+    res = run("synthesize", *site_files, "--known", known, "--out", known)
+    assert res.returncode == 2 and "--out" in res.stderr
+    pd.DataFrame({"g": ["west"]}).to_csv(known, index=False)
+    res = run("synthesize", *site_files, "--known", known, "--out", out)
+    assert res.returncode == 1 and "value(s) ['west'] that are not among" in res.stderr
+    assert "Traceback" not in res.stderr and not out.exists()

@@ -89,8 +89,13 @@ def test_missing_known_values_are_kept_and_conditioned_on() -> None:
         ({"g": ["a"]}, ValueError, r"not the first columns of the chain \(x, g, y\)"),
         ({"y": [1.0]}, ValueError, "Fit with order=" + r"\[...\] listing the known columns first"),
         ({"zz": [1.0]}, ValueError, r"column\(s\) \['zz'\] that the synthesizer does not model"),
-        ({"x": [99.0]}, ValueError, r"value\(s\) of column 'x' lie outside its range"),
+        (
+            {"x": [99.0]},
+            ValueError,
+            r"the known values: 1 value\(s\) of column 'x' lie outside its range",
+        ),
         ({"x": [0.0], "g": ["c"]}, SchemaError, r"value\(s\) \['c'\] that are not among"),
+        ({"x": [0.0], "g": ["a"], "y": [1.0]}, ValueError, "nothing is left to draw"),
     ],
 )
 def test_known_columns_that_cannot_be_given_are_refused(synth, known, error, message) -> None:
