@@ -711,7 +711,7 @@ def test_synthesize_smoothing_auto_and_a_bad_value(site_files, tmp_path):
 
 
 @pytest.mark.skipif(not _has_flower(), reason="needs the flower extra")
-def test_ctrl_c_stops_the_superlink_with_exit_130(tmp_path):
+def test_federate_superlink_ctrl_c_exits_130(tmp_path):
     """Ctrl-C (SIGINT to the foreground process group) stops fits federate superlink
     and its Flower processes; the exit code is 128 + 2, as for every fits command."""
     import signal
