@@ -288,7 +288,7 @@ def site(
 
 def _run_config(
     out: Path,
-    rows: int,
+    rows: int | None,
     seed: int,
     kinds: list[str],
     order: str,
@@ -305,12 +305,24 @@ def _run_config(
     column_model: list[str] | None = None,
     boosting: list[str] | None = None,
     columns: list[str] | None = None,
+    known: Path | None = None,
 ) -> dict[str, Any]:
     """The run config of these options.  With ``columns`` (the site tables' headers,
     known to ``fits federate local``), the columns the options name are resolved to
     them here (:func:`~fits.core.names.match_columns`), so a bad name is a usage error
     before any process starts; else they go as given, and the coordinator resolves them
     by the same rule to the headers the sites report at setup."""
+    if (rows is None) == (known is None):
+        _fail("give either --rows N (rows to draw) or --known FILE (rows to complete)", 2)
+    if known is not None:
+        from fits.io import DataFileError, check_suffix, same_file
+
+        try:
+            check_suffix(known, "--known table")
+        except DataFileError as exc:
+            _fail(str(exc), 2)
+        if known.resolve() == out.resolve() or same_file(known, out):
+            _fail(f"--out {str(out)!r} is the --known table; fits never writes over an input", 2)
     if audit is not None:
         from fits.io import same_file
 
@@ -357,7 +369,8 @@ def _run_config(
     plain = all(c == c.strip() and "," not in c for c in kind_map)
     return {
         "output": str(out.resolve()),
-        "rows": rows,
+        "rows": rows if rows is not None else 0,  # with known: the known table's rows
+        "known": str(known.resolve()) if known is not None else "",
         "seed": seed,
         "kinds": ",".join(f"{c}:{k}" for c, k in kind_map.items())
         if plain
@@ -382,7 +395,18 @@ Out = Annotated[
     Path,
     typer.Option("--out", "-o", help="Synthetic table (.csv or .parquet), written atomically."),
 ]
-Rows = Annotated[int, typer.Option("--rows", "-n", min=1, help="Synthetic rows.")]
+Rows = Annotated[
+    int | None, typer.Option("--rows", "-n", min=1, help="Synthetic rows (or --known).")
+]
+Known = Annotated[
+    Path | None,
+    typer.Option(
+        "--known",
+        help="Instead of --rows: a table of values of the chain's first column(s) (on "
+        "the coordinator's machine); one synthetic row per row, the other columns drawn "
+        "given them (conditional sampling; the values are sent to the sites as query points).",
+    ),
+]
 Seed = Annotated[int, typer.Option("--seed", help="Seed of every random draw.")]
 Kinds = Annotated[
     list[str],
@@ -469,7 +493,8 @@ def _report(result: Any, out: Path) -> None:
 def run(
     superlink: Annotated[str, typer.Option("--superlink", help="host:port of the SuperLink.")],
     out: Out,
-    rows: Rows,
+    rows: Rows = None,
+    known: Known = None,
     seed: Seed = 0,
     kind: Kinds = [],  # noqa: B006 - typer needs a list default
     order: Order = "",
@@ -526,6 +551,7 @@ def run(
         column_design,
         column_model,
         boosting,
+        known=known,
     )
     try:
         result = launch.submit_run(
@@ -583,7 +609,8 @@ def run_local_federation(launch: Any, sites: dict[str, Path], config: dict, **op
 def local(
     data: Annotated[list[Path], typer.Argument(help="One table per site (CSV or Parquet).")],
     out: Out,
-    rows: Rows,
+    rows: Rows = None,
+    known: Known = None,
     kernel: Annotated[
         list[str],
         typer.Option("--kernel", help="Scheme per site, in order (knn or gaussian)."),
@@ -643,6 +670,8 @@ def local(
                 2,
             )
     inputs = [("the site table", p) for p in data]
+    if known is not None:
+        inputs.append(("--known", known))
     if schema is not None:
         inputs.append(("--schema", schema))
     if policy is not None:
@@ -700,6 +729,7 @@ def local(
         column_model,
         boosting,
         columns=columns,
+        known=known,
     )
     launch = _launch()  # every usage error above is reported with or without Flower
     kernels = dict(zip(names, kernel, strict=True)) if kernel else {}

@@ -75,17 +75,29 @@ def synthesize(transport: FlowerTransport, cfg: Mapping[str, Any]) -> Path:
         **({"smoothing": cfg["smoothing"]} if cfg.get("smoothing") else {}),
         round_cost_bytes=cfg.get("round_cost_bytes", 0),
     )
-    synth.fit(transport, rows=cfg["rows"])  # rows declared at configure: one round less
+    known = None
+    rows = int(cfg["rows"])
+    if cfg.get("known"):  # conditional sampling: one row per row of the known table
+        from fits.io import read_table
+
+        known = read_table(cfg["known"])
+        rows = int(known.shape[0])
+    synth.fit(transport, rows=rows)  # rows declared at configure: one round less
     if not cfg["batch_size"]:  # each site is its own machine: budget per site
         synth.coordinator.batch_size = int(
-            np.clip(SITE_MEMORY_BUDGET // max(max(synth.n_rows_), 1), 64, cfg["rows"])
+            np.clip(SITE_MEMORY_BUDGET // max(max(synth.n_rows_), 1), 64, rows)
         )
-    # streamed in chunks to a temporary file renamed at the end: bounded memory for any
-    # number of rows, the same rows as synth.sample(rows)
-    path = _sample_to_file(synth, Path(cfg["output"]), cfg["rows"])
+    if known is not None:
+        from fits.io import write_table
+
+        path = write_table(synth.sample_remaining_columns(known), Path(cfg["output"]))
+    else:
+        # streamed in chunks to a temporary file renamed at the end: bounded memory for
+        # any number of rows, the same rows as synth.sample(rows)
+        path = _sample_to_file(synth, Path(cfg["output"]), rows)
     summary = {
         "output": str(path),
-        "rows": cfg["rows"],
+        "rows": rows,
         "sites": dict(zip(synth.client_names_, synth.n_rows_, strict=True)),
         "uploaded_bytes": dict(zip(synth.client_names_, synth.uploaded_bytes_, strict=True)),
     }

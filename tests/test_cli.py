@@ -778,3 +778,38 @@ def test_synthesize_known_usage_and_data_errors(site_files, tmp_path):
     res = run("synthesize", *site_files, "--known", known, "--out", out)
     assert res.returncode == 1 and "value(s) ['west'] that are not among" in res.stderr
     assert "Traceback" not in res.stderr and not out.exists()
+
+
+@pytest.mark.skipif(not _has_flower(), reason="needs the flower extra")
+def test_federate_known_usage_errors(site_files, tmp_path):
+    """fits federate local/run --known: one of --rows and --known, a table type, and
+    never the output; all before any process starts."""
+    known = tmp_path / "known.csv"
+    pd.DataFrame({"g": ["south"]}).to_csv(known, index=False)
+    out = tmp_path / "o.csv"
+    for args in ([], ["--rows", "5", "--known", known]):
+        res = run("federate", "local", *site_files, "--out", out, *args)
+        assert res.returncode == 2 and "give either --rows N" in res.stderr, res.stderr
+        res = run("federate", "run", "--superlink", "x:1", "--insecure", "--out", out, *args)
+        assert res.returncode == 2 and "give either --rows N" in res.stderr, res.stderr
+    res = run("federate", "local", *site_files, "--known", known, "--out", known)
+    assert res.returncode == 2 and "--out" in res.stderr
+    res = run(
+        "federate", "run", "--superlink", "x:1", "--insecure", "--known", known, "--out", known
+    )
+    assert res.returncode == 2 and "is the --known table" in res.stderr
+    res = run("federate", "local", *site_files, "--known", tmp_path / "nope.csv", "--out", out)
+    assert res.returncode == 2 and "--known" in res.stderr and "no such file" in res.stderr
+    res = run(
+        "federate",
+        "run",
+        "--superlink",
+        "x:1",
+        "--insecure",
+        "--known",
+        tmp_path / "k.xlsx",
+        "--out",
+        out,
+    )
+    assert res.returncode == 2 and "unknown file type '.xlsx'" in res.stderr
+    assert not out.exists()

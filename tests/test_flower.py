@@ -149,6 +149,26 @@ def test_flower_transport_equals_in_process_engine(site_files, tmp_path, design)
         assert not read_table(out).equals(paper)
 
 
+def test_known_in_the_run_config_is_conditional_sampling(site_files, tmp_path):
+    """Run config ``known``: one row per row of that table, the in-process
+    ``sample_remaining_columns`` bit for bit."""
+    paths, kinds, order = site_files
+    first = order[0]
+    source = read_table(next(iter(paths.values())))
+    known_path = tmp_path / "known.csv"
+    source[[first]].iloc[:40].to_csv(known_path, index=False)
+    out = tmp_path / "completed.csv"
+    config = {"output": str(out), "rows": 0, "known": str(known_path), "seed": 4}
+    config.update(kinds=format_kinds(kinds), order=",".join(order))
+    run_synthesis(FakeGrid(_node_configs(paths)), config)
+    tables = {name: read_table(path) for name, path in sorted(paths.items())}
+    synth = FITSSynthesizer({n: KERNELS[n] for n in tables}, seed=4, kinds=kinds, order=order)
+    expected = synth.fit(tables).sample_remaining_columns(read_table(known_path))
+    got = read_table(out)
+    assert len(got) == 40
+    pd.testing.assert_frame_equal(got, expected, check_exact=True)
+
+
 def test_column_designs_in_the_run_config(site_files, tmp_path):
     """Run config ``column-designs`` (a JSON object): the in-process table with the same
     ``column_designs``, bit for bit; a value that is not a design stops the run."""

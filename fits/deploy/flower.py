@@ -34,6 +34,9 @@ Coordinator side (run config, ``fits federate run`` fills it in)::
 
     output     = "synthetic.csv"   # written atomically when the run succeeds
     rows       = 1000              # synthetic rows
+    known      = ""                # path of a table of the first chain columns' values:
+                                   # one row per row, the rest drawn given them (rows
+                                   # is then the table's; "" = draw rows)
     seed       = 0
     kinds      = ""                # kind overrides, "age:continuous,grade:ordinal" (or
                                    # a JSON object, e.g. '{" age ": "continuous"}')
@@ -351,6 +354,7 @@ def _read_run_config(config: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "output": str(get("output", "synthetic.csv")),
         "rows": int(get("rows", 1000)),
+        "known": str(get("known", "")),
         "seed": int(get("seed", 0)),
         "kinds": _parse_kinds(str(get("kinds", ""))),
         "order": [c for c in str(get("order", "")).split(",") if c] or None,
@@ -808,6 +812,7 @@ for _type in (*MESSAGE_TYPES, *ANALYSIS_REPLIES):
 RUN_CONFIG_DEFAULTS: dict[str, Any] = {
     "output": "synthetic.csv",
     "rows": 1000,
+    "known": "",
     "seed": 0,
     "kinds": "",
     "order": "",
