@@ -439,3 +439,21 @@ def test_no_row_gets_a_combination_no_real_row_has():
     assert n_unseen(out) == 0
     assert kept(out)["flag"] == 1.0
     assert out.groupby(["d1", "d2"])["flag"].nunique().max() == 1  # a function of them
+
+
+def test_values_below_the_tolerance_are_not_whole_numbers() -> None:
+    """Values of order 1e-9 have no 0 decimals (each was within the 1e-6 tolerance of
+    0): detection proposed the rule 'tiny = 0 x + 0' and Schema.detect (fits schema,
+    fits synthesize) stopped with '"slope" 0 makes a constant column'."""
+    from fits.core.rules import value_decimals
+
+    assert value_decimals(np.array([3e-10, -2e-9])) == 10
+    assert value_decimals(np.array([3.3513459115300875e-10])) is None
+    assert value_decimals(np.array([0.0, 2e-6, -3e-6])) == 6
+    assert value_decimals(np.array([0.0, 1.0])) == 0
+    rng = np.random.default_rng(0)
+    sites = [
+        pd.DataFrame({"x": rng.normal(5, 1, 300), "tiny": rng.normal(0, 1, 300) * 1e-9})
+        for _ in range(2)
+    ]
+    assert Schema.detect(sites).rules == []

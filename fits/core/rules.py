@@ -323,8 +323,9 @@ def value_decimals(values: np.ndarray) -> int | None:
     whole multiple of 10^-d, up to float64 representation; None if there is none.
 
     A value counts as a multiple when ``|v 10^d - round(v 10^d)|`` is at most 1e-6 (or 8
-    float64 spacings of ``v 10^d``, if larger); d stops where ``|v| 10^d`` reaches 1e12,
-    beyond which float64 cannot tell decimals apart.
+    float64 spacings of ``v 10^d``, if larger) and, unless it is 0, ``round(v 10^d)`` is
+    not 0 (else every value under 1e-6 would be a whole number); d stops where
+    ``|v| 10^d`` reaches 1e12, beyond which float64 cannot tell decimals apart.
     """
     v = np.asarray(values, dtype=float)
     if v.size == 0:
@@ -335,7 +336,9 @@ def value_decimals(values: np.ndarray) -> int | None:
         if big.max() >= 1e12:
             return None
         tol = np.maximum(1e-6, 8 * np.spacing(big))
-        if np.all(np.abs(scaled - np.round(scaled)) <= tol):
+        whole = np.round(scaled)
+        # a value that is not 0 is never the multiple 0 (1e-9 has no 0 decimals)
+        if np.all((np.abs(scaled - whole) <= tol) & ((whole != 0) | (v == 0))):
             return d
     return None
 
