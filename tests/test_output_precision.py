@@ -231,3 +231,20 @@ def test_the_schema_of_the_same_table_is_not_noted(fitted) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error", DataNote)
         FITSSynthesizer(schema=synth.schema_, seed=0).fit(_sites())
+
+
+def test_float32_columns_keep_their_decimals() -> None:
+    """A float32 column written with one decimal (21.3 is 21.299999237 in float64) has
+    one decimal, judged in float32: it was kept at full precision (21.347822)."""
+    rng = np.random.default_rng(0)
+    temp = np.round(rng.normal(20, 5, 400), 1).astype(np.float32)
+    assert output_decimals(temp) == 1
+    assert output_decimals(rng.normal(20, 5, 50).astype(np.float32)) is None
+    sites = [
+        pd.DataFrame({"temp": temp[:200], "g": ["a", "b"] * 100}),
+        pd.DataFrame({"temp": temp[200:], "g": ["b", "a"] * 100}),
+    ]
+    assert Schema.detect(sites)["temp"].decimals == 1
+    out = FITSSynthesizer(seed=0).fit(sites).sample(200)["temp"]
+    assert out.dtype == np.float32
+    np.testing.assert_array_equal(out, np.round(out.astype(float), 1).astype(np.float32))

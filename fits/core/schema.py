@@ -1361,6 +1361,10 @@ def output_decimals(values: np.ndarray) -> int | None:
     decimals here, and the output is never rounded coarser than its input.  d stops
     where ``|v| 10^d`` reaches 2^53, beyond which float64 holds no further decimals.
 
+    A ``float32`` array is judged in float32, the precision it holds: ``21.3`` stored
+    as float32 (21.299999237...) has one decimal, as the synthetic float32 values
+    rounded to one decimal and cast back are the same float32 numbers.
+
     Parameters
     ----------
     values : ndarray
@@ -1370,14 +1374,18 @@ def output_decimals(values: np.ndarray) -> int | None:
     -------
     int or None
     """
+    single = np.asarray(values).dtype == np.float32
     v = np.asarray(values, dtype=float)
     if v.size == 0:
         return 0
     top = float(np.max(np.abs(v)))
     for d in range(MAX_DECIMALS + 1):
-        if top * 10.0**d >= 2.0**53:
+        if top * 10.0**d >= 2.0 ** (24 if single else 53):
             return None
-        if np.array_equal(np.round(v, d), v):
+        rounded = np.round(v, d)
+        if single:  # the float32 nearest the d-decimal value is the value itself
+            rounded = rounded.astype(np.float32).astype(float)
+        if np.array_equal(rounded, v):
             return d
     return None
 
@@ -1545,6 +1553,8 @@ def _describe_column(
     if integral and fam == "int" and uniq.size == values.size:
         info["all_distinct"] = True
     info["integral"] = integral
+    if str(present.dtype).lower() == "float32":  # its decimals judged in float32
+        values = values.astype(np.float32)
     info["decimals"] = 0 if integral else output_decimals(values)
     info["n_present"] = int(values.size)
     return info
