@@ -640,7 +640,11 @@ def _complete_rows(
         message = str(exc)
         if "not the first columns of the chain" in message:
             message = message.replace("known_columns", "its columns", 1)
-            first = [str(c) for c in table.columns]
+            from fits.core.names import resolve_columns
+
+            # the schema's names ('workclass' may stand for ' workclass '), each once
+            names = synth.schema_.names
+            first = resolve_columns([str(c) for c in table.columns], names, "--known", "the fit")
             rest = [c for c in synth.schema_.order if c not in first]
             reason = message.split(" Fit with")[0].rstrip(".")
             _fail(

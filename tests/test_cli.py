@@ -780,6 +780,21 @@ def test_synthesize_known_usage_and_data_errors(site_files, tmp_path):
     assert "Traceback" not in res.stderr and not out.exists()
 
 
+def test_synthesize_known_order_advice_uses_the_headers_names(site_files, tmp_path):
+    """A known column named without its header's spaces ('age' for ' age '): the advised
+    --order names it once, as the header does (it named it twice: 'age, age ,...')."""
+    paths = []
+    for path in site_files[:2]:
+        spaced = tmp_path / f"spaced_{path.name}"
+        pd.read_csv(path).rename(columns={"age": " age "}).to_csv(spaced, index=False)
+        paths.append(spaced)
+    known = tmp_path / "known.csv"
+    pd.DataFrame({"age": [30, 40]}).to_csv(known, index=False)
+    res = run("synthesize", *paths, "--known", known, "--out", tmp_path / "o.csv")
+    assert res.returncode == 2, res.stderr
+    assert "Put them first with --order ' age ,g,flag,score,when'" in res.stderr, res.stderr
+
+
 @pytest.mark.skipif(not _has_flower(), reason="needs the flower extra")
 def test_federate_known_usage_errors(site_files, tmp_path):
     """fits federate local/run --known: one of --rows and --known, a table type, and
