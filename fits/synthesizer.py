@@ -842,6 +842,13 @@ class FITSSynthesizer(BaseEstimator):
             [str(c) for c in known.columns], self.schema_.names, "known_columns", "the fit"
         )
         prefix = self._known_prefix(known)
+        for name in known.columns:  # the markers the sites read as missing ('?'), alike
+            markers = self.schema_[name].markers
+            col = known[name]
+            if markers and (
+                pd.api.types.is_object_dtype(col.dtype) or pd.api.types.is_string_dtype(col.dtype)
+            ):
+                known[name] = col.mask(col.isin(list(markers)))
         z, codes, _ = continualize(  # discrete: their codes; continuous: their values
             known,
             coord.schema,  # type: ignore[arg-type]
