@@ -50,9 +50,44 @@ def test_time_resolution() -> None:
     assert time_resolution(pd.Series(base + pd.to_timedelta([1, 61, 3], unit="s"))) == "s"
     assert time_resolution(pd.Series(base + pd.to_timedelta([1, 61, 3], unit="ms"))) == "ms"
     assert time_resolution(pd.Series(base + pd.to_timedelta([1, 61, 3], unit="us"))) is None
-    # judged in UTC: local whole hours at +05:30 are half hours in UTC
+    # judged on the values' own clock: local whole hours at +05:30 are whole hours
+    # (half hours in UTC)
     local = hours.dt.tz_localize("Asia/Kolkata")
-    assert time_resolution(local) == "min"
+    assert time_resolution(local) == "h"
+
+
+def test_local_whole_dates_and_hours_stay_whole_on_their_own_clock() -> None:
+    """A time-zone-aware column of local midnights is whole dates (it was judged in UTC,
+    where Berlin's midnights are 22:00 or 23:00); synthetic values are rounded on the
+    local wall clock, across the clock changes."""
+    from fits.core.continualization import Encoder
+
+    rng = np.random.default_rng(0)
+    days = pd.Timestamp("2021-01-01") + pd.to_timedelta(rng.integers(0, 365, 300), unit="D")
+    frame = pd.DataFrame({"day": pd.Series(days).dt.tz_localize("Europe/Berlin")})
+    frame["v"] = rng.normal(size=300)
+    synth = FITSSynthesizer(seed=0).fit([frame.iloc[:150], frame.iloc[150:]])
+    assert synth.schema_["day"].date_only
+    out = synth.sample(500)["day"]
+    assert str(out.dt.tz) == "Europe/Berlin"
+    assert (out.dt.hour == 0).all() and (out.dt.minute == 0).all()
+    # hours on the local clock, through both of 2021's changes (28 March, 31 October)
+    spec = ColumnSpec(
+        "t", "continuous", "datetime", lower=0.0, upper=2e9, tz="Europe/Berlin", resolution="h"
+    )
+    local = pd.DatetimeIndex(
+        ["2021-03-28 01:40", "2021-03-28 13:20", "2021-10-31 02:20", "2021-08-14 10:50"]
+    ).tz_localize("Europe/Berlin", ambiguous=np.array([False, False, True, False]))
+    seconds = (
+        local.tz_convert("UTC").tz_localize(None) - pd.Timestamp("1970-01-01")
+    ).total_seconds()
+    got = Encoder(spec).decode(np.asarray(seconds, dtype=float))
+    assert [str(v) for v in got] == [
+        "2021-03-28 03:00:00+02:00",  # 02:00 does not exist that night: forward to 03:00
+        "2021-03-28 13:00:00+02:00",
+        "2021-10-31 02:00:00+02:00",  # 02:00 comes twice: the first, as 02:20 was
+        "2021-08-14 11:00:00+02:00",
+    ]
 
 
 def _sites(seed: int = 0) -> list[pd.DataFrame]:

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from fits.core.schema import RESOLUTIONS, ColumnSpec, Schema, SchemaError, datetime_seconds
+from fits.core.schema import ColumnSpec, Schema, SchemaError, datetime_seconds
 
 __all__ = ["Encoder", "continualize", "interval_boundaries"]
 
@@ -187,14 +187,12 @@ class Encoder:
         hi = np.inf if spec.upper is None else spec.upper
         x = np.clip(y, lo, hi)
         if spec.dtype == "datetime":
-            us = np.round(x * 1e6)
-            if spec.resolution is not None:  # the real values' unit; the bounds are on it
-                step = RESOLUTIONS[spec.resolution]
-                us = np.clip(np.round(us / step) * step, lo * 1e6, hi * 1e6)
-            t = pd.to_datetime(us.astype(np.int64), unit="us")
-            t = t.round("D") if spec.date_only else t
+            t = pd.to_datetime(np.round(x * 1e6).astype(np.int64), unit="us")
             if spec.tz is not None:
                 t = t.tz_localize("UTC").tz_convert(spec.tz)
+            unit = "D" if spec.date_only else spec.resolution
+            if unit is not None:  # the real values' unit, on their own clock
+                t = _round_wall_clock(pd.DatetimeIndex(t), unit, lo, hi)
             return pd.Series(t, name=spec.name)
         if spec.dtype == "int":
             return pd.Series(np.round(x).astype(np.int64), name=spec.name)
@@ -229,6 +227,24 @@ class Encoder:
         if spec.dtype == "string":
             return pd.Series(labels, name=spec.name, dtype="string")
         return pd.Series(labels, name=spec.name, dtype=object)
+
+
+def _round_wall_clock(t: pd.DatetimeIndex, unit: str, lo: float, hi: float) -> pd.DatetimeIndex:
+    """Datetimes rounded to whole ``unit`` (``"D"`` or a :data:`RESOLUTIONS` unit) of
+    their own clock: a time zone's wall-clock time, where the real values were written.
+    A rounded wall time that a clock change skips moves forward to the change; one it
+    repeats keeps the side of the change its unrounded value was on.  Values are kept
+    within [lo, hi] (seconds since 1970 UTC, the schema's bounds, which lie on the unit
+    themselves when they come from the data)."""
+    tz = t.tz
+    wall = t.tz_localize(None) if tz is not None else t
+    rounded = wall.round(unit)  # the units are pandas' own names: D, h, min, s, ms
+    if tz is not None:
+        dst = np.array([bool(v.dst()) for v in t], dtype=bool)
+        rounded = rounded.tz_localize(tz, ambiguous=dst, nonexistent="shift_forward")
+    seconds = datetime_seconds(pd.Series(rounded))
+    outside = (seconds < lo) | (seconds > hi)  # only where bounds were edited off the unit
+    return rounded.where(~outside, t) if np.any(outside) else rounded
 
 
 def continualize(

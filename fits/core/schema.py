@@ -1390,9 +1390,18 @@ def output_decimals(values: np.ndarray) -> int | None:
     return None
 
 
+def _wall_clock_us(s: pd.Series) -> np.ndarray:
+    """Microseconds since 1970 of the datetimes as their clock shows them (a time-zone
+    aware column: its local wall-clock time, not UTC)."""
+    if getattr(s.dt, "tz", None) is not None:
+        s = s.dt.tz_localize(None)  # the local wall clock
+    return s.to_numpy(dtype="datetime64[ns]").astype("datetime64[us]").astype(np.int64)
+
+
 def time_resolution(s: pd.Series) -> str | None:
     """The coarsest unit of :data:`RESOLUTIONS` that every present datetime of ``s`` is a
-    whole multiple of (in UTC), or None (finer: microseconds).
+    whole multiple of, on the clock the values were written in (a time zone's own wall
+    clock: local whole hours at +05:30 are whole hours), or None (finer: microseconds).
 
     Parameters
     ----------
@@ -1403,9 +1412,7 @@ def time_resolution(s: pd.Series) -> str | None:
     -------
     str or None
     """
-    if getattr(s.dt, "tz", None) is not None:
-        s = s.dt.tz_convert("UTC").dt.tz_localize(None)
-    us = s.to_numpy(dtype="datetime64[ns]").astype("datetime64[us]").astype(np.int64)
+    us = _wall_clock_us(s)
     for unit, length in RESOLUTIONS.items():
         if np.all(us % length == 0):
             return unit
@@ -1507,7 +1514,8 @@ def _describe_column(
         info.update(min=float(sec.min()), max=float(sec.max()), integral=False)
         tz = getattr(s.dt, "tz", None)
         info["tz"] = str(tz) if tz is not None else None
-        info["date_only"] = bool(np.all(np.mod(sec, 86400.0) == 0))
+        # whole days on the values' own clock (local midnights of a time zone)
+        info["date_only"] = bool(np.all(_wall_clock_us(present) % 86_400_000_000 == 0))
         info["resolution"] = time_resolution(present)
         return info
     if fam == "category" and s.cat.ordered:
