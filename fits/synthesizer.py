@@ -36,6 +36,7 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 
 from fits._exact import affine_tolerance
+from fits._json import plain
 from fits.core.boosting import BoostingParams, resolve_settings
 from fits.core.cdf import COLLINEARITY_THRESHOLD
 from fits.core.continualization import continualize
@@ -841,6 +842,7 @@ class FITSSynthesizer(BaseEstimator):
         known.columns = resolve_columns(
             [str(c) for c in known.columns], self.schema_.names, "known_columns", "the fit"
         )
+        known = self._fill_by_rules(known)
         prefix = self._known_prefix(known)
         for name in known.columns:  # the markers the sites read as missing ('?'), alike
             markers = self.schema_[name].markers
@@ -866,6 +868,41 @@ class FITSSynthesizer(BaseEstimator):
         for name in known.columns:
             out[name] = _as_output(known[name], out[name])
         return out
+
+    def _fill_by_rules(self, known: pd.DataFrame) -> pd.DataFrame:
+        """The known table with each column a function or sum rule sets from known
+        columns added, where it lies among them in the chain (``education-num`` between
+        ``education`` and a later known column need not be given: its rule gives it)."""
+        schema = self.schema_
+        derived = set(schema.derived)
+        chain = [c for c in schema.order if schema[c].is_modelled and c not in derived]
+        names = {str(c) for c in known.columns}
+        if not names or not names <= set(chain):
+            return known  # refused, with the reason, by _known_prefix
+        last = max(chain.index(c) for c in names)
+        rules = {r.column: r for r in schema.rules or [] if r.kind in ("function", "sum")}
+        for column in chain[:last]:
+            rule = rules.get(column)
+            if column in known.columns or rule is None or not set(rule.of) <= set(known.columns):
+                continue
+            if rule.kind == "sum":
+                parts = [pd.to_numeric(known[p], errors="coerce") for p in rule.of]
+                values: Any = sum(parts[1:], parts[0])
+                if values.isna().any():
+                    continue  # a part missing or not a number: refused by the prefix check
+            else:
+                table = rule.lookup()
+                keys = zip(*(known[p].map(plain) for p in rule.of), strict=True)
+                values = [table.get(tuple(k), _NO_VALUE) for k in keys]
+                unmapped = sum(v is _NO_VALUE for v in values)
+                if unmapped:
+                    raise ValueError(
+                        f"column {column!r} lies among the known columns and is set by its "
+                        f"rule from {rule.of}, but {unmapped} known row(s) have a "
+                        "combination of them that no real row has; give the column too"
+                    )
+            known = known.assign(**{column: values})
+        return known
 
     def _known_prefix(self, known: pd.DataFrame) -> list[str]:
         """The engine's chain columns the known columns fix: the chain up to the last
@@ -1046,6 +1083,10 @@ def _site_tables(tables: Any) -> Any:
     if isinstance(tables, Iterable):
         return list(tables)
     return tables
+
+
+#: A determinant combination a function rule's mapping does not list.
+_NO_VALUE = object()
 
 
 def _check_known_bounds(spec: ColumnSpec, values: np.ndarray) -> None:
