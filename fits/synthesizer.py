@@ -1092,8 +1092,7 @@ _NO_VALUE = object()
 def _check_known_bounds(spec: ColumnSpec, values: np.ndarray) -> None:
     """Known values outside a continuous column's bounds: the conditionals are
     estimated only within them (fits never extrapolates)."""
-    lo = -np.inf if spec.lower is None else spec.lower
-    hi = np.inf if spec.upper is None else spec.upper
+    lo, hi = spec.bounds
     outside = values[(values < lo) | (values > hi)]
     if outside.size:
         raise ValueError(
@@ -1147,8 +1146,7 @@ def _affine_bounds(rule: Rule, spec: ColumnSpec, y: np.ndarray, ax: np.ndarray) 
     map to those of the column); a user's rule or edited bounds can make it happen."""
     column = rule.column
     tol = affine_tolerance(y, ax, float(rule.intercept or 0.0), rule.decimals, rule.tolerance)
-    lo = -np.inf if spec.lower is None else float(spec.lower)
-    hi = np.inf if spec.upper is None else float(spec.upper)
+    lo, hi = spec.bounds
     outside = int(np.sum((y < lo - tol) | (y > hi + tol)))
     if outside:
         warnings.warn(

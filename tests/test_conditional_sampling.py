@@ -156,3 +156,12 @@ def test_known_text_numbers_with_the_sites_markers_read_as_missing() -> None:
     out = synth.sample_remaining_columns(known, seed=1)
     assert out["w"].isna().tolist() == [False, True, True, False]
     assert out["g"].notna().all()
+
+
+def test_the_engine_checks_the_shape_of_given_values(synth) -> None:
+    rng = np.random.default_rng(0)
+    coord = synth.coordinator
+    with pytest.raises(ValueError, match=r"given must have 5 rows and at most 3 columns"):
+        coord.sample(5, rng, given=np.zeros((4, 1)))
+    with pytest.raises(ValueError, match=r"at most 3 columns, got \(5, 4\)"):
+        coord.sample(5, rng, given=np.zeros((5, 4)))

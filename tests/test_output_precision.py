@@ -75,9 +75,11 @@ def test_local_whole_dates_and_hours_stay_whole_on_their_own_clock() -> None:
     spec = ColumnSpec(
         "t", "continuous", "datetime", lower=0.0, upper=2e9, tz="Europe/Berlin", resolution="h"
     )
-    local = pd.DatetimeIndex(
-        ["2021-03-28 01:40", "2021-03-28 13:20", "2021-10-31 02:20", "2021-08-14 10:50"]
-    ).tz_localize("Europe/Berlin", ambiguous=np.array([False, False, True, False]))
+    wall = ["2021-03-28 01:40", "2021-03-28 13:20", "2021-10-31 02:20", "2021-08-14 10:50"]
+    first_pass = np.array([False, False, True, False, False])  # the first 02:20, CEST
+    local = pd.DatetimeIndex([*wall, "2021-10-31 02:10"]).tz_localize(
+        "Europe/Berlin", ambiguous=first_pass
+    )
     seconds = (
         local.tz_convert("UTC").tz_localize(None) - pd.Timestamp("1970-01-01")
     ).total_seconds()
@@ -87,6 +89,7 @@ def test_local_whole_dates_and_hours_stay_whole_on_their_own_clock() -> None:
         "2021-03-28 13:00:00+02:00",
         "2021-10-31 02:00:00+02:00",  # 02:00 comes twice: the first, as 02:20 was
         "2021-08-14 11:00:00+02:00",
+        "2021-10-31 02:00:00+01:00",  # the second 02:10: the second 02:00
     ]
 
 

@@ -183,8 +183,7 @@ class Encoder:
         spec = self.spec
         if spec.is_discrete:
             return self._decode_labels(self.ceil(y))
-        lo = -np.inf if spec.lower is None else spec.lower
-        hi = np.inf if spec.upper is None else spec.upper
+        lo, hi = spec.bounds
         x = np.clip(y, lo, hi)
         if spec.dtype == "datetime":
             t = pd.to_datetime(np.round(x * 1e6).astype(np.int64), unit="us")
@@ -239,12 +238,19 @@ def _round_wall_clock(t: pd.DatetimeIndex, unit: str, lo: float, hi: float) -> p
     tz = t.tz
     wall = t.tz_localize(None) if tz is not None else t
     rounded = wall.round(unit)  # the units are pandas' own names: D, h, min, s, ms
-    if tz is not None:
-        dst = np.array([bool(v.dst()) for v in t], dtype=bool)
-        rounded = rounded.tz_localize(tz, ambiguous=dst, nonexistent="shift_forward")
+    if tz is not None:  # a repeated wall time: the side whose UTC offset t had
+        n = len(t)
+        early = rounded.tz_localize(tz, ambiguous=np.ones(n, bool), nonexistent="shift_forward")
+        late = rounded.tz_localize(tz, ambiguous=np.zeros(n, bool), nonexistent="shift_forward")
+        rounded = early.where(_utc_offsets(late) != _utc_offsets(t), late)
     seconds = datetime_seconds(pd.Series(rounded))
     outside = (seconds < lo) | (seconds > hi)  # only where bounds were edited off the unit
     return rounded.where(~outside, t) if np.any(outside) else rounded
+
+
+def _utc_offsets(t: pd.DatetimeIndex) -> np.ndarray:
+    """Each time-zone-aware datetime's UTC offset (wall clock minus UTC), vectorized."""
+    return np.asarray(t.tz_localize(None) - t.tz_convert("UTC").tz_localize(None))
 
 
 def continualize(

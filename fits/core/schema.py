@@ -339,6 +339,14 @@ class ColumnSpec:
             )
 
     @property
+    def bounds(self) -> tuple[float, float]:
+        """(lower, upper), with -inf / inf where a bound is not set."""
+        return (
+            -math.inf if self.lower is None else float(self.lower),
+            math.inf if self.upper is None else float(self.upper),
+        )
+
+    @property
     def is_discrete(self) -> bool:
         """Whether the column is ordinal or nominal."""
         return self.kind in ("ordinal", "nominal")
@@ -1000,8 +1008,7 @@ class Schema:
                 continue
             values = enc.to_numeric(table[spec.name], client=name)
             present = values[~np.isnan(values)]
-            lo = spec.lower if spec.lower is not None else -np.inf
-            hi = spec.upper if spec.upper is not None else np.inf
+            lo, hi = spec.bounds
             outside = present[(present < lo) | (present > hi)]
             if outside.size:
                 raise SchemaError(

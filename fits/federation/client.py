@@ -538,8 +538,7 @@ class FITSClient:
 
     def _check_bounds(self, spec: ColumnSpec, values: np.ndarray) -> None:
         """Refuse values outside the schema's bounds: they would be clipped silently."""
-        lo = -np.inf if spec.lower is None else spec.lower
-        hi = np.inf if spec.upper is None else spec.upper
+        lo, hi = spec.bounds
         below, above = int(np.sum(values < lo)), int(np.sum(values > hi))
         if below or above:
             raise SchemaError(

@@ -1662,8 +1662,7 @@ class Coordinator:
         cdf = self.marginal_cdf(column).ravel()
         out = values_from_classes(p, u, model.response_edges, self.grids[column], cdf)
         spec = self.encoders[column].spec  # the data's bounds, as every draw (eq. 17)
-        lo = -np.inf if spec.lower is None else float(spec.lower)
-        hi = np.inf if spec.upper is None else float(spec.upper)
+        lo, hi = spec.bounds
         return np.clip(out, lo, hi)
 
     def conditional_masses(self, column: str, queries: np.ndarray) -> np.ndarray:
