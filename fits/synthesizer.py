@@ -737,23 +737,12 @@ class FITSSynthesizer(BaseEstimator):
             raise TypeError(f"num_rows must be an integer, got {num_rows!r}")
         if num_rows < 1:
             raise ValueError(f"num_rows must be at least 1, got {num_rows}")
-        if chunk_rows is None:
-            chunk_rows = SAMPLE_CHUNK_ROWS
-        if first_chunk_rows is None:
-            first_chunk_rows = chunk_rows
-        for name, value in (("chunk_rows", chunk_rows), ("first_chunk_rows", first_chunk_rows)):
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-                raise TypeError(f"{name} must be an integer, got {value!r}")
-            if value < 1:
-                raise ValueError(f"{name} must be at least 1, got {value}")
+        starts = _chunk_starts(int(num_rows), chunk_rows, first_chunk_rows)
         _check_seed("seed", seed, sequence=True)
         coord = self.coordinator
         rng = np.random.default_rng(seed) if seed is not None else self._rng
         total = int(num_rows)
         coord.declare_rows(total)  # one configure round for all chunks (the sites' budget)
-        # the chunks' first rows, lazily: a list of them would take memory in proportion
-        # to num_rows (10**16 rows: 1.5e11 starts), which the chunks are there to avoid
-        starts = itertools.chain([0], range(int(first_chunk_rows), total, int(chunk_rows)))
         return self._chunks(coord, total, starts, rng, progress)
 
     def _chunks(
@@ -763,7 +752,10 @@ class FITSSynthesizer(BaseEstimator):
         starts: Iterable[int],
         rng: np.random.Generator,
         progress: Callable[[str, int, int], None] | None,
+        given: np.ndarray | None = None,
     ) -> Iterator[pd.DataFrame]:
+        """The decoded chunks of one draw of ``total`` rows (``given``: the known
+        values of conditional sampling, one row per row, cut with the chunks)."""
         for start, stop in itertools.pairwise(itertools.chain(starts, [total])):
             n = stop - start
             callback = None
@@ -775,7 +767,9 @@ class FITSSynthesizer(BaseEstimator):
                     else:
                         progress(column, _start + done, total)
 
-            yield self._decode(coord.sample(n, rng, progress=callback), start=start, total=total)
+            part = None if given is None else given[start:stop]
+            values = coord.sample(n, rng, progress=callback, given=part)
+            yield self._decode(values, start=start, total=total)
 
     def sample_remaining_columns(
         self,
@@ -798,6 +792,10 @@ class FITSSynthesizer(BaseEstimator):
         known discrete value is placed in its interval with the row's own uniform, as
         the sites place their rows (sec. 4.1).  A known value of a column with
         missing values may be missing.
+
+        The rows are drawn in chunks of :data:`SAMPLE_CHUNK_ROWS` (see
+        :meth:`iter_sample_remaining_columns`, which also streams them); the result
+        does not depend on the chunking.
 
         Parameters
         ----------
@@ -827,6 +825,63 @@ class FITSSynthesizer(BaseEstimator):
         SchemaError
             A known value is not one the schema allows.
         """
+        chunks = list(
+            self.iter_sample_remaining_columns(known_columns, seed=seed, progress=progress)
+        )
+        if len(chunks) == 1:
+            return chunks[0]
+        return pd.concat(chunks, ignore_index=True)
+
+    def iter_sample_remaining_columns(
+        self,
+        known_columns: pd.DataFrame,
+        *,
+        chunk_rows: int | None = None,
+        first_chunk_rows: int | None = None,
+        seed: int | None = None,
+        progress: Callable[[str, int, int], None] | None = None,
+    ) -> Iterator[pd.DataFrame]:
+        """:meth:`sample_remaining_columns` chunk by chunk, in bounded memory.
+
+        The known table is checked and encoded whole, up front (so a bad value is
+        refused before any row is drawn; it is in memory already); the synthetic rows
+        are then drawn and decoded a chunk of known rows at a time, as
+        :meth:`iter_sample` draws them: each row is a function of its known values and
+        its own row of uniforms, which come row by row from one stream.  So the rows
+        are the same whatever the chunk size: concatenating the chunks gives exactly
+        :meth:`sample_remaining_columns` with the same seed.  A known column is put in
+        the output's dtype when the whole column converts without loss, so every chunk
+        has the same dtypes.
+
+        Parameters
+        ----------
+        known_columns : DataFrame
+            The known values (see :meth:`sample_remaining_columns`).
+        chunk_rows : int, optional
+            Rows per chunk (default :data:`SAMPLE_CHUNK_ROWS`); bounds the memory, does
+            not change the rows.
+        first_chunk_rows : int, optional
+            A different size for the first chunk (``fits synthesize --known`` times a
+            small first chunk to estimate the whole run); does not change the rows.
+        seed : int, optional
+            Seed for this draw; default continues the synthesizer's own stream.
+        progress : callable, optional
+            Called as ``progress(column, rows_done, rows_total)`` over all chunks.
+
+        Yields
+        ------
+        DataFrame
+            Consecutive chunks of the table: one row per known row, in order (the
+            input's columns and dtypes; the known columns hold the values given).
+
+        Raises
+        ------
+        ValueError
+            As :meth:`sample_remaining_columns`; the known table is checked when this is
+            called, before the first chunk is drawn.
+        SchemaError
+            A known value is not one the schema allows.
+        """
         self._check_fitted()
         if not isinstance(known_columns, pd.DataFrame):
             raise TypeError(
@@ -835,7 +890,20 @@ class FITSSynthesizer(BaseEstimator):
             )
         if known_columns.shape[0] < 1 or known_columns.shape[1] < 1:
             raise ValueError("known_columns needs at least one row and one column")
+        total = int(known_columns.shape[0])
+        starts = _chunk_starts(total, chunk_rows, first_chunk_rows)
         _check_seed("seed", seed, sequence=True)
+        known, given = self._given(known_columns)
+        coord = self.coordinator
+        rng = np.random.default_rng(seed) if seed is not None else self._rng
+        coord.declare_rows(total)  # one configure round for all chunks (the sites' budget)
+        chunks = self._chunks(coord, total, starts, rng, progress, given=given)
+        return _with_known(known, chunks)
+
+    def _given(self, known_columns: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:
+        """The known table checked (names resolved, columns rules set among them
+        added, markers read as missing) and its values on the engine's scale for
+        :meth:`Coordinator.sample`'s ``given`` (discrete: codes; continuous: values)."""
         coord = self.coordinator
         known = known_columns.reset_index(drop=True)
         # names by the library's one rule (fits.core.names): ' age ' may be named 'age'
@@ -859,15 +927,7 @@ class FITSSynthesizer(BaseEstimator):
             client="the known values",
             check_bounds=_check_known_bounds,
         )
-        given = np.where(codes >= 0, codes, z)
-        rng = np.random.default_rng(seed) if seed is not None else self._rng
-        n = int(known.shape[0])
-        coord.declare_rows(n)
-        values = coord.sample(n, rng, progress=progress, given=given)
-        out = self._decode(values, start=0, total=n)
-        for name in known.columns:
-            out[name] = _as_output(known[name], out[name])
-        return out
+        return known, np.where(codes >= 0, codes, z)
 
     def _fill_by_rules(self, known: pd.DataFrame) -> pd.DataFrame:
         """The known table with each column a function or sum rule sets from known
@@ -1053,6 +1113,40 @@ def _physical_memory() -> int | None:
         return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
     except (AttributeError, ValueError, OSError):
         return None
+
+
+def _chunk_starts(
+    total: int, chunk_rows: int | None, first_chunk_rows: int | None
+) -> Iterator[int]:
+    """The first rows of the chunks of a draw of ``total`` rows, lazily (a list of them
+    would take memory in proportion to ``total``: 10**16 rows, 1.5e11 starts, which
+    the chunks are there to avoid), after checking the chunk sizes."""
+    if chunk_rows is None:
+        chunk_rows = SAMPLE_CHUNK_ROWS
+    if first_chunk_rows is None:
+        first_chunk_rows = chunk_rows
+    for name, value in (("chunk_rows", chunk_rows), ("first_chunk_rows", first_chunk_rows)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+            raise TypeError(f"{name} must be an integer, got {value!r}")
+        if value < 1:
+            raise ValueError(f"{name} must be at least 1, got {value}")
+    return itertools.chain([0], range(int(first_chunk_rows), total, int(chunk_rows)))
+
+
+def _with_known(known: pd.DataFrame, chunks: Iterable[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+    """The chunks of a conditional draw with the known columns as given: in the
+    output's dtype where the whole column converts without loss (:func:`_as_output`,
+    decided once on the whole column, so that every chunk gets the same dtype)."""
+    columns: dict[str, pd.Series] = {}
+    start = 0
+    for frame in chunks:
+        if not columns:
+            columns = {name: _as_output(known[name], frame[name]) for name in known.columns}
+        stop = start + len(frame)
+        for name, col in columns.items():
+            frame[name] = col.iloc[start:stop].reset_index(drop=True)
+        start = stop
+        yield frame
 
 
 def _check_table_fits(num_rows: int, n_columns: int) -> None:

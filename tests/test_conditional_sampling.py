@@ -73,6 +73,58 @@ def test_the_output_has_the_inputs_columns_and_dtypes(synth_g_first) -> None:
     pd.testing.assert_frame_equal(out, synth_g_first.sample_remaining_columns(spaced, seed=3))
 
 
+def test_the_rows_do_not_depend_on_the_chunks(synth, synth_g_first) -> None:
+    """iter_sample_remaining_columns: the same seed gives the same table, bit for bit,
+    whatever the chunks, and the same as one sample_remaining_columns call (each row
+    takes its own row of uniforms from one stream, as in iter_sample)."""
+    rng = np.random.default_rng(3)
+    n = 500
+    known = pd.DataFrame({"g": rng.choice(["a", "b"], n), "x": rng.uniform(-2, 2, n)})
+    whole = synth_g_first.sample_remaining_columns(known, seed=4)
+    for chunk_rows, first in ((7, None), (64, 5), (n, None), (10**6, 1)):
+        chunks = list(
+            synth_g_first.iter_sample_remaining_columns(
+                known, chunk_rows=chunk_rows, first_chunk_rows=first, seed=4
+            )
+        )
+        sizes = [len(c) for c in chunks]
+        assert sum(sizes) == n and sizes[0] == min(first or chunk_rows, n)
+        pd.testing.assert_frame_equal(pd.concat(chunks, ignore_index=True), whole)
+    # in chunks too, a draw's own continuous first column gives that draw back
+    drawn = synth.sample(300, seed=5)
+    chunks = synth.iter_sample_remaining_columns(drawn[["x"]], chunk_rows=37, seed=5)
+    again = pd.concat(list(chunks), ignore_index=True)
+    pd.testing.assert_frame_equal(again, synth.sample_remaining_columns(drawn[["x"]], seed=5))
+    lo, hi = synth.schema_["x"].lower, synth.schema_["x"].upper
+    inside = (drawn["x"] > lo) & (drawn["x"] < hi)
+    pd.testing.assert_frame_equal(again[inside], drawn[inside])
+
+
+def test_every_chunk_has_the_dtypes_of_the_whole_table() -> None:
+    """A known column goes into the output's dtype only when the whole column converts
+    without loss: a chunk of whole ages given as floats stays float when a later chunk
+    holds 40.5 (a chunk of int64 then one of float64 could not be streamed into one
+    Parquet file), and the progress runs over all the chunks."""
+    rng = np.random.default_rng(0)
+    age = rng.integers(20, 70, 800)
+    frame = pd.DataFrame({"age": age, "y": age * 0.1 + rng.normal(size=800)})
+    synth = FITSSynthesizer(seed=0).fit(_sites(frame))
+    known = pd.DataFrame({"age": [30.0] * 10 + [40.5]})
+    seen: list[tuple[str, int, int]] = []
+    chunks = list(
+        synth.iter_sample_remaining_columns(
+            known, chunk_rows=5, seed=1, progress=lambda *a: seen.append(a)
+        )
+    )
+    assert [len(c) for c in chunks] == [5, 5, 1]
+    assert all(c["age"].dtype == np.float64 for c in chunks)
+    assert pd.concat(chunks, ignore_index=True)["age"].tolist() == known["age"].tolist()
+    assert {total for _, _, total in seen} == {11}
+    assert {c: d for c, d, _ in seen} == {"age": 11, "y": 11}  # the last report per column
+    whole = synth.sample_remaining_columns(known.iloc[:10], seed=1)
+    assert whole["age"].dtype == np.int64  # whole ages: the output's dtype
+
+
 def test_missing_known_values_are_kept_and_conditioned_on() -> None:
     frame = _table(1000, 4)
     frame.loc[frame.index[::7], "x"] = np.nan  # x has missing values: an indicator first
@@ -110,6 +162,13 @@ def test_bad_arguments(synth) -> None:
         synth.sample_remaining_columns(pd.DataFrame({"x": []}))
     with pytest.raises(ValueError, match="must be an integer >= 0"):
         synth.sample_remaining_columns(pd.DataFrame({"x": [0.0]}), seed=-1)
+    # checked when called, before a chunk is asked for
+    with pytest.raises(ValueError, match="chunk_rows must be at least 1, got 0"):
+        synth.iter_sample_remaining_columns(pd.DataFrame({"x": [0.0]}), chunk_rows=0)
+    with pytest.raises(TypeError, match="first_chunk_rows must be an integer"):
+        synth.iter_sample_remaining_columns(pd.DataFrame({"x": [0.0]}), first_chunk_rows=2.5)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="not the first columns of the chain"):
+        synth.iter_sample_remaining_columns(pd.DataFrame({"g": ["a"]}))
 
 
 def test_identifiers_and_rules() -> None:
