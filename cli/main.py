@@ -521,7 +521,7 @@ def synthesize(
         check = _release_check(tables, synth, seed)
         with bar if bar is not None else _nothing():
             if known is not None:
-                written, check = _complete_rows(synth, known, out, callback, check)
+                written, check = _complete_rows(synth, known, out, callback, check, quiet)
             else:
                 assert rows is not None  # one of the two, checked above
                 written, check = _stream_rows(synth, rows, out, callback, check, quiet)
@@ -553,8 +553,9 @@ def _boosting_summary(coordinator: Any) -> str:
 
 
 #: ``fits synthesize`` estimates the time and size of requests of more rows than this
-#: from a timed first piece of :data:`ESTIMATE_ROWS` rows (the rows do not depend on
-#: where the pieces are cut, see :meth:`fits.FITSSynthesizer.iter_sample`).
+#: (``--rows``, or the rows of a ``--known`` table) from a timed first piece of
+#: :data:`ESTIMATE_ROWS` rows (the rows do not depend on where the pieces are cut, see
+#: :meth:`fits.FITSSynthesizer.iter_sample` and ``iter_sample_remaining_columns``).
 LARGE_REQUEST_ROWS = 100_000
 ESTIMATE_ROWS = 8_192
 
@@ -627,40 +628,76 @@ def _complete_rows(
     out: Path,
     callback: Callable[[str, int, int], None] | None,
     check: Any,
+    quiet: bool,
 ) -> tuple[int, Any]:
     """``--known``: one synthetic row per row of the file, the other columns drawn given
-    its values (:meth:`fits.FITSSynthesizer.sample_remaining_columns`), written
-    atomically. Returns the rows written and the release check (None if it failed)."""
-    from fits.io import read_table, write_table
+    its values (:meth:`fits.FITSSynthesizer.iter_sample_remaining_columns`), streamed
+    into ``out`` atomically in chunks, as ``--rows`` is (:func:`_write_stream`: the
+    estimate and the free-space refusal for more than :data:`LARGE_REQUEST_ROWS`
+    rows, the progress, the release check of every chunk).
+
+    The known file is read whole (CSV and Parquet readers give it at once, and it is
+    checked whole before any row is drawn); the synthetic rows are drawn, checked and
+    written a chunk at a time, so their memory is bounded. The table is the same
+    whatever the chunks (:meth:`~fits.FITSSynthesizer.sample_remaining_columns` with
+    the same seed). Returns the rows written and the release check (None if it failed).
+    """
+    from fits.io import read_table
 
     table = read_table(known)
-    try:
-        frame = synth.sample_remaining_columns(table, progress=callback)
-    except ValueError as exc:
-        message = str(exc)
-        if "not the first columns of the chain" in message:
-            message = message.replace("known_columns", "its columns", 1)
-            from fits.core.names import resolve_columns
+    where = f"--known {str(known)!r}"
 
-            # the schema's names ('workclass' may stand for ' workclass '), each once
-            names = synth.schema_.names
-            first = resolve_columns([str(c) for c in table.columns], names, "--known", "the fit")
-            rest = [c for c in synth.schema_.order if c not in first]
-            reason = message.split(" Fit with")[0].rstrip(".")
-            _fail(
-                f"--known {str(known)!r}: {reason}. Put them first with --order "
-                f"{shlex.quote(','.join([*first, *rest]))}",
-                2,
-            )
-        _fail(f"--known {str(known)!r}: {message}")
-    if check is not None:
+    def stream(
+        first_chunk_rows: int | None, progress: Callable[[str, int, int], None]
+    ) -> Iterator[pd.DataFrame]:
         try:
-            check.update(frame)
-        except Exception as exc:  # noqa: BLE001 - never lose the output to it
-            typer.echo(f"warning: the exact-copy check failed ({exc})", err=True)
-            check = None
-    write_table(frame, out)
-    return len(frame), check
+            chunks = synth.iter_sample_remaining_columns(
+                table, first_chunk_rows=first_chunk_rows, progress=progress
+            )
+        except ValueError as exc:
+            _known_error(synth, table, where, str(exc))
+            raise  # not reached: _known_error exits
+        return _failing_as(where, chunks)
+
+    return _write_stream(
+        stream,
+        len(table),
+        f"{where} ({len(table)} rows)",
+        "split the --known table or write elsewhere",
+        out,
+        callback,
+        check,
+        quiet,
+    )
+
+
+def _known_error(synth: Any, table: pd.DataFrame, where: str, message: str) -> None:
+    """Exit with a ``--known`` table's refusal: a usage error advising the ``--order``
+    that puts its columns first, when they are not the chain's first; else a data error."""
+    if "not the first columns of the chain" in message:
+        message = message.replace("known_columns", "its columns", 1)
+        from fits.core.names import resolve_columns
+
+        # the schema's names ('workclass' may stand for ' workclass '), each once
+        names = synth.schema_.names
+        first = resolve_columns([str(c) for c in table.columns], names, "--known", "the fit")
+        rest = [c for c in synth.schema_.order if c not in first]
+        reason = message.split(" Fit with")[0].rstrip(".")
+        _fail(
+            f"{where}: {reason}. Put them first with --order "
+            f"{shlex.quote(','.join([*first, *rest]))}",
+            2,
+        )
+    _fail(f"{where}: {message}")
+
+
+def _failing_as(where: str, chunks: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+    """``chunks``, a ValueError while drawing them reported as the ``--known`` table's
+    data error (exit 1)."""
+    try:
+        yield from chunks
+    except ValueError as exc:
+        _fail(f"{where}: {exc}")
 
 
 def _stream_rows(
@@ -671,12 +708,47 @@ def _stream_rows(
     check: Any,
     quiet: bool,
 ) -> tuple[int, Any]:
-    """Draw ``rows`` rows in chunks and stream them into ``out`` atomically.
+    """``--rows``: draw ``rows`` rows in chunks and stream them into ``out`` atomically
+    (:func:`_write_stream`). Returns the rows written and the release check (None if
+    it failed)."""
 
-    Large requests first draw :data:`ESTIMATE_ROWS` rows, time them, print the
-    estimated time and file size, and refuse (exit 2) when the file would not fit in
-    the free space of the output's file system. Returns the rows written and the
-    release check (None if it failed).
+    def stream(
+        first_chunk_rows: int | None, progress: Callable[[str, int, int], None]
+    ) -> Iterator[pd.DataFrame]:
+        return synth.iter_sample(rows, first_chunk_rows=first_chunk_rows, progress=progress)
+
+    return _write_stream(
+        stream,
+        rows,
+        f"--rows {rows}",
+        "ask for fewer rows or write elsewhere",
+        out,
+        callback,
+        check,
+        quiet,
+    )
+
+
+def _write_stream(
+    stream: Callable[[int | None, Callable[[str, int, int], None]], Iterator[pd.DataFrame]],
+    rows: int,
+    request: str,
+    advice: str,
+    out: Path,
+    callback: Callable[[str, int, int], None] | None,
+    check: Any,
+    quiet: bool,
+) -> tuple[int, Any]:
+    """Stream the chunks of a draw of ``rows`` rows into ``out`` atomically.
+
+    ``stream(first_chunk_rows, progress)`` gives the chunks (whose rows must not
+    depend on where they are cut). Large requests (more than
+    :data:`LARGE_REQUEST_ROWS` rows) first draw :data:`ESTIMATE_ROWS` rows, time them,
+    print the estimated time and file size, and refuse (exit 2; the message starts
+    with ``request`` and ends with ``advice``) when the file would not fit in the free
+    space of the output's file system. Every chunk goes through the release check
+    ``check`` before it is written. Returns the rows written and the release check
+    (None if it failed).
     """
     from fits.federation.coordinator import BOOSTING_PROGRESS
     from fits.io import write_table_chunks
@@ -690,13 +762,11 @@ def _stream_rows(
         if callback is not None:
             callback(column, done, total)
 
-    stream = synth.iter_sample(
-        rows, first_chunk_rows=ESTIMATE_ROWS if large else None, progress=timed
-    )
+    chunks_of = stream(ESTIMATE_ROWS if large else None, timed)
     first: list[pd.DataFrame] = []
     if large:
         clock = time.perf_counter()
-        first.append(next(stream))
+        first.append(next(chunks_of))
         now = time.perf_counter()
         fitted = max(one_off[0], clock)  # the boost rounds are not paid again per chunk
         seconds = (fitted - clock) + (now - fitted) * rows / ESTIMATE_ROWS
@@ -704,10 +774,9 @@ def _stream_rows(
         free = shutil.disk_usage(out.parent if str(out.parent) else Path(".")).free
         if size > free:
             _fail(
-                f"--rows {rows}: the output would take about {_human_bytes(size)} "
+                f"{request}: the output would take about {_human_bytes(size)} "
                 f"(estimated from the first {ESTIMATE_ROWS} rows) but the file system of "
-                f"--out {str(out)!r} has {_human_bytes(free)} free; ask for fewer rows or "
-                "write elsewhere",
+                f"--out {str(out)!r} has {_human_bytes(free)} free; {advice}",
                 2,
             )
         if not quiet:
@@ -717,7 +786,7 @@ def _stream_rows(
                 f"{_human_bytes(free)} free)",
                 err=True,
             )
-    pieces = [iter(first), stream]
+    pieces = [iter(first), chunks_of]
 
     checks = [check]
 

@@ -399,6 +399,94 @@ def test_large_request_prints_an_estimate_and_keeps_the_rows(small_sites, tmp_pa
     )
 
 
+def _known_file(tmp_path: Path, rows: int) -> Path:
+    path = tmp_path / "known.csv"
+    pd.DataFrame({"g": np.random.default_rng(7).choice(["u", "v"], rows)}).to_csv(path, index=False)
+    return path
+
+
+def _small_chunks(monkeypatch) -> None:
+    """Large requests from 100 rows on, a first piece of 32, chunks of 128: the --known
+    paths of large requests on a small table."""
+    from fits import synthesizer
+    from fits.cli import main
+
+    monkeypatch.setattr(main, "LARGE_REQUEST_ROWS", 100)
+    monkeypatch.setattr(main, "ESTIMATE_ROWS", 32)
+    monkeypatch.setattr(synthesizer, "SAMPLE_CHUNK_ROWS", 128)
+
+
+def test_a_large_known_table_is_streamed_in_chunks_with_an_estimate(
+    small_sites, tmp_path, monkeypatch
+):
+    """--known as --rows: a large known table gets the timed first piece's estimate, is
+    drawn and written in chunks that the release check all sees, and the output is the
+    table of one sample_remaining_columns call (cut into other chunks)."""
+    from fits.evaluation.copies import ReleaseCheck
+    from fits.io import read_table
+
+    known = _known_file(tmp_path, 1000)
+    expected = _fitted(small_sites, seed=3).sample_remaining_columns(read_table(known))
+    _small_chunks(monkeypatch)
+    checked: list[int] = []
+    update = ReleaseCheck.update
+
+    def counted(self, chunk):
+        checked.append(len(chunk))
+        return update(self, chunk)
+
+    monkeypatch.setattr(ReleaseCheck, "update", counted)
+    out = tmp_path / "completed.parquet"
+    res = run("synthesize", *small_sites, "--known", known, "--seed", 3, "--out", out)
+    assert res.returncode == 0, res.stderr
+    assert "1,000 rows: estimated" in res.stderr and "free" in res.stderr
+    assert checked == [32, *[128] * 7, 72]
+    pd.testing.assert_frame_equal(pd.read_parquet(out), expected, check_dtype=False)
+    assert _no_temp_files(tmp_path) == []
+
+
+def test_the_known_progress_runs_over_every_chunk(small_sites, tmp_path, monkeypatch):
+    from fits.cli.main import _complete_rows
+
+    _small_chunks(monkeypatch)
+    seen: list[tuple[str, int, int]] = []
+    written, _ = _complete_rows(
+        _fitted(small_sites),
+        _known_file(tmp_path, 300),
+        tmp_path / "o.csv",
+        lambda *a: seen.append(a),
+        None,
+        True,
+    )
+    assert written == 300 and len(pd.read_csv(tmp_path / "o.csv")) == 300
+    assert {total for _, _, total in seen} == {300}
+    assert [d for c, d, _ in seen if c == "x"][-1] == 300
+    assert sorted(d for c, d, _ in seen if c == "g") == [32, 160, 288, 300]
+
+
+def test_a_known_table_larger_than_the_free_disk_is_refused(small_sites, tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from fits.cli import main
+
+    class Usage:
+        free = 1000  # bytes
+
+    _small_chunks(monkeypatch)
+    monkeypatch.setattr(main.shutil, "disk_usage", lambda path: Usage)
+    known = _known_file(tmp_path, 1000)
+    out = tmp_path / "huge.csv"
+    res = CliRunner().invoke(
+        main.app,
+        ["synthesize", *map(str, small_sites), "--known", str(known), "--out", str(out)],
+    )
+    assert res.exit_code == 2, res.output
+    assert f"--known {str(known)!r} (1000 rows): the output would take about" in res.output
+    assert f"--out {str(out)!r} has 1.0 kB free" in res.output
+    assert "split the --known table or write elsewhere" in res.output
+    assert not out.exists() and _no_temp_files(tmp_path) == []
+
+
 def test_a_request_larger_than_the_free_disk_is_refused(small_sites, tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
