@@ -53,6 +53,10 @@ __all__ = ["EvaluationOptions", "Report", "evaluate"]
 #: Bins of the continuous marginal histograms.
 HISTOGRAM_BINS = 40
 
+#: The level a missing value of a nominal column is compared as, and the levels of the
+#: indicator column that stands for the missing values of a numeric column.
+MISSING_LABEL = "(missing)"
+
 Frames = Sequence[pd.DataFrame] | Mapping[str, pd.DataFrame]
 
 
@@ -593,6 +597,9 @@ class _Inputs:
     test: pd.DataFrame | None
     clients: dict[str, pd.DataFrame]
     notes: list[str] = field(default_factory=list)
+    #: numeric column -> (its indicator column, the rows of the real table and of the
+    #: synthetic table with a value), for the columns with missing values
+    present: dict[str, tuple[str, np.ndarray, np.ndarray]] = field(default_factory=dict)
 
 
 def _check_frames(real: Any, synthetic: Any) -> None:
@@ -704,13 +711,99 @@ def _check_inputs(
         train = train[columns].reset_index(drop=True)
     if test is not None:
         test = test[columns].reset_index(drop=True)
+    tables = {"real": real, "synthetic": synthetic, "train": train, "test": test}
+    tables = {k: v for k, v in tables.items() if v is not None}
+    tables.update(client_frames)
+    present = _comparable(tables, columns, kinds, targets, notes)
+    kinds = {c: kinds[c] for c in columns}  # an indicator after its column
+    real, synthetic = tables["real"], tables["synthetic"]
+    train, test = tables.get("train"), tables.get("test")
+    client_frames = {k: tables[k] for k in client_frames}
     covariates = [c for c in columns if c not in targets]
     if not covariates:
         raise ValueError("every column is a target: no covariates are left")
     return _Inputs(
         real, synthetic, columns, kinds, targets, tasks, covariates, train, test, client_frames,
-        notes,
+        notes, present,
     )  # fmt: skip
+
+
+def _comparable(
+    tables: dict[str, pd.DataFrame],
+    columns: list[str],
+    kinds: dict[str, str],
+    targets: Sequence[str],
+    notes: list[str],
+) -> dict[str, tuple[str, np.ndarray, np.ndarray]]:
+    """Make datetimes and missing values comparable, in place, the same way in every table.
+
+    Datetime columns become days since 1970-01-01 UTC. A missing value of a nominal
+    column becomes the level :data:`MISSING_LABEL`; a numeric column with missing values
+    gets an indicator column ``"<column> (missing)"`` (levels ``"missing"`` /
+    ``"present"``, a nominal covariate inserted after it in ``columns`` and ``kinds``),
+    and its missing values take the real table's lowest value, as a site fills them
+    (docs/method.md). A target must have a value in every row. Returns, per such numeric
+    column, its indicator and the rows with a value in the real and the synthetic table
+    (its column score and chart compare those).
+    """
+    from fits.core.schema import datetime_seconds
+
+    dates = [
+        c
+        for c in columns
+        if any(pd.api.types.is_datetime64_any_dtype(f[c].dtype) for f in tables.values())
+    ]
+    for name, frame in tables.items():
+        frame = tables[name] = frame.copy()
+        for c in dates:
+            if pd.api.types.is_datetime64_any_dtype(frame[c].dtype):
+                frame[c] = datetime_seconds(frame[c]) / 86400.0
+    if dates:
+        notes.append(f"datetime column(s) {dates} are compared as days since 1970-01-01 UTC")
+    present: dict[str, tuple[str, np.ndarray, np.ndarray]] = {}
+    for c in list(columns):
+        lacking = {name: int(f[c].isna().sum()) for name, f in tables.items()}
+        lacking = {name: n for name, n in lacking.items() if n}
+        if not lacking:
+            continue
+        if c in targets:
+            name, n = next(iter(lacking.items()))
+            raise ValueError(
+                f"target {c!r} has missing values in the {name} table ({n} of "
+                f"{len(tables[name])} rows); the downstream models need a target value in "
+                "every row: drop those rows from every table, or choose another target"
+            )
+        if kinds[c] == "nominal" or not _numeric(tables["real"][c]):
+            for frame in tables.values():
+                if isinstance(frame[c].dtype, pd.CategoricalDtype):  # the lowest level
+                    cats = [MISSING_LABEL, *frame[c].cat.categories]
+                    frame[c] = frame[c].cat.set_categories(cats).fillna(MISSING_LABEL)
+                else:
+                    frame[c] = frame[c].astype(object).where(frame[c].notna(), MISSING_LABEL)
+            continue
+        if tables["real"][c].isna().all():
+            raise ValueError(
+                f"column {c!r} has no value in any row of the real table; there is nothing "
+                "to compare: drop it from the real and synthetic tables"
+            )
+        flag = f"{c} (missing)"
+        while flag in columns:
+            flag += " "
+        fill = float(np.nanmin(tables["real"][c].to_numpy(dtype=np.float64, na_value=np.nan)))
+        present[c] = (flag, *(tables[t][c].notna().to_numpy() for t in ("real", "synthetic")))
+        for frame in tables.values():
+            at = list(frame.columns).index(c) + 1
+            frame.insert(at, flag, np.where(frame[c].isna(), "missing", "present").astype(object))
+            frame[c] = frame[c].astype(np.float64).fillna(fill)
+        columns.insert(columns.index(c) + 1, flag)
+        kinds[flag] = "nominal"
+    if present:
+        notes.append(
+            f"numeric column(s) {list(present)} have missing values: each is compared on its "
+            "values, and an indicator column '<column> (missing)' compares where they are "
+            "missing"
+        )
+    return present
 
 
 @dataclass
@@ -772,14 +865,22 @@ def _fidelity_step(inputs: _Inputs, independent: pd.DataFrame) -> _Fidelity:
     from fits.evaluation import column_fidelity, pair_fidelity
 
     real, synthetic, kinds, columns = inputs.real, inputs.synthetic, inputs.kinds, inputs.columns
+    column_scores = column_fidelity(real, synthetic, kinds, columns)
+    marginals = {c: _marginal(real[c], synthetic[c], kinds[c], c) for c in columns}
+    for c, (_, in_real, in_synthetic) in inputs.present.items():  # their values alone
+        if in_synthetic.any():
+            r, s = real.loc[in_real, [c]], synthetic.loc[in_synthetic, [c]]
+            score = column_fidelity(r, s, kinds, [c])["score"].iloc[0]
+            column_scores.loc[column_scores["column"] == c, "score"] = score
+            marginals[c] = _marginal(r[c], s[c], kinds[c], c)
     return _Fidelity(
-        column_scores=column_fidelity(real, synthetic, kinds, columns),
+        column_scores=column_scores,
         pair_scores=pair_fidelity(real, synthetic, kinds, columns=columns),
         pair_floor=(
             pair_fidelity(real, independent, kinds, columns=columns) if len(columns) > 1 else None
         ),
         associations=_associations(real, synthetic, kinds, columns),
-        marginals={c: _marginal(real[c], synthetic[c], kinds[c], c) for c in columns},
+        marginals=marginals,
     )
 
 
@@ -897,7 +998,8 @@ def _rules_step(inputs: _Inputs, settings: Any, rules: Sequence[Any] | None) -> 
         frames = inputs.clients or {
             "real rows": inputs.train if inputs.train is not None else inputs.real
         }
-        kinds = {c: k for c, k in inputs.kinds.items() if k != "id"}
+        flags = {flag for flag, _, _ in inputs.present.values()}  # added here, not data
+        kinds = {c: k for c, k in inputs.kinds.items() if k != "id" and c not in flags}
         try:
             found = Schema.detect(
                 {n: f[list(kinds)] for n, f in frames.items()}, kinds=kinds, parse_text=False
