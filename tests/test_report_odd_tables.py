@@ -5,6 +5,7 @@ does not take as they are."""
 from __future__ import annotations
 
 import json
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -90,3 +91,37 @@ def test_cli_report_on_parquet_with_nullable_dtypes_and_dates(tmp_path):
     assert done.returncode == 0, done.stderr
     data = json.loads((tmp_path / "r.json").read_text())
     assert {"count (missing)", "when", "day"} <= set(data["kinds"])
+
+
+def test_report_names_in_other_scripts_and_long_names_warn_nothing():
+    """Column names in a script the figures' font lacks (CJK) flooded the terminal with
+    matplotlib's 'Glyph ... missing from font' warnings, and a 300-character name with
+    'Tight layout not applied'; the page's tables show the names whole."""
+    rng = np.random.default_rng(0)
+    long = "x" * 300
+
+    def table(n: int) -> pd.DataFrame:
+        return pd.DataFrame(
+            {
+                "温度": rng.choice(["高", "低", "中"], n),
+                long: rng.normal(0, 1, n),
+                "y": rng.normal(size=n),
+            }
+        )
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        report = evaluate(table(120), table(100), privacy=False, utility=False)
+    assert [str(w.message) for w in caught] == []
+    assert long in report.to_html() and "温度" in report.to_html()
+
+
+def test_report_target_no_model_handles_stops_before_any_step():
+    """A nominal target of many levels was refused only after the energy distances,
+    fidelity and figures had run (minutes on a large table)."""
+    rng = np.random.default_rng(0)
+    real = pd.DataFrame({"x": rng.normal(size=80), "level": rng.choice(list("abcde"), 80)})
+    steps: list[str] = []
+    with pytest.raises(ValueError, match="nominal with 5 levels.*do not name it as a target"):
+        evaluate(real, real.copy(), target="level", progress=steps.append)
+    assert steps == []

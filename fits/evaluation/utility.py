@@ -597,7 +597,8 @@ def infer_task(kinds: Mapping[str, str], target: str, frames: Sequence[pd.DataFr
         return "regression"
     raise ValueError(
         f"target {target!r} is nominal with {len(levels)} levels; downstream utility handles "
-        "regression and binary classification only: recode it to two levels"
+        "regression and binary classification only: recode it to two levels, or do not "
+        "name it as a target (the rest of the report needs none)"
     )
 
 

@@ -29,6 +29,7 @@ import datetime as _dt
 import json
 import os
 import time
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -511,6 +512,12 @@ def evaluate(
     )
     timer = _Timer(progress)
     inputs = _check_inputs(real, synthetic, kinds, target, task, train, test, clients)
+    if utility:  # a target no downstream model handles stops the report before any step
+        from fits.evaluation.utility import infer_task
+
+        for t in inputs.targets:
+            if inputs.tasks[t] is None:
+                infer_task(inputs.kinds, t, [inputs.real, inputs.synthetic])
     # one stream each: independent resample, energy-distance subsamples, privacy subsamples
     seeds = np.random.SeedSequence(seed).spawn(3)
     with timer("energy distances"):
@@ -1142,14 +1149,17 @@ def _figures(
 
     figures: dict[str, str] = {}
     scores = fidelity.column_scores.set_index("column")["score"].to_dict()
-    for i, image in enumerate(marginal_figures(fidelity.marginals, scores)):
-        figures[f"marginals_{i}"] = image
-    if len(fidelity.associations["columns"]) > 1:
-        figures["associations"] = heatmap_figure(fidelity.associations)
-    for t in utility_results:
-        figures[f"utility_{t}"] = utility_figure(data["utility"][t])
-    if privacy_result is not None:
-        figures["privacy"] = privacy_figure(privacy_result)
+    with warnings.catch_warnings():  # names in scripts the font lacks (CJK) show as boxes
+        warnings.filterwarnings("ignore", "Glyph .* missing from font", UserWarning)
+        warnings.filterwarnings("ignore", "Tight layout not applied", UserWarning)
+        for i, image in enumerate(marginal_figures(fidelity.marginals, scores)):
+            figures[f"marginals_{i}"] = image
+        if len(fidelity.associations["columns"]) > 1:
+            figures["associations"] = heatmap_figure(fidelity.associations)
+        for t in utility_results:
+            figures[f"utility_{t}"] = utility_figure(data["utility"][t])
+        if privacy_result is not None:
+            figures["privacy"] = privacy_figure(privacy_result)
     return figures
 
 

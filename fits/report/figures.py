@@ -96,7 +96,8 @@ def marginal_figures(marginals: Mapping[str, dict], scores: Mapping[str, float])
                 )
                 ax.set_ylabel("share", fontsize=7)
             score = scores.get(col)
-            title = col if score is None else f"{col}  ({fmt_number(score)})"
+            name = col if len(col) <= 40 else col[:39] + "…"  # the table shows it whole
+            title = name if score is None else f"{name}  ({fmt_number(score)})"
             ax.set_title(title, fontsize=8.5, loc="left")
         fig.tight_layout()
         images.append(_png(fig))
