@@ -22,6 +22,8 @@ from typing import Annotated, Any
 
 import typer
 
+from fits.core.names import format_column_list
+
 from .errors import fail as _fail
 from .options import (
     BoostingOpt,
@@ -30,6 +32,7 @@ from .options import (
     ColumnNameError,
     DesignOpt,
     Secure,
+    match_columns,
     match_keys,
     parse_boosting,
     parse_column_designs,
@@ -38,6 +41,7 @@ from .options import (
     parse_order,
     pooled_without_secure,
     repeated_site_files,
+    show_columns,
 )
 
 __all__ = ["federate"]
@@ -238,6 +242,17 @@ def site(
             "on this machine. Default: fresh randomness.",
         ),
     ] = "",
+    drop: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--drop",
+            help="Leave this column of this site's table out (repeat for several), e.g. "
+            "an identifier or free text: the site never describes it or answers about "
+            "it. Every site must leave out the same columns (or the run drops them: "
+            "fits federate run --drop).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Start this site's SuperNode; its rows stay here, only protocol arrays leave.
 
@@ -256,8 +271,28 @@ def site(
         frame = read_table(data)
     except DataFileError as exc:
         _fail(str(exc))
+    dropped: list[str] = []
+    if drop:  # as fits synthesize --drop names them; the SuperNode drops them again
+        try:
+            dropped = list(
+                dict.fromkeys(
+                    match_columns(
+                        drop,
+                        [str(c) for c in frame.columns],
+                        "--drop",
+                        f"{name or data.stem}'s table",
+                    )
+                )
+            )
+        except ColumnNameError as exc:
+            _fail(str(exc), 2)
+        frame = frame.drop(columns=dropped)
     _check_site(frame, name or data.stem, kernel, bandwidth, knn_budget)
-    typer.echo(f"{name or data.stem}: {len(frame)} rows, {frame.shape[1]} columns", err=True)
+    typer.echo(
+        f"{name or data.stem}: {len(frame)} rows, {frame.shape[1]} columns"
+        + (f" (left out: {show_columns(dropped)})" if dropped else ""),
+        err=True,
+    )
     try:
         cmd = launch.supernode_command(
             superlink,
@@ -272,6 +307,7 @@ def site(
             policy=policy,
             audit=audit,
             seed=seed,
+            drop=dropped,
         )
     except launch.FederationError as exc:
         _fail(str(exc), 2)
@@ -306,12 +342,21 @@ def _run_config(
     boosting: list[str] | None = None,
     columns: list[str] | None = None,
     known: Path | None = None,
+    drop: list[str] | None = None,
+    site_headers: dict[str, list[str]] | None = None,
 ) -> dict[str, Any]:
     """The run config of these options.  With ``columns`` (the site tables' headers,
     known to ``fits federate local``), the columns the options name are resolved to
     them here (:func:`~fits.core.names.match_columns`), so a bad name is a usage error
     before any process starts; else they go as given, and the coordinator resolves them
-    by the same rule to the headers the sites report at setup."""
+    by the same rule to the headers the sites report at setup.
+
+    ``drop`` goes as given (run config ``drop``): each site resolves the names to its
+    own headers and leaves those columns out of its table before it describes it
+    (:func:`fits.deploy.flower.site_drop`).  With ``site_headers`` (every site's header,
+    by site name, ``fits federate local``) they are checked here as ``fits synthesize
+    --drop`` checks them, site by site, and ``columns`` are the first site's without
+    them."""
     if (rows is None) == (known is None):
         _fail("give either --rows N (rows to draw) or --known FILE (rows to complete)", 2)
     if known is not None:
@@ -351,6 +396,17 @@ def _run_config(
         boosting_params = parse_boosting(boosting, column_models)
     except ValueError as exc:
         _fail(str(exc), 2)
+    if drop and site_headers:
+        try:
+            left_out = {
+                site: match_columns(drop, header, "--drop", f"{site}'s table")
+                for site, header in site_headers.items()
+            }
+        except ColumnNameError as exc:
+            _fail(str(exc), 2)
+        if columns is not None:
+            first = left_out[next(iter(site_headers))]
+            columns = [c for c in columns if c not in first]
     if columns is not None:
         try:
             kind_map = match_keys(kind_map, columns, "--kind")
@@ -388,6 +444,7 @@ def _run_config(
         "column-models": json.dumps(column_models) if column_models else "",
         "boosting": json.dumps(boosting_params) if boosting_params else "",
         "round-cost-bytes": int(round_cost_bytes),
+        "drop": format_column_list(drop) if drop else "",
     }
 
 
@@ -447,6 +504,16 @@ RoundCost = Annotated[
         "seconds, so e.g. 40000000 (what 100 Mbit/s carry in 3 s) saves rounds; 0 "
         "(default): two rounds everywhere, the fewest bytes. The table changes only by "
         "rounding.",
+    ),
+]
+DropOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--drop",
+        help="Leave this column out (repeat for several), e.g. an identifier or free "
+        "text. Every site leaves it out of its table before it describes it, so its "
+        "values never leave the site; every site must have it.",
+        show_default=False,
     ),
 ]
 NoRules = Annotated[
@@ -512,6 +579,7 @@ def run(
     column_model: ColumnModelOpt = None,
     boosting: BoostingOpt = None,
     round_cost_bytes: RoundCost = 0,
+    drop: DropOpt = None,
     insecure: Insecure = False,
     root_certificates: Annotated[
         Path | None, typer.Option("--ca", help="The SuperLink's CA certificate (PEM).")
@@ -552,6 +620,7 @@ def run(
         column_model,
         boosting,
         known=known,
+        drop=drop,
     )
     try:
         result = launch.submit_run(
@@ -630,6 +699,7 @@ def local(
     column_model: ColumnModelOpt = None,
     boosting: BoostingOpt = None,
     round_cost_bytes: RoundCost = 0,
+    drop: DropOpt = None,
     process_per_message: Annotated[
         bool,
         typer.Option(
@@ -710,6 +780,9 @@ def local(
     columns = None
     if kind or order.strip() or column_design or column_model or boosting:
         columns = _header(data[0])  # the columns these options name
+    # --drop: every site's header, checked as fits synthesize checks it (the sites drop
+    # the columns from their own tables: run config drop)
+    site_headers = {n: _header(p) for n, p in zip(names, data, strict=True)} if drop else None
     config = _run_config(
         out,
         rows,
@@ -730,6 +803,8 @@ def local(
         boosting,
         columns=columns,
         known=known,
+        drop=drop,
+        site_headers=site_headers,
     )
     launch = _launch()  # every usage error above is reported with or without Flower
     kernels = dict(zip(names, kernel, strict=True)) if kernel else {}

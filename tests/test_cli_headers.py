@@ -177,6 +177,87 @@ def test_federate_local_resolves_every_column_option(sites, tmp_path, monkeypatc
     assert config["kinds"] == "age:continuous,b:id" and config["order"] == "b,age"
 
 
+def test_federate_drop_is_synthesize_drop(sites, tmp_path, monkeypatch) -> None:
+    """fits federate local --drop: the names go in the run config as given (each site
+    resolves them to its own header and leaves the column out of its table), and are
+    checked here, site by site, as fits synthesize --drop checks them: a site without
+    the column is the same usage error (exit 2), and the other options name the columns
+    left, as with fits synthesize."""
+    from fits.cli import federate
+
+    seen: dict = {}
+
+    def run_local_federation(launch, site_files, config, **options):
+        seen.update(config)
+        return SimpleNamespace(ok=True, log="", run_id=1, seconds=0.0)
+
+    monkeypatch.setattr(federate, "_launch", lambda: None)
+    monkeypatch.setattr(federate, "run_local_federation", run_local_federation)
+    out = tmp_path / "s.csv"
+    local = ["federate", "local", *sites, "--rows", 5, "--out", out]
+    res = _fits(*local, "--drop", "n", "--drop", "id", "--order", "g,x,h", "--kind", "h:nominal")
+    assert res.exit_code == 0, res.output
+    assert seen["drop"] == "n,id" and seen["order"] == " g , x , h "
+    assert json.loads(seen["kinds"]) == {" h ": "nominal"}
+    seen.clear()
+    res = _fits(*local, "--drop", " n ", "--drop", "x,y")  # as given: a JSON array
+    assert res.exit_code == 2 and not seen, res.output  # no column 'x,y'
+    config = federate._run_config(out, 5, 0, [], "", None, 60.0, 2, None, drop=[" n ", "x,y"])
+    assert json.loads(config["drop"]) == [" n ", "x,y"]
+    # a site that lacks the column: what fits synthesize says, word for word
+    lacking = tmp_path / "c.csv"
+    pd.read_csv(sites[1]).drop(columns=[" n "]).to_csv(lacking, index=False)
+    said = []
+    for argv in (
+        ["synthesize", sites[0], lacking, "--rows", 5, "--out", out, "-q"],
+        ["federate", "local", sites[0], lacking, "--rows", 5, "--out", out],
+    ):
+        res = _fits(*argv, "--drop", "n", "--order", "g,x,h,id")
+        assert res.exit_code == 2, res.output
+        said.append(" ".join(res.output.split()))
+    assert said[0] == said[1], said
+    assert "--drop: no column ['n'] in c's table (columns: ' x ', ' g ', ' h ', ' id ')" in said[1]
+    # what --drop leaves out cannot be named by the other options, as in fits synthesize
+    for command in (["synthesize", *sites, "--rows", 5, "--out", out, "-q"], local):
+        res = _fits(*command, "--drop", "n", "--kind", "n=nominal")
+        assert res.exit_code == 2 and "--kind: no column ['n']" in res.output, res.output
+    assert not out.exists() and not seen
+
+
+def test_federate_site_drop(sites, tmp_path, monkeypatch) -> None:
+    """fits federate site --drop (the data holder's own): resolved to this table's
+    header as fits synthesize --drop resolves it (unknown: exit 2 before Flower starts);
+    the SuperNode's node config gets the header, and the site's check and its line on
+    stderr see the table without it."""
+    from fits.cli import federate
+
+    given: dict = {}
+
+    def supernode_command(superlink, data, **options):
+        given.update(options)
+        return ["flower-supernode"]
+
+    launch = SimpleNamespace(FederationError=RuntimeError, supernode_command=supernode_command)
+    monkeypatch.setattr(federate, "_launch", lambda: launch)
+    monkeypatch.setattr(federate, "_port_problem", lambda host, port: None)
+    monkeypatch.setattr(federate, "_exec", lambda cmd, home: None)
+    site = ["federate", "site", "--data", sites[0], "--superlink", "x:1", "--insecure"]
+    res = _fits(*site, "--drop", "zz")
+    assert res.exit_code == 2 and not given, res.output
+    flat = " ".join(res.output.split())
+    assert (
+        "--drop: no column ['zz'] in a's table (columns: ' x ', ' g ', ' h ', ' n ', ' id ')"
+        in flat
+    )
+    res = _fits(*site, "--name", "north", "--drop", "n", "--drop", "id", "--drop", " n ")
+    assert res.exit_code == 0, res.output
+    assert given["drop"] == [" n ", " id "]
+    assert "north: 30 rows, 3 columns (left out: ' n ', ' id ')" in res.output
+    from fits.core.names import format_column_list, parse_column_list
+
+    assert parse_column_list(format_column_list(given["drop"]), "drop") == [" n ", " id "]
+
+
 def _cases(table: str, name: str, other: str) -> list[tuple[str, list[str]]]:
     """(option, command line) of every option naming column ``name`` of ``table``
     (``other``: a column the name resolves to without doubt)."""
@@ -198,6 +279,7 @@ def _cases(table: str, name: str, other: str) -> list[tuple[str, list[str]]]:
         ("--target", [*real, "--target", name]),
         ("--target", [*analyze, "--target", name]),
         ("--features", [*analyze, "--target", other, "--features", name]),
+        ("--drop", [*federate, "--drop", name]),
         ("--kind", [*federate, "--kind", f"{name}:nominal"]),
         ("--order", [*federate, "--order", f"{other},{name}"]),
         ("--column-design", [*federate, "--column-design", f"{name}=constant"]),

@@ -75,8 +75,9 @@ def _task_identity(monkeypatch):
 class FakeGrid:
     """Flower's Grid interface, delivering to the ClientApp handler in this process."""
 
-    def __init__(self, node_configs, fail=None, silent=()):
+    def __init__(self, node_configs, fail=None, silent=(), run_config=None):
         self.nodes = {1000 + 7 * k: cfg for k, cfg in enumerate(node_configs)}
+        self.run_config = dict(run_config or {})  # what each ClientApp's context holds
         self.states = {n: RecordDict() for n in self.nodes}
         self.replies = {}
         self.sent = []
@@ -96,7 +97,7 @@ class FakeGrid:
             mid = uuid.uuid4().hex
             msg.metadata.__dict__["_message_id"] = mid
             node = msg.metadata.dst_node_id
-            ctx = Context(1, node, self.nodes[node], self.states[node], {})
+            ctx = Context(1, node, self.nodes[node], self.states[node], self.run_config)
             kind = msg.metadata.message_type.rsplit("_", 1)[1]
             if self.fail.get(node) == kind:
                 reply = FlowerMessage(Error(5, "node went away"), reply_to=msg)
@@ -238,7 +239,9 @@ def test_a_process_that_answers_many_messages_keeps_its_configured_sites(
     config = {"rows": 150, "seed": 6, "kinds": format_kinds(kinds), "order": ",".join(order)}
     built: list[str] = []
     real_build = fl.build_site
-    monkeypatch.setattr(fl, "build_site", lambda cfg: built.append(cfg["name"]) or real_build(cfg))
+    monkeypatch.setattr(
+        fl, "build_site", lambda cfg, *run: built.append(cfg["name"]) or real_build(cfg, *run)
+    )
     tables = {}
     default = fl._SITES_KEPT
     for kept in (default, 0):
@@ -440,6 +443,62 @@ def test_site_policy_and_audit_from_node_config_hold_across_messages(site_files,
     assert entry["outcome"] == "refused" and "extra_queries=100" in entry["reason"]
 
 
+def _with_ids(paths, folder, spaced=()):
+    """The site files with an identifier column ``uid`` (``' uid '`` at the sites in
+    ``spaced``) before the others: distinct text values the schema refuses to model."""
+    out = {}
+    for name, path in paths.items():
+        frame = read_table(path)
+        header = " uid " if name in spaced else "uid"
+        frame.insert(0, header, [f"person-{name}-{k:05d}" for k in range(len(frame))])
+        out[name] = folder / path.name
+        frame.to_csv(out[name], index=False)
+    return out
+
+
+def test_drop_in_the_run_config_leaves_the_column_at_every_site(site_files, tmp_path):
+    """Run config ``drop`` (fits federate run/local --drop): each site leaves the column
+    out of its table before its setup reply, as fits synthesize --drop leaves it out of
+    the tables (the name resolved to each site's header: ``' uid '`` at site-b), so the
+    table is the in-process one of the files without it, bit for bit, and neither the
+    column's name nor a value of it is in anything a site sent; a site's own node
+    config ``drop`` (fits federate site --drop) gives the same table.  Without it, the
+    run stops naming --drop; a site that lacks the column stops the run naming it."""
+    import fits.deploy.flower as fl
+
+    paths, kinds, order = site_files
+    with_ids = _with_ids(paths, tmp_path, spaced={"site-b"})
+    out = tmp_path / "synthetic.csv"
+    config = {"output": str(out), "rows": 120, "seed": 5, "kinds": format_kinds(kinds)}
+    config["order"] = ",".join(order)
+    expected = _in_process(paths, kinds, order, 120, 5)
+    grid = FakeGrid(_node_configs(with_ids), run_config={**config, "drop": "uid"})
+    run_synthesis(grid, {**config, "drop": "uid"})
+    pd.testing.assert_frame_equal(read_table(out), expected, check_exact=True)
+    for _, content in grid.sent:
+        sent = json.dumps(dict(content.config_records["config"]), default=str)
+        assert "uid" not in sent and "person-" not in sent
+    out.unlink()
+    fl._SITES.clear()
+    own = [{**c, "drop": "uid"} for c in _node_configs(with_ids)]
+    run_synthesis(FakeGrid(own, run_config=config), config)
+    pd.testing.assert_frame_equal(read_table(out), expected, check_exact=True)
+    out.unlink()
+    (tmp_path / "plain").mkdir()
+    plain = _node_configs(_with_ids(paths, tmp_path / "plain"))  # 'uid' at every site
+    with pytest.raises(RunStopped, match=r"'uid' looks like an identifier.* federate: --drop uid"):
+        run_synthesis(FakeGrid(plain, run_config=config), config)
+    partly = {**paths, "site-b": with_ids["site-b"]}  # ' uid ' at site-b alone
+    stop = r"--drop: no column \['uid'\] in site-a's table \(columns: X_"
+    with pytest.raises(RunStopped, match=stop):
+        run_synthesis(FakeGrid(_node_configs(partly), run_config={**config, "drop": "uid"}),
+                      {**config, "drop": "uid"})  # fmt: skip
+    assert not out.exists()
+    with pytest.raises(ValueError, match=r"run config drop='\[uid': write column names"):
+        run_synthesis(FakeGrid(_node_configs(paths)), {**config, "drop": "[uid"})
+    fl._SITES.clear()
+
+
 def test_missing_data_path_is_a_clear_error():
     grid = FakeGrid([{"name": "x"}])
     transport = FlowerTransport(grid, grid.get_node_ids())
@@ -597,6 +656,37 @@ def test_fits_federate_local_command_keeps_types(tmp_path):
     assert list(table.columns) == ["g", "age", "score"] and len(table) == 200
     assert set(table["g"]) <= {"north", "south", "east"}
     assert table["age"].dtype.kind == "i" and table["score"].isna().any()
+
+
+@pytest.mark.flower
+def test_fits_federate_local_drop_is_fits_synthesize_drop(tmp_path):
+    """fits federate local a.csv b.csv --drop uid (the sites in name order) writes the
+    table fits synthesize a.csv b.csv --drop uid writes with the same seed; the column
+    is ' uid ' at site b, named uid, as fits synthesize resolves it."""
+    import subprocess
+    import sys
+
+    rng = np.random.default_rng(5)
+    n = 400
+    g = rng.choice(["u", "v", "w"], n)
+    x = rng.normal(size=n) + (g == "u")
+    frame = pd.DataFrame({"uid": [f"person-{k:05d}" for k in range(n)], "g": g, "x": x})
+    files = [tmp_path / "a.csv", tmp_path / "b.csv"]
+    frame.iloc[:250].to_csv(files[0], index=False)
+    frame.iloc[250:].rename(columns={"uid": " uid "}).to_csv(files[1], index=False)
+    fits = Path(sys.executable).with_name("fits")
+    tables = {}
+    for command in (["federate", "local"], ["synthesize"]):
+        out = tmp_path / f"{command[-1]}.csv"
+        res = subprocess.run(
+            [str(fits), *command, *map(str, files), "--drop", "uid", "--rows", "150",
+             "--seed", "4", "--out", str(out)],
+            capture_output=True, text=True, timeout=400, check=False,
+        )  # fmt: skip
+        assert res.returncode == 0, res.stderr[-3000:]
+        tables[command[-1]] = read_table(out)
+    assert list(tables["local"].columns) == ["g", "x"] and len(tables["local"]) == 150
+    pd.testing.assert_frame_equal(tables["local"], tables["synthesize"], check_exact=True)
 
 
 @pytest.mark.flower

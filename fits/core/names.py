@@ -11,19 +11,24 @@ learns the headers only from the sites' setup replies.
 - :func:`header_for`: one name's header, ``None`` when no header matches;
 - :func:`resolve_columns`, :func:`resolve_keys`: names resolved where they match, the
   others kept as given (for callers with their own message for an unknown column);
-- :func:`match_columns`, :func:`match_keys`: the same, and an unknown name is an error.
+- :func:`match_columns`, :func:`match_keys`: the same, and an unknown name is an error;
+- :func:`format_column_list`, :func:`parse_column_list`: a list of names as one line of
+  text (a Flower run or node config value, e.g. ``drop``) and back.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TypeVar
 
 __all__ = [
     "ColumnNameError",
+    "format_column_list",
     "header_for",
     "match_columns",
     "match_keys",
+    "parse_column_list",
     "resolve_columns",
     "resolve_keys",
     "show_columns",
@@ -157,3 +162,41 @@ def match_keys(
         As :func:`match_columns`, or two keys that stand for one header.
     """
     return resolve_keys(named, columns, option, where, is_column=is_column, strict=True)
+
+
+def format_column_list(names: Iterable[str]) -> str:
+    """Column names as one line of text: ``"a,b"``, or a JSON array where a name has
+    surrounding spaces, a comma, no characters, or starts the text with ``[`` (which
+    ``"a,b"`` cannot carry).  The JSON escapes every quote ``'`` (``\\u0027``) and every
+    character outside ASCII, so the text holds no ``'``: it travels in a Flower node
+    config (``key='...'``) whatever the names.  :func:`parse_column_list` reads it."""
+    names = [str(n) for n in names]
+    if all(n and n == n.strip() and "," not in n for n in names) and not (
+        names and names[0].startswith("[")
+    ):
+        return ",".join(names)
+    return json.dumps(names).replace("'", "\\u0027")
+
+
+def parse_column_list(text: str, key: str) -> list[str]:
+    """The names of :func:`format_column_list`'s text (``""``: none); a JSON array
+    when it starts with ``[``, else names separated by commas.
+
+    Raises
+    ------
+    ValueError
+        A text that starts with ``[`` but is no JSON array of strings (naming ``key``).
+    """
+    text = str(text)
+    if not text.strip().startswith("["):
+        return [n for n in text.split(",") if n.strip()]
+    try:
+        names = json.loads(text)
+    except json.JSONDecodeError:
+        names = None
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise ValueError(
+            f"{key}={text!r}: write column names separated by commas, or a JSON array "
+            'of them, e.g. ["uid", " notes "]'
+        )
+    return names

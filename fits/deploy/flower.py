@@ -22,6 +22,9 @@ Site side (node config of each SuperNode, see ``docs/federation.md``)::
     policy    = ""                   # path of the site's policy JSON ("" = the default)
     seed      = ""                   # analysis: the site's noise seed ("" = fresh entropy)
     audit     = ""                   # path: one JSON line per request this site handled
+    drop      = ""                   # columns this site leaves out of its table, "uid,notes"
+                                     # (a JSON array for names with commas or surrounding
+                                     # spaces; "" = none); never described, never sent
 
 Flower starts a new ClientApp process for every message.  The site rebuilds its
 :class:`~fits.federation.client.FITSClient` from its file each time and replays the coordinator's
@@ -66,6 +69,10 @@ Coordinator side (run config, ``fits federate run`` fills it in)::
                                    # held-out score; "" = FITSSynthesizer's default)
     round-cost-bytes = 0           # one message round per column where it adds at most
                                    # this many bytes (FITSSynthesizer round_cost_bytes)
+    drop       = ""                # columns every site leaves out of its table before it
+                                   # describes it ("uid,notes" or a JSON array; each site
+                                   # must have them; "" = none): applied at the sites, so
+                                   # their values never leave them
 
 With ``secure = true`` each site keeps the private key of its secure-aggregation key
 pair (:mod:`fits.federation.secure`) in its ``context.state`` next to ``configure``; only the
@@ -110,6 +117,7 @@ from flwr.app import Message as FlowerMessage
 from flwr.clientapp import ClientApp
 from flwr.serverapp import Grid
 
+from fits.core.names import parse_column_list
 from fits.federation.protocol import (
     ANALYSIS_REPLIES,
     DESIGNS,
@@ -373,6 +381,9 @@ def _read_run_config(config: Mapping[str, Any]) -> dict[str, Any]:
         "boosting": _parse_boosting(get("boosting", "")),
         "smoothing": _parse_smoothing(get("smoothing", "")),
         "round_cost_bytes": _parse_count(get("round-cost-bytes", 0), "round-cost-bytes"),
+        # applied by each site to its own table (site_drop); read here only to refuse a
+        # malformed value before any message goes out
+        "drop": parse_column_list(str(get("drop", "")), "run config drop"),
     }
 
 
@@ -562,15 +573,56 @@ def _site_file(node_config: Mapping[str, Any]) -> tuple[Path, str]:
     return path, str(node_config.get("name", "")) or path.stem
 
 
-def build_site(node_config: Mapping[str, Any]) -> FITSClient:
-    """The site's :class:`~fits.federation.client.FITSClient`, from its node config."""
-    from fits.federation.client import FITSClient
+def site_drop(
+    columns: Sequence[str],
+    name: str,
+    node_config: Mapping[str, Any],
+    run_config: Mapping[str, Any] | None = None,
+) -> list[str]:
+    """The headers of ``columns`` (the site's table) that the site leaves out: those its
+    node config's ``drop`` names (the site's own choice, ``fits federate site --drop``)
+    and those the run config's ``drop`` names (the run's, ``fits federate run --drop``),
+    each name resolved to the site's own header as ``fits synthesize --drop`` resolves
+    it (:func:`~fits.core.names.match_columns`).
+
+    Raises
+    ------
+    ColumnNameError
+        A name no header of this table matches (every site must have the column), or
+        two headers match.
+    """
+    from fits.core.names import match_columns
+
+    names = parse_column_list(str(node_config.get("drop", "")), "node config drop")
+    if run_config is not None:
+        names += parse_column_list(str(run_config.get("drop", "")), "run config drop")
+    if not names:
+        return []
+    return list(dict.fromkeys(match_columns(names, columns, "--drop", f"{name}'s table")))
+
+
+def site_table(
+    node_config: Mapping[str, Any], run_config: Mapping[str, Any] | None = None
+) -> tuple[Any, str]:
+    """The site's table as it takes part (its file without the :func:`site_drop`
+    columns, which never reach its replies) and the site's name."""
     from fits.io import read_table
 
     path, name = _site_file(node_config)
-    return FITSClient(
-        read_table(path), name, site_kernel(node_config), policy=site_policy(node_config)
-    )
+    frame = read_table(path)
+    drop = site_drop([str(c) for c in frame.columns], name, node_config, run_config)
+    return (frame.drop(columns=drop) if drop else frame), name
+
+
+def build_site(
+    node_config: Mapping[str, Any], run_config: Mapping[str, Any] | None = None
+) -> FITSClient:
+    """The site's :class:`~fits.federation.client.FITSClient`, from its node config (and
+    the run config's ``drop``)."""
+    from fits.federation.client import FITSClient
+
+    frame, name = site_table(node_config, run_config)
+    return FITSClient(frame, name, site_kernel(node_config), policy=site_policy(node_config))
 
 
 def site_policy(node_config: Mapping[str, Any]) -> SitePolicy:
@@ -595,9 +647,9 @@ _SITES_KEPT = 4
 
 
 def _site_key(context: Context) -> tuple[Any, ...] | None:
-    """What a configured site is a function of: the run, the node config, the site's
-    file (path, size, modification time), the stored ``configure`` request and the
-    secure-aggregation key; None before configure."""
+    """What a configured site is a function of: the run, the node config, the run
+    config's ``drop``, the site's file (path, size, modification time), the stored
+    ``configure`` request and the secure-aggregation key; None before configure."""
     if _STATE_CONFIG not in context.state.config_records:
         return None
     path, _ = _site_file(context.node_config)
@@ -609,6 +661,7 @@ def _site_key(context: Context) -> tuple[Any, ...] | None:
     return (
         context.run_id,
         json.dumps(dict(context.node_config), sort_keys=True, default=str),
+        str(context.run_config.get("drop", "")),
         str(path.resolve()),
         stat.st_size,
         stat.st_mtime_ns,
@@ -628,7 +681,7 @@ def _configured_site(fits_type: str, msg: FlowerMessage, context: Context) -> FI
         key = _site_key(context)
         if key is not None and key in _SITES:
             return _SITES[key]
-    site = build_site(context.node_config)
+    site = build_site(context.node_config, context.run_config)
     if fits_type != "setup" and _STATE_SECRET in context.state.config_records:
         site.resume_secure(bytes.fromhex(str(context.state.config_records[_STATE_SECRET]["key"])))
     if fits_type == "configure":
@@ -718,20 +771,24 @@ def _analysis_seed(context: Context) -> np.random.SeedSequence:
     return np.random.SeedSequence(int(str(context.state.config_records[_STATE_SEED]["entropy"])))
 
 
-def build_analysis_site(node_config: Mapping[str, Any], fits_type: str, seed: Any) -> Any:
+def build_analysis_site(
+    node_config: Mapping[str, Any],
+    fits_type: str,
+    seed: Any,
+    run_config: Mapping[str, Any] | None = None,
+) -> Any:
     """The analysis site answering ``fits_type``: a :class:`~fits.analysis.lsa.FedLSASite`
     for ``lsa_*`` messages, else a :class:`~fits.analysis.glm.GLMSite` seeded with the
-    site's own ``seed`` (both answer ``setup`` and ``moments`` alike)."""
-    from fits.io import read_table
-
-    path, name = _site_file(node_config)
+    site's own ``seed`` (both answer ``setup`` and ``moments`` alike); its table without
+    the columns it drops (:func:`site_drop`)."""
+    frame, name = site_table(node_config, run_config)
     if fits_type.startswith("lsa_"):
         from fits.analysis.lsa import FedLSASite
 
-        return FedLSASite(read_table(path), name)
+        return FedLSASite(frame, name)
     from fits.analysis.glm import GLMSite
 
-    return GLMSite(read_table(path), name, seed=seed)
+    return GLMSite(frame, name, seed=seed)
 
 
 def _keep_request(context: Context, content: RecordDict, fits_type: str, before: Any) -> None:
@@ -779,7 +836,9 @@ def _handle_analysis(msg: FlowerMessage, fits_type: str, context: Context) -> Fl
     draws, and the release plan holds across processes.
     """
     request = from_records(fits_type, msg.content)
-    site = build_analysis_site(context.node_config, fits_type, _analysis_seed(context))
+    site = build_analysis_site(
+        context.node_config, fits_type, _analysis_seed(context), context.run_config
+    )
     _replay(site, context, fits_type)
     latest = None
     if _STATE_ANALYSIS in context.state.config_records:
@@ -831,6 +890,7 @@ RUN_CONFIG_DEFAULTS: dict[str, Any] = {
     "boosting": "",
     "smoothing": "",
     "round-cost-bytes": 0,
+    "drop": "",
 }
 
 

@@ -201,6 +201,7 @@ def supernode_command(
     audit: str | Path | None = None,
     seed: str = "",
     isolation: str = "subprocess",
+    drop: Sequence[str] = (),
 ) -> list[str]:
     """The ``flower-supernode`` command line for one site: Flower's SuperNode, started
     through :mod:`fits.deploy.flower_supernode` (which shortens its fixed 3 s wait for
@@ -211,10 +212,12 @@ def supernode_command(
     task executor started apart -- fits' warm site process
     (:mod:`fits.deploy.flower_worker`, :func:`worker_command`).
 
-    The site's data path, name, kernel, policy file, audit file and noise seed (for
-    private model fitting; ``""``: the site draws its own) go into the SuperNode's node
-    config; the data never leaves the site.  A policy file is checked here
-    (:meth:`fits.federation.policy.SitePolicy.from_json`), before the site starts.
+    The site's data path, name, kernel, policy file, audit file, noise seed (for
+    private model fitting; ``""``: the site draws its own) and the columns it leaves out
+    of its table (``drop``, resolved by the site as ``fits synthesize --drop`` resolves
+    them) go into the SuperNode's node config; the data never leaves the site.  A
+    policy file is checked here (:meth:`fits.federation.policy.SitePolicy.from_json`),
+    before the site starts.
     """
     path = Path(data).resolve()
     if not path.is_file():
@@ -242,9 +245,17 @@ def supernode_command(
         if not audit_path.parent.is_dir():
             raise FederationError(f"{audit_path.parent}: no such folder (for the audit log)")
         node_config["audit"] = str(audit_path)
+    if drop:
+        from fits.core.names import format_column_list
+
+        node_config["drop"] = format_column_list(drop)
     parts = []
     for k, v in node_config.items():
-        parts.append(f"{k}={json.dumps(v)}" if isinstance(v, str) else f"{k}={v!r}")
+        if isinstance(v, str) and '"' in v and "'" not in v and v.isprintable():
+            # Flower reads key="..." up to the first '"': a TOML literal string instead
+            parts.append(f"{k}='{v}'")
+        else:
+            parts.append(f"{k}={json.dumps(v)}" if isinstance(v, str) else f"{k}={v!r}")
     _flower_bin("flower-supernode")  # installed, or a clear error
     cmd = [
         _flower_bin("fits-flower-supernode"),  # Flower's SuperNode, a shorter idle poll
