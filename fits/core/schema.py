@@ -1303,7 +1303,7 @@ def _unsupported(series: pd.Series) -> tuple[str, str] | None:
             return (
                 "bytes",
                 "decode it to text, e.g. df[c].str.decode('utf-8'), or drop the column "
-                "(fits synthesize: --drop; fits federate: remove it from the site's file)",
+                "(fits synthesize and fits federate: --drop)",
             )
     if pd.api.types.is_timedelta64_dtype(dt) or isinstance(sample, (pd.Timedelta, timedelta)):
         return "durations (timedelta)", "convert it to a number, e.g. df[c].dt.total_seconds()"
@@ -1323,8 +1323,8 @@ def _unsupported(series: pd.Series) -> tuple[str, str] | None:
         return (
             "nested values (lists, arrays or records)",
             "give each element or field a column of its own, store it as text with "
-            "df[c].astype(str), or drop the column (fits synthesize: --drop; fits "
-            "federate: remove it from the site's file)",
+            "df[c].astype(str), or drop the column (fits synthesize and fits federate: "
+            "--drop)",
         )
     return None
 
@@ -1784,9 +1784,9 @@ def _identifier_error(refused: Mapping[str, str]) -> IdentifierColumnError:
     api = ", ".join(f"{n!r}: 'id'" for n in names)
     return IdentifierColumnError(
         "; ".join(lines) + ". fits will not model such a column: every synthetic value would be a "
-        "real one, copied verbatim. Drop it (fits synthesize and fits schema: "
-        f"{drop}; fits federate: remove it from every site's file; Python: drop the "
-        "column before fitting) or declare it an identifier "
+        "real one, copied verbatim. Drop it (fits synthesize, fits schema and fits "
+        f"federate: {drop}; Python: drop the column before fitting) or declare it an "
+        "identifier "
         f"(command line: {declare}; Python: kinds={{{api}}}; in a schema file: "
         '"kind": "id"): the output then holds fresh surrogate values '
         f"{SURROGATE_PREFIX}000001, {SURROGATE_PREFIX}000002, ... and the column is not "
@@ -2003,9 +2003,8 @@ def _merge_continuous(
             f"column {name!r} holds a different whole number in every row: it looks like "
             "a numeric identifier. It is modelled as continuous, so its synthetic values "
             "are fresh draws between the real ones, rounded to whole numbers, and can "
-            "coincide with real identifiers. Drop it (fits synthesize: --drop "
-            f"{shlex.quote(name)}; fits federate: remove it from every site's file) or "
-            "declare it an identifier (--kind "
+            "coincide with real identifiers. Drop it (fits synthesize and fits federate: "
+            f"--drop {shlex.quote(name)}) or declare it an identifier (--kind "
             f"{shlex.quote(f'{name}=id')}; Python: "
             f"kinds={{{name!r}: 'id'}}) to get surrogate values instead; declare it "
             f"continuous (kinds={{{name!r}: 'continuous'}}) to keep it and silence this.",
