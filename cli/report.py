@@ -292,7 +292,7 @@ def report(
         except UsageError as err:
             raise _fail(str(err), 2) from None
         except (DataError, SchemaError, ValueError, TypeError) as err:
-            raise _fail(str(err), 1) from None
+            raise _fail(_name_files(str(err), files), 1) from None
         except OSError as err:
             raise _fail(f"cannot write the report: {err}", 1) from None
     if not quiet:
@@ -527,6 +527,16 @@ def _settings_json(settings: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise DataError(f"--settings {str(settings)!r}: expected a JSON object")
     return data
+
+
+def _name_files(message: str, files: _Files) -> str:
+    """An evaluator's message with the file behind "the real table" (and the others)."""
+    for role in ("real", "synthetic", "train", "test"):
+        path = getattr(files, role)
+        phrase = f"the {role} table"
+        if path is not None and phrase in message:
+            message = message.replace(phrase, f"{phrase} (--{role} {str(path)!r})", 1)
+    return message
 
 
 def _sources(

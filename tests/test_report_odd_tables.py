@@ -125,3 +125,30 @@ def test_report_target_no_model_handles_stops_before_any_step():
     with pytest.raises(ValueError, match="nominal with 5 levels.*do not name it as a target"):
         evaluate(real, real.copy(), target="level", progress=steps.append)
     assert steps == []
+
+
+def test_cli_report_data_errors_name_the_file(tmp_path):
+    """'the synthetic table lacks column(s) ...' named no file, and a numeric column
+    written as text in the synthetic file gave "column 'h' in the synthetic table is not
+    numeric (dtype str)", with no file, values or fix."""
+    rng = np.random.default_rng(0)
+    real = pd.DataFrame({"h": rng.normal(170, 10, 60), "g": rng.choice(["a", "b"], 60)})
+    real.to_csv(tmp_path / "real.csv", index=False)
+    real[["h"]].to_csv(tmp_path / "fewer.csv", index=False)
+    real.assign(h=real["h"].round(1).astype(str) + "cm").to_csv(tmp_path / "text.csv", index=False)
+    out = tmp_path / "r.html"
+    done = fits_in_process(
+        "report", "--real", tmp_path / "real.csv", "--synthetic", tmp_path / "fewer.csv",
+        "--out", out, "--quiet",
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert f"the synthetic table (--synthetic '{tmp_path / 'fewer.csv'}') lacks" in done.stderr
+    done = fits_in_process(
+        "report", "--real", tmp_path / "real.csv", "--synthetic", tmp_path / "text.csv",
+        "--out", out, "--quiet",
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr
+    assert f"not in the synthetic table (--synthetic '{tmp_path / 'text.csv'}')" in done.stderr
+    assert "values like ['" in done.stderr and "write it as numbers" in done.stderr
+    assert not out.exists()

@@ -698,6 +698,13 @@ def _check_inputs(
         raise ValueError(f"duplicate targets {targets}")
     tasks = _tasks_for(targets, task)
     client_frames = _client_frames(clients)
+    for c in columns:  # a numeric column whose synthetic values are text: say which
+        if kinds[c] == "continuous" and _numeric(real[c]) and not _numeric(synthetic[c]):
+            raise ValueError(
+                f"column {c!r} is numeric in the real table but not in the synthetic table "
+                f"(dtype {synthetic[c].dtype}, values like "
+                f"{synthetic[c].dropna().iloc[:2].tolist()}); write it as numbers"
+            )
     for name, frame in [("train", train), ("test", test), *client_frames.items()]:
         if frame is None:
             continue
