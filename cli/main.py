@@ -552,14 +552,6 @@ def _boosting_summary(coordinator: Any) -> str:
     return f"boosted columns: {', '.join(parts)}" if parts else ""
 
 
-#: ``fits synthesize`` estimates the time and size of requests of more rows than this
-#: (``--rows``, or the rows of a ``--known`` table) from a timed first piece of
-#: :data:`ESTIMATE_ROWS` rows (the rows do not depend on where the pieces are cut, see
-#: :meth:`fits.FITSSynthesizer.iter_sample` and ``iter_sample_remaining_columns``).
-LARGE_REQUEST_ROWS = 100_000
-ESTIMATE_ROWS = 8_192
-
-
 @contextmanager
 def _nothing() -> Iterator[None]:
     yield
@@ -611,17 +603,6 @@ def _human_seconds(t: float) -> str:
     return f"{t / 3600:.1f} h"
 
 
-def _encoded_size(frame: pd.DataFrame, suffix: str) -> int:
-    """Bytes ``frame`` takes in a file of this type (written to memory)."""
-    import io
-
-    if suffix == ".csv":
-        return len(frame.to_csv(index=False).encode("utf-8"))
-    buffer = io.BytesIO()
-    frame.to_parquet(buffer, index=False)
-    return buffer.getbuffer().nbytes
-
-
 def _complete_rows(
     synth: Any,
     known: Path,
@@ -633,7 +614,7 @@ def _complete_rows(
     """``--known``: one synthetic row per row of the file, the other columns drawn given
     its values (:meth:`fits.FITSSynthesizer.iter_sample_remaining_columns`), streamed
     into ``out`` atomically in chunks, as ``--rows`` is (:func:`_write_stream`: the
-    estimate and the free-space refusal for more than :data:`LARGE_REQUEST_ROWS`
+    estimate and the free-space refusal for more than :data:`fits.io.LARGE_REQUEST_ROWS`
     rows, the progress, the release check of every chunk).
 
     The known file is read whole (CSV and Parquet readers give it at once, and it is
@@ -743,17 +724,18 @@ def _write_stream(
 
     ``stream(first_chunk_rows, progress)`` gives the chunks (whose rows must not
     depend on where they are cut). Large requests (more than
-    :data:`LARGE_REQUEST_ROWS` rows) first draw :data:`ESTIMATE_ROWS` rows, time them,
-    print the estimated time and file size, and refuse (exit 2; the message starts
+    :data:`fits.io.LARGE_REQUEST_ROWS` rows) first draw :data:`fits.io.ESTIMATE_ROWS`
+    rows, time them, print the estimated time and file size, and refuse (exit 2; the message starts
     with ``request`` and ends with ``advice``) when the file would not fit in the free
     space of the output's file system. Every chunk goes through the release check
     ``check`` before it is written. Returns the rows written and the release check
     (None if it failed).
     """
+    from fits import io as fits_io
     from fits.federation.coordinator import BOOSTING_PROGRESS
-    from fits.io import write_table_chunks
 
-    large = rows > LARGE_REQUEST_ROWS
+    estimate_rows = fits_io.ESTIMATE_ROWS
+    large = rows > fits_io.LARGE_REQUEST_ROWS
     one_off = [0.0]  # when the boosted columns' models (fitted once, before row 1) were done
 
     def timed(column: str, done: int, total: int) -> None:
@@ -762,27 +744,27 @@ def _write_stream(
         if callback is not None:
             callback(column, done, total)
 
-    chunks_of = stream(ESTIMATE_ROWS if large else None, timed)
+    chunks_of = stream(estimate_rows if large else None, timed)
     first: list[pd.DataFrame] = []
     if large:
         clock = time.perf_counter()
         first.append(next(chunks_of))
         now = time.perf_counter()
         fitted = max(one_off[0], clock)  # the boost rounds are not paid again per chunk
-        seconds = (fitted - clock) + (now - fitted) * rows / ESTIMATE_ROWS
-        size = _encoded_size(first[0], out.suffix.lower()) * rows / ESTIMATE_ROWS
+        seconds = (fitted - clock) + (now - fitted) * rows / estimate_rows
+        size = fits_io.encoded_size(first[0], out.suffix.lower()) * rows / estimate_rows
         free = shutil.disk_usage(out.parent if str(out.parent) else Path(".")).free
         if size > free:
             _fail(
                 f"{request}: the output would take about {_human_bytes(size)} "
-                f"(estimated from the first {ESTIMATE_ROWS} rows) but the file system of "
+                f"(estimated from the first {estimate_rows} rows) but the file system of "
                 f"--out {str(out)!r} has {_human_bytes(free)} free; {advice}",
                 2,
             )
         if not quiet:
             typer.echo(
                 f"{rows:,} rows: estimated {_human_seconds(seconds)} and "
-                f"{_human_bytes(size)} (from the first {ESTIMATE_ROWS:,} rows; "
+                f"{_human_bytes(size)} (from the first {estimate_rows:,} rows; "
                 f"{_human_bytes(free)} free)",
                 err=True,
             )
@@ -801,7 +783,7 @@ def _write_stream(
                         checks[0] = None
                 yield chunk
 
-    _, written = write_table_chunks(chunks(), out)
+    _, written = fits_io.write_table_chunks(chunks(), out)
     return written, checks[0]
 
 

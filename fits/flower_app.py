@@ -18,11 +18,12 @@ at the level of the pandas facade, adds what runs on it, chosen by the run confi
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from flwr.app import Context
 from flwr.serverapp import Grid, ServerApp
 
@@ -87,14 +88,25 @@ def synthesize(transport: FlowerTransport, cfg: Mapping[str, Any]) -> Path:
         synth.coordinator.batch_size = int(
             np.clip(SITE_MEMORY_BUDGET // max(max(synth.n_rows_), 1), 64, rows)
         )
+    # streamed in chunks to an unnamed or temporary file linked into place at the end:
+    # bounded memory for any number of rows, the same rows as one synth.sample(rows) or
+    # synth.sample_remaining_columns(known) call
     if known is not None:
-        from fits.io import write_table
-
-        path = write_table(synth.sample_remaining_columns(known), Path(cfg["output"]))
+        path = _stream_to_file(
+            lambda first: synth.iter_sample_remaining_columns(known, first_chunk_rows=first),
+            Path(cfg["output"]),
+            rows,
+            f"known={cfg['known']!r} ({rows} rows)",
+            "split the known table or write elsewhere",
+        )
     else:
-        # streamed in chunks to a temporary file renamed at the end: bounded memory for
-        # any number of rows, the same rows as synth.sample(rows)
-        path = _sample_to_file(synth, Path(cfg["output"]), rows)
+        path = _stream_to_file(
+            lambda first: synth.iter_sample(rows, first_chunk_rows=first),
+            Path(cfg["output"]),
+            rows,
+            f"rows={rows}",
+            "ask for fewer rows or write elsewhere",
+        )
     summary = {
         "output": str(path),
         "rows": rows,
@@ -105,52 +117,44 @@ def synthesize(transport: FlowerTransport, cfg: Mapping[str, Any]) -> Path:
     return path
 
 
-#: Above this many rows the ServerApp draws :data:`ESTIMATE_ROWS` rows first and refuses
-#: a table that would not fit on the output's file system (as ``fits synthesize`` does).
-LARGE_REQUEST_ROWS = 100_000
-ESTIMATE_ROWS = 8_192
-
-
-def _sample_to_file(synth: FITSSynthesizer, out: Path, rows: int) -> Path:
-    """:meth:`~fits.synthesizer.FITSSynthesizer.sample_to_file`, but a large request
-    first draws :data:`ESTIMATE_ROWS` rows and stops the run (nothing written) when the
-    table would not fit in the free space of ``out``'s file system: the rows do not
-    depend on the chunking, so the table is the same."""
+def _stream_to_file(
+    stream: Callable[[int | None], Iterator[pd.DataFrame]],
+    out: Path,
+    rows: int,
+    request: str,
+    advice: str,
+) -> Path:
+    """Write the chunks ``stream(first_chunk_rows)`` gives (a draw of ``rows`` rows whose
+    rows do not depend on where the chunks are cut) to ``out`` atomically, as
+    ``fits synthesize`` does: a request of more than :data:`fits.io.LARGE_REQUEST_ROWS`
+    rows first draws :data:`fits.io.ESTIMATE_ROWS` rows and stops the run (nothing
+    written; the message starts with ``request`` and ends with ``advice``) when the
+    table would not fit in the free space of ``out``'s file system."""
     import itertools
     import shutil
 
-    from fits.io import check_suffix, write_table_chunks
+    from fits import io as fits_io
 
-    suffix = check_suffix(out, "output")
-    large = rows > LARGE_REQUEST_ROWS
-    stream = synth.iter_sample(rows, first_chunk_rows=ESTIMATE_ROWS if large else None)
+    suffix = fits_io.check_suffix(out, "output")
+    estimate_rows = fits_io.ESTIMATE_ROWS
+    large = rows > fits_io.LARGE_REQUEST_ROWS
+    chunks = stream(estimate_rows if large else None)
     first = []
     if large:
-        first.append(next(stream))
-        size = _encoded_size(first[0], suffix) * rows / ESTIMATE_ROWS
+        first.append(next(chunks))
+        size = fits_io.encoded_size(first[0], suffix) * rows / estimate_rows
         free = shutil.disk_usage(out.parent).free
         if size > free:
             raise ValueError(
-                f"rows={rows}: the output would take about {size / 1e9:,.1f} GB (estimated "
-                f"from the first {ESTIMATE_ROWS} rows) but the file system of {str(out)!r} "
-                f"has {free / 1e9:,.1f} GB free; ask for fewer rows or write elsewhere"
+                f"{request}: the output would take about {size / 1e9:,.1f} GB (estimated "
+                f"from the first {estimate_rows} rows) but the file system of {str(out)!r} "
+                f"has {free / 1e9:,.1f} GB free; {advice}"
             )
         print(  # noqa: T201 - shows in the ServerApp's log (flwr log)
             f"{rows:,} rows: about {size / 1e9:,.2f} GB ({free / 1e9:,.1f} GB free)"
         )
-    written, _ = write_table_chunks(itertools.chain(first, stream), out)
+    written, _ = fits_io.write_table_chunks(itertools.chain(first, chunks), out)
     return written
-
-
-def _encoded_size(frame: Any, suffix: str) -> int:
-    """Bytes ``frame`` takes in a file of this type (written to memory)."""
-    import io
-
-    if suffix == ".csv":
-        return len(frame.to_csv(index=False).encode("utf-8"))
-    buffer = io.BytesIO()
-    frame.to_parquet(buffer, index=False)
-    return buffer.getbuffer().nbytes
 
 
 def run_synthesis(grid: Grid, config: Mapping[str, Any]) -> Path:

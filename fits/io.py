@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import io
 import os
 import re
 import tempfile
@@ -27,6 +28,7 @@ __all__ = [
     "OutputError",
     "check_output",
     "check_suffix",
+    "encoded_size",
     "find_duplicate_files",
     "read_columns",
     "read_table",
@@ -37,6 +39,14 @@ __all__ = [
 ]
 
 TABLE_SUFFIXES = (".csv", ".parquet")
+
+#: ``fits synthesize`` and the Flower ServerApp estimate the time and size of a request
+#: of more rows than this (``--rows``, or the rows of a ``--known`` table) from a first
+#: piece of :data:`ESTIMATE_ROWS` rows, and refuse one that would not fit on the output's
+#: file system (the rows do not depend on where the pieces are cut, see
+#: :meth:`fits.FITSSynthesizer.iter_sample` and ``iter_sample_remaining_columns``).
+LARGE_REQUEST_ROWS = 100_000
+ESTIMATE_ROWS = 8_192
 _ISO_DATE = re.compile(
     r"^\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?(Z|[+-]\d{2}:?\d{2})?$"
 )
@@ -587,6 +597,16 @@ def write_table_chunks(
 
     _atomic(path, write)
     return path, rows
+
+
+def encoded_size(frame: pd.DataFrame, suffix: str) -> int:
+    """Bytes ``frame`` takes in a file of this type (``".csv"`` or ``".parquet"``),
+    written to memory: the estimate of a large request's file size."""
+    if suffix == ".csv":
+        return len(frame.to_csv(index=False).encode("utf-8"))
+    buffer = io.BytesIO()
+    frame.to_parquet(buffer, index=False)
+    return buffer.getbuffer().nbytes
 
 
 def write_text(text: str, path: str | os.PathLike[str]) -> Path:

@@ -382,7 +382,7 @@ def test_sampling_memory_does_not_grow_with_the_rows(small_sites, tmp_path):
 
 
 def test_large_request_prints_an_estimate_and_keeps_the_rows(small_sites, tmp_path):
-    from fits.cli.main import ESTIMATE_ROWS, LARGE_REQUEST_ROWS
+    from fits.io import ESTIMATE_ROWS, LARGE_REQUEST_ROWS
 
     rows = LARGE_REQUEST_ROWS + 1
     out = tmp_path / "large.parquet"
@@ -408,11 +408,11 @@ def _known_file(tmp_path: Path, rows: int) -> Path:
 def _small_chunks(monkeypatch) -> None:
     """Large requests from 100 rows on, a first piece of 32, chunks of 128: the --known
     paths of large requests on a small table."""
+    from fits import io as fits_io
     from fits import synthesizer
-    from fits.cli import main
 
-    monkeypatch.setattr(main, "LARGE_REQUEST_ROWS", 100)
-    monkeypatch.setattr(main, "ESTIMATE_ROWS", 32)
+    monkeypatch.setattr(fits_io, "LARGE_REQUEST_ROWS", 100)
+    monkeypatch.setattr(fits_io, "ESTIMATE_ROWS", 32)
     monkeypatch.setattr(synthesizer, "SAMPLE_CHUNK_ROWS", 128)
 
 
@@ -796,8 +796,9 @@ def test_the_estimate_pays_the_boosted_models_once(tmp_path, capsys):
     """The boosted columns' models are fitted once, before the first row: the estimate
     of a large request counts their time once, not once per chunk (a stand-in
     synthesizer whose first chunk spends 0.5 s in its boost rounds)."""
-    from fits.cli.main import ESTIMATE_ROWS, LARGE_REQUEST_ROWS, _stream_rows
+    from fits.cli.main import _stream_rows
     from fits.federation.coordinator import BOOSTING_PROGRESS
+    from fits.io import ESTIMATE_ROWS, LARGE_REQUEST_ROWS
 
     rows = 20 * LARGE_REQUEST_ROWS  # the old estimate: 0.5 s x rows / ESTIMATE_ROWS, 4 min
 

@@ -150,14 +150,28 @@ def test_flower_transport_equals_in_process_engine(site_files, tmp_path, design)
         assert not read_table(out).equals(paper)
 
 
-def test_known_in_the_run_config_is_conditional_sampling(site_files, tmp_path):
+@pytest.mark.parametrize("large", [False, True], ids=["small", "large"])
+def test_known_in_the_run_config_is_conditional_sampling(site_files, tmp_path, monkeypatch, large):
     """Run config ``known``: one row per row of that table, the in-process
-    ``sample_remaining_columns`` bit for bit."""
+    ``sample_remaining_columns`` bit for bit. A large known table (here: from 100 rows
+    on, a first piece of 32, chunks of 64) is streamed in chunks as a large ``rows``
+    request is, with the same table, and stops the run when it would not fit on the
+    disk (it was completed whole in memory, with no estimate)."""
+    import shutil
+
+    from fits import io as fits_io
+    from fits import synthesizer
+
     paths, kinds, order = site_files
     first = order[0]
     source = read_table(next(iter(paths.values())))
     known_path = tmp_path / "known.csv"
-    source[[first]].iloc[:40].to_csv(known_path, index=False)
+    n = 150 if large else 40
+    source[[first]].sample(n, replace=True, random_state=1).to_csv(known_path, index=False)
+    if large:
+        monkeypatch.setattr(fits_io, "LARGE_REQUEST_ROWS", 100)
+        monkeypatch.setattr(fits_io, "ESTIMATE_ROWS", 32)
+        monkeypatch.setattr(synthesizer, "SAMPLE_CHUNK_ROWS", 64)
     out = tmp_path / "completed.csv"
     config = {"output": str(out), "rows": 0, "known": str(known_path), "seed": 4}
     config.update(kinds=format_kinds(kinds), order=",".join(order))
@@ -166,8 +180,15 @@ def test_known_in_the_run_config_is_conditional_sampling(site_files, tmp_path):
     synth = FITSSynthesizer({n: KERNELS[n] for n in tables}, seed=4, kinds=kinds, order=order)
     expected = synth.fit(tables).sample_remaining_columns(read_table(known_path))
     got = read_table(out)
-    assert len(got) == 40
+    assert len(got) == n
     pd.testing.assert_frame_equal(got, expected, check_exact=True)
+    if large:
+        out.unlink()
+        usage = shutil.disk_usage(tmp_path)
+        monkeypatch.setattr(shutil, "disk_usage", lambda path: usage._replace(free=1000))
+        with pytest.raises(RunStopped, match=r"known=.*\(150 rows\): the output would take"):
+            run_synthesis(FakeGrid(_node_configs(paths)), config)
+        assert not out.exists()
 
 
 def test_column_designs_in_the_run_config(site_files, tmp_path):
@@ -950,11 +971,11 @@ def test_a_table_too_large_for_the_disk_stops_the_run_before_it_is_written(
     chunking)."""
     import shutil
 
-    import fits.flower_app as flower_app
+    from fits import io as fits_io
 
     paths, kinds, order = site_files
-    monkeypatch.setattr(flower_app, "LARGE_REQUEST_ROWS", 100)
-    monkeypatch.setattr(flower_app, "ESTIMATE_ROWS", 32)
+    monkeypatch.setattr(fits_io, "LARGE_REQUEST_ROWS", 100)
+    monkeypatch.setattr(fits_io, "ESTIMATE_ROWS", 32)
     out = tmp_path / "synthetic.parquet"
     config = {"output": str(out), "rows": 150, "seed": 5, "kinds": format_kinds(kinds)}
     config["order"] = ",".join(order)
