@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import warnings
+from decimal import Decimal
 
 import numpy as np
 import pandas as pd
@@ -152,3 +153,26 @@ def test_cli_report_data_errors_name_the_file(tmp_path):
     assert f"not in the synthetic table (--synthetic '{tmp_path / 'text.csv'}')" in done.stderr
     assert "values like ['" in done.stderr and "write it as numbers" in done.stderr
     assert not out.exists()
+
+
+def test_report_compares_decimal_objects_as_numbers():
+    """A column of Decimal objects (a Parquet decimal column reads so) had many distinct
+    object values, so it was taken for an identifier and left out, and naming it as the
+    target said it 'is not a column of the real table'."""
+    rng = np.random.default_rng(0)
+
+    def table(n: int) -> pd.DataFrame:
+        x = rng.uniform(1, 100, n)
+        return pd.DataFrame(
+            {"price": [Decimal(f"{v:.2f}") for v in x], "q": x + rng.normal(size=n)}
+        )
+
+    real, synthetic = table(150), table(120)
+    report = evaluate(real, synthetic, target="price", privacy=False, boosting=False)
+    assert report.data["kinds"] == {"price": "continuous", "q": "continuous"}
+    scores = report.column_scores.set_index("column")["score"]
+    ks = stats.ks_2samp(real["price"].astype(float), synthetic["price"].astype(float))
+    assert scores["price"] == pytest.approx(1 - ks.statistic)
+    uid = real.assign(uid=[f"u{i:04d}x" for i in range(len(real))])
+    with pytest.raises(ValueError, match="target 'uid' looks like an identifier"):
+        evaluate(uid, uid.copy(), target="uid", privacy=False)

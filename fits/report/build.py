@@ -642,6 +642,19 @@ def _share_a_value(real: pd.Series, synthetic: pd.Series) -> bool:
     return not a or not b or bool(a & b)
 
 
+def _decimals_as_floats(frame: pd.DataFrame) -> pd.DataFrame:
+    """Columns of ``decimal.Decimal`` objects (Parquet decimals) as float64: numbers, not
+    the identifiers their many distinct object values would look like."""
+    decimal = [
+        c
+        for c in frame.columns
+        if frame[c].dtype == object and pd.api.types.infer_dtype(frame[c]) == "decimal"
+    ]
+    if not decimal:
+        return frame
+    return frame.assign(**{c: frame[c].astype(np.float64) for c in decimal})
+
+
 def _check_inputs(
     real: pd.DataFrame,
     synthetic: pd.DataFrame,
@@ -655,8 +668,14 @@ def _check_inputs(
     """Check the tables and options of :func:`evaluate`; align every table on ``real``."""
     _check_frames(real, synthetic)
     notes = []
-    real = real.reset_index(drop=True)
-    synthetic = synthetic.reset_index(drop=True)
+    real = _decimals_as_floats(real.reset_index(drop=True))
+    synthetic = _decimals_as_floats(synthetic.reset_index(drop=True))
+    train = None if train is None else _decimals_as_floats(train)
+    test = None if test is None else _decimals_as_floats(test)
+    if isinstance(clients, Mapping):
+        clients = {k: _decimals_as_floats(v) for k, v in clients.items()}
+    elif clients is not None:
+        clients = [_decimals_as_floats(v) for v in clients]
     columns = list(real.columns)
     missing = [c for c in columns if c not in synthetic.columns]
     if missing:
@@ -692,6 +711,11 @@ def _check_inputs(
         )
     targets = _as_list(target)
     for t in targets:
+        if t in unmodelled:
+            raise ValueError(
+                f"target {t!r} looks like an identifier or free text (or is declared 'id'); "
+                "it cannot be a target: choose another, or give its kind"
+            )
         if t not in columns:
             raise ValueError(f"target {t!r} is not a column of the real table; columns: {columns}")
     if len(set(targets)) != len(targets):
