@@ -21,6 +21,7 @@ from .options import (
     BoostingOpt,
     ColumnDesignOpt,
     ColumnModelOpt,
+    ColumnNameError,
     ColumnPenaltyOpt,
     DesignOpt,
     OrdinalPenaltyOpt,
@@ -29,6 +30,7 @@ from .options import (
     parse_column_designs,
     parse_column_models,
     parse_column_penalties,
+    parse_order,
     pooled_without_secure,
 )
 
@@ -150,6 +152,14 @@ def benchmark(
     column_penalty: ColumnPenaltyOpt = None,
     column_model: ColumnModelOpt = None,
     boosting: BoostingOpt = None,
+    order: Annotated[
+        str | None,
+        typer.Option(
+            "--order",
+            help="Chain order: col1,col2,... naming every column of the data set once "
+            "(default: the data set's order, see docs/benchmarks.md).",
+        ),
+    ] = None,
 ) -> None:
     """Run the FITS paper's protocol (FITS-G and FITS-K, 10 clients, modes M1-M4).
 
@@ -199,12 +209,18 @@ def benchmark(
         boosting_params = parse_boosting(boosting, column_models)
     except ValueError as exc:
         _fail(str(exc), 2)
-    if column_designs or column_penalties or column_models:
+    chain_order: list[str] | None = None
+    if column_designs or column_penalties or column_models or order is not None:
         try:
             loaded = load_dataset(name, data_dir)
         except (FileNotFoundError, ChecksumError) as exc:
             _fail(str(exc))
-        chain = loaded.order
+        chain = list(loaded.order or loaded.frame.columns)
+        if order is not None:
+            try:
+                chain_order = chain = parse_order(order, chain)
+            except ColumnNameError as exc:
+                _fail(str(exc), 2)
         unknown = sorted(set(column_designs) - set(chain[1:]))
         if unknown:
             _fail(
@@ -268,6 +284,7 @@ def benchmark(
                 modes=not no_modes,
                 synthesizer_params={
                     **({"rules": False} if no_rules else {}),
+                    **({"order": chain_order} if chain_order is not None else {}),
                     **({"design": design.value} if design is not None else {}),
                     **({"column_designs": column_designs} if column_designs else {}),
                     **({"column_models": column_models} if column_models else {}),

@@ -891,7 +891,8 @@ def run_benchmark(
             "modes": settings.modes,
             "synthesizer_params": {k: repr(v) for k, v in settings.synthesizer_params.items()},
             "kernel_params": jsonable(settings.kernel_params),
-            "order": list(base.order),
+            # the chain the synthesizers used: the data set's, or synthesizer_params' order
+            "order": list(settings.synthesizer_params.get("order") or base.order),
             "kinds": dict(base.kinds),
             "tasks": [{k: v for k, v in t.items() if k != "truth"} for t in tasks],
             "machine": _machine(),
@@ -1052,7 +1053,7 @@ def _run_generator(
         )
         say(f"[{split.key}]   {GENERATOR_NAMES[gen]}: smoothing per column: {chosen or 'default'}")
     say(f"[{split.key}]   {GENERATOR_NAMES[gen]}: synthesized {n_syn:,} rows in {t2 - t0:.1f} s")
-    res["rules"] = _rules_kept(split, synthetic)
+    res["rules"] = _rules_kept(split, synthetic, params["order"])
     for rec in res["rules"]:
         say(f"[{split.key}]   {GENERATOR_NAMES[gen]}: rule {rec['rule']} kept in {rec['kept']:.2%}")
     covariates = tasks[0]["covariates"]
@@ -1099,9 +1100,14 @@ def _run_generator(
     return res
 
 
-def _rules_kept(split: _Split, synthetic: pd.DataFrame) -> list[dict[str, Any]]:
-    """The share of synthetic rows keeping each exact rule of the training clients."""
-    found = Schema.detect(split.clients, kinds=split.data.kinds, order=split.data.order).rules
+def _rules_kept(
+    split: _Split, synthetic: pd.DataFrame, order: Sequence[str] | None = None
+) -> list[dict[str, Any]]:
+    """The share of synthetic rows keeping each exact rule of the training clients
+    (found along the chain ``order``, default the data set's)."""
+    found = Schema.detect(
+        split.clients, kinds=split.data.kinds, order=order or split.data.order
+    ).rules
     return rules_kept(synthetic, found or []).to_dict(orient="records")
 
 

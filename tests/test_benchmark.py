@@ -484,3 +484,31 @@ def test_cli_column_penalty(tmp_path: Path) -> None:
                        str(tmp_path / "x"))  # fmt: skip
         assert proc.returncode == 2 and says in proc.stderr, (bad, proc.stderr)
     assert not (tmp_path / "x").exists()
+
+
+def test_cli_order(tmp_path: Path) -> None:
+    """``--order`` sets the synthesizers' chain (recorded as the config's order, and
+    rules are looked for along it); an order that misses or repeats a column, or names
+    none of the data set's, is a usage error."""
+    from fits.datasets import load_dataset
+
+    chain = list(load_dataset("simulation").order)
+    reordered = [*chain[1:], chain[0]]
+    out = tmp_path / "results"
+    proc = run_cli(
+        "--dataset", "simulation", "--repeats", "1", "--rows", "300", "--generator", "knn",
+        "--no-modes", "--no-boosting", "--order", ",".join(reordered), "--out", str(out),
+        "--quiet",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    config = json.loads((out / "simulation.json").read_text())["config"]
+    assert config["order"] == reordered and config["order"] != chain
+    assert config["synthesizer_params"]["order"] == repr(reordered)
+    for bad, says in [
+        (",".join(chain[1:]), f"missing: {chain[0]}"),
+        (",".join([*chain, chain[0]]), "named more than once"),
+        (",".join([*chain[1:], "nope"]), "nope"),
+    ]:
+        proc = run_cli("--dataset", "simulation", "--order", bad, "--out", str(tmp_path / "x"))
+        assert proc.returncode == 2 and says in proc.stderr, (bad, proc.stderr)
+    assert not (tmp_path / "x").exists()
