@@ -16,7 +16,7 @@ import shutil
 import sys
 import time
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
@@ -649,6 +649,7 @@ def _complete_rows(
         callback,
         check,
         quiet,
+        decimal_types=synth.schema_.decimal_types(),
     )
 
 
@@ -707,6 +708,7 @@ def _stream_rows(
         callback,
         check,
         quiet,
+        decimal_types=synth.schema_.decimal_types(),
     )
 
 
@@ -719,6 +721,8 @@ def _write_stream(
     callback: Callable[[str, int, int], None] | None,
     check: Any,
     quiet: bool,
+    *,
+    decimal_types: Mapping[str, tuple[int, int]] | None = None,
 ) -> tuple[int, Any]:
     """Stream the chunks of a draw of ``rows`` rows into ``out`` atomically.
 
@@ -728,8 +732,9 @@ def _write_stream(
     rows, time them, print the estimated time and file size, and refuse (exit 2; the message starts
     with ``request`` and ends with ``advice``) when the file would not fit in the free
     space of the output's file system. Every chunk goes through the release check
-    ``check`` before it is written. Returns the rows written and the release check
-    (None if it failed).
+    ``check`` before it is written; ``decimal_types`` fixes the Parquet type of the
+    ``Decimal`` columns for the whole file (:func:`fits.io.write_table_chunks`).
+    Returns the rows written and the release check (None if it failed).
     """
     from fits import io as fits_io
     from fits.federation.coordinator import BOOSTING_PROGRESS
@@ -783,7 +788,7 @@ def _write_stream(
                         checks[0] = None
                 yield chunk
 
-    _, written = fits_io.write_table_chunks(chunks(), out)
+    _, written = fits_io.write_table_chunks(chunks(), out, decimal_types=decimal_types)
     return written, checks[0]
 
 

@@ -98,6 +98,7 @@ def synthesize(transport: FlowerTransport, cfg: Mapping[str, Any]) -> Path:
             rows,
             f"known={cfg['known']!r} ({rows} rows)",
             "split the known table or write elsewhere",
+            synth.schema_.decimal_types(),
         )
     else:
         path = _stream_to_file(
@@ -106,6 +107,7 @@ def synthesize(transport: FlowerTransport, cfg: Mapping[str, Any]) -> Path:
             rows,
             f"rows={rows}",
             "ask for fewer rows or write elsewhere",
+            synth.schema_.decimal_types(),
         )
     summary = {
         "output": str(path),
@@ -123,13 +125,16 @@ def _stream_to_file(
     rows: int,
     request: str,
     advice: str,
+    decimal_types: Mapping[str, tuple[int, int]] | None = None,
 ) -> Path:
     """Write the chunks ``stream(first_chunk_rows)`` gives (a draw of ``rows`` rows whose
     rows do not depend on where the chunks are cut) to ``out`` atomically, as
     ``fits synthesize`` does: a request of more than :data:`fits.io.LARGE_REQUEST_ROWS`
     rows first draws :data:`fits.io.ESTIMATE_ROWS` rows and stops the run (nothing
     written; the message starts with ``request`` and ends with ``advice``) when the
-    table would not fit in the free space of ``out``'s file system."""
+    table would not fit in the free space of ``out``'s file system.  ``decimal_types``
+    fixes the Parquet type of the ``Decimal`` columns for the whole file
+    (:func:`fits.io.write_table_chunks`)."""
     import itertools
     import shutil
 
@@ -153,7 +158,9 @@ def _stream_to_file(
         print(  # noqa: T201 - shows in the ServerApp's log (flwr log)
             f"{rows:,} rows: about {size / 1e9:,.2f} GB ({free / 1e9:,.1f} GB free)"
         )
-    written, _ = fits_io.write_table_chunks(itertools.chain(first, chunks), out)
+    written, _ = fits_io.write_table_chunks(
+        itertools.chain(first, chunks), out, decimal_types=decimal_types
+    )
     return written
 
 

@@ -12,7 +12,7 @@ import os
 import re
 import tempfile
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -548,7 +548,10 @@ def write_table(frame: pd.DataFrame, path: str | os.PathLike[str]) -> Path:
 
 
 def write_table_chunks(
-    chunks: Iterable[pd.DataFrame], path: str | os.PathLike[str]
+    chunks: Iterable[pd.DataFrame],
+    path: str | os.PathLike[str],
+    *,
+    decimal_types: Mapping[str, tuple[int, int]] | None = None,
 ) -> tuple[Path, int]:
     """Stream a table to ``path`` chunk by chunk, atomically (CSV or Parquet).
 
@@ -560,11 +563,35 @@ def write_table_chunks(
     it is removed and an existing ``path`` is untouched. The CSV bytes equal those of
     :func:`write_table` on the concatenated chunks.
 
+    Columns of Python ``Decimal`` objects get one Arrow decimal type for the whole
+    file, not the one pyarrow infers from the first chunk (the precision and scale of
+    its values: a later chunk with a larger value, or a longer fraction, would not fit
+    it): the ``(precision, scale)`` of ``decimal_types`` (a fit's
+    :meth:`~fits.core.schema.Schema.decimal_types`: the scale is the column's
+    ``decimal_scale``, the precision that plus the digits before the point of the
+    largest magnitude its bounds allow), as ``decimal128``, or ``decimal256`` beyond a
+    precision of 38.  A ``Decimal`` column ``decimal_types`` does not name keeps the
+    first chunk's scale at precision 38.
+
+    Parameters
+    ----------
+    chunks : iterable of DataFrame
+    path : str or PathLike
+        A ``.csv`` or ``.parquet`` file.
+    decimal_types : mapping, optional
+        Column -> (precision, scale) of its Parquet decimal type (ignored for CSV).
+
     Returns
     -------
     path : Path
     rows : int
         Rows written.
+
+    Raises
+    ------
+    ValueError
+        Parquet: a value of a ``Decimal`` column does not fit the file's decimal type
+        (more digits after the point than its scale, or too large).
     """
     path = Path(path)
     suffix = check_suffix(path, "output")
@@ -582,11 +609,17 @@ def write_table_chunks(
         import pyarrow.parquet as pq
 
         writer = None
+        fixed: dict[str, Any] = {}
         try:
             for chunk in chunks:
                 if writer is None:
                     table = pa.Table.from_pandas(chunk, preserve_index=False)
-                    writer = pq.ParquetWriter(tmp, table.schema)
+                    schema, fixed = _fixed_decimals(table.schema, decimal_types or {})
+                    if fixed:
+                        table = _decimal_chunk(chunk, schema, fixed, path)
+                    writer = pq.ParquetWriter(tmp, schema)
+                elif fixed:
+                    table = _decimal_chunk(chunk, writer.schema, fixed, path)
                 else:
                     table = pa.Table.from_pandas(chunk, schema=writer.schema, preserve_index=False)
                 writer.write_table(table)
@@ -597,6 +630,49 @@ def write_table_chunks(
 
     _atomic(path, write)
     return path, rows
+
+
+def _fixed_decimals(
+    schema: Any, types: Mapping[str, tuple[int, int]]
+) -> tuple[Any, dict[str, Any]]:
+    """The first chunk's Arrow schema with one decimal type per ``Decimal`` column for
+    the whole file (:func:`write_table_chunks`), and those columns' types."""
+    import pyarrow as pa
+
+    fixed: dict[str, Any] = {}
+    for k, fld in enumerate(schema):
+        if fld.name in types:
+            precision, scale = (int(v) for v in types[fld.name])
+            if fld.type != pa.null() and not pa.types.is_decimal(fld.type):
+                continue  # not Decimal objects (a known column given as text): as inferred
+        elif pa.types.is_decimal(fld.type):
+            precision, scale = 38, int(fld.type.scale)
+        else:
+            continue
+        make = pa.decimal128 if precision <= 38 else pa.decimal256
+        fixed[fld.name] = make(precision, scale)
+        schema = schema.set(k, fld.with_type(fixed[fld.name]))
+    return schema, fixed
+
+
+def _decimal_chunk(chunk: pd.DataFrame, schema: Any, fixed: Mapping[str, Any], path: Path) -> Any:
+    """A chunk as an Arrow table of ``schema``, naming the ``Decimal`` column whose value
+    does not fit its type (pyarrow says only 'would cause data loss')."""
+    import pyarrow as pa
+
+    try:
+        return pa.Table.from_pandas(chunk, schema=schema, preserve_index=False)
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        for name, kind in fixed.items():
+            try:
+                pa.array(chunk[name], type=kind, from_pandas=True)
+            except (pa.ArrowInvalid, pa.ArrowTypeError):
+                raise ValueError(
+                    f"{path}: column {name!r} holds a value that does not fit its Parquet "
+                    f"type {kind} (the synthetic values' digits; a known value given with "
+                    f"more digits after the point, or a larger one): {exc}"
+                ) from exc
+        raise
 
 
 def encoded_size(frame: pd.DataFrame, suffix: str) -> int:

@@ -42,7 +42,15 @@ from fits.core.cdf import COLLINEARITY_THRESHOLD
 from fits.core.continualization import continualize
 from fits.core.names import resolve_columns, resolve_keys
 from fits.core.rules import affine_values
-from fits.core.schema import ColumnSpec, Rule, Schema, missing_flag, surrogate_ids
+from fits.core.schema import (
+    ColumnSpec,
+    Rule,
+    Schema,
+    decimal_values,
+    missing_flag,
+    surrogate_ids,
+    to_decimals,
+)
 from fits.core.tuning import DEFAULT_CANDIDATES, Smoothing
 from fits.deploy.inprocess import (
     AuditSpec,
@@ -898,7 +906,8 @@ class FITSSynthesizer(BaseEstimator):
         rng = np.random.default_rng(seed) if seed is not None else self._rng
         coord.declare_rows(total)  # one configure round for all chunks (the sites' budget)
         chunks = self._chunks(coord, total, starts, rng, progress, given=given)
-        return _with_known(known, chunks)
+        scales = {name: self.schema_[name].decimal_scale for name in known.columns}
+        return _with_known(known, chunks, scales)
 
     def _given(self, known_columns: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:
         """The known table checked (names resolved, columns rules set among them
@@ -919,8 +928,13 @@ class FITSSynthesizer(BaseEstimator):
                 pd.api.types.is_object_dtype(col.dtype) or pd.api.types.is_string_dtype(col.dtype)
             ):
                 known[name] = col.mask(col.isin(list(markers)))
+        numbers = known
+        for name in known.columns:  # Decimal objects as the numbers the sites modelled
+            decimal = decimal_values(known[name])
+            if decimal is not None:
+                numbers = numbers.assign(**{name: decimal[0]})
         z, codes, _ = continualize(  # discrete: their codes; continuous: their values
-            known,
+            numbers,
             coord.schema,  # type: ignore[arg-type]
             prefix,
             np.random.default_rng(0),  # the lifts are redone with the row's uniforms
@@ -1045,7 +1059,7 @@ class FITSSynthesizer(BaseEstimator):
 
         check_suffix(Path(path), "output")
         chunks = self.iter_sample(num_rows, chunk_rows=chunk_rows, seed=seed, progress=progress)
-        written, _ = write_table_chunks(chunks, path)
+        written, _ = write_table_chunks(chunks, path, decimal_types=self.schema_.decimal_types())
         return written
 
     def _decode(self, values: np.ndarray, start: int = 0, total: int | None = None) -> pd.DataFrame:
@@ -1133,15 +1147,21 @@ def _chunk_starts(
     return itertools.chain([0], range(int(first_chunk_rows), total, int(chunk_rows)))
 
 
-def _with_known(known: pd.DataFrame, chunks: Iterable[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+def _with_known(
+    known: pd.DataFrame, chunks: Iterable[pd.DataFrame], scales: Mapping[str, int | None]
+) -> Iterator[pd.DataFrame]:
     """The chunks of a conditional draw with the known columns as given: in the
     output's dtype where the whole column converts without loss (:func:`_as_output`,
-    decided once on the whole column, so that every chunk gets the same dtype)."""
+    decided once on the whole column, so that every chunk gets the same dtype;
+    ``scales``: each column's :attr:`~fits.core.schema.ColumnSpec.decimal_scale`)."""
     columns: dict[str, pd.Series] = {}
     start = 0
     for frame in chunks:
         if not columns:
-            columns = {name: _as_output(known[name], frame[name]) for name in known.columns}
+            columns = {
+                name: _as_output(known[name], frame[name], scales.get(name))
+                for name in known.columns
+            }
         stop = start + len(frame)
         for name, col in columns.items():
             frame[name] = col.iloc[start:stop].reset_index(drop=True)
@@ -1196,9 +1216,24 @@ def _check_known_bounds(spec: ColumnSpec, values: np.ndarray) -> None:
         )
 
 
-def _as_output(given: pd.Series, decoded: pd.Series) -> pd.Series:
+def _as_output(given: pd.Series, decoded: pd.Series, scale: int | None = None) -> pd.Series:
     """A known column as given, in the output's dtype where it converts without loss
-    (else as given)."""
+    (else as given).  A column of ``Decimal`` objects (``scale`` set): ``Decimal``
+    objects are kept as given; numbers (a ``--known`` CSV file's floats) become
+    ``Decimal`` objects with ``scale`` digits after the point where that keeps every
+    value (:func:`~fits.core.schema.to_decimals`)."""
+    if scale is not None:
+        if decimal_values(given) is not None:
+            return given
+        if not pd.api.types.is_numeric_dtype(given.dtype) or pd.api.types.is_bool_dtype(
+            given.dtype
+        ):
+            return given
+        cast = to_decimals(given, scale)
+        back = pd.to_numeric(cast).to_numpy(dtype=float, na_value=np.nan)
+        if np.array_equal(back, given.to_numpy(dtype=float, na_value=np.nan), equal_nan=True):
+            return cast
+        return given
     try:
         cast = given.astype(decoded.dtype)
     except (TypeError, ValueError):
@@ -1270,8 +1305,11 @@ def restore_dtype(col: pd.Series, spec: ColumnSpec) -> pd.Series:
       column has missing values and the dtype cannot hold them (``int32`` ->
       ``Int32``, ``bool`` -> ``boolean``).
 
-    Datetimes are left as :meth:`~fits.core.continualization.Encoder.decode` made them
-    (time zone and whole days restored there).
+    A column of Python ``Decimal`` objects (``spec.decimal_scale``) gets ``Decimal``
+    objects back, with that many digits after the point (``Decimal("12.30")``; None
+    where missing; :func:`~fits.core.schema.to_decimals`).  Datetimes are left as
+    :meth:`~fits.core.continualization.Encoder.decode` made them (time zone and whole
+    days restored there).
 
     Parameters
     ----------
@@ -1286,6 +1324,8 @@ def restore_dtype(col: pd.Series, spec: ColumnSpec) -> pd.Series:
     """
     if spec.dtype == "datetime":
         return col
+    if spec.decimal_scale is not None:
+        return to_decimals(col, spec.decimal_scale)
     # the schema's flag, not this draw's: every chunk of one table gets the same dtype
     has_missing = spec.missing or bool(col.isna().any())
     if spec.dtype == "category":

@@ -45,6 +45,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
+from decimal import Decimal
 from typing import Any
 
 import numpy as np
@@ -78,12 +79,14 @@ __all__ = [
     "Schema",
     "SchemaError",
     "datetime_seconds",
+    "decimal_values",
     "describe_table",
     "coarser_than_sites",
     "merge_descriptions",
     "missing_flag",
     "output_decimals",
     "point_mass_flag",
+    "to_decimals",
     "time_resolution",
 ]
 
@@ -120,6 +123,9 @@ POINT_MASS_SHARE = 0.1
 _POINT_MASS_REPORT = 0.05
 #: Most decimals of a float column kept in the schema (more: full precision, no rounding).
 MAX_DECIMALS = 12
+#: Most digits after the point of a column of ``Decimal`` objects (its scale) kept in the
+#: schema, the most a Parquet ``decimal128`` holds; values with more are rounded to it.
+MAX_DECIMAL_SCALE = 38
 #: Time units a datetime column's values can all be whole multiples of, coarsest first
 #: (whole days are :attr:`ColumnSpec.date_only`), with their length in microseconds.
 RESOLUTIONS = {"h": 3_600_000_000, "min": 60_000_000, "s": 1_000_000, "ms": 1_000}
@@ -228,6 +234,14 @@ class ColumnSpec:
     parsed : str, optional
         Text columns read as numbers or dates: ``"number"``, or the date format(s)
         the clients read them with (e.g. ``"%m/%d/%Y"``).
+    decimal_scale : int, optional
+        Columns of Python :class:`~decimal.Decimal` objects (a Parquet decimal column,
+        a money column; every site's): the most digits after the point a value has at
+        any site (0 to :data:`MAX_DECIMAL_SCALE`; ``Decimal("12.30")`` has 2).  The
+        column is modelled as numbers (``dtype`` ``"float"`` or ``"int"``); the output
+        holds ``Decimal`` objects with exactly that many digits after the point
+        (:func:`to_decimals`), and a Parquet output a decimal column
+        (:attr:`decimal_type`).  None: not a ``Decimal`` column.
     """
 
     name: str
@@ -249,6 +263,7 @@ class ColumnSpec:
     dtype_ordered: bool = False
     markers: dict[str, int] | None = None
     parsed: str | None = None
+    decimal_scale: int | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -268,6 +283,18 @@ class ColumnSpec:
             raise SchemaError(
                 f'column {self.name!r}: "decimals" must be a whole number from 0 to '
                 f"{MAX_DECIMALS} or null (full precision), got {self.decimals!r}"
+            )
+        if self.decimal_scale is not None and (
+            isinstance(self.decimal_scale, bool)
+            or not isinstance(self.decimal_scale, (int, np.integer))
+            or not 0 <= self.decimal_scale <= MAX_DECIMAL_SCALE
+            or self.dtype not in ("int", "float")
+        ):
+            raise SchemaError(
+                f'column {self.name!r}: "decimal_scale" must be a whole number from 0 to '
+                f'{MAX_DECIMAL_SCALE} on a numeric column ("dtype" "int" or '
+                f'"float"), or null (not a column of Decimal objects), got '
+                f"{self.decimal_scale!r} (dtype {self.dtype!r})"
             )
         if self.kind in ("ordinal", "nominal"):
             if not self.categories:
@@ -347,6 +374,32 @@ class ColumnSpec:
         )
 
     @property
+    def decimal_type(self) -> tuple[int, int] | None:
+        """(precision, scale) of the fixed-point type that holds every output value of
+        a ``Decimal`` column (:attr:`decimal_scale`), else None.
+
+        The scale is :attr:`decimal_scale`; the precision is that plus the digits
+        before the point of the largest magnitude the output can take (the larger of
+        ``|lower|`` and ``|upper|``, or of the numeric categories, rounded to the
+        scale: output values never leave them), at least 1.  A bound that is not set
+        gives the most a ``decimal128`` holds, 38.  The Parquet output writes the
+        column with this type, so that every chunk of one file has the same
+        (:func:`fits.io.write_table_chunks`).
+        """
+        if self.decimal_scale is None:
+            return None
+        scale = int(self.decimal_scale)
+        if self.is_discrete:
+            ends = [float(c) for c in self.categories or [] if _is_number(c)]
+        else:
+            ends = [b for b in (self.lower, self.upper) if b is not None]
+            if len(ends) < 2:
+                return max(38, scale), scale
+        top = max((abs(float(v)) for v in ends), default=0.0)
+        whole = max(Decimal(format(top, f".{scale}f")).adjusted() + 1, 0)
+        return max(whole + scale, 1), scale
+
+    @property
     def is_discrete(self) -> bool:
         """Whether the column is ordinal or nominal."""
         return self.kind in ("ordinal", "nominal")
@@ -394,6 +447,8 @@ class ColumnSpec:
             out["markers"] = dict(self.markers)
         if self.parsed is not None:
             out["parsed"] = self.parsed
+        if self.decimal_scale is not None:
+            out["decimal_scale"] = int(self.decimal_scale)
         return out
 
     @classmethod
@@ -459,6 +514,7 @@ class ColumnSpec:
             dtype_ordered=bool(d.get("dtype_ordered", False)),
             markers=dict(d["markers"]) if d.get("markers") else None,
             parsed=d.get("parsed"),
+            decimal_scale=d.get("decimal_scale"),
         )
 
 
@@ -779,6 +835,12 @@ class Schema:
     def names(self) -> list[str]:
         """Column names in table order."""
         return [c.name for c in self.columns]
+
+    def decimal_types(self) -> dict[str, tuple[int, int]]:
+        """Column -> (precision, scale) of every column of ``Decimal`` objects
+        (:attr:`ColumnSpec.decimal_type`): the Parquet output's decimal type for it,
+        fixed for the whole file (:func:`fits.io.write_table_chunks`)."""
+        return {c.name: t for c in self.columns if (t := c.decimal_type) is not None}
 
     def ordered(self) -> list[ColumnSpec]:
         """Column specs in chain order."""
@@ -1175,6 +1237,87 @@ def _may_parse(present: pd.Series) -> bool:
     return float(text.isin(parsed).mean()) >= 0.9 * PARSE_SHARE
 
 
+def decimal_values(s: pd.Series) -> tuple[pd.Series, int] | None:
+    """A column of Python :class:`~decimal.Decimal` objects as numbers, and its scale.
+
+    A column is one when its dtype is ``object`` and its present values are all
+    ``Decimal`` objects or numbers (``int``, ``float``; not booleans), at least one a
+    ``Decimal``: how pandas reads a Parquet decimal column, or how a user builds a
+    money column.  Missing values (``None``, NaN, ``Decimal("NaN")``) stay missing.
+
+    Parameters
+    ----------
+    s : Series
+
+    Returns
+    -------
+    (numbers, scale) or None
+        The values as ``float64`` (``Int64`` when all are whole, as text read as
+        numbers), and the most digits after the point a value has (``Decimal("12.30")``:
+        2; a float value: its :func:`output_decimals`, :data:`MAX_DECIMALS` at full
+        precision), at most :data:`MAX_DECIMAL_SCALE`; None when ``s`` is not such a
+        column.
+    """
+    if not pd.api.types.is_object_dtype(s.dtype):
+        return None
+    present = s.dropna()
+    kinds = ("decimal", "mixed", "mixed-integer")  # numbers of mixed types among them
+    if present.empty or pd.api.types.infer_dtype(present, skipna=True) not in kinds:
+        return None
+    scale, floats, any_decimal = 0, [], False
+    for v in present.to_numpy(dtype=object):
+        if isinstance(v, Decimal):
+            any_decimal = True
+            exponent = v.as_tuple().exponent
+            if isinstance(exponent, int):  # not Infinity (refused later, as infinite)
+                scale = max(scale, -exponent)
+        elif isinstance(v, (float, np.floating)):
+            floats.append(float(v))
+        elif not isinstance(v, (int, np.integer)) or isinstance(v, (bool, np.bool_)):
+            return None
+    if not any_decimal:
+        return None
+    finite = np.asarray(floats, dtype=float)
+    finite = finite[np.isfinite(finite)]
+    if finite.size:
+        d = output_decimals(finite)
+        scale = max(scale, MAX_DECIMALS if d is None else d)
+    values = pd.to_numeric(s, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+    fin = values[np.isfinite(values)]
+    if np.all(fin == np.round(fin)) and np.all(np.abs(fin) < 2**53):
+        numbers = pd.Series(pd.array(values, dtype="Float64")).astype("Int64")
+    else:
+        numbers = pd.Series(values)
+    numbers.index = s.index
+    return numbers.rename(s.name), min(scale, MAX_DECIMAL_SCALE)
+
+
+def to_decimals(col: pd.Series, scale: int) -> pd.Series:
+    """Numbers as Python :class:`~decimal.Decimal` objects with ``scale`` digits after
+    the point (``12.3`` -> ``Decimal("12.30")`` for 2), ``None`` where missing: the
+    output of a column of ``Decimal`` objects (:attr:`ColumnSpec.decimal_scale`).
+
+    Each value is the decimal the float64 prints as with ``scale`` digits (the value
+    itself for a float rounded to at most that many decimals, as a decoded column is).
+
+    Parameters
+    ----------
+    col : Series
+        Numbers (any numeric dtype, or objects that are numbers).
+    scale : int
+
+    Returns
+    -------
+    Series
+        dtype ``object``.
+    """
+    values = pd.to_numeric(col).to_numpy(dtype=float, na_value=np.nan) + 0.0  # no -0.00
+    fmt = f".{int(scale)}f"
+    out = np.empty(values.shape[0], dtype=object)
+    out[:] = [None if math.isnan(v) else Decimal(format(v, fmt)) for v in values.tolist()]
+    return pd.Series(out, index=col.index, name=col.name, dtype=object)
+
+
 def parse_text_columns(
     frame: pd.DataFrame, declared: Mapping[str, Mapping[str, Any]] | None = None
 ) -> tuple[pd.DataFrame, dict[str, dict[str, Any]]]:
@@ -1186,8 +1329,11 @@ def parse_text_columns(
     at least that share are dates of one format (:data:`DATE_FORMATS`: ISO 8601 first,
     then slashes month-first, dots and dashes day-first, month names).  The values that
     do not parse are *markers* ("?", "unknown", "n/a"): they become missing values.
-    Numbers that are all whole become ``Int64``.  Columns declared ``"nominal"`` or
-    ``"id"`` are left as they are.
+    Numbers that are all whole become ``Int64``.  A column of Python ``Decimal``
+    objects (:func:`decimal_values`) is read as numbers too, with a note
+    ``{"as": "decimal", "scale": ...}`` (no markers; it is not text, and no
+    :class:`DataNote` says so).  Columns declared ``"nominal"`` or ``"id"`` are left as
+    they are.
 
     Parameters
     ----------
@@ -1217,6 +1363,20 @@ def parse_text_columns(
             continue
         present = s.dropna()
         if present.empty:
+            continue
+        decimal = decimal_values(s)
+        if decimal is not None:  # Decimal objects: numbers already, restored on output
+            notes[name] = {
+                "as": "decimal",
+                "format": "decimal",
+                "scale": decimal[1],
+                "markers": {},
+                "n_markers": 0,
+                "n_present": int(present.size),
+            }
+            if out is None:
+                out = frame.copy()
+            out[name] = decimal[0]
             continue
         if present.size > _PARSE_SAMPLE and not _may_parse(present):
             continue
@@ -1454,7 +1614,9 @@ def describe_table(
         The client's name, used in error messages.
     notes : mapping, optional
         What :func:`parse_text_columns` returned: reported with each parsed column
-        (``"parsed"``) so that the coordinator can name the markers.
+        (``"parsed"``) so that the coordinator can name the markers; a column of
+        ``Decimal`` objects reports its scale (``"decimal_scale"``, with
+        ``"pandas_dtype"`` ``"object"``) instead.
 
     Returns
     -------
@@ -1470,7 +1632,11 @@ def describe_table(
         if not isinstance(name, str):
             raise SchemaError(f"{client}: column names must be strings, got {name!r}")
         info = _describe_column(frame[name], name, declared, client)
-        if name in notes:
+        if notes.get(name, {}).get("as") == "decimal":  # Decimal objects, not text
+            if info.get("dtype") in ("int", "float"):
+                info["pandas_dtype"] = "object"
+                info["decimal_scale"] = int(notes[name]["scale"])
+        elif name in notes:
             info["parsed"] = dict(notes[name])
         out["columns"][name] = info
         out["order"].append(name)
@@ -1821,6 +1987,9 @@ def _merge_dtype(spec: ColumnSpec, infos: Sequence[Mapping[str, Any]]) -> None:
         spec.dtype_ordered = any(i.get("dtype_ordered") for i in infos)
     if spec.dtype == "datetime":
         spec.pandas_dtype = None  # restored from tz and date_only
+    scales = [i.get("decimal_scale") for i in infos if not i.get("all_missing")]
+    if scales and None not in scales and spec.dtype in ("int", "float"):  # at every site
+        spec.decimal_scale = max(int(s) for s in scales if s is not None)
 
 
 def _merge_markers(
