@@ -57,7 +57,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -184,20 +184,92 @@ def candidates(
     if n_total < MIN_SUM_ROWS:
         return out
     numeric = [c for c in cols if _numeric(c)]
+    limit = MAX_SUM_CANDIDATES if size > 1 else None
+    return out + _sum_candidates(numeric, size + 1, skip, limit)
+
+
+def _sum_candidates(
+    numeric: Sequence[ColumnSpec],
+    parts: int,
+    skip: set[str] | frozenset[str],
+    limit: int | None,
+) -> list[Candidate]:
+    """Sums of ``parts`` (2 or 3) numeric columns whose bounds allow a continuous total:
+    for each total t (in order) and each group of other columns (in
+    :func:`itertools.combinations` order), those with ``sum(lower) <= lower(t)`` and
+    ``upper(t) <= sum(upper)`` (necessary for t = the sum in every row); the first
+    ``limit`` of them.
+
+    The bounds of every pair are summed once, with numpy (the same additions, in the
+    same order, as ``lo_i + lo_j (+ lo_k)``), so the candidates are those of a loop over
+    the groups, without its O(P^(parts + 1)) Python steps (300 numeric columns: 1.3e9
+    three-part groups, hours; docs/benchmarks.md, "Wide tables").  Three-part groups
+    are scanned per first part, skipping a first part whose best possible group misses
+    the bounds, and the scan stops at ``limit``.
+    """
+    bounds = np.array([_bounds(c) for c in numeric], dtype=float).reshape(-1, 2)
+    lo, hi = bounds[:, 0], bounds[:, 1]
+    n = len(numeric)
+    ii, jj = np.triu_indices(n, k=1)  # the pairs i < j, in combinations order
+    low, high = lo[ii] + lo[jj], hi[ii] + hi[jj]
     sums: list[Candidate] = []
-    for t in numeric:
-        if t.kind != "continuous" or t.point_mass is not None or t.name in skip:
+    for t, spec in enumerate(numeric):
+        if spec.kind != "continuous" or spec.point_mass is not None or spec.name in skip:
             continue
-        lo_t, hi_t = _bounds(t)
-        parts = [p for p in numeric if p.name != t.name]
-        for group in itertools.combinations(parts, size + 1):
-            lo = sum(_bounds(p)[0] for p in group)
-            hi = sum(_bounds(p)[1] for p in group)
-            if lo <= lo_t and hi_t <= hi:  # necessary for t = sum of the parts in every row
-                sums.append({"kind": "sum", "column": t.name, "of": [p.name for p in group]})
-    if size > 1:
-        sums = sums[:MAX_SUM_CANDIDATES]
-    return out + sums
+        lo_t, hi_t = lo[t], hi[t]
+        if parts == 2:
+            hit = (low <= lo_t) & (hi_t <= high)
+            hit &= (ii != t) & (jj != t)
+            groups: Iterator[tuple[int, ...]] = zip(ii[hit].tolist(), jj[hit].tolist(), strict=True)
+        else:
+            groups = _triples(lo, hi, t, ii, jj)
+        for group in groups:
+            sums.append(
+                {"kind": "sum", "column": spec.name, "of": [numeric[k].name for k in group]}
+            )
+            if limit is not None and len(sums) >= limit:
+                return sums
+    return sums
+
+
+def _triples(
+    lo: np.ndarray, hi: np.ndarray, t: int, ii: np.ndarray, jj: np.ndarray
+) -> Iterator[tuple[int, int, int]]:
+    """The groups i < j < k (none of them t) with ``lo_i + lo_j + lo_k <= lo_t`` and
+    ``hi_t <= hi_i + hi_j + hi_k`` (summed left to right), in combinations order.
+
+    A first part i is skipped when even the two smallest lower bounds (largest upper
+    bounds) after it miss, with a slack of 1e-9 of the magnitudes so that the order of
+    the additions cannot make the skip drop a group; the others are tested exactly."""
+    n = lo.size
+    others = np.ones(n, dtype=bool)
+    others[t] = False
+    lo_t, hi_t = lo[t], hi[t]
+    # per i: the two smallest lo and the two largest hi among the columns after i, not
+    # t (a NaN bound fails every comparison: left out of these)
+    low2 = np.full(n, np.inf)
+    high2 = np.full(n, -np.inf)
+    small = [np.inf, np.inf]
+    large = [-np.inf, -np.inf]
+    for k in range(n - 1, -1, -1):
+        low2[k] = small[0] + small[1]
+        high2[k] = large[0] + large[1]
+        if k != t:
+            if lo[k] == lo[k]:
+                small = sorted([*small, float(lo[k])])[:2]
+            if hi[k] == hi[k]:
+                large = sorted([*large, float(hi[k])])[-2:]
+    start = np.searchsorted(ii, np.arange(n + 1))  # pairs (j, k) with j > i: start[i + 1]:
+    keep = others[ii] & others[jj]
+    with np.errstate(invalid="ignore", over="ignore"):  # a NaN comparison: not skipped
+        skip = lo + low2 > lo_t + 1e-9 * (np.abs(lo) + np.abs(low2) + abs(lo_t))
+        skip |= hi + high2 < hi_t - 1e-9 * (np.abs(hi) + np.abs(high2) + abs(hi_t))
+    for i in np.flatnonzero(others & ~skip).tolist():
+        first = int(start[i + 1])
+        pj, pk = ii[first:], jj[first:]
+        hit = keep[first:] & (lo[i] + lo[pj] + lo[pk] <= lo_t) & (hi_t <= hi[i] + hi[pj] + hi[pk])
+        for j, k in zip(pj[hit].tolist(), pk[hit].tolist(), strict=True):
+            yield i, j, k
 
 
 def _affine_source(spec: ColumnSpec) -> bool:
@@ -447,8 +519,9 @@ def answer_rules(
 
     if stage == "moments":
         return _moments(frame, schema, cands, number)
+    sums = _sum_answers(cands, number)
     out: list[np.ndarray] = []
-    for cand in cands:
+    for i, cand in enumerate(cands):
         kind, column, of = cand["kind"], cand["column"], list(cand["of"])
         if kind == "affine":
             a, b, d = float(cand["slope"]), float(cand["intercept"]), cand.get("decimals")
@@ -458,8 +531,7 @@ def answer_rules(
             out.append(np.array([holds], dtype=np.uint8))
             continue
         if kind == "sum":
-            holds = bool(np.all(sums_match(number(column), [number(p) for p in of])))
-            out.append(np.array([holds], dtype=np.uint8))
+            out.append(np.array([sums[i]], dtype=np.uint8))
             continue
         dims = tuple(schema[a].n_levels for a in of)
         levels = schema[column].n_levels
@@ -482,6 +554,39 @@ def answer_rules(
     if not out:
         return np.zeros(0, dtype=np.uint8)
     return np.concatenate(out).astype(np.uint8)
+
+
+#: Values per block of sum candidates checked at once (rows x candidates).
+_SUM_BLOCK = 1 << 18
+
+
+def _sum_answers(
+    cands: Sequence[Candidate], number: Callable[[str], np.ndarray]
+) -> dict[int, bool]:
+    """Whether each sum candidate (by its position in ``cands``) holds in every row:
+    :func:`sums_match` of many candidates per call, on (rows, candidates) arrays (the
+    same additions per row and candidate as one call per candidate: a wide table has
+    hundreds of thousands of two-part candidates)."""
+    by_parts: dict[int, list[int]] = {}
+    for i, cand in enumerate(cands):
+        if cand["kind"] == "sum":
+            by_parts.setdefault(len(cand["of"]), []).append(i)
+    out: dict[int, bool] = {}
+    for parts, idx in by_parts.items():
+        names = list(dict.fromkeys(n for i in idx for n in (cands[i]["column"], *cands[i]["of"])))
+        pos = {n: k for k, n in enumerate(names)}
+        values = np.column_stack([np.asarray(number(n), dtype=float) for n in names])
+        cols = np.array([[pos[cands[i]["column"]], *(pos[n] for n in cands[i]["of"])] for i in idx])
+        step = max(1, _SUM_BLOCK // max(values.shape[0], 1))
+        for lo in range(0, len(idx), step):
+            block = cols[lo : lo + step]
+            ok = sums_match(
+                values[:, block[:, 0]], [values[:, block[:, k]] for k in range(1, parts + 1)]
+            )
+            held = np.asarray(ok.all(axis=0), dtype=bool).tolist()
+            for i, holds in zip(idx[lo : lo + step], held, strict=True):
+                out[i] = bool(holds)
+    return out
 
 
 def _moments(
