@@ -508,8 +508,9 @@ class FITSSynthesizer(BaseEstimator):
     def _check_penalties(self, schema: Schema) -> None:
         """The in-process kernels' ``column_penalties`` name discrete columns (a penalty
         of a continuous or unknown column would do nothing: refused), a nominal one's in
-        (0, 1] (eq. 26's gamma_q)."""
-        from fits.core.kernels import Kernel
+        (0, 1] (eq. 26's gamma_q); their ``relevance`` names responses and the columns
+        before them in the chain (:func:`~fits.core.kernels.check_relevance`)."""
+        from fits.core.kernels import Kernel, check_relevance
 
         given = self.kernel
         if isinstance(given, Mapping):
@@ -531,6 +532,7 @@ class FITSSynthesizer(BaseEstimator):
                         f"ordinal or nominal column (here: {', '.join(discrete) or 'none'})"
                     )
                 kernel.penalty_for(name, spec.kind)  # the range of its kind
+            check_relevance(kernel.relevance, schema.order)
 
     def _boosting_params(self) -> tuple[BoostingParams, dict[str, BoostingParams]]:
         """``boosting`` as (every boosted column's settings, per column overrides)."""

@@ -49,26 +49,29 @@ def _midpoints(x, encoders):
     return x, codes
 
 
-def _penalty(row_codes, q_codes, encoders, t=1.0):
-    """rho of eq. 26; relaxed to gamma^(1/t) and lambda / t for a kernel widened by t."""
+def _penalty(row_codes, q_codes, encoders, t=1.0, a=None):
+    """rho of eq. 26; relaxed to gamma^(1/t) and lambda / t for a kernel widened by t;
+    with relevance weights ``a`` (one per covariate), gamma^(a_q / t) and a_q lambda / t."""
+    a = np.ones(len(q_codes)) if a is None else a
     rho = 1.0
     for j, enc in enumerate(encoders[: len(q_codes)]):
         if enc.spec.kind == "nominal":
-            rho *= 1.0 if row_codes[j] == q_codes[j] else GAMMA ** (1 / t)
+            rho *= 1.0 if row_codes[j] == q_codes[j] else GAMMA ** (a[j] / t)
         elif enc.spec.kind == "ordinal":
-            rho *= np.exp(-LAMBDA / t * abs(row_codes[j] - q_codes[j]))
+            rho *= np.exp(-a[j] * LAMBDA / t * abs(row_codes[j] - q_codes[j]))
     return rho
 
 
-def _penalty_mass(q_codes, encoders, t):
+def _penalty_mass(q_codes, encoders, t, a=None):
     """The penalty summed over each discrete covariate's categories, at the query's."""
+    a = np.ones(len(q_codes)) if a is None else a
     z = 1.0
     for j, enc in enumerate(encoders[: len(q_codes)]):
         levels = range(enc.spec.n_levels) if enc.spec.is_discrete else []
         if enc.spec.kind == "nominal":
-            z *= sum(1.0 if g == q_codes[j] else GAMMA ** (1 / t) for g in levels)
+            z *= sum(1.0 if g == q_codes[j] else GAMMA ** (a[j] / t) for g in levels)
         elif enc.spec.kind == "ordinal":
-            z *= sum(np.exp(-LAMBDA / t * abs(g - q_codes[j])) for g in levels)
+            z *= sum(np.exp(-a[j] * LAMBDA / t * abs(g - q_codes[j])) for g in levels)
     return z
 
 
@@ -102,43 +105,51 @@ def _pooled_cdf(zs, codes, weights, x, grid, encoders, d, design=None):
     return out
 
 
-def _gaussian_weights(zs, codes, x, qcodes, encoders, loc, scale, bandwidth, t=1.0):
+def _gaussian_weights(zs, codes, x, qcodes, encoders, loc, scale, bandwidth, t=1.0, a=None):
     """Eq. 11 row by row; widened by t: bandwidth t w_x, penalties relaxed, and the
-    weights times t^-d Z(rho) / Z(rho_t) (the site's own kernel's mass)."""
+    weights times t^-d Z(rho) / Z(rho_t) (the site's own kernel's mass).  With relevance
+    weights ``a``: each standardized coordinate times a_q, the penalties' rates times a_q,
+    and t^-d over the coordinates with a_q > 0 (the kernel is flat along the others)."""
+    a = np.ones(x.shape[1]) if a is None else a
+    dims = int(np.count_nonzero(a))
     out = []
     for z, cd in zip(zs, codes, strict=True):
         w = np.empty((len(x), len(z)))
         for b in range(len(x)):
-            mass = t ** -x.shape[1] * _penalty_mass(qcodes[b], encoders, 1.0)
-            mass /= _penalty_mass(qcodes[b], encoders, t)
+            mass = t**-dims * _penalty_mass(qcodes[b], encoders, 1.0, a)
+            mass /= _penalty_mass(qcodes[b], encoders, t, a)
             for i in range(len(z)):
                 u = ((x[b] - loc) / scale - (z[i, : x.shape[1]] - loc) / scale) / (bandwidth * t)
-                w[b, i] = np.exp(-0.5 * u @ u) * _penalty(cd[i], qcodes[b], encoders, t) * mass
+                u = u * a
+                w[b, i] = np.exp(-0.5 * u @ u) * _penalty(cd[i], qcodes[b], encoders, t, a) * mass
         out.append(w)
     return out
 
 
-def _knn_weights(zs, codes, x, qcodes, encoders, loc, scale, n_total, r0, t=1.0, k=0.0):
+def _knn_weights(zs, codes, x, qcodes, encoders, loc, scale, n_total, r0, t=1.0, k=0.0, a=None):
     """Eqs. 12-13 row by row; widened by t: max(ceil(t c_k), ceil(k)) neighbours,
-    penalties relaxed, and the weights times c_k / c Z(rho) / Z(rho_t)."""
+    penalties relaxed, and the weights times c_k / c Z(rho) / Z(rho_t).  With relevance
+    weights ``a``: each standardized coordinate times a_q (in the distance and in u),
+    the penalties' rates times a_q."""
     d = x.shape[1]
+    a = np.ones(d) if a is None else a
     out = []
     for z, cd in zip(zs, codes, strict=True):
         m = len(z)
         own = max(2, min(int(np.floor(m * r0 / n_total + 0.5)), m))
         c = own if t == 1.0 else min(m, max(int(np.ceil(own * t - 1e-9)), int(np.ceil(k))))
         w = np.zeros((len(x), m))
-        hbar = (z[:, :d] - loc) / scale
+        hbar = (z[:, :d] - loc) / scale * a
         for b in range(len(x)):
-            mass = own / c * _penalty_mass(qcodes[b], encoders, 1.0)
-            mass /= _penalty_mass(qcodes[b], encoders, t)
-            xbar = (x[b] - loc) / scale
+            mass = own / c * _penalty_mass(qcodes[b], encoders, 1.0, a)
+            mass /= _penalty_mass(qcodes[b], encoders, t, a)
+            xbar = (x[b] - loc) / scale * a
             dist = np.sqrt(((hbar - xbar) ** 2).sum(axis=1))
             nb = np.argsort(dist, kind="stable")[:c]
             r = dist[nb[-1]]
             for i in nb:
                 u = (hbar[i] - xbar) / (1.05 * r)
-                w[b, i] = np.prod(1 - u**2) * _penalty(cd[i], qcodes[b], encoders, t) * mass
+                w[b, i] = np.prod(1 - u**2) * _penalty(cd[i], qcodes[b], encoders, t, a) * mass
         out.append(w)
     return out
 
@@ -560,3 +571,50 @@ def test_continuous_design_sends_fewer_values(mixed_clients):
         res.coordinator.conditional_cdf(response, np.full((5, 4), 0.5))
         sizes[design] = seen[0]
     assert sizes == {"all": (1, 15), "continuous": (1, 3)}  # five equal queries, asked once
+
+
+@pytest.mark.parametrize("scheme", ["knn", "gaussian"])
+def test_relevance_weights_equal_pooled(mixed_clients, scheme):
+    """``Kernel(relevance={y: {covariate: a}})``: the federated estimate equals the
+    pooled local-linear fit with every standardized coordinate times its a_q and every
+    penalty rate times a_q (a = 0 leaves the nominal ``b`` out of the weights), under a
+    binding effective-rows floor (k = 10: widened weights, whose Gaussian mass counts
+    only the coordinates of weight > 0); computed from the definitions above.  The
+    weights change the estimate (it is not the plain kernel's), and weights of 1 give
+    the plain kernel's bit for bit."""
+    covariates, response = ["b", "x", "o", "c"], "y"
+    d = len(covariates)
+    loc, scale = np.zeros(d) + 0.3, np.linspace(0.8, 1.6, d)
+    given = {"b": 0.0, "x": 2.0, "o": 0.5}  # c: 1 (not named)
+    a = np.array([given.get(c, 1.0) for c in covariates])
+    make = (lambda **kw: KNNKernel(budget=120, **kw)) if scheme == "knn" else GaussianKernel
+    tables = [t[[*covariates, response]] for t in mixed_clients]
+    policy = SitePolicy(min_effective_rows=10)
+
+    def estimate(kernel, queries):
+        return estimate_conditional_cdf(
+            tables, covariates, response, queries, kernel=kernel, kinds=KINDS,
+            postprocess=False, scaling=(loc, scale), ridge=0.0, seed=3, site_policy=policy,
+        )  # fmt: skip
+
+    first = estimate(make(), np.zeros((1, d)))
+    zs, codes, encoders = _lifted(first), _codes(first), _encoders(first)
+    x_raw = _queries(zs, d, seed=4)
+    result = estimate(make(relevance={response: given}), x_raw)
+    x, qcodes = _midpoints(x_raw, encoders)
+    n_total = sum(len(z) for z in zs)
+
+    def weights_at(t):
+        if scheme == "gaussian":
+            bw = n_total ** (-1 / (d + 4))
+            return _gaussian_weights(zs, codes, x, qcodes, encoders, loc, scale, bw, t, a)
+        return _knn_weights(zs, codes, x, qcodes, encoders, loc, scale, n_total, 120, t, 10.0, a)
+
+    weights, abstained, widened = _effective_rows_floor(weights_at, 10.0)
+    assert widened.any() and not abstained.any()  # the floor binds
+    expected = _pooled_cdf(zs, codes, weights, x, result.grid, encoders, d)
+    np.testing.assert_allclose(result.values, expected, rtol=0, atol=1e-10)
+    plain = estimate(make(), x_raw).values
+    assert np.abs(plain - result.values).max() > 0.05
+    ones = estimate(make(relevance={response: dict.fromkeys(covariates, 1.0)}), x_raw)
+    np.testing.assert_array_equal(ones.values, plain)

@@ -20,7 +20,7 @@ done by the client, see :mod:`fits.federation.client`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -33,6 +33,7 @@ __all__ = [
     "DEFAULT_KNN_BUDGET",
     "BRUTE_FORCE_MIN_DIM",
     "NEIGHBOUR_SEARCH",
+    "check_relevance",
     "knn_budget",
     "resolve_kernel",
     "response_cdf_kernel",
@@ -65,11 +66,23 @@ class Kernel:
         Default 0.1.
     column_penalties : mapping, optional
         Per-column overrides: column name -> lambda_q or gamma_q.
+    relevance : mapping, optional
+        Per-covariate relevance weights for some responses (keyword only; not in the
+        paper): ``{response: {covariate: a}}``.  In the kernel of ``response``'s
+        conditional CDF, covariate ``q``'s standardized coordinate is multiplied by
+        ``a_q`` (so is its part of the KNN distance and of the kernel argument) and
+        its category penalty rate too (lambda_q -> a_q lambda_q, gamma_q ->
+        gamma_q^a_q); a = 0 leaves the covariate out of the weights (the local-linear
+        design keeps it), a = 1 (every covariate not named, and every response not
+        named) is the paper's kernel.  An engine's indicator column (``"x (at point
+        mass)"``, ``"x (missing)"``) takes its column's weight.  See
+        :meth:`relevance_for`.
     """
 
     ordinal_penalty: float = 1.0
     nominal_penalty: float = 0.1
     column_penalties: Mapping[str, float] = field(default_factory=dict)
+    relevance: Mapping[str, Mapping[str, float]] = field(default_factory=dict, kw_only=True)
 
     name = "kernel"
 
@@ -78,6 +91,38 @@ class Kernel:
             raise ValueError("ordinal_penalty (lambda_q) must be >= 0")
         if not 0 < self.nominal_penalty <= 1:
             raise ValueError("nominal_penalty (gamma_q) must lie in (0, 1]")
+        if not isinstance(self.relevance, Mapping):
+            raise TypeError(
+                "relevance must be a mapping {response: {covariate: weight}}, got "
+                f"{self.relevance!r}"
+            )
+        for response, weights in self.relevance.items():
+            if not isinstance(weights, Mapping):
+                raise TypeError(
+                    f"relevance[{response!r}] must be a mapping covariate -> weight, "
+                    f"got {weights!r}"
+                )
+            for covariate, value in weights.items():
+                if (
+                    isinstance(value, bool)
+                    or not isinstance(value, (int, float, np.integer, np.floating))
+                    or not 0 <= float(value) < np.inf
+                ):
+                    raise ValueError(
+                        f"relevance[{response!r}][{covariate!r}] must be a number >= 0 "
+                        f"(0 leaves the covariate out of the weights, 1 is the paper's "
+                        f"kernel), got {value!r}"
+                    )
+
+    def relevance_for(self, response: str, covariates: list[str]) -> np.ndarray | None:
+        """The relevance weights of ``covariates`` (the engine's columns before
+        ``response`` in the chain) in the kernel of ``response``'s conditional CDF, or
+        None where every one is 1 (the paper's kernel, computed as before)."""
+        given = self.relevance.get(response)
+        if not given:
+            return None
+        out = np.array([float(given.get(c, given.get(_column_of(c), 1.0))) for c in covariates])
+        return None if np.all(out == 1.0) else out
 
     def penalty_for(self, column: str, kind: str) -> float:
         """lambda_q (ordinal) or gamma_q (nominal) for one covariate."""
@@ -96,6 +141,44 @@ class Kernel:
                 f"(lambda_q) must be >= 0, got {value:g}"
             )
         return value
+
+
+def check_relevance(relevance: Mapping[str, Mapping[str, float]], order: Sequence[str]) -> None:
+    """Check a kernel's ``relevance`` against the chain ``order``: it names responses the
+    chain's kernels draw (not the first column, which has no covariates) and, for each,
+    columns before it in the chain; anything else would do nothing.
+
+    Raises
+    ------
+    ValueError
+        Naming the response and the columns (the message starts ``relevance[``).
+    """
+    order = list(order)
+    for response, weights in relevance.items():
+        if response not in order[1:]:
+            where = "the chain's first column" if order[:1] == [response] else "no column"
+            raise ValueError(
+                f"relevance[{response!r}]: {response!r} is {where}; relevance weights are "
+                "for a column drawn given earlier ones (chain: " + ", ".join(order) + ")"
+            )
+        before = order[: order.index(response)]
+        wrong = [c for c in weights if c not in before]
+        if wrong:
+            raise ValueError(
+                f"relevance[{response!r}]: {wrong} are not columns before {response!r} in "
+                f"the chain (its covariates: {', '.join(before)}); change the chain order "
+                "or leave them out"
+            )
+
+
+def _column_of(name: str) -> str:
+    """The column an engine column stands for: ``"x (at point mass)"`` and
+    ``"x (missing)"`` (:func:`fits.core.schema.point_mass_flag`, ``missing_flag``) are
+    ``x``'s indicators; any other name is its own column."""
+    for suffix in (" (at point mass)", " (missing)"):
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
 
 
 @dataclass(frozen=True)

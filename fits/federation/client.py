@@ -115,6 +115,8 @@ _SUMMED = {
 }
 #: Numbers per block of neighbour-list work (about 2 MB): small enough for the cache.
 _BLOCK_VALUES = 1 << 18
+#: :meth:`FITSClient._prepared` without a relevance: the prefix as cached.
+_ANY = object()
 #: Whether widened weights are rescaled to the site's own kernel's mass
 #: (:meth:`FITSClient._widening_scale`).
 NORMALIZE_WIDENED = True
@@ -168,7 +170,9 @@ class _Prefix:
     """What the client keeps for the covariates of chain column d (its first d columns)."""
 
     d: int
-    hbar: np.ndarray  # (m, d) standardized covariates
+    hbar: np.ndarray  # (m, d) standardized covariates (times the relevance weights)
+    #: the relevance weights hbar and the neighbour indexes were built with (None: 1)
+    relevance: bytes | None = None
     rows: np.ndarray | None = None  # rows usable as responses for column d (None: all)
     rows_known: bool = False  # whether ``rows`` has been computed
     kdtree: cKDTree | None = None  # neighbour index over hbar[rows] (KD-tree)
@@ -782,23 +786,49 @@ class FITSClient:
             self._cache.band = (j, first, band)
         return self._cache.band[1], self._cache.band[2]
 
-    def _prepared(self, d: int) -> _Prefix:
-        """Per-prefix data: standardized covariates, penalties, KD-tree (cached)."""
+    def _prepared(self, d: int, relevance: np.ndarray | None | object = _ANY) -> _Prefix:
+        """Per-prefix data: standardized covariates, penalties, KD-tree (cached).
+
+        ``relevance`` (the kernel's weights for this response, :meth:`_relevance`)
+        multiplies the standardized covariates, and so the neighbour indexes; the
+        default takes the prefix as cached (for what does not depend on it)."""
         prefix = self._cache.prefix
         if prefix is None or prefix.d != d:
             prefix = _Prefix(d, (self.z[:, :d] - self.loc[:d]) / self.scale[:d])
             self._cache.prefix = prefix
+        if relevance is not _ANY:
+            key = None if relevance is None else np.asarray(relevance, dtype=float).tobytes()
+            if key != prefix.relevance:  # other weights: other distances, other indexes
+                hbar = (self.z[:, :d] - self.loc[:d]) / self.scale[:d]
+                prefix.hbar = hbar if relevance is None else hbar * np.asarray(relevance)
+                prefix.relevance, prefix.kdtree, prefix.brute = key, None, None
         return prefix
 
+    def _relevance_scale(self, d: int, kernel: Kernel) -> np.ndarray:
+        """The standardization of the first d columns with the relevance weights of
+        response d folded in: sd / a (infinite where a = 0: that coordinate is 0)."""
+        relevance = self._relevance(d, kernel)
+        if relevance is None:
+            return self.scale[:d]
+        with np.errstate(divide="ignore"):
+            return self.scale[:d] / relevance
+
+    def _relevance(self, d: int, kernel: Kernel) -> np.ndarray | None:
+        """The kernel's relevance weights of the first d engine columns for the
+        response d (:meth:`~fits.core.kernels.Kernel.relevance_for`; None: all 1)."""
+        if d >= len(self.columns):
+            return None
+        return kernel.relevance_for(self.columns[d], self.columns[:d])
+
     def _tree(
-        self, d: int, method: str = "kdtree"
+        self, d: int, method: str = "kdtree", relevance: np.ndarray | None = None
     ) -> tuple[cKDTree | NearestNeighbors | None, np.ndarray | None]:
         """Neighbour index over the rows usable as responses for column d (cached).
 
         Returns the index (a ``cKDTree`` or a fitted brute-force ``NearestNeighbors``;
         None if no row is usable) and the rows it holds (None = all).
         """
-        prep = self._prepared(d)
+        prep = self._prepared(d, relevance)
         if not prep.rows_known:
             prep.rows = None if self.valid[:, d].all() else np.flatnonzero(self.valid[:, d])
             prep.rows_known = True
@@ -832,7 +862,9 @@ class FITSClient:
     def _scheme(self, msg: Message) -> Kernel:
         if msg.config.get("scheme", "own") == "knn" and not isinstance(self.kernel, KNNKernel):
             k = self.kernel
-            return KNNKernel(k.ordinal_penalty, k.nominal_penalty, k.column_penalties)
+            return KNNKernel(
+                k.ordinal_penalty, k.nominal_penalty, k.column_penalties, relevance=k.relevance
+            )
         return self.kernel
 
     def _smoothed(self, kernel: Kernel, msg: Message, d: int) -> Kernel:
@@ -936,7 +968,7 @@ class FITSClient:
                 self._response_matrix(j),
                 target,
                 loc=self.loc[:j],
-                scale=self.scale[:j],
+                scale=self._relevance_scale(j, kernel),
                 codes=self.codes[:, cols],
                 qcodes=qcodes[:, cols],
                 kinds=[kind for _, kind, _ in disc],
@@ -986,6 +1018,9 @@ class FITSClient:
         """
         d = x.shape[1]
         xbar = (x - self.loc[:d]) / self.scale[:d]
+        relevance = self._relevance(d, kernel)
+        if relevance is not None:  # the kernel's relevance weights (Kernel.relevance)
+            xbar = xbar * relevance
         if isinstance(kernel, KNNKernel):
             wts = self._knn_weights(x, xbar, qcodes, kernel, widen, design)
         elif isinstance(kernel, GaussianKernel):
@@ -1016,8 +1051,11 @@ class FITSClient:
             usable = int(self.valid[:, d].sum())
             c_own = min(kernel.neighbors(self.n_rows, self.n_total, d), usable)
             factor = np.full(b, c_own / max(wts.w.shape[1], 1))
-        else:  # Gaussian: the bandwidth t w_x in d coordinates
-            factor = np.full(b, widen ** (-float(d)))
+        else:  # Gaussian: the bandwidth t w_x in d coordinates (those of weight > 0:
+            # along a coordinate of relevance 0 the kernel is flat, its mass unchanged)
+            relevance = self._relevance(d, kernel)
+            dims = d if relevance is None else int(np.count_nonzero(relevance))
+            factor = np.full(b, widen ** (-float(dims)))
         own = self._discrete_covariates(d, kernel)
         wide = self._discrete_covariates(d, kernel, widen)
         for (j, kind, pen), (_, _, pen_t) in zip(own, wide, strict=True):
@@ -1032,12 +1070,18 @@ class FITSClient:
     def _discrete_covariates(
         self, d: int, kernel: Kernel, widen: float = 1.0
     ) -> list[tuple[int, str, float]]:
-        """(column, kind, penalty) of the discrete covariates; relaxed by ``widen``."""
+        """(column, kind, penalty) of the discrete covariates, with the kernel's
+        relevance weights a for response d (rate times a: lambda_q a, gamma_q^a);
+        relaxed by ``widen``."""
         out = []
+        relevance = self._relevance(d, kernel)
         for j in range(d):
             spec = self.encoders[j].spec
             if spec.is_discrete:
                 pen = kernel.penalty_for(spec.name, spec.kind)
+                if relevance is not None:
+                    a = float(relevance[j])
+                    pen = pen**a if spec.kind == "nominal" else pen * a
                 if widen != 1.0:
                     pen = pen ** (1.0 / widen) if spec.kind == "nominal" else pen / widen
                 out.append((j, spec.kind, pen))
@@ -1060,7 +1104,7 @@ class FITSClient:
         """
         d = x.shape[1]
         w = kernel.bandwidth_for(self.n_total, d) * widen
-        hbar = self._prepared(d).hbar
+        hbar = self._prepared(d, self._relevance(d, kernel)).hbar
         ax = [xbar / (w * w)]
         ah = [hbar]
         row = -0.5 * np.einsum("ij,ij->i", xbar, xbar) / (w * w)
@@ -1110,7 +1154,8 @@ class FITSClient:
         b = len(x)
         p = d + 1 if design is None else 1 + int(design.size)
         method = kernel.search_method(d)
-        index, rows = self._tree(d, method)
+        relevance = self._relevance(d, kernel)
+        index, rows = self._tree(d, method, relevance)
         if index is None:  # no usable row here for this column: contribute nothing
             nothing = _Weights(np.zeros((b, 1)), x, np.zeros((b, 1), dtype=np.int64), design=design)
             nothing.s = np.zeros((b, p, p))
@@ -1133,9 +1178,10 @@ class FITSClient:
         r = np.maximum(dist[:, -1], 1e-12)  # all neighbours on the query: equal weights
         # the kernel argument is the design's difference h_i - x on the standardized
         # scale, over eta r: (h_i - x) * factor with one factor per query and covariate
-        factor = (1.0 / self.scale[:d])[None, :] / (kernel.eta * r)[:, None]
+        inverse = 1.0 / self.scale[:d] if relevance is None else relevance / self.scale[:d]
+        factor = inverse[None, :] / (kernel.eta * r)[:, None]
         disc = self._discrete_covariates(d, kernel, widen)
-        prep = self._prepared(d)
+        prep = self._prepared(d, relevance)
         if disc:
             cols = [j for j, _, _ in disc]
             if prep.codes is None:

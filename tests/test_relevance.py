@@ -1,0 +1,90 @@
+"""Relevance weights per response and covariate (``Kernel(relevance=...)``).
+
+Their estimate is checked against the pooled local-linear fit written from the
+definitions in ``test_equivalence.py`` (``test_relevance_weights_equal_pooled``); here:
+what is refused, how engine columns take their column's weight, that the tune round
+scores the weighted kernel, and the command-line option.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fits import FITSSynthesizer, GaussianKernel, KNNKernel
+
+from conftest import mixed_table, split
+
+
+@pytest.mark.parametrize(
+    ("relevance", "error", "says"),
+    [
+        ({"y": {"x": -1.0}}, ValueError, "must be a number >= 0"),
+        ({"y": {"x": float("nan")}}, ValueError, "must be a number >= 0"),
+        ({"y": {"x": float("inf")}}, ValueError, "must be a number >= 0"),
+        ({"y": {"x": True}}, ValueError, "must be a number >= 0"),
+        ({"y": {"x": "2"}}, ValueError, "must be a number >= 0"),
+        ({"y": [1.0]}, TypeError, "must be a mapping covariate -> weight"),
+        ([("y", {})], TypeError, "relevance must be a mapping"),
+    ],
+)
+def test_bad_weights_are_refused(relevance, error, says):
+    for kernel in (KNNKernel, GaussianKernel):
+        with pytest.raises(error, match=says):
+            kernel(relevance=relevance)
+
+
+def test_engine_columns_take_their_columns_weight():
+    """An indicator ('x (at point mass)', 'x (missing)') takes x's weight unless it is
+    named itself; no weights for the response, or all 1, is the plain kernel (None)."""
+    kernel = KNNKernel(relevance={"y": {"x": 0.0, "o": 3.0, "x (missing)": 2.0}})
+    names = ["x", "x (at point mass)", "x (missing)", "o", "c"]
+    np.testing.assert_array_equal(kernel.relevance_for("y", names), [0.0, 0.0, 2.0, 3.0, 1.0])
+    assert kernel.relevance_for("o", ["x"]) is None
+    assert KNNKernel(relevance={"y": {"x": 1.0}}).relevance_for("y", names) is None
+    # keyword only: the subclasses' positional parameters are where they were
+    assert KNNKernel(1.0, 0.1, {}, 300).budget == 300
+
+
+@pytest.mark.parametrize(
+    ("relevance", "says"),
+    [
+        ({"zz": {"x": 2.0}}, r"relevance\['zz'\]: 'zz' is no column"),
+        ({"b": {"x": 2.0}}, r"'b' is the chain's first column"),
+        ({"x": {"y": 2.0}}, r"\['y'\] are not columns before 'x' in the chain"),
+        ({"y": {"nope": 0.0}}, r"\['nope'\] are not columns before 'y'"),
+    ],
+)
+def test_fit_refuses_weights_that_would_do_nothing(mixed_clients, relevance, says):
+    synth = FITSSynthesizer(KNNKernel(relevance=relevance), seed=0)
+    with pytest.raises(ValueError, match=says):
+        synth.fit(mixed_clients)
+
+
+def test_weights_change_the_draw_and_ones_do_not(mixed_clients):
+    """The weights reach every site's kernel for their response: the table differs, and
+    the columns before the response are drawn as without them (same seed)."""
+    plain = FITSSynthesizer(KNNKernel(), seed=1).fit(mixed_clients).sample(400)
+    ones = FITSSynthesizer(KNNKernel(relevance={"y": {"x": 1.0}}), seed=1)
+    pd.testing.assert_frame_equal(ones.fit(mixed_clients).sample(400), plain)
+    weighted = FITSSynthesizer(KNNKernel(relevance={"y": {"b": 0.0, "x": 3.0}}), seed=1)
+    got = weighted.fit(mixed_clients).sample(400)
+    pd.testing.assert_frame_equal(got[["b", "x", "o", "c"]], plain[["b", "x", "o", "c"]])
+    assert not np.allclose(got["y"], plain["y"])
+
+
+def test_the_tune_round_scores_the_weighted_kernel():
+    """With ``smoothing="auto"``, the sites' held-out scores of y are those of the
+    weighted kernel (they differ from the plain kernel's; the other columns' are the
+    same)."""
+    clients = split(mixed_table(900, seed=5), [500, 400])
+    scores = {}
+    for label, relevance in (("plain", {}), ("weighted", {"y": {"x": 0.0}})):
+        synth = FITSSynthesizer(KNNKernel(relevance=relevance), seed=2, smoothing="auto")
+        synth.fit(clients)
+        scores[label] = {c: t["scores"] for c, t in synth.coordinator.tuning.items()}
+    assert scores["plain"]["o"] == scores["weighted"]["o"]
+    assert scores["plain"]["y"] != scores["weighted"]["y"]
+    # x carries most of y (y = 2x + ...): leaving it out of the kernel scores worse
+    assert min(scores["weighted"]["y"]) > min(scores["plain"]["y"])
