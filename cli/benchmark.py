@@ -25,12 +25,14 @@ from .options import (
     ColumnPenaltyOpt,
     DesignOpt,
     OrdinalPenaltyOpt,
+    RelevanceOpt,
     Secure,
     parse_boosting,
     parse_column_designs,
     parse_column_models,
     parse_column_penalties,
     parse_order,
+    parse_relevance,
     pooled_without_secure,
 )
 
@@ -152,6 +154,7 @@ def benchmark(
     column_penalty: ColumnPenaltyOpt = None,
     column_model: ColumnModelOpt = None,
     boosting: BoostingOpt = None,
+    relevance: RelevanceOpt = None,
     order: Annotated[
         str | None,
         typer.Option(
@@ -169,6 +172,7 @@ def benchmark(
     split.
     """
     from fits.benchmark import run_benchmark, write_result
+    from fits.core.kernels import check_relevance
     from fits.core.schema import SchemaError
     from fits.datasets import ChecksumError, load_dataset, resolve_data_dir
     from fits.federation.policy import SitePolicy
@@ -207,10 +211,12 @@ def benchmark(
         column_penalties = parse_column_penalties(column_penalty)
         column_models = parse_column_models(column_model)
         boosting_params = parse_boosting(boosting, column_models)
+        relevance_weights = parse_relevance(relevance)
     except ValueError as exc:
         _fail(str(exc), 2)
     chain_order: list[str] | None = None
-    if column_designs or column_penalties or column_models or order is not None:
+    named = column_designs or column_penalties or column_models or relevance_weights
+    if named or order is not None:
         try:
             loaded = load_dataset(name, data_dir)
         except (FileNotFoundError, ChecksumError) as exc:
@@ -228,6 +234,10 @@ def benchmark(
                 f"(chain: {', '.join(chain)})",
                 2,
             )
+        try:
+            check_relevance(relevance_weights, chain)
+        except ValueError as exc:
+            _fail(f"--relevance {str(exc).removeprefix('relevance')}", 2)
         discrete = [c for c in chain if loaded.kinds.get(c) in ("ordinal", "nominal")]
         for column in column_models:
             if column != "*" and column not in chain[1:]:
@@ -296,6 +306,7 @@ def benchmark(
                 kernel_params={
                     **({"ordinal_penalty": ordinal_penalty} if ordinal_penalty is not None else {}),
                     **({"column_penalties": column_penalties} if column_penalties else {}),
+                    **({"relevance": relevance_weights} if relevance_weights else {}),
                 }
                 or None,
             )

@@ -38,15 +38,18 @@ from .options import (
     ColumnPenaltyOpt,
     DesignOpt,
     OrdinalPenaltyOpt,
+    RelevanceOpt,
     Secure,
     match_columns,
     match_keys,
+    match_relevance,
     parse_boosting,
     parse_column_designs,
     parse_column_models,
     parse_column_penalties,
     parse_kind,
     parse_order,
+    parse_relevance,
     penalized_kernel,
     pooled_without_secure,
     repeated_site_files,
@@ -392,6 +395,7 @@ def synthesize(
     boosting: BoostingOpt = None,
     ordinal_penalty: OrdinalPenaltyOpt = None,
     column_penalty: ColumnPenaltyOpt = None,
+    relevance: RelevanceOpt = None,
     smoothing: Smoothing = "fixed",
     secure_aggregation: Secure = False,
 ) -> None:
@@ -435,6 +439,7 @@ def synthesize(
         column_models = parse_column_models(column_model)
         boosting_params = parse_boosting(boosting, column_models)
         column_penalties = parse_column_penalties(column_penalty)
+        relevance_weights = parse_relevance(relevance)
     except ValueError as exc:
         _fail(str(exc), 2)
     kinds = _parse_kinds(kind, schema)
@@ -461,6 +466,7 @@ def synthesize(
             boosting_params, columns, "--boosting", is_column=lambda _, v: isinstance(v, dict)
         )
         column_penalties = match_keys(column_penalties, columns, "--column-penalty")
+        relevance_weights = match_relevance(relevance_weights, columns)
         user_schema = None
         if schema is not None:
             try:
@@ -489,7 +495,9 @@ def synthesize(
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             synth = FITSSynthesizer(
-                penalized_kernel(kernel.value, ordinal_penalty, column_penalties),
+                penalized_kernel(
+                    kernel.value, ordinal_penalty, column_penalties, relevance_weights
+                ),
                 seed=seed,
                 kinds=kinds,
                 order=chain_order,
@@ -515,6 +523,8 @@ def synthesize(
                     _fail(f"--{exc}", 2)
                 if str(exc).startswith("column_penalties["):
                     _fail(f"--column-penalty {str(exc).removeprefix('column_penalties')}", 2)
+                if str(exc).startswith("relevance["):  # weights that would do nothing
+                    _fail(f"--relevance {str(exc).removeprefix('relevance')}", 2)
                 raise
         _echo_warnings(caught)
         bar, callback = _progress(quiet)

@@ -34,6 +34,9 @@ __all__ = [
     "match_columns",
     "match_keys",
     "parse_column_penalties",
+    "RelevanceOpt",
+    "parse_relevance",
+    "match_relevance",
     "pooled_without_secure",
     "show_columns",
 ]
@@ -338,6 +341,50 @@ ColumnPenaltyOpt = Annotated[
 ]
 
 
+RelevanceOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--relevance",
+        help="RESPONSE:COVARIATE=WEIGHT: in the kernel of RESPONSE's conditional, "
+        "COVARIATE's distance and category penalty count WEIGHT times (0 leaves it out of "
+        "the weights, 1 is the paper's kernel), e.g. --relevance cnt:hr=4 --relevance "
+        "cnt:season=0; repeat for more. Not in the paper (docs/method.md).",
+        show_default=False,
+    ),
+]
+
+
+def parse_relevance(items: list[str] | None) -> dict[str, dict[str, float]]:
+    """``RESPONSE:COVARIATE=WEIGHT`` items of ``--relevance`` as a mapping response ->
+    covariate -> weight (the response ends at the first ``:``).
+
+    Raises
+    ------
+    ValueError
+        An item without ``:`` or ``=``, an empty name, a weight that is not a number
+        >= 0, or a (response, covariate) pair named twice (the message says which).
+    """
+    out: dict[str, dict[str, float]] = {}
+    example = "RESPONSE:COVARIATE=WEIGHT, e.g. cnt:hr=4"
+    for item in items or []:
+        key, sep, text = item.rpartition("=")
+        response, colon, covariate = key.partition(":")
+        response, covariate = response.strip(), covariate.strip()
+        if not sep or not colon or not response or not covariate:
+            raise ValueError(f"--relevance {item!r}: write {example}")
+        try:
+            value = float(text)
+        except ValueError:
+            value = float("nan")
+        if not 0 <= value < float("inf"):
+            raise ValueError(f"--relevance {item!r}: the weight must be a number >= 0")
+        weights = out.setdefault(response, {})
+        if covariate in weights:
+            raise ValueError(f"--relevance names {response}:{covariate} twice")
+        weights[covariate] = value
+    return out
+
+
 OrdinalPenaltyOpt = Annotated[
     float | None,
     typer.Option(
@@ -349,18 +396,41 @@ OrdinalPenaltyOpt = Annotated[
 ]
 
 
-def penalized_kernel(kernel: str, ordinal: float | None, columns: Mapping[str, float]) -> Any:
-    """The kernel ``kernel`` ("knn" or "gaussian") names, with ``--ordinal-penalty`` and
-    ``--column-penalty`` applied (a :class:`~fits.core.kernels.Kernel`), or the name
-    itself when neither is given."""
-    if ordinal is None and not columns:
+def penalized_kernel(
+    kernel: str,
+    ordinal: float | None,
+    columns: Mapping[str, float],
+    relevance: Mapping[str, Mapping[str, float]] | None = None,
+) -> Any:
+    """The kernel ``kernel`` ("knn" or "gaussian") names, with ``--ordinal-penalty``,
+    ``--column-penalty`` and ``--relevance`` applied (a
+    :class:`~fits.core.kernels.Kernel`), or the name itself when none is given."""
+    if ordinal is None and not columns and not relevance:
         return kernel
     from fits.core.kernels import GaussianKernel, KNNKernel
 
     lam = 1.0 if ordinal is None else float(ordinal)  # the kernels' default lambda_q
-    if kernel == "knn":
-        return KNNKernel(ordinal_penalty=lam, column_penalties=dict(columns))
-    return GaussianKernel(ordinal_penalty=lam, column_penalties=dict(columns))
+    scheme = KNNKernel if kernel == "knn" else GaussianKernel
+    return scheme(
+        ordinal_penalty=lam,
+        column_penalties=dict(columns),
+        relevance={r: dict(w) for r, w in (relevance or {}).items()},
+    )
+
+
+def match_relevance(
+    relevance: Mapping[str, Mapping[str, float]], columns: Sequence[str]
+) -> dict[str, dict[str, float]]:
+    """``--relevance``'s names resolved to the tables' headers (:func:`match_keys`: a
+    header with surrounding spaces may be named without them), responses and covariates.
+
+    Raises
+    ------
+    ColumnNameError
+        A name no header matches, or two names that stand for one header.
+    """
+    out = match_keys(dict(relevance), columns, "--relevance")
+    return {r: match_keys(dict(w), columns, "--relevance") for r, w in out.items()}
 
 
 def parse_column_penalties(items: list[str] | None) -> dict[str, float]:

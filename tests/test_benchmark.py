@@ -512,3 +512,26 @@ def test_cli_order(tmp_path: Path) -> None:
         proc = run_cli("--dataset", "simulation", "--order", bad, "--out", str(tmp_path / "x"))
         assert proc.returncode == 2 and says in proc.stderr, (bad, proc.stderr)
     assert not (tmp_path / "x").exists()
+
+
+def test_cli_relevance(tmp_path: Path) -> None:
+    """``--relevance RESPONSE:COVARIATE=WEIGHT`` reaches the sites' kernels (recorded);
+    weights that would do nothing are a usage error before anything runs."""
+    out = tmp_path / "results"
+    proc = run_cli(
+        "--dataset", "simulation", "--repeats", "1", "--rows", "300", "--generator", "knn",
+        "--no-modes", "--no-boosting", "--relevance", "Y_lin:X_G2=0", "--relevance",
+        "Y_lin:X_O=3", "--out", str(out), "--quiet",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    kernel = json.loads((out / "simulation.json").read_text())["config"]["kernel_params"]
+    assert kernel == {"relevance": {"Y_lin": {"X_G2": 0.0, "X_O": 3.0}}}
+    for bad, says in [
+        ("X_B:X_G1=2", "'X_B' is the chain's first column"),
+        ("X_G1:Y_lin=2", "['Y_lin'] are not columns before 'X_G1'"),
+        ("nope:X_B=1", "'nope' is no column"),
+        ("Y_lin=2", "write RESPONSE:COVARIATE=WEIGHT"),
+    ]:
+        proc = run_cli("--dataset", "simulation", "--relevance", bad, "--out", str(tmp_path / "x"))
+        assert proc.returncode == 2 and says in proc.stderr, (bad, proc.stderr)
+    assert not (tmp_path / "x").exists()

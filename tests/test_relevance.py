@@ -88,3 +88,40 @@ def test_the_tune_round_scores_the_weighted_kernel():
     assert scores["plain"]["y"] != scores["weighted"]["y"]
     # x carries most of y (y = 2x + ...): leaving it out of the kernel scores worse
     assert min(scores["weighted"]["y"]) > min(scores["plain"]["y"])
+
+
+def test_cli_relevance(tmp_path):
+    """``fits synthesize --relevance RESPONSE:COVARIATE=WEIGHT`` gives the Python API's
+    table with those weights (a spaced header named without its spaces); what would do
+    nothing or cannot be read is a usage error (exit 2) that says so."""
+    from conftest import fits_in_process
+
+    paths = []
+    for k, table in enumerate(split(mixed_table(600, seed=3), [350, 250])):
+        paths.append(tmp_path / f"site{k}.csv")
+        table.rename(columns={"x": " x "}).to_csv(paths[-1], index=False)
+    out = tmp_path / "out.csv"
+
+    def run(*extra):
+        return fits_in_process("synthesize", *paths, "--rows", 120, "--out", out, *extra)
+
+    res = run("--relevance", "y:x=3", "--relevance", "y:b=0")
+    assert res.returncode == 0, res.stderr
+    got = pd.read_csv(out)
+    out.unlink()
+    kernel = KNNKernel(relevance={"y": {" x ": 3.0, "b": 0.0}})
+    synth = FITSSynthesizer(kernel, seed=0).fit({p.stem: pd.read_csv(p) for p in paths})
+    pd.testing.assert_frame_equal(got, synth.sample(120), check_dtype=False)
+    for extra, says in [
+        (("--relevance", "y=3"), "write RESPONSE:COVARIATE=WEIGHT"),
+        (("--relevance", "y:x=-1"), "the weight must be a number >= 0"),
+        (("--relevance", "y:x=2", "--relevance", "y: x=1"), "names y:x twice"),
+        (("--relevance", "zz:x=2"), "--relevance: no column ['zz']"),
+        (("--relevance", "y:zz=2"), "--relevance: no column ['zz']"),
+        (("--relevance", "x:y=2"), "['y'] are not columns before ' x ' in the chain"),
+        (("--relevance", "b:x=2"), "'b' is the chain's first column"),
+    ]:
+        res = run(*extra)
+        assert res.returncode == 2, (extra, res.stderr)
+        assert says in " ".join(res.stderr.split()), (extra, res.stderr)
+        assert not out.exists()
