@@ -125,3 +125,19 @@ def test_cli_relevance(tmp_path):
         assert res.returncode == 2, (extra, res.stderr)
         assert says in " ".join(res.stderr.split()), (extra, res.stderr)
         assert not out.exists()
+
+
+def test_a_kernel_pickled_before_relevance_loads():
+    """A saved synthesizer's kernel from before ``relevance`` existed (its pickled state
+    lacks the field) loads as the paper's kernel; one with weights keeps them."""
+    import pickle
+
+    for cls in (KNNKernel, GaussianKernel):
+        old = cls(ordinal_penalty=2.0)
+        state = dict(old.__dict__)
+        del state["relevance"]
+        loaded = cls.__new__(cls)
+        loaded.__setstate__(state)
+        assert loaded == old and loaded.relevance_for("y", ["x"]) is None
+    kept = pickle.loads(pickle.dumps(KNNKernel(relevance={"y": {"x": 0.5}})))
+    np.testing.assert_array_equal(kept.relevance_for("y", ["x", "b"]), [0.5, 1.0])

@@ -114,6 +114,10 @@ class Kernel:
                         f"kernel), got {value!r}"
                     )
 
+    def __setstate__(self, state: dict[str, object]) -> None:
+        # a kernel pickled before ``relevance`` existed (a saved synthesizer) has none
+        self.__dict__.update({"relevance": {}, **state})
+
     def relevance_for(self, response: str, covariates: list[str]) -> np.ndarray | None:
         """The relevance weights of ``covariates`` (the engine's columns before
         ``response`` in the chain) in the kernel of ``response``'s conditional CDF, or
