@@ -74,6 +74,19 @@ def test_weights_change_the_draw_and_ones_do_not(mixed_clients):
     assert not np.allclose(got["y"], plain["y"])
 
 
+@pytest.mark.parametrize("kernel", [KNNKernel, GaussianKernel])
+def test_a_huge_weight_on_a_nominal_covariate(mixed_clients, kernel):
+    """gamma_q^a underflows to 0 from a of a few hundred (0.1^400): the rate -log 0
+    made every site's upload 'not finite'; the fit and the draw now work, and the
+    weighted nominal covariate still counts (the draw differs from a weight of 1)."""
+    plain = FITSSynthesizer(kernel(), seed=3).fit(mixed_clients).sample(300)
+    for weight in (400.0, 1e12):
+        synth = FITSSynthesizer(kernel(relevance={"y": {"c": weight, "b": weight}}), seed=3)
+        got = synth.fit(mixed_clients).sample(300)
+        assert np.isfinite(got["y"]).all()
+        assert not np.allclose(got["y"], plain["y"])
+
+
 def test_the_tune_round_scores_the_weighted_kernel():
     """With ``smoothing="auto"``, the sites' held-out scores of y are those of the
     weighted kernel (they differ from the plain kernel's; the other columns' are the

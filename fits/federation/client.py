@@ -113,6 +113,8 @@ _SUMMED = {
     "neff": ("N",),
     "boost": ("H", "loss"),  # "loss": early stopping's, in a tree's first level only
 }
+#: Smallest weighted nominal penalty gamma_q^a (the smallest normal float).
+_TINY = float(np.finfo(float).tiny)
 #: Numbers per block of neighbour-list work (about 2 MB): small enough for the cache.
 _BLOCK_VALUES = 1 << 18
 #: :meth:`FITSClient._prepared` without a relevance: the prefix as cached.
@@ -1081,7 +1083,9 @@ class FITSClient:
                 pen = kernel.penalty_for(spec.name, spec.kind)
                 if relevance is not None:
                     a = float(relevance[j])
-                    pen = pen**a if spec.kind == "nominal" else pen * a
+                    # gamma_q^a at least the smallest normal float: it underflows to 0
+                    # from a of a few hundred, and the rate -log(gamma) must stay finite
+                    pen = max(pen**a, _TINY) if spec.kind == "nominal" else pen * a
                 if widen != 1.0:
                     pen = pen ** (1.0 / widen) if spec.kind == "nominal" else pen / widen
                 out.append((j, spec.kind, pen))
