@@ -235,7 +235,10 @@ def benchmark(
                 2,
             )
         try:
-            check_relevance(relevance_weights, chain)
+            boosted = [
+                c for c in chain if column_models.get(c, column_models.get("*")) == "boosting"
+            ]
+            check_relevance(relevance_weights, chain, boosted=boosted)
         except ValueError as exc:
             _fail(f"--relevance {str(exc).removeprefix('relevance')}", 2)
         discrete = [c for c in chain if loaded.kinds.get(c) in ("ordinal", "nominal")]

@@ -360,7 +360,7 @@ class FITSSynthesizer(BaseEstimator):
         coordinator, schema = self._open(
             tables, root, kinds=self.kinds, order=self.order, schema=self.schema, rows=rows
         )
-        self._check_penalties(schema)
+        self._check_penalties(schema, coordinator)
         if smoothing is None:  # "auto": one tune round, seeded by the third child
             candidates = (
                 DEFAULT_CANDIDATES
@@ -505,11 +505,12 @@ class FITSSynthesizer(BaseEstimator):
         self._owns_transport = bool(clients)
         return coordinator, schema
 
-    def _check_penalties(self, schema: Schema) -> None:
+    def _check_penalties(self, schema: Schema, coordinator: Coordinator) -> None:
         """The in-process kernels' ``column_penalties`` name discrete columns (a penalty
         of a continuous or unknown column would do nothing: refused), a nominal one's in
-        (0, 1] (eq. 26's gamma_q); their ``relevance`` names responses and the columns
-        before them in the chain (:func:`~fits.core.kernels.check_relevance`)."""
+        (0, 1] (eq. 26's gamma_q); their ``relevance`` names responses the kernels draw
+        (not boosted) and the columns before them in the chain that affine rules do not
+        set (:func:`~fits.core.kernels.check_relevance`)."""
         from fits.core.kernels import Kernel, check_relevance
 
         given = self.kernel
@@ -532,7 +533,12 @@ class FITSSynthesizer(BaseEstimator):
                         f"ordinal or nominal column (here: {', '.join(discrete) or 'none'})"
                     )
                 kernel.penalty_for(name, spec.kind)  # the range of its kind
-            check_relevance(kernel.relevance, schema.order)
+            check_relevance(
+                kernel.relevance,
+                schema.order,
+                boosted=[c for c in schema.order if coordinator._boosted(c)],
+                derived=schema.derived,
+            )
 
     def _boosting_params(self) -> tuple[BoostingParams, dict[str, BoostingParams]]:
         """``boosting`` as (every boosted column's settings, per column overrides)."""

@@ -534,4 +534,7 @@ def test_cli_relevance(tmp_path: Path) -> None:
     ]:
         proc = run_cli("--dataset", "simulation", "--relevance", bad, "--out", str(tmp_path / "x"))
         assert proc.returncode == 2 and says in proc.stderr, (bad, proc.stderr)
+    boosted = ("--column-model", "Y_lin=boosting", "--relevance", "Y_lin:X_G2=0")
+    proc = run_cli("--dataset", "simulation", *boosted, "--out", str(tmp_path / "x"))
+    assert proc.returncode == 2 and "'Y_lin' is drawn from its boosted model" in proc.stderr
     assert not (tmp_path / "x").exists()

@@ -62,6 +62,25 @@ def test_fit_refuses_weights_that_would_do_nothing(mixed_clients, relevance, say
         synth.fit(mixed_clients)
 
 
+def test_fit_refuses_weights_for_boosted_or_rule_set_columns(mixed_clients):
+    """A boosted response is not drawn by a kernel, and a column an affine rule sets is
+    out of the engine's chain: weights for them did nothing, silently."""
+    synth = FITSSynthesizer(
+        KNNKernel(relevance={"y": {"x": 2.0}}), column_models={"y": "boosting"}, seed=0
+    )
+    with pytest.raises(ValueError, match=r"relevance\['y'\]: 'y' is drawn from its boosted"):
+        synth.fit(mixed_clients)
+    ruled = [
+        t.assign(x3=3.0 * t["x"] + 1.0)[["b", "x", "x3", "o", "c", "y"]] for t in mixed_clients
+    ]
+    for relevance in ({"y": {"x3": 0.0}}, {"x3": {"b": 2.0}}):
+        synth = FITSSynthesizer(KNNKernel(relevance=relevance), seed=0)
+        with pytest.raises(ValueError, match=r"\['x3'\] are set by the schema's affine rules"):
+            synth.fit(ruled)
+    rules_off = FITSSynthesizer(KNNKernel(relevance={"y": {"x3": 0.0}}), rules=False, seed=0)
+    rules_off.fit(ruled)
+
+
 def test_weights_change_the_draw_and_ones_do_not(mixed_clients):
     """The weights reach every site's kernel for their response: the table differs, and
     the columns before the response are drawn as without them (same seed)."""

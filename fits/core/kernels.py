@@ -20,7 +20,7 @@ done by the client, see :mod:`fits.federation.client`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -147,10 +147,18 @@ class Kernel:
         return value
 
 
-def check_relevance(relevance: Mapping[str, Mapping[str, float]], order: Sequence[str]) -> None:
+def check_relevance(
+    relevance: Mapping[str, Mapping[str, float]],
+    order: Sequence[str],
+    *,
+    boosted: Collection[str] = (),
+    derived: Collection[str] = (),
+) -> None:
     """Check a kernel's ``relevance`` against the chain ``order``: it names responses the
-    chain's kernels draw (not the first column, which has no covariates) and, for each,
-    columns before it in the chain; anything else would do nothing.
+    chain's kernels draw (not the first column, which has no covariates, nor one of
+    ``boosted``, drawn from its boosted model) and, for each, columns before it in the
+    chain, none of ``derived`` (set by an affine rule: out of the engine's chain);
+    anything else would do nothing.
 
     Raises
     ------
@@ -164,6 +172,19 @@ def check_relevance(relevance: Mapping[str, Mapping[str, float]], order: Sequenc
             raise ValueError(
                 f"relevance[{response!r}]: {response!r} is {where}; relevance weights are "
                 "for a column drawn given earlier ones (chain: " + ", ".join(order) + ")"
+            )
+        if response in boosted:
+            raise ValueError(
+                f"relevance[{response!r}]: {response!r} is drawn from its boosted model "
+                "(column_models, --column-model), not by a kernel, so its relevance "
+                "weights do nothing; leave them out, or draw it by the kernel"
+            )
+        ruled = [c for c in (response, *weights) if c in derived]
+        if ruled:
+            raise ValueError(
+                f"relevance[{response!r}]: {ruled} are set by the schema's affine rules "
+                "from other columns, not drawn, so weights for them do nothing; weigh "
+                "their source columns, or switch the rules off (rules=False, --no-rules)"
             )
         before = order[: order.index(response)]
         wrong = [c for c in weights if c not in before]
