@@ -802,7 +802,13 @@ def test_the_estimate_pays_the_boosted_models_once(tmp_path, capsys):
 
     rows = 20 * LARGE_REQUEST_ROWS  # the old estimate: 0.5 s x rows / ESTIMATE_ROWS, 4 min
 
+    class NoDecimals:
+        def decimal_types(self):
+            return {}
+
     class Boosted:
+        schema_ = NoDecimals()  # no Decimal column (the Parquet writer asks)
+
         def iter_sample(self, n, *, first_chunk_rows=None, progress=None):
             time.sleep(0.5)
             progress(BOOSTING_PROGRESS, 1, 1)
