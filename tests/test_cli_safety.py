@@ -819,4 +819,4 @@ def test_the_estimate_pays_the_boosted_models_once(tmp_path, capsys):
     assert written == rows and ESTIMATE_ROWS < rows
     said = capsys.readouterr().err
     seconds = float(said.split("estimated ")[1].split(" s ")[0])
-    assert 0 < seconds < 5, said
+    assert 0 < seconds < 30, said  # the old estimate: 122 s; a loaded machine adds some
