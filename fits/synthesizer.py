@@ -48,6 +48,7 @@ from fits.core.schema import (
     Schema,
     decimal_values,
     missing_flag,
+    point_mass_flag,
     surrogate_ids,
     to_decimals,
 )
@@ -510,8 +511,9 @@ class FITSSynthesizer(BaseEstimator):
         of a continuous or unknown column would do nothing: refused), a nominal one's in
         (0, 1] (eq. 26's gamma_q); their ``relevance`` names responses the kernels draw
         (not boosted) and the columns before them in the chain that affine rules do not
-        set (:func:`~fits.core.kernels.check_relevance`)."""
-        from fits.core.kernels import Kernel, check_relevance
+        set, no identifier (:func:`~fits.core.kernels.check_relevance`), and a KNN
+        kernel's gives each response a covariate of weight > 0."""
+        from fits.core.kernels import Kernel, KNNKernel, check_relevance
 
         given = self.kernel
         if isinstance(given, Mapping):
@@ -538,7 +540,10 @@ class FITSSynthesizer(BaseEstimator):
                 schema.order,
                 boosted=[c for c in schema.order if coordinator._boosted(c)],
                 derived=schema.derived,
+                ids=[c.name for c in schema.columns if c.kind == "id"],
             )
+            if isinstance(kernel, KNNKernel):
+                _check_knn_relevance(kernel, coordinator.schema)  # type: ignore[arg-type]
 
     def _boosting_params(self) -> tuple[BoostingParams, dict[str, BoostingParams]]:
         """``boosting`` as (every boosted column's settings, per column overrides)."""
@@ -1191,6 +1196,26 @@ def _check_table_fits(num_rows: int, n_columns: int) -> None:
             "sample_to_file(path, num_rows), or take them chunk by chunk with "
             "iter_sample(num_rows)"
         )
+
+
+def _check_knn_relevance(kernel: Any, engine: Schema) -> None:
+    """A KNN kernel's ``relevance`` gives some covariate of each response a weight > 0:
+    with every one 0, every row is at distance 0 from every query, so the c_k nearest
+    rows would be whichever the neighbour search returns first (they depend on the
+    sites' row order).  ``engine``: the engine's schema (indicators in the chain)."""
+    order = engine.order
+    for response in kernel.relevance:
+        own = {missing_flag(response), point_mass_flag(response)}  # constant where usable
+        covariates = [c for c in order[: order.index(response)] if c not in own]
+        weights = kernel.relevance_for(response, covariates)
+        if weights is not None and not weights.any():
+            raise ValueError(
+                f"relevance[{response!r}]: every covariate of {response!r} has weight 0, so "
+                "every row is at distance 0 from every query and a KNN kernel's nearest "
+                "rows would be arbitrary (the first its search returns); give one a "
+                "weight > 0, or use the Gaussian kernel (--kernel gaussian), whose weights "
+                "are then the same for every row"
+            )
 
 
 #: What :meth:`FITSSynthesizer.fit` sets (a failed fit leaves none of them).

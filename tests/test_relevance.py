@@ -81,6 +81,35 @@ def test_fit_refuses_weights_for_boosted_or_rule_set_columns(mixed_clients):
     rules_off.fit(ruled)
 
 
+def test_knn_refuses_every_covariate_at_weight_0():
+    """With every covariate of a response at weight 0, every row is at distance 0 and
+    a KNN site's c_k nearest rows were whichever its search returned first: on sites
+    sorted by a, y = a^2 came out with twice its mean.  Refused; the Gaussian kernel's
+    weights are then flat, whatever the row order."""
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=4000)
+    table = pd.DataFrame({"a": a, "y": a**2 + 0.1 * rng.normal(size=4000)})
+    sites = [t.sort_values("a", ignore_index=True) for t in split(table, [2000, 2000])]
+    synth = FITSSynthesizer(KNNKernel(relevance={"y": {"a": 0.0}}), seed=0)
+    with pytest.raises(ValueError, match=r"relevance\['y'\]: every covariate of 'y' has weight 0"):
+        synth.fit(sites)
+    got = FITSSynthesizer(GaussianKernel(relevance={"y": {"a": 0.0}}), seed=0).fit(sites)
+    assert abs(got.sample(3000)["y"].mean() - table["y"].mean()) < 0.1
+
+
+def test_fit_refuses_weights_for_identifiers(mixed_clients):
+    """An identifier is not modelled: a weight for it, or for it as a response, did
+    nothing (as a response, the check that follows failed with 'is not in list')."""
+    tables = [
+        t.assign(pid=[f"p{k}-{i}" for i in range(len(t))]) for k, t in enumerate(mixed_clients)
+    ]
+    tables = [t[["b", "pid", "x", "o", "c", "y"]] for t in tables]
+    for relevance in ({"y": {"pid": 0.0}}, {"pid": {"b": 2.0}}):
+        synth = FITSSynthesizer(KNNKernel(relevance=relevance), kinds={"pid": "id"}, seed=0)
+        with pytest.raises(ValueError, match=r"\['pid'\] are identifiers"):
+            synth.fit(tables)
+
+
 def test_weights_change_the_draw_and_ones_do_not(mixed_clients):
     """The weights reach every site's kernel for their response: the table differs, and
     the columns before the response are drawn as without them (same seed)."""

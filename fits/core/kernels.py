@@ -153,12 +153,13 @@ def check_relevance(
     *,
     boosted: Collection[str] = (),
     derived: Collection[str] = (),
+    ids: Collection[str] = (),
 ) -> None:
     """Check a kernel's ``relevance`` against the chain ``order``: it names responses the
     chain's kernels draw (not the first column, which has no covariates, nor one of
     ``boosted``, drawn from its boosted model) and, for each, columns before it in the
-    chain, none of ``derived`` (set by an affine rule: out of the engine's chain);
-    anything else would do nothing.
+    chain, none of ``derived`` (set by an affine rule: out of the engine's chain) or of
+    ``ids`` (identifiers, not modelled); anything else would do nothing.
 
     Raises
     ------
@@ -185,6 +186,13 @@ def check_relevance(
                 f"relevance[{response!r}]: {ruled} are set by the schema's affine rules "
                 "from other columns, not drawn, so weights for them do nothing; weigh "
                 "their source columns, or switch the rules off (rules=False, --no-rules)"
+            )
+        named = [c for c in (response, *weights) if c in ids]
+        if named:
+            raise ValueError(
+                f"relevance[{response!r}]: {named} are identifiers: they get fresh "
+                "surrogate values and are not modelled, so weights for them do nothing; "
+                "leave them out"
             )
         before = order[: order.index(response)]
         wrong = [c for c in weights if c not in before]
