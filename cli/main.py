@@ -680,7 +680,9 @@ def _known_error(synth: Any, table: pd.DataFrame, where: str, message: str) -> N
             f"{shlex.quote(','.join([*first, *rest]))}",
             2,
         )
-    _fail(f"{where}: {message}")
+    # the library's argument is the file here ('known_columns names a column twice')
+    message = message.replace("known_columns break", "its rows break")
+    _fail(f"{where}: {message.replace('known_columns', 'the table')}")
 
 
 def _failing_as(where: str, chunks: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:

@@ -1003,7 +1003,7 @@ class FITSSynthesizer(BaseEstimator):
         if unknown:
             raise ValueError(
                 f"known_columns has column(s) {unknown} that the synthesizer does not "
-                f"model; its columns: {', '.join(schema.names)}"
+                f"model (its columns: {', '.join(schema.names)}); leave them out"
             )
         derived = set(schema.derived)
         for c in names:

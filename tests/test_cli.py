@@ -778,6 +778,12 @@ def test_synthesize_known_usage_and_data_errors(site_files, tmp_path):
     res = run("synthesize", *site_files, "--known", known, "--out", out)
     assert res.returncode == 1 and "value(s) ['west'] that are not among" in res.stderr
     assert "Traceback" not in res.stderr and not out.exists()
+    # the library's argument name is the file here (it said 'known_columns has ...')
+    pd.DataFrame({"g": ["south"], "note": ["x"]}).to_csv(known, index=False)
+    res = run("synthesize", *site_files, "--known", known, "--out", out)
+    assert res.returncode == 1, res.stderr
+    assert "known.csv': the table has column(s) ['note'] that the synthesizer" in res.stderr
+    assert "leave them out" in res.stderr and "known_columns" not in res.stderr
 
 
 def test_synthesize_known_order_advice_uses_the_headers_names(site_files, tmp_path):
