@@ -9,7 +9,11 @@ receives.
 
 from __future__ import annotations
 
+import contextlib
 import heapq
+import threading
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 from scipy.optimize import isotonic_regression
@@ -25,9 +29,11 @@ __all__ = [
     "inverse_cdf",
     "inverse_masses",
     "mass_grid",
+    "one_blas_thread",
     "masses_from_cdf",
     "postprocess_cdf",
     "solve_first_row",
+    "solve_guarded",
     "thin_grid",
 ]
 
@@ -158,6 +164,12 @@ COLLINEARITY_THRESHOLD = 1e-2
 #: A covariate whose local scatter is at most this fraction of its uncentred second
 #: moment sum_i w_i (h_ij - x_j)^2 has no local spread that S can resolve in float64.
 _NO_SPREAD = 1e-12
+#: From this many covariates on, the guard computes only the kept eigenpairs of a
+#: flagged query (LAPACK's dsyevr by value, query by query) instead of all of them in
+#: one batched call: 0.26 s against 0.30 s for 300 queries at d = 100, 0.83 s against
+#: 1.31 s at d = 200, slower below (0.13 s against 0.09 s at d = 50); docs/benchmarks.md,
+#: "Wide tables".  The q's differ by rounding (1e-13 of their size there).
+_SUBSET_EIGH_MIN_DIM = 80
 
 
 def solve_first_row(
@@ -208,6 +220,39 @@ def solve_first_row(
     -------
     ndarray of shape (B, d + 1)
     """
+    return solve_guarded(s, ridge, collinearity)[0]
+
+
+def solve_guarded(
+    s: np.ndarray, ridge: float = 1e-8, collinearity: float = COLLINEARITY_THRESHOLD
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`solve_first_row`, and the indices of the queries the guard acted on.
+
+    The guard is decided first, so the ridged solve runs only on the other queries: a
+    guarded query's solve would be thrown away (on a wide table with fewer neighbours
+    than covariates, every query's; docs/benchmarks.md, "Wide tables").  Each matrix of
+    a batch is solved on its own (LAPACK per matrix), so a query's q is the same bits
+    whatever else is in its batch; only a batch member that is exactly singular makes
+    the solve fall back to the pseudo-inverse for the batch, now the unguarded queries
+    (before, the whole batch: for a nonsingular matrix the same q up to rounding).
+    """
+    b, p = s.shape[0], s.shape[-1]
+    rows = np.zeros(0, dtype=np.intp)
+    q = np.empty((b, p))
+    if collinearity > 0 and p > 1:
+        rows, reduced = collinear_first_row(s, collinearity)
+        q[rows] = reduced
+    if rows.size == 0:
+        q[:] = _ridged_first_row(s, ridge)
+    elif rows.size < b:
+        rest = np.ones(b, dtype=bool)
+        rest[rows] = False
+        q[rest] = _ridged_first_row(s[rest], ridge)
+    return q, rows
+
+
+def _ridged_first_row(s: np.ndarray, ridge: float) -> np.ndarray:
+    """q = (S + ridge diag(S))^-1 e1 for a batch (eq. 7, no guard)."""
     p = s.shape[-1]
     diag = np.diagonal(s, axis1=-2, axis2=-1)
     reg = np.where(diag > 0, ridge * diag, 1.0)
@@ -217,13 +262,9 @@ def solve_first_row(
     e1 = np.zeros((s.shape[0], p, 1))
     e1[:, 0, 0] = 1.0
     try:
-        q = np.linalg.solve(a, e1)[:, :, 0]
+        return np.linalg.solve(a, e1)[:, :, 0]
     except np.linalg.LinAlgError:  # a singular batch member: pseudo-inverse for all
-        q = (np.linalg.pinv(a) @ e1)[:, :, 0]
-    if collinearity > 0 and p > 1:
-        rows, reduced = collinear_first_row(s, collinearity)
-        q[rows] = reduced
-    return q
+        return (np.linalg.pinv(a) @ e1)[:, :, 0]
 
 
 def collinear_first_row(
@@ -240,28 +281,87 @@ def collinear_first_row(
     s00 = s[:, 0, 0]
     ok = (s00 > 0) & np.all(np.isfinite(s), axis=(1, 2))
     idx = np.flatnonzero(ok)
-    s, s00 = s[idx], s00[idx]
+    if idx.size < s.shape[0]:
+        s, s00 = s[idx], s00[idx]
     s10 = s[:, 1:, 0]
     delta = s10 / s00[:, None]
     s11 = s[:, 1:, 1:]
-    c = s11 - delta[:, :, None] * s10[:, None, :]
-    c = 0.5 * (c + np.swapaxes(c, 1, 2))
+    # the same arithmetic as c = s11 - delta s10', c = (c + c') / 2, r = c / (sd sd'),
+    # in place: a wide table's batch is B x d x d
+    c = delta[:, :, None] * s10[:, None, :]
+    np.subtract(s11, c, out=c)
+    c = np.add(c, np.swapaxes(c, 1, 2))
+    c *= 0.5
     dc = np.diagonal(c, axis1=1, axis2=2)
     spread = dc > _NO_SPREAD * np.diagonal(s11, axis1=1, axis2=2)
     sd = np.sqrt(np.where(spread, dc, 1.0))
-    r = c / (sd[:, :, None] * sd[:, None, :])
+    r = np.divide(c, sd[:, :, None] * sd[:, None, :], out=c)
     r *= spread[:, :, None] & spread[:, None, :]  # a covariate without spread: 0 row
     lam = np.linalg.eigvalsh(r)  # ascending; eigenvectors only where needed (3x cost)
-    flagged = lam[:, 0] <= collinearity * lam[:, -1]
-    lam, v = np.linalg.eigh(r[flagged])
-    keep = lam > collinearity * lam[:, -1:]
-    sd, delta, s00 = sd[flagged], delta[flagged], s00[flagged]
-    inv = np.divide(1.0, lam, out=np.zeros_like(lam), where=keep)
-    t = delta / sd  # D^-1/2 delta
-    coef = np.einsum("bij,bi->bj", v, t) * inv  # Lambda_r^-1 V_r' D^-1/2 delta
-    q1 = -np.einsum("bij,bj->bi", v, coef) / sd  # -C^+ delta
-    q0 = 1.0 / s00 - np.einsum("bi,bi->b", q1, delta)
-    return idx[flagged], np.column_stack([q0, q1])
+    flagged = np.flatnonzero(lam[:, 0] <= collinearity * lam[:, -1])
+    if r.shape[1] < _SUBSET_EIGH_MIN_DIM:  # all eigenvectors, one batched call
+        lam, v = np.linalg.eigh(r[flagged])
+        keep = lam > collinearity * lam[:, -1:]
+        sd, delta, s00 = sd[flagged], delta[flagged], s00[flagged]
+        inv = np.divide(1.0, lam, out=np.zeros_like(lam), where=keep)
+        t = delta / sd  # D^-1/2 delta
+        coef = np.einsum("bij,bi->bj", v, t) * inv  # Lambda_r^-1 V_r' D^-1/2 delta
+        q1 = -np.einsum("bij,bj->bi", v, coef) / sd  # -C^+ delta
+        q0 = 1.0 / s00 - np.einsum("bi,bi->b", q1, delta)
+        return idx[flagged], np.column_stack([q0, q1])
+    q = np.empty((flagged.size, r.shape[-1] + 1))
+    for k, b in enumerate(flagged.tolist()):
+        # the kept eigenpairs only (lambda_j > collinearity lambda_1; the lower end of
+        # the range a hair below, so that rounding cannot leave one out): a query whose
+        # local design has few directions among many covariates costs far less than
+        # the whole decomposition (docs/benchmarks.md, "Wide tables")
+        top = collinearity * lam[b, -1]
+        vals, v = _linalg().eigh(
+            r[b],
+            subset_by_value=(top - 1e-9 * abs(top), np.inf),
+            driver="evr",
+            check_finite=False,
+        )
+        keep = vals > collinearity * vals[-1] if vals.size else vals > 0
+        vals, v = vals[keep], v[:, keep]
+        t = delta[b] / sd[b]  # D^-1/2 delta
+        coef = (v.T @ t) / vals  # Lambda_r^-1 V_r' D^-1/2 delta
+        q1 = -(v @ coef) / sd[b]  # -C^+ delta
+        q[k, 0] = 1.0 / s00[b] - q1 @ delta[b]
+        q[k, 1:] = q1
+    return idx[flagged], q
+
+
+def _linalg() -> Any:  # scipy.linalg, imported where first used
+    import scipy.linalg
+
+    return scipy.linalg
+
+
+_BLAS_LOCK = threading.Lock()
+_BLAS_CONTROLLER: list[Any] = []
+
+
+@contextlib.contextmanager
+def one_blas_thread() -> Iterator[None]:
+    """A context in which numpy's and scipy's BLAS run on one thread.
+
+    The coordinator's solve and guard of eq. 7 (:func:`solve_guarded`) are a batch of
+    many small LAPACK calls, one per query, which a multi-threaded OpenBLAS splits into
+    pieces too small to pay for the threads' synchronization: on a 2-core machine
+    under load, the guard of 300 queries at d = 200 took 27-42 s on two threads and
+    1.3 s on one (docs/benchmarks.md, "Wide tables").  For code that runs while no
+    other thread computes (the coordinator between rounds): depending on the BLAS
+    build the limit holds for the calling thread or for the whole process.
+    """
+    with _BLAS_LOCK:
+        if not _BLAS_CONTROLLER:
+            _linalg()  # scipy's own BLAS, loaded before the controller looks
+            from threadpoolctl import ThreadpoolController
+
+            _BLAS_CONTROLLER.append(ThreadpoolController())
+    with _BLAS_CONTROLLER[0].limit(limits=1, user_api="blas"):
+        yield
 
 
 def postprocess_cdf(f: np.ndarray, method: str = "isotonic") -> tuple[np.ndarray, np.ndarray]:

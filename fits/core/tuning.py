@@ -68,7 +68,6 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from fits.core.cdf import (
-    collinear_first_row,
     masses_from_cdf,
     postprocess_cdf,
     solve_first_row,
@@ -417,10 +416,7 @@ def heldout_scores(
                     w *= np.exp(-cand.sharpness * pen_all[:, :c])
                 design = design_all[:, :c]
                 s = np.matmul((design * w[:, :, None]).transpose(0, 2, 1), design)
-                q = solve_first_row(s, ridge, 0.0)
-                if collinearity > 0 and p > 1:  # as the coordinator: covariates only
-                    guarded, reduced = collinear_first_row(s, collinearity)
-                    q[guarded] = reduced
+                q = solve_first_row(s, ridge, collinearity)  # as the coordinator
                 degenerate = ~(s[:, 0, 0] > _DEGENERATE) | ~np.all(np.isfinite(q), axis=1)
                 q[degenerate] = 0.0
                 alpha = w * np.matmul(design, q[:, :, None])[:, :, 0]

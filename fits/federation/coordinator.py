@@ -42,14 +42,14 @@ from fits.core.cdf import (
     COLLINEARITY_THRESHOLD,
     DISCRETE_SAMPLING,
     MONOTONE_METHODS,
-    collinear_first_row,
     default_grid,
     inverse_cdf,
     inverse_masses,
     mass_grid,
     masses_from_cdf,
+    one_blas_thread,
     postprocess_cdf,
-    solve_first_row,
+    solve_guarded,
     thin_grid,
 )
 from fits.core.continualization import Encoder
@@ -1304,11 +1304,9 @@ class Coordinator:
             q = np.zeros((b, p))
             np.divide(1.0, s[:, 0, 0], out=q[:, 0], where=s[:, 0, 0] > 0)
         else:
-            q = solve_first_row(s, self.ridge, 0.0)
-            if self.collinearity > 0 and p > 1:
-                rows, reduced = collinear_first_row(s, self.collinearity)
-                q[rows] = reduced
-                self.guarded += len(rows)
+            with one_blas_thread():  # the sites wait: no other thread computes
+                q, rows = solve_guarded(s, self.ridge, self.collinearity)
+            self.guarded += len(rows)
         total_weight = np.ldexp(s[:, 0, 0], -exponent)  # S_00 before any scaling
         degenerate = ~(total_weight > DEGENERATE_WEIGHT) | ~np.all(np.isfinite(q), axis=1)
         q[degenerate] = 0.0
