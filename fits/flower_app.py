@@ -93,7 +93,7 @@ def synthesize(transport: FlowerTransport, cfg: Mapping[str, Any]) -> Path:
     # synth.sample_remaining_columns(known) call
     if known is not None:
         path = _stream_to_file(
-            lambda first: synth.iter_sample_remaining_columns(known, first_chunk_rows=first),
+            lambda first: _complete(synth, known, cfg["known"], first),
             Path(cfg["output"]),
             rows,
             f"known={cfg['known']!r} ({rows} rows)",
@@ -117,6 +117,33 @@ def synthesize(transport: FlowerTransport, cfg: Mapping[str, Any]) -> Path:
     }
     print(json.dumps(summary))  # noqa: T201 - shows in the ServerApp's log (flwr log)
     return path
+
+
+def _complete(
+    synth: FITSSynthesizer, known: pd.DataFrame, where: str, first: int | None
+) -> Iterator[pd.DataFrame]:
+    """``synth.iter_sample_remaining_columns(known)``; a refusal of the known table names
+    the file and says what ``fits federate --known`` says as ``fits synthesize --known``
+    does (the order to run with, not Python's ``order=[...]``)."""
+    try:
+        return synth.iter_sample_remaining_columns(known, first_chunk_rows=first)
+    except ValueError as exc:
+        message = str(exc)
+        if "not the first columns of the chain" in message:
+            import shlex
+
+            from fits.core.names import resolve_columns
+
+            names = synth.schema_.names  # 'age' may stand for the header ' age '
+            given = resolve_columns([str(c) for c in known.columns], names, "--known", "the fit")
+            order = [*given, *(c for c in synth.schema_.order if c not in given)]
+            message = message.replace("known_columns", "its columns", 1)
+            message = message.split(" Fit with")[0].rstrip(".")
+            message += f". Put them first with --order {shlex.quote(','.join(order))}"
+        message = message.replace("known_columns break", "its rows break")
+        raise ValueError(
+            f"--known {where!r}: {message.replace('known_columns', 'the table')}"
+        ) from None
 
 
 def _stream_to_file(

@@ -191,6 +191,26 @@ def test_known_in_the_run_config_is_conditional_sampling(site_files, tmp_path, m
         assert not out.exists()
 
 
+def test_a_refused_known_table_is_named_with_the_order_to_run(site_files, tmp_path):
+    """A known table the fit refuses stops the run with the file's name and what to run
+    (--order), as fits synthesize --known says it (it said 'known_columns ... Fit with
+    order=[...]', Python's words, and no file)."""
+    paths, kinds, order = site_files
+    source = read_table(next(iter(paths.values())))
+    known_path = tmp_path / "known.csv"
+    config = {"output": str(tmp_path / "o.csv"), "rows": 0, "known": str(known_path)}
+    config.update(kinds=format_kinds(kinds), order=",".join(order))
+    source[[order[1]]].head(5).to_csv(known_path, index=False)
+    advice = ",".join([order[1], order[0], *order[2:]])
+    with pytest.raises(
+        RunStopped, match=rf"--known '.*known.csv': its columns .*--order {advice};"
+    ):
+        run_synthesis(FakeGrid(_node_configs(paths)), config)
+    source[[order[0]]].head(5).assign(note=1).to_csv(known_path, index=False)
+    with pytest.raises(RunStopped, match=r"known.csv': the table has column\(s\) \['note'\]"):
+        run_synthesis(FakeGrid(_node_configs(paths)), config)
+
+
 def test_column_designs_in_the_run_config(site_files, tmp_path):
     """Run config ``column-designs`` (a JSON object): the in-process table with the same
     ``column_designs``, bit for bit; a value that is not a design stops the run."""
