@@ -241,6 +241,16 @@ def benchmark(
             check_relevance(relevance_weights, chain, boosted=boosted)
         except ValueError as exc:
             _fail(f"--relevance {str(exc).removeprefix('relevance')}", 2)
+        knn = not generator or any(g.value == "knn" for g in generator)
+        for response, weights in relevance_weights.items():  # as fit refuses it
+            before = chain[: chain.index(response)]
+            if knn and not any(weights.get(c, 1.0) for c in before):
+                _fail(
+                    f"--relevance ['{response}']: every covariate of {response!r} has weight "
+                    "0, so a KNN kernel's nearest rows would be arbitrary; give one a weight "
+                    "> 0, or run only the Gaussian kernel (--generator gaussian)",
+                    2,
+                )
         discrete = [c for c in chain if loaded.kinds.get(c) in ("ordinal", "nominal")]
         for column in column_models:
             if column != "*" and column not in chain[1:]:
@@ -318,6 +328,10 @@ def benchmark(
         except SchemaError as exc:  # what the sites refuse (a tiny --rows subsample)
             hint = f" (--rows {rows} may be too few rows for {name}; ask for more)" if rows else ""
             _fail(f"{exc}{hint}")
+        except ValueError as exc:  # weights the fit finds would do nothing
+            if not str(exc).startswith("relevance["):
+                raise
+            _fail(f"--relevance {str(exc).removeprefix('relevance')}", 2)
         md, js = write_result(result, base)
     typer.echo(result.headline_text())
     typer.echo(f"wrote {md}")

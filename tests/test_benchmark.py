@@ -531,6 +531,7 @@ def test_cli_relevance(tmp_path: Path) -> None:
         ("X_G1:Y_lin=2", "['Y_lin'] are not columns before 'X_G1'"),
         ("nope:X_B=1", "'nope' is no column"),
         ("Y_lin=2", "write RESPONSE:COVARIATE=WEIGHT"),
+        ("X_G1:X_B=0", "every covariate of 'X_G1' has weight 0"),  # the fit's traceback
     ]:
         proc = run_cli("--dataset", "simulation", "--relevance", bad, "--out", str(tmp_path / "x"))
         assert proc.returncode == 2 and says in proc.stderr, (bad, proc.stderr)
