@@ -37,11 +37,17 @@ def test_bad_weights_are_refused(relevance, error, says):
 
 def test_engine_columns_take_their_columns_weight():
     """An indicator ('x (at point mass)', 'x (missing)') takes x's weight unless it is
-    named itself; no weights for the response, or all 1, is the plain kernel (None)."""
+    named itself, and as a response x's weights; no weights for the response, or all
+    1, is the plain kernel (None)."""
     kernel = KNNKernel(relevance={"y": {"x": 0.0, "o": 3.0, "x (missing)": 2.0}})
     names = ["x", "x (at point mass)", "x (missing)", "o", "c"]
     np.testing.assert_array_equal(kernel.relevance_for("y", names), [0.0, 0.0, 2.0, 3.0, 1.0])
     assert kernel.relevance_for("o", ["x"]) is None
+    # the response's own indicators are drawn with its weights (they had the plain
+    # kernel: whether y is at its point mass ignored the weights that y's values used)
+    own = ["x", "o", "y (missing)"]
+    for flag in ("y (at point mass)", "y (missing)"):
+        np.testing.assert_array_equal(kernel.relevance_for(flag, own), [0.0, 3.0, 1.0])
     assert KNNKernel(relevance={"y": {"x": 1.0}}).relevance_for("y", names) is None
     # keyword only: the subclasses' positional parameters are where they were
     assert KNNKernel(1.0, 0.1, {}, 300).budget == 300

@@ -75,8 +75,8 @@ class Kernel:
         gamma_q^a_q); a = 0 leaves the covariate out of the weights (the local-linear
         design keeps it), a = 1 (every covariate not named, and every response not
         named) is the paper's kernel.  An engine's indicator column (``"x (at point
-        mass)"``, ``"x (missing)"``) takes its column's weight.  See
-        :meth:`relevance_for`.
+        mass)"``, ``"x (missing)"``) takes its column's weight, and as a response (whether
+        x is missing, at its point mass) x's weights.  See :meth:`relevance_for`.
     """
 
     ordinal_penalty: float = 1.0
@@ -122,7 +122,8 @@ class Kernel:
         """The relevance weights of ``covariates`` (the engine's columns before
         ``response`` in the chain) in the kernel of ``response``'s conditional CDF, or
         None where every one is 1 (the paper's kernel, computed as before)."""
-        given = self.relevance.get(response)
+        # the response's own indicators ('y (missing)') are part of its conditional
+        given = self.relevance.get(response) or self.relevance.get(_column_of(response))
         if not given:
             return None
         out = np.array([float(given.get(c, given.get(_column_of(c), 1.0))) for c in covariates])
