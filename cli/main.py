@@ -466,7 +466,8 @@ def synthesize(
             boosting_params, columns, "--boosting", is_column=lambda _, v: isinstance(v, dict)
         )
         column_penalties = match_keys(column_penalties, columns, "--column-penalty")
-        relevance_weights = match_relevance(relevance_weights, columns)
+        # a response whose header holds a ':' ends where that header does
+        relevance_weights = match_relevance(parse_relevance(relevance, columns), columns)
         user_schema = None
         if schema is not None:
             try:

@@ -354,9 +354,13 @@ RelevanceOpt = Annotated[
 ]
 
 
-def parse_relevance(items: list[str] | None) -> dict[str, dict[str, float]]:
+def parse_relevance(
+    items: list[str] | None, columns: Sequence[str] = ()
+) -> dict[str, dict[str, float]]:
     """``RESPONSE:COVARIATE=WEIGHT`` items of ``--relevance`` as a mapping response ->
-    covariate -> weight (the response ends at the first ``:``).
+    covariate -> weight (the response ends at the first ``:``, or, given the tables'
+    ``columns``, at the first ``:`` before which stands a header: ``'a: b:x=2'`` for the
+    header ``'a: b'``).
 
     Raises
     ------
@@ -369,6 +373,10 @@ def parse_relevance(items: list[str] | None) -> dict[str, dict[str, float]]:
     for item in items or []:
         key, sep, text = item.rpartition("=")
         response, colon, covariate = key.partition(":")
+        for at in (i for i, ch in enumerate(key) if ch == ":"):  # a header with a ':'
+            if key[:at].strip() in {c.strip() for c in columns}:
+                response, colon, covariate = key[:at], ":", key[at + 1 :]
+                break
         response, covariate = response.strip(), covariate.strip()
         if not sep or not colon or not response or not covariate:
             raise ValueError(f"--relevance {item!r}: write {example}")

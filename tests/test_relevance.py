@@ -194,6 +194,25 @@ def test_cli_relevance(tmp_path):
         assert not out.exists()
 
 
+def test_cli_relevance_of_a_response_with_a_colon(tmp_path):
+    """A response whose header holds a ':' ends where that header does ('y: two:x=3');
+    it ended at the first ':', so such a column could not be named ('no column ['y']')."""
+    from conftest import fits_in_process
+
+    paths = []
+    for k, table in enumerate(split(mixed_table(600, seed=3), [350, 250])):
+        paths.append(tmp_path / f"site{k}.csv")
+        table.rename(columns={"y": "y: two", "x": "x:1"}).to_csv(paths[-1], index=False)
+    out = tmp_path / "out.csv"
+    res = fits_in_process(
+        "synthesize", *paths, "--rows", 100, "--out", out, "--relevance", "y: two:x:1=3"
+    )
+    assert res.returncode == 0, res.stderr
+    kernel = KNNKernel(relevance={"y: two": {"x:1": 3.0}})
+    synth = FITSSynthesizer(kernel, seed=0).fit({p.stem: pd.read_csv(p) for p in paths})
+    pd.testing.assert_frame_equal(pd.read_csv(out), synth.sample(100), check_dtype=False)
+
+
 def test_a_kernel_pickled_before_relevance_loads():
     """A saved synthesizer's kernel from before ``relevance`` existed (its pickled state
     lacks the field) loads as the paper's kernel; one with weights keeps them."""
