@@ -634,7 +634,7 @@ def _complete_rows(
     whatever the chunks (:meth:`~fits.FITSSynthesizer.sample_remaining_columns` with
     the same seed). Returns the rows written and the release check (None if it failed).
     """
-    from fits.io import read_table
+    from fits.io import known_decimal_types, read_table
 
     table = read_table(known)
     where = f"--known {str(known)!r}"
@@ -660,7 +660,7 @@ def _complete_rows(
         callback,
         check,
         quiet,
-        decimal_types=synth.schema_.decimal_types(),
+        decimal_types=known_decimal_types(synth.schema_.decimal_types(), table),
     )
 
 

@@ -79,7 +79,7 @@ def synthesize(transport: FlowerTransport, cfg: Mapping[str, Any]) -> Path:
     known = None
     rows = int(cfg["rows"])
     if cfg.get("known"):  # conditional sampling: one row per row of the known table
-        from fits.io import read_table
+        from fits.io import known_decimal_types, read_table
 
         known = read_table(cfg["known"])
         rows = int(known.shape[0])
@@ -98,7 +98,7 @@ def synthesize(transport: FlowerTransport, cfg: Mapping[str, Any]) -> Path:
             rows,
             f"known={cfg['known']!r} ({rows} rows)",
             "split the known table or write elsewhere",
-            synth.schema_.decimal_types(),
+            known_decimal_types(synth.schema_.decimal_types(), known),
         )
     else:
         path = _stream_to_file(

@@ -30,6 +30,7 @@ __all__ = [
     "check_suffix",
     "encoded_size",
     "find_duplicate_files",
+    "known_decimal_types",
     "read_columns",
     "read_table",
     "same_file",
@@ -630,6 +631,35 @@ def write_table_chunks(
 
     _atomic(path, write)
     return path, rows
+
+
+def known_decimal_types(
+    types: Mapping[str, tuple[int, int]], known: pd.DataFrame
+) -> dict[str, tuple[int, int]]:
+    """``types`` (a fit's :meth:`~fits.core.schema.Schema.decimal_types`) widened to hold
+    a known table's ``Decimal`` values as given (``--known``: they come back unchanged,
+    :meth:`~fits.synthesizer.FITSSynthesizer.sample_remaining_columns`): a value with
+    more digits after the point than its column's scale raises the scale, and the
+    precision as much (the known values lie within the column's bounds).  A known
+    column may name its header without surrounding spaces."""
+    from decimal import Decimal
+
+    out = dict(types)
+    for column in known.columns:
+        name = next((n for n in types if n.strip() == str(column).strip()), None)
+        if name is None:
+            continue
+        precision, scale = types[name]
+        digits = [
+            -int(exponent)
+            for v in known[column]
+            if isinstance(v, Decimal)
+            and v.is_finite()
+            and isinstance(exponent := v.as_tuple().exponent, int)
+        ]
+        extra = max([d - scale for d in digits] + [0])
+        out[name] = (precision + extra, scale + extra)
+    return out
 
 
 def _fixed_decimals(

@@ -18,7 +18,7 @@ import pytest
 
 from fits import FITSSynthesizer, Schema, SchemaError
 from fits.core.schema import ColumnSpec, DataNote, decimal_values, to_decimals
-from fits.io import write_table_chunks
+from fits.io import known_decimal_types, write_table_chunks
 
 from conftest import fits_in_process
 
@@ -191,6 +191,16 @@ def _decimal_site(frame: pd.DataFrame, path) -> None:
     pq.write_table(table, path)
 
 
+def test_known_decimal_types_hold_the_known_values() -> None:
+    """The Parquet type of a ``--known`` completion (fits synthesize, the ServerApp of
+    fits federate) widens a column's scale, and its precision as much, to the known
+    Decimal values' digits; a header is named with or without its spaces."""
+    types = {" price ": (5, 2), "units": (3, 0)}
+    known = pd.DataFrame({"price": [Decimal("1.125"), None, Decimal("NaN")], "x": [1.0] * 3})
+    assert known_decimal_types(types, known) == {" price ": (6, 3), "units": (3, 0)}
+    assert known_decimal_types(types, known.assign(price=[Decimal("1.5")] * 3)) == types
+
+
 def test_command_line_round_trip(tmp_path) -> None:
     sites = _sites()
     files = []
@@ -235,3 +245,14 @@ def test_command_line_round_trip(tmp_path) -> None:
     got = pd.read_parquet(completed)
     assert [str(v) for v in got["price"]] == [str(v) for v in given]
     assert _is_decimal_column(got["rate"], 2)
+    # known values with more digits after the point than the sites' come back as given
+    # in a wider type (the file's type had the sites' scale: 'does not fit decimal(5, 2)')
+    three = [Decimal("101.125"), Decimal("99.5"), None]
+    pq.write_table(pa.table({"price": pa.array(three, pa.decimal128(6, 3))}), known)
+    res = fits_in_process(
+        "synthesize", *files, "--known", known, "--order", "price,x,units,rate,mixed",
+        "--out", completed, "--quiet",
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    assert pq.read_schema(completed).field("price").type.scale == 3
+    assert [str(v) for v in pd.read_parquet(completed)["price"]] == ["101.125", "99.500", "None"]
