@@ -176,3 +176,9 @@ def test_report_compares_decimal_objects_as_numbers():
     uid = real.assign(uid=[f"u{i:04d}x" for i in range(len(real))])
     with pytest.raises(ValueError, match="target 'uid' looks like an identifier"):
         evaluate(uid, uid.copy(), target="uid", privacy=False)
+    # a Decimal column with no value in the synthetic table (all None: dtype object, of
+    # no numbers) is all missing, not 'numeric in the real table but not in the
+    # synthetic table (values like [])'
+    missing = synthetic.assign(price=[None] * len(synthetic))
+    report = evaluate(real, missing, privacy=False, boosting=False)
+    assert report.data["kinds"]["price"] == "continuous"

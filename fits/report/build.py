@@ -723,6 +723,8 @@ def _check_inputs(
     tasks = _tasks_for(targets, task)
     client_frames = _client_frames(clients)
     for c in columns:  # a numeric column whose synthetic values are text: say which
+        if kinds[c] == "continuous" and _numeric(real[c]) and synthetic[c].isna().all():
+            synthetic = synthetic.assign(**{c: synthetic[c].astype(np.float64)})  # no dtype
         if kinds[c] == "continuous" and _numeric(real[c]) and not _numeric(synthetic[c]):
             raise ValueError(
                 f"column {c!r} is numeric in the real table but not in the synthetic table "
