@@ -541,6 +541,7 @@ class FITSSynthesizer(BaseEstimator):
                 boosted=[c for c in schema.order if coordinator._boosted(c)],
                 derived=schema.derived,
                 ids=[c.name for c in schema.columns if c.kind == "id"],
+                summed=[r.column for r in schema.rules or [] if r.kind == "sum"],
             )
             if isinstance(kernel, KNNKernel):
                 _check_knn_relevance(kernel, coordinator.schema)  # type: ignore[arg-type]

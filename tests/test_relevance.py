@@ -85,6 +85,13 @@ def test_fit_refuses_weights_for_boosted_or_rule_set_columns(mixed_clients):
             synth.fit(ruled)
     rules_off = FITSSynthesizer(KNNKernel(relevance={"y": {"x3": 0.0}}), rules=False, seed=0)
     rules_off.fit(ruled)
+    # a sum rule's column is set by it, never drawn by a kernel (the weights did nothing)
+    rng = np.random.default_rng(0)
+    parts = pd.DataFrame({"a": rng.integers(0, 50, 600), "b": rng.integers(0, 50, 600)})
+    summed = split(parts.assign(c=rng.normal(size=600), tot=parts["a"] + parts["b"]), [300, 300])
+    synth = FITSSynthesizer(KNNKernel(relevance={"tot": {"c": 5.0}}), seed=0)
+    with pytest.raises(ValueError, match=r"'tot' is set by the schema's sum rule"):
+        synth.fit(summed)
 
 
 def test_knn_refuses_every_covariate_at_weight_0():

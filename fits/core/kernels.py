@@ -155,12 +155,14 @@ def check_relevance(
     boosted: Collection[str] = (),
     derived: Collection[str] = (),
     ids: Collection[str] = (),
+    summed: Collection[str] = (),
 ) -> None:
     """Check a kernel's ``relevance`` against the chain ``order``: it names responses the
     chain's kernels draw (not the first column, which has no covariates, nor one of
-    ``boosted``, drawn from its boosted model) and, for each, columns before it in the
-    chain, none of ``derived`` (set by an affine rule: out of the engine's chain) or of
-    ``ids`` (identifiers, not modelled); anything else would do nothing.
+    ``boosted``, drawn from its boosted model, nor one of ``summed``, which a sum rule
+    sets) and, for each, columns before it in the chain, none of ``derived`` (set by an
+    affine rule: out of the engine's chain) or of ``ids`` (identifiers, not modelled);
+    anything else would do nothing.
 
     Raises
     ------
@@ -180,6 +182,12 @@ def check_relevance(
                 f"relevance[{response!r}]: {response!r} is drawn from its boosted model "
                 "(column_models, --column-model), not by a kernel, so its relevance "
                 "weights do nothing; leave them out, or draw it by the kernel"
+            )
+        if response in summed:
+            raise ValueError(
+                f"relevance[{response!r}]: {response!r} is set by the schema's sum rule "
+                "from other columns, not drawn by a kernel, so its relevance weights do "
+                "nothing; leave them out, or switch the rules off (rules=False, --no-rules)"
             )
         ruled = [c for c in (response, *weights) if c in derived]
         if ruled:
