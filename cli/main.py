@@ -91,6 +91,21 @@ def _data_errors() -> Iterator[None]:
         _fail(f"{type(exc).__name__}: {exc}")
 
 
+#: From this many chain columns on, fits synthesize says before it starts that a wide
+#: table takes minutes (docs/benchmarks.md, "Wide tables").
+WIDE_TABLE_COLUMNS = 100
+
+
+def _wide_table_note(columns: int) -> str:
+    return (
+        f"note: {columns} columns: each column is drawn given all the columns before it, "
+        "so the time grows steeply with the number of columns (300 columns of 300 rows: "
+        "about 9 minutes on a 2-core machine, with OPENBLAS_NUM_THREADS=1, which a small "
+        "or busy machine needs); on a terminal the progress bar shows one line per "
+        'column (docs/benchmarks.md, "Wide tables")'
+    )
+
+
 def _read_policy(path: Path | None) -> Any:
     """The :class:`~fits.federation.policy.SitePolicy` of ``--policy`` (None: the
     default); a bad file is a usage error naming the file and the field."""
@@ -493,6 +508,8 @@ def synthesize(
                 2,
             )
         start = time.perf_counter()
+        if not quiet and len(chain) >= WIDE_TABLE_COLUMNS:
+            typer.echo(_wide_table_note(len(chain)), err=True)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             synth = FITSSynthesizer(

@@ -141,3 +141,22 @@ def test_sum_checks_in_blocks_answer_as_one_check_per_candidate(monkeypatch):
     held = {(c["column"], tuple(c["of"])) for c, a in zip(cands, got, strict=True) if a}
     assert ("t2", ("p0", "p1")) in held and ("t3", ("p2", "p3", "p4")) in held
     assert ("near", ("p5", "p6")) not in held
+
+
+def test_fits_synthesize_says_a_wide_table_takes_minutes(tmp_path, monkeypatch):
+    import fits.cli.main as cli_main
+
+    from conftest import fits_in_process as run
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({f"lab{k}": rng.normal(10, 1, 40) for k in range(3)})
+    frame.iloc[:20].to_csv(tmp_path / "a.csv", index=False)
+    frame.iloc[20:].to_csv(tmp_path / "b.csv", index=False)
+    monkeypatch.setattr(cli_main, "WIDE_TABLE_COLUMNS", 3)  # so that 3 columns are wide
+    args = ["synthesize", tmp_path / "a.csv", tmp_path / "b.csv", "--rows", "5"]
+    loud = run(*args, "--out", tmp_path / "o.csv")
+    assert loud.returncode == 0, loud.stderr
+    assert "note: 3 columns: each column is drawn given all the columns before it" in loud.stderr
+    quiet = run(*args, "--out", tmp_path / "q.csv", "--quiet")
+    assert quiet.returncode == 0, quiet.stderr
+    assert "note: 3 columns" not in quiet.stderr
