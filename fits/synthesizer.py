@@ -1100,7 +1100,7 @@ class FITSSynthesizer(BaseEstimator):
             enc = coord.encoders[name]
             col = enc.decode(values[:, order.index(name)]).reset_index(drop=True)
             flag = missing_flag(name)
-            if enc.spec.kind == "continuous" and flag in order:
+            if enc.spec.kind == "continuous" and spec.missing:  # its indicator is in order
                 absent = coord.encoders[flag].ceil(values[:, order.index(flag)]) == 1
                 if enc.spec.dtype == "int":
                     col = col.astype("Int64")

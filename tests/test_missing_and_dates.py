@@ -145,3 +145,19 @@ def test_text_in_a_column_declared_continuous(clients):
         warnings.simplefilter("ignore")
         with pytest.raises(SchemaError, match="client 2: column 'x' .*continuous.*'n/a'"):
             FITSSynthesizer(kinds={"x": "continuous"}).fit(frames)
+
+
+@pytest.mark.parametrize("first", [True, False])
+def test_a_users_column_named_like_an_indicator(first):
+    """A column of the user's own named 'x (missing)', with x holding no missing value,
+    is no indicator of x: sampling stopped with numpy's 'object of too small depth'
+    (x's values were decoded as if it marked missing ones)."""
+    rng = np.random.default_rng(3)
+    x, f = rng.normal(size=600), rng.normal(5, 1, 600)
+    t = pd.DataFrame({"x": x, "x (missing)": f, "y": f + x + 0.1 * rng.normal(size=600)})
+    if first:
+        t = t[["x (missing)", "x", "y"]]
+    out = FITSSynthesizer(seed=0).fit([t.iloc[:300], t.iloc[300:]]).sample(400)
+    assert out.notna().all().all() and list(out.columns) == list(t.columns)
+    assert out["x"].std() > 0.5 and out["x"].min() > t["x"].min() - 1e-9
+    assert abs(out["x (missing)"].mean() - 5) < 0.3

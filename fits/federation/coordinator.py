@@ -1903,8 +1903,8 @@ class Coordinator:
                 (missing_flag(column), spec.lower),
                 (point_mass_flag(column), spec.point_mass),
             ):
-                if flag in self.encoders:
-                    pos = order.index(flag)
+                if flag in self.encoders and self.encoders[flag].spec.indicates == column:
+                    pos = order.index(flag)  # (not a user's column of that name)
                     hit = ~absent & (self.encoders[flag].ceil(out[:, pos]) == 1)
                     out[hit, j] = value
                     absent |= hit
