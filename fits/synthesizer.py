@@ -48,7 +48,6 @@ from fits.core.schema import (
     Schema,
     decimal_values,
     missing_flag,
-    point_mass_flag,
     surrogate_ids,
     to_decimals,
 )
@@ -1205,10 +1204,11 @@ def _check_knn_relevance(kernel: Any, engine: Schema) -> None:
     rows would be whichever the neighbour search returns first (they depend on the
     sites' row order).  ``engine``: the engine's schema (indicators in the chain)."""
     order = engine.order
+    indicates = {c.name: c.indicates for c in engine.columns if c.indicates}
     for response in kernel.relevance:
-        own = {missing_flag(response), point_mass_flag(response)}  # constant where usable
+        own = {c for c, of in indicates.items() if of == response}  # constant where usable
         covariates = [c for c in order[: order.index(response)] if c not in own]
-        weights = kernel.relevance_for(response, covariates)
+        weights = kernel.relevance_for(response, covariates, indicates)
         if weights is not None and not weights.any():
             raise ValueError(
                 f"relevance[{response!r}]: every covariate of {response!r} has weight 0, so "

@@ -53,6 +53,24 @@ def test_engine_columns_take_their_columns_weight():
     assert KNNKernel(1.0, 0.1, {}, 300).budget == 300
 
 
+def test_a_users_column_named_like_an_indicator_keeps_its_own_weight():
+    """A user's own column 'x (missing)' (x has no missing value) is no indicator of x:
+    it took x's weight, judged by its name; the sites now ask the column's spec."""
+    rng = np.random.default_rng(1)
+    x, f = rng.normal(size=600), rng.normal(size=600)
+    table = pd.DataFrame({"x": x, "x (missing)": f, "y": 3 * f + x + rng.normal(size=600)})
+    sites = split(table, [300, 300])
+    draws = [
+        FITSSynthesizer(GaussianKernel(relevance=relevance), seed=0).fit(sites).sample(200)
+        for relevance in ({"y": {"x": 0.0}}, {"y": {"x": 0.0, "x (missing)": 1.0}})
+    ]
+    pd.testing.assert_frame_equal(draws[0], draws[1])
+    indicates = {"x (at point mass)": "x"}
+    names = ["x", "x (at point mass)", "x (missing)"]
+    kernel = KNNKernel(relevance={"y": {"x": 0.0}})
+    np.testing.assert_array_equal(kernel.relevance_for("y", names, indicates), [0, 0, 1])
+
+
 @pytest.mark.parametrize(
     ("relevance", "says"),
     [

@@ -118,15 +118,27 @@ class Kernel:
         # a kernel pickled before ``relevance`` existed (a saved synthesizer) has none
         self.__dict__.update({"relevance": {}, **state})
 
-    def relevance_for(self, response: str, covariates: list[str]) -> np.ndarray | None:
+    def relevance_for(
+        self,
+        response: str,
+        covariates: list[str],
+        indicates: Mapping[str, str] | None = None,
+    ) -> np.ndarray | None:
         """The relevance weights of ``covariates`` (the engine's columns before
         ``response`` in the chain) in the kernel of ``response``'s conditional CDF, or
-        None where every one is 1 (the paper's kernel, computed as before)."""
+        None where every one is 1 (the paper's kernel, computed as before).
+        ``indicates``: the engine's indicator columns -> the column each indicates
+        (:attr:`~fits.core.schema.ColumnSpec.indicates`; a user's own column named
+        ``"x (missing)"`` is none); None: judged by the name."""
+
+        def column_of(name: str) -> str:
+            return _column_of(name) if indicates is None else indicates.get(name, name)
+
         # the response's own indicators ('y (missing)') are part of its conditional
-        given = self.relevance.get(response) or self.relevance.get(_column_of(response))
+        given = self.relevance.get(response) or self.relevance.get(column_of(response))
         if not given:
             return None
-        out = np.array([float(given.get(c, given.get(_column_of(c), 1.0))) for c in covariates])
+        out = np.array([float(given.get(c, given.get(column_of(c), 1.0))) for c in covariates])
         return None if np.all(out == 1.0) else out
 
     def penalty_for(self, column: str, kind: str) -> float:

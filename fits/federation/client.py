@@ -818,9 +818,10 @@ class FITSClient:
     def _relevance(self, d: int, kernel: Kernel) -> np.ndarray | None:
         """The kernel's relevance weights of the first d engine columns for the
         response d (:meth:`~fits.core.kernels.Kernel.relevance_for`; None: all 1)."""
-        if d >= len(self.columns):
+        if d >= len(self.columns) or not kernel.relevance:
             return None
-        return kernel.relevance_for(self.columns[d], self.columns[:d])
+        indicates = {e.spec.name: e.spec.indicates for e in self.encoders if e.spec.indicates}
+        return kernel.relevance_for(self.columns[d], self.columns[:d], indicates)
 
     def _tree(
         self, d: int, method: str = "kdtree", relevance: np.ndarray | None = None
