@@ -161,3 +161,14 @@ def test_a_users_column_named_like_an_indicator(first):
     assert out.notna().all().all() and list(out.columns) == list(t.columns)
     assert out["x"].std() > 0.5 and out["x"].min() > t["x"].min() - 1e-9
     assert abs(out["x (missing)"].mean() - 5) < 0.3
+
+
+def test_a_column_after_a_users_column_named_like_its_indicator_is_not_first():
+    """x after the user's own 'x (missing)' has a covariate: boosting it or giving it a
+    design was refused as 'the chain's first column' (judged by the names before it)."""
+    rng = np.random.default_rng(3)
+    f = rng.normal(5, 1, 600)
+    t = pd.DataFrame({"x (missing)": f, "x": f + rng.normal(size=600)})
+    sites = [t.iloc[:300], t.iloc[300:]]
+    FITSSynthesizer(seed=0, column_models={"x": "boosting"}).fit(sites)
+    FITSSynthesizer(seed=0, column_designs={"x": "constant"}).fit(sites)

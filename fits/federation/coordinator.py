@@ -643,7 +643,7 @@ class Coordinator:
         whether it has a value, not which."""
         assert self.schema is not None
         before = self.schema.order[: self.schema.order.index(name)]
-        return set(before) <= {missing_flag(name), point_mass_flag(name)}
+        return all(self.schema[c].indicates == name for c in before)  # not by their names
 
     def _oversized(self, column: str) -> str | None:
         """Whether a boosted column's model is too large for a site's reply, judged at
