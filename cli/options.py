@@ -294,6 +294,17 @@ def parse_column_models(items: list[str] | None) -> dict[str, str]:
     return models
 
 
+def _nonnegative(text: str, what: str) -> float:
+    """``text`` as a finite number >= 0; ValueError "``what`` must be a number >= 0"."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 <= value < float("inf"):
+        raise ValueError(f"{what} must be a number >= 0")
+    return value
+
+
 def _column_items(items: list[str] | None, option: str, example: str) -> list[tuple[str, str, str]]:
     """``(item, column, value)`` of ``COLUMN=VALUE`` items; ValueError for an item without
     ``=`` or a column, or a column named twice."""
@@ -380,12 +391,7 @@ def parse_relevance(
         response, covariate = response.strip(), covariate.strip()
         if not sep or not colon or not response or not covariate:
             raise ValueError(f"--relevance {item!r}: write {example}")
-        try:
-            value = float(text)
-        except ValueError:
-            value = float("nan")
-        if not 0 <= value < float("inf"):
-            raise ValueError(f"--relevance {item!r}: the weight must be a number >= 0")
+        value = _nonnegative(text, f"--relevance {item!r}: the weight")
         weights = out.setdefault(response, {})
         if covariate in weights:
             raise ValueError(f"--relevance names {response}:{covariate} twice")
@@ -452,11 +458,6 @@ def parse_column_penalties(items: list[str] | None) -> dict[str, float]:
     """
     penalties: dict[str, float] = {}
     for item, column, text in _column_items(items, "--column-penalty", "COLUMN=VALUE, e.g. hr=3"):
-        try:
-            value = float(text)
-        except ValueError:
-            value = float("nan")
-        if not 0 <= value < float("inf"):
-            raise ValueError(f"--column-penalty {item!r}: the value must be a number >= 0")
+        value = _nonnegative(text, f"--column-penalty {item!r}: the value")
         penalties[column] = value
     return penalties
