@@ -113,7 +113,10 @@ def test_report_names_in_other_scripts_and_long_names_warn_nothing():
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         report = evaluate(table(120), table(100), privacy=False, utility=False)
-    assert [str(w.message) for w in caught] == []
+    # (a dependency's own deprecation warnings, e.g. pyparsing's under matplotlib 3.7 in
+    # the lowest-versions environment, are hidden from users by Python's default filters)
+    shown = [w for w in caught if not issubclass(w.category, DeprecationWarning)]
+    assert [str(w.message) for w in shown] == []
     assert long in report.to_html() and "温度" in report.to_html()
 
 

@@ -1183,7 +1183,7 @@ def _figures(
     figures: dict[str, str] = {}
     scores = fidelity.column_scores.set_index("column")["score"].to_dict()
     with warnings.catch_warnings():  # names in scripts the font lacks (CJK) show as boxes
-        warnings.filterwarnings("ignore", "Glyph .* missing from font", UserWarning)
+        warnings.filterwarnings("ignore", "Glyph .* missing from", UserWarning)  # (current) font
         warnings.filterwarnings("ignore", "Tight layout not applied", UserWarning)
         for i, image in enumerate(marginal_figures(fidelity.marginals, scores)):
             figures[f"marginals_{i}"] = image
