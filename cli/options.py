@@ -9,7 +9,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from fits.core.kernel_settings import parse_column_penalties, parse_relevance
 from fits.core.names import ColumnNameError, match_columns, match_keys, show_columns
+from fits.core.names import column_items as _column_items
 
 if TYPE_CHECKING:
     from fits.federation.policy import SitePolicy
@@ -294,32 +296,6 @@ def parse_column_models(items: list[str] | None) -> dict[str, str]:
     return models
 
 
-def _nonnegative(text: str, what: str) -> float:
-    """``text`` as a finite number >= 0; ValueError "``what`` must be a number >= 0"."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not 0 <= value < float("inf"):
-        raise ValueError(f"{what} must be a number >= 0")
-    return value
-
-
-def _column_items(items: list[str] | None, option: str, example: str) -> list[tuple[str, str, str]]:
-    """``(item, column, value)`` of ``COLUMN=VALUE`` items; ValueError for an item without
-    ``=`` or a column, or a column named twice."""
-    out: list[tuple[str, str, str]] = []
-    for item in items or []:
-        column, sep, value = item.rpartition("=")
-        column = column.strip()
-        if not sep or not column:
-            raise ValueError(f"{option} {item!r}: write {example}")
-        if column in {c for _, c, _ in out}:
-            raise ValueError(f"{option} names {column!r} twice")
-        out.append((item, column, value.strip()))
-    return out
-
-
 def parse_column_designs(items: list[str] | None) -> dict[str, str]:
     """``COLUMN=DESIGN`` items of ``--column-design`` as a mapping.
 
@@ -363,40 +339,6 @@ RelevanceOpt = Annotated[
         show_default=False,
     ),
 ]
-
-
-def parse_relevance(
-    items: list[str] | None, columns: Sequence[str] = ()
-) -> dict[str, dict[str, float]]:
-    """``RESPONSE:COVARIATE=WEIGHT`` items of ``--relevance`` as a mapping response ->
-    covariate -> weight (the response ends at the first ``:``, or, given the tables'
-    ``columns``, at the first ``:`` before which stands a header: ``'a: b:x=2'`` for the
-    header ``'a: b'``).
-
-    Raises
-    ------
-    ValueError
-        An item without ``:`` or ``=``, an empty name, a weight that is not a number
-        >= 0, or a (response, covariate) pair named twice (the message says which).
-    """
-    out: dict[str, dict[str, float]] = {}
-    example = "RESPONSE:COVARIATE=WEIGHT, e.g. cnt:hr=4"
-    for item in items or []:
-        key, sep, text = item.rpartition("=")
-        response, colon, covariate = key.partition(":")
-        for at in (i for i, ch in enumerate(key) if ch == ":"):  # a header with a ':'
-            if key[:at].strip() in {c.strip() for c in columns}:
-                response, colon, covariate = key[:at], ":", key[at + 1 :]
-                break
-        response, covariate = response.strip(), covariate.strip()
-        if not sep or not colon or not response or not covariate:
-            raise ValueError(f"--relevance {item!r}: write {example}")
-        value = _nonnegative(text, f"--relevance {item!r}: the weight")
-        weights = out.setdefault(response, {})
-        if covariate in weights:
-            raise ValueError(f"--relevance names {response}:{covariate} twice")
-        weights[covariate] = value
-    return out
 
 
 OrdinalPenaltyOpt = Annotated[
@@ -445,19 +387,3 @@ def match_relevance(
     """
     out = match_keys(dict(relevance), columns, "--relevance")
     return {r: match_keys(dict(w), columns, "--relevance") for r, w in out.items()}
-
-
-def parse_column_penalties(items: list[str] | None) -> dict[str, float]:
-    """``COLUMN=VALUE`` items of ``--column-penalty`` as a mapping.
-
-    Raises
-    ------
-    ValueError
-        An item without ``=``, with an empty column, a value that is not a number >= 0,
-        or a column named twice (the message says which).
-    """
-    penalties: dict[str, float] = {}
-    for item, column, text in _column_items(items, "--column-penalty", "COLUMN=VALUE, e.g. hr=3"):
-        value = _nonnegative(text, f"--column-penalty {item!r}: the value")
-        penalties[column] = value
-    return penalties

@@ -13,7 +13,8 @@ learns the headers only from the sites' setup replies.
   others kept as given (for callers with their own message for an unknown column);
 - :func:`match_columns`, :func:`match_keys`: the same, and an unknown name is an error;
 - :func:`format_column_list`, :func:`parse_column_list`: a list of names as one line of
-  text (a Flower run or node config value, e.g. ``drop``) and back.
+  text (a Flower run or node config value, e.g. ``drop``) and back;
+- :func:`column_items`: ``COLUMN=VALUE`` items (an option given once per column) split.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import TypeVar
 
 __all__ = [
     "ColumnNameError",
+    "column_items",
     "format_column_list",
     "header_for",
     "match_columns",
@@ -200,3 +202,27 @@ def parse_column_list(text: str, key: str) -> list[str]:
             'of them, e.g. ["uid", " notes "]'
         )
     return names
+
+
+def column_items(
+    items: Iterable[str] | None, option: str, example: str
+) -> list[tuple[str, str, str]]:
+    """``(item, column, value)`` of ``COLUMN=VALUE`` items (split at the last ``=``, so a
+    column name may hold one; column and value stripped).
+
+    Raises
+    ------
+    ValueError
+        An item without ``=`` or a column (``"{option} 'item': write {example}"``), or a
+        column named twice.
+    """
+    out: list[tuple[str, str, str]] = []
+    for item in items or []:
+        column, sep, value = item.rpartition("=")
+        column = column.strip()
+        if not sep or not column:
+            raise ValueError(f"{option} {item!r}: write {example}")
+        if column in {c for _, c, _ in out}:
+            raise ValueError(f"{option} names {column!r} twice")
+        out.append((item, column, value.strip()))
+    return out
