@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 import shlex
-import shutil
 import sys
 import time
 import warnings
@@ -615,14 +614,6 @@ def _report_release_check(check: Any) -> None:
         typer.echo(f"warning: {line}", err=True)
 
 
-def _human_bytes(n: float) -> str:
-    for unit in ("bytes", "kB", "MB", "GB", "TB"):
-        if n < 1000 or unit == "TB":
-            return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
-        n /= 1000
-    return f"{n:.1f} TB"  # pragma: no cover
-
-
 def _human_seconds(t: float) -> str:
     if t < 120:
         return f"{t:.0f} s"
@@ -754,24 +745,26 @@ def _write_stream(
     *,
     decimal_types: Mapping[str, tuple[int, int]] | None = None,
 ) -> tuple[int, Any]:
-    """Stream the chunks of a draw of ``rows`` rows into ``out`` atomically.
+    """Stream the chunks of a draw of ``rows`` rows into ``out`` atomically
+    (:func:`fits.io.write_stream`, which the Flower ServerApp uses too), with this
+    command's extras.
 
     ``stream(first_chunk_rows, progress)`` gives the chunks (whose rows must not
     depend on where they are cut). Large requests (more than
     :data:`fits.io.LARGE_REQUEST_ROWS` rows) first draw :data:`fits.io.ESTIMATE_ROWS`
-    rows, time them, print the estimated time and file size, and refuse (exit 2; the message starts
-    with ``request`` and ends with ``advice``) when the file would not fit in the free
-    space of the output's file system. Every chunk goes through the release check
-    ``check`` before it is written; ``decimal_types`` fixes the Parquet type of the
-    ``Decimal`` columns for the whole file (:func:`fits.io.write_table_chunks`).
-    Returns the rows written and the release check (None if it failed).
+    rows; here they are also timed, and the estimated time and file size printed
+    (unless ``quiet``); a file that would not fit in the free space of the output's
+    file system is refused (exit 2; the message starts with ``request`` and ends with
+    ``advice``). Every chunk goes through the release check ``check`` before it is
+    written; ``decimal_types`` fixes the Parquet type of the ``Decimal`` columns for
+    the whole file (:func:`fits.io.write_table_chunks`). Returns the rows written and
+    the release check (None if it failed).
     """
     from fits import io as fits_io
     from fits.federation.coordinator import BOOSTING_PROGRESS
 
-    estimate_rows = fits_io.ESTIMATE_ROWS
-    large = rows > fits_io.LARGE_REQUEST_ROWS
     one_off = [0.0]  # when the boosted columns' models (fitted once, before row 1) were done
+    clock = [0.0, 0.0]  # when the first chunk was asked for, and when it came
 
     def timed(column: str, done: int, total: int) -> None:
         if column == BOOSTING_PROGRESS:
@@ -779,37 +772,16 @@ def _write_stream(
         if callback is not None:
             callback(column, done, total)
 
-    chunks_of = stream(estimate_rows if large else None, timed)
-    first: list[pd.DataFrame] = []
-    if large:
-        clock = time.perf_counter()
-        first.append(next(chunks_of))
-        now = time.perf_counter()
-        fitted = max(one_off[0], clock)  # the boost rounds are not paid again per chunk
-        seconds = (fitted - clock) + (now - fitted) * rows / estimate_rows
-        size = fits_io.encoded_size(first[0], out.suffix.lower()) * rows / estimate_rows
-        free = shutil.disk_usage(out.parent if str(out.parent) else Path(".")).free
-        if size > free:
-            _fail(
-                f"{request}: the output would take about {_human_bytes(size)} "
-                f"(estimated from the first {estimate_rows} rows) but the file system of "
-                f"--out {str(out)!r} has {_human_bytes(free)} free; {advice}",
-                2,
-            )
-        if not quiet:
-            typer.echo(
-                f"{rows:,} rows: estimated {_human_seconds(seconds)} and "
-                f"{_human_bytes(size)} (from the first {estimate_rows:,} rows; "
-                f"{_human_bytes(free)} free)",
-                err=True,
-            )
-    pieces = [iter(first), chunks_of]
-
     checks = [check]
 
-    def chunks() -> Iterator[pd.DataFrame]:
-        for piece in pieces:
-            for chunk in piece:
+    def draw(first_chunk_rows: int | None) -> Iterator[pd.DataFrame]:
+        chunks = stream(first_chunk_rows, timed)
+
+        def checked() -> Iterator[pd.DataFrame]:
+            clock[0] = time.perf_counter()
+            for k, chunk in enumerate(chunks):
+                if k == 0:
+                    clock[1] = time.perf_counter()
                 if checks[0] is not None:
                     try:
                         checks[0].update(chunk)
@@ -818,7 +790,33 @@ def _write_stream(
                         checks[0] = None
                 yield chunk
 
-    _, written = fits_io.write_table_chunks(chunks(), out, decimal_types=decimal_types)
+        return checked()
+
+    def estimated(estimate: Any) -> None:
+        if quiet:
+            return
+        fitted = max(one_off[0], clock[0])  # the boost rounds are not paid again per chunk
+        seconds = (fitted - clock[0]) + (clock[1] - fitted) * estimate.rows / estimate.sample_rows
+        typer.echo(
+            f"{estimate.rows:,} rows: estimated {_human_seconds(seconds)} and "
+            f"{fits_io.human_bytes(estimate.size)} (from the first "
+            f"{estimate.sample_rows:,} rows; {fits_io.human_bytes(estimate.free)} free)",
+            err=True,
+        )
+
+    try:
+        _, written = fits_io.write_stream(
+            draw,
+            out,
+            rows,
+            request=request,
+            advice=advice,
+            where=f"--out {str(out)!r}",
+            decimal_types=decimal_types,
+            on_estimate=estimated,
+        )
+    except fits_io.OutputTooLarge as exc:
+        _fail(str(exc), 2)
     return written, checks[0]
 
 

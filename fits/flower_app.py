@@ -156,37 +156,29 @@ def _stream_to_file(
 ) -> Path:
     """Write the chunks ``stream(first_chunk_rows)`` gives (a draw of ``rows`` rows whose
     rows do not depend on where the chunks are cut) to ``out`` atomically, as
-    ``fits synthesize`` does: a request of more than :data:`fits.io.LARGE_REQUEST_ROWS`
-    rows first draws :data:`fits.io.ESTIMATE_ROWS` rows and stops the run (nothing
-    written; the message starts with ``request`` and ends with ``advice``) when the
-    table would not fit in the free space of ``out``'s file system.  ``decimal_types``
-    fixes the Parquet type of the ``Decimal`` columns for the whole file
+    ``fits synthesize`` does (:func:`fits.io.write_stream`): a request of more than
+    :data:`fits.io.LARGE_REQUEST_ROWS` rows that would not fit in the free space of
+    ``out``'s file system stops the run (:class:`fits.io.OutputTooLarge`, a ValueError;
+    nothing written; the message starts with ``request`` and ends with ``advice``), and
+    the estimate of one that fits shows in the ServerApp's log.  ``decimal_types`` fixes
+    the Parquet type of the ``Decimal`` columns for the whole file
     (:func:`fits.io.write_table_chunks`)."""
-    import itertools
-    import shutil
-
     from fits import io as fits_io
 
-    suffix = fits_io.check_suffix(out, "output")
-    estimate_rows = fits_io.ESTIMATE_ROWS
-    large = rows > fits_io.LARGE_REQUEST_ROWS
-    chunks = stream(estimate_rows if large else None)
-    first = []
-    if large:
-        first.append(next(chunks))
-        size = fits_io.encoded_size(first[0], suffix) * rows / estimate_rows
-        free = shutil.disk_usage(out.parent).free
-        if size > free:
-            raise ValueError(
-                f"{request}: the output would take about {size / 1e9:,.1f} GB (estimated "
-                f"from the first {estimate_rows} rows) but the file system of {str(out)!r} "
-                f"has {free / 1e9:,.1f} GB free; {advice}"
-            )
+    def estimated(estimate: fits_io.StreamEstimate) -> None:
         print(  # noqa: T201 - shows in the ServerApp's log (flwr log)
-            f"{rows:,} rows: about {size / 1e9:,.2f} GB ({free / 1e9:,.1f} GB free)"
+            f"{estimate.rows:,} rows: about {estimate.size / 1e9:,.2f} GB "
+            f"({estimate.free / 1e9:,.1f} GB free)"
         )
-    written, _ = fits_io.write_table_chunks(
-        itertools.chain(first, chunks), out, decimal_types=decimal_types
+
+    written, _ = fits_io.write_stream(
+        stream,
+        out,
+        rows,
+        request=request,
+        advice=advice,
+        decimal_types=decimal_types,
+        on_estimate=estimated,
     )
     return written
 

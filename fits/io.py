@@ -14,6 +14,7 @@ import tempfile
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,15 +27,19 @@ __all__ = [
     "TABLE_SUFFIXES",
     "DataFileError",
     "OutputError",
+    "OutputTooLarge",
+    "StreamEstimate",
     "check_output",
     "check_suffix",
     "encoded_size",
     "find_duplicate_files",
+    "human_bytes",
     "known_decimal_types",
     "read_columns",
     "read_table",
     "same_file",
     "write_table",
+    "write_stream",
     "write_table_chunks",
     "write_text",
 ]
@@ -703,6 +708,90 @@ def _decimal_chunk(chunk: pd.DataFrame, schema: Any, fixed: Mapping[str, Any], p
                     f"more digits after the point, or a larger one): {exc}"
                 ) from exc
         raise
+
+
+class OutputTooLarge(OutputError):
+    """A streamed table would not fit in the free space of its output's file system
+    (:func:`write_stream`); nothing was written.  A usage error: ask for less, or
+    write elsewhere."""
+
+
+@dataclass(frozen=True)
+class StreamEstimate:
+    """A large request's estimate (:func:`write_stream`): ``size`` bytes for ``rows``
+    rows, from the encoded size of a first piece of ``sample_rows`` rows; ``free``
+    bytes free on the output's file system."""
+
+    rows: int
+    sample_rows: int
+    size: float
+    free: int
+
+
+def human_bytes(n: float) -> str:
+    """A byte count as people read it: ``512 bytes``, ``12.3 kB``, ``194.4 MB``, ..."""
+    for unit in ("bytes", "kB", "MB", "GB", "TB"):
+        if n < 1000 or unit == "TB":
+            return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n:.1f} TB"  # pragma: no cover
+
+
+def write_stream(
+    draw: Callable[[int | None], Iterator[pd.DataFrame]],
+    path: str | os.PathLike[str],
+    rows: int,
+    *,
+    request: str,
+    advice: str,
+    where: str | None = None,
+    decimal_types: Mapping[str, tuple[int, int]] | None = None,
+    on_estimate: Callable[[StreamEstimate], None] | None = None,
+) -> tuple[Path, int]:
+    """Stream a draw of ``rows`` rows into ``path`` atomically, refusing one that would
+    not fit on the disk: the core of ``fits synthesize --rows/--known`` and of the
+    Flower ServerApp (:mod:`fits.flower_app`).
+
+    ``draw(first_chunk_rows)`` gives the chunks (whose rows must not depend on where
+    they are cut, as :meth:`fits.FITSSynthesizer.iter_sample` and
+    ``iter_sample_remaining_columns`` guarantee; ``None``: the default chunks).  A
+    request of more than :data:`LARGE_REQUEST_ROWS` rows first draws
+    :data:`ESTIMATE_ROWS` rows and estimates the file's size from their encoded size;
+    when it exceeds the free space of ``path``'s file system, :class:`OutputTooLarge` is
+    raised before anything is written (the message starts with ``request``, names the
+    output as ``where``, default its quoted path, and ends with ``advice``); else
+    ``on_estimate`` gets the estimate.  The chunks are then written by
+    :func:`write_table_chunks` (``decimal_types`` as there): the bytes are those of the
+    whole draw written at once.
+
+    Returns
+    -------
+    path : Path
+    rows : int
+        Rows written.
+    """
+    import itertools
+    import shutil
+
+    path = Path(path)
+    suffix = check_suffix(path, "output")
+    estimate_rows = ESTIMATE_ROWS
+    large = rows > LARGE_REQUEST_ROWS
+    chunks = draw(estimate_rows if large else None)
+    first: list[pd.DataFrame] = []
+    if large:
+        first.append(next(chunks))
+        size = encoded_size(first[0], suffix) * rows / estimate_rows
+        free = shutil.disk_usage(path.parent).free
+        if size > free:
+            raise OutputTooLarge(
+                f"{request}: the output would take about {human_bytes(size)} (estimated "
+                f"from the first {estimate_rows} rows) but the file system of "
+                f"{where or repr(str(path))} has {human_bytes(free)} free; {advice}"
+            )
+        if on_estimate is not None:
+            on_estimate(StreamEstimate(rows, estimate_rows, size, free))
+    return write_table_chunks(itertools.chain(first, chunks), path, decimal_types=decimal_types)
 
 
 def encoded_size(frame: pd.DataFrame, suffix: str) -> int:

@@ -81,3 +81,42 @@ def test_a_symlink_at_the_path_is_replaced_not_followed(mode, tmp_path) -> None:
     fio.write_text("new", link)
     assert target.read_text() == "keep"
     assert not link.is_symlink() and link.read_text() == "new"
+
+
+def test_write_stream_estimates_refuses_and_writes_the_same_bytes(tmp_path, monkeypatch) -> None:
+    """fits.io.write_stream (fits synthesize and the Flower ServerApp): a small request
+    is drawn in the default chunks; a large one first asks for a piece of ESTIMATE_ROWS
+    rows, reports the estimate, and writes the bytes of the whole table; one that would
+    not fit on the disk raises OutputTooLarge naming the request, the output and the
+    advice, and writes nothing."""
+    import shutil
+
+    whole = _frame(300)
+    asked: list[int | None] = []
+
+    def draw(first: int | None):
+        asked.append(first)
+        cut = first or 64
+        return iter([whole.iloc[:cut], *(whole.iloc[k : k + 64] for k in range(cut, 300, 64))])
+
+    monkeypatch.setattr(fio, "LARGE_REQUEST_ROWS", 100)
+    monkeypatch.setattr(fio, "ESTIMATE_ROWS", 32)
+    reference = tmp_path / "whole.csv"
+    fio.write_table(whole, reference)
+    seen: list[fio.StreamEstimate] = []
+    out = tmp_path / "streamed.csv"
+    path, rows = fio.write_stream(draw, out, 300, request="r", advice="a", on_estimate=seen.append)
+    assert (path, rows) == (out, 300) and asked == [32]
+    assert out.read_bytes() == reference.read_bytes()
+    assert len(seen) == 1 and seen[0].rows == 300 and seen[0].sample_rows == 32
+    assert seen[0].size == fio.encoded_size(whole.iloc[:32], ".csv") * 300 / 32
+    fio.write_stream(draw, out, 100, request="r", advice="a", on_estimate=seen.append)
+    assert asked[-1] is None and len(seen) == 1  # not large: no estimate
+    out.unlink()
+    usage = shutil.disk_usage(tmp_path)
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: usage._replace(free=1000))
+    with pytest.raises(
+        fio.OutputTooLarge, match=r"^--rows 300: .* of --out 'o' has 1.0 kB free; a$"
+    ):
+        fio.write_stream(draw, out, 300, request="--rows 300", advice="a", where="--out 'o'")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["whole.csv"]

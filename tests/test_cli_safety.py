@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -473,7 +474,7 @@ def test_a_known_table_larger_than_the_free_disk_is_refused(small_sites, tmp_pat
         free = 1000  # bytes
 
     _small_chunks(monkeypatch)
-    monkeypatch.setattr(main.shutil, "disk_usage", lambda path: Usage)
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: Usage)
     known = _known_file(tmp_path, 1000)
     out = tmp_path / "huge.csv"
     res = CliRunner().invoke(
@@ -495,7 +496,7 @@ def test_a_request_larger_than_the_free_disk_is_refused(small_sites, tmp_path, m
     class Usage:
         free = 1000  # bytes
 
-    monkeypatch.setattr(main.shutil, "disk_usage", lambda path: Usage)
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: Usage)
     out = tmp_path / "huge.csv"
     res = CliRunner().invoke(
         main.app,

@@ -1005,7 +1005,9 @@ def test_a_table_too_large_for_the_disk_stops_the_run_before_it_is_written(
     out.unlink()
     usage = shutil.disk_usage(tmp_path)
     monkeypatch.setattr(shutil, "disk_usage", lambda path: usage._replace(free=1000))
-    with pytest.raises(RunStopped, match=r"rows=150: the output would take about .* GB free"):
+    with pytest.raises(
+        RunStopped, match=r"rows=150: the output would take about .* has 1.0 kB free"
+    ):
         run_synthesis(FakeGrid(_node_configs(paths)), config)
     assert not list(tmp_path.iterdir())
 
