@@ -797,12 +797,12 @@ def test_bad_site_and_run_config_values_are_clear_errors():
     assert site_kernel({"knn-budget": 300}) == KNNKernel(budget=300)
     with pytest.raises(ValueError, match="use 'knn' or 'gaussian'"):
         site_kernel({"kernel": "tree"})
-    from fits.deploy.flower import _read_run_config
+    from fits.deploy.flower import read_run_config
 
-    assert _read_run_config({"design": "Continuous"})["design"] == "continuous"
-    assert _read_run_config({})["design"] == ""
+    assert read_run_config({"design": "Continuous"})["design"] == "continuous"
+    assert read_run_config({})["design"] == ""
     with pytest.raises(ValueError, match="design='linear': use one of all, ordered, continuous"):
-        _read_run_config({"design": "linear"})
+        read_run_config({"design": "linear"})
 
 
 def _marked(marker: str) -> set[int]:

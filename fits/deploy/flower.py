@@ -19,6 +19,12 @@ Site side (node config of each SuperNode, see ``docs/federation.md``)::
     kernel    = "knn"                # or "gaussian": the site's own scheme
     bandwidth = 0.0                  # gaussian: h on the standardized scale (0: default)
     knn-budget = 0                   # knn: r0 of eq. 12 (0: the paper's default)
+    ordinal-penalty = ""             # lambda_q of eq. 26 (>= 0; "" = the kernel's 1)
+    nominal-penalty = ""             # gamma_q of eq. 26 (in (0, 1]; "" = the kernel's 0.1)
+    column-penalties = ""            # per column, overriding those: "hr=3,season=0.5"
+                                     # (or a JSON object, e.g. '{" hr ": 3}'; "" = none)
+    relevance = ""                   # relevance weights: "cnt:hr=4,cnt:season=0" (or a
+                                     # JSON object, '{"cnt": {"hr": 4}}'; "" = none)
     policy    = ""                   # path of the site's policy JSON ("" = the default)
     seed      = ""                   # analysis: the site's noise seed ("" = fresh entropy)
     audit     = ""                   # path: one JSON line per request this site handled
@@ -355,7 +361,10 @@ def format_kinds(kinds: Mapping[str, str]) -> str:
     return ",".join(f"{c}:{k}" for c, k in kinds.items())
 
 
-def _read_run_config(config: Mapping[str, Any]) -> dict[str, Any]:
+def read_run_config(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The run config (see the module docstring) parsed and checked, as the ServerApp
+    reads it; ValueError naming a key whose value cannot be read."""
+
     def get(key: str, default: Any) -> Any:
         return config.get(key, default)
 
@@ -502,7 +511,7 @@ def run_coordinator(grid: Grid, config: Mapping[str, Any], synthesize: Synthesiz
     Path
         Where the synthetic table was written.
     """
-    cfg = _read_run_config(config)
+    cfg = read_run_config(config)
     deadline = time.monotonic() + cfg["timeout"]
     nodes = list(grid.get_node_ids())
     while len(nodes) < max(cfg["min_sites"], 1):
@@ -548,18 +557,65 @@ def _describe_reply(site: str, reply: Message) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------- site side
-def site_kernel(node_config: Mapping[str, Any]) -> Kernel:
-    """The site's kernel scheme from its node config (``kernel``, ``bandwidth``, ...)."""
-    from fits.core.kernels import GaussianKernel, KNNKernel
+def site_kernel(
+    node_config: Mapping[str, Any], columns: Sequence[str] | None = None, name: str = "this site"
+) -> Kernel:
+    """The site's kernel scheme from its node config: ``kernel``, ``bandwidth``,
+    ``knn-budget``, and the penalties and relevance weights of
+    :data:`~fits.core.kernel_settings.NODE_KEYS` (``ordinal-penalty``,
+    ``nominal-penalty``, ``column-penalties``, ``relevance``; absent or ``""``: the
+    kernel's defaults).  With ``columns`` (the site's table's headers), the columns they
+    name are resolved to them as ``fits synthesize`` resolves its options'
+    (:func:`~fits.core.names.match_keys`).
 
-    kind = str(node_config.get("kernel", "knn")).lower()
+    Raises
+    ------
+    ValueError
+        A value that cannot be read, naming the node config key and what to write; a
+        column the site's table does not have (``name``'s table).
+    """
+    from fits.core.kernel_settings import read_column_penalties, read_penalty, read_relevance
+    from fits.core.kernels import GaussianKernel, KNNKernel
+    from fits.core.names import match_keys
+
+    kind = str(node_config.get("kernel", "knn")).strip().lower()
+    if kind not in ("knn", "fits-k", "gaussian", "fits-g"):
+        raise ValueError(f"node config kernel={kind!r}: use 'knn' or 'gaussian'")
+    settings: dict[str, Any] = {}
+    for key in ("ordinal-penalty", "nominal-penalty"):
+        value = read_penalty(node_config.get(key), key)
+        if value is not None:
+            settings[key.replace("-", "_")] = value
+    penalties = read_column_penalties(node_config.get("column-penalties", ""))
+    relevance = read_relevance(node_config.get("relevance", ""), columns=columns or ())
+    if columns is not None:
+        where = f"{name}'s table"
+        penalties = match_keys(penalties, columns, "node config column-penalties", where)
+        relevance = {
+            r: match_keys(w, columns, "node config relevance", where)
+            for r, w in match_keys(relevance, columns, "node config relevance", where).items()
+        }
+    if penalties:
+        settings["column_penalties"] = penalties
+    if relevance:
+        settings["relevance"] = relevance
     if kind in ("knn", "fits-k"):
-        budget = int(node_config.get("knn-budget", 0)) or None
-        return KNNKernel(budget=budget)
-    if kind in ("gaussian", "fits-g"):
-        bandwidth = float(node_config.get("bandwidth", 0.0)) or None
-        return GaussianKernel(bandwidth=bandwidth)
-    raise ValueError(f"node config kernel={kind!r}: use 'knn' or 'gaussian'")
+        budget = _node_number(node_config, "knn-budget", int, "an integer >= 0 (0: the default)")
+        return KNNKernel(budget=int(budget) or None, **settings)
+    bandwidth = _node_number(node_config, "bandwidth", float, "a number >= 0 (0: the default)")
+    return GaussianKernel(bandwidth=float(bandwidth) or None, **settings)
+
+
+def _node_number(node_config: Mapping[str, Any], key: str, kind: type, what: str) -> float:
+    """A node config number >= 0 (absent: 0); ValueError naming the key."""
+    value = node_config.get(key, 0)
+    try:
+        number = kind(value) if not isinstance(value, bool) else -1
+    except (TypeError, ValueError):
+        number = -1
+    if not number >= 0:
+        raise ValueError(f"node config {key}={value!r}: write {what}")
+    return float(number)
 
 
 def _site_file(node_config: Mapping[str, Any]) -> tuple[Path, str]:
@@ -622,7 +678,8 @@ def build_site(
     from fits.federation.client import FITSClient
 
     frame, name = site_table(node_config, run_config)
-    return FITSClient(frame, name, site_kernel(node_config), policy=site_policy(node_config))
+    kernel = site_kernel(node_config, [str(c) for c in frame.columns], name)
+    return FITSClient(frame, name, kernel, policy=site_policy(node_config))
 
 
 def site_policy(node_config: Mapping[str, Any]) -> SitePolicy:

@@ -202,6 +202,10 @@ def supernode_command(
     seed: str = "",
     isolation: str = "subprocess",
     drop: Sequence[str] = (),
+    ordinal_penalty: float | None = None,
+    nominal_penalty: float | None = None,
+    column_penalties: Mapping[str, float] | None = None,
+    relevance: Mapping[str, Mapping[str, float]] | None = None,
 ) -> list[str]:
     """The ``flower-supernode`` command line for one site: Flower's SuperNode, started
     through :mod:`fits.deploy.flower_supernode` (which shortens its fixed 3 s wait for
@@ -215,9 +219,13 @@ def supernode_command(
     The site's data path, name, kernel, policy file, audit file, noise seed (for
     private model fitting; ``""``: the site draws its own) and the columns it leaves out
     of its table (``drop``, resolved by the site as ``fits synthesize --drop`` resolves
-    them) go into the SuperNode's node config; the data never leaves the site.  A
-    policy file is checked here (:meth:`fits.federation.policy.SitePolicy.from_json`),
-    before the site starts.
+    them) go into the SuperNode's node config; the data never leaves the site.  So do
+    the kernel's penalties and relevance weights, when given (node config
+    ``ordinal-penalty``, ``nominal-penalty``, ``column-penalties``, ``relevance``:
+    :mod:`fits.core.kernel_settings`; None or empty: the kernel's defaults).  A policy
+    file and the kernel's settings are checked here
+    (:meth:`fits.federation.policy.SitePolicy.from_json`,
+    :func:`fits.deploy.flower.site_kernel`), before the site starts.
     """
     path = Path(data).resolve()
     if not path.is_file():
@@ -249,6 +257,7 @@ def supernode_command(
         from fits.core.names import format_column_list
 
         node_config["drop"] = format_column_list(drop)
+    _add_kernel_settings(node_config, ordinal_penalty, nominal_penalty, column_penalties, relevance)
     parts = []
     for k, v in node_config.items():
         if isinstance(v, str) and '"' in v and "'" not in v and v.isprintable():
@@ -279,6 +288,35 @@ def supernode_command(
     else:
         raise FederationError("give the site the SuperLink's CA certificate, or --insecure")
     return cmd
+
+
+def _add_kernel_settings(
+    node_config: dict[str, Any],
+    ordinal_penalty: float | None,
+    nominal_penalty: float | None,
+    column_penalties: Mapping[str, float] | None,
+    relevance: Mapping[str, Mapping[str, float]] | None,
+) -> None:
+    """Put the kernel's penalties and relevance weights that are given into
+    ``node_config``, checked as the site reads them (:class:`FederationError`)."""
+    if ordinal_penalty is None and nominal_penalty is None and not column_penalties:
+        if not relevance:
+            return
+    from fits.core.kernel_settings import format_column_penalties, format_relevance
+    from fits.deploy.flower import site_kernel
+
+    if ordinal_penalty is not None:
+        node_config["ordinal-penalty"] = float(ordinal_penalty)
+    if nominal_penalty is not None:
+        node_config["nominal-penalty"] = float(nominal_penalty)
+    if column_penalties:
+        node_config["column-penalties"] = format_column_penalties(column_penalties)
+    if relevance:
+        node_config["relevance"] = format_relevance(relevance)
+    try:
+        site_kernel(node_config)
+    except ValueError as exc:
+        raise FederationError(str(exc)) from None
 
 
 def worker_command(port: int, parent_pid: int | None = None) -> list[str]:
@@ -525,6 +563,10 @@ def _wait_port(port: int, proc: subprocess.Popen, timeout: float, what: str) -> 
     raise FederationError(f"{what} did not open port {port} within {timeout:g} s")
 
 
+#: The kernel settings :class:`LocalFederation` gives every site (``kernel_settings``).
+KERNEL_SETTINGS = ("ordinal_penalty", "nominal_penalty", "column_penalties", "relevance")
+
+
 class LocalFederation:
     """A SuperLink and one SuperNode per site on 127.0.0.1 (insecure), as subprocesses.
 
@@ -552,6 +594,10 @@ class LocalFederation:
         The site policy file (JSON, :class:`~fits.federation.policy.SitePolicy`) of
         every site, or of each site by name (a site left out keeps the default
         policy).  Each file is checked before any process starts.
+    kernel_settings : mapping, optional
+        Every site's kernel penalties and relevance weights: keyword arguments of
+        :func:`supernode_command` (``ordinal_penalty``, ``nominal_penalty``,
+        ``column_penalties``, ``relevance``), checked before any process starts.
     """
 
     def __init__(
@@ -564,9 +610,15 @@ class LocalFederation:
         policy: str | Path | Mapping[str, str | Path] | None = None,
         seeds: Mapping[str, str] | None = None,
         warm: bool = True,
+        kernel_settings: Mapping[str, Any] | None = None,
     ) -> None:
         if not sites:
             raise FederationError("a federation needs at least one site")
+        self.kernel_settings = dict(kernel_settings or {})
+        unknown = sorted(set(self.kernel_settings) - set(KERNEL_SETTINGS))
+        if unknown:
+            raise FederationError(f"unknown kernel settings {unknown}; known: {KERNEL_SETTINGS}")
+        _add_kernel_settings({}, **{**dict.fromkeys(KERNEL_SETTINGS), **self.kernel_settings})
         self.sites = {str(k): Path(v) for k, v in sites.items()}
         self.kernels = dict(kernels or {})
         self.seeds = {str(k): str(v) for k, v in (seeds or {}).items()}
@@ -649,6 +701,7 @@ class LocalFederation:
             seed=self.seeds.get(name, ""),
             insecure=not self.tls,
             root_certificates=str(self.certificates[2]) if self.certificates else None,
+            **self.kernel_settings,
         )
         node = self._spawn(f"site-{name}", cmd)
         if self.warm:  # same Flower home: the app bundle is installed where it looks
