@@ -30,15 +30,23 @@ from .options import (
     ColumnDesignOpt,
     ColumnModelOpt,
     ColumnNameError,
+    ColumnPenaltyOpt,
     DesignOpt,
+    OrdinalPenaltyOpt,
+    RelevanceOpt,
     Secure,
+    SmoothingOpt,
+    check_smoothing,
     match_columns,
     match_keys,
+    match_relevance,
     parse_boosting,
     parse_column_designs,
     parse_column_models,
+    parse_column_penalties,
     parse_kind,
     parse_order,
+    parse_relevance,
     pooled_without_secure,
     repeated_site_files,
     show_columns,
@@ -175,17 +183,25 @@ def _check_site_files(paths: list[Path]) -> None:
             _fail(str(exc), 2)
 
 
-def _check_site(frame: Any, name: str, kernel: str, bandwidth: float, knn_budget: int) -> None:
+def _check_site(
+    frame: Any,
+    name: str,
+    kernel: str,
+    bandwidth: float,
+    knn_budget: int,
+    settings: dict[str, Any] | None = None,
+) -> None:
     """Exit 1 (naming the site and the fix) when this table cannot be a site: too few
     rows for a site or for its kernel, columns fits cannot model -- what its first
-    message would otherwise fail on, after the run started."""
+    message would otherwise fail on, after the run started.  ``settings``: the kernel's
+    penalties and relevance weights (fields of :class:`~fits.core.kernels.Kernel`)."""
     from fits.core.kernels import GaussianKernel, KNNKernel
     from fits.federation.client import FITSClient
 
     scheme = (
-        KNNKernel(budget=knn_budget or None)
+        KNNKernel(budget=knn_budget or None, **(settings or {}))
         if kernel == "knn"
-        else GaussianKernel(bandwidth=bandwidth or None)
+        else GaussianKernel(bandwidth=bandwidth or None, **(settings or {}))
     )
     try:
         FITSClient(frame, name, scheme)
@@ -253,8 +269,15 @@ def site(
             show_default=False,
         ),
     ] = None,
+    ordinal_penalty: OrdinalPenaltyOpt = None,
+    column_penalty: ColumnPenaltyOpt = None,
+    relevance: RelevanceOpt = None,
 ) -> None:
     """Start this site's SuperNode; its rows stay here, only protocol arrays leave.
+
+    --kernel, --bandwidth, --knn-budget, --ordinal-penalty, --column-penalty and
+    --relevance set this site's own kernel (each site chooses its own; the options are
+    fits synthesize's).
 
     Example:
 
@@ -264,6 +287,11 @@ def site(
     launch = _launch()
     if kernel not in ("knn", "gaussian"):
         _fail(f"--kernel {kernel!r}: use knn or gaussian", 2)
+    try:
+        column_penalties = parse_column_penalties(column_penalty)
+        parse_relevance(relevance)
+    except ValueError as exc:
+        _fail(str(exc), 2)
     _check_site_files([data])
     from fits.io import DataFileError, read_table
 
@@ -287,7 +315,16 @@ def site(
         except ColumnNameError as exc:
             _fail(str(exc), 2)
         frame = frame.drop(columns=dropped)
-    _check_site(frame, name or data.stem, kernel, bandwidth, knn_budget)
+    columns = [str(c) for c in frame.columns]
+    try:  # as fits synthesize resolves them, against this site's header
+        column_penalties = match_keys(
+            column_penalties, columns, "--column-penalty", f"{name or data.stem}'s table"
+        )
+        relevance_weights = match_relevance(parse_relevance(relevance, columns), columns)
+    except ColumnNameError as exc:
+        _fail(str(exc), 2)
+    settings = kernel_settings(ordinal_penalty, column_penalties, relevance_weights)
+    _check_site(frame, name or data.stem, kernel, bandwidth, knn_budget, settings)
     typer.echo(
         f"{name or data.stem}: {len(frame)} rows, {frame.shape[1]} columns"
         + (f" (left out: {show_columns(dropped)})" if dropped else ""),
@@ -308,6 +345,7 @@ def site(
             audit=audit,
             seed=seed,
             drop=dropped,
+            **settings,
         )
     except launch.FederationError as exc:
         _fail(str(exc), 2)
@@ -320,6 +358,24 @@ def site(
             2,
         )
     _exec(cmd, home.resolve())
+
+
+def kernel_settings(
+    ordinal_penalty: float | None,
+    column_penalties: dict[str, float],
+    relevance: dict[str, dict[str, float]],
+) -> dict[str, Any]:
+    """The given ``--ordinal-penalty``, ``--column-penalty`` and ``--relevance`` as
+    fields of :class:`~fits.core.kernels.Kernel` (and keyword arguments of
+    :func:`~fits.deploy.flower_launch.supernode_command`); empty when none is given."""
+    settings: dict[str, Any] = {}
+    if ordinal_penalty is not None:
+        settings["ordinal_penalty"] = float(ordinal_penalty)
+    if column_penalties:
+        settings["column_penalties"] = dict(column_penalties)
+    if relevance:
+        settings["relevance"] = {r: dict(w) for r, w in relevance.items()}
+    return settings
 
 
 def _run_config(
@@ -344,6 +400,7 @@ def _run_config(
     known: Path | None = None,
     drop: list[str] | None = None,
     site_headers: dict[str, list[str]] | None = None,
+    smoothing: str = "fixed",
 ) -> dict[str, Any]:
     """The run config of these options.  With ``columns`` (the site tables' headers,
     known to ``fits federate local``), the columns the options name are resolved to
@@ -359,6 +416,9 @@ def _run_config(
     them."""
     if (rows is None) == (known is None):
         _fail("give either --rows N (rows to draw) or --known FILE (rows to complete)", 2)
+    problem = check_smoothing(smoothing)
+    if problem:
+        _fail(problem, 2)
     if known is not None:
         from fits.io import DataFileError, check_suffix, same_file
 
@@ -445,6 +505,7 @@ def _run_config(
         "boosting": json.dumps(boosting_params) if boosting_params else "",
         "round-cost-bytes": int(round_cost_bytes),
         "drop": format_column_list(drop) if drop else "",
+        "smoothing": "" if smoothing == "fixed" else smoothing,  # "": the default, fixed
     }
 
 
@@ -461,7 +522,10 @@ Known = Annotated[
         "--known",
         help="Instead of --rows: a table of values of the chain's first column(s) (on "
         "the coordinator's machine); one synthetic row per row, the other columns drawn "
-        "given them (conditional sampling; the values are sent to the sites as query points).",
+        "given them (conditional sampling; the values are sent to the sites as query points). "
+        "A table of no rows gives the header alone. fits federate local checks its header "
+        "against the site tables' before any process starts; its values are checked after "
+        "the fit.",
     ),
 ]
 Seed = Annotated[int, typer.Option("--seed", help="Seed of every random draw.")]
@@ -580,6 +644,7 @@ def run(
     boosting: BoostingOpt = None,
     round_cost_bytes: RoundCost = 0,
     drop: DropOpt = None,
+    smoothing: SmoothingOpt = "fixed",
     insecure: Insecure = False,
     root_certificates: Annotated[
         Path | None, typer.Option("--ca", help="The SuperLink's CA certificate (PEM).")
@@ -621,6 +686,7 @@ def run(
         boosting,
         known=known,
         drop=drop,
+        smoothing=smoothing,
     )
     try:
         result = launch.submit_run(
@@ -674,6 +740,60 @@ def run_local_federation(launch: Any, sites: dict[str, Path], config: dict, **op
         _fail(str(exc))
 
 
+def _check_kernel_settings(
+    sites: dict[str, Path], kernels: dict[str, str], settings: dict[str, Any], config: dict
+) -> None:
+    """Exit 2 with ``fits synthesize``'s message when it would refuse the sites' kernel
+    settings (``--column-penalty`` of a column that is not discrete or out of its
+    kind's range, ``--relevance`` weights that would do nothing: see
+    :func:`~fits.core.kernels.check_relevance`).  Those checks need the merged schema
+    (kinds, chain order, rules, boosted columns), so the sites' tables are set up here
+    in process, with the run's options, before any process starts.  Any other problem
+    is left to the run, which reports it as ``fits synthesize`` would."""
+    from fits import FITSSynthesizer
+    from fits.core.kernels import GaussianKernel, KNNKernel
+    from fits.deploy.flower import read_run_config, site_drop
+    from fits.flower_app import read_schema
+    from fits.io import read_table
+
+    synth: Any = None
+    try:
+        cfg = read_run_config(config)
+        tables = {}
+        for name, path in sorted(sites.items()):  # the coordinator's order: by name
+            frame = read_table(path)
+            gone = site_drop([str(c) for c in frame.columns], name, {}, config)
+            tables[name] = frame.drop(columns=gone) if gone else frame
+        schemes = {
+            n: (GaussianKernel if kernels.get(n) == "gaussian" else KNNKernel)(**settings)
+            for n in tables
+        }
+        synth = FITSSynthesizer(
+            schemes,
+            seed=cfg["seed"],
+            kinds=cfg["kinds"],
+            order=cfg["order"],
+            schema=read_schema(cfg["schema"]) if cfg["schema"] else None,
+            rules=cfg["rules"],
+            **({"design": cfg["design"]} if cfg["design"] else {}),
+            column_designs=cfg["column_designs"] or None,
+            column_models=cfg["column_models"] or None,
+            boosting=cfg["boosting"] or None,
+        )  # smoothing "fixed": a tune round would check nothing more
+        synth.fit(tables)
+    except ValueError as exc:
+        text = str(exc)
+        if text.startswith("column_penalties["):
+            _fail(f"--column-penalty {text.removeprefix('column_penalties')}", 2)
+        if text.startswith("relevance["):
+            _fail(f"--relevance {text.removeprefix('relevance')}", 2)
+    except Exception:  # noqa: BLE001, S110 - the run reports it, with the sites' words
+        pass
+    finally:
+        if synth is not None and hasattr(synth, "schema_"):
+            synth.coordinator.transport.close()  # the in-process sites' threads
+
+
 @federate.command()
 def local(
     data: Annotated[list[Path], typer.Argument(help="One table per site (CSV or Parquet).")],
@@ -700,6 +820,10 @@ def local(
     boosting: BoostingOpt = None,
     round_cost_bytes: RoundCost = 0,
     drop: DropOpt = None,
+    smoothing: SmoothingOpt = "fixed",
+    ordinal_penalty: OrdinalPenaltyOpt = None,
+    column_penalty: ColumnPenaltyOpt = None,
+    relevance: RelevanceOpt = None,
     process_per_message: Annotated[
         bool,
         typer.Option(
@@ -716,6 +840,9 @@ def local(
     --process-per-message.  With
     --policy every site enforces the limits of that file; a site that refuses a
     request stops the run, and the error names the site and the limit.
+    --ordinal-penalty, --column-penalty and --relevance set every site's kernel, as
+    fits synthesize does; the table equals fits synthesize's with the files in name
+    order.
 
     Example:
 
@@ -726,6 +853,15 @@ def local(
 
     if kernel and len(kernel) != len(data):
         _fail(f"give one --kernel per site ({len(data)}), or none", 2)
+    for scheme in kernel:
+        if scheme not in ("knn", "gaussian"):
+            _fail(f"--kernel {scheme!r}: use knn or gaussian", 2)
+    try:
+        column_penalties = parse_column_penalties(column_penalty)
+        parse_relevance(relevance)
+    except ValueError as exc:
+        _fail(str(exc), 2)
+    weighted = ordinal_penalty is not None or bool(column_penalties) or bool(relevance)
     _check_site_files(data)
     repeated = repeated_site_files(data)
     if repeated is not None:
@@ -778,7 +914,7 @@ def local(
         except (OSError, ValueError) as exc:
             _fail(f"{schema}: not a usable schema file ({exc}); write one with `fits schema`")
     columns = None
-    if kind or order.strip() or column_design or column_model or boosting:
+    if kind or order.strip() or column_design or column_model or boosting or weighted:
         columns = _header(data[0])  # the columns these options name
     # --drop: every site's header, checked as fits synthesize checks it (the sites drop
     # the columns from their own tables: run config drop)
@@ -805,9 +941,36 @@ def local(
         known=known,
         drop=drop,
         site_headers=site_headers,
+        smoothing=smoothing,
     )
+    settings: dict[str, Any] = {}
+    if weighted:  # named as fits synthesize names them: the headers left after --drop
+        assert columns is not None
+        if drop:
+            gone = set(match_columns(drop, columns, "--drop"))
+            columns = [c for c in columns if c not in gone]
+        try:
+            column_penalties = match_keys(column_penalties, columns, "--column-penalty")
+            relevance_weights = match_relevance(parse_relevance(relevance, columns), columns)
+        except ColumnNameError as exc:
+            _fail(str(exc), 2)
+        settings = kernel_settings(ordinal_penalty, column_penalties, relevance_weights)
+    if known is not None:  # read, and its header checked, before any process starts
+        from .known import check_known_for_sites
+
+        check_known_for_sites(
+            known,
+            _header(data[0]),
+            drop=drop or [],
+            kinds=kind,
+            schema=schema,
+            order=order,
+            rules=not no_rules,
+        )
     launch = _launch()  # every usage error above is reported with or without Flower
     kernels = dict(zip(names, kernel, strict=True)) if kernel else {}
+    if settings:
+        _check_kernel_settings(dict(zip(names, data, strict=True)), kernels, settings, config)
     from fits.cli.errors import interruptible
 
     # a stop signal unwinds through LocalFederation.__exit__, which stops the SuperLink
@@ -823,6 +986,7 @@ def local(
                 kernels=kernels,
                 policy=policy,
                 warm=not process_per_message,
+                kernel_settings=settings,
             )
     finally:
         remove_temporary_outputs(Path(config["output"]), started)

@@ -25,6 +25,8 @@ __all__ = [
     "DesignChoice",
     "DesignOpt",
     "Secure",
+    "SmoothingOpt",
+    "check_smoothing",
     "parse_column_designs",
     "parse_column_models",
     "parse_boosting",
@@ -51,6 +53,24 @@ Secure = Annotated[
         "(needed by a site policy with floor_scope 'pooled').",
     ),
 ]
+
+
+SmoothingOpt = Annotated[
+    str,
+    typer.Option(
+        "--smoothing",
+        help="fixed: every column uses the sites' kernels as they are; auto: each "
+        "column's penalty sharpness and neighbourhood reach are chosen by a held-out "
+        "score the sites compute on their own rows (only per-candidate sums leave a site).",
+    ),
+]
+
+
+def check_smoothing(smoothing: str) -> str | None:
+    """The usage error of a ``--smoothing`` other than fixed or auto, or None."""
+    if smoothing in ("fixed", "auto"):
+        return None
+    return f"--smoothing {smoothing!r}: use fixed or auto"
 
 
 def pooled_without_secure(policy: SitePolicy | None, secure: bool) -> str | None:
