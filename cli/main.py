@@ -384,7 +384,11 @@ def synthesize(
             "--known",
             help="Instead of --rows: a table (.csv or .parquet) of values of the chain's "
             "first column(s); one synthetic row per row, the other columns drawn given "
-            "them (conditional sampling; the values are sent to the sites as query points).",
+            "them (conditional sampling; the values are sent to the sites as query points); "
+            "a table of no rows gives the header alone. Its header is checked against the "
+            "site tables' before the fit; its values (categories, ranges) and, unless "
+            "--no-rules, its columns' place in the chain need the fit, and are checked "
+            "after it, before any row is drawn.",
         ),
     ] = None,
     seed: Seed = 0,
@@ -499,6 +503,19 @@ def synthesize(
                 2,
             )
         chain = [c for c in chain if c not in ids]  # the identifiers are not drawn
+        known_table = None
+        if known is not None:  # read and checked against the header before the fit
+            from .known import read_known
+
+            known_table = read_known(
+                known,
+                columns,
+                dropped=drop or [],
+                kinds=kinds,
+                identifiers=list(ids),
+                # no rule can set a column or leave the chain: its order is known now
+                chain=chain if no_rules and user_schema is None else None,
+            )
         if chain and chain[0] in column_designs:
             _fail(
                 f"--column-design {chain[0]}={column_designs[chain[0]]}: {chain[0]!r} is the "
@@ -548,7 +565,12 @@ def synthesize(
         check = _release_check(tables, synth, seed)
         with bar if bar is not None else _nothing():
             if known is not None:
-                written, check = _complete_rows(synth, known, out, callback, check, quiet)
+                assert known_table is not None  # read before the fit
+                written, check = _complete_rows(
+                    synth, known, known_table, out, callback, check, quiet
+                )
+                if written == 0:  # a known table of no rows: no synthetic row to check
+                    check = None
             else:
                 assert rows is not None  # one of the two, checked above
                 written, check = _stream_rows(synth, rows, out, callback, check, quiet)
@@ -625,6 +647,7 @@ def _human_seconds(t: float) -> str:
 def _complete_rows(
     synth: Any,
     known: Path,
+    table: pd.DataFrame,
     out: Path,
     callback: Callable[[str, int, int], None] | None,
     check: Any,
@@ -636,15 +659,16 @@ def _complete_rows(
     estimate and the free-space refusal for more than :data:`fits.io.LARGE_REQUEST_ROWS`
     rows, the progress, the release check of every chunk).
 
-    The known file is read whole (CSV and Parquet readers give it at once, and it is
-    checked whole before any row is drawn); the synthetic rows are drawn, checked and
-    written a chunk at a time, so their memory is bounded. The table is the same
-    whatever the chunks (:meth:`~fits.FITSSynthesizer.sample_remaining_columns` with
-    the same seed). Returns the rows written and the release check (None if it failed).
+    ``table`` is the known file, read whole before the fit (CSV and Parquet readers give
+    it at once; :func:`fits.cli.known.read_known` checked its header then) and checked
+    whole here, against the fitted schema, before any row is drawn; a table of no rows
+    gives the header alone. The synthetic rows are drawn, checked and written a chunk
+    at a time, so their memory is bounded. The table is the same whatever the chunks
+    (:meth:`~fits.FITSSynthesizer.sample_remaining_columns` with the same seed).
+    Returns the rows written and the release check (None if it failed).
     """
-    from fits.io import known_decimal_types, read_table
+    from fits.io import known_decimal_types
 
-    table = read_table(known)
     where = f"--known {str(known)!r}"
 
     def stream(
@@ -691,7 +715,9 @@ def _known_error(synth: Any, table: pd.DataFrame, where: str, message: str) -> N
         )
     # the library's argument is the file here ('known_columns names a column twice')
     message = message.replace("known_columns break", "its rows break")
-    _fail(f"{where}: {message.replace('known_columns', 'the table')}")
+    from .known import known_values_advice
+
+    _fail(f"{where}: {known_values_advice(message.replace('known_columns', 'the table'))}")
 
 
 def _failing_as(where: str, chunks: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:

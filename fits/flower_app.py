@@ -81,12 +81,12 @@ def synthesize(transport: FlowerTransport, cfg: Mapping[str, Any]) -> Path:
     if cfg.get("known"):  # conditional sampling: one row per row of the known table
         from fits.io import known_decimal_types, read_table
 
-        known = read_table(cfg["known"])
+        known = read_table(cfg["known"], empty_ok=True)  # no rows: the header alone
         rows = int(known.shape[0])
     synth.fit(transport, rows=rows)  # rows declared at configure: one round less
     if not cfg["batch_size"]:  # each site is its own machine: budget per site
         synth.coordinator.batch_size = int(
-            np.clip(SITE_MEMORY_BUDGET // max(max(synth.n_rows_), 1), 64, rows)
+            np.clip(SITE_MEMORY_BUDGET // max(max(synth.n_rows_), 1), 64, max(rows, 1))
         )
     # streamed in chunks to an unnamed or temporary file linked into place at the end:
     # bounded memory for any number of rows, the same rows as one synth.sample(rows) or

@@ -78,7 +78,7 @@ def check_suffix(path: Path, what: str = "table") -> str:
     return suffix
 
 
-def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
+def read_table(path: str | os.PathLike[str], *, empty_ok: bool = False) -> pd.DataFrame:
     """Read a CSV or Parquet table (chosen by extension).
 
     CSV files: the separator is found from the first lines (``,``, ``;``, tab or ``|``:
@@ -91,11 +91,14 @@ def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
     with one UTC offset (``+02:00``) keep it, several offsets (summer time) are read
     as UTC with a note.
 
+    With ``empty_ok``, a table of no rows (a header alone: a ``--known`` table of no
+    rows to complete) is returned, not refused.
+
     Raises
     ------
     DataFileError
         Unknown extension, missing or unreadable file, duplicate column names, or a
-        table with no rows or no columns.
+        table with no columns, or no rows (unless ``empty_ok``).
     """
     path, suffix = _table_file(path)
     with _read_errors(path, suffix):
@@ -106,7 +109,7 @@ def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
             frame = pd.read_parquet(path)
     if frame.shape[1] == 0:
         raise DataFileError(f"{path}: the table has no columns")
-    if frame.shape[0] == 0:
+    if frame.shape[0] == 0 and not empty_ok:
         raise DataFileError(f"{path}: the table has a header but no rows")
     return _parse_dates(frame, path)
 

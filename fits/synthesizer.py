@@ -806,6 +806,9 @@ class FITSSynthesizer(BaseEstimator):
         from the first unknown column on; the same federated estimates :meth:`sample`
         uses, so the rows follow the pooled data's conditional distribution of the
         rest given the known values).  SDV calls this ``sample_remaining_columns``.
+        A known table of no rows (its columns checked as any other's) gives the table
+        of no rows: the input's columns and dtypes; nothing is drawn, and the
+        synthesizer's random stream does not move.
 
         Exact conditioning needs the known columns to come first in the chain: they
         must be the first k columns of ``schema_.order`` (in any column order).  Fit
@@ -893,7 +896,8 @@ class FITSSynthesizer(BaseEstimator):
         ------
         DataFrame
             Consecutive chunks of the table: one row per known row, in order (the
-            input's columns and dtypes; the known columns hold the values given).
+            input's columns and dtypes; the known columns hold the values given).  A
+            known table of no rows gives one chunk of no rows.
 
         Raises
         ------
@@ -909,12 +913,15 @@ class FITSSynthesizer(BaseEstimator):
                 "known_columns must be a DataFrame of the first chain columns, got "
                 f"{type(known_columns).__name__}"
             )
-        if known_columns.shape[0] < 1 or known_columns.shape[1] < 1:
-            raise ValueError("known_columns needs at least one row and one column")
+        if known_columns.shape[1] < 1:
+            raise ValueError("known_columns needs at least one column")
         total = int(known_columns.shape[0])
         starts = _chunk_starts(total, chunk_rows, first_chunk_rows)
         _check_seed("seed", seed, sequence=True)
         known, given = self._given(known_columns)
+        if total == 0:  # no row to complete: one chunk of none, in the output's dtypes
+            width = len(self.coordinator.schema.order)  # type: ignore[union-attr]
+            return iter([self._decode(np.empty((0, width)))])
         coord = self.coordinator
         rng = np.random.default_rng(seed) if seed is not None else self._rng
         coord.declare_rows(total)  # one configure round for all chunks (the sites' budget)
@@ -1092,7 +1099,8 @@ class FITSSynthesizer(BaseEstimator):
             name = spec.name
             if not spec.is_modelled:  # an identifier: never a real value
                 ids = surrogate_ids(values.shape[0], start, total=total)
-                cols[name] = pd.Series(ids, name=name)
+                # dtype=str: text's dtype however many rows, none included (pandas 3: str)
+                cols[name] = pd.Series(ids, name=name, dtype=str)
                 continue
             if name not in order:  # set by its affine rule, below
                 continue

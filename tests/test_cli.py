@@ -782,8 +782,75 @@ def test_synthesize_known_usage_and_data_errors(site_files, tmp_path):
     pd.DataFrame({"g": ["south"], "note": ["x"]}).to_csv(known, index=False)
     res = run("synthesize", *site_files, "--known", known, "--out", out)
     assert res.returncode == 1, res.stderr
-    assert "known.csv': the table has column(s) ['note'] that the synthesizer" in res.stderr
-    assert "leave them out" in res.stderr and "known_columns" not in res.stderr
+    assert "known.csv': the table has column(s) ['note'] that the site tables" in res.stderr
+    assert "leave them out of the file" in res.stderr and "known_columns" not in res.stderr
+
+
+def test_synthesize_known_header_is_checked_before_the_fit(site_files, tmp_path, monkeypatch):
+    """--known: the file is read and its header checked against the site tables'
+    before the fit (it was checked after it: minutes on a real table), each refusal
+    naming the file, the column and the fix; the values, which need the fitted schema,
+    after it."""
+    import fits
+
+    def no_fit(self, *args, **kwargs):
+        raise AssertionError("fitted before the known file was checked")
+
+    monkeypatch.setattr(fits.FITSSynthesizer, "fit", no_fit)
+    out = tmp_path / "o.csv"
+    known = tmp_path / "known.csv"
+
+    def refused(text: str, *options: str) -> str:
+        known.write_text(text)
+        res = run("synthesize", *site_files, "--known", known, "--out", out, *options)
+        assert "Traceback" not in res.stderr and not out.exists()
+        return f"{res.returncode} {res.stderr}"
+
+    where = f"--known {str(known)!r}"
+    got = refused("g,note\nsouth,x\n")
+    assert got.startswith("1 ") and f"{where}: the table has column(s) ['note']" in got
+    assert "(their columns: g, age, flag, score, when); leave them out of the file" in got
+    got = refused("g,age\nsouth,30\n", "--drop", "age")
+    assert got.startswith("2 ") and "column(s) ['age'] are left out by --drop" in got
+    got = refused("g, g\nsouth,south\n")
+    assert got.startswith("1 ") and "names column(s) ['g'] more than once" in got
+    got = refused("when\n2023-01-05\n", "--kind", "when=id", "--order", "when,g,age,flag,score")
+    assert got.startswith("1 ") and "column 'when' is an identifier (kind id)" in got
+    got = refused("g,age,flag,score,when\nsouth,30,True,1.0,2023-01-05\n")
+    assert got.startswith("1 ") and "nothing is left to draw" in got
+    got = refused("")
+    assert got.startswith("1 ") and "known.csv: the file is empty" in got
+    # without rules the chain is the order given: known before the fit too
+    got = refused("age\n30\n", "--no-rules")
+    assert got.startswith("2 ") and "Put them first with --order age,g,flag,score,when" in got
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_synthesize_known_of_no_rows_writes_the_header(site_files, tmp_path, suffix):
+    """--known FILE of no rows: one synthetic row per known row, so none: the header
+    alone (it was refused: 'the table has a header but no rows'), in a Parquet file
+    the columns' types of a table with rows; a bad header is still refused."""
+    known = tmp_path / f"known{suffix}"
+    if suffix == ".csv":
+        known.write_text("g\n")
+    else:
+        pd.DataFrame({"g": pd.Series([], dtype=str)}).to_parquet(known, index=False)
+    out = tmp_path / f"o{suffix}"
+    res = run("synthesize", *site_files, "--known", known, "--out", out, "-q")
+    assert res.returncode == 0, res.stderr
+    assert "wrote 0 synthetic rows" in res.stdout and "exact copies" not in res.stdout
+    if suffix == ".csv":
+        assert out.read_text() == "g,age,flag,score,when\n"
+    else:
+        import pyarrow.parquet as pq
+
+        rows = tmp_path / "rows.parquet"
+        pd.DataFrame({"g": ["south", "north"]}).to_parquet(known, index=False)
+        res = run("synthesize", *site_files, "--known", known, "--out", rows, "-q")
+        assert res.returncode == 0, res.stderr
+        assert pq.read_schema(out).remove_metadata() == pq.read_schema(rows).remove_metadata()
+        assert pq.read_table(out).num_rows == 0
+        pd.testing.assert_series_equal(pd.read_parquet(out).dtypes, pd.read_parquet(rows).dtypes)
 
 
 def test_synthesize_known_order_advice_uses_the_headers_names(site_files, tmp_path):
@@ -799,6 +866,25 @@ def test_synthesize_known_order_advice_uses_the_headers_names(site_files, tmp_pa
     res = run("synthesize", *paths, "--known", known, "--out", tmp_path / "o.csv")
     assert res.returncode == 2, res.stderr
     assert "Put them first with --order ' age ,g,flag,score,when'" in res.stderr, res.stderr
+
+
+def test_federate_local_checks_the_known_header_before_any_process(site_files, tmp_path):
+    """fits federate local --known: the file's header is checked against the site
+    tables' before any process starts (with or without Flower installed), as fits
+    synthesize checks it; the values, after the fit, by the ServerApp."""
+    known = tmp_path / "known.csv"
+    out = tmp_path / "o.csv"
+    known.write_text("g,note\nsouth,x\n")
+    res = run("federate", "local", *site_files, "--known", known, "--out", out)
+    assert res.returncode == 1, res.stderr
+    assert f"--known {str(known)!r}: the table has column(s) ['note']" in res.stderr
+    known.write_text("g,age\nsouth,30\n")
+    res = run("federate", "local", *site_files, "--known", known, "--out", out, "--drop", "age")
+    assert res.returncode == 2 and "['age'] are left out by --drop" in res.stderr, res.stderr
+    known.write_text("age\n30\n")
+    res = run("federate", "local", *site_files, "--known", known, "--out", out, "--no-rules")
+    assert res.returncode == 2 and "--order age,g,flag,score,when" in res.stderr, res.stderr
+    assert "SuperLink" not in res.stderr and not out.exists()
 
 
 @pytest.mark.skipif(not _has_flower(), reason="needs the flower extra")

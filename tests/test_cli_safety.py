@@ -448,12 +448,15 @@ def test_a_large_known_table_is_streamed_in_chunks_with_an_estimate(
 
 def test_the_known_progress_runs_over_every_chunk(small_sites, tmp_path, monkeypatch):
     from fits.cli.main import _complete_rows
+    from fits.io import read_table
 
     _small_chunks(monkeypatch)
     seen: list[tuple[str, int, int]] = []
+    known = _known_file(tmp_path, 300)
     written, _ = _complete_rows(
         _fitted(small_sites),
-        _known_file(tmp_path, 300),
+        known,
+        read_table(known),
         tmp_path / "o.csv",
         lambda *a: seen.append(a),
         None,

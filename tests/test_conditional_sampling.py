@@ -125,6 +125,34 @@ def test_every_chunk_has_the_dtypes_of_the_whole_table() -> None:
     assert whole["age"].dtype == np.int64  # whole ages: the output's dtype
 
 
+def test_a_known_table_of_no_rows_gives_the_table_of_no_rows() -> None:
+    """One synthetic row per known row: none for none (it was refused), with the
+    output's columns and dtypes, an id column's included; its columns are checked as
+    any known table's, and the random stream does not move."""
+    from decimal import Decimal
+
+    rng = np.random.default_rng(3)
+    frame = _table(600).assign(
+        n=rng.integers(0, 9, 600),
+        price=[Decimal(f"{v:.2f}") for v in rng.uniform(1, 50, 600)],
+        uid=[f"u{i}" for i in range(600)],
+    )
+    synth = FITSSynthesizer(seed=0, kinds={"uid": "id"}).fit(_sites(frame))
+    known = frame[["x"]].head(3)
+    full = synth.sample_remaining_columns(known, seed=2)
+    state = synth._rng.bit_generator.state
+    empty = synth.sample_remaining_columns(known.iloc[:0])
+    assert len(empty) == 0 and synth._rng.bit_generator.state == state
+    assert list(empty.columns) == list(frame.columns)
+    pd.testing.assert_series_equal(empty.dtypes, full.dtypes)
+    chunks = list(synth.iter_sample_remaining_columns(pd.DataFrame({"x": []}), chunk_rows=5))
+    assert [len(c) for c in chunks] == [0] and list(chunks[0].columns) == list(frame.columns)
+    with pytest.raises(ValueError, match="not the first columns of the chain"):
+        synth.sample_remaining_columns(frame[["g"]].iloc[:0])
+    with pytest.raises(ValueError, match=r"column\(s\) \['note'\]"):
+        synth.sample_remaining_columns(pd.DataFrame({"x": [], "note": []}))
+
+
 def test_missing_known_values_are_kept_and_conditioned_on() -> None:
     frame = _table(1000, 4)
     frame.loc[frame.index[::7], "x"] = np.nan  # x has missing values: an indicator first
@@ -158,8 +186,8 @@ def test_known_columns_that_cannot_be_given_are_refused(synth, known, error, mes
 def test_bad_arguments(synth) -> None:
     with pytest.raises(TypeError, match="must be a DataFrame"):
         synth.sample_remaining_columns({"x": [1.0]})  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="at least one row"):
-        synth.sample_remaining_columns(pd.DataFrame({"x": []}))
+    with pytest.raises(ValueError, match="at least one column"):
+        synth.sample_remaining_columns(pd.DataFrame(index=range(3)))
     with pytest.raises(ValueError, match="must be an integer >= 0"):
         synth.sample_remaining_columns(pd.DataFrame({"x": [0.0]}), seed=-1)
     # checked when called, before a chunk is asked for

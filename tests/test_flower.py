@@ -191,6 +191,30 @@ def test_known_in_the_run_config_is_conditional_sampling(site_files, tmp_path, m
         assert not out.exists()
 
 
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_a_known_table_of_no_rows_gives_the_header(site_files, tmp_path, suffix):
+    """Run config ``known`` of no rows: the output holds the header alone, with the
+    in-process ``sample_remaining_columns``' columns and dtypes (it was refused: 'the
+    table has a header but no rows')."""
+    paths, kinds, order = site_files
+    known_path = tmp_path / f"known{suffix}"
+    empty = read_table(next(iter(paths.values())))[[order[0]]].iloc[:0]
+    write_table(empty, known_path)
+    out = tmp_path / f"completed{suffix}"
+    config = {"output": str(out), "rows": 0, "known": str(known_path), "seed": 4}
+    config.update(kinds=format_kinds(kinds), order=",".join(order))
+    run_synthesis(FakeGrid(_node_configs(paths)), config)
+    tables = {name: read_table(path) for name, path in sorted(paths.items())}
+    synth = FITSSynthesizer({n: KERNELS[n] for n in tables}, seed=4, kinds=kinds, order=order)
+    expected = synth.fit(tables).sample_remaining_columns(empty)
+    assert len(expected) == 0 and list(expected.columns) == order
+    if suffix == ".csv":
+        assert out.read_text() == ",".join(order) + "\n"
+    else:
+        pd.testing.assert_frame_equal(pd.read_parquet(out), expected, check_exact=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([known_path.name, out.name])
+
+
 def test_a_refused_known_table_is_named_with_the_order_to_run(site_files, tmp_path):
     """A known table the fit refuses stops the run with the file's name and what to run
     (--order), as fits synthesize --known says it (it said 'known_columns ... Fit with

@@ -1,0 +1,154 @@
+"""``--known FILE`` (conditional sampling) of ``fits synthesize`` and ``fits federate
+local``: the file read, and its header checked against the site tables' header, before
+the fit (which takes minutes on a real table) rather than after it.
+
+What needs the fitted schema stays with the fit: the values (a category the sites do
+not have, a number outside the real range), and, unless ``--no-rules``, whether the
+known columns are the chain's first (an exact rule found at setup may set a column
+between them, or take one out of the chain).
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from fits.core.names import ColumnNameError, header_for, show_columns
+
+from .errors import fail
+
+__all__ = ["known_values_advice", "read_known"]
+
+
+def known_values_advice(message: str) -> str:
+    """The fit's refusal of a known value (``the known values: ...``) with the fix a
+    ``--known`` file takes: its rows, not the schema or the real data."""
+    message = message.replace(
+        "; add them to the schema or fix the data",
+        "; give one of its categories in those rows of the file, or leave the rows out",
+    )
+    if "lie outside its range" in message:
+        message += "; keep the file's values within that range, or leave those rows out"
+    return message
+
+
+def read_known(
+    path: Path,
+    columns: Sequence[str],
+    *,
+    dropped: Sequence[str] = (),
+    kinds: Mapping[str, str] | None = None,
+    identifiers: Sequence[str] = (),
+    chain: Sequence[str] | None = None,
+) -> pd.DataFrame:
+    """The ``--known`` table at ``path``, read whole (a table of no rows included: its
+    output is the header alone), after checking its header against ``columns`` (the
+    site tables' columns, less those ``--drop`` left out, named in ``dropped``).
+
+    Refused, each with a message naming the file, the column and the fix: a file fits
+    cannot read (exit 1; an unknown file type: exit 2), a column the site tables do not
+    have (exit 1) or that ``--drop`` leaves out (exit 2), a column named twice, an
+    identifier (kind ``id`` in ``kinds`` or ``identifiers``), every column of the table
+    (nothing left to draw); with ``chain`` (the chain order, known before the fit when
+    no rule can change it), columns that are not its first (exit 2, with the
+    ``--order`` that puts them first).
+    """
+    from fits.io import DataFileError, check_suffix, read_table
+
+    where = f"--known {str(path)!r}"
+    try:
+        check_suffix(path, "--known table")
+    except DataFileError as exc:
+        fail(str(exc), 2)
+    try:
+        table = read_table(path, empty_ok=True)
+    except DataFileError as exc:
+        fail(f"--known {exc}")  # the message names the file
+    names = [str(c) for c in table.columns]
+    try:
+        headers = [header_for(n, columns, where, "the site tables") for n in names]
+    except ColumnNameError as exc:
+        fail(str(exc))
+    missing = [n for n, h in zip(names, headers, strict=True) if h is None]
+    left_out = [n for n in missing if any(n.strip() == str(d).strip() for d in dropped)]
+    if left_out:
+        fail(
+            f"{where}: column(s) {left_out} are left out by --drop, so they cannot be "
+            "given; leave them out of the file, or do not --drop them",
+            2,
+        )
+    if missing:
+        fail(
+            f"{where}: the table has column(s) {missing} that the site tables do not have "
+            f"(their columns: {show_columns(map(str, columns))}); leave them out of the "
+            "file, or name them as the site tables do"
+        )
+    given = [h for h in headers if h is not None]
+    twice = sorted({h for h in given if given.count(h) > 1})
+    if twice:
+        fail(
+            f"{where}: the table names column(s) {twice} more than once (its header: "
+            f"{show_columns(names)}); keep one of each"
+        )
+    ids = {header_for(c, columns, "--kind") or c for c, k in (kinds or {}).items() if k == "id"}
+    ids |= set(identifiers)
+    for name in given:
+        if name in ids:
+            fail(
+                f"{where}: column {name!r} is an identifier (kind id): the output holds "
+                "fresh surrogate values for it, not modelled ones, so it cannot be given; "
+                "leave it out of the file"
+            )
+    modelled = [c for c in columns if c not in ids]
+    if set(modelled) <= set(given):
+        fail(
+            f"{where}: the table gives every column ({show_columns(modelled)}), so nothing "
+            "is left to draw (the output would be the file itself); leave out the columns "
+            "to draw"
+        )
+    if chain is not None:
+        first = list(chain[: len(given)])
+        if set(first) != set(given):
+            order = [*given, *(c for c in chain if c not in given)]
+            fail(
+                f"{where}: its columns {given} are not the first columns of the chain "
+                f"({', '.join(chain)}): the chain draws each column given the ones before "
+                f"it, so only its first {len(given)} column(s) {first} can be given "
+                f"exactly. Put them first with --order {shlex.quote(','.join(order))}",
+                2,
+            )
+    return table
+
+
+def check_known_for_sites(
+    path: Path,
+    header: Sequence[str],
+    *,
+    drop: Sequence[str],
+    kinds: Sequence[str],
+    schema: Path | None,
+    order: str,
+    rules: bool,
+) -> None:
+    """:func:`read_known` for ``fits federate local``, before any process starts:
+    ``header`` is the first site table's (the checks of ``--drop`` and ``--kind``
+    passed), ``drop`` and ``kinds`` (``COL=KIND`` items) and ``order`` as given."""
+    from fits.core.schema import Schema
+
+    from .options import parse_kind, parse_order
+
+    left_out = {header_for(name, header, "--drop") for name in drop}
+    columns = [c for c in header if c not in left_out]
+    kind_map = dict(parse_kind(item) for item in kinds)
+    ids: list[str] = []
+    if schema is not None:  # read before (a usable schema file)
+        ids = list(Schema.from_json(schema.read_text(encoding="utf-8-sig")).unmodelled)
+    chain = None
+    if not rules and schema is None:
+        chain = parse_order(order, columns) if order.replace(",", "").strip() else columns
+        declared = {header_for(c, columns, "--kind") for c, k in kind_map.items() if k == "id"}
+        chain = [c for c in chain if c not in ids and c not in declared]
+    read_known(path, columns, dropped=drop, kinds=kind_map, identifiers=ids, chain=chain)
