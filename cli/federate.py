@@ -457,6 +457,11 @@ def _run_config(
     except ValueError as exc:
         _fail(str(exc), 2)
     if drop and site_headers:
+        from .drop import partial_drop_message
+
+        partial = partial_drop_message(drop, site_headers)
+        if partial:
+            _fail(partial, 2)
         try:
             left_out = {
                 site: match_columns(drop, header, "--drop", f"{site}'s table")

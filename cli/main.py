@@ -24,6 +24,8 @@ from typing import Annotated, Any
 import pandas as pd
 import typer
 
+from fits.core.names import header_for
+
 from .analyze import analyze
 from .benchmark import benchmark
 from .errors import fail as _fail
@@ -159,14 +161,26 @@ def _parse_kinds(kind: list[str] | None, schema: Path | None = None) -> dict[str
 def _drop_columns(
     tables: dict[str, pd.DataFrame], drop: list[str] | None
 ) -> dict[str, pd.DataFrame]:
-    """Remove the ``--drop`` columns from every site's table (each must be there, named
-    as :func:`~fits.cli.options.match_columns` resolves names)."""
+    """Remove the ``--drop`` columns from every site's table that has them (names
+    resolved as :func:`~fits.cli.options.match_columns` resolves them, per site).
+
+    A column only some sites have is left out where it is: that is what makes sites
+    whose columns differ by it hold the same columns, which the merge of their
+    descriptions demands (``columns differ ... rename, add or drop them``). A name no
+    site has is refused (a misspelt name must not go unnoticed)."""
     if not drop:
         return tables
+    headers = {site: [str(c) for c in frame.columns] for site, frame in tables.items()}
+    found = {
+        site: [header_for(name, columns, "--drop", f"{site}'s table") for name in drop]
+        for site, columns in headers.items()
+    }
+    nowhere = [n for k, n in enumerate(drop) if all(f[k] is None for f in found.values())]
+    if nowhere:
+        first = next(iter(headers))
+        match_columns(nowhere, headers[first], "--drop", f"{first}'s table")  # raises
     return {
-        site: frame.drop(
-            columns=match_columns(drop, list(frame.columns), "--drop", f"{site}'s table")
-        )
+        site: frame.drop(columns=list(dict.fromkeys(h for h in found[site] if h is not None)))
         for site, frame in tables.items()
     }
 

@@ -204,19 +204,36 @@ def test_federate_drop_is_synthesize_drop(sites, tmp_path, monkeypatch) -> None:
     assert res.exit_code == 2 and not seen, res.output  # no column 'x,y'
     config = federate._run_config(out, 5, 0, [], "", None, 60.0, 2, None, drop=[" n ", "x,y"])
     assert json.loads(config["drop"]) == [" n ", "x,y"]
-    # a site that lacks the column: what fits synthesize says, word for word
-    lacking = tmp_path / "c.csv"
-    pd.read_csv(sites[1]).drop(columns=[" n "]).to_csv(lacking, index=False)
+    # a name no site has: what fits synthesize says, word for word
     said = []
     for argv in (
-        ["synthesize", sites[0], lacking, "--rows", 5, "--out", out, "-q"],
-        ["federate", "local", sites[0], lacking, "--rows", 5, "--out", out],
+        ["synthesize", *sites, "--rows", 5, "--out", out, "-q"],
+        ["federate", "local", *sites, "--rows", 5, "--out", out],
     ):
-        res = _fits(*argv, "--drop", "n", "--order", "g,x,h,id")
+        res = _fits(*argv, "--drop", "zz")
         assert res.exit_code == 2, res.output
         said.append(" ".join(res.output.split()))
     assert said[0] == said[1], said
-    assert "--drop: no column ['n'] in c's table (columns: ' x ', ' g ', ' h ', ' id ')" in said[1]
+    assert "--drop: no column ['zz'] in a's table" in said[1]
+    # a column only one site has: fits synthesize leaves it out where it is (the sites
+    # then hold the same columns); fits federate cannot (one drop for every site, each
+    # refusing a name it lacks): it says what to do instead
+    lacking = tmp_path / "c.csv"
+    pd.read_csv(sites[1]).drop(columns=[" n "]).to_csv(lacking, index=False)
+    res = _fits("synthesize", sites[0], lacking, "--rows", 5, "--out", out, "-q", "--drop", "n")
+    assert res.exit_code == 0, res.output
+    assert list(pd.read_csv(out).columns) == [" x ", " g ", " h ", " id "]
+    out.unlink()
+    res = _fits(
+        "synthesize", sites[0], lacking, "--rows", 5, "--out", out, "-q"
+    )  # without --drop: the columns differ
+    assert res.exit_code == 1 and "columns differ" in res.output, res.output
+    res = _fits("federate", "local", sites[0], lacking, "--rows", 5, "--out", out, "--drop", "n")
+    assert res.exit_code == 2, res.output
+    flat = " ".join(res.output.split())
+    assert "--drop: column 'n' is in the table(s) of a but not of c." in flat, flat
+    assert "leave it out of the file(s) of a yourself" in flat
+    assert "run fits synthesize on the same files with --drop 'n'" in flat
     # what --drop leaves out cannot be named by the other options, as in fits synthesize
     for command in (["synthesize", *sites, "--rows", 5, "--out", out, "-q"], local):
         res = _fits(*command, "--drop", "n", "--kind", "n=nominal")

@@ -1096,3 +1096,24 @@ def test_the_supernode_polls_sooner_and_only_where_flower_waits(monkeypatch):
     monkeypatch.setenv("FITS_SUPERNODE_POLL", "10")
     with pytest.raises(SystemExit, match="0.01 to 3"):
         flower_supernode._idle_poll()
+
+
+def test_a_run_drop_a_site_lacks_says_what_to_do() -> None:
+    """Run config ``drop`` naming a column this site lacks: the site refuses it (it
+    cannot tell a column other sites have from a misspelt one), and says what to do when
+    only some sites hold it (they leave it out themselves: node config drop); a name of
+    the site's own node config drop that it lacks is refused as before."""
+    from fits.core.names import ColumnNameError
+    from fits.deploy.flower import site_drop
+
+    columns = ["x", "g"]
+    assert site_drop(columns, "b", {"drop": "g"}, {"drop": "x"}) == ["g", "x"]
+    with pytest.raises(ColumnNameError) as info:
+        site_drop(columns, "b", {}, {"drop": "notes"})
+    message = str(info.value)
+    assert message.startswith("--drop: no column ['notes'] in b's table (columns: x, g).")
+    assert "run without it in --drop" in message
+    assert "(fits federate site --drop COLUMN, node config drop)" in message
+    with pytest.raises(ColumnNameError) as info:
+        site_drop(columns, "b", {"drop": "notes"}, {})
+    assert "run without it" not in str(info.value)

@@ -647,14 +647,25 @@ def site_drop(
         A name no header of this table matches (every site must have the column), or
         two headers match.
     """
-    from fits.core.names import match_columns
+    from fits.core.names import ColumnNameError, match_columns
 
     names = parse_column_list(str(node_config.get("drop", "")), "node config drop")
+    own = len(names)
     if run_config is not None:
         names += parse_column_list(str(run_config.get("drop", "")), "run config drop")
     if not names:
         return []
-    return list(dict.fromkeys(match_columns(names, columns, "--drop", f"{name}'s table")))
+    try:
+        return list(dict.fromkeys(match_columns(names, columns, "--drop", f"{name}'s table")))
+    except ColumnNameError as exc:
+        if len(names) == own or "no column" not in str(exc):
+            raise
+        raise ColumnNameError(  # the run's --drop: say what to do when others have it
+            f"{exc}. The run's --drop leaves a column out at every site, so every site "
+            "must have it; if only some sites hold it, run without it in --drop and have "
+            "each of those sites leave it out itself (fits federate site --drop COLUMN, "
+            "node config drop)"
+        ) from None
 
 
 def site_table(
