@@ -155,6 +155,24 @@ def benchmark(
     column_model: ColumnModelOpt = None,
     boosting: BoostingOpt = None,
     relevance: RelevanceOpt = None,
+    tune_relevance: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--tune-relevance",
+            help="Learn relevance weights per covariate for this column's kernel from "
+            "held-out scores the sites compute on their own rows (only sums leave a site); "
+            "repeatable, '*' for every column the kernels draw.",
+        ),
+    ] = None,
+    relevance_budget: Annotated[
+        int,
+        typer.Option(
+            "--relevance-budget",
+            min=1,
+            help="Candidates scored per column by --tune-relevance (at least the "
+            "column's covariates + 2; the sites' tuning_candidates must allow it).",
+        ),
+    ] = 16,
     order: Annotated[
         str | None,
         typer.Option(
@@ -314,6 +332,14 @@ def benchmark(
                     **({"boosting": boosting_params} if boosting_params else {}),
                     **({"smoothing": smoothing.value} if smoothing is not None else {}),
                     **({"secure_aggregation": True} if secure_aggregation else {}),
+                    **(
+                        {
+                            "tune_relevance": "*" if "*" in tune_relevance else tune_relevance,
+                            "relevance_budget": relevance_budget,
+                        }
+                        if tune_relevance
+                        else {}
+                    ),
                 }
                 or None,
                 kernel_params={

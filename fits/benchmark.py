@@ -1040,14 +1040,19 @@ def _run_generator(
         # kernel widened to their effective-rows floor
         "abstained": int(getattr(synth.coordinator, "abstained", 0)),
         "widened": int(getattr(synth.coordinator, "widened", 0)),
-        # the smoothing per chain column (FITSSynthesizer(smoothing="auto"): the choice
-        # and the held-out scores summed over the sites)
+        # the smoothing per chain column (FITSSynthesizer(smoothing="auto") and
+        # tune_relevance: the choice and the held-out scores summed over the sites)
         "smoothing": {c: v.to_dict() for c, v in synth.smoothing_.items()},
         "tuning": synth.tuning_,
     }
     if synth.smoothing_:
         chosen = ", ".join(
             f"{c} s={v.sharpness:g} b={v.reach:g}"
+            + (
+                " relevance " + " ".join(f"{k}={a:.3g}" for k, a in v.relevance)
+                if v.relevance
+                else ""
+            )
             for c, v in synth.smoothing_.items()
             if not v.is_default
         )

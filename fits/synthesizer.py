@@ -40,6 +40,7 @@ from fits._json import plain
 from fits.core.boosting import BoostingParams, resolve_settings
 from fits.core.cdf import COLLINEARITY_THRESHOLD
 from fits.core.continualization import continualize
+from fits.core.kernels import check_relevance
 from fits.core.names import resolve_columns, resolve_keys
 from fits.core.rules import affine_values
 from fits.core.schema import (
@@ -221,6 +222,19 @@ class FITSSynthesizer(BaseEstimator):
     smoothing_candidates : sequence of Smoothing, optional
         The candidates of ``smoothing="auto"`` (default
         :data:`fits.core.tuning.DEFAULT_CANDIDATES`).
+    tune_relevance : str or sequence of str, optional
+        Columns whose kernels get relevance weights per covariate learned from the
+        sites' held-out scores (:meth:`Coordinator.tune_relevance
+        <fits.federation.coordinator.Coordinator.tune_relevance>`; not in the paper):
+        each covariate's standardized distance and penalty rate in that column's kernel
+        is multiplied by a learned weight, so covariates that predict the column well
+        count more and the others less.  ``"*"``: every column after the chain's first
+        that the kernels draw.  Default None (the kernels' own weights).  Runs after
+        ``smoothing``; the weights join the column's entry in ``smoothing_``.
+    relevance_budget : int
+        Candidates scored per column by ``tune_relevance`` (default 16: one pass for a
+        column with up to 13 covariates).  It needs at least d + 2 for d covariates,
+        and it counts against the sites' ``tuning_candidates`` with ``smoothing="auto"``'s.
 
     Attributes
     ----------
@@ -276,6 +290,8 @@ class FITSSynthesizer(BaseEstimator):
         boosting: Mapping[str, Any] | BoostingParams | None = None,
         smoothing: str | Mapping[str, Any] = "fixed",
         smoothing_candidates: Sequence[Any] | None = None,
+        tune_relevance: str | Sequence[str] | None = None,
+        relevance_budget: int = 16,
     ) -> None:
         self.kernel = kernel
         self.seed = seed
@@ -308,6 +324,8 @@ class FITSSynthesizer(BaseEstimator):
         self.boosting = boosting
         self.smoothing = smoothing
         self.smoothing_candidates = smoothing_candidates
+        self.tune_relevance = tune_relevance
+        self.relevance_budget = relevance_budget
 
     # ------------------------------------------------------------------ fitting
     def fit(self, tables: Tables | Transport, *, rows: int = 0) -> FITSSynthesizer:
@@ -379,7 +397,28 @@ class FITSSynthesizer(BaseEstimator):
                     f"smoothing: column(s) {unknown} are not in the schema's chain after its "
                     "first column (the first is drawn from its marginal)"
                 )
+            weighted = {c: dict(v.relevance) for c, v in smoothing.items() if v.relevance}
+            if weighted:
+                try:
+                    check_relevance(
+                        weighted,
+                        schema.order,
+                        boosted=[c for c in schema.order if coordinator._boosted(c)],
+                        derived=schema.derived,
+                        ids=[c.name for c in schema.columns if c.kind == "id"],
+                        summed=[r.column for r in schema.rules or [] if r.kind == "sum"],
+                    )
+                except ValueError as exc:
+                    self._close()
+                    raise ValueError(f"smoothing: {exc}") from None
             coordinator.smoothing = dict(smoothing)
+        learn = self._relevance_columns(schema, coordinator)
+        if learn:
+            coordinator.tune_relevance(
+                learn,
+                int(np.random.SeedSequence(root.entropy, spawn_key=(3,)).generate_state(1)[0]),
+                budget=int(self.relevance_budget),
+            )
         self.smoothing_ = dict(coordinator.smoothing)
         self.tuning_ = dict(coordinator.tuning)
         self.schema_ = schema
@@ -544,6 +583,40 @@ class FITSSynthesizer(BaseEstimator):
             )
             if isinstance(kernel, KNNKernel):
                 _check_knn_relevance(kernel, coordinator.schema)  # type: ignore[arg-type]
+
+    def _relevance_columns(self, schema: Schema, coordinator: Coordinator) -> list[str]:
+        """``tune_relevance`` checked and resolved to chain columns (``"*"``: every
+        column after the first that the kernels draw)."""
+        value = self.tune_relevance
+        budget = self.relevance_budget
+        if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 1:
+            raise ValueError(f"relevance_budget must be an integer >= 1, got {budget!r}")
+        if value is None:
+            return []
+        chain = list(coordinator.schema.order)  # type: ignore[union-attr]
+        summed = {r.column for r in schema.rules or [] if r.kind == "sum"}
+        drawn = [
+            c
+            for c in chain[1:]
+            if c in schema.names and c not in summed and not coordinator._boosted(c)
+        ]
+        if isinstance(value, str):
+            if value == "*":
+                return drawn
+            value = [value]
+        if not isinstance(value, Sequence):
+            raise TypeError(
+                f"tune_relevance must be '*', a column or a list of columns, got {value!r}"
+            )
+        names = resolve_keys(dict.fromkeys(value), schema.names, "tune_relevance")
+        wrong = [c for c in names if c not in drawn]
+        if wrong:
+            raise ValueError(
+                f"tune_relevance: {wrong} are not columns the kernels draw given earlier "
+                f"ones (the chain's first column, boosted columns, columns a rule sets "
+                f"and identifiers have no kernel to weigh); choose among: {', '.join(drawn)}"
+            )
+        return list(names)
 
     def _boosting_params(self) -> tuple[BoostingParams, dict[str, BoostingParams]]:
         """``boosting`` as (every boosted column's settings, per column overrides)."""

@@ -874,17 +874,38 @@ class FITSClient:
         """The kernel with the request's smoothing (config ``sharpness``, ``reach``: the
         coordinator's per-column choice, :mod:`fits.core.tuning`) applied."""
         try:
+            relevance = (
+                json.loads(str(msg.config["relevance"])) if "relevance" in msg.config else ()
+            )
             smoothing = Smoothing(
-                float(msg.config.get("sharpness", 1.0)), float(msg.config.get("reach", 1.0))
+                float(msg.config.get("sharpness", 1.0)),
+                float(msg.config.get("reach", 1.0)),
+                relevance,
             )
         except (TypeError, ValueError) as exc:
             raise ProtocolError(f"{self.name}: {exc}") from None
+        return self._apply_smoothing(kernel, smoothing, d)
+
+    def _apply_smoothing(self, kernel: Kernel, smoothing: Smoothing, d: int) -> Kernel:
+        """``smoothed_kernel`` for response d; relevance weights must name covariates
+        (columns before the response, or the columns their indicators stand for)."""
+        if smoothing.relevance:
+            known = {e.spec.name for e in self.encoders[:d]}
+            known |= {e.spec.indicates for e in self.encoders[:d] if e.spec.indicates}
+            wrong = [c for c, _ in smoothing.relevance if c not in known]
+            if wrong:
+                raise ProtocolError(
+                    f"{self.name}: relevance weights for {wrong} in the kernel of "
+                    f"{self.columns[d]!r}, which are not columns before it"
+                )
         discrete = {
             self.encoders[j].spec.name: self.encoders[j].spec.kind
             for j in range(d)
             if self.encoders[j].spec.is_discrete
         }
-        return smoothed_kernel(kernel, smoothing, discrete, n_total=self.n_total, d=d)
+        return smoothed_kernel(
+            kernel, smoothing, discrete, n_total=self.n_total, d=d, response=self.columns[d]
+        )
 
     # ------------------------------------------------------------------ tuning round
     def _tune(self, msg: Message) -> Message:
@@ -962,35 +983,43 @@ class FITSClient:
                 abstained += 1
                 continue
             x, qcodes = self._substitute(self.z[:, :j])
-            disc = self._discrete_covariates(j, kernel)
-            cols = [i for i, _, _ in disc]
             target = self.z[:, j] if name == "crps" else self.codes[:, j].astype(float)
-            total, n_done = heldout_scores(
-                self.z[:, :j],
-                x,
-                self._response_matrix(j),
-                target,
-                loc=self.loc[:j],
-                scale=self._relevance_scale(j, kernel),
-                codes=self.codes[:, cols],
-                qcodes=qcodes[:, cols],
-                kinds=[kind for _, kind, _ in disc],
-                penalties=[pen for _, _, pen in disc],
-                usable=usable,
-                folds=fold_of,
-                scored=scored,
-                grid=self.grids[column],
-                score=name,
-                mass_offset=offset,
-                kernel=kernel,
-                candidates=candidates,
-                n_total=self.n_total,
-                min_neighbours=self.policy.min_effective_rows,
-                ridge=float(c.get("ridge", 1e-8)),
-                collinearity=float(c.get("collinearity", 0.0)),
-                design=None if designs is None else designs[k],
-            )
-            scores[k], counted[k] = total, n_done
+            # candidates with the same relevance weights share one neighbour search
+            groups: dict[tuple[tuple[str, float], ...], list[int]] = {}
+            for ci, cand in enumerate(candidates):
+                groups.setdefault(cand.relevance, []).append(ci)
+            for relevance, members in groups.items():
+                weighted = self._apply_smoothing(kernel, Smoothing(relevance=relevance), j)
+                disc = self._discrete_covariates(j, weighted)
+                cols = [i for i, _, _ in disc]
+                total, n_done = heldout_scores(
+                    self.z[:, :j],
+                    x,
+                    self._response_matrix(j),
+                    target,
+                    loc=self.loc[:j],
+                    scale=self._relevance_scale(j, weighted),
+                    codes=self.codes[:, cols],
+                    qcodes=qcodes[:, cols],
+                    kinds=[kind for _, kind, _ in disc],
+                    penalties=[pen for _, _, pen in disc],
+                    usable=usable,
+                    folds=fold_of,
+                    scored=scored,
+                    grid=self.grids[column],
+                    score=name,
+                    mass_offset=offset,
+                    kernel=weighted,
+                    candidates=[
+                        Smoothing(candidates[i].sharpness, candidates[i].reach) for i in members
+                    ],
+                    n_total=self.n_total,
+                    min_neighbours=self.policy.min_effective_rows,
+                    ridge=float(c.get("ridge", 1e-8)),
+                    collinearity=float(c.get("collinearity", 0.0)),
+                    design=None if designs is None else designs[k],
+                )
+                scores[k, members], counted[k] = total, n_done
         self._abstained = np.arange(abstained) if abstained else None
         reply_config: dict[str, ConfigValue] = {"abstained": abstained} if abstained else {}
         return Message("tune", {"scores": scores, "rows": counted}, reply_config)

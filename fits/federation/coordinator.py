@@ -74,7 +74,10 @@ from fits.core.tuning import (
     DEFAULT_CANDIDATES,
     DEFAULT_FOLDS,
     DEFAULT_TUNING_ROWS,
+    RELEVANCE_STEPS,
     Smoothing,
+    relevance_probes,
+    relevance_steps,
     score_for,
 )
 from fits.federation.codec import (
@@ -1040,7 +1043,14 @@ class Coordinator:
             "request": f"t{next(self._requests)}",  # masks are never reused (secure)
             "columns": json.dumps(list(columns)),
             "scores": json.dumps(names),
-            "candidates": json.dumps([[c.sharpness, c.reach] for c in cands]),
+            "candidates": json.dumps(
+                [
+                    [c.sharpness, c.reach, dict(c.relevance)]
+                    if c.relevance
+                    else [c.sharpness, c.reach]
+                    for c in cands
+                ]
+            ),
             "folds": int(folds),
             "rows": int(rows),
             "mass_offset": float(self.mass_offset),
@@ -1073,12 +1083,180 @@ class Coordinator:
         self.smoothing.update(chosen)
         return chosen
 
+    def relevance_covariates(self, column: str) -> list[str]:
+        """The covariates whose relevance weights :meth:`tune_relevance` learns for
+        ``column``: the columns before it in the chain, each indicator counted as the
+        column it stands for (its weight follows that column's)."""
+        if self.schema is None:
+            raise RuntimeError("run setup() before relevance_covariates()")
+        order = self.schema.order
+        out: list[str] = []
+        for name in order[: order.index(column)]:
+            spec = self.encoders[name].spec if name in self.encoders else self.schema[name]
+            base = spec.indicates or name
+            if base not in out:
+                out.append(base)
+        return out
+
+    def tune_relevance(
+        self,
+        columns: Sequence[str],
+        seed: int | None = None,
+        *,
+        budget: int = 16,
+        folds: int = DEFAULT_FOLDS,
+        rows: int = DEFAULT_TUNING_ROWS,
+    ) -> dict[str, Smoothing]:
+        """Learn relevance weights per covariate for each of ``columns`` from the sites'
+        held-out scores (``tune`` rounds; not in the paper).
+
+        The kernel of a column's conditional CDF weighs every covariate alike after
+        standardization (eqs. 11-13, 26); a relevance weight a_i multiplies covariate
+        i's standardized coordinate and its penalty rate
+        (:attr:`fits.core.kernels.Kernel.relevance`).  This search chooses the weights
+        as :meth:`tune` chooses a smoothing: every candidate is scored by every site on
+        its own held-out rows (:func:`fits.core.tuning.heldout_scores`), and only the
+        per-candidate sums leave a site.  Each column is searched in passes of two
+        ``tune`` rounds, all on the same held-out rows (the same ``seed``), starting
+        from the column's current smoothing (:attr:`smoothing`; sharpness and reach
+        are kept):
+
+        1. probes (:func:`~fits.core.tuning.relevance_probes`): the start, and the
+           start with one covariate's weight doubled, per covariate (d + 1
+           candidates for d covariates);
+        2. steps (:func:`~fits.core.tuning.relevance_steps`): weights moved along the
+           probes' paired differences of the summed score (their signed square
+           roots, normalized), so the most telling covariate moves by 2, 4 and 16
+           times and the others less (up to three candidates, as many as the budget
+           leaves).
+
+        A further pass starts from the best candidate so far while the budget holds
+        another one.  The column takes the candidate with the smallest summed score
+        over everything scored (ties: the earlier, so the start wins a tie).  These
+        choices (a forward difference of one log2 unit; a normalized step in log
+        weights; three step lengths) are fits' own.
+
+        Parameters
+        ----------
+        columns : sequence of str
+            Chain columns after the first, drawn by the kernels (not boosted, not set
+            by a sum rule).
+        seed : int, optional
+            The sites' fold splits (one for every round of the search).
+        budget : int
+            Candidates scored per column over the whole search (at least d + 2).  The
+            sites' policy must allow it (``SitePolicy.tuning_candidates``, 16 by
+            default, shared with :meth:`tune`).
+        folds, rows : int
+            As :meth:`tune`.
+
+        Returns
+        -------
+        dict
+            Column -> the chosen :class:`~fits.core.tuning.Smoothing` (also in
+            :attr:`smoothing`; the candidates and their scores in :attr:`tuning`).
+        """
+        if self.schema is None or not self.grids:
+            raise RuntimeError("run setup() and configure() before tune_relevance()")
+        order = self.schema.order
+        summed = {r.column for r in (self.schema.rules or []) if r.kind == "sum"}
+        base_seed = int(np.random.SeedSequence(seed).generate_state(1)[0])
+        chosen: dict[str, Smoothing] = {}
+        for column in columns:
+            if column not in order[1:] or column in summed or self._boosted(column):
+                raise ValueError(
+                    f"cannot learn relevance weights for {column!r}: it is not a chain "
+                    "column after the first that the kernels draw"
+                )
+            covariates = self.relevance_covariates(column)
+            if budget < len(covariates) + 2:
+                raise ValueError(
+                    f"learning relevance weights for {column!r} needs a budget of at least "
+                    f"{len(covariates) + 2} candidates (one probe per covariate: "
+                    f"{len(covariates)}, the start and one step), got {budget}; raise it "
+                    "(and the sites' tuning_candidates), or set the weights by hand"
+                )
+            start = self.smoothing.get(column, Smoothing())
+            scored: list[Smoothing] = []
+            scores: list[float] = []
+            counted = 0
+            best = start
+            left = int(budget)
+            while left >= len(covariates) + 2:
+                probes = relevance_probes(best, covariates)
+                if scored and best in scored:  # the start of this pass is scored already
+                    probes = probes[1:]
+                found = self._relevance_round(column, probes, base_seed, folds, rows)
+                if found is None:
+                    break  # no site scored a row: keep the start
+                scored += probes
+                scores += list(found[0])
+                counted = found[1]
+                left -= len(probes)
+                base_score = scores[scored.index(best)]
+                probe_scores = [scores[scored.index(p)] for p in probes[-len(covariates) :]]
+                steps = relevance_steps(
+                    best, covariates, base_score, probe_scores, RELEVANCE_STEPS[:left]
+                )
+                steps = [c for c in steps if c not in scored]
+                if steps:
+                    found = self._relevance_round(column, steps, base_seed, folds, rows)
+                    if found is None:
+                        break
+                    scored += steps
+                    scores += list(found[0])
+                    left -= len(steps)
+                winner = scored[int(np.argmin(scores))]
+                if winner == best:
+                    break  # no candidate of this pass beat its start
+                best = winner
+            if not scored:
+                continue
+            index = int(np.argmin(scores))
+            chosen[column] = scored[index]
+            self.tuning[column] = {
+                "candidates": [c.to_dict() for c in scored],
+                "scores": [float(v) for v in scores],
+                "rows": int(counted),
+                "chosen": index,
+                "score": score_for(self.encoders[column].spec.kind, self._by_mass(column)),
+                "search": "relevance",
+            }
+        self.smoothing.update(chosen)
+        return chosen
+
+    def _relevance_round(
+        self, column: str, candidates: list[Smoothing], seed: int, folds: int, rows: int
+    ) -> tuple[np.ndarray, int] | None:
+        """One ``tune`` round of :meth:`tune_relevance`: the summed scores of
+        ``candidates`` for ``column`` and the rows scored (None if no site scored any)."""
+        kept = dict(self.smoothing)
+        record = self.tuning.get(column)
+        try:
+            self.tune(seed, candidates=candidates, columns=[column], folds=folds, rows=rows)
+            result = self.tuning[column]
+        finally:
+            self.smoothing = kept  # tune() sets the column's choice: undone here
+            if record is None:
+                self.tuning.pop(column, None)
+            else:
+                self.tuning[column] = record
+        if not result["rows"]:
+            return None
+        return np.asarray(result["scores"], dtype=float), int(result["rows"])
+
     def _smoothing_config(self, column: str) -> dict[str, ConfigValue]:
         """The request config that carries a column's smoothing (empty for the default)."""
         chosen = self.smoothing.get(column)
         if chosen is None or chosen.is_default:
             return {}
-        return {"sharpness": float(chosen.sharpness), "reach": float(chosen.reach)}
+        config: dict[str, ConfigValue] = {
+            "sharpness": float(chosen.sharpness),
+            "reach": float(chosen.reach),
+        }
+        if chosen.relevance:
+            config["relevance"] = json.dumps(dict(chosen.relevance))
+        return config
 
     # ---------------------------------------------------------------- estimation
     def _batch(self) -> int:
