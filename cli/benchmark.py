@@ -25,8 +25,10 @@ from .options import (
     ColumnPenaltyOpt,
     DesignOpt,
     OrdinalPenaltyOpt,
+    RelevanceBudgetOpt,
     RelevanceOpt,
     Secure,
+    TuneRelevanceOpt,
     parse_boosting,
     parse_column_designs,
     parse_column_models,
@@ -34,6 +36,7 @@ from .options import (
     parse_order,
     parse_relevance,
     pooled_without_secure,
+    tune_relevance_value,
 )
 
 __all__ = ["DatasetChoice", "GeneratorChoice", "benchmark"]
@@ -155,24 +158,8 @@ def benchmark(
     column_model: ColumnModelOpt = None,
     boosting: BoostingOpt = None,
     relevance: RelevanceOpt = None,
-    tune_relevance: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--tune-relevance",
-            help="Learn relevance weights per covariate for this column's kernel from "
-            "held-out scores the sites compute on their own rows (only sums leave a site); "
-            "repeatable, '*' for every column the kernels draw.",
-        ),
-    ] = None,
-    relevance_budget: Annotated[
-        int,
-        typer.Option(
-            "--relevance-budget",
-            min=1,
-            help="Candidates scored per column by --tune-relevance (at least the "
-            "column's covariates + 2; the sites' tuning_candidates must allow it).",
-        ),
-    ] = 16,
+    tune_relevance: TuneRelevanceOpt = None,
+    relevance_budget: RelevanceBudgetOpt = 16,
     order: Annotated[
         str | None,
         typer.Option(
@@ -334,7 +321,7 @@ def benchmark(
                     **({"secure_aggregation": True} if secure_aggregation else {}),
                     **(
                         {
-                            "tune_relevance": "*" if "*" in tune_relevance else tune_relevance,
+                            "tune_relevance": tune_relevance_value(tune_relevance),
                             "relevance_budget": relevance_budget,
                         }
                         if tune_relevance

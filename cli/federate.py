@@ -33,9 +33,11 @@ from .options import (
     ColumnPenaltyOpt,
     DesignOpt,
     OrdinalPenaltyOpt,
+    RelevanceBudgetOpt,
     RelevanceOpt,
     Secure,
     SmoothingOpt,
+    TuneRelevanceOpt,
     check_smoothing,
     match_columns,
     match_keys,
@@ -401,6 +403,8 @@ def _run_config(
     drop: list[str] | None = None,
     site_headers: dict[str, list[str]] | None = None,
     smoothing: str = "fixed",
+    tune_relevance: list[str] | None = None,
+    relevance_budget: int = 16,
 ) -> dict[str, Any]:
     """The run config of these options.  With ``columns`` (the site tables' headers,
     known to ``fits federate local``), the columns the options name are resolved to
@@ -483,6 +487,8 @@ def _run_config(
             boosting_params = match_keys(
                 boosting_params, columns, "--boosting", is_column=lambda _, v: isinstance(v, dict)
             )
+            if tune_relevance and "*" not in tune_relevance:
+                tune_relevance = match_columns(tune_relevance, columns, "--tune-relevance")
         except ColumnNameError as exc:
             _fail(str(exc), 2)
     # "column:kind,..." unless a name has surrounding spaces or a comma (which that text
@@ -511,7 +517,16 @@ def _run_config(
         "round-cost-bytes": int(round_cost_bytes),
         "drop": format_column_list(drop) if drop else "",
         "smoothing": "" if smoothing == "fixed" else smoothing,  # "": the default, fixed
+        "tune-relevance": _tune_relevance_text(tune_relevance),
+        "relevance-budget": int(relevance_budget),
     }
+
+
+def _tune_relevance_text(names: list[str] | None) -> str:
+    """``--tune-relevance`` as run config text (``""``: none; ``"*"``: every column)."""
+    if not names:
+        return ""
+    return "*" if "*" in names else format_column_list(names)
 
 
 Out = Annotated[
@@ -650,6 +665,8 @@ def run(
     round_cost_bytes: RoundCost = 0,
     drop: DropOpt = None,
     smoothing: SmoothingOpt = "fixed",
+    tune_relevance: TuneRelevanceOpt = None,
+    relevance_budget: RelevanceBudgetOpt = 16,
     insecure: Insecure = False,
     root_certificates: Annotated[
         Path | None, typer.Option("--ca", help="The SuperLink's CA certificate (PEM).")
@@ -692,6 +709,8 @@ def run(
         known=known,
         drop=drop,
         smoothing=smoothing,
+        tune_relevance=tune_relevance,
+        relevance_budget=relevance_budget,
     )
     try:
         result = launch.submit_run(
@@ -826,6 +845,8 @@ def local(
     round_cost_bytes: RoundCost = 0,
     drop: DropOpt = None,
     smoothing: SmoothingOpt = "fixed",
+    tune_relevance: TuneRelevanceOpt = None,
+    relevance_budget: RelevanceBudgetOpt = 16,
     ordinal_penalty: OrdinalPenaltyOpt = None,
     column_penalty: ColumnPenaltyOpt = None,
     relevance: RelevanceOpt = None,
@@ -919,7 +940,15 @@ def local(
         except (OSError, ValueError) as exc:
             _fail(f"{schema}: not a usable schema file ({exc}); write one with `fits schema`")
     columns = None
-    if kind or order.strip() or column_design or column_model or boosting or weighted:
+    if (
+        kind
+        or order.strip()
+        or column_design
+        or column_model
+        or boosting
+        or weighted
+        or tune_relevance
+    ):
         columns = _header(data[0])  # the columns these options name
     # --drop: every site's header, checked as fits synthesize checks it (the sites drop
     # the columns from their own tables: run config drop)
@@ -947,6 +976,8 @@ def local(
         drop=drop,
         site_headers=site_headers,
         smoothing=smoothing,
+        tune_relevance=tune_relevance,
+        relevance_budget=relevance_budget,
     )
     settings: dict[str, Any] = {}
     if weighted:  # named as fits synthesize names them: the headers left after --drop

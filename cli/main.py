@@ -39,8 +39,10 @@ from .options import (
     ColumnPenaltyOpt,
     DesignOpt,
     OrdinalPenaltyOpt,
+    RelevanceBudgetOpt,
     RelevanceOpt,
     Secure,
+    TuneRelevanceOpt,
     match_columns,
     match_keys,
     match_relevance,
@@ -54,6 +56,7 @@ from .options import (
     penalized_kernel,
     pooled_without_secure,
     repeated_site_files,
+    tune_relevance_value,
 )
 from .report import report
 
@@ -429,6 +432,8 @@ def synthesize(
     column_penalty: ColumnPenaltyOpt = None,
     relevance: RelevanceOpt = None,
     smoothing: Smoothing = "fixed",
+    tune_relevance: TuneRelevanceOpt = None,
+    relevance_budget: RelevanceBudgetOpt = 16,
     secure_aggregation: Secure = False,
 ) -> None:
     """Synthesize one table from several sites' tables.
@@ -554,6 +559,8 @@ def synthesize(
                 site_policy=site_policy,
                 rules=not no_rules,
                 smoothing=smoothing,
+                tune_relevance=tune_relevance_value(tune_relevance),
+                relevance_budget=relevance_budget,
                 column_designs=column_designs or None,
                 column_models=column_models or None,
                 boosting=boosting_params or None,
@@ -573,6 +580,10 @@ def synthesize(
                     _fail(f"--column-penalty {str(exc).removeprefix('column_penalties')}", 2)
                 if str(exc).startswith("relevance["):  # weights that would do nothing
                     _fail(f"--relevance {str(exc).removeprefix('relevance')}", 2)
+                if str(exc).startswith("tune_relevance: "):
+                    _fail(f"--tune-relevance: {str(exc).removeprefix('tune_relevance: ')}", 2)
+                if str(exc).startswith("learning relevance weights"):  # the budget
+                    _fail(f"--relevance-budget: {exc}", 2)
                 raise
         _echo_warnings(caught)
         bar, callback = _progress(quiet)

@@ -39,6 +39,9 @@ __all__ = [
     "match_keys",
     "parse_column_penalties",
     "RelevanceOpt",
+    "RelevanceBudgetOpt",
+    "TuneRelevanceOpt",
+    "tune_relevance_value",
     "parse_relevance",
     "match_relevance",
     "pooled_without_secure",
@@ -359,6 +362,36 @@ RelevanceOpt = Annotated[
         show_default=False,
     ),
 ]
+
+
+TuneRelevanceOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--tune-relevance",
+        help="COLUMN: learn relevance weights per covariate for COLUMN's kernel from "
+        "held-out scores the sites compute on their own rows (only per-candidate sums "
+        "leave a site); repeat for more, '*' for every column the kernels draw. Not in "
+        "the paper (docs/method.md).",
+        show_default=False,
+    ),
+]
+
+RelevanceBudgetOpt = Annotated[
+    int,
+    typer.Option(
+        "--relevance-budget",
+        min=1,
+        help="Candidates scored per column by --tune-relevance (at least its covariates "
+        "+ 2; the sites' tuning_candidates must allow it, with --smoothing auto's).",
+    ),
+]
+
+
+def tune_relevance_value(columns: list[str] | None) -> str | list[str] | None:
+    """``--tune-relevance`` as ``FITSSynthesizer(tune_relevance=)`` takes it."""
+    if not columns:
+        return None
+    return "*" if "*" in columns else list(columns)
 
 
 OrdinalPenaltyOpt = Annotated[

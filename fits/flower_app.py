@@ -76,6 +76,12 @@ def synthesize(transport: FlowerTransport, cfg: Mapping[str, Any]) -> Path:
         **({"smoothing": cfg["smoothing"]} if cfg.get("smoothing") else {}),
         round_cost_bytes=cfg.get("round_cost_bytes", 0),
     )
+    learn = list(cfg.get("tune_relevance") or [])
+    if learn:  # relevance weights learned from the sites' held-out scores
+        synth.set_params(
+            tune_relevance="*" if "*" in learn else learn,
+            relevance_budget=int(cfg.get("relevance_budget", 16)),
+        )
     known = None
     rows = int(cfg["rows"])
     if cfg.get("known"):  # conditional sampling: one row per row of the known table

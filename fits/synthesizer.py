@@ -608,7 +608,7 @@ class FITSSynthesizer(BaseEstimator):
             raise TypeError(
                 f"tune_relevance must be '*', a column or a list of columns, got {value!r}"
             )
-        names = resolve_keys(dict.fromkeys(value), schema.names, "tune_relevance")
+        names = resolve_keys(dict.fromkeys(value), schema.names, "tune_relevance", strict=True)
         wrong = [c for c in names if c not in drawn]
         if wrong:
             raise ValueError(

@@ -218,3 +218,45 @@ def test_federate_run_and_local_take_smoothing(sites, tmp_path):
     out = tmp_path / "o.csv"
     res = _fits("federate", "local", *sites, "--rows", "5", "--out", out, "--smoothing", "x")
     assert res.returncode == 2 and "--smoothing 'x': use fixed or auto" in res.stderr
+
+
+@pytest.mark.flower
+def test_federate_local_with_tune_relevance_is_fits_synthesize(sites, tmp_path):
+    """--tune-relevance / --relevance-budget (the coordinator's search, run config
+    tune-relevance, relevance-budget) give fits synthesize's table over Flower."""
+    options = [
+        "--kind", "hr=ordinal", "--tune-relevance", "cnt", "--relevance-budget", "6",
+        "--rows", "120", "--seed", "4",
+    ]  # fmt: skip
+    tables = {}
+    for command in (["federate", "local"], ["synthesize"]):
+        out = tmp_path / f"{command[-1]}.csv"
+        res = _fits(*command, *sites, *options, "--out", out)
+        assert res.returncode == 0, res.stderr[-3000:]
+        tables[command[-1]] = read_table(out)
+    pd.testing.assert_frame_equal(tables["local"], tables["synthesize"], check_exact=True)
+    plain = tmp_path / "plain.csv"
+    res = _fits("synthesize", *sites, *options[:2], *options[-4:], "--out", plain)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert not read_table(plain).equals(tables["synthesize"])
+
+
+def test_run_config_carries_tune_relevance(sites, tmp_path):
+    from fits.cli.federate import _run_config
+    from fits.deploy.flower import read_run_config
+
+    args = (tmp_path / "o.csv", 5, 0, [], "", None, 60.0, 2, None)
+    config = _run_config(*args, tune_relevance=["cnt", "hr"], relevance_budget=20)
+    assert config["tune-relevance"] == "cnt,hr" and config["relevance-budget"] == 20
+    assert _run_config(*args, tune_relevance=["cnt", "*"])["tune-relevance"] == "*"
+    assert _run_config(*args)["tune-relevance"] == ""
+    # fits federate local knows the headers: names resolve to them, a bad one is refused
+    local = _run_config(*args, columns=["season", "hr", "cnt"], tune_relevance=[" cnt "])
+    assert local["tune-relevance"] == "cnt"
+    parsed = read_run_config({**config, "out": str(tmp_path / "o.csv")})
+    assert parsed["tune_relevance"] == ["cnt", "hr"] and parsed["relevance_budget"] == 20
+    out = tmp_path / "o.csv"
+    res = _fits(
+        "federate", "local", *sites, "--rows", "5", "--out", out, "--tune-relevance", "nope"
+    )
+    assert res.returncode == 2 and "--tune-relevance" in res.stderr and "nope" in res.stderr

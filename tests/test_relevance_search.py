@@ -161,3 +161,37 @@ def test_search_refusals(mixed_clients):
 def test_hand_set_smoothing_weights_are_checked(mixed_clients):
     with pytest.raises(ValueError, match=r"smoothing: relevance\['o'\]: \['y'\] are not columns"):
         FITSSynthesizer(seed=0, smoothing={"o": {"relevance": {"y": 2.0}}}).fit(mixed_clients)
+
+
+def test_cli_tune_relevance(tmp_path):
+    """``fits synthesize --tune-relevance COLUMN --relevance-budget N`` gives the Python
+    API's table (a spaced header named without its spaces); a column the kernels do not
+    draw, an unknown one or too small a budget is a usage error (exit 2) that says so."""
+    from conftest import fits_in_process
+
+    paths = []
+    for k, table in enumerate(split(mixed_table(600, seed=3), [350, 250])):
+        paths.append(tmp_path / f"site{k}.csv")
+        table.rename(columns={"y": " y "}).to_csv(paths[-1], index=False)
+    out = tmp_path / "out.csv"
+
+    def run(*extra):
+        return fits_in_process("synthesize", *paths, "--rows", 120, "--out", out, *extra)
+
+    res = run("--tune-relevance", "y", "--relevance-budget", "8")
+    assert res.returncode == 0, res.stderr
+    got = pd.read_csv(out)
+    out.unlink()
+    synth = FITSSynthesizer(seed=0, tune_relevance=[" y "], relevance_budget=8)
+    synth.fit({p.stem: pd.read_csv(p) for p in paths})
+    assert synth.smoothing_[" y "].relevance  # weights were learned
+    pd.testing.assert_frame_equal(got, synth.sample(120), check_dtype=False)
+    for extra, says in [
+        (("--tune-relevance", "b"), "--tune-relevance: ['b'] are not columns the kernels draw"),
+        (("--tune-relevance", "zz"), "--tune-relevance: no column ['zz']"),
+        (("--tune-relevance", "y", "--relevance-budget", "5"), "needs a budget of at least 6"),
+    ]:
+        res = run(*extra)
+        assert res.returncode == 2, (extra, res.stderr)
+        assert says in " ".join(res.stderr.split()), (extra, res.stderr)
+        assert not out.exists()

@@ -73,6 +73,10 @@ Coordinator side (run config, ``fits federate run`` fills it in)::
                                    # '{"income": {"learning_rate": 0.1}}'
     smoothing  = ""                # "fixed" or "auto" (per-column smoothing chosen by a
                                    # held-out score; "" = FITSSynthesizer's default)
+    tune-relevance = ""            # columns whose kernels get relevance weights learned
+                                   # from held-out scores ("cnt,hr" or a JSON array; "*":
+                                   # every column; "" = none)
+    relevance-budget = 16          # candidates per column of that search
     round-cost-bytes = 0           # one message round per column where it adds at most
                                    # this many bytes (FITSSynthesizer round_cost_bytes)
     drop       = ""                # columns every site leaves out of its table before it
@@ -389,6 +393,11 @@ def read_run_config(config: Mapping[str, Any]) -> dict[str, Any]:
         "column_models": _parse_column_models(get("column-models", "")),
         "boosting": _parse_boosting(get("boosting", "")),
         "smoothing": _parse_smoothing(get("smoothing", "")),
+        # FITSSynthesizer(tune_relevance=, relevance_budget=): "*" or column names
+        "tune_relevance": parse_column_list(
+            str(get("tune-relevance", "")), "run config tune-relevance"
+        ),
+        "relevance_budget": _parse_count(get("relevance-budget", 16), "relevance-budget"),
         "round_cost_bytes": _parse_count(get("round-cost-bytes", 0), "round-cost-bytes"),
         # applied by each site to its own table (site_drop); read here only to refuse a
         # malformed value before any message goes out
@@ -957,6 +966,8 @@ RUN_CONFIG_DEFAULTS: dict[str, Any] = {
     "column-models": "",
     "boosting": "",
     "smoothing": "",
+    "tune-relevance": "",
+    "relevance-budget": 16,
     "round-cost-bytes": 0,
     "drop": "",
 }
