@@ -180,7 +180,7 @@ def benchmark(
     from fits.core.kernels import check_relevance
     from fits.core.schema import SchemaError
     from fits.datasets import ChecksumError, load_dataset, resolve_data_dir
-    from fits.federation.policy import SitePolicy
+    from fits.federation.policy import PolicyError, SitePolicy
 
     folder = out  # --out, or its nearest existing parent: a folder (created when written)
     while not folder.exists() and folder != folder.parent:
@@ -341,10 +341,17 @@ def benchmark(
         except SchemaError as exc:  # what the sites refuse (a tiny --rows subsample)
             hint = f" (--rows {rows} may be too few rows for {name}; ask for more)" if rows else ""
             _fail(f"{exc}{hint}")
+        except PolicyError as exc:  # a site's policy refused (e.g. tuning_candidates)
+            _fail(str(exc))
         except ValueError as exc:  # weights the fit finds would do nothing
-            if not str(exc).startswith("relevance["):
-                raise
-            _fail(f"--relevance {str(exc).removeprefix('relevance')}", 2)
+            text = str(exc)
+            if text.startswith("relevance["):
+                _fail(f"--relevance {text.removeprefix('relevance')}", 2)
+            if text.startswith("tune_relevance: "):
+                _fail(f"--tune-relevance: {text.removeprefix('tune_relevance: ')}", 2)
+            if text.startswith("learning relevance weights"):  # the budget
+                _fail(f"--relevance-budget: {text}", 2)
+            raise
         md, js = write_result(result, base)
     typer.echo(result.headline_text())
     typer.echo(f"wrote {md}")
