@@ -381,8 +381,9 @@ RelevanceBudgetOpt = Annotated[
     typer.Option(
         "--relevance-budget",
         min=1,
-        help="Candidates scored per column by --tune-relevance (at least its covariates "
-        "+ 2; the sites' tuning_candidates must allow it, with --smoothing auto's).",
+        help="Candidates scored per column by --tune-relevance (at least 5; a column "
+        "with more covariates than the budget less 2 has them probed in groups; the "
+        "sites' tuning_candidates must allow it, with --smoothing auto's).",
     ),
 ]
 

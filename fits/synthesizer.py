@@ -232,9 +232,10 @@ class FITSSynthesizer(BaseEstimator):
         that the kernels draw.  Default None (the kernels' own weights).  Runs after
         ``smoothing``; the weights join the column's entry in ``smoothing_``.
     relevance_budget : int
-        Candidates scored per column by ``tune_relevance`` (default 16: one pass for a
-        column with up to 13 covariates).  It needs at least d + 2 for d covariates,
-        and it counts against the sites' ``tuning_candidates`` with ``smoothing="auto"``'s.
+        Candidates scored per column by ``tune_relevance`` (default 16: one pass, with
+        one probe per covariate for a column of up to 14 covariates; more are probed in
+        groups).  At least 5 (d + 2 for d < 3 covariates); it counts against the
+        sites' ``tuning_candidates`` with ``smoothing="auto"``'s.
 
     Attributes
     ----------

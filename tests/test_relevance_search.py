@@ -19,6 +19,7 @@ from fits import FITSSynthesizer, GaussianKernel, KNNKernel, SitePolicy
 from fits.core.tuning import (
     RELEVANCE_PROBE,
     Smoothing,
+    relevance_groups,
     relevance_probes,
     relevance_steps,
     with_relevance,
@@ -96,6 +97,44 @@ def test_the_step_rule_in_closed_form():
         relevance_steps(base, ["a", "b"], 10.0, [1.0])
 
 
+def test_groups_fit_the_budget():
+    """One probe per covariate while the start, the probes and a step fit; else
+    budget - 4 contiguous groups (three steps); a probe or step of a group moves its
+    covariates together."""
+    names = [f"c{i}" for i in range(20)]
+    assert relevance_groups(names[:14], 16) == [[c] for c in names[:14]]
+    groups = relevance_groups(names, 16)
+    assert len(groups) == 12 and [c for g in groups for c in g] == names
+    assert [len(g) for g in groups] == [2] * 8 + [1] * 4
+    assert relevance_groups(names[:2], 4) == [["c0"], ["c1"]]
+    with pytest.raises(ValueError, match="at least 5 candidates, got 4"):
+        relevance_groups(names[:4], 4)
+    with pytest.raises(ValueError, match="at least 4 candidates, got 3"):
+        relevance_groups(names[:2], 3)
+    base = Smoothing()
+    probes = relevance_probes(base, [["a", "b"], "c"])
+    assert probes[1] == Smoothing(relevance={"a": 2.0, "b": 2.0})
+    steps = relevance_steps(base, [["a", "b"], "c"], 10.0, [6.0, 11.0], steps=(2.0,))
+    assert steps == [Smoothing(relevance={"a": 4.0, "b": 4.0, "c": 0.5})]
+
+
+def test_a_wide_column_is_searched_in_groups():
+    """A response with more covariates than the budget allows one by one is searched
+    with grouped probes, within the sites' default cap of 16 candidates."""
+    rng = np.random.default_rng(2)
+    n = 900
+    frame = pd.DataFrame(rng.normal(size=(n, 16)), columns=[f"n{i}" for i in range(16)])
+    frame["y"] = np.sin(2 * frame["n3"]) + 0.1 * rng.normal(size=n)
+    clients = split(frame, [500, 400])
+    synth = FITSSynthesizer(seed=0, tune_relevance="y").fit(clients)
+    record = synth.tuning_["y"]
+    assert len(record["candidates"]) <= 16
+    probe = record["candidates"][1]["relevance"]
+    assert probe == {"n0": 2.0, "n1": 2.0}  # the first group: two covariates at once
+    weights = dict(synth.smoothing_["y"].relevance)
+    assert weights["n3"] == max(weights.values()), weights
+
+
 def _planted(n: int, seed: int) -> pd.DataFrame:
     """y depends on x alone; n1, n2 are noise of the same spread."""
     rng = np.random.default_rng(seed)
@@ -139,8 +178,8 @@ def test_search_every_column_and_save(tmp_path):
 
 
 def test_search_refusals(mixed_clients):
-    with pytest.raises(ValueError, match=r"budget of at least 6 candidates"):
-        FITSSynthesizer(seed=0, tune_relevance="y", relevance_budget=5).fit(mixed_clients)
+    with pytest.raises(ValueError, match=r"budget of at least 5 candidates, got 4"):
+        FITSSynthesizer(seed=0, tune_relevance="y", relevance_budget=4).fit(mixed_clients)
     with pytest.raises(ValueError, match="relevance_budget must be an integer >= 1"):
         FITSSynthesizer(seed=0, tune_relevance="y", relevance_budget=0).fit(mixed_clients)
     with pytest.raises(ValueError, match=r"tune_relevance: \['b'\] are not columns"):
@@ -189,7 +228,7 @@ def test_cli_tune_relevance(tmp_path):
     for extra, says in [
         (("--tune-relevance", "b"), "--tune-relevance: ['b'] are not columns the kernels draw"),
         (("--tune-relevance", "zz"), "--tune-relevance: no column ['zz']"),
-        (("--tune-relevance", "y", "--relevance-budget", "5"), "needs a budget of at least 6"),
+        (("--tune-relevance", "y", "--relevance-budget", "4"), "needs a budget of at least 5"),
     ]:
         res = run(*extra)
         assert res.returncode == 2, (extra, res.stderr)

@@ -86,6 +86,7 @@ __all__ = [
     "Smoothing",
     "crps_on_grid",
     "heldout_scores",
+    "relevance_groups",
     "relevance_probes",
     "relevance_steps",
     "score_for",
@@ -303,15 +304,47 @@ def _scaled(base: Smoothing, factors: Mapping[str, float]) -> Smoothing:
     return Smoothing(base.sharpness, base.reach, tuple(weights.items()))
 
 
-def relevance_probes(base: Smoothing, covariates: Sequence[str]) -> list[Smoothing]:
+Groups = Sequence[str | Sequence[str]]
+
+
+def _members(group: str | Sequence[str]) -> list[str]:
+    return [group] if isinstance(group, str) else [str(c) for c in group]
+
+
+def relevance_groups(covariates: Sequence[str], budget: int) -> list[list[str]]:
+    """How one pass of the relevance search probes ``covariates`` within ``budget``
+    candidates: one probe per covariate when the start, the probes and a step fit
+    (``budget >= d + 2``); else the covariates in ``budget - 1 - 3`` contiguous groups
+    of chain order (as equal as can be), each group's weights probed and moved
+    together, so that the start, a probe per group and three steps fit.
+
+    Raises
+    ------
+    ValueError
+        A budget below 5 for more covariates than it can probe one by one.
+    """
+    d = len(covariates)
+    if budget >= d + 2:
+        return [[c] for c in covariates]
+    n = budget - 1 - len(RELEVANCE_STEPS)
+    if n < 1:
+        raise ValueError(
+            f"a relevance search over {d} covariates needs a budget of at least "
+            f"{min(d + 2, 2 + len(RELEVANCE_STEPS))} candidates, got {budget}"
+        )
+    return [[str(c) for c in part] for part in np.array_split(np.asarray(covariates), n)]
+
+
+def relevance_probes(base: Smoothing, groups: Groups) -> list[Smoothing]:
     """The first round of one pass of the relevance search: ``base`` itself, then, per
-    covariate, ``base`` with that covariate's weight times :data:`RELEVANCE_PROBE`."""
-    return [base] + [_scaled(base, {c: RELEVANCE_PROBE}) for c in covariates]
+    group (a covariate, or a list of covariates moved together,
+    :func:`relevance_groups`), ``base`` with its weights times :data:`RELEVANCE_PROBE`."""
+    return [base] + [_scaled(base, dict.fromkeys(_members(g), RELEVANCE_PROBE)) for g in groups]
 
 
 def relevance_steps(
     base: Smoothing,
-    covariates: Sequence[str],
+    groups: Groups,
     base_score: float,
     probe_scores: Sequence[float],
     steps: Sequence[float] = RELEVANCE_STEPS,
@@ -319,31 +352,34 @@ def relevance_steps(
     """The second round of one pass: steps along the probes' finite differences.
 
     g_i = (score of probe i) - ``base_score`` is the change of the summed held-out
-    score per log2 unit of covariate i's weight (a forward difference: every probe is
+    score per log2 unit of group i's weights (a forward difference: every probe is
     scored on the same held-out rows, so the differences are paired).  With
-    u_i = -sign(g_i) sqrt(|g_i| / max_j |g_j|), step eta multiplies covariate i's
-    weight by 2^(eta u_i): the covariate whose emphasis helped most is emphasized
-    2^eta times, the one whose emphasis hurt most is played down as much, the others
-    by the square root of their share.  The square root is fits' choice, between the
-    normalized gradient (u_i = -g_i / max |g|), where one strong covariate leaves the
-    others nearly where they were, and its signs (u_i = -sign(g_i)), which move a
-    covariate the probes barely told apart as far as the strongest: on Bike's ``cnt``
-    (seed 0, the 12 covariates' probes scored once) the best of eta = 1..4 summed
-    807 with the square root, 890 with the gradient and 818 with the signs, from 1135
-    (docs/benchmarks.md, "Relevance weights learned by the sites' held-out scores").
-    No step where no probe moved the score.
+    u_i = -sign(g_i) sqrt(|g_i| / max_j |g_j|), step eta multiplies the weights of
+    group i's covariates by 2^(eta u_i): the group whose emphasis helped most is
+    emphasized 2^eta times, the one whose emphasis hurt most is played down as much,
+    the others by the square root of their share.  The square root is fits' choice,
+    between the normalized gradient (u_i = -g_i / max |g|), where one strong covariate
+    leaves the others nearly where they were, and its signs (u_i = -sign(g_i)), which
+    move a covariate the probes barely told apart as far as the strongest: on Bike's
+    ``cnt`` (seed 0, the 12 covariates' probes scored once) the best of eta = 1..4
+    summed 807 with the square root, 890 with the gradient and 818 with the signs,
+    from 1135 (docs/benchmarks.md, "Relevance weights learned by the sites' held-out
+    scores").  No step where no probe moved the score.
     """
     g = np.asarray(probe_scores, dtype=float) - float(base_score)
-    if g.shape != (len(covariates),):
-        raise ValueError(f"need one probe score per covariate, got {g.shape}")
+    if g.shape != (len(groups),):
+        raise ValueError(f"need one probe score per covariate or group, got {g.shape}")
     top = float(np.max(np.abs(g))) if g.size else 0.0
     if not top > 0 or not math.isfinite(top):
         return []
     u = -np.sign(g) * np.sqrt(np.abs(g) / top)
-    return [
-        _scaled(base, {c: 2.0 ** (eta * ui) for c, ui in zip(covariates, u, strict=True)})
-        for eta in steps
-    ]
+    out = []
+    for eta in steps:
+        factors = {}
+        for group, ui in zip(groups, u, strict=True):
+            factors.update(dict.fromkeys(_members(group), 2.0 ** (eta * ui)))
+        out.append(_scaled(base, factors))
+    return out
 
 
 def score_for(kind: str, by_mass: bool) -> str:

@@ -76,6 +76,7 @@ from fits.core.tuning import (
     DEFAULT_TUNING_ROWS,
     RELEVANCE_STEPS,
     Smoothing,
+    relevance_groups,
     relevance_probes,
     relevance_steps,
     score_for,
@@ -1123,7 +1124,9 @@ class Coordinator:
 
         1. probes (:func:`~fits.core.tuning.relevance_probes`): the start, and the
            start with one covariate's weight doubled, per covariate (d + 1
-           candidates for d covariates);
+           candidates for d covariates; where the budget cannot hold d + 2, the
+           covariates in budget - 4 contiguous groups, each group's weights doubled
+           and moved together, :func:`~fits.core.tuning.relevance_groups`);
         2. steps (:func:`~fits.core.tuning.relevance_steps`): weights moved along the
            probes' paired differences of the summed score (their signed square
            roots, normalized), so the most telling covariate moves by 2, 4 and 16
@@ -1144,7 +1147,8 @@ class Coordinator:
         seed : int, optional
             The sites' fold splits (one for every round of the search).
         budget : int
-            Candidates scored per column over the whole search (at least d + 2).  The
+            Candidates scored per column over the whole search (at least 5, or
+            d + 2 for d < 3 covariates).  The
             sites' policy must allow it (``SitePolicy.tuning_candidates``, 16 by
             default, shared with :meth:`tune`).
         folds, rows : int
@@ -1169,21 +1173,21 @@ class Coordinator:
                     "column after the first that the kernels draw"
                 )
             covariates = self.relevance_covariates(column)
-            if budget < len(covariates) + 2:
+            try:
+                groups = relevance_groups(covariates, int(budget))
+            except ValueError as exc:
                 raise ValueError(
-                    f"learning relevance weights for {column!r} needs a budget of at least "
-                    f"{len(covariates) + 2} candidates (one probe per covariate: "
-                    f"{len(covariates)}, the start and one step), got {budget}; raise it "
+                    f"learning relevance weights for {column!r}: {exc}; raise the budget "
                     "(and the sites' tuning_candidates), or set the weights by hand"
-                )
+                ) from None
             start = self.smoothing.get(column, Smoothing())
             scored: list[Smoothing] = []
             scores: list[float] = []
             counted = 0
             best = start
             left = int(budget)
-            while left >= len(covariates) + 2:
-                probes = relevance_probes(best, covariates)
+            while left >= len(groups) + 2:
+                probes = relevance_probes(best, groups)
                 if scored and best in scored:  # the start of this pass is scored already
                     probes = probes[1:]
                 found = self._relevance_round(column, probes, base_seed, folds, rows)
@@ -1194,9 +1198,9 @@ class Coordinator:
                 counted = found[1]
                 left -= len(probes)
                 base_score = scores[scored.index(best)]
-                probe_scores = [scores[scored.index(p)] for p in probes[-len(covariates) :]]
+                probe_scores = [scores[scored.index(p)] for p in probes[-len(groups) :]]
                 steps = relevance_steps(
-                    best, covariates, base_score, probe_scores, RELEVANCE_STEPS[:left]
+                    best, groups, base_score, probe_scores, RELEVANCE_STEPS[:left]
                 )
                 steps = [c for c in steps if c not in scored]
                 if steps:
