@@ -788,12 +788,16 @@ def _check_kernel_settings(
             frame = read_table(path)
             gone = site_drop([str(c) for c in frame.columns], name, {}, config)
             tables[name] = frame.drop(columns=gone) if gone else frame
-        schemes = {
+        schemes: dict[str, Any] = {
             n: (GaussianKernel if kernels.get(n) == "gaussian" else KNNKernel)(**settings)
             for n in tables
         }
+        # one kernel for all (the sites' settings are the same): messages name no site
+        first = next(iter(schemes.values()), None)
+        same = all(k == first for k in schemes.values())
+        kernel = first if same and first is not None else schemes
         synth = FITSSynthesizer(
-            schemes,
+            kernel,
             seed=cfg["seed"],
             kinds=cfg["kinds"],
             order=cfg["order"],
@@ -806,11 +810,14 @@ def _check_kernel_settings(
         )  # smoothing "fixed": a tune round would check nothing more
         synth.fit(tables)
     except ValueError as exc:
-        text = str(exc)
+        # "<site>'s kernel: " first where the sites' kernels differ (KNN and Gaussian)
+        site, _, text = str(exc).partition("'s kernel: ")
+        site = f"{site}'s kernel: " if site in sites else ""
+        text = text if site else str(exc)
         if text.startswith("column_penalties["):
-            _fail(f"--column-penalty {text.removeprefix('column_penalties')}", 2)
+            _fail(f"{site}--column-penalty {text.removeprefix('column_penalties')}", 2)
         if text.startswith("relevance["):
-            _fail(f"--relevance {text.removeprefix('relevance')}", 2)
+            _fail(f"{site}--relevance {text.removeprefix('relevance')}", 2)
     except Exception:  # noqa: BLE001, S110 - the run reports it, with the sites' words
         pass
     finally:

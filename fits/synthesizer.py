@@ -379,7 +379,6 @@ class FITSSynthesizer(BaseEstimator):
         coordinator, schema = self._open(
             tables, root, kinds=self.kinds, order=self.order, schema=self.schema, rows=rows
         )
-        self._check_penalties(schema, coordinator)
         if smoothing is None:  # "auto": one tune round, seeded by the third child
             candidates = (
                 DEFAULT_CANDIDATES
@@ -533,6 +532,7 @@ class FITSSynthesizer(BaseEstimator):
             schema = coordinator.setup(
                 kinds=kinds, order=order, schema=schema, rules=bool(self.rules)
             )
+            self._check_kernels(schema, coordinator)  # before the sites continualize
             lift_seq, _ = root.spawn(2)
             coordinator.configure(lift_seq, rows=rows)
         except BaseException:
@@ -545,45 +545,31 @@ class FITSSynthesizer(BaseEstimator):
         self._owns_transport = bool(clients)
         return coordinator, schema
 
-    def _check_penalties(self, schema: Schema, coordinator: Coordinator) -> None:
-        """The in-process kernels' ``column_penalties`` name discrete columns (a penalty
-        of a continuous or unknown column would do nothing: refused), a nominal one's in
-        (0, 1] (eq. 26's gamma_q); their ``relevance`` names responses the kernels draw
-        (not boosted) and the columns before them in the chain that affine rules do not
-        set, no identifier (:func:`~fits.core.kernels.check_relevance`), and a KNN
-        kernel's gives each response a covariate of weight > 0."""
-        from fits.core.kernels import Kernel, KNNKernel, check_relevance
+    def _check_kernels(self, schema: Schema, coordinator: Coordinator) -> None:
+        """Refuse in-process kernels' ``column_penalties`` and ``relevance`` that would do
+        nothing given the merged ``schema`` (:func:`~fits.core.kernels.check_kernel_settings`,
+        the check every site also runs at configure).  With one kernel per site, the
+        message names the site."""
+        from fits.core.kernels import Kernel, check_kernel_settings
 
         given = self.kernel
+        names = coordinator.transport.client_names
         if isinstance(given, Mapping):
-            kernels = list(given.values())
+            kernels = [(str(n), k) for n, k in given.items()]
         elif isinstance(given, Sequence) and not isinstance(given, str):
-            kernels = list(given)
+            kernels = list(zip(names, given, strict=False))
         else:
-            kernels = [given]
-        for kernel in kernels:
+            kernels = [("", given)]
+        boosted = [c for c in schema.order if coordinator._boosted(c)]
+        for name, kernel in kernels:
             if not isinstance(kernel, Kernel):
                 continue
-            for name in kernel.column_penalties:
-                spec = schema[name] if name in schema.names else None
-                if spec is None or spec.kind not in ("ordinal", "nominal"):
-                    discrete = [c.name for c in schema.columns if c.kind in ("ordinal", "nominal")]
-                    why = "no column" if spec is None else f"a {spec.kind} column"
-                    raise ValueError(
-                        f"column_penalties[{name!r}]: {name!r} is {why}; a penalty is for an "
-                        f"ordinal or nominal column (here: {', '.join(discrete) or 'none'})"
-                    )
-                kernel.penalty_for(name, spec.kind)  # the range of its kind
-            check_relevance(
-                kernel.relevance,
-                schema.order,
-                boosted=[c for c in schema.order if coordinator._boosted(c)],
-                derived=schema.derived,
-                ids=[c.name for c in schema.columns if c.kind == "id"],
-                summed=[r.column for r in schema.rules or [] if r.kind == "sum"],
-            )
-            if isinstance(kernel, KNNKernel):
-                _check_knn_relevance(kernel, coordinator.schema)  # type: ignore[arg-type]
+            try:
+                check_kernel_settings(kernel, schema, engine=coordinator.schema, boosted=boosted)
+            except ValueError as exc:
+                if not name:
+                    raise
+                raise ValueError(f"{name}'s kernel: {exc}") from None
 
     def _relevance_columns(self, schema: Schema, coordinator: Coordinator) -> list[str]:
         """``tune_relevance`` checked and resolved to chain columns (``"*"``: every
@@ -1278,27 +1264,6 @@ def _check_table_fits(num_rows: int, n_columns: int) -> None:
             "sample_to_file(path, num_rows), or take them chunk by chunk with "
             "iter_sample(num_rows)"
         )
-
-
-def _check_knn_relevance(kernel: Any, engine: Schema) -> None:
-    """A KNN kernel's ``relevance`` gives some covariate of each response a weight > 0:
-    with every one 0, every row is at distance 0 from every query, so the c_k nearest
-    rows would be whichever the neighbour search returns first (they depend on the
-    sites' row order).  ``engine``: the engine's schema (indicators in the chain)."""
-    order = engine.order
-    indicates = {c.name: c.indicates for c in engine.columns if c.indicates}
-    for response in kernel.relevance:
-        own = {c for c, of in indicates.items() if of == response}  # constant where usable
-        covariates = [c for c in order[: order.index(response)] if c not in own]
-        weights = kernel.relevance_for(response, covariates, indicates)
-        if weights is not None and not weights.any():
-            raise ValueError(
-                f"relevance[{response!r}]: every covariate of {response!r} has weight 0, so "
-                "every row is at distance 0 from every query and a KNN kernel's nearest "
-                "rows would be arbitrary (the first its search returns); give one a "
-                "weight > 0, or use the Gaussian kernel (--kernel gaussian), whose weights "
-                "are then the same for every row"
-            )
 
 
 #: What :meth:`FITSSynthesizer.fit` sets (a failed fit leaves none of them).

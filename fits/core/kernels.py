@@ -22,9 +22,13 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy.special import ndtr
+
+if TYPE_CHECKING:
+    from fits.core.schema import Schema
 
 __all__ = [
     "Kernel",
@@ -33,6 +37,7 @@ __all__ = [
     "DEFAULT_KNN_BUDGET",
     "BRUTE_FORCE_MIN_DIM",
     "NEIGHBOUR_SEARCH",
+    "check_kernel_settings",
     "check_relevance",
     "knn_budget",
     "resolve_kernel",
@@ -160,6 +165,111 @@ class Kernel:
         return value
 
 
+def check_kernel_settings(
+    kernel: Kernel,
+    schema: Schema,
+    *,
+    engine: Schema | None = None,
+    boosted: Collection[str] = (),
+    unmodelled: Collection[str] = (),
+) -> None:
+    """Refuse kernel settings that would do nothing in a run of ``schema``.
+
+    ``column_penalties`` must name ordinal or nominal columns the engine draws, each
+    value in its kind's range (:meth:`Kernel.penalty_for`); ``relevance`` must pass
+    :func:`check_relevance` (responses the kernels draw, covariates before them, no
+    identifier and no column a rule sets); and a :class:`KNNKernel`'s must leave each
+    response a covariate of weight > 0 (with every one 0, every row is at distance 0
+    from every query, so the c_k nearest rows would be whichever the neighbour search
+    returns first: they would depend on the sites' row order).
+
+    ``FITSSynthesizer`` runs it on its kernels with the merged schema before the
+    configure round; a site (:class:`~fits.federation.client.FITSClient`) runs it on its
+    own kernel at configure, with what it is sent there.
+
+    Parameters
+    ----------
+    kernel : Kernel
+        The kernel to check.
+    schema : Schema
+        The run's schema: its kinds, chain order and rules (the columns affine rules
+        and sum rules set) and its identifiers (kind ``"id"``).  A site passes the
+        engine's schema it is sent at configure (no rules, no identifier; its
+        indicator columns, those with ``indicates`` set, are not columns of the tables
+        and are left out here).
+    engine : Schema, optional
+        The engine's schema (:meth:`Schema.expanded`: indicator columns in the chain),
+        for the KNN check.  Default: ``schema``.
+    boosted : collection of str
+        Columns drawn from their boosted models (``column_models``), not by a kernel.
+    unmodelled : collection of str
+        Columns of the tables the engine does not draw, when it is not known whether
+        each is an identifier or set by an affine rule (a site is sent them at
+        configure as one list).
+
+    Raises
+    ------
+    ValueError
+        Naming the setting, the column and what to do; the message starts
+        ``column_penalties[`` or ``relevance[``.
+    """
+    columns = [c for c in schema.columns if c.indicates is None]
+    kinds = {c.name: c.kind for c in columns}
+    order = [n for n in schema.order if n in kinds]
+    derived = schema.derived
+    ids = [c.name for c in columns if c.kind == "id"]
+    summed = [r.column for r in schema.rules or [] if r.kind == "sum"]
+    for name in kernel.column_penalties:
+        if name in unmodelled:
+            raise ValueError(
+                f"column_penalties[{name!r}]: {name!r} is not drawn (an identifier, or set "
+                "by the schema's affine rules from other columns), so its penalty does "
+                "nothing; leave it out"
+            )
+        kind = kinds.get(name)
+        if kind not in ("ordinal", "nominal"):
+            discrete = [n for n, k in kinds.items() if k in ("ordinal", "nominal")]
+            why = "no column" if kind is None else f"{'an' if kind == 'id' else 'a'} {kind} column"
+            raise ValueError(
+                f"column_penalties[{name!r}]: {name!r} is {why}; a penalty is for an "
+                f"ordinal or nominal column (here: {', '.join(discrete) or 'none'})"
+            )
+        kernel.penalty_for(name, kind)  # the range of its kind
+    check_relevance(
+        kernel.relevance,
+        order,
+        boosted=boosted,
+        derived=derived,
+        ids=ids,
+        summed=summed,
+        unmodelled=unmodelled,
+    )
+    if isinstance(kernel, KNNKernel):
+        _check_knn_relevance(kernel, schema if engine is None else engine)
+
+
+def _check_knn_relevance(kernel: Kernel, engine: Schema) -> None:
+    """A KNN kernel's ``relevance`` gives some covariate of each response a weight > 0
+    (see :func:`check_kernel_settings`).  ``engine``: the engine's schema (indicators in
+    the chain)."""
+    order = list(engine.order)
+    indicates = {c.name: c.indicates for c in engine.columns if c.indicates}
+    for response in kernel.relevance:
+        if response not in order:  # refused by check_relevance
+            continue
+        own = {c for c, of in indicates.items() if of == response}  # constant where usable
+        covariates = [c for c in order[: order.index(response)] if c not in own]
+        weights = kernel.relevance_for(response, covariates, indicates)
+        if weights is not None and not weights.any():
+            raise ValueError(
+                f"relevance[{response!r}]: every covariate of {response!r} has weight 0, so "
+                "every row is at distance 0 from every query and a KNN kernel's nearest "
+                "rows would be arbitrary (the first its search returns); give one a "
+                "weight > 0, or use the Gaussian kernel (--kernel gaussian), whose weights "
+                "are then the same for every row"
+            )
+
+
 def check_relevance(
     relevance: Mapping[str, Mapping[str, float]],
     order: Sequence[str],
@@ -168,13 +278,15 @@ def check_relevance(
     derived: Collection[str] = (),
     ids: Collection[str] = (),
     summed: Collection[str] = (),
+    unmodelled: Collection[str] = (),
 ) -> None:
     """Check a kernel's ``relevance`` against the chain ``order``: it names responses the
     chain's kernels draw (not the first column, which has no covariates, nor one of
     ``boosted``, drawn from its boosted model, nor one of ``summed``, which a sum rule
     sets) and, for each, columns before it in the chain, none of ``derived`` (set by an
-    affine rule: out of the engine's chain) or of ``ids`` (identifiers, not modelled);
-    anything else would do nothing.
+    affine rule: out of the engine's chain) or of ``ids`` (identifiers, not modelled)
+    or of ``unmodelled`` (one or the other, not known which: a site's view; they need
+    not be in ``order``); anything else would do nothing.
 
     Raises
     ------
@@ -183,6 +295,13 @@ def check_relevance(
     """
     order = list(order)
     for response, weights in relevance.items():
+        hidden = [c for c in (response, *weights) if c in unmodelled]
+        if hidden:
+            raise ValueError(
+                f"relevance[{response!r}]: {hidden} are not drawn (identifiers, or set by "
+                "the schema's affine rules from other columns), so weights for them do "
+                "nothing; leave them out"
+            )
         if response not in order[1:]:
             where = "the chain's first column" if order[:1] == [response] else "no column"
             raise ValueError(

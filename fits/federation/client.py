@@ -50,6 +50,7 @@ from fits.core.kernels import (
     GaussianKernel,
     Kernel,
     KNNKernel,
+    check_kernel_settings,
     epanechnikov_product,
     resolve_kernel,
     response_cdf_kernel,
@@ -568,6 +569,7 @@ class FITSClient:
                 declared[name] = {"kind": "id"}
             self.data, self._notes = parse_text_columns(self.data, declared)
         self._check_schema(schema, msg)
+        self._check_kernel(schema, msg)
         grids = self._accept_grids(schema, msg)
         adjusted: list[str] = []
         n_total = self._accept_n_total(msg, adjusted)
@@ -637,6 +639,29 @@ class FITSClient:
                     'does not expect missing values; set "missing": true for the column in '
                     "the schema, or fix the values"
                 )
+
+    def _check_kernel(self, schema: Schema, msg: Message) -> None:
+        """Refuse a run in which this site's own kernel settings would do nothing
+        (:func:`~fits.core.kernels.check_kernel_settings`), with what configure tells the
+        site: the engine's schema (kinds, chain order, indicators) and the columns not
+        drawn (identifiers and the columns affine rules set, in one list).  Which
+        columns are boosted or set by a sum rule the site is not told."""
+        unmodelled = json.loads(str(msg.config.get("unmodelled", "[]")))
+        try:
+            check_kernel_settings(self.kernel, schema, unmodelled=unmodelled)
+        except ValueError as exc:
+            text = str(exc)
+            key, option = (
+                ("column-penalties", "--column-penalty")
+                if text.startswith("column_penalties[")
+                else ("relevance", "--relevance")
+            )
+            raise PolicyError(
+                f"{self.name} refused the configuration: its kernel's {text}. This is the "
+                f"site's own kernel setting: change it or leave it out there (on Flower, "
+                f"its node config {key}, which fits federate site {option} writes) and "
+                "run again"
+            ) from None
 
     def _accept_grids(self, schema: Schema, msg: Message) -> dict[str, np.ndarray]:
         """The request's grids, refused if one exceeds the policy's max_grid_size."""
