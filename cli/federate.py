@@ -770,10 +770,11 @@ def _check_kernel_settings(
     """Exit 2 with ``fits synthesize``'s message when it would refuse the sites' kernel
     settings (``--column-penalty`` of a column that is not discrete or out of its
     kind's range, ``--relevance`` weights that would do nothing: see
-    :func:`~fits.core.kernels.check_relevance`).  Those checks need the merged schema
-    (kinds, chain order, rules, boosted columns), so the sites' tables are set up here
-    in process, with the run's options, before any process starts.  Any other problem
-    is left to the run, which reports it as ``fits synthesize`` would."""
+    :func:`~fits.core.kernels.check_kernel_settings`).  Those checks need the merged
+    schema (kinds, chain order, rules, boosted columns), so the sites' tables are set up
+    here in process, with the run's options, before any process starts (each site runs
+    them again at configure, but knows neither the boosted columns nor the rules).  Any
+    other problem is left to the run, which reports it as ``fits synthesize`` would."""
     from fits import FITSSynthesizer
     from fits.core.kernels import GaussianKernel, KNNKernel
     from fits.deploy.flower import read_run_config, site_drop

@@ -260,3 +260,34 @@ def test_run_config_carries_tune_relevance(sites, tmp_path):
         "federate", "local", *sites, "--rows", "5", "--out", out, "--tune-relevance", "nope"
     )
     assert res.returncode == 2 and "--tune-relevance" in res.stderr and "nope" in res.stderr
+
+
+@pytest.mark.flower
+def test_federate_run_reports_a_sites_refused_kernel_settings(sites, tmp_path):
+    """A site whose own kernel settings would do nothing given the run's schema refuses
+    at configure (the coordinator never sees its kernel): fits federate run exits 1
+    naming the site, the setting and where to change it, without a traceback or output.
+    Here every site has relevance weight 0 for each covariate of cnt, which only the KNN
+    site (a) refuses; the Gaussian site (b) takes them."""
+    out = tmp_path / "out.csv"
+    weights = {"cnt": {"season": 0.0, "hr": 0.0}}
+    with LocalFederation(
+        {"a": sites[0], "b": sites[1]},
+        kernels={"a": "knn", "b": "gaussian"},
+        workdir=tmp_path / "fed",
+        kernel_settings={"relevance": weights},
+    ) as fed:
+        res = _fits(
+            "federate", "run", "--superlink", fed.superlink, "--insecure", "--sites", "2",
+            "--rows", "20", "--kind", "hr=ordinal", "--out", out, timeout=300,
+        )  # fmt: skip
+    text = " ".join(res.stderr.split())
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert (
+        "a refused the configuration: its kernel's relevance['cnt']: every covariate of "
+        "'cnt' has weight 0" in text
+    ), text
+    assert "node config relevance, which fits federate site --relevance writes" in text
+    assert "b refused" not in text
+    assert "Traceback" not in res.stderr
+    assert not out.exists()
