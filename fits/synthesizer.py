@@ -573,7 +573,7 @@ class FITSSynthesizer(BaseEstimator):
 
     def _relevance_columns(self, schema: Schema, coordinator: Coordinator) -> list[str]:
         """``tune_relevance`` checked and resolved to chain columns (``"*"``: every
-        column after the first that the kernels draw)."""
+        column after the first that the kernels draw, none a rule sets)."""
         value = self.tune_relevance
         budget = self.relevance_budget
         if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 1:
@@ -588,8 +588,10 @@ class FITSSynthesizer(BaseEstimator):
             if c in schema.names and c not in summed and not coordinator._boosted(c)
         ]
         if isinstance(value, str):
-            if value == "*":
-                return drawn
+            if value == "*":  # not the columns a function rule draws either (its kernel
+                # only serves a combination the rule does not cover)
+                ruled = {r.column for r in schema.rules or []}
+                return [c for c in drawn if c not in ruled]
             value = [value]
         if not isinstance(value, Sequence):
             raise TypeError(

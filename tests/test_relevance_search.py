@@ -234,3 +234,21 @@ def test_cli_tune_relevance(tmp_path):
         assert res.returncode == 2, (extra, res.stderr)
         assert says in " ".join(res.stderr.split()), (extra, res.stderr)
         assert not out.exists()
+
+
+def test_star_skips_ruled_columns_and_own_indicators():
+    """'*' leaves out a column a function rule draws (its kernel only serves a
+    combination the rule does not cover); a column's own indicators ('y (missing)') are
+    no covariates of its search (constant where it is fitted)."""
+    rng = np.random.default_rng(6)
+    n = 900
+    x = rng.normal(size=n)
+    o = rng.integers(1, 4, n)
+    y = x + o + 0.3 * rng.normal(size=n)
+    y[rng.random(n) < 0.1] = np.nan
+    frame = pd.DataFrame({"x": x, "o": o, "band": np.where(o > 1, "high", "low"), "y": y})
+    synth = FITSSynthesizer(seed=0, tune_relevance="*").fit(split(frame, [500, 400]))
+    assert [r.column for r in synth.schema_.rules] == ["band"]
+    assert "band" not in synth.tuning_ and {"o", "y"} <= set(synth.tuning_)
+    assert "y (missing)" in synth.coordinator.schema.order
+    assert synth.coordinator.relevance_covariates("y") == ["x", "o", "band"]

@@ -1087,7 +1087,8 @@ class Coordinator:
     def relevance_covariates(self, column: str) -> list[str]:
         """The covariates whose relevance weights :meth:`tune_relevance` learns for
         ``column``: the columns before it in the chain, each indicator counted as the
-        column it stands for (its weight follows that column's)."""
+        column it stands for (its weight follows that column's), except ``column``'s
+        own indicators (constant on the rows its conditional is fitted on)."""
         if self.schema is None:
             raise RuntimeError("run setup() before relevance_covariates()")
         order = self.schema.order
@@ -1095,7 +1096,7 @@ class Coordinator:
         for name in order[: order.index(column)]:
             spec = self.encoders[name].spec if name in self.encoders else self.schema[name]
             base = spec.indicates or name
-            if base not in out:
+            if base != column and base not in out:
                 out.append(base)
         return out
 
