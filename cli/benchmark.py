@@ -24,11 +24,15 @@ from .options import (
     ColumnNameError,
     ColumnPenaltyOpt,
     DesignOpt,
+    NominalPenaltyOpt,
     OrdinalPenaltyOpt,
     RelevanceBudgetOpt,
     RelevanceOpt,
     Secure,
+    SmoothingOpt,
     TuneRelevanceOpt,
+    check_nominal_penalty,
+    check_smoothing,
     parse_boosting,
     parse_column_designs,
     parse_column_models,
@@ -47,13 +51,6 @@ class GeneratorChoice(StrEnum):
 
     knn = "knn"
     gaussian = "gaussian"
-
-
-class SmoothingChoice(StrEnum):
-    """How ``fits benchmark`` smooths each chain column (``FITSSynthesizer(smoothing=)``)."""
-
-    fixed = "fixed"
-    auto = "auto"
 
 
 class DatasetChoice(StrEnum):
@@ -126,6 +123,7 @@ def benchmark(
         ),
     ] = None,
     ordinal_penalty: OrdinalPenaltyOpt = None,
+    nominal_penalty: NominalPenaltyOpt = None,
     no_modes: Annotated[
         bool,
         typer.Option(
@@ -143,16 +141,7 @@ def benchmark(
     ] = False,
     design: DesignOpt = None,
     column_design: ColumnDesignOpt = None,
-    smoothing: Annotated[
-        SmoothingChoice | None,
-        typer.Option(
-            "--smoothing",
-            help="fixed: every column uses the sites' kernels as they are; auto: each "
-            "column's penalty sharpness and neighbourhood reach are chosen by a held-out "
-            "score the sites compute on their own rows (only sums leave a site). "
-            "Default: the synthesizer's.",
-        ),
-    ] = None,
+    smoothing: SmoothingOpt = "fixed",
     secure_aggregation: Secure = False,
     column_penalty: ColumnPenaltyOpt = None,
     column_model: ColumnModelOpt = None,
@@ -182,6 +171,9 @@ def benchmark(
     from fits.datasets import ChecksumError, load_dataset, resolve_data_dir
     from fits.federation.policy import PolicyError, SitePolicy
 
+    problem = check_smoothing(smoothing) or check_nominal_penalty(nominal_penalty)
+    if problem:
+        _fail(problem, 2)
     folder = out  # --out, or its nearest existing parent: a folder (created when written)
     while not folder.exists() and folder != folder.parent:
         folder = folder.parent
@@ -317,7 +309,7 @@ def benchmark(
                     **({"column_designs": column_designs} if column_designs else {}),
                     **({"column_models": column_models} if column_models else {}),
                     **({"boosting": boosting_params} if boosting_params else {}),
-                    **({"smoothing": smoothing.value} if smoothing is not None else {}),
+                    **({"smoothing": smoothing} if smoothing != "fixed" else {}),
                     **({"secure_aggregation": True} if secure_aggregation else {}),
                     **(
                         {
@@ -331,6 +323,7 @@ def benchmark(
                 or None,
                 kernel_params={
                     **({"ordinal_penalty": ordinal_penalty} if ordinal_penalty is not None else {}),
+                    **({"nominal_penalty": nominal_penalty} if nominal_penalty is not None else {}),
                     **({"column_penalties": column_penalties} if column_penalties else {}),
                     **({"relevance": relevance_weights} if relevance_weights else {}),
                 }

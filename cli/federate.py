@@ -32,12 +32,14 @@ from .options import (
     ColumnNameError,
     ColumnPenaltyOpt,
     DesignOpt,
+    NominalPenaltyOpt,
     OrdinalPenaltyOpt,
     RelevanceBudgetOpt,
     RelevanceOpt,
     Secure,
     SmoothingOpt,
     TuneRelevanceOpt,
+    check_nominal_penalty,
     check_smoothing,
     match_columns,
     match_keys,
@@ -272,14 +274,15 @@ def site(
         ),
     ] = None,
     ordinal_penalty: OrdinalPenaltyOpt = None,
+    nominal_penalty: NominalPenaltyOpt = None,
     column_penalty: ColumnPenaltyOpt = None,
     relevance: RelevanceOpt = None,
 ) -> None:
     """Start this site's SuperNode; its rows stay here, only protocol arrays leave.
 
-    --kernel, --bandwidth, --knn-budget, --ordinal-penalty, --column-penalty and
-    --relevance set this site's own kernel (each site chooses its own; the options are
-    fits synthesize's).
+    --kernel, --bandwidth, --knn-budget, --ordinal-penalty, --nominal-penalty,
+    --column-penalty and --relevance set this site's own kernel (each site chooses its
+    own; the options are fits synthesize's).
 
     Example:
 
@@ -289,6 +292,9 @@ def site(
     launch = _launch()
     if kernel not in ("knn", "gaussian"):
         _fail(f"--kernel {kernel!r}: use knn or gaussian", 2)
+    problem = check_nominal_penalty(nominal_penalty)
+    if problem:
+        _fail(problem, 2)
     try:
         column_penalties = parse_column_penalties(column_penalty)
         parse_relevance(relevance)
@@ -325,7 +331,9 @@ def site(
         relevance_weights = match_relevance(parse_relevance(relevance, columns), columns)
     except ColumnNameError as exc:
         _fail(str(exc), 2)
-    settings = kernel_settings(ordinal_penalty, column_penalties, relevance_weights)
+    settings = kernel_settings(
+        ordinal_penalty, column_penalties, relevance_weights, nominal_penalty
+    )
     _check_site(frame, name or data.stem, kernel, bandwidth, knn_budget, settings)
     typer.echo(
         f"{name or data.stem}: {len(frame)} rows, {frame.shape[1]} columns"
@@ -366,13 +374,17 @@ def kernel_settings(
     ordinal_penalty: float | None,
     column_penalties: dict[str, float],
     relevance: dict[str, dict[str, float]],
+    nominal_penalty: float | None = None,
 ) -> dict[str, Any]:
-    """The given ``--ordinal-penalty``, ``--column-penalty`` and ``--relevance`` as
-    fields of :class:`~fits.core.kernels.Kernel` (and keyword arguments of
-    :func:`~fits.deploy.flower_launch.supernode_command`); empty when none is given."""
+    """The given ``--ordinal-penalty``, ``--nominal-penalty``, ``--column-penalty`` and
+    ``--relevance`` as fields of :class:`~fits.core.kernels.Kernel` (and keyword
+    arguments of :func:`~fits.deploy.flower_launch.supernode_command`); empty when none
+    is given."""
     settings: dict[str, Any] = {}
     if ordinal_penalty is not None:
         settings["ordinal_penalty"] = float(ordinal_penalty)
+    if nominal_penalty is not None:
+        settings["nominal_penalty"] = float(nominal_penalty)
     if column_penalties:
         settings["column_penalties"] = dict(column_penalties)
     if relevance:
@@ -856,6 +868,7 @@ def local(
     tune_relevance: TuneRelevanceOpt = None,
     relevance_budget: RelevanceBudgetOpt = 16,
     ordinal_penalty: OrdinalPenaltyOpt = None,
+    nominal_penalty: NominalPenaltyOpt = None,
     column_penalty: ColumnPenaltyOpt = None,
     relevance: RelevanceOpt = None,
     process_per_message: Annotated[
@@ -874,9 +887,9 @@ def local(
     --process-per-message.  With
     --policy every site enforces the limits of that file; a site that refuses a
     request stops the run, and the error names the site and the limit.
-    --ordinal-penalty, --column-penalty and --relevance set every site's kernel, as
-    fits synthesize does; the table equals fits synthesize's with the files in name
-    order.
+    --ordinal-penalty, --nominal-penalty, --column-penalty and --relevance set every
+    site's kernel, as fits synthesize does; the table equals fits synthesize's with the
+    files in name order.
 
     Example:
 
@@ -890,12 +903,20 @@ def local(
     for scheme in kernel:
         if scheme not in ("knn", "gaussian"):
             _fail(f"--kernel {scheme!r}: use knn or gaussian", 2)
+    problem = check_nominal_penalty(nominal_penalty)
+    if problem:
+        _fail(problem, 2)
     try:
         column_penalties = parse_column_penalties(column_penalty)
         parse_relevance(relevance)
     except ValueError as exc:
         _fail(str(exc), 2)
-    weighted = ordinal_penalty is not None or bool(column_penalties) or bool(relevance)
+    weighted = (
+        ordinal_penalty is not None
+        or nominal_penalty is not None
+        or bool(column_penalties)
+        or bool(relevance)
+    )
     _check_site_files(data)
     repeated = repeated_site_files(data)
     if repeated is not None:
@@ -998,7 +1019,9 @@ def local(
             relevance_weights = match_relevance(parse_relevance(relevance, columns), columns)
         except ColumnNameError as exc:
             _fail(str(exc), 2)
-        settings = kernel_settings(ordinal_penalty, column_penalties, relevance_weights)
+        settings = kernel_settings(
+            ordinal_penalty, column_penalties, relevance_weights, nominal_penalty
+        )
     if known is not None:  # read, and its header checked, before any process starts
         from .known import check_known_for_sites
 

@@ -38,11 +38,15 @@ from .options import (
     ColumnNameError,
     ColumnPenaltyOpt,
     DesignOpt,
+    NominalPenaltyOpt,
     OrdinalPenaltyOpt,
     RelevanceBudgetOpt,
     RelevanceOpt,
     Secure,
+    SmoothingOpt,
     TuneRelevanceOpt,
+    check_nominal_penalty,
+    check_smoothing,
     match_columns,
     match_keys,
     match_relevance,
@@ -343,15 +347,6 @@ NoRules = Annotated[
         "others, a total that is a sum): every column is drawn by the chain.",
     ),
 ]
-Smoothing = Annotated[
-    str,
-    typer.Option(
-        "--smoothing",
-        help="fixed: every column uses the sites' kernels as they are; auto: each "
-        "column's penalty sharpness and neighbourhood reach are chosen by a held-out "
-        "score the sites compute on their own rows (only per-candidate sums leave a site).",
-    ),
-]
 Kind = Annotated[
     list[str] | None,
     typer.Option(
@@ -429,9 +424,10 @@ def synthesize(
     column_model: ColumnModelOpt = None,
     boosting: BoostingOpt = None,
     ordinal_penalty: OrdinalPenaltyOpt = None,
+    nominal_penalty: NominalPenaltyOpt = None,
     column_penalty: ColumnPenaltyOpt = None,
     relevance: RelevanceOpt = None,
-    smoothing: Smoothing = "fixed",
+    smoothing: SmoothingOpt = "fixed",
     tune_relevance: TuneRelevanceOpt = None,
     relevance_budget: RelevanceBudgetOpt = 16,
     secure_aggregation: Secure = False,
@@ -469,8 +465,9 @@ def synthesize(
     _check_inputs(inputs)
     _check_output(out, inputs)
     _check_suffix(out, "output")
-    if smoothing not in ("fixed", "auto"):
-        _fail(f"--smoothing {smoothing!r}: use fixed or auto", 2)
+    problem = check_smoothing(smoothing) or check_nominal_penalty(nominal_penalty)
+    if problem:
+        _fail(problem, 2)
     try:
         column_designs = parse_column_designs(column_design)
         column_models = parse_column_models(column_model)
@@ -549,7 +546,11 @@ def synthesize(
             warnings.simplefilter("always")
             synth = FITSSynthesizer(
                 penalized_kernel(
-                    kernel.value, ordinal_penalty, column_penalties, relevance_weights
+                    kernel.value,
+                    ordinal_penalty,
+                    column_penalties,
+                    relevance_weights,
+                    nominal=nominal_penalty,
                 ),
                 seed=seed,
                 kinds=kinds,

@@ -21,6 +21,8 @@ __all__ = [
     "ColumnDesignOpt",
     "ColumnPenaltyOpt",
     "OrdinalPenaltyOpt",
+    "NominalPenaltyOpt",
+    "check_nominal_penalty",
     "penalized_kernel",
     "DesignChoice",
     "DesignOpt",
@@ -406,23 +408,50 @@ OrdinalPenaltyOpt = Annotated[
 ]
 
 
+NominalPenaltyOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--nominal-penalty",
+        min=0.0,
+        max=1.0,
+        help="gamma_q of every site's kernel (eq. 26), in (0, 1]: a row whose nominal "
+        "category differs from the query's weighs gamma_q (1: the category does not "
+        "count). Default: the kernel's (0.1).",
+    ),
+]
+
+
+def check_nominal_penalty(value: float | None) -> str | None:
+    """The usage error of a ``--nominal-penalty`` outside (0, 1], or None (the option's
+    range, 0 to 1, is checked by typer; 0 is not gamma_q)."""
+    if value is None or 0 < value <= 1:
+        return None
+    return (
+        f"--nominal-penalty {value:g}: gamma_q must lie in (0, 1] (0 would leave rows of "
+        "another category out of the weights; a small value such as 0.01 nearly does)"
+    )
+
+
 def penalized_kernel(
     kernel: str,
     ordinal: float | None,
     columns: Mapping[str, float],
     relevance: Mapping[str, Mapping[str, float]] | None = None,
+    nominal: float | None = None,
 ) -> Any:
     """The kernel ``kernel`` ("knn" or "gaussian") names, with ``--ordinal-penalty``,
-    ``--column-penalty`` and ``--relevance`` applied (a
+    ``--nominal-penalty``, ``--column-penalty`` and ``--relevance`` applied (a
     :class:`~fits.core.kernels.Kernel`), or the name itself when none is given."""
-    if ordinal is None and not columns and not relevance:
+    if ordinal is None and nominal is None and not columns and not relevance:
         return kernel
     from fits.core.kernels import GaussianKernel, KNNKernel
 
     lam = 1.0 if ordinal is None else float(ordinal)  # the kernels' default lambda_q
+    gamma = 0.1 if nominal is None else float(nominal)  # and gamma_q
     scheme = KNNKernel if kernel == "knn" else GaussianKernel
     return scheme(
         ordinal_penalty=lam,
+        nominal_penalty=gamma,
         column_penalties=dict(columns),
         relevance={r: dict(w) for r, w in (relevance or {}).items()},
     )

@@ -521,11 +521,11 @@ def test_cli_relevance(tmp_path: Path) -> None:
     proc = run_cli(
         "--dataset", "simulation", "--repeats", "1", "--rows", "300", "--generator", "knn",
         "--no-modes", "--no-boosting", "--relevance", "Y_lin:X_G2=0", "--relevance",
-        "Y_lin:X_O=3", "--out", str(out), "--quiet",
+        "Y_lin:X_O=3", "--nominal-penalty", "0.5", "--out", str(out), "--quiet",
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     kernel = json.loads((out / "simulation.json").read_text())["config"]["kernel_params"]
-    assert kernel == {"relevance": {"Y_lin": {"X_G2": 0.0, "X_O": 3.0}}}
+    assert kernel == {"nominal_penalty": 0.5, "relevance": {"Y_lin": {"X_G2": 0.0, "X_O": 3.0}}}
     for bad, says in [
         ("X_B:X_G1=2", "'X_B' is the chain's first column"),
         ("X_G1:Y_lin=2", "['Y_lin'] are not columns before 'X_G1'"),
@@ -534,6 +534,12 @@ def test_cli_relevance(tmp_path: Path) -> None:
         ("X_G1:X_B=0", "every covariate of 'X_G1' has weight 0"),  # the fit's traceback
     ]:
         proc = run_cli("--dataset", "simulation", "--relevance", bad, "--out", str(tmp_path / "x"))
+        assert proc.returncode == 2 and says in proc.stderr, (bad, proc.stderr)
+    for bad, says in [  # the options fits synthesize shares
+        (("--nominal-penalty", "0"), "--nominal-penalty 0: gamma_q must lie in (0, 1]"),
+        (("--smoothing", "often"), "--smoothing 'often': use fixed or auto"),
+    ]:
+        proc = run_cli("--dataset", "simulation", *bad, "--out", str(tmp_path / "x"))
         assert proc.returncode == 2 and says in proc.stderr, (bad, proc.stderr)
     boosted = ("--column-model", "Y_lin=boosting", "--relevance", "Y_lin:X_G2=0")
     proc = run_cli("--dataset", "simulation", *boosted, "--out", str(tmp_path / "x"))

@@ -1,7 +1,7 @@
 """Category penalties per column (eq. 26's lambda_q and gamma_q): the kernels'
 ``column_penalties`` must name an ordinal or nominal column (a penalty of any other
 would do nothing, and was ignored), and ``fits synthesize --column-penalty`` /
-``--ordinal-penalty`` set them as ``fits benchmark`` does."""
+``--ordinal-penalty`` / ``--nominal-penalty`` set them as ``fits benchmark`` does."""
 
 from __future__ import annotations
 
@@ -83,4 +83,41 @@ def test_cli_column_and_ordinal_penalty(tmp_path) -> None:
         res = run(*extra)
         assert res.returncode == 2, (extra, res.stderr)
         assert says in " ".join(res.stderr.split()), res.stderr
+        assert not out.exists()
+
+
+def test_cli_nominal_penalty(tmp_path) -> None:
+    """``--nominal-penalty G`` is every nominal column's gamma_q (the kernel's
+    ``nominal_penalty``): fits synthesize gives the Python API's table with it, and a
+    gamma_q outside (0, 1] is a usage error (exit 2) that says the range."""
+    paths = []
+    for name, table in _sites().items():
+        paths.append(tmp_path / f"{name}.csv")
+        table.to_csv(paths[-1], index=False)
+    out = tmp_path / "out.csv"
+
+    def run(*extra: str):
+        return fits_in_process(
+            "synthesize", *paths, "--rows", "100", "--out", out, "--kind", "hr=ordinal", *extra
+        )
+
+    res = run("--nominal-penalty", "0.5", "--kernel", "gaussian")
+    assert res.returncode == 0, res.stderr
+    got = pd.read_csv(out)
+    out.unlink()
+    tables = {p.stem: pd.read_csv(p) for p in paths}
+    kernel = GaussianKernel(nominal_penalty=0.5)
+    expected = FITSSynthesizer(kernel, seed=0, kinds={"hr": "ordinal"}).fit(tables).sample(100)
+    pd.testing.assert_frame_equal(got, expected, check_dtype=False)
+    plain = FITSSynthesizer("gaussian", seed=0, kinds={"hr": "ordinal"}).fit(tables).sample(100)
+    assert not plain.equals(expected)  # it reaches the kernel
+    for extra, says in [
+        (("--nominal-penalty", "0"), "--nominal-penalty 0: gamma_q must lie in (0, 1]"),
+        (("--nominal-penalty", "1.5"), "--nominal-penalty"),
+        (("--nominal-penalty", "-1"), "--nominal-penalty"),
+    ]:
+        res = run(*extra)
+        assert res.returncode == 2, (extra, res.stderr)
+        assert says in " ".join(res.stderr.split()), res.stderr
+        assert "Traceback" not in res.stderr
         assert not out.exists()

@@ -146,6 +146,7 @@ def test_supernode_command_writes_the_settings_the_site_reads(tmp_path):
         (["--column-penalty", "cnt=2"], "--column-penalty ['cnt']: 'cnt' is a continuous column"),
         (["--column-penalty", "season=3"], "'season' is nominal, so its penalty (gamma_q) must"),
         (["--column-penalty", "season"], "--column-penalty 'season': write COLUMN=VALUE"),
+        (["--nominal-penalty", "0"], "--nominal-penalty 0: gamma_q must lie in (0, 1]"),
         (["--relevance", "cnt:hr=-2"], "--relevance 'cnt:hr=-2': the weight must be a number"),
         (["--kernel", "tree", "--kernel", "knn"], "--kernel 'tree': use knn or gaussian"),
     ],
@@ -170,6 +171,7 @@ def test_federate_site_refuses_bad_kernel_settings(sites):
         (["--relevance", "cnt:week=2"], "--relevance: no column ['week']"),
         (["--column-penalty", "hr=x"], "--column-penalty 'hr=x': the value must be a number"),
         (["--ordinal-penalty", "-1"], "-1.0 is not in the range x>=0.0"),
+        (["--nominal-penalty", "0"], "--nominal-penalty 0: gamma_q must lie in (0, 1]"),
     ]:
         res = _fits(
             "federate", "site", "--data", sites[0], "--superlink", "127.0.0.1:1", "--insecure",
@@ -182,11 +184,13 @@ def test_federate_site_refuses_bad_kernel_settings(sites):
 
 @pytest.mark.flower
 def test_federate_local_with_penalties_and_relevance_is_fits_synthesize(sites, tmp_path):
-    """fits federate local a.csv b.csv with --ordinal-penalty, --column-penalty and
-    --relevance writes the table fits synthesize writes with the same options and seed;
-    and the options change the table (they reach the sites' kernels)."""
+    """fits federate local a.csv b.csv with --ordinal-penalty, --nominal-penalty,
+    --column-penalty and --relevance writes the table fits synthesize writes with the
+    same options and seed; and the options change the table (they reach the sites'
+    kernels)."""
     options = [
-        "--kind", "hr=ordinal", "--ordinal-penalty", "0.5", "--column-penalty", "season=0.3",
+        "--kind", "hr=ordinal", "--ordinal-penalty", "0.5", "--nominal-penalty", "0.4",
+        "--column-penalty", "hr=0.3",
         "--relevance", "cnt:hr=3", "--relevance", "cnt:season=0.5", "--rows", "120",
         "--seed", "4",
     ]  # fmt: skip
