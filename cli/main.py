@@ -542,6 +542,7 @@ def synthesize(
         start = time.perf_counter()
         if not quiet and len(chain) >= WIDE_TABLE_COLUMNS:
             typer.echo(_wide_table_note(len(chain)), err=True)
+        phases = _fit_phases(quiet)  # one line per phase of the fit, on stderr
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             synth = FITSSynthesizer(
@@ -569,7 +570,7 @@ def synthesize(
                 **_design_kwargs(design),
             )
             try:
-                synth.fit(tables)
+                synth.fit(tables, on_phase=phases)
             except ValueError as exc:
                 if str(exc).startswith("column_models["):  # a usage error: say the option
                     _fail(f"--column-model {str(exc).removeprefix('column_models')}", 2)
@@ -587,7 +588,11 @@ def synthesize(
                     _fail(f"--relevance-budget: {exc}", 2)
                 raise
         _echo_warnings(caught)
+        if phases is not None:
+            phases("done; drawing the rows")
         bar, callback = _progress(quiet)
+        if bar is None and phases is not None:  # no bar: the boost rounds in lines
+            callback = _boosting_lines(phases)
         check = _release_check(tables, synth, seed)
         with bar if bar is not None else _nothing():
             if known is not None:
@@ -660,6 +665,34 @@ def _report_release_check(check: Any) -> None:
     typer.echo(result.summary())
     for line in result.warnings:
         typer.echo(f"warning: {line}", err=True)
+
+
+def _fit_phases(quiet: bool) -> Callable[[str], None] | None:
+    """``FITSSynthesizer.fit``'s ``on_phase`` for fits synthesize: one line on stderr per
+    phase of the fit, with the seconds since the fit began (None with ``--quiet``)."""
+    if quiet:
+        return None
+    start = time.perf_counter()
+
+    def say(phase: str) -> None:
+        typer.echo(f"[fit {time.perf_counter() - start:6.1f} s] {phase}", err=True)
+
+    return say
+
+
+def _boosting_lines(say: Callable[[str], None]) -> Callable[[str, int, int], None]:
+    """A sampling progress callback that, where no progress bar shows them, says the
+    boosted columns' rounds (fitted before the first row) in ``say``'s lines: after the
+    first round, each quarter and the last."""
+    from fits.federation.coordinator import BOOSTING_PROGRESS
+
+    def report(column: str, done: int, total: int) -> None:
+        if column != BOOSTING_PROGRESS:
+            return
+        if done in (1, total) or 4 * done // total != 4 * (done - 1) // total:
+            say(f"boosted models: {done} of {total} rounds")
+
+    return report
 
 
 def _human_seconds(t: float) -> str:

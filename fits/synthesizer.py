@@ -329,7 +329,13 @@ class FITSSynthesizer(BaseEstimator):
         self.relevance_budget = relevance_budget
 
     # ------------------------------------------------------------------ fitting
-    def fit(self, tables: Tables | Transport, *, rows: int = 0) -> FITSSynthesizer:
+    def fit(
+        self,
+        tables: Tables | Transport,
+        *,
+        rows: int = 0,
+        on_phase: Callable[[str], None] | None = None,
+    ) -> FITSSynthesizer:
         """Run the setup and configure rounds on the clients' tables.
 
         Parameters
@@ -345,6 +351,14 @@ class FITSSynthesizer(BaseEstimator):
             which saves the configure round that sampling would otherwise add (one
             message round, seconds on a networked federation).  Default 0: declared when
             sampling.  The output does not depend on it.
+        on_phase : callable, optional
+            Called as ``on_phase(text)`` when a phase of the fit starts (the setup round,
+            each round of rule detection, the configure round, the tune round of
+            ``smoothing="auto"``, each column of ``tune_relevance``), ``text`` saying which
+            in a few words (:attr:`Coordinator.on_phase
+            <fits.federation.coordinator.Coordinator.on_phase>`); for progress on a
+            wide table, where the fit takes minutes.  Default None: silent.  The output
+            does not depend on it.
 
         Returns
         -------
@@ -365,7 +379,7 @@ class FITSSynthesizer(BaseEstimator):
         for name in _FITTED:
             self.__dict__.pop(name, None)
         try:
-            return self._fit(tables, smoothing, int(rows))
+            return self._fit(tables, smoothing, int(rows), on_phase)
         except BaseException:
             self._close()
             for name in _FITTED:
@@ -373,11 +387,21 @@ class FITSSynthesizer(BaseEstimator):
             raise
 
     def _fit(
-        self, tables: Tables | Transport, smoothing: dict[str, Smoothing] | None, rows: int
+        self,
+        tables: Tables | Transport,
+        smoothing: dict[str, Smoothing] | None,
+        rows: int,
+        on_phase: Callable[[str], None] | None = None,
     ) -> FITSSynthesizer:
         root = np.random.SeedSequence(self.seed)
         coordinator, schema = self._open(
-            tables, root, kinds=self.kinds, order=self.order, schema=self.schema, rows=rows
+            tables,
+            root,
+            kinds=self.kinds,
+            order=self.order,
+            schema=self.schema,
+            rows=rows,
+            on_phase=on_phase,
         )
         if smoothing is None:  # "auto": one tune round, seeded by the third child
             candidates = (
@@ -419,6 +443,7 @@ class FITSSynthesizer(BaseEstimator):
                 int(np.random.SeedSequence(root.entropy, spawn_key=(3,)).generate_state(1)[0]),
                 budget=int(self.relevance_budget),
             )
+        coordinator.on_phase = None  # the fit is done: sampling says nothing through it
         self.smoothing_ = dict(coordinator.smoothing)
         self.tuning_ = dict(coordinator.tuning)
         self.schema_ = schema
@@ -490,8 +515,10 @@ class FITSSynthesizer(BaseEstimator):
         order: Sequence[str] | None,
         schema: Schema | None,
         rows: int = 0,
+        on_phase: Callable[[str], None] | None = None,
     ) -> tuple[Coordinator, Schema]:
-        """Build the federation, run setup and configure; the coordinator is kept."""
+        """Build the federation, run setup and configure; the coordinator is kept
+        (``on_phase``: :attr:`Coordinator.on_phase`)."""
         boosting, column_boosting = self._boosting_params()  # checked before any site
         clients: list[FITSClient] = []
         if isinstance(tables, Transport):
@@ -527,6 +554,7 @@ class FITSSynthesizer(BaseEstimator):
             column_models=self.column_models,
             boosting=None if self.boosting is None else boosting,
             column_boosting=column_boosting,
+            on_phase=on_phase,
         )
         try:
             schema = coordinator.setup(

@@ -112,6 +112,8 @@ _LADDER_STAGES = ((0, 3), (3, 3), (6, len(WIDENING_LADDER) - 6))
 _SECURE_MAX_EXPONENT = 1100
 
 ProgressCallback = Callable[[str, int, int], None]
+#: A callback told, in a few words, which phase of the fit starts (:attr:`Coordinator.on_phase`).
+PhaseCallback = Callable[[str], None]
 #: The name progress callbacks get for the boosted columns' fit (rounds done, rounds).
 BOOSTING_PROGRESS = "boosted models (rounds)"
 
@@ -272,6 +274,12 @@ class Coordinator:
         Per boosted column, settings of its own overriding ``boosting`` for it (e.g.
         ``{"income": BoostingParams(learning_rate=0.1, depth=6)}``); a name that is not
         a boosted column is refused at :meth:`setup`.
+    on_phase : callable, optional
+        Called as ``on_phase(text)`` when a phase of the fit starts, ``text`` saying
+        which in a few words: the setup round, each round of rule detection (with its
+        candidates), the configure round, :meth:`tune`'s round and each column of
+        :meth:`tune_relevance`.  For progress on the command line; default None: silent.
+        Also the attribute :attr:`on_phase`.
     """
 
     def __init__(
@@ -299,6 +307,7 @@ class Coordinator:
         column_models: Mapping[str, str] | None = None,
         boosting: BoostingParams | None = None,
         column_boosting: Mapping[str, BoostingParams] | None = None,
+        on_phase: PhaseCallback | None = None,
     ) -> None:
         for key, value, least in (
             ("grid_size", grid_size, 3),
@@ -384,6 +393,8 @@ class Coordinator:
             raise ValueError("mask_neighbours must be at least 1 (or None: every client)")
         self.mask_neighbours = mask_neighbours
         self._public_keys: np.ndarray | None = None
+        #: Told which phase of the fit starts (see the parameter); None: silent.
+        self.on_phase: PhaseCallback | None = on_phase
         self.schema: Schema | None = None
         self.n_rows: list[int] = []
         self.grids: dict[str, np.ndarray] = {}
@@ -411,6 +422,11 @@ class Coordinator:
         #: instead of another round (:meth:`_local_constant`; False: always a round).
         self.reuse_blocks = True
         self._last_block: tuple | None = None
+
+    def _phase(self, text: str) -> None:
+        """Tell :attr:`on_phase` (if any) that the phase ``text`` starts."""
+        if self.on_phase is not None:
+            self.on_phase(text)
 
     # ---------------------------------------------------------------- setup round
     @property
@@ -453,6 +469,7 @@ class Coordinator:
                     "values, or detect the schema again (Schema.detect, fits schema)"
                 )
             declared = {c.name: {"kind": c.kind} for c in schema.columns}
+        self._phase(f"setup round: {self.transport.n_clients} site(s) describe their tables")
         msg = Message("setup", config={"declared": json.dumps(declared), **self._secure_flag()})
         replies = self.transport.broadcast(msg)
         self.n_rows = [int(r.arrays["n_rows"][0]) for r in replies]
@@ -485,8 +502,10 @@ class Coordinator:
         if not rules:
             schema = Schema(schema.columns, schema.order, [])
         elif schema.rules is not None:
+            self._phase(f"rule check: the schema's {len(schema.rules)} rule(s) at every site")
             verify_rules(schema, self._rules_round(schema), self.transport.client_names)
         else:
+            self._phase(f"rule detection over {len(schema.names)} columns")
             found = detect_rules(
                 schema,
                 self._rules_round(schema),
@@ -690,6 +709,7 @@ class Coordinator:
         text = schema.without_rules().to_json()
 
         def ask(stage: str, candidates: list[dict]) -> list[np.ndarray]:
+            self._phase(f"rule detection: {stage} round ({len(candidates):,} candidates)")
             config: dict[str, ConfigValue] = {
                 "stage": stage,
                 "schema": text,
@@ -741,6 +761,7 @@ class Coordinator:
         """
         if self.schema is None:
             raise RuntimeError("run setup() before configure()")
+        self._phase(f"configure round: {len(self.schema.order)} chain columns")
         seq = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
         encoders = {s.name: Encoder(s) for s in self.schema.columns}
         self.encoders = encoders
@@ -1038,6 +1059,9 @@ class Coordinator:
         if not columns:
             return {}
         seq = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+        self._phase(
+            f"smoothing: one tune round ({len(columns)} column(s), {len(cands)} candidates)"
+        )
         names = [score_for(self.encoders[c].spec.kind, self._by_mass(c)) for c in columns]
         config: dict[str, ConfigValue] = {
             "column": "*",
@@ -1167,7 +1191,7 @@ class Coordinator:
         summed = {r.column for r in (self.schema.rules or []) if r.kind == "sum"}
         base_seed = int(np.random.SeedSequence(seed).generate_state(1)[0])
         chosen: dict[str, Smoothing] = {}
-        for column in columns:
+        for k, column in enumerate(columns):
             if column not in order[1:] or column in summed or self._boosted(column):
                 raise ValueError(
                     f"cannot learn relevance weights for {column!r}: it is not a chain "
@@ -1181,6 +1205,10 @@ class Coordinator:
                     f"learning relevance weights for {column!r}: {exc}; raise the budget "
                     "(and the sites' tuning_candidates), or set the weights by hand"
                 ) from None
+            self._phase(
+                f"relevance weights: {column!r} ({k + 1} of {len(columns)}; "
+                f"{len(covariates)} covariates, up to {int(budget)} candidates)"
+            )
             start = self.smoothing.get(column, Smoothing())
             scored: list[Smoothing] = []
             scores: list[float] = []
@@ -1237,10 +1265,12 @@ class Coordinator:
         ``candidates`` for ``column`` and the rows scored (None if no site scored any)."""
         kept = dict(self.smoothing)
         record = self.tuning.get(column)
+        phase, self.on_phase = self.on_phase, None  # the search said its column's phase
         try:
             self.tune(seed, candidates=candidates, columns=[column], folds=folds, rows=rows)
             result = self.tuning[column]
         finally:
+            self.on_phase = phase
             self.smoothing = kept  # tune() sets the column's choice: undone here
             if record is None:
                 self.tuning.pop(column, None)
