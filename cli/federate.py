@@ -891,6 +891,10 @@ def local(
     site's kernel, as fits synthesize does; the table equals fits synthesize's with the
     files in name order.
 
+    Afterwards it prints, as fits synthesize does, the exact-copy rate and the
+    distance-to-closest-record check of the table against the site files, with a
+    warning when the table copies real rows.
+
     Example:
 
       fits federate local a.csv b.csv c.csv --kernel knn --kernel gaussian --kernel knn \\
@@ -1058,6 +1062,9 @@ def local(
     finally:
         remove_temporary_outputs(Path(config["output"]), started)
     _report(result, out)
+    from .release import check_local_run  # fits synthesize's check: the tables are here
+
+    check_local_run(dict(zip(names, data, strict=True)), config)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -638,33 +638,17 @@ def _nothing() -> Iterator[None]:
 
 
 def _release_check(tables: dict[str, pd.DataFrame], synth: Any, seed: int) -> Any:
-    """The exact-copy and DCR check, or None (with a warning) if it cannot be set up."""
-    from fits.evaluation.copies import ReleaseCheck
+    """The exact-copy and DCR check, or None (with a warning) if it cannot be set up
+    (:func:`fits.cli.release.start_release_check`, which fits federate local runs too)."""
+    from .release import release_kinds, start_release_check
 
-    try:
-        # fresh surrogate identifiers (kind "id") never equal a real one: compare the rest
-        kinds = {
-            c: synth.schema_[c].kind for c in synth.schema_.names if synth.schema_[c].kind != "id"
-        }
-        if not kinds:
-            return None
-        return ReleaseCheck(tables, kinds, max_rows=2_000, seed=seed)
-    except Exception as exc:  # noqa: BLE001 - the check must never cost the user the output
-        typer.echo(f"warning: the exact-copy check cannot run on this table ({exc})", err=True)
-        return None
+    return start_release_check(tables, release_kinds(synth.schema_), seed)
 
 
 def _report_release_check(check: Any) -> None:
-    if check is None:
-        return
-    try:
-        result = check.result()
-    except Exception as exc:  # noqa: BLE001 - the table is written; say why the check failed
-        typer.echo(f"warning: the exact-copy check failed ({exc})", err=True)
-        return
-    typer.echo(result.summary())
-    for line in result.warnings:
-        typer.echo(f"warning: {line}", err=True)
+    from .release import report_release_check
+
+    report_release_check(check)
 
 
 def _fit_phases(quiet: bool) -> Callable[[str], None] | None:

@@ -37,9 +37,10 @@ among 10 rows do not warn by chance):
 
 Where it runs: in ``fits synthesize`` the process that read the site files computes
 it, one site at a time (each site's rows are compared with the public synthetic rows;
-only per-site counts and distances are combined). No coordinator message carries it,
-so ``fits federate`` (sites on other machines) does not run it. These checks find
-copying and near-copying; they are no formal privacy guarantee.
+only per-site counts and distances are combined); ``fits federate local``, whose site
+files are on the same machine, computes it on the table its run wrote. No coordinator
+message carries it, so ``fits federate run`` (sites on other machines) does not run it.
+These checks find copying and near-copying; they are no formal privacy guarantee.
 """
 
 from __future__ import annotations

@@ -1,0 +1,136 @@
+"""The release check the commands print after writing a synthetic table.
+
+``fits synthesize`` and ``fits federate local`` (whose site tables are on this machine)
+print the exact-copy rate and the distance-to-closest-record check of
+:class:`fits.evaluation.copies.ReleaseCheck` after the table is written, with a
+``warning:`` line on stderr per threshold exceeded. The check never costs the user the
+output: a check that cannot run or fails says so in a warning, and the command goes on.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import typer
+
+__all__ = [
+    "CHECK_CHUNK_ROWS",
+    "RELEASE_CHECK_ROWS",
+    "check_local_run",
+    "check_written_table",
+    "release_kinds",
+    "report_release_check",
+    "start_release_check",
+]
+
+#: Synthetic rows (the first ones) and real baseline rows whose DCR the check computes.
+RELEASE_CHECK_ROWS = 2_000
+#: Rows of a written table the check takes at a time (:func:`check_written_table`).
+CHECK_CHUNK_ROWS = 100_000
+
+
+def release_kinds(schema: Any) -> dict[str, str]:
+    """Column -> kind of a :class:`~fits.core.schema.Schema`, identifiers left out: their
+    fresh surrogates (kind ``"id"``) never equal a real value, so the rest is compared."""
+    return {c: schema[c].kind for c in schema.names if schema[c].kind != "id"}
+
+
+def start_release_check(
+    tables: Mapping[str, pd.DataFrame], kinds: Mapping[str, str], seed: int
+) -> Any:
+    """The :class:`~fits.evaluation.copies.ReleaseCheck` of the site ``tables`` for the
+    columns of ``kinds``, or None: with no column to compare, or (after a warning on
+    stderr) when it cannot be set up on these tables."""
+    from fits.evaluation.copies import ReleaseCheck
+
+    try:
+        if not kinds:
+            return None
+        return ReleaseCheck(tables, kinds, max_rows=RELEASE_CHECK_ROWS, seed=seed)
+    except Exception as exc:  # noqa: BLE001 - the check must never cost the user the output
+        typer.echo(f"warning: the exact-copy check cannot run on this table ({exc})", err=True)
+        return None
+
+
+def report_release_check(check: Any) -> None:
+    """Print the result of ``check`` (a fed :class:`~fits.evaluation.copies.ReleaseCheck`,
+    or None: nothing): its summary on stdout, a ``warning:`` line on stderr per
+    threshold exceeded, or a warning saying why it failed."""
+    if check is None:
+        return
+    try:
+        result = check.result()
+    except Exception as exc:  # noqa: BLE001 - the table is written; say why the check failed
+        typer.echo(f"warning: the exact-copy check failed ({exc})", err=True)
+        return
+    typer.echo(result.summary())
+    for line in result.warnings:
+        typer.echo(f"warning: {line}", err=True)
+
+
+def check_written_table(
+    tables: Mapping[str, pd.DataFrame], kinds: Mapping[str, str], path: Path, seed: int
+) -> None:
+    """Run the release check on the synthetic table written at ``path`` against the site
+    ``tables`` and print it as ``fits synthesize`` does (:func:`report_release_check`).
+
+    The table is read back as the sites' tables are read (:func:`fits.io.read_table`)
+    and fed to the check :data:`CHECK_CHUNK_ROWS` rows at a time; a table of no rows is
+    not checked. Whatever goes wrong is a warning: the table stays written.
+    """
+    from fits.io import read_table
+
+    check = start_release_check(tables, kinds, seed)
+    if check is None:
+        return
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # notes on reading it: said when the sites read theirs
+            table = read_table(path, empty_ok=True)
+        if table.empty:
+            return
+        for start in range(0, len(table), CHECK_CHUNK_ROWS):
+            check.update(table.iloc[start : start + CHECK_CHUNK_ROWS])
+    except Exception as exc:  # noqa: BLE001 - never lose the output to it
+        typer.echo(f"warning: the exact-copy check failed ({exc})", err=True)
+        return
+    report_release_check(check)
+
+
+def check_local_run(sites: Mapping[str, Path], config: Mapping[str, Any]) -> None:
+    """``fits federate local``: the release check of the table its run wrote (the run
+    config's ``output``) against the site tables, which are on this machine, printed as
+    ``fits synthesize`` prints it (:func:`check_written_table`).
+
+    Each site's table is read as the site read it, less the run's ``drop`` columns
+    (:func:`fits.deploy.flower.site_drop`); the columns' kinds are the run's schema file's,
+    else those :meth:`~fits.core.schema.Schema.detect` infers with the run's ``kinds``,
+    as the run's setup round does. The seed is the run's.
+    """
+    from fits.core.schema import Schema
+    from fits.deploy.flower import read_run_config, site_drop
+    from fits.io import read_table
+
+    try:
+        cfg = read_run_config(config)
+        tables = {}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # notes on the tables: the sites said them
+            for name, path in sites.items():
+                frame = read_table(path)
+                gone = site_drop([str(c) for c in frame.columns], name, {}, config)
+                tables[name] = frame.drop(columns=gone) if gone else frame
+            if cfg["schema"]:
+                text = Path(cfg["schema"]).read_text(encoding="utf-8-sig")
+                schema = Schema.from_json(text)
+            else:
+                schema = Schema.detect(tables, kinds=cfg["kinds"], rules=False)
+        kinds = release_kinds(schema)
+    except Exception as exc:  # noqa: BLE001 - the check must never cost the user the output
+        typer.echo(f"warning: the exact-copy check cannot run on this table ({exc})", err=True)
+        return
+    check_written_table(tables, kinds, Path(cfg["output"]), int(cfg["seed"]))
