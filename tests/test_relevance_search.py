@@ -24,6 +24,7 @@ from fits.core.tuning import (
     relevance_steps,
     with_relevance,
 )
+from fits.federation.policy import PolicyError
 
 from conftest import mixed_table, split
 
@@ -195,6 +196,22 @@ def test_search_refusals(mixed_clients):
     policy = SitePolicy(tuning_candidates=8)
     with pytest.raises(Exception, match="tuning_candidates"):
         FITSSynthesizer(seed=0, tune_relevance="y", site_policy=policy).fit(mixed_clients)
+
+
+def test_a_refusal_by_tuning_candidates_says_what_to_do(mixed_clients):
+    """smoothing="auto" spends candidates of the same per-column cap: a site's refusal
+    mid-search says how many, what budget fits the default policy and the other ways out."""
+    synth = FITSSynthesizer(seed=0, tune_relevance="y", smoothing="auto")
+    with pytest.raises(PolicyError) as info:
+        synth.fit(mixed_clients)
+    text = str(info.value)
+    assert "tuning_candidates" in text and "after the 6 of smoothing='auto'" in text, text
+    assert "lower relevance_budget (--relevance-budget; at least 5, at most 10" in text, text
+    assert "leave 'y' out of tune_relevance" in text, text
+    # the budget it names fits
+    FITSSynthesizer(seed=0, tune_relevance="y", smoothing="auto", relevance_budget=10).fit(
+        mixed_clients
+    )
 
 
 def test_hand_set_smoothing_weights_are_checked(mixed_clients):

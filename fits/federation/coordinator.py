@@ -88,7 +88,7 @@ from fits.federation.codec import (
     decode_hessian,
     decode_histograms,
 )
-from fits.federation.policy import DEFAULT_MIN_EFFECTIVE_ROWS
+from fits.federation.policy import DEFAULT_MIN_EFFECTIVE_ROWS, PolicyError, SitePolicy
 from fits.federation.protocol import (
     DESIGNS,
     WIDENING_LADDER,
@@ -97,7 +97,7 @@ from fits.federation.protocol import (
     ProtocolError,
 )
 from fits.federation.secure import unmask_sum
-from fits.federation.transport import Transport
+from fits.federation.transport import ClientError, Transport
 
 __all__ = ["ALL_COLUMNS", "COLUMN_MODELS", "Coordinator", "MAX_BATCH", "ROUNDS"]
 
@@ -1210,6 +1210,10 @@ class Coordinator:
                 f"{len(covariates)} covariates, up to {int(budget)} candidates)"
             )
             start = self.smoothing.get(column, Smoothing())
+            # the candidates the sites scored for this column before the search (those of
+            # smoothing="auto"): they count against the same tuning_candidates
+            before = len(self.tuning.get(column, {}).get("candidates", ()))
+            spend = (int(budget), before)
             scored: list[Smoothing] = []
             scores: list[float] = []
             counted = 0
@@ -1219,7 +1223,7 @@ class Coordinator:
                 probes = relevance_probes(best, groups)
                 if scored and best in scored:  # the start of this pass is scored already
                     probes = probes[1:]
-                found = self._relevance_round(column, probes, base_seed, folds, rows)
+                found = self._relevance_round(column, probes, base_seed, folds, rows, spend)
                 if found is None:
                     break  # no site scored a row: keep the start
                 scored += probes
@@ -1233,7 +1237,7 @@ class Coordinator:
                 )
                 steps = [c for c in steps if c not in scored]
                 if steps:
-                    found = self._relevance_round(column, steps, base_seed, folds, rows)
+                    found = self._relevance_round(column, steps, base_seed, folds, rows, spend)
                     if found is None:
                         break
                     scored += steps
@@ -1259,16 +1263,43 @@ class Coordinator:
         return chosen
 
     def _relevance_round(
-        self, column: str, candidates: list[Smoothing], seed: int, folds: int, rows: int
+        self,
+        column: str,
+        candidates: list[Smoothing],
+        seed: int,
+        folds: int,
+        rows: int,
+        spend: tuple[int, int] = (0, 0),
     ) -> tuple[np.ndarray, int] | None:
         """One ``tune`` round of :meth:`tune_relevance`: the summed scores of
-        ``candidates`` for ``column`` and the rows scored (None if no site scored any)."""
+        ``candidates`` for ``column`` and the rows scored (None if no site scored any).
+        ``spend``: the search's budget and the candidates scored before it, for the
+        message of a site that refuses by its ``tuning_candidates``."""
         kept = dict(self.smoothing)
         record = self.tuning.get(column)
         phase, self.on_phase = self.on_phase, None  # the search said its column's phase
         try:
             self.tune(seed, candidates=candidates, columns=[column], folds=folds, rows=rows)
             result = self.tuning[column]
+        except (PolicyError, ClientError) as exc:
+            if "tuning_candidates" not in str(exc):
+                raise
+            budget, before = spend
+            after = f", after the {before} of smoothing='auto'," if before else ""
+            room = SitePolicy().tuning_candidates - before
+            lower = (
+                f"lower relevance_budget (--relevance-budget; at least 5, at most {room} "
+                "with the default policy), "
+                if room >= 5
+                else ""
+            )
+            raise type(exc)(
+                f"{exc}. The relevance search of {column!r} asks each site for up to "
+                f"{budget} candidates{after} counted against the sites' tuning_candidates: "
+                f"{lower}have the sites raise tuning_candidates (SitePolicy("
+                'tuning_candidates=...), a policy file\'s "tuning_candidates") or leave '
+                f"{column!r} out of tune_relevance"
+            ) from None
         finally:
             self.on_phase = phase
             self.smoothing = kept  # tune() sets the column's choice: undone here
