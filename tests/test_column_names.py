@@ -163,3 +163,16 @@ def test_a_name_that_is_not_a_string_is_a_type_error_naming_the_option(option) -
         FITSSynthesizer(seed=0, **option).fit(
             {k: t.drop(columns=" pid ") for k, t in _sites().items()}
         )
+
+
+def test_a_column_named_like_an_indicator_says_whose_and_what_to_do() -> None:
+    """A column 'x (missing)' next to a column x with missing values: the refusal says
+    which column's indicator holds the name and to rename it."""
+    rng = np.random.default_rng(8)
+    x = rng.normal(size=300)
+    x[::7] = np.nan
+    frame = pd.DataFrame({"a": rng.normal(size=300), "x": x, "x (missing)": rng.normal(size=300)})
+    with pytest.raises(
+        SchemaError, match=r"indicator fits adds for the missing values of 'x': rename"
+    ):
+        FITSSynthesizer(seed=0).fit([frame.iloc[:150], frame.iloc[150:]])

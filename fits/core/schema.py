@@ -885,7 +885,12 @@ class Schema:
                 flags.append((point_mass_flag(name), "point_mass"))
             for flag, what in flags:
                 if flag in self.names:
-                    raise SchemaError(f"column name {flag!r} is reserved for an indicator")
+                    held = "missing values" if what == "missing" else "point mass"
+                    raise SchemaError(
+                        f"column name {flag!r} is reserved for the indicator fits adds for "
+                        f"the {held} of {name!r}: rename the column {flag!r} in the site "
+                        "tables (and back in the synthetic table)"
+                    )
                 columns.append(
                     ColumnSpec(
                         flag, "nominal", "bool", [False, True], indicates=name, indicator=what
