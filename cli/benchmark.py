@@ -340,8 +340,8 @@ def benchmark(
             text = str(exc)
             if text.startswith("relevance["):
                 _fail(f"--relevance {text.removeprefix('relevance')}", 2)
-            if text.startswith("tune_relevance: "):
-                _fail(f"--tune-relevance: {text.removeprefix('tune_relevance: ')}", 2)
+            if text.startswith("tune_relevance"):  # ': no column', ' names ... twice'
+                _fail(f"--tune-relevance{text.removeprefix('tune_relevance')}", 2)
             if text.startswith("learning relevance weights"):  # the budget
                 _fail(f"--relevance-budget: {text}", 2)
             raise

@@ -582,8 +582,8 @@ def synthesize(
                     _fail(f"--column-penalty {str(exc).removeprefix('column_penalties')}", 2)
                 if str(exc).startswith("relevance["):  # weights that would do nothing
                     _fail(f"--relevance {str(exc).removeprefix('relevance')}", 2)
-                if str(exc).startswith("tune_relevance: "):
-                    _fail(f"--tune-relevance: {str(exc).removeprefix('tune_relevance: ')}", 2)
+                if str(exc).startswith("tune_relevance"):  # ': no column', ' names ... twice'
+                    _fail(f"--tune-relevance{str(exc).removeprefix('tune_relevance')}", 2)
                 if str(exc).startswith("learning relevance weights"):  # the budget
                     _fail(f"--relevance-budget: {exc}", 2)
                 raise

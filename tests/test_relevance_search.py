@@ -245,6 +245,7 @@ def test_cli_tune_relevance(tmp_path):
     for extra, says in [
         (("--tune-relevance", "b"), "--tune-relevance: ['b'] are not columns the kernels draw"),
         (("--tune-relevance", "zz"), "--tune-relevance: no column ['zz']"),
+        (("--tune-relevance", "y", "--tune-relevance", " y "), "--tune-relevance names column"),
         (("--tune-relevance", "y", "--relevance-budget", "4"), "needs a budget of at least 5"),
     ]:
         res = run(*extra)
