@@ -370,6 +370,9 @@ class FITSSynthesizer(BaseEstimator):
         if self.schema is not None and not isinstance(self.schema, Schema):
             raise TypeError(f"schema must be a fits Schema, got {type(self.schema).__name__}")
         smoothing = self._check_smoothing()
+        budget = self.relevance_budget  # checked before any round
+        if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 1:
+            raise ValueError(f"relevance_budget must be an integer >= 1, got {budget!r}")
         if isinstance(rows, bool) or not isinstance(rows, (int, np.integer)) or rows < 0:
             raise ValueError(f"rows must be an integer >= 0, got {rows!r}")
         tables = _site_tables(tables)
@@ -403,6 +406,8 @@ class FITSSynthesizer(BaseEstimator):
             rows=rows,
             on_phase=on_phase,
         )
+        # checked before smoothing="auto"'s tune round, which a refusal would waste
+        learn = self._relevance_columns(schema, coordinator)
         if smoothing is None:  # "auto": one tune round, seeded by the third child
             candidates = (
                 DEFAULT_CANDIDATES
@@ -436,7 +441,6 @@ class FITSSynthesizer(BaseEstimator):
                     self._close()
                     raise ValueError(f"smoothing: {exc}") from None
             coordinator.smoothing = dict(smoothing)
-        learn = self._relevance_columns(schema, coordinator)
         if learn:
             coordinator.tune_relevance(
                 learn,
@@ -603,9 +607,6 @@ class FITSSynthesizer(BaseEstimator):
         """``tune_relevance`` checked and resolved to chain columns (``"*"``: every
         column after the first that the kernels draw, none a rule sets)."""
         value = self.tune_relevance
-        budget = self.relevance_budget
-        if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 1:
-            raise ValueError(f"relevance_budget must be an integer >= 1, got {budget!r}")
         if value is None:
             return []
         chain = list(coordinator.schema.order)  # type: ignore[union-attr]

@@ -214,6 +214,20 @@ def test_a_refusal_by_tuning_candidates_says_what_to_do(mixed_clients):
     )
 
 
+def test_refusals_come_before_any_tune_round(mixed_clients):
+    """A bad budget is refused before the setup round, an unknown column before
+    smoothing="auto"'s tune round (which would spend the sites' tuning_candidates)."""
+    phases: list[str] = []
+    bad = FITSSynthesizer(seed=0, tune_relevance="y", relevance_budget=0)
+    with pytest.raises(ValueError, match="relevance_budget must be an integer >= 1"):
+        bad.fit(mixed_clients, on_phase=phases.append)
+    assert phases == []
+    unknown = FITSSynthesizer(seed=0, tune_relevance=["b"], smoothing="auto")
+    with pytest.raises(ValueError, match=r"tune_relevance: \['b'\] are not columns"):
+        unknown.fit(mixed_clients, on_phase=phases.append)
+    assert phases and not any("tune round" in p for p in phases), phases
+
+
 def test_hand_set_smoothing_weights_are_checked(mixed_clients):
     with pytest.raises(ValueError, match=r"smoothing: relevance\['o'\]: \['y'\] are not columns"):
         FITSSynthesizer(seed=0, smoothing={"o": {"relevance": {"y": 2.0}}}).fit(mixed_clients)
