@@ -148,7 +148,7 @@ def benchmark(
     boosting: BoostingOpt = None,
     relevance: RelevanceOpt = None,
     tune_relevance: TuneRelevanceOpt = None,
-    relevance_budget: RelevanceBudgetOpt = 16,
+    relevance_budget: RelevanceBudgetOpt = None,
     order: Annotated[
         str | None,
         typer.Option(

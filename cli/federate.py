@@ -416,7 +416,7 @@ def _run_config(
     site_headers: dict[str, list[str]] | None = None,
     smoothing: str = "fixed",
     tune_relevance: list[str] | None = None,
-    relevance_budget: int = 16,
+    relevance_budget: int | None = None,
 ) -> dict[str, Any]:
     """The run config of these options.  With ``columns`` (the site tables' headers,
     known to ``fits federate local``), the columns the options name are resolved to
@@ -530,7 +530,7 @@ def _run_config(
         "drop": format_column_list(drop) if drop else "",
         "smoothing": "" if smoothing == "fixed" else smoothing,  # "": the default, fixed
         "tune-relevance": _tune_relevance_text(tune_relevance),
-        "relevance-budget": int(relevance_budget),
+        "relevance-budget": int(relevance_budget or 0),  # 0: the default
     }
 
 
@@ -678,7 +678,7 @@ def run(
     drop: DropOpt = None,
     smoothing: SmoothingOpt = "fixed",
     tune_relevance: TuneRelevanceOpt = None,
-    relevance_budget: RelevanceBudgetOpt = 16,
+    relevance_budget: RelevanceBudgetOpt = None,
     insecure: Insecure = False,
     root_certificates: Annotated[
         Path | None, typer.Option("--ca", help="The SuperLink's CA certificate (PEM).")
@@ -866,7 +866,7 @@ def local(
     drop: DropOpt = None,
     smoothing: SmoothingOpt = "fixed",
     tune_relevance: TuneRelevanceOpt = None,
-    relevance_budget: RelevanceBudgetOpt = 16,
+    relevance_budget: RelevanceBudgetOpt = None,
     ordinal_penalty: OrdinalPenaltyOpt = None,
     nominal_penalty: NominalPenaltyOpt = None,
     column_penalty: ColumnPenaltyOpt = None,

@@ -429,7 +429,7 @@ def synthesize(
     relevance: RelevanceOpt = None,
     smoothing: SmoothingOpt = "fixed",
     tune_relevance: TuneRelevanceOpt = None,
-    relevance_budget: RelevanceBudgetOpt = 16,
+    relevance_budget: RelevanceBudgetOpt = None,
     secure_aggregation: Secure = False,
 ) -> None:
     """Synthesize one table from several sites' tables.

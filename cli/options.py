@@ -379,13 +379,15 @@ TuneRelevanceOpt = Annotated[
 ]
 
 RelevanceBudgetOpt = Annotated[
-    int,
+    int | None,
     typer.Option(
         "--relevance-budget",
         min=1,
-        help="Candidates scored per column by --tune-relevance (at least 5; a column "
-        "with more covariates than the budget less 2 has them probed in groups; the "
-        "sites' tuning_candidates must allow it, with --smoothing auto's).",
+        help="Candidates scored per column by --tune-relevance (at least 5, fewer for a "
+        "column of 1-2 covariates; more covariates than the budget less 2 are probed in "
+        "groups; the sites' tuning_candidates must allow it, with --smoothing auto's). "
+        "Default: what the default site policy leaves, 16, or 10 after --smoothing auto.",
+        show_default=False,
     ),
 ]
 

@@ -80,7 +80,7 @@ def synthesize(transport: FlowerTransport, cfg: Mapping[str, Any]) -> Path:
     if learn:  # relevance weights learned from the sites' held-out scores
         synth.set_params(
             tune_relevance="*" if "*" in learn else learn,
-            relevance_budget=int(cfg.get("relevance_budget", 16)),
+            relevance_budget=int(cfg.get("relevance_budget", 0)) or None,  # 0: the default
         )
     known = None
     rows = int(cfg["rows"])

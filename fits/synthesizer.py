@@ -231,11 +231,13 @@ class FITSSynthesizer(BaseEstimator):
         count more and the others less.  ``"*"``: every column after the chain's first
         that the kernels draw.  Default None (the kernels' own weights).  Runs after
         ``smoothing``; the weights join the column's entry in ``smoothing_``.
-    relevance_budget : int
-        Candidates scored per column by ``tune_relevance`` (default 16: one pass, with
-        one probe per covariate for a column of up to 14 covariates; more are probed in
-        groups).  At least 5 (d + 2 for d < 3 covariates); it counts against the
-        sites' ``tuning_candidates`` with ``smoothing="auto"``'s.
+    relevance_budget : int, optional
+        Candidates scored per column by ``tune_relevance``: at least 5 (d + 2 for a
+        column of d < 3 covariates); a column with more covariates than the budget
+        less 2 has them probed in groups.  It counts against the sites'
+        ``tuning_candidates`` with ``smoothing="auto"``'s.  Default None: what the
+        default site policy leaves, 16 (one pass, one probe per covariate up to 14
+        covariates), or 10 after ``smoothing="auto"``'s six candidates.
 
     Attributes
     ----------
@@ -292,7 +294,7 @@ class FITSSynthesizer(BaseEstimator):
         smoothing: str | Mapping[str, Any] = "fixed",
         smoothing_candidates: Sequence[Any] | None = None,
         tune_relevance: str | Sequence[str] | None = None,
-        relevance_budget: int = 16,
+        relevance_budget: int | None = None,
     ) -> None:
         self.kernel = kernel
         self.seed = seed
@@ -371,8 +373,10 @@ class FITSSynthesizer(BaseEstimator):
             raise TypeError(f"schema must be a fits Schema, got {type(self.schema).__name__}")
         smoothing = self._check_smoothing()
         budget = self.relevance_budget  # checked before any round
-        if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 1:
-            raise ValueError(f"relevance_budget must be an integer >= 1, got {budget!r}")
+        if budget is not None and (
+            isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 1
+        ):
+            raise ValueError(f"relevance_budget must be an integer >= 1 or None, got {budget!r}")
         if isinstance(rows, bool) or not isinstance(rows, (int, np.integer)) or rows < 0:
             raise ValueError(f"rows must be an integer >= 0, got {rows!r}")
         tables = _site_tables(tables)
@@ -445,7 +449,7 @@ class FITSSynthesizer(BaseEstimator):
             coordinator.tune_relevance(
                 learn,
                 int(np.random.SeedSequence(root.entropy, spawn_key=(3,)).generate_state(1)[0]),
-                budget=int(self.relevance_budget),
+                budget=None if self.relevance_budget is None else int(self.relevance_budget),
             )
         coordinator.on_phase = None  # the fit is done: sampling says nothing through it
         self.smoothing_ = dict(coordinator.smoothing)

@@ -200,8 +200,9 @@ def test_search_refusals(mixed_clients):
 
 def test_a_refusal_by_tuning_candidates_says_what_to_do(mixed_clients):
     """smoothing="auto" spends candidates of the same per-column cap: a site's refusal
-    mid-search says how many, what budget fits the default policy and the other ways out."""
-    synth = FITSSynthesizer(seed=0, tune_relevance="y", smoothing="auto")
+    mid-search (an explicit budget of 16 after auto's six) says how many, what budget
+    fits the default policy and the other ways out."""
+    synth = FITSSynthesizer(seed=0, tune_relevance="y", smoothing="auto", relevance_budget=16)
     with pytest.raises(PolicyError) as info:
         synth.fit(mixed_clients)
     text = str(info.value)
@@ -284,3 +285,19 @@ def test_star_skips_ruled_columns_and_own_indicators():
     assert "band" not in synth.tuning_ and {"o", "y"} <= set(synth.tuning_)
     assert "y (missing)" in synth.coordinator.schema.order
     assert synth.coordinator.relevance_covariates("y") == ["x", "o", "band"]
+
+
+def test_the_default_budget_is_what_the_sites_default_cap_leaves():
+    """relevance_budget=None (the default): 16 candidates per column, or 10 after
+    smoothing="auto"'s six, so both searches fit the sites' default tuning_candidates
+    (16) on a column of 8 covariates (it failed half-way with a budget of 16)."""
+    rng = np.random.default_rng(8)
+    n = 800
+    frame = pd.DataFrame(rng.normal(size=(n, 8)), columns=[f"n{i}" for i in range(8)])
+    frame["y"] = np.sin(2 * frame["n5"]) + 0.1 * rng.normal(size=n)
+    clients = split(frame, [450, 350])
+    both = FITSSynthesizer(seed=0, smoothing="auto", tune_relevance="y").fit(clients)
+    record = both.tuning_["y"]
+    assert record["search"] == "relevance" and len(record["candidates"]) <= 10
+    alone = FITSSynthesizer(seed=0, tune_relevance="y").fit(clients)
+    assert 10 < len(alone.tuning_["y"]["candidates"]) <= 16

@@ -76,7 +76,8 @@ Coordinator side (run config, ``fits federate run`` fills it in)::
     tune-relevance = ""            # columns whose kernels get relevance weights learned
                                    # from held-out scores ("cnt,hr" or a JSON array; "*":
                                    # every column; "" = none)
-    relevance-budget = 16          # candidates per column of that search
+    relevance-budget = 0           # candidates per column of that search (0: what the
+                                   # default site policy leaves, FITSSynthesizer's None)
     round-cost-bytes = 0           # one message round per column where it adds at most
                                    # this many bytes (FITSSynthesizer round_cost_bytes)
     drop       = ""                # columns every site leaves out of its table before it
@@ -397,7 +398,7 @@ def read_run_config(config: Mapping[str, Any]) -> dict[str, Any]:
         "tune_relevance": parse_column_list(
             str(get("tune-relevance", "")), "run config tune-relevance"
         ),
-        "relevance_budget": _parse_count(get("relevance-budget", 16), "relevance-budget"),
+        "relevance_budget": _parse_count(get("relevance-budget", 0), "relevance-budget"),
         "round_cost_bytes": _parse_count(get("round-cost-bytes", 0), "round-cost-bytes"),
         # applied by each site to its own table (site_drop); read here only to refuse a
         # malformed value before any message goes out
@@ -967,7 +968,7 @@ RUN_CONFIG_DEFAULTS: dict[str, Any] = {
     "boosting": "",
     "smoothing": "",
     "tune-relevance": "",
-    "relevance-budget": 16,
+    "relevance-budget": 0,
     "round-cost-bytes": 0,
     "drop": "",
 }

@@ -1129,7 +1129,7 @@ class Coordinator:
         columns: Sequence[str],
         seed: int | None = None,
         *,
-        budget: int = 16,
+        budget: int | None = None,
         folds: int = DEFAULT_FOLDS,
         rows: int = DEFAULT_TUNING_ROWS,
     ) -> dict[str, Smoothing]:
@@ -1171,11 +1171,13 @@ class Coordinator:
             by a sum rule).
         seed : int, optional
             The sites' fold splits (one for every round of the search).
-        budget : int
+        budget : int, optional
             Candidates scored per column over the whole search (at least 5, or
-            d + 2 for d < 3 covariates).  The
-            sites' policy must allow it (``SitePolicy.tuning_candidates``, 16 by
-            default, shared with :meth:`tune`).
+            d + 2 for d < 3 covariates).  The sites' policy must allow it
+            (``SitePolicy.tuning_candidates``, 16 by default, shared with
+            :meth:`tune`).  Default None: the default policy's cap less the
+            candidates :meth:`tune` already scored for the column (16, or 10 after
+            ``smoothing="auto"``'s six).
         folds, rows : int
             As :meth:`tune`.
 
@@ -1198,8 +1200,12 @@ class Coordinator:
                     "column after the first that the kernels draw"
                 )
             covariates = self.relevance_covariates(column)
+            # the candidates the sites scored for this column before the search (those of
+            # smoothing="auto"): they count against the same tuning_candidates
+            before = len(self.tuning.get(column, {}).get("candidates", ()))
+            allowed = SitePolicy().tuning_candidates - before if budget is None else budget
             try:
-                groups = relevance_groups(covariates, int(budget))
+                groups = relevance_groups(covariates, int(allowed))
             except ValueError as exc:
                 raise ValueError(
                     f"learning relevance weights for {column!r}: {exc}; raise the budget "
@@ -1207,18 +1213,16 @@ class Coordinator:
                 ) from None
             self._phase(
                 f"relevance weights: {column!r} ({k + 1} of {len(columns)}; "
-                f"{len(covariates)} covariates, up to {int(budget)} candidates)"
+                f"{len(covariates)} covariate{'s' if len(covariates) != 1 else ''}, up to "
+                f"{int(allowed)} candidates)"
             )
             start = self.smoothing.get(column, Smoothing())
-            # the candidates the sites scored for this column before the search (those of
-            # smoothing="auto"): they count against the same tuning_candidates
-            before = len(self.tuning.get(column, {}).get("candidates", ()))
-            spend = (int(budget), before)
+            spend = (int(allowed), before)
             scored: list[Smoothing] = []
             scores: list[float] = []
             counted = 0
             best = start
-            left = int(budget)
+            left = int(allowed)
             while left >= len(groups) + 2:
                 probes = relevance_probes(best, groups)
                 if scored and best in scored:  # the start of this pass is scored already
