@@ -187,6 +187,29 @@ def _check_site_files(paths: list[Path]) -> None:
             _fail(str(exc), 2)
 
 
+def _kernel_options(
+    schemes: list[str],
+    nominal_penalty: float | None,
+    column_penalty: list[str] | None,
+    relevance: list[str] | None,
+) -> dict[str, float]:
+    """Exit 2 on a ``--kernel`` other than knn or gaussian, a ``--nominal-penalty`` out
+    of (0, 1], or a ``--column-penalty`` / ``--relevance`` item that cannot be read;
+    returns the column penalties read."""
+    for scheme in schemes:
+        if scheme not in ("knn", "gaussian"):
+            _fail(f"--kernel {scheme!r}: use knn or gaussian", 2)
+    problem = check_nominal_penalty(nominal_penalty)
+    if problem:
+        _fail(problem, 2)
+    try:
+        column_penalties = parse_column_penalties(column_penalty)
+        parse_relevance(relevance)
+    except ValueError as exc:
+        _fail(str(exc), 2)
+    return column_penalties
+
+
 def _check_site(
     frame: Any,
     name: str,
@@ -290,16 +313,7 @@ def site(
           --policy policy.json --audit site-a-audit.jsonl
     """
     launch = _launch()
-    if kernel not in ("knn", "gaussian"):
-        _fail(f"--kernel {kernel!r}: use knn or gaussian", 2)
-    problem = check_nominal_penalty(nominal_penalty)
-    if problem:
-        _fail(problem, 2)
-    try:
-        column_penalties = parse_column_penalties(column_penalty)
-        parse_relevance(relevance)
-    except ValueError as exc:
-        _fail(str(exc), 2)
+    column_penalties = _kernel_options([kernel], nominal_penalty, column_penalty, relevance)
     _check_site_files([data])
     from fits.io import DataFileError, read_table
 
@@ -904,17 +918,7 @@ def local(
 
     if kernel and len(kernel) != len(data):
         _fail(f"give one --kernel per site ({len(data)}), or none", 2)
-    for scheme in kernel:
-        if scheme not in ("knn", "gaussian"):
-            _fail(f"--kernel {scheme!r}: use knn or gaussian", 2)
-    problem = check_nominal_penalty(nominal_penalty)
-    if problem:
-        _fail(problem, 2)
-    try:
-        column_penalties = parse_column_penalties(column_penalty)
-        parse_relevance(relevance)
-    except ValueError as exc:
-        _fail(str(exc), 2)
+    column_penalties = _kernel_options(kernel, nominal_penalty, column_penalty, relevance)
     weighted = (
         ordinal_penalty is not None
         or nominal_penalty is not None
