@@ -111,11 +111,11 @@ def check_local_run(sites: Mapping[str, Path], config: Mapping[str, Any]) -> Non
     else those :meth:`~fits.core.schema.Schema.detect` infers with the run's ``kinds``,
     as the run's setup round does. The seed is the run's.
     """
-    from fits.core.schema import Schema
-    from fits.deploy.flower import read_run_config, site_drop
-    from fits.io import read_table
-
     try:
+        from fits.core.schema import Schema
+        from fits.deploy.flower import read_run_config, site_drop
+        from fits.io import read_table
+
         cfg = read_run_config(config)
         tables = {}
         with warnings.catch_warnings():
