@@ -624,8 +624,13 @@ def write_table_chunks(
                 if writer is None:
                     table = pa.Table.from_pandas(chunk, preserve_index=False)
                     schema, fixed = _fixed_decimals(table.schema, decimal_types or {})
+                    texts = _text_fields(schema, chunk)
+                    if texts:
+                        schema = texts
                     if fixed:
                         table = _decimal_chunk(chunk, schema, fixed, path)
+                    elif texts:
+                        table = pa.Table.from_pandas(chunk, schema=schema, preserve_index=False)
                     writer = pq.ParquetWriter(tmp, schema)
                 elif fixed:
                     table = _decimal_chunk(chunk, writer.schema, fixed, path)
@@ -691,6 +696,25 @@ def _fixed_decimals(
         fixed[fld.name] = make(precision, scale)
         schema = schema.set(k, fld.with_type(fixed[fld.name]))
     return schema, fixed
+
+
+def _text_fields(schema: Any, chunk: pd.DataFrame) -> Any:
+    """``schema`` with Arrow's ``null`` type of a text column (object or string dtype)
+    whose first chunk holds no value (none at all, or only missing ones) made
+    ``string``, so that the file keeps the column's type and a later chunk's text fits
+    it (pyarrow before 14 infers ``null`` for an empty object column); None if no field
+    changes."""
+    import pyarrow as pa
+
+    changed = False
+    for k, fld in enumerate(schema):
+        if fld.type != pa.null() or fld.name not in chunk.columns:
+            continue
+        dtype = chunk[fld.name].dtype
+        if pd.api.types.is_string_dtype(dtype):  # object included
+            schema = schema.set(k, fld.with_type(pa.string()))
+            changed = True
+    return schema if changed else None
 
 
 def _decimal_chunk(chunk: pd.DataFrame, schema: Any, fixed: Mapping[str, Any], path: Path) -> Any:

@@ -120,3 +120,22 @@ def test_write_stream_estimates_refuses_and_writes_the_same_bytes(tmp_path, monk
     ):
         fio.write_stream(draw, out, 300, request="--rows 300", advice="a", where="--out 'o'")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["whole.csv"]
+
+
+def test_parquet_chunks_keep_text_columns_whose_first_chunk_has_no_value(tmp_path):
+    """A text column with no value in the first chunk (no rows, or only missing values)
+    is written as Arrow ``string``, not the ``null`` that older pyarrow infers, so the
+    file keeps the column's type and a later chunk's text fits it (it failed)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from fits.io import write_table_chunks
+
+    first = pd.DataFrame({"g": pd.Series([None, None], dtype=object), "x": [1.0, 2.0]})
+    later = pd.DataFrame({"g": pd.Series(["a", None], dtype=object), "x": [3.0, 4.0]})
+    path, rows = write_table_chunks([first, later], tmp_path / "t.parquet")
+    assert rows == 4 and pq.read_schema(path).field("g").type == pa.string()
+    assert pd.read_parquet(path)["g"].tolist()[2] == "a"
+    empty = pd.DataFrame({"g": pd.Series([], dtype=object), "x": pd.Series([], dtype=float)})
+    path, rows = write_table_chunks([empty], tmp_path / "e.parquet")
+    assert rows == 0 and pq.read_schema(path).field("g").type == pa.string()
