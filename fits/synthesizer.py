@@ -40,7 +40,7 @@ from fits._json import plain
 from fits.core.boosting import BoostingParams, resolve_settings
 from fits.core.cdf import COLLINEARITY_THRESHOLD
 from fits.core.continualization import continualize
-from fits.core.kernels import check_relevance
+from fits.core.kernels import GaussianKernel, Kernel, check_kernel_settings
 from fits.core.names import resolve_columns, resolve_keys
 from fits.core.rules import affine_values
 from fits.core.schema import (
@@ -431,15 +431,13 @@ class FITSSynthesizer(BaseEstimator):
                     "first column (the first is drawn from its marginal)"
                 )
             weighted = {c: dict(v.relevance) for c, v in smoothing.items() if v.relevance}
-            if weighted:
+            if weighted:  # checked as a kernel's weights are (they multiply the sites')
                 try:
-                    check_relevance(
-                        weighted,
-                        schema.order,
+                    check_kernel_settings(
+                        GaussianKernel(relevance=weighted),
+                        schema,
+                        engine=coordinator.schema,
                         boosted=[c for c in schema.order if coordinator._boosted(c)],
-                        derived=schema.derived,
-                        ids=[c.name for c in schema.columns if c.kind == "id"],
-                        summed=[r.column for r in schema.rules or [] if r.kind == "sum"],
                     )
                 except ValueError as exc:
                     self._close()
@@ -586,7 +584,6 @@ class FITSSynthesizer(BaseEstimator):
         nothing given the merged ``schema`` (:func:`~fits.core.kernels.check_kernel_settings`,
         the check every site also runs at configure).  With one kernel per site, the
         message names the site."""
-        from fits.core.kernels import Kernel, check_kernel_settings
 
         given = self.kernel
         names = coordinator.transport.client_names
