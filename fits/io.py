@@ -580,7 +580,7 @@ def write_table_chunks(
     ``decimal_scale``, the precision that plus the digits before the point of the
     largest magnitude its bounds allow), as ``decimal128``, or ``decimal256`` beyond a
     precision of 38.  A ``Decimal`` column ``decimal_types`` does not name keeps the
-    first chunk's scale at precision 38.
+    first chunk's scale at precision 38 (or its scale, if larger).
 
     Parameters
     ----------
@@ -600,11 +600,21 @@ def write_table_chunks(
     ------
     ValueError
         Parquet: a value of a ``Decimal`` column does not fit the file's decimal type
-        (more digits after the point than its scale, or too large).
+        (more digits after the point than its scale, or too large); a
+        :class:`DataFileError` before anything is written when ``decimal_types`` asks
+        for a precision above 76, the most a Parquet decimal holds.
     """
     path = Path(path)
     suffix = check_suffix(path, "output")
     rows = 0
+    for name, (precision, scale) in (decimal_types or {}).items() if suffix != ".csv" else ():
+        if precision > 76:  # pyarrow: 'Decimal precision out of range [1, 76]'
+            raise DataFileError(
+                f"{str(path)!r}: column {name!r} needs a decimal of {precision} digits "
+                f"({precision - scale} before the point, {scale} after) to hold its values, "
+                "more than the 76 a Parquet decimal column holds; write a .csv output "
+                "instead (it keeps every digit)"
+            )
 
     def write(tmp: str) -> None:
         nonlocal rows
@@ -689,7 +699,7 @@ def _fixed_decimals(
             if fld.type != pa.null() and not pa.types.is_decimal(fld.type):
                 continue  # not Decimal objects (a known column given as text): as inferred
         elif pa.types.is_decimal(fld.type):
-            precision, scale = 38, int(fld.type.scale)
+            precision, scale = max(38, int(fld.type.scale)), int(fld.type.scale)
         else:
             continue
         make = pa.decimal128 if precision <= 38 else pa.decimal256

@@ -256,3 +256,49 @@ def test_command_line_round_trip(tmp_path) -> None:
     assert res.returncode == 0, res.stderr
     assert pq.read_schema(completed).field("price").type.scale == 3
     assert [str(v) for v in pd.read_parquet(completed)["price"]] == ["101.125", "99.500", "None"]
+
+
+def test_decimal_columns_beyond_decimal128_scale(tmp_path) -> None:
+    """A Parquet decimal256 column with more than 38 digits after the point keeps its
+    values (the scale was capped at 38: values of order 1e-44 came back all 0); more
+    than 76 (Python Decimal objects) is refused naming the site and the column, and a
+    Parquet output whose precision would exceed 76 stops before writing, saying to
+    write a .csv (pyarrow's 'Decimal precision out of range' came through as is)."""
+    rng = np.random.default_rng(0)
+    files = []
+    for k in range(2):
+        tiny = [Decimal(int(v)).scaleb(-60) for v in rng.integers(10**15, 10**17, 60)]
+        files.append(tmp_path / f"tiny{k}.parquet")
+        pq.write_table(
+            pa.table({"x": rng.normal(size=60), "t": pa.array(tiny, pa.decimal256(70, 60))}),
+            files[-1],
+        )
+    _, scale = decimal_values(pd.Series(pd.read_parquet(files[0])["t"]))
+    assert scale == 60
+    out = tmp_path / "o.parquet"
+    res = fits_in_process("synthesize", *files, "--rows", "40", "--out", out, "--quiet")
+    assert res.returncode == 0, res.stderr
+    assert pq.read_schema(out).field("t").type == pa.decimal256(60, 60)
+    back = pd.read_parquet(out)["t"]
+    assert _is_decimal_column(back, 60) and all(1e-46 < v < 1e-42 for v in back)
+    # more than 76 places: refused at the site, naming it and the column
+    finer = pd.DataFrame(
+        {"x": rng.normal(size=30), "t": [Decimal(int(v)).scaleb(-80) for v in range(1, 31)]}
+    )
+    with pytest.raises(SchemaError, match=r"client 1: column 't' holds Decimal values with 80"):
+        FITSSynthesizer(seed=0).fit([finer, finer.assign(x=rng.normal(size=30))])
+    # 70 places at one site, values of 1e20 at another: 91 digits, no Parquet type
+    wide = [tmp_path / "small.parquet", tmp_path / "large.parquet"]
+    small = [Decimal(int(v)).scaleb(-70) for v in rng.integers(1, 1000, 60)]
+    large = [Decimal(int(v)).scaleb(18) for v in rng.integers(1, 1000, 60)]
+    for path, values, typ in ((wide[0], small, (76, 70)), (wide[1], large, (76, 0))):
+        pq.write_table(
+            pa.table({"x": rng.normal(size=60), "d": pa.array(values, pa.decimal256(*typ))}), path
+        )
+    out = tmp_path / "w.parquet"
+    res = fits_in_process("synthesize", *wide, "--rows", "20", "--out", out, "--quiet")
+    assert res.returncode == 1 and "Traceback" not in res.stderr, res.stderr
+    assert "column 'd' needs a decimal of 91 digits" in res.stderr
+    assert "write a .csv output" in res.stderr and not out.exists()
+    res = fits_in_process("synthesize", *wide, "--rows", "20", "--out", out.with_suffix(".csv"))
+    assert res.returncode == 0, res.stderr

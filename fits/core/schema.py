@@ -123,9 +123,11 @@ POINT_MASS_SHARE = 0.1
 _POINT_MASS_REPORT = 0.05
 #: Most decimals of a float column kept in the schema (more: full precision, no rounding).
 MAX_DECIMALS = 12
-#: Most digits after the point of a column of ``Decimal`` objects (its scale) kept in the
-#: schema, the most a Parquet ``decimal128`` holds; values with more are rounded to it.
-MAX_DECIMAL_SCALE = 38
+#: Most digits after the point of a column of ``Decimal`` objects (its scale), the most a
+#: Parquet ``decimal256`` holds; a site whose values have more refuses the column (it was
+#: 38, a ``decimal128``'s: a ``decimal256(70, 60)`` column's values of order 1e-44 came
+#: back all zero).
+MAX_DECIMAL_SCALE = 76
 #: Time units a datetime column's values can all be whole multiples of, coarsest first
 #: (whole days are :attr:`ColumnSpec.date_only`), with their length in microseconds.
 RESOLUTIONS = {"h": 3_600_000_000, "min": 60_000_000, "s": 1_000_000, "ms": 1_000}
@@ -1260,8 +1262,8 @@ def decimal_values(s: pd.Series) -> tuple[pd.Series, int] | None:
         The values as ``float64`` (``Int64`` when all are whole, as text read as
         numbers), and the most digits after the point a value has (``Decimal("12.30")``:
         2; a float value: its :func:`output_decimals`, :data:`MAX_DECIMALS` at full
-        precision), at most :data:`MAX_DECIMAL_SCALE`; None when ``s`` is not such a
-        column.
+        precision), which may exceed :data:`MAX_DECIMAL_SCALE` (:func:`describe_table`
+        refuses such a column); None when ``s`` is not such a column.
     """
     if not pd.api.types.is_object_dtype(s.dtype):
         return None
@@ -1294,7 +1296,7 @@ def decimal_values(s: pd.Series) -> tuple[pd.Series, int] | None:
     else:
         numbers = pd.Series(values)
     numbers.index = s.index
-    return numbers.rename(s.name), min(scale, MAX_DECIMAL_SCALE)
+    return numbers.rename(s.name), scale
 
 
 def to_decimals(col: pd.Series, scale: int) -> pd.Series:
@@ -1639,8 +1641,18 @@ def describe_table(
         info = _describe_column(frame[name], name, declared, client)
         if notes.get(name, {}).get("as") == "decimal":  # Decimal objects, not text
             if info.get("dtype") in ("int", "float"):
+                scale = int(notes[name]["scale"])
+                if scale > MAX_DECIMAL_SCALE:  # rounded to fewer, small values become 0
+                    raise SchemaError(
+                        f"{client}: column {name!r} holds Decimal values with {scale} "
+                        f"digits after the point; fits writes at most {MAX_DECIMAL_SCALE} "
+                        "(the most a Parquet decimal256 holds), and rounding would change "
+                        "its values (those under 1e-76 to 0). Round the column to at most "
+                        f"{MAX_DECIMAL_SCALE} places, convert it to float "
+                        f"(df[{name!r}].astype(float)), or drop it"
+                    )
                 info["pandas_dtype"] = "object"
-                info["decimal_scale"] = int(notes[name]["scale"])
+                info["decimal_scale"] = scale
         elif name in notes:
             info["parsed"] = dict(notes[name])
         out["columns"][name] = info
