@@ -78,11 +78,13 @@ def check_written_table(
     """Run the release check on the synthetic table written at ``path`` against the site
     ``tables`` and print it as ``fits synthesize`` does (:func:`report_release_check`).
 
-    The table is read back as the sites' tables are read (:func:`fits.io.read_table`)
-    and fed to the check :data:`CHECK_CHUNK_ROWS` rows at a time; a table of no rows is
+    The table is read back in chunks of :data:`CHECK_CHUNK_ROWS` rows
+    (:func:`fits.io.iter_table`, which parses them as :func:`fits.io.read_table` parses
+    the whole file, as the sites' tables are read), each fed to the check and let go:
+    memory holds one chunk, however many rows were asked for. A table of no rows is
     not checked. Whatever goes wrong is a warning: the table stays written.
     """
-    from fits.io import read_table
+    from fits.io import iter_table
 
     check = start_release_check(tables, kinds, seed)
     if check is None:
@@ -90,11 +92,14 @@ def check_written_table(
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # notes on reading it: said when the sites read theirs
-            table = read_table(path, empty_ok=True)
-        if table.empty:
+            fed = False
+            for chunk in iter_table(path, CHECK_CHUNK_ROWS, empty_ok=True):
+                if len(chunk):
+                    check.update(chunk)
+                    fed = True
+                del chunk  # let it go before the next one is read
+        if not fed:
             return
-        for start in range(0, len(table), CHECK_CHUNK_ROWS):
-            check.update(table.iloc[start : start + CHECK_CHUNK_ROWS])
     except Exception as exc:  # noqa: BLE001 - never lose the output to it
         typer.echo(f"warning: the exact-copy check failed ({exc})", err=True)
         return

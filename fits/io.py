@@ -34,6 +34,7 @@ __all__ = [
     "encoded_size",
     "find_duplicate_files",
     "human_bytes",
+    "iter_table",
     "known_decimal_types",
     "read_columns",
     "read_table",
@@ -329,6 +330,330 @@ def _parse_dates(frame: pd.DataFrame, path: Path | None = None) -> pd.DataFrame:
                 stacklevel=3,
             )
     return frame
+
+
+def iter_table(
+    path: str | os.PathLike[str], chunk_rows: int, *, empty_ok: bool = False
+) -> Iterator[pd.DataFrame]:
+    """Read a CSV or Parquet table in chunks of at most ``chunk_rows`` rows, parsed as
+    :func:`read_table` parses the whole file: memory holds one chunk at a time.
+
+    The chunks, put together, are :func:`read_table`'s table: the same columns, dtypes
+    and values.  A chunk alone would not always be parsed so (a column of whole numbers
+    whose blanks or decimal values come in a later chunk; text, dates or codes with
+    leading zeros in a later chunk), so a first pass over the file in chunks learns
+    what the whole file holds (per column: the dtypes pandas infers, blanks, whole
+    numbers, leading zeros, dates and their UTC offsets; Parquet: nulls, date texts,
+    categories), and the second pass reads every chunk with those dtypes.  Where
+    pandas itself reads a large file in pieces and gives a column of numbers and text
+    a mix of numbers and strings, the chunks hold the strings as written.  A table of
+    no rows is one chunk of no rows (with ``empty_ok``).
+
+    Parameters
+    ----------
+    path : str or PathLike
+        A ``.csv`` or ``.parquet`` file.
+    chunk_rows : int
+        Most rows of a chunk (at least 1).
+    empty_ok : bool
+        As :func:`read_table`.
+
+    Raises
+    ------
+    DataFileError
+        As :func:`read_table` (the file's name and suffix are checked at once; what
+        the file holds, when the chunks are read).
+    ValueError
+        ``chunk_rows`` below 1.
+    """
+    if int(chunk_rows) < 1:
+        raise ValueError(f"chunk_rows must be at least 1, not {chunk_rows}")
+    path, suffix = _table_file(path)
+    reader = _iter_csv if suffix == ".csv" else _iter_parquet
+    return _guarded_chunks(reader(path, int(chunk_rows), empty_ok), path, suffix)
+
+
+def _guarded_chunks(
+    chunks: Iterator[pd.DataFrame], path: Path, suffix: str
+) -> Iterator[pd.DataFrame]:
+    with _read_errors(path, suffix):
+        yield from chunks
+
+
+_UNITS = ("s", "ms", "us", "ns")
+
+
+def _unit(dtype: Any) -> str:
+    """The resolution of a datetime dtype (naive or zone-aware)."""
+    unit = getattr(dtype, "unit", None)
+    return str(unit) if unit else str(np.datetime_data(dtype)[0])
+
+
+@dataclass
+class _DateFacts:
+    """What :func:`_parse_dates` would decide for a text column, learnt chunk by chunk
+    (:func:`iter_table`): every present value an ISO 8601 text, all with a UTC offset
+    or none, and how ``pd.to_datetime`` parses each chunk."""
+
+    ok: bool = True
+    present: bool = False
+    aware: bool = False
+    naive: bool = False
+    utc: bool = False
+    dtypes: dict[str, Any] | None = None
+    samples: dict[str, str] | None = None
+    units: set[str] | None = None
+
+    def update(self, values: pd.Series) -> None:
+        if not self.ok:
+            return
+        present = values.dropna()
+        if present.empty:
+            return
+        if not present.map(lambda v: isinstance(v, str)).all():
+            self.ok = False
+            return
+        if not _ISO_DATE.match(present.iloc[0]) or not present.str.match(_ISO_DATE).all():
+            self.ok = False
+            return
+        aware = present.str.contains(r"(?:Z|[+-]\d{2}:?\d{2})$")
+        self.aware |= bool(aware.any())
+        self.naive |= not bool(aware.all())
+        if self.aware and self.naive:
+            self.ok = False
+            return
+        self.present = True
+        dtypes, samples, units = self.dtypes or {}, self.samples or {}, self.units or set()
+        self.dtypes, self.samples, self.units = dtypes, samples, units
+        try:
+            parsed = pd.to_datetime(present, format="ISO8601")
+        except (ValueError, TypeError):
+            self.utc = True
+            try:
+                parsed = pd.to_datetime(present, format="ISO8601", utc=True)
+            except (ValueError, TypeError):
+                self.ok = False
+                return
+        else:
+            dtypes.setdefault(str(parsed.dtype), parsed.dtype)
+            samples.setdefault(str(parsed.dtype), str(present.iloc[0]))
+        if pd.api.types.is_datetime64_any_dtype(parsed.dtype):
+            units.add(_unit(parsed.dtype))
+
+    def final(self) -> tuple[bool, Any] | None:
+        """(parse with ``utc=True``, the whole column's dtype), or None: left as text."""
+        if not (self.ok and self.present):
+            return None
+        unit = max(self.units or {"ns"}, key=_UNITS.index)
+        if self.utc:
+            return True, pd.DatetimeTZDtype(unit, "UTC")
+        dtypes = list((self.dtypes or {}).values())
+        if len(dtypes) == 1:
+            dtype = dtypes[0]
+        else:  # several zones or units: what one value of each gives together
+            try:
+                dtype = pd.to_datetime(
+                    pd.Series(list((self.samples or {}).values())), format="ISO8601"
+                ).dtype
+            except (ValueError, TypeError):
+                return True, pd.DatetimeTZDtype(unit, "UTC")
+        if not pd.api.types.is_datetime64_any_dtype(dtype):
+            return False, dtype
+        tz = getattr(dtype, "tz", None)
+        return False, pd.DatetimeTZDtype(unit, tz) if tz is not None else np.dtype(
+            f"datetime64[{unit}]"
+        )
+
+
+def _as_dates(values: pd.Series, utc: bool, dtype: Any) -> pd.Series:
+    """A chunk of a date column parsed as :func:`_parse_dates` parses the whole column
+    (``utc`` and ``dtype``: :meth:`_DateFacts.final`)."""
+    parsed = pd.to_datetime(values, format="ISO8601", utc=utc)
+    if parsed.dtype == dtype:
+        return parsed
+    if not pd.api.types.is_datetime64_any_dtype(dtype):
+        return parsed.astype(dtype)
+    tz = getattr(dtype, "tz", None)
+    if tz is not None and getattr(parsed.dtype, "tz", None) is None:
+        parsed = parsed.dt.tz_localize(tz)  # a chunk of missing values alone
+    return parsed.dt.as_unit(_unit(dtype))
+
+
+@dataclass
+class _CsvFacts:
+    """What :func:`_read_csv` would decide for one column, learnt chunk by chunk."""
+
+    dtypes: dict[str, Any]
+    dates: _DateFacts
+    nan: bool = False
+    present: bool = False
+    whole: bool = True
+    small: bool = True
+    lead0: bool = False
+    point: bool = False
+    boolish: bool = True
+
+    def update(self, typed: pd.Series, raw: pd.Series) -> None:
+        dtype = typed.dtype
+        self.dtypes.setdefault(str(dtype), dtype)
+        numeric = pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype)
+        if numeric:
+            missing = typed.isna()
+            self.nan |= bool(missing.any())
+            v = typed[~missing].to_numpy(dtype=float)
+            if v.size:
+                self.present = True
+                self.whole &= bool(np.all(v == np.round(v)))
+                self.small &= bool(np.all(np.abs(v) < 2**53))
+            if self.whole:  # leading zeros and points matter only to whole numbers
+                tokens = raw.dropna().str.strip()
+                self.lead0 |= bool(tokens.str.match(r"^[+-]?0\d").any())
+                self.point |= bool(tokens.str.contains(r"[.,eE]").any())
+        if self.boolish and not pd.api.types.is_bool_dtype(dtype):
+            present = typed.dropna()
+            self.boolish = present.empty or (
+                pd.api.types.is_object_dtype(dtype)
+                and bool(present.map(lambda v: isinstance(v, (bool, np.bool_))).all())
+            )
+        self.dates.update(raw)
+
+    def plan(self) -> tuple[Any, Any]:
+        """(the dtype to read the column with, or None: as pandas infers it; the
+        column's dtype in the whole table, or ``"text"``)."""
+        dtypes = list(self.dtypes.values())
+        if len(dtypes) == 1:
+            merged = dtypes[0]
+        elif all(
+            pd.api.types.is_numeric_dtype(d) and not pd.api.types.is_bool_dtype(d) for d in dtypes
+        ):
+            merged = np.dtype("float64")  # pandas' common type of int64 and float64
+        else:
+            merged = np.dtype(object)
+        if pd.api.types.is_integer_dtype(merged):
+            return (str, "text") if self.lead0 else (None, merged)
+        if pd.api.types.is_float_dtype(merged):
+            if self.nan and self.present and self.whole:
+                if self.lead0:
+                    return str, "text"
+                if self.small and not self.point:
+                    return "float64", "Int64"
+            return "float64", merged
+        if pd.api.types.is_bool_dtype(merged):
+            return None, merged
+        if self.boolish and pd.api.types.is_object_dtype(merged):
+            return None, merged  # True/False with blanks: Python booleans
+        return str, "text"
+
+
+def _iter_csv(path: Path, chunk_rows: int, empty_ok: bool) -> Iterator[pd.DataFrame]:
+    sep, decimal, header = _sniff(path)
+    _check_header(path, [h.strip() for h in header] if sep != "," else header)
+    names = list(pd.read_csv(path, sep=sep, decimal=decimal, nrows=0).columns)
+    if sep == "," and len(names) == 1 and any(d in str(names[0]) for d in CSV_SEPARATORS[1:]):
+        yield read_table(path, empty_ok=empty_ok)  # its error
+        return
+    facts = {c: _CsvFacts({}, _DateFacts()) for c in names}
+    rows = 0
+    typed_chunks = pd.read_csv(path, sep=sep, decimal=decimal, chunksize=chunk_rows, **_ROUND_TRIP)
+    raw_chunks = pd.read_csv(path, sep=sep, decimal=decimal, chunksize=chunk_rows, dtype=str)
+    with typed_chunks, raw_chunks:
+        for typed, raw in zip(typed_chunks, raw_chunks, strict=True):
+            rows += len(typed)
+            for col in names:
+                facts[col].update(typed[col], raw[col])
+    if rows == 0:
+        yield read_table(path, empty_ok=empty_ok)
+        return
+    if sep != ",":
+        mark = " and ',' as the decimal mark" if decimal == "," else ""
+        shown = "a tab" if sep == "\t" else repr(sep)
+        warnings.warn(
+            f"{path}: read with {shown} as the separator{mark} ({len(names)} columns)",
+            DataNote,
+            stacklevel=3,
+        )
+    plans = {c: f.plan() for c, f in facts.items()}
+    dates = {c: facts[c].dates.final() for c, (_, kind) in plans.items() if kind == "text"}
+    _note_utc(path, {c: d for c, d in dates.items() if d is not None})
+    read_as = {c: how for c, (how, _) in plans.items() if how is not None}
+    with pd.read_csv(
+        path, sep=sep, decimal=decimal, chunksize=chunk_rows, dtype=read_as, **_ROUND_TRIP
+    ) as chunks:
+        for chunk in chunks:
+            for col, (_, kind) in plans.items():
+                if kind == "text":
+                    date = dates[col]
+                    if date is not None:
+                        chunk[col] = _as_dates(chunk[col], *date)
+                elif chunk[col].dtype != kind:
+                    chunk[col] = chunk[col].astype(kind)
+            chunk.columns = _empty_names(list(chunk.columns), header)
+            yield chunk
+
+
+def _note_utc(path: Path, dates: Mapping[Any, tuple[bool, Any]]) -> None:
+    for col, (utc, _) in dates.items():
+        if utc:
+            warnings.warn(
+                f"{path}: column {col!r} has date-times with several UTC "
+                "offsets (summer time?); they are read, and written back, in UTC",
+                DataNote,
+                stacklevel=4,
+            )
+
+
+def _iter_parquet(path: Path, chunk_rows: int, empty_ok: bool) -> Iterator[pd.DataFrame]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    _check_header(path, _parquet_names(path))
+    pf = pq.ParquetFile(path)
+    base = pf.schema_arrow.empty_table().to_pandas()
+    if pf.metadata.num_rows == 0 or base.shape[1] == 0:
+        yield read_table(path, empty_ok=empty_ok)  # its table of no rows, or its error
+        return
+    # what a batch alone would give otherwise: integers and booleans with nulls
+    # elsewhere, date texts, a category first met in a later batch
+    nulls = {
+        c: False
+        for c in base.columns
+        if isinstance(base[c].dtype, np.dtype) and base[c].dtype.kind in "iub"
+    }
+    texts = {
+        c: _DateFacts()
+        for c in base.columns
+        if pd.api.types.is_string_dtype(base[c].dtype) and c in pf.schema_arrow.names
+    }
+    categories: dict[Any, list[Any]] = {
+        c: [] for c in base.columns if isinstance(base[c].dtype, pd.CategoricalDtype)
+    }
+    wanted = [c for c in [*nulls, *texts, *categories] if c in pf.schema_arrow.names]
+    if wanted:
+        for batch in pf.iter_batches(batch_size=chunk_rows, columns=wanted):
+            frame = pa.Table.from_batches([batch]).to_pandas()
+            for c in nulls:
+                nulls[c] |= bool(frame[c].isna().any())
+            for c, facts in texts.items():
+                facts.update(frame[c])
+            for c, seen in categories.items():
+                known = set(seen)
+                seen.extend(v for v in frame[c].cat.categories if v not in known)
+    dates = {c: d for c, f in texts.items() if (d := f.final()) is not None}
+    _note_utc(path, dates)
+    start = 0
+    for batch in pf.iter_batches(batch_size=chunk_rows):
+        chunk = pa.Table.from_batches([batch]).to_pandas()
+        for c, has_nulls in nulls.items():
+            if has_nulls:  # as pyarrow gives the whole column: floats, or objects
+                chunk[c] = chunk[c].astype(object if base[c].dtype == bool else "float64")
+        for c, (utc, dtype) in dates.items():
+            chunk[c] = _as_dates(chunk[c], utc, dtype)
+        for c, seen in categories.items():
+            chunk[c] = chunk[c].cat.set_categories(seen)
+        if isinstance(chunk.index, pd.RangeIndex) and chunk.index.start == 0:
+            chunk.index = pd.RangeIndex(start, start + len(chunk))
+        start += len(chunk)
+        yield chunk
 
 
 def find_duplicate_files(

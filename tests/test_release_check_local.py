@@ -114,3 +114,59 @@ def test_fits_federate_local_prints_the_release_check_of_fits_synthesize(tmp_pat
     assert lines[0].startswith("exact copies: ") and lines[1].startswith("distance to closest")
     assert any("exact copies of real rows" in w for w in warnings), warnings
     assert said["local"] == said["synthesize"]  # the same table: the same words
+
+
+def test_the_written_table_is_read_back_in_chunks(tmp_path, monkeypatch, capsys):
+    """The check reads the written table chunk by chunk (never whole: memory is one
+    chunk), with the counts of the whole table read at once, even where a chunk alone
+    would parse a column otherwise: integers first and a decimal later, blanks only
+    later, codes with leading zeros later, booleans with a blank later."""
+    import fits.io
+    from fits.cli import release
+    from fits.evaluation.copies import ReleaseCheck
+    from fits.io import read_table
+
+    real = tmp_path / "real.csv"
+    real.write_text(
+        "code,flag,x,n\n0125,True,4.5,1\n12,False,2,2\n13,True,3,\n14,,1,4\n", encoding="utf-8"
+    )
+    out = tmp_path / "o.csv"
+    lines = ["code,flag,x,n"] + ["12,False,2,2", "13,True,3,3", "14,False,1,4"] * 3
+    lines += ["0125,True,4.5,1", "13,,3,", "0125,True,4.5,1", "14,,1,4"]
+    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    tables = {"a": read_table(real)}
+    kinds = {"code": "nominal", "flag": "nominal", "x": "continuous", "n": "continuous"}
+
+    whole = ReleaseCheck(tables, kinds, max_rows=release.RELEASE_CHECK_ROWS, seed=0)
+    whole.update(read_table(out))
+    expected = whole.result()
+    assert expected.copies == 6  # 12,False,2,2 thrice, 0125 twice, 14 with a blank flag
+
+    sizes: list[int] = []
+    seen: list[ReleaseCheck] = []
+    update = ReleaseCheck.update
+
+    def spy(self: ReleaseCheck, chunk: pd.DataFrame) -> None:
+        sizes.append(len(chunk))
+        seen.append(self)
+        update(self, chunk)
+
+    def whole_read(path, *args, **kwargs):
+        assert Path(path) != out, "the written table is read whole"
+        return read_table(path, *args, **kwargs)
+
+    monkeypatch.setattr(ReleaseCheck, "update", spy)
+    monkeypatch.setattr(fits.io, "read_table", whole_read)
+    monkeypatch.setattr(release, "CHECK_CHUNK_ROWS", 3)
+    release.check_written_table(tables, kinds, out, 0)
+    got = capsys.readouterr()
+    assert "exact-copy check failed" not in got.err
+    assert sizes == [3, 3, 3, 3, 1] and sum(sizes) == len(lines) - 1
+    result = seen[0].result()
+    assert (result.copies, result.copies_by_site, result.n_synthetic) == (
+        expected.copies,
+        expected.copies_by_site,
+        expected.n_synthetic,
+    )
+    np.testing.assert_array_equal(result.synthetic_dcr, expected.synthetic_dcr)
+    assert got.out.splitlines()[0] == expected.summary().splitlines()[0]
