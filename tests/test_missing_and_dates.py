@@ -104,6 +104,43 @@ def test_timezones_are_restored():
     assert out["when"].between(t["when"].min(), t["when"].max()).all()
 
 
+def test_sites_in_different_time_zones_are_written_in_utc(tmp_path):
+    """Two sites in one time zone, one holding winter times only (+01:00 in its CSV file)
+    and the other summer and winter (read in UTC), or sites in two zones: the values
+    are instants, so they are modelled as such and written back in UTC with a note
+    (they were refused: 'different time zones at different clients'); a site without a
+    time zone next to one with is still refused, saying so."""
+    from conftest import fits_in_process
+
+    rng = np.random.default_rng(4)
+    start = pd.Timestamp("2024-01-01", tz="Europe/Berlin")
+    winter = start + pd.to_timedelta(rng.integers(0, 86400 * 60, 80), unit="s")
+    year = start + pd.to_timedelta(rng.integers(0, 86400 * 360, 80), unit="s")
+    files = [tmp_path / "winter.csv", tmp_path / "year.csv"]
+    for path, when in zip(files, (winter, year), strict=True):
+        pd.DataFrame({"when": when, "v": rng.normal(size=80)}).to_csv(path, index=False)
+    out = tmp_path / "out.csv"
+    res = fits_in_process("synthesize", *files, "--rows", "50", "--out", out, "--quiet")
+    assert res.returncode == 0, res.stderr
+    assert "different time zones at different clients (winter: UTC+01:00; year: UTC)" in (
+        res.stderr
+    )
+    back = pd.read_csv(out)["when"]
+    assert back.str.endswith("+00:00").all()
+    lo, hi = min(winter.min(), year.min()), max(winter.max(), year.max())
+    assert pd.to_datetime(back, utc=True).between(lo, hi).all()
+    # named zones at two sites: UTC, and the instants' range (Python API)
+    a = pd.DataFrame({"when": winter, "v": rng.normal(size=80)})
+    b = pd.DataFrame({"when": year.tz_convert("America/New_York"), "v": rng.normal(size=80)})
+    with pytest.warns(DataNote, match="Europe/Berlin; client 2: America/New_York"):
+        synth = FITSSynthesizer(seed=0).fit([a, b])
+    assert synth.schema_["when"].tz == "UTC"
+    got = synth.sample(60)["when"]
+    assert str(got.dt.tz) == "UTC" and got.between(lo, hi).all()
+    with pytest.raises(SchemaError, match="a time zone at some clients and none at others"):
+        FITSSynthesizer(seed=0).fit([a, b.assign(when=b["when"].dt.tz_localize(None))])
+
+
 def test_integer_column_with_missing_values_stays_integer():
     rng = np.random.default_rng(2)
     v = pd.array(rng.integers(0, 1000, 600), dtype="Int64")

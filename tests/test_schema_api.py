@@ -78,7 +78,8 @@ def test_datetime_columns_that_differ_between_sites_name_each_site():
     with pytest.raises(SchemaError) as err:
         Schema.detect(frames)
     assert "(paris: UTC+02:00; london: UTC; local: none (local times))" in str(err.value)
-    assert "same time zone or UTC offset at every site" in str(err.value)
+    assert "a time zone at some clients and none at others" in str(err.value)
+    assert "with a time zone or UTC offset at every site" in str(err.value)
     frames = {"local": frames["local"], "days": pd.DataFrame({"x": x, "t": np.arange(10)})}
     with pytest.raises(SchemaError, match=r"not at others \(local: datetime; days: int\)"):
         Schema.detect(frames)

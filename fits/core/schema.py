@@ -2091,15 +2091,27 @@ def _merge_datetime(
             "make its type the same everywhere"
         )
     tzs = {i.get("tz") for i in infos}
-    if len(tzs) > 1:
-        each = "; ".join(
-            f"{c}: {i.get('tz') or 'none (local times)'}"
-            for c, i in zip(clients, infos, strict=True)
-        )
+    each = "; ".join(
+        f"{c}: {i.get('tz') or 'none (local times)'}" for c, i in zip(clients, infos, strict=True)
+    )
+    if len(tzs) > 1 and None in tzs:
         raise SchemaError(
-            f"column {name!r} has different time zones at different clients ({each}); write "
-            "its values with the same time zone or UTC offset at every site (e.g. all in "
+            f"column {name!r} has a time zone at some clients and none at others ({each}); "
+            "write its values with a time zone or UTC offset at every site (e.g. all in "
             "UTC: a trailing Z or +00:00), or with none at any"
+        )
+    date_only = all(i.get("date_only") for i in infos)
+    resolution = _finest_resolution(infos)
+    if len(tzs) > 1:  # instants all (seconds since 1970 UTC): one clock for the output, UTC
+        # each site judged its precision on its own clock; UTC offsets are whole minutes,
+        # so a local date or whole hour need not be one in UTC (+05:30)
+        if date_only or resolution == "h":
+            date_only, resolution = False, "min"
+        warnings.warn(
+            f"column {name!r} has different time zones at different clients ({each}); its "
+            "values are modelled as the instants they are and written back in UTC",
+            DataNote,
+            stacklevel=4,
         )
     return ColumnSpec(
         name,
@@ -2107,9 +2119,9 @@ def _merge_datetime(
         "datetime",
         lower=min(float(i["min"]) for i in infos),
         upper=max(float(i["max"]) for i in infos),
-        tz=tzs.pop(),
-        date_only=all(i.get("date_only") for i in infos),
-        resolution=_finest_resolution(infos),
+        tz="UTC" if len(tzs) > 1 else tzs.pop(),
+        date_only=date_only,
+        resolution=resolution,
     )
 
 
