@@ -1,6 +1,7 @@
 """``--known FILE`` (conditional sampling) of ``fits synthesize`` and ``fits federate
 local``: the file read, and its header checked against the site tables' header, before
-the fit (which takes minutes on a real table) rather than after it.
+the fit (which takes minutes on a real table) rather than after it, by the checks the
+Flower ServerApp runs too (:mod:`fits.known`), a refusal being an exit here.
 
 What needs the fitted schema stays with the fit: the values (a category the sites do
 not have, a number outside the real range), and, unless ``--no-rules``, whether the
@@ -10,13 +11,12 @@ between them, or take one out of the chain).
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pandas as pd
 
-from fits.core.names import ColumnNameError, header_for, show_columns
+from fits.core.names import header_for
 
 from .errors import fail
 
@@ -56,70 +56,21 @@ def read_known(
     no rule can change it), columns that are not its first (exit 2, with the
     ``--order`` that puts them first).
     """
-    from fits.io import DataFileError, check_suffix, read_table
+    from fits.known import KnownTableError, check_known_columns, read_known_table
 
-    where = f"--known {str(path)!r}"
     try:
-        check_suffix(path, "--known table")
-    except DataFileError as exc:
-        fail(str(exc), 2)
-    try:
-        table = read_table(path, empty_ok=True)
-    except DataFileError as exc:
-        fail(f"--known {exc}")  # the message names the file
-    names = [str(c) for c in table.columns]
-    try:
-        headers = [header_for(n, columns, where, "the site tables") for n in names]
-    except ColumnNameError as exc:
-        fail(str(exc))
-    missing = [n for n, h in zip(names, headers, strict=True) if h is None]
-    left_out = [n for n in missing if any(n.strip() == str(d).strip() for d in dropped)]
-    if left_out:
-        fail(
-            f"{where}: column(s) {left_out} are left out by --drop, so they cannot be "
-            "given; leave them out of the file, or do not --drop them",
-            2,
+        table = read_known_table(path)
+        check_known_columns(
+            path,
+            [str(c) for c in table.columns],
+            columns,
+            dropped=dropped,
+            kinds=kinds,
+            identifiers=identifiers,
+            chain=chain,
         )
-    if missing:
-        fail(
-            f"{where}: the table has column(s) {missing} that the site tables do not have "
-            f"(their columns: {show_columns(map(str, columns))}); leave them out of the "
-            "file, or name them as the site tables do"
-        )
-    given = [h for h in headers if h is not None]
-    twice = sorted({h for h in given if given.count(h) > 1})
-    if twice:
-        fail(
-            f"{where}: the table names column(s) {twice} more than once (its header: "
-            f"{show_columns(names)}); keep one of each"
-        )
-    ids = {header_for(c, columns, "--kind") or c for c, k in (kinds or {}).items() if k == "id"}
-    ids |= set(identifiers)
-    for name in given:
-        if name in ids:
-            fail(
-                f"{where}: column {name!r} is an identifier (kind id): the output holds "
-                "fresh surrogate values for it, not modelled ones, so it cannot be given; "
-                "leave it out of the file"
-            )
-    modelled = [c for c in columns if c not in ids]
-    if set(modelled) <= set(given):
-        fail(
-            f"{where}: the table gives every column ({show_columns(modelled)}), so nothing "
-            "is left to draw (the output would be the file itself); leave out the columns "
-            "to draw"
-        )
-    if chain is not None:
-        first = list(chain[: len(given)])
-        if set(first) != set(given):
-            order = [*given, *(c for c in chain if c not in given)]
-            fail(
-                f"{where}: its columns {given} are not the first columns of the chain "
-                f"({', '.join(chain)}): the chain draws each column given the ones before "
-                f"it, so only its first {len(given)} column(s) {first} can be given "
-                f"exactly. Put them first with --order {shlex.quote(','.join(order))}",
-                2,
-            )
+    except KnownTableError as exc:
+        fail(str(exc), exc.exit_code)
     return table
 
 

@@ -29,6 +29,7 @@ from flwr.serverapp import Grid, ServerApp
 
 from fits.core.schema import Schema
 from fits.deploy.flower import SITE_MEMORY_BUDGET, FlowerTransport, run_coordinator
+from fits.federation.protocol import Message
 from fits.synthesizer import FITSSynthesizer
 
 __all__ = ["server_app", "synthesize", "analyze", "read_schema", "run_synthesis", "run_task"]
@@ -85,10 +86,14 @@ def synthesize(transport: FlowerTransport, cfg: Mapping[str, Any]) -> Path:
     known = None
     rows = int(cfg["rows"])
     if cfg.get("known"):  # conditional sampling: one row per row of the known table
-        from fits.io import known_decimal_types, read_table
+        from fits.io import known_decimal_types
+        from fits.known import read_known_table
 
-        known = read_table(cfg["known"], empty_ok=True)  # no rows: the header alone
+        # read before any round (no rows: the header alone); its header is checked on
+        # the sites' first replies, before the rounds of the fit
+        known = read_known_table(cfg["known"])
         rows = int(known.shape[0])
+        transport.observers.append(_known_header_check(cfg, known, schema))
     synth.fit(transport, rows=rows)  # rows declared at configure: one round less
     if not cfg["batch_size"]:  # each site is its own machine: budget per site
         synth.coordinator.batch_size = int(
@@ -123,6 +128,57 @@ def synthesize(transport: FlowerTransport, cfg: Mapping[str, Any]) -> Path:
     }
     print(json.dumps(summary))  # noqa: T201 - shows in the ServerApp's log (flwr log)
     return path
+
+
+def _known_header_check(
+    cfg: Mapping[str, Any], known: pd.DataFrame, schema: Schema | None
+) -> Callable[[int, Message, Message], None]:
+    """A transport observer that checks the known table's header against the site
+    tables' header (:func:`fits.known.check_known_columns`, as ``fits synthesize
+    --known`` checks it before its fit) on the first setup reply, where the header is
+    first known: a refusal stops the run before rule detection, configure and the other
+    rounds of the fit.  The columns the run config's ``drop`` leaves out, its ``id``
+    kinds and the schema file's identifiers are refused as there; with ``rules`` off and
+    no schema file, the chain is known now, and the columns must be its first."""
+    from fits.core.names import ColumnNameError, header_for, match_columns
+    from fits.known import check_known_columns
+
+    done = False
+
+    def check(k: int, request: Message, reply: Message) -> None:
+        nonlocal done
+        if done or request.type != "setup":
+            return
+        done = True
+        description = json.loads(str(reply.config["description"]))
+        columns = [str(c) for c in description["order"]]  # the site's, less its drop
+        ids = list(schema.unmodelled) if schema is not None else []
+        chain = None
+        if not cfg.get("rules", True) and schema is None:
+            try:
+                chain = match_columns(cfg["order"], columns, "order") if cfg["order"] else columns
+                declared = {
+                    header_for(c, columns, "kinds") or c
+                    for c, kind in cfg["kinds"].items()
+                    if kind == "id"
+                }
+            except ColumnNameError:  # the setup round says what is wrong with them
+                chain, declared = None, set()
+            if chain is not None and sorted(chain) == sorted(columns):  # a whole order
+                chain = [c for c in chain if c not in ids and c not in declared]
+            else:
+                chain = None
+        check_known_columns(
+            cfg["known"],
+            [str(c) for c in known.columns],
+            columns,
+            dropped=cfg.get("drop") or [],
+            kinds=cfg["kinds"],
+            identifiers=ids,
+            chain=chain,
+        )
+
+    return check
 
 
 def _complete(

@@ -1,0 +1,156 @@
+"""A table of known values (conditional sampling): ``fits synthesize --known``,
+``fits federate local --known`` and the Flower ServerApp's run config ``known``.
+
+The file is read, and its header checked against the site tables' header, before the
+fit (which takes minutes on a real table) rather than after it: :func:`read_known_table`
+reads it, :func:`check_known_columns` checks its columns.  The command line reads the
+site tables' header itself; the ServerApp learns it from the sites' first (setup)
+replies and checks there, before any further round.  Both say the same words.
+
+What needs the fitted schema stays with the fit: the values (a category the sites do
+not have, a number outside the real range), and, unless rules are off, whether the
+known columns are the chain's first (an exact rule found at setup may set a column
+between them, or take one out of the chain).
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from fits.core.names import ColumnNameError, header_for, show_columns
+
+__all__ = ["KnownTableError", "check_known_columns", "read_known_table"]
+
+
+class KnownTableError(ValueError):
+    """A known table fits refuses; the message names the file (``--known 'PATH'``), the
+    column and the fix.  ``usage``: a usage error (exit 2: the file's type, a column
+    ``--drop`` leaves out, columns that are not the chain's first), else a data error
+    (exit 1)."""
+
+    def __init__(self, message: str, *, usage: bool = False) -> None:
+        super().__init__(message)
+        self.usage = usage
+
+    @property
+    def exit_code(self) -> int:
+        """The command line's exit code for it: 2 (usage) or 1 (data)."""
+        return 2 if self.usage else 1
+
+
+def read_known_table(path: str | Path) -> pd.DataFrame:
+    """The known table at ``path``, read whole (:func:`fits.io.read_table`; a table of
+    no rows included: its output is the header alone).
+
+    Raises
+    ------
+    KnownTableError
+        No such file, a folder, an unknown file type (usage), or a file fits cannot
+        read (data); the message names the file.
+    """
+    from fits.io import DataFileError, check_suffix, read_table
+
+    path = Path(path)
+    if path.is_dir():
+        raise KnownTableError(f"--known {str(path)!r} is a directory, not a file", usage=True)
+    if not path.exists():
+        raise KnownTableError(f"--known {str(path)!r}: no such file", usage=True)
+    try:
+        check_suffix(path, "--known table")
+    except DataFileError as exc:
+        raise KnownTableError(str(exc), usage=True) from None
+    try:
+        return read_table(path, empty_ok=True)
+    except DataFileError as exc:
+        raise KnownTableError(f"--known {exc}") from None  # the message names the file
+
+
+def check_known_columns(
+    path: str | Path,
+    names: Sequence[str],
+    columns: Sequence[str],
+    *,
+    dropped: Sequence[str] = (),
+    kinds: Mapping[str, str] | None = None,
+    identifiers: Sequence[str] = (),
+    chain: Sequence[str] | None = None,
+) -> list[str]:
+    """Check the header ``names`` of the known table at ``path`` against ``columns``
+    (the site tables' columns, less those ``--drop`` left out, named in ``dropped``).
+
+    Refused: a column the site tables do not have, or that ``--drop`` leaves out
+    (usage), a column named twice, an identifier (kind ``id`` in ``kinds`` or
+    ``identifiers``), every column of the table (nothing left to draw); with ``chain``
+    (the chain order, known before the fit when no rule can change it), columns that
+    are not its first (usage, with the ``--order`` that puts them first).
+
+    Returns
+    -------
+    list of str
+        The site tables' headers the names stand for (a name may stand for its header
+        with surrounding spaces), in the table's order.
+
+    Raises
+    ------
+    KnownTableError
+        As above, the message naming the file, the column(s) and the fix.
+    """
+    where = f"--known {str(path)!r}"
+    names = [str(n) for n in names]
+    try:
+        headers = [header_for(n, columns, where, "the site tables") for n in names]
+    except ColumnNameError as exc:
+        raise KnownTableError(str(exc)) from None
+    missing = [n for n, h in zip(names, headers, strict=True) if h is None]
+    left_out = [n for n in missing if any(n.strip() == str(d).strip() for d in dropped)]
+    if left_out:
+        raise KnownTableError(
+            f"{where}: column(s) {left_out} are left out by --drop, so they cannot be "
+            "given; leave them out of the file, or do not --drop them",
+            usage=True,
+        )
+    if missing:
+        raise KnownTableError(
+            f"{where}: the table has column(s) {missing} that the site tables do not have "
+            f"(their columns: {show_columns(map(str, columns))}); leave them out of the "
+            "file, or name them as the site tables do"
+        )
+    given = [h for h in headers if h is not None]
+    twice = sorted({h for h in given if given.count(h) > 1})
+    if twice:
+        raise KnownTableError(
+            f"{where}: the table names column(s) {twice} more than once (its header: "
+            f"{show_columns(names)}); keep one of each"
+        )
+    ids = {header_for(c, columns, "--kind") or c for c, k in (kinds or {}).items() if k == "id"}
+    ids |= set(identifiers)
+    for name in given:
+        if name in ids:
+            raise KnownTableError(
+                f"{where}: column {name!r} is an identifier (kind id): the output holds "
+                "fresh surrogate values for it, not modelled ones, so it cannot be given; "
+                "leave it out of the file"
+            )
+    modelled = [c for c in columns if c not in ids]
+    if set(modelled) <= set(given):
+        raise KnownTableError(
+            f"{where}: the table gives every column ({show_columns(modelled)}), so nothing "
+            "is left to draw (the output would be the file itself); leave out the columns "
+            "to draw"
+        )
+    if chain is not None:
+        first = list(chain[: len(given)])
+        if set(first) != set(given):
+            order = [*given, *(c for c in chain if c not in given)]
+            raise KnownTableError(
+                f"{where}: its columns {given} are not the first columns of the chain "
+                f"({', '.join(chain)}): the chain draws each column given the ones before "
+                f"it, so only its first {len(given)} column(s) {first} can be given "
+                f"exactly. Put them first with --order {shlex.quote(','.join(order))}",
+                usage=True,
+            )
+    return given
