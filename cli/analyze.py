@@ -91,6 +91,8 @@ def _glm_spec(opts: AnalyzeOptions) -> dict[str, Any]:
         "tau1": opts.tau1 if opts.tau1 is not None else DEFAULT_TAU1,
         **iterations,
     }
+    if opts.extra.get("check_separation") is not None:
+        options["check_separation"] = opts.extra["check_separation"]
     return {"method": opts.method, "options": options}
 
 
@@ -116,7 +118,11 @@ def _check_fedlsa(opts: AnalyzeOptions) -> None:
         raise typer.BadParameter(
             f"FedLSA fits a linear regression, not {opts.family!r}", param_hint="--family"
         )
-    unused = {"--clip": opts.clip, "--tau1": opts.tau1}
+    unused = {
+        "--clip": opts.clip,
+        "--tau1": opts.tau1,
+        "--check-separation": opts.extra.get("check_separation"),
+    }
     unused.update({f"--{k.lower()}": v for k, v in opts.iterations.items() if k in ("K1", "K2")})
     unused["--iterations"] = opts.iterations.get("K")
     for name, value in unused.items():
@@ -302,6 +308,16 @@ def analyze(
     round_timeout: Annotated[
         float, typer.Option("--round-timeout", help="--flower: seconds a round may take.")
     ] = 600.0,
+    check_separation: Annotated[
+        bool | None,
+        typer.Option(
+            "--check-separation/--no-check-separation",
+            help="Logistic, Poisson: one more round in which each site sends per class the "
+            "extremes of each feature and of the fitted predictor, to warn of separation "
+            "(default: on without --mu/--epsilon; with them it is outside the guarantee).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Fit a model directly across the site tables, optionally differentially private.
 
@@ -351,6 +367,7 @@ def analyze(
             "sampling": sampling,
             "regime": regime,
             "multipliers": multipliers,
+            "check_separation": check_separation,
         },
     )
     if method == "fedhybrid":  # FedHybrid's steps are eta1 / eta2
@@ -383,18 +400,22 @@ def analyze(
             _echo_warnings(caught)
             _fail(f"{type(exc).__name__}: {exc}")
         write_text(json.dumps(result, indent=2), out)
-    _echo_warnings(caught)
+    _echo_warnings(caught, summarized=True)
     typer.echo(summary)
     typer.echo(f"result: {out}")
 
 
-def _echo_warnings(caught: list[Any]) -> None:
+def _echo_warnings(caught: list[Any], *, summarized: bool = False) -> None:
     """The warnings of a run on stderr as ``note: ...`` (what fits inferred reading a
-    table) or ``warning: ...``, each once, without Python's file and source line."""
+    table) or ``warning: ...``, each once, without Python's file and source line
+    (``summarized``: not a GLM's own warnings, which its summary ends with)."""
+    from fits.analysis.glm import GLMWarning
     from fits.core.schema import DataNote
 
     seen: set[str] = set()
     for w in caught:
+        if summarized and issubclass(w.category, GLMWarning):
+            continue
         label = "note" if issubclass(w.category, DataNote) else "warning"
         line = f"{label}: {w.message}"
         if line not in seen:

@@ -41,7 +41,10 @@ the paper leaves open (the clipping bound, tau1, odd site sizes, the FedAvg step
 Messages (:mod:`fits.federation.protocol`): ``setup`` and ``moments`` (the design,
 :mod:`fits.analysis.design`), then ``glm_configure``, ``glm_clip`` (the paper's
 data-driven clipping bound), ``glm_gradient`` (one noisy mean gradient), ``glm_local``
-(a site's noisy local descent) and ``glm_newton`` (the noisy local Newton step).  Each
+(a site's noisy local descent), ``glm_newton`` (the noisy local Newton step) and
+``glm_check`` (the separation check).  The ``glm_configure`` reply carries each site's
+design null space, from which the coordinator refuses a design collinear across the
+sites before any fitting round (``docs/analysis.md``, "Ill-posed data").  Each
 site draws its noise from its own generator, seeded when the site is built (never by
 a message: a server that knew a site's seed could subtract its noise), and refuses
 any release beyond the plan it was configured with, so the server cannot spend more
@@ -53,6 +56,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -62,6 +66,7 @@ import pandas as pd
 from scipy.special import expit, gammaln
 
 from fits.analysis.design import (
+    INTERCEPT,
     DesignBuilder,
     DesignError,
     DesignSite,
@@ -81,6 +86,9 @@ __all__ = [
     "FAMILIES",
     "METHODS",
     "GLMResults",
+    "GLMWarning",
+    "LocalSingularityWarning",
+    "SeparationWarning",
     "BatchTransport",
     "GLMSite",
     "GLMSiteBatch",
@@ -106,6 +114,25 @@ DEFAULT_TAU1 = 0.1
 #: The paper's clipping rule (sec. 4.1): B = max over sites of this quantile of the
 #: per-row gradient norms at theta = 0.
 CLIP_QUANTILE = 0.9
+#: A site's design has a null direction where an eigenvalue of its X'X / n is at most
+#: this fraction of the largest (the standardized columns make the scales comparable).
+NULL_TOL = 1e-10
+
+
+class GLMWarning(UserWarning):
+    """A federated GLM fit ran, but its coefficients need care (the message says why)."""
+
+
+class SeparationWarning(GLMWarning):
+    """Logistic (or Poisson) data with complete or quasi-complete separation: the
+    maximum-likelihood estimate does not exist, and the coefficients grow without bound
+    with the iterations (statsmodels' ``PerfectSeparationWarning``)."""
+
+
+class LocalSingularityWarning(GLMWarning):
+    """Every site's own design is rank deficient (e.g. a feature constant within each
+    site) though the pooled one is not: FedNewton's local Newton steps cannot move the
+    coefficients along those directions."""
 
 
 # ---------------------------------------------------------------------- families
@@ -235,6 +262,34 @@ def site_newton_step(
     return np.einsum("...pq,...q->...p", vecs, coords)
 
 
+def null_projector(x: np.ndarray) -> np.ndarray:
+    """The projector onto the null space of a site's design ``x`` (n, p): zeros when
+    ``x`` has full column rank, and zeros when the site has fewer than p rows (its
+    design is then rank deficient whatever the data, and its null space would tell
+    the span of its few rows; the coordinator leaves such a site out of the check)."""
+    n, p = x.shape
+    if n < p:
+        return np.zeros((p, p))
+    vals, vecs = np.linalg.eigh(x.T @ x / n)
+    v = vecs[:, vals <= NULL_TOL * max(float(vals[-1]), np.finfo(float).tiny)]
+    return v @ v.T
+
+
+def class_extremes(
+    family: str, x: np.ndarray, y: np.ndarray, theta: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The ``glm_check`` reply: per class (row 0: y = 0; row 1: y = 1, Poisson y > 0)
+    the least and the greatest value of each design column and of x'theta (p + 1
+    columns); +inf / -inf for a class without rows at the site."""
+    z = np.column_stack([x, x @ theta])
+    lo = np.full((2, z.shape[1]), np.inf)
+    hi = np.full((2, z.shape[1]), -np.inf)
+    for k, rows in enumerate((y == 0, y > 0)):
+        if rows.any():
+            lo[k], hi[k] = z[rows].min(axis=0), z[rows].max(axis=0)
+    return lo, hi
+
+
 # ---------------------------------------------------------------------- noise scales
 def noise_scales(
     method: str, settings: Mapping[str, float], clip: float, mu: float, n_rows: int, tau1: float
@@ -330,6 +385,7 @@ class GLMSite(DesignSite):
             "glm_gradient": self._gradient,
             "glm_local": self._local,
             "glm_newton": self._newton,
+            "glm_check": self._check,
         }
 
     # -------------------------------------------------------------- configure
@@ -353,9 +409,20 @@ class GLMSite(DesignSite):
             for part, idx in (("first", perm[:half]), ("second", perm[half:])):
                 self._parts[part] = (np.ascontiguousarray(x[idx]), y[idx], xnorm[idx], len(idx))
         self.releases_left = _release_plan(self.method, self.settings)
+        if int(msg.config.get("separation_check", 0)):
+            self.releases_left["check"] = 1
         self._clip_fixed = False
         self.noise_log = {k: [] for k in self.releases_left}
-        return Message("glm_configure", {"n_rows": np.array([self.n_rows], dtype=np.int64)})
+        reply = {"n_rows": np.array([self.n_rows], dtype=np.int64)}
+        p = int(msg.config.get("null_space", 0))
+        if p > 0:
+            if p != x.shape[1]:
+                raise ProtocolError(
+                    f"{self.name}: the site's design has {x.shape[1]} columns, the "
+                    f"coordinator fits {p}"
+                )
+            reply["null"] = null_projector(x)
+        return Message("glm_configure", reply)
 
     def _parts_names(self) -> list[str]:
         return list(self._parts)
@@ -487,6 +554,21 @@ class GLMSite(DesignSite):
         floor = self.tau1 if self.mu is not None else None
         step = site_newton_step(self.family, x1, n1, g2, theta, floor)
         return Message("glm_newton", {"theta": theta - step + self._noise("newton", theta.size)})
+
+    def _check(self, msg: Message) -> Message:
+        """The separation check (once, if the plan it was configured with has it):
+        per class, the extremes of each design column and of x'theta."""
+        if self.releases_left.get("check", 0) <= 0:
+            raise ProtocolError(
+                f"{self.name}: no separation check in the plan it was configured with"
+            )
+        if self.family == "linear":
+            raise ProtocolError(f"{self.name}: the separation check is for logistic and poisson")
+        self.releases_left["check"] -= 1
+        x, y, _, _ = self._data()
+        theta = np.asarray(msg.arrays["theta"], dtype=np.float64)
+        lo, hi = class_extremes(self.family, x, y, theta)
+        return Message("glm_check", {"lo": lo, "hi": hi})
 
 
 class GLMSiteBatch:
@@ -636,6 +718,176 @@ METHODS: dict[str, Callable[[_Run, np.ndarray, Mapping[str, float]], np.ndarray]
 }
 
 
+# ---------------------------------------------------------------------- design checks
+def _source(spec: DesignSpec, column: str) -> str:
+    """The table column a design column comes from (``"g=b"`` -> ``"g"``)."""
+    for name, levels in spec.nominal.items():
+        if column in [f"{name}={'<missing>' if v is None else v}" for v in levels[1:]]:
+            return name
+    return column
+
+
+def _relations(basis: np.ndarray, tol: float = 1e-8) -> list[tuple[list[int], int]]:
+    """A basis (p, d) of null vectors in reduced row echelon form, pivots on the last
+    columns: per relation, the design columns it involves and its pivot.  Leaving out
+    the pivot columns leaves a design of full rank (every null vector has a non-zero
+    entry at some pivot)."""
+    a = basis.T[:, ::-1].copy()
+    d, p = a.shape
+    out, row = [], 0
+    for col in range(p):
+        if row == d:
+            break
+        k = row + int(np.argmax(np.abs(a[row:, col])))
+        if abs(a[k, col]) <= tol:
+            continue
+        a[[row, k]] = a[[k, row]]
+        a[row] /= a[row, col]
+        for r in range(d):
+            if r != row:
+                a[r] -= a[r, col] * a[row]
+        row += 1
+    for r in range(row):
+        nz = np.flatnonzero(np.abs(a[r]) > tol * np.abs(a[r]).max())
+        involved = sorted(p - 1 - j for j in nz)
+        out.append((involved, p - 1 - int(nz[0])))
+    return out
+
+
+def _rank_check(
+    nulls: Sequence[np.ndarray],
+    n_rows: np.ndarray,
+    spec: DesignSpec,
+    method: str,
+    sites: Sequence[str],
+) -> list[str]:
+    """Collinearity from the sites' null-space projectors (``glm_configure``): an error
+    when the pooled design is rank deficient (a null direction shared by every site
+    with at least p rows); for FedNewton a warning when every site's design is rank
+    deficient but the pooled one is not.  Returns the warnings' texts."""
+    names = spec.feature_names
+    p = len(names)
+    used = [k for k, n in enumerate(n_rows) if n >= p]
+    if not used:
+        return []
+    total = np.sum([nulls[k] for k in used], axis=0)
+    vals, vecs = np.linalg.eigh(total)
+    common = vecs[:, vals >= len(used) * (1.0 - 1e-8)]
+    if common.shape[1]:
+        parts, drop = [], []
+        for involved, pivot in _relations(common):
+            group = [names[j] for j in involved]
+            with_intercept = " and the intercept" if INTERCEPT in group else ""
+            parts.append(f"{[n for n in group if n != INTERCEPT]}{with_intercept}")
+            drop.append(_source(spec, names[pivot]))
+        skipped = [sites[k] for k in range(len(n_rows)) if k not in used]
+        raise DesignError(
+            f"the features are collinear across the federation (the pooled design has rank "
+            f"{p - common.shape[1]} < {p} columns): "
+            + "; ".join(f"{part} are linearly dependent" for part in parts)
+            + ", so their coefficients are not identified; leave out one column of each "
+            f"group (e.g. {sorted(set(drop))}) and fit again"
+            + (
+                f" (site(s) {skipped}, with fewer rows than the {p} design columns, cannot "
+                "tell and were not counted)"
+                if skipped
+                else ""
+            )
+        )
+    if method != "fednewton" or len(used) < len(n_rows):
+        return []
+    if not all(np.trace(q) > 0.5 for q in nulls):
+        return []
+    local = {int(j) for q in nulls for j in np.flatnonzero(np.diag(q) > 1e-8)}
+    cols = [names[j] for j in sorted(local) if names[j] != INTERCEPT]
+    return [
+        f"every site's own design is rank deficient, though the pooled one is not: at each "
+        f"site {cols} are collinear with other columns (e.g. a feature constant within each "
+        "site, or a category each site lacks). FedNewton's local Newton step uses one "
+        "site's rows, whose Hessian is singular along those directions, so it leaves their "
+        "coefficients where its FedAvg round put them; fedsgd or fedhybrid estimate them "
+        "from the pooled gradient"
+    ]
+
+
+def _separation_check(
+    los: Sequence[np.ndarray], his: Sequence[np.ndarray], spec: DesignSpec, family: str
+) -> list[str]:
+    """Separation from the sites' ``glm_check`` replies: a design column (or the
+    fitted linear predictor) whose values in the rows of one class all lie at or
+    beyond its values in the other class's rows, pooled over the sites.  Returns the
+    warnings' texts (empty when none is found; multivariate separation that the fitted
+    predictor does not show is not detected)."""
+    lo = np.min(los, axis=0)
+    hi = np.max(his, axis=0)
+    target = str(spec.target)
+    one = "1" if family == "logistic" else "> 0"
+    if not (np.isfinite(lo[0, 0]) and np.isfinite(lo[1, 0])):
+        value = "0" if np.isfinite(lo[0, 0]) else one
+        return [
+            f"target {target!r} is {value} in every row of every site: the maximum-likelihood "
+            "estimate does not exist (the intercept diverges)"
+        ]
+    names = spec.feature_names
+    onehot = {n for n in names if _source(spec, n) != n}
+    tail = (
+        "the maximum-likelihood estimate does not exist: the coefficients grow without "
+        "bound as the iterations go on, and the values reported are where the iterations "
+        "stopped, not estimates"
+    )
+    found = []
+    for j, name in enumerate(names):
+        if name == INTERCEPT:
+            continue
+        if family == "logistic":
+            up, down = hi[0, j] <= lo[1, j], hi[1, j] <= lo[0, j]
+            if not (up or down):
+                continue
+            strict = hi[0, j] < lo[1, j] if up else hi[1, j] < lo[0, j]
+            kind = "complete" if strict else "quasi-complete"
+            if name in onehot:
+                if up and hi[0, j] == 0:
+                    what = f"every row with {name} has {target} = 1"
+                elif down and hi[1, j] == 0:
+                    what = f"every row with {name} has {target} = 0"
+                elif up:
+                    what = f"every row with {target} = 1 has {name}"
+                else:
+                    what = f"every row with {target} = 0 has {name}"
+            else:
+                hi_cls, lo_cls = ("1", "0") if up else ("0", "1")
+                what = (
+                    f"every row with {target} = {hi_cls} has {name!r} at or above its value in "
+                    f"every row with {target} = {lo_cls}"
+                )
+            found.append((name, f"{kind} separation by {name!r} ({what})"))
+        else:  # Poisson: zero counts against positive counts on which the column is constant
+            const = lo[1, j] == hi[1, j]
+            if const and (hi[0, j] <= lo[1, j] or lo[0, j] >= hi[1, j]):
+                what = (
+                    f"every row with {name} has {target} = 0"
+                    if name in onehot and lo[1, j] == 0
+                    else f"{name!r} takes one value in the rows with {target} > 0 and lies on "
+                    "one side of it in the rows with a zero count"
+                )
+                found.append((name, f"separation by {name!r} ({what})"))
+    if found:
+        cols = sorted({_source(spec, n) for n, _ in found})
+        return [
+            f"{text}: {tail}; leave {cols} out, merge rare categories, or fit a penalized model"
+            for _, text in found
+        ]
+    j = len(names)  # the fitted linear predictor x'theta
+    if family == "logistic" and hi[0, j] <= lo[1, j] and min(lo[:, j]) < max(hi[:, j]):
+        return [
+            f"the fitted linear predictor separates {target!r} across the sites (every row "
+            f"with {target} = 1 has a fitted probability at or above every row with "
+            f"{target} = 0): a combination of the features predicts the target perfectly, "
+            f"so {tail}; leave out features, or fit a penalized model"
+        ]
+    return []
+
+
 # ---------------------------------------------------------------------- results
 @dataclass
 class GLMResults:
@@ -666,6 +918,9 @@ class GLMResults:
         Rows per site.
     spec : DesignSpec
     standardization : Standardization
+    warnings : list of str
+        What the checks found (each also raised as a :class:`GLMWarning`): separation,
+        or a design that every site alone cannot estimate (FedNewton).
     """
 
     params: pd.Series
@@ -684,6 +939,7 @@ class GLMResults:
     standardization: Standardization
     target: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def intercept_(self) -> float:
@@ -743,6 +999,7 @@ class GLMResults:
                 "means": self.standardization.means.tolist(),
                 "sds": self.standardization.sds.tolist(),
             },
+            "warnings": list(self.warnings),
         }
 
     def summary(self) -> str:
@@ -764,6 +1021,7 @@ class GLMResults:
             )
         width = max(len(n) for n in self.params.index)
         lines += [f"  {n:<{width}}  {v: .6f}" for n, v in self.params.items()]
+        lines += [f"warning: {w}" for w in self.warnings]
         return "\n".join(lines)
 
 
@@ -817,6 +1075,8 @@ def direct_fit(
     :func:`fits.evaluation.utility.downstream_utility` (``direct=``).
     """
 
+    options.setdefault("check_separation", False)  # the report's rows: as before
+
     def fit(parts: list[tuple[np.ndarray, np.ndarray]], task: str) -> np.ndarray:
         p = parts[0][0].shape[1]
         names = [f"x{j}" for j in range(p)]
@@ -859,6 +1119,7 @@ def fit_glm(
     kinds: Mapping[str, str] | None = None,
     schema: Schema | None = None,
     vectorized: bool = False,
+    check_separation: bool | None = None,
     K: int | None = None,
     eta: float | None = None,
     K1: int | None = None,
@@ -907,6 +1168,13 @@ def fit_glm(
     vectorized : bool
         In process only: answer each round for all sites at once
         (:class:`BatchTransport`; the same replies, faster for many small sites).
+    check_separation : bool, optional
+        Logistic and Poisson: after the fit, one more round (``glm_check``) in which
+        each site sends, per class of the target, the least and greatest value of each
+        design column and of the fitted linear predictor; a column (or the predictor)
+        that separates the classes across the sites gives a :class:`SeparationWarning`.
+        Default: on without privacy, off with it (the extremes are exact values of
+        single rows, paired with their class, outside the guarantee).
     K, eta, K1, eta1, K2, eta2, R : optional
         Iterations and step sizes; defaults are the paper's (sec. 4): FedSGD K=50,
         eta=0.5; FedHybrid K1=30, eta1=0.5, K2=20, eta2=0.5; FedAvg K=50, R=2,
@@ -922,7 +1190,16 @@ def fit_glm(
         A bad option (mu <= 0, delta outside (0, 1), unknown family or method, an
         option the method does not take), before any round runs;
         :class:`~fits.analysis.design.DesignError` for rows that do not fit (naming
-        the site); a site too small for FedNewton's sample splitting.
+        the site); a site too small for FedNewton's sample splitting; features that are
+        collinear across the federation (naming them), before any fitting round.
+
+    Warns
+    -----
+    SeparationWarning
+        The separation check found a column, or the fitted predictor, that separates
+        the target's classes: the maximum-likelihood estimate does not exist.
+    LocalSingularityWarning
+        FedNewton, when every site's own design is rank deficient.
     """
     from fits.analysis.accounting import resolve_budget
 
@@ -970,6 +1247,7 @@ def fit_glm(
             float(tau1),
             kinds,
             schema,
+            (budget is None) if check_separation is None else bool(check_separation),
         )
     finally:
         if own and isinstance(transport, InProcessTransport):
@@ -988,6 +1266,7 @@ def _fit(
     tau1: float,
     kinds: Mapping[str, str] | None,
     schema: Schema | None,
+    check_separation: bool = False,
 ) -> GLMResults:
     up0, down0 = sum(transport.uploaded_bytes), sum(transport.downloaded_bytes)
     rounds = 0
@@ -1011,6 +1290,7 @@ def _fit(
                 "features, or choose another method"
             )
     mu_value = budget.mu if budget is not None else 0.0
+    separation = check_separation and family != "linear"
     configure = Message(
         "glm_configure",
         {"means": st.means, "sds": st.sds},
@@ -1020,10 +1300,17 @@ def _fit(
             "settings": json.dumps(settings),
             "tau1": tau1,
             "mu": mu_value,
+            "null_space": p,
+            "separation_check": int(separation),
         },
     )
-    transport.broadcast(configure)
+    replies = transport.broadcast(configure)
     rounds += 2
+    notes = _rank_check(
+        [r.arrays["null"] for r in replies], n_rows, spec, method, transport.client_names
+    )
+    for note in notes:
+        warnings.warn(note, LocalSingularityWarning, stacklevel=3)
     weights = n_rows / n_rows.sum()
     theta0 = np.zeros(p)
     data_driven = False
@@ -1040,6 +1327,15 @@ def _fit(
         clip_value = math.inf
     run = _Run(transport, weights, clip_value)
     theta = METHODS[method](run, theta0, settings)
+    if separation:
+        checks = transport.broadcast(Message("glm_check", {"theta": theta}))
+        rounds += 1
+        found = _separation_check(
+            [r.arrays["lo"] for r in checks], [r.arrays["hi"] for r in checks], spec, family
+        )
+        for note in found:
+            warnings.warn(note, SeparationWarning, stacklevel=3)
+        notes += found
     from fits.analysis.accounting import PrivacySpent
 
     privacy = PrivacySpent.from_budget(budget, len(n_rows)) if budget is not None else None
@@ -1062,4 +1358,5 @@ def _fit(
         spec=spec,
         standardization=st,
         target=target,
+        warnings=notes,
     )

@@ -115,9 +115,11 @@ type            request (coordinator -> site)           reply (site -> coordinat
 ==============  ======================================  ====================================
 moments         config ``design`` (JSON),               ``n`` (1,), ``sum`` (q,),
                 ``n_numeric`` (q)                       ``sumsq`` (q,)
-glm_configure   arrays ``means``, ``sds``; config       ``n_rows`` (1,)
-                ``family``, ``method``, ``settings``
-                (JSON), ``tau1``, ``mu`` (0: none)
+glm_configure   arrays ``means``, ``sds``; config       ``n_rows`` (1,); with ``null_space``
+                ``family``, ``method``, ``settings``    = p > 0 also ``null`` (p, p): the
+                (JSON), ``tau1``, ``mu`` (0: none),     projector onto the null space of the
+                ``null_space`` (p, or 0),               site's design (zeros when it has
+                ``separation_check`` (0/1)              full column rank or fewer than p rows)
 glm_clip        ``theta`` (p,); config ``quantile``     ``b`` (1,): that quantile of the
                                                         site's per-row gradient norms
 glm_gradient    ``theta`` (p,); config ``stage``,       ``g`` (p,): noisy mean clipped
@@ -126,6 +128,10 @@ glm_local       ``theta`` (p,); config ``stage``,       ``theta`` (p,): after th
                 ``clip``                                noisy local steps
 glm_newton      ``theta`` (p,); config ``clip``         ``theta`` (p,): the noisy local
                                                         Newton step
+glm_check       ``theta`` (p,)                          ``lo``, ``hi`` (2, p + 1): per class
+                                                        (y = 0; y = 1, Poisson y > 0) the
+                                                        least and greatest value of each
+                                                        design column and of x'theta
 lsa_setup       config ``seed``, ``n_bootstrap`` (M),   ``n_rows`` (1,), ``gram``
                 ``sampling``, ``total_steps``,          (d(d+1)/2,): upper triangle of the
                 ``n_features`` (d); arrays ``means``,   site's X'X
@@ -343,6 +349,16 @@ def _theta_shape(request: Message) -> tuple[int, ...]:
     return (int(np.asarray(request.arrays["theta"]).shape[0]),)
 
 
+def _glm_configure_shapes(request: Message) -> dict[str, tuple[int, ...]]:
+    p = int(request.config.get("null_space", 0))
+    return {"n_rows": (1,), **({"null": (p, p)} if p > 0 else {})}
+
+
+def _glm_check_shapes(request: Message) -> dict[str, tuple[int, ...]]:
+    p = _theta_shape(request)[0]
+    return {"lo": (2, p + 1), "hi": (2, p + 1)}
+
+
 def _lsa_setup_shapes(request: Message) -> dict[str, tuple[int, ...]]:
     d = int(request.config["n_features"])
     return {"n_rows": (1,), "gram": (packed_size(d),)}
@@ -355,11 +371,12 @@ def _lsa_round_shapes(request: Message) -> dict[str, tuple[int, ...]]:
 #: Analysis message types: request -> the reply's exact array names and shapes.
 ANALYSIS_REPLIES: dict[str, Callable[[Message], dict[str, tuple[int, ...]]]] = {
     "moments": _moments_shapes,
-    "glm_configure": lambda r: {"n_rows": (1,)},
+    "glm_configure": _glm_configure_shapes,
     "glm_clip": lambda r: {"b": (1,)},
     "glm_gradient": lambda r: {"g": _theta_shape(r)},
     "glm_local": lambda r: {"theta": _theta_shape(r)},
     "glm_newton": lambda r: {"theta": _theta_shape(r)},
+    "glm_check": _glm_check_shapes,
     "lsa_setup": _lsa_setup_shapes,
     "lsa_precondition": lambda request: {"s_sum": (1,), "s2_sum": (1,)},
     "lsa_round": _lsa_round_shapes,
