@@ -1201,8 +1201,8 @@ class FITSSynthesizer(BaseEstimator):
             flag = missing_flag(name)
             if enc.spec.kind == "continuous" and spec.missing:  # its indicator is in order
                 absent = coord.encoders[flag].ceil(values[:, order.index(flag)]) == 1
-                if enc.spec.dtype == "int":
-                    col = col.astype("Int64")
+                if enc.spec.dtype == "int" and col.dtype != np.float64:  # beyond int64: floats
+                    col = col.astype("UInt64" if col.dtype == np.uint64 else "Int64")
                 col = col.mask(pd.Series(absent))
             cols[name] = restore_dtype(col, spec)
         for rule in self.schema_.rules or []:

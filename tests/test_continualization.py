@@ -91,3 +91,42 @@ def test_text_in_continuous_column_is_a_clear_error():
     enc = Encoder(ColumnSpec("v", "continuous", "float", lower=0, upper=1))
     with pytest.raises(SchemaError, match="non-numeric"):
         enc.to_numeric(pd.Series(["1.5", "abc"]), client="site 1")
+
+
+def test_whole_numbers_beyond_int64_are_not_wrapped(tmp_path):
+    """An integer column past int64's top (a CSV column of such numbers reads as
+    uint64) or below its bottom: its draws were cast to int64, so every one became
+    -2**63 (9223372036854775808 once back in uint64), outside the real range. Now uint64
+    where it holds them, else whole float64 numbers, within the bounds."""
+    from conftest import fits_in_process
+
+    top = 2**63
+    enc = Encoder(ColumnSpec("v", "continuous", "int", lower=float(top), upper=float(top + 2**40)))
+    got = enc.decode(np.array([float(top) + 2**39, float(top) + 2**40, 0.0]))
+    assert got.dtype == np.uint64 and got.tolist() == [top + 2**39, top + 2**40, top]
+    enc = Encoder(ColumnSpec("v", "continuous", "int", lower=-(2.0**64), upper=2.0**64))
+    got = enc.decode(np.array([-(2.0**63) * 1.5, 2.0**63 * 1.5]))
+    assert got.dtype == np.float64 and got.tolist() == [-(2.0**63) * 1.5, 2.0**63 * 1.5]
+    small = Encoder(ColumnSpec("v", "continuous", "int", lower=-5.0, upper=5.0))
+    assert small.decode(np.array([1.4, -7.0])).tolist() == [1, -5]
+    rng = np.random.default_rng(0)
+    files = []
+    for k, n in enumerate((120, 100)):
+        files.append(tmp_path / f"s{k}.csv")
+        big = [str(top + int(v)) for v in rng.integers(0, 10**15, n)]
+        pd.DataFrame({"x": rng.normal(size=n), "big": big}).to_csv(files[-1], index=False)
+    out = tmp_path / "out.csv"
+    res = fits_in_process("synthesize", *files, "--rows", "60", "--out", out, "--quiet")
+    assert res.returncode == 0, res.stderr
+    back = pd.read_csv(out)["big"]
+    assert back.dtype == np.uint64 and back.min() > top and back.max() < top + 10**15 + 2**11
+    # with missing values (UInt64): the indicator's blanks, the rest uint64 as above
+    from fits import FITSSynthesizer
+
+    column = pd.array([top + int(v) for v in rng.integers(0, 10**15, 200)], dtype="UInt64")
+    column[rng.choice(200, 30, replace=False)] = pd.NA
+    table = pd.DataFrame({"x": rng.normal(size=200), "big": column})
+    synth = FITSSynthesizer(seed=0, kinds={"big": "continuous"})
+    drawn = synth.fit([table.iloc[:100], table.iloc[100:]]).sample(80)
+    assert str(drawn["big"].dtype) == "UInt64" and drawn["big"].isna().any()
+    assert drawn["big"].dropna().min() >= top

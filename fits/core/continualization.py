@@ -194,7 +194,7 @@ class Encoder:
                 t = _round_wall_clock(pd.DatetimeIndex(t), unit, lo, hi)
             return pd.Series(t, name=spec.name)
         if spec.dtype == "int":
-            return pd.Series(np.round(x).astype(np.int64), name=spec.name)
+            return pd.Series(_whole_numbers(np.round(x), lo, hi), name=spec.name)
         if spec.decimals is not None:  # as many decimals as the real values have
             # (+ 0.0: a value rounded up to zero is 0.0, not -0.0, which prints "-0.0")
             x = np.clip(np.round(x, spec.decimals), lo, hi) + 0.0
@@ -325,3 +325,16 @@ def continualize(
             valid[:, j] = ~absent & (values != spec.point_mass)
             z[:, j] = values
     return z, codes, valid
+
+
+def _whole_numbers(x: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    """Rounded draws of an integer column with bounds ``[lo, hi]`` as ``int64``; as
+    ``uint64`` when the bounds pass ``int64``'s top but not ``uint64``'s (a CSV column of
+    such whole numbers reads as ``uint64``), as whole ``float64`` numbers beyond both
+    (``astype(int64)`` turned every draw above 2**63 into -2**63)."""
+    top, bottom = 2.0**63, -(2.0**63)
+    if not ((np.isfinite(hi) and hi >= top) or (np.isfinite(lo) and lo < bottom)):
+        return x.astype(np.int64)
+    if lo >= 0 and hi < 2 * top:
+        return x.astype(np.uint64)
+    return x + 0.0
