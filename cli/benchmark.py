@@ -12,7 +12,7 @@ import sys
 import time
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -166,7 +166,6 @@ def benchmark(
     split.
     """
     from fits.benchmark import run_benchmark, write_result
-    from fits.core.kernels import check_relevance
     from fits.core.schema import SchemaError
     from fits.datasets import ChecksumError, load_dataset, resolve_data_dir
     from fits.federation.policy import PolicyError, SitePolicy
@@ -231,24 +230,7 @@ def benchmark(
                 f"(chain: {', '.join(chain)})",
                 2,
             )
-        try:
-            boosted = [
-                c for c in chain if column_models.get(c, column_models.get("*")) == "boosting"
-            ]
-            check_relevance(relevance_weights, chain, boosted=boosted)
-        except ValueError as exc:
-            _fail(f"--relevance {str(exc).removeprefix('relevance')}", 2)
-        knn = not generator or any(g.value == "knn" for g in generator)
-        for response, weights in relevance_weights.items():  # as fit refuses it
-            before = chain[: chain.index(response)]
-            if knn and not any(weights.get(c, 1.0) for c in before):
-                _fail(
-                    f"--relevance ['{response}']: every covariate of {response!r} has weight "
-                    "0, so a KNN kernel's nearest rows would be arbitrary; give one a weight "
-                    "> 0, or run only the Gaussian kernel (--generator gaussian)",
-                    2,
-                )
-        discrete = [c for c in chain if loaded.kinds.get(c) in ("ordinal", "nominal")]
+        boosted = [c for c in chain if column_models.get(c, column_models.get("*")) == "boosting"]
         for column in column_models:
             if column != "*" and column not in chain[1:]:
                 _fail(
@@ -256,20 +238,10 @@ def benchmark(
                     f"column (chain: {', '.join(chain)})",
                     2,
                 )
-        for column, value in column_penalties.items():
-            kind = loaded.kinds.get(column)
-            if kind not in ("ordinal", "nominal"):
-                _fail(
-                    f"--column-penalty {column}: not a discrete column of {name} (the "
-                    f"ordinal and nominal ones: {', '.join(discrete)})",
-                    2,
-                )
-            if kind == "nominal" and not 0 < value <= 1:
-                _fail(
-                    f"--column-penalty {column}={value:g}: {column!r} is nominal, so "
-                    "gamma_q must lie in (0, 1]",
-                    2,
-                )
+        if column_penalties or relevance_weights:
+            _check_kernel_options(
+                loaded, chain, boosted, generator, column_penalties, relevance_weights
+            )
     base = out / name
     from fits.io import OutputError, check_output
 
@@ -338,8 +310,11 @@ def benchmark(
             _fail(str(exc))
         except ValueError as exc:  # weights the fit finds would do nothing
             text = str(exc)
+            if text.startswith("column_penalties["):
+                _fail(f"--column-penalty {text.removeprefix('column_penalties')}", 2)
             if text.startswith("relevance["):
-                _fail(f"--relevance {text.removeprefix('relevance')}", 2)
+                text = text.replace("(--kernel gaussian)", "(--generator gaussian)")
+            _fail(f"--relevance {text.removeprefix('relevance')}", 2)
             if text.startswith("tune_relevance"):  # ': no column', ' names ... twice'
                 _fail(f"--tune-relevance{text.removeprefix('tune_relevance')}", 2)
             if text.startswith("learning relevance weights"):  # the budget
@@ -349,3 +324,33 @@ def benchmark(
     typer.echo(result.headline_text())
     typer.echo(f"wrote {md}")
     typer.echo(f"wrote {js}")
+
+
+def _check_kernel_options(
+    loaded: Any,
+    chain: list[str],
+    boosted: list[str],
+    generator: Any,
+    column_penalties: dict[str, float],
+    relevance: dict[str, dict[str, float]],
+) -> None:
+    """Refuse ``--column-penalty`` and ``--relevance`` settings that would do nothing on
+    the data set, before anything runs: the kernels' own check
+    (:func:`fits.core.kernels.check_kernel_settings`, which every site and
+    ``FITSSynthesizer`` run) on the data set's schema, for each generator asked for."""
+    from fits.core.kernels import GaussianKernel, KNNKernel, check_kernel_settings
+    from fits.core.schema import Schema
+
+    schema = Schema.detect(loaded.frame, kinds=loaded.kinds, order=chain, rules=False)
+    names = [g.value for g in generator] if generator else ["gaussian", "knn"]
+    for name in names:
+        kind = KNNKernel if name == "knn" else GaussianKernel
+        kernel = kind(column_penalties=column_penalties, relevance=relevance)
+        try:
+            check_kernel_settings(kernel, schema, boosted=boosted)
+        except ValueError as exc:
+            text = str(exc)
+            if text.startswith("column_penalties["):
+                _fail(f"--column-penalty {text.removeprefix('column_penalties')}", 2)
+            text = text.replace("(--kernel gaussian)", "(--generator gaussian)")
+            _fail(f"--relevance {text.removeprefix('relevance')}", 2)

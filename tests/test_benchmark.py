@@ -475,8 +475,8 @@ def test_cli_column_penalty(tmp_path: Path) -> None:
     kernel = json.loads((out / "simulation.json").read_text())["config"]["kernel_params"]
     assert kernel == {"column_penalties": {"X_O": 4.0}}
     for bad, says in [
-        ("X_G1=2", "not a discrete column"),
-        ("X_B=2", "gamma_q must lie in (0, 1]"),
+        ("X_G1=2", "a penalty is for an ordinal or nominal column"),
+        ("X_B=2", "(gamma_q) must lie in (0, 1]"),
         ("X_O=-1", "a number >= 0"),
         ("X_O", "write COLUMN=VALUE"),
     ]:
