@@ -178,7 +178,7 @@ def from_records(fits_type: str, content: RecordDict) -> Message:
     if set(content) != {"arrays", "config"}:
         raise ProtocolError(f"a fits message holds 'arrays' and 'config', got {sorted(content)}")
     arrays = {name: arr.numpy() for name, arr in content.array_records["arrays"].items()}
-    config = dict(content.config_records["config"])
+    config: dict[str, Any] = dict(content.config_records["config"])
     return Message(fits_type, arrays, config)
 
 
@@ -309,7 +309,7 @@ class FlowerTransport(Transport):
                 if reply.has_error():
                     raise ClientError(
                         f"{self._who(site(k))} failed during "
-                        f"the {messages[k].type} round: {error_reason(reply.error.reason)} "
+                        f"the {messages[k].type} round: {error_reason(reply.error.reason or '')} "
                         f"(Flower error code {reply.error.code}); {STOPPED}"
                     )
                 replies[k] = from_records(messages[k].type, reply.content)
