@@ -9,6 +9,8 @@ import dataclasses
 import json as _json
 import math
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -63,6 +65,28 @@ def read_table(path: Path, option: str) -> pd.DataFrame:
         return _read_table(path)
     except DataFileError as err:
         raise DataError(f"{option} {err}") from None
+
+
+@contextmanager
+def _warnings_as_lines() -> Iterator[None]:
+    """The warnings of reading and evaluating the tables on stderr as ``note: ...``
+    (what fits inferred reading a table) or ``warning: ...``, each once, without
+    Python's file and source line (``/.../cli/report.py:63: DataNote: ...``)."""
+    import warnings
+
+    from fits.core.schema import DataNote
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            yield
+        finally:
+            seen: set[str] = set()
+            for w in caught:
+                line = f"{'note' if issubclass(w.category, DataNote) else 'warning'}: {w.message}"
+                if line not in seen:
+                    seen.add(line)
+                    typer.echo(line, err=True)
 
 
 def _fail(message: str, code: int) -> typer.Exit:
@@ -245,7 +269,10 @@ def report(
         if not quiet:
             typer.echo(text, err=True)
 
-    with interruptible("no report was written (temporary files were removed)"):
+    with (
+        _warnings_as_lines(),
+        interruptible("no report was written (temporary files were removed)"),
+    ):
         try:
             files = _Files(real, synthetic, train, test, _client_files(clients, more_clients))
             options = _check_options(task, target, ratio, lam, out, json)

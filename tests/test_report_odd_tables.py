@@ -185,3 +185,26 @@ def test_report_compares_decimal_objects_as_numbers():
     missing = synthetic.assign(price=[None] * len(synthetic))
     report = evaluate(real, missing, privacy=False, boosting=False)
     assert report.data["kinds"]["price"] == "continuous"
+
+
+def test_cli_report_notes_are_lines_not_python_warnings(tmp_path):
+    """What fits inferred reading a table (a CSV column with several UTC offsets) and
+    the evaluator's warnings come out as 'note: ...' / 'warning: ...' lines, as in fits
+    synthesize, not as Python's '/.../cli/report.py:63: DataNote: ...' with a source
+    path."""
+    rng = np.random.default_rng(0)
+    when = pd.Timestamp("2024-01-01", tz="Europe/Berlin") + pd.to_timedelta(
+        rng.integers(0, 86400 * 360, 80), unit="s"
+    )
+    frame = pd.DataFrame({"when": when, "v": rng.normal(size=80)})
+    frame.to_csv(tmp_path / "real.csv", index=False)
+    frame.sample(frac=1, random_state=1).to_csv(tmp_path / "synthetic.csv", index=False)
+    done = fits_in_process(
+        "report", "--real", tmp_path / "real.csv", "--synthetic", tmp_path / "synthetic.csv",
+        "--out", tmp_path / "r.html", "--quiet",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    note = "column 'when' has date-times with several UTC offsets (summer time?)"
+    lines = [line for line in done.stderr.splitlines() if note in line]
+    assert len(lines) == 2 and all(line.startswith("note: ") for line in lines), done.stderr
+    assert "DataNote" not in done.stderr and "report.py" not in done.stderr
