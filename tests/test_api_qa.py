@@ -214,6 +214,33 @@ def test_schema_detect_refuses_what_a_fit_refuses(sites):
         Schema.detect(raw)
 
 
+def test_times_of_day_are_refused_as_such(sites, tmp_path):
+    """A Parquet time64 column (datetime.time objects in pandas) was refused as 'looks
+    like an identifier or free text' (fits synthesize, exit 2) and left out as one by
+    fits analyze; it is a column of times of day, which the refusal now says, with the
+    fix."""
+    import datetime
+
+    from conftest import fits_in_process
+
+    rng = np.random.default_rng(0)
+    files = []
+    for k, site in enumerate(sites[:2]):
+        hours, minutes = rng.integers(0, 24, len(site)), rng.integers(0, 60, len(site))
+        clock = [datetime.time(int(h), int(m)) for h, m in zip(hours, minutes, strict=True)]
+        files.append(tmp_path / f"s{k}.parquet")
+        site.assign(clock=clock).to_parquet(files[-1])
+    assert isinstance(pd.read_parquet(files[0])["clock"].iloc[0], datetime.time)
+    with pytest.raises(SchemaError, match=r"client 1: column 'clock' holds times of day"):
+        FITSSynthesizer(seed=0).fit([pd.read_parquet(f) for f in files])
+    res = fits_in_process(
+        "synthesize", *files, "--rows", "20", "--out", tmp_path / "o.csv", "--quiet"
+    )
+    assert res.returncode == 1 and "identifier" not in res.stderr, res.stderr
+    assert "s0: column 'clock' holds times of day" in res.stderr
+    assert "seconds since midnight" in res.stderr and "--drop" in res.stderr
+
+
 @pytest.mark.parametrize(
     ("option", "value", "error", "message"),
     [

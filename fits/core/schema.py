@@ -44,7 +44,7 @@ import unicodedata
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import time, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -1474,6 +1474,13 @@ def _unsupported(series: pd.Series) -> tuple[str, str] | None:
             )
     if pd.api.types.is_timedelta64_dtype(dt) or isinstance(sample, (pd.Timedelta, timedelta)):
         return "durations (timedelta)", "convert it to a number, e.g. df[c].dt.total_seconds()"
+    if isinstance(sample, time):  # a Parquet time32/time64 column: datetime.time objects
+        return (
+            "times of day",
+            "convert it to a number, e.g. seconds since midnight with df[c].map(lambda t: "
+            "t.hour * 3600 + t.minute * 60 + t.second), or drop the column (fits synthesize "
+            "and fits federate: --drop)",
+        )
     if isinstance(dt, pd.PeriodDtype) or isinstance(sample, pd.Period):
         return (
             "periods",
