@@ -111,6 +111,11 @@ def test_bad_tables():
         describe_table(pd.DataFrame({"v": []}), client="site 1")
     with pytest.raises(SchemaError, match="'v' is missing in every row at every client"):
         _merge([pd.DataFrame({"v": [None, None]}), pd.DataFrame({"v": [np.nan]})])
+    # the command line's fix is named: --drop, the name quoted for a shell
+    with pytest.raises(SchemaError, match=r"every client; drop it \(.*: --drop 'my v'\)$"):
+        _merge([pd.DataFrame({"my v": [None, None]}), pd.DataFrame({"my v": [np.nan]})])
+    with pytest.raises(SchemaError, match=r"constant across all clients.*: --drop 'my v'\)"):
+        Schema.detect([pd.DataFrame({"my v": [3, 3], "x": [1.0, 2.0]})] * 2)
     with pytest.raises(SchemaError, match="infinite"):
         describe_table(pd.DataFrame({"v": [1.0, np.inf]}))
     with pytest.raises(SchemaError, match="extra: \\['w'\\]"):

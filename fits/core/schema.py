@@ -1908,7 +1908,8 @@ def merge_descriptions(
             continue
         if all(i.get("all_missing") for i in infos):
             raise EmptyColumnError(
-                f"column {name!r} is missing in every row at every client; drop it",
+                f"column {name!r} is missing in every row at every client; drop it (fits "
+                f"synthesize, fits schema and fits federate: --drop {shlex.quote(name)})",
                 name,
                 "is missing in every row at every site",
             )
@@ -2235,7 +2236,8 @@ def _check_constant(spec: ColumnSpec) -> ColumnSpec:
     if constant:
         raise EmptyColumnError(
             f"column {spec.name!r} is constant across all clients; it carries no information: "
-            "drop it before fitting and add it back to the synthetic table",
+            "drop it before fitting (fits synthesize, fits schema and fits federate: --drop "
+            f"{shlex.quote(spec.name)}) and add it back to the synthetic table",
             spec.name,
             "takes one value at every site",
         )
