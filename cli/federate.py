@@ -101,13 +101,16 @@ def _exec(cmd: list[str], home: Path) -> None:
         preexec_fn=launch.die_with_parent(),
     )
     code = 0
-    with launch.exit_on_signals():  # SIGTERM / SIGHUP: stop the group, then end by it
+    # SIGTERM / SIGHUP: stop the group (a second signal does not cut that short), then
+    # end by the signal
+    with launch.exit_on_signals() as signals:
         try:
             code = proc.wait()
         except KeyboardInterrupt:  # 128 + SIGINT, as every fits command stopped by Ctrl-C
             code = 130
         finally:
-            launch.stop_process_group(proc)
+            with signals.cleaning():
+                launch.stop_process_group(proc)
     raise typer.Exit(code)
 
 

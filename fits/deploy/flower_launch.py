@@ -50,6 +50,7 @@ __all__ = [
     "check_policy_file",
     "die_with_parent",
     "exit_on_signals",
+    "StopSignals",
     "remove_stale_workdirs",
     "stop_process_group",
     "RunResult",
@@ -96,31 +97,62 @@ def die_with_parent(sig: int = signal.SIGTERM) -> Callable[[], None] | None:
     return preexec
 
 
+class StopSignals:
+    """What :func:`exit_on_signals` yields: the stop signal received (if any), and
+    whether the block is cleaning up (:meth:`cleaning`), when a signal must not
+    interrupt it."""
+
+    def __init__(self) -> None:
+        self.received: list[int] = []
+        self._cleaning = 0
+
+    @property
+    def is_cleaning(self) -> bool:
+        """True inside :meth:`cleaning`."""
+        return self._cleaning > 0
+
+    @contextmanager
+    def cleaning(self) -> Iterator[None]:
+        """Inside this block a stop signal raises nothing: it is recorded and sent again
+        when :func:`exit_on_signals` ends, so the clean-up (SIGKILL of what is left,
+        removal of the working directory) runs to its end."""
+        self._cleaning += 1
+        try:
+            yield
+        finally:
+            self._cleaning -= 1
+
+
 @contextmanager
-def exit_on_signals() -> Iterator[None]:
+def exit_on_signals() -> Iterator[StopSignals]:
     """Turn SIGTERM and SIGHUP into ``SystemExit(128 + signal)`` inside the block.
 
     So ``finally`` clauses and ``with`` blocks run (and stop what they started) when a
     scheduler or ``timeout`` stops this process.  On leaving the block the previous
     handlers come back and a signal that arrived is sent again, so that the process
     then ends as that signal ends it (or the previous handler runs): whoever sent it
-    sees the usual outcome.  Only the main thread can install handlers; elsewhere this
-    does nothing.
+    sees the usual outcome.  Inside :meth:`StopSignals.cleaning` of the object it
+    yields a signal raises nothing (the clean-up must finish); anywhere else every
+    signal raises, also a second one (should the first exception have been lost, the
+    process must not run on).  Only the main thread can install handlers; elsewhere
+    this does nothing.
     """
+    state = StopSignals()
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield state
         return
-    received: list[int] = []
+    received = state.received
 
     def handler(signum: int, frame: object) -> None:
-        if received:  # a second signal while cleaning up: let the cleanup finish
+        if not received:
+            received.append(signum)
+        if state.is_cleaning:  # let the clean-up finish; the signal is sent again after
             return
-        received.append(signum)
-        raise SystemExit(128 + signum)
+        raise SystemExit(128 + received[0])
 
     previous = {sig: signal.signal(sig, handler) for sig in _STOP_SIGNALS}
     try:
-        yield
+        yield state
     finally:
         for sig, old in previous.items():
             signal.signal(sig, old)
@@ -523,13 +555,13 @@ def _follow_run(
             stream.wait(timeout=max(deadline - time.monotonic(), 0.0))
         except subprocess.TimeoutExpired:
             stream.kill()
-            stream.wait()
+            _wait_all([stream], time.monotonic() + KILL_WAIT)
             _flwr(flwr, ["stop", str(run_id), "fits"], env, cwd)
             raise FederationError(late) from None
         finally:  # Ctrl-C, SIGTERM: the stream must not outlive its Flower home
             if stream.poll() is None:
                 stream.kill()
-                stream.wait()
+                _wait_all([stream], time.monotonic() + KILL_WAIT)
         for _ in range(20):  # the stream ends as the status turns "finished"
             status, details = _run_status(flwr, run_id, env, cwd)
             if status.startswith("finished"):
@@ -642,6 +674,7 @@ class LocalFederation:
         self.tls = tls
         self.warm = bool(warm)
         self.certificates: tuple[Path, Path, Path] | None = None
+        self._stop_signals = StopSignals()  # exit_on_signals' own inside a `with` block
 
     @property
     def superlink(self) -> str:
@@ -732,24 +765,24 @@ class LocalFederation:
 
     def stop(self) -> None:
         """Stop every process this federation started (SuperNodes first): SIGTERM, and
-        SIGKILL for what is left after :data:`STOP_GRACE` seconds."""
-        roles = sorted(self.processes, key=lambda r: r == "superlink")
-        for role in roles:
-            _kill_group(self.processes[role], signal.SIGTERM)
-        deadline = time.monotonic() + STOP_GRACE
-        for role in roles:
-            proc = self.processes[role]
-            try:
-                proc.wait(timeout=max(deadline - time.monotonic(), 0.1))
-            except subprocess.TimeoutExpired:
+        SIGKILL for what is left after :data:`STOP_GRACE` seconds; at most about
+        ``STOP_GRACE + KILL_WAIT`` seconds in all, and a stop signal meanwhile does not
+        cut it short (:meth:`StopSignals.cleaning`)."""
+        with self._stop_signals.cleaning():
+            roles = sorted(self.processes, key=lambda r: r == "superlink")
+            procs = [self.processes[role] for role in roles]
+            for proc in procs:
+                _kill_group(proc, signal.SIGTERM)
+            _wait_all(procs, time.monotonic() + STOP_GRACE)
+            for proc in procs:  # every group at once: no process waits on another's end
                 _kill_group(proc, signal.SIGKILL)
-                proc.wait(timeout=10)
-        self.processes.clear()
-        _kill_leftovers(self.workdir)
+            _wait_all(procs, time.monotonic() + KILL_WAIT)
+            self.processes.clear()
+            _kill_leftovers(self.workdir)
 
     def __enter__(self) -> LocalFederation:
         self._signals = exit_on_signals()
-        self._signals.__enter__()
+        self._stop_signals = self._signals.__enter__()
         try:
             return self.start()
         except BaseException:
@@ -758,11 +791,22 @@ class LocalFederation:
 
     def __exit__(self, *exc: object) -> None:
         try:
-            self.stop()
-            if self._tmp is not None:
-                self._tmp.cleanup()
+            with self._stop_signals.cleaning():
+                self.stop()
+                if self._tmp is not None:
+                    self._tmp.cleanup()
         finally:
             self._signals.__exit__(None, None, None)
+
+
+def _wait_all(procs: Sequence[subprocess.Popen], deadline: float) -> None:
+    """Wait for ``procs`` to end until ``deadline`` (a :func:`time.monotonic` time), at
+    most; never raises for one still running."""
+    for proc in procs:
+        try:
+            proc.wait(timeout=max(deadline - time.monotonic(), 0.0))
+        except subprocess.TimeoutExpired:
+            pass
 
 
 def stop_process_group(proc: subprocess.Popen, grace: float = 15.0) -> None:
@@ -795,6 +839,9 @@ def _kill_group(proc: subprocess.Popen, sig: int) -> None:
 #: (flwr 1.42, measured), so a longer grace only delayed the user's exit.  Their state
 #: is the federation's temporary directory, removed after them.
 STOP_GRACE = 5.0
+#: Seconds :meth:`LocalFederation.stop` waits for its processes after SIGKILL (they end
+#: at once; a process the kernel has not reaped by then is left, never waited on longer).
+KILL_WAIT = 2.0
 
 #: Prefix of the temporary working directory of a :class:`LocalFederation`.
 WORKDIR_PREFIX = "fits-local-"
