@@ -130,3 +130,48 @@ def test_whole_numbers_beyond_int64_are_not_wrapped(tmp_path):
     drawn = synth.fit([table.iloc[:100], table.iloc[100:]]).sample(80)
     assert str(drawn["big"].dtype) == "UInt64" and drawn["big"].isna().any()
     assert drawn["big"].dropna().min() >= top
+
+
+def test_whole_numbers_past_2_53_stay_within_the_exact_observed_bounds():
+    """Integer columns past 2**53 are modelled as float64, which rounds them (to a
+    multiple of 2,048 near 2**63): the schema's float bounds, and so the synthetic
+    values, could lie past the real column's min / max by up to half that spacing.
+    The sites now report the exact bounds, the schema keeps them (JSON too), and draws
+    come back within them; a few such values (ordinal) keep their exact values."""
+    from fits import FITSSynthesizer, Schema
+
+    top = 2**63
+    rng = np.random.default_rng(0)
+    n = 240
+    u = (top + rng.integers(1_000, 5_000_000, n).astype(np.uint64)).astype(np.uint64)
+    i = (-top + rng.integers(1_000, 5_000_000, n)).astype(np.int64)
+    few_u = np.array([top + 1_000, top + 3_001, top + 9_999], dtype=np.uint64)
+    few_i = np.array([-top + 1_000, -top + 3_001, -top + 9_999], dtype=np.int64)
+    table = pd.DataFrame(
+        {
+            "u": u,
+            "i": i,
+            "few_u": few_u[rng.integers(0, 3, n)],
+            "few_i": few_i[rng.integers(0, 3, n)],
+            "x": rng.normal(size=n),
+        }
+    )
+    sites = [table.iloc[:120], table.iloc[120:]]
+    kinds = {"u": "continuous", "i": "continuous"}
+    schema = Schema.detect(sites, kinds=kinds, rules=False)
+    assert schema["u"].lower == int(u.min()) and schema["i"].upper == int(i.max())
+    again = Schema.from_json(schema.to_json())
+    assert again["u"].lower == int(u.min()) and again["i"].lower == int(i.min())
+    synth = FITSSynthesizer(seed=0, kinds=kinds, rules=False).fit(sites)
+    drawn = synth.sample(1500)
+    assert drawn["u"].dtype == np.uint64 and drawn["i"].dtype == np.int64
+    for c in ("u", "i"):
+        values = [int(v) for v in drawn[c]]
+        assert min(values) >= int(table[c].min()) and max(values) <= int(table[c].max()), c
+    assert set(map(int, drawn["few_u"])) <= set(map(int, few_u))
+    assert set(map(int, drawn["few_i"])) <= set(map(int, few_i))
+    # a draw that rounding put past an exact bound comes back to it
+    lo, hi = top + 1_000, top + 5_500
+    enc = Encoder(ColumnSpec("v", "continuous", "int", lower=lo, upper=hi))
+    got = enc.decode(np.array([float(lo), float(hi), float(top + 3_000)]))
+    assert got.dtype == np.uint64 and got.tolist()[:2] == [lo, hi]

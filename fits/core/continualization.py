@@ -13,13 +13,20 @@ list); :class:`Encoder` converts a client's raw column to codes and back.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from fits.core.schema import ColumnSpec, Schema, SchemaError, datetime_seconds
+from fits.core.schema import (
+    EXACT_FLOAT_INT,
+    ColumnSpec,
+    Schema,
+    SchemaError,
+    datetime_seconds,
+)
 
 __all__ = ["Encoder", "continualize", "interval_boundaries"]
 
@@ -35,9 +42,14 @@ def interval_boundaries(spec: ColumnSpec) -> np.ndarray:
         raise ValueError(f"column {spec.name!r} is continuous; it has no intervals")
     cats = spec.categories or []
     if spec.kind == "ordinal" and all(_is_number(c) for c in cats):
-        v = np.asarray(cats, dtype=float)
-        if np.any(np.diff(v) <= 0):
+        if any(b <= a for a, b in zip(cats, cats[1:], strict=False)):  # exactly
             raise SchemaError(f"column {spec.name!r}: ordinal values must be increasing")
+        v = np.asarray(cats, dtype=float)
+        if _past_float(cats):  # float64 would merge or round them: measured from the
+            # first, exactly, they keep their spacing (or, still too far apart, codes)
+            v = np.asarray([int(c) - int(cats[0]) for c in cats], dtype=float)
+            if np.any(np.diff(v) <= 0) or v[-1] > EXACT_FLOAT_INT:
+                return np.arange(len(cats) + 1, dtype=float)
         return np.concatenate([[v[0] - 1.0], v])
     return np.arange(len(cats) + 1, dtype=float)
 
@@ -194,7 +206,7 @@ class Encoder:
                 t = _round_wall_clock(pd.DatetimeIndex(t), unit, lo, hi)
             return pd.Series(t, name=spec.name)
         if spec.dtype == "int":
-            return pd.Series(_whole_numbers(np.round(x), lo, hi), name=spec.name)
+            return pd.Series(whole_numbers(np.round(x), spec.lower, spec.upper), name=spec.name)
         if spec.decimals is not None:  # as many decimals as the real values have
             # (+ 0.0: a value rounded up to zero is 0.0, not -0.0, which prints "-0.0")
             x = np.clip(np.round(x, spec.decimals), lo, hi) + 0.0
@@ -210,6 +222,8 @@ class Encoder:
         if spec.dtype == "category":
             cat = pd.Categorical(labels, categories=present, ordered=spec.kind == "ordinal")
             return pd.Series(cat, name=spec.name)
+        if spec.dtype == "int" and _past_float(present):  # whole numbers float64 rounds
+            return pd.Series(pd.array(list(labels), dtype=_nullable_int(present)), name=spec.name)
         if has_missing and bool(np.any(labels == None)):  # noqa: E711 (object array)
             if spec.dtype in ("int", "float"):
                 out = np.array([np.nan if v is None else v for v in labels], dtype=float)
@@ -327,14 +341,46 @@ def continualize(
     return z, codes, valid
 
 
-def _whole_numbers(x: np.ndarray, lo: float, hi: float) -> np.ndarray:
-    """Rounded draws of an integer column with bounds ``[lo, hi]`` as ``int64``; as
-    ``uint64`` when the bounds pass ``int64``'s top but not ``uint64``'s (a CSV column of
-    such whole numbers reads as ``uint64``), as whole ``float64`` numbers beyond both
-    (``astype(int64)`` turned every draw above 2**63 into -2**63)."""
-    top, bottom = 2.0**63, -(2.0**63)
-    if not ((np.isfinite(hi) and hi >= top) or (np.isfinite(lo) and lo < bottom)):
-        return x.astype(np.int64)
-    if lo >= 0 and hi < 2 * top:
-        return x.astype(np.uint64)
-    return x + 0.0
+def whole_numbers(x: np.ndarray, lower: float | None, upper: float | None) -> np.ndarray:
+    """Rounded draws of an integer column with bounds ``[lower, upper]`` (the schema's:
+    Python ``int`` where float64 cannot hold them) as ``int64``; as ``uint64`` when the
+    bounds pass ``int64``'s top but not ``uint64``'s (a CSV column of such whole numbers
+    reads as ``uint64``), as whole ``float64`` numbers beyond both (``astype(int64)``
+    turned every draw above 2**63 into -2**63).
+
+    The draws are float64, which past 2**53 holds only every 2nd, 4th, ... whole number
+    (every 2,048th near 2**63), so a draw clipped to the bounds as a float can still lie
+    up to half that spacing past the exact integer bound (float64(lower) may be below
+    ``lower``).  The model's support is the observed range, so such a value is an error
+    of its representation, not of the data: it is brought back to the bound it passed,
+    exactly, in the integer type (no value inside the bounds changes)."""
+    lo = -math.inf if lower is None else lower
+    hi = math.inf if upper is None else upper
+    if lo >= -(2**63) and hi < 2**63:
+        dtype: type[np.signedinteger[Any] | np.unsignedinteger[Any]] = np.int64
+    elif lo >= 0 and hi < 2**64:
+        dtype = np.uint64
+    else:
+        return x + 0.0
+    info = np.iinfo(dtype)
+    ilo = info.min if lo == -math.inf else max(info.min, math.ceil(lo))
+    ihi = info.max if hi == math.inf else min(info.max, math.floor(hi))
+    # float64(info.max) is the type's top plus one (2**63 or 2**64), which no value of
+    # the type holds; a draw there lies past ihi anyway (float64(-2**63) is exact)
+    past = x >= float(info.max)
+    out = np.where(past, 0.0, x).astype(dtype)
+    out[past] = ihi
+    return np.clip(out, dtype(ilo), dtype(ihi))
+
+
+def _past_float(values: list[Any]) -> bool:
+    """Whether some of these whole numbers are past what float64 holds exactly."""
+    return any(abs(int(v)) > EXACT_FLOAT_INT for v in values)
+
+
+def _nullable_int(values: list[Any]) -> str:
+    """``"Int64"``, or ``"UInt64"`` for whole numbers past ``int64``'s top (not past
+    ``uint64``'s: a column of such values reads as ``uint64``), else ``"object"``."""
+    if all(-(2**63) <= int(v) < 2**63 for v in values):
+        return "Int64"
+    return "UInt64" if all(0 <= int(v) < 2**64 for v in values) else "object"

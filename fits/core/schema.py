@@ -122,6 +122,9 @@ POINT_MASS_SHARE = 0.1
 #: Clients report their most frequent value of a continuous column only from this share.
 _POINT_MASS_REPORT = 0.05
 #: Most decimals of a float column kept in the schema (more: full precision, no rounding).
+EXACT_FLOAT_INT = 2**53
+"""float64 holds every whole number up to this magnitude exactly; past it an integer
+column's description also carries its exact bounds (``int_min`` / ``int_max``)."""
 MAX_DECIMALS = 12
 #: Most digits after the point of a column of ``Decimal`` objects (its scale), the most a
 #: Parquet ``decimal256`` holds; a site whose values have more refuses the column (it was
@@ -479,7 +482,10 @@ class ColumnSpec:
                 raise SchemaError(
                     f'column {name!r}: "{key}" must be a number (or null), got {value!r}'
                 )
-            numbers[key] = None if value is None else float(value)
+            # a whole number float64 would round (an integer column's bound past 2**53)
+            # stays exact
+            exact = isinstance(value, int) and float(value) != value and key != "point_mass"
+            numbers[key] = None if value is None else value if exact else float(value)
         cats = d.get("categories")
         if cats is not None and not isinstance(cats, list):
             raise SchemaError(f'column {name!r}: "categories" must be a list, got {cats!r}')
@@ -1746,8 +1752,14 @@ def _describe_column(
         raise SchemaError(f"{client}: column {name!r} has infinite values; remove them")
     info["min"] = float(values.min())
     info["max"] = float(values.max())
+    exact = fam == "int" and max(abs(info["min"]), abs(info["max"])) > EXACT_FLOAT_INT
+    if exact:  # float64 rounds such whole numbers (to a multiple of 2,048 near 2**63),
+        # so the float bounds may lie past the real ones: the exact ones as well
+        info["int_min"], info["int_max"] = int(present.min()), int(present.max())
     integral = bool(np.all(values == np.round(values)))
     uniq, counts = np.unique(values, return_counts=True)
+    if exact:  # the values themselves, not their float64 roundings
+        uniq, counts = np.unique(present.to_numpy(), return_counts=True)
     if kind in ("ordinal", "nominal") or (kind is None and uniq.size <= MAX_ORDINAL_LEVELS):
         info["values"] = [int(v) if integral else float(v) for v in uniq]
     if "values" not in info or not integral:  # a continuous candidate: its point mass
@@ -2191,10 +2203,14 @@ def _merge_continuous(
     name: str, infos: Sequence[Mapping[str, Any]], kind: str | None, fams: Sequence[str], fam: str
 ) -> ColumnSpec:
     """A continuous column: the clients' bounds, and a point mass if one value dominates."""
-    lo = min(float(i["min"]) for i in infos)
-    hi = max(float(i["max"]) for i in infos)
+    lo: float = min(float(i["min"]) for i in infos)
+    hi: float = max(float(i["max"]) for i in infos)
     if fam == "float" and all(i.get("integral") for i in infos) and "int" in fams:
         fam = "int"
+    if fam == "int" and any("int_min" in i for i in infos):  # whole numbers past 2**53:
+        # the exact observed bounds (a float site's whole numbers are exact as they are)
+        lo = _exact_bound(min(int(i.get("int_min", i["min"])) for i in infos))
+        hi = _exact_bound(max(int(i.get("int_max", i["max"])) for i in infos))
     spec = ColumnSpec(name, "continuous", fam, None, lo, hi)
     if fam != "int":
         spec.decimals = _most_decimals(infos)
@@ -2225,6 +2241,13 @@ def _merge_continuous(
         if count >= POINT_MASS_SHARE * present and lo < hi:
             spec.point_mass = value
     return spec
+
+
+def _exact_bound(value: int) -> float:
+    """A whole-number bound as a float where float64 holds it exactly, else as the
+    Python ``int`` itself (the schema's ``lower`` / ``upper`` of an integer column past
+    2**53: :func:`fits.core.continualization.whole_numbers` keeps draws within it)."""
+    return float(value) if float(value) == value else value
 
 
 def _check_constant(spec: ColumnSpec) -> ColumnSpec:
