@@ -1,16 +1,19 @@
 """Wide tables: the time of fit and sample by the number of columns.
 
-    python benchmarks/wide_tables.py [--widths 50,100,200,300] [--rows 300] [--out record.json]
+    python benchmarks/wide_tables.py [--widths 50,100,200,300] [--rows 300] [--fit-only]
+        [--out record.json]
 
 The table of docs/benchmarks.md ("Wide tables").  For each width d: a table of
 ``--rows`` rows split evenly over three sites, d - 5 continuous columns (lab values:
 five latent factors with loadings N(0, 1) plus noise of sd 0.5, around 10, three
 decimals) and 5 nominal columns of three levels (last in the chain); FITS-K with the
 defaults of ``fits synthesize`` (one site at a time, as ``--jobs 1``) fits it and
-draws ``--rows`` rows.  Printed per width: the seconds of fit (setup and rule
-detection) and of sample, and the queries the collinearity guard reduced.  With
-``--write DIR`` it also writes the three sites' CSV files (``w{d}_a.csv``, ...), the
-input of the ``fits synthesize`` command in docs/benchmarks.md.
+draws ``--rows`` rows (not with ``--fit-only``).  Printed per width: the seconds of fit
+(setup and rule detection) and of sample, the candidate rules every site was asked to
+check (one yes/no answer each per site), and the queries the collinearity guard
+reduced.  With ``--write DIR`` it also writes the three sites' CSV files
+(``w{d}_a.csv``, ...), the input of the ``fits synthesize`` command in
+docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -52,10 +55,11 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--write", type=Path, default=None)
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--fit-only", action="store_true", help="fit only, draw nothing")
     args = parser.parse_args()
     record = []
-    print("| columns | fit (s) | sample (s) | guarded queries |")
-    print("| --- | --- | --- | --- |")
+    print("| columns | fit (s) | sample (s) | candidates checked | guarded queries |")
+    print("| --- | --- | --- | --- | --- |")
     for width in (int(w) for w in args.widths.split(",")):
         tables = sites(wide_table(width, args.rows))
         if args.write is not None:
@@ -66,16 +70,22 @@ def main() -> None:
         start = time.perf_counter()
         synth.fit(tables)
         fitted = time.perf_counter()
-        synth.sample(args.rows)
+        if not args.fit_only:
+            synth.sample(args.rows)
         done = time.perf_counter()
         row = {
             "columns": width,
             "fit_s": round(fitted - start, 1),
-            "sample_s": round(done - fitted, 1),
+            "sample_s": None if args.fit_only else round(done - fitted, 1),
+            "checked": int(synth.coordinator.rule_candidates.get("check", 0)),
             "guarded": int(synth.coordinator.guarded),
         }
         record.append(row)
-        print(f"| {width} | {row['fit_s']} | {row['sample_s']} | {row['guarded']:,} |", flush=True)
+        sample = "-" if row["sample_s"] is None else row["sample_s"]
+        print(
+            f"| {width} | {row['fit_s']} | {sample} | {row['checked']:,} | {row['guarded']:,} |",
+            flush=True,
+        )
     if args.out is not None:
         args.out.write_text(json.dumps(record, indent=2))
 

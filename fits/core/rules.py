@@ -39,10 +39,16 @@ only pooled moments; pooled least squares gives slope, intercept and the residua
 square, and only pairs whose residual could be rounding (:func:`affine_proposals`) go
 on to the check.
 
-Candidates (:func:`candidates`) are chosen from the merged schema alone: every ordered
+Candidates (:func:`candidates`) are chosen from the merged schema: every ordered
 pair of discrete columns; pairs of discrete determinants (at most
 :data:`MAX_DETERMINANT_CELLS` combinations) for a column with no one-column rule; and
-sums of two (then three) numeric columns whose bounds allow the sum.  A function rule
+sums of two (then three) numeric columns whose bounds allow the sum.  When the bounds
+leave more than :data:`TOTALS_FROM_CANDIDATES` sums (a wide table: 2.26 million
+two-part sums at 300 lab values), one more stage comes first: **totals**
+(``stage="totals"``): per numeric column, the sum of the site's values (scaled by a
+power of two), summed over the sites like the moments.  A sum rule that holds in every
+row makes the totals obey it too, up to a rounding bound (:func:`sum_totals`), so only
+the sums whose totals agree are checked (:class:`SumTotals`).  A function rule
 needs at least :data:`MIN_ROWS_PER_CELL` rows in the federation per determinant
 combination (so that it is not a coincidence of few rows per combination), a sum rule
 at least :data:`MIN_SUM_ROWS` rows.  :func:`select_rules` keeps at most one rule per
@@ -76,6 +82,8 @@ __all__ = [
     "MAX_SUM_CANDIDATES",
     "MIN_ROWS_PER_CELL",
     "MIN_SUM_ROWS",
+    "SumTotals",
+    "TOTALS_FROM_CANDIDATES",
     "affine_candidates",
     "affine_proposals",
     "affine_tolerance",
@@ -89,6 +97,9 @@ __all__ = [
     "value_decimals",
     "rules_by_column",
     "select_rules",
+    "sum_candidate_count",
+    "sum_columns",
+    "sum_totals",
     "verify_rules",
 ]
 
@@ -148,8 +159,10 @@ def candidates(
     *,
     size: int,
     skip: set[str] | frozenset[str] = frozenset(),
+    totals: SumTotals | None = None,
 ) -> list[Candidate]:
-    """The candidate rules of one detection round, from the merged schema alone.
+    """The candidate rules of one detection round, from the merged schema (and the
+    sites' column totals, if asked).
 
     Parameters
     ----------
@@ -162,6 +175,11 @@ def candidates(
         three-part sums.
     skip : set of str
         Columns that already have a rule (not asked again with more determinants).
+    totals : SumTotals, optional
+        The sites' column totals (:func:`sum_totals`): a sum candidate whose totals
+        contradict it is left out (:meth:`SumTotals.allows`); the others, and their
+        order, are those without totals (so the three-part limit counts only those
+        left).
 
     Returns
     -------
@@ -185,7 +203,7 @@ def candidates(
         return out
     numeric = [c for c in cols if _numeric(c)]
     limit = MAX_SUM_CANDIDATES if size > 1 else None
-    return out + _sum_candidates(numeric, size + 1, skip, limit)
+    return out + _sum_candidates(numeric, size + 1, skip, limit, totals)
 
 
 def _sum_candidates(
@@ -193,6 +211,7 @@ def _sum_candidates(
     parts: int,
     skip: set[str] | frozenset[str],
     limit: int | None,
+    totals: SumTotals | None = None,
 ) -> list[Candidate]:
     """Sums of ``parts`` (2 or 3) numeric columns whose bounds allow a continuous total:
     for each total t (in order) and each group of other columns (in
@@ -206,12 +225,19 @@ def _sum_candidates(
     three-part groups, hours; docs/benchmarks.md, "Wide tables").  Three-part groups
     are scanned per first part, skipping a first part whose best possible group misses
     the bounds, and the scan stops at ``limit``.
+
+    With ``totals``, a group is kept only if the totals also allow it; three-part
+    groups are then found from the sorted sums of the pairs' totals
+    (:func:`_triples_by_totals`), not by a scan of every group.
     """
+    names = [c.name for c in numeric]
     bounds = np.array([_bounds(c) for c in numeric], dtype=float).reshape(-1, 2)
     lo, hi = bounds[:, 0], bounds[:, 1]
     n = len(numeric)
     ii, jj = np.triu_indices(n, k=1)  # the pairs i < j, in combinations order
     low, high = lo[ii] + lo[jj], hi[ii] + hi[jj]
+    aligned = totals.aligned(names) if totals is not None else None
+    search = _PairSearch(aligned, ii, jj) if aligned is not None and parts == 3 else None
     sums: list[Candidate] = []
     for t, spec in enumerate(numeric):
         if spec.kind != "continuous" or spec.point_mass is not None or spec.name in skip:
@@ -220,7 +246,13 @@ def _sum_candidates(
         if parts == 2:
             hit = (low <= lo_t) & (hi_t <= high)
             hit &= (ii != t) & (jj != t)
-            groups: Iterator[tuple[int, ...]] = zip(ii[hit].tolist(), jj[hit].tolist(), strict=True)
+            pi, pj = ii[hit], jj[hit]
+            if aligned is not None:
+                ok = aligned.allows(t, pi, pj)
+                pi, pj = pi[ok], pj[ok]
+            groups: Iterator[tuple[int, ...]] = zip(pi.tolist(), pj.tolist(), strict=True)
+        elif search is not None:
+            groups = _triples_by_totals(lo, hi, t, ii, jj, search)
         else:
             groups = _triples(lo, hi, t, ii, jj)
         for group in groups:
@@ -270,6 +302,221 @@ def _triples(
         hit = keep[first:] & (lo[i] + lo[pj] + lo[pk] <= lo_t) & (hi_t <= hi[i] + hi[pj] + hi[pk])
         for j, k in zip(pj[hit].tolist(), pk[hit].tolist(), strict=True):
             yield i, j, k
+
+
+#: float64's unit roundoff, 2^-53.
+_U = 2.0**-53
+#: Ask the sites for their column totals (stage ``totals``) only when the bounds leave
+#: more sum candidates than this (two-part ones, and three-part ones up to
+#: :data:`MAX_SUM_CANDIDATES`): below it the check round is small, and no site sends
+#: any total.
+TOTALS_FROM_CANDIDATES = 1000
+
+
+def _magnitude(spec: ColumnSpec) -> float:
+    """The power of two above the largest magnitude of the column's bounds: a site
+    divides its values by it (exactly) before summing them, so that every value summed
+    is at most 1 in magnitude."""
+    lo, hi = _bounds(spec)
+    _, exponent = math.frexp(max(abs(lo), abs(hi), 1e-300))
+    return math.ldexp(1.0, exponent)
+
+
+def sum_columns(schema: Schema) -> list[str]:
+    """The columns a sum rule can involve (whose totals the ``totals`` stage asks)."""
+    cols = [c for c in schema.columns if c.is_modelled and c.indicates is None]
+    return [c.name for c in cols if _numeric(c)]
+
+
+class SumTotals:
+    """The sites' column totals and how far a true sum rule can move them.
+
+    ``sums[a, c]``: answer ``a``'s total of column ``c`` (one answer per site, or one
+    pooled over all of them with secure aggregation); ``tol[a, c]``: the bound on that
+    column's share of the rounding (:func:`sum_totals`).  A rule ``T = P_1 + ... +
+    P_k`` that every row of every site holds (:func:`fits._exact.sums_match`) leaves
+    ``|S_T - S_P1 - ... - S_Pk| <= tol_T + tol_P1 + ... + tol_Pk`` in every answer
+    (computed left to right).
+    """
+
+    def __init__(self, names: Sequence[str], sums: np.ndarray, tol: np.ndarray) -> None:
+        self.names = list(names)
+        self.index = {n: k for k, n in enumerate(self.names)}
+        self.sums = np.asarray(sums, dtype=float).reshape(-1, len(self.names))
+        self.tol = np.asarray(tol, dtype=float).reshape(self.sums.shape)
+
+    def aligned(self, names: Sequence[str]) -> SumTotals:
+        """The same totals, their columns in the order of ``names``."""
+        pos = [self.index[n] for n in names]
+        return SumTotals(names, self.sums[:, pos], self.tol[:, pos])
+
+    def allows(self, t: int, *parts: np.ndarray) -> np.ndarray:
+        """Whether the totals allow ``column t = sum of the parts`` (parts: arrays of
+        column positions, one array per part, one candidate per entry)."""
+        ok = np.ones(np.shape(parts[0]), dtype=bool)
+        for s, e in zip(self.sums, self.tol, strict=True):
+            d = s[t] - s[parts[0]]
+            room = e[t] + e[parts[0]]
+            for p in parts[1:]:
+                d = d - s[p]
+                room = room + e[p]
+            ok &= np.abs(d) <= room
+        return ok
+
+
+def sum_totals(
+    schema: Schema,
+    names: Sequence[str],
+    answers: Sequence[np.ndarray],
+    site_rows: Sequence[int],
+    descriptions: Sequence[Mapping[str, Any]] | None = None,
+) -> SumTotals | None:
+    """The :class:`SumTotals` of the sites' ``totals`` answers; None if some total is
+    not finite (then no candidate is left out).
+
+    Each site sends, per column c, the float64 sum (:func:`numpy.nansum`) of its values
+    divided by m_c (:func:`_magnitude`, a power of two: exact).  If a rule with k <= 3
+    parts holds in each of the N rows of an answer (n_i rows at its K sites), the
+    column sums obey it up to, with u = 2^-53 and M_c >= |value| (m_c, or a site's
+    reported extreme beyond it):
+
+    * the rows' own rounding (:func:`~fits._exact.sums_match` allows (k + 1) 2u of
+      the magnitude per row, the float64 sum of the parts (k - 1) u more): at most
+      10 u N sum_c M_c over the candidate's columns;
+    * each site's float64 sum of n_i values: (n_i - 1) u sum |x| <= 1.01 u n_i^2 M_c;
+    * the sum over sites: K u N M_c; with secure aggregation its fixed point (2^-97
+      m_c per site) and the float64 decoding (4 u N M_c);
+    * the k subtractions of the test: k u N sum_c M_c.
+
+    So ``tol_c = u M_c (2 sum_i n_i^2 + (K + 24) N) + K 2^-96 m_c`` bounds column c's
+    share, with room to spare; no true rule is left out.  A column with a missing value
+    at some site has a total over its present values only, but no rule involves it
+    (a check fails where a value is missing), so nothing is lost there either.
+
+    Parameters
+    ----------
+    schema : Schema
+        The merged schema (the bounds give m_c).
+    names : sequence of str
+        The columns asked (:func:`sum_columns`), in the answers' order.
+    answers : sequence of ndarray
+        One answer (len(names),) per site, or one (their sum) for all of them.
+    site_rows : sequence of int
+        Each site's row count.
+    descriptions : sequence of dict, optional
+        The sites' setup descriptions, whose extremes bound M_c where a site's values
+        lie beyond the schema's bounds.
+    """
+    unit = np.array([_magnitude(schema[n]) for n in names])
+    bound = unit.copy()
+    for desc in descriptions or []:
+        info = desc.get("columns", {})
+        for k, n in enumerate(names):
+            for key in ("min", "max"):
+                v = info.get(n, {}).get(key)
+                if isinstance(v, (int, float)) and math.isfinite(v):
+                    bound[k] = max(bound[k], abs(float(v)))
+    rows = [int(r) for r in site_rows]
+    groups = [rows] if len(answers) == 1 else [[r] for r in rows]
+    if len(groups) != len(answers):
+        raise SchemaError(f"{len(answers)} totals answers for {len(rows)} sites")
+    sums, tol = [], []
+    for answer, group in zip(answers, groups, strict=True):
+        a = np.asarray(answer, dtype=float)
+        if a.shape != (len(names),):
+            raise SchemaError(f"a totals answer has shape {a.shape}, not ({len(names)},)")
+        if not np.all(np.isfinite(a)):
+            return None
+        n_rows, n_sites = float(sum(group)), float(len(group))
+        square = float(sum(r * r for r in group))
+        sums.append(a * unit)  # powers of two: exact
+        room = 2.0 * square + (n_sites + 24.0) * n_rows
+        tol.append(_U * bound * room + n_sites * 2.0**-96 * unit)
+    return SumTotals(names, np.array(sums), np.array(tol))
+
+
+class _PairSearch:
+    """The pairs (i < j) sorted by their totals ``S_i + S_j`` in the first answer, to
+    find the pairs whose sum is within reach of a target."""
+
+    def __init__(self, totals: SumTotals, ii: np.ndarray, jj: np.ndarray) -> None:
+        self.totals = totals
+        first = totals.sums[0]
+        pair = first[ii] + first[jj]
+        self.order = np.argsort(pair, kind="stable")
+        self.sorted = pair[self.order]
+        # |S_t - S_i - (S_j + S_k)| of a candidate the totals allow, as computed here:
+        # at most the test's room (four columns) plus the float64 rounding of the
+        # target, the pair sum and the test's own subtractions (5 u of the magnitudes)
+        magnitude = float(np.max(np.abs(first))) if first.size else 0.0
+        self.reach = 4.0 * float(np.max(totals.tol[0], initial=0.0)) + 32.0 * _U * magnitude
+
+    def pairs_near(self, target: np.ndarray) -> list[np.ndarray]:
+        """Per target, the positions (in the pairs' order) of the pairs within reach."""
+        left = np.searchsorted(self.sorted, target - self.reach, side="left")
+        right = np.searchsorted(self.sorted, target + self.reach, side="right")
+        return [self.order[a:b] for a, b in zip(left.tolist(), right.tolist(), strict=True)]
+
+
+def _triples_by_totals(
+    lo: np.ndarray,
+    hi: np.ndarray,
+    t: int,
+    ii: np.ndarray,
+    jj: np.ndarray,
+    search: _PairSearch,
+) -> Iterator[tuple[int, int, int]]:
+    """The groups of :func:`_triples` that the totals allow, in the same order: per
+    first part i, the pairs (j, k), j > i, whose total is within reach of ``S_t -
+    S_i``, then the bounds and :meth:`SumTotals.allows` tested exactly."""
+    n = lo.size
+    lo_t, hi_t = lo[t], hi[t]
+    first = search.totals.sums[0]
+    near = search.pairs_near(first[t] - first)
+    for i in range(n):
+        if i == t or not near[i].size:
+            continue
+        p = np.sort(near[i])  # combinations order of (j, k)
+        pj, pk = ii[p], jj[p]
+        keep = (pj > i) & (pj != t) & (pk != t)
+        pj, pk = pj[keep], pk[keep]
+        if not pj.size:
+            continue
+        hit = (lo[i] + lo[pj] + lo[pk] <= lo_t) & (hi_t <= hi[i] + hi[pj] + hi[pk])
+        hit &= search.totals.allows(t, np.full(pj.shape, i), pj, pk)
+        for j, k in zip(pj[hit].tolist(), pk[hit].tolist(), strict=True):
+            yield i, j, k
+
+
+def sum_candidate_count(
+    schema: Schema, n_total: int, skip: set[str] | frozenset[str] = frozenset()
+) -> int:
+    """How many sum candidates the bounds alone leave: every two-part one, and the
+    three-part ones up to :data:`MAX_SUM_CANDIDATES` (what the two check rounds would
+    ask without totals)."""
+    if n_total < MIN_SUM_ROWS:
+        return 0
+    cols = [c for c in schema.columns if c.is_modelled and c.indicates is None]
+    numeric = [c for c in cols if _numeric(c)]
+    lo, hi = (np.array([_bounds(c)[k] for c in numeric], dtype=float) for k in (0, 1))
+    n = len(numeric)
+    ii, jj = np.triu_indices(n, k=1)
+    low, high = lo[ii] + lo[jj], hi[ii] + hi[jj]
+    count = 0
+    targets = []
+    for t, spec in enumerate(numeric):
+        if spec.kind != "continuous" or spec.point_mass is not None or spec.name in skip:
+            continue
+        targets.append(t)
+        hit = (low <= lo[t]) & (hi[t] <= high) & (ii != t) & (jj != t)
+        count += int(np.count_nonzero(hit))
+    triples = 0
+    for t in targets:
+        for _ in _triples(lo, hi, t, ii, jj):
+            triples += 1
+            if triples >= MAX_SUM_CANDIDATES:
+                return count + triples
+    return count + triples
 
 
 def _affine_source(spec: ColumnSpec) -> bool:
@@ -477,7 +724,7 @@ def answer_rules(
         The merged schema (categories give the codes).
     cands : sequence of dict
         The candidates (:func:`candidates`).
-    stage : {"check", "map", "moments"}
+    stage : {"check", "map", "moments", "totals"}
         ``"check"``: an array (n,) of 0/1, 1 where the candidate holds in every row
         (a function: no two rows with the same determinant values and different
         values of the column -- or, with a ``"mapping"``, no row that contradicts it;
@@ -496,14 +743,20 @@ def answer_rules(
         of their products; then per column (in order of first appearance) the one-hot
         vector (length :data:`MAX_DECIMALS` + 2, the last entry: no decimal
         resolution) of :func:`value_decimals` of its present values here.  An affine
-        check also needs X and Y missing in the same rows.
+        check also needs X and Y missing in the same rows.  ``"totals"`` (candidates
+        ``{"kind": "total", "column": c}``, the columns of :func:`sum_columns`):
+        float64 (n,), per column the sum of its present values here, each divided by
+        the power of two above the largest magnitude of the column's bounds (so each
+        term is at most 1 in magnitude).
 
     Returns
     -------
-    ndarray of uint8 (float64 for ``"moments"``)
+    ndarray of uint8 (float64 for ``"moments"`` and ``"totals"``)
     """
-    if stage not in ("check", "map", "moments"):
-        raise ValueError(f"unknown rules stage {stage!r}; use 'check', 'map' or 'moments'")
+    if stage not in ("check", "map", "moments", "totals"):
+        raise ValueError(
+            f"unknown rules stage {stage!r}; use 'check', 'map', 'moments' or 'totals'"
+        )
     codes: dict[str, np.ndarray] = {}
     numbers: dict[str, np.ndarray] = {}
 
@@ -519,6 +772,11 @@ def answer_rules(
 
     if stage == "moments":
         return _moments(frame, schema, cands, number)
+    if stage == "totals":
+        return np.array(
+            [np.nansum(number(c["column"]) / _magnitude(schema[c["column"]])) for c in cands],
+            dtype=float,
+        ).reshape(-1)
     sums = _sum_answers(cands, number)
     out: list[np.ndarray] = []
     for i, cand in enumerate(cands):
@@ -799,9 +1057,10 @@ def detect_rules(
     found: list[tuple[Candidate, list[list[Any]] | None]] = []
     holding: list[Candidate] = []
     found += [(c, None) for c in _detect_affine(schema, ask, sites, n_total, descriptions)]
+    totals = _ask_totals(schema, ask, sites, n_total, descriptions, {c["column"] for c, _ in found})
     for size in (1, 2):
         skip = {c["column"] for c, _ in found} | {c["column"] for c in holding}
-        cands = candidates(schema, n_total, size=size, skip=skip)
+        cands = candidates(schema, n_total, size=size, skip=skip, totals=totals)
         if not cands:
             continue
         answers = ask("check", cands)
@@ -823,6 +1082,29 @@ def detect_rules(
     derived = {r.column for r in rules if r.kind == "affine"}  # each one is selected
     rules = [r for r in rules if r.kind != "sum" or derived.isdisjoint(r.of)]
     return select_rules(schema, rules)
+
+
+def _ask_totals(
+    schema: Schema,
+    ask: Ask,
+    sites: Sequence[str],
+    n_total: int,
+    descriptions: Sequence[Mapping[str, Any]] | None,
+    skip: set[str],
+) -> SumTotals | None:
+    """The ``totals`` stage, when the bounds leave more than
+    :data:`TOTALS_FROM_CANDIDATES` sum candidates; None otherwise (every candidate the
+    bounds allow is checked).  ``ask("totals", ...)`` may return one answer per site or
+    their sum (secure aggregation)."""
+    if sum_candidate_count(schema, n_total, skip) <= TOTALS_FROM_CANDIDATES:
+        return None
+    names = sum_columns(schema)
+    answers = ask("totals", [{"kind": "total", "column": n} for n in names])
+    if descriptions is not None and len(descriptions) == len(sites):
+        rows = [int(d.get("n_rows", n_total)) for d in descriptions]
+    else:  # unknown: every site as big as the federation (a looser bound)
+        rows = [n_total] * len(sites)
+    return sum_totals(schema, names, answers, rows, descriptions)
 
 
 def _rule(cand: Candidate, mapping: list[list[Any]] | None) -> Rule:

@@ -6,7 +6,8 @@ rows never leave it; it uploads only
 * in the setup round, its row count and a description of its columns;
 * in rule detection, one bit per candidate rule (does it hold in all my rows?), for
   the rules every site confirmed, which value pairs of their columns occur here, and
-  for affine candidates, the sums of their columns' centred moments;
+  for affine candidates, the sums of their columns' centred moments, and on a wide
+  table the (scaled) sums of its numeric columns;
 * for the first chain column, the sum of smoothed indicators on the grid (eq. 16);
 * for each batch of query points, step 1: the kernel-weighted Hessians S_k(x) (eq. 5);
 * and step 2: given q(x) from the coordinator, the CDF vectors F_k(z | x) (eqs. 8-9);
@@ -520,27 +521,27 @@ class FITSClient:
     def _rules(self, msg: Message) -> Message:
         """Rule detection (:func:`fits.core.rules.answer_rules`): one bit per candidate
         rule (``check``), which value pairs occur here (``map``), or the sums of the
-        candidate pairs' centred moments (``moments``, masked with secure aggregation);
-        never a row."""
+        candidate pairs' centred moments (``moments``) or of its numeric columns
+        (``totals``), masked with secure aggregation; never a row."""
         schema = Schema.from_json(str(msg.config["schema"]))
         candidates = json.loads(str(msg.config["candidates"]))
         stage = str(msg.config.get("stage", "check"))
         # a deployment that rebuilds the site per message (Flower) has not parsed yet
         data, _ = parse_text_columns(self.data, {c.name: {"kind": c.kind} for c in schema.columns})
         answer = answer_rules(data, schema, candidates, stage, site=self.name)
-        if stage == "moments":  # summed over the sites: masked when secure
+        if stage in ("moments", "totals"):  # summed over the sites: masked when secure
             if msg.config.get("secure", False):
                 self._connect_secure(msg)
                 if self._secure is None or not self._secure.connected:
                     raise ProtocolError(
-                        f"{self.name}: secure moments were asked for, but this client was "
+                        f"{self.name}: secure {stage} were asked for, but this client was "
                         "not set up with secure aggregation"
                     )
                 try:
-                    answer = self._secure.mask(answer, "rules|moments")
+                    answer = self._secure.mask(answer, f"rules|{stage}")
                 except ValueError as exc:  # name the site and the stage, not only the value
-                    raise ValueError(f"{self.name}, rule detection (moments): {exc}") from exc
-            return Message("rules", {"moments": answer})
+                    raise ValueError(f"{self.name}, rule detection ({stage}): {exc}") from exc
+            return Message("rules", {stage: answer})
         return Message("rules", {"pairs" if stage == "map" else "holds": answer})
 
     def _check_bounds(self, spec: ColumnSpec, values: np.ndarray) -> None:

@@ -400,6 +400,9 @@ class Coordinator:
         self.grids: dict[str, np.ndarray] = {}
         self.fallbacks = 0  # queries that needed the degenerate-query fallback
         self.guarded = 0  # queries whose design the collinearity guard reduced
+        #: Candidates sent to every site per rule-detection stage (``check``: one bit
+        #: each from every site), summed over the fit's rounds.
+        self.rule_candidates: dict[str, int] = {}
         #: (site, query) answers the sites abstained from under their policies.
         self.abstained = 0
         #: (site, query) answers the sites gave with a kernel widened to their floor.
@@ -710,6 +713,7 @@ class Coordinator:
 
         def ask(stage: str, candidates: list[dict]) -> list[np.ndarray]:
             self._phase(f"rule detection: {stage} round ({len(candidates):,} candidates)")
+            self.rule_candidates[stage] = self.rule_candidates.get(stage, 0) + len(candidates)
             config: dict[str, ConfigValue] = {
                 "stage": stage,
                 "schema": text,
@@ -718,16 +722,17 @@ class Coordinator:
             arrays: dict[str, np.ndarray] = {}
             if stage == "map":
                 config["size"] = map_size(schema, candidates)
-            if stage == "moments":  # summed over the sites: masked with secure aggregation
-                config["size"] = moments_size(candidates)
+            summed = stage in ("moments", "totals")
+            if summed:  # summed over the sites: masked with secure aggregation
+                config["size"] = moments_size(candidates) if stage == "moments" else len(candidates)
                 if self.secure and self._public_keys is not None:
                     config.update(secure=True, secure_neighbours=self.mask_neighbours or 0)
                     arrays["secure_keys"] = self._public_keys
             replies = self.transport.broadcast(Message("rules", arrays, config))
-            if stage == "moments":
+            if summed:
                 if self.secure:  # only the sum over the sites is learnt
-                    return [unmask_sum([r.arrays["moments"] for r in replies])]
-                return [r.arrays["moments"] for r in replies]
+                    return [unmask_sum([r.arrays[stage] for r in replies])]
+                return [r.arrays[stage] for r in replies]
             return [r.arrays["pairs" if stage == "map" else "holds"] for r in replies]
 
         return ask

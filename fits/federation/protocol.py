@@ -46,21 +46,25 @@ boost        config ``column``, ``request``,             ``H`` (2^level, W, 2K +
              (the share held out) and                   the held-out rows and their count
              ``validation_seed``                        (zeros under the site's floor)
 rules        config ``stage`` (``check`` / ``map`` /     ``holds`` (n,) uint8 0/1 (check):
-             ``moments``), ``schema`` (JSON, the         does candidate i hold in every
-             merged schema), ``candidates`` (JSON, n     row here; or ``pairs`` (size,)
-             candidate rules), ``size`` (map,            uint8 0/1 (map): which (a, b)
-             moments)                                    value pairs occur here; or
-                                                         ``moments`` (size,) float64
+             ``moments`` / ``totals``), ``schema``       does candidate i hold in every
+             (JSON, the merged schema),                  row here; or ``pairs`` (size,)
+             ``candidates`` (JSON, n candidate rules;    uint8 0/1 (map): which (a, b)
+             totals: n columns), ``size`` (map,          value pairs occur here; or
+             moments, totals)                            ``moments`` (size,) float64
                                                          (moments): summed moments of
-                                                         the affine candidates
+                                                         the affine candidates; or
+                                                         ``totals`` (size,) float64
+                                                         (totals): per numeric column,
+                                                         the sum of its scaled values
 ===========  ==========================================  ===================================
 
 ``rules`` comes between setup and configure, when rule detection is on
 (:mod:`fits.core.rules`; what it reveals: docs/privacy.md).  Its check and map answers
 are bits and are checked to be 0 or 1; they are not masked by secure aggregation.  Its
-moments answer is summed over the sites: with secure aggregation the request carries
-``secure``, ``secure_neighbours`` and the relayed ``secure_keys`` (as configure does,
-which comes later), and ``moments`` is sent masked, (LIMBS, size) uint64.
+moments and totals answers are summed over the sites: with secure aggregation the
+request carries ``secure``, ``secure_neighbours`` and the relayed ``secure_keys`` (as
+configure does, which comes later), and ``moments`` (``totals``) is sent masked,
+(LIMBS, size) uint64.
 
 A hessian, cdf or block request may carry config ``design``: the positions (0-based,
 comma-separated, increasing; ``""`` for none) of the covariates kept in the local-linear
@@ -482,12 +486,13 @@ def check_reply(request: Message, reply: Message) -> None:
         _expect(reply, {"n_rows": (1,)}, {"policy"})
         return
     if mtype == "rules":
-        if request.config.get("stage") == "moments":
-            size = int(request.config["size"])
+        stage = request.config.get("stage")
+        if stage in ("moments", "totals"):
+            size, key = int(request.config["size"]), str(stage)
             if secure:
-                _expect(reply, {"moments": (LIMBS, size)}, set(), {"moments": "uint64"})
+                _expect(reply, {key: (LIMBS, size)}, set(), {key: "uint64"})
             else:
-                _expect(reply, {"moments": (size,)}, set(), {"moments": "float64"})
+                _expect(reply, {key: (size,)}, set(), {key: "float64"})
             return
         if request.config.get("stage") == "map":
             name, n = "pairs", int(request.config["size"])
