@@ -503,3 +503,42 @@ def test_cli_schema_lists_it_and_synthesize_keeps_it(tmp_path):
     assert res.returncode == 1, res.stderr
     assert "'f'" in res.stderr and "site_0" in res.stderr and "Traceback" not in res.stderr
     assert not bad.exists()
+
+
+def test_no_sum_or_affine_rule_on_whole_numbers_past_2_53():
+    """Sum and affine rules are computed in float64, which rounds whole numbers past
+    2**53: a planted c = a + b on uint64 values above 2**62 was found, and every
+    synthetic c came back as 2**63 (cast to int64), none the sum of its parts; c = 2 a +
+    12345 was found as c = 2 a + 12288, and c = a + 3 (int64 past 2**60) as c = a. Such
+    rules are now neither looked for nor accepted from a schema file."""
+    rng = np.random.default_rng(0)
+    n = 200
+    a = (2**62 + rng.integers(0, 10**12, n)).astype(np.uint64)
+    b = (2**62 + rng.integers(0, 10**12, n)).astype(np.uint64)
+    s = (2**60 + rng.integers(0, 10**12, n)).astype(np.int64)
+    table = pd.DataFrame(
+        {
+            "a": a,
+            "b": b,
+            "c": a + b,
+            "d": s * 2 + 12345,
+            "e": s + 3,
+            "s": s,
+            "x": rng.normal(size=n),
+        }
+    )
+    kinds = dict.fromkeys("abcdes", "continuous")
+    sites = [table.iloc[:100], table.iloc[100:]]
+    schema = Schema.detect(sites, kinds=kinds)
+    assert not [r for r in schema.rules or [] if r.kind in ("sum", "affine")], schema.rules
+    drawn = FITSSynthesizer(seed=0, kinds=kinds).fit(sites).sample(50)
+    for c in "abcdes":  # modelled as columns of their own: within their exact ranges
+        values = [int(v) for v in drawn[c]]
+        assert int(table[c].min()) <= min(values) and max(values) <= int(table[c].max()), c
+    plain = schema.without_rules().to_dict()
+    for rule in (
+        Rule("c", ["a", "b"], "sum"),
+        Rule("e", ["s"], "affine", slope=1.0, intercept=3.0),
+    ):
+        with pytest.raises(SchemaError, match=r"past 2\*\*53.*remove the rule"):
+            Schema.from_dict({**plain, "rules": [rule.to_dict()]})

@@ -131,8 +131,9 @@ Ask = Callable[[str, list[Candidate]], list[np.ndarray]]
 
 
 def _numeric(spec: ColumnSpec) -> bool:
-    """A column a sum can involve: numbers present in every row."""
-    if spec.missing or not spec.is_modelled or spec.dtype == "datetime":
+    """A column a sum can involve: numbers present in every row (not whole numbers
+    past 2**53, which a sum in float64 would round: no rule is looked for on them)."""
+    if spec.missing or not spec.is_modelled or spec.dtype == "datetime" or spec.past_float:
         return False
     if spec.kind == "continuous":
         return True
@@ -521,9 +522,13 @@ def sum_candidate_count(
 
 def _affine_source(spec: ColumnSpec) -> bool:
     """A column an affine rule can start from: a numeric column with numbers in every
-    row, or a continuous one with missing values; not constant."""
+    row, or a continuous one with missing values; not constant; not whole numbers past
+    2**53 (:func:`_numeric`)."""
     numeric = _numeric(spec) or (
-        spec.kind == "continuous" and spec.is_modelled and spec.dtype != "datetime"
+        spec.kind == "continuous"
+        and spec.is_modelled
+        and spec.dtype != "datetime"
+        and not spec.past_float
     )
     return numeric and _bounds(spec)[0] < _bounds(spec)[1]
 

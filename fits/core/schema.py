@@ -405,6 +405,20 @@ class ColumnSpec:
         return max(whole + scale, 1), scale
 
     @property
+    def past_float(self) -> bool:
+        """Whether the column holds whole numbers float64 cannot all hold exactly: an
+        integer column whose bounds or values pass 2**53 in magnitude (sum and affine
+        rules, computed in float64, are neither looked for nor accepted on it)."""
+        if self.dtype != "int":
+            return False
+        ends = (
+            [c for c in self.categories or [] if _is_number(c)]
+            if self.is_discrete
+            else [b for b in (self.lower, self.upper) if b is not None]
+        )
+        return any(abs(v) > EXACT_FLOAT_INT for v in ends)
+
+    @property
     def is_discrete(self) -> bool:
         """Whether the column is ordinal or nominal."""
         return self.kind in ("ordinal", "nominal")
@@ -758,6 +772,13 @@ class Schema:
             specs = [self[c] for c in [rule.column, *rule.of]]
             if any(not c.is_modelled or c.indicates is not None for c in specs):
                 raise SchemaError(f"{where}: identifier columns cannot take part in a rule")
+            wide = [c.name for c in specs if c.past_float]
+            if rule.kind in ("sum", "affine") and wide:
+                raise SchemaError(
+                    f"{where}: column(s) {wide} hold whole numbers past 2**53, which the "
+                    f"float64 arithmetic of a {rule.kind} rule rounds (its values would "
+                    "not hold the rule exactly); remove the rule"
+                )
             later = [c for c in rule.of if self.order.index(c) > self.order.index(rule.column)]
             if later:
                 raise SchemaError(
