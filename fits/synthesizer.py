@@ -1436,6 +1436,10 @@ def restore_dtype(col: pd.Series, spec: ColumnSpec) -> pd.Series:
     Series
     """
     if spec.dtype == "datetime":
+        if spec.pandas_dtype == "object" and spec.date_only:  # datetime.date objects (a
+            # Parquet date32 column, written back as one; CSV: dates, no time part)
+            dates = col.dt.date.astype(object)
+            return dates.where(col.notna(), None).rename(col.name)
         return col
     if spec.decimal_scale is not None:
         return to_decimals(col, spec.decimal_scale)

@@ -209,3 +209,44 @@ def test_a_column_after_a_users_column_named_like_its_indicator_is_not_first():
     sites = [t.iloc[:300], t.iloc[300:]]
     FITSSynthesizer(seed=0, column_models={"x": "boosting"}).fit(sites)
     FITSSynthesizer(seed=0, column_designs={"x": "constant"}).fit(sites)
+
+
+def test_parquet_date32_columns_come_back_as_dates(tmp_path):
+    """A Parquet date32 column (datetime.date objects in pandas) was read as text,
+    said so ('column 'd' is text read as dates (ISO8601)'), and came back as
+    timestamp[us] in a Parquet output; the release check's distances treated its dates
+    as labels (every synthetic row 1 from the nearest real one). Now it is modelled as
+    dates with no note, and written back as date32 (Parquet) or dates without a time
+    part (CSV)."""
+    import datetime as dt
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from conftest import fits_in_process
+
+    rng = np.random.default_rng(0)
+    files = []
+    for k in range(2):
+        days = rng.integers(0, 900, 120)
+        d = [dt.date(2020, 1, 1) + dt.timedelta(days=int(v)) for v in days]
+        d[k] = None  # a missing date
+        table = pa.table({"d": pa.array(d, pa.date32()), "x": pa.array(rng.normal(size=120))})
+        files.append(tmp_path / f"s{k}.parquet")
+        pq.write_table(table, files[-1])
+    for suffix in (".parquet", ".csv"):
+        out = tmp_path / f"out{suffix}"
+        res = fits_in_process("synthesize", *files, "--rows", "40", "--out", out, "--quiet")
+        assert res.returncode == 0, res.stderr
+        assert "read as dates" not in res.stderr, res.stderr
+        if suffix == ".parquet":
+            assert pq.read_schema(out).field("d").type == pa.date32()
+            back = pq.read_table(out).column("d").to_pylist()
+        else:
+            text = pd.read_csv(out, dtype=str, keep_default_na=False)["d"]
+            assert text.str.fullmatch(r"\d{4}-\d{2}-\d{2}|").all(), text.tolist()
+            back = [dt.date.fromisoformat(v) if v else None for v in text]
+        present = [v for v in back if v is not None]
+        assert all(dt.date(2020, 1, 1) <= v <= dt.date(2022, 6, 19) for v in present)
+        line = next(ln for ln in res.stdout.splitlines() if ln.startswith("distance"))
+        assert "synthetic 1," not in line, line

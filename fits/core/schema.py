@@ -44,7 +44,7 @@ import unicodedata
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import time, timedelta
+from datetime import date, datetime, time, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -1412,6 +1412,20 @@ def parse_text_columns(
                 out = frame.copy()
             out[name] = decimal[0]
             continue
+        if present.map(lambda v: isinstance(v, date) and not isinstance(v, datetime)).all():
+            # datetime.date objects (a Parquet date32 column): dates already, not text;
+            # restored as dates on output (ColumnSpec.pandas_dtype "object")
+            notes[name] = {
+                "as": "date objects",
+                "format": "date",
+                "markers": {},
+                "n_markers": 0,
+                "n_present": int(present.size),
+            }
+            if out is None:
+                out = frame.copy()
+            out[name] = pd.to_datetime(s)
+            continue
         if present.size > _PARSE_SAMPLE and not _may_parse(present):
             continue
         counts = present.astype(str).value_counts(sort=False)
@@ -1687,6 +1701,8 @@ def describe_table(
                     )
                 info["pandas_dtype"] = "object"
                 info["decimal_scale"] = scale
+        elif notes.get(name, {}).get("as") == "date objects":  # not text either
+            info["date_objects"] = True
         elif name in notes:
             info["parsed"] = dict(notes[name])
         out["columns"][name] = info
@@ -2043,8 +2059,12 @@ def _merge_dtype(spec: ColumnSpec, infos: Sequence[Mapping[str, Any]]) -> None:
             levels += [v for v in c if v not in levels]
         spec.dtype_categories = levels
         spec.dtype_ordered = any(i.get("dtype_ordered") for i in infos)
-    if spec.dtype == "datetime":
-        spec.pandas_dtype = None  # restored from tz and date_only
+    if spec.dtype == "datetime":  # restored from tz and date_only; as date objects
+        # where every site's are (a Parquet date32 column: one again, CSV: dates)
+        dates = spec.date_only and all(
+            i.get("date_objects") for i in infos if not i.get("all_missing")
+        )
+        spec.pandas_dtype = "object" if dates else None
     scales = [i.get("decimal_scale") for i in infos if not i.get("all_missing")]
     if scales and None not in scales and spec.dtype in ("int", "float"):  # at every site
         spec.decimal_scale = max(int(s) for s in scales if s is not None)
