@@ -241,6 +241,38 @@ def test_times_of_day_are_refused_as_such(sites, tmp_path):
     assert "seconds since midnight" in res.stderr and "--drop" in res.stderr
 
 
+def test_fits_analyze_says_a_time_of_day_column_holds_times_of_day(sites, tmp_path):
+    """fits analyze left a Parquet time64 column out of the model with the warning
+    'look like identifiers or free text', and refused it as a feature or the target as
+    'identifiers or free text (kind 'id')'; it now says the column holds times of day,
+    with the fix, as fits synthesize does."""
+    import datetime
+
+    from conftest import fits_in_process
+
+    rng = np.random.default_rng(0)
+    files = []
+    for k, site in enumerate(sites[:2]):
+        hours, minutes = rng.integers(0, 24, len(site)), rng.integers(0, 60, len(site))
+        clock = [datetime.time(int(h), int(m)) for h, m in zip(hours, minutes, strict=True)]
+        files.append(tmp_path / f"s{k}.parquet")
+        site.assign(clock=clock).to_parquet(files[-1])
+    target = next(c for c in sites[0].columns if pd.api.types.is_float_dtype(sites[0][c]))
+    out = tmp_path / "r.json"
+    base = ("analyze", *files, "--family", "linear", "--out", out)
+    res = fits_in_process(*base, "--target", target)
+    assert res.returncode == 0, res.stderr
+    assert "identifiers or free text" not in res.stderr, res.stderr
+    assert "warning: column 'clock' holds times of day (at s0, s1)" in res.stderr
+    assert "left out of the model" in res.stderr and "seconds since midnight" in res.stderr
+    for extra in (["--target", target, "--features", "clock"], ["--target", "clock"]):
+        res = fits_in_process(*base, *extra)
+        assert res.returncode == 1, res.stderr
+        assert "identifiers" not in res.stderr and "Traceback" not in res.stderr
+        assert "column 'clock' holds times of day" in res.stderr, res.stderr
+        assert "seconds since midnight" in res.stderr and "--features" in res.stderr
+
+
 @pytest.mark.parametrize(
     ("option", "value", "error", "message"),
     [

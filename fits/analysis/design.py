@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import json
 import numbers
+import re
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -51,6 +52,7 @@ from fits.core.schema import (
     IdentifierColumnError,
     Schema,
     SchemaError,
+    UnsupportedColumnError,
     datetime_seconds,
     describe_table,
     merge_descriptions,
@@ -432,6 +434,7 @@ def schema_round(
     *,
     kinds: Mapping[str, str] | None = None,
     columns: Sequence[str] | None = None,
+    target: str | None = None,
 ) -> tuple[Schema, np.ndarray]:
     """The setup round: each site describes its table; the coordinator merges.
 
@@ -445,6 +448,10 @@ def schema_round(
         the same columns and all of these are among them, the schema is merged from
         these alone: a column the model does not use (constant, missing everywhere,
         free text) does not stop it. Default: every column.
+    target : str, optional
+        The target, when ``columns`` is not given: a column of values no kind models
+        (times of day, durations) is then refused if it is the target, and otherwise
+        left out of the model with a warning.
 
     Returns
     -------
@@ -457,12 +464,55 @@ def schema_round(
     descriptions = [json.loads(str(r.config["description"])) for r in replies]
     if columns is not None:
         descriptions, kinds = _restrict(descriptions, kinds, columns)
+    while True:
+        try:
+            schema = _merge(descriptions, transport.client_names, kinds, columns)
+            break
+        except UnsupportedColumnError as exc:  # times of day, durations, ...: say so
+            fix = re.sub(r",? or drop the column.*$", "", exc.fix)  # synthesis's --drop
+            said = f"column {exc.column!r} holds {exc.holds} (at {exc.sites}), which fits "
+            if columns is not None or exc.column == target:
+                raise SchemaError(
+                    f"{said}cannot model: it cannot be the target or a feature; {fix}, or "
+                    "choose another target, or name the features without it "
+                    "(features=[...]; fits analyze --features a,b)"
+                ) from None
+            warnings.warn(  # never left out without a word
+                f"{said}cannot model, and is left out of the model; to use it, {fix}",
+                UserWarning,
+                stacklevel=2,
+            )
+            descriptions = _without(descriptions, exc.column)
+    n_rows = np.array([int(r.arrays["n_rows"][0]) for r in replies], dtype=np.int64)
+    return schema, n_rows
+
+
+def _without(descriptions: list[dict[str, Any]], column: str) -> list[dict[str, Any]]:
+    """The sites' descriptions without ``column``."""
+    return [
+        {
+            **d,
+            "order": [c for c in d["order"] if c != column],
+            "columns": {c: v for c, v in d["columns"].items() if c != column},
+        }
+        for d in descriptions
+    ]
+
+
+def _merge(
+    descriptions: list[dict[str, Any]],
+    clients: Sequence[str],
+    kinds: Mapping[str, str] | None,
+    columns: Sequence[str] | None,
+) -> Schema:
+    """:func:`merge_descriptions` for an analysis: identifiers and free text become kind
+    ``"id"`` (no feature), a column empty or constant everywhere an analysis error."""
     try:
         try:
-            schema = merge_descriptions(descriptions, transport.client_names, kinds=kinds)
+            schema = merge_descriptions(descriptions, clients, kinds=kinds)
         except IdentifierColumnError as exc:  # identifiers, free text: kind "id", no feature
             kinds = {**(kinds or {}), **{c: "id" for c in exc.columns}}
-            schema = merge_descriptions(descriptions, transport.client_names, kinds=kinds)
+            schema = merge_descriptions(descriptions, clients, kinds=kinds)
             if columns is None:  # named features: the design refuses an identifier
                 warnings.warn(  # never left out without a word
                     f"column(s) {exc.columns} look like identifiers or free text at some site "
@@ -478,8 +528,7 @@ def schema_round(
             "learn from it; choose another target, or name the features without it "
             "(features=[...]; fits analyze --features a,b)"
         ) from None
-    n_rows = np.array([int(r.arrays["n_rows"][0]) for r in replies], dtype=np.int64)
-    return schema, n_rows
+    return schema
 
 
 def _restrict(

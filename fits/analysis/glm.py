@@ -1272,7 +1272,7 @@ def _fit(
     rounds = 0
     if schema is None:
         used = None if features is None else [target, *features]
-        schema, _ = schema_round(transport, kinds=kinds, columns=used)
+        schema, _ = schema_round(transport, kinds=kinds, columns=used, target=target)
         rounds += 1
     spec = DesignSpec.from_schema(schema, target, features)
     p = spec.n_columns

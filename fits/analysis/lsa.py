@@ -1371,7 +1371,7 @@ def fedlsa(
     try:
         up0, down0 = sum(transport.uploaded_bytes), sum(transport.downloaded_bytes)
         used = None if features is None else [target, *features]
-        schema, _ = schema_round(transport, kinds=kinds, columns=used)
+        schema, _ = schema_round(transport, kinds=kinds, columns=used, target=target)
         if target not in schema.names:
             raise FedLSAError(
                 f"target column {target!r} is not in the tables; columns: {schema.names}"

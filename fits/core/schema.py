@@ -171,6 +171,22 @@ class IdentifierColumnError(SchemaError):
         self.columns = list(columns)
 
 
+class UnsupportedColumnError(SchemaError):
+    """A site's column holds values no kind models (times of day, durations, ...):
+    :func:`check_columns` refuses such a table before a fit; an analysis, which needs
+    only some columns, learns it from the sites' descriptions.
+
+    Attributes
+    ----------
+    column, holds, sites, fix : str
+        The column, what it holds, the sites where it does, and how to fix it.
+    """
+
+    def __init__(self, message: str, column: str, holds: str, sites: str, fix: str) -> None:
+        super().__init__(message)
+        self.column, self.holds, self.sites, self.fix = column, holds, sites, fix
+
+
 class DataNote(UserWarning):
     """Something fits inferred about a table that its user should know (markers read as
     missing, a separator or a date format it chose); the command line prints it."""
@@ -1686,6 +1702,17 @@ def describe_table(
     for name in frame.columns:
         if not isinstance(name, str):
             raise SchemaError(f"{client}: column names must be strings, got {name!r}")
+        problem = _unsupported(frame[name])
+        if problem is not None:  # fit refuses it (check_columns); an analysis leaves it
+            # out, saying what it holds: no description of its values
+            out["columns"][name] = {
+                "dtype": "object",
+                "n_missing": int(frame[name].isna().sum()),
+                "unsupported": problem[0],
+                "fix": problem[1].replace("df[c]", f"df[{name!r}]"),
+            }
+            out["order"].append(name)
+            continue
         info = _describe_column(frame[name], name, declared, client)
         if notes.get(name, {}).get("as") == "decimal":  # Decimal objects, not text
             if info.get("dtype") in ("int", "float"):
@@ -1955,6 +1982,18 @@ def merge_descriptions(
         if kind == "id" or any(i.get("id") for i in infos):
             specs.append(_merge_id(name, infos, clients))
             continue
+        odd = [(i, c) for i, c in zip(infos, clients, strict=True) if "unsupported" in i]
+        if odd:  # a site's table a fit refuses at once (check_columns); an analysis's
+            info, _ = odd[0]
+            at = ", ".join(c for _, c in odd)
+            raise UnsupportedColumnError(
+                f"column {name!r} holds {info['unsupported']} (at {at}), which fits cannot "
+                f"model; {info['fix']}",
+                name,
+                str(info["unsupported"]),
+                at,
+                str(info["fix"]),
+            )
         if all(i.get("all_missing") for i in infos):
             raise EmptyColumnError(
                 f"column {name!r} is missing in every row at every client; drop it (fits "
