@@ -147,6 +147,7 @@ def test_cli_report_data_errors_name_the_file(tmp_path):
     )  # fmt: skip
     assert done.returncode == 1
     assert f"the synthetic table (--synthetic '{tmp_path / 'fewer.csv'}') lacks" in done.stderr
+    assert "leave those columns out of the real table" in done.stderr  # and says the fix
     done = fits_in_process(
         "report", "--real", tmp_path / "real.csv", "--synthetic", tmp_path / "text.csv",
         "--out", out, "--quiet",

@@ -679,7 +679,11 @@ def _check_inputs(
     columns = list(real.columns)
     missing = [c for c in columns if c not in synthetic.columns]
     if missing:
-        raise ValueError(f"the synthetic table lacks column(s) {missing} of the real table")
+        raise ValueError(
+            f"the synthetic table lacks column(s) {missing} of the real table: compare a "
+            "synthetic table made from these real tables, or leave those columns out of "
+            "the real table (e.g. a synthetic table made with --drop lacks them)"
+        )
     extra = [str(c) for c in synthetic.columns if c not in columns]
     if extra:
         notes.append(f"synthetic column(s) {extra} are not in the real table and were ignored")
@@ -736,7 +740,10 @@ def _check_inputs(
             continue
         lacking = [c for c in columns if c not in frame.columns]
         if lacking:
-            raise ValueError(f"the {name} table lacks column(s) {lacking} of the real table")
+            raise ValueError(
+                f"the {name} table lacks column(s) {lacking} of the real table: give it "
+                "the real table's columns, or leave those columns out of the real table"
+            )
         if len(frame) == 0:
             raise ValueError(f"the {name} table has no rows")
         for c in columns:  # else an evaluator names a derived table ('independent columns')
