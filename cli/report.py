@@ -74,7 +74,7 @@ def _warnings_as_lines() -> Iterator[None]:
     Python's file and source line (``/.../cli/report.py:63: DataNote: ...``)."""
     import warnings
 
-    from fits.core.schema import DataNote
+    from fits.core.schema import DataNote, NumericIdentifierWarning
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -83,10 +83,26 @@ def _warnings_as_lines() -> Iterator[None]:
         finally:
             seen: set[str] = set()
             for w in caught:
-                line = f"{'note' if issubclass(w.category, DataNote) else 'warning'}: {w.message}"
+                text = str(w.message)
+                if isinstance(w.message, NumericIdentifierWarning):
+                    text = _numeric_identifier_advice(w.message.column)
+                line = f"{'note' if issubclass(w.category, DataNote) else 'warning'}: {text}"
                 if line not in seen:
                     seen.add(line)
                     typer.echo(line, err=True)
+
+
+def _numeric_identifier_advice(column: str) -> str:
+    """fits report's words for :class:`~fits.core.schema.NumericIdentifierWarning`."""
+    import shlex
+
+    return (
+        f"column {column!r} holds a different whole number in every row: it looks like a "
+        "numeric identifier, and fits report compares it as a continuous column. To leave "
+        "it out of the evaluation, give a schema that declares it an identifier (fits "
+        f"schema ... --kind {shlex.quote(f'{column}=id')} --out schema.json, then --schema "
+        "schema.json)"
+    )
 
 
 def _fail(message: str, code: int) -> typer.Exit:

@@ -209,3 +209,34 @@ def test_cli_report_notes_are_lines_not_python_warnings(tmp_path):
     lines = [line for line in done.stderr.splitlines() if note in line]
     assert len(lines) == 2 and all(line.startswith("note: ") for line in lines), done.stderr
     assert "DataNote" not in done.stderr and "report.py" not in done.stderr
+
+
+def test_numeric_identifier_warning_speaks_of_each_command(tmp_path):
+    """The numeric-identifier warning said what fits synthesize does ('its synthetic
+    values are fresh draws ...', 'fits synthesize and fits federate: --drop') in fits
+    report and fits analyze too; each now gives its own command's advice."""
+    rng = np.random.default_rng(0)
+    paths = []
+    for k in range(2):
+        x = rng.normal(size=200)
+        frame = pd.DataFrame({"pid": np.arange(k * 200, (k + 1) * 200) * 7 + 3, "x": x})
+        frame["y"] = 2 * x + rng.normal(size=200)
+        paths.append(tmp_path / f"s{k}.csv")
+        frame.to_csv(paths[-1], index=False)
+    done = fits_in_process(
+        "report", "--real", paths[0], "--synthetic", paths[1], "--out", tmp_path / "r.html",
+        "--quiet",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "'pid' holds a different whole number in every row" in done.stderr
+    assert "fits report compares it as a continuous column" in done.stderr
+    assert "--kind pid=id" in done.stderr and "synthetic values" not in done.stderr
+    linear = ("--target", "y", "--family", "linear")
+    done = fits_in_process("analyze", *paths, *linear, "--out", tmp_path / "a.json")
+    assert done.returncode == 0, done.stderr
+    assert "'pid' holds a different whole number in every row" in done.stderr
+    assert "(--features)" in done.stderr and "synthetic values" not in done.stderr
+    done = fits_in_process(
+        "analyze", *paths, *linear, "--features", "x", "--out", tmp_path / "b.json"
+    )
+    assert done.returncode == 0 and "pid" not in done.stderr, done.stderr

@@ -55,6 +55,7 @@ from fits._json import plain
 from fits.core.names import resolve_columns, resolve_keys
 
 __all__ = [
+    "NumericIdentifierWarning",
     "FREE_TEXT_LENGTH",
     "DTYPES",
     "KINDS",
@@ -190,6 +191,16 @@ class UnsupportedColumnError(SchemaError):
 class DataNote(UserWarning):
     """Something fits inferred about a table that its user should know (markers read as
     missing, a separator or a date format it chose); the command line prints it."""
+
+
+class NumericIdentifierWarning(UserWarning):
+    """A whole-number column with a different value in every row (it looks like a
+    numeric identifier) is modelled as continuous.  ``column`` names it, so that a
+    command can give the advice that fits it (``fits report``, ``fits analyze``)."""
+
+    def __init__(self, message: str, column: str = "") -> None:
+        super().__init__(message)
+        self.column = column
 
 
 @dataclass
@@ -2302,14 +2313,17 @@ def _merge_continuous(
         and all(i.get("all_distinct") for i in infos)
     ):
         warnings.warn(
-            f"column {name!r} holds a different whole number in every row: it looks like "
-            "a numeric identifier. It is modelled as continuous, so its synthetic values "
-            "are fresh draws between the real ones, rounded to whole numbers, and can "
-            "coincide with real identifiers. Drop it (fits synthesize and fits federate: "
-            f"--drop {shlex.quote(name)}) or declare it an identifier (--kind "
-            f"{shlex.quote(f'{name}=id')}; Python: "
-            f"kinds={{{name!r}: 'id'}}) to get surrogate values instead; declare it "
-            f"continuous (kinds={{{name!r}: 'continuous'}}) to keep it and silence this.",
+            NumericIdentifierWarning(
+                f"column {name!r} holds a different whole number in every row: it looks like "
+                "a numeric identifier. It is modelled as continuous, so its synthetic values "
+                "are fresh draws between the real ones, rounded to whole numbers, and can "
+                "coincide with real identifiers. Drop it (fits synthesize and fits federate: "
+                f"--drop {shlex.quote(name)}) or declare it an identifier (--kind "
+                f"{shlex.quote(f'{name}=id')}; Python: "
+                f"kinds={{{name!r}: 'id'}}) to get surrogate values instead; declare it "
+                f"continuous (kinds={{{name!r}: 'continuous'}}) to keep it and silence this.",
+                name,
+            ),
             stacklevel=5,
         )
     tops: dict[float, int] = {}
