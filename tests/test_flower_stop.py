@@ -124,3 +124,20 @@ def test_a_second_signal_stops_the_block_when_the_first_exception_was_lost(recor
         time.sleep(5)
         pytest.fail("the second SIGTERM was ignored")
     assert recorded.signals == [signal.SIGTERM]
+
+
+def test_a_flwr_command_that_does_not_end_is_stopped(tmp_path, monkeypatch):
+    """``flwr run``/``ls``/``stop`` were run without a time limit: a SuperLink that took
+    the connection and never answered held ``fits federate run``/``local`` forever (and
+    its time-limit stop, which asks ``flwr stop``).  Now each is killed after
+    FLWR_COMMAND_TIMEOUT with a FederationError that says why; ``flwr stop`` on the way
+    out of a late run is best effort."""
+    fake = tmp_path / "flwr"
+    fake.write_text(f"#!{sys.executable}\nimport time\ntime.sleep(60)\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(flower_launch, "FLWR_COMMAND_TIMEOUT", 1.0)
+    start = time.monotonic()
+    with pytest.raises(flower_launch.FederationError, match="`flwr ls` did not end within 1 s"):
+        flower_launch._run_status(str(fake), 1, dict(os.environ), tmp_path)
+    assert time.monotonic() - start < 10
+    flower_launch._stop_run(str(fake), 1, dict(os.environ), tmp_path)  # raises nothing

@@ -462,9 +462,7 @@ def submit_run(
         cmd = [flwr, "run", str(app), "fits", "--format", "json"]
         (Path(tmp) / "run-config.toml").write_text(_run_config_toml(run_config))
         cmd += ["--run-config", str(Path(tmp) / "run-config.toml")]
-        done = subprocess.run(
-            cmd, env=env, capture_output=True, text=True, cwd=tmp, preexec_fn=die_with_parent()
-        )
+        done = _flwr_process(flwr, cmd[1:], env, Path(tmp))
         try:
             submitted = json.loads(done.stdout)
         except json.JSONDecodeError:
@@ -490,16 +488,52 @@ def submit_run(
         return RunResult(run_id, status, details, seconds, log)
 
 
+#: Seconds a ``flwr`` command (``run``, ``ls``, ``stop``) may take: each takes a second
+#: or two (a Python process that asks the SuperLink once); one that has not ended by
+#: then waits on a SuperLink that does not answer, and is killed.
+FLWR_COMMAND_TIMEOUT = 120.0
+
+
 def _flwr(flwr: str, args: Sequence[str], env: Mapping[str, str], cwd: Path) -> str:
-    """``flwr ARGS`` to its end; its standard output."""
-    return subprocess.run(
-        [flwr, *args],
-        env=dict(env),
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        preexec_fn=die_with_parent(),
-    ).stdout
+    """``flwr ARGS`` to its end (:func:`_flwr_process`); its standard output."""
+    return _flwr_process(flwr, args, env, cwd).stdout
+
+
+def _flwr_process(
+    flwr: str, args: Sequence[str], env: Mapping[str, str], cwd: Path
+) -> subprocess.CompletedProcess[str]:
+    """``flwr ARGS`` to its end, at most :data:`FLWR_COMMAND_TIMEOUT` seconds.
+
+    Raises
+    ------
+    FederationError
+        It did not end in time (it is killed).
+    """
+    try:
+        return subprocess.run(
+            [flwr, *args],
+            env=dict(env),
+            capture_output=True,
+            text=True,
+            cwd=cwd,
+            preexec_fn=die_with_parent(),
+            timeout=FLWR_COMMAND_TIMEOUT,
+        )
+    except subprocess.TimeoutExpired:
+        raise FederationError(
+            f"`flwr {args[0] if args else ''}` did not end within {FLWR_COMMAND_TIMEOUT:g} s "
+            "(the SuperLink does not answer: check that it runs and is not overloaded); "
+            "it was stopped"
+        ) from None
+
+
+def _stop_run(flwr: str, run_id: int, env: Mapping[str, str], cwd: Path) -> None:
+    """``flwr stop RUN``, best effort: a SuperLink that does not answer leaves the run to
+    its own end (the caller is raising its own error)."""
+    try:
+        _flwr(flwr, ["stop", str(run_id), "fits"], env, cwd)
+    except FederationError:
+        pass
 
 
 def _run_status(flwr: str, run_id: int, env: Mapping[str, str], cwd: Path) -> tuple[str, str]:
@@ -556,7 +590,7 @@ def _follow_run(
         except subprocess.TimeoutExpired:
             stream.kill()
             _wait_all([stream], time.monotonic() + KILL_WAIT)
-            _flwr(flwr, ["stop", str(run_id), "fits"], env, cwd)
+            _stop_run(flwr, run_id, env, cwd)
             raise FederationError(late) from None
         finally:  # Ctrl-C, SIGTERM: the stream must not outlive its Flower home
             if stream.poll() is None:
@@ -572,7 +606,7 @@ def _follow_run(
                 break
             time.sleep(poll)
         if time.monotonic() > deadline:
-            _flwr(flwr, ["stop", str(run_id), "fits"], env, cwd)
+            _stop_run(flwr, run_id, env, cwd)
             raise FederationError(late)
         time.sleep(poll)
 
