@@ -367,6 +367,7 @@ class FITSSynthesizer(BaseEstimator):
         self
         """
         _check_seed("seed", self.seed)
+        self._check_settings()
         if self.kinds is not None and not isinstance(self.kinds, Mapping):
             raise TypeError(f"kinds must be a mapping column -> kind, got {self.kinds!r}")
         if self.schema is not None and not isinstance(self.schema, Schema):
@@ -636,6 +637,39 @@ class FITSSynthesizer(BaseEstimator):
                 f"and identifiers have no kernel to weigh); choose among: {', '.join(drawn)}"
             )
         return list(names)
+
+    def _check_settings(self) -> None:
+        """The plain settings checked before any site is built: switches that are
+        True or False (``bool("no")`` is True), whole numbers, a list for ``order``
+        (a string is no chain order) and ``smoothing_candidates`` (checked whether or
+        not ``smoothing="auto"`` uses them)."""
+        for name in ("secure_aggregation", "deduplicate", "rules"):
+            value = getattr(self, name)
+            if not isinstance(value, (bool, np.bool_)):
+                raise TypeError(f"{name} must be True or False, got {value!r}")
+        rows = self.min_client_rows
+        if isinstance(rows, bool) or not isinstance(rows, (int, np.integer)) or rows < 1:
+            raise ValueError(f"min_client_rows must be a whole number >= 1, got {rows!r}")
+        if self.order is not None and (
+            isinstance(self.order, (str, bytes)) or not isinstance(self.order, Sequence)
+        ):
+            raise TypeError(
+                f"order must be a list of every column, in the chain's order, got {self.order!r}"
+            )
+        candidates = self.smoothing_candidates
+        if candidates is not None:
+            if isinstance(candidates, (str, bytes)) or not isinstance(candidates, Sequence):
+                raise TypeError(
+                    "smoothing_candidates must be a list of Smoothing (or "
+                    f"{{'sharpness': s, 'reach': b}}), got {candidates!r}"
+                )
+            if not candidates:
+                raise ValueError("smoothing_candidates is empty; give at least one, or None")
+            try:
+                for candidate in candidates:
+                    Smoothing.from_value(candidate)
+            except (TypeError, ValueError) as exc:
+                raise ValueError(f"smoothing_candidates: {exc}") from None
 
     def _boosting_params(self) -> tuple[BoostingParams, dict[str, BoostingParams]]:
         """``boosting`` as (every boosted column's settings, per column overrides)."""

@@ -193,6 +193,15 @@ class Smoothing:
                 float(value.get("reach", 1.0)),
                 value.get("relevance", ()),
             )
+        if (
+            isinstance(value, (str, bytes))
+            or not isinstance(value, Sequence)
+            or len(value) not in (2, 3)
+        ):
+            raise TypeError(
+                "a smoothing is a Smoothing, a mapping {'sharpness': s, 'reach': b} or a "
+                f"pair (s, b), got {value!r}"
+            )
         if len(value) == 3:
             s, b, relevance = value
             return cls(float(s), float(b), relevance)

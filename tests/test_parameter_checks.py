@@ -1,0 +1,63 @@
+"""Every FITSSynthesizer parameter is stored as given and checked at fit, with an error
+that names it and says what it takes: a wrong type is refused, not read as something
+else (``rules="no"`` is truthy, ``order="age"`` is a list of letters, ``n_jobs=1.5``
+rounds down), and not left to fail deep inside numpy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.base import clone
+
+from fits import FITSSynthesizer
+
+
+def _site(n: int, seed: int) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame(
+        {
+            "age": rng.integers(18, 90, n),
+            "income": rng.normal(50_000, 10_000, n).round(2),
+            "color": rng.choice(["red", "green", "blue"], n),
+        }
+    )
+
+
+@pytest.fixture(scope="module")
+def sites() -> list[pd.DataFrame]:
+    return [_site(80, 1), _site(60, 2)]
+
+
+@pytest.mark.parametrize(
+    ("param", "value", "error", "message"),
+    [
+        ("rules", "no", TypeError, "rules must be True or False, got 'no'"),
+        ("deduplicate", "no", TypeError, "deduplicate must be True or False"),
+        ("secure_aggregation", 1, TypeError, "secure_aggregation must be True or False"),
+        ("min_client_rows", 0, ValueError, "min_client_rows must be a whole number >= 1"),
+        ("min_client_rows", 2.5, ValueError, "min_client_rows must be a whole number >= 1"),
+        ("order", "age", TypeError, "order must be a list of every column"),
+        ("smoothing_candidates", [1, 2], ValueError, "smoothing_candidates: a smoothing is"),
+        ("smoothing_candidates", "x", TypeError, "smoothing_candidates must be a list"),
+        ("smoothing_candidates", [], ValueError, "smoothing_candidates is empty"),
+        ("smoothing", {"income": 5}, ValueError, "smoothing: a smoothing is a Smoothing"),
+    ],
+)
+def test_settings_are_checked_at_fit(sites, param, value, error, message):
+    synth = FITSSynthesizer(seed=0, n_jobs=1, **{param: value})
+    assert synth.get_params()[param] is value  # stored as given
+    assert clone(synth).get_params()[param] == value
+    with pytest.raises(error, match=message):
+        synth.fit(sites)
+    assert not hasattr(synth, "schema_")
+
+
+def test_smoothing_candidates_as_pairs_and_mappings_still_work(sites):
+    synth = FITSSynthesizer(
+        seed=0,
+        n_jobs=1,
+        smoothing="auto",
+        smoothing_candidates=[(1, 1), {"sharpness": 3, "reach": 2}],
+    ).fit(sites)
+    assert len(synth.sample(5)) == 5
