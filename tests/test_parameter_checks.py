@@ -61,3 +61,25 @@ def test_smoothing_candidates_as_pairs_and_mappings_still_work(sites):
         smoothing_candidates=[(1, 1), {"sharpness": 3, "reach": 2}],
     ).fit(sites)
     assert len(synth.sample(5)) == 5
+
+
+@pytest.mark.parametrize(
+    ("param", "value", "message"),
+    [
+        ("kernel", 3, "kernel must be 'knn', 'gaussian', a KNNKernel / GaussianKernel, or one"),
+        ("kernel", None, "kernel must be 'knn', 'gaussian'"),
+        ("site_policy", 5, "site_policy must be a SitePolicy or None, or one per site"),
+        # a string is no list of policies (it was read as one per letter)
+        ("site_policy", "strict", "site_policy must be a SitePolicy or None"),
+        ("site_audit", 5, "site_audit must be a file path, a callable or None, or one"),
+    ],
+)
+def test_per_site_settings_of_the_wrong_type_are_refused(sites, param, value, message):
+    with pytest.raises(TypeError, match=message):
+        FITSSynthesizer(seed=0, n_jobs=1, **{param: value}).fit(sites)
+
+
+@pytest.mark.parametrize("tables", [None, 5, "site_a.csv"])
+def test_tables_that_are_not_one_frame_per_site_are_refused(tables):
+    with pytest.raises(TypeError, match=r"fit\(\) takes one DataFrame per site, as a list"):
+        FITSSynthesizer(seed=0, n_jobs=1).fit(tables)

@@ -43,8 +43,11 @@ PolicySpec = SitePolicy | Sequence[SitePolicy | None] | Mapping[str, SitePolicy]
 AuditSpec = str | Path | Callable[[dict[str, Any]], None] | Mapping[str, Any] | None
 
 
-def _per_site(value: object, names: list[str], what: str, single: type | tuple) -> list:
-    """One value per site from a single value, a sequence or a mapping by name."""
+def _per_site(
+    value: object, names: list[str], what: str, single: type | tuple, expected: str
+) -> list:
+    """One value per site from a single value, a sequence or a mapping by name
+    (``expected``: what the parameter may be, for the error that refuses another)."""
     if value is None or isinstance(value, single) or callable(value):
         return [value] * len(names)
     if isinstance(value, Mapping):
@@ -52,7 +55,12 @@ def _per_site(value: object, names: list[str], what: str, single: type | tuple) 
         if unknown:
             raise ValueError(f"{what} given for unknown sites {unknown}; sites: {names}")
         return [value.get(n) for n in names]
-    values = list(value)  # type: ignore[call-overload]
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        raise TypeError(
+            f"{expected}, or one per site (a list in the sites' order, or a mapping by "
+            f"site name), got {value!r}"
+        )
+    values = list(value)
     if len(values) != len(names):
         raise ValueError(f"got {len(values)} {what} for {len(names)} sites")
     return values
@@ -68,6 +76,11 @@ def _client_kernels(
         if unknown:
             raise ValueError(f"kernels given for unknown clients {unknown}; clients: {names}")
         return [kernel.get(n, "knn") for n in names]
+    if not isinstance(kernel, Sequence):
+        raise TypeError(
+            "kernel must be 'knn', 'gaussian', a KNNKernel / GaussianKernel, or one per "
+            f"site (a list in the sites' order, or a mapping by site name), got {kernel!r}"
+        )
     kernels = list(kernel)
     if len(kernels) != len(names):
         raise ValueError(f"got {len(kernels)} kernels for {len(names)} clients")
@@ -113,14 +126,28 @@ def build_federation(
         names = [str(n) for n in tables]
         frames = list(tables.values())
     else:
+        if isinstance(tables, (str, bytes)) or not isinstance(tables, Sequence):
+            raise TypeError(
+                "fit() takes one DataFrame per site, as a list (fit([df_a, df_b])) or a "
+                f"mapping by site name (fit({{'a': df_a, 'b': df_b}})), got "
+                f"{type(tables).__name__}"
+            )
         frames = list(tables)
         names = [f"client {k + 1}" for k in range(len(frames))]
     if not frames:
         raise ValueError("fit() needs at least one client table")
     _check_distinct_tables(frames, names)
     kernels = _client_kernels(kernel, names)
-    policies = _per_site(policy, names, "site policies", SitePolicy)
-    audits = _per_site(audit, names, "audit logs", (str, Path))
+    policies = _per_site(
+        policy, names, "site policies", SitePolicy, "site_policy must be a SitePolicy or None"
+    )
+    audits = _per_site(
+        audit,
+        names,
+        "audit logs",
+        (str, Path),
+        "site_audit must be a file path, a callable or None",
+    )
     clients = [
         FITSClient(f, n, k, min_rows=min_rows, policy=p, audit=a)
         for f, n, k, p, a in zip(frames, names, kernels, policies, audits, strict=True)
