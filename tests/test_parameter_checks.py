@@ -83,3 +83,35 @@ def test_per_site_settings_of_the_wrong_type_are_refused(sites, param, value, me
 def test_tables_that_are_not_one_frame_per_site_are_refused(tables):
     with pytest.raises(TypeError, match=r"fit\(\) takes one DataFrame per site, as a list"):
         FITSSynthesizer(seed=0, n_jobs=1).fit(tables)
+
+
+@pytest.mark.parametrize(
+    ("param", "value", "error", "message"),
+    [
+        ("ridge", float("nan"), TypeError, "ridge must be a finite number, got nan"),
+        ("ridge", "a", TypeError, "ridge must be a finite number, got 'a'"),
+        ("collinearity", "x", TypeError, "collinearity must be a finite number"),
+        # an infinite bandwidth was taken and ended in "the marginal CDF has no mass"
+        ("response_bandwidth", float("inf"), TypeError, "response_bandwidth must be a finite"),
+        ("discrete_response_bandwidth", -1, ValueError, "discrete_response_bandwidth=-1"),
+        ("mask_neighbours", 1.5, TypeError, "mask_neighbours must be a whole number"),
+        ("round_cost_bytes", 1.5, TypeError, "round_cost_bytes must be a whole number"),
+        ("n_jobs", 1.5, TypeError, "n_jobs must be a whole number of threads, -1 or None"),
+        ("n_jobs", "a", TypeError, "n_jobs must be a whole number of threads, -1 or None"),
+    ],
+)
+def test_numbers_are_checked_at_fit(sites, param, value, error, message):
+    settings = {"n_jobs": 1, param: value}
+    with pytest.raises(error, match=message):
+        FITSSynthesizer(seed=0, **settings).fit(sites)
+
+
+def test_the_coordinator_refuses_switches_that_are_not_booleans(sites):
+    from fits.deploy.inprocess import build_federation
+    from fits.federation.coordinator import Coordinator
+
+    _, transport = build_federation(sites, n_jobs=1)
+    with pytest.raises(TypeError, match="deduplicate must be True or False, got 'no'"):
+        Coordinator(transport, deduplicate="no")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="secure must be True or False"):
+        Coordinator(transport, secure=1)  # type: ignore[arg-type]

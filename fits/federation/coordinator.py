@@ -324,12 +324,37 @@ class Coordinator:
                     + (" (or None)" if key != "grid_size" else "")
                     + f", got {value!r}"
                 )
+        for key, number in (  # real numbers: a string, NaN or infinity is refused here
+            ("ridge", ridge),
+            ("collinearity", collinearity),
+            ("response_bandwidth", response_bandwidth),
+            ("discrete_response_bandwidth", discrete_response_bandwidth),
+        ):
+            if isinstance(number, bool) or not (
+                isinstance(number, (int, float, np.integer, np.floating)) and np.isfinite(number)
+            ):
+                raise TypeError(f"{key} must be a finite number, got {number!r}")
         if ridge < 0:
-            raise ValueError("ridge must be >= 0")
+            raise ValueError(f"ridge must be >= 0, got {ridge!r}")
         if not 0 <= collinearity < 1:
             raise ValueError(f"collinearity must be in [0, 1), got {collinearity!r}")
         if not (response_bandwidth > 0 and discrete_response_bandwidth > 0):
-            raise ValueError("response bandwidths must be > 0")
+            raise ValueError(
+                "response bandwidths must be > 0, got response_bandwidth="
+                f"{response_bandwidth!r}, discrete_response_bandwidth="
+                f"{discrete_response_bandwidth!r}"
+            )
+        for key, switch in (("secure", secure), ("deduplicate", deduplicate)):
+            if not isinstance(switch, (bool, np.bool_)):
+                raise TypeError(f"{key} must be True or False, got {switch!r}")
+        for key, value in (
+            ("mask_neighbours", mask_neighbours),
+            ("round_cost_bytes", round_cost_bytes),
+        ):
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, (int, np.integer))
+            ):
+                raise TypeError(f"{key} must be a whole number, got {value!r}")
         if monotone not in MONOTONE_METHODS:
             raise ValueError(f"monotone must be one of {MONOTONE_METHODS}")
         if discrete_sampling not in DISCRETE_SAMPLING:

@@ -10,6 +10,7 @@ reply against the protocol (:func:`fits.federation.protocol.check_reply`).
 
 from __future__ import annotations
 
+import numbers
 import os
 import time
 from abc import ABC, abstractmethod
@@ -143,6 +144,10 @@ class InProcessTransport(Transport):
     ) -> None:
         super().__init__([c.name for c in clients], validate=validate)
         self._clients = list(clients)
+        if n_jobs is not None and (
+            isinstance(n_jobs, bool) or not isinstance(n_jobs, numbers.Integral)
+        ):
+            raise TypeError(f"n_jobs must be a whole number of threads, -1 or None, got {n_jobs!r}")
         if n_jobs is None or n_jobs == -1:
             n_jobs = os.cpu_count() or 1
         elif n_jobs < 1:
