@@ -756,9 +756,16 @@ class FITSSynthesizer(BaseEstimator):
         Returns
         -------
         Path
-        """
-        from fits.io import write_bytes
 
+        Raises
+        ------
+        fits.io.OutputError
+            ``path`` is a folder, an existing read-only file, or in a folder that
+            cannot be written.
+        """
+        from fits.io import check_output, write_bytes
+
+        check_output(path, option="save: path", create_parent=True)
         return write_bytes(pickle.dumps(self, protocol=pickle.HIGHEST_PROTOCOL), path)
 
     @classmethod
@@ -1200,10 +1207,19 @@ class FITSSynthesizer(BaseEstimator):
         -------
         Path
             ``path``.
+
+        Raises
+        ------
+        fits.io.OutputError
+            Before any row is drawn: ``path`` is a folder, an existing read-only file,
+            or in a folder that cannot be written.
         """
-        from fits.io import check_suffix, write_table_chunks
+        from fits.io import check_output, check_suffix, write_table_chunks
 
         check_suffix(Path(path), "output")
+        # before any row is drawn: a folder named x.csv, a read-only file, a folder
+        # fits cannot write in (the draw would be lost at the end)
+        check_output(path, option="sample_to_file: path", create_parent=True)
         chunks = self.iter_sample(num_rows, chunk_rows=chunk_rows, seed=seed, progress=progress)
         written, _ = write_table_chunks(chunks, path, decimal_types=self.schema_.decimal_types())
         return written

@@ -1,0 +1,49 @@
+"""sample_to_file and save check their path before any work: a folder named like a
+table, or a folder fits cannot write in, is refused naming the path and the fix, and
+no row is drawn (the synthesizer's random stream does not move)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fits import FITSSynthesizer
+from fits.io import OutputError
+
+
+def _site(n: int, seed: int) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame(
+        {"age": rng.integers(18, 90, n), "color": rng.choice(["red", "green", "blue"], n)}
+    )
+
+
+@pytest.fixture(scope="module")
+def sites() -> list[pd.DataFrame]:
+    return [_site(80, 1), _site(60, 2)]
+
+
+def test_sample_to_file_onto_a_folder_is_refused_before_drawing(sites, tmp_path):
+    folder = tmp_path / "synthetic.csv"
+    folder.mkdir()
+    synth = FITSSynthesizer(seed=0, n_jobs=1).fit(sites)
+    with pytest.raises(OutputError, match=r"synthetic\.csv' is a folder; give a file name"):
+        synth.sample_to_file(folder, 50)
+    # was: every row drawn, then IsADirectoryError naming a temporary file
+    fresh = FITSSynthesizer(seed=0, n_jobs=1).fit(sites)
+    pd.testing.assert_frame_equal(synth.sample(20), fresh.sample(20))
+
+
+def test_save_onto_a_folder_names_the_folder(sites, tmp_path):
+    synth = FITSSynthesizer(seed=0, n_jobs=1).fit(sites)
+    with pytest.raises(OutputError, match="save: path .* is a folder; give a file name"):
+        synth.save(tmp_path)
+
+
+def test_sample_to_file_in_a_file_not_a_folder_is_refused(sites, tmp_path):
+    not_a_folder = tmp_path / "notes.txt"
+    not_a_folder.write_text("x")
+    synth = FITSSynthesizer(seed=0, n_jobs=1).fit(sites)
+    with pytest.raises(OutputError, match="is not a folder"):
+        synth.sample_to_file(not_a_folder / "synthetic.csv", 10)
