@@ -831,6 +831,11 @@ class FITSSynthesizer(BaseEstimator):
             and hasattr(self, "_columns")
         ):
             _check_table_fits(int(num_rows), len(self._columns))
+        if not (progress is None or isinstance(progress, bool) or callable(progress)):
+            raise TypeError(
+                "progress must be True (a progress bar), False, or a callable "
+                f"progress(column, rows_done, rows_total), got {progress!r}"
+            )
         if progress is True:
             bar, callback = progress_bar()
             with bar:
@@ -893,6 +898,7 @@ class FITSSynthesizer(BaseEstimator):
             raise ValueError(f"num_rows must be at least 1, got {num_rows}")
         starts = _chunk_starts(int(num_rows), chunk_rows, first_chunk_rows)
         _check_seed("seed", seed, sequence=True)
+        progress = _check_progress(progress)
         coord = self.coordinator
         rng = np.random.default_rng(seed) if seed is not None else self._rng
         total = int(num_rows)
@@ -1051,6 +1057,7 @@ class FITSSynthesizer(BaseEstimator):
         total = int(known_columns.shape[0])
         starts = _chunk_starts(total, chunk_rows, first_chunk_rows)
         _check_seed("seed", seed, sequence=True)
+        progress = _check_progress(progress)
         known, given = self._given(known_columns)
         if total == 0:  # no row to complete: one chunk of none, in the output's dtypes
             width = len(self.coordinator.schema.order)  # type: ignore[union-attr]
@@ -1429,6 +1436,20 @@ def _check_seed(name: str, seed: Any, sequence: bool = False) -> None:
         raise TypeError(f"{name} must be an integer >= 0 or None, got {seed!r}")
     if seed < 0:
         raise ValueError(f"{name} must be an integer >= 0 or None, got {seed!r}")
+
+
+def _check_progress(progress: Any) -> Callable[[str, int, int], None] | None:
+    """The streaming methods' ``progress``: a callable, or None (also for False), else
+    an error saying what it takes (a string was taken and silently showed nothing)."""
+    if progress is None or progress is False:
+        return None
+    if isinstance(progress, bool) or not callable(progress):
+        raise TypeError(
+            "progress must be None or a callable progress(column, rows_done, rows_total) "
+            "(a bar: bar, callback = fits.synthesizer.progress_bar(), then "
+            f"progress=callback inside `with bar:`), got {progress!r}"
+        )
+    return progress
 
 
 def _affine_bounds(rule: Rule, spec: ColumnSpec, y: np.ndarray, ax: np.ndarray) -> None:

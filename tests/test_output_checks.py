@@ -1,6 +1,7 @@
 """sample_to_file and save check their path before any work: a folder named like a
 table, or a folder fits cannot write in, is refused naming the path and the fix, and
-no row is drawn (the synthesizer's random stream does not move)."""
+no row is drawn (the synthesizer's random stream does not move).  A ``progress`` that is
+neither a switch nor a callable is refused, not taken and ignored."""
 
 from __future__ import annotations
 
@@ -47,3 +48,17 @@ def test_sample_to_file_in_a_file_not_a_folder_is_refused(sites, tmp_path):
     synth = FITSSynthesizer(seed=0, n_jobs=1).fit(sites)
     with pytest.raises(OutputError, match="is not a folder"):
         synth.sample_to_file(not_a_folder / "synthetic.csv", 10)
+
+
+@pytest.mark.parametrize("progress", ["yes", 1])
+def test_a_progress_that_is_no_switch_or_callable_is_refused(sites, progress):
+    synth = FITSSynthesizer(seed=0, n_jobs=1).fit(sites)
+    with pytest.raises(TypeError, match="progress must be True .*, False, or a callable"):
+        synth.sample(5, progress=progress)  # was: taken, and showed nothing
+    with pytest.raises(TypeError, match="progress must be None or a callable"):
+        synth.iter_sample(5, progress=progress)
+    known = pd.DataFrame({"age": [30, 40]})
+    with pytest.raises(TypeError, match="progress must be None or a callable"):
+        synth.sample_remaining_columns(known, progress=progress)
+    assert len(synth.sample(5, progress=False)) == 5
+    assert len(pd.concat(synth.iter_sample(5, progress=False))) == 5
