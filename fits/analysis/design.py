@@ -67,8 +67,10 @@ __all__ = [
     "DesignBuilder",
     "DesignSite",
     "Standardization",
+    "check_seed",
     "pool_moments",
     "schema_round",
+    "site_items",
     "standardization_round",
 ]
 
@@ -145,6 +147,10 @@ class DesignSpec:
         names = schema.names
         if target is not None and target not in names:
             raise SchemaError(f"target column {target!r} is not in the tables; columns: {names}")
+        if isinstance(features, (str, bytes)):  # not the list of its letters
+            raise TypeError(
+                f"features must be a list of column names, e.g. [{features!r}], got {features!r}"
+            )
         if features is None:  # identifiers (kind "id") are never features
             features = [n for n in names if n != target and schema[n].kind != "id"]
         features = list(features)
@@ -568,6 +574,42 @@ def standardization_round(transport: Transport, spec: DesignSpec) -> Standardiza
             f"feature(s) {constant} take one value across the federation; leave them out"
         )
     return st
+
+
+def site_items(tables: Any, what: str, *, start: int = 0) -> list[tuple[str, Any]]:
+    """The sites' tables as (name, table) pairs: a mapping names them, a list's are
+    ``site<start>``, ``site<start + 1>``, ... (``what``: the function, for the error).
+
+    Raises
+    ------
+    TypeError
+        One DataFrame (its columns would be read as sites), a string, or anything
+        that is not a list or mapping of tables: the error says how to give the sites.
+    """
+    if isinstance(tables, Mapping):
+        return [(str(n), t) for n, t in tables.items()]
+    if isinstance(tables, pd.DataFrame):
+        raise TypeError(
+            f"{what} takes one DataFrame per site, e.g. {what}([df_a, df_b], ...); to try "
+            "federation on one table, split it first (fits.datasets.federated_split)"
+        )
+    if isinstance(tables, (str, bytes)) or not isinstance(tables, Sequence):
+        raise TypeError(
+            f"{what} takes one DataFrame per site, as a list or a mapping by site name, "
+            f"got {type(tables).__name__}"
+        )
+    return [(f"site{k + start}", t) for k, t in enumerate(tables)]
+
+
+def check_seed(seed: Any, name: str = "seed") -> None:
+    """``seed`` is None, an integer >= 0 or a :class:`numpy.random.SeedSequence`, else
+    an error naming the parameter (not numpy's "expected non-negative integer")."""
+    if seed is None or isinstance(seed, np.random.SeedSequence):
+        return
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+        raise TypeError(f"{name} must be an integer >= 0 or None, got {seed!r}")
+    if seed < 0:
+        raise ValueError(f"{name} must be an integer >= 0 or None, got {seed!r}")
 
 
 class DesignSite:

@@ -72,7 +72,9 @@ from fits.analysis.design import (
     DesignSite,
     DesignSpec,
     Standardization,
+    check_seed,
     schema_round,
+    site_items,
     standardization_round,
 )
 from fits.core.schema import ColumnSpec, Schema
@@ -1204,6 +1206,7 @@ def fit_glm(
     from fits.analysis.accounting import resolve_budget
 
     budget: PrivacyBudget | None = resolve_budget(mu, epsilon, delta)
+    check_seed(seed)
     if family not in FAMILIES:
         raise ValueError(f"unknown family {family!r}; choose one of {', '.join(FAMILIES)}")
     settings = glm_settings(
@@ -1222,11 +1225,7 @@ def fit_glm(
     if own:
         if tables is None:
             raise ValueError("give the sites' tables or a transport")
-        items = (
-            list(tables.items())
-            if isinstance(tables, Mapping)
-            else [(f"site{k + 1}", t) for k, t in enumerate(tables)]
-        )
+        items = site_items(tables, "fit_glm", start=1)
         if not items:
             raise ValueError("fit_glm needs at least one site table")
         sites = make_sites(dict(items), seed)

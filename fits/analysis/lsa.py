@@ -193,7 +193,9 @@ from fits.analysis.design import (
     DesignSite,
     DesignSpec,
     Standardization,
+    check_seed,
     schema_round,
+    site_items,
     standardization_round,
 )
 from fits.federation.protocol import ConfigValue, Message, ProtocolError
@@ -959,6 +961,10 @@ def run_fedlsa(
         multipliers = "shared" if regime == "one_pass" else "site"
     if multipliers not in MULTIPLIERS:
         raise FedLSAError(f"multipliers must be one of {MULTIPLIERS}, got {multipliers!r}")
+    try:
+        check_seed(seed)
+    except (TypeError, ValueError) as exc:
+        raise FedLSAError(str(exc)) from None
     one_pass = regime == "one_pass"
     rounds_given = rounds is not None
     if one_pass:
@@ -1355,14 +1361,15 @@ def fedlsa(
         Non-numeric target, collinear features, a site with fewer rows than the run
         needs, bad options.
     """
+    try:  # before any site is built (run_fedlsa checks it again)
+        check_seed(seed)
+    except (TypeError, ValueError) as exc:
+        raise FedLSAError(str(exc)) from None
     own = transport is None
     if own:
         if tables is None:
             raise FedLSAError("give the sites' tables or a transport that reaches them")
-        if isinstance(tables, Mapping):
-            items = list(tables.items())
-        else:
-            items = [(f"site{c}", t) for c, t in enumerate(tables)]
+        items = site_items(tables, "fedlsa")
         if not items:
             raise FedLSAError("no tables: FedLSA needs at least one site")
         sites = [FedLSASite(t, str(n)) for n, t in items]
