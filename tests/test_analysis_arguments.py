@@ -71,3 +71,11 @@ def test_site_names_and_results_are_unchanged(sites):
     res = fit_glm(sites, "y", features=["age"], seed=0)
     again = fit_glm({"site1": sites[0], "site2": sites[1]}, "y", features=["age"], seed=0)
     np.testing.assert_array_equal(res.params.to_numpy(), again.params.to_numpy())
+
+
+@pytest.mark.parametrize("regime", ["one_pass", "paper"])
+def test_no_local_steps_is_refused(sites, regime):
+    # was: ZeroDivisionError in regime one_pass when the rounds are left to the data
+    with pytest.raises(FedLSAError, match="local_steps must be a positive integer, got 0"):
+        sampling = "with_replacement" if regime == "paper" else "without_replacement"
+        _fedlsa(sites, regime=regime, local_steps=0, sampling=sampling)

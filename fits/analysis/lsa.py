@@ -970,6 +970,10 @@ def run_fedlsa(
     if one_pass:
         _check_one_pass(schedule, precondition, site_weights, sampling, gamma_eta, gamma_h)
         local_steps = 1 if local_steps is None else local_steps
+        if isinstance(local_steps, bool) or not (
+            isinstance(local_steps, int | np.integer) and local_steps >= 1
+        ):  # checked here too when the rounds are left to the data (was: division by 0)
+            raise FedLSAError(f"local_steps must be a positive integer, got {local_steps!r}")
         if rounds is not None:  # validate T and H before any message
             OnePassSchedule(rounds, 0.5, local_steps)
         if schedule is not None:
