@@ -498,6 +498,10 @@ def evaluate(
     the data, draw the figures. The evaluation settings are grouped in
     :class:`EvaluationOptions`.
     """
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise TypeError(f"seed must be an integer >= 0, got {seed!r}")
+    if seed < 0:
+        raise ValueError(f"seed must be an integer >= 0, got {seed!r}")
     options = EvaluationOptions(
         ratios=tuple(float(r) for r in ratios),
         lambdas=tuple(float(lam) for lam in lambdas),
@@ -625,11 +629,29 @@ def _check_frames(real: Any, synthetic: Any) -> None:
 
 
 def _client_frames(clients: Frames | None) -> dict[str, pd.DataFrame]:
+    """``clients`` as a dict by name, after refusing what is not one DataFrame per
+    site (one DataFrame's column names would be read as the sites)."""
+    if clients is None:
+        return {}
     if isinstance(clients, Mapping):
-        return {str(k): v.reset_index(drop=True) for k, v in clients.items()}
-    if clients is not None:
-        return {f"client {k + 1}": v.reset_index(drop=True) for k, v in enumerate(clients)}
-    return {}
+        named = [(str(k), v) for k, v in clients.items()]
+    elif (
+        isinstance(clients, pd.DataFrame)
+        or not isinstance(clients, Sequence)
+        or isinstance(clients, str)
+    ):
+        raise TypeError(
+            "`clients` takes one DataFrame per site, as a list or a mapping by site name "
+            f"(e.g. clients=[site_a, site_b]), got {type(clients).__name__}"
+        )
+    else:
+        named = [(f"client {k + 1}", v) for k, v in enumerate(clients)]
+    for name, frame in named:
+        if not isinstance(frame, pd.DataFrame):
+            raise TypeError(
+                f"`clients`: site {name!r} must be a pandas DataFrame, got {type(frame).__name__}"
+            )
+    return {name: frame.reset_index(drop=True) for name, frame in named}
 
 
 def _numeric(s: pd.Series) -> bool:
@@ -672,10 +694,8 @@ def _check_inputs(
     synthetic = _decimals_as_floats(synthetic.reset_index(drop=True))
     train = None if train is None else _decimals_as_floats(train)
     test = None if test is None else _decimals_as_floats(test)
-    if isinstance(clients, Mapping):
-        clients = {k: _decimals_as_floats(v) for k, v in clients.items()}
-    elif clients is not None:
-        clients = [_decimals_as_floats(v) for v in clients]
+    if clients is not None:  # checked, named ("client 1", ... for a list)
+        clients = {k: _decimals_as_floats(v) for k, v in _client_frames(clients).items()}
     columns = list(real.columns)
     missing = [c for c in columns if c not in synthetic.columns]
     if missing:
