@@ -79,3 +79,11 @@ def test_no_local_steps_is_refused(sites, regime):
     with pytest.raises(FedLSAError, match="local_steps must be a positive integer, got 0"):
         sampling = "with_replacement" if regime == "paper" else "without_replacement"
         _fedlsa(sites, regime=regime, local_steps=0, sampling=sampling)
+
+
+@pytest.mark.parametrize("key", ["mu", "epsilon", "delta"])
+def test_a_privacy_budget_that_is_no_number_names_the_parameter(sites, key):
+    # was float()'s "could not convert string to float: 'a'"
+    budget = {"epsilon": 1.0, "delta": 1e-5} if key != "mu" else {}
+    with pytest.raises(TypeError, match=f"{key} must be a number, got 'a' \\(option --{key}\\)"):
+        fit_glm(sites, "y", **{**budget, key: "a"})

@@ -39,22 +39,33 @@ __all__ = [
 DEFAULT_DELTA = 1e-5
 
 
+def _number(value: float, name: str) -> float:
+    """``value`` as a float, or an error naming the parameter (``float('a')``'s says
+    only "could not convert string to float")."""
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be a number, got {value!r} (option --{name})")
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a number, got {value!r} (option --{name})") from None
+
+
 def _check_mu(mu: float) -> float:
-    mu = float(mu)
+    mu = _number(mu, "mu")
     if not math.isfinite(mu) or mu <= 0:
         raise ValueError(f"mu must be a positive finite number, got {mu!r} (option --mu)")
     return mu
 
 
 def _check_delta(delta: float) -> float:
-    delta = float(delta)
+    delta = _number(delta, "delta")
     if not (0.0 < delta < 1.0):
         raise ValueError(f"delta must lie strictly between 0 and 1, got {delta!r} (option --delta)")
     return delta
 
 
 def _check_epsilon(epsilon: float) -> float:
-    epsilon = float(epsilon)
+    epsilon = _number(epsilon, "epsilon")
     if not math.isfinite(epsilon) or epsilon < 0:
         raise ValueError(
             f"epsilon must be a non-negative finite number, got {epsilon!r} (option --epsilon)"
