@@ -87,3 +87,10 @@ def test_a_privacy_budget_that_is_no_number_names_the_parameter(sites, key):
     budget = {"epsilon": 1.0, "delta": 1e-5} if key != "mu" else {}
     with pytest.raises(TypeError, match=f"{key} must be a number, got 'a' \\(option --{key}\\)"):
         fit_glm(sites, "y", **{**budget, key: "a"})
+
+
+def test_conf_int_of_an_alpha_that_is_no_number_says_so(sites):
+    res = _fedlsa(sites, features=["age"], seed=0)
+    with pytest.raises(FedLSAError, match="alpha must be a number in \\(0, 1\\), e.g. 0.05"):
+        res.conf_int("x")  # was: '<' not supported between 'float' and 'str'
+    assert res.conf_int(0.1).shape == (2, 2)

@@ -780,6 +780,8 @@ class FedLSAResults:
             quantiles of ``theta^b_j - theta_j``.  True: simultaneous intervals from
             the max-statistic ``max_j |theta^b_j - theta_j| / s_j``.
         """
+        if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.integer, np.floating)):
+            raise FedLSAError(f"alpha must be a number in (0, 1), e.g. 0.05, got {alpha!r}")
         if not 0.0 < alpha < 1.0:
             raise FedLSAError(f"alpha must lie in (0, 1), got {alpha}")
         dev = self.bootstrap - self.params
