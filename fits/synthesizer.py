@@ -647,6 +647,12 @@ class FITSSynthesizer(BaseEstimator):
             value = getattr(self, name)
             if not isinstance(value, (bool, np.bool_)):
                 raise TypeError(f"{name} must be True or False, got {value!r}")
+        from fits.federation.codec import PRECISIONS
+
+        if self.upload_precision not in PRECISIONS:  # the coordinator calls it "precision"
+            raise ValueError(
+                f"upload_precision must be one of {PRECISIONS}, got {self.upload_precision!r}"
+            )
         rows = self.min_client_rows
         if isinstance(rows, bool) or not isinstance(rows, (int, np.integer)) or rows < 1:
             raise ValueError(f"min_client_rows must be a whole number >= 1, got {rows!r}")
@@ -978,7 +984,8 @@ class FITSSynthesizer(BaseEstimator):
         -------
         DataFrame
             The input's columns, in the input's order and with its dtypes; the known
-            columns hold the values given.
+            columns hold the values given, and each row has its known row's index
+            label (so the result joins back to ``known_columns``).
 
         Raises
         ------
@@ -993,7 +1000,7 @@ class FITSSynthesizer(BaseEstimator):
         )
         if len(chunks) == 1:
             return chunks[0]
-        return pd.concat(chunks, ignore_index=True)
+        return pd.concat(chunks)  # each row keeps its known row's label
 
     def iter_sample_remaining_columns(
         self,
@@ -1034,8 +1041,9 @@ class FITSSynthesizer(BaseEstimator):
         Yields
         ------
         DataFrame
-            Consecutive chunks of the table: one row per known row, in order (the
-            input's columns and dtypes; the known columns hold the values given).  A
+            Consecutive chunks of the table: one row per known row, in order, with
+            that row's index label (the input's columns and dtypes; the known columns
+            hold the values given).  A
             known table of no rows gives one chunk of no rows.
 
         Raises
@@ -1061,13 +1069,15 @@ class FITSSynthesizer(BaseEstimator):
         known, given = self._given(known_columns)
         if total == 0:  # no row to complete: one chunk of none, in the output's dtypes
             width = len(self.coordinator.schema.order)  # type: ignore[union-attr]
-            return iter([self._decode(np.empty((0, width)))])
+            empty = self._decode(np.empty((0, width)))
+            empty.index = known_columns.index
+            return iter([empty])
         coord = self.coordinator
         rng = np.random.default_rng(seed) if seed is not None else self._rng
         coord.declare_rows(total)  # one configure round for all chunks (the sites' budget)
         chunks = self._chunks(coord, total, starts, rng, progress, given=given)
         scales = {name: self.schema_[name].decimal_scale for name in known.columns}
-        return _with_known(known, chunks, scales)
+        return _with_known(known, chunks, scales, known_columns.index)
 
     def _given(self, known_columns: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:
         """The known table checked (names resolved, columns rules set among them
@@ -1318,12 +1328,16 @@ def _chunk_starts(
 
 
 def _with_known(
-    known: pd.DataFrame, chunks: Iterable[pd.DataFrame], scales: Mapping[str, int | None]
+    known: pd.DataFrame,
+    chunks: Iterable[pd.DataFrame],
+    scales: Mapping[str, int | None],
+    index: pd.Index,
 ) -> Iterator[pd.DataFrame]:
     """The chunks of a conditional draw with the known columns as given: in the
     output's dtype where the whole column converts without loss (:func:`_as_output`,
     decided once on the whole column, so that every chunk gets the same dtype;
-    ``scales``: each column's :attr:`~fits.core.schema.ColumnSpec.decimal_scale`)."""
+    ``scales``: each column's :attr:`~fits.core.schema.ColumnSpec.decimal_scale`),
+    and each row with its known row's label of ``index`` (the user's table's)."""
     columns: dict[str, pd.Series] = {}
     start = 0
     for frame in chunks:
@@ -1335,6 +1349,7 @@ def _with_known(
         stop = start + len(frame)
         for name, col in columns.items():
             frame[name] = col.iloc[start:stop].reset_index(drop=True)
+        frame.index = index[start:stop]
         start = stop
         yield frame
 

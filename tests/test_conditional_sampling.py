@@ -252,3 +252,33 @@ def test_the_engine_checks_the_shape_of_given_values(synth) -> None:
         coord.sample(5, rng, given=np.zeros((4, 1)))
     with pytest.raises(ValueError, match=r"at most 3 columns, got \(5, 4\)"):
         coord.sample(5, rng, given=np.zeros((5, 4)))
+
+
+def test_each_row_keeps_its_known_rows_index_label(synth_g_first) -> None:
+    """The rows came back with a fresh 0..n-1 index whatever the known table's index
+    (10, 20, ... came back as 0, 1, ...), so the result could not be joined back to the
+    known rows; now every row, in every chunk, has its known row's label."""
+    rng = np.random.default_rng(6)
+    n = 50
+    known = pd.DataFrame(
+        {"g": rng.choice(["a", "b"], n), "x": rng.uniform(-2, 2, n)},
+        index=pd.Index(np.arange(n) * 10 + 7, name="patient"),
+    )
+    whole = synth_g_first.sample_remaining_columns(known, seed=2)
+    pd.testing.assert_index_equal(whole.index, known.index)
+    pd.testing.assert_frame_equal(whole[["g", "x"]], known, check_dtype=False)
+    chunks = list(synth_g_first.iter_sample_remaining_columns(known, chunk_rows=7, seed=2))
+    for chunk, start in zip(chunks, range(0, n, 7), strict=True):
+        pd.testing.assert_index_equal(chunk.index, known.index[start : start + 7])
+    pd.testing.assert_frame_equal(pd.concat(chunks), whole)
+    plain = synth_g_first.sample_remaining_columns(known.reset_index(drop=True), seed=2)
+    pd.testing.assert_frame_equal(whole.reset_index(drop=True), plain)  # the same rows
+    empty = synth_g_first.sample_remaining_columns(known.iloc[:0])
+    pd.testing.assert_index_equal(empty.index, known.index[:0])
+
+
+def test_a_bad_upload_precision_is_named_as_the_synthesizers_parameter() -> None:
+    """The coordinator's own name for it ('precision must be one of ...') was what a
+    user of FITSSynthesizer(upload_precision=...) read."""
+    with pytest.raises(ValueError, match=r"^upload_precision must be one of .*'float16'"):
+        FITSSynthesizer(upload_precision="float16").fit(_sites(_table(200)))
