@@ -234,18 +234,24 @@ _ROUND_TRIP: dict[str, str] = (
 )
 
 
+def _separator_note(path: Path, sep: str, decimal: str, n_columns: int) -> None:
+    """The note that a CSV file was read with another separator than ',' (and maybe ','
+    as the decimal mark), for the caller of the reading function."""
+    mark = " and ',' as the decimal mark" if decimal == "," else ""
+    shown = "a tab" if sep == "\t" else repr(sep)
+    warnings.warn(
+        f"{path}: read with {shown} as the separator{mark} ({n_columns} columns)",
+        DataNote,
+        stacklevel=4,
+    )
+
+
 def _read_csv(path: Path) -> pd.DataFrame:
     sep, decimal, header = _sniff(path)
     _check_header(path, [h.strip() for h in header] if sep != "," else header)
     frame = pd.read_csv(path, sep=sep, decimal=decimal, **_ROUND_TRIP)
     if sep != ",":
-        mark = " and ',' as the decimal mark" if decimal == "," else ""
-        shown = "a tab" if sep == "\t" else repr(sep)
-        warnings.warn(
-            f"{path}: read with {shown} as the separator{mark} ({frame.shape[1]} columns)",
-            DataNote,
-            stacklevel=3,
-        )
+        _separator_note(path, sep, decimal, frame.shape[1])
     elif frame.shape[1] == 1 and any(d in str(frame.columns[0]) for d in CSV_SEPARATORS[1:]):
         raise DataFileError(
             f"{path}: the table has one column named {str(frame.columns[0])!r}, whose name "
@@ -565,13 +571,7 @@ def _iter_csv(path: Path, chunk_rows: int, empty_ok: bool) -> Iterator[pd.DataFr
         yield read_table(path, empty_ok=empty_ok)
         return
     if sep != ",":
-        mark = " and ',' as the decimal mark" if decimal == "," else ""
-        shown = "a tab" if sep == "\t" else repr(sep)
-        warnings.warn(
-            f"{path}: read with {shown} as the separator{mark} ({len(names)} columns)",
-            DataNote,
-            stacklevel=3,
-        )
+        _separator_note(path, sep, decimal, len(names))
     plans = {c: f.plan() for c, f in facts.items()}
     dates = {c: facts[c].dates.final() for c, (_, kind) in plans.items() if kind == "text"}
     _note_utc(path, {c: d for c, d in dates.items() if d is not None})
