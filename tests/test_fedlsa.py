@@ -419,7 +419,7 @@ def test_one_pass_bad_options_are_named():
             fedlsa_arrays(xs, ys, regime="one_pass", n_bootstrap=3, **kw)
     with pytest.raises(FedLSAError, match="regime"):
         fedlsa_arrays(xs, ys, regime="two_pass")
-    with pytest.raises(FedLSAError, match=r"site 'site0' holds 300 rows.*301 local steps"):
+    with pytest.raises(FedLSAError, match=r"site 'site1' holds 300 rows.*301 local steps"):
         fedlsa_arrays(xs, ys, regime="one_pass", rounds=301, n_bootstrap=3)
 
 

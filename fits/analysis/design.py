@@ -576,9 +576,11 @@ def standardization_round(transport: Transport, spec: DesignSpec) -> Standardiza
     return st
 
 
-def site_items(tables: Any, what: str, *, start: int = 0) -> list[tuple[str, Any]]:
+def site_items(tables: Any, what: str, *, start: int = 1) -> list[tuple[str, Any]]:
     """The sites' tables as (name, table) pairs: a mapping names them, a list's are
     ``site<start>``, ``site<start + 1>``, ... (``what``: the function, for the error).
+    Numbered from 1 by default, as fits numbers unnamed clients everywhere
+    (``client 1``, ``client 2``, ... of :class:`~fits.FITSSynthesizer`).
 
     Raises
     ------

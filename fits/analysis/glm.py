@@ -1225,7 +1225,7 @@ def fit_glm(
     if own:
         if tables is None:
             raise ValueError("give the sites' tables or a transport")
-        items = site_items(tables, "fit_glm", start=1)
+        items = site_items(tables, "fit_glm")
         if not items:
             raise ValueError("fit_glm needs at least one site table")
         sites = make_sites(dict(items), seed)

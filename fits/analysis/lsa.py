@@ -1257,7 +1257,7 @@ def fedlsa_arrays(
             f"need one response per design and at least one site, got "
             f"{len(xs)} designs and {len(ys)} responses"
         )
-    names = list(names) if names is not None else [f"site{c}" for c in range(len(xs))]
+    names = list(names) if names is not None else [f"site{c + 1}" for c in range(len(xs))]
     sites = [ArraySite(x, y, n) for x, y, n in zip(xs, ys, names, strict=True)]
     transport = InProcessTransport(sites, n_jobs=1)
     try:
