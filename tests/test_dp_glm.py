@@ -58,8 +58,17 @@ def test_nonprivate_fedsgd_converges_to_pooled_mle(family: str) -> None:
     np.testing.assert_allclose(res.params.to_numpy(), ref.params, atol=1e-6, rtol=0)
     assert res.privacy is None and math.isinf(res.clip)
     # 3 setup rounds (setup, moments, configure) + K gradient rounds (+ the separation
-    # check of a non-private logistic or Poisson fit)
-    assert res.rounds == 3 + 4000 + (family != "linear")
+    # check of a non-private logistic or Poisson fit) + the standard errors' round
+    assert res.rounds == 3 + 4000 + (family != "linear") + 1
+    # standard errors: statsmodels' model-based ones on the pooled rows, same design scale
+    np.testing.assert_allclose(res.bse.to_numpy(), ref.bse, rtol=1e-6)
+    np.testing.assert_allclose(res.conf_int().to_numpy(), ref.conf_int(), rtol=1e-6)
+    np.testing.assert_allclose(res.conf_int(0.1).to_numpy(), ref.conf_int(0.1), rtol=1e-6)
+    np.testing.assert_allclose(res.tvalues.to_numpy(), ref.tvalues, rtol=1e-6)
+    np.testing.assert_allclose(res.pvalues.to_numpy(), ref.pvalues, rtol=1e-5, atol=1e-12)
+    np.testing.assert_allclose(res.cov_params().to_numpy(), ref.cov_params(), rtol=1e-6)
+    assert res.cov_type == "nonrobust"
+    assert res.scale == pytest.approx(ref.scale, rel=1e-9)
     assert res.warnings == []
     assert res.uploaded_bytes > 4000 * 3 * 8 * x.shape[1]
     np.testing.assert_allclose(res.predict(tables[0]), ref.predict(res.design(tables[0])))
@@ -70,6 +79,90 @@ def test_nonprivate_fedsgd_converges_to_pooled_mle(family: str) -> None:
     ).astype(float)
     ref_raw = sm.GLM(y, raw, family=getattr(sm.families, _SM[family])()).fit(tol=1e-13)
     np.testing.assert_allclose(res.original_params.to_numpy(), ref_raw.params, atol=1e-5)
+
+
+@pytest.mark.parametrize("family", ["linear", "logistic", "poisson"])
+def test_nonprivate_hc0_standard_errors_are_statsmodels_sandwich(family: str) -> None:
+    tables = _tables(family)
+    res = fit_glm(tables, "y", family=family, method="fedsgd", K=4000, eta=0.8, cov_type="HC0")
+    x = np.vstack([res.design(t) for t in tables])
+    y = np.concatenate([t["y"].to_numpy(float) for t in tables])
+    model = sm.GLM(y, x, family=getattr(sm.families, _SM[family])())
+    ref = model.fit(tol=1e-13, cov_type="HC0")
+    np.testing.assert_allclose(res.bse.to_numpy(), ref.bse, rtol=1e-6)
+    np.testing.assert_allclose(res.conf_int().to_numpy(), ref.conf_int(), rtol=1e-6)
+    assert res.cov_type == "HC0"
+
+
+@pytest.mark.parametrize("method", ["fednewton", "fedavg"])
+def test_standard_errors_are_the_pooled_fisher_information_at_the_estimate(method) -> None:
+    """Whatever the estimate (FedNewton and FedAvg stop short of the pooled MLE), bse
+    is the pooled inverse Fisher information at it, and the vectorized sites agree."""
+    for family in ("logistic", "poisson", "linear"):
+        tables = _tables(family)
+        res = fit_glm(tables, "y", family=family, method=method)
+        x = np.vstack([res.design(t) for t in tables])
+        y = np.concatenate([t["y"].to_numpy(float) for t in tables])
+        eta = x @ res.params.to_numpy()
+        mean = {"linear": eta, "logistic": 1 / (1 + np.exp(-eta)), "poisson": np.exp(eta)}
+        w = {"linear": np.ones_like(eta), "logistic": mean["logistic"] * (1 - mean["logistic"])}
+        w["poisson"] = mean["poisson"]
+        n, p = x.shape
+        scale = np.sum((y - eta) ** 2) / (n - p) if family == "linear" else 1.0
+        cov = scale * np.linalg.inv((x * w[family][:, None]).T @ x)
+        np.testing.assert_allclose(res.bse.to_numpy(), np.sqrt(np.diag(cov)), rtol=1e-9)
+        batch = fit_glm(tables, "y", family=family, method=method, vectorized=True)
+        np.testing.assert_allclose(batch.bse.to_numpy(), res.bse.to_numpy(), rtol=1e-9)
+        d = res.to_dict()
+        assert d["bse"] == {k: float(v) for k, v in res.bse.items()}
+        assert d["conf_int"]["level"] == 0.95 and d["bse_note"] is None
+        assert d["conf_int"]["lower"]["x1"] == float(res.conf_int().loc["x1", 0])
+        assert "std err" in res.summary() and "[0.025" in res.summary()
+
+
+def test_a_private_fit_has_no_standard_errors_and_says_why() -> None:
+    from fits.analysis.glm import GLMInferenceError
+
+    tables = _tables("logistic")
+    res = fit_glm(tables, "y", method="fedsgd", mu=1.0, clip=1.0)
+    for get in (lambda: res.bse, res.conf_int, res.cov_params, lambda: res.pvalues):
+        with pytest.raises(GLMInferenceError, match="not available for a private fit"):
+            get()
+    d = res.to_dict()
+    assert d["bse"] is None and d["conf_int"] is None
+    assert "outside the privacy guarantee" in d["bse_note"]
+    assert "std err: none (standard errors are not available" in res.summary()
+    # no Fisher round: 3 setup rounds + K gradients
+    assert res.rounds == 3 + 50
+    none = fit_glm(tables, "y", method="fedsgd", cov_type=None)
+    with pytest.raises(GLMInferenceError, match="cov_type=None"):
+        _ = none.bse
+    assert none.rounds == fit_glm(tables, "y", method="fedsgd").rounds - 1
+    with pytest.raises(ValueError, match="cov_type must be one of"):
+        fit_glm(tables, "y", method="fedsgd", cov_type="HC1")
+    with pytest.raises(GLMInferenceError, match="alpha must lie in"):
+        fit_glm(tables, "y", method="fedsgd").conf_int(1.5)
+
+
+def test_the_site_sends_its_fisher_information_once_and_never_in_a_private_fit() -> None:
+    site, tr, x, y, _ = _configured_site("fedsgd", mu=0.0)  # mu 0: no privacy
+    p = x.shape[1]
+    request = Message("glm_fisher", {"theta": np.zeros(p)}, {"dispersion": 1, "robust": 1})
+    reply = tr.broadcast(request)[0]
+    check_reply(request, reply)
+    assert sorted(reply.arrays) == ["info", "meat", "rss"]
+    iu = np.triu_indices(p)
+    np.testing.assert_allclose(reply.arrays["info"], (0.25 * x.T @ x)[iu])  # p = 1/2 at 0
+    np.testing.assert_allclose(reply.arrays["rss"], [np.sum((0.5 - y) ** 2)])
+    np.testing.assert_allclose(reply.arrays["meat"], ((x * ((0.5 - y) ** 2)[:, None]).T @ x)[iu])
+    with pytest.raises(ProtocolError, match="sent already"):
+        site.handle(request)
+    private = _configured_site("fedsgd", mu=1.0)[0]
+    with pytest.raises(ProtocolError, match="no Fisher information in a private fit"):
+        private.handle(request)
+    bad = Message("glm_fisher", {"info": reply.arrays["info"], "rss": np.zeros(1)})
+    with pytest.raises(ProtocolError, match="allows exactly"):
+        check_reply(Message("glm_fisher", {"theta": np.zeros(p)}), bad)
 
 
 # ------------------------------------------------------------------ the mechanism

@@ -87,6 +87,7 @@ if TYPE_CHECKING:  # the accounting (scipy.optimize) is the coordinator's: a sit
 __all__ = [
     "FAMILIES",
     "METHODS",
+    "GLMInferenceError",
     "GLMResults",
     "GLMWarning",
     "LocalSingularityWarning",
@@ -119,6 +120,10 @@ CLIP_QUANTILE = 0.9
 #: A site's design has a null direction where an eigenvalue of its X'X / n is at most
 #: this fraction of the largest (the standardized columns make the scales comparable).
 NULL_TOL = 1e-10
+
+
+class GLMInferenceError(ValueError):
+    """No standard errors or intervals for this fit (the message says why)."""
 
 
 class GLMWarning(UserWarning):
@@ -264,6 +269,39 @@ def site_newton_step(
     return np.einsum("...pq,...q->...p", vecs, coords)
 
 
+def site_fisher(
+    family: str,
+    x: np.ndarray,
+    y: np.ndarray,
+    theta: np.ndarray,
+    *,
+    dispersion: bool = False,
+    robust: bool = False,
+) -> dict[str, np.ndarray]:
+    """The ``glm_fisher`` reply: ``info``, the upper triangle (row by row) of the
+    site's Fisher information X'W(theta)X (W the Hessian weights of the family); with
+    ``dispersion`` also ``rss`` (1,), the residual sum of squares sum (y - mu)^2; with
+    ``robust`` also ``meat``, the upper triangle of sum_r (mu_r - y_r)^2 x_r x_r' (the
+    per-row scores' outer products)."""
+    eta = x @ theta
+    iu = np.triu_indices(x.shape[1])
+    w = _hessian_weight(family, eta)
+    out = {"info": ((x * w[:, None]).T @ x)[iu]}
+    r = _mean(family, eta) - y
+    if dispersion:
+        out["rss"] = np.array([float(r @ r)])
+    if robust:
+        out["meat"] = ((x * (r**2)[:, None]).T @ x)[iu]
+    return out
+
+
+def unpack_symmetric(packed: np.ndarray, p: int) -> np.ndarray:
+    """The p x p symmetric matrix whose upper triangle (row by row) is ``packed``."""
+    m = np.zeros((p, p))
+    m[np.triu_indices(p)] = packed
+    return m + np.triu(m, 1).T
+
+
 def null_projector(x: np.ndarray) -> np.ndarray:
     """The projector onto the null space of a site's design ``x`` (n, p): zeros when
     ``x`` has full column rank, and zeros when the site has fewer than p rows (its
@@ -388,6 +426,7 @@ class GLMSite(DesignSite):
             "glm_local": self._local,
             "glm_newton": self._newton,
             "glm_check": self._check,
+            "glm_fisher": self._fisher,
         }
 
     # -------------------------------------------------------------- configure
@@ -413,6 +452,8 @@ class GLMSite(DesignSite):
         self.releases_left = _release_plan(self.method, self.settings)
         if int(msg.config.get("separation_check", 0)):
             self.releases_left["check"] = 1
+        if self.mu is None:  # the standard errors' round: only in a fit without privacy
+            self.releases_left["fisher"] = 1
         self._clip_fixed = False
         self.noise_log = {k: [] for k in self.releases_left}
         reply = {"n_rows": np.array([self.n_rows], dtype=np.int64)}
@@ -572,6 +613,31 @@ class GLMSite(DesignSite):
         lo, hi = class_extremes(self.family, x, y, theta)
         return Message("glm_check", {"lo": lo, "hi": hi})
 
+    def _fisher(self, msg: Message) -> Message:
+        """The standard errors' round (once, and only in a fit without privacy): the
+        site's Fisher information X'W(theta)X at the final estimate (upper triangle),
+        with config ``dispersion`` its residual sum of squares (linear), with
+        ``robust`` its sum of per-row score outer products (the sandwich's meat)."""
+        if self.mu is not None:
+            raise ProtocolError(
+                f"{self.name}: no Fisher information in a private fit (it would be an exact "
+                "release outside the privacy guarantee)"
+            )
+        if self.releases_left.get("fisher", 0) <= 0:
+            raise ProtocolError(f"{self.name}: the Fisher information was sent already")
+        self.releases_left["fisher"] -= 1
+        x, y, _, _ = self._data()
+        theta = np.asarray(msg.arrays["theta"], dtype=np.float64)
+        out = site_fisher(
+            self.family,
+            x,
+            y,
+            theta,
+            dispersion=bool(int(msg.config.get("dispersion", 0))),
+            robust=bool(int(msg.config.get("robust", 0))),
+        )
+        return Message("glm_fisher", out)
+
 
 class GLMSiteBatch:
     """Many :class:`GLMSite` answered together, for simulations (the benchmark).
@@ -718,6 +784,52 @@ METHODS: dict[str, Callable[[_Run, np.ndarray, Mapping[str, float]], np.ndarray]
     "fedavg": _fedavg,
     "fednewton": _fednewton,
 }
+
+
+#: ``cov_type`` values of :func:`fit_glm` (None: no standard errors).
+COV_TYPES = ("nonrobust", "HC0", None)
+
+#: Why a private fit has no standard errors (:attr:`GLMResults.bse`).
+PRIVATE_NOTE = (
+    "standard errors are not available for a private fit: model-based ones need each "
+    "site's Fisher information X'WX at the estimate, an exact release outside the "
+    "privacy guarantee, and even with it they would leave out the variance of the "
+    "privacy noise in the estimate, which the paper bounds (the mean-squared-error "
+    "bounds of Theorems 3.2-3.9, up to unspecified constants) but does not give, so "
+    "no interval built from them would have its stated coverage; fit without privacy "
+    "for standard errors"
+)
+
+
+def _covariance(
+    replies: Sequence[Message], p: int, n_obs: int, linear: bool, robust: bool
+) -> tuple[np.ndarray | None, float | None, str | None]:
+    """The coefficients' covariance from the ``glm_fisher`` replies: (cov, scale,
+    note), cov None and a note saying why when it cannot be computed."""
+    info = sum(unpack_symmetric(r.arrays["info"], p) for r in replies)
+    scale = 1.0
+    if linear:
+        if n_obs <= p:
+            return None, None, f"no standard errors: {n_obs} rows for {p} coefficients"
+        scale = float(sum(float(r.arrays["rss"][0]) for r in replies)) / (n_obs - p)
+    vals = np.linalg.eigvalsh(info)
+    if not (np.all(np.isfinite(vals)) and vals[0] > 1e-12 * max(vals[-1], 1e-300)):
+        return (
+            None,
+            None,
+            (
+                "no standard errors: the Fisher information at the estimate is singular or "
+                "not finite (e.g. fitted probabilities of 0 or 1 under separation)"
+            ),
+        )
+    inv = np.linalg.inv(info)
+    inv = (inv + inv.T) / 2.0
+    if robust:
+        meat = sum(unpack_symmetric(r.arrays["meat"], p) for r in replies)
+        cov = inv @ meat @ inv
+    else:
+        cov = scale * inv
+    return (cov + cov.T) / 2.0, scale, None
 
 
 # ---------------------------------------------------------------------- design checks
@@ -923,6 +1035,18 @@ class GLMResults:
     warnings : list of str
         What the checks found (each also raised as a :class:`GLMWarning`): separation,
         or a design that every site alone cannot estimate (FedNewton).
+    cov : DataFrame or None
+        The coefficients' estimated covariance (:meth:`cov_params`), None when there
+        is none (:attr:`bse_note` says why).
+    cov_type : str or None
+        ``"nonrobust"`` (model-based: the inverse pooled Fisher information, times
+        :attr:`scale`) or ``"HC0"`` (sandwich); None without standard errors.
+    scale : float or None
+        The dispersion: 1 for logistic and Poisson, RSS / (N - p) for linear (as
+        statsmodels' GLM); None without standard errors.
+    bse_note : str or None
+        Why there are no standard errors (a private fit, ``cov_type=None``, a singular
+        Fisher information); None when there are.
     """
 
     params: pd.Series
@@ -942,6 +1066,69 @@ class GLMResults:
     target: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    cov: pd.DataFrame | None = None
+    cov_type: str | None = None
+    scale: float | None = None
+    bse_note: str | None = None
+
+    # -------------------------------------------------------------- inference
+    def cov_params(self) -> pd.DataFrame:
+        """The coefficients' estimated covariance (design scale), as statsmodels'
+        ``cov_params()``.
+
+        Raises
+        ------
+        GLMInferenceError
+            No standard errors for this fit (the message says why: a private fit,
+            ``cov_type=None``, a singular Fisher information).
+        """
+        if self.cov is None:
+            raise GLMInferenceError(self.bse_note or "no standard errors for this fit")
+        return self.cov
+
+    @property
+    def bse(self) -> pd.Series:
+        """Standard errors of :attr:`params` (design scale): model-based (the inverse
+        pooled Fisher information at the estimate, times :attr:`scale`) or the HC0
+        sandwich, per :attr:`cov_type`.  Only for a fit without privacy
+        (:class:`GLMInferenceError` otherwise, saying why)."""
+        cov = self.cov_params()
+        return pd.Series(np.sqrt(np.diag(cov.to_numpy())), index=self.params.index, name="bse")
+
+    @property
+    def tvalues(self) -> pd.Series:
+        """z statistics params / bse (statsmodels' GLM name)."""
+        return (self.params / self.bse).rename("z")
+
+    @property
+    def pvalues(self) -> pd.Series:
+        """Two-sided p-values of the z statistics (normal reference, as statsmodels'
+        GLM)."""
+        from scipy.stats import norm
+
+        return pd.Series(
+            2.0 * norm.sf(np.abs(self.tvalues.to_numpy())), index=self.params.index, name="p"
+        )
+
+    def conf_int(self, alpha: float = 0.05) -> pd.DataFrame:
+        """Wald intervals params -/+ z_{1 - alpha/2} bse, normal quantiles for every
+        family (as statsmodels' GLM, linear included; OLS would use t with N - p degrees
+        of freedom).  Columns ``0`` (lower) and ``1`` (upper), one row per coefficient.
+
+        Raises
+        ------
+        GLMInferenceError
+            No standard errors for this fit, or an ``alpha`` outside (0, 1).
+        """
+        if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.integer, np.floating)):
+            raise GLMInferenceError(f"alpha must be a number in (0, 1), e.g. 0.05, got {alpha!r}")
+        if not 0.0 < alpha < 1.0:
+            raise GLMInferenceError(f"alpha must lie in (0, 1), got {alpha}")
+        from scipy.stats import norm
+
+        bse = self.bse
+        z = float(norm.ppf(1.0 - alpha / 2.0))
+        return pd.DataFrame({0: self.params - z * bse, 1: self.params + z * bse})
 
     @property
     def intercept_(self) -> float:
@@ -980,8 +1167,10 @@ class GLMResults:
         eta = self.design(frame) @ self.params.to_numpy()
         return eta if linear else _mean(self.family, eta)
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready (what ``fits analyze`` writes)."""
+    def to_dict(self, alpha: float = 0.05) -> dict[str, Any]:
+        """JSON-ready (what ``fits analyze`` writes); with standard errors, ``bse``,
+        ``pvalues`` and the ``conf_int`` at level 1 - ``alpha`` (else None, and
+        ``bse_note`` says why)."""
         return {
             "family": self.family,
             "method": self.method,
@@ -1002,10 +1191,33 @@ class GLMResults:
                 "sds": self.standardization.sds.tolist(),
             },
             "warnings": list(self.warnings),
+            **self._inference_dict(alpha),
         }
 
-    def summary(self) -> str:
-        """A plain-text summary."""
+    def _inference_dict(self, alpha: float = 0.05) -> dict[str, Any]:
+        """Standard errors, p-values and the 1 - alpha intervals (None and the reason
+        when there are none)."""
+        if self.cov is None:
+            return {"bse": None, "conf_int": None, "pvalues": None, "cov_type": None,
+                    "scale": None, "bse_note": self.bse_note}  # fmt: skip
+        ci = self.conf_int(alpha)
+        names = [str(k) for k in self.params.index]
+        return {
+            "bse": dict(zip(names, map(float, self.bse), strict=True)),
+            "conf_int": {
+                "level": 1.0 - alpha,
+                "lower": dict(zip(names, map(float, ci[0]), strict=True)),
+                "upper": dict(zip(names, map(float, ci[1]), strict=True)),
+            },
+            "pvalues": dict(zip(names, map(float, self.pvalues), strict=True)),
+            "cov_type": self.cov_type,
+            "scale": self.scale,
+            "bse_note": None,
+        }
+
+    def summary(self, alpha: float = 0.05) -> str:
+        """A plain-text summary: with standard errors, a table of coefficient, std err,
+        z, P>|z| and the 1 - ``alpha`` interval."""
         lines = [
             f"Federated GLM: family={self.family}, method={self.method}, target={self.target}",
             f"sites={len(self.n_rows)}, N={self.n_obs}, rounds={self.rounds}, "
@@ -1022,7 +1234,27 @@ class GLMResults:
                 + (" (data-driven, not covered)" if self.clip_data_driven else "")
             )
         width = max(len(n) for n in self.params.index)
-        lines += [f"  {n:<{width}}  {v: .6f}" for n, v in self.params.items()]
+        if self.cov is None:
+            lines += [f"  {n:<{width}}  {v: .6f}" for n, v in self.params.items()]
+            lines.append(f"std err: none ({self.bse_note})")
+        else:
+            ci, bse, z, pv = self.conf_int(alpha), self.bse, self.tvalues, self.pvalues
+            lo, hi = f"[{alpha / 2:.4g}", f"{1 - alpha / 2:.4g}]"
+            lines.append(
+                f"  {'':<{width}}  {'coef':>10}  {'std err':>10}  {'z':>8}  {'P>|z|':>6}  "
+                f"{lo:>10}  {hi:>10}"
+            )
+            lines += [
+                f"  {n:<{width}}  {v:10.6f}  {bse[n]:10.6f}  {z[n]:8.3f}  {pv[n]:6.3f}  "
+                f"{ci.loc[n, 0]:10.6f}  {ci.loc[n, 1]:10.6f}"
+                for n, v in self.params.items()
+            ]
+            what = "model-based" if self.cov_type == "nonrobust" else "sandwich (HC0)"
+            lines.append(
+                f"std err: {what}, from the pooled Fisher information at the estimate"
+                + (f" (scale {self.scale:.6g})" if self.family == "linear" else "")
+                + "; intervals: normal quantiles"
+            )
         lines += [f"warning: {w}" for w in self.warnings]
         return "\n".join(lines)
 
@@ -1078,6 +1310,7 @@ def direct_fit(
     """
 
     options.setdefault("check_separation", False)  # the report's rows: as before
+    options.setdefault("cov_type", None)  # the report uses the coefficients only
 
     def fit(parts: list[tuple[np.ndarray, np.ndarray]], task: str) -> np.ndarray:
         p = parts[0][0].shape[1]
@@ -1122,6 +1355,7 @@ def fit_glm(
     schema: Schema | None = None,
     vectorized: bool = False,
     check_separation: bool | None = None,
+    cov_type: str | None = "nonrobust",
     K: int | None = None,
     eta: float | None = None,
     K1: int | None = None,
@@ -1177,6 +1411,16 @@ def fit_glm(
         that separates the classes across the sites gives a :class:`SeparationWarning`.
         Default: on without privacy, off with it (the extremes are exact values of
         single rows, paired with their class, outside the guarantee).
+    cov_type : {"nonrobust", "HC0"} or None
+        Without privacy, the standard errors of :attr:`GLMResults.bse` (statsmodels'
+        names): ``"nonrobust"``, model-based, from the pooled Fisher information
+        X'W(theta)X at the estimate (times the residual variance RSS / (N - p) for
+        linear); ``"HC0"``, the sandwich I^-1 (sum of per-row score outer products)
+        I^-1.  Either costs one more round (``glm_fisher``) in which each site sends
+        its p x p matrix X'W X at the estimate (linear: and its residual sum of
+        squares; HC0: and its p x p sum of score outer products).  ``None``: no such
+        round and no standard errors.  Ignored with privacy: a private fit has no
+        standard errors (:attr:`GLMResults.bse` says why).
     K, eta, K1, eta1, K2, eta2, R : optional
         Iterations and step sizes; defaults are the paper's (sec. 4): FedSGD K=50,
         eta=0.5; FedHybrid K1=30, eta1=0.5, K2=20, eta2=0.5; FedAvg K=50, R=2,
@@ -1214,6 +1458,10 @@ def fit_glm(
     )
     if method == "fednewton" and not (math.isfinite(float(tau1)) and float(tau1) > 0):
         raise ValueError(f"tau1 must be a positive number, got {tau1!r}")
+    if cov_type not in COV_TYPES:
+        raise ValueError(
+            f"cov_type must be one of {', '.join(map(repr, COV_TYPES))}, got {cov_type!r}"
+        )
     if isinstance(clip, str) and clip != "auto":
         raise ValueError(f"clip must be a positive number, 'auto' or None, got {clip!r}")
     if clip is None and budget is not None:
@@ -1247,6 +1495,7 @@ def fit_glm(
             kinds,
             schema,
             (budget is None) if check_separation is None else bool(check_separation),
+            cov_type,
         )
     finally:
         if own and isinstance(transport, InProcessTransport):
@@ -1266,6 +1515,7 @@ def _fit(
     kinds: Mapping[str, str] | None,
     schema: Schema | None,
     check_separation: bool = False,
+    cov_type: str | None = None,
 ) -> GLMResults:
     up0, down0 = sum(transport.uploaded_bytes), sum(transport.downloaded_bytes)
     rounds = 0
@@ -1335,6 +1585,21 @@ def _fit(
         for note in found:
             warnings.warn(note, SeparationWarning, stacklevel=3)
         notes += found
+    cov: np.ndarray | None = None
+    scale: float | None = None
+    why: str | None = None
+    if budget is not None:
+        why = PRIVATE_NOTE
+    elif cov_type is None:
+        why = "no standard errors were asked for (cov_type=None)"
+    else:
+        linear, robust = family == "linear", cov_type == "HC0"
+        request = Message(
+            "glm_fisher", {"theta": theta}, {"dispersion": int(linear), "robust": int(robust)}
+        )
+        fisher = transport.broadcast(request)
+        rounds += 1
+        cov, scale, why = _covariance(fisher, p, int(n_rows.sum()), linear, robust)
     from fits.analysis.accounting import PrivacySpent
 
     privacy = PrivacySpent.from_budget(budget, len(n_rows)) if budget is not None else None
@@ -1358,4 +1623,10 @@ def _fit(
         standardization=st,
         target=target,
         warnings=notes,
+        cov=None
+        if cov is None
+        else pd.DataFrame(cov, index=spec.feature_names, columns=spec.feature_names),
+        cov_type=None if cov is None else cov_type,
+        scale=scale,
+        bse_note=why,
     )

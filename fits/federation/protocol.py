@@ -136,6 +136,12 @@ glm_check       ``theta`` (p,)                          ``lo``, ``hi`` (2, p + 1
                                                         (y = 0; y = 1, Poisson y > 0) the
                                                         least and greatest value of each
                                                         design column and of x'theta
+glm_fisher      ``theta`` (p,); config ``dispersion``   ``info`` (p(p+1)/2,): upper triangle
+                (0/1), ``robust`` (0/1); only in a      of the site's X'W(theta)X; with
+                fit without privacy, once               dispersion ``rss`` (1,): residual
+                                                        sum of squares; with robust
+                                                        ``meat`` (p(p+1)/2,): upper triangle
+                                                        of sum of score outer products
 lsa_setup       config ``seed``, ``n_bootstrap`` (M),   ``n_rows`` (1,), ``gram``
                 ``sampling``, ``total_steps``,          (d(d+1)/2,): upper triangle of the
                 ``n_features`` (d); arrays ``means``,   site's X'X
@@ -363,6 +369,15 @@ def _glm_check_shapes(request: Message) -> dict[str, tuple[int, ...]]:
     return {"lo": (2, p + 1), "hi": (2, p + 1)}
 
 
+def _glm_fisher_shapes(request: Message) -> dict[str, tuple[int, ...]]:
+    k = packed_size(_theta_shape(request)[0])
+    return {
+        "info": (k,),
+        **({"rss": (1,)} if int(request.config.get("dispersion", 0)) else {}),
+        **({"meat": (k,)} if int(request.config.get("robust", 0)) else {}),
+    }
+
+
 def _lsa_setup_shapes(request: Message) -> dict[str, tuple[int, ...]]:
     d = int(request.config["n_features"])
     return {"n_rows": (1,), "gram": (packed_size(d),)}
@@ -381,6 +396,7 @@ ANALYSIS_REPLIES: dict[str, Callable[[Message], dict[str, tuple[int, ...]]]] = {
     "glm_local": lambda r: {"theta": _theta_shape(r)},
     "glm_newton": lambda r: {"theta": _theta_shape(r)},
     "glm_check": _glm_check_shapes,
+    "glm_fisher": _glm_fisher_shapes,
     "lsa_setup": _lsa_setup_shapes,
     "lsa_precondition": lambda request: {"s_sum": (1,), "s2_sum": (1,)},
     "lsa_round": _lsa_round_shapes,
