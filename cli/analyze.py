@@ -27,6 +27,9 @@ from .errors import fail as _fail
 
 __all__ = ["AnalyzeOptions", "METHODS", "analyze"]
 
+#: ``--cov-type`` values (GLMs without privacy): fit_glm's cov_type, "none" for None.
+COV_TYPES = ("nonrobust", "HC0", "none")
+
 
 @dataclass
 class AnalyzeOptions:
@@ -72,6 +75,14 @@ def _check_glm(opts: AnalyzeOptions) -> None:
             raise typer.BadParameter("only FedNewton takes --tau1", param_hint="--tau1")
         if not (math.isfinite(opts.tau1) and opts.tau1 > 0):
             raise typer.BadParameter(f"must be positive, got {opts.tau1}", param_hint="--tau1")
+    ci = opts.extra.get("ci", 0.95)
+    if not (math.isfinite(ci) and 0.0 < ci < 1.0):
+        raise typer.BadParameter(f"must lie strictly between 0 and 1, got {ci}", param_hint="--ci")
+    cov_type = opts.extra.get("cov_type")
+    if cov_type is not None and cov_type not in COV_TYPES:
+        raise typer.BadParameter(
+            f"choose one of {', '.join(COV_TYPES)}, got {cov_type!r}", param_hint="--cov-type"
+        )
 
 
 def _glm_spec(opts: AnalyzeOptions) -> dict[str, Any]:
@@ -93,7 +104,10 @@ def _glm_spec(opts: AnalyzeOptions) -> dict[str, Any]:
     }
     if opts.extra.get("check_separation") is not None:
         options["check_separation"] = opts.extra["check_separation"]
-    return {"method": opts.method, "options": options}
+    cov_type = opts.extra.get("cov_type")
+    if cov_type is not None:
+        options["cov_type"] = None if cov_type == "none" else cov_type
+    return {"method": opts.method, "options": options, "ci": opts.extra.get("ci", 0.95)}
 
 
 @dataclass(frozen=True)
@@ -122,6 +136,7 @@ def _check_fedlsa(opts: AnalyzeOptions) -> None:
         "--clip": opts.clip,
         "--tau1": opts.tau1,
         "--check-separation": opts.extra.get("check_separation"),
+        "--cov-type": opts.extra.get("cov_type"),
     }
     unused.update({f"--{k.lower()}": v for k, v in opts.iterations.items() if k in ("K1", "K2")})
     unused["--iterations"] = opts.iterations.get("K")
@@ -266,8 +281,21 @@ def analyze(
     k1: Annotated[int | None, typer.Option("--k1", help="K1 (FedHybrid).")] = None,
     k2: Annotated[int | None, typer.Option("--k2", help="K2 (FedHybrid).")] = None,
     ci: Annotated[
-        float, typer.Option("--ci", help="FedLSA: confidence level of the intervals.")
+        float,
+        typer.Option(
+            "--ci", help="Confidence level of the intervals (FedLSA; GLMs without privacy)."
+        ),
     ] = 0.95,
+    cov_type: Annotated[
+        str | None,
+        typer.Option(
+            "--cov-type",
+            help="GLMs without privacy: standard errors nonrobust (model-based, default), "
+            "HC0 (sandwich) or none; each costs one more round in which every site sends "
+            "its X'WX at the estimate.",
+            show_default=False,
+        ),
+    ] = None,
     local_steps: Annotated[
         int | None,
         typer.Option("--local-steps", "-H", help="FedLSA: local steps per round (10; one_pass 1)."),
@@ -368,6 +396,7 @@ def analyze(
             "regime": regime,
             "multipliers": multipliers,
             "check_separation": check_separation,
+            "cov_type": cov_type,
         },
     )
     if method == "fedhybrid":  # FedHybrid's steps are eta1 / eta2

@@ -52,6 +52,37 @@ def test_analyze_writes_the_fit_and_the_privacy_spent(sites: list[str], tmp_path
     assert result["privacy"]["epsilon_site"] == pytest.approx(3.0, rel=1e-6)
     assert result["rounds"] == 3 + 50 and result["uploaded_bytes"] > 0
     assert result["clip_data_driven"] is False
+    # a private fit: no standard errors, and the result says why
+    assert result["bse"] is None and result["conf_int"] is None
+    assert "not available for a private fit" in result["bse_note"]
+
+
+@pytest.mark.parametrize("cov_type", [None, "HC0"])
+def test_analyze_without_privacy_writes_standard_errors_and_intervals(
+    sites: list[str], tmp_path: Path, cov_type: str | None
+) -> None:
+    from fits.analysis.glm import fit_glm
+
+    out = tmp_path / "result.json"
+    extra = [] if cov_type is None else ["--cov-type", cov_type]
+    proc = run("analyze", *sites, "--target", "y", "--method", "fedsgd", "--ci", "0.9",
+               *extra, "--out", str(out))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(out.read_text())
+    tables = {Path(p).stem: pd.read_csv(p) for p in sites}
+    ref = fit_glm(tables, "y", method="fedsgd", seed=0, cov_type=cov_type or "nonrobust")
+    assert result["bse"] == {k: float(v) for k, v in ref.bse.items()}
+    ci = ref.conf_int(0.1)
+    assert result["conf_int"]["level"] == pytest.approx(0.9)
+    assert result["conf_int"]["lower"] == {k: float(v) for k, v in ci[0].items()}
+    assert result["conf_int"]["upper"] == {k: float(v) for k, v in ci[1].items()}
+    assert result["cov_type"] == (cov_type or "nonrobust") and result["bse_note"] is None
+    assert "std err" in proc.stdout and "[0.05" in proc.stdout and "0.95]" in proc.stdout
+    none = tmp_path / "none.json"
+    proc = run("analyze", *sites, "--target", "y", "--method", "fedsgd", "--cov-type", "none",
+               "--out", str(none))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(none.read_text())["bse"] is None
 
 
 @pytest.mark.parametrize(
@@ -81,6 +112,13 @@ def test_analyze_writes_the_fit_and_the_privacy_spent(sites: list[str], tmp_path
         (["--features", ""], 2, "give column names separated by commas, got ''"),
         (["--features", "y,x1"], 2, "--features: the target 'y' cannot also be a feature"),
         (["--features", "x1,x1"], 2, "--features names ['x1'] more than once"),
+        (["--cov-type", "HC3"], 2, "choose one of nonrobust, HC0, none, got 'HC3'"),
+        (["--ci", "1.5"], 2, "must lie strictly between 0 and 1, got 1.5"),
+        (
+            ["--method", "fedlsa", "--target", "x1", "--cov-type", "HC0"],
+            2,
+            "--cov-type is not used by fedlsa",
+        ),
         (  # 0 rounds or local steps is a value to refuse, not a request for the default
             ["--method", "fedlsa", "--family", "linear", "--target", "x1", "-R", "0"],
             2,

@@ -145,6 +145,10 @@ def test_glm_over_flower_equals_in_process_bit_for_bit(glm_files, tmp_path, meth
     assert got["clip"] == expected["clip"] and got["privacy"] == expected["privacy"]
     assert got["rounds"] == expected["rounds"]
     assert got["uploaded_bytes"] == expected["uploaded_bytes"]
+    # without privacy the standard errors' round (glm_fisher) went through the ClientApp
+    assert got["bse"] == expected["bse"] and got["conf_int"] == expected["conf_int"]
+    assert (got["bse"] is None) == ("mu" in extra)
+    assert ("query.fits_glm_fisher" in grid.types) == ("mu" not in extra)
     # every message was answered by a site rebuilt from its file and its kept state
     assert len(grid.types) == 3 * expected["rounds"]
 

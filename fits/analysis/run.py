@@ -34,7 +34,8 @@ def run_analysis(
         ``{"method": ..., "options": {...}, "ci": 0.95}``: ``options`` are the keyword
         arguments of :func:`fits.analysis.glm.fit_glm` (for the GLM methods, which add
         ``method``) or of :func:`fits.analysis.lsa.fedlsa` (``method="fedlsa"``); ``ci``
-        is FedLSA's interval level (default 0.95).  Plain JSON values only.
+        is the intervals' level (default 0.95): FedLSA's, and a GLM's without privacy.
+        Plain JSON values only.
     tables : mapping of site name to DataFrame, optional
         The sites' tables (an in-process federation); None with ``transport``.
     transport : Transport, optional
@@ -43,11 +44,12 @@ def run_analysis(
     Returns
     -------
     result : dict
-        ``GLMResults.to_dict()`` or ``FedLSAResults.to_dict(1 - ci)``.
+        ``GLMResults.to_dict(1 - ci)`` or ``FedLSAResults.to_dict(1 - ci)``.
     summary : str
         The result's ``summary()``.
     """
     method = str(spec["method"])
+    alpha = 1.0 - float(spec.get("ci", 0.95))
     options = dict(spec.get("options", {}))
     if method not in ANALYSIS_METHODS:
         raise ValueError(
@@ -56,10 +58,9 @@ def run_analysis(
     if method == "fedlsa":
         from fits.analysis.lsa import fedlsa
 
-        alpha = 1.0 - float(spec.get("ci", 0.95))
         res = fedlsa(tables, transport=transport, **options)
         return res.to_dict(alpha), res.summary(alpha)
     from fits.analysis.glm import fit_glm
 
     glm = fit_glm(tables, transport=transport, method=method, **options)
-    return glm.to_dict(), glm.summary()
+    return glm.to_dict(alpha), glm.summary(alpha)
