@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from fits._dates import iso_datetimes
 from fits.core.schema import DataNote
 
 __all__ = [
@@ -323,7 +324,7 @@ def _parse_dates(frame: pd.DataFrame, path: Path | None = None) -> pd.DataFrame:
         if aware.any() and not aware.all():
             continue  # some with an offset, some without: left as text
         try:
-            frame[col] = pd.to_datetime(s, format="ISO8601")  # one offset: kept
+            frame[col] = iso_datetimes(s)  # one offset: kept
         except (ValueError, TypeError):
             try:  # several offsets: read as UTC
                 frame[col] = pd.to_datetime(s, format="ISO8601", utc=True)
@@ -432,7 +433,7 @@ class _DateFacts:
         dtypes, samples, units = self.dtypes or {}, self.samples or {}, self.units or set()
         self.dtypes, self.samples, self.units = dtypes, samples, units
         try:
-            parsed = pd.to_datetime(present, format="ISO8601")
+            parsed = iso_datetimes(present)
         except (ValueError, TypeError):
             self.utc = True
             try:
@@ -458,9 +459,7 @@ class _DateFacts:
             dtype = dtypes[0]
         else:  # several zones or units: what one value of each gives together
             try:
-                dtype = pd.to_datetime(
-                    pd.Series(list((self.samples or {}).values())), format="ISO8601"
-                ).dtype
+                dtype = iso_datetimes(pd.Series(list((self.samples or {}).values()))).dtype
             except (ValueError, TypeError):
                 return True, pd.DatetimeTZDtype(unit, "UTC")
         if not pd.api.types.is_datetime64_any_dtype(dtype):

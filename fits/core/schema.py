@@ -51,6 +51,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from fits._dates import iso_datetimes
 from fits._json import plain
 from fits.core.names import resolve_columns, resolve_keys
 
@@ -1256,7 +1257,7 @@ def _parse_dates(text: pd.Series) -> tuple[pd.Series, str] | None:
             if aware.any() and not aware.all():
                 continue  # some with an offset, some without: not one format
             try:
-                got = pd.to_datetime(text.where(iso), format="ISO8601")
+                got = iso_datetimes(text.where(iso))
             except (ValueError, TypeError):  # several offsets: kept as UTC
                 got = pd.to_datetime(text.where(iso), format="ISO8601", utc=True)
                 fmt = "ISO8601 (mixed offsets, read as UTC)"
