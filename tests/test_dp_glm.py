@@ -69,6 +69,7 @@ def test_nonprivate_fedsgd_converges_to_pooled_mle(family: str) -> None:
     np.testing.assert_allclose(res.cov_params().to_numpy(), ref.cov_params(), rtol=1e-6)
     assert res.cov_type == "nonrobust"
     assert res.scale == pytest.approx(ref.scale, rel=1e-9)
+    assert res.mle_distance < 1e-9  # converged: no warning (res.warnings == [] below)
     assert res.warnings == []
     assert res.uploaded_bytes > 4000 * 3 * 8 * x.shape[1]
     np.testing.assert_allclose(res.predict(tables[0]), ref.predict(res.design(tables[0])))
@@ -97,10 +98,14 @@ def test_nonprivate_hc0_standard_errors_are_statsmodels_sandwich(family: str) ->
 @pytest.mark.parametrize("method", ["fednewton", "fedavg"])
 def test_standard_errors_are_the_pooled_fisher_information_at_the_estimate(method) -> None:
     """Whatever the estimate (FedNewton and FedAvg stop short of the pooled MLE), bse
-    is the pooled inverse Fisher information at it, and the vectorized sites agree."""
+    is the pooled inverse Fisher information at it, and the vectorized sites agree; the
+    fit warns how far (in standard errors) its estimate lies from the pooled MLE."""
+    from fits.analysis.glm import GLMWarning
+
     for family in ("logistic", "poisson", "linear"):
         tables = _tables(family)
-        res = fit_glm(tables, "y", family=family, method=method)
+        with pytest.warns(GLMWarning, match=r"standard errors \(Fisher metric\) from the pooled"):
+            res = fit_glm(tables, "y", family=family, method=method)
         x = np.vstack([res.design(t) for t in tables])
         y = np.concatenate([t["y"].to_numpy(float) for t in tables])
         eta = x @ res.params.to_numpy()
@@ -111,7 +116,11 @@ def test_standard_errors_are_the_pooled_fisher_information_at_the_estimate(metho
         scale = np.sum((y - eta) ** 2) / (n - p) if family == "linear" else 1.0
         cov = scale * np.linalg.inv((x * w[family][:, None]).T @ x)
         np.testing.assert_allclose(res.bse.to_numpy(), np.sqrt(np.diag(cov)), rtol=1e-9)
-        batch = fit_glm(tables, "y", family=family, method=method, vectorized=True)
+        g = (mean[family] - y) @ x
+        assert res.mle_distance == pytest.approx(np.sqrt(g @ cov @ g) / scale, rel=1e-9)
+        assert res.mle_distance > 0.1 and "Fisher metric" in res.warnings[-1]
+        with pytest.warns(GLMWarning):
+            batch = fit_glm(tables, "y", family=family, method=method, vectorized=True)
         np.testing.assert_allclose(batch.bse.to_numpy(), res.bse.to_numpy(), rtol=1e-9)
         d = res.to_dict()
         assert d["bse"] == {k: float(v) for k, v in res.bse.items()}
@@ -121,7 +130,7 @@ def test_standard_errors_are_the_pooled_fisher_information_at_the_estimate(metho
 
 
 def test_a_private_fit_has_no_standard_errors_and_says_why() -> None:
-    from fits.analysis.glm import GLMInferenceError
+    from fits.analysis.glm import GLMInferenceError, GLMWarning
 
     tables = _tables("logistic")
     res = fit_glm(tables, "y", method="fedsgd", mu=1.0, clip=1.0)
@@ -137,11 +146,13 @@ def test_a_private_fit_has_no_standard_errors_and_says_why() -> None:
     none = fit_glm(tables, "y", method="fedsgd", cov_type=None)
     with pytest.raises(GLMInferenceError, match="cov_type=None"):
         _ = none.bse
-    assert none.rounds == fit_glm(tables, "y", method="fedsgd").rounds - 1
+    with pytest.warns(GLMWarning, match="Fisher metric"):  # K = 50 stops short of the MLE
+        with_se = fit_glm(tables, "y", method="fedsgd")
+    assert none.rounds == with_se.rounds - 1
     with pytest.raises(ValueError, match="cov_type must be one of"):
         fit_glm(tables, "y", method="fedsgd", cov_type="HC1")
     with pytest.raises(GLMInferenceError, match="alpha must lie in"):
-        fit_glm(tables, "y", method="fedsgd").conf_int(1.5)
+        with_se.conf_int(1.5)
 
 
 def test_the_site_sends_its_fisher_information_once_and_never_in_a_private_fit() -> None:
@@ -150,7 +161,8 @@ def test_the_site_sends_its_fisher_information_once_and_never_in_a_private_fit()
     request = Message("glm_fisher", {"theta": np.zeros(p)}, {"dispersion": 1, "robust": 1})
     reply = tr.broadcast(request)[0]
     check_reply(request, reply)
-    assert sorted(reply.arrays) == ["info", "meat", "rss"]
+    assert sorted(reply.arrays) == ["info", "meat", "rss", "score"]
+    np.testing.assert_allclose(reply.arrays["score"], (0.5 - y) @ x)
     iu = np.triu_indices(p)
     np.testing.assert_allclose(reply.arrays["info"], (0.25 * x.T @ x)[iu])  # p = 1/2 at 0
     np.testing.assert_allclose(reply.arrays["rss"], [np.sum((0.5 - y) ** 2)])

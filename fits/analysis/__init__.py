@@ -23,6 +23,7 @@ _EXPORTS = {
     "Standardization": "fits.analysis.design",
     "schema_round": "fits.analysis.design",
     "standardization_round": "fits.analysis.design",
+    "GLMInferenceError": "fits.analysis.glm",
     "GLMResults": "fits.analysis.glm",
     "GLMWarning": "fits.analysis.glm",
     "LocalSingularityWarning": "fits.analysis.glm",

@@ -41,10 +41,12 @@ the paper leaves open (the clipping bound, tau1, odd site sizes, the FedAvg step
 Messages (:mod:`fits.federation.protocol`): ``setup`` and ``moments`` (the design,
 :mod:`fits.analysis.design`), then ``glm_configure``, ``glm_clip`` (the paper's
 data-driven clipping bound), ``glm_gradient`` (one noisy mean gradient), ``glm_local``
-(a site's noisy local descent), ``glm_newton`` (the noisy local Newton step) and
-``glm_check`` (the separation check).  The ``glm_configure`` reply carries each site's
-design null space, from which the coordinator refuses a design collinear across the
-sites before any fitting round (``docs/analysis.md``, "Ill-posed data").  Each
+(a site's noisy local descent), ``glm_newton`` (the noisy local Newton step),
+``glm_check`` (the separation check) and ``glm_fisher`` (without privacy only: each
+site's Fisher information X'WX and score at the estimate, for the standard errors).
+The ``glm_configure`` reply carries each site's design null space, from which the
+coordinator refuses a design collinear across the sites before any fitting round
+(``docs/analysis.md``, "Ill-posed data").  Each
 site draws its noise from its own generator, seeded when the site is built (never by
 a message: a server that knew a site's seed could subtract its noise), and refuses
 any release beyond the plan it was configured with, so the server cannot spend more
@@ -279,7 +281,9 @@ def site_fisher(
     robust: bool = False,
 ) -> dict[str, np.ndarray]:
     """The ``glm_fisher`` reply: ``info``, the upper triangle (row by row) of the
-    site's Fisher information X'W(theta)X (W the Hessian weights of the family); with
+    site's Fisher information X'W(theta)X (W the Hessian weights of the family);
+    ``score``, its summed gradient X'(mu - y) at theta (zero in sum over the sites at
+    the pooled maximum-likelihood estimate); with
     ``dispersion`` also ``rss`` (1,), the residual sum of squares sum (y - mu)^2; with
     ``robust`` also ``meat``, the upper triangle of sum_r (mu_r - y_r)^2 x_r x_r' (the
     per-row scores' outer products)."""
@@ -288,6 +292,7 @@ def site_fisher(
     w = _hessian_weight(family, eta)
     out = {"info": ((x * w[:, None]).T @ x)[iu]}
     r = _mean(family, eta) - y
+    out["score"] = r @ x
     if dispersion:
         out["rss"] = np.array([float(r @ r)])
     if robust:
@@ -801,27 +806,31 @@ PRIVATE_NOTE = (
 )
 
 
+#: A fit whose estimate lies farther than this many standard errors (in the Fisher
+#: metric) from the pooled maximum-likelihood estimate gets a :class:`GLMWarning`.
+MLE_DISTANCE_WARN = 0.1
+
+
 def _covariance(
     replies: Sequence[Message], p: int, n_obs: int, linear: bool, robust: bool
-) -> tuple[np.ndarray | None, float | None, str | None]:
+) -> tuple[np.ndarray | None, float | None, str | None, float | None]:
     """The coefficients' covariance from the ``glm_fisher`` replies: (cov, scale,
-    note), cov None and a note saying why when it cannot be computed."""
+    note, distance), cov None and a note saying why when it cannot be computed;
+    distance: sqrt(g' I^-1 g / scale), g the pooled score at the estimate, the length
+    in standard errors of the Newton step to the pooled maximum-likelihood estimate."""
     info = sum(unpack_symmetric(r.arrays["info"], p) for r in replies)
     scale = 1.0
     if linear:
         if n_obs <= p:
-            return None, None, f"no standard errors: {n_obs} rows for {p} coefficients"
+            return None, None, f"no standard errors: {n_obs} rows for {p} coefficients", None
         scale = float(sum(float(r.arrays["rss"][0]) for r in replies)) / (n_obs - p)
     vals = np.linalg.eigvalsh(info)
     if not (np.all(np.isfinite(vals)) and vals[0] > 1e-12 * max(vals[-1], 1e-300)):
-        return (
-            None,
-            None,
-            (
-                "no standard errors: the Fisher information at the estimate is singular or "
-                "not finite (e.g. fitted probabilities of 0 or 1 under separation)"
-            ),
+        why = (
+            "no standard errors: the Fisher information at the estimate is singular or "
+            "not finite (e.g. fitted probabilities of 0 or 1 under separation)"
         )
+        return None, None, why, None
     inv = np.linalg.inv(info)
     inv = (inv + inv.T) / 2.0
     if robust:
@@ -829,7 +838,9 @@ def _covariance(
         cov = inv @ meat @ inv
     else:
         cov = scale * inv
-    return (cov + cov.T) / 2.0, scale, None
+    g = np.sum([r.arrays["score"] for r in replies], axis=0)
+    distance = math.sqrt(max(float(g @ inv @ g), 0.0) / scale) if scale > 0 else math.inf
+    return (cov + cov.T) / 2.0, scale, None, distance
 
 
 # ---------------------------------------------------------------------- design checks
@@ -1047,6 +1058,10 @@ class GLMResults:
     bse_note : str or None
         Why there are no standard errors (a private fit, ``cov_type=None``, a singular
         Fisher information); None when there are.
+    mle_distance : float or None
+        With standard errors: sqrt(g' I^-1 g / scale), g the pooled score at the
+        estimate, the Newton step to the pooled maximum-likelihood estimate in standard
+        errors (near 0 for a converged fit; above 0.1 a :class:`GLMWarning` says so).
     """
 
     params: pd.Series
@@ -1070,6 +1085,7 @@ class GLMResults:
     cov_type: str | None = None
     scale: float | None = None
     bse_note: str | None = None
+    mle_distance: float | None = None
 
     # -------------------------------------------------------------- inference
     def cov_params(self) -> pd.DataFrame:
@@ -1198,8 +1214,8 @@ class GLMResults:
         """Standard errors, p-values and the 1 - alpha intervals (None and the reason
         when there are none)."""
         if self.cov is None:
-            return {"bse": None, "conf_int": None, "pvalues": None, "cov_type": None,
-                    "scale": None, "bse_note": self.bse_note}  # fmt: skip
+            none = ("bse", "conf_int", "pvalues", "cov_type", "scale", "mle_distance")
+            return {**dict.fromkeys(none), "bse_note": self.bse_note}
         ci = self.conf_int(alpha)
         names = [str(k) for k in self.params.index]
         return {
@@ -1212,6 +1228,7 @@ class GLMResults:
             "pvalues": dict(zip(names, map(float, self.pvalues), strict=True)),
             "cov_type": self.cov_type,
             "scale": self.scale,
+            "mle_distance": self.mle_distance,
             "bse_note": None,
         }
 
@@ -1254,6 +1271,11 @@ class GLMResults:
                 f"std err: {what}, from the pooled Fisher information at the estimate"
                 + (f" (scale {self.scale:.6g})" if self.family == "linear" else "")
                 + "; intervals: normal quantiles"
+                + (
+                    f"; the estimate is {self.mle_distance:.3g} std err from the pooled MLE"
+                    if self.mle_distance is not None
+                    else ""
+                )
             )
         lines += [f"warning: {w}" for w in self.warnings]
         return "\n".join(lines)
@@ -1576,6 +1598,7 @@ def _fit(
         clip_value = math.inf
     run = _Run(transport, weights, clip_value)
     theta = METHODS[method](run, theta0, settings)
+    found: list[str] = []
     if separation:
         checks = transport.broadcast(Message("glm_check", {"theta": theta}))
         rounds += 1
@@ -1588,10 +1611,16 @@ def _fit(
     cov: np.ndarray | None = None
     scale: float | None = None
     why: str | None = None
+    distance: float | None = None
     if budget is not None:
         why = PRIVATE_NOTE
     elif cov_type is None:
         why = "no standard errors were asked for (cov_type=None)"
+    elif found:
+        why = (
+            "no standard errors: the maximum-likelihood estimate does not exist "
+            "(separation, see the warnings)"
+        )
     else:
         linear, robust = family == "linear", cov_type == "HC0"
         request = Message(
@@ -1599,7 +1628,16 @@ def _fit(
         )
         fisher = transport.broadcast(request)
         rounds += 1
-        cov, scale, why = _covariance(fisher, p, int(n_rows.sum()), linear, robust)
+        cov, scale, why, distance = _covariance(fisher, p, int(n_rows.sum()), linear, robust)
+        if distance is not None and distance > MLE_DISTANCE_WARN:
+            far = (
+                f"the estimate lies {distance:.3g} standard errors (Fisher metric) from the "
+                f"pooled maximum-likelihood estimate ({method} stopped short of it): the "
+                "standard errors are the MLE's evaluated at this estimate, and its intervals "
+                "may not have their level; run more iterations, or fedsgd to convergence"
+            )
+            warnings.warn(far, GLMWarning, stacklevel=3)
+            notes = [*notes, far]
     from fits.analysis.accounting import PrivacySpent
 
     privacy = PrivacySpent.from_budget(budget, len(n_rows)) if budget is not None else None
@@ -1629,4 +1667,5 @@ def _fit(
         cov_type=None if cov is None else cov_type,
         scale=scale,
         bse_note=why,
+        mle_distance=distance,
     )

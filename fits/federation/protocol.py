@@ -137,8 +137,9 @@ glm_check       ``theta`` (p,)                          ``lo``, ``hi`` (2, p + 1
                                                         least and greatest value of each
                                                         design column and of x'theta
 glm_fisher      ``theta`` (p,); config ``dispersion``   ``info`` (p(p+1)/2,): upper triangle
-                (0/1), ``robust`` (0/1); only in a      of the site's X'W(theta)X; with
-                fit without privacy, once               dispersion ``rss`` (1,): residual
+                (0/1), ``robust`` (0/1); only in a      of the site's X'W(theta)X; ``score``
+                fit without privacy, once               (p,): X'(mu - y); with
+                                                        dispersion ``rss`` (1,): residual
                                                         sum of squares; with robust
                                                         ``meat`` (p(p+1)/2,): upper triangle
                                                         of sum of score outer products
@@ -373,6 +374,7 @@ def _glm_fisher_shapes(request: Message) -> dict[str, tuple[int, ...]]:
     k = packed_size(_theta_shape(request)[0])
     return {
         "info": (k,),
+        "score": _theta_shape(request),
         **({"rss": (1,)} if int(request.config.get("dispersion", 0)) else {}),
         **({"meat": (k,)} if int(request.config.get("robust", 0)) else {}),
     }
