@@ -119,6 +119,7 @@ def test_standard_errors_are_the_pooled_fisher_information_at_the_estimate(metho
         g = (mean[family] - y) @ x
         assert res.mle_distance == pytest.approx(np.sqrt(g @ cov @ g) / scale, rel=1e-9)
         assert res.mle_distance > 0.1 and "Fisher metric" in res.warnings[-1]
+        assert "more iterations do not remove it" in res.warnings[-1]  # the fix: fedsgd
         with pytest.warns(GLMWarning):
             batch = fit_glm(tables, "y", family=family, method=method, vectorized=True)
         np.testing.assert_allclose(batch.bse.to_numpy(), res.bse.to_numpy(), rtol=1e-9)

@@ -1630,11 +1630,18 @@ def _fit(
         rounds += 1
         cov, scale, why, distance = _covariance(fisher, p, int(n_rows.sum()), linear, robust)
         if distance is not None and distance > MLE_DISTANCE_WARN:
+            fix = (
+                "more iterations do not remove it (its sites' local steps carry the "
+                "federation bias of the paper's sec. 3); for intervals, fit with fedsgd to "
+                "convergence (a larger -K)"
+                if method in ("fednewton", "fedavg")
+                else "run more iterations (a larger -K / K2) until it is near 0"
+            )
             far = (
                 f"the estimate lies {distance:.3g} standard errors (Fisher metric) from the "
                 f"pooled maximum-likelihood estimate ({method} stopped short of it): the "
                 "standard errors are the MLE's evaluated at this estimate, and its intervals "
-                "may not have their level; run more iterations, or fedsgd to convergence"
+                f"may not have their level; {fix}"
             )
             warnings.warn(far, GLMWarning, stacklevel=3)
             notes = [*notes, far]
