@@ -62,6 +62,7 @@ def test_analyze_without_privacy_writes_standard_errors_and_intervals(
     sites: list[str], tmp_path: Path, cov_type: str | None
 ) -> None:
     from fits.analysis.glm import fit_glm
+    from fits.io import read_table
 
     out = tmp_path / "result.json"
     extra = [] if cov_type is None else ["--cov-type", cov_type]
@@ -69,7 +70,9 @@ def test_analyze_without_privacy_writes_standard_errors_and_intervals(
                *extra, "--out", str(out))  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     result = json.loads(out.read_text())
-    tables = {Path(p).stem: pd.read_csv(p) for p in sites}
+    # read as the command reads them: pandas' default CSV float parsing (pandas 2.x) can
+    # differ from fits.io's round-trip parsing in the last bit
+    tables = {Path(p).stem: read_table(p) for p in sites}
     ref = fit_glm(tables, "y", method="fedsgd", seed=0, cov_type=cov_type or "nonrobust")
     assert result["bse"] == {k: float(v) for k, v in ref.bse.items()}
     ci = ref.conf_int(0.1)
