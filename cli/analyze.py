@@ -5,6 +5,9 @@ of :data:`METHODS` (name -> runner), so a new analysis adds one function and one
 
 * ``fednewton``, ``fedsgd``, ``fedhybrid``, ``fedavg``: a GLM under mu-GDP
   (:func:`fits.analysis.glm.fit_glm`; the paper's Algorithms 1-4).
+* ``newton``: a GLM without privacy by Newton-Raphson on the sites' summed losses,
+  gradients and Hessians: the pooled maximum-likelihood estimate.  The default without
+  ``--mu`` / ``--epsilon`` (with them: ``fednewton``).
 * ``fedlsa``: linear regression by FedLSA with multiplier-bootstrap confidence
   intervals at level ``--ci`` (:func:`fits.analysis.fedlsa`; not differentially private).
 
@@ -58,6 +61,17 @@ def _check_glm(opts: AnalyzeOptions) -> None:
 
     if opts.family is None:
         opts.family = "logistic"
+    if opts.method == "newton":
+        if opts.mu is not None or opts.epsilon is not None:
+            raise typer.BadParameter(
+                "newton sends each site's exact sums every round and has no private form; "
+                "with --mu/--epsilon use fednewton, fedsgd, fedhybrid or fedavg",
+                param_hint="--method",
+            )
+        if opts.clip is not None:
+            raise typer.BadParameter(
+                "newton does not clip (clipping is for the private methods)", param_hint="--clip"
+            )
     if opts.family not in FAMILIES:
         raise typer.BadParameter(
             f"unknown family {opts.family!r}; choose one of {', '.join(FAMILIES)}",
@@ -223,7 +237,7 @@ def _fedlsa_spec(opts: AnalyzeOptions) -> dict[str, Any]:
 METHODS: dict[str, MethodEntry] = {
     **{
         name: MethodEntry(_check_glm, _glm_spec)
-        for name in ("fednewton", "fedsgd", "fedhybrid", "fedavg")
+        for name in ("newton", "fednewton", "fedsgd", "fedhybrid", "fedavg")
     },
     "fedlsa": MethodEntry(_check_fedlsa, _fedlsa_spec),
 }
@@ -244,8 +258,14 @@ def analyze(
         ),
     ] = None,
     method: Annotated[
-        str, typer.Option("--method", help="fednewton, fedsgd, fedhybrid, fedavg or fedlsa.")
-    ] = "fednewton",
+        str | None,
+        typer.Option(
+            "--method",
+            help="newton, fednewton, fedsgd, fedhybrid, fedavg or fedlsa (default: newton, "
+            "the pooled maximum-likelihood estimate; with --mu/--epsilon fednewton).",
+            show_default=False,
+        ),
+    ] = None,
     mu: Annotated[
         float | None, typer.Option("--mu", help="Each site mu-fed-GDP (give this, or --epsilon).")
     ] = None,
@@ -365,6 +385,8 @@ def analyze(
     from fits.federation.protocol import ProtocolError
     from fits.io import DataFileError, read_table, write_text
 
+    if method is None:
+        method = "fednewton" if mu is not None or epsilon is not None else "newton"
     if method not in METHODS:
         raise typer.BadParameter(
             f"unknown method {method!r}; choose one of {', '.join(METHODS)}", param_hint="--method"

@@ -132,6 +132,8 @@ GLM_CASES = [
     ("fedhybrid", {"mu": 0.5, "K1": 4, "K2": 3}),
     ("fedavg", {"mu": 1.0, "K": 5, "R": 3}),
     ("fednewton", {}),
+    ("newton", {}),
+    ("newton", {"family": "poisson", "cov_type": "HC0"}),
 ]
 
 
@@ -149,6 +151,7 @@ def test_glm_over_flower_equals_in_process_bit_for_bit(glm_files, tmp_path, meth
     assert got["bse"] == expected["bse"] and got["conf_int"] == expected["conf_int"]
     assert (got["bse"] is None) == ("mu" in extra)
     assert ("query.fits_glm_fisher" in grid.types) == ("mu" not in extra)
+    assert ("query.fits_glm_sums" in grid.types) == (method == "newton")
     # every message was answered by a site rebuilt from its file and its kept state
     assert len(grid.types) == 3 * expected["rounds"]
 

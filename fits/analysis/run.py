@@ -17,7 +17,7 @@ __all__ = ["ANALYSIS_METHODS", "run_analysis"]
 
 #: ``method`` of a spec -> the GLMs of :func:`fits.analysis.glm.fit_glm` and FedLSA
 #: (:func:`fits.analysis.lsa.fedlsa`).
-ANALYSIS_METHODS = ("fednewton", "fedsgd", "fedhybrid", "fedavg", "fedlsa")
+ANALYSIS_METHODS = ("newton", "fednewton", "fedsgd", "fedhybrid", "fedavg", "fedlsa")
 
 
 def run_analysis(

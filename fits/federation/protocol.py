@@ -143,6 +143,11 @@ glm_fisher      ``theta`` (p,); config ``dispersion``   ``info`` (p(p+1)/2,): up
                                                         sum of squares; with robust
                                                         ``meat`` (p(p+1)/2,): upper triangle
                                                         of sum of score outer products
+glm_sums        ``theta`` (p,); config ``clip`` (inf);  ``loss`` (1,): summed negative
+                only method ``newton`` (no privacy),    log-likelihood; ``score`` (p,):
+                once per iteration or halving           X'(mu - y); ``info``
+                                                        (p(p+1)/2,): upper triangle of
+                                                        X'W(theta)X, all at theta
 lsa_setup       config ``seed``, ``n_bootstrap`` (M),   ``n_rows`` (1,), ``gram``
                 ``sampling``, ``total_steps``,          (d(d+1)/2,): upper triangle of the
                 ``n_features`` (d); arrays ``means``,   site's X'X
@@ -399,6 +404,11 @@ ANALYSIS_REPLIES: dict[str, Callable[[Message], dict[str, tuple[int, ...]]]] = {
     "glm_newton": lambda r: {"theta": _theta_shape(r)},
     "glm_check": _glm_check_shapes,
     "glm_fisher": _glm_fisher_shapes,
+    "glm_sums": lambda r: {
+        "loss": (1,),
+        "score": _theta_shape(r),
+        "info": (packed_size(_theta_shape(r)[0]),),
+    },
     "lsa_setup": _lsa_setup_shapes,
     "lsa_precondition": lambda request: {"s_sum": (1,), "s2_sum": (1,)},
     "lsa_round": _lsa_round_shapes,

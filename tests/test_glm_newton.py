@@ -1,0 +1,212 @@
+"""Method ``newton`` (fits.analysis.glm): the pooled maximum-likelihood GLM without
+privacy, the default of ``fit_glm`` and ``fits analyze`` without a budget.
+
+Oracle: statsmodels' GLM on the pooled rows, on the same design matrix.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+import fits.analysis.glm as glm
+from fits.analysis.glm import GLMWarning, SeparationWarning, fit_glm
+from fits.cli.main import app
+from fits.federation.protocol import Message, ProtocolError, check_reply
+
+sm = pytest.importorskip("statsmodels.api")
+
+_SM = {"linear": "Gaussian", "logistic": "Binomial", "poisson": "Poisson"}
+
+
+def _tables(family: str, sizes=(120, 90, 150, 40), seed: int = 3) -> list[pd.DataFrame]:
+    rng = np.random.default_rng(seed)
+    out = []
+    for k, n in enumerate(sizes):
+        x1 = rng.normal(0.3 * k, 1, n)  # the sites differ: FedNewton's bias shows
+        x2 = rng.normal(5, 2, n)
+        c = rng.choice(["a", "b", "c"], n)
+        eta = 0.2 + 0.7 * x1 - 0.3 * (x2 - 5) / 2 + 0.4 * (c == "b")
+        if family == "linear":
+            y = eta + rng.normal(0, 1, n)
+        elif family == "logistic":
+            y = (rng.random(n) < 1 / (1 + np.exp(-eta))).astype(int)
+        else:
+            y = rng.poisson(np.exp(0.5 * eta))
+        out.append(pd.DataFrame({"x1": x1, "x2": x2, "c": c, "y": y}))
+    return out
+
+
+def _reference(res, tables, family: str, **fit):
+    x = np.vstack([res.design(t) for t in tables])
+    y = np.concatenate([t["y"].to_numpy(float) for t in tables])
+    return sm.GLM(y, x, family=getattr(sm.families, _SM[family])()).fit(tol=1e-14, **fit)
+
+
+@pytest.mark.parametrize("family", ["linear", "logistic", "poisson"])
+def test_the_default_without_privacy_is_the_pooled_mle(family: str) -> None:
+    tables = _tables(family)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no far-from-the-MLE warning, no other
+        res = fit_glm(tables, "y", family=family)
+    assert res.method == "newton" and res.privacy is None
+    ref = _reference(res, tables, family)
+    np.testing.assert_allclose(res.params.to_numpy(), ref.params, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(res.bse.to_numpy(), ref.bse, rtol=1e-9)
+    np.testing.assert_allclose(res.conf_int().to_numpy(), ref.conf_int(), rtol=1e-9)
+    np.testing.assert_allclose(res.cov_params().to_numpy(), ref.cov_params(), rtol=1e-9)
+    assert res.mle_distance < 1e-9 and res.warnings == []
+    # linear: one Newton step is exact, so two glm_sums rounds (at 0 and at the step);
+    # 3 setup rounds, the separation check (logistic, Poisson) and glm_fisher
+    n_sums = res.rounds - 3 - (family != "linear") - 1
+    assert n_sums == 2 if family == "linear" else 3 <= n_sums <= 12
+    hc0 = fit_glm(tables, "y", family=family, cov_type="HC0")
+    ref0 = _reference(hc0, tables, family, cov_type="HC0")
+    np.testing.assert_allclose(hc0.bse.to_numpy(), ref0.bse, rtol=1e-9)
+
+
+def test_newton_removes_the_federation_bias_of_fednewton() -> None:
+    """The reason for the default: without privacy FedNewton stops standard errors away
+    from the pooled MLE (and warns); newton does not."""
+    tables = _tables("logistic", sizes=(300, 200, 500, 120))
+    with pytest.warns(GLMWarning, match="standard errors .* from the pooled"):
+        fed = fit_glm(tables, "y", method="fednewton")
+    new = fit_glm(tables, "y")
+    assert fed.mle_distance > 0.1 > 1e-9 > new.mle_distance
+    ref = _reference(new, tables, "logistic")
+    assert np.abs(fed.params.to_numpy() - ref.params).max() > 1e-3
+    np.testing.assert_allclose(new.params.to_numpy(), ref.params, atol=1e-10)
+
+
+def test_a_step_that_raises_the_loss_is_halved(monkeypatch) -> None:
+    """Poisson with large counts: the full Newton step from theta = 0 overshoots (its
+    loss is infinite); halving brings it back, the pooled loss never rises, and the
+    estimate is statsmodels'."""
+    losses: list[float] = []
+    real = glm.site_sums
+
+    def spy(*args, **kwargs):
+        out = real(*args, **kwargs)
+        losses.append(float(out["loss"][0]))
+        return out
+
+    monkeypatch.setattr(glm, "site_sums", spy)
+    rng = np.random.default_rng(1)
+    tables = []
+    for _ in range(3):
+        x = rng.normal(size=400)
+        tables.append(pd.DataFrame({"x": x, "y": rng.poisson(np.exp(4 + 1.5 * x))}))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no overflow warning from the trial steps
+        res = fit_glm(tables, "y", family="poisson")
+    pooled = np.array(losses).reshape(-1, 3).sum(axis=1)
+    assert not np.isfinite(pooled).all()  # a trial step overshot ...
+    accepted = np.minimum.accumulate(pooled)
+    assert pooled[-1] == accepted[-1]  # ... and the last query is the best
+    ref = _reference(res, tables, "poisson")
+    np.testing.assert_allclose(res.params.to_numpy(), ref.params, atol=1e-10)
+
+
+def test_separation_stops_at_k_with_a_warning() -> None:
+    rng = np.random.default_rng(0)
+    tables = []
+    for _ in range(2):
+        x = rng.normal(size=60)
+        tables.append(pd.DataFrame({"x": x, "y": (x > 0).astype(int)}))
+    with pytest.warns(SeparationWarning), pytest.warns(GLMWarning, match="did not converge"):
+        res = fit_glm(tables, "y", K=20)
+    assert res.bse_note is not None and "separation" in res.bse_note
+    assert any("did not converge in K=20" in w for w in res.warnings)
+
+
+def test_too_few_iterations_warn() -> None:
+    with pytest.warns(GLMWarning, match="newton did not converge in K=1 "):
+        fit_glm(_tables("logistic"), "y", K=1)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"method": "newton", "mu": 1.0}, "no private form"),
+        ({"method": "newton", "epsilon": 1.0, "delta": 1e-5}, "no private form"),
+        ({"method": "newton", "clip": 2.0}, "does not clip"),
+        ({"method": "newton", "eta": 0.5}, "do not apply to method 'newton'"),
+        ({"method": "newton", "K": 0}, "positive integer"),
+    ],
+)
+def test_bad_options_fail_before_any_round(kwargs, match) -> None:
+    with pytest.raises(ValueError, match=match):
+        fit_glm(_tables("logistic"), "y", **kwargs)
+
+
+def test_with_a_budget_the_default_is_fednewton() -> None:
+    res = fit_glm(_tables("logistic", sizes=(200, 200)), "y", mu=1.0, clip=2.0)
+    assert res.method == "fednewton" and res.privacy is not None
+
+
+def test_the_site_answers_glm_sums_only_for_newton_without_privacy() -> None:
+    tables = _tables("logistic", sizes=(200, 200))
+    sites = glm.make_sites(dict(zip(["a", "b"], tables, strict=True)), 0)
+    transport = glm.InProcessTransport(sites, n_jobs=1)
+    fit_glm(None, "y", method="fedsgd", K=2, transport=transport)
+    sums = Message("glm_sums", {"theta": np.zeros(5)}, {"clip": float("inf")})
+    with pytest.raises(ProtocolError, match="configured for 'fedsgd'"):
+        sites[0].handle(sums)
+    # a private configuration of newton is refused by the site itself
+    configure = Message(
+        "glm_configure",
+        {"means": np.zeros(2), "sds": np.ones(2)},
+        {"family": "logistic", "method": "newton", "settings": json.dumps({"K": 5}),
+         "tau1": 0.1, "mu": 1.0, "null_space": 0, "separation_check": 0},
+    )  # fmt: skip
+    with pytest.raises(ProtocolError, match="no private form"):
+        sites[0].handle(configure)
+    transport.close()
+    # the reply's arrays and shapes are checked
+    p = 5
+    good = {"loss": np.zeros(1), "score": np.zeros(p), "info": np.zeros(p * (p + 1) // 2)}
+    check_reply(sums, Message("glm_sums", good))
+    with pytest.raises(ProtocolError):
+        check_reply(sums, Message("glm_sums", {**good, "x": np.zeros((3, p))}))
+    with pytest.raises(ProtocolError):
+        check_reply(sums, Message("glm_sums", {**good, "info": np.zeros((p, p))}))
+
+
+def test_vectorized_sites_give_the_same_fit() -> None:
+    tables = _tables("poisson", sizes=(60, 45, 81, 50))
+    alone = fit_glm(tables, "y", family="poisson")
+    batch = fit_glm(tables, "y", family="poisson", vectorized=True)
+    np.testing.assert_allclose(batch.params, alone.params, rtol=1e-12, atol=1e-14)
+    assert (batch.rounds, batch.uploaded_bytes) == (alone.rounds, alone.uploaded_bytes)
+
+
+def test_cli_analyze_defaults_to_newton(tmp_path) -> None:
+    tables = _tables("logistic")
+    files = []
+    for k, t in enumerate(tables):
+        files.append(tmp_path / f"s{k}.csv")
+        t.to_csv(files[-1], index=False)
+    out = tmp_path / "r.json"
+    runner = CliRunner()
+    args = ["analyze", *map(str, files), "--target", "y", "--out", str(out)]
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0, res.output
+    assert "warning" not in res.output
+    data = json.loads(out.read_text())
+    assert data["method"] == "newton" and data["mle_distance"] < 1e-9
+    priv = runner.invoke(app, [*args[:-2], "--mu", "1", "--clip", "2", "--out", str(out)])
+    assert priv.exit_code == 0, priv.output
+    assert json.loads(out.read_text())["method"] == "fednewton"
+    for extra, hint in (
+        (["--method", "newton", "--mu", "1"], "no private form"),
+        (["--method", "newton", "--clip", "2"], "does not clip"),
+        (["--method", "newton", "--step", "0.5"], "do not apply"),
+    ):
+        bad = runner.invoke(app, [*args[:-2], *extra, "--out", str(tmp_path / "x.json")])
+        assert bad.exit_code == 2 and hint in bad.output, bad.output
+        assert not (tmp_path / "x.json").exists()
