@@ -563,7 +563,8 @@ Out = Annotated[
     typer.Option("--out", "-o", help="Synthetic table (.csv or .parquet), written atomically."),
 ]
 Rows = Annotated[
-    int | None, typer.Option("--rows", "-n", min=1, help="Synthetic rows (or --known).")
+    int | None,
+    typer.Option("--rows", "-n", min=0, help="Synthetic rows (or --known; 0: the header alone)."),
 ]
 Known = Annotated[
     Path | None,

@@ -388,7 +388,8 @@ def synthesize(
     site_files: SiteFiles,
     out: Annotated[Path, typer.Option("--out", help="Output table (.csv or .parquet).")],
     rows: Annotated[
-        int | None, typer.Option("--rows", min=1, help="Number of synthetic rows.")
+        int | None,
+        typer.Option("--rows", min=0, help="Number of synthetic rows (0: the header alone)."),
     ] = None,
     known: Annotated[
         Path | None,
@@ -600,11 +601,11 @@ def synthesize(
                 written, check = _complete_rows(
                     synth, known, known_table, out, callback, check, quiet
                 )
-                if written == 0:  # a known table of no rows: no synthetic row to check
-                    check = None
             else:
                 assert rows is not None  # one of the two, checked above
                 written, check = _stream_rows(synth, rows, out, callback, check, quiet)
+            if written == 0:  # --rows 0 or a known table of no rows: the header alone,
+                check = None  # no synthetic row to check
     elapsed = time.perf_counter() - start
     sizes = ", ".join(
         f"{n} ({m} rows)" for n, m in zip(synth.client_names_, synth.n_rows_, strict=True)

@@ -819,7 +819,10 @@ class FITSSynthesizer(BaseEstimator):
         Parameters
         ----------
         num_rows : int
-            Number of rows.
+            Number of rows, 0 or more.  0 gives the table of no rows: the input's
+            columns, in order, in the dtypes a draw of rows has (as
+            :meth:`sample_remaining_columns` of a known table of no rows); no site is
+            asked and the random stream does not move.
         seed : int, optional
             Seed for this draw; default continues the synthesizer's own stream.
         progress : bool or callable
@@ -830,6 +833,13 @@ class FITSSynthesizer(BaseEstimator):
         -------
         DataFrame
             The input's columns, in the input's order and with its dtypes.
+
+        Raises
+        ------
+        TypeError
+            ``num_rows`` is not an integer (a float such as ``10.0``, a bool).
+        ValueError
+            ``num_rows`` is negative, or the table would not fit in memory.
         """
         if (
             isinstance(num_rows, (int, np.integer))
@@ -881,7 +891,8 @@ class FITSSynthesizer(BaseEstimator):
         Parameters
         ----------
         num_rows : int
-            Total number of rows.
+            Total number of rows, 0 or more (0: one chunk of no rows, in the output's
+            dtypes; nothing is drawn).
         chunk_rows : int, optional
             Rows per chunk (default :data:`SAMPLE_CHUNK_ROWS`); bounds the memory, does
             not change the rows.
@@ -900,12 +911,14 @@ class FITSSynthesizer(BaseEstimator):
         """
         if isinstance(num_rows, bool) or not isinstance(num_rows, (int, np.integer)):
             raise TypeError(f"num_rows must be an integer, got {num_rows!r}")
-        if num_rows < 1:
-            raise ValueError(f"num_rows must be at least 1, got {num_rows}")
+        if num_rows < 0:
+            raise ValueError(f"num_rows must be at least 0, got {num_rows}")
         starts = _chunk_starts(int(num_rows), chunk_rows, first_chunk_rows)
         _check_seed("seed", seed, sequence=True)
         progress = _check_progress(progress)
         coord = self.coordinator
+        if num_rows == 0:  # as a known table of no rows: one chunk of none, nothing drawn
+            return iter([self._empty()])
         rng = np.random.default_rng(seed) if seed is not None else self._rng
         total = int(num_rows)
         coord.declare_rows(total)  # one configure round for all chunks (the sites' budget)
@@ -1068,8 +1081,7 @@ class FITSSynthesizer(BaseEstimator):
         progress = _check_progress(progress)
         known, given = self._given(known_columns)
         if total == 0:  # no row to complete: one chunk of none, in the output's dtypes
-            width = len(self.coordinator.schema.order)  # type: ignore[union-attr]
-            empty = self._decode(np.empty((0, width)))
+            empty = self._empty()
             empty.index = known_columns.index
             return iter([empty])
         coord = self.coordinator
@@ -1218,7 +1230,8 @@ class FITSSynthesizer(BaseEstimator):
         ``path`` (CSV appends; Parquet row groups) that is put at ``path`` only when
         complete (:func:`fits.io.write_table_chunks`); on Linux it has no name until
         then, so not even a killed process leaves a partial file. The table equals
-        :meth:`sample` with the same seed.
+        :meth:`sample` with the same seed; ``num_rows=0`` writes the header alone (a
+        Parquet file: every column with its type).
 
         Returns
         -------
@@ -1240,6 +1253,13 @@ class FITSSynthesizer(BaseEstimator):
         chunks = self.iter_sample(num_rows, chunk_rows=chunk_rows, seed=seed, progress=progress)
         written, _ = write_table_chunks(chunks, path, decimal_types=self.schema_.decimal_types())
         return written
+
+    def _empty(self) -> pd.DataFrame:
+        """The table of no rows: the input's columns, in order, in the dtypes a draw of
+        rows gives them (decoded as a draw is; no site is asked, the random stream does
+        not move)."""
+        width = len(self.coordinator.schema.order)  # type: ignore[union-attr]
+        return self._decode(np.empty((0, width)), total=0)
 
     def _decode(self, values: np.ndarray, start: int = 0, total: int | None = None) -> pd.DataFrame:
         """The engine's values (chain order) as the input's columns and dtypes.

@@ -853,6 +853,29 @@ def test_synthesize_known_of_no_rows_writes_the_header(site_files, tmp_path, suf
         pd.testing.assert_series_equal(pd.read_parquet(out).dtypes, pd.read_parquet(rows).dtypes)
 
 
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_synthesize_rows_0_writes_the_header(site_files, tmp_path, suffix):
+    """--rows 0 writes the header alone, as --known of no rows does (it was a usage
+    error, exit 2), in a Parquet file with each column's type of a file with rows; the
+    release check is skipped; a negative --rows is still a usage error."""
+    out = tmp_path / f"o{suffix}"
+    res = run("synthesize", *site_files, "--rows", "0", "--out", out, "-q")
+    assert res.returncode == 0, res.stderr
+    assert "wrote 0 synthetic rows" in res.stdout and "exact copies" not in res.stdout
+    if suffix == ".csv":
+        assert out.read_text() == "g,age,flag,score,when\n"
+    else:
+        import pyarrow.parquet as pq
+
+        rows = tmp_path / "rows.parquet"
+        res = run("synthesize", *site_files, "--rows", "5", "--out", rows, "-q")
+        assert res.returncode == 0, res.stderr
+        assert pq.read_schema(out).remove_metadata() == pq.read_schema(rows).remove_metadata()
+        assert pq.read_table(out).num_rows == 0
+    res = run("synthesize", *site_files, "--rows", "-1", "--out", tmp_path / "n.csv")
+    assert res.returncode == 2 and not (tmp_path / "n.csv").exists()
+
+
 def test_synthesize_known_order_advice_uses_the_headers_names(site_files, tmp_path):
     """A known column named without its header's spaces ('age' for ' age '): the advised
     --order names it once, as the header does (it named it twice: 'age, age ,...')."""

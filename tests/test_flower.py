@@ -215,6 +215,24 @@ def test_a_known_table_of_no_rows_gives_the_header(site_files, tmp_path, suffix)
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([known_path.name, out.name])
 
 
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_rows_0_gives_the_header(site_files, tmp_path, suffix):
+    """Run config ``rows = 0`` (fits federate --rows 0): the header alone, with the
+    in-process ``sample(0)``'s columns and dtypes (it was refused: 'num_rows must be
+    at least 1, got 0')."""
+    paths, kinds, order = site_files
+    out = tmp_path / f"none{suffix}"
+    config = {"output": str(out), "rows": 0, "seed": 4}
+    config.update(kinds=format_kinds(kinds), order=",".join(order))
+    run_synthesis(FakeGrid(_node_configs(paths)), config)
+    expected = _in_process(paths, kinds, order, 0, 4)
+    assert len(expected) == 0 and list(expected.columns) == order
+    if suffix == ".csv":
+        assert out.read_text() == ",".join(order) + "\n"
+    else:
+        pd.testing.assert_frame_equal(pd.read_parquet(out), expected, check_exact=True)
+
+
 def test_a_refused_known_table_is_named_with_the_order_to_run(site_files, tmp_path):
     """A known table the fit refuses stops the run with the file's name and what to run
     (--order), as fits synthesize --known says it (it said 'known_columns ... Fit with

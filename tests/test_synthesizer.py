@@ -207,11 +207,92 @@ def test_numeric_and_text_types_disagreeing_is_a_clear_error(mixed_clients):
 
 def test_bad_sample_sizes(mixed_clients):
     synth = FITSSynthesizer(seed=0).fit(mixed_clients)
-    for bad in (0, -5):
-        with pytest.raises(ValueError, match="at least 1"):
+    for bad in (-1, -5, np.int64(-1)):
+        with pytest.raises(ValueError, match="num_rows must be at least 0, got -"):
             synth.sample(bad)
-    with pytest.raises(TypeError):
-        synth.sample(2.5)
+        with pytest.raises(ValueError, match="num_rows must be at least 0"):
+            synth.iter_sample(bad)
+    for bad in (2.5, 3.0, 0.0, True, False, "3", None):
+        with pytest.raises(TypeError, match="num_rows must be an integer"):
+            synth.sample(bad)
+
+
+def _all_dtypes(n: int, seed: int) -> pd.DataFrame:
+    """One column of each dtype fits gives back: numpy and nullable integers and
+    booleans, float32, categoricals (an unused category, ordered), text, datetimes (a
+    time zone, whole days), Decimals, missing values, an identifier, an affine rule."""
+    from decimal import Decimal
+
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=n)
+    imiss = pd.array(rng.integers(0, 50, n), dtype="Int64")
+    imiss[::7] = pd.NA
+    bmiss = pd.array(rng.random(n) < 0.5, dtype="boolean")
+    bmiss[::5] = pd.NA
+    stamps = pd.Timestamp("2020-01-01") + pd.to_timedelta(rng.integers(0, 10**6, n), unit="s")
+    return pd.DataFrame(
+        {
+            "x": x,
+            "i": rng.integers(0, 1000, n),
+            "i32": rng.integers(0, 1000, n).astype("int32"),
+            "u8": rng.integers(0, 200, n).astype("uint8"),
+            "f32": rng.normal(size=n).astype("float32"),
+            "imiss": imiss,
+            "b": rng.random(n) < 0.3,
+            "bmiss": bmiss,
+            "cat": pd.Categorical(rng.choice(["p", "q", "r"], n), categories=["r", "q", "p", "u"]),
+            "ocat": pd.Categorical(
+                rng.choice(["lo", "mid", "hi"], n), categories=["lo", "mid", "hi"], ordered=True
+            ),
+            "s": rng.choice(["x", "y", "z"], n),
+            "ob": pd.Series(rng.choice(["x", "y", None], n), dtype=object),
+            "dtz": stamps.tz_localize("Europe/Paris"),
+            "day": pd.Timestamp("2020-01-01") + pd.to_timedelta(rng.integers(0, 400, n), unit="D"),
+            "dec": [Decimal(f"{v:.2f}") for v in rng.uniform(0, 100, n)],
+            "fmiss": np.where(rng.random(n) < 0.2, np.nan, rng.normal(size=n)),
+            "id": [f"row{seed}-{k}" for k in range(n)],
+            "twice": 2 * x,
+        }
+    )
+
+
+def test_sample_of_no_rows_is_the_empty_table(tmp_path):
+    """sample(0) gives the table of no rows, as sample_remaining_columns of a known table
+    of no rows does: the input's columns in order, in the dtypes sample(n) gives (every
+    dtype fits restores), a RangeIndex; nothing is asked of the sites and the random
+    stream does not move. iter_sample(0) is one such chunk; sample_to_file(path, 0)
+    writes the header alone (Parquet: each column's type of a file with rows). It was
+    refused: 'num_rows must be at least 1, got 0'."""
+    import pyarrow.parquet as pq
+
+    sites = [_all_dtypes(300, 1), _all_dtypes(300, 2)]
+    synth = FITSSynthesizer(seed=0, kinds={"id": "id"}).fit(sites)
+    twin = FITSSynthesizer(seed=0, kinds={"id": "id"}).fit(sites)
+    assert [r.column for r in synth.schema_.rules or []] == ["twice"]
+    sent = list(synth.uploaded_bytes_)
+    empty = synth.sample(0)
+    assert synth.uploaded_bytes_ == sent  # no round
+    rows = synth.sample(40)
+    pd.testing.assert_frame_equal(rows, twin.sample(40))  # the stream did not move
+    assert list(empty.columns) == list(sites[0].columns) and len(empty) == 0
+    pd.testing.assert_series_equal(empty.dtypes, rows.dtypes)
+    pd.testing.assert_series_equal(empty.dtypes, synth.sample(np.int64(0), seed=3).dtypes)
+    pd.testing.assert_index_equal(empty.index, pd.RangeIndex(0))
+    pd.testing.assert_frame_equal(empty, rows.iloc[:0])
+    known = synth.sample_remaining_columns(rows[[synth.schema_.order[0]]].iloc[:0])
+    pd.testing.assert_frame_equal(empty, known)
+    chunks = list(synth.iter_sample(0, chunk_rows=10))
+    assert len(chunks) == 1
+    pd.testing.assert_frame_equal(chunks[0], empty)
+    csv = synth.sample_to_file(tmp_path / "none.csv", 0)
+    assert csv.read_text() == ",".join(sites[0].columns) + "\n"
+    none = synth.sample_to_file(tmp_path / "none.parquet", 0)
+    some = synth.sample_to_file(tmp_path / "some.parquet", 5)
+    assert pq.read_table(none).num_rows == 0
+    assert pq.read_schema(none).remove_metadata() == pq.read_schema(some).remove_metadata()
+    with pytest.raises(ValueError, match="at least 0"):
+        synth.sample_to_file(tmp_path / "bad.csv", -1)
+    assert not (tmp_path / "bad.csv").exists()
 
 
 def test_iter_sample_of_a_huge_count_starts_at_once(mixed_clients):
