@@ -120,6 +120,11 @@ DEFAULTS: dict[str, dict[str, float | int]] = {
 #: this: Newton's quadratic convergence leaves the estimate about this squared from the
 #: pooled maximum-likelihood estimate.
 NEWTON_TOL = 1e-8
+#: ``newton`` stops, not converged, when its step would lower the pooled loss by at most
+#: this fraction of it (Newton's predicted decrease g'H^-1 g / 2) while still moving a
+#: coefficient by 1 or more (standardized scale): the loss is flat along a direction in
+#: which the estimate runs off (separation), and more rounds would not tell more.
+NEWTON_FLAT = 1e-13
 #: ``newton`` halves a step that raises the pooled loss, at most this many times.
 NEWTON_HALVINGS = 30
 #: Default tau1, the strong-convexity constant of Assumption 2 that calibrates the
@@ -861,11 +866,22 @@ def _newton(run: _Run, theta: np.ndarray, s: Mapping[str, float]) -> np.ndarray:
         if not (math.isfinite(value) and np.all(np.isfinite(g)) and np.all(np.isfinite(h))):
             break
         try:
-            step = scipy.linalg.solve(h, g, assume_a="pos")
+            with warnings.catch_warnings():
+                # nearly singular: coefficients running off under separation; go on,
+                # the separation check and the not-converged warning say so
+                warnings.simplefilter("ignore", scipy.linalg.LinAlgWarning)
+                step = scipy.linalg.solve(h, g, assume_a="pos")
         except (np.linalg.LinAlgError, ValueError):
             step = np.linalg.lstsq(h, g, rcond=None)[0]
         if float(np.max(np.abs(step), initial=0.0)) <= NEWTON_TOL:
             run.extra["converged"] = True
+            return theta - step
+        if float(np.max(np.abs(step))) >= 1.0 and float(g @ step) / 2.0 <= NEWTON_FLAT * max(
+            1.0, abs(value)
+        ):
+            # the loss would fall by less than double precision can tell, yet the
+            # estimate still moves: it runs off to infinity (separation)
+            run.extra["converged"], run.extra["flat"] = False, True
             return theta - step
         t = 1.0
         for _ in range(NEWTON_HALVINGS + 1):
@@ -1721,7 +1737,16 @@ def _fit(
         clip_value = math.inf
     run = _Run(transport, weights, clip_value)
     theta = METHODS[method](run, theta0, settings)
-    if method == "newton" and not run.extra.get("converged", False):
+    if method == "newton" and run.extra.get("flat", False):
+        stop = (
+            "newton stopped without converging: the pooled loss no longer falls while the "
+            "estimate still moves, so some coefficients run off to infinity and the "
+            "maximum-likelihood estimate does not exist (separation: see the separation "
+            "check; leave out or merge the separating column or categories)"
+        )
+        warnings.warn(stop, GLMWarning, stacklevel=3)
+        notes = [*notes, stop]
+    elif method == "newton" and not run.extra.get("converged", False):
         stop = (
             f"newton did not converge in K={int(settings['K'])} iterations (its last step "
             "still moved the estimate); a larger -K, or see the separation check"
