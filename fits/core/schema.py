@@ -255,7 +255,10 @@ class ColumnSpec:
         it to null to switch the rounding off).
     pandas_dtype : str, optional
         The input's exact pandas dtype (``"Int64"``, ``"boolean"``, ``"int32"``,
-        ``"str"``, ...) when every client has the same; the output is given it back.
+        ``"str"``, ...) when every client has the same, else the clients' common type
+        (the one ``pd.concat`` of their columns gives: ``"float64"`` for integers and
+        floats, ``"str"`` for a categorical and ``str`` text, ...) where it holds every
+        value unchanged; the output is given it back.
     dtype_categories : list, optional
         Pandas categoricals: every category of the input's dtype, unused ones included,
         in the dtype's order (the output has the same ``CategoricalDtype``).
@@ -2099,10 +2102,13 @@ def _merge_id(name: str, infos: Sequence[Mapping[str, Any]], clients: Sequence[s
 
 
 def _merge_dtype(spec: ColumnSpec, infos: Sequence[Mapping[str, Any]]) -> None:
-    """The exact pandas dtype and categories to give back (when every client agrees)."""
+    """The pandas dtype and categories to give back: the clients' own when every client
+    agrees, else their common type (:func:`_common_dtype`)."""
     dtypes = {i.get("pandas_dtype") for i in infos if not i.get("all_missing")}
     if len(dtypes) == 1 and None not in dtypes:
         spec.pandas_dtype = dtypes.pop()
+    elif len(dtypes) > 1 and None not in dtypes:
+        _common_output(spec, [i for i in infos if not i.get("all_missing")])
     cats = [i["dtype_categories"] for i in infos if i.get("dtype_categories") is not None]
     if cats and spec.dtype == "category":
         levels: list[Any] = []
@@ -2119,6 +2125,69 @@ def _merge_dtype(spec: ColumnSpec, infos: Sequence[Mapping[str, Any]]) -> None:
     scales = [i.get("decimal_scale") for i in infos if not i.get("all_missing")]
     if scales and None not in scales and spec.dtype in ("int", "float"):  # at every site
         spec.decimal_scale = max(int(s) for s in scales if s is not None)
+
+
+def _common_dtype(infos: Sequence[Mapping[str, Any]]) -> str | None:
+    """The dtype pandas gives a column concatenated (``pd.concat``) from the clients'
+    columns, each of its ``pandas_dtype`` (``int64`` and ``float64``: ``float64``;
+    ``int64`` and ``Int64``: ``Int64``; ``bool`` and ``boolean``: ``boolean``; a
+    categorical of text and ``str``: ``str``), or None where pandas has no such dtype."""
+    samples = []
+    for i in infos:
+        fam, dtype = i["dtype"], str(i["pandas_dtype"])
+        try:
+            if fam == "category":  # a categorical concatenates as its categories' dtype
+                sample = pd.Series(pd.Categorical(["a"]))
+            elif fam in ("int", "float"):
+                sample = pd.Series([0]).astype(dtype)
+            elif fam == "bool":
+                sample = pd.Series([False]).astype(dtype)
+            elif fam in ("string", "object"):
+                sample = pd.Series(["a"], dtype=dtype)
+            else:
+                return None
+        except (TypeError, ValueError):
+            return None
+        samples.append(sample)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return str(pd.concat(samples, ignore_index=True).dtype)
+
+
+def _common_output(spec: ColumnSpec, infos: Sequence[Mapping[str, Any]]) -> None:
+    """The output dtype of a column whose clients' pandas dtypes differ: their common
+    type (:func:`_common_dtype`) where it holds every value unchanged, else None (the
+    decoded dtype).  Text and a pandas categorical give text of the text's dtype (the
+    categorical's categories become plain labels); integers and floats give floats;
+    integers of several widths the widest; a nullable dtype at one client its nullable
+    counterpart.  Not: ``Decimal`` columns (their own output), datetimes (time zones),
+    an integer column past 2**53 whose common type is a float (it would round values),
+    labels that are not all text (a text dtype would make ``1`` and ``"1"`` one)."""
+    if spec.dtype == "datetime" or any(i.get("decimal_scale") is not None for i in infos):
+        return
+    common = _common_dtype(infos)
+    if common is None or common == "category":  # categoricals alike: their union (below)
+        return
+    target = pd.api.types.pandas_dtype(common)
+    fams = {i["dtype"] for i in infos}
+    if spec.dtype in ("string", "object"):
+        labels = [c for c in spec.categories or [] if c is not None]
+        if (
+            pd.api.types.is_string_dtype(target)
+            and not pd.api.types.is_object_dtype(target)
+            and all(isinstance(c, str) for c in labels)
+        ):
+            spec.dtype, spec.pandas_dtype = "string", common
+        elif pd.api.types.is_object_dtype(target):
+            spec.dtype, spec.pandas_dtype = "object", common
+    elif spec.dtype == "bool" and pd.api.types.is_bool_dtype(target):
+        spec.pandas_dtype = common
+    elif spec.dtype in ("int", "float") and fams <= {"int", "float"}:
+        if pd.api.types.is_float_dtype(target):
+            if "float" in fams and not spec.past_float:  # not int64 + uint64's float64
+                spec.pandas_dtype = common
+        elif pd.api.types.is_integer_dtype(target) and spec.dtype == "int":
+            spec.pandas_dtype = common
 
 
 def _merge_markers(
@@ -2160,6 +2229,7 @@ def _merge_column(
         return _merge_datetime(name, infos, fams, clients)
     numeric = {"int", "float"}
     textual = {"string", "object", "category", "bool"}
+    _check_booleans(name, infos, clients)
     if any(f in numeric for f in fams) and any(f in textual for f in fams):
         who = ", ".join(f"{c}: {f}" for c, f in zip(clients, fams, strict=True))
         raise SchemaError(
@@ -2191,6 +2261,40 @@ def _merge_column(
     if kind in ("ordinal", "nominal"):
         raise SchemaError(f"column {name!r}: declared {kind} but a client did not list its values")
     return _merge_continuous(name, infos, kind, fams, fam)
+
+
+def _check_booleans(name: str, infos: Sequence[Mapping[str, Any]], clients: Sequence[str]) -> None:
+    """Refuse a column of true/false values at some clients and of other values (0 and
+    1, text) at others: no dtype holds both without changing values (``pd.concat``
+    gives ``object``; fits would model ``True`` and ``"True"``, or ``True`` and ``1``,
+    as different values).  A client's ``object`` column of ``True`` / ``False`` values
+    only is true/false values too."""
+
+    def boolean(i: Mapping[str, Any]) -> bool:
+        if i["dtype"] == "bool":
+            return True
+        values = [v for v in i.get("values", [None]) if v is not None]
+        return i["dtype"] == "object" and bool(values) and all(isinstance(v, bool) for v in values)
+
+    kinds = [boolean(i) for i in infos]
+    if not any(i["dtype"] == "bool" for i in infos) or all(kinds):
+        return
+    at = ", ".join(c for c, b in zip(clients, kinds, strict=True) if b)
+    others = [(i, c) for i, c, b in zip(infos, clients, kinds, strict=True) if not b]
+    numbers = all(i["dtype"] in ("int", "float") for i, _ in others)
+    what = "numbers" if numbers else "other values"
+    each = ", ".join(f"{c}: {i.get('pandas_dtype', i['dtype'])}" for i, c in others)
+    raise SchemaError(
+        f"column {name!r} holds true/false values at {at} and {what} at "
+        f"{', '.join(c for _, c in others)} ({each}); no type holds both without changing "
+        "values: make its type the same everywhere, for example "
+        + (
+            f"df[{name!r}].astype(bool) where it holds 0 and 1"
+            if numbers
+            else f"df[{name!r}].map({{'yes': True, 'no': False}}) where it holds text"
+        )
+        + " (fits synthesize and fits federate read true/false text in a CSV as booleans)"
+    )
 
 
 def _merge_datetime(
