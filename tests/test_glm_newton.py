@@ -235,3 +235,24 @@ def test_cli_analyze_defaults_to_newton(tmp_path) -> None:
         bad = runner.invoke(app, [*args[:-2], *extra, "--out", str(tmp_path / "x.json")])
         assert bad.exit_code == 2 and hint in bad.output, bad.output
         assert not (tmp_path / "x.json").exists()
+
+
+def test_a_target_in_the_trillions_converges_to_statsmodels() -> None:
+    """The stopping rule is relative: coefficients of size 1e12 are held by float64 to
+    about 1e-4, so an absolute 1e-8 could never be met."""
+    tables = [t.assign(y=1e12 * t.y) for t in _tables("linear")]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        res = fit_glm(tables, "y", family="linear")
+    ref = _reference(res, tables, "linear")
+    np.testing.assert_allclose(res.params.to_numpy(), ref.params, rtol=1e-10)
+    np.testing.assert_allclose(res.bse.to_numpy(), ref.bse, rtol=1e-8)
+    assert res.rounds == 3 + 2 + 1  # setup, two glm_sums, glm_fisher
+
+
+def test_an_exact_linear_target_is_named_not_a_far_estimate() -> None:
+    tables = [t.assign(y=3.0 * t.x1 - 2.0 * t.x2 + 1.0) for t in _tables("linear")]
+    with pytest.warns(GLMWarning, match="exact linear function of the features") as caught:
+        res = fit_glm(tables, "y", family="linear")
+    assert not any("standard errors (Fisher metric)" in str(w.message) for w in caught)
+    assert res.params["x1"] == pytest.approx(3.0 * pd.concat(tables).x1.std(ddof=0))

@@ -117,14 +117,19 @@ DEFAULTS: dict[str, dict[str, float | int]] = {
     "newton": {"K": 50},
 }
 #: ``newton`` stops when its step's largest coordinate (standardized design) is at most
-#: this: Newton's quadratic convergence leaves the estimate about this squared from the
-#: pooled maximum-likelihood estimate.
+#: this times max(1, the estimate's largest coordinate) (relative for a target in the
+#: millions, whose coefficients float64 holds to about 1e-16 of their size): Newton's
+#: quadratic convergence leaves the estimate about this squared from the pooled
+#: maximum-likelihood estimate.
 NEWTON_TOL = 1e-8
 #: ``newton`` stops, not converged, when its step would lower the pooled loss by at most
 #: this fraction of it (Newton's predicted decrease g'H^-1 g / 2) while still moving a
 #: coefficient by 1 or more (standardized scale): the loss is flat along a direction in
 #: which the estimate runs off (separation), and more rounds would not tell more.
 NEWTON_FLAT = 1e-13
+#: A linear fit by ``newton`` whose residual sum of squares is at most this fraction of
+#: the target's sum of squares is an exact fit (its standard errors are rounding noise).
+PERFECT_FIT = 1e-20
 #: ``newton`` halves a step that raises the pooled loss, at most this many times.
 NEWTON_HALVINGS = 30
 #: Default tau1, the strong-convexity constant of Assumption 2 that calibrates the
@@ -847,8 +852,10 @@ def _newton(run: _Run, theta: np.ndarray, s: Mapping[str, float]) -> np.ndarray:
     Newton step keeps a federation bias).  The step H^-1 g is halved while it raises
     the pooled loss (at most :data:`NEWTON_HALVINGS` times; each try is a round); the
     iteration stops when the step's largest coordinate is at most :data:`NEWTON_TOL`
-    (the step is then taken without another round) or after ``K`` iterations, with a
-    :class:`GLMWarning` that it did not converge (separation, or a too small ``K``).
+    times max(1, the estimate's largest) (the step is then taken without another
+    round), when the loss is flat while the estimate still runs off
+    (:data:`NEWTON_FLAT`: separation), or after ``K`` iterations; the last two with a
+    :class:`GLMWarning`.
     """
     p = theta.size
 
@@ -862,6 +869,7 @@ def _newton(run: _Run, theta: np.ndarray, s: Mapping[str, float]) -> np.ndarray:
         return value, g, np.asarray(h, dtype=np.float64)
 
     value, g, h = query(theta)
+    run.extra["loss0"] = value
     for _ in range(int(s["K"])):
         if not (math.isfinite(value) and np.all(np.isfinite(g)) and np.all(np.isfinite(h))):
             break
@@ -873,7 +881,8 @@ def _newton(run: _Run, theta: np.ndarray, s: Mapping[str, float]) -> np.ndarray:
                 step = scipy.linalg.solve(h, g, assume_a="pos")
         except (np.linalg.LinAlgError, ValueError):
             step = np.linalg.lstsq(h, g, rcond=None)[0]
-        if float(np.max(np.abs(step), initial=0.0)) <= NEWTON_TOL:
+        size = float(np.max(np.abs(theta), initial=0.0))
+        if float(np.max(np.abs(step), initial=0.0)) <= NEWTON_TOL * max(1.0, size):
             run.extra["converged"] = True
             return theta - step
         if float(np.max(np.abs(step))) >= 1.0 and float(g @ step) / 2.0 <= NEWTON_FLAT * max(
@@ -1784,7 +1793,18 @@ def _fit(
         fisher = transport.broadcast(request)
         rounds += 1
         cov, scale, why, distance = _covariance(fisher, p, int(n_rows.sum()), linear, robust)
-        if distance is not None and distance > MLE_DISTANCE_WARN:
+        rss = float(sum(float(r.arrays["rss"][0]) for r in fisher)) if linear else math.nan
+        if linear and rss <= PERFECT_FIT * 2.0 * float(run.extra.get("loss0", math.nan)):
+            # newton's first round gave sum y^2 / 2: the residuals are rounding error
+            exact = (
+                f"the target is an exact linear function of the features (residual sum of "
+                f"squares {rss:.3g}, at float rounding of the target's sum of squares): "
+                "there is no error to estimate, the standard errors are rounding noise; "
+                "leave out the feature(s) the target is computed from"
+            )
+            warnings.warn(exact, GLMWarning, stacklevel=3)
+            notes = [*notes, exact]
+        elif distance is not None and distance > MLE_DISTANCE_WARN:
             fix = (
                 "more iterations do not remove it (its sites' local steps carry the "
                 "federation bias of the paper's sec. 3); for intervals, fit with method "
