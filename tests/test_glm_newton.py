@@ -256,3 +256,28 @@ def test_an_exact_linear_target_is_named_not_a_far_estimate() -> None:
         res = fit_glm(tables, "y", family="linear")
     assert not any("standard errors (Fisher metric)" in str(w.message) for w in caught)
     assert res.params["x1"] == pytest.approx(3.0 * pd.concat(tables).x1.std(ddof=0))
+
+
+@pytest.mark.parametrize("family", ["linear", "logistic"])
+def test_inference_on_the_features_own_scale_is_statsmodels_on_raw_features(family) -> None:
+    tables = _tables(family)
+    res = fit_glm(tables, "y", family=family)
+    pooled = pd.concat(tables, ignore_index=True)
+    raw = np.column_stack(
+        [np.ones(len(pooled)), pooled.x1, pooled.x2, pooled.c == "b", pooled.c == "c"]
+    ).astype(float)
+    ref = sm.GLM(pooled.y.to_numpy(float), raw, family=getattr(sm.families, _SM[family])())
+    ref = ref.fit(tol=1e-14)
+    np.testing.assert_allclose(res.original_params.to_numpy(), ref.params, rtol=1e-9)
+    np.testing.assert_allclose(res.original_bse.to_numpy(), ref.bse, rtol=1e-8)
+    np.testing.assert_allclose(res.original_cov_params().to_numpy(), ref.cov_params(), rtol=1e-8)
+    np.testing.assert_allclose(res.original_conf_int(0.1).to_numpy(), ref.conf_int(0.1), rtol=1e-8)
+    out = res.to_dict(0.1)
+    assert out["original_params"]["x1"] == pytest.approx(ref.params[1], rel=1e-9)
+    assert out["original_bse"]["x2"] == pytest.approx(ref.bse[2], rel=1e-8)
+    assert out["original_conf_int"]["lower"]["x1"] == pytest.approx(ref.conf_int(0.1)[1, 0])
+    assert json.loads(json.dumps(out)) == out
+    private = fit_glm(tables, "y", family=family, mu=1.0, clip=2.0)
+    with pytest.raises(glm.GLMInferenceError, match="not available for a private fit"):
+        private.original_bse  # noqa: B018
+    assert private.to_dict()["original_bse"] is None

@@ -1139,6 +1139,20 @@ def _separation_check(
 
 
 # ---------------------------------------------------------------------- results
+def _wald(params: pd.Series, bse: Callable[[], pd.Series], alpha: float) -> pd.DataFrame:
+    """Wald intervals params -/+ z_{1 - alpha/2} bse (columns 0 and 1); ``alpha``
+    checked first, then ``bse()`` (which raises when there are no standard errors)."""
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.integer, np.floating)):
+        raise GLMInferenceError(f"alpha must be a number in (0, 1), e.g. 0.05, got {alpha!r}")
+    if not 0.0 < alpha < 1.0:
+        raise GLMInferenceError(f"alpha must lie in (0, 1), got {alpha}")
+    from scipy.stats import norm
+
+    se = bse()
+    z = float(norm.ppf(1.0 - alpha / 2.0))
+    return pd.DataFrame({0: params - z * se, 1: params + z * se})
+
+
 @dataclass
 class GLMResults:
     """The result of :func:`fit_glm` (statsmodels-like).
@@ -1148,6 +1162,9 @@ class GLMResults:
     params : Series
         The coefficients, indexed by design column (``"(intercept)"`` first); numeric
         features are on the standardized scale (see :attr:`standardization`).
+        :attr:`original_params`, :attr:`original_bse`, :meth:`original_cov_params` and
+        :meth:`original_conf_int` give them, and their inference, with the numeric
+        features on their own scale (what statsmodels would give on the raw features).
     family, method : str
     privacy : PrivacySpent or None
         What the run spent (None without privacy).
@@ -1261,15 +1278,7 @@ class GLMResults:
         GLMInferenceError
             No standard errors for this fit, or an ``alpha`` outside (0, 1).
         """
-        if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.integer, np.floating)):
-            raise GLMInferenceError(f"alpha must be a number in (0, 1), e.g. 0.05, got {alpha!r}")
-        if not 0.0 < alpha < 1.0:
-            raise GLMInferenceError(f"alpha must lie in (0, 1), got {alpha}")
-        from scipy.stats import norm
-
-        bse = self.bse
-        z = float(norm.ppf(1.0 - alpha / 2.0))
-        return pd.DataFrame({0: self.params - z * bse, 1: self.params + z * bse})
+        return _wald(self.params, lambda: self.bse, alpha)
 
     @property
     def intercept_(self) -> float:
@@ -1286,16 +1295,45 @@ class GLMResults:
         """The coefficients with the numeric features back on their own scale:
         theta_j / sd_j for a numeric feature, the intercept minus sum_j theta_j
         mean_j / sd_j (a post-processing of :attr:`params`: no privacy cost)."""
-        out = self.params.copy()
+        values = self._to_original() @ self.params.to_numpy()
+        return pd.Series(values, index=self.params.index, name=self.params.name)
+
+    def _to_original(self) -> np.ndarray:
+        """A with original_params = A params: the linear map of :attr:`original_params`."""
+        names = list(self.params.index)
+        a = np.eye(len(names))
         st = self.standardization
         for j, name in enumerate(self.spec.numeric):
-            out[name] = self.params[name] / st.sds[j]
-        if self.spec.intercept:
-            shift = sum(
-                self.params[n] * st.means[j] / st.sds[j] for j, n in enumerate(self.spec.numeric)
-            )
-            out.iloc[0] = self.params.iloc[0] - shift
-        return out
+            k = names.index(name)
+            a[k, k] = 1.0 / st.sds[j]
+            if self.spec.intercept:
+                a[0, k] = -st.means[j] / st.sds[j]
+        return a
+
+    def original_cov_params(self) -> pd.DataFrame:
+        """:meth:`cov_params` with the numeric features on their own scale (as
+        statsmodels would give on the raw features): A cov A', A the map of
+        :attr:`original_params`.
+
+        Raises
+        ------
+        GLMInferenceError
+            As :meth:`cov_params`.
+        """
+        a = self._to_original()
+        cov = a @ self.cov_params().to_numpy() @ a.T
+        return pd.DataFrame((cov + cov.T) / 2.0, index=self.params.index, columns=self.params.index)
+
+    @property
+    def original_bse(self) -> pd.Series:
+        """:attr:`bse` with the numeric features on their own scale."""
+        diag = np.sqrt(np.diag(self.original_cov_params().to_numpy()))
+        return pd.Series(diag, index=self.params.index, name="bse")
+
+    def original_conf_int(self, alpha: float = 0.05) -> pd.DataFrame:
+        """:meth:`conf_int` with the numeric features on their own scale (Wald
+        intervals around :attr:`original_params`)."""
+        return _wald(self.original_params, lambda: self.original_bse, alpha)
 
     def design(self, frame: pd.DataFrame) -> np.ndarray:
         """The design matrix of new rows, with the fit's coding and standardization."""
@@ -1317,6 +1355,7 @@ class GLMResults:
             "method": self.method,
             "target": self.target,
             "params": {k: float(v) for k, v in self.params.items()},
+            "original_params": {k: float(v) for k, v in self.original_params.items()},
             "privacy": self.privacy.to_dict() if self.privacy else None,
             "rounds": self.rounds,
             "uploaded_bytes": self.uploaded_bytes,
@@ -1340,16 +1379,22 @@ class GLMResults:
         when there are none)."""
         if self.cov is None:
             none = ("bse", "conf_int", "pvalues", "cov_type", "scale", "mle_distance")
-            return {**dict.fromkeys(none), "bse_note": self.bse_note}
-        ci = self.conf_int(alpha)
+            original = ("original_bse", "original_conf_int")
+            return {**dict.fromkeys(none + original), "bse_note": self.bse_note}
         names = [str(k) for k in self.params.index]
-        return {
-            "bse": dict(zip(names, map(float, self.bse), strict=True)),
-            "conf_int": {
+
+        def interval(ci: pd.DataFrame) -> dict[str, Any]:
+            return {
                 "level": 1.0 - alpha,
                 "lower": dict(zip(names, map(float, ci[0]), strict=True)),
                 "upper": dict(zip(names, map(float, ci[1]), strict=True)),
-            },
+            }
+
+        return {
+            "bse": dict(zip(names, map(float, self.bse), strict=True)),
+            "conf_int": interval(self.conf_int(alpha)),
+            "original_bse": dict(zip(names, map(float, self.original_bse), strict=True)),
+            "original_conf_int": interval(self.original_conf_int(alpha)),
             "pvalues": dict(zip(names, map(float, self.pvalues), strict=True)),
             "cov_type": self.cov_type,
             "scale": self.scale,
