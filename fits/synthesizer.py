@@ -49,6 +49,7 @@ from fits.core.schema import (
     Schema,
     decimal_values,
     missing_flag,
+    point_mass_flag,
     surrogate_ids,
     to_decimals,
 )
@@ -1285,6 +1286,7 @@ class FITSSynthesizer(BaseEstimator):
                 continue
             enc = coord.encoders[name]
             col = enc.decode(values[:, order.index(name)]).reset_index(drop=True)
+            col = _exact_point_mass(col, enc.spec, coord, values, order)
             flag = missing_flag(name)
             if enc.spec.kind == "continuous" and spec.missing:  # its indicator is in order
                 absent = coord.encoders[flag].ceil(values[:, order.index(flag)]) == 1
@@ -1319,6 +1321,29 @@ class FITSSynthesizer(BaseEstimator):
                     col = col.astype(np.int64)
                 cols[rule.column] = restore_dtype(col, spec)
         return pd.DataFrame(cols)[[c for c in self._columns if c in cols]]
+
+
+def _exact_point_mass(
+    col: pd.Series, spec: ColumnSpec, coord: Coordinator, values: np.ndarray, order: list[str]
+) -> pd.Series:
+    """A decoded integer column with its point mass past 2**53 (a Python ``int`` float64
+    cannot hold, :attr:`ColumnSpec.point_mass`) put back exactly in the rows its
+    indicator puts there: the engine's values are float64, so those rows held the
+    nearest float (``2**60`` for ``2**60 + 7``).  Other columns as they are."""
+    mass = spec.point_mass
+    flag = point_mass_flag(spec.name)
+    if (
+        mass is None
+        or float(mass) == mass
+        or col.dtype.kind not in "iu"
+        or flag not in coord.encoders
+        or coord.encoders[flag].spec.indicates != spec.name
+    ):
+        return col
+    hit = coord.encoders[flag].ceil(values[:, order.index(flag)]) == 1
+    out = col.to_numpy(copy=True)
+    out[hit] = mass  # within the bounds, so in the column's integer type
+    return pd.Series(out, name=col.name)
 
 
 def _physical_memory() -> int | None:

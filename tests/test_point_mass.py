@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from fits import FITSSynthesizer, Schema
+from fits.core.continualization import at_value
 from fits.evaluation import column_fidelity
 
 
@@ -58,3 +59,41 @@ def test_small_spikes_stay_continuous():
     t = pd.DataFrame({"v": v, "w": rng.normal(size=3000)})
     synth = FITSSynthesizer(seed=0).fit([t.iloc[:1500], t.iloc[1500:]])
     assert synth.schema_["v"].point_mass is None
+
+
+@pytest.mark.parametrize("dtype", ["int64", "uint64"])
+def test_a_point_mass_past_2_53_comes_back_exactly(dtype):
+    """An integer column past 2**53 with many repeats of 2**60 + 7: the schema keeps
+    the exact whole number as its point mass (JSON too), as it keeps its exact bounds,
+    and synthetic rows at the point mass hold it exactly. It was kept as a float,
+    2**60, so those rows held 2**60, 7 off, and a site counted its values within half
+    the float spacing (128) of it as at the point mass too."""
+    mass = 2**60 + 7
+    sites = []
+    for k in range(2):
+        rng = np.random.default_rng(k)
+        n = 400
+        c = (2**60 + rng.integers(-(10**9), 10**9, n)).astype(dtype)
+        c[rng.random(n) < 0.4] = mass
+        c[:5] = mass + 100  # rounds to the same float as the mass, but is not it
+        sites.append(pd.DataFrame({"x": rng.normal(size=n), "c": c}))
+    schema = Schema.detect(sites, rules=False)
+    assert schema["c"].point_mass == mass and isinstance(schema["c"].point_mass, int)
+    assert float(mass + 100) == float(mass)
+    assert Schema.from_json(schema.to_json())["c"].point_mass == mass
+    synth = FITSSynthesizer(seed=0).fit(sites)
+    assert synth.schema_["c"].point_mass == mass
+    out = synth.sample(2000)["c"]
+    assert str(out.dtype) == dtype
+    values = [int(v) for v in out]
+    share = sum(v == mass for v in values) / len(values)
+    real = sum(int(v) == mass for s in sites for v in s["c"]) / sum(len(s) for s in sites)
+    assert abs(share - real) < 0.05, (share, real)
+    assert sum(v == 2**60 for v in values) < 10  # were the rows at the mass: 721
+    # a site's rows at the point mass: exactly those at it, not mass + 100 (same float)
+    raw = sites[0]["c"]
+    at = at_value(raw, raw.to_numpy(dtype=float), mass)
+    assert at.sum() == sum(int(v) == mass for v in raw) and not at[:5].any()
+    # a schema given by hand, with the exact point mass, gives the same rows
+    given = FITSSynthesizer(seed=0, schema=Schema.from_json(synth.schema_.to_json()))
+    pd.testing.assert_series_equal(given.fit(sites).sample(2000)["c"], out)

@@ -323,7 +323,7 @@ def continualize(
             if spec.indicator != "missing":
                 target = schema[spec.indicates]
                 values = Encoder(target).to_numeric(raw, client=client)
-                flags = ~flags & (values == target.point_mass)
+                flags = ~flags & at_value(raw, values, target.point_mass)
             codes[:, j] = flags.astype(np.int64)
             z[:, j] = enc.lift(codes[:, j], rng)
         elif spec.is_discrete:
@@ -336,9 +336,32 @@ def continualize(
                 check_bounds(spec, values[~absent])
             values[absent] = spec.lower  # the fill every party uses (see Coordinator)
             # rows at the point mass keep their value but are drawn by the indicator
-            valid[:, j] = ~absent & (values != spec.point_mass)
+            valid[:, j] = ~absent & ~at_value(frame[name], values, spec.point_mass)
             z[:, j] = values
     return z, codes, valid
+
+
+def at_value(raw: pd.Series, values: np.ndarray, value: float | None) -> np.ndarray:
+    """Rows of a continuous column at ``value`` (its point mass; none if None).
+
+    ``values`` is the column as float64 (:meth:`Encoder.to_numeric`), compared with
+    ``value``; but a whole number float64 cannot hold (an integer column's point mass
+    past 2**53, a Python ``int``) is compared with the column as given, ``raw``, when it
+    holds integers: float64 would take ``2**60 + 7`` for ``2**60`` and its neighbours
+    within half the spacing of floats there (128) for the point mass too."""
+    if value is None:
+        return np.zeros(values.shape[0], dtype=bool)
+    exact = isinstance(value, (int, np.integer)) and float(value) != value
+    if exact and (
+        pd.api.types.is_integer_dtype(raw.dtype) or pd.api.types.is_object_dtype(raw.dtype)
+    ):
+        try:
+            same = raw == value
+        except (TypeError, ValueError, OverflowError):
+            pass
+        else:  # missing values (nullable integers: NA) are not at it
+            return same.fillna(False).to_numpy(dtype=bool)
+    return values == value
 
 
 def whole_numbers(x: np.ndarray, lower: float | None, upper: float | None) -> np.ndarray:

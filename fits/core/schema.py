@@ -237,7 +237,9 @@ class ColumnSpec:
     point_mass : float, optional
         Continuous columns: a value held by at least :data:`POINT_MASS_SHARE` of the
         rows (e.g. the zeros of a zero-inflated column).  It gets an indicator drawn
-        before the column, so synthetic rows hit it exactly as often as real ones.
+        before the column, so synthetic rows hit it exactly as often as real ones.  An
+        integer column's value past 2**53 is kept as the exact Python ``int`` (JSON
+        too), as its bounds are, and synthetic rows at it get it exactly.
     tz : str, optional
         Datetime columns: the time zone to restore.
     date_only : bool
@@ -527,9 +529,9 @@ class ColumnSpec:
                 raise SchemaError(
                     f'column {name!r}: "{key}" must be a number (or null), got {value!r}'
                 )
-            # a whole number float64 would round (an integer column's bound past 2**53)
-            # stays exact
-            exact = isinstance(value, int) and float(value) != value and key != "point_mass"
+            # a whole number float64 would round (an integer column's bound or point
+            # mass past 2**53) stays exact
+            exact = isinstance(value, int) and float(value) != value
             numbers[key] = None if value is None else value if exact else float(value)
         cats = d.get("categories")
         if cats is not None and not isinstance(cats, list):
@@ -1844,7 +1846,8 @@ def _describe_column(
     if "values" not in info or not integral:  # a continuous candidate: its point mass
         top = int(np.argmax(counts))
         if counts[top] >= _POINT_MASS_REPORT * values.size:
-            info["top_value"] = float(uniq[top])
+            # past 2**53 the exact whole number, as the bounds (float64 would round it)
+            info["top_value"] = int(uniq[top]) if exact else float(uniq[top])
             info["top_count"] = int(counts[top])
     if integral and fam == "int" and uniq.size == values.size:
         info["all_distinct"] = True
@@ -2431,10 +2434,12 @@ def _merge_continuous(
             ),
             stacklevel=5,
         )
-    tops: dict[float, int] = {}
+    tops: dict[float | int, int] = {}
     for i in infos:
-        if "top_value" in i:
-            tops[float(i["top_value"])] = tops.get(float(i["top_value"]), 0) + int(i["top_count"])
+        if "top_value" in i:  # an integer column's past 2**53: the exact whole number
+            top = i["top_value"]
+            key = _exact_bound(int(top)) if isinstance(top, int) else float(top)
+            tops[key] = tops.get(key, 0) + int(i["top_count"])
     if tops and present:
         value, count = max(tops.items(), key=lambda kv: kv[1])
         if count >= POINT_MASS_SHARE * present and lo < hi:
