@@ -281,3 +281,41 @@ def test_inference_on_the_features_own_scale_is_statsmodels_on_raw_features(fami
     with pytest.raises(glm.GLMInferenceError, match="not available for a private fit"):
         private.original_bse  # noqa: B018
     assert private.to_dict()["original_bse"] is None
+
+
+def test_a_logistic_target_of_two_text_labels_is_coded_second_label_one(tmp_path) -> None:
+    """Adult's income as written (``<=50K`` / ``>50K``): the sorted second label is 1,
+    the fit equals the 0/1 target's, and the result says which label is 1."""
+    coded = _tables("logistic")
+    labelled = [t.assign(y=t.y.map({0: "<=50K", 1: ">50K"})) for t in coded]
+    a, b = fit_glm(coded, "y"), fit_glm(labelled, "y")
+    np.testing.assert_allclose(b.params.to_numpy(), a.params.to_numpy(), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(b.bse.to_numpy(), a.bse.to_numpy(), rtol=1e-12)
+    assert b.spec.target_levels == ("<=50K", ">50K") and a.spec.target_levels == ()
+    assert "target 'y' coded 1 = '>50K', 0 = '<=50K'" in b.summary()
+    assert b.to_dict()["target_levels"] == ["<=50K", ">50K"]
+    assert a.to_dict()["target_levels"] is None
+    spec = glm.DesignSpec.from_json(b.spec.to_json())  # what travels to the sites
+    assert spec == b.spec
+    # pandas categoricals and booleans as well; the same fit
+    cat = [t.assign(y=pd.Categorical(t.y.map({0: "no", 1: "yes"}))) for t in coded]
+    np.testing.assert_allclose(fit_glm(cat, "y").params, a.params, atol=1e-12)
+    # over the CLI, from CSV text
+    files = []
+    for k, t in enumerate(labelled):
+        files.append(str(tmp_path / f"s{k}.csv"))
+        t.to_csv(files[-1], index=False)
+    out = tmp_path / "r.json"
+    res = CliRunner().invoke(app, ["analyze", *files, "--target", "y", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    assert json.loads(out.read_text())["params"] == pytest.approx(b.to_dict()["params"])
+
+
+def test_three_labels_or_a_text_target_of_another_family_are_refused() -> None:
+    three = [t.assign(y=np.where(t.x1 > 0.5, "hi", np.where(t.x1 < -0.5, "lo", "mid")))
+             for t in _tables("logistic")]  # fmt: skip
+    with pytest.raises(glm.DesignError, match=r"has 3 labels \(\['hi', 'lo', 'mid'\]\)"):
+        fit_glm(three, "y")
+    two = [t.assign(y=t.y.map({0: "no", 1: "yes"})) for t in _tables("logistic")]
+    with pytest.raises(glm.DesignError, match="is not numeric"):
+        fit_glm(two, "y", family="linear")

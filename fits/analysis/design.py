@@ -118,6 +118,9 @@ class DesignSpec:
         missing); the first level is the reference and gets no column.
     intercept : bool
         Whether the design starts with a column of ones.
+    target_levels : tuple
+        For a target of two text labels (logistic regression): the label coded 0 and
+        the label coded 1, in that order (empty: the target is used as a number).
     """
 
     target: str | None
@@ -126,6 +129,7 @@ class DesignSpec:
     datetimes: tuple[str, ...] = ()
     nominal: Mapping[str, list[Any]] = field(default_factory=dict)
     intercept: bool = True
+    target_levels: tuple[Any, ...] = ()
 
     @classmethod
     def from_schema(
@@ -228,6 +232,7 @@ class DesignSpec:
                 "datetimes": list(self.datetimes),
                 "nominal": dict(self.nominal),
                 "intercept": self.intercept,
+                "target_levels": list(self.target_levels),
             },
             default=_native,
         )
@@ -243,6 +248,7 @@ class DesignSpec:
             datetimes=tuple(d["datetimes"]),
             nominal=dict(d["nominal"]),
             intercept=bool(d["intercept"]),
+            target_levels=tuple(d.get("target_levels", ())),
         )
 
 
@@ -405,13 +411,16 @@ class DesignBuilder:
                 f"{self.site}: target {name!r} has {int(s.isna().sum())} missing value(s); "
                 "drop those rows"
             )
+        if self.spec.target_levels:  # two labels: the second is 1
+            codes = self._nominal_codes(s, str(name), list(self.spec.target_levels))
+            return codes.astype(np.float64)
         try:
             values = s.to_numpy(dtype=np.float64)
         except (TypeError, ValueError):
             raise DesignError(
                 f"{self.site}: target {name!r} is not numeric (values like "
-                f"{sorted({str(v) for v in s.iloc[:50]})[:3]}); code it as numbers (0/1 "
-                "for logistic regression)"
+                f"{sorted({str(v) for v in s.iloc[:50]})[:3]}); code it as numbers "
+                "(logistic regression also takes two text labels)"
             ) from None
         self._check_magnitude(values, f"target {name!r}")
         return values

@@ -58,6 +58,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import numbers
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -1354,6 +1355,7 @@ class GLMResults:
             "family": self.family,
             "method": self.method,
             "target": self.target,
+            "target_levels": [str(v) for v in self.spec.target_levels] or None,
             "params": {k: float(v) for k, v in self.params.items()},
             "original_params": {k: float(v) for k, v in self.original_params.items()},
             "privacy": self.privacy.to_dict() if self.privacy else None,
@@ -1410,6 +1412,9 @@ class GLMResults:
             f"sites={len(self.n_rows)}, N={self.n_obs}, rounds={self.rounds}, "
             f"uploaded={self.uploaded_bytes} B",
         ]
+        if self.spec.target_levels:
+            zero, one = self.spec.target_levels
+            lines.append(f"target {self.target!r} coded 1 = {one!r}, 0 = {zero!r}")
         if self.privacy is None:
             lines.append("privacy: none (non-private run)")
         else:
@@ -1717,6 +1722,25 @@ def fit_glm(
             transport.close()
 
 
+def _label_target(spec: DesignSpec, schema: Schema, family: str) -> DesignSpec:
+    """A logistic target of two text labels (``"<=50K"`` / ``">50K"``, ``"no"`` /
+    ``"yes"``) is coded at the sites as 0 for the schema's first label (sorted, as a
+    nominal feature's reference level) and 1 for the second; the spec carries them."""
+    column = schema[str(spec.target)]
+    labels = [c for c in column.categories or [] if c is not None]
+    if family != "logistic" or column.kind not in ("nominal", "ordinal") or not labels:
+        return spec
+    if all(isinstance(c, numbers.Number) and not isinstance(c, bool) for c in labels):
+        return spec  # numbers: used as they are (0/1 checked at the site)
+    if len(labels) != 2:
+        raise DesignError(
+            f"target {spec.target!r} has {len(labels)} labels ({labels[:6]}); logistic "
+            "regression needs two: merge the labels into two classes, or code the target "
+            "as 0/1"
+        )
+    return dataclasses.replace(spec, target_levels=tuple(labels))
+
+
 def _fit(
     transport: Transport,
     target: str,
@@ -1738,7 +1762,7 @@ def _fit(
         used = None if features is None else [target, *features]
         schema, _ = schema_round(transport, kinds=kinds, columns=used, target=target)
         rounds += 1
-    spec = DesignSpec.from_schema(schema, target, features)
+    spec = _label_target(DesignSpec.from_schema(schema, target, features), schema, family)
     p = spec.n_columns
     st = standardization_round(transport, spec)
     n_rows = st.n_rows
