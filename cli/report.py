@@ -227,8 +227,8 @@ DirectMu = Annotated[
     typer.Option(
         "--direct-mu",
         help="With --clients: the utility section also fits the model directly across the "
-        "client files by FedNewton, non-private and at this mu (each site mu-fed-GDP; "
-        "default 1).",
+        "client files, without privacy (newton: the pooled maximum-likelihood estimate) "
+        "and by FedNewton at this mu (each site mu-fed-GDP; default 1).",
     ),
 ]
 Direct = Annotated[
@@ -352,14 +352,15 @@ def report(
 
 
 def direct_fits(mu: float, seed: int) -> dict[str, Any]:
-    """FedNewton across the client files, non-private and at ``mu`` (the utility
-    section's "fit directly across sites" rows)."""
+    """Fits across the client files (the utility section's "fit directly across sites"
+    rows): ``newton`` without privacy (the pooled maximum-likelihood estimate, as the
+    pooled real data's row but from per-site sums) and FedNewton at ``mu``."""
     from fits.analysis.glm import direct_fit
 
     if not (mu > 0 and math.isfinite(mu)):
         raise UsageError(f"--direct-mu must be a positive number, got {mu}")
     return {
-        "FedNewton, non-private": direct_fit("fednewton", None, seed),
+        "Newton, non-private": direct_fit("newton", None, seed),
         f"FedNewton, mu={mu:g}": direct_fit("fednewton", mu, seed),
     }
 

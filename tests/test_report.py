@@ -217,7 +217,7 @@ def test_fits_report_command(tmp_path: Path) -> None:
     assert payload["kinds"]["X_O"] == "ordinal"
     assert list(payload["utility"]["Y_lin"]["rows"][0]) and payload["meta"]["rows"]["train"] == 560
     direct = [r for r in payload["utility"]["Y_lin"]["rows"] if r["mode"] == "direct"]
-    assert [r["setting"] for r in direct] == ["FedNewton, non-private", "FedNewton, mu=1"]
+    assert [r["setting"] for r in direct] == ["Newton, non-private", "FedNewton, mu=1"]
     assert out.read_text().startswith("<!DOCTYPE html>")
 
     bad = tmp_path / "real.txt"

@@ -478,7 +478,7 @@ def evaluate(
         Models fitted directly across the clients, shown in the utility section next
         to M1-M4 on the same test rows and parameter-error yardstick (see
         ``direct`` of :func:`fits.evaluation.utility.downstream_utility`; ``fits
-        report`` passes FedNewton, non-private and at a stated mu, from
+        report`` passes Newton without privacy and FedNewton at a stated mu, from
         :func:`fits.analysis.glm.direct_fit`). Needs ``clients``.
     rules : sequence of Rule or dict, optional
         The exact rules whose share of synthetic rows kept the "Rules kept" section
