@@ -458,6 +458,7 @@ def test_direct_fit_in_the_utility_table_uses_the_same_yardstick() -> None:
         tables, tables[0], test, "y", kinds, boosting=False,
         direct={
             "FedSGD converged": direct_fit("fedsgd", None, 0, K=3000, eta=1.0),
+            "Newton, non-private": direct_fit("newton", None, 0),
             "FedNewton, mu=1": direct_fit("fednewton", 1.0, 0, clip=5.0),
             "failing": _refuse,
         },
@@ -470,6 +471,10 @@ def test_direct_fit_in_the_utility_table_uses_the_same_yardstick() -> None:
         pooled["param_error"], abs=1e-6
     )
     assert direct.loc["FedSGD converged", "mse"] == pytest.approx(pooled["mse"], rel=1e-6)
+    # newton (fits report's non-private row) is it to rounding, in 2 glm_sums rounds
+    assert direct.loc["Newton, non-private", "param_error"] == pytest.approx(
+        pooled["param_error"], abs=1e-10
+    )
     assert np.isfinite(direct.loc["FedNewton, mu=1", "param_error"])
     assert direct.loc["failing", "note"] == "site1 too small"
     assert np.isnan(direct.loc["failing", "param_error"])
