@@ -105,3 +105,25 @@ def split(frame: pd.DataFrame, sizes: list[int]) -> list[pd.DataFrame]:
 def mixed_clients() -> list[pd.DataFrame]:
     """Three clients of unequal size (600, 300, 100 rows)."""
     return split(mixed_table(1000, seed=1), [600, 300, 100])
+
+
+def glm_tables(
+    family: str, sizes=(120, 90, 150), seed: int = 3, shift: float = 0.0
+) -> list[pd.DataFrame]:
+    """Sites for the GLM tests: x1 (its mean moves by ``shift`` per site), x2, a
+    three-level c and a linear, logistic or Poisson y of them."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for k, n in enumerate(sizes):
+        x1 = rng.normal(shift * k, 1, n)
+        x2 = rng.normal(5, 2, n)
+        c = rng.choice(["a", "b", "c"], n)
+        eta = 0.2 + 0.7 * x1 - 0.3 * (x2 - 5) / 2 + 0.4 * (c == "b")
+        if family == "linear":
+            y = eta + rng.normal(0, 1, n)
+        elif family == "logistic":
+            y = (rng.random(n) < 1 / (1 + np.exp(-eta))).astype(int)
+        else:
+            y = rng.poisson(np.exp(0.5 * eta))
+        out.append(pd.DataFrame({"x1": x1, "x2": x2, "c": c, "y": y}))
+    return out

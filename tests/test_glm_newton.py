@@ -19,27 +19,15 @@ from fits.analysis.glm import GLMWarning, SeparationWarning, fit_glm
 from fits.cli.main import app
 from fits.federation.protocol import Message, ProtocolError, check_reply
 
+from conftest import glm_tables
+
 sm = pytest.importorskip("statsmodels.api")
 
 _SM = {"linear": "Gaussian", "logistic": "Binomial", "poisson": "Poisson"}
 
 
 def _tables(family: str, sizes=(120, 90, 150, 40), seed: int = 3) -> list[pd.DataFrame]:
-    rng = np.random.default_rng(seed)
-    out = []
-    for k, n in enumerate(sizes):
-        x1 = rng.normal(0.3 * k, 1, n)  # the sites differ: FedNewton's bias shows
-        x2 = rng.normal(5, 2, n)
-        c = rng.choice(["a", "b", "c"], n)
-        eta = 0.2 + 0.7 * x1 - 0.3 * (x2 - 5) / 2 + 0.4 * (c == "b")
-        if family == "linear":
-            y = eta + rng.normal(0, 1, n)
-        elif family == "logistic":
-            y = (rng.random(n) < 1 / (1 + np.exp(-eta))).astype(int)
-        else:
-            y = rng.poisson(np.exp(0.5 * eta))
-        out.append(pd.DataFrame({"x1": x1, "x2": x2, "c": c, "y": y}))
-    return out
+    return glm_tables(family, sizes, seed, shift=0.3)  # the sites differ: FedNewton's bias
 
 
 def _reference(res, tables, family: str, **fit):
