@@ -202,12 +202,12 @@ def simulate_one_pass(
             seed=run_seeds[i],
         )
         beta, se, hc1 = ols_hc1(np.vstack(xs), np.concatenate(ys), alpha)
-        out["coef"].append(res.params)
-        out["ci"].append(res.conf_int(alpha))
-        out["joint"].append(res.conf_int(alpha, joint=True))
+        out["coef"].append(res.coef_)
+        out["ci"].append(res.conf_int(alpha).to_numpy())
+        out["joint"].append(res.conf_int(alpha, joint=True).to_numpy())
         out["ols"].append(beta)
         out["hc1"].append(hc1)
-        out["boot_sd"].append(res.bse)
+        out["boot_sd"].append(res.bse.to_numpy())
     arr = {k: np.array(v) for k, v in out.items() if v}
     ci, joint, hc1 = arr["ci"], arr["joint"], arr["hc1"]
     cover = (ci[..., 0] <= star) & (star <= ci[..., 1])

@@ -163,7 +163,7 @@ def test_without_replacement_estimate_is_near_the_pooled_fit_within_its_interval
     xs, ys = hetero_sites([2000, 5000, 12000], seed=4, beta_shift=0.0)  # one common beta
     res = fedlsa_arrays(xs, ys, rounds=300, local_steps=5, step_size=0.02, seed=5, n_bootstrap=200)
     ols = pooled_ols(xs, ys)
-    ci = res.conf_int(0.01)
+    ci = res.conf_int(0.01).to_numpy()
     assert np.all((ci[:, 0] <= ols) & (ols <= ci[:, 1]))
     assert res.extra["transient"] < 1e-3
 
@@ -198,6 +198,69 @@ def test_conf_int_is_the_papers_quantile_interval_and_the_joint_max_statistic():
     assert "95% lower" in res.summary() and "b" in res.summary()
     with pytest.raises(FedLSAError, match="alpha"):
         res.conf_int(1.5)
+
+
+def test_results_speak_the_pandas_api_of_glm_results_with_the_same_numbers():
+    """params and bse are Series and conf_int a DataFrame (columns 0 and 1), indexed by
+    the design's column names as GLMResults (and statsmodels) has them; coef_ and
+    bootstrap stay ndarrays; every number is what the arrays gave before (the
+    formulas of section 6 on theta_T and the bootstrap iterates, bit for bit)."""
+    from fits.analysis.glm import fit_glm
+
+    tables = split(mixed_table(3000, seed=1), [800, 1000, 1200])
+    res = fedlsa(tables, "y", regime="one_pass", n_bootstrap=50, seed=3)
+    names = ["(intercept)", "x", "o", "b=True", "c=south", "c=west"]
+    assert res.feature_names == names
+    theta, boot = res.coef_, res.bootstrap
+    assert type(theta) is np.ndarray and theta.shape == (6,)
+    assert type(boot) is np.ndarray and boot.shape == (50, 6)
+
+    assert isinstance(res.params, pd.Series) and res.params.name == "coef"
+    assert list(res.params.index) == names
+    np.testing.assert_array_equal(res.params.to_numpy(), theta)
+    assert isinstance(res.bse, pd.Series) and res.bse.name == "bse"
+    assert list(res.bse.index) == names
+    np.testing.assert_array_equal(res.bse.to_numpy(), np.std(boot - theta, axis=0, ddof=1))
+
+    dev = boot - theta
+    lo, hi = np.quantile(dev, [0.05, 0.95], axis=0)
+    s = np.std(dev, axis=0, ddof=1)
+    c = float(np.quantile(np.max(np.abs(dev) / s, axis=1), 0.9))
+    old = {
+        False: np.column_stack([theta - hi, theta - lo]),
+        True: np.column_stack([theta - c * s, theta + c * s]),
+    }
+    for joint in (False, True):
+        ci = res.conf_int(0.1, joint=joint)
+        assert isinstance(ci, pd.DataFrame) and ci.shape == (6, 2)
+        assert list(ci.columns) == [0, 1] and list(ci.index) == names
+        np.testing.assert_array_equal(ci.to_numpy(), old[joint])
+        assert ci.loc["x", 0] == old[joint][1, 0] and ci.loc["x", 1] == old[joint][1, 1]
+    d = res.to_dict(0.1)
+    assert [row["coef"] for row in d["coefficients"]] == theta.tolist()
+    assert [row["joint_upper"] for row in d["coefficients"]] == old[True][:, 1].tolist()
+
+    # the same containers as GLMResults on the same design
+    glm = fit_glm(tables, "y", family="linear")
+    assert res.params.index.equals(glm.params.index) and res.params.name == glm.params.name
+    assert res.bse.index.equals(glm.bse.index) and res.bse.name == glm.bse.name
+    assert res.conf_int().columns.equals(glm.conf_int().columns)
+    assert res.conf_int().index.equals(glm.conf_int().index)
+    # built from a bare array (as run_fedlsa does), params is wrapped, not changed
+    again = FedLSAResults(
+        theta,
+        boot,
+        names,
+        res.schedule,
+        res.site_weights,
+        res.n_rows,
+        1,
+        0,
+        0,
+        "without_replacement",
+    )
+    assert list(again.params.index) == names
+    np.testing.assert_array_equal(again.params.to_numpy(), theta)
 
 
 # --------------------------------------------------------------------------- messages
@@ -262,7 +325,7 @@ def test_tables_api_matches_pooled_ols_of_the_same_design():
     ols = np.linalg.lstsq(
         x.to_numpy() if hasattr(x, "to_numpy") else x, df["y"].to_numpy(), rcond=None
     )[0]
-    ci = res.conf_int(0.01)
+    ci = res.conf_int(0.01).to_numpy()
     assert np.all((ci[:, 0] <= ols) & (ols <= ci[:, 1])), (ci, ols)
     assert res.rounds == 150 + 4  # schema, moments, setup, preconditioning
 
@@ -371,13 +434,13 @@ def test_one_pass_bootstrap_sd_matches_the_sampling_sd_of_the_mean_in_1d():
         xs, ys, sd = one_d_sites(seed)
         res = fedlsa_arrays(xs, ys, regime="one_pass", n_bootstrap=400, seed=seed)
         assert res.multipliers == "shared" and res.converged
-        ratios.append(res.bse[0] / sd)
+        ratios.append(res.bse.iloc[0] / sd)
         gaps.append((res.coef_[0] - np.concatenate(ys).mean()) / sd)
         if seed < 2:
             site = fedlsa_arrays(
                 xs, ys, regime="one_pass", n_bootstrap=400, seed=seed, multipliers="site"
             )
-            site_ratios.append(site.bse[0] / sd)
+            site_ratios.append(site.bse.iloc[0] / sd)
             np.testing.assert_allclose(site.coef_, res.coef_)  # same rows, same main run
     assert np.mean(ratios) == pytest.approx(1.0, abs=0.07)
     assert min(site_ratios) > 2.0
@@ -392,11 +455,13 @@ def test_one_pass_widths_are_close_to_the_pooled_hc1_widths():
     assert res.schedule.rounds == 800 // (3 + 2)  # default: batches of d + 2 rows
     assert res.converged and res.extra["transient"] < 1e-3
     _, _, hc1 = ols_hc1(np.vstack(xs), np.concatenate(ys))
-    ratio = np.diff(res.conf_int(), axis=1).ravel() / np.diff(hc1, axis=1).ravel()
+    ratio = np.diff(res.conf_int().to_numpy(), axis=1).ravel() / np.diff(hc1, axis=1).ravel()
     assert np.all((ratio > 0.8) & (ratio < 1.25)), ratio
     # the paper's regime on the same sites: several times wider
     paper = fedlsa_arrays(xs, ys, rounds=150, local_steps=5, gamma_eta=0.6, seed=2)
-    paper_ratio = np.diff(paper.conf_int(), axis=1).ravel() / np.diff(hc1, axis=1).ravel()
+    paper_ratio = (
+        np.diff(paper.conf_int().to_numpy(), axis=1).ravel() / np.diff(hc1, axis=1).ravel()
+    )
     assert np.all(paper_ratio > 1.5), paper_ratio
     d = res.to_dict()
     assert d["schedule"]["regime"] == "one_pass" and d["multipliers"] == "shared"
@@ -516,7 +581,7 @@ def test_inference_check_scores_a_faithful_table_above_a_broken_one():
     one_pass = inference_check(sites, faithful, "y", seed=3)
     assert one_pass.federated.schedule.regime == "one_pass" and one_pass.federated.converged
     assert one_pass.mean_overlap > good.mean_overlap
-    fed_w = np.diff(one_pass.federated.conf_int(), axis=1).ravel()
+    fed_w = np.diff(one_pass.federated.conf_int().to_numpy(), axis=1).ravel()
     syn_w = (one_pass.table["synthetic_upper"] - one_pass.table["synthetic_lower"]).to_numpy()
     assert np.all((fed_w / syn_w > 0.7) & (fed_w / syn_w < 1.4)), fed_w / syn_w
     assert good.federated.converged
@@ -536,7 +601,7 @@ def test_to_dict_is_json_ready_and_matches_conf_int():
     d = json.loads(json.dumps(res.to_dict(0.1)))
     ci = res.conf_int(0.1)
     assert d["level"] == pytest.approx(0.9) and d["rounds"] == 102
-    assert [c["lower"] for c in d["coefficients"]] == pytest.approx(ci[:, 0])
+    assert [c["lower"] for c in d["coefficients"]] == pytest.approx(ci[0].to_numpy())
     assert d["schedule"]["rows_per_site"] == 500
 
 
@@ -586,7 +651,7 @@ def test_cli_analyze_fedlsa_writes_the_intervals(lsa_site_files, tmp_path):
     ref = fedlsa(tables, "y", rounds=40, local_steps=5, n_bootstrap=50, seed=3)
     ci = ref.conf_int(0.1)
     assert result["level"] == pytest.approx(0.9)
-    assert [c["lower"] for c in result["coefficients"]] == pytest.approx(ci[:, 0])
+    assert [c["lower"] for c in result["coefficients"]] == pytest.approx(ci[0].to_numpy())
     assert "90% lower" in proc.stdout
 
 
@@ -602,7 +667,9 @@ def test_cli_analyze_fedlsa_one_pass(lsa_site_files, tmp_path):
     ref = fedlsa(tables, "y", regime="one_pass", n_bootstrap=50, seed=3)
     assert result["schedule"]["regime"] == "one_pass" and result["multipliers"] == "shared"
     assert result["schedule"]["rows_per_site"] == [600, 900, 1500]
-    assert [c["upper"] for c in result["coefficients"]] == pytest.approx(ref.conf_int()[:, 1])
+    assert [c["upper"] for c in result["coefficients"]] == pytest.approx(
+        ref.conf_int()[1].to_numpy()
+    )
 
 
 @pytest.mark.parametrize(

@@ -193,12 +193,12 @@ def inference_check(
     except DesignError as exc:
         raise FedLSAError(str(exc)) from None
     beta, _, syn_ci = ols_hc1(x, y, alpha)
-    fed_ci = res.conf_int(alpha)
+    fed_ci = res.conf_int(alpha).to_numpy()
     overlap = ci_overlap(fed_ci, syn_ci)
     inside = (fed_ci[:, 0] <= beta) & (beta <= fed_ci[:, 1])
     table = pd.DataFrame(
         {
-            "federated": res.params,
+            "federated": res.coef_,
             "federated_lower": fed_ci[:, 0],
             "federated_upper": fed_ci[:, 1],
             "synthetic": beta,

@@ -686,13 +686,24 @@ class ArraySite(LSASite):
 class FedLSAResults:
     """FedLSA estimate and its multiplier-bootstrap distribution (statsmodels style).
 
+    The pandas containers are those of :class:`fits.analysis.glm.GLMResults` (and of
+    statsmodels): :attr:`params` and :attr:`bse` are Series and :meth:`conf_int` a
+    DataFrame, indexed by :attr:`feature_names`; :attr:`coef_` and :attr:`bootstrap`
+    are plain arrays.
+
     Attributes
     ----------
-    params : ndarray of shape (d,)
-        ``theta_T``, the last iterate (also ``coef_``).
+    params : Series of shape (d,)
+        ``theta_T``, the last iterate, indexed by :attr:`feature_names` (named
+        ``"coef"``).  Built from any array of shape (d,): an ndarray given here is
+        wrapped (its values unchanged).  :attr:`coef_` is the same as an ndarray.
     bootstrap : ndarray of shape (M, d)
-        The bootstrap last iterates ``theta_T^b``.
+        The bootstrap last iterates ``theta_T^b`` (columns in the order of
+        :attr:`feature_names`).
     feature_names : list of str
+        The coefficients' names (:func:`fedlsa`: the design's columns,
+        ``"(intercept)"`` first; :func:`fedlsa_arrays`: as given, else ``x0, x1, ...``),
+        the index of :attr:`params`, :attr:`bse` and :meth:`conf_int`.
     schedule : Schedule
     site_weights : ndarray of shape (K,)
         The averaging weights ``p_c``.
@@ -708,7 +719,7 @@ class FedLSAResults:
         ``"site"`` or ``"shared"`` bootstrap weights.
     """
 
-    params: np.ndarray
+    params: pd.Series
     bootstrap: np.ndarray
     feature_names: list[str]
     schedule: Schedule
@@ -722,10 +733,17 @@ class FedLSAResults:
     multipliers: str = "site"
     extra: dict = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        values = self.params.to_numpy() if isinstance(self.params, pd.Series) else self.params
+        self.params = pd.Series(
+            np.asarray(values, dtype=np.float64), index=list(self.feature_names), name="coef"
+        )
+
     @property
     def coef_(self) -> np.ndarray:
-        """``theta_T`` (scikit-learn spelling of :attr:`params`)."""
-        return self.params
+        """``theta_T`` as an ndarray of shape (d,) (scikit-learn spelling of
+        :attr:`params`; the intercept, when the design has one, is its first entry)."""
+        return self.params.to_numpy()
 
     @property
     def converged(self) -> bool:
@@ -735,7 +753,8 @@ class FedLSAResults:
         coverage of a 95% interval to 94.3% at worst; a larger one means the intervals
         describe the noise around a point the run has not reached."""
         transient = float(self.extra.get("transient", 0.0))
-        return transient * float(np.linalg.norm(self.params)) < 0.25 * float(np.min(self.bse))
+        bse = self._bse()
+        return transient * float(np.linalg.norm(self.coef_)) < 0.25 * float(np.min(bse))
 
     def check_convergence(self) -> None:
         """Warn (:class:`FedLSAConvergenceWarning`) if :attr:`converged` is False."""
@@ -762,13 +781,40 @@ class FedLSAResults:
         """``eta_T``, the last round's step size."""
         return self.schedule.eta(self.schedule.rounds)
 
-    @property
-    def bse(self) -> np.ndarray:
-        """Bootstrap standard deviation of each coefficient (the paper's SDB scale)."""
-        return np.std(self.bootstrap - self.params, axis=0, ddof=1)
+    def _bse(self) -> np.ndarray:
+        """:attr:`bse` as an ndarray of shape (d,)."""
+        return np.std(self.bootstrap - self.coef_, axis=0, ddof=1)
 
-    def conf_int(self, alpha: float = 0.05, *, joint: bool = False) -> np.ndarray:
-        """Confidence intervals for the coefficients, shape ``(d, 2)``.
+    @property
+    def bse(self) -> pd.Series:
+        """Bootstrap standard deviation of each coefficient (the paper's SDB scale).
+
+        Returns
+        -------
+        Series of shape (d,)
+            Indexed by :attr:`feature_names`, named ``"bse"`` (as
+            :attr:`fits.analysis.glm.GLMResults.bse`).
+        """
+        return pd.Series(self._bse(), index=self.params.index, name="bse")
+
+    def _conf_int(self, alpha: float, joint: bool) -> np.ndarray:
+        """:meth:`conf_int` as an ndarray of shape (d, 2)."""
+        if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.integer, np.floating)):
+            raise FedLSAError(f"alpha must be a number in (0, 1), e.g. 0.05, got {alpha!r}")
+        if not 0.0 < alpha < 1.0:
+            raise FedLSAError(f"alpha must lie in (0, 1), got {alpha}")
+        theta = self.coef_
+        dev = self.bootstrap - theta
+        if not joint:
+            lo, hi = np.quantile(dev, [alpha / 2.0, 1.0 - alpha / 2.0], axis=0)
+            return np.column_stack([theta - hi, theta - lo])
+        s = np.std(dev, axis=0, ddof=1)
+        s = np.where(s > 0, s, np.finfo(float).tiny)
+        c = float(np.quantile(np.max(np.abs(dev) / s, axis=1), 1.0 - alpha))
+        return np.column_stack([theta - c * s, theta + c * s])
+
+    def conf_int(self, alpha: float = 0.05, *, joint: bool = False) -> pd.DataFrame:
+        """Confidence intervals for the coefficients.
 
         Parameters
         ----------
@@ -779,25 +825,28 @@ class FedLSAResults:
             ``[theta_j - q_{1-alpha/2}, theta_j - q_{alpha/2}]``, ``q`` the bootstrap
             quantiles of ``theta^b_j - theta_j``.  True: simultaneous intervals from
             the max-statistic ``max_j |theta^b_j - theta_j| / s_j``.
+
+        Returns
+        -------
+        DataFrame of shape (d, 2)
+            One row per coefficient, indexed by :attr:`feature_names`; columns ``0``
+            (lower) and ``1`` (upper), as :meth:`fits.analysis.glm.GLMResults.conf_int`
+            and statsmodels' ``conf_int``.  ``.to_numpy()`` gives the (d, 2) array.
+
+        Raises
+        ------
+        FedLSAError
+            ``alpha`` is not a number in (0, 1).
         """
-        if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.integer, np.floating)):
-            raise FedLSAError(f"alpha must be a number in (0, 1), e.g. 0.05, got {alpha!r}")
-        if not 0.0 < alpha < 1.0:
-            raise FedLSAError(f"alpha must lie in (0, 1), got {alpha}")
-        dev = self.bootstrap - self.params
-        if not joint:
-            lo, hi = np.quantile(dev, [alpha / 2.0, 1.0 - alpha / 2.0], axis=0)
-            return np.column_stack([self.params - hi, self.params - lo])
-        s = np.std(dev, axis=0, ddof=1)
-        s = np.where(s > 0, s, np.finfo(float).tiny)
-        c = float(np.quantile(np.max(np.abs(dev) / s, axis=1), 1.0 - alpha))
-        return np.column_stack([self.params - c * s, self.params + c * s])
+        ci = self._conf_int(alpha, joint)
+        return pd.DataFrame({0: ci[:, 0], 1: ci[:, 1]}, index=self.params.index)
 
     def to_dict(self, alpha: float = 0.05) -> dict:
         """JSON-ready result: coefficients, bootstrap std. errors, per-coefficient and
         joint intervals at level ``1 - alpha``, the schedule, rounds and bytes."""
-        ci = self.conf_int(alpha)
-        joint = self.conf_int(alpha, joint=True)
+        ci = self._conf_int(alpha, False)
+        joint = self._conf_int(alpha, True)
+        theta, bse = self.coef_, self._bse()
         return {
             "method": "fedlsa",
             "target": self.target,
@@ -805,8 +854,8 @@ class FedLSAResults:
             "coefficients": [
                 {
                     "name": name,
-                    "coef": float(self.params[j]),
-                    "bootstrap_se": float(self.bse[j]),
+                    "coef": float(theta[j]),
+                    "bootstrap_se": float(bse[j]),
                     "lower": float(ci[j, 0]),
                     "upper": float(ci[j, 1]),
                     "joint_lower": float(joint[j, 0]),
@@ -838,7 +887,8 @@ class FedLSAResults:
 
     def summary(self, alpha: float = 0.05) -> str:
         """A text table: coefficient, bootstrap std. error, interval."""
-        ci = self.conf_int(alpha)
+        ci = self._conf_int(alpha, False)
+        theta, bse = self.coef_, self._bse()
         level = f"{100 * (1 - alpha):g}%"
         width = max([len(n) for n in self.feature_names] + [9])
         lines = [
@@ -854,7 +904,7 @@ class FedLSAResults:
         ]
         for j, name in enumerate(self.feature_names):
             lines.append(
-                f"{name:{width}}  {self.params[j]:11.5g}  {self.bse[j]:10.4g}  "
+                f"{name:{width}}  {theta[j]:11.5g}  {bse[j]:10.4g}  "
                 f"{ci[j, 0]:11.5g}  {ci[j, 1]:11.5g}"
             )
         if not self.converged:
@@ -1359,7 +1409,9 @@ def fedlsa(
     Returns
     -------
     FedLSAResults
-        ``coef_`` / ``params``, ``conf_int(alpha)``, ``summary()``, rounds and bytes.
+        ``params`` and ``bse`` (Series by design column; ``coef_`` the ndarray),
+        ``conf_int(alpha)`` (a DataFrame with columns 0 and 1), ``summary()``, rounds
+        and bytes.
 
     Raises
     ------
