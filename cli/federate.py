@@ -657,7 +657,12 @@ def report_failure(result: Any) -> None:
     _fail(f"run {result.run_id} {result.status}: {details}")
 
 
-def _report(result: Any, out: Path) -> None:
+def _report(result: Any, out: Path, staging: Path | None = None) -> None:
+    if staging is not None:  # the run wrote to the staging file: messages name --out
+        for field in ("details", "log"):
+            text = getattr(result, field, None)
+            if isinstance(text, str) and str(staging) in text:
+                result = _replace_field(result, field, text.replace(str(staging), str(out)))
     if not result.ok:
         report_failure(result)
     summary = next(
@@ -779,6 +784,47 @@ def remove_temporary_outputs(out: Path, since: float) -> None:
                 path.unlink()
         except OSError:
             continue
+
+
+#: Infix of the file a ``fits federate local`` run writes its table to before the
+#: command puts it in place as ``--out`` (:func:`staging_path`).
+STAGING_INFIX = ".fits-local-"
+
+
+def staging_path(out: Path) -> Path:
+    """Where the ServerApp of ``fits federate local`` writes the table: a hidden file
+    beside ``out`` (``.<name>.fits-local-<pid><suffix>``, same folder, so the rename
+    into place is atomic). The command moves it to ``out`` only once the run, the
+    stop of its processes and the release check are done, so a stop signal at any
+    point leaves no output and an existing ``out`` untouched, as ``fits synthesize``
+    does. Staging files of processes that no longer run (killed outright) are removed."""
+    out = out.resolve()
+    for old in out.parent.glob(f".{out.name}{STAGING_INFIX}*{out.suffix}"):
+        pid = old.name.removeprefix(f".{out.name}{STAGING_INFIX}").removesuffix(out.suffix)
+        if pid.isdigit() and not _running(int(pid)):
+            old.unlink(missing_ok=True)
+    return out.with_name(f".{out.name}{STAGING_INFIX}{os.getpid()}{out.suffix}")
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+def _replace_field(result: Any, field: str, value: str) -> Any:
+    """``result`` (a :class:`~fits.deploy.flower_launch.RunResult` or a stand-in) with
+    ``field`` set to ``value``."""
+    import dataclasses
+
+    if dataclasses.is_dataclass(result) and not isinstance(result, type):
+        return dataclasses.replace(result, **{field: value})
+    setattr(result, field, value)
+    return result
 
 
 def run_local_federation(launch: Any, sites: dict[str, Path], config: dict, **options: Any) -> Any:
@@ -1054,7 +1100,14 @@ def local(
 
     # a stop signal unwinds through LocalFederation.__exit__, which stops the SuperLink
     # and the SuperNodes it started; the ServerApp, stopped mid-write, cannot remove its
-    # temporary output file, so this command removes it (only this run's, by name and age)
+    # temporary output file, so this command removes it (only this run's, by name and age).
+    # The ServerApp writes to a staging file, put in place as --out only at the very end:
+    # a signal after the ServerApp wrote it (while the processes stop, or during the
+    # release check) left --out written, or replaced, under "no output was written"
+    from .release import check_local_run  # fits synthesize's check: the tables are here
+
+    staging = staging_path(out)
+    config["output"] = str(staging)
     started = time.time()
     try:
         with interruptible("the local federation was stopped; no output was written"):
@@ -1067,12 +1120,17 @@ def local(
                 warm=not process_per_message,
                 kernel_settings=settings,
             )
+            _report(result, out, staging)
+            if not staging.is_file():
+                _fail(f"run {result.run_id} finished, but wrote no table (to {str(out)!r})")
+            check_local_run(dict(zip(names, data, strict=True)), config)
+            try:
+                os.replace(staging, out)
+            except OSError as exc:
+                _fail(f"cannot put the table in place as --out {str(out)!r}: {exc}")
     finally:
-        remove_temporary_outputs(Path(config["output"]), started)
-    _report(result, out)
-    from .release import check_local_run  # fits synthesize's check: the tables are here
-
-    check_local_run(dict(zip(names, data, strict=True)), config)
+        remove_temporary_outputs(staging, started)
+        staging.unlink(missing_ok=True)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -158,6 +158,7 @@ def test_federate_local_resolves_every_column_option(sites, tmp_path, monkeypatc
 
     def run_local_federation(launch, site_files, config, **options):
         seen.update(config)
+        Path(config["output"]).write_text("g\nu\n")  # what the ServerApp writes
         return SimpleNamespace(ok=True, log="", run_id=1, seconds=0.0)
 
     monkeypatch.setattr(federate, "_launch", lambda: None)
@@ -189,6 +190,7 @@ def test_federate_drop_is_synthesize_drop(sites, tmp_path, monkeypatch) -> None:
 
     def run_local_federation(launch, site_files, config, **options):
         seen.update(config)
+        Path(config["output"]).write_text("g\nu\n")  # what the ServerApp writes
         return SimpleNamespace(ok=True, log="", run_id=1, seconds=0.0)
 
     monkeypatch.setattr(federate, "_launch", lambda: None)
