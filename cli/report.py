@@ -523,19 +523,15 @@ def _check_clients(clients: list[Path]) -> None:
 
 def _read_tables(files: _Files) -> dict[str, Any]:
     """Every input table; clients by file name (the path where two names collide)."""
-    client_frames = {}
     tables: dict[str, Any] = {
         "real": read_table(files.real, "--real"),
         "synthetic": read_table(files.synthetic, "--synthetic"),
         "train": read_table(files.train, "--train") if files.train is not None else None,
         "test": read_table(files.test, "--test") if files.test is not None else None,
     }
-    for path in files.clients:
-        name = path.stem
-        if name in client_frames:
-            name = str(path)
-        client_frames[name] = read_table(path, "--clients")
-    tables["clients"] = client_frames
+    tables["clients"] = {
+        name: read_table(path, "--clients") for name, path in _client_names(files.clients).items()
+    }
     return tables
 
 
@@ -574,13 +570,29 @@ def _settings_json(settings: Path) -> dict[str, Any]:
 
 
 def _name_files(message: str, files: _Files) -> str:
-    """An evaluator's message with the file behind "the real table" (and the others)."""
+    """An evaluator's message with the file behind "the real table" (and the others,
+    the clients' too: "the client 'a' table (--clients 'x/a.csv')")."""
+    from fits.report.build import client_label
+
     for role in ("real", "synthetic", "train", "test"):
         path = getattr(files, role)
         phrase = f"the {role} table"
         if path is not None and phrase in message:
             message = message.replace(phrase, f"{phrase} (--{role} {str(path)!r})", 1)
+    for name, path in _client_names(files.clients).items():
+        phrase = f"the {client_label(name)} table"
+        if phrase in message:
+            message = message.replace(phrase, f"{phrase} (--clients {str(path)!r})", 1)
     return message
+
+
+def _client_names(clients: list[Path]) -> dict[str, Path]:
+    """Each client file by the name the report gives it: its file name without the
+    extension, or its path where two files share that name."""
+    names: dict[str, Path] = {}
+    for path in clients:
+        names[path.stem if path.stem not in names else str(path)] = path
+    return names
 
 
 def _sources(

@@ -28,6 +28,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
+import re
 import time
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -654,6 +655,12 @@ def _client_frames(clients: Frames | None) -> dict[str, pd.DataFrame]:
     return {name: frame.reset_index(drop=True) for name, frame in named}
 
 
+def client_label(name: str) -> str:
+    """How messages name client ``name`` ("the client 'a' table"; a client of a list,
+    "client 2", as it is): never "real", "synthetic", "train" or "test"."""
+    return name if re.fullmatch(r"client \d+", name) else f"client {name!r}"
+
+
 def _numeric(s: pd.Series) -> bool:
     return pd.api.types.is_numeric_dtype(s.dtype) or pd.api.types.is_bool_dtype(s.dtype)
 
@@ -755,7 +762,12 @@ def _check_inputs(
                 f"(dtype {synthetic[c].dtype}, values like "
                 f"{synthetic[c].dropna().iloc[:2].tolist()}); write it as numbers"
             )
-    for name, frame in [("train", train), ("test", test), *client_frames.items()]:
+    labels = {name: client_label(name) for name in client_frames}
+    for name, frame in [
+        ("train", train),
+        ("test", test),
+        *((labels[n], f) for n, f in client_frames.items()),
+    ]:
         if frame is None:
             continue
         lacking = [c for c in columns if c not in frame.columns]
@@ -770,22 +782,37 @@ def _check_inputs(
             if kinds[c] == "continuous" and _numeric(real[c]) and not _numeric(frame[c]):
                 raise ValueError(
                     f"column {c!r} is numeric in the real table but not in the {name} table "
-                    f"(dtype {frame[c].dtype}, values like {frame[c].dropna().iloc[:2].tolist()})"
+                    f"(dtype {frame[c].dtype}, values like {frame[c].dropna().iloc[:2].tolist()}); "
+                    "write it as numbers"
                 )
-    if train is None and client_frames:
+    pooled = train is None and bool(client_frames)  # the training rows: the clients'
+    if pooled:
         train = pd.concat(list(client_frames.values()), ignore_index=True)
+    if (train is None or test is None) and len(real if train is None else train) < 2:
+        # the privacy checks' leave-one-out baseline, found out after every other step
+        which = "real" if train is None else "client" if pooled else "train"
+        raise ValueError(
+            f"the {which} table{'s hold' if pooled else ' holds'} a single row; the privacy "
+            "checks compare each real row with the other real rows (leave-one-out) and need "
+            "at least two: give the whole real table"
+            + ("" if train is None else ", or held-out rows (--test)")
+        )
     if train is not None:
         train = train[columns].reset_index(drop=True)
     if test is not None:
         test = test[columns].reset_index(drop=True)
     tables = {"real": real, "synthetic": synthetic, "train": train, "test": test}
     tables = {k: v for k, v in tables.items() if v is not None}
-    tables.update(client_frames)
-    present = _comparable(tables, columns, kinds, targets, notes)
+    # the clients under labels of their own: a client named "synthetic" (its file
+    # synthetic.csv) replaced the synthetic table here, and one named "test" the test set
+    tables.update({labels[n]: f for n, f in client_frames.items()})
+    present = _comparable(
+        tables, columns, kinds, targets, notes, pooled=("train",) if pooled else ()
+    )
     kinds = {c: kinds[c] for c in columns}  # an indicator after its column
     real, synthetic = tables["real"], tables["synthetic"]
     train, test = tables.get("train"), tables.get("test")
-    client_frames = {k: tables[k] for k in client_frames}
+    client_frames = {n: tables[labels[n]] for n in client_frames}
     covariates = [c for c in columns if c not in targets]
     if not covariates:
         raise ValueError("every column is a target: no covariates are left")
@@ -801,10 +828,15 @@ def _comparable(
     kinds: dict[str, str],
     targets: Sequence[str],
     notes: list[str],
+    pooled: Sequence[str] = (),
 ) -> dict[str, tuple[str, np.ndarray, np.ndarray]]:
     """Make datetimes and missing values comparable, in place, the same way in every table.
 
-    Datetime columns become days since 1970-01-01 UTC. A missing value of a nominal
+    Datetime columns become days since 1970-01-01 UTC; a table whose column holds
+    values that are no dates where another table's holds dates is refused (numbers
+    would be compared as days, text fail later without the word "date"). ``pooled``:
+    the tables made of others (the training rows pooled from the clients), which a
+    message names only where no other table has the problem. A missing value of a nominal
     column becomes the level :data:`MISSING_LABEL`; a numeric column with missing values
     gets an indicator column ``"<column> (missing)"`` (levels ``"missing"`` /
     ``"present"``, a nominal covariate inserted after it in ``columns`` and ``kinds``),
@@ -820,6 +852,17 @@ def _comparable(
         for c in columns
         if any(pd.api.types.is_datetime64_any_dtype(f[c].dtype) for f in tables.values())
     ]
+    for c in dates:
+        dated = next(n for n, f in tables.items() if pd.api.types.is_datetime64_any_dtype(f[c]))
+        for name, frame in tables.items():
+            values = frame[c].dropna()
+            if not pd.api.types.is_datetime64_any_dtype(frame[c].dtype) and len(values):
+                raise ValueError(
+                    f"column {c!r} holds dates in the {dated} table but not in the {name} "
+                    f"table (dtype {frame[c].dtype}, values like {values.iloc[:2].tolist()}); "
+                    "write it as dates in every table (in a CSV file as ISO 8601 text, such "
+                    "as 2021-03-15 or 2021-03-15 08:30:00)"
+                )
     for name, frame in tables.items():
         frame = tables[name] = frame.copy()
         for c in dates:
@@ -833,8 +876,11 @@ def _comparable(
         lacking = {name: n for name, n in lacking.items() if n}
         if not lacking:
             continue
-        if c in targets:
-            name, n = next(iter(lacking.items()))
+        if c in targets:  # named in a table the user gave, where one lacks values
+            name, n = next(
+                ((k, v) for k, v in lacking.items() if k not in pooled),
+                next(iter(lacking.items())),
+            )
             raise ValueError(
                 f"target {c!r} has missing values in the {name} table ({n} of "
                 f"{len(tables[name])} rows); the downstream models need a target value in "
