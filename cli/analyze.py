@@ -369,7 +369,12 @@ def analyze(
 ) -> None:
     """Fit a model directly across the site tables, optionally differentially private.
 
+    Without --mu/--epsilon the default method, newton, gives the pooled
+    maximum-likelihood estimate with standard errors and intervals.
+
     Example:
+
+      fits analyze site1.csv site2.csv --target income --out result.json
 
       fits analyze site1.csv site2.csv --target income --family logistic
       --method fednewton --mu 1 --out result.json
