@@ -152,3 +152,24 @@ def test_disjoint_codings_score_exactly_zero_never_below():
         p, q = rng.integers(0, 9, 7), rng.integers(0, 9, 7)
         if p.sum() and q.sum():
             assert 0.0 <= total_variation(p, q) <= 1.0
+
+
+def test_an_ordinal_column_written_otherwise_is_named_with_the_fix(tmp_path):
+    """An integer (ordinal) column written as text in the synthetic file failed with
+    "column 'k' in the synthetic table is not numeric (dtype str)": no values, no fix;
+    one whose synthetic values are none of the real ones scored 0 without a note, as a
+    nominal column gets."""
+    rng = np.random.default_rng(0)
+    real = _table(120, 0).assign(k=rng.integers(0, 5, 120))
+    real.to_csv(tmp_path / "real.csv", index=False)
+    real.assign(k="k" + real["k"].astype(str)).to_csv(tmp_path / "text.csv", index=False)
+    res = fits_in_process(
+        "report", "--real", tmp_path / "real.csv", "--synthetic", tmp_path / "text.csv",
+        "--out", tmp_path / "r.html", "--quiet",
+    )  # fmt: skip
+    assert res.returncode == 1
+    assert "column 'k' is numeric in the real table" in res.stderr
+    assert "values like ['k" in res.stderr and "write it as numbers" in res.stderr
+    report = evaluate(real, real.assign(k=real["k"] + 0.5), kinds={"k": "ordinal"}, seed=0)
+    assert any(n.startswith("ordinal column(s) ['k']: the synthetic table holds none")
+               for n in report.data["notes"])  # fmt: skip

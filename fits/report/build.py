@@ -731,15 +731,16 @@ def _check_inputs(
             raise ValueError("every column of the real table is an identifier or free text")
         real, synthetic = real[columns], synthetic[columns]
         kinds = {c: kinds[c] for c in columns}
-    disjoint = [
-        c for c in columns if kinds[c] == "nominal" and not _share_a_value(real[c], synthetic[c])
-    ]
-    if disjoint:  # e.g. labels in one table and codes in the other: every row differs
-        notes.append(
-            f"nominal column(s) {disjoint}: the synthetic table holds none of the real "
-            "table's values (a different coding, such as labels against numbers?); "
-            "their fidelity is 0"
-        )
+    for kind in ("nominal", "ordinal"):
+        disjoint = [
+            c for c in columns if kinds[c] == kind and not _share_a_value(real[c], synthetic[c])
+        ]
+        if disjoint:  # e.g. labels in one table and codes in the other: every row differs
+            notes.append(
+                f"{kind} column(s) {disjoint}: the synthetic table holds none of the real "
+                "table's values (a different coding, such as labels against numbers?); "
+                "their fidelity is 0"
+            )
     targets = _as_list(target)
     for t in targets:
         if t in unmodelled:
@@ -754,9 +755,10 @@ def _check_inputs(
     tasks = _tasks_for(targets, task)
     client_frames = _client_frames(clients)
     for c in columns:  # a numeric column whose synthetic values are text: say which
-        if kinds[c] == "continuous" and _numeric(real[c]) and synthetic[c].isna().all():
+        numeric = kinds[c] in ("continuous", "ordinal") and _numeric(real[c])
+        if numeric and synthetic[c].isna().all():
             synthetic = synthetic.assign(**{c: synthetic[c].astype(np.float64)})  # no dtype
-        if kinds[c] == "continuous" and _numeric(real[c]) and not _numeric(synthetic[c]):
+        if numeric and not _numeric(synthetic[c]):
             raise ValueError(
                 f"column {c!r} is numeric in the real table but not in the synthetic table "
                 f"(dtype {synthetic[c].dtype}, values like "
@@ -779,7 +781,8 @@ def _check_inputs(
         if len(frame) == 0:
             raise ValueError(f"the {name} table has no rows")
         for c in columns:  # else an evaluator names a derived table ('independent columns')
-            if kinds[c] == "continuous" and _numeric(real[c]) and not _numeric(frame[c]):
+            numeric = kinds[c] in ("continuous", "ordinal") and _numeric(real[c])
+            if numeric and not _numeric(frame[c]):
                 raise ValueError(
                     f"column {c!r} is numeric in the real table but not in the {name} table "
                     f"(dtype {frame[c].dtype}, values like {frame[c].dropna().iloc[:2].tolist()}); "
