@@ -988,6 +988,11 @@ def local(
                 f"{path.stem!r} (a site is named after its file); rename one",
                 2,
             )
+    for path in data:  # what each site's SuperNode is given in its node config
+        try:
+            flower_launch.check_node_config_text("the site table", str(path.resolve()))
+        except flower_launch.FederationError as exc:
+            _fail(str(exc), 2)
     inputs = [("the site table", p) for p in data]
     if known is not None:
         inputs.append(("--known", known))

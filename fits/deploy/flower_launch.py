@@ -292,6 +292,7 @@ def supernode_command(
     _add_kernel_settings(node_config, ordinal_penalty, nominal_penalty, column_penalties, relevance)
     parts = []
     for k, v in node_config.items():
+        check_node_config_text(k, v)
         if isinstance(v, str) and '"' in v and "'" not in v and v.isprintable():
             # Flower reads key="..." up to the first '"': a TOML literal string instead
             parts.append(f"{k}='{v}'")
@@ -320,6 +321,25 @@ def supernode_command(
     else:
         raise FederationError("give the site the SuperLink's CA certificate, or --insecure")
     return cmd
+
+
+def check_node_config_text(key: str, value: Any) -> None:
+    """Refuse a node config text Flower's ``--node-config`` cannot carry: one holding both
+    quote characters (Flower reads a quoted value up to its first closing quote, so the
+    SuperNode could not parse its own command line, exited at start, and the run waited
+    for that site until its round timeout, ten minutes by default).
+
+    Raises
+    ------
+    FederationError
+        Naming the key and the value, and saying to rename.
+    """
+    if isinstance(value, str) and '"' in value and "'" in value:
+        raise FederationError(
+            f"{key} {value!r} holds both ' and \", which a Flower SuperNode's node config "
+            "cannot carry; rename the file, folder or column so that it holds at most one "
+            "kind of quote"
+        )
 
 
 def _add_kernel_settings(
@@ -428,6 +448,7 @@ def submit_run(
     timeout: float = 3600.0,
     poll: float = 0.5,
     progress: Any = None,
+    watch: Callable[[], None] | None = None,
 ) -> RunResult:
     """Submit the fits app to a SuperLink and wait until the run ends.
 
@@ -443,6 +464,10 @@ def submit_run(
         Seconds to wait for the run before stopping it.
     progress : callable, optional
         Called with the run's status text while waiting.
+    watch : callable, optional
+        Called about once a second while the run goes on; a :class:`FederationError` it
+        raises stops the run (``flwr stop``) and ends the wait with that error
+        (:meth:`LocalFederation.run`: a site's process that ended).
     """
     from fits.deploy.flower import RUN_CONFIG_DEFAULTS, write_app
 
@@ -482,7 +507,7 @@ def submit_run(
         if progress is not None:
             progress("submitted")
         log, status, details = _follow_run(
-            flwr, run_id, env, Path(tmp), start, timeout, poll=poll, progress=progress
+            flwr, run_id, env, Path(tmp), start, timeout, poll=poll, progress=progress, watch=watch
         )
         seconds = time.monotonic() - start
         return RunResult(run_id, status, details, seconds, log)
@@ -556,6 +581,7 @@ def _follow_run(
     *,
     poll: float = 0.5,
     progress: Any = None,
+    watch: Callable[[], None] | None = None,
 ) -> tuple[str, str, str]:
     """Wait for a run's end; its log, status and status details.
 
@@ -567,7 +593,8 @@ def _follow_run(
     once for the final status; a stream that ends before the run does (the connection
     dropped) is started again.  ``timeout`` seconds after ``start`` (a
     :func:`time.monotonic` time) the run is stopped (``flwr stop``) and
-    :class:`FederationError` raised.
+    :class:`FederationError` raised; so it is when ``watch`` (called about once a
+    second while the stream runs) raises one.
     """
     deadline = start + timeout
     late = f"run {run_id} did not finish within {timeout:g} s"
@@ -586,7 +613,20 @@ def _follow_run(
         if progress is not None:
             progress("running")
         try:
-            stream.wait(timeout=max(deadline - time.monotonic(), 0.0))
+            while True:
+                left = deadline - time.monotonic()
+                try:
+                    stream.wait(timeout=max(min(left, WATCH_INTERVAL), 0.0))
+                    break
+                except subprocess.TimeoutExpired:
+                    if left <= WATCH_INTERVAL:
+                        raise
+                if watch is not None:
+                    try:
+                        watch()
+                    except FederationError:
+                        _stop_run(flwr, run_id, env, cwd)
+                        raise
         except subprocess.TimeoutExpired:
             stream.kill()
             _wait_all([stream], time.monotonic() + KILL_WAIT)
@@ -609,6 +649,11 @@ def _follow_run(
             _stop_run(flwr, run_id, env, cwd)
             raise FederationError(late)
         time.sleep(poll)
+
+
+#: Seconds between two looks at a :class:`LocalFederation`'s processes while its run goes
+#: on (``watch`` of :func:`submit_run`).
+WATCH_INTERVAL = 1.0
 
 
 def _free_port() -> int:
@@ -794,8 +839,34 @@ class LocalFederation:
         config = {"min-sites": len(self.sites), **run_config}
         ca = str(self.certificates[2]) if self.certificates else None
         return submit_run(
-            self.superlink, config, insecure=not self.tls, root_certificates=ca, timeout=timeout
+            self.superlink,
+            config,
+            insecure=not self.tls,
+            root_certificates=ca,
+            timeout=timeout,
+            watch=self.check_processes,
         )
+
+    def check_processes(self) -> None:
+        """Raise :class:`FederationError` if a process of this federation has ended: a
+        site's SuperNode (or its ClientApp process) that exited at start (a node config
+        it cannot read, a port taken) or during the run left the run waiting for that
+        site until its round timeout (ten minutes by default), then ended it with "only 1
+        of the 2 sites asked for connected", naming neither the site nor the cause.
+        The error names the site, the exit code and the end of its log."""
+        for role, proc in list(self.processes.items()):
+            code = proc.poll()
+            if code is None:
+                continue
+            what = "the SuperLink" if role == "superlink" else (
+                ("the SuperNode" if role.startswith("site-") else "the ClientApp process")
+                + f" of site {role.split('-', 1)[1]!r}"
+            )  # fmt: skip
+            tail = "\n".join(self.log(role).strip().splitlines()[-6:])
+            raise FederationError(
+                f"{what} stopped (exit code {code}) before the run ended"
+                + (f"; its log ends:\n{tail}" if tail else "")
+            )
 
     def stop(self) -> None:
         """Stop every process this federation started (SuperNodes first): SIGTERM, and
