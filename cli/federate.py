@@ -1098,6 +1098,8 @@ def local(
             rules=not no_rules,
         )
     launch = _launch()  # every usage error above is reported with or without Flower
+    for path in data:  # a file no site could read (empty, no table) stops the command now:
+        _header(path)  # its site's SuperNode said so only after ~20 s of starting Flower
     kernels = dict(zip(names, kernel, strict=True)) if kernel else {}
     if settings:
         _check_kernel_settings(dict(zip(names, data, strict=True)), kernels, settings, config)

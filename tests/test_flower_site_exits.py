@@ -91,3 +91,28 @@ def test_a_supernode_that_dies_ends_the_run_at_once_by_name(tmp_path):
             fed.run({"output": str(tmp_path / "o.csv"), "rows": 20, "timeout": 600.0})
     assert time.monotonic() - started < 120
     assert not (tmp_path / "o.csv").exists()
+
+
+@pytest.mark.parametrize(
+    "content, words",
+    [(b"", "the file is empty"), (bytes(range(128, 256)) * 8, "cannot read it as csv")],
+)
+def test_a_site_file_no_site_could_read_is_refused_before_any_process(
+    tmp_path, monkeypatch, content, words
+):
+    """An empty or unreadable site file failed only once the SuperLink and SuperNodes
+    were up and the setup round asked the site (about 20 s)."""
+    from fits.cli import federate
+
+    def never(*args, **kwargs):
+        raise AssertionError("a process was started")
+
+    monkeypatch.setattr(federate, "_launch", lambda: None)
+    monkeypatch.setattr(federate, "run_local_federation", never)
+    a = _site(tmp_path / "a.csv")
+    (tmp_path / "b.csv").write_bytes(content)
+    res = fits_in_process(
+        "federate", "local", a, tmp_path / "b.csv", "--rows", 5, "--out", tmp_path / "o.csv"
+    )
+    assert res.returncode == 1, res.stderr
+    assert f"{tmp_path / 'b.csv'}: {words}" in res.stderr and "Traceback" not in res.stderr
