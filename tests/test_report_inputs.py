@@ -173,3 +173,23 @@ def test_an_ordinal_column_written_otherwise_is_named_with_the_fix(tmp_path):
     report = evaluate(real, real.assign(k=real["k"] + 0.5), kinds={"k": "ordinal"}, seed=0)
     assert any(n.startswith("ordinal column(s) ['k']: the synthetic table holds none")
                for n in report.data["notes"])  # fmt: skip
+
+
+def test_a_json_that_cannot_be_made_leaves_the_old_page(tmp_path, monkeypatch):
+    """save() wrote the HTML page, then failed making the JSON: a new page beside the
+    old JSON, while the command said no report was written."""
+    from fits.report.build import Report
+
+    report = evaluate(_table(60, 0), _table(60, 1), seed=0)
+    html, js = tmp_path / "r.html", tmp_path / "r.json"
+    html.write_text("old page")
+    js.write_text("{}")
+
+    def broken(self, indent=2):
+        raise TypeError("Object of type set is not JSON serializable")
+
+    monkeypatch.setattr(Report, "to_json", broken)
+    with pytest.raises(TypeError):
+        report.save(html, js)
+    assert html.read_text() == "old page" and js.read_text() == "{}"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.html", "r.json"]

@@ -126,9 +126,13 @@ class Report:
         json_path : path-like, optional
             Where to write the JSON.
         """
-        _atomic_write(Path(html_path), self.to_html())
-        if json_path is not None:
-            _atomic_write(Path(json_path), self.to_json() + "\n")
+        # both rendered before either is written: a JSON that cannot be made left the
+        # new page beside the old JSON, under an error saying no report was written
+        html = self.to_html()
+        text = self.to_json() + "\n" if json_path is not None else None
+        _atomic_write(Path(html_path), html)
+        if json_path is not None and text is not None:
+            _atomic_write(Path(json_path), text)
 
 
 def _atomic_write(path: Path, text: str) -> None:
