@@ -303,12 +303,18 @@ def report(
                 f"{len(tables['real']):,} real rows ..."
             )
             inference_data = None
+            inference_notes: list[str] = []  # said once the tables passed evaluate's checks
             if inference and tables["clients"] and options.targets:
                 say(
                     f"inference check for {options.targets[0]} (FedLSA across the client files) ..."
                 )
                 inference_data = inference_figures(
-                    tables["clients"], tables["synthetic"], options.targets[0], kinds, seed
+                    tables["clients"],
+                    tables["synthetic"],
+                    options.targets[0],
+                    kinds,
+                    seed,
+                    notes=inference_notes,
                 )
             result = evaluate(
                 tables["real"],
@@ -331,6 +337,8 @@ def report(
                 if direct and tables["clients"]
                 else None,
             )
+            for line in inference_notes:
+                typer.echo(line, err=True)
             result.save(out, json)
         except UsageError as err:
             raise _fail(str(err), 2) from None
@@ -371,9 +379,15 @@ def inference_figures(
     target: str,
     kinds: dict[str, str] | None,
     seed: int,
+    notes: list[str] | None = None,
 ) -> dict:
     """The Inference section's figures, or ``{"skipped": reason}`` when the target or
-    the sites do not allow it (a non-numeric target, collinear features, ...)."""
+    the sites do not allow it (a non-numeric target, collinear features, ...).
+
+    Its warnings are ``note: inference check: ...`` lines on stderr, or, with ``notes``,
+    appended to it (fits report says them only once the tables passed the report's own
+    checks: before, a client file with text in the target column showed the inference
+    check's advice about identifier columns ahead of the error naming the file)."""
     import warnings
 
     from fits.analysis import inference_check
@@ -389,7 +403,10 @@ def inference_figures(
             return {"skipped": str(exc)}
         finally:
             for message in dict.fromkeys(str(w.message) for w in caught):
-                typer.echo(f"note: inference check: {message}", err=True)
+                if notes is None:
+                    typer.echo(f"note: inference check: {message}", err=True)
+                else:
+                    notes.append(f"note: inference check: {message}")
 
 
 @dataclass(frozen=True)

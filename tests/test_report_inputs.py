@@ -193,3 +193,23 @@ def test_a_json_that_cannot_be_made_leaves_the_old_page(tmp_path, monkeypatch):
         report.save(html, js)
     assert html.read_text() == "old page" and js.read_text() == "{}"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.html", "r.json"]
+
+
+def test_a_bad_client_file_is_named_without_the_inference_checks_advice(tmp_path):
+    """A client file with text in the (numeric) target showed the inference check's
+    note first ("column(s) ['y'] look like identifiers or free text at some site ...
+    fits analyze --features a,b"), then the error naming the file."""
+    _table(200, 0).to_csv(tmp_path / "real.csv", index=False)
+    _table(150, 1).to_csv(tmp_path / "syn.csv", index=False)
+    _table(100, 2).to_csv(tmp_path / "a.csv", index=False)
+    text = _table(60, 3)
+    text.assign(y=text["y"].astype(str) + "kg").to_csv(tmp_path / "b.csv", index=False)
+    res = fits_in_process(
+        "report", "--real", tmp_path / "real.csv", "--synthetic", tmp_path / "syn.csv",
+        "--out", tmp_path / "r.html", "--target", "y", "--quiet",
+        "--clients", tmp_path / "a.csv", tmp_path / "b.csv",
+    )  # fmt: skip
+    assert res.returncode == 1
+    assert f"the client 'b' table (--clients '{tmp_path / 'b.csv'}')" in res.stderr
+    assert "write it as numbers" in res.stderr
+    assert "inference check" not in res.stderr and "fits analyze" not in res.stderr
