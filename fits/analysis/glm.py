@@ -792,6 +792,10 @@ class _Run:
     transport: Transport
     weights: np.ndarray
     clip: float
+    #: The GLM family (``newton`` starts a Poisson fit at the log of the target's mean).
+    family: str = ""
+    #: Whether the design's first column is the intercept.
+    intercept: bool = True
     rounds: int = 0
     #: What the algorithm reports beyond theta (``newton``: ``converged``).
     extra: dict[str, Any] = field(default_factory=dict)
@@ -871,6 +875,10 @@ def _newton(run: _Run, theta: np.ndarray, s: Mapping[str, float]) -> np.ndarray:
 
     value, g, h = query(theta)
     run.extra["loss0"] = value
+    start = _poisson_start(run.family, theta, g, h) if run.intercept else None
+    if start is not None:  # the intercept alone at its MLE: a lower loss than theta = 0
+        theta = start
+        value, g, h = query(theta)
     for _ in range(int(s["K"])):
         if not (math.isfinite(value) and np.all(np.isfinite(g)) and np.all(np.isfinite(h))):
             break
@@ -900,11 +908,33 @@ def _newton(run: _Run, theta: np.ndarray, s: Mapping[str, float]) -> np.ndarray:
             if new[0] <= value + 1e-12 * abs(value):
                 break
             t /= 2.0
-        else:
-            break  # no halving lowered the loss: theta is as good as the sums can tell
+        else:  # no halving lowered the loss: theta is as good as the sums can tell
+            run.extra["stuck"] = True
+            break
         theta, (value, g, h) = trial, new
     run.extra["converged"] = False
     return theta
+
+
+def _poisson_start(
+    family: str, theta: np.ndarray, g: np.ndarray, h: np.ndarray
+) -> np.ndarray | None:
+    """Where ``newton`` starts a Poisson fit: the intercept at log(ybar), the other
+    coefficients 0 (the minimum of the pooled loss along the intercept, as the numeric
+    features are centred), from the first round's sums at theta = 0 (``g[0]`` =
+    N - sum y, ``h[0, 0]`` = N); None for another family, another theta, or a target
+    that is 0 in every row.  From theta = 0 a target in the trillions (log ybar = 30)
+    sends the full Newton step to exp(1e13) and 30 halvings do not bring it back: the
+    fit stayed at 0."""
+    if family != "poisson" or np.any(theta != 0.0) or not h[0, 0] > 0:
+        return None
+    n = float(h[0, 0])
+    ybar = (n - float(g[0])) / n
+    if not (math.isfinite(ybar) and ybar > 0):
+        return None
+    start = np.zeros_like(theta)
+    start[0] = math.log(ybar)
+    return start
 
 
 #: Method name -> coordinator algorithm (the table the CLI dispatches on).
@@ -1073,6 +1103,10 @@ def _separation_check(
     hi = np.max(his, axis=0)
     target = str(spec.target)
     one = "1" if family == "logistic" else "> 0"
+    if family == "poisson" and not np.isfinite(lo[0, 0]):
+        # no zero count: the Poisson MLE exists (the loss grows without bound in every
+        # direction of a full-rank design); only a target 0 in every row has none
+        return []
     if not (np.isfinite(lo[0, 0]) and np.isfinite(lo[1, 0])):
         value = "0" if np.isfinite(lo[0, 0]) else one
         return [
@@ -1813,7 +1847,7 @@ def _fit(
         clip_value = float(clip)
     else:
         clip_value = math.inf
-    run = _Run(transport, weights, clip_value)
+    run = _Run(transport, weights, clip_value, family, spec.intercept)
     theta = METHODS[method](run, theta0, settings)
     if method == "newton" and run.extra.get("flat", False):
         stop = (
@@ -1821,6 +1855,15 @@ def _fit(
             "estimate still moves, so some coefficients run off to infinity and the "
             "maximum-likelihood estimate does not exist (separation: see the separation "
             "check; leave out or merge the separating column or categories)"
+        )
+        warnings.warn(stop, GLMWarning, stacklevel=3)
+        notes = [*notes, stop]
+    elif method == "newton" and run.extra.get("stuck", False):
+        stop = (
+            f"newton stopped without converging: no step towards the maximum-likelihood "
+            f"estimate, halved {NEWTON_HALVINGS} times, lowered the pooled loss, so the "
+            "estimate is where it stopped, not the MLE; rescale the target or the features "
+            "(e.g. smaller units), or see the separation check"
         )
         warnings.warn(stop, GLMWarning, stacklevel=3)
         notes = [*notes, stop]
