@@ -466,21 +466,14 @@ def _echo_warnings(caught: list[Any], *, summarized: bool = False) -> None:
     table) or ``warning: ...``, each once, without Python's file and source line
     (``summarized``: not a GLM's own warnings, which its summary ends with)."""
     from fits.analysis.glm import GLMWarning
-    from fits.core.schema import DataNote, NumericIdentifierWarning
+    from fits.core.schema import DataNote
 
     seen: set[str] = set()
     for w in caught:
         if summarized and issubclass(w.category, GLMWarning):
             continue
         label = "note" if issubclass(w.category, DataNote) else "warning"
-        text = str(w.message)
-        if isinstance(w.message, NumericIdentifierWarning):
-            text = (
-                f"column {w.message.column!r} holds a different whole number in every row: "
-                "it looks like a numeric identifier; as a feature it enters the model as a "
-                "number. Name the features to use without it (--features)"
-            )
-        line = f"{label}: {text}"
+        line = f"{label}: {w.message}"
         if line not in seen:
             seen.add(line)
             typer.echo(line, err=True)

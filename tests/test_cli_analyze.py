@@ -211,3 +211,68 @@ def test_analyze_prints_warnings_as_one_line_each(sites: list[str], tmp_path: Pa
     proc = run(*base, "-R", "100", "-H", "10", "--out", tmp_path / "r2.json")
     assert proc.returncode == 1 and proc.stderr.startswith("error: site(s) "), proc.stderr
     assert "FedLSAError" not in proc.stderr
+
+
+def test_a_column_at_one_site_only_does_not_stop_named_features(
+    sites: list[str], tmp_path: Path
+) -> None:
+    """A column that one site holds and the others do not ('extra') stopped every fit
+    with 'columns differ ... Every client must hold the same columns', even with
+    --features naming columns every site holds; now only the model's columns must be
+    at every site, a site lacking one of them is named, and without --features the
+    error says to name them."""
+    frames = [pd.read_csv(p) for p in sites]
+    paths = [tmp_path / f"site{k}.csv" for k in range(3)]
+    frames[1].assign(extra=1.0).to_csv(paths[1], index=False)
+    frames[0].to_csv(paths[0], index=False)
+    frames[2].to_csv(paths[2], index=False)
+    out = tmp_path / "r.json"
+    proc = run("analyze", *paths, "--target", "y", "--features", "x1, x2", "--out", out)
+    assert proc.returncode == 0, proc.stderr
+    from fits.analysis.glm import fit_glm
+
+    ref = fit_glm(frames, "y", features=["x1", "x2"], seed=0)
+    np.testing.assert_allclose(list(json.loads(out.read_text())["params"].values()), ref.params)
+    out.unlink()
+    proc = run("analyze", *paths, "--target", "y", "--out", out)
+    assert proc.returncode == 1 and "extra: ['extra']" in proc.stderr, proc.stderr
+    assert "name the features" in proc.stderr and "--features" in proc.stderr
+    frames[2].drop(columns=["x2"]).to_csv(paths[2], index=False)
+    proc = run("analyze", *paths, "--target", "y", "--features", "x1,x2", "--out", out)
+    assert proc.returncode == 1, proc.stderr
+    assert "site2 has no column(s) ['x2'], which site0 holds" in proc.stderr
+    assert not out.exists()
+
+
+def test_a_target_of_distinct_whole_numbers_is_no_identifier(tmp_path: Path) -> None:
+    """A Poisson target of large counts (a different whole number in every row) got
+    'warning: column 'c' holds a different whole number in every row: it looks like a
+    numeric identifier; as a feature it enters the model as a number', about the
+    target; and fit_glm warned in synthesis's words ('its synthetic values are fresh
+    draws ... --drop'). The target gets no warning; a feature gets the analysis's."""
+    from fits.analysis.glm import fit_glm
+    from fits.core.schema import NumericIdentifierWarning
+
+    rng = np.random.default_rng(0)
+    paths, frames = [], []
+    for k in range(3):
+        x = rng.normal(size=150)
+        frames.append(
+            pd.DataFrame(
+                {"x": x, "c": rng.poisson(np.exp(12 + 0.3 * x)), "row": np.arange(150) + 150 * k}
+            )
+        )
+        paths.append(tmp_path / f"s{k}.csv")
+        frames[-1].to_csv(paths[-1], index=False)
+    out = tmp_path / "r.json"
+    proc = run(
+        "analyze", *paths, "--target", "c", "--family", "poisson", "--features", "x", "--out", out
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "identifier" not in proc.stderr, proc.stderr
+    with pytest.warns(NumericIdentifierWarning) as caught:
+        fit_glm(frames, "c", family="poisson")
+    texts = [str(w.message) for w in caught if issubclass(w.category, NumericIdentifierWarning)]
+    assert len(texts) == 1 and "'row'" in texts[0], texts
+    assert "as a feature it enters the model as a number" in texts[0]
+    assert "synthetic" not in texts[0] and "--drop" not in texts[0]

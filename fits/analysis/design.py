@@ -50,9 +50,11 @@ from fits.core.schema import (
     ColumnSpec,
     EmptyColumnError,
     IdentifierColumnError,
+    NumericIdentifierWarning,
     Schema,
     SchemaError,
     UnsupportedColumnError,
+    _lookalike_names,
     datetime_seconds,
     describe_table,
     merge_descriptions,
@@ -460,9 +462,10 @@ def schema_round(
         Column kind overrides.
     columns : sequence of str, optional
         The columns the analysis uses (its target and features). When every site holds
-        the same columns and all of these are among them, the schema is merged from
-        these alone: a column the model does not use (constant, missing everywhere,
-        free text) does not stop it. Default: every column.
+        all of these, the schema is merged from these alone: a column the model does
+        not use (constant, missing everywhere, free text, or at some sites only) does
+        not stop it; a site that lacks one of them, where another holds them all, is an
+        error naming the site and the columns. Default: every column.
     target : str, optional
         The target, when ``columns`` is not given: a column of values no kind models
         (times of day, durations) is then refused if it is the target, and otherwise
@@ -478,10 +481,19 @@ def schema_round(
     replies = transport.broadcast(Message("setup", config={"declared": json.dumps(declared)}))
     descriptions = [json.loads(str(r.config["description"])) for r in replies]
     if columns is not None:
-        descriptions, kinds = _restrict(descriptions, kinds, columns)
+        descriptions, kinds = _restrict(descriptions, kinds, columns, transport.client_names)
+    elif any(set(d["order"]) != set(descriptions[0]["order"]) for d in descriptions):
+        try:  # every column is a feature: the sites must hold the same columns
+            merge_descriptions(descriptions, transport.client_names, kinds=kinds)
+        except SchemaError as exc:
+            raise SchemaError(
+                f"{exc} A column the model does not use may be at some sites only: name "
+                "the features, which every site must hold (features=[...]; fits analyze "
+                "--features a,b)"
+            ) from None
     while True:
         try:
-            schema = _merge(descriptions, transport.client_names, kinds, columns)
+            schema = _merge_worded(descriptions, transport.client_names, kinds, columns, target)
             break
         except UnsupportedColumnError as exc:  # times of day, durations, ...: say so
             fix = re.sub(r",? or drop the column.*$", "", exc.fix)  # synthesis's --drop
@@ -512,6 +524,36 @@ def _without(descriptions: list[dict[str, Any]], column: str) -> list[dict[str, 
         }
         for d in descriptions
     ]
+
+
+def _merge_worded(
+    descriptions: list[dict[str, Any]],
+    clients: Sequence[str],
+    kinds: Mapping[str, str] | None,
+    columns: Sequence[str] | None,
+    target: str | None,
+) -> Schema:
+    """:func:`_merge`, its warnings in an analysis's words: a column of a different
+    whole number in every row (:class:`NumericIdentifierWarning`, worded for synthesis)
+    is a feature entering the model as a number, and no warning at all when it is the
+    target (a count or an amount: every value its own is no sign of an identifier)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        schema = _merge(descriptions, clients, kinds, columns)
+    for w in caught:
+        message = w.message
+        if isinstance(message, NumericIdentifierWarning):
+            if message.column == target:
+                continue
+            message = NumericIdentifierWarning(
+                f"column {message.column!r} holds a different whole number in every row: it "
+                "looks like a numeric identifier; as a feature it enters the model as a "
+                "number. If it is one, name the features without it (features=[...]; fits "
+                "analyze --features a,b)",
+                message.column,
+            )
+        warnings.warn(message, stacklevel=3)
+    return schema
 
 
 def _merge(
@@ -547,15 +589,38 @@ def _merge(
 
 
 def _restrict(
-    descriptions: list[dict[str, Any]], kinds: Mapping[str, str] | None, columns: Sequence[str]
+    descriptions: list[dict[str, Any]],
+    kinds: Mapping[str, str] | None,
+    columns: Sequence[str],
+    clients: Sequence[str],
 ) -> tuple[list[dict[str, Any]], Mapping[str, str] | None]:
     """The sites' descriptions (and kinds) of ``columns`` alone, in the sites' column
-    order; unchanged when the sites' columns differ or a name is not among them (the
-    merge and the design then report that, listing every column)."""
+    order, when every site holds them all (a column the model does not use may be at
+    one site only); unchanged when a name is at no site (the design then reports it,
+    listing every column).
+
+    Raises
+    ------
+    SchemaError
+        Some site holds every column of the model and another lacks one: naming it."""
     orders = [list(d["order"]) for d in descriptions]
     wanted = set(columns)
-    if any(set(o) != set(orders[0]) for o in orders) or not wanted <= set(orders[0]):
-        return descriptions, kinds
+    lacking = [(k, [c for c in columns if c not in o]) for k, o in enumerate(orders)]
+    lacking = [(k, missing) for k, missing in lacking if missing]
+    if lacking:
+        if len(lacking) == len(orders):
+            return descriptions, kinds
+        full = next(k for k in range(len(orders)) if k not in {j for j, _ in lacking})
+        raise SchemaError(
+            "; ".join(f"{clients[k]} has no column(s) {missing}" for k, missing in lacking)
+            + f", which {clients[full]} holds and the model uses (its target and features); "
+            "every site must hold the model's columns: rename or add them, or name "
+            "features that every site holds (features=[...]; fits analyze --features a,b)"
+            + "".join(
+                _lookalike_names(missing, [c for c in orders[k] if c not in orders[full]])
+                for k, missing in lacking
+            )
+        )
     out = [
         {
             **d,
