@@ -121,6 +121,8 @@ def _glm_spec(opts: AnalyzeOptions) -> dict[str, Any]:
     cov_type = opts.extra.get("cov_type")
     if cov_type is not None:
         options["cov_type"] = None if cov_type == "none" else cov_type
+    if opts.extra.get("kinds"):
+        options["kinds"] = dict(opts.extra["kinds"])
     return {"method": opts.method, "options": options, "ci": opts.extra.get("ci", 0.95)}
 
 
@@ -230,6 +232,8 @@ def _fedlsa_spec(opts: AnalyzeOptions) -> dict[str, Any]:
         "regime": opts.extra["regime"],
         "multipliers": opts.extra["multipliers"],
     }
+    if opts.extra.get("kinds"):
+        options["kinds"] = dict(opts.extra["kinds"])
     return {"method": "fedlsa", "options": options, "ci": opts.extra["ci"]}
 
 
@@ -277,6 +281,16 @@ def analyze(
     ] = None,
     features: Annotated[
         str | None, typer.Option("--features", help="Comma-separated feature columns.")
+    ] = None,
+    kind: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--kind",
+            help="A column's kind, COLUMN=KIND (or COLUMN:KIND): nominal (one coefficient "
+            "per category, e.g. integer-coded regions), ordinal, continuous or id (left "
+            "out); repeat for several.",
+            show_default=False,
+        ),
     ] = None,
     seed: Annotated[
         int, typer.Option("--seed", min=0, help="Seed of every random draw (an integer >= 0).")
@@ -424,6 +438,7 @@ def analyze(
             "multipliers": multipliers,
             "check_separation": check_separation,
             "cov_type": cov_type,
+            "kinds": _parse_kinds(kind),
         },
     )
     if method == "fedhybrid":  # FedHybrid's steps are eta1 / eta2
@@ -507,12 +522,19 @@ def _spec(opts: AnalyzeOptions, columns: list[str]) -> dict[str, Any]:
     no header, or two, match)."""
     from .options import ColumnNameError, match_columns
 
+    kinds = opts.extra.get("kinds") or {}
     try:
         opts.target = match_columns([opts.target], columns, "--target")[0]
         if opts.features is not None:
             opts.features = match_columns(opts.features, columns, "--features")
+        names = match_columns(list(kinds), columns, "--kind")
     except ColumnNameError as exc:
         _fail(str(exc), 2)
+    opts.extra["kinds"] = dict(zip(names, kinds.values(), strict=True))
+    if opts.features is not None:
+        unused = [n for n in opts.extra["kinds"] if n not in [opts.target, *opts.features]]
+        if unused:
+            _fail(f"--kind: {unused} not among the target and --features; leave it out", 2)
     if opts.features is not None:
         if opts.target in opts.features:
             _fail(f"--features: the target {opts.target!r} cannot also be a feature", 2)
@@ -520,6 +542,24 @@ def _spec(opts: AnalyzeOptions, columns: list[str]) -> dict[str, Any]:
         if twice:
             _fail(f"--features names {twice} more than once; name each feature once", 2)
     return METHODS[opts.method].spec(opts)
+
+
+def _parse_kinds(items: list[str] | None) -> dict[str, str]:
+    """``--kind COL=KIND`` options as a mapping (usage errors name the option)."""
+    from .options import parse_kind
+
+    kinds: dict[str, str] = {}
+    for item in items or []:
+        try:
+            name, value = parse_kind(item)
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--kind") from None
+        if name in kinds and kinds[name] != value:
+            raise typer.BadParameter(
+                f"column {name!r} is given two kinds ({kinds[name]}, {value})", param_hint="--kind"
+            )
+        kinds[name] = value
+    return kinds
 
 
 def _parse_features(features: str | None) -> list[str] | None:

@@ -276,3 +276,44 @@ def test_a_target_of_distinct_whole_numbers_is_no_identifier(tmp_path: Path) -> 
     assert len(texts) == 1 and "'row'" in texts[0], texts
     assert "as a feature it enters the model as a number" in texts[0]
     assert "synthetic" not in texts[0] and "--drop" not in texts[0]
+
+
+def test_kind_declares_an_integer_coded_category_nominal(tmp_path: Path) -> None:
+    """An integer-coded category (region 1, 2, 3) could only enter fits analyze as one
+    number, and the error for a missing value said 'declare it nominal' with no option
+    to do it; --kind COL=nominal gives one coefficient per category (as fit_glm's
+    kinds=), --kind COL=ordinal on text says which order its codes follow."""
+    from fits.analysis.glm import fit_glm
+
+    rng = np.random.default_rng(2)
+    frames, paths = [], []
+    for k, n in enumerate((200, 150, 180)):
+        region = rng.integers(1, 4, n)
+        x = rng.normal(size=n)
+        eta = 0.3 * x + 0.8 * (region == 2) - 0.5 * (region == 3)
+        frames.append(
+            pd.DataFrame(
+                {
+                    "x": x,
+                    "region": region,
+                    "level": rng.choice(["low", "medium", "high"], n),
+                    "y": (rng.random(n) < 1 / (1 + np.exp(-eta))).astype(int),
+                }
+            )
+        )
+        paths.append(tmp_path / f"s{k}.csv")
+        frames[-1].to_csv(paths[-1], index=False)
+    out = tmp_path / "r.json"
+    base = ["analyze", *paths, "--target", "y", "--out", out]
+    proc = run(*base, "--features", "x,region", "--kind", "region=nominal")
+    assert proc.returncode == 0, proc.stderr
+    params = json.loads(out.read_text())["params"]
+    assert list(params) == ["(intercept)", "x", "region=2", "region=3"]
+    ref = fit_glm(frames, "y", features=["x", "region"], kinds={"region": "nominal"})
+    np.testing.assert_allclose(list(params.values()), ref.params, rtol=1e-12)
+    proc = run(*base, "--features", "x,level", "--kind", "level=ordinal")
+    assert proc.returncode == 0, proc.stderr
+    assert "'high' < 'low' < 'medium'" in proc.stderr, proc.stderr
+    for bad in (["--kind", "region=banana"], ["--features", "x", "--kind", "region=nominal"]):
+        proc = run(*base, *bad)
+        assert proc.returncode == 2 and "--kind" in proc.stderr, proc.stderr

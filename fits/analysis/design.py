@@ -510,8 +510,33 @@ def schema_round(
                 stacklevel=2,
             )
             descriptions = _without(descriptions, exc.column)
+    _warn_text_ordinals(schema, descriptions, kinds)
     n_rows = np.array([int(r.arrays["n_rows"][0]) for r in replies], dtype=np.int64)
     return schema, n_rows
+
+
+def _warn_text_ordinals(
+    schema: Schema, descriptions: list[dict[str, Any]], kinds: Mapping[str, str] | None
+) -> None:
+    """A column declared ordinal whose categories are text with no order of their own
+    (not a Parquet ordered categorical) is coded by its sorted labels: say so, with
+    the order, as 'high' < 'low' < 'medium' is rarely what the user meant."""
+    for name, kind in (kinds or {}).items():
+        if kind != "ordinal" or name not in schema.names:
+            continue
+        cats = [c for c in schema[name].categories or [] if c is not None]
+        ordered = any(d["columns"].get(name, {}).get("ordered") for d in descriptions)
+        if cats and not ordered and not all(_is_number(c) for c in cats):
+            warnings.warn(
+                f"column {name!r} is declared ordinal, but its categories are text with no "
+                f"order of their own: they are coded 0, 1, ... in sorted order "
+                f"({' < '.join(repr(c) for c in cats)}), which may not be their order; to "
+                "give the order, write the column as numbers (e.g. low=0, medium=1, "
+                "high=2) or as an ordered categorical in a Parquet file, or declare it "
+                "nominal",
+                UserWarning,
+                stacklevel=3,
+            )
 
 
 def _without(descriptions: list[dict[str, Any]], column: str) -> list[dict[str, Any]]:
