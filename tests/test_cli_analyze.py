@@ -317,3 +317,34 @@ def test_kind_declares_an_integer_coded_category_nominal(tmp_path: Path) -> None
     for bad in (["--kind", "region=banana"], ["--features", "x", "--kind", "region=nominal"]):
         proc = run(*base, *bad)
         assert proc.returncode == 2 and "--kind" in proc.stderr, proc.stderr
+
+
+def test_an_ordered_categorical_at_some_sites_only_is_named() -> None:
+    """A column that one site holds as an ordered categorical (a Parquet file's) and
+    another as text (a CSV file's) failed with "KeyError: 'categories'" (text site
+    first) or 'the text site orders its categories differently' (ordered first)."""
+    from fits.analysis.glm import fit_glm
+    from fits.core.schema import SchemaError
+
+    rng = np.random.default_rng(4)
+    frames = []
+    for n in (120, 100):
+        frames.append(
+            pd.DataFrame(
+                {
+                    "x": rng.normal(size=n),
+                    "level": rng.choice(["low", "medium", "high"], n),
+                    "y": rng.integers(0, 2, n),
+                }
+            )
+        )
+    ordered = frames[1].assign(
+        level=pd.Categorical(frames[1].level, ["low", "medium", "high"], ordered=True)
+    )
+    for tables in (
+        {"text": frames[0], "ordered": ordered},
+        {"ordered": ordered, "text": frames[0]},
+    ):
+        with pytest.raises(SchemaError, match="'level' is an ordered categorical") as err:
+            fit_glm(tables, "y", features=["x", "level"])
+        assert "'low' < 'medium' < 'high') at ['ordered'] but not at ['text']" in str(err.value)
