@@ -348,3 +348,28 @@ def test_an_ordered_categorical_at_some_sites_only_is_named() -> None:
         with pytest.raises(SchemaError, match="'level' is an ordered categorical") as err:
             fit_glm(tables, "y", features=["x", "level"])
         assert "'low' < 'medium' < 'high') at ['ordered'] but not at ['text']" in str(err.value)
+
+
+def test_a_feature_that_is_text_at_one_site_is_named_with_the_fix() -> None:
+    """A feature written with decimal commas at one site ('0,35', text there) was
+    refused as "column(s) ['x1'] are identifiers or free text (kind 'id'); they cannot
+    be a feature or the target", without the site or the cause, and left out of a fit
+    without --features as 'look like identifiers or free text at some site'."""
+    from fits.analysis.glm import fit_glm
+    from fits.core.schema import SchemaError
+
+    rng = np.random.default_rng(5)
+    frames = {}
+    for name, n in (("a", 120), ("b", 100)):
+        frames[name] = pd.DataFrame(
+            {"x1": rng.normal(size=n), "x2": rng.normal(size=n), "y": rng.integers(0, 2, n)}
+        )
+    frames["b"] = frames["b"].assign(x1=[f"{v:.4f}".replace(".", ",") for v in frames["b"].x1])
+    fix = "'x1' is text at ['b'] where ['a'] hold numbers (a decimal comma"
+    with pytest.raises(SchemaError, match="cannot be the target or a feature") as err:
+        fit_glm(frames, "y", features=["x1", "x2"])
+    assert fix in str(err.value)
+    with pytest.warns(UserWarning, match="are left out of the model") as caught:
+        res = fit_glm(frames, "y")
+    assert list(res.params.index) == ["(intercept)", "x2"]
+    assert any(fix in str(w.message) for w in caught)

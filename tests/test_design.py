@@ -161,7 +161,7 @@ def test_a_column_left_out_as_an_identifier_is_said() -> None:
     tables = _tables()
     tables[1] = tables[1].assign(age=[f"{v:.3f} years" for v in tables[1]["age"]])
     transport = _federation(tables)
-    with pytest.warns(UserWarning, match=r"\['age'\] look like identifiers .* left out"):
+    with pytest.warns(UserWarning, match=r"\['age'\] are left out of the model: 'age' is text"):
         schema, _ = schema_round(transport)
     assert "age" not in DesignSpec.from_schema(schema, "y").numeric
     with warnings.catch_warnings():

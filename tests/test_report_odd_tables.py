@@ -235,7 +235,8 @@ def test_numeric_identifier_warning_speaks_of_each_command(tmp_path):
     done = fits_in_process("analyze", *paths, *linear, "--out", tmp_path / "a.json")
     assert done.returncode == 0, done.stderr
     assert "'pid' holds a different whole number in every row" in done.stderr
-    assert "(--features)" in done.stderr and "synthetic values" not in done.stderr
+    assert "--kind pid=id" in done.stderr and "--features a,b" in done.stderr
+    assert "synthetic values" not in done.stderr
     done = fits_in_process(
         "analyze", *paths, *linear, "--features", "x", "--out", tmp_path / "b.json"
     )

@@ -37,6 +37,7 @@ from __future__ import annotations
 import json
 import numbers
 import re
+import shlex
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -574,8 +575,10 @@ def _merge_worded(
             message = NumericIdentifierWarning(
                 f"column {message.column!r} holds a different whole number in every row: it "
                 "looks like a numeric identifier; as a feature it enters the model as a "
-                "number. If it is one, name the features without it (features=[...]; fits "
-                "analyze --features a,b)",
+                "number. If it is one, leave it out: declare it an identifier (kinds="
+                f"{{{message.column!r}: 'id'}}; fits analyze --kind "
+                f"{shlex.quote(message.column + '=id')}) or name the features without it "
+                "(features=[...]; fits analyze --features a,b)",
                 message.column,
             )
         warnings.warn(message, stacklevel=3)
@@ -613,17 +616,22 @@ def _merge(
         try:
             schema = merge_descriptions(descriptions, clients, kinds=kinds)
         except IdentifierColumnError as exc:  # identifiers, free text: kind "id", no feature
+            why = "; ".join(_why_identifier(c, descriptions, clients) for c in exc.columns)
+            if columns is not None:  # named as the target or a feature: say why it cannot be
+                raise SchemaError(
+                    f"column(s) {exc.columns} cannot be the target or a feature: {why}; "
+                    "choose another target, or name the features without it (features=[...]; "
+                    "fits analyze --features a,b)"
+                ) from None
             kinds = {**(kinds or {}), **{c: "id" for c in exc.columns}}
             schema = merge_descriptions(descriptions, clients, kinds=kinds)
-            if columns is None:  # named features: the design refuses an identifier
-                warnings.warn(  # never left out without a word
-                    f"column(s) {exc.columns} look like identifiers or free text at some site "
-                    "(a value in nearly every row of its own, or text where other sites hold "
-                    "numbers) and are left out of the model; name the features to choose them "
-                    "yourself (features=[...]; fits analyze --features a,b)",
-                    UserWarning,
-                    stacklevel=2,
-                )
+            warnings.warn(  # never left out without a word
+                f"column(s) {exc.columns} are left out of the model: {why}; name the "
+                "features to choose them yourself (features=[...]; fits analyze --features "
+                "a,b)",
+                UserWarning,
+                stacklevel=2,
+            )
     except EmptyColumnError as exc:  # the synthesis wording ("add it back") does not fit
         raise SchemaError(
             f"column {exc.column!r} {exc.problem}: a model can neither be fitted to it nor "
@@ -631,6 +639,25 @@ def _merge(
             "(features=[...]; fits analyze --features a,b)"
         ) from None
     return schema
+
+
+def _why_identifier(name: str, descriptions: list[dict[str, Any]], clients: Sequence[str]) -> str:
+    """Why the merge took ``name`` for an identifier or free text, with the fix: text at
+    some sites where others hold numbers (a decimal comma, a stray word), or a value of
+    its own in nearly every row."""
+    fams = [str(d["columns"].get(name, {}).get("dtype")) for d in descriptions]
+    numbers = [c for c, f in zip(clients, fams, strict=True) if f in ("int", "float")]
+    text = [c for c, f in zip(clients, fams, strict=True) if f not in ("int", "float")]
+    if numbers and text:
+        return (
+            f"{name!r} is text at {text} where {numbers} hold numbers (a decimal comma, as "
+            "in 0,5, or a word among the numbers makes a column text): write its values as "
+            "numbers at every site"
+        )
+    return (
+        f"{name!r} holds a value of its own in nearly every row at some site (free text or "
+        "an identifier), from which no coefficient can learn"
+    )
 
 
 def _restrict(
