@@ -559,7 +559,7 @@ def test_warnings_of_the_inference_check_are_one_line_notes(tmp_path: Path) -> N
         "--target", "y", "--clients", *paths, "--no-direct", "--quiet",
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert "note: inference check: column(s) ['memo'] look like identifiers" in done.stderr
+    assert "note: inference check: column(s) ['memo'] are left out of the model" in done.stderr
     assert "UserWarning" not in done.stderr and ".py:" not in done.stderr
 
 
