@@ -687,7 +687,7 @@ def _restrict(
             "; ".join(f"{clients[k]} has no column(s) {missing}" for k, missing in lacking)
             + f", which {clients[full]} holds and the model uses (its target and features); "
             "every site must hold the model's columns: rename or add them, or name "
-            "features that every site holds (features=[...]; fits analyze --features a,b)"
+            "features that every site holds (features=[...]; fits analyze --features a,b)."
             + "".join(
                 _lookalike_names(missing, [c for c in orders[k] if c not in orders[full]])
                 for k, missing in lacking
