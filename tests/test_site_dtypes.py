@@ -174,3 +174,19 @@ def test_text_and_categorical_sites_through_the_command_line(tmp_path):
     assert res.returncode == 1
     assert "column 'f' holds true/false values at two and numbers at one" in res.stderr
     assert not (tmp_path / "no.csv").exists()
+
+
+@pytest.mark.parametrize("ordered_first", [True, False])
+def test_an_ordered_categorical_at_one_site_and_text_at_another_is_named(ordered_first):
+    """Synthesis and analysis share the merge: it raised KeyError: 'categories' (text
+    site first) or said the text site 'orders its categories differently'."""
+    rng = np.random.default_rng(0)
+    levels = ["low", "medium", "high"]
+    values = rng.choice(levels, 120)
+    ordered = pd.DataFrame(
+        {"x": rng.normal(size=120), "size": pd.Categorical(values, levels, ordered=True)}
+    )
+    text = pd.DataFrame({"x": rng.normal(size=120), "size": values.astype(object)})
+    sites = [ordered, text] if ordered_first else [text, ordered]
+    with pytest.raises(SchemaError, match=r"'size' is an ordered categorical \('low' < 'medium'"):
+        FITSSynthesizer(seed=0).fit(sites)

@@ -563,7 +563,6 @@ def _merge_worded(
     whole number in every row (:class:`NumericIdentifierWarning`, worded for synthesis)
     is a feature entering the model as a number, and no warning at all when it is the
     target (a count or an amount: every value its own is no sign of an identifier)."""
-    _check_ordered(descriptions, clients)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         schema = _merge(descriptions, clients, kinds, columns)
@@ -583,25 +582,6 @@ def _merge_worded(
             )
         warnings.warn(message, stacklevel=3)
     return schema
-
-
-def _check_ordered(descriptions: list[dict[str, Any]], clients: Sequence[str]) -> None:
-    """A column that is an ordered categorical (a Parquet file's) at some sites and not
-    at others (text in a CSV file) is an error naming both: the merge failed with
-    "KeyError: 'categories'", or said the text site 'orders its categories differently'."""
-    for name in descriptions[0]["order"]:
-        infos = [d["columns"].get(name, {}) for d in descriptions]
-        ordered = [c for c, i in zip(clients, infos, strict=True) if i.get("ordered")]
-        if ordered and len(ordered) < len(clients):
-            k = next(k for k, i in enumerate(infos) if i.get("ordered"))
-            other = [c for c, i in zip(clients, infos, strict=True) if not i.get("ordered")]
-            order = " < ".join(repr(c) for c in infos[k].get("categories", []))
-            raise SchemaError(
-                f"column {name!r} is an ordered categorical ({order}) at {ordered} but not "
-                f"at {other}, where its order is not known; write it alike at every site: "
-                "as an ordered categorical in a Parquet file, or as numbers (e.g. 0, 1, 2 "
-                "in that order)"
-            )
 
 
 def _merge(

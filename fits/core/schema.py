@@ -2366,7 +2366,20 @@ def _most_decimals(infos: Sequence[Mapping[str, Any]]) -> int | None:
 def _merge_ordered(
     name: str, infos: Sequence[Mapping[str, Any]], clients: Sequence[str], kind: str | None
 ) -> ColumnSpec:
-    """An ordered categorical: every client must order the categories alike."""
+    """An ordered categorical: every client must hold it as one and order the
+    categories alike (a column ordered at some clients, a Parquet file's, and text at
+    others, a CSV file's, has no order at the latter: an error naming both)."""
+    ordered = [c for c, i in zip(clients, infos, strict=True) if i.get("ordered")]
+    if len(ordered) < len(clients):
+        first = next(i for i in infos if i.get("ordered"))
+        other = [c for c, i in zip(clients, infos, strict=True) if not i.get("ordered")]
+        order = " < ".join(repr(c) for c in first.get("categories", []))
+        raise SchemaError(
+            f"column {name!r} is an ordered categorical ({order}) at {ordered} but not at "
+            f"{other}, where its order is not known; write it alike at every site: as an "
+            "ordered categorical in a Parquet file, or as numbers (e.g. 0, 1, 2 in that "
+            "order)"
+        )
     cats = list(infos[0]["categories"])
     for i, c in zip(infos, clients, strict=True):
         if list(i.get("categories", [])) != cats:
