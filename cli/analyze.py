@@ -546,20 +546,12 @@ def _spec(opts: AnalyzeOptions, columns: list[str]) -> dict[str, Any]:
 
 def _parse_kinds(items: list[str] | None) -> dict[str, str]:
     """``--kind COL=KIND`` options as a mapping (usage errors name the option)."""
-    from .options import parse_kind
+    from .options import parse_kinds
 
-    kinds: dict[str, str] = {}
-    for item in items or []:
-        try:
-            name, value = parse_kind(item)
-        except ValueError as exc:
-            raise typer.BadParameter(str(exc), param_hint="--kind") from None
-        if name in kinds and kinds[name] != value:
-            raise typer.BadParameter(
-                f"column {name!r} is given two kinds ({kinds[name]}, {value})", param_hint="--kind"
-            )
-        kinds[name] = value
-    return kinds
+    try:
+        return parse_kinds(items)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--kind") from None
 
 
 def _parse_features(features: str | None) -> list[str] | None:

@@ -54,7 +54,7 @@ from .options import (
     parse_column_designs,
     parse_column_models,
     parse_column_penalties,
-    parse_kind,
+    parse_kinds,
     parse_order,
     parse_relevance,
     penalized_kernel,
@@ -148,14 +148,12 @@ def _echo_warnings(caught: list[warnings.WarningMessage]) -> None:
 
 def _parse_kinds(kind: list[str] | None, schema: Path | None = None) -> dict[str, str]:
     """``--kind COL=KIND`` (or ``COL:KIND``) options as a mapping (usage errors name
-    the option; :func:`~fits.cli.options.parse_kind`)."""
-    out: dict[str, str] = {}
-    for item in kind or []:
-        try:
-            name, value = parse_kind(item)
-        except ValueError as exc:
-            raise typer.BadParameter(str(exc), param_hint="--kind") from None
-        out[name] = value
+    the option; :func:`~fits.cli.options.parse_kinds`; a column given two kinds is
+    one)."""
+    try:
+        out = parse_kinds(kind)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--kind") from None
     if out and schema is not None:
         raise typer.BadParameter(
             '--kind cannot be combined with --schema; set the column\'s "kind" in the '

@@ -125,6 +125,23 @@ def parse_kind(item: str) -> tuple[str, str]:
     return name, value
 
 
+def parse_kinds(items: Sequence[str] | None) -> dict[str, str]:
+    """``--kind`` items (:func:`parse_kind`) as a mapping column -> kind.
+
+    Raises
+    ------
+    ValueError
+        A malformed item, or a column given two different kinds.
+    """
+    kinds: dict[str, str] = {}
+    for item in items or []:
+        name, value = parse_kind(item)
+        if name in kinds and kinds[name] != value:
+            raise ValueError(f"column {name!r} is given two kinds ({kinds[name]}, {value})")
+        kinds[name] = value
+    return kinds
+
+
 def parse_order(text: str, columns: Sequence[str], option: str = "--order") -> list[str]:
     """``col1,col2,...`` as the headers it names (:func:`match_columns`).
 

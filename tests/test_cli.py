@@ -477,6 +477,14 @@ def test_schema_file_with_a_byte_order_mark_and_a_folder_for_an_option(site_file
         _expect_error(run(*synth, option, str(folder)), 2, "is a directory, not a file")
 
 
+def test_a_column_given_two_kinds_is_a_usage_error(site_files, tmp_path):
+    out = tmp_path / "o.csv"
+    synth = ["synthesize", *map(str, site_files), "--rows", "5", "--out", str(out), "-q"]
+    res = run(*synth, "--kind", "X_C=continuous", "--kind", "X_C=ordinal")
+    _expect_error(res, 2, "--kind", "two kinds")
+    assert not out.exists()
+
+
 @pytest.mark.parametrize("rows", ["-3", "2.5"])  # 0 writes the header alone
 def test_bad_row_counts_are_usage_errors(site_files, tmp_path, rows):
     res = run_installed(

@@ -1756,6 +1756,32 @@ def fit_glm(
             transport.close()
 
 
+def _newton_stop_note(extra: Mapping[str, Any], settings: Mapping[str, float]) -> str | None:
+    """Why ``newton`` stopped short of the maximum-likelihood estimate (None when it
+    converged): a flat loss (separation), a step no halving could make lower the loss,
+    or ``K`` iterations."""
+    if extra.get("flat", False):
+        return (
+            "newton stopped without converging: the pooled loss no longer falls while the "
+            "estimate still moves, so some coefficients run off to infinity and the "
+            "maximum-likelihood estimate does not exist (separation: see the separation "
+            "check; leave out or merge the separating column or categories)"
+        )
+    if extra.get("stuck", False):
+        return (
+            f"newton stopped without converging: no step towards the maximum-likelihood "
+            f"estimate, halved {NEWTON_HALVINGS} times, lowered the pooled loss, so the "
+            "estimate is where it stopped, not the MLE; rescale the target or the features "
+            "(e.g. smaller units), or see the separation check"
+        )
+    if not extra.get("converged", False):
+        return (
+            f"newton did not converge in K={int(settings['K'])} iterations (its last step "
+            "still moved the estimate); a larger -K, or see the separation check"
+        )
+    return None
+
+
 def _label_target(spec: DesignSpec, schema: Schema, family: str) -> DesignSpec:
     """A logistic target of two text labels (``"<=50K"`` / ``">50K"``, ``"no"`` /
     ``"yes"``) is coded at the sites as 0 for the schema's first label (sorted, as a
@@ -1849,29 +1875,8 @@ def _fit(
         clip_value = math.inf
     run = _Run(transport, weights, clip_value, family, spec.intercept)
     theta = METHODS[method](run, theta0, settings)
-    if method == "newton" and run.extra.get("flat", False):
-        stop = (
-            "newton stopped without converging: the pooled loss no longer falls while the "
-            "estimate still moves, so some coefficients run off to infinity and the "
-            "maximum-likelihood estimate does not exist (separation: see the separation "
-            "check; leave out or merge the separating column or categories)"
-        )
-        warnings.warn(stop, GLMWarning, stacklevel=3)
-        notes = [*notes, stop]
-    elif method == "newton" and run.extra.get("stuck", False):
-        stop = (
-            f"newton stopped without converging: no step towards the maximum-likelihood "
-            f"estimate, halved {NEWTON_HALVINGS} times, lowered the pooled loss, so the "
-            "estimate is where it stopped, not the MLE; rescale the target or the features "
-            "(e.g. smaller units), or see the separation check"
-        )
-        warnings.warn(stop, GLMWarning, stacklevel=3)
-        notes = [*notes, stop]
-    elif method == "newton" and not run.extra.get("converged", False):
-        stop = (
-            f"newton did not converge in K={int(settings['K'])} iterations (its last step "
-            "still moved the estimate); a larger -K, or see the separation check"
-        )
+    stop = _newton_stop_note(run.extra, settings) if method == "newton" else None
+    if stop is not None:
         warnings.warn(stop, GLMWarning, stacklevel=3)
         notes = [*notes, stop]
     found: list[str] = []
