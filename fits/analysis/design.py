@@ -55,9 +55,9 @@ from fits.core.schema import (
     Schema,
     SchemaError,
     UnsupportedColumnError,
-    _lookalike_names,
     datetime_seconds,
     describe_table,
+    lookalike_names,
     merge_descriptions,
     parse_text_columns,
 )
@@ -669,7 +669,7 @@ def _restrict(
             "every site must hold the model's columns: rename or add them, or name "
             "features that every site holds (features=[...]; fits analyze --features a,b)."
             + "".join(
-                _lookalike_names(missing, [c for c in orders[k] if c not in orders[full]])
+                lookalike_names(missing, [c for c in orders[k] if c not in orders[full]])
                 for k, missing in lacking
             )
         )

@@ -83,6 +83,7 @@ __all__ = [
     "datetime_seconds",
     "decimal_values",
     "describe_table",
+    "lookalike_names",
     "coarser_than_sites",
     "merge_descriptions",
     "missing_flag",
@@ -1859,7 +1860,7 @@ def _describe_column(
     return info
 
 
-def _lookalike_names(missing: Sequence[Any], extra: Sequence[Any]) -> str:
+def lookalike_names(missing: Sequence[Any], extra: Sequence[Any]) -> str:
     """A hint for columns that two clients name alike but with different Unicode code
     points ('é' as one character, or as 'e' and a combining accent): their names print
     the same, so the message must say how they differ ("" when none do)."""
@@ -1987,7 +1988,7 @@ def merge_descriptions(
                 + (f"; missing: {missing}" if missing else "")
                 + (f"; extra: {extra}" if extra else "")
                 + ". Every client must hold the same columns: rename, add or drop them."
-                + _lookalike_names(missing, extra)
+                + lookalike_names(missing, extra)
             )
     unknown = sorted(set(kinds) - set(first))
     if unknown:
