@@ -345,3 +345,24 @@ def test_a_poisson_target_with_no_zero_count_has_an_mle_and_standard_errors() ->
     ref = _reference(res, tables, "poisson")
     np.testing.assert_allclose(res.params.to_numpy(), ref.params, atol=1e-10)
     np.testing.assert_allclose(res.bse.to_numpy(), ref.bse, rtol=1e-8)
+
+
+def test_the_sites_plan_allows_every_query_newton_can_make(monkeypatch) -> None:
+    """The worst case: the query at 0, Poisson's start, then K iterations each halved
+    NEWTON_HALVINGS times without lowering the loss.  The sites' release plan must
+    allow all of them (it allowed one query fewer, and the last was refused)."""
+    real = glm.site_sums
+    calls = {"n": 0}
+
+    def rising(*args, **kwargs):
+        out = real(*args, **kwargs)
+        calls["n"] += 1
+        if calls["n"] > 2 * 3:  # after the two queries of the 3 sites: every trial rises
+            out["loss"] = np.array([np.inf])
+        return out
+
+    monkeypatch.setattr(glm, "site_sums", rising)
+    with pytest.warns(GLMWarning, match="no step towards the maximum-likelihood"):
+        res = fit_glm(_tables("poisson", sizes=(60, 50, 70)), "y", family="poisson", K=1)
+    assert calls["n"] == 3 * (2 + glm.NEWTON_HALVINGS + 1)
+    assert res.method == "newton"

@@ -415,8 +415,9 @@ def _release_plan(method: str, s: Mapping[str, float]) -> dict[str, int]:
         return {"hybrid1": 1, "hybrid2": int(s["K2"])}
     if method == "fedavg":
         return {"fedavg": int(s["R"])}
-    if method == "newton":  # each iteration, and each halving of a step, is one query
-        return {"sums": int(s["K"]) * (NEWTON_HALVINGS + 1) + 1}
+    if method == "newton":  # each try of a step (halvings included) is one query, after
+        # the query at theta = 0 and, for Poisson, the one at the intercept's start
+        return {"sums": int(s["K"]) * (NEWTON_HALVINGS + 1) + 2}
     return {"newton_avg": 1, "newton": 1}
 
 
@@ -1681,8 +1682,10 @@ def fit_glm(
     Warns
     -----
     GLMWarning
-        ``newton`` did not converge within ``K`` iterations; an estimate more than 0.1
-        standard errors from the pooled maximum-likelihood estimate.
+        ``newton`` stopped short of the pooled maximum-likelihood estimate (``K``
+        iterations, a flat loss under separation, or no halving that lowered the
+        loss); a linear target that is an exact function of the features; an estimate
+        more than 0.1 standard errors from the pooled maximum-likelihood estimate.
     SeparationWarning
         The separation check found a column, or the fitted predictor, that separates
         the target's classes: the maximum-likelihood estimate does not exist.
