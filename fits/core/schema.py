@@ -2030,7 +2030,7 @@ def merge_descriptions(
             spec.missing = True
             if spec.is_discrete and None not in (spec.categories or []):
                 spec.categories = [*(spec.categories or []), None]
-        _merge_dtype(spec, infos)
+        _merge_dtype(spec, infos, clients)
         _merge_markers(spec, infos, clients)
         specs.append(_check_constant(spec))
     if refused:
@@ -2105,14 +2105,18 @@ def _merge_id(name: str, infos: Sequence[Mapping[str, Any]], clients: Sequence[s
     return ColumnSpec(name, "id", fams.pop() if len(fams) == 1 else "object")
 
 
-def _merge_dtype(spec: ColumnSpec, infos: Sequence[Mapping[str, Any]]) -> None:
+def _merge_dtype(
+    spec: ColumnSpec, infos: Sequence[Mapping[str, Any]], clients: Sequence[str]
+) -> None:
     """The pandas dtype and categories to give back: the clients' own when every client
-    agrees, else their common type (:func:`_common_dtype`)."""
-    dtypes = {i.get("pandas_dtype") for i in infos if not i.get("all_missing")}
+    agrees, else their common type (:func:`_common_output`, which says where it cannot
+    take it)."""
+    present = [(i, c) for i, c in zip(infos, clients, strict=True) if not i.get("all_missing")]
+    dtypes = {i.get("pandas_dtype") for i, _ in present}
     if len(dtypes) == 1 and None not in dtypes:
         spec.pandas_dtype = dtypes.pop()
     elif len(dtypes) > 1 and None not in dtypes:
-        _common_output(spec, [i for i in infos if not i.get("all_missing")])
+        _common_output(spec, [i for i, _ in present], [c for _, c in present])
     cats = [i["dtype_categories"] for i in infos if i.get("dtype_categories") is not None]
     if cats and spec.dtype == "category":
         levels: list[Any] = []
@@ -2158,15 +2162,18 @@ def _common_dtype(infos: Sequence[Mapping[str, Any]]) -> str | None:
         return str(pd.concat(samples, ignore_index=True).dtype)
 
 
-def _common_output(spec: ColumnSpec, infos: Sequence[Mapping[str, Any]]) -> None:
+def _common_output(
+    spec: ColumnSpec, infos: Sequence[Mapping[str, Any]], clients: Sequence[str]
+) -> None:
     """The output dtype of a column whose clients' pandas dtypes differ: their common
     type (:func:`_common_dtype`) where it holds every value unchanged, else None (the
     decoded dtype).  Text and a pandas categorical give text of the text's dtype (the
     categorical's categories become plain labels); integers and floats give floats;
     integers of several widths the widest; a nullable dtype at one client its nullable
     counterpart.  Not: ``Decimal`` columns (their own output), datetimes (time zones),
-    an integer column past 2**53 whose common type is a float (it would round values),
-    labels that are not all text (a text dtype would make ``1`` and ``"1"`` one)."""
+    an integer column past 2**53 whose common type is a float (it would round values:
+    integers, with a :class:`DataNote`), labels that are not all text (a text dtype
+    would make ``1`` and ``"1"`` one: object, with a :class:`DataNote`)."""
     if spec.dtype == "datetime" or any(i.get("decimal_scale") is not None for i in infos):
         return
     common = _common_dtype(infos)
@@ -2176,22 +2183,56 @@ def _common_output(spec: ColumnSpec, infos: Sequence[Mapping[str, Any]]) -> None
     fams = {i["dtype"] for i in infos}
     if spec.dtype in ("string", "object"):
         labels = [c for c in spec.categories or [] if c is not None]
+        text = all(isinstance(c, str) for c in labels)
         if (
             pd.api.types.is_string_dtype(target)
             and not pd.api.types.is_object_dtype(target)
-            and all(isinstance(c, str) for c in labels)
+            and text
         ):
             spec.dtype, spec.pandas_dtype = "string", common
         elif pd.api.types.is_object_dtype(target):
             spec.dtype, spec.pandas_dtype = "object", common
+        mixed = not text and any(isinstance(c, str) for c in labels)
+        if not text and (mixed or not pd.api.types.is_object_dtype(target)):
+            odd = next(c for c in labels if not isinstance(c, str))
+            _dtype_note(
+                spec,
+                infos,
+                clients,
+                f"its labels are not all text ({odd!r}, of type {type(odd).__name__}), and a "
+                f"text dtype would make {odd!r} and {str(odd)!r} one label, so the output "
+                "is object",
+            )
     elif spec.dtype == "bool" and pd.api.types.is_bool_dtype(target):
         spec.pandas_dtype = common
     elif spec.dtype in ("int", "float") and fams <= {"int", "float"}:
         if pd.api.types.is_float_dtype(target):
             if "float" in fams and not spec.past_float:  # not int64 + uint64's float64
                 spec.pandas_dtype = common
+            elif spec.dtype == "int":
+                why = (
+                    f"{common}, their common type, would round its whole numbers past 2**53"
+                    if spec.past_float
+                    else f"{common}, their common type, would make its whole numbers floats"
+                )
+                output = "Int64" if spec.missing else "int64"
+                _dtype_note(spec, infos, clients, f"{why}, so the output is {output}")
         elif pd.api.types.is_integer_dtype(target) and spec.dtype == "int":
             spec.pandas_dtype = common
+
+
+def _dtype_note(
+    spec: ColumnSpec, infos: Sequence[Mapping[str, Any]], clients: Sequence[str], what: str
+) -> None:
+    """Say (a :class:`DataNote`) that a column whose clients' dtypes differ does not get
+    their common type, naming the clients and their dtypes."""
+    who = ", ".join(f"{c}: {i.get('pandas_dtype')}" for i, c in zip(infos, clients, strict=True))
+    warnings.warn(
+        f"column {spec.name!r} has different dtypes at the sites ({who}); {what}. Give it "
+        "the same dtype at every site to choose the output's",
+        DataNote,
+        stacklevel=6,  # merge_descriptions's caller's caller, as the markers' note
+    )
 
 
 def _merge_markers(
