@@ -37,6 +37,7 @@ from sklearn.exceptions import NotFittedError
 
 from fits._exact import affine_tolerance
 from fits._json import plain
+from fits._matching import BLOCK_ROWS, MatchError, draw_matching
 from fits.core.boosting import BoostingParams, resolve_settings
 from fits.core.cdf import COLLINEARITY_THRESHOLD
 from fits.core.continualization import continualize
@@ -73,6 +74,14 @@ __all__ = ["SAMPLE_CHUNK_ROWS", "FITSSynthesizer", "NotConnectedError", "restore
 #: It bounds the working memory (about ``SAMPLE_CHUNK_ROWS x columns x 16`` bytes for
 #: the uniforms and draws, plus the decoded chunk); the rows do not depend on it.
 SAMPLE_CHUNK_ROWS = 65_536
+
+#: Draws per known row that conditional sampling may spend on matching the known
+#: discrete columns that are not first in the chain (:mod:`fits._matching`) before it
+#: gives up.  The budget is pooled over a block of known rows (a row matched early
+#: leaves its draws to the others), so it binds when the block's rows need more than
+#: that many draws each on average: for values the synthesizer draws together, given
+#: the earlier known columns, in less than about 1% of its rows.
+DEFAULT_MAX_TRIES = 100
 
 
 class NotConnectedError(RuntimeError):
@@ -951,14 +960,73 @@ class FITSSynthesizer(BaseEstimator):
             values = coord.sample(n, rng, progress=callback, given=part)
             yield self._decode(values, start=start, total=total)
 
+    def _matched_chunks(
+        self,
+        coord: Coordinator,
+        known: pd.DataFrame,
+        starts: Iterable[int],
+        rng: np.random.Generator,
+        progress: Callable[[str, int, int], None] | None,
+        given: np.ndarray | None,
+        matched: tuple[list[str], np.ndarray],
+        max_tries: int,
+    ) -> Iterator[pd.DataFrame]:
+        """The decoded chunks of a conditional draw whose later known columns are
+        matched by draws (:func:`fits._matching.draw_matching`), cut at ``starts``."""
+        total = len(known)
+        names, codes = matched
+        order = list(coord.schema.order)  # type: ignore[union-attr]
+        fixed = 0 if given is None else given.shape[1]
+        drawn = order[fixed:]
+
+        def sample(n: int, rows: np.ndarray | None) -> np.ndarray:
+            return coord.sample(n, rng, given=rows)
+
+        def codes_of(name: str) -> Callable[[np.ndarray], np.ndarray]:
+            j, enc = order.index(name), coord.encoders[name]
+            return lambda values: enc.ceil(values[:, j])
+
+        def report(done: int) -> None:
+            if progress is not None:
+                for column in drawn:
+                    progress(column, done, total)
+
+        blocks = draw_matching(
+            sample,
+            given,
+            [codes_of(name) for name in names],
+            codes,
+            total,
+            max_tries=max_tries,
+            max_candidates=SAMPLE_CHUNK_ROWS,
+            progress=report,
+        )
+        cuts = itertools.chain(itertools.islice(starts, 1, None), [total])
+        held: list[np.ndarray] = []  # drawn rows not yet in a chunk
+        have = start = 0
+        try:
+            for stop in cuts:
+                while have < stop:
+                    held.append(next(blocks))
+                    have += len(held[-1])
+                values = np.concatenate(held) if len(held) > 1 else held[0]
+                cut = stop - start
+                yield self._decode(values[:cut], start=start, total=total)
+                rest = values[cut:]
+                held = [rest] if len(rest) else []
+                start = stop
+        except MatchError as exc:
+            raise ValueError(_unmatched_message(known, names, exc, max_tries)) from None
+
     def sample_remaining_columns(
         self,
         known_columns: pd.DataFrame,
         *,
         seed: int | None = None,
         progress: Callable[[str, int, int], None] | None = None,
+        max_tries: int = DEFAULT_MAX_TRIES,
     ) -> pd.DataFrame:
-        """Draw the other columns given the values of the first ones, row by row.
+        """Draw the other columns given the known values of some, row by row.
 
         One synthetic row per row of ``known_columns``: its known values as given,
         every later column drawn from the chain's conditionals given them (Algorithm 2
@@ -969,12 +1037,24 @@ class FITSSynthesizer(BaseEstimator):
         of no rows: the input's columns and dtypes; nothing is drawn, and the
         synthesizer's random stream does not move.
 
-        Exact conditioning needs the known columns to come first in the chain: they
-        must be the first k columns of ``schema_.order`` (in any column order).  Fit
-        with ``order=[...]`` to put the columns you want to condition on first.  A
-        known discrete value is placed in its interval with the row's own uniform, as
-        the sites place their rows (sec. 4.1).  A known value of a column with
-        missing values may be missing.
+        Known columns that come first in the chain (the first k columns of
+        ``schema_.order``, in any column order) are conditioned on directly: their
+        values become the query points of the later columns.  A known discrete value is
+        placed in its interval with the row's own uniform, as the sites place their
+        rows (sec. 4.1).  A known value of a column with missing values may be missing.
+
+        Known **discrete** columns later in the chain are matched by drawing
+        (:mod:`fits._matching`): rows are drawn given the known first columns, and each
+        known row takes the first draw whose values of those columns agree with its
+        own.  The result follows the synthesizer's distribution conditioned on every
+        known value, exactly, but each row costs about 1 / p draws where p is the share
+        of draws that agree (every draw is a pass of the chain at every site), and a
+        combination drawn in less than about 1 / ``max_tries`` of them stops the draw
+        with an error.  Their values never leave this process: the sites see the draws'
+        query points only.  A known continuous column must come first in the chain.
+        Fit with ``order=[...]`` to put the columns you condition on first: that is
+        exact at no extra cost.  (SDV's ``sample_from_conditions`` is this method with
+        the conditions repeated once per row wanted.)
 
         The rows are drawn in chunks of :data:`SAMPLE_CHUNK_ROWS` (see
         :meth:`iter_sample_remaining_columns`, which also streams them); the result
@@ -983,8 +1063,9 @@ class FITSSynthesizer(BaseEstimator):
         Parameters
         ----------
         known_columns : DataFrame
-            The known values: the first k columns of the chain, one row per synthetic
-            row wanted.  Their values must be ones the schema allows (a discrete
+            The known values, one row per synthetic row wanted: any of the
+            synthesizer's modelled columns, continuous ones only among the first k of
+            the chain.  Their values must be ones the schema allows (a discrete
             column's categories, a continuous column's bounds) and keep the exact
             rules among them.
         seed : int, optional
@@ -993,6 +1074,9 @@ class FITSSynthesizer(BaseEstimator):
             continuous one) gives that draw back.
         progress : callable, optional
             Called as ``progress(column, rows_done, rows_total)``.
+        max_tries : int, default :data:`DEFAULT_MAX_TRIES`
+            Draws per known row that matching the later discrete known columns may
+            take, pooled over blocks of :data:`fits._matching.BLOCK_ROWS` rows.
 
         Returns
         -------
@@ -1004,13 +1088,17 @@ class FITSSynthesizer(BaseEstimator):
         Raises
         ------
         ValueError
-            The known columns are not the first columns of the chain, include an
-            identifier or a column an affine rule sets, or break a rule.
+            A known continuous column comes after a column not given in the chain;
+            the known columns include an identifier or a column an affine rule sets,
+            or break a rule; or a block of known rows found no agreeing draw within
+            ``max_tries`` draws per row.
         SchemaError
             A known value is not one the schema allows.
         """
         chunks = list(
-            self.iter_sample_remaining_columns(known_columns, seed=seed, progress=progress)
+            self.iter_sample_remaining_columns(
+                known_columns, seed=seed, progress=progress, max_tries=max_tries
+            )
         )
         if len(chunks) == 1:
             return chunks[0]
@@ -1024,6 +1112,7 @@ class FITSSynthesizer(BaseEstimator):
         first_chunk_rows: int | None = None,
         seed: int | None = None,
         progress: Callable[[str, int, int], None] | None = None,
+        max_tries: int = DEFAULT_MAX_TRIES,
     ) -> Iterator[pd.DataFrame]:
         """:meth:`sample_remaining_columns` chunk by chunk, in bounded memory.
 
@@ -1033,9 +1122,12 @@ class FITSSynthesizer(BaseEstimator):
         :meth:`iter_sample` draws them: each row is a function of its known values and
         its own row of uniforms, which come row by row from one stream.  So the rows
         are the same whatever the chunk size: concatenating the chunks gives exactly
-        :meth:`sample_remaining_columns` with the same seed.  A known column is put in
-        the output's dtype when the whole column converts without loss, so every chunk
-        has the same dtypes.
+        :meth:`sample_remaining_columns` with the same seed.  Rows matched by drawing
+        (known discrete columns after the chain's first) are drawn a block of
+        :data:`fits._matching.BLOCK_ROWS` known rows at a time, in a fixed sequence,
+        and so do not depend on the chunk size either.  A known column is put in the
+        output's dtype when the whole column converts without loss, so every chunk has
+        the same dtypes.
 
         Parameters
         ----------
@@ -1051,6 +1143,8 @@ class FITSSynthesizer(BaseEstimator):
             Seed for this draw; default continues the synthesizer's own stream.
         progress : callable, optional
             Called as ``progress(column, rows_done, rows_total)`` over all chunks.
+        max_tries : int, default :data:`DEFAULT_MAX_TRIES`
+            As :meth:`sample_remaining_columns`.
 
         Yields
         ------
@@ -1064,7 +1158,8 @@ class FITSSynthesizer(BaseEstimator):
         ------
         ValueError
             As :meth:`sample_remaining_columns`; the known table is checked when this is
-            called, before the first chunk is drawn.
+            called, before the first chunk is drawn (a block that finds no agreeing
+            draw raises while the chunks are drawn).
         SchemaError
             A known value is not one the schema allows.
         """
@@ -1080,7 +1175,11 @@ class FITSSynthesizer(BaseEstimator):
         starts = _chunk_starts(total, chunk_rows, first_chunk_rows)
         _check_seed("seed", seed, sequence=True)
         progress = _check_progress(progress)
-        known, given = self._given(known_columns)
+        if isinstance(max_tries, bool) or not isinstance(max_tries, (int, np.integer)):
+            raise TypeError(f"max_tries must be an integer >= 1, got {max_tries!r}")
+        if max_tries < 1:
+            raise ValueError(f"max_tries must be an integer >= 1, got {max_tries!r}")
+        known, given, matched = self._given(known_columns)
         if total == 0:  # no row to complete: one chunk of none, in the output's dtypes
             empty = self._empty()
             empty.index = known_columns.index
@@ -1088,14 +1187,24 @@ class FITSSynthesizer(BaseEstimator):
         coord = self.coordinator
         rng = np.random.default_rng(seed) if seed is not None else self._rng
         coord.declare_rows(total)  # one configure round for all chunks (the sites' budget)
-        chunks = self._chunks(coord, total, starts, rng, progress, given=given)
+        if matched is None:
+            chunks = self._chunks(coord, total, starts, rng, progress, given=given)
+        else:
+            chunks = self._matched_chunks(
+                coord, known, starts, rng, progress, given, matched, max_tries
+            )
         scales = {name: self.schema_[name].decimal_scale for name in known.columns}
         return _with_known(known, chunks, scales, known_columns.index)
 
-    def _given(self, known_columns: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:
+    def _given(
+        self, known_columns: pd.DataFrame
+    ) -> tuple[pd.DataFrame, np.ndarray | None, tuple[list[str], np.ndarray] | None]:
         """The known table checked (names resolved, columns rules set among them
-        added, markers read as missing) and its values on the engine's scale for
-        :meth:`Coordinator.sample`'s ``given`` (discrete: codes; continuous: values)."""
+        added, markers read as missing); the known prefix's values on the engine's scale
+        for :meth:`Coordinator.sample`'s ``given`` (discrete: codes; continuous: values;
+        None when the chain's first column is not known); and the later known columns
+        with their codes, to be matched by draws (None when every known column is in
+        the prefix)."""
         coord = self.coordinator
         known = known_columns.reset_index(drop=True)
         # names by the library's one rule (fits.core.names): ' age ' may be named 'age'
@@ -1103,7 +1212,7 @@ class FITSSynthesizer(BaseEstimator):
             [str(c) for c in known.columns], self.schema_.names, "known_columns", "the fit"
         )
         known = self._fill_by_rules(known)
-        prefix = self._known_prefix(known)
+        prefix, later = self._known_split(known)
         for name in known.columns:  # the markers the sites read as missing ('?'), alike
             markers = self.schema_[name].markers
             col = known[name]
@@ -1116,15 +1225,23 @@ class FITSSynthesizer(BaseEstimator):
             decimal = decimal_values(known[name])
             if decimal is not None:
                 numbers = numbers.assign(**{name: decimal[0]})
-        z, codes, _ = continualize(  # discrete: their codes; continuous: their values
-            numbers,
-            coord.schema,  # type: ignore[arg-type]
-            prefix,
-            np.random.default_rng(0),  # the lifts are redone with the row's uniforms
-            client="the known values",
-            check_bounds=_check_known_bounds,
-        )
-        return known, np.where(codes >= 0, codes, z)
+        given = matched = None
+        for columns in (prefix, later):
+            if not columns:
+                continue
+            z, codes, _ = continualize(  # discrete: their codes; continuous: their values
+                numbers,
+                coord.schema,  # type: ignore[arg-type]
+                columns,
+                np.random.default_rng(0),  # the lifts are redone with the row's uniforms
+                client="the known values",
+                check_bounds=_check_known_bounds,
+            )
+            if columns is prefix:
+                given = np.where(codes >= 0, codes, z)
+            else:
+                matched = (later, codes.astype(np.int64))
+        return known, given, matched
 
     def _fill_by_rules(self, known: pd.DataFrame) -> pd.DataFrame:
         """The known table with each column a function or sum rule sets from known
@@ -1135,7 +1252,7 @@ class FITSSynthesizer(BaseEstimator):
         chain = [c for c in schema.order if schema[c].is_modelled and c not in derived]
         names = {str(c) for c in known.columns}
         if not names or not names <= set(chain):
-            return known  # refused, with the reason, by _known_prefix
+            return known  # refused, with the reason, by _known_split
         last = max(chain.index(c) for c in names)
         rules = {r.column: r for r in schema.rules or [] if r.kind in ("function", "sum")}
         for column in chain[:last]:
@@ -1161,10 +1278,11 @@ class FITSSynthesizer(BaseEstimator):
             known = known.assign(**{column: values})
         return known
 
-    def _known_prefix(self, known: pd.DataFrame) -> list[str]:
-        """The engine's chain columns the known columns fix: the chain up to the last
-        known column (with the indicators before each), after checking that the known
-        columns are the first modelled columns of the chain and keep their rules."""
+    def _known_split(self, known: pd.DataFrame) -> tuple[list[str], list[str]]:
+        """The engine's chain columns the known columns fix exactly (the chain up to the
+        last column of the known prefix, with the indicators before each), and the known
+        columns after it, matched by draws (:mod:`fits._matching`; discrete only),
+        after checking the known columns and that they keep their rules."""
         schema = self.schema_
         names = [str(c) for c in known.columns]
         if len(set(names)) != len(names):
@@ -1194,13 +1312,22 @@ class FITSSynthesizer(BaseEstimator):
                 "(the output would be the known rows themselves); leave out the columns "
                 "to draw"
             )
-        first = chain[: len(names)]
-        if set(first) != set(names):
+        k = 0
+        while chain[k] in names:
+            k += 1
+        first, later = chain[:k], [c for c in chain[k:] if c in names]
+        encoders = self.coordinator.encoders
+        continuous = [c for c in later if not encoders[c].spec.is_discrete]
+        if continuous:
+            before = chain[: chain.index(continuous[-1])]
+            skipped = [c for c in before if c not in names]
             raise ValueError(
                 f"known_columns {names} are not the first columns of the chain "
                 f"({', '.join(chain)}): the chain draws each column given the ones before "
-                f"it, so only its first {len(names)} column(s) {first} can be given "
-                "exactly. Fit with order=[...] listing the known columns first"
+                f"it, so a continuous column can be given only with every column before "
+                f"it, and continuous {continuous} come after {skipped}, not given (a "
+                "discrete column can be given anywhere: it is matched by drawing). "
+                "Fit with order=[...] listing the known columns first"
             )
         for rule in schema.rules or []:
             if rule.kind != "affine" and {rule.column, *rule.of} <= set(names):
@@ -1214,7 +1341,8 @@ class FITSSynthesizer(BaseEstimator):
                         f"in {1.0 - kept:.1%} of their rows; every real row keeps it"
                     )
         engine = self.coordinator.schema.order  # type: ignore[union-attr]
-        return list(engine[: engine.index(first[-1]) + 1])
+        prefix = list(engine[: engine.index(first[-1]) + 1]) if first else []
+        return prefix, later
 
     def sample_to_file(
         self,
@@ -1484,6 +1612,27 @@ def _sum_decimals(schema: Schema, rule: Rule) -> int | None:
     if any(d is None for d in ds):
         return None
     return max(int(d) for d in ds if d is not None)
+
+
+def _unmatched_message(
+    known: pd.DataFrame, names: Sequence[str], exc: MatchError, max_tries: int
+) -> str:
+    """What to say when known rows found no matching draw (:class:`MatchError`)."""
+    row = known.iloc[exc.row]
+    values = ", ".join(f"{name}={plain(row[name])!r}" for name in known.columns)
+    share = f"{exc.accepted / exc.tried:.2%}" if exc.accepted else "none"
+    return (
+        f"known column(s) {list(names)} come after a column not given in the chain, so "
+        "they are matched by drawing: each known row takes the first row drawn (given "
+        "the known columns first in the chain) that agrees with it; the known row at "
+        f"position {exc.row} "
+        f"({values}) and {exc.pending - 1} other(s) of its block of up to "
+        f"{BLOCK_ROWS:,} rows found none in {max_tries} draws per row (agreeing: "
+        f"{share} of {exc.tried:,} draws). The synthesizer rarely draws these values "
+        "together; put the known columns first in the chain to condition on them "
+        "exactly (order=[...]; fits synthesize --order), or allow more draws per row "
+        "(max_tries)"
+    )
 
 
 def _check_seed(name: str, seed: Any, sequence: bool = False) -> None:

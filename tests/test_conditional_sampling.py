@@ -148,7 +148,7 @@ def test_a_known_table_of_no_rows_gives_the_table_of_no_rows() -> None:
     chunks = list(synth.iter_sample_remaining_columns(pd.DataFrame({"x": []}), chunk_rows=5))
     assert [len(c) for c in chunks] == [0] and list(chunks[0].columns) == list(frame.columns)
     with pytest.raises(ValueError, match="not the first columns of the chain"):
-        synth.sample_remaining_columns(frame[["g"]].iloc[:0])
+        synth.sample_remaining_columns(frame[["y"]].iloc[:0])
     with pytest.raises(ValueError, match=r"column\(s\) \['note'\]"):
         synth.sample_remaining_columns(pd.DataFrame({"x": [], "note": []}))
 
@@ -166,7 +166,8 @@ def test_missing_known_values_are_kept_and_conditioned_on() -> None:
 @pytest.mark.parametrize(
     ("known", "error", "message"),
     [
-        ({"g": ["a"]}, ValueError, r"not the first columns of the chain \(x, g, y\)"),
+        ({"y": [1.0]}, ValueError, r"not the first columns of the chain \(x, g, y\)"),
+        ({"g": ["a"], "y": [1.0]}, ValueError, r"continuous \['y'\] come after \['x'\]"),
         ({"y": [1.0]}, ValueError, "Fit with order=" + r"\[...\] listing the known columns first"),
         ({"zz": [1.0]}, ValueError, r"column\(s\) \['zz'\] that the synthesizer does not model"),
         (
@@ -196,7 +197,10 @@ def test_bad_arguments(synth) -> None:
     with pytest.raises(TypeError, match="first_chunk_rows must be an integer"):
         synth.iter_sample_remaining_columns(pd.DataFrame({"x": [0.0]}), first_chunk_rows=2.5)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="not the first columns of the chain"):
-        synth.iter_sample_remaining_columns(pd.DataFrame({"g": ["a"]}))
+        synth.iter_sample_remaining_columns(pd.DataFrame({"y": [0.0]}))
+    for bad, error in ((0, ValueError), (2.0, TypeError), (True, TypeError)):
+        with pytest.raises(error, match="max_tries must be an integer >= 1"):
+            synth.iter_sample_remaining_columns(pd.DataFrame({"g": ["a"]}), max_tries=bad)
 
 
 def test_identifiers_and_rules() -> None:

@@ -1,0 +1,155 @@
+"""Conditional sampling on discrete columns later in the chain, matched by drawing."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import fits._matching as matching
+from fits import FITSSynthesizer
+from fits._matching import MatchError, draw_matching
+
+
+def _table(n: int = 4000, seed: int = 0) -> pd.DataFrame:
+    """a first, c continuous, b last: P(b = 1 | a = x) = 0.9, P(b = 1 | a = y) = 0.1,
+    so P(a = x | b = 1) = 0.9 where P(a = x) = 0.5; c = 3 b + noise."""
+    rng = np.random.default_rng(seed)
+    a = rng.choice(["x", "y"], n)
+    b = np.where(a == "x", rng.random(n) < 0.9, rng.random(n) < 0.1).astype(int)
+    c = rng.normal(size=n) + 3 * b
+    return pd.DataFrame({"a": a, "c": c, "b": np.where(b == 1, "one", "zero")})
+
+
+@pytest.fixture(scope="module")
+def synth() -> FITSSynthesizer:
+    frame = _table()
+    synth = FITSSynthesizer(seed=0).fit([frame.iloc[:2000], frame.iloc[2000:]])
+    assert synth.schema_.order == ["a", "c", "b"]
+    return synth
+
+
+def test_a_later_column_is_conditioned_on_through_the_earlier_ones(synth) -> None:
+    """Given b alone (last in the chain), a and c follow their conditional given b:
+    Bayes' rule flips P(a = x) from 0.5 to 0.9 for b = one and 0.1 for b = zero, and c
+    centres near 3 b. Drawing a and c without b's condition would give 0.5 and 1.5."""
+    for label, p_x, mean_c in (("one", 0.9, 3.0), ("zero", 0.1, 0.0)):
+        out = synth.sample_remaining_columns(pd.DataFrame({"b": [label] * 3000}), seed=1)
+        assert (out["b"] == label).all() and len(out) == 3000
+        assert (out["a"] == "x").mean() == pytest.approx(p_x, abs=0.03)
+        assert out["c"].mean() == pytest.approx(mean_c, abs=0.2)
+
+
+def test_the_match_equals_the_synthesizer_s_own_conditional(synth) -> None:
+    """The oracle: unconditional draws of the same synthesizer kept where b agrees
+    (rejection by hand); the matched draw must have the same distribution of a and c."""
+    free = synth.sample(12_000, seed=7)
+    kept = free[free["b"] == "one"]
+    out = synth.sample_remaining_columns(pd.DataFrame({"b": ["one"] * len(kept)}), seed=8)
+    n = len(kept)
+    p_free, p_out = (kept["a"] == "x").mean(), (out["a"] == "x").mean()
+    se = np.sqrt(2 * p_free * (1 - p_free) / n)
+    assert abs(p_out - p_free) < 4 * se
+    assert abs(out["c"].mean() - kept["c"].mean()) < 4 * np.sqrt(2 * kept["c"].var() / n)
+
+
+def test_each_row_gets_its_own_condition_with_a_known_prefix(synth) -> None:
+    """Row by row: a given (first in the chain, exact), b matched; the rows agree with
+    their own known values, and c follows b given a."""
+    known = pd.DataFrame({"a": ["x", "y"] * 500, "b": ["one"] * 500 + ["zero"] * 500})
+    known.index = pd.Index([f"r{i}" for i in range(1000)])
+    out = synth.sample_remaining_columns(known, seed=3)
+    pd.testing.assert_frame_equal(out[["a", "b"]], known)
+    assert out["c"].iloc[:500].mean() == pytest.approx(3.0, abs=0.25)
+    assert out["c"].iloc[500:].mean() == pytest.approx(0.0, abs=0.25)
+
+
+def test_the_rows_do_not_depend_on_the_chunks(synth, monkeypatch) -> None:
+    """Blocks of known rows are matched in a fixed sequence; the chunks are cut from
+    them. Small blocks, so that the chunk cuts cross block boundaries."""
+    monkeypatch.setattr(matching, "BLOCK_ROWS", 64)
+    known = pd.DataFrame({"b": np.where(np.arange(300) % 3 == 0, "one", "zero")})
+    whole = synth.sample_remaining_columns(known, seed=4)
+    chunks = list(
+        synth.iter_sample_remaining_columns(known, seed=4, chunk_rows=37, first_chunk_rows=5)
+    )
+    assert [len(c) for c in chunks] == [5, *[37] * 7, 36]
+    pd.testing.assert_frame_equal(pd.concat(chunks), whole)
+    pd.testing.assert_frame_equal(synth.sample_remaining_columns(known, seed=4), whole)
+    assert not synth.sample_remaining_columns(known, seed=5).equals(whole)
+
+
+def test_a_missing_value_is_a_category_to_match() -> None:
+    frame = _table(3000, 1)
+    frame.loc[frame.index[::9], "b"] = np.nan
+    synth = FITSSynthesizer(seed=0).fit([frame.iloc[:1500], frame.iloc[1500:]])
+    known = pd.DataFrame({"b": [np.nan] * 50 + ["one"] * 50}, dtype=object)
+    out = synth.sample_remaining_columns(known, seed=0)
+    assert out["b"].isna().tolist() == [True] * 50 + [False] * 50
+    assert (out["b"].iloc[50:] == "one").all()
+
+
+def test_a_rare_combination_stops_with_what_to_do(synth) -> None:
+    """a = y and b = one together in about 5% of the draws: one draw per row finds few."""
+    known = pd.DataFrame({"a": ["y"] * 200, "b": ["one"] * 200})
+    with pytest.raises(ValueError, match="come after a column not given") as info:
+        synth.sample_remaining_columns(known, seed=0, max_tries=1)
+    message = str(info.value)
+    assert "(a='y', b='one')" in message and "in 1 draws per row" in message
+    assert "order=[...]" in message and "max_tries" in message
+    out = synth.sample_remaining_columns(known, seed=0)  # the default allows 100
+    assert ((out["a"] == "y") & (out["b"] == "one")).all()
+
+
+def test_draw_matching_takes_each_row_s_first_agreeing_draw() -> None:
+    """An oracle by hand: draws numbered in the order they are made (value = draw
+    number, code = number mod 5), each row's condition a code; every row must get the
+    first draw made for it that agrees, and the pending rows must keep their draws'
+    order."""
+    drawn: list[np.ndarray] = []
+
+    def sample(n: int, given: np.ndarray | None) -> np.ndarray:
+        start = sum(len(d) for d in drawn)
+        values = np.arange(start, start + n, dtype=float)[:, None]
+        drawn.append(np.column_stack([values, given]))
+        return values
+
+    codes = np.array([[0], [3], [4], [1], [2], [0]])
+    given = np.arange(6, dtype=float)[:, None]  # which row each draw was for
+    blocks = list(
+        draw_matching(
+            sample,
+            given,
+            [lambda v: v[:, 0].astype(int) % 5],
+            codes,
+            6,
+            max_tries=50,
+            max_candidates=7,
+        )
+    )
+    got = np.concatenate(blocks)[:, 0].astype(int)
+    log = np.concatenate(drawn)
+    for row in range(6):
+        mine = log[log[:, 1] == row, 0].astype(int)
+        assert got[row] == mine[mine % 5 == codes[row, 0]][0]
+    assert max(len(d) for d in drawn) <= 7
+
+
+def test_draw_matching_gives_up_after_its_budget() -> None:
+    def sample(n: int, given: np.ndarray | None) -> np.ndarray:
+        return np.zeros((n, 1))
+
+    with pytest.raises(MatchError) as info:
+        list(
+            draw_matching(
+                sample,
+                None,
+                [lambda v: v[:, 0].astype(int)],
+                np.array([[0], [1], [1]]),
+                3,
+                max_tries=4,
+                max_candidates=100,
+            )
+        )
+    assert (info.value.row, info.value.pending) == (1, 2)
+    assert info.value.tried == 12 and info.value.accepted == 1
