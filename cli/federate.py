@@ -1094,8 +1094,6 @@ def local(
             drop=drop or [],
             kinds=kind,
             schema=schema,
-            order=order,
-            rules=not no_rules,
         )
     launch = _launch()  # every usage error above is reported with or without Flower
     for path in data:  # a file no site could read (empty, no table) stops the command now:

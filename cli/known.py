@@ -42,7 +42,6 @@ def read_known(
     dropped: Sequence[str] = (),
     kinds: Mapping[str, str] | None = None,
     identifiers: Sequence[str] = (),
-    chain: Sequence[str] | None = None,
 ) -> pd.DataFrame:
     """The ``--known`` table at ``path``, read whole (a table of no rows included: its
     output is the header alone), after checking its header against ``columns`` (the
@@ -52,9 +51,9 @@ def read_known(
     cannot read (exit 1; an unknown file type: exit 2), a column the site tables do not
     have (exit 1) or that ``--drop`` leaves out (exit 2), a column named twice, an
     identifier (kind ``id`` in ``kinds`` or ``identifiers``), every column of the table
-    (nothing left to draw); with ``chain`` (the chain order, known before the fit when
-    no rule can change it), columns that are not its first (exit 2, with the
-    ``--order`` that puts them first).
+    (nothing left to draw). A continuous column after one not given in the chain is
+    refused by the fit (exit 2, with the ``--order`` that puts it first), where the
+    kinds are known.
     """
     from fits.known import KnownTableError, check_known_columns, read_known_table
 
@@ -67,7 +66,6 @@ def read_known(
             dropped=dropped,
             kinds=kinds,
             identifiers=identifiers,
-            chain=chain,
         )
     except KnownTableError as exc:
         fail(str(exc), exc.exit_code)
@@ -81,15 +79,13 @@ def check_known_for_sites(
     drop: Sequence[str],
     kinds: Sequence[str],
     schema: Path | None,
-    order: str,
-    rules: bool,
 ) -> None:
     """:func:`read_known` for ``fits federate local``, before any process starts:
     ``header`` is the first site table's (the checks of ``--drop`` and ``--kind``
-    passed), ``drop`` and ``kinds`` (``COL=KIND`` items) and ``order`` as given."""
+    passed), ``drop`` and ``kinds`` (``COL=KIND`` items) as given."""
     from fits.core.schema import Schema
 
-    from .options import parse_kind, parse_order
+    from .options import parse_kind
 
     left_out = {header_for(name, header, "--drop") for name in drop}
     columns = [c for c in header if c not in left_out]
@@ -97,9 +93,4 @@ def check_known_for_sites(
     ids: list[str] = []
     if schema is not None:  # read before (a usable schema file)
         ids = list(Schema.from_json(schema.read_text(encoding="utf-8-sig")).unmodelled)
-    chain = None
-    if not rules and schema is None:
-        chain = parse_order(order, columns) if order.replace(",", "").strip() else columns
-        declared = {header_for(c, columns, "--kind") for c, k in kind_map.items() if k == "id"}
-        chain = [c for c in chain if c not in ids and c not in declared]
-    read_known(path, columns, dropped=drop, kinds=kind_map, identifiers=ids, chain=chain)
+    read_known(path, columns, dropped=drop, kinds=kind_map, identifiers=ids)

@@ -528,8 +528,6 @@ def synthesize(
                 dropped=drop or [],
                 kinds=kinds,
                 identifiers=list(ids),
-                # no rule can set a column or leave the chain: its order is known now
-                chain=chain if no_rules and user_schema is None else None,
             )
         if chain and chain[0] in column_designs:
             _fail(

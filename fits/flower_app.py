@@ -138,9 +138,8 @@ def _known_header_check(
     --known`` checks it before its fit) on the first setup reply, where the header is
     first known: a refusal stops the run before rule detection, configure and the other
     rounds of the fit.  The columns the run config's ``drop`` leaves out, its ``id``
-    kinds and the schema file's identifiers are refused as there; with ``rules`` off and
-    no schema file, the chain is known now, and the columns must be its first."""
-    from fits.core.names import ColumnNameError, header_for, match_columns
+    kinds and the schema file's identifiers are refused as there (where the known
+    columns lie in the chain is checked by the fit, which knows their kinds)."""
     from fits.known import check_known_columns
 
     done = False
@@ -153,21 +152,6 @@ def _known_header_check(
         description = json.loads(str(reply.config["description"]))
         columns = [str(c) for c in description["order"]]  # the site's, less its drop
         ids = list(schema.unmodelled) if schema is not None else []
-        chain = None
-        if not cfg.get("rules", True) and schema is None:
-            try:
-                chain = match_columns(cfg["order"], columns, "order") if cfg["order"] else columns
-                declared = {
-                    header_for(c, columns, "kinds") or c
-                    for c, kind in cfg["kinds"].items()
-                    if kind == "id"
-                }
-            except ColumnNameError:  # the setup round says what is wrong with them
-                chain, declared = None, set()
-            if chain is not None and sorted(chain) == sorted(columns):  # a whole order
-                chain = [c for c in chain if c not in ids and c not in declared]
-            else:
-                chain = None
         check_known_columns(
             cfg["known"],
             [str(c) for c in known.columns],
@@ -175,7 +159,6 @@ def _known_header_check(
             dropped=cfg.get("drop") or [],
             kinds=cfg["kinds"],
             identifiers=ids,
-            chain=chain,
         )
 
     return check

@@ -15,7 +15,6 @@ between them, or take one out of the chain).
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -77,16 +76,16 @@ def check_known_columns(
     dropped: Sequence[str] = (),
     kinds: Mapping[str, str] | None = None,
     identifiers: Sequence[str] = (),
-    chain: Sequence[str] | None = None,
 ) -> list[str]:
     """Check the header ``names`` of the known table at ``path`` against ``columns``
     (the site tables' columns, less those ``--drop`` left out, named in ``dropped``).
 
     Refused: a column the site tables do not have, or that ``--drop`` leaves out
     (usage), a column named twice, an identifier (kind ``id`` in ``kinds`` or
-    ``identifiers``), every column of the table (nothing left to draw); with ``chain``
-    (the chain order, known before the fit when no rule can change it), columns that
-    are not its first (usage, with the ``--order`` that puts them first).
+    ``identifiers``), every column of the table (nothing left to draw).  Where the
+    known columns lie in the chain is checked by the fit (a continuous one must come
+    first; :meth:`fits.FITSSynthesizer.sample_remaining_columns`): their kinds are not
+    known before it.
 
     Returns
     -------
@@ -142,15 +141,4 @@ def check_known_columns(
             "is left to draw (the output would be the file itself); leave out the columns "
             "to draw"
         )
-    if chain is not None:
-        first = list(chain[: len(given)])
-        if set(first) != set(given):
-            order = [*given, *(c for c in chain if c not in given)]
-            raise KnownTableError(
-                f"{where}: its columns {given} are not the first columns of the chain "
-                f"({', '.join(chain)}): the chain draws each column given the ones before "
-                f"it, so only its first {len(given)} column(s) {first} can be given "
-                f"exactly. Put them first with --order {shlex.quote(','.join(order))}",
-                usage=True,
-            )
     return given

@@ -153,3 +153,27 @@ def test_draw_matching_gives_up_after_its_budget() -> None:
         )
     assert (info.value.row, info.value.pending) == (1, 2)
     assert info.value.tried == 12 and info.value.accepted == 1
+
+
+def test_fits_synthesize_known_takes_a_later_discrete_column(tmp_path) -> None:
+    """fits synthesize --known with the chain's last column only: matched by drawing,
+    written as any --known output (one row per known row, its value kept; it was
+    refused for not being the chain's first column)."""
+    from typer.testing import CliRunner
+
+    from fits.cli.main import app
+
+    frame = _table(1200, 2)
+    sites = [tmp_path / "a.csv", tmp_path / "b.csv"]
+    frame.iloc[:600].to_csv(sites[0], index=False)
+    frame.iloc[600:].to_csv(sites[1], index=False)
+    known = tmp_path / "known.csv"
+    pd.DataFrame({"b": ["one"] * 40 + ["zero"] * 40}).to_csv(known, index=False)
+    out = tmp_path / "out.csv"
+    res = CliRunner().invoke(app, ["synthesize", *map(str, sites), "--known", str(known),
+                                   "--out", str(out), "--seed", "1"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    got = pd.read_csv(out)
+    assert list(got.columns) == ["a", "c", "b"]
+    assert got["b"].tolist() == ["one"] * 40 + ["zero"] * 40
+    assert got["c"].iloc[:40].mean() > got["c"].iloc[40:].mean() + 1.5
