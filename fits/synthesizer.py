@@ -782,7 +782,30 @@ class FITSSynthesizer(BaseEstimator):
         from fits.io import check_output, write_bytes
 
         check_output(path, option="save: path", create_parent=True)
-        return write_bytes(pickle.dumps(self, protocol=pickle.HIGHEST_PROTOCOL), path)
+        try:
+            blob = pickle.dumps(self, protocol=pickle.HIGHEST_PROTOCOL)
+        except (pickle.PicklingError, AttributeError, TypeError) as exc:
+            raise TypeError(self._unpicklable(exc)) from exc
+        return write_bytes(blob, path)
+
+    def _unpicklable(self, exc: BaseException) -> str:
+        """What :meth:`save` says when pickling fails: the parameter that cannot be
+        pickled (a lambda or a local function as ``site_audit``, an open handle), and
+        what to give instead."""
+        for name, value in self.get_params(deep=False).items():
+            try:
+                pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+            except Exception:
+                fix = (
+                    "a file path or a function defined at the top of a module"
+                    if name == "site_audit"
+                    else "a value that can be pickled (no lambda, local function or open handle)"
+                )
+                return (
+                    f"save: parameter {name}={value!r} cannot be saved (pickle: {exc}); "
+                    f"set it to {fix} (set_params({name}=...)) and save again"
+                )
+        return f"save: this synthesizer cannot be saved (pickle: {exc})"
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> FITSSynthesizer:
@@ -1549,7 +1572,23 @@ _FITTED = ("schema_", "entropy_", "client_names_", "n_rows_", "smoothing_", "tun
 
 def _site_tables(tables: Any) -> Any:
     """The sites' tables as given, an iterator or generator of tables as a list (it is
-    read more than once: the sites, then the output's column order)."""
+    read more than once: the sites, then the output's column order).  A Series (it
+    would be read as a list of sites, one per value) and a mapping whose keys name two
+    sites alike (``1`` and ``"1"``) are refused."""
+    if isinstance(tables, pd.Series):
+        raise TypeError(
+            "fit() takes one DataFrame per site, got a Series; a single column: "
+            "fit([series_a.to_frame(), series_b.to_frame()])"
+        )
+    if isinstance(tables, Mapping) and not isinstance(tables, Transport):
+        named: dict[str, Any] = {}
+        for key in tables:
+            first = named.setdefault(str(key), key)
+            if first is not key:
+                raise ValueError(
+                    f"site names {first!r} and {key!r} are both {str(key)!r} as text, the "
+                    "name fits gives a site; give every site a distinct name"
+                )
     if isinstance(tables, (Transport, Mapping, pd.DataFrame, Sequence)):
         return tables
     if isinstance(tables, Iterable):

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fits import FITSSynthesizer
+from fits import FITSSynthesizer, Schema, SchemaError
 from fits.core.schema import DataNote
 
 N = 200
@@ -73,3 +73,61 @@ def test_sites_dtypes_with_a_common_type_draw_no_note(first, second):
     """Where the common type holds every value, no note: it is pd.concat's own."""
     _, notes = _fit_notes(_sites(first, second))
     assert not [n for n in notes if "'c'" in n]
+
+
+def _table(seed: int, n: int = 60) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({"x": rng.normal(size=n), "k": rng.choice(["a", "b", "c"], n)})
+
+
+def test_tables_without_columns_are_refused_at_fit_naming_the_site():
+    """DataFrames with rows but no columns: the fit went through, and sample() then
+    raised 'run setup() and configure() first' from the coordinator; Schema.detect
+    gave an empty schema."""
+    empty = {"north": pd.DataFrame(index=range(10)), "south": pd.DataFrame(index=range(8))}
+    with pytest.raises(SchemaError, match=r"north: the table has no columns"):
+        FITSSynthesizer(seed=0).fit(empty)
+    with pytest.raises(SchemaError, match=r"north: the table has no columns"):
+        Schema.detect(empty)
+
+
+@pytest.mark.parametrize("call", ["fit", "detect"])
+def test_a_series_is_refused_as_a_series(call):
+    """A Series where tables are expected was iterated as a list of sites: 'client 1:
+    expected a pandas DataFrame, got float'."""
+    series = _table(0)["x"]
+    with pytest.raises(TypeError, match=r"got a Series.*to_frame\(\)"):
+        if call == "fit":
+            FITSSynthesizer(seed=0).fit(series)
+        else:
+            Schema.detect(series)
+
+
+def test_schema_detect_of_none_says_what_it_takes():
+    """Schema.detect(None) raised "'NoneType' object is not iterable"."""
+    with pytest.raises(TypeError, match=r"Schema.detect takes a DataFrame.*got NoneType"):
+        Schema.detect(None)  # type: ignore[arg-type]
+
+
+def test_site_names_that_are_one_as_text_are_refused():
+    """{1: df_a, "1": df_b}: both sites were called '1' (in messages and audit logs)."""
+    with pytest.raises(ValueError, match=r"site names 1 and '1' are both '1'"):
+        FITSSynthesizer(seed=0).fit({1: _table(0), "1": _table(1)})
+
+
+def test_save_of_a_parameter_that_cannot_be_pickled_names_it(tmp_path):
+    """A lambda as site_audit: save() raised pickle's "Can't pickle <function
+    <lambda>...>: attribute lookup <lambda> on __main__ failed"; the file already
+    there is left as it was."""
+    lines: list[str] = []
+    synth = FITSSynthesizer(seed=0, site_audit=lambda line: lines.append(line))
+    synth.fit([_table(0), _table(1)])
+    path = tmp_path / "synth.pkl"
+    path.write_bytes(b"old")
+    with pytest.raises(TypeError, match=r"site_audit=.*cannot be saved.*file path"):
+        synth.save(path)
+    assert path.read_bytes() == b"old"
+    assert [p.name for p in tmp_path.iterdir()] == ["synth.pkl"]
+    synth.set_params(site_audit=str(tmp_path / "audit.log"))  # as the message says
+    again = FITSSynthesizer.load(synth.save(path)).connect([_table(0), _table(1)])
+    assert again.sample(5, seed=1).equals(synth.sample(5, seed=1))

@@ -42,7 +42,7 @@ import re
 import shlex
 import unicodedata
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
 from decimal import Decimal
@@ -1056,6 +1056,16 @@ class Schema:
             frames, names = [tables], ["table"]
         elif isinstance(tables, Mapping):
             frames, names = list(tables.values()), [str(n) for n in tables]
+        elif isinstance(tables, pd.Series):
+            raise TypeError(
+                "Schema.detect takes a DataFrame or one per site, got a Series; a single "
+                "column: Schema.detect(series.to_frame())"
+            )
+        elif isinstance(tables, (str, bytes)) or not isinstance(tables, Iterable):
+            raise TypeError(
+                "Schema.detect takes a DataFrame or one per site, as a list or a mapping by "
+                f"site name, got {type(tables).__name__}"
+            )
         else:
             frames = list(tables)
             names = [f"client {k + 1}" for k in range(len(frames))]
@@ -1581,14 +1591,20 @@ def _unsupported(series: pd.Series) -> tuple[str, str] | None:
 def check_columns(data: pd.DataFrame, name: str) -> None:
     """Refuse tables fits cannot model faithfully, naming the column and the fix.
 
-    Duplicate column names (a second ``age`` would be read as the first), and columns
-    of durations, periods, complex numbers or intervals (no kind models them).
+    A table without columns, duplicate column names (a second ``age`` would be read as
+    the first), and columns of durations, periods, complex numbers or intervals (no
+    kind models them).
 
     Raises
     ------
     SchemaError
     """
     columns = pd.Index(data.columns)
+    if columns.size == 0:
+        raise SchemaError(
+            f"{name}: the table has no columns; give every site the same columns, one row "
+            "per record (a DataFrame read from a file: check its separator and header)"
+        )
     duplicated = sorted({str(c) for c in columns[columns.duplicated()]})
     if duplicated:
         raise SchemaError(
