@@ -775,6 +775,71 @@ def _header(path: Path) -> list[str]:
         raise  # pragma: no cover - _fail exits
 
 
+def table_has_rows(path: Path) -> bool:
+    """Whether the table ``path`` holds a row after its header, read cheaply: a Parquet
+    file's metadata, a CSV file up to its first line of data after the header (blank
+    lines hold no row, as :func:`fits.io.read_table` reads them).  A file that cannot be
+    read so counts as holding rows (its site then says what is wrong)."""
+    import csv
+
+    try:
+        if path.suffix.lower() == ".parquet":
+            import pyarrow.parquet as pq
+
+            return bool(pq.ParquetFile(path).metadata.num_rows > 0)
+        with open(path, encoding="utf-8-sig", errors="replace", newline="") as fh:
+            for record in csv.reader(fh):  # the header: one record, maybe over lines
+                if any(field.strip() for field in record):
+                    break
+            else:
+                return False
+            return any(line.strip() for line in fh)  # stops at the first row
+    except (OSError, csv.Error, ValueError):
+        return True
+    except Exception:  # noqa: BLE001 - pyarrow's errors: the site reports them
+        return True
+
+
+def check_site_tables(sites: dict[str, Path], drop: list[str] | None = None) -> None:
+    """Exit 1 before any Flower process starts when a site's table could not take part:
+    a file no site could read (empty, not a table: :func:`fits.io.read_columns`'s
+    error), a header with no rows, or columns that differ from the first site's (after
+    ``--drop``), each with the message ``fits synthesize`` gives, naming the file(s)
+    and the columns.  Only the headers (and the first row of data) are read.  The run's
+    setup round said the same only once the SuperLink and the SuperNodes were up
+    (about 20 s)."""
+    from fits.core.schema import lookalike_names
+
+    headers: dict[str, list[str]] = {}
+    for name, path in sites.items():
+        header = _header(path)
+        if not table_has_rows(path):
+            _fail(
+                f"{path}: the table has a header but no rows; every site needs at least "
+                f"one row (site {name!r})"
+            )
+        gone: list[str] = []
+        if drop:
+            try:
+                gone = match_columns(drop, header, "--drop", f"{name}'s table")
+            except ColumnNameError as exc:  # refused with the other --drop checks
+                _fail(str(exc), 2)
+        headers[name] = [c for c in header if c not in gone]
+    first, *others = sites
+    for name in others:
+        missing = [c for c in headers[first] if c not in headers[name]]
+        extra = [c for c in headers[name] if c not in headers[first]]
+        if missing or extra:
+            _fail(
+                f"{str(sites[name])!r} (site {name!r}): columns differ from those of "
+                f"{str(sites[first])!r} (site {first!r})"
+                + (f"; missing: {missing}" if missing else "")
+                + (f"; extra: {extra}" if extra else "")
+                + ". Every site must hold the same columns: rename, add or drop them."
+                + lookalike_names(missing, extra)
+            )
+
+
 def remove_temporary_outputs(out: Path, since: float) -> None:
     """Remove the hidden temporary files (``.<name>.*.tmp``, :func:`fits.io.write_table`'s
     pattern) beside ``out`` created since ``since``: what a stopped writer left."""
@@ -1096,8 +1161,10 @@ def local(
             schema=schema,
         )
     launch = _launch()  # every usage error above is reported with or without Flower
-    for path in data:  # a file no site could read (empty, no table) stops the command now:
-        _header(path)  # its site's SuperNode said so only after ~20 s of starting Flower
+    # a file no site could read (empty, no table, a header alone) or sites whose columns
+    # differ stop the command now: the run's setup round said so only after ~20 s of
+    # starting Flower
+    check_site_tables(dict(zip(names, data, strict=True)), drop)
     kernels = dict(zip(names, kernel, strict=True)) if kernel else {}
     if settings:
         _check_kernel_settings(dict(zip(names, data, strict=True)), kernels, settings, config)

@@ -1,0 +1,113 @@
+"""``fits federate local`` refuses site tables that could not take part before any
+Flower process starts: a header with no rows and sites whose columns differ were
+reported by the run's setup round, right but only once the SuperLink and the
+SuperNodes were up (about 20 s). Flower is not run here: a stand-in fails the test if
+the command gets as far as starting it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from conftest import fits_in_process
+
+
+def _site(path: Path, n: int = 30, columns: tuple[str, ...] = ("x", "g")) -> Path:
+    rng = np.random.default_rng(len(path.name))
+    frame = pd.DataFrame(
+        {c: rng.normal(size=n).round(2) if c != "g" else rng.choice(["u", "v"], n) for c in columns}
+    )
+    if path.suffix == ".parquet":
+        frame.to_parquet(path, index=False)
+    else:
+        frame.to_csv(path, index=False)
+    return path
+
+
+@pytest.fixture
+def no_flower(monkeypatch):
+    """Fail if the command starts Flower; else record that it would have."""
+    from fits.cli import federate
+
+    started: list[dict] = []
+
+    def never(launch, sites, config, **options):
+        started.append(dict(sites))
+        raise AssertionError("Flower was started")
+
+    monkeypatch.setattr(federate, "_launch", lambda: None)
+    monkeypatch.setattr(federate, "run_local_federation", never)
+    return started
+
+
+def _local(*args):
+    return fits_in_process("federate", "local", *args, "--rows", 5)
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_a_site_table_of_a_header_alone_is_refused_at_once(tmp_path, no_flower, suffix):
+    a = _site(tmp_path / f"a{suffix}")
+    b = tmp_path / f"b{suffix}"
+    empty = pd.DataFrame({"x": pd.Series([], dtype=float), "g": pd.Series([], dtype=object)})
+    if suffix == ".csv":
+        b.write_text("x,g\n\n  \n")  # blank lines are no rows
+    else:
+        empty.to_parquet(b, index=False)
+    res = _local(a, b, "--out", tmp_path / "o.csv")
+    assert res.returncode == 1, res.stderr
+    assert f"{b}: the table has a header but no rows" in res.stderr
+    assert "site 'b'" in res.stderr and "Traceback" not in res.stderr
+    assert not no_flower and not (tmp_path / "o.csv").exists()
+
+
+def test_sites_whose_columns_differ_are_refused_at_once(tmp_path, no_flower):
+    a = _site(tmp_path / "a.csv", columns=("x", "g", "y"))
+    b = _site(tmp_path / "b.parquet", columns=("x", "g", "z"))
+    res = _local(a, b, "--out", tmp_path / "o.csv")
+    assert res.returncode == 1, res.stderr
+    text = " ".join(res.stderr.split())
+    assert f"'{b}' (site 'b'): columns differ from those of '{a}' (site 'a')" in text
+    assert "missing: ['y']; extra: ['z']" in text and "Traceback" not in text
+    assert not no_flower
+
+
+def test_columns_in_another_order_or_left_out_by_drop_pass(tmp_path, no_flower):
+    """The run's merge compares the sets of columns after each site's --drop: so does
+    the check (no false refusal)."""
+    a = _site(tmp_path / "a.csv", columns=("x", "g", "note"))
+    b = _site(tmp_path / "b.csv", columns=("g", "note", "x"))
+    res = _local(a, b, "--drop", "note", "--out", tmp_path / "o.csv")
+    assert "Flower was started" in res.stderr and "columns differ" not in res.stderr
+    assert no_flower == [{"a": a, "b": b}]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "x,g\n",
+        "x,g\n\n\n",
+        "x,g\r\n \t\r\n",
+        "\n\nx,g\n",
+        '"x\nwith a line break",g\n\n',
+        "x;g\n\n",
+        "x,g\n,\n",  # a row of blanks is a row
+        'x,g\n""\n',
+        "x,g\n1,u",  # no line break at the end
+        '"x\nwith a line break",g\n1,u\n',
+    ],
+)
+def test_table_has_rows_agrees_with_read_table(tmp_path, text):
+    from fits.cli.federate import table_has_rows
+    from fits.io import DataFileError, read_table
+
+    path = tmp_path / "t.csv"
+    path.write_bytes(text.encode())
+    try:
+        rows = len(read_table(path)) > 0
+    except DataFileError as exc:
+        assert "no rows" in str(exc)
+        rows = False
+    assert table_has_rows(path) == rows
