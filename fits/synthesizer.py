@@ -1741,7 +1741,10 @@ def restore_dtype(col: pd.Series, spec: ColumnSpec) -> pd.Series:
     objects back, with that many digits after the point (``Decimal("12.30")``; None
     where missing; :func:`~fits.core.schema.to_decimals`).  Datetimes are left as
     :meth:`~fits.core.continualization.Encoder.decode` made them (time zone and whole
-    days restored there).
+    days restored there), in the input's time unit (``spec.pandas_dtype``'s) where it
+    holds every value the schema lets a draw have: a finer one within its range, a
+    coarser one (``s``, ``ms``) only where the column's ``resolution`` or whole days
+    are at least as coarse (never a synthetic time cut to it).
 
     Parameters
     ----------
@@ -1759,7 +1762,7 @@ def restore_dtype(col: pd.Series, spec: ColumnSpec) -> pd.Series:
             # Parquet date32 column, written back as one; CSV: dates, no time part)
             dates = col.dt.date.astype(object)
             return dates.where(col.notna(), None).rename(col.name)
-        return col
+        return _time_unit(col, spec)
     if spec.decimal_scale is not None:
         return to_decimals(col, spec.decimal_scale)
     # the schema's flag, not this draw's: every chunk of one table gets the same dtype
@@ -1789,6 +1792,36 @@ def restore_dtype(col: pd.Series, spec: ColumnSpec) -> pd.Series:
     try:
         return col.astype(target)
     except (TypeError, ValueError):  # a dtype pandas cannot convert to: keep the decoded one
+        return col
+
+
+#: Datetime units from the coarsest; a draw holds times as fine as the schema's
+#: ``resolution`` (None: microseconds), or whole days (``date_only``).
+_TIME_UNITS = ("D", "h", "min", "s", "ms", "us", "ns")
+
+
+def _time_unit(col: pd.Series, spec: ColumnSpec) -> pd.Series:
+    """A decoded datetime column in the time unit of the input's dtype
+    (``spec.pandas_dtype``), where that unit holds every value the schema lets a draw
+    have (:func:`restore_dtype`); else as decoded."""
+    try:
+        dtype = pd.api.types.pandas_dtype(spec.pandas_dtype) if spec.pandas_dtype else None
+    except TypeError:
+        return col
+    if isinstance(dtype, pd.DatetimeTZDtype):
+        unit = str(dtype.unit)
+    elif isinstance(dtype, np.dtype) and dtype.kind == "M":
+        unit = np.datetime_data(dtype)[0]
+    else:
+        return col
+    finest = "D" if spec.date_only else (spec.resolution or "us")
+    if unit not in _TIME_UNITS or _TIME_UNITS.index(unit) < _TIME_UNITS.index(finest):
+        return col  # the unit would cut the draws' times
+    if unit == getattr(col.dt, "unit", None):
+        return col
+    try:
+        return col.dt.as_unit(unit)
+    except (OverflowError, ValueError):  # past the unit's range (ns: years 1677-2262)
         return col
 
 

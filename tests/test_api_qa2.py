@@ -131,3 +131,42 @@ def test_save_of_a_parameter_that_cannot_be_pickled_names_it(tmp_path):
     synth.set_params(site_audit=str(tmp_path / "audit.log"))  # as the message says
     again = FITSSynthesizer.load(synth.save(path)).connect([_table(0), _table(1)])
     assert again.sample(5, seed=1).equals(synth.sample(5, seed=1))
+
+
+@pytest.mark.parametrize("unit", ["s", "ms", "ns"])
+@pytest.mark.parametrize("tz", [None, "Europe/Paris"])
+def test_datetimes_keep_the_sites_time_unit(unit, tz):
+    """datetime64[s], [ms] and [ns] columns came back as datetime64[us] (pandas 3): the
+    output has the sites' unit, with or without a time zone, in every chunk."""
+    sites = []
+    for seed in (0, 1):
+        table = _table(seed)
+        start = pd.Timestamp("2021-03-01", tz=tz)
+        seconds = np.random.default_rng(seed).integers(0, 10**7, len(table))
+        table["t"] = (start + pd.to_timedelta(seconds, unit="s")).as_unit(unit)
+        sites.append(table)
+    expected = sites[0]["t"].dtype
+    synth = FITSSynthesizer(seed=0).fit(sites)
+    out = synth.sample(40)
+    assert out["t"].dtype == expected
+    assert synth.sample(0)["t"].dtype == expected
+    assert all(chunk["t"].dtype == expected for chunk in synth.iter_sample(30, chunk_rows=10))
+    assert (
+        out["t"].between(min(s["t"].min() for s in sites), max(s["t"].max() for s in sites)).all()
+    )
+
+
+def test_a_coarser_time_unit_never_cuts_finer_draws():
+    """A schema without a time resolution draws microseconds: a datetime64[s] column
+    then comes back in microseconds, never truncated to whole seconds."""
+    sites = []
+    for seed in (0, 1):
+        table = _table(seed)
+        seconds = np.random.default_rng(seed).integers(0, 10**7, len(table))
+        table["t"] = (pd.Timestamp("2021-03-01") + pd.to_timedelta(seconds, unit="s")).as_unit("s")
+        sites.append(table)
+    schema = Schema.detect(sites)
+    schema["t"].resolution = None
+    out = FITSSynthesizer(seed=0, schema=schema).fit(sites).sample(40)
+    assert out["t"].dt.unit in ("us", "ns")  # as decoded: us (pandas 3), ns (pandas 2)
+    assert (out["t"] != out["t"].dt.floor("s")).any()  # microseconds, kept

@@ -261,7 +261,10 @@ class ColumnSpec:
         ``"str"``, ...) when every client has the same, else the clients' common type
         (the one ``pd.concat`` of their columns gives: ``"float64"`` for integers and
         floats, ``"str"`` for a categorical and ``str`` text, ...) where it holds every
-        value unchanged; the output is given it back.
+        value unchanged; the output is given it back.  Datetimes: the sites' dtype when
+        they share one (``"datetime64[s]"``, ``"datetime64[ns, Europe/Paris]"``), whose
+        time unit the output takes where it holds every synthetic value (the time zone
+        is ``tz``); ``"object"``: ``datetime.date`` objects.
     dtype_categories : list, optional
         Pandas categoricals: every category of the input's dtype, unused ones included,
         in the dtype's order (the output has the same ``CategoricalDtype``).
@@ -2130,7 +2133,7 @@ def _merge_dtype(
     present = [(i, c) for i, c in zip(infos, clients, strict=True) if not i.get("all_missing")]
     dtypes = {i.get("pandas_dtype") for i, _ in present}
     if len(dtypes) == 1 and None not in dtypes:
-        spec.pandas_dtype = dtypes.pop()
+        spec.pandas_dtype = next(iter(dtypes))
     elif len(dtypes) > 1 and None not in dtypes:
         _common_output(spec, [i for i, _ in present], [c for _, c in present])
     cats = [i["dtype_categories"] for i in infos if i.get("dtype_categories") is not None]
@@ -2141,11 +2144,13 @@ def _merge_dtype(
         spec.dtype_categories = levels
         spec.dtype_ordered = any(i.get("dtype_ordered") for i in infos)
     if spec.dtype == "datetime":  # restored from tz and date_only; as date objects
-        # where every site's are (a Parquet date32 column: one again, CSV: dates)
+        # where every site's are (a Parquet date32 column: one again, CSV: dates); in
+        # the sites' time unit where they share one (their dtype, kept: its unit)
         dates = spec.date_only and all(
             i.get("date_objects") for i in infos if not i.get("all_missing")
         )
-        spec.pandas_dtype = "object" if dates else None
+        shared = dtypes.pop() if len(dtypes) == 1 and None not in dtypes else None
+        spec.pandas_dtype = "object" if dates else shared
     scales = [i.get("decimal_scale") for i in infos if not i.get("all_missing")]
     if scales and None not in scales and spec.dtype in ("int", "float"):  # at every site
         spec.decimal_scale = max(int(s) for s in scales if s is not None)
