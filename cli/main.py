@@ -62,6 +62,7 @@ from .options import (
     repeated_site_files,
     tune_relevance_value,
 )
+from .release import RELEASE_CHECK_ROWS
 from .report import report
 
 app = typer.Typer(
@@ -98,6 +99,10 @@ def _data_errors() -> Iterator[None]:
     except (ValueError, KeyError, TypeError) as exc:
         _fail(f"{type(exc).__name__}: {exc}")
 
+
+#: From this many real rows on (all sites), fits synthesize says on stderr that the
+#: release check runs, after the table is written: its distances take seconds then.
+SLOW_RELEASE_CHECK_ROWS = 100_000
 
 #: From this many chain columns on, fits synthesize says before it starts that a wide
 #: table takes minutes (docs/benchmarks.md, "Wide tables").
@@ -613,7 +618,19 @@ def synthesize(
     boosted = _boosting_summary(synth.coordinator)
     if boosted:
         typer.echo(boosted)
-    _report_release_check(check)
+    # the table is in place: a stop signal now costs only the check (seconds to minutes
+    # on large sites: its distances reach every real row), and must say so
+    with interruptible(
+        f"the synthetic table {str(out)!r} is written and complete; only the release check "
+        "(exact copies, distance to the closest real row) was not finished"
+    ):
+        if check is not None and check.n_real >= SLOW_RELEASE_CHECK_ROWS and not quiet:
+            typer.echo(
+                f"release check: distances of {min(written, RELEASE_CHECK_ROWS):,} synthetic "
+                f"rows to the sites' {check.n_real:,} rows ...",
+                err=True,
+            )
+        _report_release_check(check)
 
 
 def _boosting_summary(coordinator: Any) -> str:
