@@ -906,7 +906,7 @@ def _write_stream(
 @app.command(name="schema")
 def schema_command(
     site_files: SiteFiles,
-    out: Annotated[Path, typer.Option("--out", help="Where to write the schema JSON.")],
+    out: Annotated[Path, typer.Option("--out", help="Where to write the schema (a .json file).")],
     order: Order = None,
     simulate_clients: SimulateClients = None,
     shares: Shares = None,
@@ -931,6 +931,12 @@ def schema_command(
     inputs = [("the site table", p) for p in site_files]
     _check_inputs(inputs)
     _check_output(out, inputs)
+    if out.suffix.lower() != ".json":  # schema.csv: JSON in a table's name
+        _fail(
+            f"--out {str(out)!r}: fits schema writes JSON; give a file name ending in .json "
+            f"(for example {str(out.with_name('schema.json'))!r})",
+            2,
+        )
     kinds = _parse_kinds(kind)
     with interruptible("no schema was written"), _data_errors():
         tables = _drop_columns(_load_sites(site_files, simulate_clients, shares, seed), drop)

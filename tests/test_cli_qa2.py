@@ -84,3 +84,23 @@ def test_a_slow_release_check_says_what_it_does(sites, tmp_path, monkeypatch):
     assert "release check: distances of 20 synthetic rows to the sites' 160 rows" in res.stderr
     quiet = run("synthesize", *sites, "--rows", 20, "--out", out, "-q")
     assert quiet.returncode == 0 and "release check" not in quiet.stderr
+
+
+# ---------------------------------------------------------------------------------------
+# fits schema --out
+# ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["schema.csv", "synthetic.parquet", "schema.txt", "schema"])
+def test_schema_out_must_be_a_json_file(sites, tmp_path, name):
+    """`fits schema --out schema.csv` wrote JSON into a .csv file (a table's name: one
+    typed `fits schema` for `fits synthesize`); a path not ending in .json is now a
+    usage error, before anything is read, and nothing is written."""
+    out = tmp_path / name
+    res = run("schema", *sites, "--out", out)
+    assert res.returncode == 2, res.stderr
+    assert f"--out {str(out)!r}" in res.stderr and "JSON" in res.stderr
+    assert "schema.json" in res.stderr and "Traceback" not in res.stderr
+    assert not out.exists()
+    ok = run("schema", *sites, "--out", tmp_path / "Schema.JSON")
+    assert ok.returncode == 0, ok.stderr
