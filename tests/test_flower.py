@@ -191,6 +191,27 @@ def test_known_in_the_run_config_is_conditional_sampling(site_files, tmp_path, m
         assert not out.exists()
 
 
+def test_a_known_later_discrete_column_is_matched_as_in_process(site_files, tmp_path):
+    """Run config ``known`` with an ordinal column fourth in the chain (matched by
+    drawing, at the ServerApp): the in-process ``sample_remaining_columns`` bit for bit."""
+    paths, kinds, order = site_files
+    later = order[3]
+    assert kinds[later] == "ordinal"
+    source = read_table(next(iter(paths.values())))
+    known_path = tmp_path / "known.csv"
+    source[[later]].sample(60, replace=True, random_state=2).to_csv(known_path, index=False)
+    out = tmp_path / "completed.csv"
+    config = {"output": str(out), "rows": 0, "known": str(known_path), "seed": 4}
+    config.update(kinds=format_kinds(kinds), order=",".join(order))
+    run_synthesis(FakeGrid(_node_configs(paths)), config)
+    tables = {name: read_table(path) for name, path in sorted(paths.items())}
+    synth = FITSSynthesizer({n: KERNELS[n] for n in tables}, seed=4, kinds=kinds, order=order)
+    expected = synth.fit(tables).sample_remaining_columns(read_table(known_path))
+    got = read_table(out)
+    pd.testing.assert_frame_equal(got, expected, check_exact=True)
+    assert got[later].tolist() == read_table(known_path)[later].tolist()
+
+
 @pytest.mark.parametrize("suffix", [".csv", ".parquet"])
 def test_a_known_table_of_no_rows_gives_the_header(site_files, tmp_path, suffix):
     """Run config ``known`` of no rows: the output holds the header alone, with the
