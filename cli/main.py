@@ -455,7 +455,7 @@ def synthesize(
       fits synthesize site_a.csv site_b.csv --order age,sex --known people.csv --out s.csv
     """
     from fits import FITSSynthesizer
-    from fits.core.schema import Schema
+    from fits.core.schema import IdentifierColumnError, Schema, SchemaError
 
     if (rows is None) == (known is None):
         _fail("give either --rows N (rows to draw) or --known FILE (rows to complete)", 2)
@@ -513,6 +513,7 @@ def synthesize(
                 user_schema = Schema.from_json(schema.read_text(encoding="utf-8-sig"))
             except (OSError, ValueError) as exc:
                 _fail(f"{schema}: not a usable schema file ({exc}); write one with `fits schema`")
+            _check_schema_columns(schema, user_schema, columns, next(iter(tables)), bool(drop))
         chain = chain_order or (list(user_schema.order) if user_schema else columns)
         ids = set(user_schema.unmodelled if user_schema else [])
         ids |= {c for c, k in kinds.items() if k == "id"}
@@ -588,6 +589,10 @@ def synthesize(
                     _fail(f"--tune-relevance{str(exc).removeprefix('tune_relevance')}", 2)
                 if str(exc).startswith("learning relevance weights"):  # the budget
                     _fail(f"--relevance-budget: {exc}", 2)
+                if schema is not None and isinstance(exc, SchemaError):
+                    if not isinstance(exc, IdentifierColumnError):  # (a usage error)
+                        # the sites' values against the edited file: name the file
+                        _fail(f"--schema {str(schema)!r}: {exc}")
                 raise
         _echo_warnings(caught)
         if phases is not None:
@@ -631,6 +636,40 @@ def synthesize(
                 err=True,
             )
         _report_release_check(check)
+
+
+def _check_schema_columns(
+    path: Path, schema: Any, columns: Sequence[str], site: str, dropped: bool
+) -> None:
+    """The columns of a ``--schema`` file are the site tables' (those of the first site,
+    ``site``, after ``--drop``), else a data error (exit 1) naming the file, the columns
+    on either side and the fixes, before the fit (a column renamed in the file was
+    reported by the sites from one side only, without the file)."""
+    named = [c.name for c in schema.columns if c.indicates is None]  # not its indicators
+    absent = [c for c in named if c not in columns]
+    unnamed = [c for c in columns if c not in named]
+    if not absent and not unnamed:
+        return
+    table = f"{site}'s table" + (" (after --drop)" if dropped else "")
+    parts = []
+    if absent:
+        parts.append(f"it names column(s) {absent} that {table} does not have")
+    if unnamed:
+        parts.append(f"column(s) {unnamed} of {table} are not in the schema")
+    fixes = []
+    if absent and unnamed:
+        fixes.append(
+            'rename the schema\'s columns to the table\'s names (in "columns" and "order")'
+        )
+    if absent:
+        fixes.append('remove the columns the table does not have (from "columns" and "order")')
+    if unnamed:
+        fixes.append("add the table's columns to the schema, or leave them out with --drop COL")
+    fix = "; or ".join(fixes)
+    _fail(
+        f"--schema {str(path)!r} does not match the site tables: {'; '.join(parts)}. "
+        f"{fix[0].upper()}{fix[1:]}; `fits schema` writes a schema that matches"
+    )
 
 
 def _boosting_summary(coordinator: Any) -> str:

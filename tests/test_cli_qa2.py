@@ -104,3 +104,64 @@ def test_schema_out_must_be_a_json_file(sites, tmp_path, name):
     assert not out.exists()
     ok = run("schema", *sites, "--out", tmp_path / "Schema.JSON")
     assert ok.returncode == 0, ok.stderr
+
+
+# ---------------------------------------------------------------------------------------
+# A schema file edited by hand, fed back with --schema
+# ---------------------------------------------------------------------------------------
+
+
+def _edited_schema(sites: list[Path], tmp_path: Path, edit) -> Path:
+    import json
+
+    path = tmp_path / "schema.json"
+    assert run("schema", *sites, "--out", path).returncode == 0
+    doc = json.loads(path.read_text())
+    edit(doc)
+    path.write_text(json.dumps(doc, indent=2))
+    return path
+
+
+def _column(doc: dict, name: str) -> dict:
+    return next(c for c in doc["columns"] if c["name"] == name)
+
+
+def test_a_column_renamed_in_the_schema_names_both_names_and_the_file(sites, tmp_path):
+    """A column renamed in the schema file (smoker -> smokes) was reported from one side
+    only (`site_a: column(s) ['smokes'] of the schema are missing here`), without the
+    schema file or the table's own name for it: now one message names the file, both
+    names and the fixes, before the fit (exit 1)."""
+
+    def rename(doc: dict) -> None:
+        _column(doc, "smoker")["name"] = "smokes"
+        doc["order"] = ["smokes" if c == "smoker" else c for c in doc["order"]]
+
+    schema = _edited_schema(sites, tmp_path, rename)
+    out = tmp_path / "o.csv"
+    res = run("synthesize", *sites, "--rows", 5, "--schema", schema, "--out", out, "-q")
+    assert res.returncode == 1, res.stderr
+    err = res.stderr
+    assert f"--schema {str(schema)!r}" in err and "site_a" in err, err
+    assert "['smokes']" in err and "['smoker']" in err and "rename" in err, err
+    assert "--drop" in err and "Traceback" not in err and "[fit" not in err
+    assert not out.exists()
+
+
+def test_errors_the_fit_finds_in_an_edited_schema_name_the_file(sites, tmp_path):
+    """What only the sites' values show (a category taken out, a bound set to null) was
+    reported without the schema file's name: the message now starts with it."""
+
+    def drop_category(doc: dict) -> None:
+        _column(doc, "city")["categories"].remove("Zürich")
+
+    def null_bound(doc: dict) -> None:
+        _column(doc, "age")["lower"] = None
+
+    for edit, words in ((drop_category, ["'city'", "Zürich"]), (null_bound, ["'age'", "lower"])):
+        schema = _edited_schema(sites, tmp_path, edit)
+        out = tmp_path / "o.csv"
+        res = run("synthesize", *sites, "--rows", 5, "--schema", schema, "--out", out, "-q")
+        assert res.returncode == 1, res.stderr
+        assert res.stderr.startswith(f"error: --schema {str(schema)!r}: "), res.stderr
+        assert all(w in res.stderr for w in words) and "Traceback" not in res.stderr
+        assert not out.exists()
