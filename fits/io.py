@@ -73,11 +73,26 @@ def check_suffix(path: Path, what: str = "table") -> str:
             f"(for example {Path(path) / 'synthetic.csv'})"
         )
     if suffix not in TABLE_SUFFIXES:
+        hint = "" if what == "output" else _SUFFIX_HINTS.get(suffix, "")
         raise DataFileError(
             f"{path}: unknown file type {suffix or '(none)'!r} for the {what}; "
-            "use a .csv or .parquet file"
+            f"use a .csv or .parquet file{hint}"
         )
     return suffix
+
+
+#: How to turn an input file of another type into one fits reads.
+_SUFFIX_HINTS = {
+    **dict.fromkeys(
+        (".tsv", ".txt", ".tab", ".dat"),
+        " (fits finds a tab, ';' or '|' separator itself: rename it to .csv)",
+    ),
+    **dict.fromkeys((".gz", ".zip", ".bz2", ".xz", ".zst"), " (decompress it first)"),
+    **dict.fromkeys(
+        (".xlsx", ".xls", ".xlsm", ".ods"),
+        " (a spreadsheet: save it as CSV, UTF-8, from the spreadsheet program)",
+    ),
+}
 
 
 def read_table(path: str | os.PathLike[str], *, empty_ok: bool = False) -> pd.DataFrame:
@@ -159,8 +174,40 @@ def _read_errors(path: Path, suffix: str) -> Iterator[None]:
         raise
     except pd.errors.EmptyDataError:
         raise DataFileError(f"{path}: the file is empty") from None
+    except UnicodeDecodeError as exc:  # pandas' position is in its buffer: find the line
+        raise DataFileError(_not_utf8(path, exc)) from None
     except Exception as exc:  # noqa: BLE001 - any parser failure is a data error here
-        raise DataFileError(f"{path}: cannot read it as {suffix[1:]} ({exc})") from None
+        ragged = _RAGGED.search(str(exc))
+        if ragged:
+            want, line, got = ragged.groups()
+            raise DataFileError(
+                f"{path}: line {line} has {got} fields, the header {want}; fix that row "
+                "(a value that holds the separator must be in double quotes) or the header"
+            ) from None
+        raise DataFileError(
+            f"{path}: cannot read it as {suffix[1:]} ({str(exc).strip()})"
+        ) from None
+
+
+#: pandas' message for a row of more fields than the header.
+_RAGGED = re.compile(r"Expected (\d+) fields in line (\d+), saw (\d+)")
+
+
+def _not_utf8(path: Path, exc: UnicodeDecodeError) -> str:
+    """The message for a text file that is not UTF-8: its first such line and byte."""
+    with open(path, "rb") as fh:
+        for number, raw in enumerate(fh, 1):
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError as bad:
+                byte = raw[bad.start]
+                return (
+                    f"{path}: line {number} is not UTF-8 text (byte {byte:#04x}, which is "
+                    f"{bytes([byte]).decode('cp1252', 'replace')!r} in Latin-1/Windows-1252); "
+                    "save the file as UTF-8 (a spreadsheet: CSV UTF-8; or `iconv -f latin1 "
+                    f"-t utf-8 {path.name} > new.csv`)"
+                )
+    return f"{path}: the file is not UTF-8 text ({exc.reason}); save it as UTF-8"
 
 
 #: Separators a CSV file may use, in order of preference.

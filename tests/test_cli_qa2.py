@@ -165,3 +165,62 @@ def test_errors_the_fit_finds_in_an_edited_schema_name_the_file(sites, tmp_path)
         assert res.stderr.startswith(f"error: --schema {str(schema)!r}: "), res.stderr
         assert all(w in res.stderr for w in words) and "Traceback" not in res.stderr
         assert not out.exists()
+
+
+# ---------------------------------------------------------------------------------------
+# Site files fits cannot read: what to do about them
+# ---------------------------------------------------------------------------------------
+
+
+def test_a_latin_1_csv_names_the_line_and_says_to_save_it_as_utf_8(sites, tmp_path):
+    """A CSV saved as Latin-1 (accents: 'Zürich') said `cannot read it as csv ('utf-8'
+    codec can't decode byte 0xfc in position 1: ...)`: a position in pandas' buffer,
+    no line, no fix. It now names the line and says how to save the file as UTF-8."""
+    latin = tmp_path / "latin.csv"
+    text = sites[0].read_text(encoding="utf-8")
+    latin.write_bytes(text.encode("latin-1"))
+    line = next(k for k, ln in enumerate(text.splitlines(), 1) if any(ord(c) > 127 for c in ln))
+    res = run("synthesize", latin, sites[1], "--rows", 5, "--out", tmp_path / "o.csv")
+    assert res.returncode == 1, res.stderr
+    assert f"{latin}: line {line} is not UTF-8 text" in res.stderr, res.stderr
+    first = next(c for c in text.splitlines()[line - 1] if ord(c) > 127)  # 'ü' or 'ö'
+    assert f"byte {ord(first):#04x}, which is {first!r} in Latin-1" in res.stderr, res.stderr
+    assert "save the file as UTF-8" in res.stderr
+    assert "position" not in res.stderr and "Traceback" not in res.stderr
+
+
+def test_a_row_with_an_extra_field_names_the_line_and_the_fix(sites, tmp_path):
+    """A ragged row said pandas' `Error tokenizing data. C error: Expected 3 fields in
+    line 6, saw 4` with a line break inside the message; it now says it in words, with
+    the fix."""
+    ragged = tmp_path / "ragged.csv"
+    lines = sites[0].read_text(encoding="utf-8").splitlines()
+    lines[5] += ",extra"
+    ragged.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    res = run("synthesize", ragged, sites[1], "--rows", 5, "--out", tmp_path / "o.csv")
+    assert res.returncode == 1, res.stderr
+    assert f"{ragged}: line 6 has 4 fields, the header 3" in res.stderr, res.stderr
+    assert "quote" in res.stderr and "C error" not in res.stderr
+    assert res.stderr.count("\n") == 1  # one line
+
+
+@pytest.mark.parametrize(
+    ("name", "words"),
+    [
+        ("site.tsv", "rename it to .csv"),
+        ("site.txt", "rename it to .csv"),
+        ("site.csv.gz", "decompress it"),
+        ("site.zip", "decompress it"),
+        ("site.xlsx", "save it as CSV"),
+        ("site.ods", "save it as CSV"),
+    ],
+)
+def test_a_site_file_of_another_type_says_how_to_make_it_readable(sites, tmp_path, name, words):
+    """.tsv, compressed and spreadsheet files were refused with `use a .csv or .parquet
+    file` alone; the message now also says how to turn the file into one."""
+    path = tmp_path / name
+    path.write_bytes(sites[0].read_bytes())
+    res = run("synthesize", path, sites[1], "--rows", 5, "--out", tmp_path / "o.csv")
+    assert res.returncode == 2, res.stderr
+    message = " ".join(res.stderr.replace("│", " ").split())
+    assert "use a .csv or .parquet file" in message and words in message, res.stderr
