@@ -201,6 +201,11 @@ def benchmark(
             _fail(str(exc))
         if not folder.is_dir():
             where = "--data-dir" if data_dir is not None else "FITS_DATA_DIR"
+            if folder.exists():  # the data file itself, say
+                _fail(
+                    f"{where} {str(folder)!r} is a file, not a folder: give the folder that "
+                    "holds the UCI files, not a file in it"
+                )
             _fail(f"{where} {str(folder)!r}: no such directory")
     try:
         column_designs = parse_column_designs(column_design)

@@ -359,8 +359,9 @@ def resolve_data_dir(data_dir: str | os.PathLike[str] | None) -> Path:
     if env:
         return Path(env).expanduser()
     raise FileNotFoundError(
-        "no data directory given: pass data_dir=... or set the environment variable "
-        f"{DATA_DIR_ENV} to the directory holding the UCI files (e.g. "
+        "no data directory given: give the folder holding the UCI files (command line: "
+        "--data-dir DIR; Python: data_dir=...) or set the environment variable "
+        f"{DATA_DIR_ENV} to it (e.g. "
         f"`export {DATA_DIR_ENV}=/path/to/datasets`); see datasets/README.md"
     )
 
@@ -381,8 +382,9 @@ def _checked_file(directory: Path, filename: str, dataset: str) -> Path:
         raise FileNotFoundError(
             f"{dataset} data file not found: expected {str(path)!r}{where}. Download "
             f"{_FILE_HINTS[filename]} from the UCI Machine Learning Repository "
-            f"({_UCI_PAGES[dataset]}) and point fits at its directory with the data_dir "
-            f"argument or the {DATA_DIR_ENV} environment variable."
+            f"({_UCI_PAGES[dataset]}) and point fits at its directory with --data-dir DIR "
+            f"(command line), data_dir=... (Python) or the {DATA_DIR_ENV} environment "
+            "variable."
         )
     got = _md5(path)
     want = MD5[filename]
