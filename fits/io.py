@@ -196,6 +196,13 @@ _RAGGED = re.compile(r"Expected (\d+) fields in line (\d+), saw (\d+)")
 def _not_utf8(path: Path, exc: UnicodeDecodeError) -> str:
     """The message for a text file that is not UTF-8: its first such line and byte."""
     with open(path, "rb") as fh:
+        start = fh.read(2)
+        if start in (b"\xff\xfe", b"\xfe\xff"):  # Excel's "Unicode Text", say
+            return (
+                f"{path}: the file is UTF-16 text, not UTF-8; save it as UTF-8 (a "
+                f"spreadsheet: CSV UTF-8; or `iconv -f utf-16 -t utf-8 {path.name} > new.csv`)"
+            )
+        fh.seek(0)
         for number, raw in enumerate(fh, 1):
             try:
                 raw.decode("utf-8")

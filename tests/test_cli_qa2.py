@@ -189,6 +189,17 @@ def test_a_latin_1_csv_names_the_line_and_says_to_save_it_as_utf_8(sites, tmp_pa
     assert "position" not in res.stderr and "Traceback" not in res.stderr
 
 
+def test_a_utf_16_csv_says_so(sites, tmp_path):
+    """A UTF-16 file (a spreadsheet's "Unicode Text") was called Latin-1 (its byte-order
+    mark, byte 0xff, read as 'ÿ') and the fix given was `iconv -f latin1`."""
+    wide = tmp_path / "wide.csv"
+    wide.write_text(sites[0].read_text(encoding="utf-8"), encoding="utf-16")
+    res = run("synthesize", wide, sites[1], "--rows", 5, "--out", tmp_path / "o.csv")
+    assert res.returncode == 1, res.stderr
+    assert f"{wide}: the file is UTF-16 text, not UTF-8" in res.stderr, res.stderr
+    assert "iconv -f utf-16 -t utf-8" in res.stderr and "Latin-1" not in res.stderr
+
+
 def test_a_row_with_an_extra_field_names_the_line_and_the_fix(sites, tmp_path):
     """A ragged row said pandas' `Error tokenizing data. C error: Expected 3 fields in
     line 6, saw 4` with a line break inside the message; it now says it in words, with
