@@ -4,8 +4,8 @@ The chain (Algorithm 2 of the FITS paper) draws column j given columns 1..j-1, s
 condition exactly only on a prefix: known values of the first columns become the
 query points of the later ones (``FITSSynthesizer.sample_remaining_columns``).  A known
 value of a later *discrete* column is met here by rejection: rows are drawn from the
-chain given the known prefix, and a known row takes the first draw whose later known
-columns agree with it.  Accepted draws follow the synthesizer's joint distribution
+chain given the known prefix, and a known row takes a draw whose later known columns
+agree with it.  Accepted draws follow the synthesizer's joint distribution
 conditioned on every known value, exactly: rejection sampling needs no model of the
 acceptance probability, only independent draws (not in the paper; SDV conditions the
 same way).  A continuous column has probability zero of agreeing, so it must be first.
@@ -18,11 +18,15 @@ declared again as needed, one configure round each time).
 
 Choices of ours: the known rows are matched in blocks of :data:`BLOCK_ROWS` rows, each
 block's tries drawn from one random stream in a fixed sequence, so that the rows do not
-depend on how the output is chunked; each try draws ``copies`` candidates for every
-pending row (1 at first and after a try whose candidates all agreed, else about
-1.5 / p with p the last try's share of agreeing candidates, capped so that one try holds
-at most ``max_candidates`` rows in memory); and a block gives up, with an error
-naming the rarest combination left, after ``max_tries`` candidates per row of the block.
+depend on how the output is chunked.  Known rows with the same known prefix and the same
+known later values form a group: their draws come from one distribution, so an agreeing
+draw made for one row may complete any row of its group (the k-th agreeing draw of a try
+completes the group's k-th pending row), and a thousand rows asking for ``income = >50K``
+cost about 1,000 / p draws, not more.  Each try draws ``copies`` candidates per pending
+row: 1 at first and after a try whose candidates all agreed, else :data:`COPIES` / p
+with p the last try's share of agreeing candidates, capped so that one try holds at most
+``max_candidates`` rows in memory.  A block gives up, with an error naming its first
+row left, after ``max_tries`` candidates per row of the block.
 """
 
 from __future__ import annotations
@@ -39,6 +43,12 @@ __all__ = ["BLOCK_ROWS", "MatchError", "draw_matching"]
 BLOCK_ROWS = 8_192
 
 
+#: Candidates drawn per pending row and try: COPIES / p, with p the last try's share of
+#: agreeing candidates, so that a try is expected to match every pending row with a
+#: margin of 20% (more copies: fewer tries, more draws past the last match).
+COPIES = 1.2
+
+
 class MatchError(ValueError):
     """Known rows that the draws did not match within the budget of tries.
 
@@ -48,12 +58,12 @@ class MatchError(ValueError):
         Position (0-based, in the known table) of the first row left unmatched.
     pending : int
         How many rows of its block were left unmatched.
-    tried, accepted : int
-        Candidates drawn and accepted in that block.
+    tried, completed : int
+        Candidates drawn in that block, and rows of it they completed.
     """
 
-    def __init__(self, row: int, pending: int, tried: int, accepted: int) -> None:
-        self.row, self.pending, self.tried, self.accepted = row, pending, tried, accepted
+    def __init__(self, row: int, pending: int, tried: int, completed: int) -> None:
+        self.row, self.pending, self.tried, self.completed = row, pending, tried, completed
         super().__init__(f"{pending} known row(s) unmatched after {tried} draws")
 
 
@@ -107,35 +117,66 @@ def draw_matching(
     for start in range(0, total, BLOCK_ROWS):
         stop = min(total, start + BLOCK_ROWS)
         pending = np.arange(start, stop)
+        keys = _keys(given, codes[start:stop], np.arange(start, stop))  # prefix and codes
         out: np.ndarray | None = None
         budget = max_tries * (stop - start)
-        tried = accepted = 0
+        tried = completed = 0
         while pending.size:
             left = budget - tried
             if left < 1:
-                raise MatchError(int(pending[0]), int(pending.size), tried, accepted)
-            copies = 1 if rate >= 1.0 else int(min(np.ceil(1.5 / rate), max_tries, left))
+                raise MatchError(int(pending[0]), int(pending.size), tried, completed)
+            copies = 1 if rate >= 1.0 else int(min(np.ceil(COPIES / rate), max_tries, left))
             copies = min(copies, max_candidates)
             take = min(pending.size, max(1, max_candidates // copies), left // copies)
-            rows = pending[:take]
-            candidates = np.repeat(rows, copies)
+            candidates = np.repeat(pending[:take], copies)
             values = sample(candidates.size, None if given is None else given[candidates])
-            ok = np.ones(candidates.size, dtype=bool)
-            for k, codes_of in enumerate(matched):
-                ok &= codes_of(values) == codes[candidates, k]
+            drawn = np.column_stack([codes_of(values) for codes_of in matched])
+            # one numbering of the rows' (prefix, codes) and the draws' (prefix, drawn codes)
+            both = np.vstack([keys[pending - start], _keys(given, drawn, candidates)])
+            group = np.unique(both, axis=0, return_inverse=True)[1].reshape(-1)
+            wanted, offered = group[: pending.size], group[pending.size :]
+            ok = np.isin(offered, wanted)  # a draw some pending row can take
             if out is None:
                 out = np.empty((stop - start, values.shape[1]))
-            hits = ok.reshape(take, copies)
-            hit = hits.any(axis=1)
-            first = hits.argmax(axis=1)
-            out[rows[hit] - start] = values.reshape(take, copies, -1)[hit, first[hit]]
-            pending = np.concatenate([rows[~hit], pending[take:]])
+            filled, used = _assign(wanted, offered[ok])
+            out[pending[filled] - start] = values[np.flatnonzero(ok)[used]]
+            keep = np.ones(pending.size, dtype=bool)
+            keep[filled] = False
+            pending = pending[keep]
             tried += candidates.size
-            accepted += int(ok.sum())
+            completed += int(filled.size)
             # a try with no match: four times the copies next; else the observed share
             rate = max(ok.mean() if ok.any() else rate / 4.0, 1.0 / max_tries)
-            done += int(hit.sum())
+            done += int(filled.size)
             if progress is not None:
                 progress(done)
         assert out is not None  # a block has at least one row, so one try ran
         yield out
+
+
+def _keys(given: np.ndarray | None, codes: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Per row: its known prefix (the row of ``given`` at ``rows``) and ``codes``, one
+    row of floats (codes are small integers, exact as floats).  Rows with equal keys
+    draw from one distribution and want the same codes: an agreeing draw made for one
+    may complete another."""
+    codes = np.asarray(codes, dtype=float)
+    keys = codes if given is None else np.column_stack([given[rows], codes])
+    return np.where(np.isnan(keys), -np.inf, keys)  # equal to itself in np.unique
+
+
+def _assign(pending: np.ndarray, agreeing: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Which pending rows the agreeing draws complete: within each group, the k-th
+    agreeing draw (in the order drawn) completes the group's k-th pending row (in the
+    pending order), while both last.  ``pending`` and ``agreeing`` are group numbers;
+    returns the positions in ``pending`` completed and in ``agreeing`` used, paired."""
+    by_row = np.argsort(pending, kind="stable")
+    by_draw = np.argsort(agreeing, kind="stable")
+    rows_sorted, draws_sorted = pending[by_row], agreeing[by_draw]
+    # a draw's rank within its group: its position minus the group's first position
+    draw_rank = np.arange(draws_sorted.size) - np.searchsorted(draws_sorted, draws_sorted)
+    # the draw of rank r in group g completes the row of rank r in g, if the group has one
+    first_row = np.searchsorted(rows_sorted, draws_sorted)
+    n_rows = np.searchsorted(rows_sorted, draws_sorted, side="right") - first_row
+    use = draw_rank < n_rows
+    filled = by_row[first_row[use] + draw_rank[use]]
+    return filled, by_draw[use]

@@ -1068,13 +1068,15 @@ class FITSSynthesizer(BaseEstimator):
 
         Known **discrete** columns later in the chain are matched by drawing
         (:mod:`fits._matching`): rows are drawn given the known first columns, and each
-        known row takes the first draw whose values of those columns agree with its
-        own.  The result follows the synthesizer's distribution conditioned on every
-        known value, exactly, but each row costs about 1 / p draws where p is the share
-        of draws that agree (every draw is a pass of the chain at every site), and a
-        combination drawn in less than about 1 / ``max_tries`` of them stops the draw
-        with an error.  Their values never leave this process: the sites see the draws'
-        query points only.  A known continuous column must come first in the chain.
+        known row takes a draw whose values of those columns agree with its own (an
+        agreeing draw may complete any row with the same known first values).  The
+        result follows the synthesizer's distribution conditioned on every known value,
+        exactly, but each row costs about 1 / p draws where p is the share of draws
+        that agree (every draw is a pass of the chain at every site), and a combination
+        drawn in less than about 1 / ``max_tries`` of them stops the draw with an
+        error.  Their values are not sent to the sites as such: the sites see the
+        draws' query points, kept and discarded alike (docs/privacy.md).  A known
+        continuous column must come first in the chain.
         Fit with ``order=[...]`` to put the columns you condition on first: that is
         exact at no extra cost.  (SDV's ``sample_from_conditions`` is this method with
         the conditions repeated once per row wanted.)
@@ -1659,18 +1661,16 @@ def _unmatched_message(
     """What to say when known rows found no matching draw (:class:`MatchError`)."""
     row = known.iloc[exc.row]
     values = ", ".join(f"{name}={plain(row[name])!r}" for name in known.columns)
-    share = f"{exc.accepted / exc.tried:.2%}" if exc.accepted else "none"
     return (
         f"known column(s) {list(names)} come after a column not given in the chain, so "
-        "they are matched by drawing: each known row takes the first row drawn (given "
-        "the known columns first in the chain) that agrees with it; the known row at "
-        f"position {exc.row} "
-        f"({values}) and {exc.pending - 1} other(s) of its block of up to "
-        f"{BLOCK_ROWS:,} rows found none in {max_tries} draws per row (agreeing: "
-        f"{share} of {exc.tried:,} draws). The synthesizer rarely draws these values "
-        "together; put the known columns first in the chain to condition on them "
-        "exactly (order=[...]; fits synthesize --order), or allow more draws per row "
-        "(max_tries)"
+        "they are matched by drawing: each known row takes a row drawn (given the known "
+        "columns first in the chain) that agrees with it; the known row at position "
+        f"{exc.row} ({values}) and {exc.pending - 1} other(s) of its block of up to "
+        f"{BLOCK_ROWS:,} rows found none in {max_tries} draws per row ({exc.tried:,} "
+        f"draws completed {exc.completed} of its rows). The synthesizer rarely draws "
+        "these values together; put the known columns first in the chain to condition "
+        "on them exactly (order=[...]; fits synthesize --order), or allow more draws "
+        "per row (max_tries)"
     )
 
 

@@ -152,7 +152,7 @@ def test_draw_matching_gives_up_after_its_budget() -> None:
             )
         )
     assert (info.value.row, info.value.pending) == (1, 2)
-    assert info.value.tried == 12 and info.value.accepted == 1
+    assert info.value.tried == 12 and info.value.completed == 1
 
 
 def test_fits_synthesize_known_takes_a_later_discrete_column(tmp_path) -> None:
@@ -177,3 +177,61 @@ def test_fits_synthesize_known_takes_a_later_discrete_column(tmp_path) -> None:
     assert list(got.columns) == ["a", "c", "b"]
     assert got["b"].tolist() == ["one"] * 40 + ["zero"] * 40
     assert got["c"].iloc[:40].mean() > got["c"].iloc[40:].mean() + 1.5
+
+
+def test_draws_complete_any_row_with_the_same_prefix_that_wants_their_values() -> None:
+    """Draws given one known prefix come from one distribution: a draw completes a
+    pending row with that prefix that wants its values, whichever row it was drawn
+    for; the k-th such draw of a try the k-th such row, each draw used once.  Draw
+    numbers as values; codes: number mod 4."""
+    drawn: list[int] = []
+
+    def sample(n: int, given: np.ndarray | None) -> np.ndarray:
+        start = sum(drawn)
+        drawn.append(n)
+        return np.arange(start, start + n, dtype=float)[:, None]
+
+    codes = np.array([[0]] * 6 + [[1]] * 2)  # six rows want code 0, two want code 1
+    got = np.concatenate(
+        list(
+            draw_matching(
+                sample,
+                None,
+                [lambda v: v[:, 0].astype(int) % 4],
+                codes,
+                8,
+                max_tries=50,
+                max_candidates=1000,
+            )
+        )
+    )[:, 0].astype(int)
+    assert (got % 4 == codes[:, 0]).all() and len(set(got)) == 8
+    # the first try, one draw per row (0..7): 0 and 4 complete the first two rows that
+    # want 0, and 1 and 5 (drawn for rows that want 0) both rows that want 1
+    assert got[:2].tolist() == [0, 4] and got[6:].tolist() == [1, 5]
+    # then 4 rows pending, 4 of 8 draws were taken: 1.2 / 0.5 -> 3 copies each
+    assert drawn[:2] == [8, 12] and got[2:6].tolist() == [8, 12, 16, 20]
+    filled, used = matching._assign(np.array([2, 0, 2, 1]), np.array([2, 2, 2, 0]))
+    assert filled.tolist() == [1, 0, 2] and used.tolist() == [3, 0, 1]
+
+
+def test_rows_with_another_prefix_do_not_share_draws() -> None:
+    """A draw made given one prefix never completes a row with another prefix."""
+    drawn: list[np.ndarray] = []
+
+    def sample(n: int, given: np.ndarray | None) -> np.ndarray:
+        assert given is not None
+        drawn.append(given[:, 0].copy())
+        return np.column_stack([given[:, 0] * 10 + np.arange(n) % 2])
+
+    given = np.array([[1.0], [2.0], [2.0]])
+    codes = np.array([[1], [0], [1]])
+    got = np.concatenate(
+        list(
+            draw_matching(
+                sample, given, [lambda v: v[:, 0].astype(int) % 2], codes, 3,
+                max_tries=20, max_candidates=100,
+            )
+        )
+    )[:, 0]  # fmt: skip
+    assert (got // 10 == given[:, 0]).all() and (got % 2 == codes[:, 0]).all()
