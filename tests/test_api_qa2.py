@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from fits import FITSSynthesizer, Schema, SchemaError
-from fits.core.schema import DataNote
+from fits.core.schema import DataNote, IdentifierColumnError
 
 N = 200
 
@@ -82,13 +82,11 @@ def _table(seed: int, n: int = 60) -> pd.DataFrame:
 
 def test_tables_without_columns_are_refused_at_fit_naming_the_site():
     """DataFrames with rows but no columns: the fit went through, and sample() then
-    raised 'run setup() and configure() first' from the coordinator; Schema.detect
-    gave an empty schema."""
+    raised 'run setup() and configure() first' from the coordinator (Schema.detect of
+    them is the empty schema, which the report's kind inference relies on)."""
     empty = {"north": pd.DataFrame(index=range(10)), "south": pd.DataFrame(index=range(8))}
     with pytest.raises(SchemaError, match=r"north: the table has no columns"):
         FITSSynthesizer(seed=0).fit(empty)
-    with pytest.raises(SchemaError, match=r"north: the table has no columns"):
-        Schema.detect(empty)
 
 
 @pytest.mark.parametrize("call", ["fit", "detect"])
@@ -170,3 +168,38 @@ def test_a_coarser_time_unit_never_cuts_finer_draws():
     out = FITSSynthesizer(seed=0, schema=schema).fit(sites).sample(40)
     assert out["t"].dt.unit in ("us", "ns")  # as decoded: us (pandas 3), ns (pandas 2)
     assert (out["t"] != out["t"].dt.floor("s")).any()  # microseconds, kept
+
+
+def _small_sites(n: int) -> list[pd.DataFrame]:
+    out = []
+    for site in (1, 2):
+        rng = np.random.default_rng(site)
+        out.append(
+            pd.DataFrame(
+                {
+                    "x": rng.normal(size=n),
+                    "email": [f"person{site}_{i}@example.com" for i in range(n)],
+                    "colour": rng.choice(["red", "blue"], n),
+                }
+            )
+        )
+    return out
+
+
+def test_a_small_tables_unique_text_is_refused_as_an_identifier():
+    """Two sites of 8 rows, a different email in every row: with at most 20 distinct
+    values the column was modelled as nominal and every synthetic email was a real
+    one, copied verbatim, without a word."""
+    sites = _small_sites(8)
+    with pytest.raises(
+        IdentifierColumnError,
+        match=r"'email' looks like an identifier .*16 distinct values in 16 rows",
+    ):
+        FITSSynthesizer(seed=0).fit(sites)
+    with pytest.raises(IdentifierColumnError, match="'email'"):
+        Schema.detect(sites)
+    out = FITSSynthesizer(seed=0, kinds={"email": "id"}).fit(sites).sample(5)
+    assert not set(out["email"]) & {e for s in sites for e in s["email"]}
+    # copied on purpose: declared nominal
+    out = FITSSynthesizer(seed=0, kinds={"email": "nominal"}).fit(sites).sample(5)
+    assert set(out["email"]) <= {e for s in sites for e in s["email"]}

@@ -29,7 +29,8 @@ list with the messages a user sees is in docs/cli.md, "What fits does with your 
   (:func:`parse_text_columns`);
 * a text column with more than :data:`MAX_ORDINAL_LEVELS` distinct values that are
   near-unique (more than :data:`NEAR_UNIQUE_SHARE` of the present values distinct) or
-  long (free text: on average more than :data:`FREE_TEXT_LENGTH` characters) is refused
+  long (free text: on average more than :data:`FREE_TEXT_LENGTH` characters), or with a
+  different value in every one of at least :data:`UNIQUE_TEXT_ROWS` rows, is refused
   (:class:`IdentifierColumnError`) unless declared: kind ``"id"`` (fresh surrogates, not
   modelled) or ``"nominal"`` (copied verbatim, the user's choice).
 """
@@ -65,6 +66,7 @@ __all__ = [
     "MAX_ORDINAL_LEVELS",
     "RESOLUTIONS",
     "NEAR_UNIQUE_SHARE",
+    "UNIQUE_TEXT_ROWS",
     "PARSE_SHARE",
     "SURROGATE_PREFIX",
     "DataNote",
@@ -112,6 +114,9 @@ NEAR_UNIQUE_SHARE = 0.5
 #: A text column whose distinct values average more characters than this (and that has
 #: more than :data:`MAX_ORDINAL_LEVELS` of them) is free text; refused.
 FREE_TEXT_LENGTH = 30
+#: A text column with a different value in every row, over at least this many rows in
+#: all, is an identifier however few its values (a small table's emails); refused.
+UNIQUE_TEXT_ROWS = 10
 #: Surrogate values of an ``"id"`` column: this prefix and a zero-padded row number.
 SURROGATE_PREFIX = "synthetic-"
 #: An integer column whose values are all distinct at every site, with at least this many
@@ -1594,20 +1599,14 @@ def _unsupported(series: pd.Series) -> tuple[str, str] | None:
 def check_columns(data: pd.DataFrame, name: str) -> None:
     """Refuse tables fits cannot model faithfully, naming the column and the fix.
 
-    A table without columns, duplicate column names (a second ``age`` would be read as
-    the first), and columns of durations, periods, complex numbers or intervals (no
-    kind models them).
+    Duplicate column names (a second ``age`` would be read as the first), and columns
+    of durations, periods, complex numbers or intervals (no kind models them).
 
     Raises
     ------
     SchemaError
     """
     columns = pd.Index(data.columns)
-    if columns.size == 0:
-        raise SchemaError(
-            f"{name}: the table has no columns; give every site the same columns, one row "
-            "per record (a DataFrame read from a file: check its separator and header)"
-        )
     duplicated = sorted({str(c) for c in columns[columns.duplicated()]})
     if duplicated:
         raise SchemaError(
@@ -2081,9 +2080,10 @@ def _identifier_counts(infos: Sequence[Mapping[str, Any]], clients: Sequence[str
     n_present = sum(int(i.get("n_present", 0)) for i in used)
     union = {v for i in used for v in i["values"] if v is not None}
     length = float(np.mean([len(str(v)) for v in union])) if union else 0.0
-    if len(union) > MAX_ORDINAL_LEVELS and (
-        len(union) > NEAR_UNIQUE_SHARE * n_present or length > FREE_TEXT_LENGTH
-    ):
+    if (
+        len(union) > MAX_ORDINAL_LEVELS
+        and (len(union) > NEAR_UNIQUE_SHARE * n_present or length > FREE_TEXT_LENGTH)
+    ) or len(union) == n_present >= UNIQUE_TEXT_ROWS:  # a small table's: every value once
         return f"{len(union)} distinct values in {n_present} rows" + (
             f", {length:.0f} characters long on average" if length > FREE_TEXT_LENGTH else ""
         )

@@ -243,6 +243,11 @@ class FITSClient:
         n = data.shape[0]
         if n == 0:
             raise SchemaError(f"{name}: the table is empty; every client needs rows")
+        if data.shape[1] == 0:
+            raise SchemaError(
+                f"{name}: the table has no columns; give every site the same columns, one "
+                "row per record (a DataFrame read from a file: check its separator and header)"
+            )
         if n < min_rows:
             raise SchemaError(
                 f"{name} has {n} row(s); a client needs at least {min_rows} (its uploads "
