@@ -53,6 +53,8 @@ __all__ = [
     "StopSignals",
     "remove_stale_workdirs",
     "stop_process_group",
+    "PORT_TRIES",
+    "PortTakenError",
     "RunResult",
     "STOP_GRACE",
     "submit_run",
@@ -657,20 +659,125 @@ WATCH_INTERVAL = 1.0
 
 
 def _free_port() -> int:
+    """A port of 127.0.0.1 free now (bound to port 0 and released): another process
+    may take it before the process it is meant for binds it (:data:`PORT_TRIES`)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
 
 
-def _wait_port(port: int, proc: subprocess.Popen, timeout: float, what: str) -> None:
+#: How many ports :class:`LocalFederation` tries for its SuperLink: a free port is
+#: found by binding port 0 and releasing it, and another process may take it before the
+#: SuperLink binds it (it then exits, "address already in use"); the SuperLink is started
+#: again on a new port.
+PORT_TRIES = 5
+
+
+class PortTakenError(FederationError):
+    """Another process took the port chosen for a process of a :class:`LocalFederation`
+    before it could listen there."""
+
+
+#: What a Flower server (uvicorn) writes when its port is taken.
+_IN_USE = ("address already in use", "[errno 98]", "[errno 48]")
+
+
+def _listening_sockets(port: int) -> set[str] | None:
+    """The inodes of the sockets listening on TCP ``port`` (Linux ``/proc/net/tcp`` and
+    ``tcp6``); None where that cannot be read."""
+    found: set[str] | None = None
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        found = found or set()
+        for line in lines:
+            fields = line.split()
+            # sl, local address (hex ip:port), remote, state (0A: LISTEN), ..., inode
+            if len(fields) > 9 and fields[3] == "0A":
+                if int(fields[1].rsplit(":", 1)[1], 16) == port:
+                    found.add(fields[9])
+    return found
+
+
+def _group_sockets(pgid: int) -> set[str]:
+    """The inodes of the sockets open in the processes of group ``pgid`` (Linux)."""
+    inodes: set[str] = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if os.getpgid(int(entry.name)) != pgid:
+                continue
+            for fd in (entry / "fd").iterdir():
+                link = os.readlink(fd)
+                if link.startswith("socket:["):
+                    inodes.add(link[len("socket:[") : -1])
+        except OSError:  # ended meanwhile, or not ours to read
+            continue
+    return inodes
+
+
+def _listener(port: int, proc: subprocess.Popen) -> str | None:
+    """Who listens on TCP ``port``: ``"mine"`` (``proc``, the leader of its own process
+    group, or a process of its group), ``"other"`` (another process only), ``""``
+    (nobody), or None where that cannot be read (not Linux)."""
+    listening = _listening_sockets(port)
+    if listening is None:
+        return None
+    if not listening:
+        return ""
+    return "mine" if listening & _group_sockets(proc.pid) else "other"
+
+
+def _wait_port(
+    port: int,
+    proc: subprocess.Popen,
+    timeout: float,
+    what: str,
+    log: Callable[[], str] = lambda: "",
+) -> None:
+    """Wait until ``proc`` listens on 127.0.0.1:``port``.
+
+    On Linux the port is ``proc``'s when its process group holds the listening socket
+    (``/proc``): another process that took the port meanwhile also takes connections
+    there, and is never probed (a listener that accepts nothing would fill its queue,
+    and a connection would then wait for minutes).  Elsewhere the port is taken to be
+    ``proc``'s once it takes a connection.
+
+    Raises
+    ------
+    PortTakenError
+        Another process listens on ``port``, or ``proc`` exited saying its address is in
+        use (its ``log``).
+    FederationError
+        ``proc`` exited otherwise, or did not listen within ``timeout`` seconds.
+    """
     deadline = time.monotonic() + timeout
+    other = False  # another process listens there
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise FederationError(f"{what} exited with code {proc.returncode} at start")
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
+            text = log().lower()
+            if other or any(words in text for words in _IN_USE):
+                raise PortTakenError(f"{what} could not listen on port {port}: it is in use")
+            tail = "\n".join(log().strip().splitlines()[-6:])
+            raise FederationError(
+                f"{what} exited with code {proc.returncode} at start"
+                + (f"; its log ends:\n{tail}" if tail else "")
+            )
+        who = _listener(port, proc)
+        if who == "mine":
+            return
+        if who is None:  # cannot tell whose: a connection says it listens
+            with socket.socket() as s:
+                s.settimeout(1.0)
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    return
+        other = other or who == "other"  # proc exits, "address already in use"
         time.sleep(0.05)
+    if other:
+        raise PortTakenError(f"{what} could not listen on port {port}: it is in use")
     raise FederationError(f"{what} did not open port {port} within {timeout:g} s")
 
 
@@ -749,6 +856,8 @@ class LocalFederation:
         if self._tmp is not None:
             (self.workdir / OWNER_FILE).write_text(_process_identity(os.getpid()))
         self.port = 0
+        #: Site name -> the local port of its SuperNode (its ClientApp process's).
+        self.site_ports: dict[str, int] = {}
         self.processes: dict[str, subprocess.Popen] = {}
         self.tls = tls
         self.warm = bool(warm)
@@ -780,18 +889,9 @@ class LocalFederation:
     def start(self, timeout: float = 60.0) -> LocalFederation:
         """Start the SuperLink, wait for its port, then start the SuperNodes."""
         try:
-            self.port = _free_port()
             if self.tls:
                 self.certificates = make_test_certificates(self.workdir / "certificates")
-            link = self._spawn(
-                "superlink",
-                superlink_command(
-                    port=self.port,
-                    insecure=not self.tls,
-                    certificates=[str(p) for p in self.certificates or ()],
-                ),
-            )
-            _wait_port(self.port, link, timeout, "the SuperLink")
+            self._start_superlink(timeout)
             for name, path in self.sites.items():
                 self.start_site(name, path)
         except BaseException:
@@ -799,9 +899,38 @@ class LocalFederation:
             raise
         return self
 
+    def _start_superlink(self, timeout: float) -> None:
+        """Start the SuperLink on a free port and wait until it listens there; on a port
+        another process took meanwhile (:func:`_free_port`), again on a new one, at most
+        :data:`PORT_TRIES` times."""
+        taken: list[int] = []
+        for _ in range(PORT_TRIES):
+            self.port = _free_port()
+            cmd = superlink_command(
+                port=self.port,
+                insecure=not self.tls,
+                certificates=[str(p) for p in self.certificates or ()],
+            )
+            link = self._spawn("superlink", cmd)
+            try:
+                _wait_port(self.port, link, timeout, "the SuperLink", lambda: self.log("superlink"))
+                return
+            except PortTakenError:
+                taken.append(self.port)
+                proc = self.processes.pop("superlink")
+                _kill_group(proc, signal.SIGKILL)
+                _wait_all([proc], time.monotonic() + KILL_WAIT)
+                _kill_leftovers(self.workdir / "superlink")
+        raise FederationError(
+            f"the SuperLink could not listen on 127.0.0.1: each of the {len(taken)} free "
+            f"ports chosen for it ({', '.join(map(str, taken))}) was taken by another "
+            "process before it started; try again (another program on this machine is "
+            "taking new ports quickly)"
+        )
+
     def start_site(self, name: str, path: str | Path) -> subprocess.Popen:
         """Start (or restart) one site's SuperNode (and, ``warm``, its ClientApp process)."""
-        port = _free_port()
+        port = self.site_ports[name] = _free_port()
         cmd = supernode_command(
             self.superlink,
             path,
@@ -862,7 +991,16 @@ class LocalFederation:
                 ("the SuperNode" if role.startswith("site-") else "the ClientApp process")
                 + f" of site {role.split('-', 1)[1]!r}"
             )  # fmt: skip
-            tail = "\n".join(self.log(role).strip().splitlines()[-6:])
+            log = self.log(role)
+            tail = "\n".join(log.strip().splitlines()[-6:])
+            name = role.split("-", 1)[1]
+            if role.startswith("site-") and any(w in log.lower() for w in _IN_USE):
+                # its local port, free when chosen (_free_port), was taken meanwhile
+                raise FederationError(
+                    f"{what} stopped at start: another process took its local port "
+                    f"127.0.0.1:{self.site_ports.get(name, '?')} as it started; run again "
+                    "(each run chooses new free ports)"
+                )
             raise FederationError(
                 f"{what} stopped (exit code {code}) before the run ended"
                 + (f"; its log ends:\n{tail}" if tail else "")
