@@ -939,7 +939,21 @@ def _write_stream(
         )
     except fits_io.OutputTooLarge as exc:
         _fail(str(exc), 2)
+    except OSError as exc:  # the writer's: a full disk under the estimate's 100,000 rows
+        if exc.errno is None:
+            raise
+        _fail(_write_failed(out, exc, "no output was written (its temporary file was removed)"), 2)
     return written, checks[0]
+
+
+def _write_failed(out: Path, exc: OSError, what: str) -> str:
+    """The one line for an output that could not be written (``exc``, from the writer:
+    a full disk, a quota, a file system turned read-only); ``what`` says what is left."""
+    import errno
+
+    full = exc.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC), errno.EFBIG)
+    fix = "free some space or write elsewhere" if full else "write elsewhere"
+    return f"--out {str(out)!r}: cannot write it ({exc.strerror or exc}); {what}: {fix}"
 
 
 @app.command(name="schema")
@@ -986,7 +1000,12 @@ def schema_command(
             warnings.simplefilter("always")
             merged = Schema.detect(tables, kinds=kinds, order=chain_order, rules=not no_rules)
         _echo_warnings(caught)
-        write_text(merged.to_json(indent=2) + "\n", out)
+        try:
+            write_text(merged.to_json(indent=2) + "\n", out)
+        except OSError as exc:
+            if exc.errno is None:
+                raise
+            _fail(_write_failed(out, exc, "no schema was written"), 2)
     kinds = merged.kinds()
     counts = {k: list(kinds.values()).count(k) for k in KINDS}
     typer.echo(

@@ -260,3 +260,61 @@ def test_benchmark_data_dir_messages_speak_the_command_line(sites, tmp_path):
     assert no_files.returncode == 1 and "german.data" in no_files.stderr, no_files.stderr
     assert "--data-dir" in no_files.stderr and "FITS_DATA_DIR" in no_files.stderr
     assert not out.exists()
+
+
+# ---------------------------------------------------------------------------------------
+# A full disk in the middle of the write
+# ---------------------------------------------------------------------------------------
+
+
+def _disk_fills_up(monkeypatch, suffix: str) -> None:
+    """Make the table writer fail as a full file system does, after the CSV writer
+    wrote its chunk (the Parquet writer writes row groups)."""
+    import errno
+
+    import pyarrow.parquet as pq
+
+    def full(self, *args, **kwargs):
+        if suffix == ".csv":
+            original(self, *args, **kwargs)
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    if suffix == ".csv":
+        original = pd.DataFrame.to_csv
+        monkeypatch.setattr(pd.DataFrame, "to_csv", full)
+    else:
+        monkeypatch.setattr(pq.ParquetWriter, "write_table", full)
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_a_full_disk_mid_write_is_one_line_and_leaves_nothing(sites, tmp_path, monkeypatch, suffix):
+    """Under 100,000 rows nothing estimates the file's size first; a file system that
+    filled up during the write ended the command with two tracebacks (`OSError: [Errno
+    28] No space left on device`). It is now one line naming --out and the fix, exit 2,
+    and nothing is left in the folder."""
+    folder = tmp_path / "out"
+    folder.mkdir()
+    out = folder / f"synthetic{suffix}"
+    _disk_fills_up(monkeypatch, suffix)
+    res = run("synthesize", *sites, "--rows", 50, "--out", out, "-q")
+    assert res.returncode == 2, res.stderr
+    assert "Traceback" not in res.stderr and res.stderr.count("\n") == 1, res.stderr
+    assert f"--out {str(out)!r}" in res.stderr and "no space left" in res.stderr.lower()
+    assert "no output was written" in res.stderr
+    assert list(folder.iterdir()) == []
+
+
+def test_a_full_disk_while_writing_the_schema_is_one_line(sites, tmp_path, monkeypatch):
+    import errno
+
+    import fits.io
+
+    def full(text, path):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(fits.io, "write_text", full)
+    out = tmp_path / "schema.json"
+    res = run("schema", *sites, "--out", out)
+    assert res.returncode == 2, res.stderr
+    assert "Traceback" not in res.stderr and f"--out {str(out)!r}" in res.stderr
+    assert "no schema was written" in res.stderr and not out.exists()
