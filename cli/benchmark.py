@@ -319,16 +319,33 @@ def benchmark(
                 _fail(f"--column-penalty {text.removeprefix('column_penalties')}", 2)
             if text.startswith("relevance["):
                 text = text.replace("(--kernel gaussian)", "(--generator gaussian)")
-            _fail(f"--relevance {text.removeprefix('relevance')}", 2)
+                _fail(f"--relevance {text.removeprefix('relevance')}", 2)
             if text.startswith("tune_relevance"):  # ': no column', ' names ... twice'
                 _fail(f"--tune-relevance{text.removeprefix('tune_relevance')}", 2)
             if text.startswith("learning relevance weights"):  # the budget
                 _fail(f"--relevance-budget: {text}", 2)
             raise
-        md, js = write_result(result, base)
+        except OSError as exc:  # writing a repeat's results: a full disk, say
+            _write_failed(out, exc)
+        try:
+            md, js = write_result(result, base)
+        except OSError as exc:
+            _write_failed(out, exc)
     typer.echo(result.headline_text())
     typer.echo(f"wrote {md}")
     typer.echo(f"wrote {js}")
+
+
+def _write_failed(out: Path, exc: OSError) -> None:
+    """Exit 2 with one line for results that could not be written (a full disk, a
+    quota); an OSError without an errno is no writer's and goes on."""
+    if exc.errno is None:
+        raise exc
+    _fail(
+        f"--out {str(out)!r}: cannot write the results ({exc.strerror or exc}); the files already "
+        "written stay: free some space or write elsewhere",
+        2,
+    )
 
 
 def _check_kernel_options(

@@ -318,3 +318,36 @@ def test_a_full_disk_while_writing_the_schema_is_one_line(sites, tmp_path, monke
     assert res.returncode == 2, res.stderr
     assert "Traceback" not in res.stderr and f"--out {str(out)!r}" in res.stderr
     assert "no schema was written" in res.stderr and not out.exists()
+
+
+def test_benchmark_names_tune_relevance_and_the_budget_not_relevance(tmp_path):
+    """Every ValueError of the run was reported as a --relevance error (a line of the
+    handler sat outside its `if`): `--tune-relevance nosuch` said `--relevance
+    tune_relevance: no column ...` and too small a --relevance-budget `--relevance
+    learning relevance weights ...`."""
+    args = ["benchmark", "-d", "simulation", "--rows", 400, "-r", 1, "-g", "knn", "--no-modes"]
+    out = tmp_path / "results"
+    res = run(*args, "-o", out, "-q", "--tune-relevance", "nosuch")
+    assert res.returncode == 2, res.stderr
+    assert res.stderr.startswith("error: --tune-relevance: no column ['nosuch']"), res.stderr
+    res = run(*args, "-o", out, "-q", "--tune-relevance", "Y_lin", "--relevance-budget", 3)
+    assert res.returncode == 2, res.stderr
+    assert res.stderr.startswith("error: --relevance-budget: learning relevance"), res.stderr
+
+
+def test_benchmark_on_a_full_disk_is_one_line(tmp_path, monkeypatch):
+    """A full disk when the results are written after a repeat ended with a traceback."""
+    import errno
+
+    import fits.benchmark
+
+    def full(result, base):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(fits.benchmark, "write_result", full)
+    out = tmp_path / "results"
+    args = ["benchmark", "-d", "simulation", "--rows", 400, "-r", 1, "-g", "knn", "--no-modes"]
+    res = run(*args, "-o", out, "-q")
+    assert res.returncode == 2, res.stderr
+    assert "Traceback" not in res.stderr and res.stderr.count("\n") == 1, res.stderr
+    assert f"--out {str(out)!r}" in res.stderr and "No space left on device" in res.stderr
