@@ -342,8 +342,8 @@ def _write_failed(out: Path, exc: OSError) -> None:
     if exc.errno is None:
         raise exc
     _fail(
-        f"--out {str(out)!r}: cannot write the results ({exc.strerror or exc}); the files already "
-        "written stay: free some space or write elsewhere",
+        f"--out {str(out)!r}: cannot write the results ({exc.strerror or exc}); the "
+        "files already written stay: free some space or write elsewhere",
         2,
     )
 
