@@ -400,13 +400,55 @@ def inference_figures(
         try:
             return inference_check(clients, synthetic, target, seed=seed, kinds=kinds).to_dict()
         except (FedLSAError, DesignError, SchemaError) as exc:
-            return {"skipped": str(exc)}
+            return {"skipped": in_report_words(str(exc))}
         finally:
-            for message in dict.fromkeys(str(w.message) for w in caught):
+            for message in dict.fromkeys(in_report_words(str(w.message)) for w in caught):
                 if notes is None:
                     typer.echo(f"note: inference check: {message}", err=True)
                 else:
                     notes.append(f"note: inference check: {message}")
+
+
+#: The analysis layer's advice that names ``fits analyze``'s options, and fits report's
+#: own (its inference check models every client column but the target; a column is left
+#: out by a --schema that declares it an identifier), as (pattern, replacement).
+_REPORT_ADVICE = (
+    (  # a numeric identifier: declare it one
+        r"\(kinds=\{[^}]*\}; fits analyze (--kind [^)]*)\)"
+        r"(?: or name the features without it \(features=\[\.\.\.\]; fits analyze "
+        r"--features a,b\))?",
+        r"(a --schema that declares it one: fits schema ... \1 --out schema.json, then "
+        r"--schema schema.json)",
+    ),
+    (  # a column no model can use, when it is no feature the user named
+        r"name the features without it \(features=\[\.\.\.\]; fits analyze --features a,b\)",
+        'leave it out of the check with a --schema that declares it an identifier ("kind": "id")',
+    ),
+    (  # left out already: fits report cannot choose features
+        r"; name the features to choose them yourself \(features=\[\.\.\.\]; fits analyze "
+        r"--features a,b\)",
+        "",
+    ),
+    (  # the client files must hold the same columns: nothing to name in fits report
+        r" A column the model does not use may be at some sites only: name the features, "
+        r"which every site must hold \(features=\[\.\.\.\]; fits analyze --features a,b\)",
+        "",
+    ),
+    (r"; fits analyze [^)]*\)", ")"),  # any other: its Python words alone
+    (r" ?\(fits analyze [^)]*\)", ""),
+)
+
+
+def in_report_words(text: str) -> str:
+    """``text`` (a message of the analysis layer, which the inference check raises or
+    warns) with its advice for ``fits analyze`` (``--features``, ``--kind``, ``-R``, ...)
+    in fits report's own words: what fits report's options do instead, or no command's
+    options where fits report has none."""
+    import re
+
+    for pattern, replacement in _REPORT_ADVICE:
+        text = re.sub(pattern, replacement, text)
+    return text
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,65 @@
+"""fits report's inference check runs the analysis layer, whose advice names ``fits
+analyze``'s options (``--features a,b``, ``--kind COL=id``, ``-R``); fits report has
+none of them, so its notes and the check's skip reason said what another command does.
+They now say what fits report does instead (a --schema that declares a column an
+identifier leaves it out of the check), or no command's options."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from conftest import fits_in_process
+
+
+def _table(n: int, k: int, rng: np.random.Generator) -> pd.DataFrame:
+    x = rng.normal(size=n)
+    return pd.DataFrame(
+        {
+            "x": x,
+            "y": 2 * x + rng.normal(size=n),
+            "name": [f"p{k}_{i}" for i in range(n)],
+            "pid": np.arange(k * n, (k + 1) * n) * 7 + 3,
+        }
+    )
+
+
+def test_the_inference_checks_notes_give_fits_reports_advice(tmp_path):
+    rng = np.random.default_rng(0)
+    pd.concat([_table(200, 0, rng), _table(200, 1, rng)]).to_csv(tmp_path / "real.csv", index=False)
+    _table(200, 5, rng).to_csv(tmp_path / "syn.csv", index=False)
+    _table(100, 2, rng).to_csv(tmp_path / "a.csv", index=False)
+    _table(100, 3, rng).to_csv(tmp_path / "b.csv", index=False)
+    res = fits_in_process(
+        "report", "--real", tmp_path / "real.csv", "--synthetic", tmp_path / "syn.csv",
+        "--target", "y", "--out", tmp_path / "r.html", "--quiet",
+        "--clients", tmp_path / "a.csv", tmp_path / "b.csv",
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    notes = [line for line in res.stderr.splitlines() if "inference check" in line]
+    pid = next(line for line in notes if "'pid'" in line)
+    assert "fits schema ... --kind pid=id --out schema.json, then --schema schema.json" in pid
+    assert any("['name'] are left out of the model" in line for line in notes), notes
+    assert "fits analyze" not in res.stderr and "--features" not in res.stderr
+
+
+def test_the_skip_reason_gives_fits_reports_advice():
+    from fits.cli.report import inference_figures
+
+    rng = np.random.default_rng(1)
+    sites = {k: _table(100, j, rng)[["x", "y"]].assign(c=1.0) for j, k in enumerate("ab")}
+    notes: list[str] = []
+    done = inference_figures(sites, sites["a"], "y", None, 0, notes=notes)
+    assert "takes one value at every site" in done["skipped"]
+    assert '--schema that declares it an identifier ("kind": "id")' in done["skipped"]
+    assert "fits analyze" not in done["skipped"] + "".join(notes)
+
+
+def test_other_advice_keeps_its_python_words_alone():
+    from fits.cli.report import in_report_words
+
+    text = in_report_words(
+        "too few rounds: ask for at least 30 rounds (rounds=30; fits analyze -R 30); or "
+        "use regime='paper' (fits analyze --regime paper)"
+    )
+    assert text == "too few rounds: ask for at least 30 rounds (rounds=30); or use regime='paper'"
