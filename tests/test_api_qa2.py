@@ -203,3 +203,33 @@ def test_a_small_tables_unique_text_is_refused_as_an_identifier():
     # copied on purpose: declared nominal
     out = FITSSynthesizer(seed=0, kinds={"email": "nominal"}).fit(sites).sample(5)
     assert set(out["email"]) <= {e for s in sites for e in s["email"]}
+
+
+def _flag_sites(first: list, second: list) -> dict[str, pd.DataFrame]:
+    return _sites(
+        pd.Series([first[i % len(first)] for i in range(N)], dtype=object),
+        pd.Series([second[i % len(second)] for i in range(N)], dtype=object),
+    )
+
+
+def test_true_and_1_in_one_object_column_are_refused_not_merged():
+    """An object column holding True and 1 (or False and 0.0): Python counts them as
+    one value, and every True came back as 1 (every 0 as False), silently."""
+    with pytest.raises(
+        SchemaError, match=r"north: column 'c' holds True and 1, one value to Python"
+    ):
+        FITSSynthesizer(seed=0).fit(_flag_sites([True, 1, "a"], ["a", "b"]))
+    with pytest.raises(SchemaError, match=r"south: column 'c' holds False and 0.0.*astype\(str\)"):
+        FITSSynthesizer(seed=0).fit(_flag_sites(["a", "b"], [False, "a", 0.0]))
+    # at two sites: True at one, 1 at the other
+    with pytest.raises(SchemaError, match=r"column 'c' holds True at north and 1 at south"):
+        FITSSynthesizer(seed=0).fit(_flag_sites([True, "a"], [1, "a"]))
+    # labels of several types that Python tells apart are kept apart
+    out = FITSSynthesizer(seed=0).fit(_flag_sites([True, 2, "a"], ["1", "a", 2.5])).sample(300)
+    assert {(type(v).__name__, v) for v in out["c"]} <= {
+        ("bool", True),
+        ("int", 2),
+        ("str", "a"),
+        ("str", "1"),
+        ("float", 2.5),
+    }

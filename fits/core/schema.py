@@ -1565,6 +1565,14 @@ def _unsupported(series: pd.Series) -> tuple[str, str] | None:
                 "decode it to text, e.g. df[c].str.decode('utf-8'), or drop the column "
                 "(fits synthesize and fits federate: --drop)",
             )
+        alike = _flag_and_number(present) if sample is not None else None
+        if alike is not None:
+            return (
+                f"{alike[0]!r} and {alike[1]!r}, one value to Python (fits would merge them: "
+                "one would come back where the other was)",
+                "make it one type, e.g. df[c].astype(str) to keep them apart, or map its "
+                "true/false values to numbers",
+            )
     if pd.api.types.is_timedelta64_dtype(dt) or isinstance(sample, (pd.Timedelta, timedelta)):
         return "durations (timedelta)", "convert it to a number, e.g. df[c].dt.total_seconds()"
     if isinstance(sample, time):  # a Parquet time32/time64 column: datetime.time objects
@@ -1771,6 +1779,30 @@ def describe_table(
         out["columns"][name] = info
         out["order"].append(name)
     return out
+
+
+def _flag_and_number(values: Any) -> tuple[Any, Any] | None:
+    """A true/false value and a number Python counts as the same value (``True`` and
+    ``1``, ``False`` and ``0.0``: equal, with one hash) among an object column's present
+    values, else None."""
+    values = pd.Series(values, dtype=object)
+    if pd.api.types.infer_dtype(values, skipna=True) not in (
+        "mixed",
+        "mixed-integer",
+        "mixed-integer-float",
+    ):
+        return None
+    flags: dict[bool, Any] = {}
+    numbers: dict[bool, Any] = {}
+    for v in values.to_numpy(dtype=object):
+        if isinstance(v, (bool, np.bool_)):
+            flags.setdefault(bool(v), v)
+        elif isinstance(v, (int, float, np.integer, np.floating)) and v in (0, 1):
+            numbers.setdefault(bool(v == 1), v)
+    for truth, flag in flags.items():
+        if truth in numbers:
+            return flag, numbers[truth]
+    return None
 
 
 def _looks_like_identifier(present: pd.Series) -> dict[str, Any] | None:
@@ -2296,6 +2328,7 @@ def _merge_column(
     numeric = {"int", "float"}
     textual = {"string", "object", "category", "bool"}
     _check_booleans(name, infos, clients)
+    _check_flags_and_numbers(name, infos, clients)
     if any(f in numeric for f in fams) and any(f in textual for f in fams):
         who = ", ".join(f"{c}: {f}" for c, f in zip(clients, fams, strict=True))
         raise SchemaError(
@@ -2361,6 +2394,34 @@ def _check_booleans(name: str, infos: Sequence[Mapping[str, Any]], clients: Sequ
         )
         + " (fits synthesize and fits federate read true/false text in a CSV as booleans)"
     )
+
+
+def _check_flags_and_numbers(
+    name: str, infos: Sequence[Mapping[str, Any]], clients: Sequence[str]
+) -> None:
+    """Refuse a column whose labels hold a true/false value at one client and a number
+    Python counts as the same (``True`` and ``1``) at another: the merged categories
+    would hold one of them, and the other would come back as it (a client's own
+    column of both is refused in :func:`describe_table`)."""
+    flags: dict[bool, tuple[Any, str]] = {}
+    numbers: dict[bool, tuple[Any, str]] = {}
+    for info, client in zip(infos, clients, strict=True):
+        if info["dtype"] != "object":
+            continue
+        for v in info.get("values", []):
+            if isinstance(v, bool):
+                flags.setdefault(v, (v, client))
+            elif isinstance(v, (int, float)) and v in (0, 1):
+                numbers.setdefault(v == 1, (v, client))
+    for truth, (flag, at) in flags.items():
+        if truth in numbers:
+            number, where = numbers[truth]
+            raise SchemaError(
+                f"column {name!r} holds {flag!r} at {at} and {number!r} at {where}, which "
+                "Python counts as one value, so fits would merge them (one coming back "
+                "where the other was); make the column one type at every site, e.g. "
+                f"df[{name!r}].astype(str) to keep them apart"
+            )
 
 
 def _merge_datetime(
