@@ -313,9 +313,28 @@ def _read_csv(path: Path) -> pd.DataFrame:
             "holds a separator, yet its lines do not split evenly on it; check the file's "
             "separator and quoting (fits reads ',', ';', tab and '|')"
         )
+    if frame.shape[1] > 1 and frame.iloc[:, -1].isna().any():  # pandas fills short rows
+        _check_short_rows(path, sep, frame.shape[1])
     frame = _whole_numbers(frame, path, sep, decimal)
     frame.columns = _empty_names(list(frame.columns), header)
     return frame
+
+
+def _check_short_rows(path: Path, sep: str, n_columns: int) -> None:
+    """Refuse a row of fewer fields than the header, which pandas reads with the missing
+    fields as missing values (a row of more fields it refuses itself).  Run only when
+    the last column has a missing value: the fields a short row lacks are the last."""
+    with open(path, encoding="utf-8-sig", newline="") as fh:
+        reader = csv.reader(fh, delimiter=sep)
+        line = 1
+        for k, row in enumerate(reader):
+            if k and row and 0 < len(row) < n_columns and "".join(row).strip():
+                raise DataFileError(
+                    f"{path}: line {line} has {len(row)} fields, the header {n_columns}; fix "
+                    "that row (a missing value keeps its empty field: 'a,,c', or 'a,b,' for "
+                    "the last column)"
+                )
+            line = reader.line_num + 1
 
 
 def _empty_names(columns: list[Any], header: list[str]) -> list[Any]:

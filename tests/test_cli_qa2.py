@@ -351,3 +351,22 @@ def test_benchmark_on_a_full_disk_is_one_line(tmp_path, monkeypatch):
     assert res.returncode == 2, res.stderr
     assert "Traceback" not in res.stderr and res.stderr.count("\n") == 1, res.stderr
     assert f"--out {str(out)!r}" in res.stderr and "No space left on device" in res.stderr
+
+
+def test_a_row_missing_a_field_is_refused_not_read_as_missing(sites, tmp_path):
+    """A row of fewer fields than the header (`37,Köln` under `age,city,smoker`) was read
+    with its last value missing, without a word: a value fits never saw became a
+    missing one. It is refused as a row of extra fields is, naming the line and the
+    fix; an empty field (`37,Köln,`) stays a missing value."""
+    lines = sites[0].read_text(encoding="utf-8").splitlines()
+    short = tmp_path / "short.csv"
+    short.write_text("\n".join([*lines[:4], lines[4].rsplit(",", 1)[0], *lines[5:]]) + "\n")
+    res = run("synthesize", short, sites[1], "--rows", 5, "--out", tmp_path / "o.csv")
+    assert res.returncode == 1, res.stderr
+    assert f"{short}: line 5 has 2 fields, the header 3" in res.stderr, res.stderr
+    assert not (tmp_path / "o.csv").exists()
+    empty = tmp_path / "empty_field.csv"
+    empty.write_text("\n".join([*lines[:4], lines[4].rsplit(",", 1)[0] + ",", *lines[5:]]) + "\n")
+    from fits.io import read_table
+
+    assert read_table(empty)["smoker"].isna().sum() == 1
