@@ -233,3 +233,36 @@ def test_true_and_1_in_one_object_column_are_refused_not_merged():
         ("str", "1"),
         ("float", 2.5),
     }
+
+
+def _timed_sites(tz: str | None) -> list[pd.DataFrame]:
+    sites = []
+    for seed in (0, 1):
+        table = _table(seed)
+        seconds = np.random.default_rng(seed).integers(0, 10**6, len(table))
+        table["t"] = pd.Timestamp("2021-01-01", tz=tz) + pd.to_timedelta(seconds, unit="s")
+        sites.append(table[["t", "x", "k"]])
+    return sites
+
+
+def test_known_times_without_the_schemas_time_zone_are_refused():
+    """Naive known times for a column in Europe/Paris were read as UTC (an hour off,
+    silently), and given back naive; times with a zone for a naive column were read
+    as their UTC times. Schema.validate took both too."""
+    aware = _timed_sites("Europe/Paris")
+    synth = FITSSynthesizer(seed=0).fit(aware)
+    t0 = aware[0]["t"].iloc[:3]
+    with pytest.raises(
+        SchemaError, match=r"'t' holds times without a time zone.*Europe/Paris.*tz_localize"
+    ):
+        synth.sample_remaining_columns(pd.DataFrame({"t": t0.dt.tz_localize(None)}))
+    with pytest.raises(SchemaError, match=r"'t' holds times without a time zone"):
+        synth.schema_.validate(aware[0].assign(t=aware[0]["t"].dt.tz_localize(None)))
+    out = synth.sample_remaining_columns(pd.DataFrame({"t": t0.dt.tz_convert("UTC")}))
+    assert (out["t"] == t0.reset_index(drop=True)).all()  # the same instants: fine
+    naive = _timed_sites(None)
+    synth = FITSSynthesizer(seed=0).fit(naive)
+    with pytest.raises(SchemaError, match=r"'t' holds times in UTC.*has no time zone"):
+        synth.sample_remaining_columns(
+            pd.DataFrame({"t": naive[0]["t"].iloc[:3].dt.tz_localize("UTC")})
+        )

@@ -128,6 +128,19 @@ class Encoder:
                         f"{client}: column {spec.name!r} is a datetime column in the schema "
                         f"but holds values that are not dates ({exc})"
                     ) from None
+            tz = getattr(values.dt, "tz", None)
+            if spec.tz is not None and tz is None:  # would be read as UTC: refused
+                raise SchemaError(
+                    f"{client}: column {spec.name!r} holds times without a time zone, but "
+                    f"the schema's are in {spec.tz}; give them theirs, e.g. "
+                    f"df[{spec.name!r}].dt.tz_localize({spec.tz!r}) for local times"
+                )
+            if spec.tz is None and tz is not None:
+                raise SchemaError(
+                    f"{client}: column {spec.name!r} holds times in {tz}, but the schema's "
+                    "has no time zone (local times); give them as local times, e.g. "
+                    f"df[{spec.name!r}].dt.tz_localize(None)"
+                )
             out = datetime_seconds(values)
         else:
             try:
