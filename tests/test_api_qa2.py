@@ -266,3 +266,24 @@ def test_known_times_without_the_schemas_time_zone_are_refused():
         synth.sample_remaining_columns(
             pd.DataFrame({"t": naive[0]["t"].iloc[:3].dt.tz_localize("UTC")})
         )
+
+
+@pytest.mark.parametrize(
+    ("columns", "fix"),
+    [
+        ([0, 1], r"got 0 \(int\); name them with text, e.g. df.columns = df.columns.astype"),
+        (
+            pd.MultiIndex.from_tuples([("a", "x"), ("a", "k")]),
+            r"got \('a', 'x'\) \(a MultiIndex header\); flatten it",
+        ),
+    ],
+)
+def test_column_names_that_are_not_text_say_how_to_rename_them(columns, fix):
+    """Integer names and a MultiIndex header: 'column names must be strings, got 0',
+    with no fix; Schema.validate said the schema's columns were missing."""
+    sites = [_table(0).set_axis(columns, axis=1), _table(1).set_axis(columns, axis=1)]
+    with pytest.raises(SchemaError, match=rf"client 1: column names must be strings, {fix}"):
+        FITSSynthesizer(seed=0).fit(sites)
+    schema = Schema.detect([_table(0), _table(1)])
+    with pytest.raises(SchemaError, match=rf"table: column names must be strings, {fix}"):
+        schema.validate(sites[0])

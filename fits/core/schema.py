@@ -76,6 +76,7 @@ __all__ = [
     "surrogate_ids",
     "MANY_LEVELS_WARNING",
     "check_columns",
+    "check_names",
     "POINT_MASS_SHARE",
     "ColumnSpec",
     "RULE_KINDS",
@@ -1137,6 +1138,7 @@ class Schema:
 
         if not isinstance(table, pd.DataFrame):
             raise TypeError(f"{name}: expected a pandas DataFrame, got {type(table).__name__}")
+        check_names(table.columns, name)
         table, _ = parse_text_columns(table, {c.name: {"kind": c.kind} for c in self.columns})
         specs = [c for c in self.columns if c.indicates is None]
         missing = [c.name for c in specs if c.name not in table.columns]
@@ -1604,6 +1606,30 @@ def _unsupported(series: pd.Series) -> tuple[str, str] | None:
     return None
 
 
+def check_names(columns: Iterable[Any], client: str) -> None:
+    """Refuse column names that are not text (``0``, ``1.5``, NaN, a MultiIndex
+    header's tuples), naming the first and saying how to rename them.
+
+    Raises
+    ------
+    SchemaError
+    """
+    for name in columns:
+        if isinstance(name, str):
+            continue
+        if isinstance(name, tuple):
+            fix = (
+                "(a MultiIndex header); flatten it, e.g. df.columns = "
+                "['_'.join(map(str, c)) for c in df.columns]"
+            )
+        else:
+            fix = (
+                f"({type(name).__name__}); name them with text, e.g. df.columns = "
+                "df.columns.astype(str)"
+            )
+        raise SchemaError(f"{client}: column names must be strings, got {name!r} {fix}")
+
+
 def check_columns(data: pd.DataFrame, name: str) -> None:
     """Refuse tables fits cannot model faithfully, naming the column and the fix.
 
@@ -1743,9 +1769,8 @@ def describe_table(
     if frame.shape[0] == 0:
         raise SchemaError(f"{client}: the table is empty; every client needs rows")
     out: dict[str, Any] = {"n_rows": int(frame.shape[0]), "columns": {}, "order": []}
+    check_names(frame.columns, client)
     for name in frame.columns:
-        if not isinstance(name, str):
-            raise SchemaError(f"{client}: column names must be strings, got {name!r}")
         problem = _unsupported(frame[name])
         if problem is not None:  # fit refuses it (check_columns); an analysis leaves it
             # out, saying what it holds: no description of its values
