@@ -184,19 +184,48 @@ def _read_errors(path: Path, suffix: str) -> Iterator[None]:
                 f"{path}: line {line} has {got} fields, the header {want}; fix that row "
                 "(a value that holds the separator must be in double quotes) or the header"
             ) from None
+        if suffix == ".parquet" and not _starts_as_parquet(path):  # a CSV named .parquet
+            raise DataFileError(
+                f"{path}: the file is no Parquet file (it does not start as one); if it is "
+                "CSV text, rename it to .csv"
+            ) from None
         raise DataFileError(
             f"{path}: cannot read it as {suffix[1:]} ({str(exc).strip()})"
         ) from None
+
+
+def _starts_as_parquet(path: Path) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(4) == b"PAR1"
+    except OSError:
+        return True  # say what the reader said
 
 
 #: pandas' message for a row of more fields than the header.
 _RAGGED = re.compile(r"Expected (\d+) fields in line (\d+), saw (\d+)")
 
 
+#: Files that are no text, by their first bytes: what they are and what to do.
+_BINARY_FILES = (
+    (b"PAR1", "a Parquet file", "rename it to .parquet"),
+    (
+        b"PK\x03\x04",
+        "a zip archive (an .xlsx spreadsheet?)",
+        "save the sheet as CSV UTF-8 from the spreadsheet program, or unzip it",
+    ),
+    (b"\x1f\x8b", "gzip-compressed", "decompress it first (gunzip)"),
+)
+
+
 def _not_utf8(path: Path, exc: UnicodeDecodeError) -> str:
     """The message for a text file that is not UTF-8: its first such line and byte."""
     with open(path, "rb") as fh:
-        start = fh.read(2)
+        start = fh.read(4)
+        for magic, what, fix in _BINARY_FILES:
+            if start.startswith(magic):
+                return f"{path}: the file is {what}, not CSV text; {fix}"
+        start = start[:2]
         if start in (b"\xff\xfe", b"\xfe\xff"):  # Excel's "Unicode Text", say
             return (
                 f"{path}: the file is UTF-16 text, not UTF-8; save it as UTF-8 (a "

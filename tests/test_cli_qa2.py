@@ -370,3 +370,35 @@ def test_a_row_missing_a_field_is_refused_not_read_as_missing(sites, tmp_path):
     from fits.io import read_table
 
     assert read_table(empty)["smoker"].isna().sum() == 1
+
+
+@pytest.mark.parametrize("kind", ["parquet as csv", "csv as parquet", "xlsx as csv", "gzip as csv"])
+def test_a_file_under_the_wrong_extension_says_what_it_is(sites, tmp_path, kind):
+    """A Parquet file named .csv was called 'not UTF-8 text' (and before that pandas'
+    codec error), a CSV named .parquet got pyarrow's 'magic bytes not found in footer';
+    a zip (a spreadsheet) or gzip file named .csv, the codec error: each now says what
+    the file is and what to do."""
+    import gzip
+    import zipfile
+
+    frame = pd.read_csv(sites[0])
+    if kind == "parquet as csv":
+        path = tmp_path / "site.csv"
+        frame.to_parquet(path)
+        words = "the file is a Parquet file, not CSV text; rename it to .parquet"
+    elif kind == "csv as parquet":
+        path = tmp_path / "site.parquet"
+        path.write_bytes(sites[0].read_bytes())
+        words = "the file is no Parquet file (it does not start as one); if it is CSV text"
+    elif kind == "xlsx as csv":
+        path = tmp_path / "site.csv"
+        with zipfile.ZipFile(path, "w") as archive:
+            archive.writestr("xl/worksheets/sheet1.xml", "<worksheet/>")
+        words = "the file is a zip archive (an .xlsx spreadsheet?), not CSV text"
+    else:
+        path = tmp_path / "site.csv"
+        path.write_bytes(gzip.compress(sites[0].read_bytes()))
+        words = "the file is gzip-compressed, not CSV text; decompress it first"
+    res = run("synthesize", path, sites[1], "--rows", 5, "--out", tmp_path / "o.csv")
+    assert res.returncode == 1, res.stderr
+    assert f"{path}: {words}" in res.stderr, res.stderr
