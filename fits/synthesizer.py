@@ -1808,20 +1808,28 @@ def _time_unit(col: pd.Series, spec: ColumnSpec) -> pd.Series:
         dtype = pd.api.types.pandas_dtype(spec.pandas_dtype) if spec.pandas_dtype else None
     except TypeError:
         return col
+    arrow = isinstance(dtype, pd.ArrowDtype) and dtype.kind == "M"  # timestamp[s][pyarrow]
     if isinstance(dtype, pd.DatetimeTZDtype):
         unit = str(dtype.unit)
     elif isinstance(dtype, np.dtype) and dtype.kind == "M":
         unit = np.datetime_data(dtype)[0]
+    elif arrow:
+        unit = str(dtype.pyarrow_dtype.unit)  # type: ignore[union-attr]
     else:
         return col
     finest = "D" if spec.date_only else (spec.resolution or "us")
     if unit not in _TIME_UNITS or _TIME_UNITS.index(unit) < _TIME_UNITS.index(finest):
         return col  # the unit would cut the draws' times
-    if unit == getattr(col.dt, "unit", None):
-        return col
     try:
+        if arrow:  # the sites' Arrow type, where its time zone is the schema's
+            tz = dtype.pyarrow_dtype.tz  # type: ignore[union-attr]
+            same = (tz is None) == (spec.tz is None) and str(col.dt.tz) == str(tz or None)
+            return col.astype(dtype) if same else col
+        if unit == getattr(col.dt, "unit", None):
+            return col
         return col.dt.as_unit(unit)
-    except (OverflowError, ValueError):  # past the unit's range (ns: years 1677-2262)
+    except (OverflowError, TypeError, ValueError):  # past the unit's range (ns: years
+        # 1677-2262), or a cast Arrow refuses as lossy
         return col
 
 

@@ -8,6 +8,7 @@ import warnings
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 
 from fits import FITSSynthesizer, Schema, SchemaError
@@ -287,3 +288,18 @@ def test_column_names_that_are_not_text_say_how_to_rename_them(columns, fix):
     schema = Schema.detect([_table(0), _table(1)])
     with pytest.raises(SchemaError, match=rf"table: column names must be strings, {fix}"):
         schema.validate(sites[0])
+
+
+@pytest.mark.parametrize("tz", [None, "Europe/Paris"])
+def test_arrow_timestamps_come_back_as_arrow_timestamps(tz):
+    """A timestamp[s][pyarrow] column (pd.read_parquet(dtype_backend="pyarrow")) came
+    back as datetime64[us], while Arrow integers and floats kept their types."""
+    sites = []
+    for table in _timed_sites(tz):
+        sites.append(table.assign(t=table["t"].astype(f"datetime64[s{', ' + tz if tz else ''}]")))
+    for table in sites:
+        table["t"] = table["t"].astype(pd.ArrowDtype(pa.timestamp("s", tz=tz)))
+    expected = sites[0]["t"].dtype
+    synth = FITSSynthesizer(seed=0).fit(sites)
+    assert synth.sample(30)["t"].dtype == expected
+    assert synth.sample(0)["t"].dtype == expected
