@@ -175,7 +175,7 @@ def _read_errors(path: Path, suffix: str) -> Iterator[None]:
     except pd.errors.EmptyDataError:
         raise DataFileError(f"{path}: the file is empty") from None
     except UnicodeDecodeError as exc:  # pandas' position is in its buffer: find the line
-        raise DataFileError(_not_utf8(path, exc)) from None
+        raise DataFileError(f"{path}: cannot read it as csv: {_not_utf8(path, exc)}") from None
     except Exception as exc:  # noqa: BLE001 - any parser failure is a data error here
         ragged = _RAGGED.search(str(exc))
         if ragged:
@@ -186,8 +186,8 @@ def _read_errors(path: Path, suffix: str) -> Iterator[None]:
             ) from None
         if suffix == ".parquet" and not _starts_as_parquet(path):  # a CSV named .parquet
             raise DataFileError(
-                f"{path}: the file is no Parquet file (it does not start as one); if it is "
-                "CSV text, rename it to .csv"
+                f"{path}: cannot read it as parquet: the file is no Parquet file (it does not "
+                "start as one); if it is CSV text, rename it to .csv"
             ) from None
         raise DataFileError(
             f"{path}: cannot read it as {suffix[1:]} ({str(exc).strip()})"
@@ -219,16 +219,17 @@ _BINARY_FILES = (
 
 
 def _not_utf8(path: Path, exc: UnicodeDecodeError) -> str:
-    """The message for a text file that is not UTF-8: its first such line and byte."""
+    """What is wrong with a text file that is not UTF-8: its first such line and byte (or
+    what the file is, by its first bytes)."""
     with open(path, "rb") as fh:
         start = fh.read(4)
         for magic, what, fix in _BINARY_FILES:
             if start.startswith(magic):
-                return f"{path}: the file is {what}, not CSV text; {fix}"
+                return f"the file is {what}, not CSV text; {fix}"
         start = start[:2]
         if start in (b"\xff\xfe", b"\xfe\xff"):  # Excel's "Unicode Text", say
             return (
-                f"{path}: the file is UTF-16 text, not UTF-8; save it as UTF-8 (a "
+                "the file is UTF-16 text, not UTF-8; save it as UTF-8 (a "
                 f"spreadsheet: CSV UTF-8; or `iconv -f utf-16 -t utf-8 {path.name} > new.csv`)"
             )
         fh.seek(0)
@@ -238,12 +239,12 @@ def _not_utf8(path: Path, exc: UnicodeDecodeError) -> str:
             except UnicodeDecodeError as bad:
                 byte = raw[bad.start]
                 return (
-                    f"{path}: line {number} is not UTF-8 text (byte {byte:#04x}, which is "
+                    f"line {number} is not UTF-8 text (byte {byte:#04x}, which is "
                     f"{bytes([byte]).decode('cp1252', 'replace')!r} in Latin-1/Windows-1252); "
                     "save the file as UTF-8 (a spreadsheet: CSV UTF-8; or `iconv -f latin1 "
                     f"-t utf-8 {path.name} > new.csv`)"
                 )
-    return f"{path}: the file is not UTF-8 text ({exc.reason}); save it as UTF-8"
+    return f"the file is not UTF-8 text ({exc.reason}); save it as UTF-8"
 
 
 #: Separators a CSV file may use, in order of preference.
