@@ -800,14 +800,82 @@ def table_has_rows(path: Path) -> bool:
         return True
 
 
-def check_site_tables(sites: dict[str, Path], drop: list[str] | None = None) -> None:
+def count_rows(path: Path, most: int) -> int:
+    """The rows of the table ``path``, counted up to ``most`` at most: a Parquet file's
+    metadata, a CSV file's records after its header up to the ``most``-th (blank lines
+    hold no row; a line of one quoted blank, ``" "``, counts as blank here though
+    :func:`fits.io.read_table` reads it as a row).  A file that cannot be read so
+    counts as ``most`` rows (its site then says what is wrong)."""
+    import csv
+
+    try:
+        if path.suffix.lower() == ".parquet":
+            import pyarrow.parquet as pq
+
+            return min(int(pq.ParquetFile(path).metadata.num_rows), most)
+        rows = 0
+        header = False
+        with open(path, encoding="utf-8-sig", errors="replace", newline="") as fh:
+            for record in csv.reader(fh):
+                blank = not record or (len(record) == 1 and record[0] and not record[0].strip())
+                if blank:
+                    continue
+                if header:
+                    rows += 1
+                    if rows >= most:
+                        break
+                header = header or any(field.strip() for field in record)
+        return rows
+    except (OSError, csv.Error, ValueError):
+        return most
+    except Exception:  # noqa: BLE001 - pyarrow's errors: the site reports them
+        return most
+
+
+def _check_row_floor(sites: dict[str, Path], policy: Path | None) -> None:
+    """Exit 1 when every site would abstain from every column under its effective-rows
+    floor k (``min_effective_rows`` of ``policy``, else the default policy's): each site
+    holds fewer than k rows (a pooled floor: the sites together), so a site never
+    answers, and the run said "every site abstained from its marginal" only after
+    starting Flower (about 40 s).  Only the first k rows of each file are counted."""
+    import math
+
+    from fits.federation.policy import SitePolicy
+
+    rules = SitePolicy.from_json(policy) if policy is not None else SitePolicy()
+    floor = float(rules.min_effective_rows)
+    if floor <= 1:  # every site holds a row (check_site_tables)
+        return
+    most = math.ceil(floor)
+    counts = {name: count_rows(path, most) for name, path in sites.items()}
+    if rules.pools_floor:
+        few = sum(counts.values()) < floor
+    else:
+        few = all(n < floor for n in counts.values())
+    if not few:
+        return
+    held = ", ".join(f"{name!r} ({str(sites[name])!r}): {n}" for name, n in counts.items())
+    whose = "together" if rules.pools_floor else "each"
+    _fail(
+        f"the sites hold too few rows: {held}; under the sites' policy no answer rests on "
+        f"fewer than min_effective_rows = {floor:g} rows, and the sites {whose} hold fewer, "
+        "so every site would abstain from every column and nothing could be drawn. Add "
+        "rows, or let the sites lower min_effective_rows (a --policy file, e.g. "
+        '{"min_effective_rows": 2}; see docs/privacy.md)'
+    )
+
+
+def check_site_tables(
+    sites: dict[str, Path], drop: list[str] | None = None, policy: Path | None = None
+) -> None:
     """Exit 1 before any Flower process starts when a site's table could not take part:
     a file no site could read (empty, not a table: :func:`fits.io.read_columns`'s
     error), a header with no rows, or columns that differ from the first site's (after
     ``--drop``), each with the message ``fits synthesize`` gives, naming the file(s)
-    and the columns.  Only the headers (and the first row of data) are read.  The run's
-    setup round said the same only once the SuperLink and the SuperNodes were up
-    (about 20 s)."""
+    and the columns; and sites too small for any answer under ``policy`` (a site policy
+    file; default: the default policy), see :func:`_check_row_floor`.  Only the
+    headers and the first rows of data are read.  The run said the same only once the
+    SuperLink and the SuperNodes were up (about 20 s)."""
     from fits.core.schema import lookalike_names
 
     headers: dict[str, list[str]] = {}
@@ -838,6 +906,7 @@ def check_site_tables(sites: dict[str, Path], drop: list[str] | None = None) -> 
                 + ". Every site must hold the same columns: rename, add or drop them."
                 + lookalike_names(missing, extra)
             )
+    _check_row_floor(sites, policy)
 
 
 def remove_temporary_outputs(out: Path, since: float) -> None:
@@ -1164,7 +1233,7 @@ def local(
     # a file no site could read (empty, no table, a header alone) or sites whose columns
     # differ stop the command now: the run's setup round said so only after ~20 s of
     # starting Flower
-    check_site_tables(dict(zip(names, data, strict=True)), drop)
+    check_site_tables(dict(zip(names, data, strict=True)), drop, policy)
     kernels = dict(zip(names, kernel, strict=True)) if kernel else {}
     if settings:
         _check_kernel_settings(dict(zip(names, data, strict=True)), kernels, settings, config)

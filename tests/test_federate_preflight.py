@@ -111,3 +111,56 @@ def test_table_has_rows_agrees_with_read_table(tmp_path, text):
         assert "no rows" in str(exc)
         rows = False
     assert table_has_rows(path) == rows
+
+
+def test_sites_too_small_for_any_answer_are_refused_at_once(tmp_path, no_flower):
+    """Sites of 2 rows each, under the default floor of 5 rows: the run said "every
+    site abstained from its marginal" after about 40 s of Flower."""
+    a = _site(tmp_path / "a.csv", n=2)
+    b = _site(tmp_path / "b.parquet", n=3)
+    res = _local(a, b, "--out", tmp_path / "o.csv")
+    assert res.returncode == 1, res.stderr
+    text = " ".join(res.stderr.split())
+    assert f"'a' ('{a}'): 2, 'b' ('{b}'): 3" in text
+    assert "min_effective_rows = 5" in text and "--policy" in text
+    assert not no_flower
+    policy = tmp_path / "p.json"
+    policy.write_text('{"min_effective_rows": 2}')
+    res = _local(a, b, "--policy", policy, "--out", tmp_path / "o.csv")
+    assert "Flower was started" in res.stderr and len(no_flower) == 1
+
+
+def test_a_pooled_floor_counts_the_sites_rows_together(tmp_path, no_flower):
+    policy = tmp_path / "p.json"
+    policy.write_text('{"floor_scope": "pooled", "min_effective_rows": 5}')
+    a, b = _site(tmp_path / "a.csv", n=3), _site(tmp_path / "b.csv", n=2)
+    pooled = ("--policy", policy, "--secure-aggregation", "--out", tmp_path / "o.csv")
+    res = _local(a, b, *pooled)
+    assert "Flower was started" in res.stderr, res.stderr  # 5 rows together
+    _site(b, n=1)
+    res = _local(a, b, *pooled)
+    assert res.returncode == 1 and "the sites together hold fewer" in res.stderr, res.stderr
+    assert len(no_flower) == 1
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "x,g\n\n",
+        "x,g\n1,u\n \n2,v\n",
+        'x,g\n"1\n5",u\n2,v\n\n3,w\n',
+        "x;g\n1;u\n2;v\n3;w\n4;x\n5;y\n6;z\n",
+        'x,g\n,\n""\n',
+    ],
+)
+def test_count_rows_agrees_with_read_table(tmp_path, text):
+    from fits.cli.federate import count_rows
+    from fits.io import DataFileError, read_table
+
+    path = tmp_path / "t.csv"
+    path.write_bytes(text.encode())
+    try:
+        rows = len(read_table(path))
+    except DataFileError:
+        rows = 0
+    assert count_rows(path, 5) == min(rows, 5)
