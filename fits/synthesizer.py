@@ -739,8 +739,9 @@ class FITSSynthesizer(BaseEstimator):
         coordinator = getattr(self, "_coordinator", None)
         if coordinator is None:
             raise NotConnectedError(
-                "this FITSSynthesizer was saved or pickled, which keeps its schema, "
-                "settings and seed but not its sites: reconnect it with "
+                "this FITSSynthesizer was saved, pickled or copied (copy.copy and "
+                "copy.deepcopy pickle it), which keeps its schema, settings and seed but "
+                "not its sites: reconnect it with "
                 "synth.connect(tables) (the sites' tables, or a Transport to them) "
                 "before sample()"
             )

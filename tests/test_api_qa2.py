@@ -303,3 +303,23 @@ def test_arrow_timestamps_come_back_as_arrow_timestamps(tz):
     synth = FITSSynthesizer(seed=0).fit(sites)
     assert synth.sample(30)["t"].dtype == expected
     assert synth.sample(0)["t"].dtype == expected
+
+
+def test_a_copy_is_told_to_reconnect_as_a_copy():
+    """copy.deepcopy(synth) pickles it (no sites); the message said only 'saved or
+    pickled', which the user had not done."""
+    import copy
+
+    from fits.synthesizer import NotConnectedError
+
+    synth = FITSSynthesizer(seed=0).fit([_table(0), _table(1)])
+    with pytest.raises(NotConnectedError, match=r"copied \(copy.copy and copy.deepcopy"):
+        copy.deepcopy(synth).sample(3)
+    again = copy.deepcopy(synth).connect([_table(0), _table(1)])
+    assert again.sample(4, seed=2).equals(synth.sample(4, seed=2))
+
+
+def test_an_order_naming_a_column_twice_says_which():
+    """order=['x', 'x', 'k'] said only 'must name every column exactly once'."""
+    with pytest.raises(SchemaError, match=r"named more than once: \['x'\]"):
+        FITSSynthesizer(seed=0, order=["x", "x", "k"]).fit([_table(0), _table(1)])

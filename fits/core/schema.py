@@ -791,10 +791,12 @@ class Schema:
         if sorted(self.order) != sorted(names):
             missing = sorted(set(names) - set(self.order))
             unknown = sorted(set(self.order) - set(names))
+            twice = sorted({c for c in self.order if self.order.count(c) > 1})
             raise SchemaError(
                 "the chain order must name every column exactly once"
                 + (f"; missing: {missing}" if missing else "")
                 + (f"; unknown: {unknown}" if unknown else "")
+                + (f"; named more than once: {twice}" if twice else "")
             )
         if self.rules is not None:
             self.rules = [r if isinstance(r, Rule) else Rule.from_dict(r) for r in self.rules]
