@@ -100,6 +100,10 @@ def _data_errors() -> Iterator[None]:
         _fail(f"{type(exc).__name__}: {exc}")
 
 
+#: From this size on, fits synthesize and fits schema say on stderr which site file they
+#: read (a gigabyte of CSV takes about a minute, before the fit's first line).
+LARGE_SITE_FILE_BYTES = 100_000_000
+
 #: From this many real rows on (all sites), fits synthesize says on stderr that the
 #: release check runs, after the table is written: its distances take seconds then.
 SLOW_RELEASE_CHECK_ROWS = 100_000
@@ -221,22 +225,38 @@ def _check_output(
 
 
 def _load_sites(
-    site_files: list[Path], simulate_clients: int | None, shares: str | None, seed: int
+    site_files: list[Path],
+    simulate_clients: int | None,
+    shares: str | None,
+    seed: int,
+    quiet: bool = False,
 ) -> dict[str, pd.DataFrame]:
-    """Read the site tables, or split one pooled table into simulated sites."""
+    """Read the site tables, or split one pooled table into simulated sites (saying on
+    stderr which file is read when it is large, unless ``quiet``)."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        tables = _read_sites(site_files, simulate_clients, shares, seed)
+        tables = _read_sites(site_files, simulate_clients, shares, seed, quiet)
     _echo_warnings(caught)
     return tables
 
 
 def _read_sites(
-    site_files: list[Path], simulate_clients: int | None, shares: str | None, seed: int
+    site_files: list[Path],
+    simulate_clients: int | None,
+    shares: str | None,
+    seed: int,
+    quiet: bool = False,
 ) -> dict[str, pd.DataFrame]:
     from fits.datasets import PAPER_SHARES, federated_split
     from fits.federation.client import MIN_CLIENT_ROWS
-    from fits.io import read_table
+    from fits.io import human_bytes
+    from fits.io import read_table as read_whole
+
+    def read_table(path: Path) -> pd.DataFrame:
+        size = path.stat().st_size
+        if size >= LARGE_SITE_FILE_BYTES and not quiet:  # a minute a gigabyte, unsaid
+            typer.echo(f"reading {path} ({human_bytes(size)}) ...", err=True)
+        return read_whole(path)
 
     for path in site_files:
         _check_suffix(path, "site table")
@@ -486,7 +506,7 @@ def synthesize(
     if problem:
         _fail(problem, 2)
     with interruptible("no output was written (its temporary file was removed)"), _data_errors():
-        tables = _drop_columns(_load_sites(site_files, simulate_clients, shares, seed), drop)
+        tables = _drop_columns(_load_sites(site_files, simulate_clients, shares, seed, quiet), drop)
         if secure_aggregation and len(tables) < 2:
             _fail(
                 "--secure-aggregation needs at least two sites (with one, the sum is that "

@@ -405,3 +405,26 @@ def test_a_file_under_the_wrong_extension_says_what_it_is(sites, tmp_path, kind)
     assert res.returncode == 1, res.stderr
     message = " ".join(res.stderr.split())
     assert f"{path}: cannot read it as {path.suffix[1:]}: {words}" in message, res.stderr
+
+
+# ---------------------------------------------------------------------------------------
+# Reading large site files
+# ---------------------------------------------------------------------------------------
+
+
+def test_reading_a_large_site_file_says_so(sites, tmp_path, monkeypatch):
+    """A site file of a gigabyte takes a minute to read, before the fit's first line:
+    a line on stderr now says which file is read, and its size (none with --quiet)."""
+    import fits.cli.main as cli_main
+
+    monkeypatch.setattr(cli_main, "LARGE_SITE_FILE_BYTES", 1000)  # the fixture's files
+    out = tmp_path / "o.csv"
+    res = run("synthesize", *sites, "--rows", 5, "--out", out)
+    assert res.returncode == 0, res.stderr
+    size = sites[0].stat().st_size
+    assert f"reading {sites[0]} ({size / 1e3:.1f} kB) ..." in res.stderr, res.stderr
+    assert res.stderr.index("reading") < res.stderr.index("[fit")
+    quiet = run("synthesize", *sites, "--rows", 5, "--out", out, "-q")
+    assert quiet.returncode == 0 and "reading" not in quiet.stderr
+    schema = run("schema", *sites, "--out", tmp_path / "s.json")
+    assert schema.returncode == 0 and f"reading {sites[1]}" in schema.stderr
