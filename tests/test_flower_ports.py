@@ -20,6 +20,11 @@ import pytest
 from fits.deploy import flower_launch
 from fits.deploy.flower_launch import FederationError, LocalFederation
 
+#: Whose a port is, is read from /proc (Linux); elsewhere a taken port is not detected.
+linux = pytest.mark.skipif(
+    not Path("/proc/net/tcp").exists(), reason="a port's owner is read from /proc (Linux)"
+)
+
 
 def _site(path: Path, n: int = 40, seed: int = 0) -> Path:
     rng = np.random.default_rng(seed)
@@ -47,6 +52,7 @@ def _taken_first(monkeypatch, port: int) -> None:
 
 
 @pytest.mark.flower
+@linux
 def test_a_taken_port_is_not_the_superlinks(tmp_path, held, monkeypatch):
     """The SuperLink started on a port another process listens on: the federation
     starts it again on a free port (before, it took the other process's port for the
@@ -62,6 +68,7 @@ def test_a_taken_port_is_not_the_superlinks(tmp_path, held, monkeypatch):
 
 @pytest.mark.flower
 @pytest.mark.slow
+@linux
 def test_a_run_after_a_taken_port_completes(tmp_path, held, monkeypatch):
     """About 45 s on two busy cores."""
     pytest.importorskip("flwr")
@@ -74,6 +81,7 @@ def test_a_run_after_a_taken_port_completes(tmp_path, held, monkeypatch):
 
 
 @pytest.mark.flower
+@linux
 def test_every_port_taken_fails_at_once_naming_the_ports(tmp_path, held, monkeypatch):
     pytest.importorskip("flwr")
     port = held.getsockname()[1]
