@@ -12,7 +12,13 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from fits.core.kernels import GaussianKernel, KNNKernel
-    from fits.core.schema import ColumnSpec, Schema, SchemaError
+    from fits.core.schema import (
+        ColumnSpec,
+        DataNote,
+        IdentifierColumnError,
+        Schema,
+        SchemaError,
+    )
     from fits.estimate import ConditionalCDF, estimate_conditional_cdf
     from fits.federation.client import FITSClient
     from fits.federation.coordinator import Coordinator
@@ -20,7 +26,7 @@ if TYPE_CHECKING:
     from fits.federation.protocol import Message, ProtocolError
     from fits.federation.transport import InProcessTransport, Transport
     from fits.report import evaluate
-    from fits.synthesizer import FITSSynthesizer
+    from fits.synthesizer import FITSSynthesizer, NotConnectedError
 
 # Imported on first use, so that a process which needs one part (a Flower site answering
 # one message) does not pay for all of them.
@@ -38,7 +44,10 @@ _EXPORTS = {
     "ColumnSpec": "fits.core.schema",
     "Schema": "fits.core.schema",
     "SchemaError": "fits.core.schema",
+    "DataNote": "fits.core.schema",
+    "IdentifierColumnError": "fits.core.schema",
     "FITSSynthesizer": "fits.synthesizer",
+    "NotConnectedError": "fits.synthesizer",
     "InProcessTransport": "fits.federation.transport",
     "Transport": "fits.federation.transport",
 }
@@ -68,6 +77,9 @@ __all__ = [
     "ColumnSpec",
     "Schema",
     "SchemaError",
+    "DataNote",
+    "IdentifierColumnError",
+    "NotConnectedError",
     "InProcessTransport",
     "Transport",
     "evaluate",

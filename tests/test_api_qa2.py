@@ -323,3 +323,15 @@ def test_an_order_naming_a_column_twice_says_which():
     """order=['x', 'x', 'k'] said only 'must name every column exactly once'."""
     with pytest.raises(SchemaError, match=r"named more than once: \['x'\]"):
         FITSSynthesizer(seed=0, order=["x", "x", "k"]).fit([_table(0), _table(1)])
+
+
+def test_the_notes_and_errors_a_user_handles_are_importable_from_fits():
+    """To filter the dtype notes (warnings.filterwarnings(category=fits.DataNote)) or
+    catch a refused identifier or an unconnected synthesizer, a user had to know the
+    submodules (fits.core.schema, fits.synthesizer)."""
+    import fits
+
+    assert fits.DataNote is DataNote and issubclass(fits.DataNote, UserWarning)
+    assert fits.IdentifierColumnError is IdentifierColumnError
+    assert issubclass(fits.NotConnectedError, RuntimeError)
+    assert {"DataNote", "IdentifierColumnError", "NotConnectedError"} <= set(fits.__all__)
