@@ -428,3 +428,27 @@ def test_reading_a_large_site_file_says_so(sites, tmp_path, monkeypatch):
     assert quiet.returncode == 0 and "reading" not in quiet.stderr
     schema = run("schema", *sites, "--out", tmp_path / "s.json")
     assert schema.returncode == 0 and f"reading {sites[1]}" in schema.stderr
+
+
+def test_categories_typed_as_text_in_the_schema_say_so(tmp_path):
+    """Categories of a whole-number nominal column written as text in an edited schema
+    ("1" for 1) were refused as `value(s) [2, 3, 1] that are not among its categories
+    ['1', '2', '3']`, values and categories alike to the eye; the message now says the
+    types differ and how to write them."""
+    import json
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"x": rng.normal(size=160).round(3), "g": rng.choice([1, 2, 3], 160)})
+    sites = [tmp_path / "a.csv", tmp_path / "b.csv"]
+    frame.iloc[:80].to_csv(sites[0], index=False)
+    frame.iloc[80:].to_csv(sites[1], index=False)
+    schema = tmp_path / "schema.json"
+    assert run("schema", *sites, "--out", schema, "--kind", "g=nominal").returncode == 0
+    doc = json.loads(schema.read_text())
+    g = next(c for c in doc["columns"] if c["name"] == "g")
+    g["categories"] = [str(v) for v in g["categories"]]
+    schema.write_text(json.dumps(doc))
+    res = run("synthesize", *sites, "--rows", 5, "--out", tmp_path / "o.csv", "--schema", schema)
+    assert res.returncode == 1, res.stderr
+    assert "column 'g'" in res.stderr and "numbers" in res.stderr, res.stderr
+    assert "the schema's categories are text" in res.stderr and "without quotes" in res.stderr

@@ -105,10 +105,17 @@ class Encoder:
             codes[missing] = cats.index(None)
         if np.any(codes < 0):
             bad = pd.unique(raw[codes < 0])[:5]
+            texts = {str(c) for c in labels if isinstance(c, str)}
+            typed = all(not isinstance(v, str) and str(v) in texts for v in bad)
             raise SchemaError(
                 f"{client}: column {spec.name!r} has value(s) {list(bad)} that are not among "
-                f"its categories {cats[:10]}{'...' if len(cats) > 10 else ''}; add them to "
-                "the schema or fix the data"
+                f"its categories {cats[:10]}{'...' if len(cats) > 10 else ''}; "
+                + (  # "1" for 1 in an edited schema file: alike to the eye
+                    "the schema's categories are text, the column's values numbers: write "
+                    'them in the schema as numbers, without quotes (1, not "1")'
+                    if typed
+                    else "add them to the schema or fix the data"
+                )
             )
         return codes
 
