@@ -65,7 +65,12 @@ class DatasetChoice(StrEnum):
 def benchmark(
     dataset: Annotated[
         DatasetChoice,
-        typer.Option("--dataset", "-d", help="Data set: simulation, adult, bike or german."),
+        typer.Option(
+            "--dataset",
+            "-d",
+            case_sensitive=False,
+            help="Data set: simulation, adult, bike or german.",
+        ),
     ],
     data_dir: Annotated[
         Path | None,
