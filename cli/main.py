@@ -347,6 +347,10 @@ Shares = Annotated[
         "30,20,10,9,8,7,6,5,4,1 for 10 sites, else equal).",
     ),
 ]
+#: ``--max-tries``'s default: :data:`fits.synthesizer.DEFAULT_MAX_TRIES` (not imported
+#: here: the command starts before the engine loads).
+MAX_TRIES = 100
+
 Seed = Annotated[
     int, typer.Option("--seed", min=0, help="Seed of every random draw (an integer >= 0).")
 ]
@@ -418,13 +422,26 @@ def synthesize(
         Path | None,
         typer.Option(
             "--known",
-            help="Instead of --rows: a table (.csv or .parquet) of values of the chain's "
-            "first column(s); one synthetic row per row, the other columns drawn given "
-            "them (conditional sampling; the values are sent to the sites as query points); "
-            "a table of no rows gives the header alone. Its header is checked against the "
-            "site tables' before the fit; its values (categories, ranges) and, unless "
-            "--no-rules, its columns' place in the chain need the fit, and are checked "
-            "after it, before any row is drawn.",
+            help="Instead of --rows: a table (.csv or .parquet) of values of some columns; "
+            "one synthetic row per row, the other columns drawn given them (conditional "
+            "sampling). Columns first in the chain are conditioned on directly (their "
+            "values are sent to the sites as query points); discrete columns later in "
+            "the chain are matched by drawing rows until one agrees (--max-tries); a "
+            "continuous column must come first (--order). A table of no rows gives the "
+            "header alone. Its header is checked against the site tables' before the "
+            "fit; its values (categories, ranges) and its columns' place in the chain "
+            "need the fit, and are checked after it, before any row is drawn.",
+        ),
+    ] = None,
+    max_tries: Annotated[
+        int | None,
+        typer.Option(
+            "--max-tries",
+            min=1,
+            help="With --known: draws per known row that matching its discrete columns "
+            "later in the chain may take (pooled over blocks of 8,192 rows) before the "
+            f"command stops saying which values are rare [default: {MAX_TRIES}].",
+            show_default=False,
         ),
     ] = None,
     seed: Seed = 0,
@@ -479,6 +496,8 @@ def synthesize(
 
     if (rows is None) == (known is None):
         _fail("give either --rows N (rows to draw) or --known FILE (rows to complete)", 2)
+    if max_tries is not None and known is None:
+        _fail("--max-tries is for --known (the draws that match its values); leave it out", 2)
     inputs = [("the site table", p) for p in site_files]
     if known is not None:
         inputs.append(("--known", known))
@@ -625,7 +644,7 @@ def synthesize(
             if known is not None:
                 assert known_table is not None  # read before the fit
                 written, check = _complete_rows(
-                    synth, known, known_table, out, callback, check, quiet
+                    synth, known, known_table, out, callback, check, quiet, max_tries or MAX_TRIES
                 )
             else:
                 assert rows is not None  # one of the two, checked above
@@ -768,6 +787,7 @@ def _complete_rows(
     callback: Callable[[str, int, int], None] | None,
     check: Any,
     quiet: bool,
+    max_tries: int,
 ) -> tuple[int, Any]:
     """``--known``: one synthetic row per row of the file, the other columns drawn given
     its values (:meth:`fits.FITSSynthesizer.iter_sample_remaining_columns`), streamed
@@ -792,7 +812,7 @@ def _complete_rows(
     ) -> Iterator[pd.DataFrame]:
         try:
             chunks = synth.iter_sample_remaining_columns(
-                table, first_chunk_rows=first_chunk_rows, progress=progress
+                table, first_chunk_rows=first_chunk_rows, progress=progress, max_tries=max_tries
             )
         except ValueError as exc:
             _known_error(synth, table, where, str(exc))

@@ -177,6 +177,24 @@ def test_fits_synthesize_known_takes_a_later_discrete_column(tmp_path) -> None:
     assert list(got.columns) == ["a", "c", "b"]
     assert got["b"].tolist() == ["one"] * 40 + ["zero"] * 40
     assert got["c"].iloc[:40].mean() > got["c"].iloc[40:].mean() + 1.5
+    # a rare combination with one draw per row: a data error with the fix, no output
+    pd.DataFrame({"a": ["y"] * 200, "b": ["one"] * 200}).to_csv(known, index=False)
+    out.unlink()
+    res = CliRunner().invoke(app, ["synthesize", *map(str, sites), "--known", str(known),
+                                   "--out", str(out), "--max-tries", "1"])  # fmt: skip
+    assert res.exit_code == 1, res.output
+    assert "--known" in res.output and "in 1 draws per row" in res.output
+    assert "fits synthesize --order" in res.output and not out.exists()
+    res = CliRunner().invoke(app, ["synthesize", *map(str, sites), "--rows", "5",
+                                   "--out", str(out), "--max-tries", "3"])  # fmt: skip
+    assert res.exit_code == 2 and "--max-tries is for --known" in res.output
+
+
+def test_the_command_line_default_is_the_library_s() -> None:
+    from fits.cli.main import MAX_TRIES
+    from fits.synthesizer import DEFAULT_MAX_TRIES
+
+    assert MAX_TRIES == DEFAULT_MAX_TRIES
 
 
 def test_draws_complete_any_row_with_the_same_prefix_that_wants_their_values() -> None:
