@@ -62,6 +62,17 @@ def test_integers_past_2_53_next_to_floats_stay_integers_with_a_note():
     assert "2**53" in note and "output is int64" in note
 
 
+def test_int64_and_uint64_stay_integers_with_a_note():
+    """int64 at one site and uint64 at another: pd.concat gives float64, which fits does
+    not take for whole numbers; the output stays int64, and the fit says so."""
+    rng = np.random.default_rng(3)
+    second = rng.integers(0, 1000, N).astype("uint64")
+    synth, notes = _fit_notes(_sites(rng.integers(0, 1000, N), second))
+    assert synth.sample(20)["c"].dtype == np.int64
+    [note] = [n for n in notes if "'c'" in n]
+    assert "north: int64, south: uint64" in note and "output is int64" in note
+
+
 @pytest.mark.parametrize(
     ("first", "second"),
     [
