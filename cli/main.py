@@ -787,7 +787,7 @@ def _complete_rows(
     callback: Callable[[str, int, int], None] | None,
     check: Any,
     quiet: bool,
-    max_tries: int,
+    max_tries: int = MAX_TRIES,
 ) -> tuple[int, Any]:
     """``--known``: one synthetic row per row of the file, the other columns drawn given
     its values (:meth:`fits.FITSSynthesizer.iter_sample_remaining_columns`), streamed
