@@ -384,6 +384,11 @@ def site(
             f"(e.g. --port {port + 1})",
             2,
         )
+    typer.echo(
+        f"{name or data.stem}: connecting to the SuperLink at {superlink}; until it answers, "
+        "Flower retries ('Connection attempt failed, retrying in ...'). Ctrl-C stops the site",
+        err=True,
+    )
     _exec(cmd, home.resolve())
 
 
@@ -721,7 +726,10 @@ def run(
 
     try:  # the output's type, known here though the file is written on the SuperLink's machine
         check_suffix(out, "output")
-    except DataFileError as exc:
+        launch.check_address(superlink)
+        if root_certificates is not None and not insecure:
+            launch.check_pem(root_certificates, "--ca")
+    except (DataFileError, launch.FederationError) as exc:
         _fail(str(exc), 2)
     config = _run_config(
         out,

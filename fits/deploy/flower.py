@@ -147,6 +147,9 @@ __all__ = [
     "STOPPED",
     "FlowerTransport",
     "RunStopped",
+    "RunConfigStopped",
+    "check_outputs",
+    "wait_for_sites",
     "client_app",
     "to_records",
     "from_records",
@@ -197,9 +200,23 @@ def _fits_type(flower_type: str) -> str:
 STOPPED = "the run stopped and no output was written"
 
 
+#: How a line of the ServerApp's log starts that ``fits federate run`` shows while it
+#: waits (the sites connecting).  The same text as
+#: ``fits.deploy.flower_launch.PROGRESS`` (a test holds them equal).
+PROGRESS = "[fits] "
+#: Seconds between two "waiting for sites" lines while the count does not change.
+WAIT_REPORT_INTERVAL = 30.0
+
+
 class RunStopped(RuntimeError):
     """The coordinator stopped a run on purpose; the message says why (no traceback
     needed: ``fits federate`` prints the message alone)."""
+
+
+class RunConfigStopped(RunStopped, ValueError):
+    """The run config asks what cannot be done (a value that cannot be read, an output
+    that cannot be written): stopped before the sites are waited for.  A ValueError, as
+    :func:`read_run_config` raises, and a :class:`RunStopped` (no traceback)."""
 
 
 class FlowerTransport(Transport):
@@ -521,17 +538,12 @@ def run_coordinator(grid: Grid, config: Mapping[str, Any], synthesize: Synthesiz
     Path
         Where the synthetic table was written.
     """
-    cfg = read_run_config(config)
-    deadline = time.monotonic() + cfg["timeout"]
-    nodes = list(grid.get_node_ids())
-    while len(nodes) < max(cfg["min_sites"], 1):
-        if time.monotonic() > deadline:
-            raise ClientError(
-                f"only {len(nodes)} of the {cfg['min_sites']} sites asked for ('min-sites') "
-                f"connected within {cfg['timeout']:g} s"
-            )
-        time.sleep(0.5)
-        nodes = list(grid.get_node_ids())
+    try:
+        cfg = read_run_config(config)
+        check_outputs(cfg)
+    except ValueError as exc:  # before any site is waited for
+        raise RunConfigStopped(f"{exc}; {STOPPED}") from None
+    nodes = wait_for_sites(grid, max(cfg["min_sites"], 1), cfg["timeout"])
     transport = FlowerTransport(grid, sorted(nodes), timeout=cfg["timeout"])
     audit: list[str] = []
     if cfg["audit"]:
@@ -553,6 +565,61 @@ def run_coordinator(grid: Grid, config: Mapping[str, Any], synthesize: Synthesiz
             from fits.io import write_text
 
             write_text("".join(line + "\n" for line in audit), cfg["audit"])
+
+
+def check_outputs(cfg: Mapping[str, Any]) -> None:
+    """The run config's ``output`` and ``audit`` can be written on this machine (the
+    coordinator's) and are none of its inputs (``known``, ``schema``): checked before
+    the sites are waited for, not after the fit (:func:`fits.io.check_output`).
+
+    Raises
+    ------
+    ValueError
+        Naming the run config key (and ``fits federate run``'s option) and the fix.
+    """
+    from fits.io import check_output
+
+    inputs = [(f"run config {k} (--{k})", cfg[k]) for k in ("known", "schema") if cfg[k]]
+    check_output(cfg["output"], inputs, option="run config output (--out)")
+    if cfg["audit"]:
+        check_output(cfg["audit"], inputs, option="run config audit (--audit)")
+
+
+def wait_for_sites(grid: Grid, wanted: int, timeout: float) -> list[int]:
+    """The ids of the connected SuperNodes once ``wanted`` are, waiting at most
+    ``timeout`` seconds; a :data:`PROGRESS` line in the ServerApp's log (which ``fits
+    federate run`` shows) when the count changes, and every
+    :data:`WAIT_REPORT_INTERVAL` seconds while it does not.
+
+    Raises
+    ------
+    RunStopped
+        Fewer sites connected in time: how many, and what to do.
+    """
+    start = time.monotonic()
+    nodes = list(grid.get_node_ids())
+    said: tuple[int, float] | None = None
+    while len(nodes) < wanted:
+        now = time.monotonic()
+        if said is None or said[0] != len(nodes) or now - said[1] >= WAIT_REPORT_INTERVAL:
+            print(  # noqa: T201 - shows in the ServerApp's log (flwr log, fits federate run)
+                f"{PROGRESS}waiting for sites: {len(nodes)} of {wanted} connected "
+                f"({now - start:.0f} s of at most {timeout:g} s)",
+                flush=True,
+            )
+            said = (len(nodes), now)
+        if now - start > timeout:
+            raise RunStopped(
+                f"only {len(nodes)} of the {wanted} sites asked for (--sites, run config "
+                f"min-sites) connected to the SuperLink within {timeout:g} s "
+                "(--round-timeout, run config timeout); start each site's `fits federate "
+                "site --superlink HOST:PORT` (its log says 'Connection attempt failed' while "
+                "it cannot reach the SuperLink: check the address, the port, and --ca or "
+                f"--insecure as the SuperLink was started), or ask for fewer sites; {STOPPED}"
+            )
+        time.sleep(0.5)
+        nodes = list(grid.get_node_ids())
+    return nodes
 
 
 def _describe_reply(site: str, reply: Message) -> dict[str, Any]:

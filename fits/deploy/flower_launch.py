@@ -47,6 +47,8 @@ from typing import Any
 __all__ = [
     "FederationError",
     "LocalFederation",
+    "check_address",
+    "check_pem",
     "check_policy_file",
     "die_with_parent",
     "exit_on_signals",
@@ -191,6 +193,76 @@ def flower_env(home: str | Path) -> dict[str, str]:
     return env
 
 
+def check_address(address: str, option: str = "--superlink") -> None:
+    """Refuse a SuperLink address Flower cannot use: it needs ``host:port`` (``[::1]:port``
+    for IPv6), a port from 1 to 65535, no URL prefix.  Flower's own check comes only
+    after its processes started (exit 1, or a SuperNode retrying a host that is no host).
+
+    Raises
+    ------
+    FederationError
+        Naming the option, the address and what to write.
+    """
+    text = address.strip()
+    host, colon, port = text.rpartition(":")
+    problem = ""
+    if "://" in text:
+        problem = "write it without a URL prefix"
+    elif not colon or not host or host in ("[", "[]"):
+        problem = "write it as host:port"
+    elif not port.isdigit() or not 1 <= int(port) <= 65535:
+        problem = "its port must be a number from 1 to 65535"
+    elif ":" in host and not (host.startswith("[") and host.endswith("]")):
+        problem = "write an IPv6 address in brackets, as [::1]:9093"
+    if problem:
+        raise FederationError(
+            f"{option} {address!r}: {problem} (e.g. coordinator.example.org:9093, the "
+            "host and the --port of `fits federate superlink`)"
+        )
+
+
+def check_pem(path: str | Path, option: str, what: str = "certificate") -> None:
+    """Refuse a TLS file that is missing, a folder, unreadable or not PEM: Flower reads
+    it only after its processes started, where a CA file that is no certificate stopped
+    the SuperNode with a traceback and left it hanging.  ``what``: ``"certificate"``
+    (one or more PEM certificates) or ``"key"`` (a PEM private key).
+
+    Raises
+    ------
+    FederationError
+        Naming the option, the file and what it must hold.
+    """
+    shown = f"{option} {str(path)!r}"
+    file = Path(path)
+    if file.is_dir():
+        raise FederationError(f"{shown} is a folder; give the {what} file (PEM)")
+    try:
+        data = file.read_bytes()
+    except OSError as exc:
+        raise FederationError(f"{shown}: cannot read it ({exc.strerror or exc})") from None
+    if what == "key":
+        ok = b"-----BEGIN" in data and b"PRIVATE KEY-----" in data
+    else:
+        from cryptography import x509
+
+        try:
+            ok = bool(x509.load_pem_x509_certificates(data))
+        except ValueError:
+            ok = False
+    if not ok:
+        kind = "a private key" if what == "key" else "a certificate"
+        raise FederationError(
+            f"{shown} is not {kind} in PEM form (text starting with "
+            f"'-----BEGIN {'PRIVATE KEY' if what == 'key' else 'CERTIFICATE'}-----'); "
+            "give the PEM file"
+            + (
+                " (a DER file converts with `openssl x509 -inform der -in FILE -out FILE.pem`)"
+                if what != "key"
+                else ""
+            )
+        )
+
+
 def superlink_command(
     host: str = "127.0.0.1",
     port: int = 9093,
@@ -208,9 +280,8 @@ def superlink_command(
     if insecure:
         cmd.append("--insecure")
     elif len(certificates) == 3:
-        for path in certificates:
-            if not Path(path).is_file():
-                raise FederationError(f"{path}: no such certificate or key file")
+        for path, what in zip(certificates, ("certificate", "key", "certificate"), strict=True):
+            check_pem(path, "--tls", what)
         for flag, path in zip(
             ("--ssl-certfile", "--ssl-keyfile", "--ssl-ca-certfile"), certificates, strict=True
         ):
@@ -264,6 +335,9 @@ def supernode_command(
     path = Path(data).resolve()
     if not path.is_file():
         raise FederationError(f"{path}: no such file (the site's data)")
+    check_address(superlink)
+    if root_certificates and not insecure:
+        check_pem(root_certificates, "--ca")
     node_config = {
         "data-path": str(path),
         "name": name or path.stem,
@@ -286,6 +360,7 @@ def supernode_command(
         audit_path = Path(audit).resolve()
         if not audit_path.parent.is_dir():
             raise FederationError(f"{audit_path.parent}: no such folder (for the audit log)")
+        _check_audit_path(audit_path, {"the site's data": path, "the site policy": policy})
         node_config["audit"] = str(audit_path)
     if drop:
         from fits.core.names import format_column_list
@@ -323,6 +398,24 @@ def supernode_command(
     else:
         raise FederationError("give the site the SuperLink's CA certificate, or --insecure")
     return cmd
+
+
+def _check_audit_path(audit: Path, inputs: Mapping[str, str | Path | None]) -> None:
+    """Refuse an audit log (appended to as the site answers) that is a folder or one of
+    the site's inputs: appending to the data file would change the site's table."""
+    from fits.io import same_file
+
+    if audit.is_dir():
+        raise FederationError(
+            f"--audit {str(audit)!r} is a folder; give a file name inside it "
+            "(e.g. site-audit.jsonl)"
+        )
+    for label, source in inputs.items():
+        if source and (audit == Path(source).resolve() or same_file(audit, source)):
+            raise FederationError(
+                f"--audit {str(audit)!r} is {label}: the audit log is appended to and would "
+                "change it; choose another file (e.g. site-audit.jsonl)"
+            )
 
 
 def check_node_config_text(key: str, value: Any) -> None:
@@ -476,6 +569,9 @@ def submit_run(
     unknown = sorted(set(run_config) - set(RUN_CONFIG_DEFAULTS))
     if unknown:
         raise FederationError(f"unknown run config {unknown}; known: {list(RUN_CONFIG_DEFAULTS)}")
+    check_address(superlink)
+    if root_certificates and not insecure:
+        check_pem(root_certificates, "--ca")
     remove_stale_workdirs()
     with tempfile.TemporaryDirectory(prefix=RUN_WORKDIR_PREFIX) as tmp:
         # its owner, so that the next federation removes it if this process is killed
@@ -596,12 +692,30 @@ def _follow_run(
     dropped) is started again.  ``timeout`` seconds after ``start`` (a
     :func:`time.monotonic` time) the run is stopped (``flwr stop``) and
     :class:`FederationError` raised; so it is when ``watch`` (called about once a
-    second while the stream runs) raises one.
+    second while the stream runs) raises one.  About once a second the log's new
+    :data:`PROGRESS` lines (the ServerApp waiting for its sites) go to ``progress``.
     """
     deadline = start + timeout
     late = f"run {run_id} did not finish within {timeout:g} s"
     log_path = cwd / f"run-{run_id}.log"
     status, details = "pending", ""
+    shown = [0]  # the log's PROGRESS lines shown so far (each stream writes them again)
+
+    def relay() -> None:
+        if progress is None:
+            return
+        try:
+            lines = [
+                line[len(PROGRESS) :].strip()
+                for line in log_path.read_text(errors="replace").splitlines()
+                if line.startswith(PROGRESS)
+            ]
+        except OSError:
+            return
+        for line in lines[shown[0] :]:
+            progress(line)
+        shown[0] = max(shown[0], len(lines))
+
     while True:
         with open(log_path, "w") as sink:  # the whole log again on each stream
             stream = subprocess.Popen(
@@ -623,6 +737,7 @@ def _follow_run(
                 except subprocess.TimeoutExpired:
                     if left <= WATCH_INTERVAL:
                         raise
+                relay()
                 if watch is not None:
                     try:
                         watch()
@@ -652,6 +767,11 @@ def _follow_run(
             raise FederationError(late)
         time.sleep(poll)
 
+
+#: How a line of the ServerApp's log starts that :func:`submit_run` passes to its
+#: ``progress`` (without it): ``fits.deploy.flower.PROGRESS`` (this module must not
+#: import Flower; a test holds them equal).
+PROGRESS = "[fits] "
 
 #: Seconds between two looks at a :class:`LocalFederation`'s processes while its run goes
 #: on (``watch`` of :func:`submit_run`).

@@ -1,0 +1,252 @@
+"""``fits federate site``, ``run`` and ``superlink`` as a data steward and the
+coordinator's operator use them across machines: what they got wrong before Flower
+started (no Flower process runs here: a stand-in fails the test if the command gets as
+far as starting one), and the coordinator's wait for its sites."""
+
+from __future__ import annotations
+
+import stat
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+pytest.importorskip("flwr")
+
+from conftest import fits_in_process  # noqa: E402
+
+
+@pytest.fixture
+def site_csv(tmp_path: Path) -> Path:
+    path = tmp_path / "site-a.csv"
+    pd.DataFrame({"x": [float(i % 7) for i in range(40)], "g": ["u", "v"] * 20}).to_csv(
+        path, index=False
+    )
+    return path
+
+
+@pytest.fixture
+def no_flower(monkeypatch):
+    """Fail if a command starts a Flower process or submits a run."""
+    from fits.cli import federate
+    from fits.deploy import flower_launch
+
+    def never(*args, **kwargs):
+        raise AssertionError("Flower was started")
+
+    monkeypatch.setattr(federate, "_exec", never)
+    monkeypatch.setattr(flower_launch, "submit_run", never)
+
+
+def _site(data: Path, *args: object):
+    return fits_in_process(
+        "federate", "site", "--data", data, "--superlink", "127.0.0.1:9093", *args
+    )
+
+
+def test_site_audit_log_that_is_the_data_file_is_refused(site_csv, no_flower):
+    before = site_csv.read_bytes()
+    res = _site(site_csv, "--insecure", "--audit", site_csv)
+    assert res.returncode == 2, res.stderr
+    assert "--audit" in res.stderr and "site's data" in res.stderr
+    assert "Traceback" not in res.stderr
+    assert site_csv.read_bytes() == before
+
+
+def test_site_audit_log_that_is_the_policy_or_a_folder_is_refused(site_csv, tmp_path, no_flower):
+    policy = tmp_path / "policy.json"
+    policy.write_text('{"min_effective_rows": 5}')
+    res = _site(site_csv, "--insecure", "--policy", policy, "--audit", policy)
+    assert res.returncode == 2, res.stderr
+    assert "site policy" in res.stderr
+    res = _site(site_csv, "--insecure", "--audit", tmp_path)
+    assert res.returncode == 2, res.stderr
+    assert "is a folder" in res.stderr
+
+
+@pytest.mark.parametrize("content", [None, "hello\n", "folder"])
+def test_site_ca_that_is_missing_or_no_pem_is_refused(site_csv, tmp_path, no_flower, content):
+    ca = tmp_path / "ca.pem"
+    if content == "folder":
+        ca.mkdir()
+    elif content is not None:
+        ca.write_text(content)
+    res = _site(site_csv, "--ca", ca)
+    assert res.returncode == 2, res.stderr
+    assert "--ca" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_site_ca_that_is_a_certificate_passes(site_csv, tmp_path, monkeypatch):
+    from fits.cli import federate
+    from fits.deploy.flower_launch import make_test_certificates
+
+    _, _, ca = make_test_certificates(tmp_path / "certs")
+    started: list[list[str]] = []
+
+    def record(cmd, home):
+        started.append(cmd)
+
+    monkeypatch.setattr(federate, "_exec", record)
+    res = _site(site_csv, "--ca", ca, "--port", "0")
+    assert res.returncode == 0, res.stderr
+    assert started and str(ca) in started[0]
+    assert "connecting to the SuperLink at 127.0.0.1:9093" in res.stderr
+    assert "Ctrl-C" in res.stderr
+
+
+@pytest.mark.parametrize(
+    "address", ["coordinator.example.org", "http://coord:9093", "coord:99999", "::1:9093", ""]
+)
+def test_site_and_run_refuse_an_address_flower_cannot_use(site_csv, tmp_path, no_flower, address):
+    res = fits_in_process(
+        "federate", "site", "--data", site_csv, "--superlink", address, "--insecure"
+    )
+    assert res.returncode == 2, res.stderr
+    assert "--superlink" in res.stderr
+    res = fits_in_process(
+        "federate", "run", "--superlink", address, "--insecure", "--rows", 5,
+        "--out", tmp_path / "o.csv",
+    )  # fmt: skip
+    assert res.returncode == 2, res.stderr
+    assert "--superlink" in res.stderr
+
+
+@pytest.mark.parametrize("content", [None, "not a certificate\n"])
+def test_run_ca_that_is_missing_or_no_pem_is_a_usage_error(tmp_path, no_flower, content):
+    ca = tmp_path / "ca.pem"
+    if content is not None:
+        ca.write_text(content)
+    res = fits_in_process(
+        "federate", "run", "--superlink", "coord:9093", "--ca", ca, "--rows", 5,
+        "--out", tmp_path / "o.csv",
+    )  # fmt: skip
+    assert res.returncode == 2, res.stderr
+    assert "--ca" in res.stderr and "refused the run" not in res.stderr
+
+
+def test_superlink_tls_files_must_be_pem(tmp_path, no_flower):
+    from fits.deploy.flower_launch import make_test_certificates
+
+    cert, key, ca = make_test_certificates(tmp_path / "certs")
+    junk = tmp_path / "junk.key"
+    junk.write_text("junk\n")
+    for files, named in (((cert, junk, ca), "junk.key"), ((key, key, ca), "server.key")):
+        res = fits_in_process("federate", "superlink", "--port", "0", "--tls", *files)
+        assert res.returncode == 2, res.stderr
+        assert "--tls" in res.stderr and named in res.stderr and "PEM" in res.stderr
+
+
+# ------------------------------------------------------------------ the coordinator
+class _EmptyGrid:
+    """A Flower grid no SuperNode ever connects to."""
+
+    def get_node_ids(self):
+        return []
+
+
+def test_no_sites_connected_stops_the_run_with_what_to_do(tmp_path, capsys, monkeypatch):
+    from fits.deploy import flower
+    from fits.flower_app import run_synthesis
+
+    monkeypatch.setattr(flower, "WAIT_REPORT_INTERVAL", 0.4)
+    config = {"output": str(tmp_path / "o.csv"), "rows": 5, "min-sites": 2, "timeout": 1.2}
+    with pytest.raises(flower.RunStopped) as info:
+        run_synthesis(_EmptyGrid(), config)
+    message = str(info.value)
+    assert "only 0 of the 2 sites" in message and flower.STOPPED in message
+    assert "fits federate site" in message and "--sites" in message
+    lines = [x for x in capsys.readouterr().out.splitlines() if x.startswith(flower.PROGRESS)]
+    assert len(lines) >= 2 and "waiting for sites: 0 of 2 connected" in lines[0]
+    assert not (tmp_path / "o.csv").exists()
+
+
+@pytest.mark.parametrize("where", ["missing folder", "folder", "read-only"])
+def test_an_output_the_coordinator_cannot_write_stops_the_run_before_the_wait(tmp_path, where):
+    from fits.deploy import flower
+    from fits.flower_app import run_synthesis
+
+    out = tmp_path / "nodir" / "o.csv"
+    if where == "folder":
+        out = tmp_path / "o.csv"
+        out.mkdir()
+    elif where == "read-only":
+        out = tmp_path / "o.csv"
+        out.write_text("keep me\n")
+        out.chmod(stat.S_IRUSR)
+    config = {"output": str(out), "rows": 5, "min-sites": 1, "timeout": 30.0}
+    start = time.monotonic()
+    with pytest.raises(flower.RunStopped) as info:
+        run_synthesis(_EmptyGrid(), config)
+    assert time.monotonic() - start < 5  # not after waiting for the sites
+    assert "--out" in str(info.value) and flower.STOPPED in str(info.value)
+    if where == "read-only":
+        assert out.read_text() == "keep me\n"
+
+
+def test_audit_that_is_the_schema_stops_the_run(tmp_path):
+    from fits.deploy import flower
+    from fits.flower_app import run_synthesis
+
+    schema = tmp_path / "schema.json"
+    schema.write_text("{}")
+    config = {
+        "output": str(tmp_path / "o.csv"),
+        "audit": str(schema),
+        "schema": str(schema),
+        "rows": 5,
+        "timeout": 30.0,
+    }
+    with pytest.raises(flower.RunStopped) as info:
+        run_synthesis(_EmptyGrid(), config)
+    assert "audit" in str(info.value) and "schema" in str(info.value)
+    assert schema.read_text() == "{}"
+
+
+def test_a_bad_run_config_value_stops_the_run_without_a_traceback():
+    from fits.deploy import flower
+    from fits.flower_app import run_synthesis
+
+    with pytest.raises(flower.RunStopped) as info:
+        run_synthesis(_EmptyGrid(), {"rows": "many", "timeout": 30.0})
+    assert flower.STOPPED in str(info.value)
+
+
+def test_progress_markers_agree():
+    from fits.deploy import flower, flower_launch
+
+    assert flower.PROGRESS == flower_launch.PROGRESS
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a shell script stands in for flwr")
+def test_the_waiting_lines_of_the_serverapps_log_reach_the_operator(tmp_path):
+    """``fits federate run`` shows the ServerApp's "waiting for sites" lines while it
+    follows the run's log (before, only "running" until the run ended)."""
+    from fits.deploy import flower_launch
+
+    flwr = tmp_path / "flwr"
+    flwr.write_text(
+        "#!/bin/sh\n"
+        'if [ "$1" = log ]; then\n'
+        "  echo 'INFO : Start flwr-serverapp process'\n"
+        "  echo '[fits] waiting for sites: 0 of 2 connected (0 s of at most 600 s)'\n"
+        "  sleep 1.6\n"
+        "  echo '[fits] waiting for sites: 1 of 2 connected (1 s of at most 600 s)'\n"
+        "  sleep 1.6\n"
+        "  exit 0\n"
+        "fi\n"
+        'if [ "$1" = ls ]; then echo \'{"runs": [{"status": "finished:completed"}]}\'; fi\n'
+    )
+    flwr.chmod(0o755)
+    shown: list[str] = []
+    log, status, _ = flower_launch._follow_run(
+        str(flwr), 7, {"PATH": "/usr/bin:/bin"}, tmp_path, time.monotonic(), 60.0,
+        poll=0.1, progress=shown.append,
+    )  # fmt: skip
+    assert status == "finished:completed"
+    waiting = [s for s in shown if s.startswith("waiting for sites")]
+    assert waiting == [
+        "waiting for sites: 0 of 2 connected (0 s of at most 600 s)",
+        "waiting for sites: 1 of 2 connected (1 s of at most 600 s)",
+    ]
