@@ -711,6 +711,15 @@ def run(
     root_certificates: Annotated[
         Path | None, typer.Option("--ca", help="The SuperLink's CA certificate (PEM).")
     ] = None,
+    run_timeout: Annotated[
+        float,
+        typer.Option(
+            "--run-timeout",
+            envvar="FITS_RUN_TIMEOUT",
+            min=1,
+            help="Seconds the whole run may take; then it is stopped (no output).",
+        ),
+    ] = 3600.0,
 ) -> None:
     """Synthesize on a running federation and wait until the table is written.
 
@@ -761,6 +770,7 @@ def run(
             config,
             insecure=insecure,
             root_certificates=str(root_certificates) if root_certificates else None,
+            timeout=run_timeout,
             progress=lambda status: typer.echo(f"  {status}", err=True),
         )
     except launch.FederationError as exc:

@@ -250,3 +250,41 @@ def test_the_waiting_lines_of_the_serverapps_log_reach_the_operator(tmp_path):
         "waiting for sites: 0 of 2 connected (0 s of at most 600 s)",
         "waiting for sites: 1 of 2 connected (1 s of at most 600 s)",
     ]
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "expected"),
+    [((), None, 3600.0), (("--run-timeout", "7200"), None, 7200.0), ((), "5000", 5000.0)],
+)
+def test_run_time_limit_can_be_raised(tmp_path, monkeypatch, args, env, expected):
+    """``fits federate run`` stopped every run after an hour (submit_run's default),
+    with no option to allow more: a large synthesis across machines could not finish."""
+    from fits.deploy import flower_launch
+
+    asked: list[float] = []
+
+    def submit(superlink, config, **options):
+        asked.append(options["timeout"])
+        raise flower_launch.FederationError("stand-in: no run")
+
+    monkeypatch.setattr(flower_launch, "submit_run", submit)
+    res = fits_in_process(
+        "federate", "run", "--superlink", "coord:9093", "--insecure", "--rows", 5,
+        "--out", tmp_path / "o.csv", *args, env={"FITS_RUN_TIMEOUT": env},
+    )  # fmt: skip
+    assert res.returncode == 1 and "stand-in" in res.stderr, res.stderr
+    assert asked == [expected]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a shell script stands in for flwr")
+def test_a_run_past_its_time_limit_says_how_to_allow_more(tmp_path):
+    from fits.deploy import flower_launch
+
+    flwr = tmp_path / "flwr"
+    flwr.write_text('#!/bin/sh\nif [ "$1" = log ]; then sleep 5; fi\n')
+    flwr.chmod(0o755)
+    with pytest.raises(flower_launch.FederationError) as info:
+        flower_launch._follow_run(
+            str(flwr), 7, {"PATH": "/usr/bin:/bin"}, tmp_path, time.monotonic(), 1.0, poll=0.1
+        )
+    assert "--run-timeout" in str(info.value) and "FITS_RUN_TIMEOUT" in str(info.value)

@@ -696,7 +696,11 @@ def _follow_run(
     :data:`PROGRESS` lines (the ServerApp waiting for its sites) go to ``progress``.
     """
     deadline = start + timeout
-    late = f"run {run_id} did not finish within {timeout:g} s"
+    late = (
+        f"run {run_id} did not finish within {timeout:g} s, its time limit, and was "
+        "stopped (fits federate run --run-timeout SECONDS, or FITS_RUN_TIMEOUT=SECONDS, "
+        "allows more)"
+    )
     log_path = cwd / f"run-{run_id}.log"
     status, details = "pending", ""
     shown = [0]  # the log's PROGRESS lines shown so far (each stream writes them again)
