@@ -228,11 +228,14 @@ def _check_site(
     from fits.core.kernels import GaussianKernel, KNNKernel
     from fits.federation.client import FITSClient
 
-    scheme = (
-        KNNKernel(budget=knn_budget or None, **(settings or {}))
-        if kernel == "knn"
-        else GaussianKernel(bandwidth=bandwidth or None, **(settings or {}))
-    )
+    try:
+        scheme = (
+            KNNKernel(budget=knn_budget or None, **(settings or {}))
+            if kernel == "knn"
+            else GaussianKernel(bandwidth=bandwidth or None, **(settings or {}))
+        )
+    except ValueError as exc:  # a setting the command line's checks let through
+        _fail(f"{name}'s kernel: {exc}", 2)
     try:
         FITSClient(frame, name, scheme)
     except ValueError as exc:
@@ -250,10 +253,11 @@ def site(
         str, typer.Option("--kernel", help="This site's scheme: knn or gaussian.")
     ] = "knn",
     bandwidth: Annotated[
-        float, typer.Option("--bandwidth", help="gaussian: bandwidth (0: the default).")
+        float,
+        typer.Option("--bandwidth", min=0.0, help="gaussian: bandwidth (0: the default)."),
     ] = 0.0,
     knn_budget: Annotated[
-        int, typer.Option("--knn-budget", help="knn: global budget r0 (0: the default).")
+        int, typer.Option("--knn-budget", min=0, help="knn: global budget r0 (0: the default).")
     ] = 0,
     port: Annotated[int, typer.Option("--port", help="Local port for Flower's apps.")] = 9094,
     insecure: Insecure = False,
@@ -733,6 +737,8 @@ def run(
     launch = _launch()
     from fits.io import DataFileError, check_suffix
 
+    if not round_timeout > 0:  # else every wait ends at once: "0 of N sites connected"
+        _fail(f"--round-timeout {round_timeout:g}: give the seconds a round may take (> 0)", 2)
     try:  # the output's type, known here though the file is written on the SuperLink's machine
         check_suffix(out, "output")
         launch.check_address(superlink)

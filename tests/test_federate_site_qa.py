@@ -288,3 +288,27 @@ def test_a_run_past_its_time_limit_says_how_to_allow_more(tmp_path):
             str(flwr), 7, {"PATH": "/usr/bin:/bin"}, tmp_path, time.monotonic(), 1.0, poll=0.1
         )
     assert "--run-timeout" in str(info.value) and "FITS_RUN_TIMEOUT" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--kernel", "gaussian", "--bandwidth", "-1"),  # was a traceback
+        ("--knn-budget", "-1"),  # was started; every request then failed at the site
+        ("--bandwidth", "-0.5"),
+    ],
+)
+def test_site_negative_kernel_numbers_are_usage_errors(site_csv, no_flower, args):
+    res = _site(site_csv, "--insecure", *args)
+    assert res.returncode == 2, res.stderr
+    assert "Traceback" not in res.stderr
+
+
+@pytest.mark.parametrize("value", ["0", "-1"])
+def test_run_round_timeout_must_be_positive(tmp_path, no_flower, value):
+    res = fits_in_process(
+        "federate", "run", "--superlink", "coord:9093", "--insecure", "--rows", 5,
+        "--out", tmp_path / "o.csv", "--round-timeout", value,
+    )  # fmt: skip
+    assert res.returncode == 2, res.stderr
+    assert "--round-timeout" in res.stderr
