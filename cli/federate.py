@@ -770,15 +770,16 @@ def run(
         tune_relevance=tune_relevance,
         relevance_budget=relevance_budget,
     )
-    try:
-        result = launch.submit_run(
-            superlink,
-            config,
-            insecure=insecure,
-            root_certificates=str(root_certificates) if root_certificates else None,
-            timeout=run_timeout,
-            progress=lambda status: typer.echo(f"  {status}", err=True),
-        )
+    try:  # SIGTERM / SIGHUP as Ctrl-C: the run is stopped at the SuperLink (flwr stop)
+        with launch.exit_on_signals():
+            result = launch.submit_run(
+                superlink,
+                config,
+                insecure=insecure,
+                root_certificates=str(root_certificates) if root_certificates else None,
+                timeout=run_timeout,
+                progress=lambda status: typer.echo(f"  {status}", err=True),
+            )
     except launch.FederationError as exc:
         _fail(str(exc))
     _report(result, out)

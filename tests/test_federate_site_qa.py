@@ -312,3 +312,32 @@ def test_run_round_timeout_must_be_positive(tmp_path, no_flower, value):
     )  # fmt: skip
     assert res.returncode == 2, res.stderr
     assert "--round-timeout" in res.stderr
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a shell script stands in for flwr")
+@pytest.mark.parametrize("stop", [KeyboardInterrupt, SystemExit])
+def test_stopping_fits_federate_run_stops_the_run_at_the_superlink(tmp_path, stop):
+    """Ctrl-C (or SIGTERM) of ``fits federate run`` left the run going at the SuperLink:
+    its ServerApp waited for the sites and then wrote --out, with nobody watching."""
+    from fits.deploy import flower_launch
+
+    flwr = tmp_path / "flwr"
+    stopped = tmp_path / "stopped"
+    flwr.write_text(
+        "#!/bin/sh\n"
+        'if [ "$1" = log ]; then sleep 30; fi\n'
+        f'if [ "$1" = stop ]; then echo "$2" > {stopped}; fi\n'
+    )
+    flwr.chmod(0o755)
+    shown: list[str] = []
+
+    def interrupt() -> None:
+        raise stop()
+
+    with pytest.raises(stop):
+        flower_launch._follow_run(
+            str(flwr), 7, {"PATH": "/usr/bin:/bin"}, tmp_path, time.monotonic(), 60.0,
+            poll=0.1, progress=shown.append, watch=interrupt,
+        )  # fmt: skip
+    assert stopped.read_text().strip() == "7"
+    assert any("stopping run 7" in line for line in shown)

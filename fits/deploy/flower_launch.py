@@ -753,6 +753,15 @@ def _follow_run(
             _wait_all([stream], time.monotonic() + KILL_WAIT)
             _stop_run(flwr, run_id, env, cwd)
             raise FederationError(late) from None
+        except (KeyboardInterrupt, SystemExit):
+            # Ctrl-C, SIGTERM (exit_on_signals): the run would go on at the SuperLink,
+            # waiting for its sites and then writing its output, with nobody watching
+            stream.kill()
+            _wait_all([stream], time.monotonic() + KILL_WAIT)
+            if progress is not None:
+                progress(f"stopping run {run_id} at the SuperLink (flwr stop)")
+            _stop_run(flwr, run_id, env, cwd)
+            raise
         finally:  # Ctrl-C, SIGTERM: the stream must not outlive its Flower home
             if stream.poll() is None:
                 stream.kill()
