@@ -356,6 +356,7 @@ def site(
         ordinal_penalty, column_penalties, relevance_weights, nominal_penalty
     )
     _check_site(frame, name or data.stem, kernel, bandwidth, knn_budget, settings)
+    _check_site_floor(len(frame), name or data.stem, data, policy)
     typer.echo(
         f"{name or data.stem}: {len(frame)} rows, {frame.shape[1]} columns"
         + (f" (left out: {show_columns(dropped)})" if dropped else ""),
@@ -394,6 +395,30 @@ def site(
         err=True,
     )
     _exec(cmd, home.resolve())
+
+
+def _check_site_floor(rows: int, name: str, data: Path, policy: Path | None) -> None:
+    """Exit 1 when this site holds fewer rows than its own effective-rows floor
+    (``min_effective_rows`` of its ``--policy``, a site-scoped floor): it would abstain
+    from every request of every run, which its coordinator learns only as "every site
+    abstained" or as a table drawn without it.  Exit 2 for a policy file that cannot be
+    read."""
+    from fits.federation.policy import SitePolicy
+
+    try:
+        rules = SitePolicy.from_json(policy) if policy is not None else SitePolicy()
+    except ValueError as exc:
+        _fail(str(exc), 2)
+    floor = float(rules.min_effective_rows)
+    if rules.pools_floor or rows >= floor:  # pooled: the floor is for all sites together
+        return
+    where = f"its --policy {str(policy)!r}" if policy is not None else "the default policy"
+    _fail(
+        f"{name} ({str(data)!r}) holds {rows} rows, fewer than min_effective_rows = "
+        f"{floor:g} of {where}: no answer may rest on fewer rows, so this site would "
+        "abstain from every request. Lower min_effective_rows in a --policy file (e.g. "
+        '{"min_effective_rows": 2}; see docs/privacy.md), or use a larger table'
+    )
 
 
 def kernel_settings(

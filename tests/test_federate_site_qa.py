@@ -341,3 +341,29 @@ def test_stopping_fits_federate_run_stops_the_run_at_the_superlink(tmp_path, sto
         )  # fmt: skip
     assert stopped.read_text().strip() == "7"
     assert any("stopping run 7" in line for line in shown)
+
+
+@pytest.mark.parametrize("k", ["100", "1e999"])
+def test_a_site_smaller_than_its_own_floor_is_refused(site_csv, tmp_path, no_flower, k):
+    """A site whose policy's min_effective_rows exceeds its rows (40 here) abstains from
+    every request; it was started all the same."""
+    policy = tmp_path / "policy.json"
+    policy.write_text(f'{{"min_effective_rows": {k}}}')
+    res = _site(site_csv, "--insecure", "--policy", policy)
+    assert res.returncode == 1, res.stderr
+    assert "40 rows" in res.stderr and "min_effective_rows" in res.stderr
+    assert str(policy) in res.stderr
+
+
+def test_a_pooled_floor_above_the_sites_rows_is_no_reason_to_refuse(
+    site_csv, tmp_path, monkeypatch
+):
+    from fits.cli import federate
+
+    started: list[list[str]] = []
+    monkeypatch.setattr(federate, "_exec", lambda cmd, home: started.append(cmd))
+    policy = tmp_path / "policy.json"
+    policy.write_text('{"min_effective_rows": 100, "floor_scope": "pooled"}')
+    res = _site(site_csv, "--insecure", "--policy", policy, "--port", "0")
+    assert res.returncode == 0, res.stderr
+    assert started
