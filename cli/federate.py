@@ -807,7 +807,7 @@ def run(
             )
     except launch.FederationError as exc:
         _fail(str(exc))
-    _report(result, out)
+    _report(result, Path(config["output"]))  # the absolute path the coordinator wrote
 
 
 def _header(path: Path) -> list[str]:

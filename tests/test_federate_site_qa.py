@@ -5,6 +5,7 @@ far as starting one), and the coordinator's wait for its sites."""
 
 from __future__ import annotations
 
+import json
 import stat
 import sys
 import time
@@ -367,3 +368,21 @@ def test_a_pooled_floor_above_the_sites_rows_is_no_reason_to_refuse(
     res = _site(site_csv, "--insecure", "--policy", policy, "--port", "0")
     assert res.returncode == 0, res.stderr
     assert started
+
+
+def test_run_reports_the_absolute_path_the_coordinator_wrote(tmp_path, monkeypatch):
+    """A relative --out is resolved here and written there: the report said
+    'synthetic table: o.csv', not where to look on the SuperLink's machine."""
+    from fits.deploy import flower_launch
+
+    def submit(superlink, config, **options):
+        log = json.dumps({"output": config["output"], "sites": {"a": 5}}) + "\n"
+        return flower_launch.RunResult(3, "finished:completed", "", 1.0, log)
+
+    monkeypatch.setattr(flower_launch, "submit_run", submit)
+    res = fits_in_process(
+        "federate", "run", "--superlink", "coord:9093", "--insecure", "--rows", 5,
+        "--out", "o.csv", cwd=tmp_path,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    assert f"synthetic table: {tmp_path.resolve() / 'o.csv'}" in res.stdout
