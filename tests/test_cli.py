@@ -696,7 +696,7 @@ def test_federate_superlink_checks_its_certificates(tmp_path):
         "--home",
         str(tmp_path / "home"),
     )
-    assert res.returncode == 2 and "nope.pem: no such certificate or key file" in res.stderr
+    assert res.returncode == 2 and "--tls 'nope.pem': cannot read it" in res.stderr
     res = run("federate", "superlink", "--home", str(tmp_path / "home"))
     assert res.returncode == 2 and "or choose --insecure" in res.stderr
 
