@@ -134,6 +134,7 @@ def superlink(
       fits federate superlink --port 9093 --tls server.pem server.key ca.pem
     """
     launch = _launch()
+    _one_security(insecure, certificates is not None, "--tls")
     try:
         cmd = launch.superlink_command(
             host, port, insecure=insecure, certificates=[str(p) for p in certificates or ()]
@@ -148,6 +149,17 @@ def superlink(
             2,
         )
     _exec(cmd, home.resolve())
+
+
+def _one_security(insecure: bool, tls: bool, option: str) -> None:
+    """Exit 2 for both ``--insecure`` and TLS files: the connection would be plain HTTP
+    (Flower takes ``--insecure`` first) while the command line asks for TLS."""
+    if insecure and tls:
+        _fail(
+            f"{option} and --insecure contradict each other: --insecure means plain HTTP "
+            f"without TLS, and {option} would be ignored; give one of them",
+            2,
+        )
 
 
 def _port_problem(host: str, port: int) -> str | None:
@@ -320,6 +332,7 @@ def site(
           --policy policy.json --audit site-a-audit.jsonl
     """
     launch = _launch()
+    _one_security(insecure, root_certificates is not None, "--ca")
     column_penalties = _kernel_options([kernel], nominal_penalty, column_penalty, relevance)
     _check_site_files([data])
     from fits.io import DataFileError, read_table
@@ -760,6 +773,7 @@ def run(
           --out /data/synthetic.csv
     """
     launch = _launch()
+    _one_security(insecure, root_certificates is not None, "--ca")
     from fits.io import DataFileError, check_suffix
 
     if not round_timeout > 0:  # else every wait ends at once: "0 of N sites connected"

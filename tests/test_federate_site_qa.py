@@ -386,3 +386,19 @@ def test_run_reports_the_absolute_path_the_coordinator_wrote(tmp_path, monkeypat
     )  # fmt: skip
     assert res.returncode == 0, res.stderr
     assert f"synthetic table: {tmp_path.resolve() / 'o.csv'}" in res.stdout
+
+
+def test_tls_files_and_insecure_together_are_refused(site_csv, tmp_path, no_flower):
+    """With both, the connection was plain HTTP (--insecure won) though TLS was asked."""
+    from fits.deploy.flower_launch import make_test_certificates
+
+    cert, key, ca = make_test_certificates(tmp_path / "certs")
+    runs = (
+        ("site", "--data", site_csv, "--superlink", "coord:9093", "--ca", ca),
+        ("run", "--superlink", "coord:9093", "--ca", ca, "--rows", 5, "--out", tmp_path / "o.csv"),
+        ("superlink", "--port", "0", "--tls", cert, key, ca),
+    )
+    for args in runs:
+        res = fits_in_process("federate", *args, "--insecure")
+        assert res.returncode == 2, (args[0], res.stderr)
+        assert "--insecure" in res.stderr and "contradict" in res.stderr
