@@ -37,6 +37,7 @@ list with the messages a user sees is in docs/cli.md, "What fits does with your 
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
 import re
@@ -44,7 +45,7 @@ import shlex
 import unicodedata
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import date, datetime, time, timedelta
 from decimal import Decimal
 from typing import Any
@@ -530,6 +531,7 @@ class ColumnSpec:
         name = str(d["name"])
         if "kind" not in d:
             raise SchemaError(f'column {name!r} has no "kind"; give one of {", ".join(KINDS)}')
+        _check_keys(d, [f.name for f in fields(cls)], f"column {name!r}")
         numbers = {}
         for key in ("lower", "upper", "point_mass"):
             value = d.get(key)
@@ -581,6 +583,22 @@ class ColumnSpec:
             parsed=d.get("parsed"),
             decimal_scale=d.get("decimal_scale"),
         )
+
+
+def _check_keys(d: Mapping[str, Any], allowed: Sequence[str], where: str) -> None:
+    """Refuse keys a schema entry does not have: a misspelt key ("mising", "Order") was
+    ignored, and its default used without a word."""
+    unknown = [str(k) for k in d if k not in allowed]
+    if not unknown:
+        return
+    hints = []
+    for key in unknown:
+        close = difflib.get_close_matches(key.lower(), allowed, n=1, cutoff=0.6)
+        hints.append(f"{key!r} (did you mean {close[0]!r}?)" if close else repr(key))
+    raise SchemaError(
+        f"{where} has key(s) {', '.join(hints)} that fits does not know (its keys: "
+        f"{', '.join(allowed)}); fix or remove them"
+    )
 
 
 #: Kinds of exact rules (:class:`Rule`).
@@ -745,6 +763,7 @@ class Rule:
             raise SchemaError(
                 f'rule for column {d["column"]!r}: "of" must be a list of column names, got {of!r}'
             )
+        _check_keys(d, [f.name for f in fields(cls)], f"the rule for column {d['column']!r}")
         mapping = d.get("mapping")
         if mapping is not None and not isinstance(mapping, list):
             raise SchemaError(f'rule for column {d["column"]!r}: "mapping" must be a list')
@@ -998,6 +1017,7 @@ class Schema:
         """Inverse of :meth:`to_dict`."""
         if not isinstance(d, Mapping) or not isinstance(d.get("columns"), list):
             raise SchemaError("a schema needs a 'columns' list")
+        _check_keys(d, ["columns", "order", "rules"], "the schema")
         order = d.get("order") or []
         if not isinstance(order, list):
             raise SchemaError(f"'order' must be a list of column names, got {order!r}")
