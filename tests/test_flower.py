@@ -150,6 +150,19 @@ def test_flower_transport_equals_in_process_engine(site_files, tmp_path, design)
         assert not read_table(out).equals(paper)
 
 
+def _known_run(site_files, known_path, out):
+    """Run config ``known`` through Flower's ServerApp into ``out``, and the same known
+    table completed in process: (the run config, the output, the in-process table)."""
+    paths, kinds, order = site_files
+    config = {"output": str(out), "rows": 0, "known": str(known_path), "seed": 4}
+    config.update(kinds=format_kinds(kinds), order=",".join(order))
+    run_synthesis(FakeGrid(_node_configs(paths)), config)
+    tables = {name: read_table(path) for name, path in sorted(paths.items())}
+    synth = FITSSynthesizer({n: KERNELS[n] for n in tables}, seed=4, kinds=kinds, order=order)
+    expected = synth.fit(tables).sample_remaining_columns(read_table(known_path))
+    return config, read_table(out), expected
+
+
 @pytest.mark.parametrize("large", [False, True], ids=["small", "large"])
 def test_known_in_the_run_config_is_conditional_sampling(site_files, tmp_path, monkeypatch, large):
     """Run config ``known``: one row per row of that table, the in-process
@@ -173,13 +186,7 @@ def test_known_in_the_run_config_is_conditional_sampling(site_files, tmp_path, m
         monkeypatch.setattr(fits_io, "ESTIMATE_ROWS", 32)
         monkeypatch.setattr(synthesizer, "SAMPLE_CHUNK_ROWS", 64)
     out = tmp_path / "completed.csv"
-    config = {"output": str(out), "rows": 0, "known": str(known_path), "seed": 4}
-    config.update(kinds=format_kinds(kinds), order=",".join(order))
-    run_synthesis(FakeGrid(_node_configs(paths)), config)
-    tables = {name: read_table(path) for name, path in sorted(paths.items())}
-    synth = FITSSynthesizer({n: KERNELS[n] for n in tables}, seed=4, kinds=kinds, order=order)
-    expected = synth.fit(tables).sample_remaining_columns(read_table(known_path))
-    got = read_table(out)
+    config, got, expected = _known_run(site_files, known_path, out)
     assert len(got) == n
     pd.testing.assert_frame_equal(got, expected, check_exact=True)
     if large:
@@ -200,14 +207,7 @@ def test_a_known_later_discrete_column_is_matched_as_in_process(site_files, tmp_
     source = read_table(next(iter(paths.values())))
     known_path = tmp_path / "known.csv"
     source[[later]].sample(60, replace=True, random_state=2).to_csv(known_path, index=False)
-    out = tmp_path / "completed.csv"
-    config = {"output": str(out), "rows": 0, "known": str(known_path), "seed": 4}
-    config.update(kinds=format_kinds(kinds), order=",".join(order))
-    run_synthesis(FakeGrid(_node_configs(paths)), config)
-    tables = {name: read_table(path) for name, path in sorted(paths.items())}
-    synth = FITSSynthesizer({n: KERNELS[n] for n in tables}, seed=4, kinds=kinds, order=order)
-    expected = synth.fit(tables).sample_remaining_columns(read_table(known_path))
-    got = read_table(out)
+    _, got, expected = _known_run(site_files, known_path, tmp_path / "completed.csv")
     pd.testing.assert_frame_equal(got, expected, check_exact=True)
     assert got[later].tolist() == read_table(known_path)[later].tolist()
 
