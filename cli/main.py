@@ -1084,7 +1084,12 @@ def demo(
     for name in ("synthetic.csv", "report.html", "report.json"):
         _check_output(out / name, [], create_parent=True)
     with interruptible("the outputs not yet written were not written"):
-        _demo(out, rows, kernel, seed, quiet)
+        try:
+            _demo(out, rows, kernel, seed, quiet)
+        except OSError as exc:  # a writer's: a full disk, a quota, a read-only folder
+            if exc.errno is None:
+                raise
+            _fail(_write_failed(out, exc, "the outputs not yet written were not written"), 2)
 
 
 def _demo(out: Path, rows: int, kernel: KernelChoice, seed: int, quiet: bool) -> None:

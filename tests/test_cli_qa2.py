@@ -355,6 +355,23 @@ def test_benchmark_on_a_full_disk_is_one_line(tmp_path, monkeypatch):
     assert f"--out {str(out)!r}" in res.stderr and "No space left on device" in res.stderr
 
 
+def test_demo_on_a_full_disk_is_one_line(tmp_path, monkeypatch):
+    """The demo (the README's main job) ended with a traceback on a full disk."""
+    import errno
+
+    import fits.io
+
+    def full(frame, path, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(fits.io, "write_table", full)
+    out = tmp_path / "demo"
+    res = run("demo", "--out", out, "--rows", 400, "-q")
+    assert res.returncode == 2, res.stderr
+    assert "Traceback" not in res.stderr and res.stderr.count("\n") == 1, res.stderr
+    assert f"--out {str(out)!r}" in res.stderr and "free some space" in res.stderr
+
+
 def test_a_row_missing_a_field_is_refused_not_read_as_missing(sites, tmp_path):
     """A row of fewer fields than the header (`37,Köln` under `age,city,smoker`) was read
     with its last value missing, without a word: a value fits never saw became a
