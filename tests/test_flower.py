@@ -690,6 +690,8 @@ def test_process_per_message_gives_the_same_table(site_files, tmp_path):
 
 
 @pytest.mark.flower
+@pytest.mark.slow  # about 95 s of Flower noticing the lost site: the clean-clone CI's
+# serial Flower stage went past 20 minutes in all (the slow run keeps it)
 def test_a_site_that_disconnects_stops_the_run_without_output(site_files, tmp_path):
     from fits.deploy.flower_launch import LocalFederation
 
