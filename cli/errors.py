@@ -5,17 +5,29 @@ Also how a command ends when it is told to stop: :func:`interruptible` turns SIG
 SIGHUP (a closed terminal) into an exception, so that every ``finally`` and the atomic
 writers of :mod:`fits.io` run and remove their temporary files; the command then prints
 what happened and exits with ``128 + signal number`` (143, 130, 129), as a shell does.
+
+And how it ends when the reader of its stdout goes away (``fits ... | head -1``):
+:func:`closed_stdout_ends_quietly`, around every command (:mod:`fits.cli.main`).
 """
 
 from __future__ import annotations
 
+import errno
+import os
 import signal
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import typer
 
-__all__ = ["Interrupted", "fail", "interruptible"]
+__all__ = [
+    "CLOSED_STDOUT_EXIT",
+    "Interrupted",
+    "closed_stdout_ends_quietly",
+    "fail",
+    "interruptible",
+]
 
 #: The signals :func:`interruptible` handles.
 SIGNALS: tuple[signal.Signals, ...] = tuple(
@@ -76,3 +88,71 @@ def interruptible(what: str = "no output was written") -> Iterator[None]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+#: The exit status of a command whose stdout reader went away: 128 + SIGPIPE, what a
+#: shell reports for ``yes`` or ``cat`` in ``... | head -1`` (SIGPIPE ends them).
+CLOSED_STDOUT_EXIT = 128 + getattr(signal, "SIGPIPE", 13)
+
+
+def _reader_gone(stream: object) -> bool:
+    """Whether ``stream`` is a pipe whose reading end is closed (poll says POLLERR);
+    True where poll cannot tell (no ``select.poll``: Windows)."""
+    try:
+        import select
+
+        fd = stream.fileno()  # type: ignore[attr-defined]
+    except (AttributeError, OSError, ValueError, ImportError):  # no file: not a pipe
+        return False
+    if not hasattr(select, "poll"):
+        return True
+    poller = select.poll()
+    poller.register(fd, select.POLLOUT)
+    return any(event & select.POLLERR for _, event in poller.poll(0))
+
+
+@contextmanager
+def closed_stdout_ends_quietly() -> Iterator[None]:
+    """Run a command so that a closed stdout ends it quietly, once, for every command.
+
+    When the reader of stdout goes away (``fits --help | head -1``, ``fits schema ...
+    | head``), the next write (or the flush at the end, done here, inside) fails with
+    EPIPE. The command then stops there, without a traceback or a message (the
+    reader chose to read no more; what was written to files is complete, the atomic
+    writers' clean-up having run), and exits with :data:`CLOSED_STDOUT_EXIT` (141), as a
+    Unix tool killed by SIGPIPE does: a script with ``set -o pipefail`` sees it, a plain
+    pipeline takes the reader's status. stdout (and stderr, if its reader is gone too)
+    is pointed at ``os.devnull`` so that Python's final flush does not fail again (the
+    pattern of the "Note on SIGPIPE" in Python's ``signal`` documentation).
+
+    An EPIPE from anything else (a child process's pipe, a socket) is not stdout's and
+    propagates as it did. rich's own handling (exit 1, stdout at os.devnull) becomes
+    the same quiet 141.
+    """
+    try:
+        try:
+            yield
+        except typer.Exit as stop:
+            if stop.exit_code == 0:  # --help ends by Exit(0): flush its text here
+                sys.stdout.flush()
+            raise
+        sys.stdout.flush()
+    except OSError as exc:
+        if exc.errno != errno.EPIPE or not _reader_gone(sys.stdout):
+            raise
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        for stream in (sys.stdout, sys.stderr):
+            if stream is sys.stdout or _reader_gone(stream):
+                try:
+                    os.dup2(devnull, stream.fileno())
+                except (AttributeError, OSError, ValueError):
+                    pass
+        os.close(devnull)
+        raise SystemExit(CLOSED_STDOUT_EXIT) from None
+    except SystemExit as stop:
+        # rich (the help texts, typer's error boxes) handles a broken pipe itself: it
+        # points stdout at os.devnull and exits 1 (Console.on_broken_pipe)
+        cause = stop.__context__
+        if stop.code == 1 and isinstance(cause, OSError) and cause.errno == errno.EPIPE:
+            raise SystemExit(CLOSED_STDOUT_EXIT) from None
+        raise

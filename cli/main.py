@@ -10,6 +10,7 @@ temporary output file is removed). docs/cli.md lists every refusal.
 
 from __future__ import annotations
 
+import errno
 import math
 import shlex
 import sys
@@ -23,13 +24,14 @@ from typing import Annotated, Any
 
 import pandas as pd
 import typer
+from typer.core import TyperGroup
 
 from fits.core.names import header_for
 
 from .analyze import analyze
 from .benchmark import benchmark
+from .errors import closed_stdout_ends_quietly, interruptible
 from .errors import fail as _fail
-from .errors import interruptible
 from .federate import federate
 from .options import (
     BoostingOpt,
@@ -65,7 +67,24 @@ from .options import (
 from .release import RELEASE_CHECK_ROWS
 from .report import report
 
+
+class _Commands(TyperGroup):
+    """The ``fits`` group: every command (and every ``--help``) run so that a closed
+    stdout ends it quietly (:func:`fits.cli.errors.closed_stdout_ends_quietly`), here
+    once rather than in each command. ``parse_args`` prints ``fits --help``; ``invoke``
+    runs the subcommands, their ``--help`` included."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        with closed_stdout_ends_quietly():
+            return super().parse_args(ctx, args)
+
+    def invoke(self, ctx: Any) -> Any:
+        with closed_stdout_ends_quietly():
+            return super().invoke(ctx)
+
+
 app = typer.Typer(
+    cls=_Commands,
     help="fits: federated synthetic data for mixed-type tables (FITS).",
     no_args_is_help=True,
     add_completion=False,
@@ -980,7 +999,7 @@ def _write_stream(
     except fits_io.OutputTooLarge as exc:
         _fail(str(exc), 2)
     except OSError as exc:  # the writer's: a full disk under the estimate's 100,000 rows
-        if exc.errno is None:
+        if exc.errno in (None, errno.EPIPE):  # EPIPE: a closed stdout (or stderr) pipe
             raise
         _fail(_write_failed(out, exc, "no output was written (its temporary file was removed)"), 2)
     return written, checks[0]
@@ -1043,7 +1062,7 @@ def schema_command(
         try:
             write_text(merged.to_json(indent=2) + "\n", out)
         except OSError as exc:
-            if exc.errno is None:
+            if exc.errno in (None, errno.EPIPE):  # EPIPE: a closed stdout (or stderr) pipe
                 raise
             _fail(_write_failed(out, exc, "no schema was written"), 2)
     kinds = merged.kinds()
@@ -1087,7 +1106,7 @@ def demo(
         try:
             _demo(out, rows, kernel, seed, quiet)
         except OSError as exc:  # a writer's: a full disk, a quota, a read-only folder
-            if exc.errno is None:
+            if exc.errno in (None, errno.EPIPE):  # EPIPE: stdout's reader went away
                 raise
             _fail(_write_failed(out, exc, "the outputs not yet written were not written"), 2)
 
