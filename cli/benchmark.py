@@ -40,6 +40,7 @@ from .options import (
     parse_order,
     parse_relevance,
     pooled_without_secure,
+    read_site_policy,
     tune_relevance_value,
 )
 
@@ -173,7 +174,7 @@ def benchmark(
     from fits.benchmark import run_benchmark, write_result
     from fits.core.schema import SchemaError
     from fits.datasets import ChecksumError, load_dataset, resolve_data_dir
-    from fits.federation.policy import PolicyError, SitePolicy
+    from fits.federation.policy import PolicyError
 
     problem = check_smoothing(smoothing) or check_nominal_penalty(nominal_penalty)
     if problem:
@@ -188,12 +189,10 @@ def benchmark(
             "if missing)",
             2,
         )
-    site_policy = None
-    if policy is not None:
-        try:
-            site_policy = SitePolicy.from_json(policy)
-        except ValueError as exc:
-            _fail(f"--policy: {exc}", 2)
+    try:
+        site_policy = read_site_policy(policy)
+    except ValueError as exc:
+        _fail(str(exc), 2)
     problem = pooled_without_secure(site_policy, secure_aggregation)
     if problem:
         _fail(problem, 2)

@@ -52,6 +52,7 @@ from .options import (
     parse_order,
     parse_relevance,
     pooled_without_secure,
+    read_site_policy,
     repeated_site_files,
     show_columns,
 )
@@ -419,7 +420,7 @@ def _check_site_floor(rows: int, name: str, data: Path, policy: Path | None) -> 
     from fits.federation.policy import SitePolicy
 
     try:
-        rules = SitePolicy.from_json(policy) if policy is not None else SitePolicy()
+        rules = read_site_policy(policy) or SitePolicy()
     except ValueError as exc:
         _fail(str(exc), 2)
     floor = float(rules.min_effective_rows)
@@ -1214,12 +1215,10 @@ def local(
         _fail(str(exc), 2)
     if policy is not None:
         try:
-            flower_launch.check_policy_file(policy)
-        except flower_launch.FederationError as exc:
-            _fail(f"--policy {exc}", 2)
-        from fits.federation.policy import SitePolicy
-
-        problem = pooled_without_secure(SitePolicy.from_json(policy), secure_aggregation)
+            site_policy = read_site_policy(policy)
+        except ValueError as exc:
+            _fail(str(exc), 2)
+        problem = pooled_without_secure(site_policy, secure_aggregation)
         if problem:
             _fail(problem, 2)
     if schema is not None:  # as fits synthesize reads it, before any process starts

@@ -47,6 +47,7 @@ __all__ = [
     "parse_relevance",
     "match_relevance",
     "pooled_without_secure",
+    "read_site_policy",
     "show_columns",
 ]
 
@@ -87,6 +88,44 @@ def pooled_without_secure(policy: SitePolicy | None, secure: bool) -> str | None
         "the sites, which the sites answer only under secure aggregation; add "
         "--secure-aggregation, or set floor_scope to 'site'"
     )
+
+
+#: The fix a ``--policy`` file that cannot be read is given (:func:`read_site_policy`).
+POLICY_FIX = (
+    "fix the file (its fields and their values: docs/privacy.md), or leave --policy out "
+    "for the default policy"
+)
+
+
+def read_site_policy(path: Path | None) -> SitePolicy | None:
+    """The site policy of a ``--policy`` file (None: no file, the default policy), as
+    ``fits federate site``, ``fits federate local`` and ``fits benchmark`` read it.
+
+    Raises
+    ------
+    ValueError
+        A usage error (exit 2) naming ``--policy``, the file, what is wrong (a missing
+        file or a folder, not JSON, an unknown or repeated field, a bad value: the
+        message of :meth:`~fits.federation.policy.SitePolicy.from_json`) and the fix.
+    """
+    if path is None:
+        return None
+    from fits.federation.policy import SitePolicy
+
+    if path.is_dir():
+        raise ValueError(
+            f"--policy {str(path)!r} is a directory, not a file; give the site policy "
+            "JSON file (docs/privacy.md)"
+        )
+    if not path.is_file():
+        raise ValueError(
+            f"--policy {str(path)!r}: no such file; give the path of a site policy JSON "
+            "file (docs/privacy.md), or leave --policy out for the default policy"
+        )
+    try:
+        return SitePolicy.from_json(path)
+    except ValueError as exc:
+        raise ValueError(f"--policy {exc}; {POLICY_FIX}") from None
 
 
 def repeated_site_files(site_files: Sequence[Path]) -> str | None:
