@@ -99,7 +99,7 @@ def test_synthesize_policy_that_refuses(sites, tmp_path):
 def test_synthesize_permissive_policy_applies_to_every_site(tiny_sites, tmp_path):
     out = tmp_path / "out.csv"
     res = run("synthesize", *tiny_sites, "--rows", 20, "--out", out, "-q")
-    assert res.returncode == 1 and "every site abstained" in res.stderr  # the default
+    assert res.returncode == 1 and "every site would abstain" in res.stderr  # the default
     policy = _policy(tmp_path, "open.json", {"min_effective_rows": 0})
     res = run("synthesize", *tiny_sites, "--rows", 20, "--out", out, "-q", "--policy", policy)
     assert res.returncode == 0, res.stderr

@@ -569,7 +569,7 @@ def test_sites_below_the_policy_floor_are_a_clear_error(tmp_path):
     pd.DataFrame({"g": ["p", "r"], "x": [3.0, 4.0], "k": [5, 9]}).to_csv(b, index=False)
     res = run("synthesize", a, b, "--rows", 100, "--out", tmp_path / "o.csv", "-q")
     assert res.returncode == 1 and "Traceback" not in res.stderr
-    assert "every site abstained from its marginal" in res.stderr
+    assert "a: 2, b: 2 rows" in res.stderr and "every site would abstain" in res.stderr
     assert "min_effective_rows" in res.stderr and not (tmp_path / "o.csv").exists()
 
 

@@ -73,6 +73,7 @@ __all__ = [
     "DataNote",
     "EmptyColumnError",
     "IdentifierColumnError",
+    "SparseColumnError",
     "parse_text_columns",
     "surrogate_ids",
     "MANY_LEVELS_WARNING",
@@ -179,6 +180,36 @@ class IdentifierColumnError(SchemaError):
     def __init__(self, message: str, columns: Sequence[str]) -> None:
         super().__init__(message)
         self.columns = list(columns)
+
+
+class SparseColumnError(SchemaError):
+    """A continuous column that no site holds enough values of to answer for it under
+    its policy's effective-rows floor (``min_effective_rows``, k): every site would
+    abstain from every request on it, so it could not be drawn.  Judged at configure
+    from the counts the sites already sent (rows and missing values per column at
+    setup, k with their policies), before any draw.
+
+    Attributes
+    ----------
+    column : str
+        The column.
+    present : dict of str to int
+        Per site, its rows holding a value of the column that it would answer from.
+    floors : dict of str to float
+        Per site, its k.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        column: str,
+        present: Mapping[str, int],
+        floors: Mapping[str, float],
+    ) -> None:
+        super().__init__(message)
+        self.column = column
+        self.present = dict(present)
+        self.floors = dict(floors)
 
 
 class UnsupportedColumnError(SchemaError):

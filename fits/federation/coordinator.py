@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import shlex
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 
@@ -65,6 +66,7 @@ from fits.core.schema import (
     DataNote,
     Schema,
     SchemaError,
+    SparseColumnError,
     coarser_than_sites,
     merge_descriptions,
     missing_flag,
@@ -510,6 +512,9 @@ class Coordinator:
             str(c): sum(int(d["columns"].get(c, {}).get("n_present", n)) for d, n in sites)
             for c in descriptions[0]["columns"]
         }
+        #: What each site said of each column at setup (its counts: rows holding a value,
+        #: the count at its most frequent value), for :meth:`_check_present`
+        self._site_columns: list[dict[str, dict]] = [dict(d["columns"]) for d in descriptions]
         # names the user gave resolved to the sites' headers (fits.core.names: ' age '
         # may be named 'age'); an unknown name is kept, for the schema's own message
         headers = [str(c) for c in descriptions[0]["order"]] if schema is None else schema.names
@@ -916,8 +921,84 @@ class Coordinator:
             json.loads(str(r.config["policy"])) if "policy" in r.config else {} for r in replies
         ]
         self._pooled_k = self._pooled_floor(self.site_policies)
+        self._check_present()
         self._check_boosting_trees()
         self._check_held_out()
+
+    def _usable_rows(self, column: str) -> list[int]:
+        """Per site, at most how many of its rows a continuous ``column``'s requests rest
+        on: those holding a value, less those at the column's point mass where the site
+        reported that value as its most frequent one (setup's counts; no new ones)."""
+        assert self.schema is not None
+        spec = self.schema[column]
+        out = []
+        for info, n in zip(getattr(self, "_site_columns", []), self.n_rows, strict=True):
+            d = info.get(column, {})
+            held = n - int(d.get("n_missing", 0))
+            top = d.get("top_value")
+            if spec.point_mass is not None and top is not None and top == spec.point_mass:
+                held -= int(d.get("top_count", 0))
+            out.append(max(held, 0))
+        return out
+
+    def _check_present(self) -> None:
+        """Refuse, at configure, a continuous chain column that no site holds enough
+        values of to answer for under its policy's floor k (``min_effective_rows``): a
+        site with fewer than k rows holding a value abstains from every request on it
+        (marginal, CDF, tuning), so the first draw of it would fail, deep in sampling.
+        Judged from what the sites already sent: their rows and missing counts per column
+        at setup, their k at configure (under a pooled floor, against the sum)."""
+        assert self.schema is not None
+        if len(getattr(self, "_site_columns", [])) != len(self.n_rows):
+            return  # no setup descriptions (a coordinator set up by hand)
+        names = self.transport.client_names
+        floors = [float(p.get("min_effective_rows", 0) or 0) for p in self.site_policies]
+        fix = (
+            "let the sites lower min_effective_rows (a --policy file of fits synthesize and "
+            "fits federate site, e.g. '{\"min_effective_rows\": 2}'; Python: "
+            "site_policy=SitePolicy(min_effective_rows=2))"
+        )
+        if self._pooled_k is not None:
+            floor = f"their pooled floor k = {self._pooled_k:g} (floor_scope='pooled')"
+            small = self.n_total < self._pooled_k
+        else:
+            floor = (
+                "its policy's floor (min_effective_rows "
+                + ", ".join(f"{n}: {k:g}" for n, k in zip(names, floors, strict=True))
+                + ")"
+            )
+            small = all(n < k for n, k in zip(self.n_rows, floors, strict=True))
+        if small:  # every column alike: say so once, not of the first continuous column
+            rows = ", ".join(f"{n}: {m}" for n, m in zip(names, self.n_rows, strict=True))
+            raise SchemaError(
+                f"the sites hold {rows} rows, and none holds as many as {floor}, so "
+                f"every site would abstain from every request and nothing can be drawn; "
+                f"add rows, or {fix}"
+            )
+        for column in self.schema.order:
+            spec = self.schema[column]
+            if spec.kind != "continuous":  # a discrete column's missing rows are a level
+                continue
+            held = self._usable_rows(column)
+            if self._pooled_k is not None:
+                if sum(held) >= self._pooled_k:
+                    continue
+            elif any(h > 0 and h >= k for h, k in zip(held, floors, strict=True)):
+                continue
+            counts = ", ".join(f"{n}: {h}" for n, h in zip(names, held, strict=True))
+            quoted = shlex.quote(column)
+            raise SparseColumnError(
+                f"column {column!r} holds too few values to be drawn: the sites hold "
+                f"{counts} rows with a value of it"
+                + (" (not counting its point mass)" if spec.point_mass is not None else "")
+                + f", and no site holds as many as {floor}, so every site would abstain "
+                "from every request on it. Drop the column (fits synthesize and fits "
+                f"federate: --drop {quoted}; Python: drop it from the tables), {fix}, or "
+                "add rows that hold it",
+                column,
+                dict(zip(names, held, strict=True)),
+                dict(zip(names, floors, strict=True)),
+            )
 
     def _check_held_out(self) -> None:
         """Refuse, before any boost round, early stopping that no site could score: each

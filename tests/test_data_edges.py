@@ -1,0 +1,77 @@
+"""Edges of the data a fit must refuse early and clearly, not deep in a run: a column
+no site holds enough values of to answer under its floor, booleans given as numbers in
+a known table, integer identifiers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fits import FITSSynthesizer
+from fits.core.schema import SchemaError, SparseColumnError
+from fits.federation.policy import SitePolicy
+
+
+def _sparse_sites(present: list[int], n: int = 30, seed: int = 0) -> list[pd.DataFrame]:
+    """One site per count; ``lab`` (continuous) holds ``present[s]`` values at site s."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for held in present:
+        lab = np.full(n, np.nan)
+        lab[:held] = rng.normal(5.0, 1.0, held).round(2)
+        out.append(
+            pd.DataFrame(
+                {
+                    "age": rng.normal(50, 10, n).round(1),
+                    "sex": rng.choice(["F", "M"], n),
+                    "lab": lab,
+                    "bp": rng.normal(120, 10, n).round(1),
+                }
+            )
+        )
+    return out
+
+
+@pytest.mark.parametrize("grid_points", [64, None])
+def test_a_column_too_sparse_at_every_site_is_refused_at_fit(grid_points):
+    synth = FITSSynthesizer(seed=0, grid_points=grid_points)
+    with pytest.raises(SparseColumnError) as info:
+        synth.fit(dict(zip("abc", _sparse_sites([0, 3, 4]), strict=True)))
+    message = str(info.value)
+    held = info.value.present
+    assert info.value.column == "lab" and "'lab'" in message
+    # per site, its rows with a value (a tiny column's top value is its point mass,
+    # whose rows the point-mass indicator draws: not counted)
+    assert held["a"] == 0 and 2 <= held["b"] <= 3 and 3 <= held["c"] <= 4
+    assert f"a: 0, b: {held['b']}, c: {held['c']} rows" in message
+    assert info.value.floors == {"a": 5, "b": 5, "c": 5}
+    assert "min_effective_rows" in message and "--drop lab" in message  # the fixes
+
+
+def test_one_site_holding_enough_values_is_enough():
+    synth = FITSSynthesizer(seed=0).fit(_sparse_sites([0, 6, 2]))
+    assert synth.sample(20).shape == (20, 4)
+
+
+def test_a_lower_floor_lets_the_sparse_column_through():
+    synth = FITSSynthesizer(seed=0, site_policy=SitePolicy(min_effective_rows=2))
+    synth.fit(_sparse_sites([0, 3, 2]))
+    assert synth.sample(20).shape == (20, 4)
+
+
+def test_a_pooled_floor_is_judged_on_the_sum_over_the_sites():
+    pooled = SitePolicy(floor_scope="pooled")
+    synth = FITSSynthesizer(seed=0, site_policy=pooled, secure_aggregation=True)
+    with pytest.raises(SparseColumnError, match="pooled floor k = 5"):
+        synth.fit(_sparse_sites([0, 1, 2]))
+    synth.fit(_sparse_sites([2, 3, 4]))  # 5 or more in all, fewer than 5 at each site
+    assert synth.sample(10).shape == (10, 4)
+
+
+def test_sites_all_smaller_than_their_floor_are_refused_at_fit_once():
+    sites = {"a": _sparse_sites([2])[0].head(3), "b": _sparse_sites([4])[0].head(4)}
+    with pytest.raises(SchemaError, match="every site would abstain") as info:
+        FITSSynthesizer(seed=0, grid_points=None).fit(sites)
+    assert "a: 3, b: 4 rows" in str(info.value) and "min_effective_rows" in str(info.value)
+    assert not isinstance(info.value, SparseColumnError)  # the table, not one column
