@@ -97,8 +97,8 @@ def benchmark(
             "--rows",
             min=50,
             hidden=True,
-            help="Rows of the data (simulation size, or a subsample of a real data set); "
-            "for quick checks.",
+            help="Rows of the data (simulation size, or a subsample of a real data set: at "
+            "most the rows it has); for quick checks.",
         ),
     ] = None,
     no_boosting: Annotated[
@@ -319,6 +319,8 @@ def benchmark(
             _fail(str(exc))
         except ValueError as exc:  # weights the fit finds would do nothing
             text = str(exc)
+            if text.startswith("n_rows="):  # more rows than the data set has
+                _fail(text.replace("n_rows=", "--rows ").replace("n_rows", "--rows"), 2)
             if text.startswith("column_penalties["):
                 _fail(f"--column-penalty {text.removeprefix('column_penalties')}", 2)
             if text.startswith("relevance["):

@@ -764,6 +764,12 @@ def _load(
     if key == "simulation":
         return simulate(n=10_000 if n_rows is None else int(n_rows), seed=seed)
     data = load_dataset(key, data_dir)
+    if n_rows is not None and n_rows > len(data.frame):  # a subsample, never more rows
+        size = len(data.frame)
+        raise ValueError(
+            f"n_rows={n_rows}: {key} has {size:,} rows; ask for at most {size} (n_rows="
+            f"{size}), or leave n_rows out for all of them"
+        )
     if n_rows is not None and n_rows < len(data.frame):
         rng = np.random.default_rng(seed)
         rows = np.sort(rng.choice(len(data.frame), size=int(n_rows), replace=False))
@@ -815,7 +821,8 @@ def run_benchmark(
         Called with a one-line message at each stage.
     n_rows : int, optional
         Rows of the data: the simulation's ``n`` (default 10,000), or a seeded
-        subsample of a real data set (default: all rows). For quick checks.
+        subsample of a real data set (default: all rows; more rows than it has is a
+        ValueError, ``n_rows=...`` naming its size). For quick checks.
     boosting : bool, default True
         Also evaluate gradient boosting in the modes (at M1, M2, M3 and M4 with
         lambda = 0.1 only, to bound the time). The headline comparison (scikit-learn's
