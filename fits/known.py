@@ -17,12 +17,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+import numpy as np
 import pandas as pd
 
 from fits.core.names import ColumnNameError, header_for, show_columns
 
-__all__ = ["KnownTableError", "check_known_columns", "read_known_table"]
+if TYPE_CHECKING:
+    from fits.core.schema import Schema
+
+__all__ = ["KnownTableError", "check_known_columns", "check_known_flags", "read_known_table"]
 
 
 class KnownTableError(ValueError):
@@ -142,3 +147,46 @@ def check_known_columns(
             "to draw"
         )
     return given
+
+
+def _flags(values: pd.Series) -> np.ndarray:
+    """Where ``values`` hold ``True`` / ``False`` (a bool column, or bools among an
+    object column's values)."""
+    if pd.api.types.is_bool_dtype(values.dtype):
+        return values.notna().to_numpy(dtype=bool)
+    if pd.api.types.is_object_dtype(values.dtype):
+        return np.array([isinstance(v, (bool, np.bool_)) for v in values], dtype=bool)
+    return np.zeros(len(values), dtype=bool)
+
+
+def check_known_flags(known: pd.DataFrame, schema: Schema) -> None:
+    """Refuse ``True`` / ``False`` given for a column of numbers (a continuous one, or an
+    ordinal or nominal one of numbers): pandas and numpy would read them as 1.0 / 0.0
+    without a word, and the output would hold numbers no one gave.  A column whose
+    values are true/false itself (dtype ``bool``) takes them, of course.
+
+    Raises
+    ------
+    KnownTableError
+        Naming the column, the first such value and its row, and the fix (a data error).
+    """
+    for name in known.columns:
+        if name not in schema.names:
+            continue  # refused, with the reason, elsewhere
+        spec = schema[name]
+        if spec.dtype == "bool" or not (
+            spec.kind == "continuous" or spec.dtype in ("int", "float")
+        ):
+            continue
+        flags = np.flatnonzero(_flags(known[name]))
+        if not flags.size:
+            continue
+        first = flags[0]
+        value = bool(known[name].iloc[first])
+        what = "continuous" if spec.kind == "continuous" else f"{spec.kind}, of numbers"
+        raise KnownTableError(
+            f"the known values: column {name!r} is {what}, but {flags.size} of its known "
+            f"value(s) are True / False (e.g. {value} in row {first + 1}); fits does not "
+            "read them as the numbers 1.0 / 0.0: give the numbers themselves (1 for True, "
+            "0 for False, if that is what they mean)"
+        )

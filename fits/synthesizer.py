@@ -66,6 +66,7 @@ from fits.deploy.inprocess import (
 from fits.federation.client import MIN_CLIENT_ROWS, FITSClient
 from fits.federation.coordinator import BOOSTING_PROGRESS, Coordinator
 from fits.federation.transport import InProcessTransport, Transport
+from fits.known import check_known_flags
 
 __all__ = ["SAMPLE_CHUNK_ROWS", "FITSSynthesizer", "NotConnectedError", "restore_dtype"]
 
@@ -1246,6 +1247,7 @@ class FITSSynthesizer(BaseEstimator):
                 pd.api.types.is_object_dtype(col.dtype) or pd.api.types.is_string_dtype(col.dtype)
             ):
                 known[name] = col.mask(col.isin(list(markers)))
+        check_known_flags(known, self.schema_)  # True / False for a number: not 1.0 / 0.0
         numbers = known
         for name in known.columns:  # Decimal objects as the numbers the sites modelled
             decimal = decimal_values(known[name])

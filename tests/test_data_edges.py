@@ -11,6 +11,9 @@ import pytest
 from fits import FITSSynthesizer
 from fits.core.schema import SchemaError, SparseColumnError
 from fits.federation.policy import SitePolicy
+from fits.known import KnownTableError
+
+from conftest import fits_in_process as run
 
 
 def _sparse_sites(present: list[int], n: int = 30, seed: int = 0) -> list[pd.DataFrame]:
@@ -75,3 +78,74 @@ def test_sites_all_smaller_than_their_floor_are_refused_at_fit_once():
         FITSSynthesizer(seed=0, grid_points=None).fit(sites)
     assert "a: 3, b: 4 rows" in str(info.value) and "min_effective_rows" in str(info.value)
     assert not isinstance(info.value, SparseColumnError)  # the table, not one column
+
+
+# ---------------------------------------------------------------------------------------
+# True / False given as a number in a known table
+# ---------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def scored():
+    """``score`` (continuous, -2..3: 0 and 1 within range) first, ``grade`` (ordinal,
+    0..4) second, ``flag`` (bool, nominal) third."""
+    rng = np.random.default_rng(1)
+    sites = [
+        pd.DataFrame(
+            {
+                "score": rng.uniform(-2, 3, 60).round(2),
+                "grade": rng.integers(0, 5, 60),
+                "flag": rng.random(60) < 0.5,
+                "bp": rng.normal(120, 10, 60).round(1),
+            }
+        )
+        for _ in range(2)
+    ]
+    return FITSSynthesizer(seed=0).fit(sites)
+
+
+@pytest.mark.parametrize(
+    "known",
+    [
+        pd.DataFrame({"score": [True, False]}),  # a bool column
+        pd.DataFrame({"score": pd.array([True, False], dtype="boolean")}),
+        pd.DataFrame({"score": pd.Series([0.5, True], dtype=object)}),  # one among numbers
+        pd.DataFrame({"score": pd.Series([np.True_, None], dtype=object)}),
+        pd.DataFrame({"score": [0.5, 1.0], "grade": [True, False]}),
+        pd.DataFrame({"score": [0.5, 1.0], "grade": pd.Series([2, True], dtype=object)}),
+    ],
+)
+def test_true_or_false_for_a_number_column_is_refused(scored, known):
+    column = known.columns[-1]
+    with pytest.raises(KnownTableError) as info:
+        scored.sample_remaining_columns(known)
+    message = str(info.value)
+    assert f"column {column!r}" in message and "True" in message
+    assert "1.0" in message or "numbers" in message  # the fix: give the numbers
+
+
+def test_true_and_false_stay_fine_where_they_are_the_values(scored):
+    out = scored.sample_remaining_columns(
+        pd.DataFrame({"score": [0.5, 1.0], "grade": [2, 1], "flag": [True, False]})
+    )
+    assert out["flag"].tolist() == [True, False]
+    out = scored.sample_remaining_columns(pd.DataFrame({"score": [0.0, 1.0]}))  # numbers
+    assert out["score"].tolist() == [0.0, 1.0]
+
+
+def test_fits_synthesize_known_refuses_true_for_a_number_column(tmp_path):
+    rng = np.random.default_rng(1)
+    sites = []
+    for i in range(2):
+        path = tmp_path / f"s{i}.csv"
+        pd.DataFrame(
+            {"score": rng.uniform(-2, 3, 40).round(2), "grade": rng.integers(0, 5, 40)}
+        ).to_csv(path, index=False)
+        sites.append(path)
+    known, out = tmp_path / "known.csv", tmp_path / "out.csv"
+    known.write_text("score\nTrue\nFalse\n")
+    res = run("synthesize", *sites, "--known", known, "--out", out, "-q")
+    assert res.returncode == 1 and "Traceback" not in res.stderr
+    line = res.stderr.strip()
+    assert line.startswith(f"error: --known '{known}'") and "\n" not in line
+    assert "column 'score'" in line and "True / False" in line and not out.exists()
