@@ -70,6 +70,11 @@ Insecure = Annotated[
 ]
 
 
+#: ``fits federate site --connect-timeout``'s default: seconds a site waits for its
+#: SuperLink (``FITS_CONNECT_TIMEOUT``).
+CONNECT_TIMEOUT = 600.0
+
+
 def launch_module() -> Any:
     """:mod:`fits.deploy.flower_launch`, or exit 2 saying how to install Flower."""
     return _launch()
@@ -320,6 +325,16 @@ def site(
     nominal_penalty: NominalPenaltyOpt = None,
     column_penalty: ColumnPenaltyOpt = None,
     relevance: RelevanceOpt = None,
+    connect_timeout: Annotated[
+        float,
+        typer.Option(
+            "--connect-timeout",
+            envvar="FITS_CONNECT_TIMEOUT",
+            min=0,
+            help="Seconds this site waits for the SuperLink to answer, at start and "
+            "whenever the connection is lost, before it stops (exit 1). 0: wait forever.",
+        ),
+    ] = CONNECT_TIMEOUT,
 ) -> None:
     """Start this site's SuperNode; its rows stay here, only protocol arrays leave.
 
@@ -391,6 +406,7 @@ def site(
             audit=audit,
             seed=seed,
             drop=dropped,
+            max_wait_time=connect_timeout or None,
             **settings,
         )
     except launch.FederationError as exc:
@@ -403,12 +419,46 @@ def site(
             f"(e.g. --port {port + 1})",
             2,
         )
+    wait = f"up to {connect_timeout:g} s, --connect-timeout" if connect_timeout else "without end"
     typer.echo(
-        f"{name or data.stem}: connecting to the SuperLink at {superlink}; until it answers, "
-        "Flower retries ('Connection attempt failed, retrying in ...'). Ctrl-C stops the site",
+        f"{name or data.stem}: connecting to the SuperLink at {superlink} (waiting for it "
+        f"{wait}). Ctrl-C stops the site",
         err=True,
     )
-    _exec(cmd, home.resolve())
+    try:
+        _exec(cmd, home.resolve())
+    except typer.Exit as end:
+        _site_ended(end.exit_code, name or data.stem, superlink, connect_timeout)
+        raise
+
+
+def _site_ended(code: int, site: str, superlink: str, timeout: float) -> None:
+    """Say why a site's SuperNode ended by itself with exit code ``code``, and exit 1:
+    its SuperLink took no connection within ``timeout`` seconds (``--connect-timeout``,
+    before Flower started: :data:`~fits.deploy.flower_supernode.UNREACHABLE_EXIT`), or
+    Flower stopped it (its log above says why; ``Exit Code: 305``: it could not reach
+    the SuperLink within that bound).  A site whose SuperLink did not run (or whose
+    address was wrong) retried without end, in Flower's log lines alone.  Nothing on a
+    stop signal (Ctrl-C: 130) or a clean end."""
+    from fits.deploy.flower_supernode import UNREACHABLE_EXIT
+
+    check = (
+        "check that it runs (fits federate superlink on the coordinator's machine), that "
+        "--superlink names its host and --port, and that no firewall blocks that port"
+    )
+    if code == UNREACHABLE_EXIT:
+        _fail(
+            f"{site}: the SuperLink at {superlink} did not answer within {timeout:g} s; "
+            f"{check}; or wait longer with --connect-timeout SECONDS (0: wait forever)"
+        )
+    if code > 0 and code != 130:
+        bound = f"within --connect-timeout {timeout:g} s" if timeout else "at all"
+        _fail(
+            f"{site}: the SuperNode stopped (exit code {code}): see its log above. 'Exit "
+            f"Code: 305' there means it could not reach the SuperLink at {superlink} "
+            f"{bound}: {check}, and that --ca or --insecure matches the SuperLink's",
+            1,
+        )
 
 
 def _check_site_floor(rows: int, name: str, data: Path, policy: Path | None) -> None:

@@ -90,3 +90,157 @@ def test_a_site_policy_file_that_cannot_be_read_names_the_option(sites, tmp_path
             assert "leave --policy out for the default policy" in message, (command, message)
         assert not out.exists() and not (tmp_path / "bench").exists()
         assert not (tmp_path / "home").exists()
+
+
+# ------------------------------------------- 2. a site's bounded wait for its SuperLink
+def _closed_port() -> int:
+    """A port of 127.0.0.1 where nothing listens (bound, then released)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _site_args(data: Path, superlink: str, home: Path) -> tuple:
+    return ("federate", "site", "--data", data, "--superlink", superlink, "--insecure",
+            "--home", home)  # fmt: skip
+
+
+def test_the_supernode_waits_for_its_superlink_at_most_max_wait_time():
+    """fits-flower-supernode with --max-wait-time first waits for the SuperLink's port,
+    before Flower starts anything: exit UNREACHABLE_EXIT after that long (it retried
+    without end), or on as soon as the port takes a connection."""
+    import socket
+    import threading
+    import time
+
+    from fits.deploy.flower_supernode import UNREACHABLE_EXIT, _wait_first
+
+    port = _closed_port()
+    args = ["--superlink", f"127.0.0.1:{port}", "--insecure", "--max-wait-time", "1"]
+    started = time.monotonic()
+    with pytest.raises(SystemExit) as stopped:
+        _wait_first(args)
+    assert stopped.value.code == UNREACHABLE_EXIT
+    assert 0.9 < time.monotonic() - started < 5
+    _wait_first(args[:3])  # no bound: Flower's own retries, without end
+
+    listener = socket.socket()
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+
+    def late() -> None:
+        listener.bind(("127.0.0.1", port))
+        listener.listen(8)
+
+    timer = threading.Timer(1.0, late)
+    timer.start()
+    try:
+        _wait_first(["--superlink", f"127.0.0.1:{port}", "--max-wait-time=20"])
+    finally:
+        timer.cancel()
+        listener.close()
+
+
+def test_a_site_says_why_its_supernode_ended(sites, tmp_path, monkeypatch):
+    """fits federate site --connect-timeout (or FITS_CONNECT_TIMEOUT; default 600, 0:
+    without end) bounds the SuperNode's wait (--max-wait-time); when it ends by itself,
+    one line says why and what to check (exit 1)."""
+    pytest.importorskip("flwr")  # supernode_command finds Flower's programs
+    import typer
+
+    from fits.cli import federate
+    from fits.deploy.flower_supernode import UNREACHABLE_EXIT
+
+    started: list[list[str]] = []
+    ends = iter([0, 0, 0, UNREACHABLE_EXIT, 1, 130])
+
+    def run(cmd, home):
+        started.append(cmd)
+        raise typer.Exit(next(ends))
+
+    monkeypatch.setattr(federate, "_exec", run)
+    args = _site_args(sites[0], "coord:9093", tmp_path / "home")
+
+    def bound() -> str | None:
+        cmd = started[-1]
+        return cmd[cmd.index("--max-wait-time") + 1] if "--max-wait-time" in cmd else None
+
+    assert fits_in_process(*args).returncode == 0 and bound() == "600"
+    res = fits_in_process(*args, env={"FITS_CONNECT_TIMEOUT": "30"})
+    assert res.returncode == 0 and bound() == "30"
+    assert "waiting for it up to 30 s, --connect-timeout" in res.stderr
+    assert fits_in_process(*args, "--connect-timeout", "0").returncode == 0 and bound() is None
+    res = fits_in_process(*args, "--connect-timeout", "5")
+    assert res.returncode == 1, res.stderr
+    last = res.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: a: the SuperLink at coord:9093 did not answer within 5 s;")
+    assert "--connect-timeout SECONDS (0: wait forever)" in last
+    res = fits_in_process(*args, "--connect-timeout", "5")
+    assert res.returncode == 1, res.stderr
+    last = res.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: a: the SuperNode stopped (exit code 1): see its log above")
+    assert "reach the SuperLink at coord:9093 within --connect-timeout 5 s" in last
+    res = fits_in_process(*args)  # stopped by Ctrl-C: no error line
+    assert res.returncode == 130 and "error:" not in res.stderr
+
+
+@pytest.mark.flower
+def test_a_supernode_that_cannot_reach_its_superlink_stops_with_the_site(sites, tmp_path):
+    """Real processes: a SuperLink whose port takes no connection stops the site after
+    --connect-timeout seconds, before Flower starts; past that check (a port that takes
+    connections and closes them, as no SuperLink does) Flower's SuperNode gives up after
+    as long (--max-wait-time). Each time the site exits 1 with one line, and no process
+    it started is left."""
+    pytest.importorskip("flwr")
+    import os
+    import socket
+    import subprocess
+    import threading
+    import uuid
+
+    from test_flower import _marked
+
+    from conftest import FITS
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(64)
+
+    def refuse() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:  # closed: the test is over
+                return
+            conn.close()
+
+    threading.Thread(target=refuse, daemon=True).start()
+    marker = f"FITS_SITE_TEST={uuid.uuid4().hex}"
+    env = {**os.environ, marker.split("=")[0]: marker.split("=")[1]}
+    address = f"127.0.0.1:{server.getsockname()[1]}"
+    args = _site_args(sites[0], address, tmp_path / "home")
+    closed = _site_args(sites[0], f"127.0.0.1:{_closed_port()}", tmp_path / "home")
+    try:
+        for site in (closed, args):
+            res = subprocess.run(
+                [FITS, *map(str, site), "--connect-timeout", "3", "--port", str(_closed_port())],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=90,
+            )
+            assert res.returncode == 1, res.stderr[-3000:]
+            assert not _marked(marker), "a process of the site was left running"
+            if site is closed:
+                last = res.stderr.strip().splitlines()[-1]
+                assert "did not answer within 3 s; check that it runs" in last, last
+                assert "Starting Flower SuperNode" not in res.stderr  # nothing started
+        last = res.stderr.strip().splitlines()[-1]  # the port that closes connections
+        assert last.startswith("error: a: the SuperNode stopped (exit code 1)"), last
+        assert f"the SuperLink at {address} within --connect-timeout 3 s" in last
+        assert "Exit Code: 305" in res.stderr
+    finally:
+        server.close()
+        for pid in _marked(marker):
+            os.kill(pid, 9)

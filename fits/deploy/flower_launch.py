@@ -311,6 +311,7 @@ def supernode_command(
     nominal_penalty: float | None = None,
     column_penalties: Mapping[str, float] | None = None,
     relevance: Mapping[str, Mapping[str, float]] | None = None,
+    max_wait_time: float | None = None,
 ) -> list[str]:
     """The ``flower-supernode`` command line for one site: Flower's SuperNode, started
     through :mod:`fits.deploy.flower_supernode` (which shortens its fixed 3 s wait for
@@ -331,6 +332,12 @@ def supernode_command(
     file and the kernel's settings are checked here
     (:meth:`fits.federation.policy.SitePolicy.from_json`,
     :func:`fits.deploy.flower.site_kernel`), before the site starts.
+
+    ``max_wait_time``: seconds the SuperNode waits for its SuperLink: first for its port
+    to take a connection, before Flower starts (exit
+    :data:`~fits.deploy.flower_supernode.UNREACHABLE_EXIT` after that long), then, as
+    Flower's ``--max-wait-time``, whenever a request cannot reach it (exit 1); None:
+    without end (Flower's default).
     """
     path = Path(data).resolve()
     if not path.is_file():
@@ -391,6 +398,13 @@ def supernode_command(
         raise FederationError(f"isolation must be 'subprocess' or 'process', got {isolation!r}")
     if isolation == "process":
         cmd += ["--isolation", "process"]
+    if max_wait_time is not None:
+        if not max_wait_time > 0:
+            raise FederationError(
+                f"max_wait_time {max_wait_time!r}: give the seconds (> 0), or None to wait "
+                "without end"
+            )
+        cmd += ["--max-wait-time", f"{float(max_wait_time):g}"]
     if insecure:
         cmd.append("--insecure")
     elif root_certificates:
