@@ -1332,6 +1332,21 @@ def local(
         settings = kernel_settings(
             ordinal_penalty, column_penalties, relevance_weights, nominal_penalty
         )
+    if schema is not None:  # its columns against the sites' (after --drop), as fits
+        # synthesize checks them before its fit: the run's setup said so after ~48 s
+        from fits.core.schema import Schema
+
+        from .main import _check_schema_columns
+
+        header = _header(data[0])
+        gone = set(match_columns(drop, header, "--drop")) if drop else set()
+        _check_schema_columns(
+            schema,
+            Schema.from_json(schema.read_text(encoding="utf-8-sig")),  # read above
+            [c for c in header if c not in gone],
+            names[0],
+            bool(drop),
+        )
     if known is not None:  # read, and its header checked, before any process starts
         from .known import check_known_for_sites
 

@@ -244,3 +244,39 @@ def test_a_supernode_that_cannot_reach_its_superlink_stops_with_the_site(sites, 
         server.close()
         for pid in _marked(marker):
             os.kill(pid, 9)
+
+
+# ------------------------------------- 3. columns named in options, before Flower starts
+def test_a_schema_that_names_other_columns_is_refused_before_flower_starts(
+    sites, tmp_path, no_flower
+):
+    """fits federate local --schema whose columns are not the sites' was reported by
+    the run's setup round, once Flower was up (about 48 s); now before anything starts,
+    with fits synthesize's message (the same check, cli.main._check_schema_columns)."""
+    import json
+
+    schema = tmp_path / "schema.json"
+    res = fits_in_process("schema", *sites, "--out", schema)
+    assert res.returncode == 0, res.stderr
+    renamed = schema.read_text().replace('"hours"', '"hourz"')
+    assert renamed != schema.read_text()
+    schema.write_text(renamed)
+    out = tmp_path / "out.csv"
+    said = {}
+    for command in (("federate", "local"), ("synthesize",)):
+        res = fits_in_process(*command, *sites, "--rows", 5, "--out", out, "--schema", schema)
+        assert res.returncode == 1, (command, res.stderr)
+        said[command[0]] = res.stderr.strip().splitlines()[-1]
+    assert said["federate"] == said["synthesize"]
+    assert "it names column(s) ['hourz'] that a's table does not have" in said["federate"]
+    assert "column(s) ['hours'] of a's table are not in the schema" in said["federate"]
+    assert not out.exists()
+
+    # a schema without a column --drop leaves out passes the check (and Flower would start)
+    doc = json.loads(renamed.replace('"hourz"', '"hours"'))
+    doc["columns"] = [c for c in doc["columns"] if c["name"] != "sex"]
+    doc["order"] = [c for c in doc["order"] if c != "sex"]
+    schema.write_text(json.dumps(doc))
+    res = fits_in_process("federate", "local", *sites, "--rows", 5, "--out", out,
+                          "--schema", schema, "--drop", "sex")  # fmt: skip
+    assert "Flower was started" in res.stderr, res.stderr
