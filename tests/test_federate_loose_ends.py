@@ -280,3 +280,92 @@ def test_a_schema_that_names_other_columns_is_refused_before_flower_starts(
     res = fits_in_process("federate", "local", *sites, "--rows", 5, "--out", out,
                           "--schema", schema, "--drop", "sex")  # fmt: skip
     assert "Flower was started" in res.stderr, res.stderr
+
+
+# ------------------------------------ 4. a SuperNode's local port taken as it starts
+linux = pytest.mark.skipif(
+    not Path("/proc/net/tcp").exists(), reason="a port's owner is read from /proc (Linux)"
+)
+
+#: A stand-in for a Flower server: listens on port argv[1] (exits "address already in
+#: use" when it is taken, as Flower's do) until stopped.
+_LISTEN = (
+    "import socket, sys, time\n"
+    "s = socket.socket()\n"
+    "s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+    "s.bind(('127.0.0.1', int(sys.argv[1])))\n"
+    "s.listen()\n"
+    "time.sleep(600)\n"
+)
+
+
+@pytest.fixture
+def stand_ins(monkeypatch):
+    """LocalFederation's processes are stand-ins that listen where Flower's would; the
+    worker commands each site got are recorded."""
+    import sys
+
+    from fits.deploy import flower_launch
+
+    workers: dict[str, int] = {}
+
+    def listener(*args, port, **options):
+        return [sys.executable, "-c", _LISTEN, str(port)]
+
+    def worker(port, parent_pid=None):
+        workers[str(parent_pid)] = port
+        return [sys.executable, "-c", "import time; time.sleep(600)"]
+
+    monkeypatch.setattr(flower_launch, "superlink_command", listener)
+    monkeypatch.setattr(flower_launch, "supernode_command", listener)
+    monkeypatch.setattr(flower_launch, "worker_command", worker)
+    return workers
+
+
+@pytest.fixture
+def held():
+    """A port of 127.0.0.1 another process (this one) listens on."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        yield sock.getsockname()[1]
+
+
+@linux
+def test_a_supernode_whose_port_is_taken_starts_again_on_another(
+    sites, tmp_path, stand_ins, held, monkeypatch
+):
+    """The SuperLink was started again on a port taken between the probe and the bind
+    (PORT_TRIES); a SuperNode was not (the run stopped, saying to run again). Now it
+    is, and its ClientApp process gets the new port; with every port taken, the error
+    names the site and the ports, and nothing is left running."""
+    from fits.deploy import flower_launch
+    from fits.deploy.flower_launch import FederationError, LocalFederation
+
+    real = flower_launch._free_port
+    picks = iter([real(), held])  # the SuperLink's, then site a's: taken
+    monkeypatch.setattr(flower_launch, "_free_port", lambda: next(picks, None) or real())
+    paths = {"a": sites[0], "b": sites[1]}
+    with LocalFederation(paths, workdir=tmp_path / "work") as fed:
+        port = fed.site_ports["a"]
+        assert port != held
+        assert flower_launch._listener(port, fed.processes["site-a"]) == "mine"
+        assert stand_ins[str(fed.processes["site-a"].pid)] == port  # the worker's port
+        assert len(stand_ins) == 2
+        procs = list(fed.processes.values())
+    assert all(p.poll() is not None for p in procs)
+
+    picks = iter([real()])  # the SuperLink's; then every port is the taken one
+    monkeypatch.setattr(flower_launch, "_free_port", lambda: next(picks, None) or held)
+    monkeypatch.setattr(flower_launch, "PORT_TRIES", 2)
+    fed = LocalFederation({"a": sites[0]}, workdir=tmp_path / "work2")
+    with pytest.raises(FederationError) as caught:
+        fed.start(timeout=20)
+    text = str(caught.value)
+    assert "the SuperNode of site 'a' could not listen on 127.0.0.1" in text
+    assert f"({held}, {held})" in text and "try again" in text
+    assert not fed.processes
+

@@ -813,10 +813,10 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-#: How many ports :class:`LocalFederation` tries for its SuperLink: a free port is
-#: found by binding port 0 and releasing it, and another process may take it before the
-#: SuperLink binds it (it then exits, "address already in use"); the SuperLink is started
-#: again on a new port.
+#: How many ports :class:`LocalFederation` tries for its SuperLink, and for each
+#: SuperNode's local port: a free port is found by binding port 0 and releasing it, and
+#: another process may take it before the SuperLink (or SuperNode) binds it (it then
+#: exits, "address already in use"); it is started again on a new port.
 PORT_TRIES = 5
 
 
@@ -1039,8 +1039,11 @@ class LocalFederation:
             if self.tls:
                 self.certificates = make_test_certificates(self.workdir / "certificates")
             self._start_superlink(timeout)
+            for name, path in self.sites.items():  # every SuperNode starts at once
+                self._spawn_supernode(name, path)
             for name, path in self.sites.items():
-                self.start_site(name, path)
+                self._await_supernode(name, path, timeout)
+                self._spawn_worker(name)
         except BaseException:
             self.stop()
             raise
@@ -1075,8 +1078,16 @@ class LocalFederation:
             "taking new ports quickly)"
         )
 
-    def start_site(self, name: str, path: str | Path) -> subprocess.Popen:
-        """Start (or restart) one site's SuperNode (and, ``warm``, its ClientApp process)."""
+    def start_site(self, name: str, path: str | Path, timeout: float = 60.0) -> subprocess.Popen:
+        """Start (or restart) one site's SuperNode, wait until it listens on its local
+        port (:meth:`_await_supernode`), then, ``warm``, start its ClientApp process."""
+        self._spawn_supernode(name, path)
+        self._await_supernode(name, path, timeout)
+        self._spawn_worker(name)
+        return self.processes[f"site-{name}"]
+
+    def _spawn_supernode(self, name: str, path: str | Path) -> subprocess.Popen:
+        """Start one site's SuperNode on a free local port (its Runtime API's)."""
         port = self.site_ports[name] = _free_port()
         cmd = supernode_command(
             self.superlink,
@@ -1091,11 +1102,48 @@ class LocalFederation:
             root_certificates=str(self.certificates[2]) if self.certificates else None,
             **self.kernel_settings,
         )
-        node = self._spawn(f"site-{name}", cmd)
+        return self._spawn(f"site-{name}", cmd)
+
+    def _spawn_worker(self, name: str) -> None:
+        """``warm``: start the site's ClientApp process, for its SuperNode's port."""
         if self.warm:  # same Flower home: the app bundle is installed where it looks
+            node = self.processes[f"site-{name}"]
             home = self.workdir / f"site-{name}"
-            self._spawn(f"worker-{name}", worker_command(port, node.pid), home)
-        return node
+            self._spawn(f"worker-{name}", worker_command(self.site_ports[name], node.pid), home)
+
+    def _await_supernode(self, name: str, path: str | Path, timeout: float) -> None:
+        """Wait until the site's SuperNode listens on its local port; on a port another
+        process took meanwhile (:func:`_free_port`, as for the SuperLink), start it again
+        on a new one, at most :data:`PORT_TRIES` times.  The SuperNode exited at start
+        ("address already in use") and the run stopped saying to run again."""
+        role = f"site-{name}"
+        taken: list[int] = []
+        while True:
+            port = self.site_ports[name]
+            try:
+                _wait_port(
+                    port,
+                    self.processes[role],
+                    timeout,
+                    f"the SuperNode of site {name!r}",
+                    lambda: self.log(role),
+                )
+                return
+            except PortTakenError:
+                taken.append(port)
+                proc = self.processes.pop(role)
+                _kill_group(proc, signal.SIGKILL)
+                _wait_all([proc], time.monotonic() + KILL_WAIT)
+                _kill_leftovers(self.workdir / role)
+            if len(taken) >= PORT_TRIES:
+                raise FederationError(
+                    f"the SuperNode of site {name!r} could not listen on 127.0.0.1: each "
+                    f"of the {len(taken)} free ports chosen for it "
+                    f"({', '.join(map(str, taken))}) was taken by another process before "
+                    "it started; try again (another program on this machine is taking new "
+                    "ports quickly)"
+                )
+            self._spawn_supernode(name, path)
 
     def kill_site(self, name: str) -> None:
         """Stop one site's SuperNode at once (SIGKILL of its process group)."""
