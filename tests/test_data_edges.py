@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from fits import FITSSynthesizer
-from fits.core.schema import SchemaError, SparseColumnError
+from fits.core.schema import IdentifierColumnError, SchemaError, SparseColumnError
 from fits.federation.policy import SitePolicy
 from fits.known import KnownTableError
 
@@ -149,3 +149,86 @@ def test_fits_synthesize_known_refuses_true_for_a_number_column(tmp_path):
     line = res.stderr.strip()
     assert line.startswith(f"error: --known '{known}'") and "\n" not in line
     assert "column 'score'" in line and "True / False" in line and not out.exists()
+
+
+# ---------------------------------------------------------------------------------------
+# Integer identifiers: a row number at every site
+# ---------------------------------------------------------------------------------------
+
+
+def _patients(ids: list[list[int]], seed: int = 0) -> dict[str, pd.DataFrame]:
+    rng = np.random.default_rng(seed)
+    return {
+        f"site{k}": pd.DataFrame(
+            {
+                "patient_id": np.array(column, dtype=np.int64),
+                "age": rng.normal(50, 10, len(column)).round(1),
+                "sex": rng.choice(["F", "M"], len(column)),
+            }
+        )
+        for k, column in enumerate(ids)
+    }
+
+
+CONSECUTIVE = [list(range(1, 13)), list(range(1, 16)), list(range(1, 15))]
+ASCENDING = [[1, 2, 4, 5, 7, 8, 10, 11, 13, 14, 17, 19]] * 2  # gaps, but in row order
+
+
+@pytest.mark.parametrize("ids", [CONSECUTIVE, ASCENDING], ids=["consecutive", "ascending"])
+def test_an_integer_row_number_is_refused_as_an_identifier(ids):
+    with pytest.raises(IdentifierColumnError) as info:
+        FITSSynthesizer(seed=0).fit(_patients(ids))
+    message = str(info.value)
+    assert info.value.columns == ["patient_id"]
+    assert "'patient_id'" in message and "whole number" in message
+    assert "--drop patient_id" in message and "kinds={'patient_id': 'id'}" in message
+    assert "ordinal" in message  # declaring its kind keeps it
+
+
+def test_an_integer_identifier_declared_is_kept_as_declared():
+    synth = FITSSynthesizer(seed=0, kinds={"patient_id": "ordinal"}).fit(_patients(CONSECUTIVE))
+    assert synth.schema_["patient_id"].kind == "ordinal"
+    ids = FITSSynthesizer(seed=0, kinds={"patient_id": "id"}).fit(_patients(CONSECUTIVE))
+    assert ids.sample(5)["patient_id"].str.startswith("synthetic-").all()
+
+
+@pytest.mark.parametrize(
+    "ids",
+    [
+        # distinct counts in a small table, neither consecutive nor in row order
+        [[3, 9, 1, 14, 6, 11, 2, 8, 17, 5, 12], [7, 2, 19, 4, 10, 1, 16, 3, 8, 13]],
+        # a row number, but at sites too small to tell (fewer than 10 rows each)
+        [list(range(1, 9)), list(range(1, 8)), list(range(1, 10))],
+        # in row order at one site, repeated values at the other
+        [list(range(1, 13)), [1, 1, 2, 3, 3, 4, 5, 5, 6, 7, 8, 9]],
+    ],
+    ids=["unordered-counts", "small-sites", "repeats-at-one-site"],
+)
+def test_whole_numbers_that_are_no_row_number_are_kept(ids):
+    synth = FITSSynthesizer(seed=0).fit(_patients(ids))
+    assert synth.schema_["patient_id"].kind == "ordinal"
+
+
+def test_each_site_says_only_whether_its_whole_numbers_are_a_row_number():
+    from fits.core.schema import describe_table
+
+    rows = describe_table(pd.DataFrame({"n": np.arange(12)}))["columns"]["n"]
+    assert rows["sequence"] is True
+    shuffled = describe_table(pd.DataFrame({"n": [5, 1, 9, 3, 12, 7, 2, 11, 4, 8]}))
+    assert shuffled["columns"]["n"]["sequence"] is False  # distinct, unordered, with gaps
+    repeats = describe_table(pd.DataFrame({"n": [1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10]}))
+    assert "sequence" not in repeats["columns"]["n"]
+    small = describe_table(pd.DataFrame({"n": [1, 2, 3]}))["columns"]["n"]
+    assert small["sequence"] is False  # distinct, too few rows to tell
+
+
+def test_a_row_number_too_varied_for_ordinal_is_warned_of_however_few_rows():
+    """Row numbers 1-22 and 1-24: more than 20 values at a site, so modelled as
+    continuous (fresh whole numbers in 1..24, every one a real identifier); warned of
+    under the 50 rows of the warning about a column of distinct whole numbers."""
+    from fits.core.schema import NumericIdentifierWarning
+
+    tables = _patients([list(range(1, 23)), list(range(1, 25))])
+    with pytest.warns(NumericIdentifierWarning, match="'patient_id'"):
+        synth = FITSSynthesizer(seed=0).fit(tables)
+    assert synth.schema_["patient_id"].kind == "continuous"

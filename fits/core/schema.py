@@ -1980,6 +1980,10 @@ def _describe_column(
             info["top_count"] = int(counts[top])
     if integral and fam == "int" and uniq.size == values.size:
         info["all_distinct"] = True
+    if integral and uniq.size == values.size:  # a row number? one yes / no, no value
+        info["sequence"] = values.size >= UNIQUE_TEXT_ROWS and (
+            int(uniq[-1]) - int(uniq[0]) + 1 == values.size or bool(np.all(np.diff(values) > 0))
+        )
     info["integral"] = integral
     if str(present.dtype).lower() == "float32":  # its decimals judged in float32
         values = values.astype(np.float32)
@@ -2123,6 +2127,7 @@ def merge_descriptions(
         raise SchemaError(f"kinds given for unknown column(s) {unknown}; known: {list(first)}")
     specs = []
     refused: dict[str, str] = {}
+    numbers: list[str] = []  # refused columns of whole numbers (row numbers)
     for name in first:
         infos = [d["columns"][name] for d in descriptions]
         kind = kinds.get(name)
@@ -2160,9 +2165,15 @@ def merge_descriptions(
                 spec.categories = [*(spec.categories or []), None]
         _merge_dtype(spec, infos, clients)
         _merge_markers(spec, infos, clients)
+        if kind is None and spec.is_discrete and spec.dtype in ("int", "float"):
+            why = _row_number([i for i, _ in present], [c for _, c in present])
+            if why is not None:
+                refused[name] = why
+                numbers.append(name)
+                continue
         specs.append(_check_constant(spec))
     if refused:
-        raise _identifier_error(refused)
+        raise _identifier_error(refused, numbers)
     return Schema(specs, list(order) if order else list(first))
 
 
@@ -2200,7 +2211,31 @@ def _identifier_counts(infos: Sequence[Mapping[str, Any]], clients: Sequence[str
     return None
 
 
-def _identifier_error(refused: Mapping[str, str]) -> IdentifierColumnError:
+def _row_number(infos: Sequence[Mapping[str, Any]], clients: Sequence[str]) -> str | None:
+    """Why a column of whole numbers looks like a row number (an integer identifier),
+    else None: at every site a different whole number in every row, and at every site
+    of at least :data:`UNIQUE_TEXT_ROWS` rows (one at least) consecutive or ascending in
+    row order -- each site's one yes / no (``sequence``), never its values' order."""
+    if not infos or any("sequence" not in i for i in infos):
+        return None  # a site repeats a value, or holds other than whole numbers
+    told = [
+        (int(i.get("n_present", 0)), bool(i["sequence"]), c)
+        for i, c in zip(infos, clients, strict=True)
+        if int(i.get("n_present", 0)) >= UNIQUE_TEXT_ROWS  # the sites large enough to tell
+    ]
+    if not told or not all(sequence for _, sequence, _ in told):
+        return None
+    at = ", ".join(f"{c} ({n} rows)" for n, _, c in told)
+    return (
+        f"a different whole number in every row, consecutive or ascending in row order at "
+        f"{at}: a row number"
+    )
+
+
+def _identifier_error(
+    refused: Mapping[str, str], numbers: Sequence[str] = ()
+) -> IdentifierColumnError:
+    """``numbers``: the refused columns of whole numbers (kept by declaring their kind)."""
     lines = [
         f"column {name!r} looks like an identifier or free text ({why})"
         for name, why in refused.items()
@@ -2217,7 +2252,15 @@ def _identifier_error(refused: Mapping[str, str]) -> IdentifierColumnError:
         f"(command line: {declare}; Python: kinds={{{api}}}; in a schema file: "
         '"kind": "id"): the output then holds fresh surrogate values '
         f"{SURROGATE_PREFIX}000001, {SURROGATE_PREFIX}000002, ... and the column is not "
-        "modelled. To copy its values on purpose, declare it nominal.",
+        "modelled. To copy its values on purpose, declare it nominal"
+        + (
+            " (or, a column of whole numbers, ordinal or continuous: "
+            + " ".join(f"--kind {shlex.quote(f'{n}=ordinal')}" for n in numbers)
+            + ")"
+            if numbers
+            else ""
+        )
+        + ".",
         names,
     )
 
@@ -2632,8 +2675,10 @@ def _merge_continuous(
     if (
         kind is None
         and fam == "int"
-        and present >= NUMERIC_ID_WARNING
-        and all(i.get("all_distinct") for i in infos)
+        and (
+            (present >= NUMERIC_ID_WARNING and all(i.get("all_distinct") for i in infos))
+            or _row_number(infos, [""] * len(infos)) is not None  # a row number, any size
+        )
     ):
         warnings.warn(
             NumericIdentifierWarning(
