@@ -232,3 +232,28 @@ def test_a_row_number_too_varied_for_ordinal_is_warned_of_however_few_rows():
     with pytest.warns(NumericIdentifierWarning, match="'patient_id'"):
         synth = FITSSynthesizer(seed=0).fit(tables)
     assert synth.schema_["patient_id"].kind == "continuous"
+
+
+def test_a_pooled_marginal_counts_a_datetime_columns_rows_holding_it():
+    """Under a pooled floor the coordinator tells the sites how many of the federation's
+    rows hold the column: of a datetime column (whose description has no n_present) it
+    said every row, missing ones included."""
+    from fits.federation.client import FITSClient
+    from fits.federation.coordinator import Coordinator
+    from fits.federation.transport import InProcessTransport
+
+    rng = np.random.default_rng(0)
+    frames = []
+    for n in (30, 20):
+        when = pd.Series(pd.Timestamp("2024-01-01") + pd.to_timedelta(rng.integers(0, 900, n), "D"))
+        frames.append(
+            pd.DataFrame(
+                {"age": rng.normal(50, 10, n).round(1), "when": when.where(when.index >= 4)}
+            )
+        )
+    pooled = SitePolicy(floor_scope="pooled")
+    clients = [FITSClient(f, f"site {i}", policy=pooled) for i, f in enumerate(frames)]
+    coord = Coordinator(InProcessTransport(clients, n_jobs=1), secure=True)
+    coord.setup()
+    coord.configure(0)
+    assert coord._marginal_request("when").config["present"] == 50 - 8

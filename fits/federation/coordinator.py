@@ -508,8 +508,8 @@ class Coordinator:
         descriptions = [json.loads(str(r.config["description"])) for r in replies]
         #: Rows holding each column over the federation (the setup descriptions' counts)
         sites = list(zip(descriptions, self.n_rows, strict=True))
-        self._present = {
-            str(c): sum(int(d["columns"].get(c, {}).get("n_present", n)) for d, n in sites)
+        self._present = {  # rows less missing ones (a datetime's has no n_present)
+            str(c): sum(n - int(d["columns"].get(c, {}).get("n_missing", 0)) for d, n in sites)
             for c in descriptions[0]["columns"]
         }
         #: What each site said of each column at setup (its counts: rows holding a value,
