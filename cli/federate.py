@@ -26,6 +26,7 @@ from fits.core.names import format_column_list
 
 from .errors import fail as _fail
 from .options import (
+    MAX_TRIES,
     BoostingOpt,
     ColumnDesignOpt,
     ColumnModelOpt,
@@ -39,6 +40,7 @@ from .options import (
     Secure,
     SmoothingOpt,
     TuneRelevanceOpt,
+    check_max_tries,
     check_nominal_penalty,
     check_smoothing,
     match_columns,
@@ -532,6 +534,7 @@ def _run_config(
     smoothing: str = "fixed",
     tune_relevance: list[str] | None = None,
     relevance_budget: int | None = None,
+    max_tries: int | None = None,
 ) -> dict[str, Any]:
     """The run config of these options.  With ``columns`` (the site tables' headers,
     known to ``fits federate local``), the columns the options name are resolved to
@@ -547,7 +550,7 @@ def _run_config(
     them."""
     if (rows is None) == (known is None):
         _fail("give either --rows N (rows to draw) or --known FILE (rows to complete)", 2)
-    problem = check_smoothing(smoothing)
+    problem = check_max_tries(max_tries, known) or check_smoothing(smoothing)
     if problem:
         _fail(problem, 2)
     if known is not None:
@@ -646,6 +649,7 @@ def _run_config(
         "smoothing": "" if smoothing == "fixed" else smoothing,  # "": the default, fixed
         "tune-relevance": _tune_relevance_text(tune_relevance),
         "relevance-budget": int(relevance_budget or 0),  # 0: the default
+        "max-tries": int(max_tries or MAX_TRIES) if known is not None else 0,  # 0: unused
     }
 
 
@@ -674,6 +678,17 @@ Known = Annotated[
         "A table of no rows gives the header alone. fits federate local checks its header "
         "against the site tables' before any process starts; its values are checked after "
         "the fit.",
+    ),
+]
+MaxTries = Annotated[
+    int | None,
+    typer.Option(
+        "--max-tries",
+        min=1,
+        help="With --known: draws per known row that matching its discrete columns "
+        "later in the chain may take (pooled over blocks of 8,192 rows) before the run "
+        f"stops saying which values are rare (fits synthesize's) [default: {MAX_TRIES}].",
+        show_default=False,
     ),
 ]
 Seed = Annotated[int, typer.Option("--seed", help="Seed of every random draw.")]
@@ -779,6 +794,7 @@ def run(
     out: Out,
     rows: Rows = None,
     known: Known = None,
+    max_tries: MaxTries = None,
     seed: Seed = 0,
     kind: Kinds = [],  # noqa: B006 - typer needs a list default
     order: Order = "",
@@ -859,6 +875,7 @@ def run(
         smoothing=smoothing,
         tune_relevance=tune_relevance,
         relevance_budget=relevance_budget,
+        max_tries=max_tries,
     )
     try:  # SIGTERM / SIGHUP as Ctrl-C: the run is stopped at the SuperLink (flwr stop)
         with launch.exit_on_signals():
@@ -1157,6 +1174,7 @@ def local(
     out: Out,
     rows: Rows = None,
     known: Known = None,
+    max_tries: MaxTries = None,
     kernel: Annotated[
         list[str],
         typer.Option("--kernel", help="Scheme per site, in order (knn or gaussian)."),
@@ -1317,6 +1335,7 @@ def local(
         smoothing=smoothing,
         tune_relevance=tune_relevance,
         relevance_budget=relevance_budget,
+        max_tries=max_tries,
     )
     settings: dict[str, Any] = {}
     if weighted:  # named as fits synthesize names them: the headers left after --drop

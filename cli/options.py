@@ -49,6 +49,8 @@ __all__ = [
     "pooled_without_secure",
     "read_site_policy",
     "show_columns",
+    "MAX_TRIES",
+    "check_max_tries",
 ]
 
 Secure = Annotated[
@@ -88,6 +90,19 @@ def pooled_without_secure(policy: SitePolicy | None, secure: bool) -> str | None
         "the sites, which the sites answer only under secure aggregation; add "
         "--secure-aggregation, or set floor_scope to 'site'"
     )
+
+
+#: ``--max-tries``'s default, fits synthesize's (``cli.main.MAX_TRIES``) and ``fits
+#: federate``'s: :data:`fits.synthesizer.DEFAULT_MAX_TRIES` (not imported here: the
+#: command starts before the engine loads; a test holds the three equal).
+MAX_TRIES = 100
+
+
+def check_max_tries(max_tries: int | None, known: Path | None) -> str | None:
+    """The usage error of ``--max-tries`` without ``--known`` (fits synthesize's), or None."""
+    if max_tries is not None and known is None:
+        return "--max-tries is for --known (the draws that match its values); leave it out"
+    return None
 
 
 #: The fix a ``--policy`` file that cannot be read is given (:func:`read_site_policy`).

@@ -104,7 +104,7 @@ def synthesize(transport: FlowerTransport, cfg: Mapping[str, Any]) -> Path:
     # synth.sample_remaining_columns(known) call
     if known is not None:
         path = _stream_to_file(
-            lambda first: _complete(synth, known, cfg["known"], first),
+            lambda first: _complete(synth, known, cfg["known"], first, cfg.get("max_tries", 0)),
             Path(cfg["output"]),
             rows,
             f"known={cfg['known']!r} ({rows} rows)",
@@ -165,13 +165,23 @@ def _known_header_check(
 
 
 def _complete(
-    synth: FITSSynthesizer, known: pd.DataFrame, where: str, first: int | None
+    synth: FITSSynthesizer,
+    known: pd.DataFrame,
+    where: str,
+    first: int | None,
+    max_tries: int = 0,
 ) -> Iterator[pd.DataFrame]:
-    """``synth.iter_sample_remaining_columns(known)``; a refusal of the known table names
-    the file and says what ``fits federate --known`` says as ``fits synthesize --known``
-    does (the order to run with, not Python's ``order=[...]``)."""
+    """``synth.iter_sample_remaining_columns(known, max_tries=...)`` (``max_tries`` 0:
+    the library's default); a refusal of the known table names the file and says what
+    ``fits federate --known`` says as ``fits synthesize --known`` does (the order to run
+    with, not Python's ``order=[...]``), also one met while drawing (a rare combination
+    that found no agreeing draw within ``max_tries`` draws per row)."""
+    from fits.synthesizer import DEFAULT_MAX_TRIES
+
     try:
-        return synth.iter_sample_remaining_columns(known, first_chunk_rows=first)
+        chunks = synth.iter_sample_remaining_columns(
+            known, first_chunk_rows=first, max_tries=max_tries or DEFAULT_MAX_TRIES
+        )
     except ValueError as exc:
         message = str(exc)
         if "not the first columns of the chain" in message:
@@ -189,6 +199,16 @@ def _complete(
         raise ValueError(
             f"--known {where!r}: {message.replace('known_columns', 'the table')}"
         ) from None
+    return _failing_as(where, chunks)
+
+
+def _failing_as(where: str, chunks: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+    """``chunks``, a ValueError while drawing them named as the known table's, as
+    ``fits synthesize --known`` names it (``--known '<file>': ...``)."""
+    try:
+        yield from chunks
+    except ValueError as exc:
+        raise ValueError(f"--known {where!r}: {exc}") from None
 
 
 def _stream_to_file(

@@ -369,3 +369,79 @@ def test_a_supernode_whose_port_is_taken_starts_again_on_another(
     assert f"({held}, {held})" in text and "try again" in text
     assert not fed.processes
 
+
+# ------------------------------------------------ 5. --max-tries over Flower
+def _matching_sites(folder: Path) -> tuple[list[Path], Path]:
+    """Two sites where b = one is rare given a = y (10 %), and a known table asking
+    for that combination (b after c in the chain: matched by drawing)."""
+    rng = np.random.default_rng(0)
+    n = 300
+    a = rng.choice(["x", "y"], n)
+    b = np.where(a == "x", rng.random(n) < 0.9, rng.random(n) < 0.1).astype(int)
+    c = rng.normal(size=n) + 3 * b
+    frame = pd.DataFrame({"a": a, "c": c, "b": np.where(b == 1, "one", "zero")})
+    sites = [folder / "a.csv", folder / "b.csv"]
+    frame.iloc[:150].to_csv(sites[0], index=False)
+    frame.iloc[150:].to_csv(sites[1], index=False)
+    known = folder / "known.csv"
+    pd.DataFrame({"a": ["y"] * 100, "b": ["one"] * 100}).to_csv(known, index=False)
+    return sites, known
+
+
+def test_max_tries_over_flower_stops_as_in_process(tmp_path, monkeypatch):
+    """The run config's max-tries reaches the coordinator's matching draws: at one
+    draw per row the rare combination stops the run with fits synthesize --max-tries
+    1's message (there was no bound to set: always the default, 100)."""
+    pytest.importorskip("flwr")
+    from flwr.supercore.task_identity import TaskIdentity
+    from test_flower import FakeGrid
+
+    for attr in ("_run_id", "_node_id", "_task_id"):  # as Flower sets them in a ServerApp
+        monkeypatch.setattr(TaskIdentity, attr, 1)
+
+    from fits.deploy.flower import RunStopped
+    from fits.flower_app import run_synthesis
+
+    sites, known = _matching_sites(tmp_path)
+    out = tmp_path / "out.csv"
+    res = fits_in_process("synthesize", *sites, "--known", known, "--out", out,
+                          "--max-tries", 1, "--no-rules")  # fmt: skip
+    assert res.returncode == 1, res.stderr
+    expected = res.stderr.strip().splitlines()[-1].removeprefix("error: ")
+    assert "in 1 draws per row" in expected and expected.startswith(f"--known '{known}'")
+    nodes = [{"data-path": str(p), "name": p.stem, "kernel": "knn"} for p in sites]
+    config = {"output": str(out), "rows": 0, "known": str(known), "max-tries": 1, "rules": False}
+    with pytest.raises(RunStopped) as caught:
+        run_synthesis(FakeGrid(nodes), config)
+    assert str(caught.value).startswith(expected + ";"), str(caught.value)
+    assert not out.exists()
+
+
+def test_federate_takes_max_tries_with_known_only(tmp_path, monkeypatch, no_flower):
+    """fits federate run / local --max-tries N: the same name, default and checks as
+    fits synthesize's (refused without --known), carried in the run config."""
+    from fits.cli import federate, main, options
+    from fits.synthesizer import DEFAULT_MAX_TRIES
+
+    assert options.MAX_TRIES == main.MAX_TRIES == DEFAULT_MAX_TRIES
+    sites, known = _matching_sites(tmp_path)
+    out = tmp_path / "out.csv"
+    for command in (("local", *sites), ("run", "--superlink", "127.0.0.1:9093", "--insecure")):
+        res = fits_in_process("federate", *command, "--rows", 5, "--out", out, "--max-tries", 3)
+        assert res.returncode == 2, res.stderr
+        assert "--max-tries is for --known (the draws that match its values)" in res.stderr
+        res = fits_in_process("federate", *command, "--known", known, "--out", out,
+                              "--max-tries", 0)  # fmt: skip
+        assert res.returncode == 2 and "--max-tries" in res.stderr
+    configs: list[dict] = []
+
+    def record(launch, sites, config, **options):
+        configs.append(dict(config))
+        raise SystemExit(0)
+
+    monkeypatch.setattr(federate, "run_local_federation", record)
+    local = ("federate", "local", *sites, "--known", known, "--out", out)
+    fits_in_process(*local, "--max-tries", 7)
+    fits_in_process(*local)
+    fits_in_process("federate", "local", *sites, "--rows", 5, "--out", out)
+    assert [c["max-tries"] for c in configs] == [7, DEFAULT_MAX_TRIES, 0]

@@ -78,6 +78,9 @@ Coordinator side (run config, ``fits federate run`` fills it in)::
                                    # every column; "" = none)
     relevance-budget = 0           # candidates per column of that search (0: what the
                                    # default site policy leaves, FITSSynthesizer's None)
+    max-tries  = 0                 # with known: draws per known row that matching its
+                                   # later discrete columns may take (0: the library's
+                                   # default, DEFAULT_MAX_TRIES; fits federate --max-tries)
     round-cost-bytes = 0           # one message round per column where it adds at most
                                    # this many bytes (FITSSynthesizer round_cost_bytes)
     drop       = ""                # columns every site leaves out of its table before it
@@ -416,6 +419,7 @@ def read_run_config(config: Mapping[str, Any]) -> dict[str, Any]:
             str(get("tune-relevance", "")), "run config tune-relevance"
         ),
         "relevance_budget": _parse_count(get("relevance-budget", 0), "relevance-budget"),
+        "max_tries": _parse_count(get("max-tries", 0), "max-tries"),  # 0: the default
         "round_cost_bytes": _parse_count(get("round-cost-bytes", 0), "round-cost-bytes"),
         # applied by each site to its own table (site_drop); read here only to refuse a
         # malformed value before any message goes out
@@ -1036,6 +1040,7 @@ RUN_CONFIG_DEFAULTS: dict[str, Any] = {
     "smoothing": "",
     "tune-relevance": "",
     "relevance-budget": 0,
+    "max-tries": 0,
     "round-cost-bytes": 0,
     "drop": "",
 }
