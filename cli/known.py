@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -20,7 +21,17 @@ from fits.core.names import header_for
 
 from .errors import fail
 
-__all__ = ["known_values_advice", "read_known"]
+__all__ = ["known_values_advice", "near_categories", "read_known"]
+
+
+#: The library's refusal of a missing value where the sites have none (with a schema
+#: edit for advice), and the fix a ``--known`` file takes: the sites hold no missing
+#: value to draw from.
+_MISSING_ADVICE = (
+    ' but the schema does not expect any; set "missing": true for it in the schema, or '
+    "fill the values",
+    ' but the schema has no missing category; set "missing": true for it, or fill the values',
+)
 
 
 def known_values_advice(message: str) -> str:
@@ -30,9 +41,50 @@ def known_values_advice(message: str) -> str:
         "; add them to the schema or fix the data",
         "; give one of its categories in those rows of the file, or leave the rows out",
     )
+    for advice in _MISSING_ADVICE:
+        message = message.replace(
+            advice,
+            ", but the site tables have none in it (nothing to draw given a missing "
+            "value); give a value in those rows of the file, or leave the rows out",
+        )
     if "lie outside its range" in message:
         message += "; keep the file's values within that range, or leave those rows out"
     return message
+
+
+def near_categories(table: pd.DataFrame, schema: Any) -> str:
+    """A clause naming the known values that are a category of their column written with
+    another case or with spaces around it (``'female' stands for 'Female'``), for the
+    refusal of values that are not among the categories; empty if there is none.
+
+    fits compares categories exactly (the sites' tables may well hold ``' Female'`` and
+    ``'female'`` as categories of their own), so it names them rather than match them.
+    """
+    found: list[str] = []
+    for column in table.columns:
+        name = str(column)
+        spec = schema[name] if name in schema.names else None
+        if spec is None and name.strip() in schema.names:
+            spec = schema[name.strip()]
+        if spec is None or not spec.categories:
+            continue
+        labels = [c for c in spec.categories if isinstance(c, str)]
+        by_key: dict[str, list[str]] = {}
+        for label in labels:
+            by_key.setdefault(label.strip().casefold(), []).append(label)
+        for value in pd.unique(table[column].dropna()):
+            if not isinstance(value, str) or value in labels:
+                continue
+            meant = by_key.get(value.strip().casefold(), [])
+            if len(meant) == 1:
+                found.append(f"{value!r} stands for {meant[0]!r}")
+    if not found:
+        return ""
+    more = f" and {len(found) - 3} more" if len(found) > 3 else ""
+    return (
+        f" ({', '.join(found[:3])}{more}? fits matches categories exactly, case and spaces "
+        "included: write them as the site tables do)"
+    )
 
 
 def read_known(

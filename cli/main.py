@@ -870,9 +870,12 @@ def _known_error(synth: Any, table: pd.DataFrame, where: str, message: str) -> N
         )
     # the library's argument is the file here ('known_columns names a column twice')
     message = message.replace("known_columns break", "its rows break")
-    from .known import known_values_advice
+    from .known import known_values_advice, near_categories
 
-    _fail(f"{where}: {known_values_advice(message.replace('known_columns', 'the table'))}")
+    message = known_values_advice(message.replace("known_columns", "the table"))
+    if "not among its categories" in message:  # 'female' for 'Female': say so
+        message += near_categories(table, synth.schema_)
+    _fail(f"{where}: {message}")
 
 
 def _failing_as(where: str, chunks: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:

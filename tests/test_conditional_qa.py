@@ -1,0 +1,81 @@
+"""``fits synthesize --known FILE`` as a new user meets it (QA pass of conditional
+sampling): the refusals of a known file's values say what to do with the file.
+
+* A missing value in a known column the sites have no missing values in said to
+  ``set "missing": true`` (a schema edit, and one that cannot help: the sites hold no
+  missing value to draw from); it now says to give a value in those rows of the file
+  or leave them out.
+* A category written with another case or surrounding spaces (``female``,
+  `` Female ``; or ``Female`` against sites that wrote `` Female``) was refused as
+  unknown without a word on why; the refusal now names the category it stands for.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from conftest import fits_in_process as run
+
+
+def _sites(tmp_path: Path, pad: str = "") -> list[str]:
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(
+        {
+            "sex": rng.choice([f"{pad}Female", f"{pad}Male"], 160),
+            "age": rng.integers(18, 80, 160),
+            "smoker": rng.choice(["yes", "no"], 160),
+        }
+    )
+    paths = [tmp_path / "a.csv", tmp_path / "b.csv"]
+    frame.iloc[:80].to_csv(paths[0], index=False)
+    frame.iloc[80:].to_csv(paths[1], index=False)
+    return [str(p) for p in paths]
+
+
+def _known(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "known.csv"
+    path.write_text(text)
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    ("text", "column"),
+    [("sex,smoker\n,yes\nMale,no\n", "sex"), ("sex,age\nFemale,\nMale,40\n", "age")],
+    ids=["discrete", "continuous"],
+)
+def test_a_missing_known_value_says_to_fill_the_file(tmp_path, text, column):
+    out = tmp_path / "s.csv"
+    known = _known(tmp_path, text)
+    res = run("synthesize", *_sites(tmp_path), "--known", known, "--out", out, "--quiet")
+    assert res.returncode == 1, res.stderr
+    assert f"column {column!r} has" in res.stderr and "missing value" in res.stderr
+    assert '"missing": true' not in res.stderr, res.stderr  # no schema in sight
+    assert "give a value in those rows of the file, or leave the rows out" in res.stderr
+    assert "Traceback" not in res.stderr and not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("pad", "given", "meant"),
+    [("", "female", "Female"), ("", " Female ", "Female"), (" ", "Female", " Female")],
+    ids=["case", "spaces", "sites-spaces"],
+)
+def test_a_category_written_differently_is_named(tmp_path, pad, given, meant):
+    out = tmp_path / "s.csv"
+    known = tmp_path / "known.csv"
+    pd.DataFrame({"sex": [given, f"{pad}Male"]}).to_csv(known, index=False)
+    res = run("synthesize", *_sites(tmp_path, pad), "--known", known, "--out", out, "--quiet")
+    assert res.returncode == 1, res.stderr
+    assert "not among its categories" in res.stderr
+    assert f"{given!r} stands for {meant!r}" in res.stderr, res.stderr
+    assert "case and spaces" in res.stderr and not out.exists()
+    assert len(res.stderr.strip().splitlines()) == 1
+
+
+def test_an_unknown_category_gets_no_such_hint(tmp_path):
+    known = _known(tmp_path, "sex\nMartian\n")
+    res = run("synthesize", *_sites(tmp_path), "--known", known, "--out", tmp_path / "s.csv", "-q")
+    assert res.returncode == 1 and "'Martian'" in res.stderr and "stands for" not in res.stderr
