@@ -176,3 +176,16 @@ def test_a_column_named_like_an_indicator_says_whose_and_what_to_do() -> None:
         SchemaError, match=r"indicator fits adds for the missing values of 'x': rename"
     ):
         FITSSynthesizer(seed=0).fit([frame.iloc[:150], frame.iloc[150:]])
+
+
+def test_an_unknown_column_name_suggests_the_header_it_resembles():
+    """A misspelt or wrongly cased name is named with the header it most resembles; a
+    name like no header gets no guess."""
+    headers = ["age", "income", "sex"]
+    with pytest.raises(ColumnNameError, match=r"; did you mean 'age'\?$"):
+        match_columns(["Age"], headers, "--order")
+    with pytest.raises(ColumnNameError, match=r"'age' for 'agee', 'income' for 'incme'\?$"):
+        match_columns(["agee", "incme"], headers, "--order")
+    with pytest.raises(ColumnNameError) as info:
+        match_columns(["zzz"], headers, "--order")
+    assert "did you mean" not in str(info.value)

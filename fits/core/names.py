@@ -19,6 +19,7 @@ learns the headers only from the sites' setup replies.
 
 from __future__ import annotations
 
+import difflib
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TypeVar
@@ -98,7 +99,8 @@ def match_columns(
     ------
     ColumnNameError
         A name that two headers equal up to surrounding whitespace (naming both), or
-        names no header matches (listing them and ``where``'s columns).
+        names no header matches (listing them and ``where``'s columns, and the header
+        each most resembles, if any).
     """
     names = list(names)
     out = resolve_columns(names, columns, option, where)
@@ -109,8 +111,25 @@ def match_columns(
     if unknown:
         raise ColumnNameError(
             f"{option}: no column {unknown} in {where} (columns: {show_columns(map(str, columns))})"
+            + _closest_hint(unknown, [str(c) for c in columns])
         )
     return out
+
+
+def _closest_hint(unknown: Sequence[str], headers: Sequence[str]) -> str:
+    """``'; did you mean 'age'?'`` for each of ``unknown`` that a header resembles
+    (:func:`difflib.get_close_matches`, case-blind), else ``''``."""
+    lowered = {h.casefold(): h for h in headers}
+    pairs = []
+    for name in unknown:
+        close = difflib.get_close_matches(name.casefold(), list(lowered), n=1, cutoff=0.6)
+        if close:
+            pairs.append(
+                f"{lowered[close[0]]!r} for {name!r}"
+                if len(unknown) > 1
+                else repr(lowered[close[0]])
+            )
+    return f"; did you mean {', '.join(pairs)}?" if pairs else ""
 
 
 def resolve_keys(
