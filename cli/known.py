@@ -11,6 +11,7 @@ between them, or take one out of the chain).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -49,7 +50,14 @@ def known_values_advice(message: str) -> str:
         )
     if "lie outside its range" in message:
         message += "; keep the file's values within that range, or leave those rows out"
-    return message
+    # pandas' advice on dates in two formats (format=..., five lines, for a programmer)
+    message = re.sub(
+        r"\. You might want to try:.*\)$",
+        "); write every date of the file in one format, as the site tables write theirs",
+        message,
+        flags=re.DOTALL,
+    )
+    return re.sub(r"\s*\n\s*", " ", message)  # one line, whatever the library said
 
 
 def near_categories(table: pd.DataFrame, schema: Any) -> str:

@@ -79,3 +79,22 @@ def test_an_unknown_category_gets_no_such_hint(tmp_path):
     known = _known(tmp_path, "sex\nMartian\n")
     res = run("synthesize", *_sites(tmp_path), "--known", known, "--out", tmp_path / "s.csv", "-q")
     assert res.returncode == 1 and "'Martian'" in res.stderr and "stands for" not in res.stderr
+
+
+def test_dates_in_two_formats_are_refused_on_one_line(tmp_path):
+    """A known date column with ``2011-06-01`` and ``06/02/2011`` was refused with
+    pandas' message of five lines (its advice on ``format=``, for a programmer)."""
+    days = pd.date_range("2011-01-01", periods=160, freq="D").strftime("%Y-%m-%d")
+    rng = np.random.default_rng(1)
+    frame = pd.DataFrame({"day": days, "n": rng.integers(0, 50, 160)})
+    sites = [tmp_path / "a.csv", tmp_path / "b.csv"]
+    frame.iloc[:80].to_csv(sites[0], index=False)
+    frame.iloc[80:].to_csv(sites[1], index=False)
+    known = _known(tmp_path, "day\n2011-03-01\n03/02/2011\n")
+    out = tmp_path / "s.csv"
+    res = run("synthesize", *sites, "--known", known, "--out", out, "--quiet")
+    assert res.returncode == 1, res.stderr
+    assert "'day'" in res.stderr and "06/02/2011" not in res.stderr
+    assert "03/02/2011" in res.stderr and "not dates" in res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1, res.stderr
+    assert not out.exists()
