@@ -836,7 +836,7 @@ def _complete_rows(
         except ValueError as exc:
             _known_error(synth, table, where, str(exc))
             raise  # not reached: _known_error exits
-        return _failing_as(where, chunks)
+        return _failing_as(where, chunks, synth, table, max_tries)
 
     return _write_stream(
         stream,
@@ -851,23 +851,24 @@ def _complete_rows(
     )
 
 
+def _known_first(synth: Any, table: pd.DataFrame) -> str:
+    """The ``--order`` value that puts the ``--known`` table's columns first (by the
+    schema's names: 'workclass' may stand for ' workclass '), the chain's order after."""
+    from fits.core.names import resolve_columns
+
+    names = synth.schema_.names
+    first = resolve_columns([str(c) for c in table.columns], names, "--known", "the fit")
+    rest = [c for c in synth.schema_.order if c not in first]
+    return shlex.quote(",".join([*first, *rest]))
+
+
 def _known_error(synth: Any, table: pd.DataFrame, where: str, message: str) -> None:
     """Exit with a ``--known`` table's refusal: a usage error advising the ``--order``
     that puts its columns first, when they are not the chain's first; else a data error."""
     if "not the first columns of the chain" in message:
         message = message.replace("known_columns", "its columns", 1)
-        from fits.core.names import resolve_columns
-
-        # the schema's names ('workclass' may stand for ' workclass '), each once
-        names = synth.schema_.names
-        first = resolve_columns([str(c) for c in table.columns], names, "--known", "the fit")
-        rest = [c for c in synth.schema_.order if c not in first]
         reason = message.split(" Fit with")[0].rstrip(".")
-        _fail(
-            f"{where}: {reason}. Put them first with --order "
-            f"{shlex.quote(','.join([*first, *rest]))}",
-            2,
-        )
+        _fail(f"{where}: {reason}. Put them first with --order {_known_first(synth, table)}", 2)
     # the library's argument is the file here ('known_columns names a column twice')
     message = message.replace("known_columns break", "its rows break")
     from .known import known_values_advice, near_categories
@@ -878,13 +879,28 @@ def _known_error(synth: Any, table: pd.DataFrame, where: str, message: str) -> N
     _fail(f"{where}: {message}")
 
 
-def _failing_as(where: str, chunks: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+def _failing_as(
+    where: str, chunks: Iterator[pd.DataFrame], synth: Any, table: pd.DataFrame, max_tries: int
+) -> Iterator[pd.DataFrame]:
     """``chunks``, a ValueError while drawing them reported as the ``--known`` table's
-    data error (exit 1)."""
+    data error (exit 1): rows the draws did not match in the command line's words (the
+    file's row, 1-based; the ``--order`` that puts the known columns first;
+    ``--max-tries``), not the library's (a 0-based position, ``order=``, ``max_tries``)."""
+    import re
+
     try:
         yield from chunks
     except ValueError as exc:
-        _fail(f"{where}: {exc}")
+        message = re.sub(
+            r"the known row at position (\d+)",
+            lambda m: f"row {int(m.group(1)) + 1} of the file",
+            str(exc),
+        )
+        if "(order=[...]; fits synthesize --order)" in message:
+            message = message.replace(
+                "(order=[...]; fits synthesize --order)", f"(--order {_known_first(synth, table)})"
+            ).replace("(max_tries)", f"(--max-tries, now {max_tries})")
+        _fail(f"{where}: {message}")
 
 
 def _stream_rows(

@@ -98,3 +98,23 @@ def test_dates_in_two_formats_are_refused_on_one_line(tmp_path):
     assert "03/02/2011" in res.stderr and "not dates" in res.stderr
     assert len(res.stderr.strip().splitlines()) == 1, res.stderr
     assert not out.exists()
+
+
+def test_unmatched_rows_give_the_options_and_the_files_row(tmp_path):
+    """Known rows the draws did not match ended with the library's words for a
+    programmer: ``the known row at position 3`` (0-based), ``order=[...]`` and
+    ``max_tries``; it now names the file's row (1-based), the ``--order`` that puts the
+    known columns first and ``--max-tries`` with its value."""
+    known = tmp_path / "known.csv"
+    pd.DataFrame({"smoker": ["yes", "no"] * 10}).to_csv(known, index=False)
+    out = tmp_path / "s.csv"
+    res = run(
+        "synthesize", *_sites(tmp_path), "--known", known, "--out", out, "--quiet",
+        "--max-tries", "1",
+    )  # fmt: skip
+    assert res.returncode == 1, res.stderr
+    assert "--order smoker,sex,age" in res.stderr, res.stderr
+    assert "--max-tries, now 1" in res.stderr
+    assert "order=[...]" not in res.stderr and "(max_tries)" not in res.stderr
+    assert "position" not in res.stderr and " row " in res.stderr and "of the file" in res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1 and not out.exists()
