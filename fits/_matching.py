@@ -25,8 +25,11 @@ completes the group's k-th pending row), and a thousand rows asking for ``income
 cost about 1,000 / p draws, not more.  Each try draws ``copies`` candidates per pending
 row: 1 at first and after a try whose candidates all agreed, else :data:`COPIES` / p
 with p the last try's share of agreeing candidates, capped so that one try holds at most
-``max_candidates`` rows in memory.  A block gives up, with an error naming its first
-row left, after ``max_tries`` candidates per row of the block.
+``max_candidates`` rows in memory.  The budget is a group's: a block gives up, with an
+error naming the first row of the group, once a group has drawn ``max_tries`` candidates
+per row of it (a try may take it past that by its last copies) and still has rows
+pending, so one impossible row stops the run after about ``max_tries`` draws, not after
+its block's whole budget (8,192 rows' worth, hours of draws).
 """
 
 from __future__ import annotations
@@ -55,11 +58,13 @@ class MatchError(ValueError):
     Attributes
     ----------
     row : int
-        Position (0-based, in the known table) of the first row left unmatched.
+        Position (0-based, in the known table) of the first row of the group that ran
+        out of tries.
     pending : int
-        How many rows of its block were left unmatched.
+        How many rows of that group (known rows asking for the same values given the
+        same prefix) were left unmatched.
     tried, completed : int
-        Candidates drawn in that block, and rows of it they completed.
+        Candidates drawn for that group, and rows of the group they completed.
     """
 
     def __init__(self, row: int, pending: int, tried: int, completed: int) -> None:
@@ -96,7 +101,8 @@ def draw_matching(
     total : int
         Known rows.
     max_tries : int
-        Candidates per known row a block may draw before it gives up.
+        Candidates per known row a group of rows asking for the same values (given the
+        same prefix) may draw before it gives up.
     max_candidates : int
         Most candidates one try draws (bounds the memory).
     progress : callable, optional
@@ -110,7 +116,7 @@ def draw_matching(
     Raises
     ------
     MatchError
-        A block's rows still unmatched after ``max_tries`` candidates per row.
+        A group's rows still unmatched after ``max_tries`` candidates per row of it.
     """
     done = 0
     rate = 1.0  # the last try's share of candidates accepted: sets the copies (1 at 1)
@@ -118,17 +124,18 @@ def draw_matching(
         stop = min(total, start + BLOCK_ROWS)
         pending = np.arange(start, stop)
         keys = _keys(given, codes[start:stop], np.arange(start, stop))  # prefix and codes
+        # the block's groups of rows that want the same values given the same prefix,
+        # each with its budget of tries and the candidates drawn for its rows so far
+        row_group = np.unique(keys, axis=0, return_inverse=True)[1].reshape(-1)
+        size = np.bincount(row_group)
+        tried = np.zeros(size.size, dtype=np.int64)
         out: np.ndarray | None = None
-        budget = max_tries * (stop - start)
-        tried = completed = 0
         while pending.size:
-            left = budget - tried
-            if left < 1:
-                raise MatchError(int(pending[0]), int(pending.size), tried, completed)
-            copies = 1 if rate >= 1.0 else int(min(np.ceil(COPIES / rate), max_tries, left))
+            copies = 1 if rate >= 1.0 else int(min(np.ceil(COPIES / rate), max_tries))
             copies = min(copies, max_candidates)
-            take = min(pending.size, max(1, max_candidates // copies), left // copies)
+            take = min(pending.size, max(1, max_candidates // copies))
             candidates = np.repeat(pending[:take], copies)
+            tried += copies * np.bincount(row_group[pending[:take] - start], minlength=size.size)
             values = sample(candidates.size, None if given is None else given[candidates])
             drawn = np.column_stack([codes_of(values) for codes_of in matched])
             # one numbering of the rows' (prefix, codes) and the draws' (prefix, drawn codes)
@@ -143,8 +150,13 @@ def draw_matching(
             keep = np.ones(pending.size, dtype=bool)
             keep[filled] = False
             pending = pending[keep]
-            tried += candidates.size
-            completed += int(filled.size)
+            spent = row_group[pending - start]
+            out_of_tries = tried[spent] >= max_tries * size[spent]
+            if out_of_tries.any():
+                first = int(pending[np.argmax(out_of_tries)])
+                group = row_group[first - start]
+                left = int(np.count_nonzero(spent == group))
+                raise MatchError(first, left, int(tried[group]), int(size[group]) - left)
             # a try with no match: four times the copies next; else the observed share
             rate = max(ok.mean() if ok.any() else rate / 4.0, 1.0 / max_tries)
             done += int(filled.size)

@@ -37,7 +37,7 @@ from sklearn.exceptions import NotFittedError
 
 from fits._exact import affine_tolerance
 from fits._json import plain
-from fits._matching import BLOCK_ROWS, MatchError, draw_matching
+from fits._matching import MatchError, draw_matching
 from fits.core.boosting import BoostingParams, resolve_settings
 from fits.core.cdf import COLLINEARITY_THRESHOLD
 from fits.core.continualization import continualize
@@ -1103,7 +1103,8 @@ class FITSSynthesizer(BaseEstimator):
             Called as ``progress(column, rows_done, rows_total)``.
         max_tries : int, default :data:`DEFAULT_MAX_TRIES`
             Draws per known row that matching the later discrete known columns may
-            take, pooled over blocks of :data:`fits._matching.BLOCK_ROWS` rows.
+            take, pooled over the rows that ask for the same values given the same
+            known prefix (:func:`fits._matching.draw_matching`).
 
         Returns
         -------
@@ -1668,9 +1669,12 @@ def _unmatched_message(
         f"known column(s) {list(names)} come after a column not given in the chain, so "
         "they are matched by drawing: each known row takes a row drawn (given the known "
         "columns first in the chain) that agrees with it; the known row at position "
-        f"{exc.row} ({values}) and {exc.pending - 1} other(s) of its block of up to "
-        f"{BLOCK_ROWS:,} rows found none in {max_tries} draws per row ({exc.tried:,} "
-        f"draws completed {exc.completed} of its rows). The synthesizer rarely draws "
+        f"{exc.row} ({values})"
+        + (f" and {exc.pending - 1} other(s) asking the same" if exc.pending > 1 else "")
+        + f" found none in {max_tries} draws per row ({exc.tried:,} draws for "
+        + ("it" if exc.pending + exc.completed == 1 else "its kind")
+        + f" completed {exc.completed} row(s) of {exc.pending + exc.completed}). "
+        "The synthesizer rarely draws "
         "these values together; put the known columns first in the chain to condition "
         "on them exactly (order=[...]; fits synthesize --order), or allow more draws "
         "per row (max_tries)"

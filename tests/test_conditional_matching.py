@@ -151,8 +151,41 @@ def test_draw_matching_gives_up_after_its_budget() -> None:
                 max_candidates=100,
             )
         )
+    # rows 1 and 2 ask the same: one group, budget 4 x 2. Try 1: a copy per row, all 3
+    # agreeing with some pending row (code 0: row 0's); try 2: a copy each for rows 1
+    # and 2, none agreeing (rate 1/4); try 3: min(ceil(1.2 x 4), 4) = 4 each: 2 + 2 + 8
     assert (info.value.row, info.value.pending) == (1, 2)
-    assert info.value.tried == 12 and info.value.completed == 1
+    assert info.value.tried == 12 and info.value.completed == 0
+
+
+def test_one_impossible_row_stops_after_its_own_budget_not_its_block_s() -> None:
+    """A known row no draw can match among 2,000 that match at once: the run stops after
+    about max_tries draws for that row (the budget was its block's, 100 x 2,000 draws,
+    8 minutes in a 20,000-row file), naming that row."""
+    rng = np.random.default_rng(0)
+    count = [0]
+
+    def sample(n: int, given: np.ndarray | None) -> np.ndarray:
+        count[0] += n
+        return rng.integers(0, 2, size=(n, 1)).astype(float)
+
+    codes = rng.integers(0, 2, size=(2_000, 1))
+    codes[700] = 2  # never drawn
+    with pytest.raises(MatchError) as info:
+        list(
+            draw_matching(
+                sample,
+                None,
+                [lambda v: v[:, 0].astype(int)],
+                codes,
+                2_000,
+                max_tries=100,
+                max_candidates=100_000,
+            )
+        )
+    assert (info.value.row, info.value.pending, info.value.completed) == (700, 1, 0)
+    assert 100 <= info.value.tried < 200
+    assert count[0] < 10_000
 
 
 def test_fits_synthesize_known_takes_a_later_discrete_column(tmp_path) -> None:
