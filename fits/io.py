@@ -331,10 +331,136 @@ def _separator_note(path: Path, sep: str, decimal: str, n_columns: int) -> None:
     )
 
 
+#: A line that is blank or holds only spaces and tabs (a cheap first look, bytes).
+_BLANK_LINE = re.compile(rb"(?:\A|\n)[ \t]*\r?\n|\n[ \t]+\r?\Z|\r[ \t]*\r(?!\n)")
+_SHOWN_LINES = 10
+
+
+@dataclass(frozen=True)
+class _Blanks:
+    """The blank lines of a CSV file (lines that are empty or hold only spaces and
+    tabs, outside quotes), found by :func:`_blank_lines`: how pandas must read the file
+    (``options``), and what to tell the user (``missing``: the 1-based lines of a
+    one-column table read as missing values; ``skipped``: those of a table of more
+    columns skipped between rows).  Blank lines before the header or after the last
+    row are no rows, and are not noted (an editor's trailing newlines)."""
+
+    options: Mapping[str, Any]
+    column: str = ""
+    missing: tuple[int, ...] = ()
+    skipped: tuple[int, ...] = ()
+
+
+def _blank_lines(path: Path, sep: str) -> _Blanks:
+    """How to read ``path``'s blank lines: in a one-column table an empty line between
+    values is an empty value, a missing one (pandas' ``skip_blank_lines`` would drop
+    it; a line of spaces alone is the value as written, as a field of spaces in any
+    column); in a table of more columns a blank line is no record of the header's
+    fields and is skipped (pandas' default), with a note."""
+    if not _may_have_blank_lines(path):
+        return _Blanks({})
+    # records as pandas counts them with skip_blank_lines=False: one per line, or one
+    # per quoted value over several lines; each with its first line and whether blank
+    lines: list[str] = []
+
+    def source() -> Iterator[str]:
+        with open(path, encoding="utf-8-sig", errors="replace", newline="") as fh:
+            for line in fh:
+                lines.append(line)
+                yield line
+
+    records: list[tuple[int, bool, bool]] = []  # (first line, blank, empty)
+    header: list[str] | None = None
+    last = -1  # the last record that is no blank line
+    reader = csv.reader(source(), delimiter=sep)
+    start = 1
+    with _large_fields():
+        for record in reader:
+            one = len(lines) == 1
+            text = lines[0] if one else ""
+            blank = one and not text.strip()
+            records.append((start, blank, one and not text.strip("\r\n")))
+            if not blank:
+                last = len(records) - 1
+                if header is None:
+                    header = record
+            lines.clear()
+            start = reader.line_num + 1
+    if header is None:
+        return _Blanks({})
+    first = next(k for k, (_, blank, _) in enumerate(records) if not blank)
+    inner = [(k, line, empty) for k, (line, blank, empty) in enumerate(records) if blank]
+    inner = [(k, line, empty) for k, line, empty in inner if first < k < last]
+    if len(header) != 1:
+        return _Blanks({}, skipped=tuple(line for _, line, _ in inner))
+    if not inner:
+        return _Blanks({})
+    outside = [k for k, (_, blank, _) in enumerate(records) if blank and not first < k < last]
+    return _Blanks(
+        {"skip_blank_lines": False, "skiprows": outside},
+        column=header[0],
+        missing=tuple(line for _, line, empty in inner if empty),
+    )
+
+
+@contextmanager
+def _large_fields() -> Iterator[None]:
+    """Python's csv module refuses a field over 128 KiB, which pandas reads: no limit
+    while a file is looked through here."""
+    limit = csv.field_size_limit()
+    csv.field_size_limit(2**31 - 1)
+    try:
+        yield
+    finally:
+        csv.field_size_limit(limit)
+
+
+def _may_have_blank_lines(path: Path) -> bool:
+    """Whether ``path`` may hold a blank line (False: surely none), read as bytes."""
+    carry = b""
+    with open(path, "rb") as fh:
+        while block := fh.read(1 << 20):
+            data = carry + block
+            if _BLANK_LINE.search(data):
+                return True
+            end = max(data.rfind(b"\n"), data.rfind(b"\r"))
+            carry = data[end:] if end >= 0 and not data[end + 1 :].strip() else b""
+    return False
+
+
+def _lines(lines: Sequence[int]) -> str:
+    shown = ", ".join(map(str, lines[:_SHOWN_LINES]))
+    more = f" and {len(lines) - _SHOWN_LINES} more" if len(lines) > _SHOWN_LINES else ""
+    return f"{len(lines)} blank line{'s' if len(lines) > 1 else ''} " + (
+        f"(line{'s' if len(lines) > 1 else ''} {shown}{more})"
+    )
+
+
+def _blank_note(path: Path, blanks: _Blanks) -> None:
+    """The note of :class:`_Blanks`' lines, for the caller of the reading function."""
+    if blanks.missing:
+        warnings.warn(
+            f"{path}: {_lines(blanks.missing)} between values read as missing values of "
+            f"its one column {blanks.column!r} (an empty line is an empty value there; "
+            "blank lines after the last value are no rows)",
+            DataNote,
+            stacklevel=4,
+        )
+    if blanks.skipped:
+        warnings.warn(
+            f"{path}: {_lines(blanks.skipped)} between rows skipped (a blank line holds "
+            "none of the header's fields; write a row of missing values with its "
+            "separators, e.g. ',,')",
+            DataNote,
+            stacklevel=4,
+        )
+
+
 def _read_csv(path: Path) -> pd.DataFrame:
     sep, decimal, header = _sniff(path)
     _check_header(path, [h.strip() for h in header] if sep != "," else header)
-    frame = pd.read_csv(path, sep=sep, decimal=decimal, **_ROUND_TRIP)
+    blanks = _blank_lines(path, sep)
+    frame = pd.read_csv(path, sep=sep, decimal=decimal, **blanks.options, **_ROUND_TRIP)
     if sep != ",":
         _separator_note(path, sep, decimal, frame.shape[1])
     elif frame.shape[1] == 1 and any(d in str(frame.columns[0]) for d in CSV_SEPARATORS[1:]):
@@ -345,7 +471,8 @@ def _read_csv(path: Path) -> pd.DataFrame:
         )
     if frame.shape[1] > 1 and frame.iloc[:, -1].isna().any():  # pandas fills short rows
         _check_short_rows(path, sep, frame.shape[1])
-    frame = _whole_numbers(frame, path, sep, decimal)
+    _blank_note(path, blanks)
+    frame = _whole_numbers(frame, path, sep, decimal, blanks.options)
     frame.columns = _empty_names(list(frame.columns), header)
     return frame
 
@@ -378,7 +505,9 @@ def _empty_names(columns: list[Any], header: list[str]) -> list[Any]:
     ]
 
 
-def _whole_numbers(frame: pd.DataFrame, path: Path, sep: str, decimal: str) -> pd.DataFrame:
+def _whole_numbers(
+    frame: pd.DataFrame, path: Path, sep: str, decimal: str, options: Mapping[str, Any]
+) -> pd.DataFrame:
     """Fix what pandas' number parsing loses: codes written with leading zeros ("02134",
     "00501") stay text, and whole numbers with blanks, written without a decimal point,
     become ``Int64`` (pandas reads them as floats)."""
@@ -393,7 +522,7 @@ def _whole_numbers(frame: pd.DataFrame, path: Path, sep: str, decimal: str) -> p
                 numeric.append(col)
     if not numeric:
         return frame
-    raw = pd.read_csv(path, sep=sep, decimal=decimal, usecols=numeric, dtype=str)
+    raw = pd.read_csv(path, sep=sep, decimal=decimal, usecols=numeric, dtype=str, **options)
     for col in numeric:
         tokens = raw[col].dropna().str.strip()
         if tokens.str.match(r"^[+-]?0\d").any():
@@ -662,8 +791,10 @@ def _iter_csv(path: Path, chunk_rows: int, empty_ok: bool) -> Iterator[pd.DataFr
         return
     facts = {c: _CsvFacts({}, _DateFacts()) for c in names}
     rows = 0
-    typed_chunks = pd.read_csv(path, sep=sep, decimal=decimal, chunksize=chunk_rows, **_ROUND_TRIP)
-    raw_chunks = pd.read_csv(path, sep=sep, decimal=decimal, chunksize=chunk_rows, dtype=str)
+    blanks = _blank_lines(path, sep)
+    options = {"sep": sep, "decimal": decimal, "chunksize": chunk_rows, **blanks.options}
+    typed_chunks = pd.read_csv(path, **options, **_ROUND_TRIP)
+    raw_chunks = pd.read_csv(path, **options, dtype=str)
     with typed_chunks, raw_chunks:
         for typed, raw in zip(typed_chunks, raw_chunks, strict=True):
             rows += len(typed)
@@ -674,13 +805,12 @@ def _iter_csv(path: Path, chunk_rows: int, empty_ok: bool) -> Iterator[pd.DataFr
         return
     if sep != ",":
         _separator_note(path, sep, decimal, len(names))
+    _blank_note(path, blanks)
     plans = {c: f.plan() for c, f in facts.items()}
     dates = {c: facts[c].dates.final() for c, (_, kind) in plans.items() if kind == "text"}
     _note_utc(path, {c: d for c, d in dates.items() if d is not None})
     read_as = {c: how for c, (how, _) in plans.items() if how is not None}
-    with pd.read_csv(
-        path, sep=sep, decimal=decimal, chunksize=chunk_rows, dtype=read_as, **_ROUND_TRIP
-    ) as chunks:
+    with pd.read_csv(path, **options, dtype=read_as, **_ROUND_TRIP) as chunks:
         for chunk in chunks:
             for col, (_, kind) in plans.items():
                 if kind == "text":

@@ -1,0 +1,122 @@
+"""Blank lines in CSV files (``fits.io``): in a one-column table an empty line between
+values is an empty value, read as missing (pandas skips it, which dropped a missing
+value); blank lines before the header or after the last value are no rows.  In a table
+of more columns a blank line between rows holds no row of the header's fields: it is
+skipped, and a note names the file and its lines.  ``read_table`` and ``iter_table``
+(any chunk size) read the same rows."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from fits.cli.main import app
+from fits.core.schema import DataNote
+from fits.io import iter_table, read_table
+
+
+def _write(tmp_path: Path, text: str, name: str = "t.csv") -> Path:
+    path = tmp_path / name
+    path.write_bytes(text.encode())
+    return path
+
+
+def _read(path: Path) -> tuple[pd.DataFrame, list[str]]:
+    """read_table's table and its notes; iter_table's chunks (sizes 1, 2, 3, 100) put
+    together are the same table with the same notes."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        whole = read_table(path)
+    notes = [str(w.message) for w in caught if issubclass(w.category, DataNote)]
+    for size in (1, 2, 3, 100):
+        with warnings.catch_warnings(record=True) as chunked:
+            warnings.simplefilter("always")
+            chunks = list(iter_table(path, size))
+        pd.testing.assert_frame_equal(
+            pd.concat(chunks), whole, check_exact=True, check_index_type=False
+        )
+        assert [str(w.message) for w in chunked if issubclass(w.category, DataNote)] == notes
+    return whole, notes
+
+
+def test_one_column_blank_line_between_values_is_a_missing_value(tmp_path):
+    path = _write(tmp_path, "sex\nFemale\n\nMale\n\n\n")  # trailing newlines: no rows
+    frame, notes = _read(path)
+    assert frame["sex"].tolist()[0] == "Female" and frame["sex"].tolist()[2] == "Male"
+    assert len(frame) == 3 and frame["sex"].isna().tolist() == [False, True, False]
+    assert len(notes) == 1
+    assert str(path) in notes[0] and "1 blank line (line 3)" in notes[0]
+    assert "missing" in notes[0] and "'sex'" in notes[0]
+
+
+def test_one_column_numbers_codes_and_crlf_keep_their_places(tmp_path):
+    numbers, _ = _read(_write(tmp_path, "n\r\n1\r\n\r\n\r\n4\r\n\r\n", "n.csv"))
+    assert numbers["n"].dtype == "Int64" and numbers["n"].tolist() == [1, pd.NA, pd.NA, 4]
+    codes, notes = _read(_write(tmp_path, "\n\nzip\n02134\n\n02139\n", "zip.csv"))
+    assert codes["zip"].isna().tolist() == [False, True, False]
+    assert codes["zip"].dropna().tolist() == ["02134", "02139"]  # codes: text, zeros kept
+    assert "(line 5)" in notes[0]  # lines counted in the file, leading blanks included
+
+
+def test_one_column_quoted_value_with_blank_lines_inside_is_one_value(tmp_path):
+    frame, notes = _read(_write(tmp_path, 'text\n"a\n\nb"\n\nc\n'))
+    assert frame["text"].tolist()[0] == "a\n\nb" and len(frame) == 3
+    assert frame["text"].isna().tolist() == [False, True, False]
+    assert "(line 5)" in notes[0]
+
+
+def test_trailing_and_leading_blank_lines_are_no_rows_and_no_note(tmp_path):
+    frame, notes = _read(_write(tmp_path, "\nsex\nFemale\nMale\n\n  \n"))
+    assert frame["sex"].tolist() == ["Female", "Male"] and notes == []
+    frame, notes = _read(_write(tmp_path, "a,b\n1,2\n3,4\n\n\n", "ab.csv"))
+    assert frame.shape == (2, 2) and notes == []
+
+
+def test_blank_line_between_rows_of_more_columns_is_skipped_with_a_note(tmp_path):
+    path = _write(tmp_path, "a,b\n1,x\n\n3,y\n  \n5,z\n,\n\n")
+    frame, notes = _read(path)
+    assert frame["a"].tolist()[:3] == [1, 3, 5] and len(frame) == 4  # ',' is a row
+    assert len(notes) == 1
+    assert str(path) in notes[0] and "2 blank lines (lines 3, 5)" in notes[0]
+    assert "skipped" in notes[0]
+
+
+def test_fits_schema_reads_the_blank_value_as_missing(tmp_path):
+    site = _write(tmp_path, "sex\n" + "Female\nMale\n" * 10 + "\nFemale\n", "site.csv")
+    out = tmp_path / "schema.json"
+    result = CliRunner().invoke(app, ["schema", str(site), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "note:" in result.output and "1 blank line (line 22)" in result.output
+    column = json.loads(out.read_text())["columns"]
+    entry = column["sex"] if isinstance(column, dict) else column[0]
+    assert entry.get("missing") not in (None, False, 0), entry
+
+
+@pytest.mark.parametrize("text", ["sex\nF\n\nM\n", "a;b\n1;2\n\n3;4\n"])
+def test_rows_agree_between_whole_and_chunked_reading(tmp_path, text):
+    path = _write(tmp_path, text)
+    frame, _ = _read(path)
+    assert len(frame) == (3 if text.startswith("sex") else 2)
+
+
+@pytest.mark.parametrize("width", [100, 1 << 20])
+def test_a_blank_line_across_the_first_look_s_block_boundary_is_found(tmp_path, width):
+    """The bytes are looked at in blocks of 1 MiB: a blank line cut by a block's end is
+    still found (the first newline the last byte of the first block); a value longer
+    than Python's csv field limit (128 KiB) is read as pandas reads it."""
+    size = (1 << 20) - len("v\n")  # the first block ends on the body's last newline
+    lines = ["x" * (width - 1)] * (size // width)
+    if size % width:
+        lines.insert(0, "x" * (size % width - 1))
+    body = "".join(f"{v}\n" for v in lines)
+    assert len(body) == size
+    path = _write(tmp_path, "v\n" + body + "\ny\n")
+    with pytest.warns(DataNote, match=f"1 blank line \\(line {len(lines) + 2}\\)"):
+        frame = read_table(path)
+    assert len(frame) == len(lines) + 2
+    assert frame["v"].isna().tolist()[-3:] == [False, True, False]
