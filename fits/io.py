@@ -12,8 +12,8 @@ import os
 import re
 import tempfile
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
+from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,6 +32,7 @@ __all__ = [
     "StreamEstimate",
     "check_output",
     "check_suffix",
+    "count_rows",
     "encoded_size",
     "find_duplicate_files",
     "human_bytes",
@@ -154,6 +155,45 @@ def read_columns(path: str | os.PathLike[str]) -> list[str]:
     if len(names) == 0:
         raise DataFileError(f"{path}: the table has no columns")
     return [str(c) for c in names]
+
+
+def count_rows(path: str | os.PathLike[str], most: int | None = None) -> int:
+    """The rows :func:`read_table` reads from ``path``, counted without parsing them
+    (a Parquet file's metadata; a CSV file's records after its header, blank lines
+    counted as :func:`read_table` counts them: in a one-column table a blank line
+    between values is a row, in a table of more columns none, and none before the
+    header or after the last row), up to ``most`` at most (then the count stops: cheap
+    for a large table).  A file that :func:`read_table` would refuse may be counted.
+
+    Raises
+    ------
+    DataFileError
+        Unknown extension, missing or unreadable file.
+    """
+    path, suffix = _table_file(path)
+    limit = most if most is not None else -1
+    with _read_errors(path, suffix):
+        if suffix == ".parquet":
+            import pyarrow.parquet as pq
+
+            rows = int(pq.ParquetFile(path).metadata.num_rows)
+            return rows if most is None else min(rows, most)
+        sep = _sniff(path)[0]
+        rows = pending = 0
+        one: bool | None = None  # a one-column table, once its header is read
+        with closing(_records(path, sep)) as records:
+            for _, _, blank, _, record in records:
+                if one is None:
+                    if not blank:
+                        one = len(record) == 1
+                elif blank:
+                    pending += one  # a row if a value follows
+                else:
+                    rows += pending + 1
+                    pending = 0
+                    if rows >= limit >= 0:
+                        return limit
+        return rows
 
 
 def _table_file(path: str | os.PathLike[str]) -> tuple[Path, str]:
@@ -359,8 +399,36 @@ def _blank_lines(path: Path, sep: str) -> _Blanks:
     fields and is skipped (pandas' default), with a note."""
     if not _may_have_blank_lines(path):
         return _Blanks({})
-    # records as pandas counts them with skip_blank_lines=False: one per line, or one
-    # per quoted value over several lines; each with its first line and whether blank
+    blanks: list[tuple[int, int, bool]] = []  # (record, line, empty)
+    header: list[str] | None = None
+    first = last = -1  # the first and last records that are no blank line
+    for k, line, blank, empty, record in _records(path, sep):
+        if blank:
+            blanks.append((k, line, empty))
+            continue
+        last = k
+        if header is None:
+            header, first = record, k
+    if header is None:
+        return _Blanks({})
+    inner = [(line, empty) for k, line, empty in blanks if first < k < last]
+    if len(header) != 1:
+        return _Blanks({}, skipped=tuple(line for line, _ in inner))
+    if not inner:
+        return _Blanks({})
+    outside = [k for k, _, _ in blanks if not first < k < last]
+    return _Blanks(
+        {"skip_blank_lines": False, "skiprows": outside},
+        column=header[0],
+        missing=tuple(line for line, empty in inner if empty),
+    )
+
+
+def _records(path: Path, sep: str) -> Generator[tuple[int, int, bool, bool, list[str]]]:
+    """The records of a CSV file as pandas counts them with ``skip_blank_lines=False``
+    (one per line, or one per quoted value over several lines): (its 0-based index, its
+    first line, 1-based; blank: one line, empty or of spaces and tabs alone; empty: an
+    empty line; its fields)."""
     lines: list[str] = []
 
     def source() -> Iterator[str]:
@@ -369,38 +437,16 @@ def _blank_lines(path: Path, sep: str) -> _Blanks:
                 lines.append(line)
                 yield line
 
-    records: list[tuple[int, bool, bool]] = []  # (first line, blank, empty)
-    header: list[str] | None = None
-    last = -1  # the last record that is no blank line
     reader = csv.reader(source(), delimiter=sep)
     start = 1
     with _large_fields():
-        for record in reader:
+        for k, record in enumerate(reader):
             one = len(lines) == 1
             text = lines[0] if one else ""
             blank = one and not text.strip()
-            records.append((start, blank, one and not text.strip("\r\n")))
-            if not blank:
-                last = len(records) - 1
-                if header is None:
-                    header = record
+            yield k, start, blank, one and not text.strip("\r\n"), record
             lines.clear()
             start = reader.line_num + 1
-    if header is None:
-        return _Blanks({})
-    first = next(k for k, (_, blank, _) in enumerate(records) if not blank)
-    inner = [(k, line, empty) for k, (line, blank, empty) in enumerate(records) if blank]
-    inner = [(k, line, empty) for k, line, empty in inner if first < k < last]
-    if len(header) != 1:
-        return _Blanks({}, skipped=tuple(line for _, line, _ in inner))
-    if not inner:
-        return _Blanks({})
-    outside = [k for k, (_, blank, _) in enumerate(records) if blank and not first < k < last]
-    return _Blanks(
-        {"skip_blank_lines": False, "skiprows": outside},
-        column=header[0],
-        missing=tuple(line for _, line, empty in inner if empty),
-    )
 
 
 @contextmanager

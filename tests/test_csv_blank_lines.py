@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from fits.cli.main import app
 from fits.core.schema import DataNote
-from fits.io import iter_table, read_table
+from fits.io import count_rows, iter_table, read_table
 
 
 def _write(tmp_path: Path, text: str, name: str = "t.csv") -> Path:
@@ -120,3 +120,31 @@ def test_a_blank_line_across_the_first_look_s_block_boundary_is_found(tmp_path, 
         frame = read_table(path)
     assert len(frame) == len(lines) + 2
     assert frame["v"].isna().tolist()[-3:] == [False, True, False]
+
+
+COUNTED = [
+    "sex\nFemale\n\nMale\n\n\n",
+    "\n\nsex\nF\n  \n\n\nM\n  \n",
+    'text\n"a\n\nb"\n\n" "\nc\n',
+    "a,b\n1,x\n\n3,y\n  \n5,z\n,\n\n",
+    'x,g\n"1\n5",u\n2,v\n\n3,w\n',
+    "a;b\n1;2\n\n3;4\n",
+    "n\r\n1\r\n\r\n\r\n4\r\n\r\n",
+    "sex\nF",
+]
+
+
+@pytest.mark.parametrize("text", COUNTED)
+def test_count_rows_counts_the_rows_read_table_reads(tmp_path, text):
+    """fits.io.count_rows (a cheap count, up to a most) agrees with read_table,
+    blank lines included; a Parquet file's count is its metadata's."""
+    path = _write(tmp_path, text)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataNote)
+        frame = read_table(path)
+    assert count_rows(path) == len(frame)
+    for most in range(1, len(frame) + 2):
+        assert count_rows(path, most) == min(most, len(frame))
+    frame.to_parquet(tmp_path / "t.parquet")
+    assert count_rows(tmp_path / "t.parquet") == len(frame)
+    assert count_rows(tmp_path / "t.parquet", 1) == 1
