@@ -427,8 +427,8 @@ def _blank_lines(path: Path, sep: str) -> _Blanks:
 def _records(path: Path, sep: str) -> Generator[tuple[int, int, bool, bool, list[str]]]:
     """The records of a CSV file as pandas counts them with ``skip_blank_lines=False``
     (one per line, or one per quoted value over several lines): (its 0-based index, its
-    first line, 1-based; blank: one line, empty or of spaces and tabs alone; empty: an
-    empty line; its fields)."""
+    first line, 1-based; blank: one line, empty or of spaces and tabs alone, as pandas
+    skips it (spaces alone with a tab separator); empty: an empty line; its fields)."""
     lines: list[str] = []
 
     def source() -> Iterator[str]:
@@ -439,11 +439,12 @@ def _records(path: Path, sep: str) -> Generator[tuple[int, int, bool, bool, list
 
     reader = csv.reader(source(), delimiter=sep)
     start = 1
+    white = " \r\n" if sep == "\t" else " \t\r\n"  # a line of tabs: empty fields
     with _large_fields():
         for k, record in enumerate(reader):
             one = len(lines) == 1
             text = lines[0] if one else ""
-            blank = one and not text.strip()
+            blank = one and not text.strip(white)
             yield k, start, blank, one and not text.strip("\r\n"), record
             lines.clear()
             start = reader.line_num + 1
@@ -462,15 +463,19 @@ def _large_fields() -> Iterator[None]:
 
 
 def _may_have_blank_lines(path: Path) -> bool:
-    """Whether ``path`` may hold a blank line (False: surely none), read as bytes."""
+    """Whether ``path`` may hold a blank line with something after it (False: surely
+    none; blank lines at the end, an editor's trailing newlines, are no rows either
+    way), read as bytes in blocks.  A block is looked at after the end of the one
+    before it from its last character that is no white space."""
     carry = b""
     with open(path, "rb") as fh:
         while block := fh.read(1 << 20):
             data = carry + block
-            if _BLANK_LINE.search(data):
+            found = _BLANK_LINE.search(data)
+            if found and data[found.end() :].strip():
                 return True
-            end = max(data.rfind(b"\n"), data.rfind(b"\r"))
-            carry = data[end:] if end >= 0 and not data[end + 1 :].strip() else b""
+            kept = len(data.rstrip())
+            carry = data[kept - 1 :] if kept else data
     return False
 
 

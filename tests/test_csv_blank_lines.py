@@ -131,6 +131,7 @@ COUNTED = [
     "a;b\n1;2\n\n3;4\n",
     "n\r\n1\r\n\r\n\r\n4\r\n\r\n",
     "sex\nF",
+    "a\tb\n1\t2\n\t\n\n  \n3\t4\n",
 ]
 
 
@@ -148,3 +149,32 @@ def test_count_rows_counts_the_rows_read_table_reads(tmp_path, text):
     frame.to_parquet(tmp_path / "t.parquet")
     assert count_rows(tmp_path / "t.parquet") == len(frame)
     assert count_rows(tmp_path / "t.parquet", 1) == 1
+
+
+def test_only_blank_lines_between_rows_cost_a_second_look(tmp_path):
+    """The cheap first look over the bytes (blocks of 1 MiB) sends a file to the csv
+    pass only for a blank line with something after it: an editor's trailing newlines
+    (the same rows either way) cost nothing; one cut by a block's end is still seen."""
+    from fits.io import _may_have_blank_lines
+
+    def looks(text: str) -> bool:
+        path = _write(tmp_path, text)
+        return _may_have_blank_lines(path)
+
+    assert not looks("a,b\n1,2\n\n\n  \n") and not looks("a\r\n1\r\n\r\n")
+    assert not looks("a\n" + "x" * ((1 << 20) - 2) + "\n\n  \n")
+    assert looks("a\n1\n\n2\n") and looks("a\r\n1\r\n  \r\n2\r\n") and looks("a\r1\r\r2\r")
+    block = 1 << 20
+    assert looks("a\n" + "x" * (block - 3) + "\n" + "\ny\n")  # block 1 ends on "\n"
+    assert looks("a\n" + "x" * (block - 4) + "\n\n" + "y\n")  # ... on the blank line
+    assert looks("a\n" + "x" * (block - 4) + "\n " + " \ny\n")  # ... within its spaces
+
+
+def test_a_line_of_tabs_in_a_tab_separated_table_is_a_row_of_missing_values(tmp_path):
+    """With a tab as the separator a line of tabs holds the header's fields, empty: a
+    row (pandas reads it so), not a blank line; the empty line after it is skipped."""
+    path = _write(tmp_path, "a\tb\n1\t2\n\t\n\n3\t4\n")
+    frame, notes = _read(path)
+    assert len(frame) == 3 and frame["a"].isna().tolist() == [False, True, False]
+    assert count_rows(path) == 3
+    assert any("1 blank line (line 4) between rows skipped" in n for n in notes), notes
