@@ -57,42 +57,22 @@ def known_values_advice(message: str) -> str:
         message,
         flags=re.DOTALL,
     )
+    # the library's rows (known_columns.loc[5], read 'the table' here) as the file's
+    from fits.known import in_file_terms
+
+    message = in_file_terms(message)
+    # the library's 'female' stands for 'Female': said again by near_categories, once
+    message = re.sub(r" \('.*? stands for .*?write them as the site tables do\)", "", message)
     return re.sub(r"\s*\n\s*", " ", message)  # one line, whatever the library said
 
 
 def near_categories(table: pd.DataFrame, schema: Any) -> str:
     """A clause naming the known values that are a category of their column written with
-    another case or with spaces around it (``'female' stands for 'Female'``), for the
-    refusal of values that are not among the categories; empty if there is none.
+    another case or with spaces around it (``'female' stands for 'Female'``):
+    :func:`fits.known.near_categories`."""
+    from fits.known import near_categories as near
 
-    fits compares categories exactly (the sites' tables may well hold ``' Female'`` and
-    ``'female'`` as categories of their own), so it names them rather than match them.
-    """
-    found: list[str] = []
-    for column in table.columns:
-        name = str(column)
-        spec = schema[name] if name in schema.names else None
-        if spec is None and name.strip() in schema.names:
-            spec = schema[name.strip()]
-        if spec is None or not spec.categories:
-            continue
-        labels = [c for c in spec.categories if isinstance(c, str)]
-        by_key: dict[str, list[str]] = {}
-        for label in labels:
-            by_key.setdefault(label.strip().casefold(), []).append(label)
-        for value in pd.unique(table[column].dropna()):
-            if not isinstance(value, str) or value in labels:
-                continue
-            meant = by_key.get(value.strip().casefold(), [])
-            if len(meant) == 1:
-                found.append(f"{value!r} stands for {meant[0]!r}")
-    if not found:
-        return ""
-    more = f" and {len(found) - 3} more" if len(found) > 3 else ""
-    return (
-        f" ({', '.join(found[:3])}{more}? fits matches categories exactly, case and spaces "
-        "included: write them as the site tables do)"
-    )
+    return near(table, schema)
 
 
 def read_known(

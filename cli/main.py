@@ -830,12 +830,15 @@ def _complete_rows(
         first_chunk_rows: int | None, progress: Callable[[str, int, int], None]
     ) -> Iterator[pd.DataFrame]:
         try:
-            chunks = synth.iter_sample_remaining_columns(
-                table, first_chunk_rows=first_chunk_rows, progress=progress, max_tries=max_tries
-            )
+            with warnings.catch_warnings(record=True) as caught:  # notes on the known values
+                warnings.simplefilter("always")  # (dates read month first), checked here
+                chunks = synth.iter_sample_remaining_columns(
+                    table, first_chunk_rows=first_chunk_rows, progress=progress, max_tries=max_tries
+                )
         except ValueError as exc:
             _known_error(synth, table, where, str(exc))
             raise  # not reached: _known_error exits
+        _echo_warnings(caught)
         return _failing_as(where, chunks, synth, table, max_tries)
 
     return _write_stream(

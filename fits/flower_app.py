@@ -176,6 +176,7 @@ def _complete(
     ``fits federate --known`` says as ``fits synthesize --known`` does (the order to run
     with, not Python's ``order=[...]``), also one met while drawing (a rare combination
     that found no agreeing draw within ``max_tries`` draws per row)."""
+    from fits.known import in_file_terms
     from fits.synthesizer import DEFAULT_MAX_TRIES
 
     try:
@@ -196,6 +197,7 @@ def _complete(
             message = message.split(" Fit with")[0].rstrip(".")
             message += f". Put them first with --order {shlex.quote(','.join(order))}"
         message = message.replace("known_columns break", "its rows break")
+        message = in_file_terms(message)  # known_columns.loc[5]: the file's row 6
         raise ValueError(
             f"--known {where!r}: {message.replace('known_columns', 'the table')}"
         ) from None

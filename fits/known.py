@@ -15,9 +15,11 @@ between them, or take one out of the chain).
 
 from __future__ import annotations
 
+import re
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -27,7 +29,18 @@ from fits.core.names import ColumnNameError, header_for, show_columns
 if TYPE_CHECKING:
     from fits.core.schema import Schema
 
-__all__ = ["KnownTableError", "check_known_columns", "check_known_flags", "read_known_table"]
+__all__ = [
+    "KnownTableError",
+    "check_known_categories",
+    "check_known_columns",
+    "check_known_flags",
+    "check_known_whole",
+    "in_file_terms",
+    "known_dates",
+    "near_categories",
+    "read_known_table",
+    "show_value",
+]
 
 
 class KnownTableError(ValueError):
@@ -190,3 +203,283 @@ def check_known_flags(known: pd.DataFrame, schema: Schema) -> None:
             "read them as the numbers 1.0 / 0.0: give the numbers themselves (1 for True, "
             "0 for False, if that is what they mean)"
         )
+
+
+def known_row(index: pd.Index, position: int) -> str:
+    """The row of ``known_columns`` at ``position``, as a pandas user finds it again:
+    ``known_columns.loc[LABEL]`` (the command line names the file's row instead,
+    :func:`fits.cli.known.known_values_advice`)."""
+    return f"known_columns.loc[{plain_label(index[position])!r}]"
+
+
+def in_file_terms(message: str) -> str:
+    """A refusal of known values in a known *file*'s terms: the library's
+    ``known_columns.loc[5]`` (or ``the table.loc[5]``, where ``known_columns`` was read
+    as the table) is the file's row 6 (1-based: the file is read with row labels 0, 1,
+    ...), and ``rows of known_columns`` are ``rows of the file``."""
+    message = re.sub(
+        r"(?:known_columns|the table)\.loc\[(\d+)\]",
+        lambda m: f"row {int(m.group(1)) + 1} of the file",
+        message,
+    )
+    return re.sub(r"rows of (?:known_columns|the table)\b", "rows of the file", message)
+
+
+def plain_label(label: object) -> object:
+    """An index label as Python writes it (``5``, not ``np.int64(5)``)."""
+    item = getattr(label, "item", None)
+    return item() if isinstance(label, np.generic) and callable(item) else label
+
+
+def show_value(spec: Any, value: float) -> str:
+    """A value of the column ``spec`` on the engine's scale, as the column writes it: a
+    datetime column's seconds since 1970 (UTC) as its date (``2011-01-01``, whole days)
+    or date-time (``2011-01-01 05:30:00``, in its time zone), else the number (``:g``)."""
+    if spec.dtype != "datetime" or not np.isfinite(value):
+        return f"{value:g}"
+    t = pd.Timestamp(round(value * 1e6), unit="us")
+    if spec.tz is not None:
+        t = t.tz_localize("UTC").tz_convert(spec.tz)
+    if t == t.normalize() and (spec.date_only or spec.tz is None):
+        return str(t.date())
+    return str(t)
+
+
+def check_known_whole(known: pd.DataFrame, schema: Schema, index: pd.Index) -> None:
+    """Refuse a fraction (38.5) given for a column whose values are whole numbers at
+    every site (dtype ``int``: continuous, or ordinal / nominal of whole numbers): the
+    output would hold a value no site's column can, and the column would become float.
+    A whole number written as a float (``38.0``, as a CSV column with a blank is read)
+    is taken, and the output keeps the sites' integer dtype.
+
+    Raises
+    ------
+    KnownTableError
+        Naming the column, the first such value and its row (``known_columns.loc[...]``
+        of ``index``), and the fix (a data error).
+    """
+    for name in known.columns:
+        if name not in schema.names or schema[name].dtype != "int":
+            continue
+        col = known[name]
+        if pd.api.types.is_bool_dtype(col.dtype) or pd.api.types.is_integer_dtype(col.dtype):
+            continue
+        values = pd.to_numeric(col.mask(_flags(col)), errors="coerce")
+        v = values.to_numpy(dtype=float, na_value=np.nan)
+        with np.errstate(invalid="ignore"):
+            frac = np.flatnonzero(np.isfinite(v) & (v != np.round(v)))
+        if not frac.size:
+            continue
+        first = int(frac[0])
+        raise KnownTableError(
+            f"the known values: column {name!r} holds whole numbers at every site, but "
+            f"{frac.size} of its known value(s) are not whole (e.g. {plain_label(v[first])} "
+            f"in {known_row(index, first)}); fits does not round them: give whole numbers "
+            "in those rows of known_columns, or leave the rows out"
+        )
+
+
+def check_known_categories(known: pd.DataFrame, schema: Schema, index: pd.Index) -> None:
+    """Refuse, in the terms of ``known_columns`` (its rows, not a schema edit), a missing
+    known value of a column the sites have none in, and a known value of a discrete
+    column that is not among its categories (naming the category a value written with
+    another case or spaces stands for, :func:`near_categories`).  Values the encoding
+    refuses for another reason are left to it.
+
+    Raises
+    ------
+    SchemaError
+        Naming the column, the first such row (``known_columns.loc[...]`` of ``index``)
+        and the fix.
+    """
+    from fits.core.schema import SchemaError
+
+    for name in known.columns:
+        if name not in schema.names:
+            continue
+        spec = schema[name]
+        col = known[name]
+        missing = np.flatnonzero(col.isna().to_numpy())
+        if missing.size and not spec.missing:
+            raise SchemaError(
+                f"the known values: column {name!r} has {missing.size} missing value(s) "
+                f"(e.g. {known_row(index, int(missing[0]))}), but the sites have none in "
+                "it (nothing to draw given a missing value); give a value in those rows "
+                "of known_columns, or leave the rows out"
+            )
+        if not spec.is_discrete:
+            continue
+        cats = list(spec.categories or [])
+        labels = [c for c in cats if c is not None]
+        raw = (col.astype(object) if isinstance(col.dtype, pd.CategoricalDtype) else col).to_numpy(
+            dtype=object
+        )
+        present = ~col.isna().to_numpy()
+        codes = np.zeros(raw.shape[0], dtype=np.int64)
+        codes[present] = pd.Index(labels, dtype=object).get_indexer(raw[present])
+        bad = np.flatnonzero(codes < 0)
+        if not bad.size:
+            continue
+        values = list(pd.unique(raw[bad]))[:5]
+        texts = {str(c) for c in labels if isinstance(c, str)}
+        if all(not isinstance(v, str) and str(v) in texts for v in values):
+            continue  # 1 for "1": the encoding's own advice on the schema's text
+        raise SchemaError(
+            f"the known values: column {name!r} has value(s) {values} that are not among "
+            f"its categories {cats[:10]}{'...' if len(cats) > 10 else ''} (e.g. "
+            f"{known_row(index, int(bad[0]))}); give one of its categories in those rows of "
+            "known_columns, or leave the rows out" + near_categories(known[[name]], schema)
+        )
+
+
+def near_categories(table: pd.DataFrame, schema: Any) -> str:
+    """A clause naming the known values that are a category of their column written with
+    another case or with spaces around it (``'female' stands for 'Female'``), for the
+    refusal of values that are not among the categories; empty if there is none.
+
+    fits compares categories exactly (the sites' tables may well hold ``' Female'`` and
+    ``'female'`` as categories of their own), so it names them rather than match them.
+    """
+    found: list[str] = []
+    for column in table.columns:
+        name = str(column)
+        spec = schema[name] if name in schema.names else None
+        if spec is None and name.strip() in schema.names:
+            spec = schema[name.strip()]
+        if spec is None or not spec.categories:
+            continue
+        labels = [c for c in spec.categories if isinstance(c, str)]
+        by_key: dict[str, list[str]] = {}
+        for label in labels:
+            by_key.setdefault(label.strip().casefold(), []).append(label)
+        for value in pd.unique(table[column].dropna()):
+            if not isinstance(value, str) or value in labels:
+                continue
+            meant = by_key.get(value.strip().casefold(), [])
+            if len(meant) == 1:
+                found.append(f"{value!r} stands for {meant[0]!r}")
+    if not found:
+        return ""
+    more = f" and {len(found) - 3} more" if len(found) > 3 else ""
+    return (
+        f" ({', '.join(found[:3])}{more}? fits matches categories exactly, case and spaces "
+        "included: write them as the site tables do)"
+    )
+
+
+def known_dates(known: pd.DataFrame, schema: Schema, index: pd.Index) -> pd.DataFrame:
+    """The known table with each datetime column as the synthetic rows hold theirs
+    (:func:`fits.synthesizer.restore_dtype`: the sites' dtype and time unit, date
+    objects for a Parquet date column, the schema's time zone), where that keeps every
+    known value; a column of text is read first, as :func:`pandas.to_datetime` reads it
+    (ISO 8601, or the one format it infers from the first value).  A format whose day
+    and month could be swapped in every row (``06/01/2011``) is read month first, as
+    pandas reads it, with one note (:class:`~fits.core.schema.DataNote`) saying how the
+    first value was read.
+
+    Raises
+    ------
+    SchemaError
+        Text that is not dates in one format (naming the column).
+    KnownTableError
+        A time of day given for a column of whole days (naming the column, the first
+        such row, ``known_columns.loc[...]`` of ``index``, and the fix).
+    """
+    from fits.core.schema import SchemaError
+    from fits.synthesizer import restore_dtype
+
+    for name in known.columns:
+        if name not in schema.names or schema[name].dtype != "datetime":
+            continue
+        spec = schema[name]
+        col = known[name]
+        if not pd.api.types.is_datetime64_any_dtype(col.dtype):
+            if not col.notna().any():
+                continue  # all missing: the encoding's checks say what to do
+            try:
+                with warnings.catch_warnings():  # pandas' note on the format it inferred
+                    warnings.simplefilter("ignore", UserWarning)
+                    # ISO 8601 as fits.io reads the sites' files (a date, or a date and
+                    # time, in one column), else the one format pandas infers
+                    iso = "ISO8601" if _all_iso(col) else None
+                    parsed = pd.to_datetime(col, utc=spec.tz is not None, format=iso)
+            except (ValueError, TypeError) as exc:
+                raise SchemaError(
+                    f"the known values: column {name!r} is a datetime column in the schema "
+                    f"but holds values that are not dates ({exc})"
+                ) from None
+            _note_day_first(name, col, parsed)
+            col = parsed
+        if spec.tz is not None and getattr(col.dt, "tz", None) is not None:
+            col = col.dt.tz_convert(spec.tz)
+        elif spec.tz is not None or getattr(col.dt, "tz", None) is not None:
+            known[name] = col  # a time zone apart from the schema's: refused by the encoding
+            continue
+        timed = np.flatnonzero((col.notna() & (col != col.dt.normalize())).to_numpy())
+        if spec.date_only and timed.size:
+            raise KnownTableError(
+                f"the known values: column {name!r} holds whole days (dates) at every "
+                f"site, but {timed.size} of its known value(s) have a time of day (e.g. "
+                f"{str(col.iloc[timed[0]])!r} in {known_row(index, int(timed[0]))}); fits "
+                "does not cut them to the day: give dates in those rows of known_columns, "
+                "or leave the rows out"
+            )
+        try:  # the synthetic rows' form, where it holds every known value exactly
+            out = restore_dtype(col, spec)
+        except (TypeError, ValueError, OverflowError):
+            out = col
+        back = pd.to_datetime(pd.Series(out.to_numpy(dtype=object)), utc=spec.tz is not None)
+        if spec.tz is not None:
+            back = back.dt.tz_convert(spec.tz)
+        same = back.isna().to_numpy() == col.isna().to_numpy()
+        if not (same.all() and bool((back.dropna().to_numpy() == col.dropna().to_numpy()).all())):
+            out = col
+        known[name] = out
+    return known
+
+
+def _all_iso(values: pd.Series) -> bool:
+    """Whether every present value is ISO 8601 text (``2011-06-01``, ``2011-06-01
+    10:30``), as :func:`fits.io.read_table` reads a site file's dates."""
+    from fits.io import _ISO_DATE
+
+    present = values.dropna()
+    return bool(present.map(lambda v: isinstance(v, str) and bool(_ISO_DATE.match(v))).all())
+
+
+def _note_day_first(name: str, text: pd.Series, parsed: pd.Series) -> None:
+    """One note where a known date column's text format reads as well day first as month
+    first in every row (``06/01/2011``): pandas (and fits) read it month first."""
+    from pandas.tseries.api import guess_datetime_format
+
+    from fits.core.schema import DataNote
+
+    present = text.dropna()
+    if not pd.api.types.is_string_dtype(present.dtype) and not all(
+        isinstance(v, str) for v in present
+    ):
+        return
+    first = str(present.iloc[0]).strip()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        guess = guess_datetime_format(first)
+    if guess is None or "%m" not in guess or "%d" not in guess:
+        return
+    month = guess.index("%m")
+    year = min((guess.index(y) for y in ("%Y", "%y") if y in guess), default=len(guess))
+    if month > guess.index("%d") or year < month:
+        return  # day first, or year first (ISO 8601, 2011-06-01): one reading
+    swapped = guess.replace("%m", "\0").replace("%d", "%m").replace("\0", "%d")
+    try:
+        pd.to_datetime(present, format=swapped)
+    except (ValueError, TypeError):
+        return  # a day past 12 somewhere: one reading
+    day = parsed.dropna().iloc[0]
+    warnings.warn(
+        f"the known values: column {name!r} has dates whose day and month could be "
+        f"swapped in every row ({first!r}); they are read month first, as pandas reads "
+        f"them ({first!r} is {day.date()}); write them as YYYY-MM-DD (ISO 8601), as the "
+        "site tables do, to say which",
+        DataNote,
+        stacklevel=4,
+    )

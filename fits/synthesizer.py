@@ -66,7 +66,13 @@ from fits.deploy.inprocess import (
 from fits.federation.client import MIN_CLIENT_ROWS, FITSClient
 from fits.federation.coordinator import BOOSTING_PROGRESS, Coordinator
 from fits.federation.transport import InProcessTransport, Transport
-from fits.known import check_known_flags
+from fits.known import (
+    check_known_categories,
+    check_known_flags,
+    check_known_whole,
+    known_dates,
+    show_value,
+)
 
 __all__ = ["SAMPLE_CHUNK_ROWS", "FITSSynthesizer", "NotConnectedError", "restore_dtype"]
 
@@ -1249,6 +1255,11 @@ class FITSSynthesizer(BaseEstimator):
             ):
                 known[name] = col.mask(col.isin(list(markers)))
         check_known_flags(known, self.schema_)  # True / False for a number: not 1.0 / 0.0
+        check_known_whole(known, self.schema_, known_columns.index)  # 38.5 for an age
+        # a missing value, an unknown category: in known_columns' terms, not a schema's
+        check_known_categories(known, self.schema_, known_columns.index)
+        # dates (text read as dates) in the form of the output's synthetic rows
+        known = known_dates(known, self.schema_, known_columns.index)
         numbers = known
         for name in known.columns:  # Decimal objects as the numbers the sites modelled
             decimal = decimal_values(known[name])
@@ -1611,11 +1622,12 @@ def _check_known_bounds(spec: ColumnSpec, values: np.ndarray) -> None:
     estimated only within them (fits never extrapolates)."""
     lo, hi = spec.bounds
     outside = values[(values < lo) | (values > hi)]
-    if outside.size:
+    if outside.size:  # a datetime column's as dates (seconds since 1970 on the scale)
+        shown = [show_value(spec, float(v)) for v in (lo, hi, outside[0])]
         raise ValueError(
             f"the known values: {outside.size} value(s) of column {spec.name!r} lie outside "
-            f"its range [{spec.lower:g}, {spec.upper:g}] (e.g. {outside[0]:g}); fits "
-            "draws only within the real data's range"
+            f"its range [{shown[0]}, {shown[1]}] (e.g. {shown[2]}); fits draws only within "
+            "the real data's range"
         )
 
 
