@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from fits._json import plain
 from fits.core.names import ColumnNameError, header_for, show_columns
 
 if TYPE_CHECKING:
@@ -209,7 +210,7 @@ def known_row(index: pd.Index, position: int) -> str:
     """The row of ``known_columns`` at ``position``, as a pandas user finds it again:
     ``known_columns.loc[LABEL]`` (the command line names the file's row instead,
     :func:`fits.cli.known.known_values_advice`)."""
-    return f"known_columns.loc[{plain_label(index[position])!r}]"
+    return f"known_columns.loc[{plain(index[position])!r}]"
 
 
 def in_file_terms(message: str) -> str:
@@ -223,12 +224,6 @@ def in_file_terms(message: str) -> str:
         message,
     )
     return re.sub(r"rows of (?:known_columns|the table)\b", "rows of the file", message)
-
-
-def plain_label(label: object) -> object:
-    """An index label as Python writes it (``5``, not ``np.int64(5)``)."""
-    item = getattr(label, "item", None)
-    return item() if isinstance(label, np.generic) and callable(item) else label
 
 
 def show_value(spec: Any, value: float) -> str:
@@ -273,7 +268,7 @@ def check_known_whole(known: pd.DataFrame, schema: Schema, index: pd.Index) -> N
         first = int(frac[0])
         raise KnownTableError(
             f"the known values: column {name!r} holds whole numbers at every site, but "
-            f"{frac.size} of its known value(s) are not whole (e.g. {plain_label(v[first])} "
+            f"{frac.size} of its known value(s) are not whole (e.g. {plain(v[first])} "
             f"in {known_row(index, first)}); fits does not round them: give whole numbers "
             "in those rows of known_columns, or leave the rows out"
         )
