@@ -118,7 +118,8 @@ def test_schema_resolves_drop_kind_order(sites, tmp_path) -> None:
 def test_an_exact_header_wins(tmp_path) -> None:
     """Headers 'h' and ' h ': --kind h=... is 'h', and ' h =...' the other."""
     path = tmp_path / "t.csv"
-    pd.DataFrame({"h": [1, 2, 3] * 5, " h ": [3, 1, 2] * 5, "x": np.arange(15.0)}).to_csv(
+    # x not 0..14: whole numbers in row order are a row number, refused as an identifier
+    pd.DataFrame({"h": [1, 2, 3] * 5, " h ": [3, 1, 2] * 5, "x": np.arange(15.0) / 7}).to_csv(
         path, index=False
     )
     out = tmp_path / "schema.json"
