@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import subprocess
 import sys
@@ -11,9 +12,18 @@ import warnings
 from collections.abc import Mapping
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
-import pytest
+#: Under pytest-xdist (``-n auto``) each worker is one of as many processes as there are
+#: cores: OpenMP and BLAS pools of one thread per core in every worker oversubscribe the
+#: machine (HistGradientBoosting's OpenMP threads spin while they wait: a test took 2.6
+#: times as long on 2 cores), so each worker, and every ``fits`` process it starts,
+#: keeps to one thread. Set before numpy, scipy and scikit-learn load their pools.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(_var, "1")
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
 
 #: The installed ``fits`` command of the interpreter running the tests (its venv), else
 #: the one on PATH.

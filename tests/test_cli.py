@@ -507,8 +507,13 @@ def test_existing_output_is_replaced_only_on_success(site_files, tmp_path):
 
 
 def test_demo_runs_and_says_where_outputs_are(tmp_path):
-    res = run("demo", "--out", str(tmp_path / "demo"), "--rows", "2000", "--quiet")
+    """The README's main job, on few rows (its time is the report's, whatever the rows):
+    every site gets at least two of them (one made the demo crash), and it says where
+    its outputs are."""
+    res = run("demo", "--out", str(tmp_path / "demo"), "--rows", "100", "--quiet")
     assert res.returncode == 0, res.stderr
+    sizes = json.loads(res.stdout.split("sites of sizes ")[1].split("]")[0] + "]")
+    assert min(sizes) >= 2 and sum(sizes) == 80
     for name in ("synthetic.csv", "report.html", "report.json"):
         assert (tmp_path / "demo" / name).exists()
         assert str(tmp_path / "demo" / name) in res.stdout

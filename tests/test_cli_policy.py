@@ -160,6 +160,8 @@ def test_federate_local_policy_that_refuses(sites, tmp_path):
 
 
 @pytest.mark.flower
+@pytest.mark.slow  # a whole fits federate local run, 2 minutes in the clean-clone CI's serial
+# Flower stage (20-minute budget); fits synthesize --policy and the federate refusal run in CI
 def test_federate_local_permissive_policy_applies_to_every_site(tiny_sites, tmp_path):
     """The default policy would stop this run (test above, in process); the file's
     k = 0 lets every SuperNode answer."""

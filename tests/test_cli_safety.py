@@ -678,14 +678,6 @@ def test_schema_bounds_that_exclude_data_are_refused(sites, tmp_path):
     assert "outside the schema's bounds" in res.stderr and not out.exists()
 
 
-def test_demo_with_few_rows_gives_every_site_two_rows(tmp_path):
-    res = run("demo", "--rows", 100, "--out", tmp_path / "demo", "--quiet")
-    assert res.returncode == 0, res.stderr
-    sizes = json.loads(res.stdout.split("sites of sizes ")[1].split("]")[0] + "]")
-    assert min(sizes) >= 2 and sum(sizes) == 80
-    assert (tmp_path / "demo" / "synthetic.csv").exists()
-
-
 def test_federated_split_gives_each_client_min_rows():
     from fits.datasets import PAPER_SHARES, federated_split
 

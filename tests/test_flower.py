@@ -765,6 +765,8 @@ def test_fits_federate_local_command_keeps_types(tmp_path):
 
 
 @pytest.mark.flower
+@pytest.mark.slow  # 70 s in the clean-clone CI's serial Flower stage (20-minute budget);
+# the run config's drop is checked in CI through Flower's messages (test above)
 def test_fits_federate_local_drop_is_fits_synthesize_drop(tmp_path):
     """fits federate local a.csv b.csv --drop uid (the sites in name order) writes the
     table fits synthesize a.csv b.csv --drop uid writes with the same seed; the column
