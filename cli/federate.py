@@ -933,34 +933,16 @@ def table_has_rows(path: Path) -> bool:
 
 
 def count_rows(path: Path, most: int) -> int:
-    """The rows of the table ``path``, counted up to ``most`` at most: a Parquet file's
-    metadata, a CSV file's records after its header up to the ``most``-th (blank lines
-    hold no row; a line of one quoted blank, ``" "``, counts as blank here though
-    :func:`fits.io.read_table` reads it as a row).  A file that cannot be read so
-    counts as ``most`` rows (its site then says what is wrong)."""
-    import csv
+    """The rows of the table ``path`` as :func:`fits.io.read_table` reads them, counted
+    up to ``most`` at most (:func:`fits.io.count_rows`: a Parquet file's metadata, a CSV
+    file's records; a blank line between the values of a one-column table is a row).
+    A file that cannot be read so counts as ``most`` rows (its site then says what is
+    wrong)."""
+    from fits.io import count_rows as rows_of
 
     try:
-        if path.suffix.lower() == ".parquet":
-            import pyarrow.parquet as pq
-
-            return min(int(pq.ParquetFile(path).metadata.num_rows), most)
-        rows = 0
-        header = False
-        with open(path, encoding="utf-8-sig", errors="replace", newline="") as fh:
-            for record in csv.reader(fh):
-                blank = not record or (len(record) == 1 and record[0] and not record[0].strip())
-                if blank:
-                    continue
-                if header:
-                    rows += 1
-                    if rows >= most:
-                        break
-                header = header or any(field.strip() for field in record)
-        return rows
-    except (OSError, csv.Error, ValueError):
-        return most
-    except Exception:  # noqa: BLE001 - pyarrow's errors: the site reports them
+        return rows_of(path, most)
+    except Exception:  # noqa: BLE001 - the site reads the file itself and reports it
         return most
 
 

@@ -164,3 +164,15 @@ def test_count_rows_agrees_with_read_table(tmp_path, text):
     except DataFileError:
         rows = 0
     assert count_rows(path, 5) == min(rows, 5)
+
+
+def test_count_rows_counts_a_one_column_table_s_blank_values(tmp_path):
+    """A blank line between the values of a one-column CSV is a missing value, a row
+    (fits.io.read_table); the pre-flight count skipped it and so undercounted."""
+    from fits.cli.federate import count_rows
+    from fits.io import read_table
+
+    path = tmp_path / "t.csv"
+    path.write_text("sex\nFemale\n\nMale\n")
+    assert count_rows(path, 10) == 3 == len(read_table(path))
+    assert count_rows(tmp_path / "missing.csv", 7) == 7  # the site says what is wrong
