@@ -27,6 +27,7 @@ from fits.core.schema import DataNote
 __all__ = [
     "TABLE_SUFFIXES",
     "DataFileError",
+    "ISO_DATE",
     "OutputError",
     "OutputTooLarge",
     "StreamEstimate",
@@ -56,7 +57,9 @@ TABLE_SUFFIXES = (".csv", ".parquet")
 #: :meth:`fits.FITSSynthesizer.iter_sample` and ``iter_sample_remaining_columns``).
 LARGE_REQUEST_ROWS = 100_000
 ESTIMATE_ROWS = 8_192
-_ISO_DATE = re.compile(
+#: ISO 8601 text of a date or a time (``2011-06-01``, ``2011-06-01 10:30:00+01:00``): what
+#: :func:`read_table` reads as dates without guessing an order of day and month.
+ISO_DATE = re.compile(
     r"^\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?(Z|[+-]\d{2}:?\d{2})?$"
 )
 
@@ -601,7 +604,7 @@ def _parse_dates(frame: pd.DataFrame, path: Path | None = None) -> pd.DataFrame:
         present = s.dropna()
         if present.empty or not present.map(lambda v: isinstance(v, str)).all():
             continue
-        if not present.str.match(_ISO_DATE).all():
+        if not present.str.match(ISO_DATE).all():
             continue
         aware = present.str.contains(r"(?:Z|[+-]\d{2}:?\d{2})$")
         if aware.any() and not aware.all():
@@ -703,7 +706,7 @@ class _DateFacts:
         if not present.map(lambda v: isinstance(v, str)).all():
             self.ok = False
             return
-        if not _ISO_DATE.match(present.iloc[0]) or not present.str.match(_ISO_DATE).all():
+        if not ISO_DATE.match(present.iloc[0]) or not present.str.match(ISO_DATE).all():
             self.ok = False
             return
         aware = present.str.contains(r"(?:Z|[+-]\d{2}:?\d{2})$")

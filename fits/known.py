@@ -436,10 +436,10 @@ def known_dates(known: pd.DataFrame, schema: Schema, index: pd.Index) -> pd.Data
 def _all_iso(values: pd.Series) -> bool:
     """Whether every present value is ISO 8601 text (``2011-06-01``, ``2011-06-01
     10:30``), as :func:`fits.io.read_table` reads a site file's dates."""
-    from fits.io import _ISO_DATE
+    from fits.io import ISO_DATE
 
     present = values.dropna()
-    return bool(present.map(lambda v: isinstance(v, str) and bool(_ISO_DATE.match(v))).all())
+    return bool(present.map(lambda v: isinstance(v, str) and bool(ISO_DATE.match(v))).all())
 
 
 def _note_day_first(name: str, text: pd.Series, parsed: pd.Series) -> None:
