@@ -1676,7 +1676,7 @@ def _unmatched_message(
 ) -> str:
     """What to say when known rows found no matching draw (:class:`MatchError`)."""
     row = known.iloc[exc.row]
-    values = ", ".join(f"{name}={plain(row[name])!r}" for name in known.columns)
+    values = ", ".join(f"{name}={_shown(row[name])}" for name in known.columns)
     return (
         f"known column(s) {list(names)} come after a column not given in the chain, so "
         "they are matched by drawing: each known row takes a row drawn (given the known "
@@ -1691,6 +1691,17 @@ def _unmatched_message(
         "on them exactly (order=[...]; fits synthesize --order), or allow more draws "
         "per row (max_tries)"
     )
+
+
+def _shown(value: Any) -> str:
+    """A known value as a message shows it: a time as its ISO text (``'2011-06-01'``,
+    not ``Timestamp('2011-06-01 00:00:00')``), anything else as the repr of its plain
+    Python value."""
+    if isinstance(value, (pd.Timestamp, np.datetime64)) and not pd.isna(value):
+        stamp = pd.Timestamp(value)
+        text = stamp.date().isoformat() if stamp == stamp.normalize() else stamp.isoformat()
+        return repr(text)
+    return repr(plain(value))
 
 
 def _check_seed(name: str, seed: Any, sequence: bool = False) -> None:

@@ -286,3 +286,12 @@ def test_rows_with_another_prefix_do_not_share_draws() -> None:
         )
     )[:, 0]  # fmt: skip
     assert (got // 10 == given[:, 0]).all() and (got % 2 == codes[:, 0]).all()
+
+
+def test_the_unmatched_message_shows_a_known_date_as_a_date() -> None:
+    """A known time in the refusal is its ISO text, not pandas' Timestamp('...') repr."""
+    from fits.synthesizer import _unmatched_message
+
+    known = pd.DataFrame({"day": pd.to_datetime(["2011-06-01", "2011-06-02"]), "g": ["a", "b"]})
+    message = _unmatched_message(known, ["g"], MatchError(1, 1, 100, 0), 100)
+    assert "(day='2011-06-02', g='b')" in message and "Timestamp" not in message
