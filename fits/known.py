@@ -445,7 +445,10 @@ def _all_iso(values: pd.Series) -> bool:
 def _note_day_first(name: str, text: pd.Series, parsed: pd.Series) -> None:
     """One note where a known date column's text format reads as well day first as month
     first in every row (``06/01/2011``): pandas (and fits) read it month first."""
-    from pandas.tseries.api import guess_datetime_format
+    try:
+        from pandas.tseries.api import guess_datetime_format
+    except ImportError:  # pandas < 2.2 (the floor is 2.1): the same function, not yet public
+        from pandas._libs.tslibs.parsing import guess_datetime_format
 
     from fits.core.schema import DataNote
 
