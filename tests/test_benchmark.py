@@ -230,6 +230,7 @@ def test_cli_seed_below_zero_is_a_usage_error(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(not SHARED_DATA.is_dir(), reason="UCI files not available")
+@pytest.mark.slow  # 10 s, CI budget; the split is tested directly
 def test_cli_small_rows_split_keeps_two_rows_per_client(tmp_path: Path) -> None:
     """German at --rows 100: the 1% client got 0-1 rows and the site refused it with a
     traceback; every client now gets at least 2 rows (taken from the largest). What the
@@ -411,6 +412,7 @@ def test_cli_column_design(tmp_path: Path) -> None:
     assert not (tmp_path / "x").exists()
 
 
+@pytest.mark.slow  # 10 s, CI budget; test_boosting runs --column-model
 def test_cli_column_model(tmp_path: Path) -> None:
     """``--column-model COL=boosting`` reaches the synthesizer (recorded); an unknown
     column, the chain's first, or an unknown model is a usage error."""

@@ -138,9 +138,14 @@ def test_known_decimal_column_comes_back_as_given(tmp_path) -> None:
 
 def test_files_hold_decimal_columns(fitted, tmp_path) -> None:
     parquet = tmp_path / "out.parquet"
-    # one row in a chunk: later chunks hold larger values, with more digits, than the first
-    fitted.sample_to_file(parquet, 300, chunk_rows=1, seed=3)
-    assert pq.ParquetFile(parquet).metadata.num_row_groups == 300
+    # five rows in a chunk: later chunks hold larger values, with more digits, than the
+    # first (one row a chunk checked the same at 5 times the time: a chain pass a chunk)
+    fitted.sample_to_file(parquet, 300, chunk_rows=5, seed=3)
+    assert pq.ParquetFile(parquet).metadata.num_row_groups == 60
+    first = pq.ParquetFile(parquet).read_row_group(0).column("price").to_pylist()
+    assert max(abs(v) for v in pd.read_parquet(parquet)["price"].dropna()) > max(
+        abs(v) for v in first if v is not None
+    )
     types = pq.read_schema(parquet)
     precision, scale = fitted.schema_.decimal_types()["price"]
     assert types.field("price").type == pa.decimal128(precision, scale)

@@ -119,6 +119,7 @@ def test_groups_fit_the_budget():
     assert steps == [Smoothing(relevance={"a": 4.0, "b": 4.0, "c": 0.5})]
 
 
+@pytest.mark.slow  # 11-23 s each: the search is opt-in; CI keeps its oracle tests
 def test_a_wide_column_is_searched_in_groups():
     """A response with more covariates than the budget allows one by one is searched
     with grouped probes, within the sites' default cap of 16 candidates."""
@@ -164,6 +165,7 @@ def test_the_search_weighs_the_relevant_covariate_up(cls):
     assert synth.sample(200).equals(again.fit(clients).sample(200))
 
 
+@pytest.mark.slow  # see above
 def test_search_every_column_and_save(tmp_path):
     """'*' searches every column the kernels draw after the first; the choice is saved
     and a loaded synthesizer samples what the original samples."""
@@ -198,6 +200,7 @@ def test_search_refusals(mixed_clients):
         FITSSynthesizer(seed=0, tune_relevance="y", site_policy=policy).fit(mixed_clients)
 
 
+@pytest.mark.slow  # see above
 def test_a_refusal_by_tuning_candidates_says_what_to_do(mixed_clients):
     """smoothing="auto" spends candidates of the same per-column cap: a site's refusal
     mid-search (an explicit budget of 16 after auto's six) says how many, what budget
@@ -287,6 +290,7 @@ def test_star_skips_ruled_columns_and_own_indicators():
     assert synth.coordinator.relevance_covariates("y") == ["x", "o", "band"]
 
 
+@pytest.mark.slow  # see above
 def test_the_default_budget_is_what_the_sites_default_cap_leaves():
     """relevance_budget=None (the default): 16 candidates per column, or 10 after
     smoothing="auto"'s six, so both searches fit the sites' default tuning_candidates

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from conftest import fits_in_process
 
@@ -24,6 +25,7 @@ def _table(n: int, k: int, rng: np.random.Generator) -> pd.DataFrame:
     )
 
 
+@pytest.mark.slow  # 19 s, CI budget
 def test_the_inference_checks_notes_give_fits_reports_advice(tmp_path):
     rng = np.random.default_rng(0)
     pd.concat([_table(200, 0, rng), _table(200, 1, rng)]).to_csv(tmp_path / "real.csv", index=False)

@@ -26,7 +26,10 @@ def _table(n: int, seed: int) -> pd.DataFrame:
     )
 
 
-@pytest.mark.parametrize("name", ["synthetic", "real", "test", "train"])
+@pytest.mark.parametrize(  # one name in CI (9-15 s each: CI's 20-minute budget)
+    "name",
+    [pytest.param(n, marks=pytest.mark.slow) for n in ("synthetic", "real", "test")] + ["train"],
+)
 def test_a_client_named_like_a_table_of_the_report_stays_a_client(name):
     """A client file synthetic.csv (client "synthetic") replaced the synthetic table:
     the report compared the real table with that client's real rows (100% copies)."""
