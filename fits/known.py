@@ -173,17 +173,30 @@ def _flags(values: pd.Series) -> np.ndarray:
     return np.zeros(len(values), dtype=bool)
 
 
-def check_known_flags(known: pd.DataFrame, schema: Schema) -> None:
+def check_known_flags(known: pd.DataFrame, schema: Schema, index: pd.Index | None = None) -> None:
     """Refuse ``True`` / ``False`` given for a column of numbers (a continuous one, or an
     ordinal or nominal one of numbers): pandas and numpy would read them as 1.0 / 0.0
     without a word, and the output would hold numbers no one gave.  A column whose
     values are true/false itself (dtype ``bool``) takes them, of course.
 
+    Parameters
+    ----------
+    known : DataFrame
+        The known table, its rows in the order of ``index``.
+    schema : Schema
+    index : Index, optional
+        The row labels the user gave the known table (``known_columns.index``): the
+        refusal names the row by its label, ``known_columns.loc[LABEL]``, as the other
+        checks do (the command line turns that into the file's row).  Default:
+        ``known.index``.
+
     Raises
     ------
     KnownTableError
-        Naming the column, the first such value and its row, and the fix (a data error).
+        Naming the column, the first such value and its row (``known_columns.loc[...]``
+        of ``index``), and the fix (a data error).
     """
+    labels = known.index if index is None else index
     for name in known.columns:
         if name not in schema.names:
             continue  # refused, with the reason, elsewhere
@@ -200,9 +213,10 @@ def check_known_flags(known: pd.DataFrame, schema: Schema) -> None:
         what = "continuous" if spec.kind == "continuous" else f"{spec.kind}, of numbers"
         raise KnownTableError(
             f"the known values: column {name!r} is {what}, but {flags.size} of its known "
-            f"value(s) are True / False (e.g. {value} in row {first + 1}); fits does not "
-            "read them as the numbers 1.0 / 0.0: give the numbers themselves (1 for True, "
-            "0 for False, if that is what they mean)"
+            f"value(s) are True / False (e.g. {value} in {known_row(labels, int(first))}); fits "
+            "does not read them as the numbers 1.0 / 0.0: give the numbers themselves (1 "
+            "for True, 0 for False, if that is what they mean) in those rows of "
+            "known_columns"
         )
 
 

@@ -1254,7 +1254,8 @@ class FITSSynthesizer(BaseEstimator):
                 pd.api.types.is_object_dtype(col.dtype) or pd.api.types.is_string_dtype(col.dtype)
             ):
                 known[name] = col.mask(col.isin(list(markers)))
-        check_known_flags(known, self.schema_)  # True / False for a number: not 1.0 / 0.0
+        # True / False for a number: not 1.0 / 0.0
+        check_known_flags(known, self.schema_, known_columns.index)
         check_known_whole(known, self.schema_, known_columns.index)  # 38.5 for an age
         # a missing value, an unknown category: in known_columns' terms, not a schema's
         check_known_categories(known, self.schema_, known_columns.index)

@@ -193,6 +193,30 @@ def test_a_time_of_day_for_a_column_of_whole_days_is_refused(synth):
     assert "'2011-06-02 10:30:00' in known_columns.loc[1]" in str(caught.value)
 
 
+@pytest.mark.parametrize("column", ["age", "level"], ids=["continuous", "ordinal"])
+def test_true_for_a_number_is_named_by_the_known_tables_row_label(synth, column):
+    """The True / False refusal named 'row 2' (its position, 1-based) where its
+    neighbours name known_columns.loc[LABEL]: the user's label 11, not 'row 2'."""
+    known = pd.DataFrame({"age": [40, 41, 42], "level": [1, 2, 3]}, index=[10, 11, 12])
+    known[column] = known[column].astype(object)
+    known.loc[11, column] = True
+    with pytest.raises(ValueError, match=f"column {column!r} is") as caught:
+        synth.sample_remaining_columns(known)
+    message = str(caught.value)
+    assert "True / False (e.g. True in known_columns.loc[11])" in message, message
+    assert "row 2" not in message and "in those rows of known_columns" in message, message
+
+
+def test_the_cli_names_the_files_row_of_true_for_a_number(tmp_path):
+    out = tmp_path / "s.csv"
+    res = _synthesize(tmp_path, "age,level\n40,\n41,\n42,True\n", out)  # (True, blanks)
+    assert res.returncode == 1, res.stderr
+    line = res.stderr.strip()
+    assert "column 'level'" in line and "(e.g. True in row 3 of the file)" in line, line
+    assert "known_columns" not in line and "in those rows of the file" in line, line
+    assert "Traceback" not in res.stderr and not out.exists()
+
+
 def test_the_flower_server_app_names_the_files_row(synth):
     """The ServerApp's refusal of a known value (``fits federate run/local --known``)
     names the file's row, as ``fits synthesize --known`` does, not ``known_columns``."""
