@@ -186,31 +186,57 @@ def _complete(
     except ValueError as exc:
         message = str(exc)
         if "not the first columns of the chain" in message:
-            import shlex
-
-            from fits.core.names import resolve_columns
-
-            names = synth.schema_.names  # 'age' may stand for the header ' age '
-            given = resolve_columns([str(c) for c in known.columns], names, "--known", "the fit")
-            order = [*given, *(c for c in synth.schema_.order if c not in given)]
             message = message.replace("known_columns", "its columns", 1)
             message = message.split(" Fit with")[0].rstrip(".")
-            message += f". Put them first with --order {shlex.quote(','.join(order))}"
+            message += f". Put them first with --order {_known_first(synth, known)}"
         message = message.replace("known_columns break", "its rows break")
         message = in_file_terms(message)  # known_columns.loc[5]: the file's row 6
         raise ValueError(
             f"--known {where!r}: {message.replace('known_columns', 'the table')}"
         ) from None
-    return _failing_as(where, chunks)
+    return _failing_as(where, chunks, synth, known, max_tries or DEFAULT_MAX_TRIES)
 
 
-def _failing_as(where: str, chunks: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
-    """``chunks``, a ValueError while drawing them named as the known table's, as
-    ``fits synthesize --known`` names it (``--known '<file>': ...``)."""
+def _known_first(synth: FITSSynthesizer, known: pd.DataFrame) -> str:
+    """The ``--order`` value that puts the known table's columns first (by the schema's
+    names: 'age' may stand for the header ' age '), the chain's order after."""
+    import shlex
+
+    from fits.core.names import resolve_columns
+
+    names = synth.schema_.names
+    given = resolve_columns([str(c) for c in known.columns], names, "--known", "the fit")
+    order = [*given, *(c for c in synth.schema_.order if c not in given)]
+    return shlex.quote(",".join(order))
+
+
+def _failing_as(
+    where: str,
+    chunks: Iterator[pd.DataFrame],
+    synth: FITSSynthesizer,
+    known: pd.DataFrame,
+    max_tries: int,
+) -> Iterator[pd.DataFrame]:
+    """``chunks``, a ValueError while drawing them named as the known table's in the
+    words ``fits synthesize --known`` uses (``cli/main.py``'s ``_failing_as``): the
+    file's row (1-based), the ``--order`` that puts the known columns first and
+    ``--max-tries`` with its value, not the library's (a 0-based position,
+    ``order=[...]``, ``max_tries``)."""
+    import re
+
     try:
         yield from chunks
     except ValueError as exc:
-        raise ValueError(f"--known {where!r}: {exc}") from None
+        message = re.sub(
+            r"the known row at position (\d+)",
+            lambda m: f"row {int(m.group(1)) + 1} of the file",
+            str(exc),
+        )
+        if "(order=[...]; fits synthesize --order)" in message:
+            message = message.replace(
+                "(order=[...]; fits synthesize --order)", f"(--order {_known_first(synth, known)})"
+            ).replace("(max_tries)", f"(--max-tries, now {max_tries})")
+        raise ValueError(f"--known {where!r}: {message}") from None
 
 
 def _stream_to_file(
