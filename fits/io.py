@@ -381,50 +381,95 @@ _SHOWN_LINES = 10
 
 @dataclass(frozen=True)
 class _Blanks:
-    """The blank lines of a CSV file (lines that are empty or hold only spaces and
-    tabs, outside quotes), found by :func:`_blank_lines`: how pandas must read the file
-    (``options``), and what to tell the user (``missing``: the 1-based lines of a
-    one-column table read as missing values; ``skipped``: those of a table of more
-    columns skipped between rows).  Blank lines before the header or after the last
-    row are no rows, and are not noted (an editor's trailing newlines)."""
+    """The blank lines and white fields of a CSV file (lines that are empty or hold only
+    spaces and tabs, outside quotes; fields of spaces and tabs alone), found by
+    :func:`_blank_lines`: how pandas must read the file (``options``), and what to tell
+    the user (``missing``: the 1-based lines of a one-column table read as missing
+    values; ``skipped``: those of a table of more columns skipped between rows;
+    ``white``: per column, as the header names it, the lines of its fields of spaces
+    and tabs alone, read as missing values).  Blank lines before the header or after
+    the last row are no rows, and are not noted (an editor's trailing newlines)."""
 
     options: Mapping[str, Any]
     column: str = ""
     missing: tuple[int, ...] = ()
     skipped: tuple[int, ...] = ()
+    white: tuple[tuple[str, tuple[int, ...]], ...] = ()
+
+
+#: The characters of a white field (read as missing): spaces and tabs.
+_WHITE = " \t"
 
 
 def _blank_lines(path: Path, sep: str) -> _Blanks:
-    """How to read ``path``'s blank lines: in a one-column table an empty line between
-    values is an empty value, a missing one (pandas' ``skip_blank_lines`` would drop
-    it; a line of spaces alone is the value as written, as a field of spaces in any
-    column); in a table of more columns a blank line is no record of the header's
-    fields and is skipped (pandas' default), with a note."""
-    if not _may_have_blank_lines(path):
+    """How to read ``path``'s blank lines and white fields: in a one-column table an
+    empty line between values is an empty value, a missing one (pandas'
+    ``skip_blank_lines`` would drop it); in a table of more columns a blank line is no
+    record of the header's fields and is skipped (pandas' default), with a note.  A
+    field of spaces or tabs alone (a line of them, in a one-column table) is read as a
+    missing value, with a note: pandas keeps it as text, which made a column of
+    numbers text and would make ``'   '`` a category of a column of labels."""
+    if not _may_have_blank_lines(path) and not _may_have_white_fields(path, sep):
         return _Blanks({})
-    blanks: list[tuple[int, int, bool]] = []  # (record, line, empty)
+    blanks: list[tuple[int, int, bool, list[str]]] = []  # (record, line, empty, fields)
     header: list[str] | None = None
     first = last = -1  # the first and last records that are no blank line
+    white: dict[int, list[int]] = {}  # column position -> lines of its white fields
+    values: set[str] = set()  # the white fields as written: pandas' na_values
     for k, line, blank, empty, record in _records(path, sep):
         if blank:
-            blanks.append((k, line, empty))
+            blanks.append((k, line, empty, record))
             continue
         last = k
         if header is None:
             header, first = record, k
+            continue
+        for i, field in enumerate(record):
+            if field and not field.strip(_WHITE):
+                white.setdefault(i, []).append(line)
+                values.add(field)
     if header is None:
         return _Blanks({})
-    inner = [(line, empty) for k, line, empty in blanks if first < k < last]
-    if len(header) != 1:
-        return _Blanks({}, skipped=tuple(line for line, _ in inner))
-    if not inner:
-        return _Blanks({})
-    outside = [k for k, _, _ in blanks if not first < k < last]
-    return _Blanks(
-        {"skip_blank_lines": False, "skiprows": outside},
-        column=header[0],
-        missing=tuple(line for line, empty in inner if empty),
+    inner = [(line, empty, record) for k, line, empty, record in blanks if first < k < last]
+    if len(header) == 1:  # a line of spaces between values: a white field
+        for line, empty, record in inner:
+            if not empty and record and record[0]:
+                white.setdefault(0, []).append(line)
+                values.add(record[0])
+    options: dict[str, Any] = {"na_values": sorted(values)} if values else {}
+    noted = tuple(
+        (header[i] if i < len(header) else str(i), tuple(sorted(lines)))
+        for i, lines in sorted(white.items())
     )
+    if len(header) != 1:
+        return _Blanks(options, skipped=tuple(line for line, _, _ in inner), white=noted)
+    if inner:
+        outside = [k for k, _, _, _ in blanks if not first < k < last]
+        options.update(skip_blank_lines=False, skiprows=outside)
+    return _Blanks(
+        options,
+        column=header[0],
+        missing=tuple(line for line, empty, _ in inner if empty),
+        white=noted,
+    )
+
+
+def _may_have_white_fields(path: Path, sep: str) -> bool:
+    """Whether ``path`` may hold a field of spaces or tabs alone (quoted or not; False:
+    surely none), read as bytes in blocks, each looked at with the unfinished line
+    before it."""
+    space = rb" " if sep == "\t" else rb"[ \t]"  # with tabs as the separator: spaces
+    s = re.escape(sep.encode())
+    found = re.compile(rb"(?:^|\r|" + s + rb')"?' + space + rb'+"?(?=' + s + rb"|\r|\n|\Z)", re.M)
+    carry = b""
+    with open(path, "rb") as fh:
+        while block := fh.read(1 << 20):
+            data = carry + block
+            if found.search(data):
+                return True
+            cut = max(data.rfind(b"\n"), data.rfind(b"\r"))
+            carry = data[cut + 1 :] if cut >= 0 else data
+    return False
 
 
 def _records(path: Path, sep: str) -> Generator[tuple[int, int, bool, bool, list[str]]]:
@@ -505,6 +550,17 @@ def _blank_note(path: Path, blanks: _Blanks) -> None:
             f"{path}: {_lines(blanks.skipped)} between rows skipped (a blank line holds "
             "none of the header's fields; write a row of missing values with its "
             "separators, e.g. ',,')",
+            DataNote,
+            stacklevel=4,
+        )
+    for column, lines in blanks.white:
+        shown = ", ".join(map(str, lines[:_SHOWN_LINES]))
+        more = f" and {len(lines) - _SHOWN_LINES} more" if len(lines) > _SHOWN_LINES else ""
+        many = "s" if len(lines) > 1 else ""
+        warnings.warn(
+            f"{path}: column {column!r}: {len(lines)} field{many} of spaces or tabs alone "
+            f"(line{many} {shown}{more}) read as missing value{many} (white space holds no "
+            "value; leave the field empty for a missing value, or write the value)",
             DataNote,
             stacklevel=4,
         )

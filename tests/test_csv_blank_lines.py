@@ -2,8 +2,10 @@
 values is an empty value, read as missing (pandas skips it, which dropped a missing
 value); blank lines before the header or after the last value are no rows.  In a table
 of more columns a blank line between rows holds no row of the header's fields: it is
-skipped, and a note names the file and its lines.  ``read_table`` and ``iter_table``
-(any chunk size) read the same rows."""
+skipped, and a note names the file and its lines.  A field of spaces or tabs alone (a
+line of them, in a one-column table) is a missing value, with a note naming the file,
+the column and the lines.  ``read_table`` and ``iter_table`` (any chunk size) read the
+same rows."""
 
 from __future__ import annotations
 
@@ -178,3 +180,48 @@ def test_a_line_of_tabs_in_a_tab_separated_table_is_a_row_of_missing_values(tmp_
     assert len(frame) == 3 and frame["a"].isna().tolist() == [False, True, False]
     assert count_rows(path) == 3
     assert any("1 blank line (line 4) between rows skipped" in n for n in notes), notes
+
+
+# -- fields of spaces or tabs alone ---------------------------------------------------------
+
+
+def test_one_column_line_of_spaces_is_a_missing_value_with_a_note(tmp_path):
+    """A line of spaces (or a tab) between values of a one-column table was the value
+    '   ': a column of numbers became text, and a column of labels got a category of
+    spaces.  It is a missing value, and a note names the file, the column and the lines."""
+    path = _write(tmp_path, "n\n1\n   \n2\n\t\n3\n\n")
+    frame, notes = _read(path)
+    assert frame["n"].dtype == "Int64" and frame["n"].tolist() == [1, pd.NA, 2, pd.NA, 3]
+    assert len(notes) == 1 and str(path) in notes[0], notes
+    assert "column 'n': 2 fields of spaces or tabs alone (lines 3, 5)" in notes[0]
+    assert "read as missing values" in notes[0]
+    labels, notes = _read(_write(tmp_path, "sex\nF\n  \nM\n\nF\n", "sex.csv"))
+    assert labels["sex"].isna().tolist() == [False, True, False, True, False]
+    assert set(labels["sex"].dropna()) == {"F", "M"}
+    assert any("(line 3)" in n and "'sex'" in n for n in notes), notes
+    assert any("1 blank line (line 5)" in n for n in notes), notes  # the empty one, as before
+
+
+def test_fields_of_spaces_in_a_wider_table_are_missing_values(tmp_path):
+    path = _write(tmp_path, 'x,sex,n\n1.5,F,7\n   ,M,8\n3, ,9\n4,"\t",10\n5,M ,\n')
+    frame, notes = _read(path)
+    assert frame["x"].dtype == "float64" and frame["x"].isna().tolist()[1]  # not text
+    assert frame["sex"].tolist()[:2] == ["F", "M"] and frame["sex"].isna().sum() == 2
+    assert frame["sex"].tolist()[-1] == "M "  # a value with a space stays as written
+    assert len(notes) == 2, notes
+    assert "column 'x': 1 field of spaces or tabs alone (line 3)" in notes[0]
+    assert "column 'sex': 2 fields of spaces or tabs alone (lines 4, 5)" in notes[1]
+    assert all(str(path) in n and "missing" in n for n in notes)
+
+
+def test_fits_schema_keeps_a_column_of_numbers_with_a_field_of_spaces(tmp_path):
+    rows = "".join(f"{k * 1.25},{'F' if k % 2 else 'M'}\n" for k in range(30))
+    site = _write(tmp_path, "x,sex\n" + rows + "  ,  \n" + rows, "site.csv")
+    out = tmp_path / "schema.json"
+    result = CliRunner().invoke(app, ["schema", str(site), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "column 'x': 1 field of spaces or tabs alone (line 32)" in result.output
+    columns = json.loads(out.read_text())["columns"]
+    entries = {c["name"]: c for c in columns} if isinstance(columns, list) else columns
+    assert entries["x"]["kind"] == "continuous" and entries["x"]["missing"], entries["x"]
+    assert entries["sex"]["categories"] == ["F", "M", None], entries["sex"]
