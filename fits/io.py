@@ -306,7 +306,9 @@ def _sniff(path: Path) -> tuple[str, str, list[str]]:
     lines = sample.splitlines()
     if not complete and len(lines) > 1:
         lines = lines[:-1]  # the last line may be cut
-    lines = [ln for ln in lines if ln.strip()][:_SNIFF_LINES]
+    lines = [ln for ln in lines if ln.strip()]
+    more = not complete or len(lines) > _SNIFF_LINES  # lines past those looked at here
+    lines = lines[:_SNIFF_LINES]
     if not lines:
         return ",", ".", []
     parsed = {}
@@ -324,11 +326,38 @@ def _sniff(path: Path) -> tuple[str, str, list[str]]:
     decimal = "."
     if sep == ";":
         fields = [f.strip() for r in rows[1:] for f in r]
-        if any(_DECIMAL_COMMA.match(f) for f in fields) and not any(
-            _DECIMAL_POINT.match(f) for f in fields
-        ):
+        comma = any(_DECIMAL_COMMA.match(f) for f in fields)
+        point = any(_DECIMAL_POINT.match(f) for f in fields)
+        if comma and not point:
             decimal = ","
+        elif not comma and not point and more:
+            # no number with a decimal mark in the first lines (a column of decimals
+            # blank there, or whole there): the first one further on says which
+            decimal = _later_decimal_mark(path)
     return sep, decimal, rows[0]
+
+
+#: A field of a ';'-separated file that is a number with a decimal mark (group 1).
+_MARKED_NUMBER = re.compile(
+    rb'(?:^|;|\r)[ \t]*"?[ \t]*[+-]?\d+([.,])\d+[ \t]*"?[ \t]*(?=;|\r|\n|\Z)', re.M
+)
+
+
+def _later_decimal_mark(path: Path) -> str:
+    """The decimal mark of the first number written with one in a ';'-separated file
+    (``","`` for ``12,30``, else ``"."``, also when there is none), read as bytes in
+    blocks, each looked at with the unfinished line before it."""
+    carry = b""
+    with open(path, "rb") as fh:
+        while block := fh.read(1 << 20):
+            data = carry + block
+            cut = max(data.rfind(b"\n"), data.rfind(b"\r"))
+            whole, carry = (data[: cut + 1], data[cut + 1 :]) if cut >= 0 else (b"", data)
+            found = _MARKED_NUMBER.search(whole)
+            if found:
+                return "," if found.group(1) == b"," else "."
+    found = _MARKED_NUMBER.search(carry)
+    return "," if found is not None and found.group(1) == b"," else "."
 
 
 def _check_header(path: Path, names: list[str]) -> None:

@@ -1,7 +1,9 @@
 """Columns of Python ``Decimal`` objects (a Parquet decimal column, a money column) come
 back as ``Decimal`` objects with the real values' digits after the point, in every
 output: the Python API, CSV and Parquet files (a Parquet decimal column whose type is
-fixed for the whole file), conditional sampling and the command line."""
+fixed for the whole file), conditional sampling and the command line; with missing
+values as without them (a ';' file whose decimal-comma column is blank in its first
+lines is read as numbers)."""
 
 from __future__ import annotations
 
@@ -307,3 +309,76 @@ def test_decimal_columns_beyond_decimal128_scale(tmp_path) -> None:
     assert "write a .csv output" in res.stderr and not out.exists()
     res = fits_in_process("synthesize", *wide, "--rows", "20", "--out", out.with_suffix(".csv"))
     assert res.returncode == 0, res.stderr
+
+
+# -- missing values ------------------------------------------------------------------------
+
+
+def test_decimal_columns_with_missing_values_keep_their_places() -> None:
+    """Missing values of a Decimal column (pd.NA and NaN at one site, every value at
+    another) are modelled as missing; the scale and the decimals are the present
+    values', as without them."""
+    rng = np.random.default_rng(4)
+
+    def site(n: int) -> pd.DataFrame:
+        x = rng.normal(50, 10, n).round(2)
+        return pd.DataFrame({"x": x, "price": [Decimal(f"{2 * v:.2f}") for v in x]})
+
+    a, b, c = site(60), site(60), site(40)
+    a["price"] = a["price"].astype(object)
+    a.loc[:5, "price"] = pd.NA
+    a.loc[6:9, "price"] = np.nan
+    c["price"] = None  # a site without one value of it
+    synth = FITSSynthesizer(seed=0).fit([a, b, c])
+    spec = synth.schema_["price"]
+    assert (spec.decimal_scale, spec.decimals, spec.missing) == (2, 2, True), spec
+    out = synth.sample(200, seed=1)
+    assert _is_decimal_column(out["price"], 2) and out["price"].isna().any()
+
+
+def _comma_sites(tmp_path, blank_first: int = 60) -> list:
+    """Two ';' files with a decimal comma (12,30); at the second the column ``price`` is
+    blank in its first ``blank_first`` rows, past the lines a file's form is judged by."""
+    rng = np.random.default_rng(5)
+    files = []
+    for k in range(2):
+        lines = ["x;price"]
+        for i in range(120):
+            price = f"{rng.normal(100, 10):.2f}".replace(".", ",")
+            lines.append(f"{rng.integers(0, 50)};{'' if k and i < blank_first else price}")
+        files.append(tmp_path / f"site{k}.csv")
+        files[-1].write_text("\n".join(lines) + "\n")
+    return files
+
+
+def test_a_decimal_comma_column_blank_in_the_first_lines_is_read_as_numbers(tmp_path) -> None:
+    """The decimal mark of a ';' file was judged by its first 50 lines alone: a site
+    whose decimal column was blank there read '101,25' as text, and the column was
+    refused as an identifier (60 distinct values in 60 rows). The first number with a
+    decimal mark further on decides."""
+    from fits.io import read_table
+
+    files = _comma_sites(tmp_path)
+    with pytest.warns(DataNote, match="',' as the decimal mark"):
+        table = read_table(files[1])
+    assert table["price"].dtype == np.float64 and table["price"].isna().sum() == 60
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataNote)
+        spec = FITSSynthesizer(seed=0).fit([read_table(f) for f in files]).schema_["price"]
+    assert (spec.kind, spec.decimals, spec.missing) == ("continuous", 2, True), spec
+    # a ';' file of whole numbers alone still reads '.' (no decimal mark anywhere)
+    whole = tmp_path / "whole.csv"
+    whole.write_text("a;b\n" + "".join(f"{k};{k % 7}\n" for k in range(80)))
+    with pytest.warns(DataNote, match=r"read with ';' as the separator \(2 columns\)"):
+        assert read_table(whole)["a"].dtype == np.int64
+
+
+def test_command_line_reads_a_decimal_comma_column_blank_at_first(tmp_path) -> None:
+    files = _comma_sites(tmp_path)
+    out = tmp_path / "synthetic.csv"
+    res = fits_in_process("synthesize", *files, "--rows", "50", "--out", out)
+    assert res.returncode == 0, res.stderr
+    assert res.stderr.count("',' as the decimal mark") == 2, res.stderr
+    with open(out, newline="") as fh:
+        price = [row["price"] for row in csv.DictReader(fh)]
+    assert all(re.match(r"^\d+(\.\d{1,2})?$", v) for v in price if v), price[:5]
