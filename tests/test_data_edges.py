@@ -197,13 +197,18 @@ def test_an_integer_identifier_declared_is_kept_as_declared():
     [
         # distinct counts in a small table, neither consecutive nor in row order
         [[3, 9, 1, 14, 6, 11, 2, 8, 17, 5, 12], [7, 2, 19, 4, 10, 1, 16, 3, 8, 13]],
-        # a row number, but at sites too small to tell (fewer than 10 rows each)
-        [list(range(1, 9)), list(range(1, 8)), list(range(1, 10))],
+        # 1..5 at three sites too small to tell, even together (5!^3 < 10!): a count
+        [list(range(1, 6))] * 3,
+        # consecutive at two sites of 6 rows (6! x 6! < 10!), and 8 unordered at a third
+        [list(range(1, 7)), list(range(3, 9)), [4, 1, 9, 2, 8, 5, 3, 6]],
+        # in row order at two sites of 8 rows, not at a third (gaps, unordered)
+        [list(range(1, 9)), list(range(1, 9)), [9, 2, 5, 1, 12, 7, 3]],
         # in row order at one site, repeated values at the other
         [list(range(1, 13)), [1, 1, 2, 3, 3, 4, 5, 5, 6, 7, 8, 9]],
     ],
-    ids=["unordered-counts", "small-sites", "repeats-at-one-site"],
-)
+    ids=["unordered-counts", "tiny-sites", "small-sites", "one-small-site-says-no",
+         "repeats-at-one-site"],
+)  # fmt: skip
 def test_whole_numbers_that_are_no_row_number_are_kept(ids):
     synth = FITSSynthesizer(seed=0).fit(_patients(ids))
     assert synth.schema_["patient_id"].kind == "ordinal"
@@ -218,8 +223,29 @@ def test_each_site_says_only_whether_its_whole_numbers_are_a_row_number():
     assert shuffled["columns"]["n"]["sequence"] is False  # distinct, unordered, with gaps
     repeats = describe_table(pd.DataFrame({"n": [1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10]}))
     assert "sequence" not in repeats["columns"]["n"]
-    small = describe_table(pd.DataFrame({"n": [1, 2, 3]}))["columns"]["n"]
-    assert small["sequence"] is False  # distinct, too few rows to tell
+    small = describe_table(pd.DataFrame({"n": [3, 1, 2]}))["columns"]["n"]
+    assert small["sequence"] is True  # at any size: the merge weighs it by the rows
+    small = describe_table(pd.DataFrame({"n": [5, 2, 9]}))["columns"]["n"]
+    assert small["sequence"] is False
+
+
+@pytest.mark.parametrize(
+    "ids",
+    [
+        [list(range(1, 9))] * 3,  # 1..8 at three sites of 8 rows: 8!^3 >= 10!
+        [list(range(1, 8)), [2, 4, 5, 9, 11, 12, 20]],  # 7! x 7! = 10! x 7: consecutive, ascending
+        [list(range(1, 6))] * 5,  # 1..5 at five sites of 5 rows: 5!^5 >= 10!
+    ],
+    ids=["three-of-8", "two-of-7", "five-of-5"],
+)
+def test_a_row_number_at_sites_all_under_10_rows_is_refused_on_their_pooled_evidence(ids):
+    """Every site under 10 rows made the check not apply: 1..8 at three sites of 8 rows
+    was taken as an ordinal of 8 categories, each real row's own. Each site still says
+    one yes / no; together their rows weigh as much as one site of 10 rows would."""
+    with pytest.raises(IdentifierColumnError) as info:
+        FITSSynthesizer(seed=0).fit(_patients(ids))
+    assert info.value.columns == ["patient_id"]
+    assert f"site0 ({len(ids[0])} rows)" in str(info.value)
 
 
 def test_a_row_number_too_varied_for_ordinal_is_warned_of_however_few_rows():

@@ -118,7 +118,9 @@ NEAR_UNIQUE_SHARE = 0.5
 #: more than :data:`MAX_ORDINAL_LEVELS` of them) is free text; refused.
 FREE_TEXT_LENGTH = 30
 #: A text column with a different value in every row, over at least this many rows in
-#: all, is an identifier however few its values (a small table's emails); refused.
+#: all, is an identifier however few its values (a small table's emails); refused.  A
+#: column of whole numbers that is a row number, at every site of this many rows or
+#: more (sites all smaller: the product of their rows' factorials reaches this one's).
 UNIQUE_TEXT_ROWS = 10
 #: Surrogate values of an ``"id"`` column: this prefix and a zero-padded row number.
 SURROGATE_PREFIX = "synthetic-"
@@ -1981,8 +1983,9 @@ def _describe_column(
     if integral and fam == "int" and uniq.size == values.size:
         info["all_distinct"] = True
     if integral and uniq.size == values.size:  # a row number? one yes / no, no value
-        info["sequence"] = values.size >= UNIQUE_TEXT_ROWS and (
-            int(uniq[-1]) - int(uniq[0]) + 1 == values.size or bool(np.all(np.diff(values) > 0))
+        # (at any size: the merge weighs a small site's yes by its rows, _row_number)
+        info["sequence"] = int(uniq[-1]) - int(uniq[0]) + 1 == values.size or bool(
+            np.all(np.diff(values) > 0)
         )
     info["integral"] = integral
     if str(present.dtype).lower() == "float32":  # its decimals judged in float32
@@ -2213,17 +2216,30 @@ def _identifier_counts(infos: Sequence[Mapping[str, Any]], clients: Sequence[str
 
 def _row_number(infos: Sequence[Mapping[str, Any]], clients: Sequence[str]) -> str | None:
     """Why a column of whole numbers looks like a row number (an integer identifier),
-    else None: at every site a different whole number in every row, and at every site
-    of at least :data:`UNIQUE_TEXT_ROWS` rows (one at least) consecutive or ascending in
-    row order -- each site's one yes / no (``sequence``), never its values' order."""
+    else None: at every site a different whole number in every row, consecutive or
+    ascending in row order -- each site's one yes / no (``sequence``), never its values'
+    order -- where that is strong evidence:
+
+    * every site of at least :data:`UNIQUE_TEXT_ROWS` rows (one at least) says yes (the
+      smaller sites' answers are not weighed then), or
+    * every site is smaller, every site says yes, and together they are no likelier to
+      say so by chance than one site of :data:`UNIQUE_TEXT_ROWS` rows: rows in random
+      order are ascending with chance 1/n! at a site of n rows, so the product of the
+      sites' n! reaches :data:`UNIQUE_TEXT_ROWS`! (three sites of 8 rows, two of 7; not
+      three of 3 rows, 1..3 at each: a count may well be that).
+    """
     if not infos or any("sequence" not in i for i in infos):
         return None  # a site repeats a value, or holds other than whole numbers
     told = [
         (int(i.get("n_present", 0)), bool(i["sequence"]), c)
         for i, c in zip(infos, clients, strict=True)
-        if int(i.get("n_present", 0)) >= UNIQUE_TEXT_ROWS  # the sites large enough to tell
     ]
-    if not told or not all(sequence for _, sequence, _ in told):
+    large = [t for t in told if t[0] >= UNIQUE_TEXT_ROWS]  # the sites large enough alone
+    if large:
+        told = large
+    elif math.prod(math.factorial(n) for n, _, _ in told) < math.factorial(UNIQUE_TEXT_ROWS):
+        return None  # too few rows in all to tell a row number from a count
+    if not all(sequence for _, sequence, _ in told):
         return None
     at = ", ".join(f"{c} ({n} rows)" for n, _, c in told)
     return (
