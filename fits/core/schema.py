@@ -1067,7 +1067,7 @@ class Schema:
     def from_json(cls, text: str) -> Schema:
         """Inverse of :meth:`to_json`."""
         try:
-            d = json.loads(text)
+            d = json.loads(text, object_pairs_hook=_unique_keys)
         except json.JSONDecodeError as exc:
             raise SchemaError(f"the schema is not valid JSON: {exc}") from None
         return cls.from_dict(d)
@@ -1993,6 +1993,28 @@ def _describe_column(
     info["decimals"] = 0 if integral else output_decimals(values)
     info["n_present"] = int(values.size)
     return info
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object of a schema file as a dict, refusing a key given twice: JSON keeps
+    the last silently, so a ``"kind"`` added above the old one (an edit) would be lost."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            keys = dict(pairs)
+            owner = (
+                f"column {keys['name']!r}"
+                if "name" in keys
+                else f"the rule for column {keys['column']!r}"
+                if "column" in keys
+                else "the schema"
+            )
+            raise SchemaError(
+                f"{owner} has key {key!r} twice ({out[key]!r}, then {value!r}); a JSON "
+                "reader would keep the last silently: keep the one you mean, delete the other"
+            )
+        out[key] = value
+    return out
 
 
 def lookalike_names(missing: Sequence[Any], extra: Sequence[Any]) -> str:
