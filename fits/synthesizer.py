@@ -117,7 +117,8 @@ class FITSSynthesizer(BaseEstimator):
         coordinator).  The same seed and data reproduce the output bit for bit.
     kinds : mapping, optional
         Column -> ``"continuous"`` / ``"ordinal"`` / ``"nominal"`` / ``"id"`` overrides of the
-        inferred kinds.  Here and in every parameter below that names columns, a name is
+        inferred kinds (not with ``schema``, whose kinds are set in it: :meth:`fit` refuses
+        both).  Here and in every parameter below that names columns, a name is
         the header it equals, or else the one header equal to it up to surrounding
         whitespace (``"age"`` names a header ``" age "``; :mod:`fits.core.names`),
         resolved at :meth:`fit` against the headers the sites report.
@@ -389,6 +390,13 @@ class FITSSynthesizer(BaseEstimator):
             raise TypeError(f"kinds must be a mapping column -> kind, got {self.kinds!r}")
         if self.schema is not None and not isinstance(self.schema, Schema):
             raise TypeError(f"schema must be a fits Schema, got {type(self.schema).__name__}")
+        if self.schema is not None and self.kinds:  # the schema's kinds win: say so
+            raise ValueError(
+                f"kinds cannot be combined with schema: the schema fixes every column's kind, "
+                f"so kinds={dict(self.kinds)!r} would be ignored; set the kind in the schema "
+                '(its "kind" in the JSON file that Schema.from_json reads), or leave schema '
+                "out to have kinds applied to the inferred one"
+            )
         smoothing = self._check_smoothing()
         budget = self.relevance_budget  # checked before any round
         if budget is not None and (
@@ -784,17 +792,43 @@ class FITSSynthesizer(BaseEstimator):
         Raises
         ------
         fits.io.OutputError
-            ``path`` is a folder, an existing read-only file, or in a folder that
-            cannot be written.
+            ``path`` is a folder, an existing read-only file, an existing file that is
+            not a saved synthesizer (a table, a schema: ``save`` replaces only its own
+            files, and empty ones), or in a folder that cannot be written.
         """
-        from fits.io import check_output, write_bytes
+        from fits.io import OutputError, check_output, write_bytes
 
         check_output(path, option="save: path", create_parent=True)
+        if not self._replaceable(Path(path)):
+            raise OutputError(
+                f"save: path {str(path)!r} exists and is not a saved FITSSynthesizer; fits "
+                "never writes over other files (a table, a schema). Choose another path, "
+                "or remove that file first"
+            )
         try:
             blob = pickle.dumps(self, protocol=pickle.HIGHEST_PROTOCOL)
         except (pickle.PicklingError, AttributeError, TypeError) as exc:
             raise TypeError(self._unpicklable(exc)) from exc
         return write_bytes(blob, path)
+
+    def _replaceable(self, path: Path) -> bool:
+        """Whether :meth:`save` may write at ``path``: nothing there, an empty file, or a
+        synthesizer saved before (its pickle names the class in its first bytes; read,
+        never unpickled)."""
+        try:
+            with open(path, "rb") as fh:
+                head = fh.read(256)
+        except FileNotFoundError:
+            return True
+        except OSError:
+            return True  # check_output has passed it; the write itself says what fails
+        if not head:
+            return True
+        names = {("fits.synthesizer", "FITSSynthesizer")}
+        names.add((type(self).__module__, type(self).__qualname__))
+        return head.startswith(b"\x80") and any(
+            module.encode() in head and name.encode() in head for module, name in names
+        )
 
     def _unpicklable(self, exc: BaseException) -> str:
         """What :meth:`save` says when pickling fails: the parameter that cannot be

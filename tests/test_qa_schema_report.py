@@ -1,0 +1,105 @@
+"""New-user QA of the schema file round trip (``fits schema``, edit, ``--schema``;
+``FITSSynthesizer(schema=...)``), ``fits report`` and ``FITSSynthesizer.save`` / ``load``
+on tables nobody designed for them: an edit is never silently ignored, and a saved model
+never takes the place of a user's file."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fits import FITSSynthesizer, Schema
+from fits.core.schema import SchemaError
+from fits.io import OutputError
+
+from conftest import fits_in_process
+
+
+def _site(n: int, seed: int) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame(
+        {
+            "âge 🎂": rng.integers(18, 90, n),
+            "income": np.round(rng.lognormal(10, 1, n), 2),
+            "small": rng.integers(0, 3, n),
+            "cat": rng.choice(["a" * 300, "béta", "γ"], n),
+        }
+    )
+
+
+@pytest.fixture(scope="module")
+def tables() -> dict[str, pd.DataFrame]:
+    return {"s0": _site(120, 0), "s1": _site(80, 1)}
+
+
+# ---------------------------------------------------------------- the schema file
+
+
+def test_kinds_with_a_schema_are_refused_not_ignored(tables):
+    """The schema fixes every kind: ``kinds`` next to it was silently dropped (the
+    column stayed ordinal), where ``fits synthesize --kind`` with ``--schema`` exits 2."""
+    schema = Schema.detect(tables)
+    assert schema["small"].kind == "ordinal"
+    synth = FITSSynthesizer(schema=schema, kinds={"small": "nominal"}, seed=0, n_jobs=1)
+    with pytest.raises(ValueError, match="kinds cannot be combined with schema.*'small'"):
+        synth.fit(tables)
+    # an empty mapping asks for nothing
+    FITSSynthesizer(schema=schema, kinds={}, seed=0, n_jobs=1).fit(tables)
+
+
+def test_a_key_given_twice_in_a_schema_file_is_refused(tables, tmp_path):
+    """A user who adds ``"kind": "nominal"`` above the old ``"kind"`` line instead of
+    replacing it: JSON parsers keep the last, so the edit was silently lost."""
+    text = Schema.detect(tables).to_json(indent=1)
+    edited = text.replace('"kind": "ordinal"', '"kind": "nominal",\n  "kind": "ordinal"', 1)
+    assert edited != text
+    with pytest.raises(
+        SchemaError, match=r"column 'small' has key 'kind' twice \('nominal', then 'ordinal'\)"
+    ):
+        Schema.from_json(edited)
+    path = tmp_path / "edited.json"
+    path.write_text(edited, encoding="utf-8")
+    sites = []
+    for name, frame in tables.items():
+        sites.append(tmp_path / f"{name}.csv")
+        frame.to_csv(sites[-1], index=False)
+    out = tmp_path / "out.csv"
+    res = fits_in_process(
+        "synthesize", *sites, "--schema", path, "--rows", 5, "--out", out, "--quiet"
+    )
+    assert res.returncode == 1, res.stderr
+    assert "edited.json" in res.stderr and "'kind' twice" in res.stderr
+    assert "Traceback" not in res.stderr
+    assert not out.exists()
+
+
+# ---------------------------------------------------------------- save / load
+
+
+def test_save_does_not_write_over_a_file_that_is_not_a_saved_synthesizer(tables, tmp_path):
+    """``save`` wrote its pickle over whatever was at the path: a site's CSV given by
+    mistake was gone."""
+    synth = FITSSynthesizer(seed=0, n_jobs=1).fit(tables)
+    table = tmp_path / "site.csv"
+    tables["s0"].to_csv(table, index=False)
+    before = table.read_bytes()
+    with pytest.raises(OutputError, match=r"site\.csv' exists and is not a saved FITSSynthesizer"):
+        synth.save(table)
+    assert table.read_bytes() == before
+    # a saved synthesizer is replaced, and an empty file (a fresh temporary file) is taken
+    model = synth.save(tmp_path / "model.pkl")
+    again = FITSSynthesizer(seed=1, n_jobs=1).fit(tables)
+    assert FITSSynthesizer.load(again.save(model)).seed == 1
+    empty = tmp_path / "empty.pkl"
+    empty.write_bytes(b"")
+    assert FITSSynthesizer.load(synth.save(empty)).seed == 0
+
+
+def test_saved_loaded_and_reconnected_samples_the_same_table(tables, tmp_path):
+    synth = FITSSynthesizer(seed=4, n_jobs=1).fit(tables)
+    path = synth.save(tmp_path / "m.pkl")
+    first = synth.sample(40, seed=7)
+    loaded = FITSSynthesizer.load(path).connect(tables)
+    pd.testing.assert_frame_equal(loaded.sample(40, seed=7), first)
+    assert loaded.get_params() == synth.get_params()
