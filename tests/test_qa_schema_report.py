@@ -103,3 +103,16 @@ def test_saved_loaded_and_reconnected_samples_the_same_table(tables, tmp_path):
     loaded = FITSSynthesizer.load(path).connect(tables)
     pd.testing.assert_frame_equal(loaded.sample(40, seed=7), first)
     assert loaded.get_params() == synth.get_params()
+
+
+def test_rules_null_in_a_schema_file_is_refused_not_read_as_detect_again(tables):
+    """``"rules": null`` (meant as "no rules") had the rules detected again, so the
+    edit was silently undone; ``[]`` is none, and no entry at all detects them."""
+    d = Schema.detect(tables).to_dict()
+    d["rules"] = None
+    with pytest.raises(SchemaError, match=r'"rules" is null.*"rules": \[\] for no rules'):
+        Schema.from_dict(d)
+    d["rules"] = []
+    assert Schema.from_dict(d).rules == []
+    del d["rules"]
+    assert Schema.from_dict(d).rules is None

@@ -1055,6 +1055,11 @@ class Schema:
         if not isinstance(order, list):
             raise SchemaError(f"'order' must be a list of column names, got {order!r}")
         rules = d.get("rules")
+        if "rules" in d and rules is None:  # "no rules" or "detect them"? say which
+            raise SchemaError(
+                '"rules" is null: write "rules": [] for no rules, or delete the "rules" '
+                "entry to have them detected"
+            )
         if rules is not None and not isinstance(rules, list):
             raise SchemaError(f"'rules' must be a list of rules, got {rules!r}")
         return cls(
