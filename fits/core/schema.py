@@ -40,6 +40,7 @@ from __future__ import annotations
 import difflib
 import json
 import math
+import os
 import re
 import shlex
 import unicodedata
@@ -1070,7 +1071,30 @@ class Schema:
 
     @classmethod
     def from_json(cls, text: str) -> Schema:
-        """Inverse of :meth:`to_json`."""
+        """Inverse of :meth:`to_json`.
+
+        Parameters
+        ----------
+        text : str
+            The JSON text (of a file: ``Path("schema.json").read_text(encoding=
+            "utf-8-sig")``, which also takes an editor's byte-order mark).
+
+        Raises
+        ------
+        SchemaError
+            Not valid JSON (or a file name given instead of the text), a key given
+            twice in one object, or not a usable schema (see :meth:`from_dict`).
+        """
+        name = str(text) if isinstance(text, os.PathLike) else text
+        if isinstance(text, os.PathLike) or (
+            isinstance(text, str)
+            and not text.lstrip().startswith(("{", "["))
+            and (text.strip().lower().endswith(".json") or os.path.isfile(text.strip()))
+        ):
+            raise SchemaError(
+                f"Schema.from_json takes the JSON text, not a file name ({name!r}): "
+                f"Schema.from_json(Path({name!r}).read_text(encoding='utf-8-sig'))"
+            )
         try:
             d = json.loads(text, object_pairs_hook=_unique_keys)
         except json.JSONDecodeError as exc:
