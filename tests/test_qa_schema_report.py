@@ -116,3 +116,36 @@ def test_rules_null_in_a_schema_file_is_refused_not_read_as_detect_again(tables)
     assert Schema.from_dict(d).rules == []
     del d["rules"]
     assert Schema.from_dict(d).rules is None
+
+
+# ---------------------------------------------------------------- fits report
+
+
+@pytest.mark.slow  # evaluate's energy distances and figures: 6-14 s on a busy machine
+def test_a_constant_column_does_not_switch_off_the_reports_rule_detection():
+    """A constant column (real and synthetic) made the report's rule detection stop
+    with the fit's advice ("drop it before fitting (fits synthesize ...)"), so the
+    "Rules kept" section lost the copy rule the other columns hold."""
+    from fits import evaluate
+
+    rng = np.random.default_rng(3)
+    n = 120
+    real = pd.DataFrame({"x": rng.normal(size=n).round(2), "g": rng.choice(["a", "b"], n)})
+    real["x_copy"] = real["x"]
+    real["const"] = 7
+    synthetic = real.sample(frac=1.0, random_state=1).reset_index(drop=True)
+    synthetic["x"] = (synthetic["x"] + 0.5).round(2)  # breaks the copy in every row
+    rep = evaluate(real, synthetic, seed=0, utility=False, privacy=False, n_jobs=1)
+    kept = {r["column"]: r for r in rep.data["rules"]}
+    assert "x_copy" in kept, rep.data["notes"]
+    assert not any("no rule detection" in n for n in rep.data["notes"])
+
+
+@pytest.mark.parametrize("as_path", [False, True])
+def test_schema_from_json_given_a_file_name_says_to_read_the_file(tables, tmp_path, as_path):
+    """``Schema.from_json("schema.json")`` (the file's name, not its text) said "not
+    valid JSON: Expecting value: line 1 column 1", and a Path a TypeError of json's."""
+    path = tmp_path / "schema.json"
+    path.write_text(Schema.detect(tables).to_json(), encoding="utf-8")
+    with pytest.raises(SchemaError, match=r"takes the JSON text, not a file name.*read_text"):
+        Schema.from_json(path if as_path else str(path))  # type: ignore[arg-type]

@@ -31,7 +31,7 @@ import os
 import re
 import time
 import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import combinations
@@ -1119,7 +1119,14 @@ def _rules_step(inputs: _Inputs, settings: Any, rules: Sequence[Any] | None) -> 
             "real rows": inputs.train if inputs.train is not None else inputs.real
         }
         flags = {flag for flag, _, _ in inputs.present.values()}  # added here, not data
-        kinds = {c: k for c, k in inputs.kinds.items() if k != "id" and c not in flags}
+        # a column of one value is no rule's column or part (and stops Schema.detect with
+        # the fit's advice to drop it): left out, so the other columns' rules are found
+        constant = {c for c in inputs.kinds if _one_value(frames.values(), c)}
+        kinds = {
+            c: k
+            for c, k in inputs.kinds.items()
+            if k != "id" and c not in flags and c not in constant
+        }
         try:
             found = Schema.detect(
                 {n: f[list(kinds)] for n, f in frames.items()}, kinds=kinds, parse_text=False
@@ -1131,6 +1138,19 @@ def _rules_step(inputs: _Inputs, settings: Any, rules: Sequence[Any] | None) -> 
     usable = [r for r in rules if all(c in inputs.synthetic.columns for c in _rule_columns(r))]
     table = rules_kept(inputs.synthetic, usable)
     return jsonable(table.to_dict(orient="records"))
+
+
+def _one_value(frames: Iterable[pd.DataFrame], column: str) -> bool:
+    """Whether ``column`` holds at most one value (missing ones aside) in all ``frames``."""
+    seen: list[Any] = []
+    for frame in frames:
+        if column not in frame.columns:
+            continue
+        values = frame[column].dropna().unique()
+        if len(values) > 1 or (len(values) == 1 and seen and values[0] != seen[0]):
+            return False
+        seen.extend(values[:1])
+    return True
 
 
 def _rule_columns(rule: Any) -> list[str]:
