@@ -149,3 +149,16 @@ def test_schema_from_json_given_a_file_name_says_to_read_the_file(tables, tmp_pa
     path.write_text(Schema.detect(tables).to_json(), encoding="utf-8")
     with pytest.raises(SchemaError, match=r"takes the JSON text, not a file name.*read_text"):
         Schema.from_json(path if as_path else str(path))  # type: ignore[arg-type]
+
+
+def test_a_kind_changed_to_ordinal_without_categories_says_how_to_get_them(tables):
+    """The docs' first edit, "change a kind": continuous -> ordinal in the file was refused
+    with "a ordinal column needs categories", which named no way to get them."""
+    d = Schema.detect(tables).to_dict()
+    spec = next(c for c in d["columns"] if c["name"] == "âge 🎂")
+    spec["kind"] = "ordinal"
+    with pytest.raises(SchemaError) as err:
+        Schema.from_dict(d)
+    msg = str(err.value)
+    assert 'an ordinal column needs categories (a "categories" list' in msg
+    assert "--kind 'âge 🎂=ordinal'" in msg and "Schema.detect" in msg

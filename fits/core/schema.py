@@ -381,7 +381,14 @@ class ColumnSpec:
             )
         if self.kind in ("ordinal", "nominal"):
             if not self.categories:
-                raise SchemaError(f"column {self.name!r}: a {self.kind} column needs categories")
+                an = "an" if self.kind == "ordinal" else "a"
+                option = shlex.quote(f"{self.name}={self.kind}")
+                raise SchemaError(
+                    f"column {self.name!r}: {an} {self.kind} column needs categories (a "
+                    '"categories" list of its values); to change a column\'s kind, detect the '
+                    "schema again with the new kind, which lists them: fits schema ... --kind "
+                    f"{option}, or Schema.detect(tables, kinds={{{self.name!r}: {self.kind!r}}})"
+                )
             if len(set(map(plain, self.categories))) != len(self.categories):
                 raise SchemaError(f"column {self.name!r}: categories are not unique")
             if None in self.categories and not self.missing:
