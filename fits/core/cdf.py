@@ -53,7 +53,9 @@ def default_grid(
 
     Continuous columns: ``grid_size`` equally spaced points over the column's range,
     padded on both sides by ``1.5 * response_bandwidth * range`` (at least three
-    response bandwidths, since a client's sd is at most half the range).  Discrete
+    response bandwidths, since a client's sd is at most half the range); fewer where
+    float64 cannot tell them apart (whole numbers past 2**53 in a range of a few float64
+    steps), but always two at least.  Discrete
     columns: aligned with the continualization intervals, every boundary v_0..v_L a grid
     point and about ``grid_size / L`` points per interval, plus one point four response
     bandwidths beyond each end so that smoothed mass is not lost there.
@@ -70,7 +72,10 @@ def default_grid(
         return np.concatenate([[lo], inner.ravel(), [b[-1], hi]])
     lo, hi = float(spec.lower), float(spec.upper)  # type: ignore[arg-type]
     pad = 1.5 * response_bandwidth * (hi - lo)
-    return np.linspace(lo - pad, hi + pad, grid_size)
+    grid = np.unique(np.linspace(lo - pad, hi + pad, grid_size))
+    # whole numbers past 2**53 whose range spans few float64 steps (2**54 + 0..40; 2**63
+    # + 0..1000, one float64 value): the points that float64 tells apart, at least two
+    return grid if grid.size >= 2 else np.array([lo, np.nextafter(lo, np.inf)])
 
 
 def thin_grid(
