@@ -783,7 +783,8 @@ class FITSSynthesizer(BaseEstimator):
         Parameters
         ----------
         path : str or path-like
-            Where to write, e.g. ``"synth.pkl"``.
+            Where to write, e.g. ``"synth.pkl"`` (a leading ``~`` is the home folder; a
+            missing parent folder is created).
 
         Returns
         -------
@@ -798,6 +799,7 @@ class FITSSynthesizer(BaseEstimator):
         """
         from fits.io import OutputError, check_output, write_bytes
 
+        path = Path(path).expanduser()  # "~/m.pkl": the home's, never a folder named "~"
         check_output(path, option="save: path", create_parent=True)
         if not self._replaceable(Path(path)):
             raise OutputError(
@@ -856,13 +858,14 @@ class FITSSynthesizer(BaseEstimator):
         Parameters
         ----------
         path : str or path-like
+            A leading ``~`` is the home folder.
 
         Returns
         -------
         FITSSynthesizer
             Call :meth:`connect` with its sites before :meth:`sample`.
         """
-        path = Path(path)
+        path = Path(path).expanduser()
         try:
             with open(path, "rb") as fh:
                 obj = pickle.load(fh)
@@ -1435,12 +1438,13 @@ class FITSSynthesizer(BaseEstimator):
         complete (:func:`fits.io.write_table_chunks`); on Linux it has no name until
         then, so not even a killed process leaves a partial file. The table equals
         :meth:`sample` with the same seed; ``num_rows=0`` writes the header alone (a
-        Parquet file: every column with its type).
+        Parquet file: every column with its type).  A leading ``~`` in ``path`` is the
+        home folder; a missing parent folder is created.
 
         Returns
         -------
         Path
-            ``path``.
+            ``path`` (with ``~`` expanded).
 
         Raises
         ------
@@ -1450,7 +1454,8 @@ class FITSSynthesizer(BaseEstimator):
         """
         from fits.io import check_output, check_suffix, write_table_chunks
 
-        check_suffix(Path(path), "output")
+        path = Path(path).expanduser()  # "~/s.csv": the home's, never a folder named "~"
+        check_suffix(path, "output")
         # before any row is drawn: a folder named x.csv, a read-only file, a folder
         # fits cannot write in (the draw would be lost at the end)
         check_output(path, option="sample_to_file: path", create_parent=True)

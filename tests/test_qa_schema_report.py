@@ -178,3 +178,20 @@ def test_whole_numbers_past_2_53_in_a_narrow_range_are_drawn_later_in_the_chain(
     out = FITSSynthesizer(seed=0, n_jobs=1).fit([table]).sample(30)
     assert out["x"].dtype == np.uint64
     assert out["x"].min() >= table["x"].min() and out["x"].max() <= table["x"].max()
+
+
+def test_save_load_and_sample_to_file_expand_a_leading_tilde(tables, tmp_path, monkeypatch):
+    """``save("~/models/m.pkl")`` made a folder named '~' in the working folder (a
+    parent folder is created when missing): one ``rm -rf ~`` from losing a home folder.
+    The paths are the user's home's, as pandas reads them."""
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(work)
+    synth = FITSSynthesizer(seed=0, n_jobs=1).fit(tables)
+    assert synth.save("~/models/m.pkl") == home / "models" / "m.pkl"
+    assert FITSSynthesizer.load("~/models/m.pkl").seed == 0
+    assert synth.sample_to_file("~/out/s.csv", 5) == home / "out" / "s.csv"
+    assert not (work / "~").exists()
+    assert len(pd.read_csv(home / "out" / "s.csv")) == 5
