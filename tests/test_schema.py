@@ -9,6 +9,7 @@ import pytest
 from fits.core.schema import (
     MAX_ORDINAL_LEVELS,
     ColumnSpec,
+    DataNote,
     Schema,
     SchemaError,
     describe_table,
@@ -143,3 +144,57 @@ def test_spec_validation():
         ColumnSpec("a", "nominal", "object", ["x", "x"])
     with pytest.raises(SchemaError, match="duplicate"):
         Schema([ColumnSpec("a", "continuous", lower=0, upper=1)] * 2)
+
+
+def _ages(seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame(
+        {
+            "age": rng.integers(18, 86, 600),  # 68 whole numbers in all
+            "group": rng.integers(0, 3, 600),
+            "score": rng.normal(size=600).round(2),  # a few hundred decimals, some repeat
+            "rate": np.where(rng.random(600) < 0.5, 0.5, rng.normal(size=600).round(1)),
+        }
+    )
+
+
+def test_kind_follows_the_pooled_distinct_count():
+    """30 sites of 20 rows each list at most 20 values of 'age', 68 in all: the column is
+    continuous, as at one site holding all 600 rows (it was ordinal with 68 levels), and
+    the whole schema is the pooled table's, point mass included ('rate' at 0.5)."""
+    table = _ages()
+    assert table["age"].nunique() == 68
+    split = [table.iloc[k * 20 : (k + 1) * 20].reset_index(drop=True) for k in range(30)]
+    assert all(part["age"].nunique() <= MAX_ORDINAL_LEVELS for part in split)
+    federated = Schema.detect(split, rules=False)
+    pooled = Schema.detect(table, rules=False)
+    assert federated.kinds() == pooled.kinds()
+    assert federated.kinds()["age"] == "continuous" and federated.kinds()["score"] == "continuous"
+    assert federated["rate"].point_mass == 0.5
+    assert federated.to_dict() == pooled.to_dict()
+
+
+def test_at_most_20_values_pooled_stays_ordinal():
+    table = _ages()
+    table["age"] = 18 + table["age"] % 20  # 20 values in all
+    split = [table.iloc[k * 20 : (k + 1) * 20].reset_index(drop=True) for k in range(30)]
+    federated = Schema.detect(split, rules=False)
+    assert federated.kinds()["age"] == "ordinal" and federated["age"].categories == list(
+        range(18, 38)
+    )
+    assert federated.to_dict() == Schema.detect(table, rules=False).to_dict()
+
+
+def test_pooled_point_mass_the_value_sets_cannot_tell_is_named():
+    """A zero-inflated count listed by each site (no counts sent): continuous, without a
+    point mass, and a note says how to have it checked; declared continuous, the sites
+    report their most frequent value and the point mass is found."""
+    rng = np.random.default_rng(1)
+    visits = np.where(rng.random(600) < 0.5, 0, rng.integers(1, 60, 600))
+    table = pd.DataFrame({"visits": visits, "x": rng.normal(size=600)})
+    split = [table.iloc[k * 20 : (k + 1) * 20].reset_index(drop=True) for k in range(30)]
+    with pytest.warns(DataNote, match=r"'visits'.*--kind visits=continuous"):
+        federated = Schema.detect(split, rules=False)
+    assert federated["visits"].kind == "continuous" and federated["visits"].point_mass is None
+    declared = Schema.detect(split, kinds={"visits": "continuous"}, rules=False)
+    assert declared["visits"].point_mass == 0.0

@@ -22,7 +22,9 @@ list with the messages a user sees is in docs/cli.md, "What fits does with your 
   bands stored as 17.5, 22.5, ...; a log rate with 5 levels) -> ordinal, the values being
   the support; a continuous column sampled at few rows has (nearly) no ties and stays
   continuous;
-* every other numeric column -> continuous;
+* every other numeric column -> continuous; the distinct values counted are those of all
+  clients together (the union of their value sets), so the kind does not depend on how
+  the rows are split;
 * a text column of which at least :data:`PARSE_SHARE` of the present values are numbers
   (or dates of one format) is read as numbers (dates); the rest are *markers* ("?",
   "unknown") read as missing, with a :class:`DataNote` naming them
@@ -2538,9 +2540,13 @@ def _merge_column(
     if any(i.get("ordered") for i in infos):
         return _merge_ordered(name, infos, clients, kind)
     discrete = all("values" in i for i in infos) and kind != "continuous"
+    pooled = False  # every site listed its values, but together they hold too many
     if discrete and fam in numeric and kind is None:
-        if not all(i.get("integral") for i in infos):  # a lattice only if values repeat
-            n_values = len({float(v) for i in infos for v in i["values"]})
+        n_values = len({_value_key(v) for i in infos for v in i["values"]})
+        if n_values > MAX_ORDINAL_LEVELS:  # the kind follows the pooled distinct count:
+            # continuous, as for one site holding all rows (30 sites of 20 ages each)
+            discrete, pooled = False, True
+        elif not all(i.get("integral") for i in infos):  # a lattice only if values repeat
             rows = sum(int(i.get("n_present", 0)) for i in infos)
             discrete = rows >= LATTICE_MIN_COUNT * n_values
     if fam in textual or discrete:
@@ -2554,7 +2560,74 @@ def _merge_column(
     # continuous (or declared discrete but too many values were not reported)
     if kind in ("ordinal", "nominal"):
         raise SchemaError(f"column {name!r}: declared {kind} but a client did not list its values")
-    return _merge_continuous(name, infos, kind, fams, fam)
+    return _merge_continuous(name, infos, kind, fams, fam, listed=pooled)
+
+
+def _value_key(v: Any) -> float | int:
+    """A numeric value as the merge compares it: a float, or a whole number past 2**53
+    as the exact ``int`` (as :func:`_exact_bound` keeps it)."""
+    if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)):
+        return _exact_bound(int(v))
+    return float(v)
+
+
+def _listed_point_mass(
+    name: str, infos: Sequence[Mapping[str, Any]], present: int
+) -> float | int | None:
+    """The point mass of a column that every site described by its value set (at most
+    :data:`MAX_ORDINAL_LEVELS` values each, more in all), as one site holding all rows
+    would find it: the most frequent value if it holds :data:`POINT_MASS_SHARE` of the
+    rows, else None.
+
+    A site that lists whole numbers sends no counts, only which values it holds (a site
+    listing other numbers also sends its most frequent value's count, ``top_count``), so
+    each value's pooled count is known only within bounds: at least 1 at each site that
+    holds it, at most the site's rows less one for each of its other values.  Where the
+    bounds decide (no value can reach the share, or one surely does and no other can
+    pass it) the answer is exact; where they do not, there is no point mass and a
+    :class:`DataNote` says how to get the counts (declare the column continuous: each
+    site then reports its most frequent value and count, as for any continuous column).
+    """
+    low: dict[float | int, int] = {}
+    high: dict[float | int, int] = {}
+    for info in infos:
+        values = {_value_key(v) for v in info["values"]}
+        rows = int(info.get("n_present", 0))
+        top = _value_key(info["top_value"]) if "top_value" in info else None
+        top_count = int(info.get("top_count", 0))
+        for v in values:
+            if v == top:
+                lo = hi = top_count
+            else:
+                lo = 1
+                hi = rows - len(values) + 1
+                if top is not None:  # no more than the most frequent, nor the rest's share
+                    hi = min(top_count, rows - top_count - (len(values) - 2))
+            low[v] = low.get(v, 0) + lo
+            high[v] = high.get(v, 0) + hi
+    share = POINT_MASS_SHARE * present
+    if not high or max(high.values()) < share:
+        return None  # no value can hold the share
+    best = max(low, key=lambda v: low[v])
+    if low[best] >= share and all(high[v] < low[best] for v in high if v != best):
+        return best
+    could = sorted((v for v in high if high[v] >= share), key=lambda v: -high[v])
+    shown = ", ".join(
+        f"{int(v) if float(v).is_integer() else v!r} (up to {high[v]} rows)" for v in could[:3]
+    )
+    warnings.warn(
+        f"column {name!r} holds more than {MAX_ORDINAL_LEVELS} distinct values over all "
+        f"sites ({len(high)}), so it is modelled as continuous, as one site holding all "
+        f"rows would have it; whether one value holds {POINT_MASS_SHARE:.0%} of its "
+        f"{present} rows (a point mass, drawn exactly) cannot be told from the value sets "
+        f"the sites sent (no counts): {shown}. It is modelled without one. To have it "
+        f"checked, declare the column continuous (--kind {shlex.quote(f'{name}=continuous')}"
+        f"; Python: kinds={{{name!r}: 'continuous'}}): each site then reports its most "
+        "frequent value and its count, as for any continuous column",
+        DataNote,
+        stacklevel=5,
+    )
+    return None
 
 
 def _check_booleans(name: str, infos: Sequence[Mapping[str, Any]], clients: Sequence[str]) -> None:
@@ -2731,9 +2804,17 @@ def _merge_discrete(
 
 
 def _merge_continuous(
-    name: str, infos: Sequence[Mapping[str, Any]], kind: str | None, fams: Sequence[str], fam: str
+    name: str,
+    infos: Sequence[Mapping[str, Any]],
+    kind: str | None,
+    fams: Sequence[str],
+    fam: str,
+    *,
+    listed: bool = False,
 ) -> ColumnSpec:
-    """A continuous column: the clients' bounds, and a point mass if one value dominates."""
+    """A continuous column: the clients' bounds, and a point mass if one value dominates.
+    ``listed``: every client listed its values (more than :data:`MAX_ORDINAL_LEVELS` of
+    them in all), so the point mass comes from those (:func:`_listed_point_mass`)."""
     lo: float = min(float(i["min"]) for i in infos)
     hi: float = max(float(i["max"]) for i in infos)
     if fam == "float" and all(i.get("integral") for i in infos) and "int" in fams:
@@ -2768,6 +2849,10 @@ def _merge_continuous(
             ),
             stacklevel=5,
         )
+    if listed:
+        if present and lo < hi:
+            spec.point_mass = _listed_point_mass(name, infos, present)
+        return spec
     tops: dict[float | int, int] = {}
     for i in infos:
         if "top_value" in i:  # an integer column's past 2**53: the exact whole number
