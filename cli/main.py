@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import errno
 import math
-import shlex
 import sys
 import time
 import warnings
@@ -857,12 +856,9 @@ def _complete_rows(
 def _known_first(synth: Any, table: pd.DataFrame) -> str:
     """The ``--order`` value that puts the ``--known`` table's columns first (by the
     schema's names: 'workclass' may stand for ' workclass '), the chain's order after."""
-    from fits.core.names import resolve_columns
+    from fits.known import known_first_order
 
-    names = synth.schema_.names
-    first = resolve_columns([str(c) for c in table.columns], names, "--known", "the fit")
-    rest = [c for c in synth.schema_.order if c not in first]
-    return shlex.quote(",".join([*first, *rest]))
+    return known_first_order(synth.schema_, table)
 
 
 def _known_error(synth: Any, table: pd.DataFrame, where: str, message: str) -> None:
@@ -886,24 +882,15 @@ def _failing_as(
     where: str, chunks: Iterator[pd.DataFrame], synth: Any, table: pd.DataFrame, max_tries: int
 ) -> Iterator[pd.DataFrame]:
     """``chunks``, a ValueError while drawing them reported as the ``--known`` table's
-    data error (exit 1): rows the draws did not match in the command line's words (the
+    data error (exit 1), in the words :func:`fits.known.unmatched_known_row` gives (the
     file's row, 1-based; the ``--order`` that puts the known columns first;
     ``--max-tries``), not the library's (a 0-based position, ``order=``, ``max_tries``)."""
-    import re
+    from fits.known import unmatched_known_row
 
     try:
         yield from chunks
     except ValueError as exc:
-        message = re.sub(
-            r"the known row at position (\d+)",
-            lambda m: f"row {int(m.group(1)) + 1} of the file",
-            str(exc),
-        )
-        if "(order=[...]; fits synthesize --order)" in message:
-            message = message.replace(
-                "(order=[...]; fits synthesize --order)", f"(--order {_known_first(synth, table)})"
-            ).replace("(max_tries)", f"(--max-tries, now {max_tries})")
-        _fail(f"{where}: {message}")
+        _fail(f"{where}: {unmatched_known_row(str(exc), synth.schema_, table, max_tries)}")
 
 
 def _stream_rows(

@@ -200,14 +200,9 @@ def _complete(
 def _known_first(synth: FITSSynthesizer, known: pd.DataFrame) -> str:
     """The ``--order`` value that puts the known table's columns first (by the schema's
     names: 'age' may stand for the header ' age '), the chain's order after."""
-    import shlex
+    from fits.known import known_first_order
 
-    from fits.core.names import resolve_columns
-
-    names = synth.schema_.names
-    given = resolve_columns([str(c) for c in known.columns], names, "--known", "the fit")
-    order = [*given, *(c for c in synth.schema_.order if c not in given)]
-    return shlex.quote(",".join(order))
+    return known_first_order(synth.schema_, known)
 
 
 def _failing_as(
@@ -218,24 +213,16 @@ def _failing_as(
     max_tries: int,
 ) -> Iterator[pd.DataFrame]:
     """``chunks``, a ValueError while drawing them named as the known table's in the
-    words ``fits synthesize --known`` uses (``cli/main.py``'s ``_failing_as``): the
-    file's row (1-based), the ``--order`` that puts the known columns first and
-    ``--max-tries`` with its value, not the library's (a 0-based position,
-    ``order=[...]``, ``max_tries``)."""
-    import re
+    words ``fits synthesize --known`` uses (:func:`fits.known.unmatched_known_row`, one
+    function for both): the file's row (1-based), the ``--order`` that puts the known
+    columns first and ``--max-tries`` with its value, not the library's (a 0-based
+    position, ``order=[...]``, ``max_tries``)."""
+    from fits.known import unmatched_known_row
 
     try:
         yield from chunks
     except ValueError as exc:
-        message = re.sub(
-            r"the known row at position (\d+)",
-            lambda m: f"row {int(m.group(1)) + 1} of the file",
-            str(exc),
-        )
-        if "(order=[...]; fits synthesize --order)" in message:
-            message = message.replace(
-                "(order=[...]; fits synthesize --order)", f"(--order {_known_first(synth, known)})"
-            ).replace("(max_tries)", f"(--max-tries, now {max_tries})")
+        message = unmatched_known_row(str(exc), synth.schema_, known, max_tries)
         raise ValueError(f"--known {where!r}: {message}") from None
 
 

@@ -38,9 +38,11 @@ __all__ = [
     "check_known_whole",
     "in_file_terms",
     "known_dates",
+    "known_first_order",
     "near_categories",
     "read_known_table",
     "show_value",
+    "unmatched_known_row",
 ]
 
 
@@ -238,6 +240,65 @@ def in_file_terms(message: str) -> str:
         message,
     )
     return re.sub(r"rows of (?:known_columns|the table)\b", "rows of the file", message)
+
+
+def known_first_order(schema: Schema, known: pd.DataFrame) -> str:
+    """The ``--order`` value (shell-quoted) that puts the known table's columns first, by
+    the schema's names ('age' may stand for the header ' age '), the chain's order after.
+
+    Parameters
+    ----------
+    schema : Schema
+        The fitted schema.
+    known : DataFrame
+        The known table.
+
+    Returns
+    -------
+    str
+    """
+    import shlex
+
+    from fits.core.names import resolve_columns
+
+    first = resolve_columns([str(c) for c in known.columns], schema.names, "--known", "the fit")
+    return shlex.quote(",".join([*first, *(c for c in schema.order if c not in first)]))
+
+
+def unmatched_known_row(message: str, schema: Schema, known: pd.DataFrame, max_tries: int) -> str:
+    """A refusal met while drawing for a known file's rows (a row no draw matched) in the
+    command line's words, one wording for ``fits synthesize --known`` and the Flower
+    ServerApp: the file's row, 1-based (the library's ``the known row at position 4``
+    is row 5 of the file), the ``--order`` that puts the known columns first and
+    ``--max-tries`` with its value, not the library's ``order=[...]`` and ``max_tries``.
+
+    Parameters
+    ----------
+    message : str
+        The library's message.
+    schema : Schema
+        The fitted schema (for the ``--order`` value).
+    known : DataFrame
+        The known table.
+    max_tries : int
+        The draws per row that were allowed.
+
+    Returns
+    -------
+    str
+        The message, without the file's name (the caller adds it).
+    """
+    message = re.sub(
+        r"the known row at position (\d+)",
+        lambda m: f"row {int(m.group(1)) + 1} of the file",
+        message,
+    )
+    if "(order=[...]; fits synthesize --order)" in message:
+        message = message.replace(
+            "(order=[...]; fits synthesize --order)",
+            f"(--order {known_first_order(schema, known)})",
+        ).replace("(max_tries)", f"(--max-tries, now {max_tries})")
+    return message
 
 
 def show_value(spec: Any, value: float) -> str:

@@ -229,3 +229,31 @@ def test_the_flower_server_app_names_the_files_row(synth):
     message = str(caught.value)
     assert "--known 'k.csv'" in message and "row 2 of the file" in message, message
     assert "known_columns" not in message and "rows of the file" in message, message
+
+
+# -- one wording for a known row no draw matched (command line and Flower ServerApp) -----
+
+
+def test_an_unmatched_known_row_is_worded_once_for_the_file(synth):
+    from fits.known import unmatched_known_row
+
+    known = pd.DataFrame({"sex": ["Male"], "level": [4]})
+    message = (
+        "known column(s) ['sex', 'level'] come after ...; the known row at position 4 "
+        "(sex='Male', level=4) found none in 7 draws per row (...). Put the known columns "
+        "first in the chain (order=[...]; fits synthesize --order), or allow more draws "
+        "per row (max_tries)"
+    )
+    said = unmatched_known_row(message, synth.schema_, known, 7)
+    assert "row 5 of the file (sex='Male', level=4)" in said
+    assert "(--order sex,level,age,day)" in said and "(--max-tries, now 7)" in said
+    assert "order=[...]" not in said and "position" not in said
+
+
+def test_the_cli_and_the_server_app_share_the_unmatched_row_wording():
+    """Neither keeps a copy of the wording that could drift from fits.known's."""
+    root = Path(__file__).resolve().parents[1]
+    for path in (root / "cli" / "main.py", root / "fits" / "flower_app.py"):
+        source = path.read_text(encoding="utf-8")
+        assert "the known row at position" not in source, path
+        assert "unmatched_known_row(" in source, path
