@@ -601,16 +601,27 @@ def _schema_kinds(schema: Path, real_frame: pd.DataFrame, real: Path) -> dict[st
     if not schema.is_file():
         raise UsageError(f"--schema {str(schema)!r}: no such file")
     try:
-        kinds = Schema.from_json(schema.read_text(encoding="utf-8")).kinds()
+        parsed = Schema.from_json(schema.read_text(encoding="utf-8"))
     except (OSError, ValueError, KeyError, TypeError) as err:
         raise DataError(
             f"--schema {str(schema)!r}: not a usable schema file ({err}); write one "
             "with `fits schema`"
         ) from None
+    kinds = parsed.kinds()
     unknown = sorted(set(kinds) - set(real_frame.columns))
     if unknown:
         raise DataError(
             f"--schema {str(schema)!r} names column(s) {unknown} that --real {str(real)!r} lacks"
+        )
+    named = {c.name for c in parsed.columns if c.indicates is None}  # not its indicators
+    unnamed = [str(c) for c in real_frame.columns if c not in named]
+    if unnamed:  # their kinds would be inferred silently, not the file's: refused, as
+        # fits synthesize --schema refuses a table column the schema lacks (exit 1)
+        raise DataError(
+            f"--schema {str(schema)!r} does not match --real {str(real)!r}: column(s) "
+            f"{unnamed} of --real are not in the schema, so their kinds are not the file's. "
+            "Add them to the schema (`fits schema` writes one that matches), or leave them "
+            "out of the tables"
         )
     return kinds
 

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from fits import evaluate
+from fits import Schema, evaluate
 
 from conftest import fits_in_process
 
@@ -241,3 +241,23 @@ def test_numeric_identifier_warning_speaks_of_each_command(tmp_path):
         "analyze", *paths, *linear, "--features", "x", "--out", tmp_path / "b.json"
     )
     assert done.returncode == 0 and "pid" not in done.stderr, done.stderr
+
+
+def test_cli_report_refuses_a_schema_that_lacks_a_column(tmp_path):
+    """A --schema without one of the tables' columns had that column's kind inferred
+    silently; refused as fits synthesize --schema refuses it (exit 1), naming the column
+    and the file, before any evaluation."""
+    rng = np.random.default_rng(0)
+    real = pd.DataFrame({"h": rng.normal(170, 10, 60), "g": rng.choice(["a", "b"], 60)})
+    real.to_csv(tmp_path / "real.csv", index=False)
+    schema = tmp_path / "schema.json"
+    schema.write_text(Schema.detect(real[["h"]], rules=False).to_json())
+    out = tmp_path / "r.html"
+    done = fits_in_process(
+        "report", "--real", tmp_path / "real.csv", "--synthetic", tmp_path / "real.csv",
+        "--schema", schema, "--out", out, "--quiet",
+    )  # fmt: skip
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert f"--schema '{schema}' does not match --real" in done.stderr
+    assert "column(s) ['g'] of --real are not in the schema" in done.stderr
+    assert not out.exists()
