@@ -261,3 +261,27 @@ def test_cli_report_refuses_a_schema_that_lacks_a_column(tmp_path):
     assert f"--schema '{schema}' does not match --real" in done.stderr
     assert "column(s) ['g'] of --real are not in the schema" in done.stderr
     assert not out.exists()
+
+
+def test_a_header_with_spaces_is_named_where_a_table_lacks_the_column(tmp_path):
+    """A synthetic file whose header is ' income ' was said to lack 'income', with no
+    hint; the message now shows the header it has (the command line's as well)."""
+    rng = np.random.default_rng(0)
+    real = pd.DataFrame({"income": rng.normal(size=40), "g": rng.choice(["a", "b"], 40)})
+    spaced = real.rename(columns={"income": " income "})
+    with pytest.raises(
+        ValueError, match=r"\['income'\] \(the header has ' income ', with spaces\) of the real"
+    ):
+        evaluate(real, spaced)
+    with pytest.raises(ValueError, match=r"test table lacks .*\(did you mean 'G_'\?\)"):
+        evaluate(real, real, test=real.rename(columns={"g": "G_"}), target="income")
+    real.to_csv(tmp_path / "real.csv", index=False)
+    spaced.to_csv(tmp_path / "spaced.csv", index=False)
+    done = fits_in_process(
+        "report", "--real", tmp_path / "real.csv", "--synthetic", tmp_path / "spaced.csv",
+        "--out", tmp_path / "r.html", "--quiet",
+    )  # fmt: skip
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert "lacks column(s) ['income'] (the header has ' income ', with spaces) of the" in (
+        done.stderr
+    )

@@ -29,6 +29,7 @@ __all__ = [
     "column_items",
     "format_column_list",
     "header_for",
+    "header_hint",
     "match_columns",
     "match_keys",
     "parse_column_list",
@@ -130,6 +131,40 @@ def _closest_hint(unknown: Sequence[str], headers: Sequence[str]) -> str:
                 else repr(lowered[close[0]])
             )
     return f"; did you mean {', '.join(pairs)}?" if pairs else ""
+
+
+def header_hint(missing: Sequence[str], headers: Sequence[str]) -> str:
+    """Where a table lacks columns ``missing`` that it may hold under another header: a
+    header equal to one up to surrounding whitespace (``" (the header has ' income ',
+    with spaces)"``), else the one it most resembles (``" (did you mean 'Income'?)"``,
+    as :func:`match_columns` says); ``""`` when none.
+
+    Parameters
+    ----------
+    missing : sequence of str
+        The names the table lacks.
+    headers : sequence of str
+        The table's headers.
+
+    Returns
+    -------
+    str
+        The hint, with a leading space and in parentheses, or ``""``.
+    """
+    headers = [str(h) for h in headers]
+    spaced: list[str] = []
+    rest: list[str] = []
+    for name in missing:
+        same = [h for h in headers if h != name and h.strip() == str(name).strip()]
+        if same:
+            how = "with spaces" if same[0] != same[0].strip() else "without the spaces"
+            lead = f"for {name!r} " if len(missing) > 1 else ""
+            spaced.append(f"{lead}the header has {same[0]!r}, {how}")
+        else:
+            rest.append(str(name))
+    close = _closest_hint(rest, headers).removeprefix("; ") if rest else ""
+    parts = [*spaced, *([close] if close else [])]
+    return f" ({'; '.join(parts)})" if parts else ""
 
 
 def resolve_keys(

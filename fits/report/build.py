@@ -42,6 +42,7 @@ import numpy as np
 import pandas as pd
 
 from fits._json import jsonable
+from fits.core.names import header_hint
 from fits.core.schema import EmptyColumnError, IdentifierColumnError, Schema
 from fits.io import write_text
 from fits.report.render import TOP_LEVELS, fmt_number, fmt_percent, gap_text, utility_headline
@@ -711,7 +712,9 @@ def _check_inputs(
     missing = [c for c in columns if c not in synthetic.columns]
     if missing:
         raise ValueError(
-            f"the synthetic table lacks column(s) {missing} of the real table: compare a "
+            f"the synthetic table lacks column(s) {missing}"
+            f"{header_hint(missing, [str(c) for c in synthetic.columns])} of the real table: "
+            "compare a "
             "synthetic table made from these real tables, or leave those columns out of "
             "the real table (e.g. a synthetic table made with --drop lacks them)"
         )
@@ -779,7 +782,9 @@ def _check_inputs(
         lacking = [c for c in columns if c not in frame.columns]
         if lacking:
             raise ValueError(
-                f"the {name} table lacks column(s) {lacking} of the real table: give it "
+                f"the {name} table lacks column(s) {lacking}"
+                f"{header_hint(lacking, [str(c) for c in frame.columns])} of the real table: "
+                "give it "
                 "the real table's columns, or leave those columns out of the real table"
             )
         if len(frame) == 0:
