@@ -864,11 +864,33 @@ class FITSSynthesizer(BaseEstimator):
         -------
         FITSSynthesizer
             Call :meth:`connect` with its sites before :meth:`sample`.
+
+        Raises
+        ------
+        ValueError
+            ``path`` is no file (missing, or a folder), cannot be read, or is not a
+            saved synthesizer; the message names the path and the fix.
         """
         path = Path(path).expanduser()
+        where = repr(str(path)) + ("" if path.is_absolute() else f" (in {str(Path.cwd())!r})")
+        if path.is_dir():
+            raise ValueError(
+                f"load: {where} is a folder, not a saved FITSSynthesizer; give the file that "
+                f"save wrote (save returns its path), e.g. {str(path / 'synth.pkl')!r}"
+            )
         try:
             with open(path, "rb") as fh:
                 obj = pickle.load(fh)
+        except FileNotFoundError:
+            raise ValueError(
+                f"load: no file {where}; give the path that save wrote (save returns it), "
+                "or fit and save a synthesizer there first"
+            ) from None
+        except OSError as exc:  # permissions, a device error
+            raise ValueError(
+                f"load: {where} cannot be read ({exc.strerror or exc}); make it readable, "
+                "or give another saved synthesizer"
+            ) from None
         except (pickle.UnpicklingError, EOFError, AttributeError, ImportError) as exc:
             raise ValueError(f"{path}: not a saved FITSSynthesizer ({exc})") from exc
         if not isinstance(obj, cls):

@@ -196,3 +196,12 @@ def test_identifier_columns_are_not_saved(sites, tmp_path):
         assert b"patient-" not in blob
     loaded = FITSSynthesizer.load(tmp_path / "s.pkl").connect(with_ids)
     pd.testing.assert_frame_equal(loaded.sample(100), synth.sample(100))
+
+
+def test_load_of_no_file_or_a_folder_says_so(tmp_path):
+    """A missing path or a folder raised a bare FileNotFoundError / IsADirectoryError;
+    now the library's ValueError, naming the path and the fix."""
+    with pytest.raises(ValueError, match=r"load: no file .*nothere\.pkl.*path that save wrote"):
+        FITSSynthesizer.load(tmp_path / "nothere.pkl")
+    with pytest.raises(ValueError, match=r"load: .* is a folder.*synth\.pkl"):
+        FITSSynthesizer.load(tmp_path)
