@@ -25,11 +25,16 @@ completes the group's k-th pending row), and a thousand rows asking for ``income
 cost about 1,000 / p draws, not more.  Each try draws ``copies`` candidates per pending
 row: 1 at first and after a try whose candidates all agreed, else :data:`COPIES` / p
 with p the last try's share of agreeing candidates, capped so that one try holds at most
-``max_candidates`` rows in memory.  The budget is a group's: a block gives up, with an
-error naming the first row of the group, once a group has drawn ``max_tries`` candidates
-per row of it (a try may take it past that by its last copies) and still has rows
-pending, so one impossible row stops the run after about ``max_tries`` draws, not after
-its block's whole budget (8,192 rows' worth, hours of draws).
+``max_candidates`` rows in memory.  A block's first try takes p from the previous
+block's first try (every row pending in both), not from its last try: that one's
+candidates were for the rows left, of the rarest values, and with values asked as often
+as they are drawn (p near 1 at the start of a block, 1/2 at its end) every other block
+drew 3 copies per row, about 2 draws per known row where 1 does.  The budget is a
+group's: a block gives up, with an error naming the first row of the group, once a
+group has drawn ``max_tries`` candidates per row of it (a try may take it past that by
+its last copies) and still has rows pending, so one impossible row stops the run after
+about ``max_tries`` draws, not after its block's whole budget (8,192 rows' worth, hours
+of draws).
 """
 
 from __future__ import annotations
@@ -119,9 +124,14 @@ def draw_matching(
         A group's rows still unmatched after ``max_tries`` candidates per row of it.
     """
     done = 0
-    rate = 1.0  # the last try's share of candidates accepted: sets the copies (1 at 1)
+    # the share of a block's first try's candidates that some row of it could take: the
+    # next block's first try starts from it (every row pending, as there), not from the
+    # last try's share (the rows of the rarest values, left to the end)
+    opening = 1.0
     for start in range(0, total, BLOCK_ROWS):
         stop = min(total, start + BLOCK_ROWS)
+        rate = opening  # the last try's share of candidates accepted: sets the copies
+        start_try = True
         pending = np.arange(start, stop)
         keys = _keys(given, codes[start:stop], np.arange(start, stop))  # prefix and codes
         # the block's groups of rows that want the same values given the same prefix,
@@ -159,6 +169,8 @@ def draw_matching(
                 raise MatchError(first, left, int(tried[group]), int(size[group]) - left)
             # a try with no match: four times the copies next; else the observed share
             rate = max(ok.mean() if ok.any() else rate / 4.0, 1.0 / max_tries)
+            if start_try:
+                opening, start_try = rate, False
             done += int(filled.size)
             if progress is not None:
                 progress(done)

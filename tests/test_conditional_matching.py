@@ -295,3 +295,27 @@ def test_the_unmatched_message_shows_a_known_date_as_a_date() -> None:
     known = pd.DataFrame({"day": pd.to_datetime(["2011-06-01", "2011-06-02"]), "g": ["a", "b"]})
     message = _unmatched_message(known, ["g"], MatchError(1, 1, 100, 0), 100)
     assert "(day='2011-06-02', g='b')" in message and "Timestamp" not in message
+
+
+def test_a_block_s_first_try_starts_from_the_last_block_s_first_try(monkeypatch) -> None:
+    """Known values asked as often as they are drawn: about one draw per row.  A block's
+    first try took its copies from the previous block's last try, whose candidates were
+    for the rarest value left (share about 1/2 here): 3 copies per row in every other
+    block, about 2 draws per known row instead of 1 (half the time of a large file)."""
+    monkeypatch.setattr(matching, "BLOCK_ROWS", 512)
+    rng = np.random.default_rng(0)
+    tries: list[int] = []
+
+    def sample(n: int, given: np.ndarray | None) -> np.ndarray:
+        tries.append(n)
+        return rng.integers(0, 2, size=(n, 1)).astype(float)
+
+    total = 10 * 512
+    codes = rng.integers(0, 2, size=(total, 1))
+    blocks = draw_matching(
+        sample, None, [lambda v: v[:, 0].astype(int)], codes, total,
+        max_tries=100, max_candidates=65_536,
+    )  # fmt: skip
+    assert sum(len(b) for b in blocks) == total
+    assert [n for n in tries if n >= 256] == [512] * 10  # one copy per row, each block
+    assert sum(tries) < 1.2 * total
