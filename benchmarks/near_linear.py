@@ -19,7 +19,10 @@ split; exact energy distance of all columns to the full data, boosting R^2 of ``
 and the pair's correlation and residual sd, real (training rows) against synthetic.
 
 ``--toy``: three sites of 300 rows, ``income`` log-normal, ``income2 = income + N(0, 50)``
-(a near-copy), FITS-K defaults, the same two variants.
+(a near-copy), FITS-K defaults, the same two variants, and four of fits' own options
+on the plain table (``--variant``): ``tune-relevance`` (``tune_relevance=["income2"]``),
+``gaussian`` (FITS-G), ``order`` (income, income2, age), ``auto``
+(``smoothing="auto"``).
 
 One JSON line per run is printed.
 """
@@ -133,7 +136,18 @@ def run_toy(seed: int, variant: str) -> dict[str, object]:
                 "income2": (income + rng.normal(0, 50, 300)).round(2),
             })
         )  # fmt: skip
-    synthetic, a, b = synthesize(sites, "income", "income2", variant, 900, 2, seed=seed)
+    options: dict[str, dict[str, object]] = {
+        "tune-relevance": {"tune_relevance": ["income2"]},
+        "order": {"order": ["income", "income2", "age"]},
+        "auto": {"smoothing": "auto"},
+    }
+    if variant == "gaussian":
+        a, b = pooled_line(sites, "income", "income2")
+        synthetic = FITSSynthesizer(kernel="gaussian", seed=seed).fit(sites).sample(900)
+    else:
+        synthetic, a, b = synthesize(
+            sites, "income", "income2", variant, 900, 2, seed=seed, **options.get(variant, {})
+        )
     real = pd.concat(sites, ignore_index=True)
     return {
         "data": "toy",
@@ -149,8 +163,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--data-dir", default=None, help="folder holding bike_hour.csv")
     parser.add_argument("--toy", action="store_true", help="the near-copy table instead of Bike")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--variant", choices=["default", "detrend"], default="default")
+    parser.add_argument(
+        "--variant",
+        choices=["default", "detrend", "tune-relevance", "gaussian", "order", "auto"],
+        default="default",
+        help="the last four with --toy only",
+    )
     args = parser.parse_args(argv)
+    if not args.toy and args.variant not in ("default", "detrend"):
+        parser.error(f"--variant {args.variant} is for --toy only")
     if args.toy:
         result = run_toy(args.seed, args.variant)
     else:
