@@ -127,6 +127,26 @@ def settings_for(
     return params, kinds
 
 
+def score(
+    data: Any, synthetic: pd.DataFrame, train: pd.DataFrame, test: pd.DataFrame, seed: int
+) -> dict[str, Any]:
+    """Exact energy distance of all columns to the full data (and the real test split's,
+    the floor) and the boosting score trained on real and on synthetic rows."""
+    ed = energy_distances(
+        data.frame, {"synthetic": synthetic, "real test": test}, data.kinds,
+        columns=[str(c) for c in data.frame.columns],
+    )["covariates"]  # fmt: skip
+    boost = boosting_comparison(train, synthetic, test, data.target, data.kinds, seed=seed)
+    return {
+        "energy": round(float(ed["synthetic"]), 5),
+        "energy_floor": round(float(ed["real test"]), 5),
+        "ratio": round(float(ed["synthetic"] / ed["real test"]), 3),
+        "boosting_metric": boost.metric,
+        "boosting_real": round(boost.real[boost.metric], 4),
+        "boosting_synthetic": round(boost.synthetic[boost.metric], 4),
+    }
+
+
 def run(variant: str, data: Any, seed: int, policy: str) -> dict[str, Any]:
     """One variant on one seed: settings, seconds, energy distances, boosting scores."""
     clients, test = federated_split(data.frame, seed=seed)
@@ -139,11 +159,6 @@ def run(variant: str, data: Any, seed: int, policy: str) -> dict[str, Any]:
     synth = FITSSynthesizer(seed=seed, kinds=kinds, site_policy=site_policy, **params)
     synthetic = synth.fit(clients).sample(len(train))
     seconds = time.perf_counter() - start
-    ed = energy_distances(
-        data.frame, {"synthetic": synthetic, "real test": test}, data.kinds,
-        columns=[str(c) for c in data.frame.columns],
-    )["covariates"]  # fmt: skip
-    boost = boosting_comparison(train, synthetic, test, data.target, data.kinds, seed=seed)
     return {
         "dataset": data.name,
         "variant": variant,
@@ -151,12 +166,7 @@ def run(variant: str, data: Any, seed: int, policy: str) -> dict[str, Any]:
         "site_policy": "min_effective_rows=0" if policy == "off" else "default (k=10)",
         "order": list(synth.schema_.order),
         "seconds": round(seconds, 1),
-        "energy": round(float(ed["synthetic"]), 5),
-        "energy_floor": round(float(ed["real test"]), 5),
-        "ratio": round(float(ed["synthetic"] / ed["real test"]), 3),
-        "boosting_metric": boost.metric,
-        "boosting_real": round(boost.real[boost.metric], 4),
-        "boosting_synthetic": round(boost.synthetic[boost.metric], 4),
+        **score(data, synthetic, train, test, seed),
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "machine": f"{os.cpu_count()} cores, {platform.machine()}",
     }

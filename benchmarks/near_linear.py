@@ -35,11 +35,10 @@ import time
 
 import numpy as np
 import pandas as pd
+from fidelity_levers import score  # the same folder: the scoring of fidelity_levers.py
 
 from fits import FITSSynthesizer
 from fits.datasets import federated_split, load_dataset
-from fits.evaluation import energy_distances
-from fits.evaluation.utility import boosting_comparison
 
 
 def pooled_line(sites: list[pd.DataFrame], x: str, y: str) -> tuple[float, float]:
@@ -107,17 +106,10 @@ def run_bike(data_dir: str, seed: int, variant: str) -> dict[str, object]:
     )
     seconds = time.perf_counter() - start
     lo, hi = train["atemp"].min(), train["atemp"].max()
-    ed = energy_distances(
-        data.frame, {"synthetic": synthetic, "real test": test}, data.kinds,
-        columns=[str(c) for c in data.frame.columns],
-    )["covariates"]  # fmt: skip
-    boost = boosting_comparison(train, synthetic, test, data.target, data.kinds, seed=seed)
     return {
         "data": "bike", "seed": seed, "variant": variant, "a": round(a, 4), "b": round(b, 4),
-        "seconds": round(seconds, 1), "energy": round(float(ed["synthetic"]), 5),
-        "energy_floor": round(float(ed["real test"]), 5),
-        "r2_real": round(boost.real[boost.metric], 4),
-        "r2_synthetic": round(boost.synthetic[boost.metric], 4),
+        "seconds": round(seconds, 1),
+        **score(data, synthetic, train, test, seed),
         **pair_figures(train, synthetic, "temp", "atemp", a, b),
         "outside_range": int(((synthetic["atemp"] < lo) | (synthetic["atemp"] > hi)).sum()),
     }  # fmt: skip
