@@ -145,6 +145,14 @@ def benchmark(
             "share of rows keeping each rule is reported either way.",
         ),
     ] = False,
+    no_near_linear: Annotated[
+        bool,
+        typer.Option(
+            "--no-near-linear",
+            help="Draw near-linear columns by the chain, not as their residual about the "
+            "line in an earlier column (--no-rules switches them off too).",
+        ),
+    ] = False,
     design: DesignOpt = None,
     column_design: ColumnDesignOpt = None,
     smoothing: SmoothingOpt = "fixed",
@@ -285,6 +293,7 @@ def benchmark(
                 modes=not no_modes,
                 synthesizer_params={
                     **({"rules": False} if no_rules else {}),
+                    **({"near_linear": False} if no_near_linear else {}),
                     **({"order": chain_order} if chain_order is not None else {}),
                     **({"design": design.value} if design is not None else {}),
                     **({"column_designs": column_designs} if column_designs else {}),

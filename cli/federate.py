@@ -535,6 +535,7 @@ def _run_config(
     tune_relevance: list[str] | None = None,
     relevance_budget: int | None = None,
     max_tries: int | None = None,
+    near_linear: bool = True,
 ) -> dict[str, Any]:
     """The run config of these options.  With ``columns`` (the site tables' headers,
     known to ``fits federate local``), the columns the options name are resolved to
@@ -640,6 +641,7 @@ def _run_config(
         "secure": secure,
         "batch-size": int(batch_size),
         "rules": rules,
+        **({} if near_linear else {"near-linear": False}),
         "design": design,
         "column-designs": json.dumps(column_designs) if column_designs else "",
         "column-models": json.dumps(column_models) if column_models else "",
@@ -750,6 +752,14 @@ NoRules = Annotated[
         help="Do not detect exact rules between columns (every column drawn by the chain).",
     ),
 ]
+NoNearLinear = Annotated[
+    bool,
+    typer.Option(
+        "--no-near-linear",
+        help="Do not look for near-linear columns, drawn otherwise as their residual "
+        "about the line in an earlier column (run config near-linear = false).",
+    ),
+]
 
 
 #: What a fits coordinator says when it stopped a run on purpose (a site failed or
@@ -807,6 +817,7 @@ def run(
     secure_aggregation: Secure = False,
     batch_size: BatchSize = 0,
     no_rules: NoRules = False,
+    no_near_linear: NoNearLinear = False,
     design: DesignOpt = None,
     column_design: ColumnDesignOpt = None,
     column_model: ColumnModelOpt = None,
@@ -870,6 +881,7 @@ def run(
         column_design,
         column_model,
         boosting,
+        near_linear=not no_near_linear,
         known=known,
         drop=drop,
         smoothing=smoothing,
@@ -1128,6 +1140,7 @@ def _check_kernel_settings(
             order=cfg["order"],
             schema=read_schema(cfg["schema"]) if cfg["schema"] else None,
             rules=cfg["rules"],
+            near_linear=cfg.get("near_linear", True),
             **({"design": cfg["design"]} if cfg["design"] else {}),
             column_designs=cfg["column_designs"] or None,
             column_models=cfg["column_models"] or None,
@@ -1171,6 +1184,7 @@ def local(
     policy: PolicyFile = None,
     batch_size: BatchSize = 0,
     no_rules: NoRules = False,
+    no_near_linear: NoNearLinear = False,
     design: DesignOpt = None,
     column_design: ColumnDesignOpt = None,
     column_model: ColumnModelOpt = None,
@@ -1310,6 +1324,7 @@ def local(
         column_design,
         column_model,
         boosting,
+        near_linear=not no_near_linear,
         columns=columns,
         known=known,
         drop=drop,

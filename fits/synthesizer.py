@@ -40,10 +40,10 @@ from fits._json import plain
 from fits._matching import MatchError, draw_matching
 from fits.core.boosting import BoostingParams, resolve_settings
 from fits.core.cdf import COLLINEARITY_THRESHOLD
-from fits.core.continualization import continualize
+from fits.core.continualization import Encoder, continualize
 from fits.core.kernels import GaussianKernel, Kernel, check_kernel_settings
 from fits.core.names import resolve_columns, resolve_keys
-from fits.core.rules import affine_values
+from fits.core.rules import affine_values, residuals
 from fits.core.schema import (
     ColumnSpec,
     Rule,
@@ -227,7 +227,16 @@ class FITSSynthesizer(BaseEstimator):
         column by its rule, so every synthetic row keeps it (:mod:`fits.core.rules`;
         they are listed in ``schema_.rules``).  A ``schema`` with a ``rules`` entry
         brings its own rules (checked at every site).  Default True; False draws
-        every column from the chain.
+        every column from the chain (and finds no near-linear column either).
+    near_linear : bool
+        With ``rules``, also find at setup the continuous columns near-linear in an
+        earlier continuous column (pooled least-squares R^2 >=
+        :data:`fits.core.rules.NEAR_LINEAR_R2`, no exact rule) and draw each as its
+        residual about the line, in its place in the chain, the line added back and
+        the draw truncated so the column stays within its bounds (``"linear"`` rules
+        in ``schema_.rules``; docs/method.md, "Near-linear columns"; what the sites
+        reveal: docs/privacy.md).  Default True; False: none found (a ``schema``'s own
+        ``"linear"`` rules are still used; delete them there to switch them off).
     smoothing : {"fixed", "auto"} or mapping
         The smoothing of each chain column's conditional CDF (:mod:`fits.core.tuning`):
         ``"fixed"`` (default) uses the sites' kernels as they are for every column (the
@@ -305,6 +314,7 @@ class FITSSynthesizer(BaseEstimator):
         grid_points: int | None = 64,
         round_cost_bytes: int = 0,
         rules: bool = True,
+        near_linear: bool = True,
         design: str = "ordered",
         column_designs: Mapping[str, str] | None = None,
         column_models: Mapping[str, str] | None = None,
@@ -339,6 +349,7 @@ class FITSSynthesizer(BaseEstimator):
         self.grid_points = grid_points
         self.round_cost_bytes = round_cost_bytes
         self.rules = rules
+        self.near_linear = near_linear
         self.design = design
         self.column_designs = column_designs
         self.column_models = column_models
@@ -590,7 +601,11 @@ class FITSSynthesizer(BaseEstimator):
         )
         try:
             schema = coordinator.setup(
-                kinds=kinds, order=order, schema=schema, rules=bool(self.rules)
+                kinds=kinds,
+                order=order,
+                schema=schema,
+                rules=bool(self.rules),
+                near_linear=bool(self.near_linear),
             )
             self._check_kernels(schema, coordinator)  # before the sites continualize
             lift_seq, _ = root.spawn(2)
@@ -646,7 +661,7 @@ class FITSSynthesizer(BaseEstimator):
         if isinstance(value, str):
             if value == "*":  # not the columns a function rule draws either (its kernel
                 # only serves a combination the rule does not cover)
-                ruled = {r.column for r in schema.rules or []}
+                ruled = {r.column for r in schema.rules or [] if r.kind != "linear"}
                 return [c for c in drawn if c not in ruled]
             value = [value]
         if not isinstance(value, Sequence):
@@ -668,7 +683,7 @@ class FITSSynthesizer(BaseEstimator):
         True or False (``bool("no")`` is True), whole numbers, a list for ``order``
         (a string is no chain order) and ``smoothing_candidates`` (checked whether or
         not ``smoothing="auto"`` uses them)."""
-        for name in ("secure_aggregation", "deduplicate", "rules"):
+        for name in ("secure_aggregation", "deduplicate", "rules", "near_linear"):
             value = getattr(self, name)
             if not isinstance(value, (bool, np.bool_)):
                 raise TypeError(f"{name} must be True or False, got {value!r}")
@@ -1325,6 +1340,7 @@ class FITSSynthesizer(BaseEstimator):
             decimal = decimal_values(known[name])
             if decimal is not None:
                 numbers = numbers.assign(**{name: decimal[0]})
+        numbers = self._known_residuals(numbers)
         given = matched = None
         for columns in (prefix, later):
             if not columns:
@@ -1342,6 +1358,37 @@ class FITSSynthesizer(BaseEstimator):
             else:
                 matched = (later, codes.astype(np.int64))
         return known, given, matched
+
+    def _known_residuals(self, numbers: pd.DataFrame) -> pd.DataFrame:
+        """The known values with each known near-linear column replaced by its residual
+        (:func:`fits.core.rules.residuals`, as the sites modelled it), its source being
+        known too (:meth:`_known_split`).  Refused: a value outside the column's bounds,
+        or a residual outside the rule's (farther from the line than every real row:
+        fits draws only within the real data's range)."""
+        for name, rule in self.schema_.near_linear.items():
+            if name not in numbers.columns:
+                continue
+            spec = self.schema_[name]
+            y = Encoder(spec).to_numeric(numbers[name], client="the known values")
+            x = Encoder(self.schema_[rule.of[0]]).to_numeric(
+                numbers[rule.of[0]], client="the known values"
+            )
+            _check_known_bounds(spec, y[~np.isnan(y)])
+            r = residuals(y, x, float(rule.slope or 0.0), float(rule.intercept or 0.0))
+            held = r[~np.isnan(r)]
+            lo, hi = float(rule.lower or 0.0), float(rule.upper or 0.0)
+            outside = int(np.sum((held < lo) | (held > hi)))
+            if outside:
+                raise ValueError(
+                    f"the known values: {outside} row(s) have {name!r} farther from its "
+                    f"near-linear rule's line ({rule.describe()}) than any real row (a "
+                    f"residual outside [{lo:.6g}, {hi:.6g}]); fits draws only "
+                    f"within the real data's range: give values of {name!r} closer to the "
+                    f"line, or fit with the rule switched off (near_linear=False, "
+                    "--no-near-linear, or delete it from the schema's rules)"
+                )
+            numbers = numbers.assign(**{name: r})
+        return numbers
 
     def _fill_by_rules(self, known: pd.DataFrame) -> pd.DataFrame:
         """The known table with each column a function or sum rule sets from known
@@ -1405,6 +1452,16 @@ class FITSSynthesizer(BaseEstimator):
                     f"column {c!r} is set by its affine rule from another column; give "
                     "that column instead and leave this one out"
                 )
+        for c in names:
+            rule = schema.near_linear.get(c)
+            if rule is not None and rule.of[0] not in names:
+                raise ValueError(
+                    f"column {c!r} is drawn as its residual about a line in "
+                    f"{rule.of[0]!r} (its near-linear rule {rule.describe()}), so it can be "
+                    f"given only with {rule.of[0]!r}: give {rule.of[0]!r} too, or fit with "
+                    "the rule switched off (near_linear=False, --no-near-linear, or delete "
+                    "it from the schema's rules)"
+                )
         chain = [c for c in schema.order if schema[c].is_modelled and c not in derived]
         if set(chain) <= set(names):
             raise ValueError(
@@ -1430,7 +1487,7 @@ class FITSSynthesizer(BaseEstimator):
                 "Fit with order=[...] listing the known columns first"
             )
         for rule in schema.rules or []:
-            if rule.kind != "affine" and {rule.column, *rule.of} <= set(names):
+            if rule.kind not in ("affine", "linear") and {rule.column, *rule.of} <= set(names):
                 from fits.evaluation.rules import rules_kept
 
                 kept = float(rules_kept(known, [rule])["kept"].iloc[0])
@@ -1504,6 +1561,7 @@ class FITSSynthesizer(BaseEstimator):
         """
         coord = self.coordinator
         order = coord.schema.order if coord.schema is not None else []
+        linear = self.schema_.near_linear
         cols = {}
         for spec in self.schema_.columns:
             name = spec.name
@@ -1515,7 +1573,14 @@ class FITSSynthesizer(BaseEstimator):
             if name not in order:  # set by its affine rule, below
                 continue
             enc = coord.encoders[name]
-            col = enc.decode(values[:, order.index(name)]).reset_index(drop=True)
+            drawn = values[:, order.index(name)]
+            rule = linear.get(name)
+            if rule is not None:  # the line in the chain's source plus the drawn residual
+                # the source as its output is clipped (Coordinator._truncated's x)
+                x = np.clip(values[:, order.index(rule.of[0])], *self.schema_[rule.of[0]].bounds)
+                drawn = float(rule.slope or 0.0) * x + float(rule.intercept or 0.0) + drawn
+                enc = Encoder(spec)  # Y's own bounds, decimals and dtype
+            col = enc.decode(drawn).reset_index(drop=True)
             col = _exact_point_mass(col, enc.spec, coord, values, order)
             flag = missing_flag(name)
             if enc.spec.kind == "continuous" and spec.missing:  # its indicator is in order

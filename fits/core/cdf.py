@@ -26,6 +26,7 @@ __all__ = [
     "MONOTONE_METHODS",
     "collinear_first_row",
     "default_grid",
+    "cdf_at",
     "inverse_cdf",
     "inverse_masses",
     "mass_grid",
@@ -35,6 +36,7 @@ __all__ = [
     "solve_first_row",
     "solve_guarded",
     "thin_grid",
+    "truncated_inverse_cdf",
 ]
 
 MONOTONE_METHODS = ("isotonic", "rearrange")
@@ -424,3 +426,67 @@ def inverse_cdf(cdf: np.ndarray, grid: np.ndarray, u: np.ndarray) -> np.ndarray:
     t = np.divide(u - f0, gap, out=np.zeros(b), where=gap > 0)
     t = np.clip(t, 0.0, 1.0)
     return grid[pos - 1] + t * (grid[pos] - grid[pos - 1])
+
+
+def cdf_at(cdf: np.ndarray, grid: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Each row's CDF at its own point ``v``, as :func:`inverse_cdf` inverts it: linear
+    between grid points, 0 below the first (whose value is an atom there: every
+    ``u`` below it draws the first point) and 1 from the last on (every ``u`` above
+    its value draws the last point).
+
+    Parameters
+    ----------
+    cdf : ndarray of shape (B, L)
+        Monotone CDFs on ``grid``.
+    grid : ndarray of shape (L,)
+        Increasing grid.
+    v : ndarray of shape (B,)
+        One point per row.
+
+    Returns
+    -------
+    ndarray of shape (B,)
+    """
+    b, n = cdf.shape
+    rows = np.arange(b)
+    v = np.asarray(v, dtype=float)
+    k = np.clip(np.searchsorted(grid, v, side="right"), 1, n - 1)
+    g0, g1 = grid[k - 1], grid[k]
+    t = np.clip((v - g0) / (g1 - g0), 0.0, 1.0)
+    f = cdf[rows, k - 1] + t * (cdf[rows, k] - cdf[rows, k - 1])
+    f = np.where(v < grid[0], 0.0, f)
+    return np.where(v >= grid[-1], 1.0, f)
+
+
+def truncated_inverse_cdf(
+    cdf: np.ndarray, grid: np.ndarray, u: np.ndarray, lo: np.ndarray, hi: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Inverse-CDF draws (eq. 17) restricted to ``[lo, hi]`` per row (docs/method.md,
+    "Near-linear columns"): with F the row's CDF (:func:`cdf_at`), ``u`` is moved to
+    ``F(lo) + u (F(hi) - F(lo))``, uniform on [F(lo), F(hi)], and inverted by
+    :func:`inverse_cdf`, so the draw has the row's conditional distribution given that
+    it lies in [lo, hi].  The result is clipped to [lo, hi], which moves only a draw at
+    the edge of a flat stretch of F (``u`` exactly F(lo): probability 0) or by float64
+    rounding.
+
+    Parameters
+    ----------
+    cdf : ndarray of shape (B, L)
+        Monotone CDFs on ``grid``.
+    grid : ndarray of shape (L,)
+    u : ndarray of shape (B,)
+        Uniform draws in [0, 1).
+    lo, hi : ndarray of shape (B,)
+        The interval per row (lo <= hi).
+
+    Returns
+    -------
+    values : ndarray of shape (B,)
+    empty : ndarray of bool, shape (B,)
+        Rows where F(hi) - F(lo) is 0: no mass in the interval (their values are
+        ``lo``'s side of it, to be drawn otherwise by the caller).
+    """
+    f_lo, f_hi = cdf_at(cdf, grid, lo), cdf_at(cdf, grid, hi)
+    mass = f_hi - f_lo
+    v = inverse_cdf(cdf, grid, f_lo + np.asarray(u, dtype=float) * mass)
+    return np.clip(v, lo, hi), ~(mass > 0)

@@ -55,6 +55,17 @@ at least :data:`MIN_SUM_ROWS` rows.  :func:`select_rules` keeps at most one rule
 column, whose determinants all come before it in the chain (of ``education`` <->
 ``education-num`` the later column is generated).
 
+**Near-linear columns** (``"linear"`` rules; docs/method.md, "Near-linear columns") are
+no exact rules: a continuous column Y whose pooled least-squares line on an earlier
+continuous column X has R^2 >= :data:`NEAR_LINEAR_R2` is drawn by the chain as its
+residual ``R = Y - (slope X + intercept)`` in Y's place, and Y is the line plus the drawn
+residual.  After the exact rules, two more stages find them: **moments** again (the same
+summed, maskable answer as the affine stage's) for the pairs of
+:func:`near_linear_candidates`, whatever the extremes, then **residuals**
+(``stage="residuals"``): for the pairs kept (:func:`select_near_linear`), each site's
+minimum and maximum of the residual over its rows holding Y, merged into the residual's
+bounds (:func:`detect_near_linear`).
+
 Everything here is a function of a schema and arrays; the federation layer carries the
 questions and answers (:mod:`fits.federation.protocol`, message ``rules``).
 """
@@ -82,6 +93,8 @@ __all__ = [
     "MAX_SUM_CANDIDATES",
     "MIN_ROWS_PER_CELL",
     "MIN_SUM_ROWS",
+    "MAX_NEAR_LINEAR_PAIRS",
+    "NEAR_LINEAR_R2",
     "SumTotals",
     "TOTALS_FROM_CANDIDATES",
     "affine_candidates",
@@ -92,8 +105,13 @@ __all__ = [
     "candidates",
     "detect_rules",
     "dependent_codes",
+    "detect_near_linear",
     "map_size",
     "moments_size",
+    "near_linear_candidates",
+    "near_linear_fits",
+    "residuals",
+    "select_near_linear",
     "value_decimals",
     "rules_by_column",
     "select_rules",
@@ -122,6 +140,14 @@ MAX_AFFINE_PAIRS = 5000
 #: An affine rule's slope and intercept are rounded to the shortest decimal within this
 #: many standard errors of their pooled least-squares values (:func:`shortest_decimal`).
 SNAP_SE = 4.0
+
+#: A pair (X, Y) of continuous columns is drawn as Y's residual about the pooled
+#: least-squares line (a ``"linear"`` rule) when the line's R^2 is at least this
+#: (docs/method.md, "Near-linear columns"; Bike's atemp on temp: 0.975).
+NEAR_LINEAR_R2 = 0.95
+#: Most (X, Y) pairs whose moments the near-linear stage asks (the first in chain
+#: order, as :data:`MAX_AFFINE_PAIRS`).
+MAX_NEAR_LINEAR_PAIRS = 5000
 
 #: One candidate, as sent to the sites: ``{"kind", "column", "of"}`` (and, to verify a
 #: user's rule, ``"mapping"``: entries of codes ``[a_1, ..., a_k, b]``).
@@ -729,7 +755,7 @@ def answer_rules(
         The merged schema (categories give the codes).
     cands : sequence of dict
         The candidates (:func:`candidates`).
-    stage : {"check", "map", "moments", "totals"}
+    stage : {"check", "map", "moments", "totals", "residuals"}
         ``"check"``: an array (n,) of 0/1, 1 where the candidate holds in every row
         (a function: no two rows with the same determinant values and different
         values of the column -- or, with a ``"mapping"``, no row that contradicts it;
@@ -752,15 +778,19 @@ def answer_rules(
         ``{"kind": "total", "column": c}``, the columns of :func:`sum_columns`):
         float64 (n,), per column the sum of its present values here, each divided by
         the power of two above the largest magnitude of the column's bounds (so each
-        term is at most 1 in magnitude).
+        term is at most 1 in magnitude).  ``"residuals"`` (``"linear"`` candidates with
+        ``slope`` and ``intercept``): float64 (2 n,), per candidate the minimum and
+        maximum here of the residual :func:`residuals` over the rows holding the column
+        (NaN, NaN: none).  A ``"linear"`` check: every such residual within the
+        candidate's ``lower`` and ``upper`` (a row holding Y but not X fails).
 
     Returns
     -------
-    ndarray of uint8 (float64 for ``"moments"`` and ``"totals"``)
+    ndarray of uint8 (float64 for ``"moments"``, ``"totals"`` and ``"residuals"``)
     """
-    if stage not in ("check", "map", "moments", "totals"):
+    if stage not in ("check", "map", "moments", "totals", "residuals"):
         raise ValueError(
-            f"unknown rules stage {stage!r}; use 'check', 'map', 'moments' or 'totals'"
+            f"unknown rules stage {stage!r}; use 'check', 'map', 'moments', 'totals' or 'residuals'"
         )
     codes: dict[str, np.ndarray] = {}
     numbers: dict[str, np.ndarray] = {}
@@ -777,6 +807,8 @@ def answer_rules(
 
     if stage == "moments":
         return _moments(frame, schema, cands, number)
+    if stage == "residuals":
+        return _residual_extremes(cands, number)
     if stage == "totals":
         return np.array(
             [np.nansum(number(c["column"]) / _magnitude(schema[c["column"]])) for c in cands],
@@ -792,6 +824,12 @@ def answer_rules(
             match = affine_match(y, x, a, b, d, cand.get("tolerance"))
             holds = bool(np.all(match | (np.isnan(x) & np.isnan(y))))  # missing together
             out.append(np.array([holds], dtype=np.uint8))
+            continue
+        if kind == "linear":  # every residual within the rule's bounds, X where Y is
+            r = residuals(number(column), number(of[0]), cand["slope"], cand["intercept"])
+            held = ~np.isnan(number(column))
+            inside = (r[held] >= float(cand["lower"])) & (r[held] <= float(cand["upper"]))
+            out.append(np.array([bool(np.all(inside))], dtype=np.uint8))
             continue
         if kind == "sum":
             out.append(np.array([sums[i]], dtype=np.uint8))
@@ -1034,9 +1072,12 @@ def detect_rules(
     sites: Sequence[str],
     n_total: int,
     descriptions: Sequence[Mapping[str, Any]] | None = None,
+    *,
+    near_linear: bool = False,
+    exclude: set[str] | frozenset[str] = frozenset(),
 ) -> list[Rule]:
-    """Run detection (affine moments and check; check, check, map) through ``ask``; the
-    rules to use.
+    """Run detection (affine moments and check; check, check, map; with
+    ``near_linear``, moments and residuals) through ``ask``; the rules to use.
 
     Parameters
     ----------
@@ -1053,11 +1094,17 @@ def detect_rules(
         The sites' setup descriptions (:func:`~fits.core.schema.describe_table`), whose
         per-site minima and maxima rule out affine pairs before their moments are asked
         (:func:`extremes_agree`); None: every pair is asked.
+    near_linear : bool
+        Then look for near-linear columns (:func:`detect_near_linear`) among the
+        columns no exact rule sets or sums (default False).
+    exclude : set of str
+        Columns that may not be a near-linear rule's column (boosted ones).
 
     Returns
     -------
     list of Rule
-        :func:`select_rules` of the rules every site confirmed.
+        :func:`select_rules` of the rules every site confirmed, and the ``"linear"``
+        ones, in chain order.
     """
     found: list[tuple[Candidate, list[list[Any]] | None]] = []
     holding: list[Candidate] = []
@@ -1086,7 +1133,16 @@ def detect_rules(
     rules = [_rule(c, mapping) for c, mapping in found]
     derived = {r.column for r in rules if r.kind == "affine"}  # each one is selected
     rules = [r for r in rules if r.kind != "sum" or derived.isdisjoint(r.of)]
-    return select_rules(schema, rules)
+    chosen = select_rules(schema, rules)
+    if not near_linear:
+        return chosen
+    taken = {r.column for r in chosen} | {p for r in chosen if r.kind == "sum" for p in r.of}
+    affine = {r.column for r in chosen if r.kind == "affine"}  # not in the chain
+    linear = detect_near_linear(
+        schema, ask, sites, n_total, skip=taken | set(exclude), sources_skip=affine
+    )
+    pos = {c: i for i, c in enumerate(schema.order)}
+    return sorted([*chosen, *linear], key=lambda r: pos[r.column])
 
 
 def _ask_totals(
@@ -1230,6 +1286,10 @@ def verify_rules(schema: Schema, ask: Ask, sites: Sequence[str]) -> None:
         cand: Candidate = {"kind": rule.kind, "column": rule.column, "of": list(rule.of)}
         if rule.kind == "function":
             cand["mapping"] = _code_mapping(schema, rule)
+        if rule.kind == "linear":
+            cand.update(
+                slope=rule.slope, intercept=rule.intercept, lower=rule.lower, upper=rule.upper
+            )
         if rule.kind == "affine":
             cand.update(slope=rule.slope, intercept=rule.intercept, decimals=rule.decimals)
             if rule.tolerance is not None:
@@ -1240,6 +1300,14 @@ def verify_rules(schema: Schema, ask: Ask, sites: Sequence[str]) -> None:
     for k, rule in enumerate(rules):
         against = [s for s, a in zip(sites, answers, strict=True) if a[k] != 1]
         if against:
+            if rule.kind == "linear":
+                raise SchemaError(
+                    f"the schema's near-linear rule for column {rule.column!r} "
+                    f"({rule.describe()}) has residuals outside [{rule.lower}, {rule.upper}] "
+                    f"(or {rule.of[0]!r} missing where {rule.column!r} is not) at "
+                    f'{", ".join(against)}; widen the rule\'s "lower"/"upper", remove it '
+                    'from "rules" in the schema, or switch near-linear columns off'
+                )
             raise SchemaError(
                 f"the schema's rule for column {rule.column!r} ({rule.describe()}) does not "
                 f'hold in every row at {", ".join(against)}; remove it from "rules" in the '
@@ -1263,3 +1331,214 @@ def dependent_codes(
 def rules_by_column(rules: Sequence[Rule] | None) -> Mapping[str, Rule]:
     """The rules keyed by their column."""
     return {r.column: r for r in rules or []}
+
+
+# ------------------------------------------------------------ near-linear columns
+def residuals(y: np.ndarray, x: np.ndarray, slope: float, intercept: float) -> np.ndarray:
+    """A ``"linear"`` rule's residual ``y - (slope * x + intercept)`` in float64 (NaN
+    where ``y`` or ``x`` is missing).  The one formula the sites (residual bounds,
+    check, modelled table) and the known values use, so the same numbers give the same
+    residual bit for bit."""
+    ax = float(slope) * np.asarray(x, dtype=float)
+    return np.asarray(y, dtype=float) - (ax + float(intercept))
+
+
+def _residual_extremes(
+    cands: Sequence[Candidate], number: Callable[[str], np.ndarray]
+) -> np.ndarray:
+    """A site's ``residuals`` answer: per candidate, the min and max of its residual."""
+    out = np.full((len(cands), 2), np.nan)
+    for k, c in enumerate(cands):
+        r = residuals(number(c["column"]), number(c["of"][0]), c["slope"], c["intercept"])
+        r = r[~np.isnan(r)]
+        if r.size:
+            out[k] = (r.min(), r.max())
+    return out.ravel()
+
+
+def _linear_source(spec: ColumnSpec) -> bool:
+    """A column a near-linear rule can start from: continuous numbers in every row,
+    not constant (its chain value is then its value)."""
+    return (
+        spec.kind == "continuous"
+        and spec.is_modelled
+        and spec.indicates is None
+        and spec.dtype != "datetime"
+        and not spec.past_float
+        and not spec.missing
+        and _bounds(spec)[0] < _bounds(spec)[1]
+    )
+
+
+def _linear_dependent(spec: ColumnSpec) -> bool:
+    """A column a near-linear rule can draw as its residual: continuous numbers, no
+    point mass, not constant (missing values allowed: the residual is missing there)."""
+    return (
+        spec.kind == "continuous"
+        and spec.is_modelled
+        and spec.indicates is None
+        and spec.dtype != "datetime"
+        and not spec.past_float
+        and spec.point_mass is None
+        and _bounds(spec)[0] < _bounds(spec)[1]
+    )
+
+
+def near_linear_candidates(
+    schema: Schema,
+    n_total: int,
+    *,
+    skip: set[str] | frozenset[str] = frozenset(),
+    sources_skip: set[str] | frozenset[str] = frozenset(),
+) -> list[Candidate]:
+    """The (X, Y) pairs whose moments the near-linear stage asks: Y continuous (no
+    point mass, not constant, not in ``skip``: columns an exact rule sets or uses as a
+    sum's part, boosted columns), X continuous with numbers in every row, earlier in
+    the chain, not in ``sources_skip`` (columns not in the chain).  At most
+    :data:`MAX_NEAR_LINEAR_PAIRS`, the first in chain order (by Y, then X); none with
+    fewer than :data:`MIN_SUM_ROWS` rows.
+
+    Returns
+    -------
+    list of dict
+        ``{"kind": "linear", "column": Y, "of": [X]}``.
+    """
+    if n_total < MIN_SUM_ROWS:
+        return []
+    cols = {c.name: c for c in schema.columns}
+    out: list[Candidate] = []
+    for k, y in enumerate(schema.order):
+        if y in skip or not _linear_dependent(cols[y]):
+            continue
+        for x in schema.order[:k]:
+            if x in sources_skip or not _linear_source(cols[x]):
+                continue
+            out.append({"kind": "linear", "column": y, "of": [x]})
+            if len(out) == MAX_NEAR_LINEAR_PAIRS:
+                return out
+    return out
+
+
+def near_linear_fits(
+    schema: Schema, cands: Sequence[Candidate], pooled: np.ndarray
+) -> list[tuple[float, float, float] | None]:
+    """Per candidate, the pooled least-squares line ``Y = slope X + intercept`` and its
+    R^2, from the summed ``moments`` answers (:func:`moments_size` layout); None with
+    fewer than :data:`MIN_SUM_ROWS` rows holding both or a constant column.
+
+    With the centred, scaled sums undone (powers of two: exact), S_xx = sum x^2 -
+    n mean_x^2, S_yy and S_xy alike: slope = S_xy / S_xx, intercept = mean_y - slope
+    mean_x (in the columns' units), R^2 = S_xy^2 / (S_xx S_yy) (docs/method.md,
+    "Near-linear columns")."""
+    pairs = pooled[: _PAIR_MOMENTS * len(cands)].reshape(len(cands), _PAIR_MOMENTS)
+    out: list[tuple[float, float, float] | None] = []
+    for cand, (n, sum_x, sum_y, sq_x, sq_y, sxy_raw) in zip(cands, pairs, strict=True):
+        sx, sy = schema[cand["of"][0]], schema[cand["column"]]
+        if n < MIN_SUM_ROWS:
+            out.append(None)
+            continue
+        ux, uy = _unit(sx), _unit(sy)
+        sum_x, sq_x, sum_y, sq_y = sum_x * ux, sq_x * ux * ux, sum_y * uy, sq_y * uy * uy
+        sxy_raw = sxy_raw * ux * uy
+        mx, my = sum_x / n, sum_y / n
+        sxx, syy, sxy = sq_x - n * mx * mx, sq_y - n * my * my, sxy_raw - n * mx * my
+        if sxx <= 0 or syy <= 0:
+            out.append(None)
+            continue
+        slope = sxy / sxx
+        intercept = (my + _centre(sy)) - slope * (mx + _centre(sx))
+        out.append((float(slope), float(intercept), float(min(sxy * sxy / (sxx * syy), 1.0))))
+    return out
+
+
+def select_near_linear(
+    cands: Sequence[Candidate], fits: Sequence[tuple[float, float, float] | None]
+) -> list[Candidate]:
+    """The pairs to draw as residuals: R^2 >= :data:`NEAR_LINEAR_R2`; per Y the X with
+    the highest R^2; then, from the highest R^2 down, a pair is kept unless its Y is
+    already another kept pair's X or Y, or its X another's Y (so every source is
+    drawn as itself and every residual's column is no other rule's source).
+
+    Returns
+    -------
+    list of dict
+        Candidates with ``slope``, ``intercept`` and ``r2``.
+    """
+    best: dict[str, Candidate] = {}
+    for cand, fit in zip(cands, fits, strict=True):
+        if fit is None or not fit[2] >= NEAR_LINEAR_R2:
+            continue
+        y = cand["column"]
+        if y not in best or fit[2] > best[y]["r2"]:
+            best[y] = {**cand, "slope": fit[0], "intercept": fit[1], "r2": fit[2]}
+    kept: list[Candidate] = []
+    ys: set[str] = set()
+    xs: set[str] = set()
+    for cand in sorted(best.values(), key=lambda c: -c["r2"]):  # stable: chain order
+        y, x = cand["column"], cand["of"][0]
+        if y in ys or y in xs or x in ys:
+            continue
+        kept.append(cand)
+        ys.add(y)
+        xs.add(x)
+    return kept
+
+
+def detect_near_linear(
+    schema: Schema,
+    ask: Ask,
+    sites: Sequence[str],
+    n_total: int,
+    *,
+    skip: set[str] | frozenset[str] = frozenset(),
+    sources_skip: set[str] | frozenset[str] = frozenset(),
+) -> list[Rule]:
+    """The near-linear stages: ``moments`` of :func:`near_linear_candidates` (summed,
+    maskable), :func:`select_near_linear`, then ``residuals``: each site's min and max
+    of each kept pair's residual, merged (the smallest minimum, the largest maximum)
+    into the rule's ``lower`` and ``upper``.  A pair whose residual is constant or
+    held by no row is dropped.
+
+    Returns
+    -------
+    list of Rule
+        ``"linear"`` rules, in chain order of their columns.
+    """
+    cands = near_linear_candidates(schema, n_total, skip=skip, sources_skip=sources_skip)
+    if not cands:
+        return []
+    answers = ask("moments", cands)
+    size = moments_size(cands)
+    for answer in answers:
+        if np.shape(answer) != (size,) or not np.all(np.isfinite(answer)):
+            raise SchemaError(f"a moments answer has shape {np.shape(answer)}, not ({size},)")
+    pooled = np.sum(np.stack([np.asarray(a, dtype=float) for a in answers]), axis=0)
+    kept = select_near_linear(cands, near_linear_fits(schema, cands, pooled))
+    if not kept:
+        return []
+    asked = [{k: c[k] for k in ("kind", "column", "of", "slope", "intercept")} for c in kept]
+    extremes = ask("residuals", asked)
+    _check_lengths(extremes, 2 * len(asked), sites, "residuals")
+    both = np.stack([np.asarray(e, dtype=float).reshape(-1, 2) for e in extremes])
+    rules = []
+    for k, cand in enumerate(asked):
+        lows, highs = both[:, k, 0], both[:, k, 1]
+        held = ~np.isnan(lows)
+        if not held.any():
+            continue
+        lo, hi = float(lows[held].min()), float(highs[held].max())
+        if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+            continue
+        rules.append(
+            Rule(
+                cand["column"],
+                list(cand["of"]),
+                "linear",
+                slope=float(cand["slope"]),
+                intercept=float(cand["intercept"]),
+                lower=lo,
+                upper=hi,
+            )
+        )
+    pos = {c: i for i, c in enumerate(schema.order)}
+    return sorted(rules, key=lambda r: pos[r.column])

@@ -87,6 +87,7 @@ __all__ = [
     "RULE_KINDS",
     "Rule",
     "Schema",
+    "residual_spec",
     "SchemaError",
     "datetime_seconds",
     "decimal_values",
@@ -644,17 +645,20 @@ def _check_keys(d: Mapping[str, Any], allowed: Sequence[str], where: str) -> Non
     )
 
 
-#: Kinds of exact rules (:class:`Rule`).
-RULE_KINDS = ("function", "sum", "affine")
+#: Kinds of rules (:class:`Rule`): the exact ones, and ``"linear"`` (a near-linear
+#: column drawn as its residual; docs/method.md, "Near-linear columns").
+RULE_KINDS = ("function", "sum", "affine", "linear")
 
 
 @dataclass
 class Rule:
-    """An exact rule between columns that holds in every real row at every site.
+    """An exact rule between columns that holds in every real row at every site, or a
+    near-linear column drawn as its residual (``"linear"``).
 
-    Detected at setup (:mod:`fits.core.rules`, docs/method.md "Exact rules"), reported
-    in :attr:`Schema.rules`, and used to generate ``column`` from the columns ``of``
-    instead of drawing it from the chain.
+    Detected at setup (:mod:`fits.core.rules`, docs/method.md "Exact rules" and
+    "Near-linear columns"), reported in :attr:`Schema.rules`, and used to generate
+    ``column`` from the columns ``of`` instead of drawing it from the chain (a
+    ``"linear"`` rule: the chain draws the residual in ``column``'s place).
 
     Parameters
     ----------
@@ -663,21 +667,26 @@ class Rule:
     of : list of str
         The columns it is a function of (``"function"``: one or two discrete columns),
         or the parts it is the sum of (``"sum"``), or the one column it is an affine
-        function of (``"affine"``).
-    kind : {"function", "sum", "affine"}
+        function of (``"affine"``), or the one continuous column it is near-linear in
+        (``"linear"``).
+    kind : {"function", "sum", "affine", "linear"}
         ``"function"``: ``column`` (discrete) takes one value per combination of the
         ``of`` columns' values (discrete), given by ``mapping``.  ``"sum"``: ``column``
         (continuous) equals the sum of the ``of`` columns (numeric) in every row.
         ``"affine"``: ``column`` (continuous) equals ``slope * of[0] + intercept``
-        (rounded to ``decimals``) in every row.
+        (rounded to ``decimals``) in every row.  ``"linear"``: ``column`` (continuous)
+        is ``slope * of[0] + intercept + R``, the residual R not 0 but drawn by the
+        chain in ``column``'s place, within ``[lower, upper]`` (not an exact rule: the
+        pooled least-squares line of a pair with R^2 >=
+        :data:`fits.core.rules.NEAR_LINEAR_R2`).
     mapping : list of list, optional
         ``"function"`` only: one entry ``[a_1, ..., a_k, b]`` per combination of the
         ``of`` columns seen in the real rows, ``b`` the value of ``column`` there.  A
         combination not listed (never seen) leaves ``column`` to the chain.
     slope, intercept : float, optional
-        ``"affine"`` only: ``column`` (continuous) equals ``slope * x + intercept`` for
+        ``"affine"``: ``column`` (continuous) equals ``slope * x + intercept`` for
         the one numeric column ``x`` in ``of``, in every row, up to the rounding that
-        ``decimals`` states.
+        ``decimals`` states.  ``"linear"``: the line the residual is taken about.
     decimals : int, optional
         ``"affine"`` only: ``column`` is ``slope * x + intercept`` rounded to this many
         decimals (it holds within half a unit of the last decimal in every real row, and
@@ -689,6 +698,10 @@ class Rule:
         coefficients of a coarsely rounded column are known only to within a band
         (docs/method.md, "Affine rules").  None: half a unit of ``decimals`` (0 for an
         exact rule).
+    lower, upper : float, optional
+        ``"linear"`` only: the bounds of the residual ``column - (slope x + intercept)``
+        over every real row holding ``column`` (each site's minimum and maximum,
+        merged): the range of the residual the chain draws.
     """
 
     column: str
@@ -699,6 +712,8 @@ class Rule:
     intercept: float | None = None
     decimals: int | None = None
     tolerance: float | None = None
+    lower: float | None = None
+    upper: float | None = None
 
     def __post_init__(self) -> None:
         where = f"rule for column {self.column!r}"
@@ -711,11 +726,16 @@ class Rule:
         if self.kind == "affine":
             self._check_affine(where)
             return
+        if self.kind == "linear":
+            self._check_linear(where)
+            return
         if any(v is not None for v in (self.slope, self.intercept, self.decimals, self.tolerance)):
             raise SchemaError(
                 f'{where}: "slope", "intercept", "decimals" and "tolerance" belong to '
                 '"affine" rules only'
             )
+        if self.lower is not None or self.upper is not None:
+            raise SchemaError(f'{where}: "lower" and "upper" belong to "linear" rules only')
         if self.kind == "sum":
             if self.mapping is not None:
                 raise SchemaError(f'{where}: a "sum" rule has no "mapping"')
@@ -739,7 +759,31 @@ class Rule:
                 raise SchemaError(f"{where}: the mapping lists {list(key)!r} twice")
             keys.add(key)
 
+    def _check_linear(self, where: str) -> None:
+        if self.mapping is not None or self.decimals is not None or self.tolerance is not None:
+            raise SchemaError(
+                f'{where}: a "linear" rule has no "mapping", "decimals" or "tolerance"'
+            )
+        if len(self.of) != 1:
+            raise SchemaError(f'{where}: a "linear" rule has exactly one column in "of"')
+        for name in ("slope", "intercept", "lower", "upper"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise SchemaError(
+                    f'{where}: a "linear" rule needs a number "{name}", got {value!r}'
+                )
+            if not math.isfinite(value):
+                raise SchemaError(f'{where}: "{name}" must be finite, got {value!r}')
+            setattr(self, name, float(value))
+        if not self.lower < self.upper:  # type: ignore[operator]
+            raise SchemaError(
+                f'{where}: the residual\'s "lower" ({self.lower:g}) must be below its '
+                f'"upper" ({self.upper:g})'
+            )
+
     def _check_affine(self, where: str) -> None:
+        if self.lower is not None or self.upper is not None:
+            raise SchemaError(f'{where}: "lower" and "upper" belong to "linear" rules only')
         if self.mapping is not None:
             raise SchemaError(f'{where}: an "affine" rule has no "mapping"')
         if len(self.of) != 1:
@@ -783,6 +827,13 @@ class Rule:
             if self.tolerance is not None:
                 text = f"{text} (within {self.tolerance:.3g})"
             return f"{self.column} = {text}"
+        if self.kind == "linear":
+            a, b = float(self.slope or 0.0), float(self.intercept or 0.0)
+            sign = "-" if b < 0 else "+"
+            return (
+                f"{self.column} = {a:.6g} * {self.of[0]} {sign} {abs(b):.6g} + residual in "
+                f"[{float(self.lower or 0.0):.6g}, {float(self.upper or 0.0):.6g}] (near-linear)"
+            )
         return f"{self.column} = f({', '.join(self.of)}) ({len(self.mapping or [])} values)"
 
     def to_dict(self) -> dict[str, Any]:
@@ -794,6 +845,10 @@ class Rule:
             out.update(slope=self.slope, intercept=self.intercept, decimals=self.decimals)
             if self.tolerance is not None:
                 out["tolerance"] = self.tolerance
+        if self.kind == "linear":
+            out.update(
+                slope=self.slope, intercept=self.intercept, lower=self.lower, upper=self.upper
+            )
         return out
 
     @classmethod
@@ -821,7 +876,23 @@ class Rule:
             intercept=d.get("intercept"),
             decimals=d.get("decimals"),
             tolerance=d.get("tolerance"),
+            lower=d.get("lower"),
+            upper=d.get("upper"),
         )
+
+
+def residual_spec(spec: ColumnSpec, rule: Rule) -> ColumnSpec:
+    """The engine's spec of a column a ``"linear"`` rule draws as its residual: a
+    continuous float column named as the column, within the rule's residual bounds, not
+    rounded (``decimals`` None), missing where the column is missing."""
+    return ColumnSpec(
+        spec.name,
+        "continuous",
+        "float",
+        lower=rule.lower,
+        upper=rule.upper,
+        missing=spec.missing,
+    )
 
 
 @dataclass
@@ -836,7 +907,8 @@ class Schema:
         Chain order (the order columns are drawn in); default the column order.
     rules : list of Rule, optional
         Exact rules between columns (:class:`Rule`): each rule's column is generated by
-        the rule, not drawn.  None: not determined (a fit detects them at setup unless
+        the rule, not drawn (a ``"linear"`` rule's column: drawn as its residual).
+        None: not determined (a fit detects them at setup unless
         told not to); an empty list: none (detection switched off, or none found).
     """
 
@@ -880,7 +952,7 @@ class Schema:
             if any(not c.is_modelled or c.indicates is not None for c in specs):
                 raise SchemaError(f"{where}: identifier columns cannot take part in a rule")
             wide = [c.name for c in specs if c.past_float]
-            if rule.kind in ("sum", "affine") and wide:
+            if rule.kind in ("sum", "affine", "linear") and wide:
                 raise SchemaError(
                     f"{where}: column(s) {wide} hold whole numbers past 2**53, which the "
                     f"float64 arithmetic of a {rule.kind} rule rounds (its values would "
@@ -918,6 +990,9 @@ class Schema:
                         f"{where}: part(s) {derived} are set by affine rules, which a sum "
                         "cannot use; remove one of the rules"
                     )
+                continue
+            if rule.kind == "linear":
+                self._check_linear_rule(rule, specs[0], specs[1], where)
                 continue
             if rule.kind == "affine":
                 dep, src = specs
@@ -960,6 +1035,45 @@ class Schema:
                             f"{where}: mapping entry {entry!r} has {v!r} for column "
                             f"{col!r}, which is not among its categories"
                         )
+
+    def _check_linear_rule(self, rule: Rule, dep: ColumnSpec, src: ColumnSpec, where: str) -> None:
+        """A ``"linear"`` rule: Y continuous numbers with no point mass; X continuous
+        numbers present in every row; neither in another linear rule's other role (X of
+        one and Y of another), nor X set by an affine rule (not in the chain)."""
+        if dep.kind != "continuous" or dep.dtype == "datetime" or dep.point_mass is not None:
+            raise SchemaError(
+                f"{where}: a near-linear rule's column must be continuous numbers with no "
+                "point mass; remove the rule"
+            )
+        if src.kind != "continuous" or src.dtype == "datetime" or src.missing:
+            raise SchemaError(
+                f"{where}: {src.name!r} is not a continuous column with numbers in every "
+                "row; remove the rule"
+            )
+        linear = [r for r in self.rules or [] if r.kind == "linear"]
+        if src.name in self.derived or any(r.column == src.name for r in linear):
+            raise SchemaError(
+                f"{where}: {src.name!r} is set by a rule of its own (affine, or drawn as a "
+                "near-linear residual), so it cannot be a near-linear rule's source; "
+                "remove one of the rules"
+            )
+        if any(rule.column in r.of for r in self.rules or [] if r.kind == "sum"):
+            raise SchemaError(
+                f"{where}: {rule.column!r} is a part of a sum rule, whose total needs its "
+                "value, not a residual; remove one of the rules"
+            )
+        if any(r.of[0] == rule.column for r in linear):
+            raise SchemaError(
+                f"{where}: {rule.column!r} is the source of another near-linear rule, so "
+                "it cannot be drawn as a residual itself; remove one of the rules"
+            )
+
+    @property
+    def near_linear(self) -> dict[str, Rule]:
+        """The ``"linear"`` rules by their column: columns the chain draws as the
+        residual about a line in an earlier column (docs/method.md, "Near-linear
+        columns")."""
+        return {r.column: r for r in self.rules or [] if r.kind == "linear"}
 
     def __getitem__(self, name: str) -> ColumnSpec:
         for c in self.columns:
@@ -1006,9 +1120,19 @@ class Schema:
         it is computed from its source when the rows are decoded, and later columns are
         not conditioned on it -- it holds no information beyond its source, and as a
         covariate it would only make the local designs collinear and, for the KNN
-        kernel, count one direction twice in the distances."""
+        kernel, count one direction twice in the distances.
+
+        A column a ``"linear"`` rule draws as its residual keeps its place in the chain,
+        but its spec is the residual's: continuous floats within the rule's ``lower``
+        and ``upper``, not rounded, missing where the column is
+        (:func:`residual_spec`); the linear rules stay in the engine's ``rules``."""
         derived = set(self.derived)
-        columns = [c for c in self.columns if c.is_modelled and c.name not in derived]
+        linear = self.near_linear
+        columns = [
+            residual_spec(c, linear[c.name]) if c.name in linear else c
+            for c in self.columns
+            if c.is_modelled and c.name not in derived
+        ]
         order: list[str] = []
         for name in self.order:
             spec = self[name]
@@ -1119,6 +1243,7 @@ class Schema:
         order: Sequence[str] | None = None,
         parse_text: bool = True,
         rules: bool = True,
+        near_linear: bool = True,
     ) -> Schema:
         """Detect the schema of one table, or of several sites' tables, in one call.
 
@@ -1144,6 +1269,10 @@ class Schema:
             Detect exact rules between columns (:mod:`fits.core.rules`) as a fit's setup
             round does, each table answering as a site (default).  False leaves
             :attr:`rules` empty.
+        near_linear : bool
+            With ``rules``, also find the near-linear columns a fit draws as residuals
+            (``"linear"`` rules; :func:`fits.core.rules.detect_near_linear`; default
+            True, as :class:`~fits.synthesizer.FITSSynthesizer`'s).
 
         Returns
         -------
@@ -1203,6 +1332,7 @@ class Schema:
             names,
             sum(int(f.shape[0]) for f in frames),
             descriptions,
+            near_linear=bool(near_linear),
         )
         return Schema(schema.columns, schema.order, found)
 

@@ -92,6 +92,8 @@ def rules_kept(table: pd.DataFrame, rules: Sequence[Any]) -> pd.DataFrame:
         ``slope * x + intercept``); and
         ``uncovered``, the share of rows whose determinant combination is not in the
         mapping (no real row has it, so the rule says nothing there; 0 for sums).
+        A ``"linear"`` rule (a near-linear column drawn as its residual) is no exact
+        rule and is left out: no row "keeps" it.
 
     Raises
     ------
@@ -102,6 +104,8 @@ def rules_kept(table: pd.DataFrame, rules: Sequence[Any]) -> pd.DataFrame:
     n = len(table)
     for raw in rules:
         rule = _as_dict(raw)
+        if rule.get("kind") == "linear":  # a near-linear column: no exact rule to keep
+            continue
         column, of = str(rule["column"]), [str(c) for c in rule["of"]]
         missing = [c for c in [column, *of] if c not in table.columns]
         if missing:

@@ -57,7 +57,7 @@ from fits.core.kernels import (
     response_cdf_kernel,
 )
 from fits.core.names import resolve_keys
-from fits.core.rules import answer_rules
+from fits.core.rules import answer_rules, residuals
 from fits.core.schema import (
     ColumnSpec,
     Schema,
@@ -547,6 +547,8 @@ class FITSClient:
                 except ValueError as exc:  # name the site and the stage, not only the value
                     raise ValueError(f"{self.name}, rule detection ({stage}): {exc}") from exc
             return Message("rules", {stage: answer})
+        if stage == "residuals":  # per candidate its min and max here, in the clear
+            return Message("rules", {"residuals": answer})
         return Message("rules", {"pairs" if stage == "map" else "holds": answer})
 
     def _check_bounds(self, spec: ColumnSpec, values: np.ndarray) -> None:
@@ -582,6 +584,7 @@ class FITSClient:
         self._accept_rows(msg, adjusted)
         self._schema = schema
         self.n_total = n_total
+        self._residual_rules = json.loads(str(msg.config.get("residuals", "[]")))
         self._continualize(schema, int(msg.config["seed"]))
         self._site_seed = int(msg.config["seed"])  # also picks early stopping's held-out rows
         self._standardize(msg)
@@ -711,13 +714,27 @@ class FITSClient:
             adjusted.append(f"rows={declared} taken as max_rows={self.policy.max_rows}")
             self.rows_declared = self.policy.max_rows
 
+    def _modelled(self, schema: Schema) -> pd.DataFrame:
+        """The table the engine models: each column a near-linear rule draws as its
+        residual (configure's ``residuals``: column, of, slope, intercept) replaced by
+        ``y - (slope x + intercept)`` (:func:`fits.core.rules.residuals`; missing where
+        y is), whose bounds the engine's schema gives (docs/method.md, "Near-linear
+        columns")."""
+        data = self.data
+        for rule in getattr(self, "_residual_rules", []):
+            y, x = str(rule["column"]), str(rule["of"][0])
+            values = [Encoder(schema[c]).to_numeric(data[c], client=self.name) for c in (y, x)]
+            r = residuals(values[0], values[1], float(rule["slope"]), float(rule["intercept"]))
+            data = data.assign(**{y: r})
+        return data
+
     def _continualize(self, schema: Schema, seed: int) -> None:
         """The continualized table in chain order (sec. 4.1-4.2), its codes and validity."""
         specs = schema.ordered()
         self.columns = [s.name for s in specs]
         self.encoders = [Encoder(s) for s in specs]
         self.z, self.codes, self.valid = continualize(  # native units, chain order
-            self.data,
+            self._modelled(schema),
             schema,
             self.columns,
             np.random.default_rng(seed),

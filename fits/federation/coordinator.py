@@ -52,6 +52,7 @@ from fits.core.cdf import (
     postprocess_cdf,
     solve_guarded,
     thin_grid,
+    truncated_inverse_cdf,
 )
 from fits.core.continualization import Encoder
 from fits.core.names import resolve_columns, resolve_keys
@@ -60,6 +61,7 @@ from fits.core.rules import (
     detect_rules,
     map_size,
     moments_size,
+    residuals,
     verify_rules,
 )
 from fits.core.schema import (
@@ -426,6 +428,10 @@ class Coordinator:
         self.n_rows: list[int] = []
         self.grids: dict[str, np.ndarray] = {}
         self.fallbacks = 0  # queries that needed the degenerate-query fallback
+        #: Per near-linear column, the synthetic rows whose conditional CDF of the
+        #: residual had no mass where Y stays within its bounds: [drawn from the
+        #: residual's marginal, drawn uniformly] (:meth:`_truncated`), summed over draws.
+        self.truncation_fallbacks: dict[str, list[int]] = {}
         self.guarded = 0  # queries whose design the collinearity guard reduced
         #: Candidates sent to every site per rule-detection stage (``check``: one bit
         #: each from every site), summed over the fit's rounds.
@@ -471,6 +477,7 @@ class Coordinator:
         order: Sequence[str] | None = None,
         schema: Schema | None = None,
         rules: bool = True,
+        near_linear: bool = True,
     ) -> Schema:
         """Setup round: collect counts and descriptions, merge them into the schema.
 
@@ -482,7 +489,11 @@ class Coordinator:
         With ``rules`` (default) exact rules between columns are then detected with
         ``rules`` messages (:mod:`fits.core.rules`) and put in the schema's ``rules``;
         a user schema's own ``rules`` (when it has a ``rules`` entry) are checked at
-        every site instead.  ``rules=False`` sets no rule.
+        every site instead.  ``rules=False`` sets no rule.  With ``near_linear`` (and
+        ``rules``) detection also finds the near-linear columns, drawn as residuals
+        (``"linear"`` rules, :func:`~fits.core.rules.detect_near_linear`; never a
+        column ``column_models`` boosts); ``near_linear=False`` finds none (a user
+        schema's own ``"linear"`` rules are kept either way).
         """
         declared = {c: {"kind": k} for c, k in (kinds or {}).items()}
         if schema is not None:
@@ -545,6 +556,8 @@ class Coordinator:
                 self.transport.client_names,
                 self.n_total,
                 descriptions,
+                near_linear=bool(near_linear),
+                exclude=self._boosted_names(schema.names),
             )
             schema = Schema(schema.columns, schema.order, found)
         self.user_schema = schema
@@ -560,6 +573,16 @@ class Coordinator:
         self.schema = schema.expanded()  # with missingness indicators in the chain
         self._check_column_models()
         return schema
+
+    def _boosted_names(self, headers: Sequence[str]) -> set[str]:
+        """The columns ``column_models`` boosts (before :meth:`_check_column_models`
+        resolves it): not drawn as a near-linear residual."""
+        models = resolve_keys(
+            self.column_models, headers, "column_models", is_column=lambda c, _: c != ALL_COLUMNS
+        )
+        boosted = set(headers) if models.get(ALL_COLUMNS) == "boosting" else set()
+        boosted |= {c for c, m in models.items() if m == "boosting"}
+        return boosted - {c for c, m in models.items() if c != ALL_COLUMNS and m != "boosting"}
 
     def _resolve_column_names(self, headers: Sequence[str]) -> None:
         """``column_designs``, ``column_models`` and ``column_boosting`` keyed by the
@@ -673,6 +696,12 @@ class Coordinator:
         assert self.schema is not None
         order = self.schema.order
         rule = next((r for r in self.user_schema.rules or [] if r.column == name), None)
+        if rule is not None and rule.kind == "linear":
+            return (
+                f"is drawn as the residual of its near-linear rule {rule.describe()}; to "
+                "boost it, fit with near_linear=False (--no-near-linear) or drop the rule "
+                "from the schema"
+            )
         if rule is not None and rule.kind == "affine":
             return (
                 f"is set by the schema's rule {rule.describe()} and not drawn; to model it, "
@@ -763,6 +792,8 @@ class Coordinator:
                 if self.secure:  # only the sum over the sites is learnt
                     return [unmask_sum([r.arrays[stage] for r in replies])]
                 return [r.arrays[stage] for r in replies]
+            if stage == "residuals":  # each site's min and max residual, in the clear
+                return [r.arrays["residuals"] for r in replies]
             return [r.arrays["pairs" if stage == "map" else "holds"] for r in replies]
 
         return ask
@@ -828,6 +859,7 @@ class Coordinator:
             "schema": self.schema.without_rules().to_json(),  # the sites need no rule
             # "id" columns and the columns affine rules set: in the tables, not drawn
             "unmodelled": json.dumps(self._not_drawn()),
+            **self._residual_config(),
             "n_total": self.n_total,
             "response_bandwidth": self.response_bandwidth,
             "discrete_response_bandwidth": self.discrete_response_bandwidth,
@@ -843,6 +875,22 @@ class Coordinator:
         self.fine_grids = {}
         if self.grid_points is not None:
             self._thinned_grids(set(grids or {}), int(rows))
+
+    def _residual_config(self) -> dict[str, ConfigValue]:
+        """Configure's ``residuals``: the near-linear rules (column, of, slope,
+        intercept) whose columns the sites model as residuals; absent when none."""
+        assert self.schema is not None
+        linear = self.schema.near_linear
+        if not linear:
+            return {}
+        return {
+            "residuals": json.dumps(
+                [
+                    {"column": r.column, "of": r.of, "slope": r.slope, "intercept": r.intercept}
+                    for r in linear.values()
+                ]
+            )
+        }
 
     def _not_drawn(self) -> list[str]:
         """The tables' columns the engine does not draw: "id" columns and the columns
@@ -899,14 +947,52 @@ class Coordinator:
     def _draw(self, column: str, cdf: np.ndarray, u: np.ndarray) -> np.ndarray:
         """Inverse-CDF draws (eq. 17) from CDFs on the column's grid; on a thinned grid,
         from their monotone (PCHIP) interpolation on the refined grid."""
+        return inverse_cdf(*self._drawn_cdf(column, cdf), u)
+
+    def _drawn_cdf(self, column: str, cdf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The CDFs draws invert, and their grid: on a thinned grid, the monotone
+        (PCHIP) interpolation on the refined grid."""
         grid = self.grids[column]
         fine = self.fine_grids.get(column)
         if fine is None:
-            return inverse_cdf(cdf, grid, u)
+            return cdf, grid
         smooth = PchipInterpolator(grid, cdf, axis=1)(fine)
         np.clip(smooth, 0.0, 1.0, out=smooth)
         np.maximum.accumulate(smooth, axis=1, out=smooth)  # rounding only: PCHIP is monotone
-        return inverse_cdf(smooth, fine, u)
+        return smooth, fine
+
+    def _truncated(self, column: str, cdf: np.ndarray, u: np.ndarray, x: np.ndarray) -> np.ndarray:
+        """Draws of a near-linear column's residual R (docs/method.md, "Near-linear
+        columns") that keep ``Y = slope x + intercept + R`` within Y's bounds: R is
+        drawn from the row's CDF truncated to ``[Y_lower - (slope x + intercept), Y_upper
+        - (slope x + intercept)]`` (:func:`~fits.core.cdf.truncated_inverse_cdf`), x
+        the source's chain value clipped to its bounds (as its output is, and as
+        :meth:`FITSSynthesizer._decode <fits.synthesizer.FITSSynthesizer>` takes it).  A
+        row whose CDF has no mass there is drawn from R's marginal CDF truncated alike;
+        where that has none either, uniformly on the part of the interval within R's
+        bounds, or, if none, at the interval's end nearest them.  Such rows are counted
+        in :attr:`truncation_fallbacks` (per column: marginal, uniform)."""
+        assert self.schema is not None
+        rule = self.schema.near_linear[column]
+        y_lo, y_hi = self.user_schema[column].bounds
+        x = np.clip(x, *self.user_schema[rule.of[0]].bounds)
+        slope, intercept = float(rule.slope or 0.0), float(rule.intercept or 0.0)
+        lo = residuals(np.full(x.shape, y_lo), x, slope, intercept)
+        hi = residuals(np.full(x.shape, y_hi), x, slope, intercept)
+        r, empty = truncated_inverse_cdf(*self._drawn_cdf(column, cdf), u, lo, hi)
+        if empty.any():
+            marginal = self.marginal_cdf(column).reshape(1, -1)
+            rows = int(empty.sum())
+            f, g = self._drawn_cdf(column, np.broadcast_to(marginal, (rows, marginal.shape[1])))
+            lo_e, hi_e = lo[empty], hi[empty]
+            r_e, none = truncated_inverse_cdf(f, g, u[empty], lo_e, hi_e)
+            a = np.clip(float(rule.lower or 0.0), lo_e, hi_e)  # [lo, hi] within R's bounds
+            b = np.clip(float(rule.upper or 0.0), lo_e, hi_e)  # (one point if none)
+            r[empty] = np.where(none, np.clip(a + u[empty] * (b - a), lo_e, hi_e), r_e)
+            counts = self.truncation_fallbacks.setdefault(column, [0, 0])
+            counts[0] += rows - int(none.sum())
+            counts[1] += int(none.sum())
+        return r
 
     def _declare(self, rows: int) -> None:
         """(Re)send the configure messages with ``rows`` declared; keep the sites' replies."""
@@ -2127,7 +2213,7 @@ class Coordinator:
         """
         n = out.shape[0]
         rule = {r.column: r for r in (self.schema.rules or [])}.get(column)  # type: ignore[union-attr]
-        if rule is None:
+        if rule is None or rule.kind == "linear":  # a near-linear column: drawn (_truncated)
             return np.zeros(n, dtype=bool)
         j = order.index(column)
         parts = [(self.encoders[a], out[:, order.index(a)]) for a in rule.of]
@@ -2231,6 +2317,7 @@ class Coordinator:
                 f"given must have {n} rows and at most {len(order)} columns, got {given.shape}"
             )
         step = self._batch()
+        before = {c: tuple(v) for c, v in self.truncation_fallbacks.items()}
         for j, column in enumerate(order):
             if j < fixed:  # a given column: lifted if discrete, as it is if continuous
                 enc = self.encoders[column]
@@ -2255,6 +2342,8 @@ class Coordinator:
                     progress(column, n, n)
                 continue
             spec = self.encoders[column].spec
+            rule = self.schema.near_linear.get(column)  # drawn as its residual, truncated
+            linear = None if rule is None else order.index(rule.of[0])
             absent = self._by_rule(column, out, order)  # rows the column's rule sets
             # rows whose indicators (drawn just before) say "missing" take the fill,
             # rows at the point mass take its value; the rest are drawn
@@ -2295,8 +2384,27 @@ class Coordinator:
                         out[r, j] = inverse_masses(e, bounds, u[r, j])
                     elif self._boosted(column):
                         out[r, j] = self._boosted_draw(column, e, u[r, j])
+                    elif linear is not None:
+                        out[r, j] = self._truncated(column, e, u[r, j], out[r, linear])
                     else:
                         out[r, j] = self._draw(column, e, u[r, j])
                     if progress:
                         progress(column, int(absent.sum()) + part.stop, n)
+        self._note_fallbacks(before)
         return out
+
+    def _note_fallbacks(self, before: Mapping[str, Sequence[int]]) -> None:
+        """A :class:`~fits.core.schema.DataNote` per near-linear column some of whose
+        rows this draw took from a fallback (:meth:`_truncated`)."""
+        for column, (marginal, uniform) in self.truncation_fallbacks.items():
+            m = marginal - before.get(column, (0, 0))[0]
+            k = uniform - before.get(column, (0, 0))[1]
+            if m or k:
+                warnings.warn(
+                    f"column {column!r} (drawn as its near-linear residual): {m + k} "
+                    "synthetic row(s) had no conditional mass of the residual where the "
+                    f"column stays within its bounds; {m} drawn from the residual's "
+                    f"marginal there, {k} uniformly within the bounds",
+                    DataNote,
+                    stacklevel=3,
+                )

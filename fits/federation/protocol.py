@@ -15,7 +15,11 @@ configure    config ``schema``, ``n_total``, ``seed``,   ``n_rows`` (1,); config
              ``rows`` (declared synthetic rows),         (JSON: the bandwidths, M, rows
              ``unmodelled`` (JSON: the "id" columns),    and query budget the site
              bandwidths; arrays ``grid:<column>``,       applies, and what it adjusted)
-             optional ``scale_mean`` / ``scale_sd``
+             optional ``scale_mean`` / ``scale_sd``;
+             optional ``residuals`` (JSON: the
+             near-linear rules, column, of, slope,
+             intercept: each column modelled as its
+             residual)
 marginal     config ``column``, ``grid_size``            ``F`` (L,): sum over local rows of
                                                          the smoothed indicator (eq. 16)
 hessian      config ``column``, ``request``, ``scheme``,  ``S`` (B, p(p+1)/2): upper triangle
@@ -46,8 +50,9 @@ boost        config ``column``, ``request``,             ``H`` (2^level, W, 2K +
              (the share held out) and                   the held-out rows and their count
              ``validation_seed``                        (zeros under the site's floor)
 rules        config ``stage`` (``check`` / ``map`` /     ``holds`` (n,) uint8 0/1 (check):
-             ``moments`` / ``totals``), ``schema``       does candidate i hold in every
-             (JSON, the merged schema),                  row here; or ``pairs`` (size,)
+             ``moments`` / ``totals`` /                  does candidate i hold in every
+             ``residuals``), ``schema``                  row here; or ``pairs`` (size,)
+             (JSON, the merged schema),
              ``candidates`` (JSON, n candidate rules;    uint8 0/1 (map): which (a, b)
              totals: n columns), ``size`` (map,          value pairs occur here; or
              moments, totals)                            ``moments`` (size,) float64
@@ -55,7 +60,13 @@ rules        config ``stage`` (``check`` / ``map`` /     ``holds`` (n,) uint8 0/
                                                          the affine candidates; or
                                                          ``totals`` (size,) float64
                                                          (totals): per numeric column,
-                                                         the sum of its scaled values
+                                                         the sum of its scaled values;
+                                                         or ``residuals`` (2 n,) float64
+                                                         (residuals, ``linear``
+                                                         candidates): per candidate the
+                                                         min and max here of its
+                                                         residual (NaN: no row), in the
+                                                         clear
 ===========  ==========================================  ===================================
 
 ``rules`` comes between setup and configure, when rule detection is on
@@ -521,6 +532,10 @@ def check_reply(request: Message, reply: Message) -> None:
                 _expect(reply, {key: (LIMBS, size)}, set(), {key: "uint64"})
             else:
                 _expect(reply, {key: (size,)}, set(), {key: "float64"})
+            return
+        if stage == "residuals":  # per candidate a site's min and max residual
+            n = 2 * len(json.loads(str(request.config["candidates"])))
+            _expect(reply, {"residuals": (n,)}, set(), {"residuals": "float64"})
             return
         if request.config.get("stage") == "map":
             name, n = "pairs", int(request.config["size"])

@@ -1,0 +1,332 @@
+"""Near-linear columns drawn as their residual (issue 12; docs/method.md, "Near-linear
+columns"): a continuous column whose pooled least-squares line on an earlier continuous
+column has R^2 >= NEAR_LINEAR_R2 is found at setup ("linear" rule), modelled by the
+sites as its residual, drawn truncated so that it stays within its bounds, and written
+as the line plus the drawn residual."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fits import FITSSynthesizer
+from fits.core.cdf import cdf_at, inverse_cdf, truncated_inverse_cdf
+from fits.core.rules import NEAR_LINEAR_R2, answer_rules, residuals
+from fits.core.schema import Rule, Schema, SchemaError
+from fits.evaluation import rules_kept
+
+from conftest import fits_in_process as run
+
+
+def toy(seed: int = 0, n: int = 300, k: int = 3, missing: float = 0.0) -> list[pd.DataFrame]:
+    """k sites: age, income (log-normal, whole numbers), income2 = income + N(0, 50)
+    (2 decimals; a share ``missing`` of it missing), and a later z."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(k):
+        income = rng.lognormal(10, 0.5, n).round(0)
+        income2 = (income + rng.normal(0, 50, n)).round(2)
+        if missing:
+            income2[rng.random(n) < missing] = np.nan
+        out.append(
+            pd.DataFrame(
+                {
+                    "age": rng.integers(18, 80, n),
+                    "income": income,
+                    "income2": income2,
+                    "z": rng.normal(0, 1, n).round(3),
+                }
+            )
+        )
+    return out
+
+
+def pooled_line(frames: list[pd.DataFrame]) -> tuple[float, float]:
+    """numpy's least-squares line of income2 on income over the concatenated rows."""
+    real = pd.concat(frames, ignore_index=True).dropna(subset=["income2"])
+    slope, intercept = np.polyfit(real["income"], real["income2"], 1)
+    return float(slope), float(intercept)
+
+
+def resid_sd(table: pd.DataFrame, slope: float, intercept: float) -> float:
+    return float((table["income2"] - (intercept + slope * table["income"])).std())
+
+
+@pytest.fixture(scope="module")
+def frames() -> list[pd.DataFrame]:
+    return toy()
+
+
+@pytest.fixture(scope="module")
+def fitted(frames):
+    return FITSSynthesizer(seed=0).fit(frames)
+
+
+# ------------------------------------------------------------------ detection
+def test_the_near_copy_is_found_with_the_pooled_line_and_residual_bounds(frames, fitted):
+    rules = [r for r in fitted.schema_.rules if r.kind == "linear"]
+    assert len(rules) == 1
+    rule = rules[0]
+    assert (rule.column, rule.of) == ("income2", ["income"])
+    slope, intercept = pooled_line(frames)
+    assert rule.slope == pytest.approx(slope, rel=1e-9)
+    assert rule.intercept == pytest.approx(intercept, rel=1e-7, abs=1e-7)
+    real = pd.concat(frames, ignore_index=True)
+    r = residuals(real["income2"], real["income"], rule.slope, rule.intercept)
+    assert (rule.lower, rule.upper) == (float(np.nanmin(r)), float(np.nanmax(r)))
+    # the engine models the residual in income2's place, within those bounds
+    engine = fitted.coordinator.schema
+    assert engine.order == fitted.schema_.order
+    assert (engine["income2"].lower, engine["income2"].upper) == (rule.lower, rule.upper)
+    assert engine["income2"].decimals is None
+
+
+def test_no_near_linear_pair_leaves_the_output_bit_for_bit():
+    rng = np.random.default_rng(1)
+    parts = [
+        pd.DataFrame({"a": rng.normal(0, 1, 200), "b": rng.normal(0, 1, 200).round(2)})
+        for _ in range(2)
+    ]
+    on = FITSSynthesizer(seed=3).fit(parts)
+    off = FITSSynthesizer(seed=3, near_linear=False).fit(parts)
+    assert on.schema_.rules == [] and off.schema_.rules == []
+    pd.testing.assert_frame_equal(on.sample(400), off.sample(400))
+
+
+def test_the_threshold_and_the_exclusions():
+    rng = np.random.default_rng(2)
+    n = 400
+    x = rng.normal(0, 1, n)
+    weak = x + rng.normal(0, 0.5, n)  # R^2 0.8: below the threshold
+    frame = pd.DataFrame(
+        {
+            "x": x,
+            "weak": weak,
+            "mass": np.where(rng.random(n) < 0.3, 0.0, x * 2 + rng.normal(0, 0.01, n)),
+            "f": np.round(1.8 * x + 32, 8),  # an exact affine rule, not a near-linear one
+        }
+    )
+    schema = Schema.detect([frame.iloc[::2], frame.iloc[1::2]])
+    kinds = {r.column: r.kind for r in schema.rules}
+    assert kinds == {"f": "affine"}  # weak: R^2 < 0.95; mass: a point mass
+    assert NEAR_LINEAR_R2 == 0.95
+    # boosted columns are not drawn as residuals
+    synth = FITSSynthesizer(seed=0, column_models={"income2": "boosting"})
+    synth.fit(toy(n=120))
+    assert all(r.kind != "linear" for r in synth.schema_.rules)
+
+
+# ------------------------------------------------------------------ sampling
+def test_the_truncated_draw_is_the_inverse_of_u_moved_into_f_lo_f_hi():
+    grid = np.linspace(-1.0, 1.0, 9)
+    cdf = np.tile(np.array([0.0, 0.05, 0.1, 0.3, 0.5, 0.6, 0.8, 0.95, 1.0]), (5, 1))
+    lo = np.array([-0.9, -0.3, 0.0, -2.0, 0.55])
+    hi = np.array([-0.1, 0.4, 0.05, 2.0, 0.6])
+    u = np.array([0.0, 0.3, 0.5, 0.7, 0.999])
+    f_lo, f_hi = cdf_at(cdf, grid, lo), cdf_at(cdf, grid, hi)
+    np.testing.assert_allclose(f_lo, [np.interp(v, grid, cdf[0]) for v in np.maximum(lo, -1)])
+    assert f_lo[3] == 0.0 and f_hi[3] == 1.0  # beyond the grid: 0 and 1
+    values, empty = truncated_inverse_cdf(cdf, grid, u, lo, hi)
+    want = inverse_cdf(cdf, grid, f_lo + u * (f_hi - f_lo))
+    np.testing.assert_allclose(values, np.clip(want, lo, hi))
+    assert np.all((values >= lo) & (values <= hi)) and not empty.any()
+    assert np.all(cdf_at(cdf, grid, values) >= f_lo - 1e-12)
+    assert np.all(cdf_at(cdf, grid, values) <= f_hi + 1e-12)
+    # no mass in the interval: flagged for the caller's fallback
+    flat = np.tile(np.array([0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 1.0]), (1, 1))
+    _, empty = truncated_inverse_cdf(flat, grid, np.array([0.5]), np.array([0.3]), np.array([0.9]))
+    assert empty.all()
+
+
+def test_the_residual_spread_comes_back(frames, fitted):
+    slope, intercept = pooled_line(frames)
+    real = pd.concat(frames, ignore_index=True)
+    out = fitted.sample(900)
+    real_sd = resid_sd(real, slope, intercept)
+    assert resid_sd(out, slope, intercept) == pytest.approx(real_sd, rel=0.3)
+    off = FITSSynthesizer(seed=0, near_linear=False).fit(frames).sample(900)
+    assert resid_sd(off, slope, intercept) > 20 * real_sd  # the chain alone: ~100x
+
+
+def test_every_synthetic_value_is_within_bounds_and_rounded(frames, fitted):
+    out = fitted.sample(2000, seed=5)
+    spec = fitted.schema_["income2"]
+    assert out["income2"].between(spec.lower, spec.upper).all()
+    assert (out["income2"] == out["income2"].round(2)).all()
+    assert out["income2"].dtype == np.float64
+    # reproducible from the one seed
+    pd.testing.assert_frame_equal(out, fitted.sample(2000, seed=5))
+
+
+def test_missing_values_stay_missing_and_a_missing_source_is_no_candidate():
+    parts = toy(n=200, missing=0.2)
+    synth = FITSSynthesizer(seed=0).fit(parts)
+    rule = synth.schema_.near_linear["income2"]
+    real = pd.concat(parts, ignore_index=True)
+    held = real.dropna(subset=["income2"])
+    slope, intercept = np.polyfit(held["income"], held["income2"], 1)
+    assert rule.slope == pytest.approx(slope, rel=1e-9)
+    out = synth.sample(3000)
+    assert out["income2"].isna().mean() == pytest.approx(0.2, abs=0.04)
+    present = out.dropna(subset=["income2"])
+    assert resid_sd(present, slope, intercept) < 2 * resid_sd(held, slope, intercept)
+    # the source with missing values: no rule (R would be missing where Y is not)
+    swapped = [p.rename(columns={"income": "income2", "income2": "income"}) for p in parts]
+    swapped = [p[["age", "income", "income2", "z"]] for p in swapped]
+    schema = Schema.detect(swapped)
+    assert all(r.kind != "linear" or r.of != ["income"] for r in schema.rules)
+
+
+# ------------------------------------------------------------------ known values
+def test_known_source_and_column_give_the_residual_and_keep_both(frames, fitted):
+    real = pd.concat(frames, ignore_index=True)
+    known = real[["age", "income", "income2"]].iloc[:50]
+    out = fitted.sample_remaining_columns(known, seed=1)
+    pd.testing.assert_frame_equal(out[["age", "income", "income2"]], known.reset_index(drop=True))
+    assert out["z"].notna().all()
+    # the source known, the column drawn: near the line
+    out = fitted.sample_remaining_columns(real[["age", "income"]].iloc[:200], seed=1)
+    slope, intercept = pooled_line(frames)
+    assert resid_sd(out, slope, intercept) < 2 * resid_sd(real, slope, intercept)
+
+
+def test_a_known_column_without_its_source_is_refused(frames, fitted):
+    real = pd.concat(frames, ignore_index=True)
+    with pytest.raises(ValueError, match=r"'income2'.*near-linear rule.*give 'income' too"):
+        fitted.sample_remaining_columns(real[["income2"]].iloc[:5])
+    far = real[["age", "income", "income2"]].iloc[:3].copy()
+    far["income2"] = far["income"] + 5000.0
+    with pytest.raises(ValueError, match="farther from its near-linear rule's line"):
+        fitted.sample_remaining_columns(far)
+
+
+# ------------------------------------------------------------------ schema, persistence
+def test_the_rule_round_trips_and_editing_it_out_switches_it_off(frames, fitted):
+    text = fitted.schema_.to_json()
+    again = Schema.from_json(text)
+    assert [r.to_dict() for r in again.rules] == [r.to_dict() for r in fitted.schema_.rules]
+    assert "near-linear" in again.near_linear["income2"].describe()
+    doc = json.loads(text)
+    doc["rules"] = [r for r in doc["rules"] if r["kind"] != "linear"]
+    edited = FITSSynthesizer(seed=0, schema=Schema.from_dict(doc)).fit(frames)
+    off = FITSSynthesizer(seed=0, near_linear=False).fit(frames)
+    pd.testing.assert_frame_equal(edited.sample(300), off.sample(300))
+    # a user's schema brings the rule itself, and the sites check its bounds
+    kept = FITSSynthesizer(seed=0, schema=again, near_linear=False).fit(frames)
+    pd.testing.assert_frame_equal(kept.sample(300, seed=4), fitted.sample(300, seed=4))
+    narrow = json.loads(text)
+    for r in narrow["rules"]:
+        r["upper"] = r["lower"] + 1.0
+    with pytest.raises(SchemaError, match="residuals outside"):
+        FITSSynthesizer(seed=0, schema=Schema.from_dict(narrow)).fit(frames)
+
+
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        ({"lower": 5.0, "upper": 1.0}, "must be below"),
+        ({"lower": None}, 'needs a number "lower"'),
+        ({"decimals": 2}, 'no "mapping", "decimals"'),
+        ({"of": ["income", "age"]}, "exactly one column"),
+    ],
+)
+def test_a_bad_edit_names_the_column(edit, message):
+    base = {
+        "column": "income2",
+        "kind": "linear",
+        "of": ["income"],
+        "slope": 1.0,
+        "intercept": 0.0,
+        "lower": -1.0,
+        "upper": 1.0,
+    }
+    with pytest.raises(SchemaError, match=message):
+        Rule.from_dict({**base, **edit})
+    with pytest.raises(SchemaError, match='"lower" and "upper" belong'):
+        Rule("c", ["a", "b"], "sum", lower=0.0)
+
+
+def test_a_saved_synthesizer_keeps_the_rule(tmp_path, frames, fitted):
+    path = fitted.save(tmp_path / "model.pkl")
+    first = fitted.sample(300, seed=2)
+    loaded = FITSSynthesizer.load(path).connect(frames)
+    assert loaded.schema_.near_linear == fitted.schema_.near_linear
+    pd.testing.assert_frame_equal(first, loaded.sample(300, seed=2))
+
+
+def test_secure_aggregation_finds_the_same_rule(frames, fitted):
+    secure = FITSSynthesizer(seed=0, secure_aggregation=True).fit(frames)
+    a, b = secure.schema_.near_linear["income2"], fitted.schema_.near_linear["income2"]
+    # the masked moments are fixed point: the line agrees to float64 noise, and so do
+    # the residual extremes (per site, not summed: from that line)
+    assert a.slope == pytest.approx(b.slope, rel=1e-9)
+    assert a.intercept == pytest.approx(b.intercept, rel=1e-9, abs=1e-9)
+    assert (a.lower, a.upper) == pytest.approx((b.lower, b.upper), rel=1e-9)
+
+
+def test_the_report_does_not_call_it_kept(fitted):
+    table = pd.DataFrame({"income": [1.0], "income2": [2.0]})
+    assert rules_kept(table, fitted.schema_.rules).empty
+
+
+def test_the_sites_answer_residual_extremes(frames, fitted):
+    schema = fitted.schema_.without_rules()
+    rule = fitted.schema_.near_linear["income2"]
+    cand = {
+        "kind": "linear",
+        "column": "income2",
+        "of": ["income"],
+        "slope": rule.slope,
+        "intercept": rule.intercept,
+    }
+    answer = answer_rules(frames[0], schema, [cand], "residuals")
+    r = residuals(frames[0]["income2"], frames[0]["income"], rule.slope, rule.intercept)
+    assert answer.tolist() == [float(r.min()), float(r.max())]
+
+
+def test_cli_switch(tmp_path, frames):
+    paths = []
+    for k, part in enumerate(frames):
+        paths.append(tmp_path / f"site_{k}.csv")
+        part.to_csv(paths[-1], index=False)
+    res = run("schema", *map(str, paths), "--out", str(tmp_path / "s.json"))
+    assert res.returncode == 0, res.stderr
+    assert "near-linear columns (1)" in res.stdout and "income2 = " in res.stdout
+    res = run("schema", *map(str, paths), "--out", str(tmp_path / "t.json"), "--no-near-linear")
+    assert res.returncode == 0, res.stderr
+    assert "near-linear" not in res.stdout
+    assert json.loads((tmp_path / "t.json").read_text())["rules"] == []
+    out = tmp_path / "syn.csv"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = run("synthesize", *map(str, paths), "--rows", "300", "--out", str(out))
+    assert res.returncode == 0, res.stderr
+    syn = pd.read_csv(out)
+    slope, intercept = pooled_line(frames)
+    real = pd.concat(frames, ignore_index=True)
+    assert resid_sd(syn, slope, intercept) < 2 * resid_sd(real, slope, intercept)
+    off = tmp_path / "off.csv"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = run(
+            "synthesize", *map(str, paths), "--rows", "300", "--out", str(off), "--no-near-linear"
+        )
+    assert res.returncode == 0, res.stderr
+    assert resid_sd(pd.read_csv(off), slope, intercept) > 10 * resid_sd(real, slope, intercept)
+
+
+def test_the_flower_run_config_carries_the_switch(tmp_path):
+    pytest.importorskip("flwr")
+    from cli.federate import _run_config
+    from fits.deploy.flower import read_run_config
+
+    out = tmp_path / "syn.csv"
+    on = _run_config(out, 10, 0, [], "", None, 60.0, 2, None)
+    off = _run_config(out, 10, 0, [], "", None, 60.0, 2, None, near_linear=False)
+    assert "near-linear" not in on and off["near-linear"] is False
+    assert read_run_config(on)["near_linear"] is True
+    assert read_run_config(off)["near_linear"] is False
