@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 from scipy.optimize import brentq
-from scipy.special import log_ndtr, ndtr
+from scipy.special import erfcx, ndtr, ndtri
 
 __all__ = [
     "PrivacyBudget",
@@ -37,6 +37,10 @@ __all__ = [
 
 #: delta reported beside mu when the user gives mu alone.
 DEFAULT_DELTA = 1e-5
+
+#: The largest mu accepted: its epsilon, about mu^2 / 2, must be a float (mu = 1e150
+#: gives about 5e299; above about 1.9e154 it is inf).  Such a budget protects nothing.
+MU_MAX = 1e150
 
 
 def _number(value: float, name: str) -> float:
@@ -54,6 +58,12 @@ def _check_mu(mu: float) -> float:
     mu = _number(mu, "mu")
     if not math.isfinite(mu) or mu <= 0:
         raise ValueError(f"mu must be a positive finite number, got {mu!r} (option --mu)")
+    if mu > MU_MAX:
+        raise ValueError(
+            f"mu must be at most {MU_MAX:g}, got {mu!r} (option --mu): its epsilon (about "
+            "mu^2 / 2) is beyond floating point and such a budget protects nothing; for a "
+            "fit without privacy leave --mu out"
+        )
     return mu
 
 
@@ -73,39 +83,67 @@ def _check_epsilon(epsilon: float) -> float:
     return epsilon
 
 
-def gdp_delta(epsilon: float, mu: float) -> float:
-    """delta(epsilon) of a mu-GDP mechanism (Dong et al. 2022, Corollary 1).
+def _delta_t(t: float, mu: float) -> float:
+    """delta(epsilon) at ``t = epsilon / mu - mu / 2`` (so ``epsilon = mu (t + mu / 2)``).
 
-    ``Phi(-eps/mu + mu/2) - exp(eps) * Phi(-eps/mu - mu/2)``, with the second term
-    computed on the log scale so that large epsilon does not overflow.
-    """
-    epsilon, mu = _check_epsilon(epsilon), _check_mu(mu)
-    a = float(ndtr(-epsilon / mu + mu / 2))
-    b = math.exp(epsilon + float(log_ndtr(-epsilon / mu - mu / 2)))
+    With Phi(-x) = erfcx(x / sqrt 2) e^(-x^2 / 2) / 2 the second term of
+    :func:`gdp_delta`, ``e^eps Phi(-t - mu)``, is ``erfcx((t + mu) / sqrt 2) e^(-t^2 / 2)
+    / 2`` exactly: no ``e^eps`` to overflow and no difference of two numbers of size
+    mu^2 (which lost every digit for mu of 1e10 and more).  ``t + mu >= mu / 2 > 0``."""
+    a = float(ndtr(-t))
+    b = 0.5 * float(erfcx((t + mu) / math.sqrt(2.0))) * math.exp(-0.5 * t * t)
     return max(a - b, 0.0)
 
 
+def gdp_delta(epsilon: float, mu: float) -> float:
+    """delta(epsilon) of a mu-GDP mechanism (Dong et al. 2022, Corollary 1).
+
+    ``Phi(-eps/mu + mu/2) - exp(eps) * Phi(-eps/mu - mu/2)``, evaluated at
+    ``t = eps/mu - mu/2`` (:func:`_delta_t`) so that no size of epsilon or mu overflows.
+    """
+    epsilon, mu = _check_epsilon(epsilon), _check_mu(mu)
+    return _delta_t(epsilon / mu - mu / 2.0, mu)
+
+
 def gdp_epsilon(mu: float, delta: float) -> float:
-    """The smallest epsilon >= 0 with delta(epsilon) <= delta for a mu-GDP mechanism."""
+    """The smallest epsilon >= 0 with delta(epsilon) <= delta for a mu-GDP mechanism.
+
+    Solved in ``t = epsilon / mu - mu / 2`` (delta decreases in t), between
+    ``t = -mu / 2`` (epsilon = 0) and ``Phi^-1(1 - delta)``, where the first term alone
+    is delta."""
     mu, delta = _check_mu(mu), _check_delta(delta)
-    if gdp_delta(0.0, mu) <= delta:
+    lo, hi = -mu / 2.0, -float(ndtri(delta))
+    if lo >= hi or _delta_t(lo, mu) <= delta:
         return 0.0
-    hi = 1.0
-    while gdp_delta(hi, mu) > delta:
-        hi *= 2.0
-    return float(brentq(lambda e: gdp_delta(e, mu) - delta, 0.0, hi, xtol=1e-12, rtol=1e-12))
+    t = brentq(lambda u: _delta_t(u, mu) - delta, lo, hi, xtol=1e-13, rtol=1e-13)
+    return max(float(mu * (t + mu / 2.0)), 0.0)
 
 
 def gdp_mu(epsilon: float, delta: float) -> float:
     """The mu whose GDP curve passes through (epsilon, delta): mu-GDP then implies
-    (epsilon, delta)-DP, and any larger mu does not."""
+    (epsilon, delta)-DP, and any larger mu does not.  (delta increases in mu; solved in
+    log mu, so that a tiny delta's tiny mu keeps its relative precision.)"""
     epsilon, delta = _check_epsilon(epsilon), _check_delta(delta)
-    lo, hi = 1e-8, 1.0
-    while gdp_delta(epsilon, hi) < delta:
-        hi *= 2.0
-        if hi > 1e4:  # pragma: no cover - delta(eps) -> 1 as mu grows
-            raise ValueError(f"no mu reaches delta={delta} at epsilon={epsilon}")
-    return float(brentq(lambda m: gdp_delta(epsilon, m) - delta, lo, hi, xtol=1e-14, rtol=1e-12))
+
+    def gap(log_mu: float) -> float:
+        mu = math.exp(log_mu)
+        return _delta_t(epsilon / mu - mu / 2.0, mu) - delta
+
+    lo, hi = math.log(1e-8), 0.0
+    while gap(lo) > 0:
+        lo -= 10.0
+        if lo < math.log(1e-300):  # pragma: no cover - delta > 0 and delta(0) ~ 0.4 mu
+            raise ValueError(f"no mu reaches delta={delta} at epsilon={epsilon} (option --delta)")
+    while gap(hi) < 0:
+        hi += 1.0
+    mu = math.exp(brentq(gap, lo, hi, xtol=1e-14, rtol=1e-14))
+    if mu > MU_MAX:
+        raise ValueError(
+            f"epsilon={epsilon!r} at delta={delta!r} is mu = {mu:.3g}-GDP, beyond the largest "
+            f"mu, {MU_MAX:g} (option --epsilon): such a budget protects nothing; for a fit "
+            "without privacy leave --epsilon out"
+        )
+    return mu
 
 
 @dataclass(frozen=True)

@@ -800,6 +800,9 @@ class _Run:
     rounds: int = 0
     #: What the algorithm reports beyond theta (``newton``: ``converged``).
     extra: dict[str, Any] = field(default_factory=dict)
+    #: The method and the per-site mu (None: no privacy), for the divergence error.
+    method: str = ""
+    mu: float | None = None
 
     def exchange(self, mtype: str, theta: np.ndarray, **config: Any) -> list[np.ndarray]:
         msg = Message(
@@ -811,7 +814,28 @@ class _Run:
         return [r.arrays[key] for r in replies]
 
     def average(self, arrays: Sequence[np.ndarray]) -> np.ndarray:
-        return np.einsum("i,ij->j", self.weights, np.vstack(arrays))
+        out = np.einsum("i,ij->j", self.weights, np.vstack(arrays))
+        if not np.all(np.isfinite(out)):
+            raise self.diverged()
+        return out
+
+    def diverged(self) -> DesignError:
+        """The error of an iterate that is no longer a finite number (never returned as
+        coefficients)."""
+        head = (
+            f"the {self.method} iterate is no longer a finite number after {self.rounds} "
+            "fitting round(s), so there are no coefficients to report"
+        )
+        if self.mu is not None:
+            return DesignError(
+                f"{head}: at mu = {self.mu:.4g} the privacy noise (its sd grows as 1 / mu) "
+                "is beyond floating point; give a larger budget (mu=, epsilon=; fits "
+                "analyze --mu / --epsilon)"
+            )
+        return DesignError(
+            f"{head}: the iterations diverged; give a smaller step size (eta=; fits "
+            "analyze --step) or fit with method newton"
+        )
 
 
 def _fedsgd(
@@ -1876,8 +1900,19 @@ def _fit(
         clip_value = float(clip)
     else:
         clip_value = math.inf
-    run = _Run(transport, weights, clip_value, family, spec.intercept)
-    theta = METHODS[method](run, theta0, settings)
+    run = _Run(
+        transport,
+        weights,
+        clip_value,
+        family,
+        spec.intercept,
+        method=method,
+        mu=budget.mu if budget is not None else None,
+    )
+    with np.errstate(over="ignore", invalid="ignore"):  # a non-finite iterate: the error
+        theta = METHODS[method](run, theta0, settings)
+    if not np.all(np.isfinite(theta)):
+        raise run.diverged()
     stop = _newton_stop_note(run.extra, settings) if method == "newton" else None
     if stop is not None:
         warnings.warn(stop, GLMWarning, stacklevel=3)

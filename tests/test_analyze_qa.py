@@ -1,0 +1,101 @@
+"""A stranger's tables and requests for ``fits analyze`` and :mod:`fits.analysis`: what a
+QA round found, each with the behaviour it fixed (small tables, in this process)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fits.analysis import fit_glm, gdp_delta, gdp_epsilon, gdp_mu
+from fits.analysis.design import DesignError
+
+from conftest import fits_in_process as run
+
+
+def _logistic(n: int, seed: int) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    x1, x2 = rng.normal(size=n), rng.normal(size=n)
+    y = (rng.random(n) < 1 / (1 + np.exp(-(0.5 + x1 - 0.5 * x2)))).astype(int)
+    return pd.DataFrame({"x1": x1, "x2": x2, "y": y})
+
+
+@pytest.fixture(scope="module")
+def tables() -> dict[str, pd.DataFrame]:
+    return {f"s{k}": _logistic(150, k) for k in range(2)}
+
+
+@pytest.fixture(scope="module")
+def files(tables, tmp_path_factory) -> list[str]:
+    folder = tmp_path_factory.mktemp("qa")
+    paths = []
+    for name, t in tables.items():
+        t.to_csv(folder / f"{name}.csv", index=False)
+        paths.append(str(folder / f"{name}.csv"))
+    return paths
+
+
+# ------------------------------------------------------------------ accounting
+@pytest.mark.parametrize("mu", [1e10, 1e20, 1e100, 1e150])
+def test_a_huge_mu_is_accounted_without_overflow(mu: float) -> None:
+    # was: OverflowError (math range error) from e^eps from mu = 1e10 on, a traceback
+    # after the whole fit had run
+    eps = gdp_epsilon(mu, 1e-5)
+    assert np.isfinite(eps) and eps == pytest.approx(mu * mu / 2, rel=1e-9)
+
+
+def test_the_accounting_still_inverts_itself() -> None:
+    for mu in (0.05, 0.5, 1.0, 4.0, 40.0, 1e4):
+        eps = gdp_epsilon(mu, 1e-6)
+        assert gdp_delta(eps, mu) == pytest.approx(1e-6, rel=1e-7)
+        assert gdp_mu(eps, 1e-6) == pytest.approx(mu, rel=1e-8)
+
+
+@pytest.mark.parametrize(("epsilon", "delta"), [(1e8, 1e-5), (1e12, 1e-5), (0.0, 1e-12)])
+def test_gdp_mu_finds_large_and_tiny_budgets(epsilon: float, delta: float) -> None:
+    # was: "no mu reaches delta=1e-05 at epsilon=1e8" (mu capped at 1e4), and scipy's
+    # "f(a) and f(b) must have different signs" for epsilon 0 at delta 1e-12
+    mu = gdp_mu(epsilon, delta)
+    assert gdp_delta(epsilon, mu) == pytest.approx(delta, rel=1e-3)
+    if epsilon > 0:
+        assert gdp_epsilon(mu, delta) == pytest.approx(epsilon, rel=1e-9)
+
+
+def test_a_mu_beyond_floating_point_is_a_usage_error(files, tmp_path: Path) -> None:
+    # was: exit 1 "ValueError: epsilon must be a non-negative finite number, got inf
+    # (option --epsilon)" for --mu 1e300, after the fit
+    out = tmp_path / "r.json"
+    res = run("analyze", *files, "--target", "y", "--mu", "1e300", "--out", out)
+    assert res.returncode == 2 and "--mu" in res.stderr and "at most" in res.stderr
+    assert not out.exists()
+    res = run("analyze", *files, "--target", "y", "--mu", "1e20", "--out", out)
+    assert res.returncode == 0, res.stderr
+    assert "eps=5e+39" in res.stdout and "Traceback" not in res.stderr
+
+
+# ------------------------------------------------------------------ non-finite fits
+@pytest.mark.parametrize("method", ["fedsgd", "fedhybrid", "fedavg", "fednewton"])
+def test_noise_beyond_floating_point_is_an_error_not_nan_coefficients(tables, method) -> None:
+    # was: NaN coefficients written as the result (exit 0), or for FedNewton
+    # "LinAlgError: Eigenvalues did not converge"
+    with pytest.raises(DesignError, match="no longer a finite number.*larger budget"):
+        fit_glm(tables, "y", method=method, mu=1e-310, seed=0)
+
+
+def test_a_diverging_step_is_an_error_naming_the_step(files, tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    args = ("--target", "y", "--family", "linear", "--method", "fedsgd", "--step", "1e10")
+    res = run("analyze", *files, *args, "--out", out)
+    assert res.returncode == 1 and "--step" in res.stderr, res.stderr
+    assert "Traceback" not in res.stderr and "warning" not in res.stderr
+    assert not out.exists()
+
+
+def test_the_json_of_a_fit_holds_only_numbers(files, tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    res = run("analyze", *files, "--target", "y", "--mu", "1e-3", "--out", out)
+    assert res.returncode == 0, res.stderr
+    json.loads(out.read_text(), parse_constant=lambda c: pytest.fail(f"{c} in the JSON"))
