@@ -1117,8 +1117,11 @@ def _rules_kept(
 ) -> list[dict[str, Any]]:
     """The share of synthetic rows keeping each exact rule of the training clients
     (found along the chain ``order``, default the data set's)."""
-    found = Schema.detect(
-        split.clients, kinds=split.data.kinds, order=order or split.data.order
+    found = Schema.detect(  # exact rules only: a near-linear one has no rows that keep it
+        split.clients,
+        kinds=split.data.kinds,
+        order=order or split.data.order,
+        near_linear=False,
     ).rules
     return rules_kept(synthetic, found or []).to_dict(orient="records")
 

@@ -142,6 +142,23 @@ def test_the_truncated_draw_is_the_inverse_of_u_moved_into_f_lo_f_hi():
     assert empty.all()
 
 
+def test_a_row_with_no_conditional_mass_falls_back_to_the_marginal(fitted):
+    coord = fitted.coordinator
+    rule = fitted.schema_.near_linear["income2"]
+    grid = coord.grids["income2"]
+    cdf = np.zeros((3, grid.size))
+    cdf[:, -1] = 1.0  # every bit of mass above the residual's range
+    x = np.full(3, fitted.schema_["income"].upper)  # the feasible residuals: all < 0
+    spec = fitted.schema_["income2"]
+    lo = spec.lower - (rule.slope * x + rule.intercept)
+    hi = spec.upper - (rule.slope * x + rule.intercept)
+    before = list(coord.truncation_fallbacks.get("income2", [0, 0]))
+    r = coord._truncated("income2", cdf, np.array([0.1, 0.5, 0.9]), x)
+    assert np.all((r >= lo) & (r <= hi)) and np.all(r < 0)
+    assert coord.truncation_fallbacks["income2"][0] == before[0] + 3
+    assert len(set(r.tolist())) == 3  # drawn from the marginal, not put at one point
+
+
 def test_the_residual_spread_comes_back(frames, fitted):
     slope, intercept = pooled_line(frames)
     real = pd.concat(frames, ignore_index=True)

@@ -699,8 +699,8 @@ class Coordinator:
         if rule is not None and rule.kind == "linear":
             return (
                 f"is drawn as the residual of its near-linear rule {rule.describe()}; to "
-                "boost it, fit with near_linear=False (--no-near-linear) or drop the rule "
-                "from the schema"
+                "boost it, drop the rule from the schema's rules (detection never proposes "
+                "one for a boosted column)"
             )
         if rule is not None and rule.kind == "affine":
             return (

@@ -1133,8 +1133,11 @@ def _rules_step(inputs: _Inputs, settings: Any, rules: Sequence[Any] | None) -> 
             if k != "id" and c not in flags and c not in constant
         }
         try:
-            found = Schema.detect(
-                {n: f[list(kinds)] for n, f in frames.items()}, kinds=kinds, parse_text=False
+            found = Schema.detect(  # exact rules only (rules_kept leaves "linear" out)
+                {n: f[list(kinds)] for n, f in frames.items()},
+                kinds=kinds,
+                parse_text=False,
+                near_linear=False,
             )
         except ValueError as exc:  # the tables do not fit one schema: say so, go on
             inputs.notes.append(f"rules kept: no rule detection ({exc})")
