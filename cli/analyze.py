@@ -33,6 +33,38 @@ __all__ = ["AnalyzeOptions", "METHODS", "analyze"]
 #: ``--cov-type`` values (GLMs without privacy): fit_glm's cov_type, "none" for None.
 COV_TYPES = ("nonrobust", "HC0", "none")
 
+#: ``--round-timeout``'s default (seconds; --flower).
+ROUND_TIMEOUT = 600.0
+
+#: fit_glm's iteration settings -> the option that sets them.
+GLM_OPTIONS = {
+    "K": "-K / --iterations",
+    "R": "-R / --rounds",
+    "K1": "--k1",
+    "K2": "--k2",
+    "eta": "--step",
+    "eta1": "--step",
+    "eta2": "--step",
+}
+
+#: FedLSA's parameter names (as its errors name them) -> the option that sets them.
+FEDLSA_OPTIONS = {
+    "n_bootstrap": "--bootstrap",
+    "local_steps": "-H / --local-steps",
+    "step_size": "--step",
+    "gamma_eta": "--gamma-eta",
+    "gamma_h": "--gamma-h",
+    "rounds": "-R / --rounds",
+}
+
+
+def _fedlsa_usage(exc: Exception) -> typer.BadParameter:
+    """A FedLSA schedule error as a usage error naming the option of the parameter it
+    names (``rounds must be ...`` -> ``--rounds``)."""
+    text = str(exc)
+    named = [(text.find(name), opt) for name, opt in FEDLSA_OPTIONS.items() if name in text]
+    return typer.BadParameter(text, param_hint=min(named)[1] if named else None)
+
 
 @dataclass
 class AnalyzeOptions:
@@ -57,7 +89,7 @@ class AnalyzeOptions:
 def _check_glm(opts: AnalyzeOptions) -> None:
     """Usage checks before any file is read or any round runs."""
     from fits.analysis.accounting import resolve_budget
-    from fits.analysis.glm import FAMILIES, glm_settings
+    from fits.analysis.glm import DEFAULTS, FAMILIES, glm_settings
 
     if opts.family is None:
         opts.family = "logistic"
@@ -79,9 +111,22 @@ def _check_glm(opts: AnalyzeOptions) -> None:
         )
     try:
         resolve_budget(opts.mu, opts.epsilon, opts.delta)
-        glm_settings(opts.method, opts.iterations)
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from None
+    takes = sorted({GLM_OPTIONS[k] for k in DEFAULTS[opts.method]})
+    for key, value in opts.iterations.items():  # each error names the option given
+        if value is None:
+            continue
+        if key not in DEFAULTS[opts.method]:
+            raise typer.BadParameter(
+                f"{GLM_OPTIONS[key]} does not apply to method {opts.method!r}; it takes "
+                f"{', '.join(takes)}",
+                param_hint=GLM_OPTIONS[key],
+            )
+        try:
+            glm_settings(opts.method, {key: value})
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc), param_hint=GLM_OPTIONS[key]) from None
     if opts.clip is not None and not (math.isfinite(opts.clip) and opts.clip > 0):
         raise typer.BadParameter(f"must be a positive number, got {opts.clip}", param_hint="--clip")
     if opts.tau1 is not None:
@@ -196,7 +241,7 @@ def _check_fedlsa(opts: AnalyzeOptions) -> None:
                 int(_given(opts.extra["local_steps"], 1)),
             )
         except FedLSAError as exc:
-            raise typer.BadParameter(str(exc)) from None
+            raise _fedlsa_usage(exc) from None
         return
     try:
         Schedule(
@@ -207,7 +252,7 @@ def _check_fedlsa(opts: AnalyzeOptions) -> None:
             opts.extra["gamma_h"],
         )
     except FedLSAError as exc:
-        raise typer.BadParameter(str(exc)) from None
+        raise _fedlsa_usage(exc) from None
 
 
 def _given(value: Any, default: Any) -> Any:
@@ -368,8 +413,13 @@ def analyze(
         ),
     ] = False,
     round_timeout: Annotated[
-        float, typer.Option("--round-timeout", help="--flower: seconds a round may take.")
-    ] = 600.0,
+        float | None,
+        typer.Option(
+            "--round-timeout",
+            help=f"--flower: seconds a round may take [default: {ROUND_TIMEOUT:g}].",
+            show_default=False,
+        ),
+    ] = None,
     check_separation: Annotated[
         bool | None,
         typer.Option(
@@ -443,10 +493,29 @@ def analyze(
     )
     if method == "fedhybrid":  # FedHybrid's steps are eta1 / eta2
         opts.iterations.update({"eta": None, "eta1": step, "eta2": step})
+    if round_timeout is not None:  # was: taken and ignored without --flower
+        if not flower:
+            raise typer.BadParameter(
+                "only a --flower run has rounds with a timeout; add --flower or leave it out",
+                param_hint="--round-timeout",
+            )
+        if not (math.isfinite(round_timeout) and round_timeout > 0):
+            raise typer.BadParameter(
+                f"must be a positive number of seconds, got {round_timeout}",
+                param_hint="--round-timeout",
+            )
     METHODS[method].check(opts)
+    if method == "fedlsa":  # the least memory its bootstrap can take (d = 1 coefficient)
+        from fits.analysis.lsa import FedLSAError, check_bootstrap_size
+
+        steps = local_steps if local_steps is not None else (1 if regime == "one_pass" else 10)
+        try:
+            check_bootstrap_size(bootstrap, 1, len(site_files), max(int(steps), 1))
+        except FedLSAError as exc:
+            raise _fedlsa_usage(exc) from None
     _check_files(site_files, out)
     if flower:
-        _analyze_on_flower(site_files, opts, out, seed, round_timeout)
+        _analyze_on_flower(site_files, opts, out, seed, round_timeout or ROUND_TIMEOUT)
         return
     import warnings
 

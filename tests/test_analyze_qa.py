@@ -99,3 +99,85 @@ def test_the_json_of_a_fit_holds_only_numbers(files, tmp_path: Path) -> None:
     res = run("analyze", *files, "--target", "y", "--mu", "1e-3", "--out", out)
     assert res.returncode == 0, res.stderr
     json.loads(out.read_text(), parse_constant=lambda c: pytest.fail(f"{c} in the JSON"))
+
+
+# ------------------------------------------------------------------ near-duplicate features
+def _near_copy(noise: float) -> dict[str, pd.DataFrame]:
+    """x3 = x1 plus noise of sd ``noise``: collinear within the tolerance (1e-10 of the
+    largest eigenvalue of X'X / n) for noise up to about 1e-5."""
+    out = {}
+    for s in range(2):
+        t = _logistic(200, s)
+        t["x3"] = t["x1"] + np.random.default_rng(9 + s).normal(size=200) * noise
+        out[f"s{s}"] = t
+    return out
+
+
+def test_a_near_copy_names_only_the_columns_of_the_relation() -> None:
+    # was: "['x1', 'x2', 'x3'] are linearly dependent": x2, of weight 1e-7 in the
+    # relation, named with them
+    with pytest.raises(DesignError, match=r"\['x1', 'x3'\] are linearly dependent"):
+        fit_glm(_near_copy(1e-5), "y", method="newton")
+    with pytest.raises(DesignError, match=r"\['x1', 'x3'\] are linearly dependent"):
+        fit_glm(_near_copy(0.0), "y", method="fedsgd")
+
+
+def test_fedlsa_names_only_the_columns_of_the_relation() -> None:
+    from fits.analysis import fedlsa
+    from fits.analysis.lsa import FedLSAError
+
+    tables = {k: t.assign(y=t["y"].astype(float)) for k, t in _near_copy(1e-5).items()}
+    with pytest.raises(FedLSAError, match=r"\['x1', 'x3'\] are linearly dependent"):
+        fedlsa(tables, "y", regime="one_pass")
+
+
+# ------------------------------------------------------------------ huge requests
+def test_a_huge_bootstrap_is_refused_before_it_fills_the_memory(tables, files, tmp_path) -> None:
+    from fits.analysis import fedlsa
+    from fits.analysis.lsa import FedLSAError
+
+    # was: 10^8 sequences took 15 GiB and minutes (a stop signal unheard meanwhile)
+    linear = {k: t.assign(y=t["y"].astype(float)) for k, t in tables.items()}
+    with pytest.raises(FedLSAError, match="--bootstrap"):
+        fedlsa(linear, "y", n_bootstrap=10**8, sampling="with_replacement", rounds=2)
+    out = tmp_path / "r.json"
+    res = run("analyze", *files, "--target", "x1", "--method", "fedlsa", "--bootstrap",
+              "100000000", "--out", out)  # fmt: skip
+    assert res.returncode == 2 and "--bootstrap" in res.stderr and "at most" in res.stderr
+
+
+def test_absurd_rounds_are_a_usage_error(files, tmp_path: Path) -> None:
+    # was: -R 10^9 listed 10^9 step sizes in Python before the first round (a GiB a
+    # minute, no output)
+    out = tmp_path / "r.json"
+    res = run("analyze", *files, "--target", "x1", "--method", "fedlsa", "-R", "1000000000",
+              "--sampling", "with_replacement", "--out", out)  # fmt: skip
+    assert res.returncode == 2 and "--rounds" in res.stderr and "at most" in res.stderr
+
+
+# ------------------------------------------------------------------ usage errors name the option
+@pytest.mark.parametrize(
+    ("args", "option"),
+    [
+        (["--method", "fedsgd", "-R", "5"], "--rounds"),
+        (["--method", "fedhybrid", "-K", "5"], "--iterations"),
+        (["--method", "fedhybrid", "--step", "0"], "--step"),
+        (["--method", "fedavg", "-R", "0"], "--rounds"),
+        (["--method", "fedsgd", "-K", "0"], "--iterations"),
+        (["--method", "fedlsa", "--step", "-1"], "--step"),
+        (["--method", "fedlsa", "-H", "0"], "--local-steps"),
+        (["--method", "fedlsa", "-R", "0"], "--rounds"),
+        (["--method", "fedlsa", "--gamma-eta", "0.6", "--gamma-h", "0.9"], "--gamma-h"),
+        (["--method", "fedlsa", "--regime", "one_pass", "--step", "5"], "--step"),
+        (["--round-timeout", "5"], "--round-timeout"),
+        (["--flower", "--round-timeout", "-1"], "--round-timeout"),
+    ],
+)
+def test_a_bad_value_is_a_usage_error_naming_its_option(files, tmp_path, args, option) -> None:
+    # was: "iteration count K must be ...", "option(s) ['R'] do not apply", "step size
+    # eta1 ...", "rounds must be ...": the parameter's name in the code, not the option;
+    # --round-timeout without --flower was taken and ignored
+    target = "x1" if "fedlsa" in args else "y"
+    res = run("analyze", *files, "--target", target, *args, "--out", tmp_path / "r.json")
+    assert res.returncode == 2, res.stdout
+    assert option in res.stderr, res.stderr

@@ -1053,8 +1053,11 @@ def _relations(basis: np.ndarray, tol: float = 1e-8) -> list[tuple[list[int], in
             if r != row:
                 a[r] -= a[r, col] * a[row]
         row += 1
+    # A column whose weight in a relation is below sqrt(NULL_TOL) of the largest is not
+    # part of it: without that column the relation still holds to NULL_TOL (was: x2 named
+    # with x1 and x3 = x1 + 1e-5 noise, its weight there 1e-7, of rounding)
     for r in range(row):
-        nz = np.flatnonzero(np.abs(a[r]) > tol * np.abs(a[r]).max())
+        nz = np.flatnonzero(np.abs(a[r]) > math.sqrt(NULL_TOL) * np.abs(a[r]).max())
         involved = sorted(p - 1 - j for j in nz)
         out.append((involved, p - 1 - int(nz[0])))
     return out

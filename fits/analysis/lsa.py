@@ -239,6 +239,8 @@ REGIMES = ("paper", "one_pass")
 #: ``"site"``: every site draws its own multipliers (section 6 as printed);
 #: ``"shared"``: one multiplier per local step, the same at every site.
 MULTIPLIERS = ("site", "shared")
+#: The most rounds T a schedule takes.
+MAX_ROUNDS = 10_000_000
 #: Burn-in length ``L`` of the one-pass schedule: constant steps until
 #: ``exp(-L)`` of the start is left.
 BURN_IN = 5.0
@@ -246,6 +248,36 @@ BURN_IN = 5.0
 
 class FedLSAError(ValueError):
     """Bad input for FedLSA (the message names the site, column or option and the fix)."""
+
+
+#: The most memory, in bytes, the M + 1 parameter sequences of a round may take
+#: (:func:`check_bootstrap_size`): 2 GiB.
+BOOTSTRAP_MEMORY = 2 * 1024**3
+
+
+def bootstrap_bytes(n_bootstrap: int, n_features: int, n_sites: int, local_steps: int) -> int:
+    """About the bytes a round of M = ``n_bootstrap`` sequences holds at once, in float64:
+    the coordinator's (M + 1, d) array and each site's reply (two copies each: the message
+    and the stack it is averaged from), a site's working copies (about 6 (M + 1, d)) and
+    its multipliers with their draw (3 (H, M + 1))."""
+    s = int(n_bootstrap) + 1
+    return 8 * s * ((2 * int(n_sites) + 6) * int(n_features) + 3 * int(local_steps))
+
+
+def check_bootstrap_size(n_bootstrap: int, n_features: int, n_sites: int, local_steps: int) -> None:
+    """A :class:`FedLSAError` when the bootstrap's sequences would take more than
+    :data:`BOOTSTRAP_MEMORY` (was: 10^8 sequences took 15 GiB and minutes before a
+    stop signal was heard)."""
+    need = bootstrap_bytes(n_bootstrap, n_features, n_sites, local_steps)
+    if need > BOOTSTRAP_MEMORY:
+        most = max(2, n_bootstrap * BOOTSTRAP_MEMORY // need)
+        raise FedLSAError(
+            f"{n_bootstrap} bootstrap sequences of {n_features} coefficients at {n_sites} "
+            f"site(s), {local_steps} local steps a round, would hold about "
+            f"{need / 1024**3:.3g} GiB at once (at most {BOOTSTRAP_MEMORY / 1024**3:g} GiB): "
+            f"ask for at most {most} (n_bootstrap=; fits analyze --bootstrap); a few "
+            "hundred already give the intervals' quantiles"
+        )
 
 
 class FedLSAConvergenceWarning(RuntimeWarning):
@@ -283,6 +315,11 @@ class Schedule:
     def __post_init__(self) -> None:
         if not (isinstance(self.rounds, int | np.integer) and self.rounds >= 1):
             raise FedLSAError(f"rounds must be a positive integer, got {self.rounds!r}")
+        if self.rounds > MAX_ROUNDS:  # was: minutes and GiB spent listing the steps
+            raise FedLSAError(
+                f"rounds must be at most {MAX_ROUNDS} (each round is one exchange with every "
+                f"site), got {self.rounds!r}"
+            )
         if not (np.isfinite(self.step_size) and self.step_size > 0):
             raise FedLSAError(f"step_size must be a positive number, got {self.step_size!r}")
         if not (isinstance(self.local_steps, int | np.integer) and self.local_steps >= 1):
@@ -321,11 +358,15 @@ class Schedule:
 
     def hs(self) -> np.ndarray:
         """``H_1 .. H_T``."""
+        if self.gamma_h == 0.0:
+            return np.full(self.rounds, int(self.local_steps), dtype=np.int64)
         return np.array([self.h(t) for t in range(1, self.rounds + 1)], dtype=np.int64)
 
     @property
     def total_local_steps(self) -> int:
         """``sum_t H_t``: the rows one site uses over the whole run."""
+        if self.gamma_h == 0.0:
+            return int(self.rounds) * int(self.local_steps)
         return int(self.hs().sum())
 
     def with_step_size(self, step_size: float) -> Schedule:
@@ -1039,6 +1080,8 @@ def run_fedlsa(
     else:
         explicit_step = True
     k = transport.n_clients
+    most_steps = local_steps if schedule is None else schedule.h(schedule.rounds)  # H_t grows
+    check_bootstrap_size(int(n_bootstrap), int(n_features), k, int(most_steps or 1))
     up0, down0 = sum(transport.uploaded_bytes), sum(transport.downloaded_bytes)
     seq = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
     config: dict[str, ConfigValue] = {
@@ -1280,7 +1323,9 @@ def _check_design(abar: np.ndarray, feature_names: Sequence[str] | None) -> floa
             if feature_names is not None
             else [f"x{j}" for j in range(abar.shape[0])]
         )
-        involved = [names[j] for j in np.flatnonzero(np.abs(v) > 1e-6 * np.abs(v).max())]
+        # sqrt of the eigenvalue tolerance: a column of smaller weight is not part of
+        # the relation (it holds to 1e-10 without it)
+        involved = [names[j] for j in np.flatnonzero(np.abs(v) > 1e-5 * np.abs(v).max())]
         raise FedLSAError(
             f"the features are collinear across the federation (the pooled design has "
             f"rank < {abar.shape[0]}): {involved} are linearly dependent; leave one of "
