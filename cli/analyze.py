@@ -119,8 +119,8 @@ def _check_glm(opts: AnalyzeOptions) -> None:
             continue
         if key not in DEFAULTS[opts.method]:
             raise typer.BadParameter(
-                f"{GLM_OPTIONS[key]} does not apply to method {opts.method!r}; it takes "
-                f"{', '.join(takes)}",
+                f"{GLM_OPTIONS[key]}: options that do not apply to method {opts.method!r} "
+                f"are refused; it takes {', '.join(takes)}",
                 param_hint=GLM_OPTIONS[key],
             )
         try:
@@ -600,6 +600,14 @@ def _spec(opts: AnalyzeOptions, columns: list[str]) -> dict[str, Any]:
     except ColumnNameError as exc:
         _fail(str(exc), 2)
     opts.extra["kinds"] = dict(zip(names, kinds.values(), strict=True))
+    used = [opts.target, *(opts.features or [])]
+    ids = [n for n, k in opts.extra["kinds"].items() if k == "id" and n in used]
+    if ids:  # was: exit 1 from the design, without the fix
+        _fail(
+            f"--kind: {ids} declared id (an identifier, left out of the model) but named as "
+            "the target or in --features; declare another kind or leave it out of the model",
+            2,
+        )
     if opts.features is not None:
         unused = [n for n in opts.extra["kinds"] if n not in [opts.target, *opts.features]]
         if unused:

@@ -181,3 +181,22 @@ def test_a_bad_value_is_a_usage_error_naming_its_option(files, tmp_path, args, o
     res = run("analyze", *files, "--target", target, *args, "--out", tmp_path / "r.json")
     assert res.returncode == 2, res.stdout
     assert option in res.stderr, res.stderr
+
+
+@pytest.mark.parametrize("args", [["--kind", "y=id"], ["--kind", "x1=id", "--features", "x1,x2"]])
+def test_an_id_kind_for_a_column_of_the_model_is_a_usage_error(files, tmp_path, args) -> None:
+    # was: exit 1 "are identifiers or free text (kind 'id'); they cannot be a feature or
+    # the target", without the fix
+    res = run("analyze", *files, "--target", "y", *args, "--out", tmp_path / "r.json")
+    assert res.returncode == 2 and "--kind" in res.stderr and "declare another kind" in res.stderr
+
+
+# ------------------------------------------------------------------ the summary
+def test_the_summary_writes_huge_numbers_in_exponent_notation(tables) -> None:
+    # was: a coefficient of 1e140 printed with its 141 digits (a target in such units, or
+    # the noise of a tiny mu)
+    big = {k: t.assign(y=t["x2"] * 1e140 + t["x1"] * 1e139) for k, t in tables.items()}
+    summary = fit_glm(big, "y", family="linear").summary()
+    rows = [line for line in summary.splitlines() if line.startswith(("  (intercept)", "  x"))]
+    assert len(rows) == 3 and max(len(line) for line in rows) < 120, summary
+    assert "e+140" in summary

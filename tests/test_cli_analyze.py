@@ -102,7 +102,7 @@ def test_analyze_without_privacy_writes_standard_errors_and_intervals(
             2,
             "FedLSA fits a linear regression, not 'logistic'",
         ),
-        (["--method", "fedhybrid", "-K", "3"], 2, "does not apply to method 'fedhybrid'"),
+        (["--method", "fedhybrid", "-K", "3"], 2, "do not apply to method 'fedhybrid'"),
         (
             ["--family", "poisson", "--method", "fedsgd", "--target", "x1"],
             1,

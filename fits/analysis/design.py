@@ -165,7 +165,8 @@ class DesignSpec:
         if ids:
             raise SchemaError(
                 f"column(s) {ids} are identifiers or free text (kind 'id'); they cannot "
-                "be a feature or the target"
+                "be a feature or the target: leave them out of the model, or declare another "
+                "kind (kinds={...}; fits analyze --kind COLUMN=KIND)"
             )
         unknown = [f for f in features if f not in names]
         if unknown:

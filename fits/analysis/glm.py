@@ -1202,6 +1202,14 @@ def _separation_check(
 
 
 # ---------------------------------------------------------------------- results
+def _fixed(v: float, width: int = 10, decimals: int = 6) -> str:
+    """A summary's number: ``decimals`` decimals, or in exponent notation from 1e9 on
+    (was: a coefficient of 1e140 printed with its 141 digits)."""
+    if math.isfinite(v) and abs(v) >= 1e9:
+        return f"{v:{width}.4e}" if width else f"{v: .4e}"
+    return f"{v:{width}.{decimals}f}" if width else f"{v: .{decimals}f}"
+
+
 def _wald(params: pd.Series, bse: Callable[[], pd.Series], alpha: float) -> pd.DataFrame:
     """Wald intervals params -/+ z_{1 - alpha/2} bse (columns 0 and 1); ``alpha``
     checked first, then ``bse()`` (which raises when there are no standard errors)."""
@@ -1489,7 +1497,7 @@ class GLMResults:
             )
         width = max(len(n) for n in self.params.index)
         if self.cov is None:
-            lines += [f"  {n:<{width}}  {v: .6f}" for n, v in self.params.items()]
+            lines += [f"  {n:<{width}}  {_fixed(v, 0)}" for n, v in self.params.items()]
             lines.append(f"std err: none ({self.bse_note})")
         else:
             ci, bse, z, pv = self.conf_int(alpha), self.bse, self.tvalues, self.pvalues
@@ -1499,8 +1507,8 @@ class GLMResults:
                 f"{lo:>10}  {hi:>10}"
             )
             lines += [
-                f"  {n:<{width}}  {v:10.6f}  {bse[n]:10.6f}  {z[n]:8.3f}  {pv[n]:6.3f}  "
-                f"{ci.loc[n, 0]:10.6f}  {ci.loc[n, 1]:10.6f}"
+                f"  {n:<{width}}  {_fixed(v)}  {_fixed(bse[n])}  {_fixed(z[n], 8, 3)}  "
+                f"{pv[n]:6.3f}  {_fixed(ci.loc[n, 0])}  {_fixed(ci.loc[n, 1])}"
                 for n, v in self.params.items()
             ]
             what = "model-based" if self.cov_type == "nonrobust" else "sandwich (HC0)"
