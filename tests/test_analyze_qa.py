@@ -200,3 +200,33 @@ def test_the_summary_writes_huge_numbers_in_exponent_notation(tables) -> None:
     rows = [line for line in summary.splitlines() if line.startswith(("  (intercept)", "  x"))]
     assert len(rows) == 3 and max(len(line) for line in rows) < 120, summary
     assert "e+140" in summary
+
+
+# ------------------------------------------------------------------ the privacy statement
+def test_a_private_summary_says_what_the_guarantee_does_not_cover(files, tmp_path) -> None:
+    # was: "privacy: each site 1-fed-GDP ..." and nothing about the exact releases (the
+    # standardization sums, the separation check's extremes asked for) outside it
+    out = tmp_path / "r.json"
+    res = run("analyze", *files, "--target", "y", "--mu", "1", "--check-separation",
+              "--out", out)  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    line = next(x for x in res.stdout.splitlines() if x.startswith("privacy covers"))
+    assert "fitting rounds only" in line and "standardization sums" in line
+    assert "separation check" in line and "clipping percentile" in line
+    assert json.loads(out.read_text())["privacy_scope"] == line.removeprefix("privacy covers ")
+    res = run("analyze", *files, "--target", "y", "--mu", "1", "--clip", "2", "--out", out)
+    scope = json.loads(out.read_text())["privacy_scope"]
+    assert "separation" not in scope and "clipping" not in scope
+    run("analyze", *files, "--target", "y", "--out", out)
+    assert json.loads(out.read_text())["privacy_scope"] is None
+
+
+def test_a_site_too_small_for_one_pass_is_not_sent_back_and_forth(tables) -> None:
+    from fits.analysis import fedlsa
+    from fits.analysis.lsa import FedLSAError
+
+    # was: "use regime='paper'", whose own error (the paper's 2000 rows per site) offered
+    # regime='one_pass' back
+    tiny = {"big": tables["s0"], "tiny": tables["s1"].iloc[:3]}
+    with pytest.raises(FedLSAError, match="with_replacement.*at most 3 rounds x local steps"):
+        fedlsa(tiny, "x1", regime="one_pass")

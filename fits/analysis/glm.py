@@ -1299,6 +1299,8 @@ class GLMResults:
     scale: float | None = None
     bse_note: str | None = None
     mle_distance: float | None = None
+    #: Whether the separation check (``glm_check``) ran.
+    separation_checked: bool = False
 
     # -------------------------------------------------------------- inference
     def cov_params(self) -> pd.DataFrame:
@@ -1417,6 +1419,27 @@ class GLMResults:
         eta = self.design(frame) @ self.params.to_numpy()
         return eta if linear else _mean(self.family, eta)
 
+    @property
+    def privacy_scope(self) -> str | None:
+        """What the privacy guarantee covers, and what the fit released exactly
+        (docs/analysis.md, "What is released without noise"); None without privacy."""
+        if self.privacy is None:
+            return None
+        exact = [
+            "the setup round (row counts, categories, min/max)",
+            "the standardization sums",
+            "each site's design null space",
+        ]
+        if self.clip_data_driven:
+            exact.append("the clipping percentile")
+        if self.separation_checked:
+            exact.append("the separation check's per-class extremes")
+        return (
+            "the fitting rounds only; released exactly, outside it: "
+            + ", ".join(exact[:-1])
+            + f" and {exact[-1]}"
+        )
+
     def to_dict(self, alpha: float = 0.05) -> dict[str, Any]:
         """JSON-ready (what ``fits analyze`` writes); with standard errors, ``bse``,
         ``pvalues`` and the ``conf_int`` at level 1 - ``alpha`` (else None, and
@@ -1429,6 +1452,7 @@ class GLMResults:
             "params": {k: float(v) for k, v in self.params.items()},
             "original_params": {k: float(v) for k, v in self.original_params.items()},
             "privacy": self.privacy.to_dict() if self.privacy else None,
+            "privacy_scope": self.privacy_scope,
             "rounds": self.rounds,
             "uploaded_bytes": self.uploaded_bytes,
             "downloaded_bytes": self.downloaded_bytes,
@@ -1495,6 +1519,7 @@ class GLMResults:
                 f"(eps={p.epsilon_third_party:.4g}); clip B={self.clip:.4g}"
                 + (" (data-driven, not covered)" if self.clip_data_driven else "")
             )
+            lines.append(f"privacy covers {self.privacy_scope}")
         width = max(len(n) for n in self.params.index)
         if self.cov is None:
             lines += [f"  {n:<{width}}  {_fixed(v, 0)}" for n, v in self.params.items()]
@@ -2016,4 +2041,5 @@ def _fit(
         scale=scale,
         bse_note=why,
         mle_distance=distance,
+        separation_checked=separation,
     )

@@ -1159,7 +1159,9 @@ def run_fedlsa(
                     f"ask for at least {enough} rounds (rounds={enough}; fits analyze -R {enough})"
                     if enough is not None
                     else "the smallest site has too few rows for this regime; use "
-                    "regime='paper' (fits analyze --regime paper)"
+                    "regime='paper' with sampling='with_replacement' (fits analyze --regime "
+                    f"paper --sampling with_replacement), or without replacement at most "
+                    f"{int(n_rows.min())} rounds x local steps (-R, -H)"
                 )
             raise FedLSAError(
                 f"the one-pass regime's burn-in takes {schedule.burn_in_rounds} rounds "
