@@ -33,6 +33,15 @@ __all__ = ["AnalyzeOptions", "METHODS", "analyze"]
 #: ``--cov-type`` values (GLMs without privacy): fit_glm's cov_type, "none" for None.
 COV_TYPES = ("nonrobust", "HC0", "none")
 
+#: The defaults of FedLSA's own options (None in the signature, to tell a given one).
+FEDLSA_DEFAULTS: dict[str, Any] = {
+    "bootstrap": 200,
+    "gamma_eta": 0.0,
+    "gamma_h": 0.0,
+    "sampling": "without_replacement",
+    "regime": "paper",
+}
+
 #: ``--round-timeout``'s default (seconds; --flower).
 ROUND_TIMEOUT = 600.0
 
@@ -108,6 +117,31 @@ def _check_glm(opts: AnalyzeOptions) -> None:
         raise typer.BadParameter(
             f"unknown family {opts.family!r}; choose one of {', '.join(FAMILIES)}",
             param_hint="--family",
+        )
+    lsa_only = opts.extra.get("fedlsa_given") or []
+    if lsa_only:  # was: taken and ignored
+        raise typer.BadParameter(
+            f"{lsa_only[0]} is an option of --method fedlsa, which {opts.method} does not "
+            "use; drop it, or fit with --method fedlsa",
+            param_hint=lsa_only[0],
+        )
+    private = opts.mu is not None or opts.epsilon is not None
+    if private and opts.extra.get("cov_type") not in (None, "none"):
+        raise typer.BadParameter(
+            "a private fit has no standard errors (docs/analysis.md, 'With privacy there "
+            "are none'); drop --cov-type, or fit without --mu/--epsilon",
+            param_hint="--cov-type",
+        )
+    if private and opts.extra.get("ci_given"):
+        raise typer.BadParameter(
+            "a private fit has no confidence intervals; drop --ci, or fit without --mu/--epsilon",
+            param_hint="--ci",
+        )
+    if opts.family == "linear" and opts.extra.get("check_separation"):
+        raise typer.BadParameter(
+            "separation is a logistic and Poisson matter: a linear fit has no such check; "
+            "drop --check-separation",
+            param_hint="--check-separation",
         )
     try:
         resolve_budget(opts.mu, opts.epsilon, opts.delta)
@@ -360,11 +394,14 @@ def analyze(
     k1: Annotated[int | None, typer.Option("--k1", help="K1 (FedHybrid).")] = None,
     k2: Annotated[int | None, typer.Option("--k2", help="K2 (FedHybrid).")] = None,
     ci: Annotated[
-        float,
+        float | None,
         typer.Option(
-            "--ci", help="Confidence level of the intervals (FedLSA; GLMs without privacy)."
+            "--ci",
+            help="Confidence level of the intervals (FedLSA; GLMs without privacy) "
+            "[default: 0.95].",
+            show_default=False,
         ),
-    ] = 0.95,
+    ] = None,
     cov_type: Annotated[
         str | None,
         typer.Option(
@@ -380,26 +417,46 @@ def analyze(
         typer.Option("--local-steps", "-H", help="FedLSA: local steps per round (10; one_pass 1)."),
     ] = None,
     bootstrap: Annotated[
-        int, typer.Option("--bootstrap", help="FedLSA: bootstrap sequences M.")
-    ] = 200,
+        int | None,
+        typer.Option(
+            "--bootstrap",
+            help=f"FedLSA: bootstrap sequences M [default: {FEDLSA_DEFAULTS['bootstrap']}].",
+            show_default=False,
+        ),
+    ] = None,
     gamma_eta: Annotated[
-        float, typer.Option("--gamma-eta", help="FedLSA: step decay (0: constant steps).")
-    ] = 0.0,
+        float | None,
+        typer.Option(
+            "--gamma-eta",
+            help="FedLSA: step decay (0: constant steps) [default: 0].",
+            show_default=False,
+        ),
+    ] = None,
     gamma_h: Annotated[
-        float, typer.Option("--gamma-h", help="FedLSA: growth of the local steps.")
-    ] = 0.0,
+        float | None,
+        typer.Option(
+            "--gamma-h",
+            help="FedLSA: growth of the local steps [default: 0].",
+            show_default=False,
+        ),
+    ] = None,
     sampling: Annotated[
-        str,
-        typer.Option("--sampling", help="FedLSA: without_replacement or with_replacement."),
-    ] = "without_replacement",
+        str | None,
+        typer.Option(
+            "--sampling",
+            help="FedLSA: without_replacement or with_replacement [default: without_replacement].",
+            show_default=False,
+        ),
+    ] = None,
     regime: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--regime",
             help="FedLSA: paper (Algorithm 1) or one_pass (every row once, intervals as "
-            "wide as the pooled OLS sandwich).",
+            "wide as the pooled OLS sandwich) [default: paper].",
+            show_default=False,
         ),
-    ] = "paper",
+    ] = None,
     multipliers: Annotated[
         str | None,
         typer.Option("--multipliers", help="FedLSA: bootstrap weights per site or shared."),
@@ -465,6 +522,13 @@ def analyze(
     for path in site_files:
         if path.suffix.lower() not in (".csv", ".parquet"):
             raise typer.BadParameter(f"{path}: use a .csv or .parquet file", param_hint="SITE_FILE")
+    fedlsa_given = {
+        "bootstrap": bootstrap,
+        "gamma_eta": gamma_eta,
+        "gamma_h": gamma_h,
+        "sampling": sampling,
+        "regime": regime,
+    }
     opts = AnalyzeOptions(
         target=target,
         features=_parse_features(features),
@@ -478,14 +542,17 @@ def analyze(
         tau1=tau1,
         iterations={"K": iters, "eta": step, "R": rounds, "K1": k1, "K2": k2},
         extra={
-            "ci": ci,
+            "ci": 0.95 if ci is None else ci,
             "local_steps": local_steps,
-            "bootstrap": bootstrap,
-            "gamma_eta": gamma_eta,
-            "gamma_h": gamma_h,
-            "sampling": sampling,
-            "regime": regime,
+            **{k: v if v is not None else FEDLSA_DEFAULTS[k] for k, v in fedlsa_given.items()},
             "multipliers": multipliers,
+            # the FedLSA options given (a GLM refuses them), and whether --ci was
+            "fedlsa_given": [
+                f"--{k.replace('_', '-')}" for k, v in fedlsa_given.items() if v is not None
+            ]
+            + (["--multipliers"] if multipliers is not None else [])
+            + (["--local-steps"] if local_steps is not None else []),
+            "ci_given": ci is not None,
             "check_separation": check_separation,
             "cov_type": cov_type,
             "kinds": _parse_kinds(kind),
@@ -508,9 +575,10 @@ def analyze(
     if method == "fedlsa":  # the least memory its bootstrap can take (d = 1 coefficient)
         from fits.analysis.lsa import FedLSAError, check_bootstrap_size
 
-        steps = local_steps if local_steps is not None else (1 if regime == "one_pass" else 10)
+        one_pass = opts.extra["regime"] == "one_pass"
+        steps = local_steps if local_steps is not None else (1 if one_pass else 10)
         try:
-            check_bootstrap_size(bootstrap, 1, len(site_files), max(int(steps), 1))
+            check_bootstrap_size(opts.extra["bootstrap"], 1, len(site_files), max(int(steps), 1))
         except FedLSAError as exc:
             raise _fedlsa_usage(exc) from None
     _check_files(site_files, out)

@@ -230,3 +230,38 @@ def test_a_site_too_small_for_one_pass_is_not_sent_back_and_forth(tables) -> Non
     tiny = {"big": tables["s0"], "tiny": tables["s1"].iloc[:3]}
     with pytest.raises(FedLSAError, match="with_replacement.*at most 3 rounds x local steps"):
         fedlsa(tiny, "x1", regime="one_pass")
+
+
+# ------------------------------------------------------------------ options a method does not use
+@pytest.mark.parametrize(
+    ("args", "option"),
+    [
+        (["--bootstrap", "500"], "--bootstrap"),
+        (["--regime", "one_pass"], "--regime"),
+        (["--sampling", "with_replacement"], "--sampling"),
+        (["--gamma-eta", "0.6"], "--gamma-eta"),
+        (["--multipliers", "shared"], "--multipliers"),
+        (["-H", "5"], "--local-steps"),
+        (["--mu", "1", "--cov-type", "HC0"], "--cov-type"),
+        (["--mu", "1", "--ci", "0.9"], "--ci"),
+        (["--family", "linear", "--check-separation"], "--check-separation"),
+    ],
+)
+def test_an_option_the_glm_does_not_use_is_refused(files, tmp_path, args, option) -> None:
+    # was: taken and ignored (exit 0): FedLSA's options with a GLM method, sandwich
+    # standard errors or a confidence level for a private fit (which has neither), a
+    # separation check for a linear model
+    res = run("analyze", *files, "--target", "y", *args, "--out", tmp_path / "r.json")
+    assert res.returncode == 2, res.stdout
+    assert option in res.stderr and "drop" in res.stderr, res.stderr
+
+
+def test_the_defaults_still_run_and_none_is_refused_for_nothing(files, tmp_path) -> None:
+    out = tmp_path / "r.json"
+    for args in (["--ci", "0.9"], ["--mu", "1", "--cov-type", "none"], ["--no-check-separation"]):
+        res = run("analyze", *files, "--target", "y", *args, "--out", out)
+        assert res.returncode == 0, res.stderr
+    res = run("analyze", *files, "--target", "x1", "--method", "fedlsa", "--regime",
+              "one_pass", "--bootstrap", "20", "--ci", "0.9", "--out", out)  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    assert json.loads(out.read_text())["level"] == pytest.approx(0.9)
