@@ -265,3 +265,15 @@ def test_the_defaults_still_run_and_none_is_refused_for_nothing(files, tmp_path)
               "one_pass", "--bootstrap", "20", "--ci", "0.9", "--out", out)  # fmt: skip
     assert res.returncode == 0, res.stderr
     assert json.loads(out.read_text())["level"] == pytest.approx(0.9)
+
+
+@pytest.mark.parametrize("eta", ["a", None, True])
+def test_a_step_that_is_no_number_names_the_step(tables, eta) -> None:
+    # was: "could not convert string to float: 'a'"
+    from fits.analysis.glm import glm_settings
+
+    if eta is None:
+        assert glm_settings("fedsgd", {"eta": None})["eta"] == 0.5
+        return
+    with pytest.raises(ValueError, match="step size eta must be a positive number"):
+        fit_glm(tables, "y", method="fedsgd", eta=eta)

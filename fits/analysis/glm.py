@@ -1574,9 +1574,13 @@ def glm_settings(method: str, overrides: Mapping[str, float | None]) -> dict[str
         if v is None:
             continue
         if k.startswith("eta"):
-            if not (math.isfinite(float(v)) and float(v) > 0):
+            try:
+                step = float(v)
+            except (TypeError, ValueError):  # was: "could not convert string to float"
+                step = math.nan
+            if isinstance(v, bool) or not (math.isfinite(step) and step > 0):
                 raise ValueError(f"step size {k} must be a positive number, got {v!r}")
-            s[k] = float(v)
+            s[k] = step
         else:
             if int(v) != v or int(v) < 1:
                 raise ValueError(f"iteration count {k} must be a positive integer, got {v!r}")
