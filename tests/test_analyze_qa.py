@@ -277,3 +277,18 @@ def test_a_step_that_is_no_number_names_the_step(tables, eta) -> None:
         return
     with pytest.raises(ValueError, match="step size eta must be a positive number"):
         fit_glm(tables, "y", method="fedsgd", eta=eta)
+
+
+def test_fednewton_reports_the_third_party_mu_of_an_odd_site_size(tables) -> None:
+    # was: mu / sqrt(m) = 0.7071 for a 7-row site next to a 150-row one; its noise uses
+    # 6 rows and its weight 7, so a record there is hidden less than that
+    odd = {"a": tables["s0"], "b": tables["s1"].iloc[:7]}
+    res = fit_glm(odd, "y", method="fednewton", mu=1.0, clip=1.0, seed=0)
+    r = np.array([1.0, 7 / 6])
+    assert res.privacy.mu_third_party == pytest.approx(r.max() / np.sqrt(r @ r))
+    assert res.privacy.epsilon_third_party == pytest.approx(gdp_epsilon(0.7592566, 1e-5), 1e-6)
+    for method in ("fedsgd", "fedavg"):
+        spent = fit_glm(odd, "y", method=method, mu=1.0, clip=1.0, seed=0).privacy
+        assert spent.mu_third_party == pytest.approx(1 / np.sqrt(2))
+    even = fit_glm(tables, "y", method="fednewton", mu=1.0, clip=1.0, seed=0).privacy
+    assert even.mu_third_party == pytest.approx(1 / np.sqrt(2))

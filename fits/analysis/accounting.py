@@ -215,9 +215,22 @@ class PrivacySpent:
     n_sites: int
 
     @classmethod
-    def from_budget(cls, budget: PrivacyBudget, n_sites: int) -> PrivacySpent:
-        """The spend of a run of ``n_sites`` sites at ``budget``."""
-        mu3 = budget.mu / math.sqrt(n_sites)
+    def from_budget(
+        cls, budget: PrivacyBudget, n_sites: int, noise_ratios: np.ndarray | None = None
+    ) -> PrivacySpent:
+        """The spend of a run of ``n_sites`` sites at ``budget``.
+
+        Towards a third party a record of site i is hidden by the aggregate's noise with
+        ratio mu r_i / ||r||, r_i = w_i sigma_i / (w_i Delta_i / mu) relative: with
+        ``noise_ratios`` r (per site; None: all equal) the run is mu max_i r_i / ||r||
+        -GDP towards a third party, which is mu / sqrt(m) when every r_i is the same
+        (FedSGD, FedHybrid, FedAvg: w_i sigma_i is; FedNewton with an odd site size is
+        not, its noise using 2 floor(n_i / 2) rows in place of n_i)."""
+        if noise_ratios is None:
+            mu3 = budget.mu / math.sqrt(n_sites)
+        else:
+            r = np.asarray(noise_ratios, dtype=np.float64)
+            mu3 = budget.mu * float(r.max() / np.sqrt(np.sum(r * r)))
         return cls(
             mu_site=budget.mu,
             mu_third_party=mu3,

@@ -2017,7 +2017,10 @@ def _fit(
             notes = [*notes, far]
     from fits.analysis.accounting import PrivacySpent
 
-    privacy = PrivacySpent.from_budget(budget, len(n_rows)) if budget is not None else None
+    # FedNewton's noise uses 2 floor(n_i / 2) rows and its weights n_i: for an odd n_i
+    # the aggregate hides a record of site i less than mu / sqrt(m) says (was: reported)
+    ratios = n_rows / (2 * (n_rows // 2)) if method == "fednewton" else None
+    privacy = PrivacySpent.from_budget(budget, len(n_rows), ratios) if budget is not None else None
     out_settings = dict(settings)
     if method == "fednewton":
         out_settings["tau1"] = tau1
