@@ -292,3 +292,10 @@ def test_fednewton_reports_the_third_party_mu_of_an_odd_site_size(tables) -> Non
         assert spent.mu_third_party == pytest.approx(1 / np.sqrt(2))
     even = fit_glm(tables, "y", method="fednewton", mu=1.0, clip=1.0, seed=0).privacy
     assert even.mu_third_party == pytest.approx(1 / np.sqrt(2))
+
+
+def test_a_poisson_target_that_is_no_count_says_the_fix(tables) -> None:
+    # was: "... must be a count (integer >= 0) for family 'poisson'; found [-1.0]", no fix
+    bad = {k: t.assign(y=t["y"] - 1) for k, t in tables.items()}
+    with pytest.raises(DesignError, match="found \\[-1.0\\]: drop or recode those rows"):
+        fit_glm(bad, "y", family="poisson")

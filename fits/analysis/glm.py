@@ -206,7 +206,7 @@ def check_target(family: str, y: np.ndarray, site: str, target: str) -> None:
         bad = sorted(set(np.unique(y[(y < 0) | (y != np.round(y))]).tolist()))[:5]
         raise DesignError(
             f"{site}: target {target!r} must be a count (integer >= 0) for family "
-            f"'poisson'; found {bad}"
+            f"'poisson'; found {bad}: drop or recode those rows, or choose family 'linear'"
         )
 
 
