@@ -145,12 +145,12 @@ def benchmark(
             "share of rows keeping each rule is reported either way.",
         ),
     ] = False,
-    no_near_linear: Annotated[
+    near_linear: Annotated[
         bool,
         typer.Option(
-            "--no-near-linear",
-            help="Draw near-linear columns by the chain, not as their residual about the "
-            "line in an earlier column (--no-rules switches them off too).",
+            "--near-linear/--no-near-linear",
+            help="Draw near-linear columns as their residual about the line in an "
+            "earlier column (off by default; --no-rules switches it off too).",
         ),
     ] = False,
     design: DesignOpt = None,
@@ -293,7 +293,7 @@ def benchmark(
                 modes=not no_modes,
                 synthesizer_params={
                     **({"rules": False} if no_rules else {}),
-                    **({"near_linear": False} if no_near_linear else {}),
+                    **({"near_linear": True} if near_linear else {}),
                     **({"order": chain_order} if chain_order is not None else {}),
                     **({"design": design.value} if design is not None else {}),
                     **({"column_designs": column_designs} if column_designs else {}),

@@ -535,7 +535,7 @@ def _run_config(
     tune_relevance: list[str] | None = None,
     relevance_budget: int | None = None,
     max_tries: int | None = None,
-    near_linear: bool = True,
+    near_linear: bool = False,
 ) -> dict[str, Any]:
     """The run config of these options.  With ``columns`` (the site tables' headers,
     known to ``fits federate local``), the columns the options name are resolved to
@@ -641,7 +641,7 @@ def _run_config(
         "secure": secure,
         "batch-size": int(batch_size),
         "rules": rules,
-        **({} if near_linear else {"near-linear": False}),
+        **({"near-linear": True} if near_linear else {}),
         "design": design,
         "column-designs": json.dumps(column_designs) if column_designs else "",
         "column-models": json.dumps(column_models) if column_models else "",
@@ -752,12 +752,12 @@ NoRules = Annotated[
         help="Do not detect exact rules between columns (every column drawn by the chain).",
     ),
 ]
-NoNearLinear = Annotated[
+NearLinear = Annotated[
     bool,
     typer.Option(
-        "--no-near-linear",
-        help="Do not look for near-linear columns, drawn otherwise as their residual "
-        "about the line in an earlier column (run config near-linear = false).",
+        "--near-linear/--no-near-linear",
+        help="Look for near-linear columns and draw each as its residual about the line "
+        "in an earlier column (run config near-linear = true; off by default).",
     ),
 ]
 
@@ -817,7 +817,7 @@ def run(
     secure_aggregation: Secure = False,
     batch_size: BatchSize = 0,
     no_rules: NoRules = False,
-    no_near_linear: NoNearLinear = False,
+    near_linear: NearLinear = False,
     design: DesignOpt = None,
     column_design: ColumnDesignOpt = None,
     column_model: ColumnModelOpt = None,
@@ -881,7 +881,7 @@ def run(
         column_design,
         column_model,
         boosting,
-        near_linear=not no_near_linear,
+        near_linear=near_linear,
         known=known,
         drop=drop,
         smoothing=smoothing,
@@ -1140,7 +1140,7 @@ def _check_kernel_settings(
             order=cfg["order"],
             schema=read_schema(cfg["schema"]) if cfg["schema"] else None,
             rules=cfg["rules"],
-            near_linear=cfg.get("near_linear", True),
+            near_linear=cfg.get("near_linear", False),
             **({"design": cfg["design"]} if cfg["design"] else {}),
             column_designs=cfg["column_designs"] or None,
             column_models=cfg["column_models"] or None,
@@ -1184,7 +1184,7 @@ def local(
     policy: PolicyFile = None,
     batch_size: BatchSize = 0,
     no_rules: NoRules = False,
-    no_near_linear: NoNearLinear = False,
+    near_linear: NearLinear = False,
     design: DesignOpt = None,
     column_design: ColumnDesignOpt = None,
     column_model: ColumnModelOpt = None,
@@ -1324,7 +1324,7 @@ def local(
         column_design,
         column_model,
         boosting,
-        near_linear=not no_near_linear,
+        near_linear=near_linear,
         columns=columns,
         known=known,
         drop=drop,

@@ -392,14 +392,14 @@ NoRules = Annotated[
         "others, a total that is a sum): every column is drawn by the chain.",
     ),
 ]
-NoNearLinear = Annotated[
+NearLinear = Annotated[
     bool,
     typer.Option(
-        "--no-near-linear",
-        help="Do not look for near-linear columns (a continuous column whose pooled "
-        "least-squares line on an earlier one has R^2 >= 0.95), which are otherwise "
-        "drawn as their residual about the line (docs/method.md, 'Near-linear columns'). "
-        "--no-rules switches them off too.",
+        "--near-linear/--no-near-linear",
+        help="Look for near-linear columns (a continuous column whose pooled "
+        "least-squares line on an earlier one has R^2 >= 0.95) and draw each as its "
+        "residual about the line (docs/method.md, 'Near-linear columns'). Off by "
+        "default; --no-rules switches it off too.",
     ),
 ]
 Kind = Annotated[
@@ -488,7 +488,7 @@ def synthesize(
     kind: Kind = None,
     policy: PolicyFile = None,
     no_rules: NoRules = False,
-    no_near_linear: NoNearLinear = False,
+    near_linear: NearLinear = False,
     design: DesignOpt = None,
     column_design: ColumnDesignOpt = None,
     column_model: ColumnModelOpt = None,
@@ -631,7 +631,7 @@ def synthesize(
                 n_jobs=jobs,
                 site_policy=site_policy,
                 rules=not no_rules,
-                near_linear=not no_near_linear,
+                near_linear=near_linear,
                 smoothing=smoothing,
                 tune_relevance=tune_relevance_value(tune_relevance),
                 relevance_budget=relevance_budget,
@@ -1047,7 +1047,7 @@ def schema_command(
     drop: Drop = None,
     kind: Kind = None,
     no_rules: NoRules = False,
-    no_near_linear: NoNearLinear = False,
+    near_linear: NearLinear = False,
 ) -> None:
     """Write the inferred schema (kinds, categories, bounds, chain order) as JSON.
 
@@ -1084,7 +1084,7 @@ def schema_command(
                 kinds=kinds,
                 order=chain_order,
                 rules=not no_rules,
-                near_linear=not no_near_linear,
+                near_linear=near_linear,
             )
         _echo_warnings(caught)
         try:

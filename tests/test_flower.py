@@ -985,6 +985,36 @@ def test_an_affine_rule_through_flower_records_plain_and_secure(tmp_path):
         assert dtype == (np.uint64 if secure else np.float64)
 
 
+def test_a_near_linear_column_through_flower_records_plain_and_secure(tmp_path):
+    """Near-linear detection (moments, then each site's residual extremes) and the
+    residual the sites model travel as Flower records, with the same table as in
+    process, bit for bit."""
+    rng = np.random.default_rng(1)
+    x = rng.lognormal(10, 0.5, 900).round(0)
+    frame = pd.DataFrame({"x": x, "y": (x + rng.normal(0, 50, 900)).round(2)})
+    paths = {}
+    for k, name in enumerate(KERNELS):
+        paths[name] = tmp_path / f"{name}.csv"
+        write_table(frame.iloc[k::3].reset_index(drop=True), paths[name])
+    tables = {n: read_table(p) for n, p in sorted(paths.items())}
+    for secure in (False, True):
+        grid = FakeGrid(_node_configs(paths))
+        out = tmp_path / f"synthetic-{secure}.csv"
+        config = {"output": str(out), "rows": 300, "seed": 4, "secure": str(secure)}
+        run_synthesis(grid, {**config, "near-linear": "true"})
+        synthetic = read_table(out)
+        kernels = {n: KERNELS[n] for n in tables}
+        synth = FITSSynthesizer(kernels, seed=4, secure_aggregation=secure, near_linear=True)
+        synth.fit(tables)
+        assert [r.kind for r in synth.schema_.rules] == ["linear"]
+        pd.testing.assert_frame_equal(synthetic, synth.sample(300), check_exact=True)
+        extremes = [r for _, r in grid.sent if "residuals" in r["arrays"]]
+        assert len(extremes) == 3  # one per site, in the clear
+        assert extremes[0]["arrays"]["residuals"].numpy().dtype == np.float64
+        residual = synthetic["y"] - synthetic["x"]
+        assert residual.std() < 3 * (frame["y"] - frame["x"]).std()
+
+
 def test_column_totals_through_flower_records_plain_and_secure(tmp_path, monkeypatch):
     """Rule detection's totals stage (asked here on a small table, its threshold
     lowered) travels as Flower records: summed in the clear or masked (secure), with the

@@ -63,7 +63,7 @@ def frames() -> list[pd.DataFrame]:
 
 @pytest.fixture(scope="module")
 def fitted(frames):
-    return FITSSynthesizer(seed=0).fit(frames)
+    return FITSSynthesizer(seed=0, near_linear=True).fit(frames)
 
 
 # ------------------------------------------------------------------ detection
@@ -91,8 +91,8 @@ def test_no_near_linear_pair_leaves_the_output_bit_for_bit():
         pd.DataFrame({"a": rng.normal(0, 1, 200), "b": rng.normal(0, 1, 200).round(2)})
         for _ in range(2)
     ]
-    on = FITSSynthesizer(seed=3).fit(parts)
-    off = FITSSynthesizer(seed=3, near_linear=False).fit(parts)
+    on = FITSSynthesizer(seed=3, near_linear=True).fit(parts)
+    off = FITSSynthesizer(seed=3).fit(parts)  # the default: off
     assert on.schema_.rules == [] and off.schema_.rules == []
     pd.testing.assert_frame_equal(on.sample(400), off.sample(400))
 
@@ -110,12 +110,12 @@ def test_the_threshold_and_the_exclusions():
             "f": np.round(1.8 * x + 32, 8),  # an exact affine rule, not a near-linear one
         }
     )
-    schema = Schema.detect([frame.iloc[::2], frame.iloc[1::2]])
+    schema = Schema.detect([frame.iloc[::2], frame.iloc[1::2]], near_linear=True)
     kinds = {r.column: r.kind for r in schema.rules}
     assert kinds == {"f": "affine"}  # weak: R^2 < 0.95; mass: a point mass
     assert NEAR_LINEAR_R2 == 0.95
     # boosted columns are not drawn as residuals
-    synth = FITSSynthesizer(seed=0, column_models={"income2": "boosting"})
+    synth = FITSSynthesizer(seed=0, near_linear=True, column_models={"income2": "boosting"})
     synth.fit(toy(n=120))
     assert all(r.kind != "linear" for r in synth.schema_.rules)
 
@@ -165,7 +165,7 @@ def test_the_residual_spread_comes_back(frames, fitted):
     out = fitted.sample(900)
     real_sd = resid_sd(real, slope, intercept)
     assert resid_sd(out, slope, intercept) == pytest.approx(real_sd, rel=0.3)
-    off = FITSSynthesizer(seed=0, near_linear=False).fit(frames).sample(900)
+    off = FITSSynthesizer(seed=0).fit(frames).sample(900)  # the default: off
     assert resid_sd(off, slope, intercept) > 20 * real_sd  # the chain alone: ~100x
 
 
@@ -181,7 +181,7 @@ def test_every_synthetic_value_is_within_bounds_and_rounded(frames, fitted):
 
 def test_missing_values_stay_missing_and_a_missing_source_is_no_candidate():
     parts = toy(n=200, missing=0.2)
-    synth = FITSSynthesizer(seed=0).fit(parts)
+    synth = FITSSynthesizer(seed=0, near_linear=True).fit(parts)
     rule = synth.schema_.near_linear["income2"]
     real = pd.concat(parts, ignore_index=True)
     held = real.dropna(subset=["income2"])
@@ -194,7 +194,7 @@ def test_missing_values_stay_missing_and_a_missing_source_is_no_candidate():
     # the source with missing values: no rule (R would be missing where Y is not)
     swapped = [p.rename(columns={"income": "income2", "income2": "income"}) for p in parts]
     swapped = [p[["age", "income", "income2", "z"]] for p in swapped]
-    schema = Schema.detect(swapped)
+    schema = Schema.detect(swapped, near_linear=True)
     assert all(r.kind != "linear" or r.of != ["income"] for r in schema.rules)
 
 
@@ -276,7 +276,7 @@ def test_a_saved_synthesizer_keeps_the_rule(tmp_path, frames, fitted):
 
 
 def test_secure_aggregation_finds_the_same_rule(frames, fitted):
-    secure = FITSSynthesizer(seed=0, secure_aggregation=True).fit(frames)
+    secure = FITSSynthesizer(seed=0, secure_aggregation=True, near_linear=True).fit(frames)
     a, b = secure.schema_.near_linear["income2"], fitted.schema_.near_linear["income2"]
     # the masked moments are fixed point: the line agrees to float64 noise, and so do
     # the residual extremes (per site, not summed: from that line)
@@ -310,17 +310,19 @@ def test_cli_switch(tmp_path, frames):
     for k, part in enumerate(frames):
         paths.append(tmp_path / f"site_{k}.csv")
         part.to_csv(paths[-1], index=False)
-    res = run("schema", *map(str, paths), "--out", str(tmp_path / "s.json"))
+    res = run("schema", *map(str, paths), "--out", str(tmp_path / "s.json"), "--near-linear")
     assert res.returncode == 0, res.stderr
     assert "near-linear columns (1)" in res.stdout and "income2 = " in res.stdout
-    res = run("schema", *map(str, paths), "--out", str(tmp_path / "t.json"), "--no-near-linear")
+    res = run("schema", *map(str, paths), "--out", str(tmp_path / "t.json"))  # off: default
     assert res.returncode == 0, res.stderr
     assert "near-linear" not in res.stdout
     assert json.loads((tmp_path / "t.json").read_text())["rules"] == []
     out = tmp_path / "syn.csv"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = run("synthesize", *map(str, paths), "--rows", "300", "--out", str(out))
+        res = run(
+            "synthesize", *map(str, paths), "--rows", "300", "--out", str(out), "--near-linear"
+        )
     assert res.returncode == 0, res.stderr
     syn = pd.read_csv(out)
     slope, intercept = pooled_line(frames)
@@ -329,9 +331,7 @@ def test_cli_switch(tmp_path, frames):
     off = tmp_path / "off.csv"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = run(
-            "synthesize", *map(str, paths), "--rows", "300", "--out", str(off), "--no-near-linear"
-        )
+        res = run("synthesize", *map(str, paths), "--rows", "300", "--out", str(off))
     assert res.returncode == 0, res.stderr
     assert resid_sd(pd.read_csv(off), slope, intercept) > 10 * resid_sd(real, slope, intercept)
 
@@ -342,8 +342,8 @@ def test_the_flower_run_config_carries_the_switch(tmp_path):
     from fits.deploy.flower import read_run_config
 
     out = tmp_path / "syn.csv"
-    on = _run_config(out, 10, 0, [], "", None, 60.0, 2, None)
-    off = _run_config(out, 10, 0, [], "", None, 60.0, 2, None, near_linear=False)
-    assert "near-linear" not in on and off["near-linear"] is False
+    on = _run_config(out, 10, 0, [], "", None, 60.0, 2, None, near_linear=True)
+    off = _run_config(out, 10, 0, [], "", None, 60.0, 2, None)
+    assert "near-linear" not in off and on["near-linear"] is True
     assert read_run_config(on)["near_linear"] is True
     assert read_run_config(off)["near_linear"] is False
