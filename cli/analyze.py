@@ -216,7 +216,14 @@ class MethodEntry:
 
 def _check_fedlsa(opts: AnalyzeOptions) -> None:
     """Usage checks of ``--method fedlsa`` before any file is read."""
-    from fits.analysis.lsa import MULTIPLIERS, REGIMES, SAMPLING, FedLSAError, Schedule
+    from fits.analysis.lsa import (
+        MULTIPLIERS,
+        REGIMES,
+        SAMPLING,
+        FedLSAError,
+        Schedule,
+        bootstrap_level_problem,
+    )
 
     if opts.mu is not None or opts.epsilon is not None or opts.delta is not None:
         raise typer.BadParameter(
@@ -245,6 +252,9 @@ def _check_fedlsa(opts: AnalyzeOptions) -> None:
         raise typer.BadParameter(f"choose one of {', '.join(SAMPLING)}", param_hint="--sampling")
     if opts.extra["bootstrap"] < 2:
         raise typer.BadParameter("needs at least 2 bootstrap sequences", param_hint="--bootstrap")
+    problem = bootstrap_level_problem(int(opts.extra["bootstrap"]), 1.0 - ci)
+    if problem is not None:  # was: a "99.99%" interval from 20 draws, their range
+        raise typer.BadParameter(problem, param_hint="--bootstrap")
     if opts.extra["regime"] not in REGIMES:
         raise typer.BadParameter(f"choose one of {', '.join(REGIMES)}", param_hint="--regime")
     mult = opts.extra["multipliers"]

@@ -299,3 +299,28 @@ def test_a_poisson_target_that_is_no_count_says_the_fix(tables) -> None:
     bad = {k: t.assign(y=t["y"] - 1) for k, t in tables.items()}
     with pytest.raises(DesignError, match="found \\[-1.0\\]: drop or recode those rows"):
         fit_glm(bad, "y", family="poisson")
+
+
+# ------------------------------------------------------------------ bootstrap and level
+def test_the_bootstrap_must_reach_the_intervals_level(files, tmp_path: Path) -> None:
+    from fits.analysis.lsa import bootstrap_level_problem
+
+    # was: "99.99% lower/upper" printed from 20 draws: their range, a 90% interval at best
+    assert bootstrap_level_problem(39, 0.05) is None
+    assert "at least 39" in str(bootstrap_level_problem(38, 0.05))
+    assert bootstrap_level_problem(199, 1 - 0.99) is None
+    assert "at least 19999 " in str(bootstrap_level_problem(20, 1 - 0.9999))
+    out = tmp_path / "r.json"
+    res = run("analyze", *files, "--target", "x1", "--method", "fedlsa", "--bootstrap", "20",
+              "--ci", "0.9999", "--out", out)  # fmt: skip
+    assert res.returncode == 2 and "--bootstrap" in res.stderr and not out.exists()
+
+
+def test_an_interval_beyond_the_bootstrap_is_warned_in_python(tables) -> None:
+    from fits.analysis import fedlsa
+    from fits.analysis.lsa import FedLSABootstrapWarning
+
+    linear = {k: t.assign(y=t["y"].astype(float)) for k, t in tables.items()}
+    res = fedlsa(linear, "x1", regime="one_pass", n_bootstrap=20)
+    with pytest.warns(FedLSABootstrapWarning, match="at least 39"):
+        res.conf_int(0.05)

@@ -284,6 +284,29 @@ class FedLSAConvergenceWarning(RuntimeWarning):
     """The run is too short for its start to be forgotten: the intervals are not valid."""
 
 
+class FedLSABootstrapWarning(RuntimeWarning):
+    """Too few bootstrap sequences for the intervals' level: an interval of level
+    1 - alpha needs M + 1 >= 2 / alpha (:func:`bootstrap_level_problem`)."""
+
+
+def bootstrap_level_problem(n_bootstrap: int, alpha: float) -> str | None:
+    """Why ``n_bootstrap`` sequences cannot give intervals of level ``1 - alpha``, or
+    None.  The range of M bootstrap draws holds a further draw with probability
+    (M - 1) / (M + 1), so no empirical quantile of them makes an interval of a higher
+    level: it needs M + 1 >= 2 / alpha (199 sequences for 99%; was: a "99.99%" interval
+    from 20 draws, their range)."""
+    need = math.ceil((2.0 / alpha - 1.0) * (1.0 - 1e-9))  # 1 - ci is not exact
+    if n_bootstrap >= need:
+        return None
+    top = (n_bootstrap - 1) / (n_bootstrap + 1)
+    return (
+        f"{n_bootstrap} bootstrap sequences cannot give a {1 - alpha:.6g} interval: the range "
+        f"of M draws reaches only the level (M - 1) / (M + 1) = {top:.4g}; ask for at least "
+        f"{need} sequences (n_bootstrap={need}; fits analyze --bootstrap {need}) or a lower "
+        "level"
+    )
+
+
 # ----------------------------------------------------------------------------- schedule
 @dataclass(frozen=True)
 class Schedule:
@@ -844,6 +867,9 @@ class FedLSAResults:
             raise FedLSAError(f"alpha must be a number in (0, 1), e.g. 0.05, got {alpha!r}")
         if not 0.0 < alpha < 1.0:
             raise FedLSAError(f"alpha must lie in (0, 1), got {alpha}")
+        problem = bootstrap_level_problem(int(self.bootstrap.shape[0]), float(alpha))
+        if problem is not None:
+            warnings.warn(problem, FedLSABootstrapWarning, stacklevel=3)
         theta = self.coef_
         dev = self.bootstrap - theta
         if not joint:
