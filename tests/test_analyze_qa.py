@@ -324,3 +324,28 @@ def test_an_interval_beyond_the_bootstrap_is_warned_in_python(tables) -> None:
     res = fedlsa(linear, "x1", regime="one_pass", n_bootstrap=20)
     with pytest.warns(FedLSABootstrapWarning, match="at least 39"):
         res.conf_int(0.05)
+
+
+# ------------------------------------------------------------------ strict JSON
+def test_an_exact_fit_writes_strict_json(tmp_path: Path) -> None:
+    # was: "mle_distance": Infinity (the residuals exactly 0, scale 0), which JSON has
+    # not (JavaScript's JSON.parse and jq refuse it), and "the estimate is inf std err
+    # from the pooled MLE" for the MLE itself
+    files = []
+    for k in range(2):
+        x = np.array([0.0, 1.0, 0.0, 1.0] * (5 + k))
+        files.append(tmp_path / f"e{k}.csv")
+        pd.DataFrame({"x": x, "y": x}).to_csv(files[-1], index=False)
+    out = tmp_path / "r.json"
+    res = run("analyze", *files, "--target", "y", "--family", "linear", "--out", out)
+    assert res.returncode == 0, res.stderr
+    assert "inf std err" not in res.stdout and "exact linear function" in res.stdout
+    data = json.loads(out.read_text(), parse_constant=lambda c: pytest.fail(f"{c} in the JSON"))
+    assert data["mle_distance"] is None
+
+
+def test_json_safe_leaves_finite_numbers_and_drops_the_rest() -> None:
+    from fits.analysis.run import json_safe
+
+    got = json_safe({"a": [1.0, float("inf"), np.float64("nan")], "b": {"c": 2, "d": "x"}})
+    assert got == {"a": [1.0, None, None], "b": {"c": 2, "d": "x"}}

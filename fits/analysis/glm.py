@@ -1020,7 +1020,8 @@ def _covariance(
     else:
         cov = scale * inv
     g = np.sum([r.arrays["score"] for r in replies], axis=0)
-    distance = math.sqrt(max(float(g @ inv @ g), 0.0) / scale) if scale > 0 else math.inf
+    # scale 0 (linear, residuals exactly 0): no standard error to measure it in (was: inf)
+    distance = math.sqrt(max(float(g @ inv @ g), 0.0) / scale) if scale > 0 else None
     return (cov + cov.T) / 2.0, scale, None, distance
 
 

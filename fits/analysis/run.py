@@ -8,12 +8,13 @@ spec), so both give the same result for the same seed.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
 from fits.federation.transport import Transport
 
-__all__ = ["ANALYSIS_METHODS", "run_analysis"]
+__all__ = ["ANALYSIS_METHODS", "json_safe", "run_analysis"]
 
 #: ``method`` of a spec -> the GLMs of :func:`fits.analysis.glm.fit_glm` and FedLSA
 #: (:func:`fits.analysis.lsa.fedlsa`).
@@ -59,8 +60,21 @@ def run_analysis(
         from fits.analysis.lsa import fedlsa
 
         res = fedlsa(tables, transport=transport, **options)
-        return res.to_dict(alpha), res.summary(alpha)
+        return json_safe(res.to_dict(alpha)), res.summary(alpha)
     from fits.analysis.glm import fit_glm
 
     glm = fit_glm(tables, transport=transport, method=method, **options)
-    return glm.to_dict(alpha), glm.summary(alpha)
+    return json_safe(glm.to_dict(alpha)), glm.summary(alpha)
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` with every float that is not finite (inf, NaN) as None: JSON has no
+    such numbers, and Python's ``json`` wrote them as ``Infinity`` / ``NaN``, which
+    strict parsers (JavaScript's, jq) refuse."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Mapping):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    return value
