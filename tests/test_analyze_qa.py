@@ -349,3 +349,9 @@ def test_json_safe_leaves_finite_numbers_and_drops_the_rest() -> None:
 
     got = json_safe({"a": [1.0, float("inf"), np.float64("nan")], "b": {"c": 2, "d": "x"}})
     assert got == {"a": [1.0, None, None], "b": {"c": 2, "d": "x"}}
+
+
+def test_fednewtons_noise_beyond_floating_point_names_tau1(tables) -> None:
+    # was: "at mu = 1 the privacy noise ... give a larger budget" for --tau1 1e-310
+    with pytest.raises(DesignError, match="clip B = 1 .*larger tau1"):
+        fit_glm(tables, "y", method="fednewton", mu=1.0, clip=1.0, tau1=1e-310)

@@ -827,10 +827,14 @@ class _Run:
             "fitting round(s), so there are no coefficients to report"
         )
         if self.mu is not None:
+            newton = self.method == "fednewton"
             return DesignError(
-                f"{head}: at mu = {self.mu:.4g} the privacy noise (its sd grows as 1 / mu) "
-                "is beyond floating point; give a larger budget (mu=, epsilon=; fits "
-                "analyze --mu / --epsilon)"
+                f"{head}: at mu = {self.mu:.4g} and clip B = {self.clip:.4g} the privacy "
+                "noise (its sd grows as B / mu"
+                + (", the Newton step's also as 1 / tau1" if newton else "")
+                + ") is beyond floating point; give a larger budget (mu=, epsilon=; fits "
+                "analyze --mu / --epsilon) or a smaller clip (clip=; --clip)"
+                + (", or a larger tau1 (tau1=; --tau1)" if newton else "")
             )
         return DesignError(
             f"{head}: the iterations diverged; give a smaller step size (eta=; fits "
