@@ -408,7 +408,7 @@ def analyze(
         typer.Option(
             "--ci",
             help="Confidence level of the intervals (FedLSA; GLMs without privacy) "
-            "[default: 0.95].",
+            "(default: 0.95).",
             show_default=False,
         ),
     ] = None,
@@ -430,7 +430,7 @@ def analyze(
         int | None,
         typer.Option(
             "--bootstrap",
-            help=f"FedLSA: bootstrap sequences M [default: {FEDLSA_DEFAULTS['bootstrap']}].",
+            help=f"FedLSA: bootstrap sequences M (default: {FEDLSA_DEFAULTS['bootstrap']}).",
             show_default=False,
         ),
     ] = None,
@@ -438,7 +438,7 @@ def analyze(
         float | None,
         typer.Option(
             "--gamma-eta",
-            help="FedLSA: step decay (0: constant steps) [default: 0].",
+            help="FedLSA: step decay (0: constant steps) (default: 0).",
             show_default=False,
         ),
     ] = None,
@@ -446,7 +446,7 @@ def analyze(
         float | None,
         typer.Option(
             "--gamma-h",
-            help="FedLSA: growth of the local steps [default: 0].",
+            help="FedLSA: growth of the local steps (default: 0).",
             show_default=False,
         ),
     ] = None,
@@ -454,7 +454,7 @@ def analyze(
         str | None,
         typer.Option(
             "--sampling",
-            help="FedLSA: without_replacement or with_replacement [default: without_replacement].",
+            help="FedLSA: without_replacement or with_replacement (default: without_replacement).",
             show_default=False,
         ),
     ] = None,
@@ -463,7 +463,7 @@ def analyze(
         typer.Option(
             "--regime",
             help="FedLSA: paper (Algorithm 1) or one_pass (every row once, intervals as "
-            "wide as the pooled OLS sandwich) [default: paper].",
+            "wide as the pooled OLS sandwich) (default: paper).",
             show_default=False,
         ),
     ] = None,
@@ -483,7 +483,7 @@ def analyze(
         float | None,
         typer.Option(
             "--round-timeout",
-            help=f"--flower: seconds a round may take [default: {ROUND_TIMEOUT:g}].",
+            help=f"--flower: seconds a round may take (default: {ROUND_TIMEOUT:g}).",
             show_default=False,
         ),
     ] = None,

@@ -355,3 +355,12 @@ def test_fednewtons_noise_beyond_floating_point_names_tau1(tables) -> None:
     # was: "at mu = 1 the privacy noise ... give a larger budget" for --tau1 1e-310
     with pytest.raises(DesignError, match="clip B = 1 .*larger tau1"):
         fit_glm(tables, "y", method="fednewton", mu=1.0, clip=1.0, tau1=1e-310)
+
+
+def test_the_help_names_the_defaults_of_the_options_without_one() -> None:
+    # the options that default to None (to tell a given one) name their default in the
+    # help; rich took a "[default: ...]" written there for markup and dropped it
+    res = run("analyze", "--help", env={"COLUMNS": "200"})
+    text = " ".join(res.stdout.replace("│", " ").split())
+    for default in ("(default: 0.95)", "(default: 200)", "(default: paper)", "(default: 600)"):
+        assert default in text, default
