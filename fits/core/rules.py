@@ -1182,6 +1182,17 @@ def _rule(cand: Candidate, mapping: list[list[Any]] | None) -> Rule:
     return Rule(cand["column"], list(cand["of"]), cand["kind"], mapping)
 
 
+def _pooled_moments(ask: Ask, cands: list[Candidate]) -> np.ndarray:
+    """The ``moments`` stage for ``cands``: the sites' answers (one per site, or their
+    sum under secure aggregation), checked and summed."""
+    answers = ask("moments", cands)
+    size = moments_size(cands)
+    for answer in answers:
+        if np.shape(answer) != (size,) or not np.all(np.isfinite(answer)):
+            raise SchemaError(f"a moments answer has shape {np.shape(answer)}, not ({size},)")
+    return np.sum(np.stack([np.asarray(a, dtype=float) for a in answers]), axis=0)
+
+
 def _detect_affine(
     schema: Schema,
     ask: Ask,
@@ -1197,12 +1208,7 @@ def _detect_affine(
         cands = [c for c in cands if extremes_agree(c, descriptions)]
     if not cands:
         return []
-    answers = ask("moments", cands)
-    size = moments_size(cands)
-    for answer in answers:
-        if np.shape(answer) != (size,) or not np.all(np.isfinite(answer)):
-            raise SchemaError(f"a moments answer has shape {np.shape(answer)}, not ({size},)")
-    pooled = np.sum(np.stack([np.asarray(a, dtype=float) for a in answers]), axis=0)
+    pooled = _pooled_moments(ask, cands)
     proposals = affine_proposals(schema, cands, pooled)
     flat = [p for ps in proposals for p in ps]
     if not flat:
@@ -1507,12 +1513,7 @@ def detect_near_linear(
     cands = near_linear_candidates(schema, n_total, skip=skip, sources_skip=sources_skip)
     if not cands:
         return []
-    answers = ask("moments", cands)
-    size = moments_size(cands)
-    for answer in answers:
-        if np.shape(answer) != (size,) or not np.all(np.isfinite(answer)):
-            raise SchemaError(f"a moments answer has shape {np.shape(answer)}, not ({size},)")
-    pooled = np.sum(np.stack([np.asarray(a, dtype=float) for a in answers]), axis=0)
+    pooled = _pooled_moments(ask, cands)
     kept = select_near_linear(cands, near_linear_fits(schema, cands, pooled))
     if not kept:
         return []
