@@ -1343,7 +1343,7 @@ class FITSSynthesizer(BaseEstimator):
             decimal = decimal_values(known[name])
             if decimal is not None:
                 numbers = numbers.assign(**{name: decimal[0]})
-        numbers = self._known_residuals(numbers)
+        plain, numbers = numbers, self._known_residuals(numbers)  # (checks; Y below)
         given = matched = None
         for columns in (prefix, later):
             if not columns:
@@ -1358,6 +1358,12 @@ class FITSSynthesizer(BaseEstimator):
             )
             if columns is prefix:
                 given = np.where(codes >= 0, codes, z)
+                for k, name in enumerate(columns):  # the chain holds a near-linear column
+                    if name in self.schema_.near_linear:  # itself, not its residual
+                        y = Encoder(self.schema_[name]).to_numeric(
+                            plain[name], client="the known values"
+                        )
+                        given[:, k] = np.where(np.isnan(y), coord._fill(name), y)
             else:
                 matched = (later, codes.astype(np.int64))
         return known, given, matched
@@ -1365,9 +1371,11 @@ class FITSSynthesizer(BaseEstimator):
     def _known_residuals(self, numbers: pd.DataFrame) -> pd.DataFrame:
         """The known values with each known near-linear column replaced by its residual
         (:func:`fits.core.rules.residuals`, as the sites modelled it), its source being
-        known too (:meth:`_known_split`).  Refused: a value outside the column's bounds,
-        or a residual outside the rule's (farther from the line than every real row:
-        fits draws only within the real data's range)."""
+        known too (:meth:`_known_split`), for the checks of continualizing them on the
+        engine's schema (the chain is then given the column itself: :meth:`_given`).
+        Refused: a value outside the column's bounds, or a residual outside the rule's
+        (farther from the line than every real row: fits draws only within the real
+        data's range)."""
         for name, rule in self.schema_.near_linear.items():
             if name not in numbers.columns:
                 continue
@@ -1577,11 +1585,8 @@ class FITSSynthesizer(BaseEstimator):
                 continue
             enc = coord.encoders[name]
             drawn = values[:, order.index(name)]
-            rule = linear.get(name)
-            if rule is not None:  # the line in the chain's source plus the drawn residual
-                # the source as its output is clipped (Coordinator._truncated's x)
-                x = np.clip(values[:, order.index(rule.of[0])], *self.schema_[rule.of[0]].bounds)
-                drawn = float(rule.slope or 0.0) * x + float(rule.intercept or 0.0) + drawn
+            if name in linear:  # the chain holds the column itself, the line plus the
+                # drawn residual (Coordinator._line_plus); the engine's spec is the residual's
                 enc = Encoder(spec)  # Y's own bounds, decimals and dtype
             col = enc.decode(drawn).reset_index(drop=True)
             col = _exact_point_mass(col, enc.spec, coord, values, order)

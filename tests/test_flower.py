@@ -986,12 +986,15 @@ def test_an_affine_rule_through_flower_records_plain_and_secure(tmp_path):
 
 
 def test_a_near_linear_column_through_flower_records_plain_and_secure(tmp_path):
-    """Near-linear detection (moments, then each site's residual extremes) and the
-    residual the sites model travel as Flower records, with the same table as in
-    process, bit for bit."""
+    """Near-linear detection (moments, then each site's residual extremes), the
+    residual the sites model and the column (with its fill) a later column sees
+    travel as Flower records, with the same table as in process, bit for bit."""
     rng = np.random.default_rng(1)
     x = rng.lognormal(10, 0.5, 900).round(0)
-    frame = pd.DataFrame({"x": x, "y": (x + rng.normal(0, 50, 900)).round(2)})
+    y = (x + rng.normal(0, 50, 900)).round(2)
+    w = (y / 1e4 + rng.normal(0, 1, 900)).round(3)  # a later column: sees y, not y - line
+    y[rng.random(900) < 0.1] = np.nan  # the fill of a missing y travels too
+    frame = pd.DataFrame({"x": x, "y": y, "w": w})
     paths = {}
     for k, name in enumerate(KERNELS):
         paths[name] = tmp_path / f"{name}.csv"
@@ -1013,6 +1016,7 @@ def test_a_near_linear_column_through_flower_records_plain_and_secure(tmp_path):
         assert extremes[0]["arrays"]["residuals"].numpy().dtype == np.float64
         residual = synthetic["y"] - synthetic["x"]
         assert residual.std() < 3 * (frame["y"] - frame["x"]).std()
+        assert synthetic["y"].isna().any() and synthetic["w"].notna().all()
 
 
 def test_column_totals_through_flower_records_plain_and_secure(tmp_path, monkeypatch):

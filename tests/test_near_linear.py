@@ -169,6 +169,67 @@ def test_the_residual_spread_comes_back(frames, fitted):
     assert resid_sd(off, slope, intercept) > 20 * real_sd  # the chain alone: ~100x
 
 
+@pytest.mark.parametrize(("missing", "kernel"), [(0.0, "knn"), (0.2, "knn"), (0.2, "gaussian")])
+def test_later_columns_see_the_column_not_its_residual(missing, kernel):
+    """With the rule on, the sites model income2 as its residual only as the response
+    of its own conditional CDF: every later column's covariate is income2 itself (a
+    missing one at income2's lower bound), on its own scale, so a later column's
+    conditional CDF given a query (in income2's units) is the one without the rule."""
+    parts = toy(n=150, missing=missing)
+    on = FITSSynthesizer(seed=2, kernel=kernel, near_linear=True).fit(parts)
+    off = FITSSynthesizer(seed=2, kernel=kernel).fit(parts)
+    assert "income2" in on.schema_.near_linear and not off.schema_.near_linear
+    order = on.coordinator.schema.order
+    assert order == off.coordinator.schema.order
+    j = order.index("income2")
+    assert j < len(order) - 1  # columns come after it
+    chain = on.coordinator.sample(60, np.random.default_rng(4))  # income2 in its units
+    spec = on.schema_["income2"]
+    present = chain[:, j][chain[:, j] != spec.lower]
+    assert present.min() > spec.lower and present.max() <= spec.upper  # Y, not R
+    for later in order[j + 1 :]:
+        if on.coordinator.encoders[later].spec.is_discrete:
+            continue
+        q = chain[:, : order.index(later)]
+        a = on.coordinator.conditional_cdf(later, q)
+        b = off.coordinator.conditional_cdf(later, q)
+        np.testing.assert_array_equal(a, b)  # bit for bit
+    # and income2's own conditional CDF is its residual's, on the residual's grid
+    assert on.coordinator.grids["income2"][0] < 0 < on.coordinator.grids["income2"][-1]
+
+
+def test_the_chain_holds_the_column_and_the_output_is_it_once(fitted):
+    """Coordinator.sample puts the line plus the drawn residual in income2's place (what
+    later queries hold); the decoded output is that value, clipped and rounded, with
+    no second line added."""
+    coord = fitted.coordinator
+    order = coord.schema.order
+    chain = coord.sample(500, np.random.default_rng(7))
+    out = fitted._decode(chain)
+    y = chain[:, order.index("income2")]
+    spec = fitted.schema_["income2"]
+    np.testing.assert_allclose(out["income2"], np.clip(y, *spec.bounds).round(2), atol=5e-3)
+    rule = fitted.schema_.near_linear["income2"]
+    r = y - (rule.slope * chain[:, order.index("income")] + rule.intercept)
+    assert np.all((r >= rule.lower - 1e-6) & (r <= rule.upper + 1e-6))
+
+
+def test_a_boosted_later_column_bins_the_column_on_its_own_scale():
+    parts = toy(n=150)
+    synth = FITSSynthesizer(seed=0, near_linear=True, column_models={"z": "boosting"})
+    synth.fit(parts)
+    coord = synth.coordinator
+    assert "income2" in synth.schema_.near_linear
+    edges = coord._covariate_edges("income2", 16)
+    spec, rule = synth.schema_["income2"], synth.schema_.near_linear["income2"]
+    np.testing.assert_allclose(
+        edges, rule.slope * coord._covariate_edges("income", 16) + rule.intercept
+    )
+    assert spec.lower < edges.min() and edges.max() < spec.upper  # income2's, not R's
+    out = synth.sample(300, seed=1)
+    assert out["z"].notna().all() and out["income2"].between(*spec.bounds).all()
+
+
 def test_every_synthetic_value_is_within_bounds_and_rounded(frames, fitted):
     out = fitted.sample(2000, seed=5)
     spec = fitted.schema_["income2"]

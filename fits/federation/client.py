@@ -715,11 +715,12 @@ class FITSClient:
             self.rows_declared = self.policy.max_rows
 
     def _modelled(self, schema: Schema) -> pd.DataFrame:
-        """The table the engine models: each column a near-linear rule draws as its
-        residual (configure's ``residuals``: column, of, slope, intercept) replaced by
-        ``y - (slope x + intercept)`` (:func:`fits.core.rules.residuals`; missing where
-        y is), whose bounds the engine's schema gives (docs/method.md, "Near-linear
-        columns")."""
+        """The table the engine models as responses: each column a near-linear rule
+        draws as its residual (configure's ``residuals``: column, of, slope, intercept)
+        replaced by ``y - (slope x + intercept)`` (:func:`fits.core.rules.residuals`;
+        missing where y is), whose bounds the engine's schema gives (docs/method.md,
+        "Near-linear columns"; as a covariate the column stays itself:
+        :meth:`_continualize`)."""
         data = self.data
         for rule in getattr(self, "_residual_rules", []):
             y, x = str(rule["column"]), str(rule["of"][0])
@@ -729,7 +730,13 @@ class FITSClient:
         return data
 
     def _continualize(self, schema: Schema, seed: int) -> None:
-        """The continualized table in chain order (sec. 4.1-4.2), its codes and validity."""
+        """The continualized table in chain order (sec. 4.1-4.2), its codes and validity.
+
+        A near-linear column (configure's ``residuals``) is the response of its own
+        conditional CDF as its residual R (:attr:`_residual_responses`, continualized
+        within the rule's bounds), but every later column's covariate as the column Y
+        itself (a missing value: the rule's ``fill``, Y's lower bound, as without the
+        rule), so that the later columns' conditionals are those without the rule."""
         specs = schema.ordered()
         self.columns = [s.name for s in specs]
         self.encoders = [Encoder(s) for s in specs]
@@ -741,6 +748,21 @@ class FITSClient:
             client=self.name,
             check_bounds=self._check_bounds,
         )
+        #: Per chain position of a near-linear column, its residual R (the response of
+        #: its conditional CDF); ``z`` holds the column itself there (the covariate)
+        self._residual_responses: dict[int, np.ndarray] = {}
+        for rule in getattr(self, "_residual_rules", []):
+            name = str(rule["column"])
+            j = self.columns.index(name)
+            y = Encoder(schema[name]).to_numeric(self.data[name], client=self.name)
+            self._residual_responses[j] = self.z[:, j].copy()
+            fill = float(rule.get("fill", 0.0))
+            self.z[:, j] = np.where(np.isnan(y), fill, y)
+
+    def _response(self, j: int) -> np.ndarray:
+        """Column j's values as the response of its conditional CDF: a near-linear
+        column's residual, any other column's ``z`` (:meth:`_continualize`)."""
+        return self._residual_responses.get(j, self.z[:, j])
 
     def _standardize(self, msg: Message) -> None:
         """The kernel's standardization (the site's own, or a common one) and centring."""
@@ -778,7 +800,7 @@ class FITSClient:
             if enc.spec.is_discrete:
                 self.wz[:, j] = bw_disc * enc.widths[codes[:, j]]
             else:
-                present = z[valid[:, j], j]
+                present = self._response(j)[valid[:, j]]
                 sd = present.std() if present.size else 0.0
                 self.wz[:, j] = bw_cont * (sd if sd > 0 else 1.0)
         return bw_cont, bw_disc
@@ -804,7 +826,7 @@ class FITSClient:
         """Phi((z_l - y_i) / w_i) for every local row i and grid point l (cached)."""
         if self._cache.phi is None or self._cache.phi[0] != j:
             grid = self.grids[self.columns[j]]
-            y = self.z[:, j]
+            y = self._response(j)
             t = (grid[None, :] - y[:, None]) / self.wz[:, j][:, None]
             self._cache.phi = (j, response_cdf_kernel(t))
         return self._cache.phi[1]
@@ -819,7 +841,7 @@ class FITSClient:
         """
         if self._cache.band is None or self._cache.band[0] != j:
             grid = self.grids[self.columns[j]]
-            y, w = self.z[:, j], self.wz[:, j]
+            y, w = self._response(j), self.wz[:, j]
             first = np.searchsorted(grid, y, side="left")
             lo = np.searchsorted(grid, y - _BAND * w, side="left")
             hi = np.searchsorted(grid, y + _BAND * w, side="right")
@@ -1031,7 +1053,7 @@ class FITSClient:
                 abstained += 1
                 continue
             x, qcodes = self._substitute(self.z[:, :j])
-            target = self.z[:, j] if name == "crps" else self.codes[:, j].astype(float)
+            target = self._response(j) if name == "crps" else self.codes[:, j].astype(float)
             # candidates with the same relevance weights share one neighbour search
             groups: dict[tuple[tuple[str, float], ...], list[int]] = {}
             for ci, cand in enumerate(candidates):
@@ -1683,7 +1705,7 @@ class FITSClient:
         def classes_of(r: np.ndarray) -> np.ndarray:
             if spec.is_discrete:
                 return self.codes[r, j]
-            return np.searchsorted(classes, self.z[r, j], side="left")
+            return np.searchsorted(classes, self._response(j)[r], side="left")
 
         key: Hashable = j
         arrays: dict[str, np.ndarray] = {}

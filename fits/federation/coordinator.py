@@ -878,7 +878,9 @@ class Coordinator:
 
     def _residual_config(self) -> dict[str, ConfigValue]:
         """Configure's ``residuals``: the near-linear rules (column, of, slope,
-        intercept) whose columns the sites model as residuals; absent when none."""
+        intercept) whose columns the sites model as residuals -- the response of the
+        column's own conditional CDF; later columns see the column itself, a missing
+        value as ``fill``, its lower bound (as without the rule) -- absent when none."""
         assert self.schema is not None
         linear = self.schema.near_linear
         if not linear:
@@ -886,11 +888,25 @@ class Coordinator:
         return {
             "residuals": json.dumps(
                 [
-                    {"column": r.column, "of": r.of, "slope": r.slope, "intercept": r.intercept}
+                    {
+                        "column": r.column,
+                        "of": r.of,
+                        "slope": r.slope,
+                        "intercept": r.intercept,
+                        "fill": self._fill(r.column),
+                    }
                     for r in linear.values()
                 ]
             )
         }
+
+    def _fill(self, column: str) -> float:
+        """A missing value's place in a continuous chain column (its lower bound; a
+        near-linear column's: its own, not its residual's)."""
+        assert self.schema is not None
+        user = getattr(self, "user_schema", self.schema)
+        spec = user[column] if column in self.schema.near_linear else self.schema[column]
+        return float(spec.lower or 0.0)
 
     def _not_drawn(self) -> list[str]:
         """The tables' columns the engine does not draw: "id" columns and the columns
@@ -993,6 +1009,17 @@ class Coordinator:
             counts[0] += rows - int(none.sum())
             counts[1] += int(none.sum())
         return r
+
+    def _line_plus(self, column: str, x: np.ndarray, r: np.ndarray) -> np.ndarray:
+        """A near-linear column's chain value from its drawn residual ``r``: the line
+        at the source's chain value ``x`` clipped to its bounds, plus ``r`` -- the
+        column's output value (:meth:`FITSSynthesizer._decode
+        <fits.synthesizer.FITSSynthesizer>` clips it to its bounds, which
+        :meth:`_truncated` keeps it in), and what every later column's query holds."""
+        assert self.schema is not None
+        rule = self.schema.near_linear[column]
+        x = np.clip(x, *self.user_schema[rule.of[0]].bounds)
+        return float(rule.slope or 0.0) * x + float(rule.intercept or 0.0) + r
 
     def _declare(self, rows: int) -> None:
         """(Re)send the configure messages with ``rows`` declared; keep the sites' replies."""
@@ -2005,6 +2032,18 @@ class Coordinator:
             self.models[column] = grower.model
             self.boosting_losses[column] = list(grower.losses)
 
+    def _covariate_edges(self, column: str, bins: int) -> np.ndarray:
+        """A continuous covariate's bin edges for boosting: the quantiles of its
+        marginal; a near-linear column's (whose marginal the sites give of its residual,
+        while its covariate values are its own): its source's edges mapped by the
+        line, the column being that line within the rule's R^2 >= 0.95."""
+        assert self.schema is not None
+        rule = self.schema.near_linear.get(column)
+        if rule is None:
+            return quantile_edges(self.grids[column], self.marginal_cdf(column).ravel(), bins)
+        x = self._covariate_edges(rule.of[0], bins)
+        return np.unique(float(rule.slope or 0.0) * x + float(rule.intercept or 0.0))
+
     def _grower(self, column: str) -> TreeGrower:
         """A boosted column's bins, classes and checks: its :class:`TreeGrower`."""
         order = self.schema.order if self.schema is not None else []
@@ -2014,7 +2053,7 @@ class Coordinator:
         edges = [
             self.encoders[c].boundaries[1:-1].astype(float)
             if sp.is_discrete
-            else quantile_edges(self.grids[c], self.marginal_cdf(c).ravel(), params.bins)
+            else self._covariate_edges(c, params.bins)
             for c, sp in zip(covariates, specs, strict=True)
         ]
         n_bins = np.array([e.size + 1 for e in edges], dtype=np.int64)
@@ -2348,7 +2387,7 @@ class Coordinator:
             # rows whose indicators (drawn just before) say "missing" take the fill,
             # rows at the point mass take its value; the rest are drawn
             for flag, value in (
-                (missing_flag(column), spec.lower),
+                (missing_flag(column), spec.lower if rule is None else self._fill(column)),
                 (point_mass_flag(column), spec.point_mass),
             ):
                 if flag in self.encoders and self.encoders[flag].spec.indicates == column:
@@ -2384,8 +2423,12 @@ class Coordinator:
                         out[r, j] = inverse_masses(e, bounds, u[r, j])
                     elif self._boosted(column):
                         out[r, j] = self._boosted_draw(column, e, u[r, j])
-                    elif linear is not None:
-                        out[r, j] = self._truncated(column, e, u[r, j], out[r, linear])
+                    elif linear is not None:  # R drawn; later columns see Y = line + R
+                        out[r, j] = self._line_plus(
+                            column,
+                            out[r, linear],
+                            self._truncated(column, e, u[r, j], out[r, linear]),
+                        )
                     else:
                         out[r, j] = self._draw(column, e, u[r, j])
                     if progress:
