@@ -408,3 +408,17 @@ def test_the_flower_run_config_carries_the_switch(tmp_path):
     assert "near-linear" not in off and on["near-linear"] is True
     assert read_run_config(on)["near_linear"] is True
     assert read_run_config(off)["near_linear"] is False
+
+
+def test_a_near_linear_column_takes_a_design_of_its_own():
+    """``column_designs`` on a near-linear column sets its residual's local-linear design
+    (it was refused with the boosting message, "to boost it, drop the rule")."""
+    parts = toy(n=120)
+    synth = FITSSynthesizer(seed=1, near_linear=True, column_designs={"income2": "constant"})
+    synth.fit(parts)
+    assert "income2" in synth.schema_.near_linear
+    assert synth.coordinator.design_covariates("income2").size == 0
+    with pytest.raises(ValueError, match="drawn as the residual of its near-linear rule"):
+        FITSSynthesizer(seed=1, column_models={"income2": "boosting"}, schema=synth.schema_).fit(
+            parts
+        )

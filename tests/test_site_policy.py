@@ -116,8 +116,10 @@ def test_grid_and_bandwidth_attack_is_refused_then_blunted(tmp_path):
     coord.setup(order=["salary", "age"])
     with pytest.raises(PolicyError, match=r"site a refused the configuration: grid.*20000.*1000"):
         coord.configure(0)
-    setup, refused = map(json.loads, (tmp_path / "refused.jsonl").read_text().splitlines())
+    setup, *rules, refused = map(json.loads, (tmp_path / "refused.jsonl").read_text().splitlines())
     assert setup["type"] == "setup" and setup["outcome"] == "answered"
+    # between them only the rule-detection stages (the near-linear moments of the pair)
+    assert all(e["type"] == "rules" and e["outcome"] == "answered" for e in rules)
     entry = refused
     assert entry["type"] == "configure" and entry["outcome"] == "refused"
     assert "max_grid_size" in entry["reason"]

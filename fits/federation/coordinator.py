@@ -606,7 +606,8 @@ class Coordinator:
         assert self.schema is not None
         order = self.schema.order
         for name, design in self.column_designs.items():
-            why = self._not_boostable(name)  # e.g. first once an identifier left the chain
+            # e.g. first once an identifier left the chain
+            why = self._not_boostable(name, boosting=False)
             if why:
                 raise ValueError(f"column_designs[{name!r}] = {design!r}: {name!r} {why}")
         resolved: dict[str, str] = {}
@@ -691,12 +692,15 @@ class Coordinator:
                 )
         self.models.clear()
 
-    def _not_boostable(self, name: str) -> str | None:
-        """Why ``name`` cannot be boosted (a clause after its name), or None."""
+    def _not_boostable(self, name: str, *, boosting: bool = True) -> str | None:
+        """Why ``name`` cannot be boosted (a clause after its name), or None; with
+        ``boosting=False``, why it takes no design of its own (``column_designs``): a
+        near-linear column does (its residual's conditional CDF is a local-linear fit
+        like any other), a boosted model of it does not exist."""
         assert self.schema is not None
         order = self.schema.order
         rule = next((r for r in self.user_schema.rules or [] if r.column == name), None)
-        if rule is not None and rule.kind == "linear":
+        if boosting and rule is not None and rule.kind == "linear":
             return (
                 f"is drawn as the residual of its near-linear rule {rule.describe()}; to "
                 "boost it, drop the rule from the schema's rules (detection never proposes "
