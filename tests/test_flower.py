@@ -957,6 +957,16 @@ def test_killing_fits_leaves_no_flower_process(tmp_path, how):
                 pass
 
 
+def _three_sites(frame: pd.DataFrame, tmp_path: Path) -> tuple[dict, dict]:
+    """``frame``'s rows dealt to one CSV per site of ``KERNELS`` (every third row), and
+    the tables read back from them."""
+    paths = {}
+    for k, name in enumerate(KERNELS):
+        paths[name] = tmp_path / f"{name}.csv"
+        write_table(frame.iloc[k::3].reset_index(drop=True), paths[name])
+    return paths, {n: read_table(p) for n, p in sorted(paths.items())}
+
+
 def test_an_affine_rule_through_flower_records_plain_and_secure(tmp_path):
     """Rule detection's moments stage travels as Flower records: summed in the clear or
     masked (secure), with the same table as in process, bit for bit."""
@@ -965,11 +975,7 @@ def test_an_affine_rule_through_flower_records_plain_and_secure(tmp_path):
     frame = pd.DataFrame(
         {"c": c, "f": np.round(1.8 * c + 32, 2), "y": 0.5 * c + rng.normal(size=900)}
     )
-    paths = {}
-    for k, name in enumerate(KERNELS):
-        paths[name] = tmp_path / f"{name}.csv"
-        write_table(frame.iloc[k::3].reset_index(drop=True), paths[name])
-    tables = {n: read_table(p) for n, p in sorted(paths.items())}
+    paths, tables = _three_sites(frame, tmp_path)
     for secure in (False, True):
         grid = FakeGrid(_node_configs(paths))
         out = tmp_path / f"synthetic-{secure}.csv"
@@ -995,11 +1001,7 @@ def test_a_near_linear_column_through_flower_records_plain_and_secure(tmp_path):
     w = (y / 1e4 + rng.normal(0, 1, 900)).round(3)  # a later column: sees y, not y - line
     y[rng.random(900) < 0.1] = np.nan  # the fill of a missing y travels too
     frame = pd.DataFrame({"x": x, "y": y, "w": w})
-    paths = {}
-    for k, name in enumerate(KERNELS):
-        paths[name] = tmp_path / f"{name}.csv"
-        write_table(frame.iloc[k::3].reset_index(drop=True), paths[name])
-    tables = {n: read_table(p) for n, p in sorted(paths.items())}
+    paths, tables = _three_sites(frame, tmp_path)
     for secure in (False, True):
         grid = FakeGrid(_node_configs(paths))
         out = tmp_path / f"synthetic-{secure}.csv"
@@ -1029,11 +1031,7 @@ def test_column_totals_through_flower_records_plain_and_secure(tmp_path, monkeyp
     rng = np.random.default_rng(2)
     a, b = np.round(rng.uniform(0, 50, 600), 2), np.round(rng.uniform(0, 90, 600), 2)
     frame = pd.DataFrame({"a": a, "b": b, "t": np.round(a + b, 2), "u": rng.uniform(0, 140, 600)})
-    paths = {}
-    for k, name in enumerate(KERNELS):
-        paths[name] = tmp_path / f"{name}.csv"
-        write_table(frame.iloc[k::3].reset_index(drop=True), paths[name])
-    tables = {n: read_table(p) for n, p in sorted(paths.items())}
+    paths, tables = _three_sites(frame, tmp_path)
     for secure in (False, True):
         grid = FakeGrid(_node_configs(paths))
         out = tmp_path / f"synthetic-{secure}.csv"
