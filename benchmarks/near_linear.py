@@ -26,9 +26,10 @@ on the plain table (``--variant``): ``tune-relevance`` (``tune_relevance=["incom
 (``smoothing="auto"``).
 
 ``--variant builtin`` (Bike or ``--toy``): fits' own near-linear columns
-(``FITSSynthesizer(near_linear=True)``, the default since the nineteenth session:
-docs/method.md, "Near-linear columns"), which finds the pair itself and draws the
-residual truncated to the column's bounds.  Every other variant runs with
+(``FITSSynthesizer(near_linear=True)``, the default since later columns see the
+column itself rather than its residual, 2026-12-03: docs/method.md, "Near-linear
+columns"), which finds the pair itself and draws the residual truncated to the
+column's bounds.  Every other variant runs with
 ``near_linear=False``, the engine these figures were first taken with.
 
 One JSON line per run is printed.

@@ -150,9 +150,9 @@ def benchmark(
         typer.Option(
             "--near-linear/--no-near-linear",
             help="Draw near-linear columns as their residual about the line in an "
-            "earlier column (off by default; --no-rules switches it off too).",
+            "earlier column (on by default; --no-rules switches it off too).",
         ),
-    ] = False,
+    ] = True,
     design: DesignOpt = None,
     column_design: ColumnDesignOpt = None,
     smoothing: SmoothingOpt = "fixed",
@@ -293,7 +293,7 @@ def benchmark(
                 modes=not no_modes,
                 synthesizer_params={
                     **({"rules": False} if no_rules else {}),
-                    **({"near_linear": True} if near_linear else {}),
+                    **({} if near_linear else {"near_linear": False}),
                     **({"order": chain_order} if chain_order is not None else {}),
                     **({"design": design.value} if design is not None else {}),
                     **({"column_designs": column_designs} if column_designs else {}),

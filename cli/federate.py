@@ -535,7 +535,7 @@ def _run_config(
     tune_relevance: list[str] | None = None,
     relevance_budget: int | None = None,
     max_tries: int | None = None,
-    near_linear: bool = False,
+    near_linear: bool = True,
 ) -> dict[str, Any]:
     """The run config of these options.  With ``columns`` (the site tables' headers,
     known to ``fits federate local``), the columns the options name are resolved to
@@ -641,7 +641,7 @@ def _run_config(
         "secure": secure,
         "batch-size": int(batch_size),
         "rules": rules,
-        **({"near-linear": True} if near_linear else {}),
+        **({} if near_linear else {"near-linear": False}),
         "design": design,
         "column-designs": json.dumps(column_designs) if column_designs else "",
         "column-models": json.dumps(column_models) if column_models else "",
@@ -757,7 +757,8 @@ NearLinear = Annotated[
     typer.Option(
         "--near-linear/--no-near-linear",
         help="Look for near-linear columns and draw each as its residual about the line "
-        "in an earlier column (run config near-linear = true; off by default).",
+        "in an earlier column (on by default; --no-near-linear: run config near-linear = "
+        "false).",
     ),
 ]
 
@@ -817,7 +818,7 @@ def run(
     secure_aggregation: Secure = False,
     batch_size: BatchSize = 0,
     no_rules: NoRules = False,
-    near_linear: NearLinear = False,
+    near_linear: NearLinear = True,
     design: DesignOpt = None,
     column_design: ColumnDesignOpt = None,
     column_model: ColumnModelOpt = None,
@@ -1184,7 +1185,7 @@ def local(
     policy: PolicyFile = None,
     batch_size: BatchSize = 0,
     no_rules: NoRules = False,
-    near_linear: NearLinear = False,
+    near_linear: NearLinear = True,
     design: DesignOpt = None,
     column_design: ColumnDesignOpt = None,
     column_model: ColumnModelOpt = None,

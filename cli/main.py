@@ -398,7 +398,7 @@ NearLinear = Annotated[
         "--near-linear/--no-near-linear",
         help="Look for near-linear columns (a continuous column whose pooled "
         "least-squares line on an earlier one has R^2 >= 0.95) and draw each as its "
-        "residual about the line (docs/method.md, 'Near-linear columns'). Off by "
+        "residual about the line (docs/method.md, 'Near-linear columns'). On by "
         "default; --no-rules switches it off too.",
     ),
 ]
@@ -488,7 +488,7 @@ def synthesize(
     kind: Kind = None,
     policy: PolicyFile = None,
     no_rules: NoRules = False,
-    near_linear: NearLinear = False,
+    near_linear: NearLinear = True,
     design: DesignOpt = None,
     column_design: ColumnDesignOpt = None,
     column_model: ColumnModelOpt = None,
@@ -1047,7 +1047,7 @@ def schema_command(
     drop: Drop = None,
     kind: Kind = None,
     no_rules: NoRules = False,
-    near_linear: NearLinear = False,
+    near_linear: NearLinear = True,
 ) -> None:
     """Write the inferred schema (kinds, categories, bounds, chain order) as JSON.
 

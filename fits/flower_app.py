@@ -70,7 +70,7 @@ def synthesize(transport: FlowerTransport, cfg: Mapping[str, Any]) -> Path:
         batch_size=cfg["batch_size"] or None,
         secure_aggregation=cfg["secure"],
         rules=cfg.get("rules", True),
-        near_linear=cfg.get("near_linear", False),
+        near_linear=cfg.get("near_linear", True),
         **({"design": cfg["design"]} if cfg.get("design") else {}),
         **({"column_designs": cfg["column_designs"]} if cfg.get("column_designs") else {}),
         **({"column_models": cfg["column_models"]} if cfg.get("column_models") else {}),

@@ -235,11 +235,12 @@ class FITSSynthesizer(BaseEstimator):
         residual about the line, in its place in the chain, the line added back and
         the draw truncated so the column stays within its bounds (``"linear"`` rules
         in ``schema_.rules``; docs/method.md, "Near-linear columns"; what the sites
-        reveal: docs/privacy.md).  Default False: on Bike it brings the pair's spread
-        back and lowers the energy distance 3-6%, but the boosting R^2 of ``cnt`` on the
-        synthetic table drops 0.003-0.021 (docs/benchmarks.md, "Near-linear columns drawn
-        as residuals, built in"); a ``schema``'s own ``"linear"`` rules are used either
-        way (delete them there to switch them off).
+        reveal: docs/privacy.md).  Default True: on Bike it brings the pair's spread
+        back and lowers the energy distance 9-17%, with the boosting R^2 of ``cnt`` on
+        the synthetic table within a seed's noise of the rule off (docs/benchmarks.md,
+        "Near-linear columns: later columns see the column"); False finds none; a
+        ``schema``'s own ``"linear"`` rules are used either way (delete them there to
+        switch them off).
     smoothing : {"fixed", "auto"} or mapping
         The smoothing of each chain column's conditional CDF (:mod:`fits.core.tuning`):
         ``"fixed"`` (default) uses the sites' kernels as they are for every column (the
@@ -317,7 +318,7 @@ class FITSSynthesizer(BaseEstimator):
         grid_points: int | None = 64,
         round_cost_bytes: int = 0,
         rules: bool = True,
-        near_linear: bool = False,
+        near_linear: bool = True,
         design: str = "ordered",
         column_designs: Mapping[str, str] | None = None,
         column_models: Mapping[str, str] | None = None,

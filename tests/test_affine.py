@@ -351,7 +351,7 @@ def test_secure_aggregation_sums_the_moments():
     secure = FITSSynthesizer(seed=0, secure_aggregation=True, site_audit=trails.append).fit(frames)
     assert [r.to_dict() for r in secure.schema_.rules] == [r.to_dict() for r in plain.schema_.rules]
     moments = [e for e in trails if e["type"] == "rules" and e.get("stage") == "moments"]
-    assert len(moments) == 3
+    assert len(moments) == 6  # per site the affine stage's and the near-linear stage's
     for entry in moments:  # masked limbs, never the float moments
         [(shape, dtype)] = entry["reply"].values()
         assert dtype == "uint64" and shape[0] == 4

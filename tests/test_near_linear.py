@@ -91,8 +91,8 @@ def test_no_near_linear_pair_leaves_the_output_bit_for_bit():
         pd.DataFrame({"a": rng.normal(0, 1, 200), "b": rng.normal(0, 1, 200).round(2)})
         for _ in range(2)
     ]
-    on = FITSSynthesizer(seed=3, near_linear=True).fit(parts)
-    off = FITSSynthesizer(seed=3).fit(parts)  # the default: off
+    on = FITSSynthesizer(seed=3).fit(parts)  # the default: on
+    off = FITSSynthesizer(seed=3, near_linear=False).fit(parts)
     assert on.schema_.rules == [] and off.schema_.rules == []
     pd.testing.assert_frame_equal(on.sample(400), off.sample(400))
 
@@ -165,7 +165,7 @@ def test_the_residual_spread_comes_back(frames, fitted):
     out = fitted.sample(900)
     real_sd = resid_sd(real, slope, intercept)
     assert resid_sd(out, slope, intercept) == pytest.approx(real_sd, rel=0.3)
-    off = FITSSynthesizer(seed=0).fit(frames).sample(900)  # the default: off
+    off = FITSSynthesizer(seed=0, near_linear=False).fit(frames).sample(900)
     assert resid_sd(off, slope, intercept) > 20 * real_sd  # the chain alone: ~100x
 
 
@@ -177,7 +177,7 @@ def test_later_columns_see_the_column_not_its_residual(missing, kernel):
     conditional CDF given a query (in income2's units) is the one without the rule."""
     parts = toy(n=150, missing=missing)
     on = FITSSynthesizer(seed=2, kernel=kernel, near_linear=True).fit(parts)
-    off = FITSSynthesizer(seed=2, kernel=kernel).fit(parts)
+    off = FITSSynthesizer(seed=2, kernel=kernel, near_linear=False).fit(parts)
     assert "income2" in on.schema_.near_linear and not off.schema_.near_linear
     order = on.coordinator.schema.order
     assert order == off.coordinator.schema.order
@@ -371,19 +371,17 @@ def test_cli_switch(tmp_path, frames):
     for k, part in enumerate(frames):
         paths.append(tmp_path / f"site_{k}.csv")
         part.to_csv(paths[-1], index=False)
-    res = run("schema", *map(str, paths), "--out", str(tmp_path / "s.json"), "--near-linear")
+    res = run("schema", *map(str, paths), "--out", str(tmp_path / "s.json"))  # on: default
     assert res.returncode == 0, res.stderr
     assert "near-linear columns (1)" in res.stdout and "income2 = " in res.stdout
-    res = run("schema", *map(str, paths), "--out", str(tmp_path / "t.json"))  # off: default
+    res = run("schema", *map(str, paths), "--out", str(tmp_path / "t.json"), "--no-near-linear")
     assert res.returncode == 0, res.stderr
     assert "near-linear" not in res.stdout
     assert json.loads((tmp_path / "t.json").read_text())["rules"] == []
     out = tmp_path / "syn.csv"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = run(
-            "synthesize", *map(str, paths), "--rows", "300", "--out", str(out), "--near-linear"
-        )
+        res = run("synthesize", *map(str, paths), "--rows", "300", "--out", str(out))
     assert res.returncode == 0, res.stderr
     syn = pd.read_csv(out)
     slope, intercept = pooled_line(frames)
@@ -392,7 +390,9 @@ def test_cli_switch(tmp_path, frames):
     off = tmp_path / "off.csv"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = run("synthesize", *map(str, paths), "--rows", "300", "--out", str(off))
+        res = run(
+            "synthesize", *map(str, paths), "--rows", "300", "--out", str(off), "--no-near-linear"
+        )
     assert res.returncode == 0, res.stderr
     assert resid_sd(pd.read_csv(off), slope, intercept) > 10 * resid_sd(real, slope, intercept)
 
@@ -403,9 +403,9 @@ def test_the_flower_run_config_carries_the_switch(tmp_path):
     from fits.deploy.flower import read_run_config
 
     out = tmp_path / "syn.csv"
-    on = _run_config(out, 10, 0, [], "", None, 60.0, 2, None, near_linear=True)
-    off = _run_config(out, 10, 0, [], "", None, 60.0, 2, None)
-    assert "near-linear" not in off and on["near-linear"] is True
+    on = _run_config(out, 10, 0, [], "", None, 60.0, 2, None)  # the default: on
+    off = _run_config(out, 10, 0, [], "", None, 60.0, 2, None, near_linear=False)
+    assert "near-linear" not in on and off["near-linear"] is False
     assert read_run_config(on)["near_linear"] is True
     assert read_run_config(off)["near_linear"] is False
 

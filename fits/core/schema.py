@@ -1243,7 +1243,7 @@ class Schema:
         order: Sequence[str] | None = None,
         parse_text: bool = True,
         rules: bool = True,
-        near_linear: bool = False,
+        near_linear: bool = True,
     ) -> Schema:
         """Detect the schema of one table, or of several sites' tables, in one call.
 
@@ -1272,7 +1272,7 @@ class Schema:
         near_linear : bool
             With ``rules``, also find the near-linear columns a fit draws as residuals
             (``"linear"`` rules; :func:`fits.core.rules.detect_near_linear`; default
-            False, as :class:`~fits.synthesizer.FITSSynthesizer`'s).
+            True, as :class:`~fits.synthesizer.FITSSynthesizer`'s).
 
         Returns
         -------

@@ -60,7 +60,7 @@ Coordinator side (run config, ``fits federate run`` fills it in)::
     analysis   = ""                # task "analyze": the fit's options (JSON, see
                                    # fits.flower_app.analyze); the result JSON -> output
     rules      = true              # detect exact rules between columns, generate by them
-    near-linear = false            # with rules: draw near-linear columns as residuals
+    near-linear = true             # with rules: draw near-linear columns as residuals
     design     = ""                # local-linear design: "all", "ordered", "continuous",
                                    # "constant"
                                    # ("" = the synthesizer's default; docs/method.md)
@@ -410,7 +410,7 @@ def read_run_config(config: Mapping[str, Any]) -> dict[str, Any]:
         "task": _parse_task(get("task", "synthesize")),
         "analysis": str(get("analysis", "")),
         "rules": _parse_bool(get("rules", True), "rules"),
-        "near_linear": _parse_bool(get("near-linear", False), "near-linear"),
+        "near_linear": _parse_bool(get("near-linear", True), "near-linear"),
         "design": _parse_design(get("design", "")),
         "column_designs": _parse_column_designs(get("column-designs", "")),
         "column_models": _parse_column_models(get("column-models", "")),
@@ -1035,7 +1035,7 @@ RUN_CONFIG_DEFAULTS: dict[str, Any] = {
     "task": "synthesize",
     "analysis": "",
     "rules": True,
-    "near-linear": False,
+    "near-linear": True,
     "design": "",
     "column-designs": "",
     "column-models": "",

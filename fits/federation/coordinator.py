@@ -477,7 +477,7 @@ class Coordinator:
         order: Sequence[str] | None = None,
         schema: Schema | None = None,
         rules: bool = True,
-        near_linear: bool = False,
+        near_linear: bool = True,
     ) -> Schema:
         """Setup round: collect counts and descriptions, merge them into the schema.
 
@@ -492,7 +492,7 @@ class Coordinator:
         every site instead.  ``rules=False`` sets no rule.  With ``near_linear`` (and
         ``rules``) detection also finds the near-linear columns, drawn as residuals
         (``"linear"`` rules, :func:`~fits.core.rules.detect_near_linear`; never a
-        column ``column_models`` boosts); ``near_linear=False`` (default) finds none
+        column ``column_models`` boosts; default); ``near_linear=False`` finds none
         (a user schema's own ``"linear"`` rules are kept either way).
         """
         declared = {c: {"kind": k} for c, k in (kinds or {}).items()}
