@@ -46,6 +46,7 @@ from fits.core.names import resolve_columns, resolve_keys
 from fits.core.rules import affine_values, residuals
 from fits.core.schema import (
     ColumnSpec,
+    DataNote,
     Rule,
     Schema,
     decimal_values,
@@ -281,6 +282,16 @@ class FITSSynthesizer(BaseEstimator):
     client_names_ : list of str
     n_rows_ : list of int
         Rows per client.
+    site_digests_ : dict of str to str
+        Site name -> the SHA-256 (hex) of the description that site sent in the clear
+        in the setup round (row count, per column its dtype, minimum and maximum or
+        category set, decimals, ...; :func:`~fits.core.schema.description_digest`): a
+        hash of what the coordinator received anyway, kept (and saved) so that
+        :meth:`connect` can tell a site whose data changed since the fit.
+    setup_declared_ : dict
+        The column declarations the setup round sent the sites (the ``kinds``, or the
+        ``schema``'s kinds, given at fit): :meth:`connect` sends them again, so that an
+        unchanged site describes its table as it did at fit.
     smoothing_ : dict
         Column -> the :class:`~fits.core.tuning.Smoothing` its conditional CDF uses
         (columns not listed use the sites' kernels as they are).  Kept by :meth:`save`
@@ -497,6 +508,8 @@ class FITSSynthesizer(BaseEstimator):
         self.entropy_ = int(root.entropy)  # type: ignore[arg-type]
         self.client_names_ = list(coordinator.transport.client_names)
         self.n_rows_ = list(coordinator.n_rows)
+        self.site_digests_ = dict(zip(self.client_names_, coordinator.site_digests, strict=True))
+        self.setup_declared_ = {c: dict(d) for c, d in coordinator.declared.items()}
         # the sample stream is the second child of the seed's first spawn (the first
         # child lifts the discrete columns, in _open); spawning again from `root` would
         # give other children (SeedSequence counts its spawns), so start afresh
@@ -518,11 +531,24 @@ class FITSSynthesizer(BaseEstimator):
         synthesizer then samples what the original would have, bit for bit, and its
         default random stream continues where it stood when it was saved.
 
+        The setup round sends the sites the column declarations of the fit
+        (:attr:`setup_declared_`), and each site's description of its table is checked
+        against the one it gave at fit, by its SHA-256 (:attr:`site_digests_`: a hash
+        of what the site sent in the clear, kept at fit).  A site whose row count, or a
+        column's dtype, minimum, maximum, category set, decimals or count of missing
+        values, differs is refused.  The check sees only that description: an edit
+        that keeps every row count, minimum, maximum, category set and the other
+        figures the description holds (a value changed within its column's old range,
+        rows swapped for others alike in all of these) is not seen, and the
+        synthesizer then samples from the changed data.  A synthesizer saved before
+        the digests were kept (no :attr:`site_digests_`) connects without this check,
+        with a :class:`~fits.core.schema.DataNote` that says so.
+
         Parameters
         ----------
         tables : sequence or mapping of DataFrame, or Transport
-            The same sites as at :meth:`fit` (same names, same row counts, data that
-            fits :attr:`schema_`), as tables or a transport.
+            The same sites as at :meth:`fit` (same names, same row counts, the same
+            data), as tables or a transport.
 
         Returns
         -------
@@ -533,24 +559,62 @@ class FITSSynthesizer(BaseEstimator):
         NotFittedError
             The synthesizer was never fitted.
         ValueError
-            The sites are not those it was fitted on (names or row counts differ):
-            fit a new synthesizer instead.
+            The sites are not those it was fitted on (names or row counts differ), or
+            a site's data changed since the fit (its setup description differs): fit
+            a new synthesizer instead.  The federation is closed first.
         """
         self._check_fitted()
         tables = _site_tables(tables)
         self._close()
-        root = np.random.SeedSequence(self.entropy_)
-        coordinator, _ = self._open(tables, root, kinds=None, order=None, schema=self.schema_)
-        coordinator.smoothing = dict(getattr(self, "smoothing_", {}))
-        names, rows = list(coordinator.transport.client_names), list(coordinator.n_rows)
-        if names != self.client_names_ or rows != self.n_rows_:
-            self._close()
-            raise ValueError(
-                "connect() needs the sites this synthesizer was fitted on; fitted on "
-                f"{dict(zip(self.client_names_, self.n_rows_, strict=True))} (site: rows), "
-                f"got {dict(zip(names, rows, strict=True))}. To learn from other data, "
-                "call fit() instead"
+        digests: dict[str, str] | None = getattr(self, "site_digests_", None)
+        declared: dict[str, dict[str, str]] | None = getattr(self, "setup_declared_", None)
+        if digests is None or declared is None:
+            warnings.warn(
+                "connect(): this synthesizer was saved before fits kept a digest of each "
+                "site's setup description, so whether a site's data changed since the fit "
+                "cannot be checked; if it did, the synthesizer samples from the changed "
+                "data. Fit again (and save) to have connect() check it",
+                DataNote,
+                stacklevel=2,
             )
+            digests, declared = None, None
+
+        def check_sites(coordinator: Coordinator) -> None:
+            names, rows = list(coordinator.transport.client_names), list(coordinator.n_rows)
+            if names != self.client_names_ or rows != self.n_rows_:
+                raise ValueError(
+                    "connect() needs the sites this synthesizer was fitted on; fitted on "
+                    f"{dict(zip(self.client_names_, self.n_rows_, strict=True))} (site: "
+                    f"rows), got {dict(zip(names, rows, strict=True))}. To learn from other "
+                    "data, call fit() instead"
+                )
+            if digests is None:
+                return
+            changed = [
+                n
+                for n, d in zip(names, coordinator.site_digests, strict=True)
+                if digests.get(n) != d
+            ]
+            if changed:
+                which = ", ".join(repr(n) for n in changed)
+                raise ValueError(
+                    f"connect(): the data at site{'s' if len(changed) > 1 else ''} {which} "
+                    "changed since fit (its setup description differs: a row count, or a "
+                    "column's dtype, minimum, maximum, category set, decimals or missing "
+                    "values); to learn from the new data call fit() instead"
+                )
+
+        root = np.random.SeedSequence(self.entropy_)
+        coordinator, _ = self._open(
+            tables,
+            root,
+            kinds=None,
+            order=None,
+            schema=self.schema_,
+            declare=declared,
+            check_sites=check_sites,
+        )
+        coordinator.smoothing = dict(getattr(self, "smoothing_", {}))
         return self
 
     def _open(
@@ -563,9 +627,13 @@ class FITSSynthesizer(BaseEstimator):
         schema: Schema | None,
         rows: int = 0,
         on_phase: Callable[[str], None] | None = None,
+        declare: Mapping[str, Mapping[str, str]] | None = None,
+        check_sites: Callable[[Coordinator], None] | None = None,
     ) -> tuple[Coordinator, Schema]:
         """Build the federation, run setup and configure; the coordinator is kept
-        (``on_phase``: :attr:`Coordinator.on_phase`)."""
+        (``on_phase``: :attr:`Coordinator.on_phase`; ``declare``, ``check_sites``: those
+        of :meth:`Coordinator.setup`; a ``check_sites`` that raises closes a federation
+        built here)."""
         boosting, column_boosting = self._boosting_params()  # checked before any site
         clients: list[FITSClient] = []
         if isinstance(tables, Transport):
@@ -610,6 +678,8 @@ class FITSSynthesizer(BaseEstimator):
                 schema=schema,
                 rules=bool(self.rules),
                 near_linear=bool(self.near_linear),
+                declare=declare,
+                check_sites=check_sites,
             )
             self._check_kernels(schema, coordinator)  # before the sites continualize
             lift_seq, _ = root.spawn(2)
@@ -1720,7 +1790,16 @@ def _check_table_fits(num_rows: int, n_columns: int) -> None:
 
 
 #: What :meth:`FITSSynthesizer.fit` sets (a failed fit leaves none of them).
-_FITTED = ("schema_", "entropy_", "client_names_", "n_rows_", "smoothing_", "tuning_")
+_FITTED = (
+    "schema_",
+    "entropy_",
+    "client_names_",
+    "n_rows_",
+    "smoothing_",
+    "tuning_",
+    "site_digests_",
+    "setup_declared_",
+)
 
 
 def _site_tables(tables: Any) -> Any:

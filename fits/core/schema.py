@@ -40,6 +40,7 @@ list with the messages a user sees is in docs/cli.md, "What fits does with your 
 from __future__ import annotations
 
 import difflib
+import hashlib
 import json
 import math
 import os
@@ -92,6 +93,7 @@ __all__ = [
     "datetime_seconds",
     "decimal_values",
     "describe_table",
+    "description_digest",
     "lookalike_names",
     "coarser_than_sites",
     "merge_descriptions",
@@ -2027,6 +2029,39 @@ def describe_table(
         out["columns"][name] = info
         out["order"].append(name)
     return out
+
+
+def description_digest(description: Mapping[str, Any]) -> str:
+    """The SHA-256 (hex) of one site's :func:`describe_table` answer, as the coordinator
+    received it in the setup round.
+
+    The answer is written canonically first: JSON with sorted keys, no spaces, floats
+    by their exact shortest ``repr`` (``NaN`` and ``Infinity`` as the setup message
+    writes them), so the same answer gives the same digest in every process and on
+    every platform.  The columns' order (``"order"``) is left out: a site may reorder
+    its table's columns without changing its data.  A hash of what the site already
+    sent in the clear: it tells nothing beyond that answer.
+
+    Parameters
+    ----------
+    description : mapping
+        A site's setup description (``{"n_rows": ..., "columns": {...}, "order": [...]}``).
+
+    Returns
+    -------
+    str
+        64 hexadecimal digits.
+
+    Examples
+    --------
+    >>> a = description_digest({"n_rows": 3, "columns": {"x": {"min": 0.1, "max": 2.0}}})
+    >>> b = description_digest({"columns": {"x": {"max": 2.0, "min": 0.1}}, "n_rows": 3})
+    >>> a == b, len(a)
+    (True, 64)
+    """
+    kept = {k: v for k, v in description.items() if k != "order"}
+    text = json.dumps(kept, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode("ascii")).hexdigest()
 
 
 def _flag_and_number(values: Any) -> tuple[Any, Any] | None:

@@ -70,6 +70,7 @@ from fits.core.schema import (
     SchemaError,
     SparseColumnError,
     coarser_than_sites,
+    description_digest,
     merge_descriptions,
     missing_flag,
     point_mass_flag,
@@ -426,6 +427,13 @@ class Coordinator:
         self.on_phase: PhaseCallback | None = on_phase
         self.schema: Schema | None = None
         self.n_rows: list[int] = []
+        #: Per site (in ``transport.client_names``' order) the SHA-256 of its setup
+        #: description (:func:`~fits.core.schema.description_digest`): a hash of what it
+        #: sent in the clear, kept so that a reconnected synthesizer can tell changed data
+        self.site_digests: list[str] = []
+        #: The column declarations the setup round sent the sites (``{column: {"kind":
+        #: kind}}``): what their descriptions were made under
+        self.declared: dict[str, dict[str, str]] = {}
         self.grids: dict[str, np.ndarray] = {}
         self.fallbacks = 0  # queries that needed the degenerate-query fallback
         #: Per near-linear column, the synthetic rows whose conditional CDF of the
@@ -478,6 +486,8 @@ class Coordinator:
         schema: Schema | None = None,
         rules: bool = True,
         near_linear: bool = True,
+        declare: Mapping[str, Mapping[str, str]] | None = None,
+        check_sites: Callable[[Coordinator], None] | None = None,
     ) -> Schema:
         """Setup round: collect counts and descriptions, merge them into the schema.
 
@@ -494,6 +504,14 @@ class Coordinator:
         (``"linear"`` rules, :func:`~fits.core.rules.detect_near_linear`; never a
         column ``column_models`` boosts; default); ``near_linear=False`` finds none
         (a user schema's own ``"linear"`` rules are kept either way).
+
+        ``declare`` sends the sites these column declarations (``{column: {"kind":
+        kind}}``) in place of those of ``kinds`` or ``schema``: a reconnecting
+        synthesizer sends those of its fit (:attr:`declared`), so that each site
+        describes an unchanged table exactly as it did then.  ``check_sites`` is called
+        with this coordinator as soon as the sites' answers are in (:attr:`n_rows`,
+        :attr:`site_digests` and ``transport.client_names`` set), before any other
+        round: it raises to stop the setup (the sites are not those expected).
         """
         declared = {c: {"kind": k} for c, k in (kinds or {}).items()}
         if schema is not None:
@@ -510,6 +528,9 @@ class Coordinator:
                     "values, or detect the schema again (Schema.detect, fits schema)"
                 )
             declared = {c.name: {"kind": c.kind} for c in schema.columns}
+        if declare is not None:
+            declared = {str(c): {"kind": str(d["kind"])} for c, d in declare.items()}
+        self.declared = declared
         self._phase(f"setup round: {self.transport.n_clients} site(s) describe their tables")
         msg = Message("setup", config={"declared": json.dumps(declared), **self._secure_flag()})
         replies = self.transport.broadcast(msg)
@@ -517,6 +538,11 @@ class Coordinator:
         if self.secure:  # relayed to every client in the configure round
             self._public_keys = np.stack([r.arrays["public_key"] for r in replies])
         descriptions = [json.loads(str(r.config["description"])) for r in replies]
+        # in the clear in every mode (secure aggregation masks later rounds' sums, and
+        # the public keys are arrays beside the description): a hash of each answer
+        self.site_digests = [description_digest(d) for d in descriptions]
+        if check_sites is not None:
+            check_sites(self)
         #: Rows holding each column over the federation (the setup descriptions' counts)
         sites = list(zip(descriptions, self.n_rows, strict=True))
         self._present = {  # rows less missing ones (a datetime's has no n_present)
