@@ -485,7 +485,9 @@ def test_sites_send_only_protocol_arrays(site_files):
         arrays = content.array_records["arrays"]
         # T: a block reply, the one round "auto" takes where it adds no bytes (a column
         # with no covariate in its design: T is then one row, as the cdf reply's F)
-        assert set(arrays) <= {"n_rows", "S", "F", "T", "holds", "pairs"}
+        # moments: the near-linear stage's summed moments of the continuous pairs (on by
+        # default), float64 on the plain wire
+        assert set(arrays) <= {"n_rows", "S", "F", "T", "holds", "pairs", "moments"}
         config = content.config_records["config"]
         assert set(config) <= {"description", "name", "policy", "abstained", "widened"}
         for name, arr in arrays.items():
@@ -500,7 +502,8 @@ def test_sites_send_only_protocol_arrays(site_files):
                 }  # p = 1: no covariate in the design
         kinds_seen.add(tuple(sorted(arrays)))
     assert {("n_rows",), ("F",), ("S",), ("holds",)} <= kinds_seen
-    assert kinds_seen <= {("n_rows",), ("F",), ("S",), ("S", "T"), ("holds",), ("pairs",)}
+    allowed = {("n_rows",), ("F",), ("S",), ("S", "T"), ("holds",), ("pairs",), ("moments",)}
+    assert kinds_seen <= allowed
 
 
 def test_site_policy_and_audit_from_node_config_hold_across_messages(site_files, tmp_path):
@@ -655,6 +658,11 @@ def test_real_superlink_and_three_supernodes_equal_in_process(site_files, tmp_pa
         "block": {"S_exp", "S_diag", "S_corr", "T_fixed"},  # one round where it adds nothing
     }
     for line in lines:
+        if line["type"] == "rules" and set(line["arrays"]) == {"moments"}:
+            # the near-linear stage (on by default): summed moments, no residual round
+            # here (no pair reaches R^2 0.95), plain: float64
+            assert line["arrays"]["moments"][1] == "float64"
+            continue
         if line["type"] == "rules":  # rule detection: one array of bits
             assert set(line["arrays"]) in ({"holds"}, {"pairs"})
             assert line["arrays"][next(iter(line["arrays"]))][1] == "uint8"
@@ -986,7 +994,7 @@ def test_an_affine_rule_through_flower_records_plain_and_secure(tmp_path):
         synth = FITSSynthesizer(kernels, seed=4, secure_aggregation=secure).fit(tables)
         pd.testing.assert_frame_equal(synthetic, synth.sample(300), check_exact=True)
         moments = [r for _, r in grid.sent if "moments" in r["arrays"]]
-        assert len(moments) == 3
+        assert len(moments) == 6  # per site the affine stage's and the near-linear stage's
         dtype = moments[0]["arrays"]["moments"].numpy().dtype
         assert dtype == (np.uint64 if secure else np.float64)
 
