@@ -154,3 +154,39 @@ def test_an_old_save_without_digests_connects_with_a_note(sites, fitted, tmp_pat
     with pytest.warns(DataNote, match=r"cannot be checked"):
         loaded.connect(sites)
     pd.testing.assert_frame_equal(loaded.sample(200, seed=5), fitted.sample(200, seed=5))
+
+
+def test_the_check_holds_through_a_flower_transport(tmp_path, monkeypatch):
+    """connect() over Flower (its Grid stood in for, as in tests/test_flower.py): the
+    coordinator side is shared, so a changed site is refused there too."""
+    pytest.importorskip("flwr", reason="needs the flower extra: pip install 'fits[flower]'")
+    from flwr.supercore.task_identity import TaskIdentity
+    from test_flower import FakeGrid
+
+    from fits.deploy.flower import FlowerTransport
+
+    for attr, value in (("_run_id", 1), ("_node_id", 1), ("_task_id", 1)):
+        monkeypatch.setattr(TaskIdentity, attr, value)
+    frame = mixed_table(450, seed=3)
+    paths = {}
+    parts = split(frame, [200, 150, 100])
+    for name, part in zip(["site-a", "site-b", "site-c"], parts, strict=True):
+        paths[name] = tmp_path / f"{name}.csv"
+        part.to_csv(paths[name], index=False)
+
+    def transport(files: dict) -> FlowerTransport:
+        grid = FakeGrid(
+            [{"data-path": str(p), "name": n, "kernel": "knn"} for n, p in files.items()]
+        )
+        return FlowerTransport(grid, grid.get_node_ids())
+
+    synth = FITSSynthesizer(seed=5).fit(transport(paths))
+    assert list(synth.site_digests_) == ["site-a", "site-b", "site-c"]
+    loaded = pickle.loads(pickle.dumps(synth)).connect(transport(paths))
+    pd.testing.assert_frame_equal(loaded.sample(150, seed=1), synth.sample(150, seed=1))
+    edited = pd.read_csv(paths["site-b"])
+    edited.loc[3, "y"] = float(edited["y"].max()) + 5.0
+    changed = {**paths, "site-b": tmp_path / "site-b-edited.csv"}
+    edited.to_csv(changed["site-b"], index=False)
+    with pytest.raises(ValueError, match=r"data at site 'site-b' changed since fit"):
+        pickle.loads(pickle.dumps(synth)).connect(transport(changed))
