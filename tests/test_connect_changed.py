@@ -190,3 +190,19 @@ def test_the_check_holds_through_a_flower_transport(tmp_path, monkeypatch):
     edited.to_csv(changed["site-b"], index=False)
     with pytest.raises(ValueError, match=r"data at site 'site-b' changed since fit"):
         pickle.loads(pickle.dumps(synth)).connect(transport(changed))
+
+
+def test_under_secure_aggregation_the_descriptions_are_in_the_clear(sites):
+    """The setup description is not masked (the public keys, fresh each run, travel
+    beside it as arrays): the same check, the same digests as without it."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataNote)
+        synth = FITSSynthesizer("knn", seed=3, n_jobs=1, secure_aggregation=True).fit(sites)
+        plain = FITSSynthesizer("knn", seed=3, n_jobs=1).fit(sites)
+    assert synth.site_digests_ == plain.site_digests_
+    loaded = pickle.loads(pickle.dumps(synth)).connect(sites)
+    pd.testing.assert_frame_equal(loaded.sample(100, seed=6), synth.sample(100, seed=6))
+    edited = sites[0].copy()
+    edited.loc[0, "c"] = "east"
+    with pytest.raises(ValueError, match=r"site 'client 1' changed since fit"):
+        pickle.loads(pickle.dumps(synth)).connect([edited, sites[1], sites[2]])
