@@ -2885,7 +2885,8 @@ def _merge_datetime(
             date_only, resolution = False, "min"
         warnings.warn(
             f"column {name!r} has different time zones at different clients ({each}); its "
-            "values are modelled as the instants they are and written back in UTC",
+            "values are taken as the instants they are, on one clock, UTC (a synthetic "
+            "table writes them in UTC)",
             DataNote,
             stacklevel=4,
         )
