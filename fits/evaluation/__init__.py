@@ -4,7 +4,8 @@
 - :mod:`fits.evaluation.distance`: the exact energy distance, chunked;
 - :mod:`fits.evaluation.fidelity`: column and pair fidelity, the independent resample;
 - :mod:`fits.evaluation.utility`: downstream utility in the data usage modes M1-M4;
-- :mod:`fits.evaluation.rules`: the share of rows keeping each exact rule of the real data;
+- :mod:`fits.evaluation.rules`: the share of rows keeping each exact rule of the real data,
+  and the residual spread of each near-linear pair about its line;
 - :mod:`fits.evaluation.privacy`: distance to closest record and exact copies;
 - :mod:`fits.evaluation.copies`: the release check ``fits synthesize`` prints (exact
   copies per site and DCR, streamed over the synthetic chunks).
@@ -23,6 +24,7 @@ _EXPORTS = {
     "downstream_utility": "fits.evaluation.utility",
     "UtilityResult": "fits.evaluation.utility",
     "rules_kept": "fits.evaluation.rules",
+    "near_linear_kept": "fits.evaluation.rules",
     "privacy_checks": "fits.evaluation.privacy",
     "distance_to_closest_record": "fits.evaluation.privacy",
     "PrivacyResult": "fits.evaluation.privacy",

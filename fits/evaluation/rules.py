@@ -1,10 +1,15 @@
-"""Exact rules kept: the share of a table's rows that keep each rule of the real data.
+"""Exact rules kept: the share of a table's rows that keep each rule of the real data;
+and near-linear columns: whether a synthetic pair kept the real spread about its line.
 
 A rule (:class:`fits.core.schema.Rule`, found at setup by :mod:`fits.core.rules`) holds
 in every real row; a synthesizer that generates its column by the rule keeps it in every
-synthetic row, one that draws the column keeps it only approximately.  The rules are
-taken in their JSON form (``Rule.to_dict()``, the ``rules`` of a schema file), so this
-module needs nothing of fits above it.
+synthetic row, one that draws the column keeps it only approximately
+(:func:`rules_kept`).  A ``"linear"`` rule (a near-linear column, docs/method.md
+"Near-linear columns") is no exact rule: :func:`near_linear_kept` compares the real and
+the synthetic residual spread about the rule's line, the pair's correlation, and the
+share of synthetic rows within the rule's residual bounds.  The rules are taken in
+their JSON form (``Rule.to_dict()``, the ``rules`` of a schema file), so this module
+needs nothing of fits above it.
 """
 
 from __future__ import annotations
@@ -16,10 +21,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from fits._exact import affine_match, sums_match
+from fits._exact import AFFINE_RTOL, affine_match, sums_match
 from fits._json import plain
 
-__all__ = ["rules_kept"]
+__all__ = ["NEAR_LINEAR_COLUMNS", "near_linear_kept", "rules_kept"]
 
 
 def _as_dict(rule: Any) -> dict[str, Any]:
@@ -93,7 +98,7 @@ def rules_kept(table: pd.DataFrame, rules: Sequence[Any]) -> pd.DataFrame:
         ``uncovered``, the share of rows whose determinant combination is not in the
         mapping (no real row has it, so the rule says nothing there; 0 for sums).
         A ``"linear"`` rule (a near-linear column drawn as its residual) is no exact
-        rule and is left out: no row "keeps" it.
+        rule and is left out: no row "keeps" it (:func:`near_linear_kept` compares it).
 
     Raises
     ------
@@ -146,3 +151,159 @@ def rules_kept(table: pd.DataFrame, rules: Sequence[Any]) -> pd.DataFrame:
 
 
 _NONE = object()
+
+
+#: The columns of :func:`near_linear_kept`'s table, in order.
+NEAR_LINEAR_COLUMNS = [
+    "rule",
+    "column",
+    "of",
+    "slope",
+    "intercept",
+    "lower",
+    "upper",
+    "real_rows",
+    "real_missing",
+    "synthetic_rows",
+    "synthetic_missing",
+    "real_sd",
+    "synthetic_sd",
+    "sd_ratio",
+    "real_corr",
+    "synthetic_corr",
+    "within",
+]
+
+
+def _linear_rules(schema: Any) -> list[dict[str, Any]]:
+    """The ``"linear"`` rules of a schema (anything with ``rules``) or of a sequence of
+    rules, as dicts."""
+    rules = getattr(schema, "rules", schema)
+    return [r for r in map(_as_dict, rules or []) if r.get("kind") == "linear"]
+
+
+def _numbers(table: pd.DataFrame, column: str) -> np.ndarray:
+    """A column as float64, NaN where it is missing or not a number."""
+    values = pd.to_numeric(table[column], errors="coerce")
+    return np.asarray(values.to_numpy(dtype=float, na_value=np.nan), dtype=float)
+
+
+def _pair(table: pd.DataFrame, rule: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray, int]:
+    """(x, y) over the rows holding both as finite numbers, and the count of the others."""
+    x, y = _numbers(table, str(rule["of"][0])), _numbers(table, str(rule["column"]))
+    both = np.isfinite(x) & np.isfinite(y)
+    return x[both], y[both], int(both.size - both.sum())
+
+
+def _residual(x: np.ndarray, y: np.ndarray, slope: float, intercept: float) -> np.ndarray:
+    """``y - (slope x + intercept)``, the formula :func:`fits.core.rules.residuals` uses."""
+    return y - (slope * x + intercept)
+
+
+def _sd(values: np.ndarray) -> float:
+    """Sample standard deviation (ddof 1); NaN below two values."""
+    return float(np.std(values, ddof=1)) if values.size >= 2 else float("nan")
+
+
+def _pearson(x: np.ndarray, y: np.ndarray) -> float:
+    """Pearson correlation of x and y (as :func:`numpy.corrcoef`); NaN below two rows or
+    where either is constant."""
+    if x.size < 2:
+        return float("nan")
+    dx, dy = x - x.mean(), y - y.mean()
+    scale = math.sqrt(float(np.dot(dx, dx)) * float(np.dot(dy, dy)))
+    return float(np.clip(np.dot(dx, dy) / scale, -1.0, 1.0)) if scale > 0 else float("nan")
+
+
+def near_linear_kept(real: pd.DataFrame, synthetic: pd.DataFrame, schema: Any) -> pd.DataFrame:
+    """Whether each near-linear pair of the synthetic table kept the real spread about
+    its line.
+
+    A ``"linear"`` rule (docs/method.md, "Near-linear columns") says that a continuous
+    column Y is ``slope * X + intercept + R`` with the residual R within ``[lower,
+    upper]`` in every real row.  Both tables are measured about the rule's line (the
+    same line for both): the residual's standard deviation, the Pearson correlation of
+    (X, Y), and, for the synthetic table, the share of rows whose residual lies within
+    the rule's bounds.  Rows where X or Y is missing (or not a number) are left out and
+    counted.
+
+    Parameters
+    ----------
+    real : DataFrame
+        The real table the synthetic one is compared with.
+    synthetic : DataFrame
+        The synthetic table.
+    schema : Schema, or sequence of Rule or dict
+        A :class:`fits.core.schema.Schema` (its ``rules``), or the rules themselves as
+        :class:`fits.core.schema.Rule` or their ``to_dict()`` form.  Rules of other
+        kinds are ignored (:func:`rules_kept` counts the exact ones).
+
+    Returns
+    -------
+    DataFrame
+        One row per ``"linear"`` rule, columns :data:`NEAR_LINEAR_COLUMNS`: ``rule``
+        (e.g. ``"atemp = 0.87 * temp + 0.02 + residual"``), ``column`` (Y), ``of`` (X);
+        the rule's ``slope``, ``intercept``, ``lower`` and ``upper``; per table the
+        rows compared (``real_rows``, ``synthetic_rows``: both X and Y present) and the
+        rows left out (``real_missing``, ``synthetic_missing``); the residual standard
+        deviations about the line (``real_sd``, ``synthetic_sd``, ddof 1) and
+        ``sd_ratio`` = synthetic / real; the correlations ``real_corr`` and
+        ``synthetic_corr``; and ``within``, the share of the synthetic rows compared
+        whose residual lies in ``[lower, upper]`` (up to float64 rounding: a relative
+        ``AFFINE_RTOL`` of the terms' magnitude).  A figure that cannot be computed
+        (fewer than two rows, a constant column, no rows) is NaN.  No linear rule: an
+        empty table with these columns.
+
+    Raises
+    ------
+    KeyError
+        A rule names a column one of the tables does not have.
+
+    Notes
+    -----
+    The values are compared as the tables hold them: a synthetic Y rounded to its
+    decimals can put a residual drawn at the very edge of its bounds half a unit of the
+    last decimal outside them.
+    """
+    out = []
+    for rule in _linear_rules(schema):
+        column, source = str(rule["column"]), str(rule["of"][0])
+        for name, table in (("real", real), ("synthetic", synthetic)):
+            missing = [c for c in (column, source) if c not in table.columns]
+            if missing:
+                raise KeyError(
+                    f"near-linear rule {column} on {source}: the {name} table has no "
+                    f"column(s) {missing}"
+                )
+        a, b = float(rule["slope"]), float(rule["intercept"])
+        lower, upper = float(rule["lower"]), float(rule["upper"])
+        rx, ry, real_missing = _pair(real, rule)
+        sx, sy, syn_missing = _pair(synthetic, rule)
+        real_sd = _sd(_residual(rx, ry, a, b))
+        resid = _residual(sx, sy, a, b)
+        syn_sd = _sd(resid)
+        slack = AFFINE_RTOL * np.maximum(np.maximum(np.abs(sy), np.abs(a * sx)), abs(b))
+        inside = (resid >= lower - slack) & (resid <= upper + slack)
+        out.append(
+            {
+                "rule": f"{column} = {a:.6g} * {source} {'-' if b < 0 else '+'} {abs(b):.6g}"
+                " + residual",
+                "column": column,
+                "of": source,
+                "slope": a,
+                "intercept": b,
+                "lower": lower,
+                "upper": upper,
+                "real_rows": int(rx.size),
+                "real_missing": real_missing,
+                "synthetic_rows": int(sx.size),
+                "synthetic_missing": syn_missing,
+                "real_sd": real_sd,
+                "synthetic_sd": syn_sd,
+                "sd_ratio": syn_sd / real_sd if real_sd > 0 else float("nan"),
+                "real_corr": _pearson(rx, ry),
+                "synthetic_corr": _pearson(sx, sy),
+                "within": float(inside.mean()) if inside.size else float("nan"),
+            }
+        )
+    return pd.DataFrame.from_records(out, columns=NEAR_LINEAR_COLUMNS)
