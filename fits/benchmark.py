@@ -65,7 +65,7 @@ from fits.evaluation import (
     independent_resample,
     pair_fidelity,
 )
-from fits.evaluation.rules import rules_kept
+from fits.evaluation.rules import near_linear_kept, rules_kept
 from fits.evaluation.utility import UtilityResult, boosting_comparison, downstream_utility
 from fits.federation.client import MIN_CLIENT_ROWS
 from fits.federation.policy import SitePolicy
@@ -395,6 +395,7 @@ class BenchmarkResult:
         lines += self._md_headline()
         lines += self._md_energy()
         lines += self._md_rules()
+        lines += self._md_near_linear()
         lines += self._md_cost()
         if self.config.get("modes", True):
             lines += self._md_fidelity()
@@ -585,7 +586,17 @@ class BenchmarkResult:
             "(`fits.evaluation.rules_kept`; rows whose determinant combination no real row "
             "has count as not kept). Generation by rule: "
             + ("off (`--no-rules`)" if off else "on")
-            + ".",
+            + "."
+            + (
+                " Near-linear columns are no exact rules: they are compared in their own "
+                "section, below."
+                if any(
+                    res.get("near_linear")
+                    for run in self.runs
+                    for res in run["generators"].values()
+                )
+                else ""
+            ),
             "",
             "| generator | rule | rows kept | rows with an unseen combination |",
             "| --- | --- | --- | --- |",
@@ -599,6 +610,57 @@ class BenchmarkResult:
                     lines.append(
                         f"| {GENERATOR_NAMES.get(gen, gen)} | {rule} | "
                         f"{_fmt(*_mean_sd(kept), 4)} | {_fmt(*_mean_sd(unseen), 4)} |"
+                    )
+        lines.append("")
+        return lines
+
+    def _md_near_linear(self) -> list[str]:
+        """Residual spread of each near-linear pair about its line, real and synthetic."""
+        found = [
+            (gen, rec)
+            for run in self.runs
+            for gen, res in run["generators"].items()
+            for rec in res.get("near_linear", [])
+        ]
+        if not found:
+            return []
+        params = self.config.get("synthesizer_params", {})
+        off = params.get("rules") == "False" or params.get("near_linear") == "False"
+        lines = [
+            "## Near-linear columns",
+            "",
+            "Columns nearly a linear function of an earlier column in the training rows "
+            "(`Schema.detect`, pooled R^2 >= 0.95): the residual sd about the rule's line "
+            "in the training rows and in the synthetic table, their ratio, the correlation "
+            "of the pair in each, and the share of synthetic rows whose residual lies "
+            "within the training rows' residual range "
+            "(`fits.evaluation.near_linear_kept`; rows with either column missing left "
+            "out). Drawing such a column as its residual: " + ("off" if off else "on") + ".",
+            "",
+            "| generator | column = line + residual | residual sd, real | residual sd, "
+            "synthetic | synthetic / real | correlation, real | correlation, synthetic | "
+            "synthetic rows within the range |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        ]
+        rules = list(dict.fromkeys(rec["rule"] for _, rec in found))
+        for gen in self.config["generators"]:
+            for rule in rules:
+                recs = [r for g, r in found if g == gen and r["rule"] == rule]
+                if recs:
+                    lines.append(
+                        f"| {GENERATOR_NAMES.get(gen, gen)} | {rule} | "
+                        + " | ".join(
+                            _fmt(*_mean_sd([r[key] for r in recs]), 4)
+                            for key in (
+                                "real_sd",
+                                "synthetic_sd",
+                                "sd_ratio",
+                                "real_corr",
+                                "synthetic_corr",
+                                "within",
+                            )
+                        )
+                        + " |"
                     )
         lines.append("")
         return lines
@@ -1065,9 +1127,18 @@ def _run_generator(
         )
         say(f"[{split.key}]   {GENERATOR_NAMES[gen]}: smoothing per column: {chosen or 'default'}")
     say(f"[{split.key}]   {GENERATOR_NAMES[gen]}: synthesized {n_syn:,} rows in {t2 - t0:.1f} s")
-    res["rules"] = _rules_kept(split, synthetic, params["order"])
+    res["rules"], near = _rules_kept(split, synthetic, params["order"])
     for rec in res["rules"]:
         say(f"[{split.key}]   {GENERATOR_NAMES[gen]}: rule {rec['rule']} kept in {rec['kept']:.2%}")
+    if near:  # the key only where the training rows have a near-linear pair
+        res["near_linear"] = near
+    for rec in near:
+        say(
+            f"[{split.key}]   {GENERATOR_NAMES[gen]}: near-linear {rec['column']} on "
+            f"{rec['of']}: residual sd real {rec['real_sd']:.4g}, synthetic "
+            f"{rec['synthetic_sd']:.4g} (ratio {rec['sd_ratio']:.3f}); {rec['within']:.2%} "
+            "of synthetic rows within the real residual range"
+        )
     covariates = tasks[0]["covariates"]
     # also at the real test split's size (the V-statistic's bias grows as the tables
     # shrink, so this is the like-for-like comparison with the floor)
@@ -1114,16 +1185,20 @@ def _run_generator(
 
 def _rules_kept(
     split: _Split, synthetic: pd.DataFrame, order: Sequence[str] | None = None
-) -> list[dict[str, Any]]:
-    """The share of synthetic rows keeping each exact rule of the training clients
-    (found along the chain ``order``, default the data set's)."""
-    found = Schema.detect(  # exact rules only: a near-linear one has no rows that keep it
-        split.clients,
-        kinds=split.data.kinds,
-        order=order or split.data.order,
-        near_linear=False,
-    ).rules
-    return rules_kept(synthetic, found or []).to_dict(orient="records")
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The share of synthetic rows keeping each exact rule of the training clients, and
+    the residual spread of each near-linear pair of theirs about its line, synthetic
+    against the training rows (:func:`fits.evaluation.near_linear_kept`); the rules
+    found along the chain ``order`` (default the data set's), as a fit's setup finds
+    them."""
+    found = Schema.detect(split.clients, kinds=split.data.kinds, order=order or split.data.order)
+    rules = found.rules or []
+    kept = rules_kept(synthetic, rules).to_dict(orient="records")
+    if not found.near_linear:
+        return kept, []
+    train = pd.concat(split.clients, ignore_index=True)
+    near = near_linear_kept(train, synthetic, rules).to_dict(orient="records")
+    return kept, near
 
 
 def _utility(

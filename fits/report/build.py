@@ -17,6 +17,8 @@
   correlation for two numeric columns, Cramér's V otherwise);
 * downstream utility under the data usage modes M1-M4 (:mod:`fits.evaluation.utility`);
 * privacy checks (:mod:`fits.evaluation.privacy`);
+* the exact rules kept (:func:`fits.evaluation.rules_kept`) and the residual spread of
+  near-linear pairs about their line (:func:`fits.evaluation.near_linear_kept`);
 
 and returns a :class:`Report`. ``Report.to_html()`` is one self-contained page (inline
 CSS, figures as embedded PNG images, no scripts, nothing fetched from the network);
@@ -488,10 +490,13 @@ def evaluate(
         :func:`fits.analysis.glm.direct_fit`). Needs ``clients``.
     rules : sequence of Rule or dict, optional
         The exact rules whose share of synthetic rows kept the "Rules kept" section
-        shows (:func:`fits.evaluation.rules_kept`).  Default: the fitted synthesizer's
-        (``settings.schema_.rules``) if it used any, else the rules that hold in every
-        row of every client (or of ``train``, else of ``real``), found as a fit's setup
-        finds them; an empty list leaves the section out.
+        shows (:func:`fits.evaluation.rules_kept`), and the ``"linear"`` rules whose
+        real and synthetic residual spread the "Near-linear columns" section compares
+        (:func:`fits.evaluation.near_linear_kept`, on ``real`` and ``synthetic``).
+        Default: the fitted synthesizer's (``settings.schema_.rules``) if it used any,
+        else the rules that hold in every row of every client (or of ``train``, else
+        of ``real``) and the near-linear pairs there, found as a fit's setup finds
+        them; an empty list leaves both sections out.
 
     Returns
     -------
@@ -561,7 +566,7 @@ def evaluate(
     else:
         data["inference"] = dict(inference) if inference is not None else None
     with timer("rules kept"):
-        data["rules"] = _rules_step(inputs, settings, rules)
+        data["rules"], data["near_linear"] = _rules_step(inputs, settings, rules)
     data["meta"]["timings_s"] = timer.total()
     return Report(
         data=jsonable(data),
@@ -1113,39 +1118,78 @@ def _privacy_step(
     return result
 
 
-def _rules_step(inputs: _Inputs, settings: Any, rules: Sequence[Any] | None) -> list[dict]:
-    """The share of synthetic rows keeping each exact rule ("Rules kept")."""
-    from fits.evaluation.rules import rules_kept
+def _rules_step(
+    inputs: _Inputs, settings: Any, rules: Sequence[Any] | None
+) -> tuple[list[dict], list[dict]]:
+    """The share of synthetic rows keeping each exact rule ("Rules kept"), and the
+    residual spread of each near-linear pair about its line ("Near-linear columns")."""
+    from fits.evaluation.rules import near_linear_kept, rules_kept
 
-    if rules is None:  # the synthesizer's, unless it used none (rules=False)
-        rules = getattr(getattr(settings, "schema_", None), "rules", None) or None
     if rules is None:
-        frames = inputs.clients or {
-            "real rows": inputs.train if inputs.train is not None else inputs.real
-        }
-        flags = {flag for flag, _, _ in inputs.present.values()}  # added here, not data
-        # a column of one value is no rule's column or part (and stops Schema.detect with
-        # the fit's advice to drop it): left out, so the other columns' rules are found
-        constant = {c for c in inputs.kinds if _one_value(frames.values(), c)}
-        kinds = {
-            c: k
-            for c, k in inputs.kinds.items()
-            if k != "id" and c not in flags and c not in constant
-        }
-        try:
-            found = Schema.detect(  # exact rules only (rules_kept leaves "linear" out)
-                {n: f[list(kinds)] for n, f in frames.items()},
-                kinds=kinds,
-                parse_text=False,
-                near_linear=False,
-            )
-        except ValueError as exc:  # the tables do not fit one schema: say so, go on
-            inputs.notes.append(f"rules kept: no rule detection ({exc})")
-            return []
-        rules = found.rules or []
+        # the synthesizer's rules of each kind (exact, near-linear); of a kind it used
+        # none of (rules=False, near_linear=False, or none found), those of the real rows
+        used = list(getattr(getattr(settings, "schema_", None), "rules", None) or [])
+        exact = [r for r in used if _rule_kind(r) != "linear"]
+        linear = [r for r in used if _rule_kind(r) == "linear"]
+        if not exact or not linear:
+            found = _detect_rules(inputs) or []  # None: not detected (a note says why)
+            exact = exact or [r for r in found if _rule_kind(r) != "linear"]
+            linear = linear or [r for r in found if _rule_kind(r) == "linear"]
+        rules = [*exact, *linear]
     usable = [r for r in rules if all(c in inputs.synthetic.columns for c in _rule_columns(r))]
     table = rules_kept(inputs.synthetic, usable)
-    return jsonable(table.to_dict(orient="records"))
+    linear = [r for r in usable if _rule_kind(r) == "linear"]
+    if not linear:
+        return jsonable(table.to_dict(orient="records")), []
+    columns = sorted({c for r in linear for c in _rule_columns(r)})
+    near = near_linear_kept(
+        _with_missing(inputs.real, columns, inputs.present, 1),
+        _with_missing(inputs.synthetic, columns, inputs.present, 2),
+        linear,
+    )
+    return jsonable(table.to_dict(orient="records")), jsonable(near.to_dict(orient="records"))
+
+
+def _detect_rules(inputs: _Inputs) -> list[Any] | None:
+    """The exact rules and near-linear pairs of the clients' rows (or of ``train``,
+    else of ``real``), found as a fit's setup finds them; None (and a note) where the
+    tables do not fit one schema."""
+    frames = inputs.clients or {
+        "real rows": inputs.train if inputs.train is not None else inputs.real
+    }
+    flags = {flag for flag, _, _ in inputs.present.values()}  # added here, not data
+    # a column of one value is no rule's column or part (and stops Schema.detect with
+    # the fit's advice to drop it): left out, so the other columns' rules are found
+    constant = {c for c in inputs.kinds if _one_value(frames.values(), c)}
+    kinds = {
+        c: k for c, k in inputs.kinds.items() if k != "id" and c not in flags and c not in constant
+    }
+    try:
+        found = Schema.detect(
+            {n: f[list(kinds)] for n, f in frames.items()},
+            kinds=kinds,
+            parse_text=False,
+        )
+    except ValueError as exc:  # the tables do not fit one schema: say so, go on
+        inputs.notes.append(f"rules kept: no rule detection ({exc})")
+        return None
+    return list(found.rules or [])
+
+
+def _with_missing(
+    frame: pd.DataFrame,
+    columns: Sequence[str],
+    present: Mapping[str, tuple[str, np.ndarray, np.ndarray]],
+    which: int,
+) -> pd.DataFrame:
+    """``columns`` of an aligned table with their missing values back (the evaluation
+    filled them and added an indicator column, :attr:`_Inputs.present`; ``which``: 1
+    for the real table, 2 for the synthetic one)."""
+    out = frame[list(columns)].copy()
+    for c in columns:
+        if c in present:
+            out[c] = out[c].where(present[c][which])
+    return out
 
 
 def _one_value(frames: Iterable[pd.DataFrame], column: str) -> bool:
@@ -1164,6 +1208,11 @@ def _one_value(frames: Iterable[pd.DataFrame], column: str) -> bool:
 def _rule_columns(rule: Any) -> list[str]:
     d = rule.to_dict() if hasattr(rule, "to_dict") else dict(rule)
     return [str(d["column"]), *map(str, d["of"])]
+
+
+def _rule_kind(rule: Any) -> str:
+    d = rule.to_dict() if hasattr(rule, "to_dict") else dict(rule)
+    return str(d.get("kind", "function"))
 
 
 def _energy_data(energy: pd.DataFrame, inputs: _Inputs, exact: bool) -> dict[str, Any]:
@@ -1372,6 +1421,14 @@ def _summary_lines(data: Mapping[str, Any]) -> list[str]:
                 f"{h['m4_better_param']} of {h['n_clients']} clients"
             )
         lines.append(line)
+    for r in data.get("near_linear") or []:
+        lines.append(
+            f"Near-linear {r['column']} on {r['of']}: residual sd about the line, real "
+            f"{fmt_number(r['real_sd'])}, synthetic {fmt_number(r['synthetic_sd'])} (ratio "
+            f"{fmt_number(r['sd_ratio'])}); correlation real {fmt_number(r['real_corr'])}, "
+            f"synthetic {fmt_number(r['synthetic_corr'])}; {fmt_percent(r['within'])} of "
+            "synthetic rows within the real residual range"
+        )
     p = data["privacy"]
     if p is not None:
         line = (

@@ -398,6 +398,14 @@ def rules_section(data: Data, figures: Figures) -> Part | None:
     return Part("rules.html.j2", {"rules": rules}, "rules", "Rules kept")
 
 
+def near_linear_section(data: Data, figures: Figures) -> Part | None:
+    """The residual spread of each near-linear pair about its line, real and synthetic."""
+    near = data.get("near_linear")
+    if not near:
+        return None
+    return Part("near_linear.html.j2", {"near_linear": near}, "near-linear", "Near-linear columns")
+
+
 def _setting_rows(mapping: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Key-value rows: numbers formatted, other values as (shortened) JSON."""
     out = []
@@ -455,6 +463,7 @@ SECTIONS: tuple[Builder, ...] = (
     utility_section,
     inference_section,
     rules_section,
+    near_linear_section,
     privacy_section,
     settings_section,
 )
