@@ -104,6 +104,7 @@ __all__ = [
     "fit_glm",
     "glm_settings",
     "noise_scales",
+    "planned_rounds",
 ]
 
 FAMILIES = ("linear", "logistic", "poisson")
@@ -803,6 +804,16 @@ class _Run:
     #: The method and the per-site mu (None: no privacy), for the divergence error.
     method: str = ""
     mu: float | None = None
+    #: ``on_round(done, total)`` after every fitting round (:func:`fit_glm`), or None.
+    on_round: Callable[[int, int], None] | None = None
+    #: The fitting rounds planned (:func:`planned_rounds`; ``newton``: at most).
+    planned: int = 0
+
+    def tick(self) -> None:
+        """Report the fitting rounds done so far to :attr:`on_round`, with the planned
+        total (or the rounds done, where step halvings ran past it)."""
+        if self.on_round is not None:
+            self.on_round(self.rounds, max(self.planned, self.rounds))
 
     def exchange(self, mtype: str, theta: np.ndarray, **config: Any) -> list[np.ndarray]:
         msg = Message(
@@ -810,6 +821,7 @@ class _Run:
         )
         replies = self.transport.broadcast(msg)
         self.rounds += 1
+        self.tick()
         key = {"glm_gradient": "g"}.get(mtype, "theta")
         return [r.arrays[key] for r in replies]
 
@@ -897,6 +909,7 @@ def _newton(run: _Run, theta: np.ndarray, s: Mapping[str, float]) -> np.ndarray:
         msg = Message("glm_sums", {"theta": t}, {"clip": run.clip})
         replies = run.transport.broadcast(msg)
         run.rounds += 1
+        run.tick()
         value = float(sum(float(r.arrays["loss"][0]) for r in replies))
         g = np.sum([r.arrays["score"] for r in replies], axis=0)
         h = sum(unpack_symmetric(r.arrays["info"], p) for r in replies)
@@ -964,6 +977,28 @@ def _poisson_start(
     start = np.zeros_like(theta)
     start[0] = math.log(ybar)
     return start
+
+
+def planned_rounds(method: str, settings: Mapping[str, float], poisson_start: bool = False) -> int:
+    """The fitting rounds of ``method`` under ``settings`` (:func:`glm_settings`): the
+    total that :func:`fit_glm`'s ``on_round`` reports.
+
+    FedSGD ``K``; FedHybrid ``1 + K2`` (its ``K1`` local steps are one round); FedAvg
+    ``R``; FedNewton 2; ``newton`` at most ``1 + K`` (one more with ``poisson_start``: a
+    Poisson fit's start at the intercept's estimate), which step halvings can exceed
+    and convergence usually cuts short.  The setup rounds (schema, standardization,
+    configuration, clipping bound) and the rounds after the fit (separation check,
+    standard errors) are not among them.
+    """
+    if method == "fedsgd":
+        return int(settings["K"])
+    if method == "fedhybrid":
+        return 1 + int(settings["K2"])
+    if method == "fedavg":
+        return int(settings["R"])
+    if method == "fednewton":
+        return 2
+    return 1 + int(settings["K"]) + int(poisson_start)
 
 
 #: Method name -> coordinator algorithm (the table the CLI dispatches on).
@@ -1664,6 +1699,7 @@ def fit_glm(
     K2: int | None = None,
     eta2: float | None = None,
     R: int | None = None,
+    on_round: Callable[[int, int], None] | None = None,
 ) -> GLMResults:
     """Fit a GLM across sites, optionally with mu-GDP (Algorithms 1-4 of the paper).
 
@@ -1734,6 +1770,15 @@ def fit_glm(
         eta=0.5; FedHybrid K1=30, eta1=0.5, K2=20, eta2=0.5; FedAvg K=50, R=2,
         eta=0.5; FedNewton K=50, eta=0.5.  ``newton``: K=50, the most iterations
         (it usually stops after 5-10).
+    on_round : callable, optional
+        Progress: ``on_round(done, total)`` with the fitting rounds done and the total
+        planned (:func:`planned_rounds`: FedSGD ``K``, FedHybrid ``1 + K2``, FedAvg
+        ``R``, FedNewton 2, ``newton`` at most ``1 + K``), once with ``done = 0``
+        before the first fitting round and after each; the last call of a fit that
+        returns has ``done == total`` (``newton``, which stops when it converges,
+        ends with the rounds it ran as the total).  Called every round: throttle a
+        display in the callback.  It does not change the fit (the same coefficients,
+        bit for bit); an exception it raises ends the fit.
 
     Returns
     -------
@@ -1822,6 +1867,7 @@ def fit_glm(
             schema,
             (budget is None) if check_separation is None else bool(check_separation),
             cov_type,
+            on_round,
         )
     finally:
         if own and isinstance(transport, InProcessTransport):
@@ -1887,6 +1933,7 @@ def _fit(
     schema: Schema | None,
     check_separation: bool = False,
     cov_type: str | None = None,
+    on_round: Callable[[int, int], None] | None = None,
 ) -> GLMResults:
     up0, down0 = sum(transport.uploaded_bytes), sum(transport.downloaded_bytes)
     rounds = 0
@@ -1953,11 +2000,16 @@ def _fit(
         spec.intercept,
         method=method,
         mu=budget.mu if budget is not None else None,
+        on_round=on_round,
+        planned=planned_rounds(method, settings, family == "poisson" and spec.intercept),
     )
+    run.tick()  # 0 of the total: the fitting rounds begin
     with np.errstate(over="ignore", invalid="ignore"):  # a non-finite iterate: the error
         theta = METHODS[method](run, theta0, settings)
     if not np.all(np.isfinite(theta)):
         raise run.diverged()
+    if on_round is not None and run.rounds < run.planned:  # newton, converged early
+        on_round(run.rounds, run.rounds)
     stop = _newton_stop_note(run.extra, settings) if method == "newton" else None
     if stop is not None:
         warnings.warn(stop, GLMWarning, stacklevel=3)

@@ -183,7 +183,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -1008,6 +1008,7 @@ def run_fedlsa(
     setup_config: dict | None = None,
     feature_names: Sequence[str] | None = None,
     target: str = "y",
+    on_round: Callable[[int, int], None] | None = None,
 ) -> FedLSAResults:
     """The FedLSA coordinator: Algorithm 1 with the online multiplier bootstrap.
 
@@ -1063,6 +1064,12 @@ def run_fedlsa(
     setup_arrays, setup_config : optional
         Extra payload of the ``lsa_setup`` request (e.g. the standardization of a
         design built from tables).
+    on_round : callable, optional
+        Progress: ``on_round(t, T)`` once with ``t = 0`` before the first round of
+        Algorithm 1 and after each of its ``T`` rounds (the bootstrap sequences travel
+        in the same rounds); a run that returns ends with ``t == T``.  Called every
+        round: throttle a display in the callback.  It does not change the run; an
+        exception it raises ends it.
 
     Returns
     -------
@@ -1201,6 +1208,8 @@ def run_fedlsa(
     assert schedule is not None
     horizon = float(np.sum(schedule.etas() * schedule.hs()))
     theta = np.zeros((n_bootstrap + 1, d))  # theta_0 = 0 for every sequence
+    if on_round is not None:
+        on_round(0, int(schedule.rounds))
     for t in range(1, schedule.rounds + 1):
         config_t: dict[str, ConfigValue] = {
             "round": t,
@@ -1214,6 +1223,8 @@ def run_fedlsa(
                 f"FedLSA diverged in round {t} (eta_t = {schedule.eta(t):.3g}); use a "
                 "smaller step_size"
             )
+        if on_round is not None:
+            on_round(t, int(schedule.rounds))
     names = list(feature_names) if feature_names is not None else [f"x{j}" for j in range(d)]
     res = FedLSAResults(
         params=theta[0].copy(),
@@ -1443,6 +1454,7 @@ def fedlsa(
     multipliers: str | None = None,
     transport: Transport | None = None,
     kinds: Mapping[str, str] | None = None,
+    on_round: Callable[[int, int], None] | None = None,
 ) -> FedLSAResults:
     """Linear regression across sites by FedLSA, with multiplier-bootstrap intervals.
 
@@ -1478,6 +1490,9 @@ def fedlsa(
         Flower); default: an in-process federation of ``tables``.
     kinds : mapping, optional
         Column kind overrides for the shared schema.
+    on_round : callable, optional
+        Progress: ``on_round(t, T)`` with the rounds of Algorithm 1 done and their
+        number T (:func:`run_fedlsa`; the setup rounds before them are not counted).
 
     Returns
     -------
@@ -1544,6 +1559,7 @@ def fedlsa(
             setup_arrays={"means": st.means, "sds": st.sds},
             feature_names=spec.feature_names,
             target=target,
+            on_round=on_round,
         )
         res.rounds += 2
         res.bytes_up = sum(transport.uploaded_bytes) - up0

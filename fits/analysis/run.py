@@ -9,7 +9,7 @@ spec), so both give the same result for the same seed.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from fits.federation.transport import Transport
@@ -26,6 +26,7 @@ def run_analysis(
     tables: Mapping[str, Any] | None = None,
     *,
     transport: Transport | None = None,
+    on_round: Callable[[int, int], None] | None = None,
 ) -> tuple[dict[str, Any], str]:
     """Run one analysis; return its result (JSON-ready) and its summary text.
 
@@ -41,6 +42,10 @@ def run_analysis(
         The sites' tables (an in-process federation); None with ``transport``.
     transport : Transport, optional
         The channel to sites built elsewhere (each answers the analysis messages).
+    on_round : callable, optional
+        Progress, ``on_round(done, total)`` over the fitting rounds: the ``on_round``
+        of :func:`fits.analysis.glm.fit_glm` or :func:`fits.analysis.lsa.fedlsa`.  It
+        does not change the result.
 
     Returns
     -------
@@ -59,11 +64,11 @@ def run_analysis(
     if method == "fedlsa":
         from fits.analysis.lsa import fedlsa
 
-        res = fedlsa(tables, transport=transport, **options)
+        res = fedlsa(tables, transport=transport, on_round=on_round, **options)
         return json_safe(res.to_dict(alpha)), res.summary(alpha)
     from fits.analysis.glm import fit_glm
 
-    glm = fit_glm(tables, transport=transport, method=method, **options)
+    glm = fit_glm(tables, transport=transport, method=method, on_round=on_round, **options)
     return json_safe(glm.to_dict(alpha)), glm.summary(alpha)
 
 
