@@ -12,13 +12,19 @@ of :data:`METHODS` (name -> runner), so a new analysis adds one function and one
   intervals at level ``--ci`` (:func:`fits.analysis.fedlsa`; not differentially private).
 
 Exit codes: 0 success, 1 data error (naming the file, site and column), 2 usage error.
+
+On a terminal a progress bar on stderr shows the fitting rounds done, their total and
+the time elapsed (:func:`_round_progress`); none where stderr is not a terminal.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import sys
+import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
@@ -44,6 +50,10 @@ FEDLSA_DEFAULTS: dict[str, Any] = {
 
 #: ``--round-timeout``'s default (seconds; --flower).
 ROUND_TIMEOUT = 600.0
+
+#: Seconds between two updates of the rounds' progress bar (a small fit runs thousands
+#: of rounds a second; the bar redraws ten times a second).
+PROGRESS_INTERVAL = 0.1
 
 #: fit_glm's iteration settings -> the option that sets them.
 GLM_OPTIONS = {
@@ -610,7 +620,11 @@ def analyze(
                 name = path.stem if path.stem not in tables else f"{path.stem} ({len(tables) + 1})"
                 tables[name] = read_table(path)
             spec = _spec(opts, list(next(iter(tables.values())).columns))
-            result, summary = run_analysis(spec, tables)
+            bar, on_round = _round_progress(method)
+            # the bar stops (its last state, one line) before any error, warning or
+            # interruption is printed below it
+            with bar if bar is not None else nullcontext():
+                result, summary = run_analysis(spec, tables, on_round=on_round)
         except (DataFileError, SchemaError, DesignError, ProtocolError, FedLSAError) as exc:
             _echo_warnings(caught)
             _fail(str(exc))
@@ -621,6 +635,49 @@ def analyze(
     _echo_warnings(caught, summarized=True)
     typer.echo(summary)
     typer.echo(f"result: {out}")
+
+
+def _stderr_is_terminal() -> bool:
+    """Whether stderr is a terminal: the condition of the progress bar, as of ``fits
+    synthesize``'s (tests force it here)."""
+    return sys.stderr.isatty()
+
+
+def _round_progress(method: str) -> tuple[Any, Callable[[int, int], None] | None]:
+    """The progress bar of a fit's rounds on stderr and the ``on_round(done, total)``
+    that feeds it (:func:`fits.analysis.run.run_analysis`); ``(None, None)`` where stderr
+    is not a terminal, so that redirected output and logs get no bar.
+
+    One line, as ``fits synthesize``'s bars (:func:`fits.synthesizer.progress_bar`,
+    not imported: it loads scikit-learn): ``fedsgd rounds``, the bar, rounds done of
+    the total (``?`` in the setup rounds, before the fitting rounds begin) and the time
+    since the tables were read.  The engine reports every
+    round; the bar takes at most one update per :data:`PROGRESS_INTERVAL` seconds, and
+    the last round's always.  Use the bar as a context manager around the fit.
+    """
+    if not _stderr_is_terminal():
+        return None, None
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    bar = Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True, force_terminal=True),
+    )
+    task = bar.add_task(f"{method} rounds", total=None)
+    last = [-math.inf]
+
+    def on_round(done: int, total: int) -> None:
+        now = time.monotonic()
+        if done < total and now - last[0] < PROGRESS_INTERVAL:
+            return
+        last[0] = now
+        bar.update(task, completed=done, total=total)
+
+    return bar, on_round
 
 
 def _echo_warnings(caught: list[Any], *, summarized: bool = False) -> None:
