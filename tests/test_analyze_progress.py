@@ -313,3 +313,19 @@ def test_the_command_on_a_real_terminal(files: list[str], tmp_path: Path) -> Non
     assert "\x1b" not in stdout and "fedavg rounds" not in stdout
     assert stdout.rstrip().endswith(f"result: {out}")
     assert json.loads(out.read_text())["method"] == "fedavg"
+
+
+def test_constant_steps_are_listed_without_a_loop_over_the_rounds() -> None:
+    """FedLSA's horizon (sum_t eta_t H_t) lists the T steps before round 1: for constant
+    steps as one array of eta (was: a Python loop, 30 s and 400 MB at T = 10^7, with the
+    bar at 0), the same values bit for bit; a one-pass or decreasing schedule as before."""
+    from fits.analysis.lsa import OnePassSchedule, Schedule
+
+    for schedule in (
+        Schedule(300, 0.37, 4),
+        Schedule(300, 0.37, 4, gamma_eta=0.6, gamma_h=0.2),
+        OnePassSchedule(300, 0.5, 1),
+    ):
+        looped = np.array([schedule.eta(t) for t in range(1, schedule.rounds + 1)])
+        assert np.array_equal(schedule.etas(), looped)
+    assert Schedule(10**7, 0.37, 1).etas().shape == (10**7,)
