@@ -1363,13 +1363,13 @@ def _residual_extremes(
 
 
 def _linear_source(spec: ColumnSpec) -> bool:
-    """A column a near-linear rule can start from: continuous numbers in every row,
-    not constant (its chain value is then its value)."""
+    """A column a near-linear rule can start from: continuous (numbers or datetimes,
+    read as seconds since 1970 UTC) in every row, not constant (its chain value is
+    then its value)."""
     return (
         spec.kind == "continuous"
         and spec.is_modelled
         and spec.indicates is None
-        and spec.dtype != "datetime"
         and not spec.past_float
         and not spec.missing
         and _bounds(spec)[0] < _bounds(spec)[1]
@@ -1377,13 +1377,13 @@ def _linear_source(spec: ColumnSpec) -> bool:
 
 
 def _linear_dependent(spec: ColumnSpec) -> bool:
-    """A column a near-linear rule can draw as its residual: continuous numbers, no
-    point mass, not constant (missing values allowed: the residual is missing there)."""
+    """A column a near-linear rule can draw as its residual: continuous (numbers or
+    datetimes), no point mass, not constant (missing values allowed: the residual is
+    missing there)."""
     return (
         spec.kind == "continuous"
         and spec.is_modelled
         and spec.indicates is None
-        and spec.dtype != "datetime"
         and not spec.past_float
         and spec.point_mass is None
         and _bounds(spec)[0] < _bounds(spec)[1]
@@ -1399,8 +1399,9 @@ def near_linear_candidates(
 ) -> list[Candidate]:
     """The (X, Y) pairs whose moments the near-linear stage asks: Y continuous (no
     point mass, not constant, not in ``skip``: columns an exact rule sets or uses as a
-    sum's part, boosted columns), X continuous with numbers in every row, earlier in
-    the chain, not in ``sources_skip`` (columns not in the chain).  At most
+    sum's part, boosted columns), X continuous with a value in every row, earlier in
+    the chain, not in ``sources_skip`` (columns not in the chain), both datetimes or
+    neither (two datetimes: :func:`near_linear_fits` takes slope 1).  At most
     :data:`MAX_NEAR_LINEAR_PAIRS`, the first in chain order (by Y, then X); none with
     fewer than :data:`MIN_SUM_ROWS` rows.
 
@@ -1416,8 +1417,11 @@ def near_linear_candidates(
     for k, y in enumerate(schema.order):
         if y in skip or not _linear_dependent(cols[y]):
             continue
+        clock = cols[y].dtype == "datetime"
         for x in schema.order[:k]:
             if x in sources_skip or not _linear_source(cols[x]):
+                continue
+            if (cols[x].dtype == "datetime") != clock:  # a datetime only on a datetime
                 continue
             out.append({"kind": "linear", "column": y, "of": [x]})
             if len(out) == MAX_NEAR_LINEAR_PAIRS:
@@ -1451,9 +1455,17 @@ def near_linear_fits(
         if sxx <= 0 or syy <= 0:
             out.append(None)
             continue
-        slope = sxy / sxx
+        if sx.dtype == "datetime":  # two clocks: Y = X + intercept + R, R + intercept the
+            # duration (slope 1, not fitted: a fitted slope off 1 by its noise would
+            # stretch every duration with X); R^2 = 1 - S_rr / S_yy, S_rr = sum of the
+            # squared centred differences Y - X
+            slope, srr = 1.0, syy - 2.0 * sxy + sxx
+            r2 = 1.0 - srr / syy
+        else:
+            slope = sxy / sxx
+            r2 = sxy * sxy / (sxx * syy)
         intercept = (my + _centre(sy)) - slope * (mx + _centre(sx))
-        out.append((float(slope), float(intercept), float(min(sxy * sxy / (sxx * syy), 1.0))))
+        out.append((float(slope), float(intercept), float(min(max(r2, 0.0), 1.0))))
     return out
 
 

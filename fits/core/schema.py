@@ -1042,15 +1042,21 @@ class Schema:
         """A ``"linear"`` rule: Y continuous numbers with no point mass; X continuous
         numbers present in every row; neither in another linear rule's other role (X of
         one and Y of another), nor X set by an affine rule (not in the chain)."""
-        if dep.kind != "continuous" or dep.dtype == "datetime" or dep.point_mass is not None:
+        if dep.kind != "continuous" or dep.point_mass is not None:
             raise SchemaError(
-                f"{where}: a near-linear rule's column must be continuous numbers with no "
-                "point mass; remove the rule"
+                f"{where}: a near-linear rule's column must be continuous (numbers or "
+                "datetimes) with no point mass; remove the rule"
             )
-        if src.kind != "continuous" or src.dtype == "datetime" or src.missing:
+        if src.kind != "continuous" or src.missing:
             raise SchemaError(
-                f"{where}: {src.name!r} is not a continuous column with numbers in every "
+                f"{where}: {src.name!r} is not a continuous column with a value in every "
                 "row; remove the rule"
+            )
+        residual = dep == residual_spec(dep, rule)  # the engine's spec (expanded)
+        if not residual and (dep.dtype == "datetime") != (src.dtype == "datetime"):
+            raise SchemaError(
+                f"{where}: a near-linear rule relates two datetime columns or two number "
+                f"columns; {rule.column!r} and {src.name!r} are one of each; remove the rule"
             )
         linear = [r for r in self.rules or [] if r.kind == "linear"]
         if src.name in self.derived or any(r.column == src.name for r in linear):

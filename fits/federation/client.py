@@ -36,7 +36,7 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Hashable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -724,7 +724,7 @@ class FITSClient:
         data = self.data
         for rule in getattr(self, "_residual_rules", []):
             y, x = str(rule["column"]), str(rule["of"][0])
-            values = [Encoder(schema[c]).to_numeric(data[c], client=self.name) for c in (y, x)]
+            values = [self._column_numbers(schema, rule), self._numbers(schema, x)]
             r = residuals(values[0], values[1], float(rule["slope"]), float(rule["intercept"]))
             data = data.assign(**{y: r})
         return data
@@ -754,10 +754,25 @@ class FITSClient:
         for rule in getattr(self, "_residual_rules", []):
             name = str(rule["column"])
             j = self.columns.index(name)
-            y = Encoder(schema[name]).to_numeric(self.data[name], client=self.name)
+            y = self._column_numbers(schema, rule)
             self._residual_responses[j] = self.z[:, j].copy()
             fill = float(rule.get("fill", 0.0))
             self.z[:, j] = np.where(np.isnan(y), fill, y)
+
+    def _numbers(self, schema: Schema, name: str) -> np.ndarray:
+        """Column ``name`` of this site's table as float64 (NaN where missing), read by
+        its spec in ``schema``."""
+        return Encoder(schema[name]).to_numeric(self.data[name], client=self.name)
+
+    def _column_numbers(self, schema: Schema, rule: Mapping[str, Any]) -> np.ndarray:
+        """A near-linear rule's column Y as numbers: the engine's spec of Y is its
+        residual's (float), so a datetime Y (the rule's ``datetime``, ``tz``) is read by
+        a datetime spec, as seconds since 1970 UTC like every datetime column."""
+        name = str(rule["column"])
+        if not rule.get("datetime"):
+            return self._numbers(schema, name)
+        spec = replace(schema[name], dtype="datetime", tz=rule.get("tz"))
+        return Encoder(spec).to_numeric(self.data[name], client=self.name)
 
     def _response(self, j: int) -> np.ndarray:
         """Column j's values as the response of its conditional CDF: a near-linear
