@@ -422,3 +422,109 @@ def test_a_near_linear_column_takes_a_design_of_its_own():
         FITSSynthesizer(seed=1, column_models={"income2": "boosting"}, schema=synth.schema_).fit(
             parts
         )
+
+
+# ------------------------------------------------------------------ datetimes, written pairs
+def _stays(n: int = 900, seed: int = 1, tz: str | None = None) -> list[pd.DataFrame]:
+    """3 sites: admitted (whole days over 4 years), discharged 0-29 days later (10%
+    still admitted: missing), age; with ``tz``, admissions as instants in that zone."""
+    rng = np.random.default_rng(seed)
+    admitted = pd.Timestamp("2020-01-01") + pd.to_timedelta(rng.integers(0, 4 * 365, n), "D")
+    discharged = pd.Series(admitted + pd.to_timedelta(rng.integers(0, 30, n), "D"))
+    frame = pd.DataFrame(
+        {
+            "admitted": admitted,
+            "discharged": discharged.where(rng.random(n) > 0.1),
+            "age": rng.integers(18, 90, n),
+        }
+    )
+    if tz is not None:
+        frame["admitted"] = frame["admitted"].dt.tz_localize(tz)
+        frame["discharged"] = frame["discharged"].dt.tz_localize(tz)
+    return [frame.iloc[i::3].reset_index(drop=True) for i in range(3)]
+
+
+def _days(a: pd.Series, b: pd.Series) -> pd.Series:
+    return (b - a).dt.total_seconds() / 86400
+
+
+def test_two_date_columns_keep_their_durations():
+    """Two datetime columns: the line is Y = X + intercept (slope 1, not fitted), so R
+    plus the intercept is the duration; the synthetic durations stay within the real
+    ones (0-29 whole days), where without the rule they spread over years."""
+    sites = _stays()
+    real = pd.concat(sites, ignore_index=True)
+    synth = FITSSynthesizer(seed=0).fit(sites)
+    [rule] = synth.schema_.rules
+    assert (rule.kind, rule.column, rule.of, rule.slope) == (
+        "linear",
+        "discharged",
+        ["admitted"],
+        1.0,
+    )
+    seconds = _days(real["admitted"], real["discharged"]).dropna() * 86400
+    # the intercept is the mean duration, the bounds the real durations' range about it
+    assert rule.intercept == pytest.approx(seconds.mean(), rel=1e-9)
+    assert rule.intercept + rule.lower == pytest.approx(0.0, abs=1e-6)
+    assert rule.intercept + rule.upper == pytest.approx(29 * 86400, rel=1e-9)
+    out = synth.sample(3000)
+    days = _days(out["admitted"], out["discharged"]).dropna()
+    assert days.min() >= 0 and days.max() <= 29
+    assert np.all(days == np.round(days))  # whole days, as written
+    assert out["discharged"].isna().mean() == pytest.approx(0.1, abs=0.03)
+    plain = FITSSynthesizer(seed=0, near_linear=False).fit(sites).sample(3000)
+    assert _days(plain["admitted"], plain["discharged"]).abs().max() > 100  # the problem
+
+
+def test_datetimes_with_a_time_zone():
+    out = FITSSynthesizer(seed=0).fit(_stays(tz="Europe/Berlin")).sample(1000)
+    assert str(out["discharged"].dt.tz) == "Europe/Berlin"
+    days = _days(out["admitted"], out["discharged"]).dropna()
+    # whole days on the wall clock: a stay over a DST change is 23 or 25 hours off
+    assert days.min() >= -1 / 24 - 1e-9 and days.max() <= 29 + 1 / 24 + 1e-9
+
+
+def test_a_rule_between_a_datetime_and_a_number_is_refused():
+    sites = _stays()
+    schema = Schema.detect(sites, near_linear=False).to_dict()
+    schema["rules"] = [
+        {"kind": "linear", "column": "age", "of": ["admitted"], "slope": 0.0,
+         "intercept": 50.0, "lower": -40.0, "upper": 40.0}
+    ]  # fmt: skip
+    with pytest.raises(SchemaError, match="two datetime columns or two number columns"):
+        Schema.from_dict(schema)
+
+
+@pytest.mark.parametrize("kind", ["decimals", "whole"])
+def test_the_written_residual_stays_within_the_rules_bounds(kind):
+    """R is drawn within its own bounds (the real residuals' range) as well as Y's, and
+    the line is taken at X as written: the residual of the written pair is the drawn
+    one up to Y's own rounding (half a step), never X's."""
+    rng = np.random.default_rng(3)
+    n = 600
+    if kind == "whole":
+        x = rng.integers(0, 1000, n)
+        y = 3 * x + rng.integers(-5, 6, n)
+        half = 0.5
+    else:
+        x = rng.uniform(0, 1000, n).round(1)
+        y = (x + rng.uniform(0, 2, n)).round(2)
+        half = 0.005
+    frame = pd.DataFrame({"x": x, "y": y})
+    synth = FITSSynthesizer(seed=0).fit([frame.iloc[i::3] for i in range(3)])
+    [rule] = synth.schema_.rules
+    out = synth.sample(4000)
+    r = residuals(out["y"].to_numpy(float), out["x"].to_numpy(float), rule.slope, rule.intercept)
+    assert r.min() >= rule.lower - half - 1e-9 and r.max() <= rule.upper + half + 1e-9
+
+
+def test_written_is_what_decode_writes():
+    from fits.core.continualization import Encoder
+    from fits.core.schema import ColumnSpec
+
+    y = np.array([-3.0, 0.123456, 2.5, 7.77777, 99.0])
+    spec = ColumnSpec("v", "continuous", "float", lower=0.0, upper=10.0, decimals=2)
+    assert Encoder(spec).written(y).tolist() == [0.0, 0.12, 2.5, 7.78, 10.0]
+    spec = ColumnSpec("d", "continuous", "datetime", lower=0.0, upper=1e9, date_only=True)
+    got = Encoder(spec).written(np.array([86400 * 1.4, 86400 * 2.6]))
+    assert got.tolist() == [86400.0, 3 * 86400.0]

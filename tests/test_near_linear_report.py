@@ -102,15 +102,15 @@ def test_figures_match_an_independent_numpy_computation(fitted, real, synthetic)
 
 
 def test_share_within_bounds(fitted, real, synthetic):
-    """1.0 for the real rows themselves (the bounds are their extremes); fits' output
-    draws the residual truncated so that y stays within y's bounds, not within the
-    residual's, so a row can fall a little outside (one of 600 here); a hand-perturbed
-    table falls outside in the rows moved."""
+    """1.0 for the real rows themselves (the bounds are their extremes) and for fits'
+    output (the residual is drawn within its bounds and y here is not rounded; before
+    the draw kept the residual in its bounds, one row of 600 fell outside); a
+    hand-perturbed table falls outside in the rows moved."""
     rule = fitted.schema_.near_linear["y"]
     assert near_linear_kept(real, real, [rule]).iloc[0]["within"] == 1.0
     fits_share = near_linear_kept(real, synthetic, [rule]).iloc[0]["within"]
     assert fits_share == pytest.approx(by_numpy(real, synthetic, rule)["within"], abs=0)
-    assert fits_share >= 0.99
+    assert fits_share == 1.0
     moved = synthetic.copy()
     moved.loc[:59, "y"] += 10.0  # 60 rows 10 residual sds off the line
     row = near_linear_kept(real, moved, [rule]).iloc[0]

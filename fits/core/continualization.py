@@ -232,6 +232,17 @@ class Encoder:
             x = np.clip(np.round(x, spec.decimals), lo, hi) + 0.0
         return pd.Series(x, name=spec.name)
 
+    def written(self, y: np.ndarray) -> np.ndarray:
+        """The numbers :meth:`decode` writes for a continuous column's values ``y``
+        (clipped to the bounds, rounded as the column is; datetimes as seconds since
+        1970 UTC): a near-linear rule's line is taken at its source as written, so
+        that the column's residual about it is the drawn one up to the column's own
+        rounding (docs/method.md, "Near-linear columns")."""
+        col = self.decode(np.asarray(y, dtype=float))
+        if self.spec.dtype == "datetime":
+            return datetime_seconds(col)
+        return pd.to_numeric(col).to_numpy(dtype=float, na_value=np.nan)
+
     def _decode_labels(self, codes: np.ndarray) -> pd.Series:
         spec = self.spec
         cats = np.empty(spec.n_levels, dtype=object)

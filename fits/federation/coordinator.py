@@ -66,6 +66,7 @@ from fits.core.rules import (
 )
 from fits.core.schema import (
     DataNote,
+    Rule,
     Schema,
     SchemaError,
     SparseColumnError,
@@ -924,11 +925,24 @@ class Coordinator:
                         "slope": r.slope,
                         "intercept": r.intercept,
                         "fill": self._fill(r.column),
+                        **self._clock(r.column),
                     }
                     for r in linear.values()
                 ]
             )
         }
+
+    def _clock(self, column: str) -> dict[str, ConfigValue]:
+        """A near-linear datetime column's clock for configure's ``residuals``
+        (``datetime``: True, ``tz``): the engine's spec of the column is its residual's
+        (float seconds), so the sites need it to read the column as seconds since 1970
+        UTC, as every datetime column is read; empty for numbers."""
+        user = getattr(self, "user_schema", self.schema)
+        assert user is not None
+        spec = user[column]
+        if spec.dtype != "datetime":
+            return {}
+        return {"datetime": True, **({"tz": str(spec.tz)} if spec.tz is not None else {})}
 
     def _fill(self, column: str) -> float:
         """A missing value's place in a continuous chain column (its lower bound; a
@@ -1009,22 +1023,29 @@ class Coordinator:
 
     def _truncated(self, column: str, cdf: np.ndarray, u: np.ndarray, x: np.ndarray) -> np.ndarray:
         """Draws of a near-linear column's residual R (docs/method.md, "Near-linear
-        columns") that keep ``Y = slope x + intercept + R`` within Y's bounds: R is
-        drawn from the row's CDF truncated to ``[Y_lower - (slope x + intercept), Y_upper
-        - (slope x + intercept)]`` (:func:`~fits.core.cdf.truncated_inverse_cdf`), x
-        the source's chain value clipped to its bounds (as its output is, and as
-        :meth:`FITSSynthesizer._decode <fits.synthesizer.FITSSynthesizer>` takes it).  A
-        row whose CDF has no mass there is drawn from R's marginal CDF truncated alike;
-        where that has none either, uniformly on the part of the interval within R's
-        bounds, or, if none, at the interval's end nearest them.  Such rows are counted
-        in :attr:`truncation_fallbacks` (per column: marginal, uniform)."""
+        columns") that keep ``Y = slope x + intercept + R`` within Y's bounds and R
+        within its own (the rule's ``lower``, ``upper``: the real residuals' range): R
+        is drawn from the row's CDF truncated to the intersection of ``[Y_lower -
+        (slope x + intercept), Y_upper - (slope x + intercept)]`` and ``[lower, upper]``
+        (:func:`~fits.core.cdf.truncated_inverse_cdf`), x the source's value as
+        written (:meth:`_source_written`).  Where the two intervals do not meet (x near
+        an end of its range, where the line leaves Y's range), Y's bounds win: R is the
+        point of Y's interval nearest R's bounds.  A row whose CDF has no mass in the
+        interval is drawn from R's marginal CDF truncated alike; where that has none
+        either, uniformly on the interval.  Such rows are counted in
+        :attr:`truncation_fallbacks` (per column: marginal, uniform)."""
         assert self.schema is not None
         rule = self.schema.near_linear[column]
         y_lo, y_hi = self.user_schema[column].bounds
-        x = np.clip(x, *self.user_schema[rule.of[0]].bounds)
+        x = self._source_written(rule, x)
         slope, intercept = float(rule.slope or 0.0), float(rule.intercept or 0.0)
-        lo = residuals(np.full(x.shape, y_lo), x, slope, intercept)
-        hi = residuals(np.full(x.shape, y_hi), x, slope, intercept)
+        lo_y = residuals(np.full(x.shape, y_lo), x, slope, intercept)
+        hi_y = residuals(np.full(x.shape, y_hi), x, slope, intercept)
+        r_lo, r_hi = float(rule.lower or 0.0), float(rule.upper or 0.0)
+        lo, hi = np.maximum(lo_y, r_lo), np.minimum(hi_y, r_hi)
+        apart = lo > hi  # Y's interval wholly below or above R's bounds: its nearest end
+        nearest = np.where(hi_y < r_lo, hi_y, lo_y)
+        lo, hi = np.where(apart, nearest, lo), np.where(apart, nearest, hi)
         r, empty = truncated_inverse_cdf(*self._drawn_cdf(column, cdf), u, lo, hi)
         if empty.any():
             marginal = self.marginal_cdf(column).reshape(1, -1)
@@ -1032,9 +1053,7 @@ class Coordinator:
             f, g = self._drawn_cdf(column, np.broadcast_to(marginal, (rows, marginal.shape[1])))
             lo_e, hi_e = lo[empty], hi[empty]
             r_e, none = truncated_inverse_cdf(f, g, u[empty], lo_e, hi_e)
-            a = np.clip(float(rule.lower or 0.0), lo_e, hi_e)  # [lo, hi] within R's bounds
-            b = np.clip(float(rule.upper or 0.0), lo_e, hi_e)  # (one point if none)
-            r[empty] = np.where(none, np.clip(a + u[empty] * (b - a), lo_e, hi_e), r_e)
+            r[empty] = np.where(none, lo_e + u[empty] * (hi_e - lo_e), r_e)
             counts = self.truncation_fallbacks.setdefault(column, [0, 0])
             counts[0] += rows - int(none.sum())
             counts[1] += int(none.sum())
@@ -1042,14 +1061,24 @@ class Coordinator:
 
     def _line_plus(self, column: str, x: np.ndarray, r: np.ndarray) -> np.ndarray:
         """A near-linear column's chain value from its drawn residual ``r``: the line
-        at the source's chain value ``x`` clipped to its bounds, plus ``r`` -- the
-        column's output value (:meth:`FITSSynthesizer._decode
+        at the source's value as written (:meth:`_source_written`), plus ``r`` -- the
+        column's output value before its own rounding (:meth:`FITSSynthesizer._decode
         <fits.synthesizer.FITSSynthesizer>` clips it to its bounds, which
         :meth:`_truncated` keeps it in), and what every later column's query holds."""
         assert self.schema is not None
         rule = self.schema.near_linear[column]
-        x = np.clip(x, *self.user_schema[rule.of[0]].bounds)
+        x = self._source_written(rule, x)
         return float(rule.slope or 0.0) * x + float(rule.intercept or 0.0) + r
+
+    def _source_written(self, rule: Rule, x: np.ndarray) -> np.ndarray:
+        """A near-linear rule's source X at its chain values ``x`` as the output writes
+        it (clipped to its bounds, rounded to its decimals, whole numbers or datetime
+        unit: :meth:`Encoder.written <fits.core.continualization.Encoder.written>`), so
+        that the written pair's residual is the drawn R up to Y's own rounding: with X
+        taken unrounded, X's rounding would move the written residual by up to slope
+        times half X's step beyond the real residuals' range (a whole day for two date
+        columns)."""
+        return Encoder(self.user_schema[rule.of[0]]).written(x)
 
     def _declare(self, rows: int) -> None:
         """(Re)send the configure messages with ``rows`` declared; keep the sites' replies."""
