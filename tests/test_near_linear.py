@@ -120,6 +120,33 @@ def test_the_threshold_and_the_exclusions():
     assert all(r.kind != "linear" for r in synth.schema_.rules)
 
 
+def test_near_copies_each_take_their_best_source_left():
+    """A Y whose best source is already another pair's residual takes its best source
+    left (before, it was dropped): in the selection alone (c's best, b, is a residual),
+    and with eight near-copies of one column (noise sd 0.05-0.15), every copy drawn on
+    c0 and the copies' correlations back."""
+    from fits.core.rules import select_near_linear
+
+    fit = (1.0, 0.0)
+    cands = [
+        {"kind": "linear", "column": y, "of": [x]} for y, x in [("b", "a"), ("c", "a"), ("c", "b")]
+    ]
+    kept = select_near_linear(cands, [(*fit, 0.99), (*fit, 0.96), (*fit, 0.98)])
+    assert [(k["column"], k["of"][0], k["r2"]) for k in kept] == [
+        ("b", "a", 0.99),
+        ("c", "a", 0.96),
+    ]
+    rng = np.random.default_rng(0)
+    n = 400
+    base = rng.normal(0, 1, n)
+    frame = pd.DataFrame({f"c{i}": base + rng.normal(0, 0.05 * (1 + i % 3), n) for i in range(8)})
+    synth = FITSSynthesizer(seed=0).fit([frame.iloc[i::3] for i in range(3)])
+    pairs = {r.column: r.of[0] for r in synth.schema_.rules if r.kind == "linear"}
+    assert pairs == {f"c{i}": "c0" for i in range(1, 8)}
+    gap = np.abs(frame.corr().to_numpy() - synth.sample(400).corr().to_numpy())
+    assert gap.mean() < 0.005
+
+
 # ------------------------------------------------------------------ sampling
 def test_the_truncated_draw_is_the_inverse_of_u_moved_into_f_lo_f_hi():
     grid = np.linspace(-1.0, 1.0, 9)

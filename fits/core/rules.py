@@ -1472,27 +1472,27 @@ def near_linear_fits(
 def select_near_linear(
     cands: Sequence[Candidate], fits: Sequence[tuple[float, float, float] | None]
 ) -> list[Candidate]:
-    """The pairs to draw as residuals: R^2 >= :data:`NEAR_LINEAR_R2`; per Y the X with
-    the highest R^2; then, from the highest R^2 down, a pair is kept unless its Y is
-    already another kept pair's X or Y, or its X another's Y (so every source is
-    drawn as itself and every residual's column is no other rule's source).
+    """The pairs to draw as residuals: of the pairs with R^2 >= :data:`NEAR_LINEAR_R2`,
+    from the highest R^2 down (ties in chain order), a pair is kept unless its Y is
+    already a kept pair's X or Y, or its X a kept pair's Y.  So every source is drawn
+    as itself, every residual's column is no other rule's source, each Y has one rule,
+    and a Y whose best source became another pair's residual takes its best source
+    left (of near-copies c0, c1, c2, ..., each later one on c0).
 
     Returns
     -------
     list of dict
         Candidates with ``slope``, ``intercept`` and ``r2``.
     """
-    best: dict[str, Candidate] = {}
-    for cand, fit in zip(cands, fits, strict=True):
-        if fit is None or not fit[2] >= NEAR_LINEAR_R2:
-            continue
-        y = cand["column"]
-        if y not in best or fit[2] > best[y]["r2"]:
-            best[y] = {**cand, "slope": fit[0], "intercept": fit[1], "r2": fit[2]}
+    qualified = [
+        {**cand, "slope": fit[0], "intercept": fit[1], "r2": fit[2]}
+        for cand, fit in zip(cands, fits, strict=True)
+        if fit is not None and fit[2] >= NEAR_LINEAR_R2
+    ]
     kept: list[Candidate] = []
     ys: set[str] = set()
     xs: set[str] = set()
-    for cand in sorted(best.values(), key=lambda c: -c["r2"]):  # stable: chain order
+    for cand in sorted(qualified, key=lambda c: -c["r2"]):  # stable: chain order
         y, x = cand["column"], cand["of"][0]
         if y in ys or y in xs or x in ys:
             continue
