@@ -1112,7 +1112,7 @@ def schema_command(
     if linear:
         typer.echo(f"near-linear columns ({len(linear)}), each drawn as its residual:")
         for rule in linear:
-            typer.echo(f"  {rule.describe()}")
+            typer.echo(f"  {rule.describe(clock=merged[rule.column].dtype == 'datetime')}")
 
 
 @app.command()

@@ -816,8 +816,10 @@ class Rule:
         """``"function"`` rules: the mapping as a dict (determinant values) -> value."""
         return {tuple(plain(v) for v in e[:-1]): plain(e[-1]) for e in self.mapping or []}
 
-    def describe(self) -> str:
-        """One line: ``"b = f(a1, a2)"`` or ``"t = p1 + p2"``."""
+    def describe(self, clock: bool = False) -> str:
+        """One line: ``"b = f(a1, a2)"`` or ``"t = p1 + p2"``; ``clock``: a
+        ``"linear"`` rule between two datetime columns, told as the duration from its
+        source (``"end = start + duration in [0 days 00:01:00, 0 days 02:00:00]"``)."""
         if self.kind == "sum":
             return f"{self.column} = {' + '.join(self.of)}"
         if self.kind == "affine":
@@ -829,6 +831,10 @@ class Rule:
             if self.tolerance is not None:
                 text = f"{text} (within {self.tolerance:.3g})"
             return f"{self.column} = {text}"
+        if self.kind == "linear" and clock:  # slope 1: intercept + R is the duration
+            b = float(self.intercept or 0.0)
+            lo, hi = (pd.Timedelta(seconds=b + float(v or 0.0)) for v in (self.lower, self.upper))
+            return f"{self.column} = {self.of[0]} + duration in [{lo}, {hi}] (near-linear)"
         if self.kind == "linear":
             a, b = float(self.slope or 0.0), float(self.intercept or 0.0)
             sign = "-" if b < 0 else "+"
