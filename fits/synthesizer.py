@@ -1465,7 +1465,8 @@ class FITSSynthesizer(BaseEstimator):
             if outside:
                 raise ValueError(
                     f"the known values: {outside} row(s) have {name!r} farther from its "
-                    f"near-linear rule's line ({rule.describe()}) than any real row (a "
+                    f"near-linear rule's line ({rule.describe(clock=_clock(self, name))}) "
+                    "than any real row (a "
                     f"residual outside [{lo:.6g}, {hi:.6g}]); fits draws only "
                     f"within the real data's range: give values of {name!r} closer to the "
                     f"line, or fit with the rule switched off (near_linear=False, "
@@ -1539,9 +1540,10 @@ class FITSSynthesizer(BaseEstimator):
         for c in names:
             rule = schema.near_linear.get(c)
             if rule is not None and rule.of[0] not in names:
+                told = rule.describe(clock=_clock(self, c))
                 raise ValueError(
                     f"column {c!r} is drawn as its residual about a line in "
-                    f"{rule.of[0]!r} (its near-linear rule {rule.describe()}), so it can be "
+                    f"{rule.of[0]!r} (its near-linear rule {told}), so it can be "
                     f"given only with {rule.of[0]!r}: give {rule.of[0]!r} too, or fit with "
                     "the rule switched off (near_linear=False, --no-near-linear, or delete "
                     "it from the schema's rules)"
@@ -1697,6 +1699,11 @@ class FITSSynthesizer(BaseEstimator):
                     col = col.astype(np.int64)
                 cols[rule.column] = restore_dtype(col, spec)
         return pd.DataFrame(cols)[[c for c in self._columns if c in cols]]
+
+
+def _clock(synth: FITSSynthesizer, column: str) -> bool:
+    """Whether ``column`` is a datetime column (its near-linear rule: a duration)."""
+    return bool(synth.schema_[column].dtype == "datetime")
 
 
 def _exact_point_mass(
