@@ -1029,6 +1029,31 @@ def test_a_near_linear_column_through_flower_records_plain_and_secure(tmp_path):
         assert synthetic["y"].isna().any() and synthetic["w"].notna().all()
 
 
+def test_a_datetime_pair_through_flower_records(tmp_path):
+    """Two date columns (a near-linear rule of slope 1: the stay) read from CSV text at
+    the sites, with the datetime clock in configure's ``residuals``: the same table as
+    in process, bit for bit, and every stay within the real ones."""
+    rng = np.random.default_rng(5)
+    admitted = pd.Timestamp("2020-01-01") + pd.to_timedelta(rng.integers(0, 1460, 900), "D")
+    stay = pd.to_timedelta(rng.integers(0, 30, 900), "D")
+    frame = pd.DataFrame(
+        {
+            "admitted": admitted.strftime("%Y-%m-%d"),
+            "discharged": (admitted + stay).strftime("%Y-%m-%d"),
+        }
+    )
+    paths, tables = _three_sites(frame, tmp_path)
+    grid = FakeGrid(_node_configs(paths))
+    out = tmp_path / "synthetic.csv"
+    run_synthesis(grid, {"output": str(out), "rows": 300, "seed": 4})
+    synthetic = read_table(out)
+    synth = FITSSynthesizer({n: KERNELS[n] for n in tables}, seed=4).fit(tables)
+    assert [(r.kind, r.slope) for r in synth.schema_.rules] == [("linear", 1.0)]
+    pd.testing.assert_frame_equal(synthetic, synth.sample(300), check_exact=True)
+    days = (synthetic["discharged"] - synthetic["admitted"]).dt.days
+    assert days.min() >= 0 and days.max() <= 29
+
+
 def test_column_totals_through_flower_records_plain_and_secure(tmp_path, monkeypatch):
     """Rule detection's totals stage (asked here on a small table, its threshold
     lowered) travels as Flower records: summed in the clear or masked (secure), with the
