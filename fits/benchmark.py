@@ -642,13 +642,16 @@ class BenchmarkResult:
             "synthetic rows within the range |",
             "| --- | --- | --- | --- | --- | --- | --- | --- |",
         ]
-        rules = list(dict.fromkeys(rec["rule"] for _, rec in found))
+        # one row per pair over the repeats: each repeat's training split has its own
+        # line, so the pair is told by its columns (one repeat's line: as found)
+        pairs = list(dict.fromkeys((rec["column"], rec["of"]) for _, rec in found))
         for gen in self.config["generators"]:
-            for rule in rules:
-                recs = [r for g, r in found if g == gen and r["rule"] == rule]
+            for column, of in pairs:
+                recs = [r for g, r in found if g == gen and (r["column"], r["of"]) == (column, of)]
                 if recs:
+                    told = recs[0]["rule"] if len(recs) == 1 else f"{column} on {of}"
                     lines.append(
-                        f"| {GENERATOR_NAMES.get(gen, gen)} | {rule} | "
+                        f"| {GENERATOR_NAMES.get(gen, gen)} | {told} | "
                         + " | ".join(
                             _fmt(*_mean_sd([r[key] for r in recs]), 4)
                             for key in (
