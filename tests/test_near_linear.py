@@ -243,7 +243,9 @@ def test_the_chain_holds_the_column_and_the_output_is_it_once(fitted):
 
 def test_a_boosted_later_column_bins_the_column_on_its_own_scale():
     parts = toy(n=150)
-    synth = FITSSynthesizer(seed=0, near_linear=True, column_models={"z": "boosting"})
+    synth = FITSSynthesizer(
+        seed=0, near_linear=True, column_models={"z": "boosting"}, boosting={"n_trees": 3}
+    )
     synth.fit(parts)
     coord = synth.coordinator
     assert "income2" in synth.schema_.near_linear
