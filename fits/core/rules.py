@@ -1515,7 +1515,9 @@ def detect_near_linear(
     maskable), :func:`select_near_linear`, then ``residuals``: each site's min and max
     of each kept pair's residual, merged (the smallest minimum, the largest maximum)
     into the rule's ``lower`` and ``upper``.  A pair whose residual is constant or
-    held by no row is dropped.
+    held by no row is dropped, and the pairs are selected again without it (one more
+    ``residuals`` round for the pairs it let in): so a column copied exactly where it
+    is present does not keep its source and itself from their other sources.
 
     Returns
     -------
@@ -1526,22 +1528,31 @@ def detect_near_linear(
     if not cands:
         return []
     pooled = _pooled_moments(ask, cands)
-    kept = select_near_linear(cands, near_linear_fits(schema, cands, pooled))
-    if not kept:
-        return []
-    asked = [{k: c[k] for k in ("kind", "column", "of", "slope", "intercept")} for c in kept]
-    extremes = ask("residuals", asked)
-    _check_lengths(extremes, 2 * len(asked), sites, "residuals")
-    both = np.stack([np.asarray(e, dtype=float).reshape(-1, 2) for e in extremes])
+    lines = near_linear_fits(schema, cands, pooled)
+    bounds: dict[tuple[str, str], tuple[float, float] | None] = {}
+    while True:
+        kept = select_near_linear(cands, lines)
+        # a dropped pair (a constant residual: Y a copy of X where Y is present, which
+        # the exact rules do not take when Y has missing values) must not block the
+        # others of its columns: select again without it, asking only the new pairs
+        new = [c for c in kept if (c["column"], c["of"][0]) not in bounds]
+        if not new:
+            break
+        for key, b in zip(
+            [(c["column"], c["of"][0]) for c in new],
+            _residual_bounds(ask, sites, new),
+            strict=True,
+        ):
+            bounds[key] = b
+        dropped = {key for key, b in bounds.items() if b is None}
+        lines = [
+            None if (c["column"], c["of"][0]) in dropped else f
+            for c, f in zip(cands, lines, strict=True)
+        ]
     rules = []
-    for k, cand in enumerate(asked):
-        lows, highs = both[:, k, 0], both[:, k, 1]
-        held = ~np.isnan(lows)
-        if not held.any():
-            continue
-        lo, hi = float(lows[held].min()), float(highs[held].max())
-        if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
-            continue
+    for cand in kept:
+        b = bounds[(cand["column"], cand["of"][0])]
+        assert b is not None  # dropped pairs are not selected
         rules.append(
             Rule(
                 cand["column"],
@@ -1549,9 +1560,32 @@ def detect_near_linear(
                 "linear",
                 slope=float(cand["slope"]),
                 intercept=float(cand["intercept"]),
-                lower=lo,
-                upper=hi,
+                lower=b[0],
+                upper=b[1],
             )
         )
     pos = {c: i for i, c in enumerate(schema.order)}
     return sorted(rules, key=lambda r: pos[r.column])
+
+
+def _residual_bounds(
+    ask: Ask, sites: Sequence[str], kept: Sequence[Candidate]
+) -> list[tuple[float, float] | None]:
+    """The ``residuals`` stage for ``kept``: per pair the smallest minimum and the
+    largest maximum of its residual over the sites; None where no row holds it or the
+    residual is constant (the pair is then dropped)."""
+    asked = [{k: c[k] for k in ("kind", "column", "of", "slope", "intercept")} for c in kept]
+    extremes = ask("residuals", asked)
+    _check_lengths(extremes, 2 * len(asked), sites, "residuals")
+    both = np.stack([np.asarray(e, dtype=float).reshape(-1, 2) for e in extremes])
+    out: list[tuple[float, float] | None] = []
+    for k in range(len(asked)):
+        lows, highs = both[:, k, 0], both[:, k, 1]
+        held = ~np.isnan(lows)
+        if not held.any():
+            out.append(None)
+            continue
+        lo, hi = float(lows[held].min()), float(highs[held].max())
+        ok = math.isfinite(lo) and math.isfinite(hi) and lo < hi
+        out.append((lo, hi) if ok else None)
+    return out
