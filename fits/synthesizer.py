@@ -1463,11 +1463,20 @@ class FITSSynthesizer(BaseEstimator):
             lo, hi = float(rule.lower or 0.0), float(rule.upper or 0.0)
             outside = int(np.sum((held < lo) | (held > hi)))
             if outside:
+                first = float(held[(held < lo) | (held > hi)][0])
+                if _clock(self, name):  # a datetime pair: R + intercept is the duration
+                    b = float(rule.intercept or 0.0)
+                    lo_t, hi_t, first_t = (pd.Timedelta(seconds=b + v) for v in (lo, hi, first))
+                    told = (
+                        f"a duration from {rule.of[0]!r} outside [{lo_t}, {hi_t}]: "
+                        f"{first_t} in the first"
+                    )
+                else:
+                    told = f"a residual outside [{lo:.6g}, {hi:.6g}]: {first:.6g} in the first"
                 raise ValueError(
                     f"the known values: {outside} row(s) have {name!r} farther from its "
                     f"near-linear rule's line ({rule.describe(clock=_clock(self, name))}) "
-                    "than any real row (a "
-                    f"residual outside [{lo:.6g}, {hi:.6g}]); fits draws only "
+                    f"than any real row ({told}); fits draws only "
                     f"within the real data's range: give values of {name!r} closer to the "
                     f"line, or fit with the rule switched off (near_linear=False, "
                     "--no-near-linear, or delete it from the schema's rules)"

@@ -63,3 +63,18 @@ def test_an_exact_copy_with_missing_values_does_not_cost_its_columns_their_rules
     for y in ("income2", "copy"):
         both = syn[["income", y]].dropna()
         assert np.corrcoef(both["income"], both[y])[0, 1] > 0.999
+
+
+def test_a_known_stay_off_the_real_durations_is_told_as_a_duration(tmp_path: Path) -> None:
+    """A known discharge before its admission is refused (exit 1) naming the real
+    durations, not the residual's bounds in seconds since 1970 (+-1.3e+06)."""
+    sites = _sites(tmp_path)
+    known = tmp_path / "known.csv"
+    known.write_text("admitted,discharged\n2022-01-10,2022-01-01\n")
+    out = tmp_path / "out.csv"
+    order = "admitted,discharged,income,income2,copy"
+    res = run("synthesize", *sites, "--known", known, "--order", order, "--out", out, "-q")
+    assert res.returncode == 1, res.stderr
+    assert "a duration from 'admitted' outside [0 days 00:00:00, 29 days 00:00:00]" in res.stderr
+    assert "-9 days" in res.stderr and "e+06" not in res.stderr
+    assert not out.exists()
