@@ -78,3 +78,28 @@ def test_a_known_stay_off_the_real_durations_is_told_as_a_duration(tmp_path: Pat
     assert "a duration from 'admitted' outside [0 days 00:00:00, 29 days 00:00:00]" in res.stderr
     assert "-9 days" in res.stderr and "e+06" not in res.stderr
     assert not out.exists()
+
+
+def test_a_schema_whose_duration_bounds_are_too_narrow_is_told_in_durations(
+    tmp_path: Path,
+) -> None:
+    """A user narrows a datetime pair's residual bounds in the schema file: refused
+    (exit 1) naming the file, the rule as a duration and the unit of "lower"/"upper"
+    (seconds about the intercept), not as ``1 * admitted + 1.28e+06``."""
+    sites = _sites(tmp_path)
+    schema = tmp_path / "s.json"
+    assert run("schema", *sites, "--out", schema).returncode == 0
+    doc = json.loads(schema.read_text())
+    for rule in doc["rules"]:
+        if rule["column"] == "discharged":
+            rule["lower"], rule["upper"] = -1.0, 1.0
+    schema.write_text(json.dumps(doc))
+    out = tmp_path / "out.csv"
+    res = run("synthesize", *sites, "--schema", schema, "--rows", "50", "--out", out, "-q")
+    assert res.returncode == 1, res.stderr
+    assert f"--schema {str(schema)!r}" in res.stderr
+    assert "discharged = admitted + duration in [" in res.stderr
+    assert "has durations outside those bounds" in res.stderr
+    assert 'seconds about its "intercept"' in res.stderr
+    assert "1 * admitted" not in res.stderr and "Traceback" not in res.stderr
+    assert not out.exists()

@@ -1307,12 +1307,23 @@ def verify_rules(schema: Schema, ask: Ask, sites: Sequence[str]) -> None:
         against = [s for s, a in zip(sites, answers, strict=True) if a[k] != 1]
         if against:
             if rule.kind == "linear":
+                clock = schema[rule.column].dtype == "datetime"  # told as durations
+                off = (
+                    "durations outside those bounds"
+                    if clock
+                    else f"residuals outside [{rule.lower}, {rule.upper}]"
+                )
+                unit = (
+                    ' (seconds about its "intercept": a duration is intercept + residual)'
+                    if clock
+                    else ""
+                )
                 raise SchemaError(
                     f"the schema's near-linear rule for column {rule.column!r} "
-                    f"({rule.describe()}) has residuals outside [{rule.lower}, {rule.upper}] "
+                    f"({rule.describe(clock=clock)}) has {off} "
                     f"(or {rule.of[0]!r} missing where {rule.column!r} is not) at "
-                    f'{", ".join(against)}; widen the rule\'s "lower"/"upper", remove it '
-                    'from "rules" in the schema, or switch near-linear columns off'
+                    f'{", ".join(against)}; widen the rule\'s "lower"/"upper"{unit}, remove '
+                    'it from "rules" in the schema, or switch near-linear columns off'
                 )
             raise SchemaError(
                 f"the schema's rule for column {rule.column!r} ({rule.describe()}) does not "
