@@ -173,6 +173,24 @@ def _echo_warnings(caught: list[warnings.WarningMessage]) -> None:
         typer.echo(f"{label}: {w.message}", err=True)
 
 
+def _echo_draw_warnings(
+    caught: list[warnings.WarningMessage],
+    fallbacks: Mapping[str, Sequence[int]],
+    before: Mapping[str, Sequence[int]],
+) -> None:
+    """Print the warnings of the draw as :func:`_echo_warnings` does, with the
+    near-linear fallback notes (one per column and chunk) as one note per column of
+    their counts over the whole draw (``fallbacks`` now less ``before``)."""
+    from fits.federation.coordinator import FallbackNote, fallback_message
+
+    _echo_warnings([w for w in caught if not issubclass(w.category, FallbackNote)])
+    for column, (marginal, uniform) in fallbacks.items():
+        m = marginal - before.get(column, (0, 0))[0]
+        k = uniform - before.get(column, (0, 0))[1]
+        if m or k:
+            typer.echo(f"note: {fallback_message(column, m, k)}", err=True)
+
+
 def _parse_kinds(kind: list[str] | None, schema: Path | None = None) -> dict[str, str]:
     """``--kind COL=KIND`` (or ``COL:KIND``) options as a mapping (usage errors name
     the option; :func:`~fits.cli.options.parse_kinds`; a column given two kinds is
@@ -670,7 +688,12 @@ def synthesize(
         if bar is None and phases is not None:  # no bar: the boost rounds in lines
             callback = _boosting_lines(phases)
         check = _release_check(tables, synth, seed)
-        with bar if bar is not None else _nothing():
+        fallbacks = {c: tuple(v) for c, v in synth.coordinator.truncation_fallbacks.items()}
+        with (
+            bar if bar is not None else _nothing(),
+            warnings.catch_warnings(record=True) as drawn,  # printed below the bar
+        ):
+            warnings.simplefilter("always")
             if known is not None:
                 assert known_table is not None  # read before the fit
                 written, check = _complete_rows(
@@ -681,6 +704,7 @@ def synthesize(
                 written, check = _stream_rows(synth, rows, out, callback, check, quiet)
             if written == 0:  # --rows 0 or a known table of no rows: the header alone,
                 check = None  # no synthetic row to check
+        _echo_draw_warnings(drawn, synth.coordinator.truncation_fallbacks, fallbacks)
     elapsed = time.perf_counter() - start
     sizes = ", ".join(
         f"{n} ({m} rows)" for n, m in zip(synth.client_names_, synth.n_rows_, strict=True)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from conftest import fits_in_process as run
 
@@ -103,3 +104,29 @@ def test_a_schema_whose_duration_bounds_are_too_narrow_is_told_in_durations(
     assert 'seconds about its "intercept"' in res.stderr
     assert "1 * admitted" not in res.stderr and "Traceback" not in res.stderr
     assert not out.exists()
+
+
+def test_fallback_notes_of_the_draw_are_one_note_per_column(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rows a near-linear column draws by a fallback are told once per column over
+    the whole draw, as ``note: ...``; before, each chunk's DataNote escaped the CLI as
+    a raw Python warning (``.../synthesizer.py:1141: DataNote: ...`` and a source line)."""
+    from fits.federation.coordinator import Coordinator
+
+    original = Coordinator._note_fallbacks
+
+    def one_more(self: Coordinator, before: dict[str, tuple[int, int]]) -> None:
+        counts = self.truncation_fallbacks.setdefault("income2", [0, 0])
+        counts[0] += 1  # one row per draw from the residual's marginal
+        original(self, before)
+
+    monkeypatch.setattr(Coordinator, "_note_fallbacks", one_more)
+    sites = _sites(tmp_path)
+    out = tmp_path / "out.csv"
+    res = run("synthesize", *sites, "--rows", "3000", "--out", out, "--seed", "1", "-q")
+    assert res.returncode == 0, res.stderr
+    notes = [x for x in res.stderr.splitlines() if "near-linear residual" in x]
+    assert len(notes) == 1, res.stderr
+    assert notes[0].startswith("note: column 'income2' (drawn as its near-linear residual): ")
+    assert "DataNote" not in res.stderr and "FallbackNote" not in res.stderr

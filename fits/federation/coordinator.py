@@ -105,7 +105,15 @@ from fits.federation.protocol import (
 from fits.federation.secure import unmask_sum
 from fits.federation.transport import ClientError, Transport
 
-__all__ = ["ALL_COLUMNS", "COLUMN_MODELS", "Coordinator", "MAX_BATCH", "ROUNDS"]
+__all__ = [
+    "ALL_COLUMNS",
+    "COLUMN_MODELS",
+    "Coordinator",
+    "FallbackNote",
+    "MAX_BATCH",
+    "ROUNDS",
+    "fallback_message",
+]
 
 #: Total kernel weight at or below which a query is "far from all data" (degenerate).
 DEGENERATE_WEIGHT = 1e-250
@@ -2496,17 +2504,39 @@ class Coordinator:
         return out
 
     def _note_fallbacks(self, before: Mapping[str, Sequence[int]]) -> None:
-        """A :class:`~fits.core.schema.DataNote` per near-linear column some of whose
-        rows this draw took from a fallback (:meth:`_truncated`)."""
+        """A :class:`FallbackNote` per near-linear column some of whose rows this draw
+        took from a fallback (:meth:`_truncated`)."""
         for column, (marginal, uniform) in self.truncation_fallbacks.items():
             m = marginal - before.get(column, (0, 0))[0]
             k = uniform - before.get(column, (0, 0))[1]
             if m or k:
-                warnings.warn(
-                    f"column {column!r} (drawn as its near-linear residual): {m + k} "
-                    "synthetic row(s) had no conditional mass of the residual where the "
-                    f"column stays within its bounds; {m} drawn from the residual's "
-                    f"marginal there, {k} uniformly within the bounds",
-                    DataNote,
-                    stacklevel=3,
-                )
+                warnings.warn(fallback_message(column, m, k), FallbackNote, stacklevel=3)
+
+
+class FallbackNote(DataNote):
+    """Rows of a near-linear column one draw (one :meth:`Coordinator.sample` call) took
+    from a fallback; ``fits synthesize`` prints one note per column over all its
+    chunks instead (:func:`fallback_message` of the summed counts)."""
+
+
+def fallback_message(column: str, marginal: int, uniform: int) -> str:
+    """The text of a :class:`FallbackNote`.
+
+    Parameters
+    ----------
+    column : str
+        The near-linear column.
+    marginal, uniform : int
+        Rows drawn from the residual's marginal, and uniformly within the bounds.
+
+    Returns
+    -------
+    str
+        One sentence naming the column and the counts.
+    """
+    return (
+        f"column {column!r} (drawn as its near-linear residual): {marginal + uniform} "
+        "synthetic row(s) had no conditional mass of the residual where the column stays "
+        f"within its bounds; {marginal} drawn from the residual's marginal there, "
+        f"{uniform} uniformly within the bounds"
+    )
