@@ -130,3 +130,40 @@ def test_fallback_notes_of_the_draw_are_one_note_per_column(
     assert len(notes) == 1, res.stderr
     assert notes[0].startswith("note: column 'income2' (drawn as its near-linear residual): ")
     assert "DataNote" not in res.stderr and "FallbackNote" not in res.stderr
+
+
+def _stays(tmp_path: Path) -> list[pd.DataFrame]:
+    return [pd.read_csv(p, parse_dates=["admitted", "discharged"]) for p in _sites(tmp_path)]
+
+
+def test_the_report_tells_a_pair_of_dates_as_durations(tmp_path: Path) -> None:
+    """fits report's near-linear section on a pair of dates: the fit's slope-1 line
+    (intercept + residual is the stay) and its figures as durations, whether the rule
+    is the synthesizer's (in seconds: before, shown as ``1 * admitted + 1.2998e+06``
+    with its bounds, +-1.3e+06 seconds, read as days, so every synthetic row was
+    "within") or found on the report's tables (as numbers in days: before, a fitted
+    slope 0.99997 and bare figures in days)."""
+    from fits import FITSSynthesizer, evaluate
+
+    frames = _stays(tmp_path)
+    real = pd.concat(frames, ignore_index=True)
+    synth = FITSSynthesizer(seed=0).fit(frames)
+    synthetic = synth.sample(300, seed=1)
+    opts = {"utility": False, "privacy": False, "n_jobs": 1}
+    for settings in (synth, None):
+        rep = evaluate(real, synthetic, clients=frames, settings=settings, **opts)
+        row = next(r for r in rep.data["near_linear"] if r["column"] == "discharged")
+        assert row["rule"] == "discharged = admitted + duration"
+        assert row["slope"] == 1.0
+        assert row["duration_text"]["lower"] == "0 days"
+        assert row["duration_text"]["upper"] == "29 days"
+        assert row["duration_text"]["real_sd"].endswith(" days")
+        assert row["within"] == 1.0  # fits keeps every stay within the real ones
+        assert 0.7 < row["sd_ratio"] < 1.3
+        page = rep.to_html()
+        assert "<td>29 days</td>" in page
+        assert any(
+            line.startswith("Near-linear discharged on admitted: residual sd about the line, real ")
+            and " days, synthetic " in line
+            for line in rep.summary().splitlines()
+        )

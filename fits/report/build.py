@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import math
 import os
 import re
 import time
@@ -496,7 +497,9 @@ def evaluate(
         Default: the fitted synthesizer's (``settings.schema_.rules``) if it used any,
         else the rules that hold in every row of every client (or of ``train``, else
         of ``real``) and the near-linear pairs there, found as a fit's setup finds
-        them; an empty list leaves both sections out.
+        them; an empty list leaves both sections out.  A near-linear rule between two
+        datetime columns given here or by the synthesizer is in the fit's units
+        (seconds); the section tells its bounds and spreads as durations.
 
     Returns
     -------
@@ -622,6 +625,8 @@ class _Inputs:
     #: numeric column -> (its indicator column, the rows of the real table and of the
     #: synthetic table with a value), for the columns with missing values
     present: dict[str, tuple[str, np.ndarray, np.ndarray]] = field(default_factory=dict)
+    #: the datetime columns, held in the tables as days since 1970-01-01 UTC
+    dates: list[str] = field(default_factory=list)
 
 
 def _check_frames(real: Any, synthetic: Any) -> None:
@@ -823,6 +828,11 @@ def _check_inputs(
     # the clients under labels of their own: a client named "synthetic" (its file
     # synthetic.csv) replaced the synthetic table here, and one named "test" the test set
     tables.update({labels[n]: f for n, f in client_frames.items()})
+    dates = [  # datetime columns (days since 1970 from here on)
+        c
+        for c in columns
+        if any(pd.api.types.is_datetime64_any_dtype(f[c].dtype) for f in tables.values())
+    ]
     present = _comparable(
         tables, columns, kinds, targets, notes, pooled=("train",) if pooled else ()
     )
@@ -835,7 +845,7 @@ def _check_inputs(
         raise ValueError("every column is a target: no covariates are left")
     return _Inputs(
         real, synthetic, columns, kinds, targets, tasks, covariates, train, test, client_frames,
-        notes, present,
+        notes, present, dates,
     )  # fmt: skip
 
 
@@ -1125,6 +1135,7 @@ def _rules_step(
     residual spread of each near-linear pair about its line ("Near-linear columns")."""
     from fits.evaluation.rules import near_linear_kept, rules_kept
 
+    detected: list[Any] = []
     if rules is None:
         # the synthesizer's rules of each kind (exact, near-linear); of a kind it used
         # none of (rules=False, near_linear=False, or none found), those of the real rows
@@ -1134,11 +1145,16 @@ def _rules_step(
         if not exact or not linear:
             found = _detect_rules(inputs) or []  # None: not detected (a note says why)
             exact = exact or [r for r in found if _rule_kind(r) != "linear"]
-            linear = linear or [r for r in found if _rule_kind(r) == "linear"]
+            if not linear:
+                linear = detected = [r for r in found if _rule_kind(r) == "linear"]
         rules = [*exact, *linear]
     usable = [r for r in rules if all(c in inputs.synthetic.columns for c in _rule_columns(r))]
     table = rules_kept(inputs.synthetic, usable)
-    linear = [r for r in usable if _rule_kind(r) == "linear"]
+    linear = [
+        _in_days(r, inputs, fitted=not any(r is d for d in detected))
+        for r in usable
+        if _rule_kind(r) == "linear"
+    ]
     if not linear:
         return jsonable(table.to_dict(orient="records")), []
     columns = sorted({c for r in linear for c in _rule_columns(r)})
@@ -1147,7 +1163,63 @@ def _rules_step(
         _with_missing(inputs.synthetic, columns, inputs.present, 2),
         linear,
     )
-    return jsonable(table.to_dict(orient="records")), jsonable(near.to_dict(orient="records"))
+    records = near.to_dict(orient="records")
+    for row in records:  # a pair of dates: its figures as durations, told apart
+        if row["column"] in inputs.dates and row["of"] in inputs.dates:
+            b = float(row["intercept"])
+            row["rule"] = f"{row['column']} = {row['of']} + duration"
+            row["duration_text"] = {
+                "lower": _duration(b + float(row["lower"])),
+                "upper": _duration(b + float(row["upper"])),
+                "real_sd": _duration(float(row["real_sd"])),
+                "synthetic_sd": _duration(float(row["synthetic_sd"])),
+            }
+    return jsonable(table.to_dict(orient="records")), jsonable(records)
+
+
+def _in_days(rule: Any, inputs: _Inputs, *, fitted: bool) -> dict[str, Any]:
+    """A ``"linear"`` rule as a dict on the report's scale.  Between two datetime
+    columns (days since 1970 here) it is the fit's: slope 1, so intercept + residual
+    is the duration.  A fitted synthesizer's rule holds seconds (divided by 86,400);
+    one detected on the report's tables (as numbers: a fitted slope) is replaced by
+    the slope-1 line of the same rows, with the residual's bounds over them."""
+    d = dict(rule.to_dict() if hasattr(rule, "to_dict") else rule)
+    y, x = str(d["column"]), str(d["of"][0])
+    if y not in inputs.dates or x not in inputs.dates:
+        return d
+    if fitted:
+        for key in ("intercept", "lower", "upper"):
+            d[key] = float(d[key]) / 86400.0
+        return d
+    frames = list(inputs.clients.values()) or [
+        inputs.train if inputs.train is not None else inputs.real
+    ]
+    diff = np.concatenate(
+        [
+            pd.to_numeric(f[y], errors="coerce").to_numpy(dtype=float)
+            - pd.to_numeric(f[x], errors="coerce").to_numpy(dtype=float)
+            for f in frames
+        ]
+    )
+    diff = diff[np.isfinite(diff)]
+    if not diff.size:
+        return d
+    b = float(diff.mean())
+    d.update(slope=1.0, intercept=b, lower=float(diff.min()) - b, upper=float(diff.max()) - b)
+    return d
+
+
+def _duration(days: float) -> str:
+    """A duration in days as words: ``"29 days"``, ``"2.5 hours"``, ``"-3 minutes"``,
+    ``"12 seconds"`` (3 significant digits); ``""`` for NaN."""
+    if not math.isfinite(days):
+        return ""
+    if days == 0:
+        return "0 days"
+    for unit, size in (("days", 1.0), ("hours", 1 / 24), ("minutes", 1 / 1440)):
+        if abs(days) >= size:
+            return f"{days / size:.3g} {unit}"
+    return f"{days * 86400:.3g} seconds"
 
 
 def _detect_rules(inputs: _Inputs) -> list[Any] | None:
@@ -1422,9 +1494,12 @@ def _summary_lines(data: Mapping[str, Any]) -> list[str]:
             )
         lines.append(line)
     for r in data.get("near_linear") or []:
+        told = r.get("duration_text")  # a pair of dates: durations
+        real_sd = told["real_sd"] if told else fmt_number(r["real_sd"])
+        syn_sd = told["synthetic_sd"] if told else fmt_number(r["synthetic_sd"])
         lines.append(
             f"Near-linear {r['column']} on {r['of']}: residual sd about the line, real "
-            f"{fmt_number(r['real_sd'])}, synthetic {fmt_number(r['synthetic_sd'])} (ratio "
+            f"{real_sd}, synthetic {syn_sd} (ratio "
             f"{fmt_number(r['sd_ratio'])}); correlation real {fmt_number(r['real_corr'])}, "
             f"synthetic {fmt_number(r['synthetic_corr'])}; {fmt_percent(r['within'])} of "
             "synthetic rows within the real residual range"
