@@ -167,3 +167,35 @@ def test_the_report_tells_a_pair_of_dates_as_durations(tmp_path: Path) -> None:
             and " days, synthetic " in line
             for line in rep.summary().splitlines()
         )
+
+
+@pytest.mark.parametrize(("width", "told"), [(100, False), (120, True)])
+def test_the_near_linear_search_says_when_it_stops_at_its_cap(width: int, told: bool) -> None:
+    """A wide table has more candidate pairs than :data:`MAX_NEAR_LINEAR_PAIRS`: the
+    search says how many it looked at and through which column (a note), where before
+    the later columns' near-copies were drawn by the chain without a word (300
+    columns: c149 = 2 c100 + noise, R^2 1, was not looked at)."""
+    import warnings
+
+    from fits.core.rules import MAX_NEAR_LINEAR_PAIRS, near_linear_candidates
+    from fits.core.schema import DataNote, Schema
+
+    rng = np.random.default_rng(0)
+    table = pd.DataFrame({f"c{j}": rng.normal(j, 1, 60).round(3) for j in range(width)})
+    schema = Schema.detect({"a": table}, rules=False)
+    pairs = width * (width - 1) // 2
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        cands = near_linear_candidates(schema, 60)
+    assert len(cands) == min(pairs, MAX_NEAR_LINEAR_PAIRS)
+    notes = [str(w.message) for w in caught if issubclass(w.category, DataNote)]
+    if told:
+        assert notes == [
+            f"near-linear columns: of {pairs:,} candidate pairs the search looks at the "
+            f"first 5,000 in chain order (through column {cands[-1]['column']!r}), so a later "
+            "column nearly linear in another is drawn by the chain, not as its residual; to "
+            "have a pair looked at, put its two columns earlier in the chain (--order; "
+            "Python: order=[...])"
+        ]
+    else:
+        assert notes == []

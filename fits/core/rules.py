@@ -74,6 +74,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -82,7 +83,7 @@ import pandas as pd
 
 from fits._exact import AFFINE_RTOL, affine_match, affine_tolerance, sums_match
 from fits._json import plain
-from fits.core.schema import ColumnSpec, Rule, Schema, SchemaError
+from fits.core.schema import ColumnSpec, DataNote, Rule, Schema, SchemaError
 
 __all__ = [
     "AFFINE_RTOL",
@@ -1436,8 +1437,39 @@ def near_linear_candidates(
                 continue
             out.append({"kind": "linear", "column": y, "of": [x]})
             if len(out) == MAX_NEAR_LINEAR_PAIRS:
+                total = _near_linear_pair_count(schema, skip, sources_skip)
+                if total > MAX_NEAR_LINEAR_PAIRS:
+                    warnings.warn(
+                        f"near-linear columns: of {total:,} candidate pairs the search "
+                        f"looks at the first {MAX_NEAR_LINEAR_PAIRS:,} in chain order "
+                        f"(through column {y!r}), so a later column nearly linear in "
+                        "another is drawn by the chain, not as its residual; to have a "
+                        "pair looked at, put its two columns earlier in the chain "
+                        "(--order; Python: order=[...])",
+                        DataNote,
+                        stacklevel=2,
+                    )
                 return out
     return out
+
+
+def _near_linear_pair_count(
+    schema: Schema,
+    skip: set[str] | frozenset[str],
+    sources_skip: set[str] | frozenset[str],
+) -> int:
+    """The number of pairs :func:`near_linear_candidates` would ask without its cap
+    (one pass over the chain, counting the sources before each column)."""
+    cols = {c.name: c for c in schema.columns}
+    sources = {False: 0, True: 0}  # by clock: a datetime pairs only with a datetime
+    total = 0
+    for name in schema.order:
+        spec, clock = cols[name], cols[name].dtype == "datetime"
+        if name not in skip and _linear_dependent(spec):
+            total += sources[clock]
+        if name not in sources_skip and _linear_source(spec):
+            sources[clock] += 1
+    return total
 
 
 def near_linear_fits(
