@@ -703,7 +703,8 @@ def _parse_dates(frame: pd.DataFrame, path: Path | None = None) -> pd.DataFrame:
                 continue
             warnings.warn(
                 f"{path or 'table'}: column {col!r} has date-times with several UTC "
-                "offsets (summer time?); they are read, and written back, in UTC",
+                "offsets (summer time?); they are read in UTC (a synthetic table writes "
+                "them in UTC)",
                 DataNote,
                 stacklevel=3,
             )
@@ -967,7 +968,8 @@ def _note_utc(path: Path, dates: Mapping[Any, tuple[bool, Any]]) -> None:
         if utc:
             warnings.warn(
                 f"{path}: column {col!r} has date-times with several UTC "
-                "offsets (summer time?); they are read, and written back, in UTC",
+                "offsets (summer time?); they are read in UTC (a synthetic table writes "
+                "them in UTC)",
                 DataNote,
                 stacklevel=4,
             )
