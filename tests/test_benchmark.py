@@ -160,6 +160,7 @@ def run_installed(*args: str) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow  # 12 s; the benchmark CLI on real data stays in CI (budget)
 def test_cli_simulation(tmp_path: Path) -> None:
     out = tmp_path / "results"
     proc = run_installed(

@@ -275,6 +275,7 @@ def test_sites_report_no_bin_under_their_floor():
     assert withheld and all(e["type"] == "boost" for e in withheld)  # the 40-row site
 
 
+@pytest.mark.slow  # 17 s; run with -m slow (CI budget)
 def test_boosted_column_keeps_an_interaction():
     """On a table whose target flips with an interaction, the boosted column keeps the
     conditional shares of every cell within sampling error; the default kernel
