@@ -806,6 +806,7 @@ def test_fits_federate_local_drop_is_fits_synthesize_drop(tmp_path):
 
 
 @pytest.mark.flower
+@pytest.mark.slow  # 45 s; CI budget: run by hand with -m slow in .venv-flower
 def test_federation_over_tls_with_secure_aggregation(tmp_path):
     from fits.deploy.flower_launch import LocalFederation
 
