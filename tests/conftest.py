@@ -102,6 +102,15 @@ def mixed_table(n: int, seed: int = 0) -> pd.DataFrame:
     return pd.DataFrame({"b": b, "x": x, "o": o, "c": c, "y": y})
 
 
+def write_sites(tables: dict[str, pd.DataFrame], folder: Path) -> list[str]:
+    """Each site's table written as ``folder/<name>.csv``; the paths, in order."""
+    paths = []
+    for name, t in tables.items():
+        t.to_csv(folder / f"{name}.csv", index=False)
+        paths.append(str(folder / f"{name}.csv"))
+    return paths
+
+
 def split(frame: pd.DataFrame, sizes: list[int]) -> list[pd.DataFrame]:
     """Consecutive blocks of the given sizes."""
     out, start = [], 0

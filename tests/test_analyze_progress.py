@@ -23,7 +23,7 @@ import pytest
 from fits.analysis import fedlsa, fit_glm
 from fits.analysis.glm import planned_rounds
 
-from conftest import FITS
+from conftest import FITS, write_sites
 from conftest import fits_in_process as run
 
 
@@ -52,12 +52,7 @@ def linear_tables() -> dict[str, pd.DataFrame]:
 
 @pytest.fixture(scope="module")
 def files(tables: dict[str, pd.DataFrame], tmp_path_factory: pytest.TempPathFactory) -> list[str]:
-    folder = tmp_path_factory.mktemp("progress")
-    paths = []
-    for name, t in tables.items():
-        t.to_csv(folder / f"{name}.csv", index=False)
-        paths.append(str(folder / f"{name}.csv"))
-    return paths
+    return write_sites(tables, tmp_path_factory.mktemp("progress"))
 
 
 def _recorder() -> tuple[list[tuple[int, int]], Callable[[int, int], None]]:

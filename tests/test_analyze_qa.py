@@ -14,6 +14,7 @@ from fits.analysis import fit_glm, gdp_delta, gdp_epsilon, gdp_mu
 from fits.analysis.design import DesignError
 
 from conftest import fits_in_process as run
+from conftest import write_sites
 
 
 def _logistic(n: int, seed: int) -> pd.DataFrame:
@@ -30,12 +31,7 @@ def tables() -> dict[str, pd.DataFrame]:
 
 @pytest.fixture(scope="module")
 def files(tables, tmp_path_factory) -> list[str]:
-    folder = tmp_path_factory.mktemp("qa")
-    paths = []
-    for name, t in tables.items():
-        t.to_csv(folder / f"{name}.csv", index=False)
-        paths.append(str(folder / f"{name}.csv"))
-    return paths
+    return write_sites(tables, tmp_path_factory.mktemp("qa"))
 
 
 # ------------------------------------------------------------------ accounting
