@@ -35,6 +35,7 @@ import pandas as pd
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 
+from fits._dates import duration_text
 from fits._exact import affine_tolerance
 from fits._json import plain
 from fits._matching import MatchError, draw_matching
@@ -1466,7 +1467,7 @@ class FITSSynthesizer(BaseEstimator):
                 first = float(held[(held < lo) | (held > hi)][0])
                 if _clock(self, name):  # a datetime pair: R + intercept is the duration
                     b = float(rule.intercept or 0.0)
-                    lo_t, hi_t, first_t = (pd.Timedelta(seconds=b + v) for v in (lo, hi, first))
+                    lo_t, hi_t, first_t = (duration_text(b + v) for v in (lo, hi, first))
                     told = (
                         f"a duration from {rule.of[0]!r} outside [{lo_t}, {hi_t}]: "
                         f"{first_t} in the first"

@@ -5,6 +5,7 @@ defects a QA round found."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -76,8 +77,10 @@ def test_a_known_stay_off_the_real_durations_is_told_as_a_duration(tmp_path: Pat
     order = "admitted,discharged,income,income2,copy"
     res = run("synthesize", *sites, "--known", known, "--order", order, "--out", out, "-q")
     assert res.returncode == 1, res.stderr
-    assert "a duration from 'admitted' outside [0 days 00:00:00, 29 days 00:00:00]" in res.stderr
-    assert "-9 days" in res.stderr and "e+06" not in res.stderr
+    assert "a duration from 'admitted' outside [0 days, 29 days]: -9 days in the first" in (
+        res.stderr
+    )
+    assert "e+06" not in res.stderr and "+00:00:00" not in res.stderr
     assert not out.exists()
 
 
@@ -157,16 +160,91 @@ def test_the_report_tells_a_pair_of_dates_as_durations(tmp_path: Path) -> None:
         assert row["slope"] == 1.0
         assert row["duration_text"]["lower"] == "0 days"
         assert row["duration_text"]["upper"] == "29 days"
-        assert row["duration_text"]["real_sd"].endswith(" days")
+        assert re.fullmatch(r"\d+ days( \d+ hours?)?", row["duration_text"]["real_sd"])
         assert row["within"] == 1.0  # fits keeps every stay within the real ones
         assert 0.7 < row["sd_ratio"] < 1.3
         page = rep.to_html()
         assert "<td>29 days</td>" in page
         assert any(
             line.startswith("Near-linear discharged on admitted: residual sd about the line, real ")
-            and " days, synthetic " in line
+            and re.search(r" days( \d+ hours?)?, synthetic ", line)
             for line in rep.summary().splitlines()
         )
+
+
+@pytest.mark.parametrize(
+    ("seconds", "parts", "told"),
+    [
+        (0.0, 4, "0 days"),
+        (-0.0, 4, "0 days"),
+        (29 * 86400, 4, "29 days"),
+        (-9 * 86400, 4, "-9 days"),  # pandas: "-9 days +00:00:00"
+        (-(86400 + 2 * 3600), 4, "-1 day 2 hours"),  # pandas: "-2 days +22:00:00"
+        (3 * 3600 + 15 * 60, 4, "3 hours 15 minutes"),
+        (86400 + 60 + 1, 4, "1 day 1 minute 1 second"),
+        (90.5, 4, "1 minute 30.5 seconds"),
+        (-0.000125, 4, "-0.000125 seconds"),
+        (29 * 86400 - 5e-7, 4, "29 days"),  # float noise in intercept + bound
+        (8.6 * 86400, 2, "8 days 14 hours"),  # 14.4 hours, rounded
+        (-(86400 - 30), 2, "-1 day"),  # 23 h 59 min 30 s: rounds up to a day
+        (float("nan"), 4, ""),
+    ],
+)
+def test_a_duration_is_worded_for_people(seconds: float, parts: int, told: str) -> None:
+    """:func:`fits._dates.duration_text`: the units that are not 0, a minus sign in front
+    of a negative duration's size, ``"0 days"`` for none."""
+    from fits._dates import duration_text
+
+    assert duration_text(seconds, parts=parts) == told
+
+
+def test_a_rule_with_negative_and_sub_day_durations_is_told_in_words() -> None:
+    """``Rule.describe(clock=True)`` words the bounds intercept + lower and intercept +
+    upper, where before a negative one read ``-9 days +00:00:00`` and ``-2 days
+    +22:00:00`` (26 hours before)."""
+    from fits.core.schema import Rule
+
+    def rule(first: float, last: float) -> Rule:
+        b = (first + last) / 2  # any intercept: the bounds are told about it
+        return Rule(
+            "out", ["in"], "linear", slope=1.0, intercept=b, lower=first - b, upper=last - b
+        )
+
+    told = {
+        (-9 * 86400, 0): "[-9 days, 0 days]",
+        (-26 * 3600, 3 * 3600 + 15 * 60): "[-1 day 2 hours, 3 hours 15 minutes]",
+        (60, 86400 + 30.25): "[1 minute, 1 day 30.25 seconds]",
+    }
+    for (first, last), bounds in told.items():
+        assert rule(first, last).describe(clock=True) == (
+            f"out = in + duration in {bounds} (near-linear)"
+        )
+
+
+def test_fits_schema_tells_negative_durations_in_words(tmp_path: Path) -> None:
+    """``fits schema`` on visits whose end is from 26 hours before to 3 hours 15
+    minutes after their start (a clock correction): the near-linear rule's durations
+    are told as words, not ``-2 days +22:00:00``."""
+    paths = []
+    for s, rows in enumerate((200, 150)):
+        rng = np.random.default_rng(s)
+        start = pd.Timestamp("2021-01-01") + pd.to_timedelta(
+            rng.integers(0, 3 * 365 * 24, rows), unit="h"
+        )
+        quarters = rng.integers(-104, 14, rows)  # -26 h to 3 h 15 min, in 15 minutes
+        quarters[:2] = [-104, 13] if s == 0 else [0, 1]
+        end = start + pd.to_timedelta(quarters * 15, unit="min")
+        fmt = "%Y-%m-%d %H:%M:%S"
+        t = pd.DataFrame({"start": start.strftime(fmt), "end": end.strftime(fmt)})
+        paths.append(tmp_path / f"site{s}.csv")
+        t.to_csv(paths[-1], index=False)
+    res = run("schema", *paths, "--out", tmp_path / "s.json")
+    assert res.returncode == 0, res.stderr
+    assert (
+        "  end = start + duration in [-1 day 2 hours, 3 hours 15 minutes] (near-linear)"
+        in res.stdout.splitlines()
+    ), res.stdout
+    assert "+22:00:00" not in res.stdout
 
 
 @pytest.mark.parametrize(("width", "told"), [(100, False), (120, True)])

@@ -57,7 +57,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from fits._dates import iso_datetimes
+from fits._dates import duration_text, iso_datetimes
 from fits._json import plain
 from fits.core.names import resolve_columns, resolve_keys
 
@@ -819,7 +819,8 @@ class Rule:
     def describe(self, clock: bool = False) -> str:
         """One line: ``"b = f(a1, a2)"`` or ``"t = p1 + p2"``; ``clock``: a
         ``"linear"`` rule between two datetime columns, told as the duration from its
-        source (``"end = start + duration in [0 days 00:01:00, 0 days 02:00:00]"``)."""
+        source (``"end = start + duration in [1 minute, 2 hours]"``, worded by
+        :func:`fits._dates.duration_text`)."""
         if self.kind == "sum":
             return f"{self.column} = {' + '.join(self.of)}"
         if self.kind == "affine":
@@ -833,7 +834,7 @@ class Rule:
             return f"{self.column} = {text}"
         if self.kind == "linear" and clock:  # slope 1: intercept + R is the duration
             b = float(self.intercept or 0.0)
-            lo, hi = (pd.Timedelta(seconds=b + float(v or 0.0)) for v in (self.lower, self.upper))
+            lo, hi = (duration_text(b + float(v or 0.0)) for v in (self.lower, self.upper))
             return f"{self.column} = {self.of[0]} + duration in [{lo}, {hi}] (near-linear)"
         if self.kind == "linear":
             a, b = float(self.slope or 0.0), float(self.intercept or 0.0)

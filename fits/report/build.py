@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import math
 import os
 import re
 import time
@@ -44,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from fits._dates import duration_text
 from fits._json import jsonable
 from fits.core.names import header_hint
 from fits.core.schema import EmptyColumnError, IdentifierColumnError, Schema
@@ -1168,11 +1168,11 @@ def _rules_step(
         if row["column"] in inputs.dates and row["of"] in inputs.dates:
             b = float(row["intercept"])
             row["rule"] = f"{row['column']} = {row['of']} + duration"
-            row["duration_text"] = {
-                "lower": _duration(b + float(row["lower"])),
-                "upper": _duration(b + float(row["upper"])),
-                "real_sd": _duration(float(row["real_sd"])),
-                "synthetic_sd": _duration(float(row["synthetic_sd"])),
+            row["duration_text"] = {  # days here; the spreads to their two largest units
+                "lower": duration_text((b + float(row["lower"])) * 86400.0),
+                "upper": duration_text((b + float(row["upper"])) * 86400.0),
+                "real_sd": duration_text(float(row["real_sd"]) * 86400.0, parts=2),
+                "synthetic_sd": duration_text(float(row["synthetic_sd"]) * 86400.0, parts=2),
             }
     return jsonable(table.to_dict(orient="records")), jsonable(records)
 
@@ -1207,19 +1207,6 @@ def _in_days(rule: Any, inputs: _Inputs, *, fitted: bool) -> dict[str, Any]:
     b = float(diff.mean())
     d.update(slope=1.0, intercept=b, lower=float(diff.min()) - b, upper=float(diff.max()) - b)
     return d
-
-
-def _duration(days: float) -> str:
-    """A duration in days as words: ``"29 days"``, ``"2.5 hours"``, ``"-3 minutes"``,
-    ``"12 seconds"`` (3 significant digits); ``""`` for NaN."""
-    if not math.isfinite(days):
-        return ""
-    if days == 0:
-        return "0 days"
-    for unit, size in (("days", 1.0), ("hours", 1 / 24), ("minutes", 1 / 1440)):
-        if abs(days) >= size:
-            return f"{days / size:.3g} {unit}"
-    return f"{days * 86400:.3g} seconds"
 
 
 def _detect_rules(inputs: _Inputs) -> list[Any] | None:
