@@ -21,6 +21,8 @@ from contextlib import contextmanager
 
 import typer
 
+from . import end_of_loading
+
 __all__ = [
     "CLOSED_STDOUT_EXIT",
     "Interrupted",
@@ -72,8 +74,10 @@ def interruptible(what: str = "no output was written") -> Iterator[None]:
     On a signal the body is interrupted by :class:`Interrupted` (temporary files are
     removed by the writers' own clean-up), ``error: interrupted by SIGTERM; <what>``
     is printed and the command exits with ``128 + signum``. The previous handlers are
-    restored afterwards.
+    restored afterwards (the default ones where they were the loading command's:
+    :func:`fits.cli.end_of_loading`).
     """
+    end_of_loading()
     previous = {}
     for sig in SIGNALS:
         try:

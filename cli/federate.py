@@ -24,6 +24,7 @@ import typer
 
 from fits.core.names import format_column_list
 
+from . import end_of_loading
 from .errors import fail as _fail
 from .options import (
     MAX_TRIES,
@@ -100,6 +101,7 @@ def _exec(cmd: list[str], home: Path) -> None:
     signal, Linux).
     """
     launch = _launch()
+    end_of_loading()  # the stop signals are the foreground process's now, as below
     home.mkdir(parents=True, exist_ok=True)
     typer.echo(" ".join(cmd), err=True)
     proc = subprocess.Popen(

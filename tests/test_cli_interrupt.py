@@ -1,9 +1,11 @@
 """A Ctrl-C before a ``fits`` command runs (while pandas, scikit-learn and fits load,
-the first second of every call) printed Python's traceback of the import under way;
-it now ends as a stopped command does (:mod:`fits.cli`)."""
+the first second of every call) printed Python's traceback of the import under way, and
+a SIGTERM then ended it without a word; both now end as a stopped command does
+(:mod:`fits.cli`)."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -21,3 +23,54 @@ def test_other_errors_keep_their_traceback():
     code = "import fits.cli\nraise RuntimeError('boom')"
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert res.returncode == 1 and "Traceback" in res.stderr and "RuntimeError: boom" in res.stderr
+
+
+#: A module that sends its own process SIGTERM as it is imported: the signal comes while
+#: the command loads, at a known point, without a sleep that races the child.
+_SIGTERM_ON_IMPORT = "import os, signal\nos.kill(os.getpid(), signal.SIGTERM)\n"
+
+
+def test_sigterm_while_the_command_loads_ends_as_a_stopped_command(tmp_path):
+    """SIGTERM (timeout, docker stop, a scheduler) in the first second of a call ended
+    the process without a word; it now says so and exits 143, as a running command does."""
+    (tmp_path / "stop_here.py").write_text(_SIGTERM_ON_IMPORT)
+    marker = tmp_path / "loaded"
+    code = (
+        "import fits.cli\nimport stop_here\nimport fits.cli.main\n"
+        f"open({str(marker)!r}, 'w').close()"  # not reached
+    )
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    res = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env
+    )
+    assert "Traceback" not in res.stderr, res.stderr
+    assert res.stderr.strip() == "error: interrupted by SIGTERM; nothing was written"
+    assert res.returncode == 128 + signal.SIGTERM
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["stop_here.py"]  # no marker
+
+
+def test_a_sigterm_ignored_by_the_caller_stays_ignored(tmp_path):
+    (tmp_path / "stop_here.py").write_text(_SIGTERM_ON_IMPORT)
+    code = "import signal\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+    code += "import fits.cli, stop_here"
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    res = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env
+    )
+    assert res.returncode == 0 and res.stderr == "", res.stderr
+
+
+def test_a_command_that_handles_its_signals_gives_them_back_to_their_default():
+    """Once a command runs, its stop signals are its own (interruptible); after it they
+    end the process as before, not as a loading command (whose line would be wrong)."""
+    import fits.cli
+    from fits.cli.errors import interruptible
+
+    before = signal.getsignal(signal.SIGTERM)
+    signal.signal(signal.SIGTERM, fits.cli._stopped_while_loading)
+    try:
+        with interruptible():
+            assert signal.getsignal(signal.SIGTERM) is not fits.cli._stopped_while_loading
+        assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    finally:
+        signal.signal(signal.SIGTERM, before)
