@@ -14,7 +14,8 @@ of :data:`METHODS` (name -> runner), so a new analysis adds one function and one
 Exit codes: 0 success, 1 data error (naming the file, site and column), 2 usage error.
 
 On a terminal a progress bar on stderr shows the fitting rounds done, their total and
-the time elapsed (:func:`_round_progress`); none where stderr is not a terminal.
+the time elapsed (:func:`_round_progress`); none where stderr is not a terminal, or
+with ``--quiet``.
 """
 
 from __future__ import annotations
@@ -507,6 +508,7 @@ def analyze(
             show_default=False,
         ),
     ] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> None:
     """Fit a model directly across the site tables, optionally differentially private.
 
@@ -620,7 +622,7 @@ def analyze(
                 name = path.stem if path.stem not in tables else f"{path.stem} ({len(tables) + 1})"
                 tables[name] = read_table(path)
             spec = _spec(opts, list(next(iter(tables.values())).columns))
-            bar, on_round = _round_progress(method)
+            bar, on_round = _round_progress(method, quiet)
             # the bar stops (its last state, one line) before any error, warning or
             # interruption is printed below it
             with bar if bar is not None else nullcontext():
@@ -643,10 +645,13 @@ def _stderr_is_terminal() -> bool:
     return sys.stderr.isatty()
 
 
-def _round_progress(method: str) -> tuple[Any, Callable[[int, int], None] | None]:
+def _round_progress(
+    method: str, quiet: bool = False
+) -> tuple[Any, Callable[[int, int], None] | None]:
     """The progress bar of a fit's rounds on stderr and the ``on_round(done, total)``
     that feeds it (:func:`fits.analysis.run.run_analysis`); ``(None, None)`` where stderr
-    is not a terminal, so that redirected output and logs get no bar.
+    is not a terminal, so that redirected output and logs get no bar, or with
+    ``quiet`` (``--quiet``).
 
     One line, as ``fits synthesize``'s bars (:func:`fits.synthesizer.progress_bar`,
     not imported: it loads scikit-learn): ``fedsgd rounds``, the bar, rounds done of
@@ -655,7 +660,7 @@ def _round_progress(method: str) -> tuple[Any, Callable[[int, int], None] | None
     round; the bar takes at most one update per :data:`PROGRESS_INTERVAL` seconds, and
     the last round's always.  Use the bar as a context manager around the fit.
     """
-    if not _stderr_is_terminal():
+    if quiet or not _stderr_is_terminal():
         return None, None
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn

@@ -191,6 +191,21 @@ def test_on_a_terminal_the_rounds_show_on_stderr_only(
     assert result["method"] == "fedsgd" and result["settings"]["K"] == 40
 
 
+def test_quiet_turns_the_bar_off_on_a_terminal(
+    files: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--quiet`` (``-q``), as ``fits synthesize`` has it: no bar, the same result."""
+    _terminal(monkeypatch)
+    for flag in ("--quiet", "-q"):
+        out = tmp_path / f"r{flag}.json"
+        res = run("analyze", *files, "--target", "y", "--method", "fedsgd", "--mu", "1",
+                  "-K", "40", "--out", out, flag)  # fmt: skip
+        assert res.returncode == 0, res.stderr
+        assert res.stderr == ""
+        assert res.stdout.rstrip().endswith(f"result: {out}")
+        assert json.loads(out.read_text())["settings"]["K"] == 40
+
+
 def test_without_a_terminal_nothing_more_is_printed(files: list[str], tmp_path: Path) -> None:
     out = tmp_path / "r.json"
     res = run("analyze", *files, "--target", "y", "--method", "fedsgd", "--mu", "1",
