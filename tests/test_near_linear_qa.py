@@ -247,7 +247,32 @@ def test_fits_schema_tells_negative_durations_in_words(tmp_path: Path) -> None:
     assert "+22:00:00" not in res.stdout
 
 
-@pytest.mark.parametrize(("width", "told"), [(100, False), (120, True)])
+def test_a_wide_tables_later_pairs_are_looked_at() -> None:
+    """120 numeric columns make 7,140 candidate pairs of each search, more than the
+    5,000 both looked at until 2026-12-03 (through column c100): a near-copy
+    (c110 = 2 c100 + noise) and an exact conversion (c115 = 1.8 c105 + 32) past them
+    went to the chain, each with a note.  Now every pair up to 316 columns is looked
+    at: both are found, and nothing is noted."""
+    import warnings
+
+    from fits.core.schema import Schema
+
+    rng = np.random.default_rng(0)
+    t = pd.DataFrame({f"c{j}": rng.normal(j, 1, 60).round(3) for j in range(120)})
+    t["c110"] = (2 * t["c100"] + rng.normal(0, 0.01, 60)).round(3)
+    t["c115"] = (1.8 * t["c105"] + 32).round(4)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        schema = Schema.detect({"a": t.iloc[:30], "b": t.iloc[30:]})
+    rules = {r.column: r for r in schema.rules or []}
+    assert (rules["c110"].kind, rules["c110"].of) == ("linear", ["c100"])
+    assert rules["c110"].slope == pytest.approx(2, abs=0.01)
+    assert (rules["c115"].kind, rules["c115"].of) == ("affine", ["c105"])
+    assert (rules["c115"].slope, rules["c115"].intercept) == (1.8, 32)
+    assert [str(w.message) for w in caught if "candidate pairs" in str(w.message)] == []
+
+
+@pytest.mark.parametrize(("width", "told"), [(316, False), (317, True)])
 def test_the_near_linear_search_says_when_it_stops_at_its_cap(width: int, told: bool) -> None:
     """A wide table has more candidate pairs than :data:`MAX_NEAR_LINEAR_PAIRS`: the
     search says how many it looked at and through which column (a note), where before
@@ -270,7 +295,7 @@ def test_the_near_linear_search_says_when_it_stops_at_its_cap(width: int, told: 
     if told:
         assert notes == [
             f"near-linear columns: of {pairs:,} candidate pairs the search looks at the "
-            f"first 5,000 in chain order (through column {cands[-1]['column']!r}), so a later "
+            f"first 50,000 in chain order (through column {cands[-1]['column']!r}), so a later "
             "column nearly linear in another is drawn by the chain, not as its residual; to "
             "have a pair looked at, put its two columns earlier in the chain (--order; "
             "Python: order=[...])"

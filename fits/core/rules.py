@@ -136,8 +136,11 @@ MAX_SUM_CANDIDATES = 5000
 
 #: Most decimals a site reports for a column (more: "not a decimal column").
 MAX_DECIMALS = 12
-#: Most (X, Y) pairs whose moments are asked in one detection (the first in chain order).
-MAX_AFFINE_PAIRS = 5000
+#: Most (X, Y) pairs whose moments are asked in one detection (the first in chain order):
+#: every pair up to about 316 numeric columns.  Each pair costs a site a pass over its
+#: rows and 6 numbers in its reply, and pairs grow as the square of the columns, so
+#: the cap bounds the round (docs/method.md, "Near-linear columns": why a cap).
+MAX_AFFINE_PAIRS = 50_000
 #: An affine rule's slope and intercept are rounded to the shortest decimal within this
 #: many standard errors of their pooled least-squares values (:func:`shortest_decimal`).
 SNAP_SE = 4.0
@@ -148,7 +151,7 @@ SNAP_SE = 4.0
 NEAR_LINEAR_R2 = 0.95
 #: Most (X, Y) pairs whose moments the near-linear stage asks (the first in chain
 #: order, as :data:`MAX_AFFINE_PAIRS`).
-MAX_NEAR_LINEAR_PAIRS = 5000
+MAX_NEAR_LINEAR_PAIRS = 50_000
 
 #: One candidate, as sent to the sites: ``{"kind", "column", "of"}`` (and, to verify a
 #: user's rule, ``"mapping"``: entries of codes ``[a_1, ..., a_k, b]``).
@@ -575,7 +578,7 @@ def affine_candidates(
 
     At most :data:`MAX_AFFINE_PAIRS`, the first in chain order (by Y, then X): with P
     numeric columns there are P (P - 1) / 2 pairs, so every pair is asked up to about
-    100 columns; with hundreds of numeric columns the later pairs are not sought, and
+    316 columns; past that the later pairs are not sought, and
     a :class:`DataNote` says how many pairs there were and through which column the
     search looked.  None with fewer than :data:`MIN_SUM_ROWS` rows.
 
@@ -640,7 +643,31 @@ def _extremes(descriptions: Sequence[Mapping[str, Any]], name: str) -> np.ndarra
     return np.asarray(out, dtype=float)
 
 
-def extremes_agree(cand: Candidate, descriptions: Sequence[Mapping[str, Any]]) -> bool:
+#: A column's per-site extremes (:func:`_extremes`) and their decimals
+#: (:func:`value_decimals`), by column name: computed once per detection.
+ExtremesMemo = dict[str, tuple["np.ndarray | None", "int | None"]]
+
+
+def _extremes_of(
+    descriptions: Sequence[Mapping[str, Any]], name: str, memo: ExtremesMemo | None
+) -> tuple[np.ndarray | None, int | None]:
+    """:func:`_extremes` of a column and the decimals of those values, from ``memo``
+    where it holds them (it is filled)."""
+    if memo is not None and name in memo:
+        return memo[name]
+    ex = _extremes(descriptions, name)
+    out = (ex, value_decimals(ex.ravel()) if ex is not None else None)
+    if memo is not None:
+        memo[name] = out
+    return out
+
+
+def extremes_agree(
+    cand: Candidate,
+    descriptions: Sequence[Mapping[str, Any]],
+    *,
+    memo: ExtremesMemo | None = None,
+) -> bool:
     """Whether the sites' minima and maxima (already sent in the setup round) allow
     ``Y = a X + b`` within Y's rounding, for some slope of either sign.
 
@@ -653,16 +680,17 @@ def extremes_agree(cand: Candidate, descriptions: Sequence[Mapping[str, Any]]) -
     (Y's grid holds them), so the test ``|y - L(x)| <= h_ext + 8e-9 (1 + |a|) max|.|`` is
     necessary: a pair that fails it is no rule, and its moments are not asked.  With
     one site the two points are L's own, so nothing is ruled out.  A column without
-    reported extremes at some site: not ruled out.
+    reported extremes at some site: not ruled out.  ``memo`` (a dict, empty at first)
+    keeps each column's extremes and their decimals for the next pair: a wide table's
+    detection screens tens of thousands of pairs of the same columns.
     """
-    ex = _extremes(descriptions, cand["of"][0])
-    ey = _extremes(descriptions, cand["column"])
+    ex, _ = _extremes_of(descriptions, cand["of"][0], memo)
+    ey, d = _extremes_of(descriptions, cand["column"], memo)
     if ex is None or ey is None:
         return True
     lo_x, hi_x = ex[:, 0].min(), ex[:, 1].max()
     if hi_x <= lo_x:
         return False
-    d = value_decimals(ey.ravel())
     h = 10.0**-d if d is not None else 0.0
     scale = float(max(np.abs(ey).max(), np.abs(ex).max(), 1e-300))
     for ys in (ey, ey[:, ::-1]):  # positive slope: min with min; negative: min with max
@@ -1235,7 +1263,8 @@ def _detect_affine(
     return one answer per site or their sum (secure aggregation): they are summed."""
     cands = affine_candidates(schema, n_total)
     if descriptions is not None:
-        cands = [c for c in cands if extremes_agree(c, descriptions)]
+        memo: ExtremesMemo = {}
+        cands = [c for c in cands if extremes_agree(c, descriptions, memo=memo)]
     if not cands:
         return []
     pooled = _pooled_moments(ask, cands)
@@ -1513,9 +1542,10 @@ def near_linear_fits(
     mean_x (in the columns' units), R^2 = S_xy^2 / (S_xx S_yy) (docs/method.md,
     "Near-linear columns")."""
     pairs = pooled[: _PAIR_MOMENTS * len(cands)].reshape(len(cands), _PAIR_MOMENTS)
+    cols = {c.name: c for c in schema.columns}  # schema[name] looks through every column
     out: list[tuple[float, float, float] | None] = []
     for cand, (n, sum_x, sum_y, sq_x, sq_y, sxy_raw) in zip(cands, pairs, strict=True):
-        sx, sy = schema[cand["of"][0]], schema[cand["column"]]
+        sx, sy = cols[cand["of"][0]], cols[cand["column"]]
         if n < MIN_SUM_ROWS:
             out.append(None)
             continue
