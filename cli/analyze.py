@@ -14,8 +14,9 @@ of :data:`METHODS` (name -> runner), so a new analysis adds one function and one
 Exit codes: 0 success, 1 data error (naming the file, site and column), 2 usage error.
 
 On a terminal a progress bar on stderr shows the fitting rounds done, their total and
-the time elapsed (:func:`_round_progress`); none where stderr is not a terminal, or
-with ``--quiet``.
+the time elapsed (:func:`_round_progress`), with ``--flower`` from the rounds the
+coordinator writes in its log; none where stderr is not a terminal, or with
+``--quiet``.
 """
 
 from __future__ import annotations
@@ -605,7 +606,7 @@ def analyze(
             raise _fedlsa_usage(exc) from None
     _check_files(site_files, out)
     if flower:
-        _analyze_on_flower(site_files, opts, out, seed, round_timeout or ROUND_TIMEOUT)
+        _analyze_on_flower(site_files, opts, out, seed, round_timeout or ROUND_TIMEOUT, quiet)
         return
     import warnings
 
@@ -785,9 +786,20 @@ def _parse_features(features: str | None) -> list[str] | None:
 
 
 def _analyze_on_flower(
-    site_files: list[Path], opts: AnalyzeOptions, out: Path, seed: int, round_timeout: float
+    site_files: list[Path],
+    opts: AnalyzeOptions,
+    out: Path,
+    seed: int,
+    round_timeout: float,
+    quiet: bool = False,
 ) -> None:
     """``--flower``: the same spec on a local Flower federation, one SuperNode per file.
+
+    The progress bar is an in-process fit's (:func:`_round_progress`), fed by the rounds
+    the coordinator (the ServerApp) writes in its log
+    (:func:`fits.deploy.flower_launch.round_logger`), which this process reads about
+    once a second while the run goes on; it appears with the first fitting round (the
+    processes start before it).
 
     Site ``k`` (in the order given) gets node config ``seed = "SEED/k"``: child ``k`` of
     the user's seed, the seed an in-process fit gives its ``k``-th site
@@ -832,12 +844,34 @@ def _analyze_on_flower(
         "min-sites": len(site_files),
     }
     seeds = {name: f"{seed}/{k}" for k, name in enumerate(names)}
+    bar, on_round = _round_progress(opts.method, quiet)
+    shown = [False]  # whether the bar was started (at the first rounds line)
+
+    def progress(line: str) -> None:
+        from fits.deploy.flower_launch import read_rounds
+
+        rounds = read_rounds(line)
+        if rounds is None or on_round is None:
+            return
+        on_round(*rounds)
+        if not shown[0]:  # started after its first count: no '0/?' first
+            bar.start()
+            shown[0] = True
+
     started = time.time()
     try:
         with interruptible("the local federation was stopped; no result was written"):
-            result = run_local_federation(
-                launch, dict(zip(names, site_files, strict=True)), config, seeds=seeds
-            )
+            try:
+                result = run_local_federation(
+                    launch,
+                    dict(zip(names, site_files, strict=True)),
+                    config,
+                    progress=progress,
+                    seeds=seeds,
+                )
+            finally:  # the bar's last state, one line, before any message below it
+                if shown[0]:
+                    bar.stop()
     finally:
         remove_temporary_outputs(out.resolve(), started)
     if not result.ok:

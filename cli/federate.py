@@ -17,6 +17,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -1090,15 +1091,22 @@ def _replace_field(result: Any, field: str, value: str) -> Any:
     return result
 
 
-def run_local_federation(launch: Any, sites: dict[str, Path], config: dict, **options: Any) -> Any:
+def run_local_federation(
+    launch: Any,
+    sites: dict[str, Path],
+    config: dict,
+    progress: Callable[[str], None] | None = None,
+    **options: Any,
+) -> Any:
     """Start a :class:`~fits.deploy.flower_launch.LocalFederation` of ``sites`` (with
     ``options``), run ``config`` on it and stop it; a launch error ends the command
-    (exit 1).  The run's time limit is ``FITS_RUN_TIMEOUT`` seconds (default 3600)."""
+    (exit 1).  The run's time limit is ``FITS_RUN_TIMEOUT`` seconds (default 3600).
+    ``progress`` gets the run's progress lines (``LocalFederation.run``)."""
     try:
         with launch.LocalFederation(sites, **options) as fed:
             typer.echo(f"SuperLink at {fed.superlink}; sites {list(sites)}", err=True)
             timeout = float(os.environ.get("FITS_RUN_TIMEOUT", 3600))
-            return fed.run(config, timeout=timeout)
+            return fed.run(config, timeout=timeout, progress=progress)
     except launch.FederationError as exc:
         _fail(str(exc))
 

@@ -305,8 +305,12 @@ def analyze(transport: FlowerTransport, cfg: Mapping[str, Any]) -> Path:
     if not cfg["analysis"]:
         raise ValueError("run config task='analyze' needs 'analysis' (the fit's options, JSON)")
     from fits.analysis.run import run_analysis
+    from fits.deploy.flower_launch import round_logger
 
-    result, summary = run_analysis(json.loads(cfg["analysis"]), transport=transport)
+    # the rounds in the ServerApp's log, which fits analyze --flower draws as its bar
+    result, summary = run_analysis(
+        json.loads(cfg["analysis"]), transport=transport, on_round=round_logger()
+    )
     path = write_text(json.dumps(result, indent=2), cfg["output"])
     # shows in the ServerApp's log (flwr log); fits analyze --flower prints it
     print(json.dumps({"analysis_summary": summary, "output": str(path)}))  # noqa: T201

@@ -339,3 +339,134 @@ def test_constant_steps_are_listed_without_a_loop_over_the_rounds() -> None:
         looped = np.array([schedule.eta(t) for t in range(1, schedule.rounds + 1)])
         assert np.array_equal(schedule.etas(), looped)
     assert Schedule(10**7, 0.37, 1).etas().shape == (10**7,)
+
+
+# ------------------------------------------------------------------ on Flower (--flower)
+def test_the_coordinator_logs_its_rounds_as_the_launcher_reads_them(
+    tables: dict[str, pd.DataFrame],
+) -> None:
+    """The ServerApp's ``on_round`` (:func:`~fits.deploy.flower_launch.round_logger`):
+    a ``[fits] rounds DONE/TOTAL`` line for the first round, the last and at most one a
+    second between; :func:`~fits.deploy.flower_launch.read_rounds` reads them back."""
+    from fits.analysis.run import run_analysis
+    from fits.deploy.flower_launch import PROGRESS, read_rounds, round_logger
+
+    lines: list[str] = []
+    spec = {"method": "fedsgd", "options": {"target": "y", "mu": 1.0, "K": 40}}
+    logged, _ = run_analysis(spec, tables, on_round=round_logger(lines.append))
+    assert logged == run_analysis(spec, tables)[0]
+    assert lines[0] == f"{PROGRESS}rounds 0/40" and lines[-1] == f"{PROGRESS}rounds 40/40"
+    assert len(lines) <= 4  # a fit of well under a second: not one line a round
+    assert [read_rounds(x[len(PROGRESS) :]) for x in lines[:: len(lines) - 1]] == [
+        (0, 40),
+        (40, 40),
+    ]
+    every: list[str] = []
+    run_analysis(spec, tables, on_round=round_logger(every.append, interval=0.0))
+    assert [read_rounds(x[len(PROGRESS) :]) for x in every] == [(k, 40) for k in range(41)]
+    for other in ("running", "waiting for sites: 1 of 2 connected", "rounds ?/3", "rounds"):
+        assert read_rounds(other) is None
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a shell script stands in for flwr")
+def test_the_rounds_logged_before_the_run_ends_reach_the_launcher(tmp_path: Path) -> None:
+    """The log's last lines (an analysis's last round) were never passed on when the
+    stream ended between two looks at the log (once a second)."""
+    import time
+
+    from fits.deploy import flower_launch
+
+    flwr = tmp_path / "flwr"
+    flwr.write_text(
+        "#!/bin/sh\n"
+        'if [ "$1" = log ]; then\n'
+        "  echo '[fits] rounds 0/40'\n"
+        "  echo '[fits] rounds 40/40'\n"
+        "  exit 0\n"
+        "fi\n"
+        'if [ "$1" = ls ]; then echo \'{"runs": [{"status": "finished:completed"}]}\'; fi\n'
+    )
+    flwr.chmod(0o755)
+    shown: list[str] = []
+    _, status, _ = flower_launch._follow_run(
+        str(flwr), 7, {"PATH": "/usr/bin:/bin"}, tmp_path, time.monotonic(), 60.0,
+        poll=0.1, progress=shown.append,
+    )  # fmt: skip
+    assert status == "finished:completed"
+    assert [s for s in shown if s.startswith("rounds")] == ["rounds 0/40", "rounds 40/40"]
+
+
+def _fake_flower(
+    monkeypatch: pytest.MonkeyPatch, tables: dict[str, pd.DataFrame], seen: list[Any]
+) -> None:
+    """``fits analyze --flower`` without Flower: the run is the in-process analysis,
+    whose coordinator logs its rounds as the ServerApp does, passed on line by line as
+    :func:`~fits.deploy.flower_launch.submit_run` passes them."""
+    from types import SimpleNamespace
+
+    from fits.analysis.run import run_analysis
+    from fits.cli import federate
+    from fits.deploy.flower_launch import PROGRESS, round_logger
+
+    def run_local_federation(
+        launch: Any,
+        sites: Any,
+        config: dict[str, Any],
+        progress: Callable[[str], None] | None = None,
+        **options: Any,
+    ) -> Any:
+        seen.append(progress)
+
+        def relay(line: str) -> None:
+            if progress is not None:
+                progress(line[len(PROGRESS) :])
+
+        if progress is not None:
+            progress("running")
+        spec = json.loads(config["analysis"])
+        result, summary = run_analysis(spec, tables, on_round=round_logger(relay))
+        Path(config["output"]).write_text(json.dumps(result))
+        log = json.dumps({"analysis_summary": summary, "output": config["output"]}) + "\n"
+        return SimpleNamespace(ok=True, log=log, run_id=1, seconds=0.0)
+
+    monkeypatch.setattr(federate, "_launch", lambda: None)
+    monkeypatch.setattr(federate, "run_local_federation", run_local_federation)
+
+
+def test_flower_runs_show_the_coordinators_rounds_on_a_terminal(
+    tables: dict[str, pd.DataFrame],
+    files: list[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A ``fits analyze --flower`` run showed no bar: the rounds are the coordinator's
+    (the ServerApp's log), drawn here as an in-process fit's; ``--quiet`` turns it off,
+    and stdout carries the summary alone."""
+    seen: list[Any] = []
+    _fake_flower(monkeypatch, tables, seen)
+    _terminal(monkeypatch)
+    args = ["--target", "y", "--method", "fedsgd", "--mu", "1", "-K", "40", "--flower"]
+    out = tmp_path / "r.json"
+    res = run("analyze", *files, *args, "--out", out)
+    assert res.returncode == 0, res.stderr
+    assert "fedsgd rounds" in res.stderr and "40/40" in res.stderr
+    assert "fedsgd rounds" not in res.stdout and "\x1b" not in res.stdout
+    assert res.stdout.rstrip().endswith(f"result: {out}")
+    assert json.loads(out.read_text())["settings"]["K"] == 40
+    quiet = run("analyze", *files, *args, "--out", tmp_path / "q.json", "--quiet")
+    assert quiet.returncode == 0, quiet.stderr
+    assert quiet.stderr == "" and quiet.stdout.rstrip().endswith("q.json")
+
+
+def test_flower_runs_draw_no_bar_without_a_terminal(
+    tables: dict[str, pd.DataFrame],
+    files: list[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seen: list[Any] = []
+    _fake_flower(monkeypatch, tables, seen)
+    res = run("analyze", *files, "--target", "y", "--method", "fedsgd", "--mu", "1",
+              "-K", "40", "--flower", "--out", tmp_path / "r.json")  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    assert res.stderr == "" and seen

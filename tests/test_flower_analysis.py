@@ -156,6 +156,20 @@ def test_glm_over_flower_equals_in_process_bit_for_bit(glm_files, tmp_path, meth
     assert len(grid.types) == 3 * expected["rounds"]
 
 
+def test_the_coordinator_logs_its_rounds_for_the_progress_bar(glm_files, tmp_path, capsys):
+    """The ServerApp writes its fitting rounds in its log (``[fits] rounds 0/6`` ...
+    ``6/6``), which ``fits analyze --flower`` draws as its bar; the result is the same."""
+    from fits.deploy.flower_launch import PROGRESS, read_rounds
+
+    options = {"target": "y", "family": "logistic", "seed": 7, "mu": 2.0, "K": 6}
+    got, _ = _flower_result(glm_files, {"method": "fedsgd", "options": options}, tmp_path, 7)
+    lines = [x for x in capsys.readouterr().out.splitlines() if x.startswith(PROGRESS)]
+    rounds = [read_rounds(x[len(PROGRESS) :]) for x in lines]
+    assert rounds[0] == (0, 6) and rounds[-1] == (6, 6) and None not in rounds
+    expected = fit_glm(_tables(glm_files), method="fedsgd", **options).to_dict()
+    assert got["params"] == expected["params"]
+
+
 def test_the_release_plan_and_noise_state_hold_across_processes(glm_files):
     """One release beyond the plan is refused, though each process rebuilds the site.
 

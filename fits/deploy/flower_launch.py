@@ -53,7 +53,9 @@ __all__ = [
     "die_with_parent",
     "exit_on_signals",
     "StopSignals",
+    "read_rounds",
     "remove_stale_workdirs",
+    "round_logger",
     "stop_process_group",
     "PORT_TRIES",
     "PortTakenError",
@@ -572,7 +574,9 @@ def submit_run(
     timeout : float
         Seconds to wait for the run before stopping it.
     progress : callable, optional
-        Called with the run's status text while waiting.
+        Called with the run's status text while waiting, and with the :data:`PROGRESS`
+        lines of the ServerApp's log (without the prefix): the sites connecting, an
+        analysis's fitting rounds (:func:`read_rounds`).
     watch : callable, optional
         Called about once a second while the run goes on; a :class:`FederationError` it
         raises stops the run (``flwr stop``) and ends the wait with that error
@@ -780,6 +784,7 @@ def _follow_run(
             if stream.poll() is None:
                 stream.kill()
                 _wait_all([stream], time.monotonic() + KILL_WAIT)
+        relay()  # the lines written since the last look (an analysis's last round)
         for _ in range(20):  # the stream ends as the status turns "finished"
             status, details = _run_status(flwr, run_id, env, cwd)
             if status.startswith("finished"):
@@ -803,6 +808,58 @@ PROGRESS = "[fits] "
 #: Seconds between two looks at a :class:`LocalFederation`'s processes while its run goes
 #: on (``watch`` of :func:`submit_run`).
 WATCH_INTERVAL = 1.0
+
+#: What a :data:`PROGRESS` line of an analysis's fitting rounds says after the prefix:
+#: ``rounds DONE/TOTAL`` (:func:`round_logger` writes them in the coordinator's log,
+#: :func:`read_rounds` reads what :func:`submit_run` passes to its ``progress``).
+ROUNDS = "rounds "
+#: Seconds between two rounds lines in the ServerApp's log (the launcher looks at the
+#: log once per :data:`WATCH_INTERVAL`); the first round's line and the last's are
+#: always written.
+ROUNDS_LOG_INTERVAL = 1.0
+
+
+def round_logger(
+    write: Callable[[str], None] | None = None, interval: float = ROUNDS_LOG_INTERVAL
+) -> Callable[[int, int], None]:
+    """The ``on_round(done, total)`` of an analysis's coordinator on Flower
+    (:func:`fits.analysis.run.run_analysis`): a :data:`PROGRESS` line ``rounds
+    DONE/TOTAL`` in the ServerApp's log (``write``, default: print it and flush), which
+    ``fits analyze --flower`` draws as the progress bar of an in-process fit.
+
+    The engine reports every round; a line is written for the first report, the last
+    (``done == total``) and at most one per ``interval`` seconds in between, so that a
+    fit of thousands of rounds does not fill the log.  Only the coordinator writes
+    them: the sites never learn the rounds' count from it.
+    """
+
+    def emit(line: str) -> None:
+        print(line, flush=True)  # noqa: T201 - the ServerApp's log (flwr log)
+
+    out = write if write is not None else emit
+    last = [-float("inf")]
+
+    def on_round(done: int, total: int) -> None:
+        now = time.monotonic()
+        if done < total and now - last[0] < interval:
+            return
+        last[0] = now
+        out(f"{PROGRESS}{ROUNDS}{int(done)}/{int(total)}")
+
+    return on_round
+
+
+def read_rounds(line: str) -> tuple[int, int] | None:
+    """``(done, total)`` of a rounds line as :func:`submit_run` passes it to its
+    ``progress`` (``rounds 5/40``, the :data:`PROGRESS` prefix removed); None for any
+    other line (a status, the sites connecting)."""
+    if not line.startswith(ROUNDS):
+        return None
+    done, _, total = line[len(ROUNDS) :].partition("/")
+    try:
+        return int(done), int(total)
+    except ValueError:
+        return None
 
 
 def _free_port() -> int:
@@ -1158,8 +1215,15 @@ class LocalFederation:
         path = self.workdir / f"{role}.log"
         return path.read_text(errors="replace") if path.exists() else ""
 
-    def run(self, run_config: Mapping[str, Any], *, timeout: float = 600.0) -> RunResult:
-        """Submit a run (``min-sites`` defaults to every site) and wait for its end."""
+    def run(
+        self,
+        run_config: Mapping[str, Any],
+        *,
+        timeout: float = 600.0,
+        progress: Callable[[str], None] | None = None,
+    ) -> RunResult:
+        """Submit a run (``min-sites`` defaults to every site) and wait for its end;
+        ``progress`` as :func:`submit_run`'s."""
         config = {"min-sites": len(self.sites), **run_config}
         ca = str(self.certificates[2]) if self.certificates else None
         return submit_run(
@@ -1168,6 +1232,7 @@ class LocalFederation:
             insecure=not self.tls,
             root_certificates=ca,
             timeout=timeout,
+            progress=progress,
             watch=self.check_processes,
         )
 
