@@ -527,6 +527,30 @@ def test_a_rule_between_a_datetime_and_a_number_is_refused():
         Schema.from_dict(schema)
 
 
+def test_a_number_column_that_looks_like_a_residual_is_still_refused_a_datetime_source():
+    """The check tells the engine's schema (whose rule column holds the residual's
+    float spec, also for a pair of dates) by how it was made (:meth:`Schema.expanded`),
+    not by comparing specs: before, a user's float column with bounds equal to the
+    rule's and nothing else set compared equal to the residual's spec, so a rule from
+    a datetime to it passed as the engine's."""
+    from fits.core.schema import ColumnSpec, residual_spec
+
+    when = ColumnSpec("when", "continuous", "datetime", lower=1.6e9, upper=1.7e9)
+    rule = Rule("y", ["when"], "linear", slope=1.0, intercept=0.0, lower=-1.0, upper=1.0)
+    for lower, upper in ((-2.0, 2.0), (-1.0, 1.0)):  # the second: the residual's spec
+        y = ColumnSpec("y", "continuous", "float", lower=lower, upper=upper)
+        assert (y == residual_spec(y, rule)) == (lower == -1.0)
+        with pytest.raises(SchemaError, match="two datetime columns or two number columns"):
+            Schema([when, y], rules=[rule])
+    # the engine's schema of a real pair of dates: the column a float, the rule kept
+    schema = Schema.detect(_stays())
+    [rule] = schema.rules
+    engine = schema.expanded()
+    assert engine["discharged"] == residual_spec(schema["discharged"], rule)
+    assert engine["admitted"].dtype == "datetime" and engine.rules == [rule]
+    assert not schema._engine and engine._engine
+
+
 @pytest.mark.parametrize("kind", ["decimals", "whole"])
 def test_the_written_residual_stays_within_the_rules_bounds(kind):
     """R is drawn within its own bounds (the real residuals' range) as well as Y's, and

@@ -924,6 +924,11 @@ class Schema:
     columns: list[ColumnSpec]
     order: list[str] = field(default_factory=list)
     rules: list[Rule] | None = None
+    #: Whether this is the engine's schema (:meth:`expanded`), whose ``"linear"``
+    #: rules' columns hold their residuals' specs (:func:`residual_spec`: a datetime
+    #: pair's column is a float there); set only by :meth:`expanded`, never read from
+    #: a file, not compared.
+    _engine: bool = field(default=False, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         names = [c.name for c in self.columns]
@@ -1059,8 +1064,10 @@ class Schema:
                 f"{where}: {src.name!r} is not a continuous column with a value in every "
                 "row; remove the rule"
             )
-        residual = dep == residual_spec(dep, rule)  # the engine's spec (expanded)
-        if not residual and (dep.dtype == "datetime") != (src.dtype == "datetime"):
+        # the engine's schema holds the residual's spec, a float also for a datetime
+        # pair: told by how the schema was made, not by the spec (a user's float
+        # column can equal the residual's spec, bounds and all)
+        if not self._engine and (dep.dtype == "datetime") != (src.dtype == "datetime"):
             raise SchemaError(
                 f"{where}: a near-linear rule relates two datetime columns or two number "
                 f"columns; {rule.column!r} and {src.name!r} are one of each; remove the rule"
@@ -1140,7 +1147,8 @@ class Schema:
         A column a ``"linear"`` rule draws as its residual keeps its place in the chain,
         but its spec is the residual's: continuous floats within the rule's ``lower``
         and ``upper``, not rounded, missing where the column is
-        (:func:`residual_spec`); the linear rules stay in the engine's ``rules``."""
+        (:func:`residual_spec`); the linear rules stay in the engine's ``rules``,
+        checked as the engine's (a pair of dates: a float column on a datetime one)."""
         derived = set(self.derived)
         linear = self.near_linear
         columns = [
@@ -1173,8 +1181,12 @@ class Schema:
                 )
                 order.append(flag)
             order.append(name)
-        rules = None if self.rules is None else [r for r in self.rules if r.kind != "affine"]
-        return Schema(columns, order, rules)
+        engine = Schema(columns, order)  # its rules are checked as the engine's, below
+        engine._engine = True
+        if self.rules is not None:
+            engine.rules = [r for r in self.rules if r.kind != "affine"]
+            engine._check_rules()
+        return engine
 
     def without_rules(self) -> Schema:
         """The same schema with :attr:`rules` not set (what the sites are sent)."""
