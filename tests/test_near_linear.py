@@ -339,6 +339,8 @@ def test_the_rule_round_trips_and_editing_it_out_switches_it_off(frames, fitted)
         ({"lower": None}, 'needs a number "lower"'),
         ({"decimals": 2}, 'no "mapping", "decimals"'),
         ({"of": ["income", "age"]}, "exactly one column"),
+        ({"step": 0}, '"step" must be a number of seconds > 0'),
+        ({"step": "1 day"}, '"step" must be a number of seconds > 0'),
     ],
 )
 def test_a_bad_edit_names_the_column(edit, message):
@@ -353,8 +355,10 @@ def test_a_bad_edit_names_the_column(edit, message):
     }
     with pytest.raises(SchemaError, match=message):
         Rule.from_dict({**base, **edit})
-    with pytest.raises(SchemaError, match='"lower" and "upper" belong'):
+    with pytest.raises(SchemaError, match='"lower", "upper" and "step" belong'):
         Rule("c", ["a", "b"], "sum", lower=0.0)
+    with pytest.raises(SchemaError, match='"lower", "upper" and "step" belong'):
+        Rule("c", ["a"], "affine", slope=1.0, intercept=0.0, step=60.0)
 
 
 def test_a_saved_synthesizer_keeps_the_rule(tmp_path, frames, fitted):
@@ -392,7 +396,8 @@ def test_the_sites_answer_residual_extremes(frames, fitted):
     }
     answer = answer_rules(frames[0], schema, [cand], "residuals")
     r = residuals(frames[0]["income2"], frames[0]["income"], rule.slope, rule.intercept)
-    assert answer.tolist() == [float(r.min()), float(r.max())]
+    assert answer[:2].tolist() == [float(r.min()), float(r.max())]
+    assert np.isnan(answer[2])  # a step only for two datetime columns
 
 
 def test_cli_switch(tmp_path, frames):
@@ -492,17 +497,20 @@ def test_two_date_columns_keep_their_durations():
         1.0,
     )
     seconds = _days(real["admitted"], real["discharged"]).dropna() * 86400
-    # the intercept is the mean duration, the bounds the real durations' range about it
-    assert rule.intercept == pytest.approx(seconds.mean(), rel=1e-9)
-    assert rule.intercept + rule.lower == pytest.approx(0.0, abs=1e-6)
-    assert rule.intercept + rule.upper == pytest.approx(29 * 86400, rel=1e-9)
+    # the intercept is the mean duration rounded to the durations' step (whole days),
+    # the bounds the real durations' range about it
+    assert rule.step == 86400.0
+    assert rule.intercept % 86400 == 0
+    assert abs(rule.intercept - seconds.mean()) <= 43200
+    assert rule.intercept + rule.lower == 0.0
+    assert rule.intercept + rule.upper == 29 * 86400
     out = synth.sample(3000)
     days = _days(out["admitted"], out["discharged"]).dropna()
     assert days.min() >= 0 and days.max() <= 29
     assert np.all(days == np.round(days))  # whole days, as written
     assert out["discharged"].isna().mean() == pytest.approx(0.1, abs=0.03)
     assert rule.describe(clock=True) == (
-        "discharged = admitted + duration in [0 days, 29 days] (near-linear)"
+        "discharged = admitted + duration in [0 days, 29 days] in steps of 1 day (near-linear)"
     )
     plain = FITSSynthesizer(seed=0, near_linear=False).fit(sites).sample(3000)
     assert _days(plain["admitted"], plain["discharged"]).abs().max() > 100  # the problem

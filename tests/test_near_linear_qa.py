@@ -241,8 +241,8 @@ def test_fits_schema_tells_negative_durations_in_words(tmp_path: Path) -> None:
     res = run("schema", *paths, "--out", tmp_path / "s.json")
     assert res.returncode == 0, res.stderr
     assert (
-        "  end = start + duration in [-1 day 2 hours, 3 hours 15 minutes] (near-linear)"
-        in res.stdout.splitlines()
+        "  end = start + duration in [-1 day 2 hours, 3 hours 15 minutes] in steps of "
+        "1 minute (near-linear)" in res.stdout.splitlines()
     ), res.stdout
     assert "+22:00:00" not in res.stdout
 

@@ -107,6 +107,8 @@ __all__ = [
     "detect_rules",
     "dependent_codes",
     "detect_near_linear",
+    "duration_step",
+    "DURATION_STEPS",
     "map_size",
     "moments_size",
     "near_linear_candidates",
@@ -837,10 +839,13 @@ def answer_rules(
         float64 (n,), per column the sum of its present values here, each divided by
         the power of two above the largest magnitude of the column's bounds (so each
         term is at most 1 in magnitude).  ``"residuals"`` (``"linear"`` candidates with
-        ``slope`` and ``intercept``): float64 (2 n,), per candidate the minimum and
+        ``slope`` and ``intercept``): float64 (3 n,), per candidate the minimum and
         maximum here of the residual :func:`residuals` over the rows holding the column
-        (NaN, NaN: none).  A ``"linear"`` check: every such residual within the
-        candidate's ``lower`` and ``upper`` (a row holding Y but not X fails).
+        (NaN, NaN: none), then, for two datetime columns, :func:`duration_step` of the
+        durations Y - X over those rows (NaN for numbers).  A ``"linear"`` check:
+        every such residual within the candidate's ``lower`` and ``upper`` (a row
+        holding Y but not X fails) and, with a ``step``, every duration a whole
+        multiple of it.
 
     Returns
     -------
@@ -866,7 +871,7 @@ def answer_rules(
     if stage == "moments":
         return _moments(frame, schema, cands, number)
     if stage == "residuals":
-        return _residual_extremes(cands, number)
+        return _residual_extremes(cands, number, schema)
     if stage == "totals":
         return np.array(
             [np.nansum(number(c["column"]) / _magnitude(schema[c["column"]])) for c in cands],
@@ -887,6 +892,10 @@ def answer_rules(
             r = residuals(number(column), number(of[0]), cand["slope"], cand["intercept"])
             held = ~np.isnan(number(column))
             inside = (r[held] >= float(cand["lower"])) & (r[held] <= float(cand["upper"]))
+            step = cand.get("step")
+            if step is not None:  # every duration a whole multiple of the step
+                q = (number(column)[held] - number(of[0])[held]) / float(step)
+                inside &= np.abs(q - np.round(q)) <= 1e-6
             out.append(np.array([bool(np.all(inside))], dtype=np.uint8))
             continue
         if kind == "sum":
@@ -1355,6 +1364,8 @@ def verify_rules(schema: Schema, ask: Ask, sites: Sequence[str]) -> None:
             cand.update(
                 slope=rule.slope, intercept=rule.intercept, lower=rule.lower, upper=rule.upper
             )
+            if rule.step is not None:
+                cand["step"] = rule.step
         if rule.kind == "affine":
             cand.update(slope=rule.slope, intercept=rule.intercept, decimals=rule.decimals)
             if rule.tolerance is not None:
@@ -1369,6 +1380,7 @@ def verify_rules(schema: Schema, ask: Ask, sites: Sequence[str]) -> None:
                 clock = schema[rule.column].dtype == "datetime"  # told as durations
                 off = (
                     "durations outside those bounds"
+                    + (" or off its step" if rule.step is not None else "")
                     if clock
                     else f"residuals outside [{rule.lower}, {rule.upper}]"
                 )
@@ -1381,8 +1393,10 @@ def verify_rules(schema: Schema, ask: Ask, sites: Sequence[str]) -> None:
                     f"the schema's near-linear rule for column {rule.column!r} "
                     f"({rule.describe(clock=clock)}) has {off} "
                     f"(or {rule.of[0]!r} missing where {rule.column!r} is not) at "
-                    f'{", ".join(against)}; widen the rule\'s "lower"/"upper"{unit}, remove '
-                    'it from "rules" in the schema, or switch near-linear columns off'
+                    f'{", ".join(against)}; widen the rule\'s "lower"/"upper"{unit}'
+                    + (' or remove its "step"' if rule.step is not None else "")
+                    + ', remove it from "rules" in the schema, or switch near-linear '
+                    "columns off"
                 )
             raise SchemaError(
                 f"the schema's rule for column {rule.column!r} ({rule.describe()}) does not "
@@ -1419,16 +1433,42 @@ def residuals(y: np.ndarray, x: np.ndarray, slope: float, intercept: float) -> n
     return np.asarray(y, dtype=float) - (ax + float(intercept))
 
 
+#: The units a near-linear pair of datetime columns' durations can be whole multiples of
+#: (seconds: a week, a day, an hour, a minute, a second), coarsest first; each divides
+#: the ones before it, so the finest unit the sites report divides every duration.
+DURATION_STEPS = (604_800.0, 86_400.0, 3_600.0, 60.0, 1.0)
+
+
+def duration_step(durations: np.ndarray) -> float:
+    """The coarsest of :data:`DURATION_STEPS` that every duration (seconds, NaN
+    ignored) is a whole multiple of, to 1e-6 of the step; 0.0 if none (sub-second
+    durations); NaN if there is no duration."""
+    d = np.asarray(durations, dtype=float)
+    d = d[~np.isnan(d)]
+    if not d.size:
+        return float("nan")
+    for step in DURATION_STEPS:
+        q = d / step
+        if np.all(np.abs(q - np.round(q)) <= 1e-6):
+            return step
+    return 0.0
+
+
 def _residual_extremes(
-    cands: Sequence[Candidate], number: Callable[[str], np.ndarray]
+    cands: Sequence[Candidate], number: Callable[[str], np.ndarray], schema: Schema
 ) -> np.ndarray:
-    """A site's ``residuals`` answer: per candidate, the min and max of its residual."""
-    out = np.full((len(cands), 2), np.nan)
+    """A site's ``residuals`` answer: per candidate, the min and max of its residual
+    and, for two datetime columns, :func:`duration_step` of its durations (NaN for two
+    number columns)."""
+    out = np.full((len(cands), 3), np.nan)
     for k, c in enumerate(cands):
-        r = residuals(number(c["column"]), number(c["of"][0]), c["slope"], c["intercept"])
-        r = r[~np.isnan(r)]
-        if r.size:
-            out[k] = (r.min(), r.max())
+        y, x = number(c["column"]), number(c["of"][0])
+        r = residuals(y, x, c["slope"], c["intercept"])
+        held = ~np.isnan(r)
+        if held.any():
+            out[k, :2] = (r[held].min(), r[held].max())
+            if schema[c["column"]].dtype == "datetime":
+                out[k, 2] = duration_step(y[held] - x[held])
     return out.ravel()
 
 
@@ -1616,7 +1656,13 @@ def detect_near_linear(
     """The near-linear stages: ``moments`` of :func:`near_linear_candidates` (summed,
     maskable), :func:`select_near_linear`, then ``residuals``: each site's min and max
     of each kept pair's residual, merged (the smallest minimum, the largest maximum)
-    into the rule's ``lower`` and ``upper``.  A pair whose residual is constant or
+    into the rule's ``lower`` and ``upper``.  For two datetime columns the sites also
+    report the coarsest unit of :data:`DURATION_STEPS` their durations are whole
+    multiples of; the finest of these (which divides every real duration) becomes the
+    rule's ``step``, the intercept is rounded to a whole multiple of it and the bounds
+    moved with it (:func:`_on_step`), so intercept + lower and intercept + upper are
+    the shortest and longest real durations, and a fit draws durations on that step
+    (whole days where every real stay is).  A pair whose residual is constant or
     held by no row is dropped, and the pairs are selected again without it (one more
     ``residuals`` round for the pairs it let in): so a column copied exactly where it
     is present does not keep its source and itself from their other sources.
@@ -1631,7 +1677,7 @@ def detect_near_linear(
         return []
     pooled = _pooled_moments(ask, cands)
     lines = near_linear_fits(schema, cands, pooled)
-    bounds: dict[tuple[str, str], tuple[float, float] | None] = {}
+    bounds: dict[tuple[str, str], tuple[float, float, float | None] | None] = {}
     while True:
         kept = select_near_linear(cands, lines)
         # a dropped pair (a constant residual: Y a copy of X where Y is present, which
@@ -1655,15 +1701,17 @@ def detect_near_linear(
     for cand in kept:
         b = bounds[(cand["column"], cand["of"][0])]
         assert b is not None  # dropped pairs are not selected
+        intercept, lower, upper = _on_step(float(cand["intercept"]), b[0], b[1], b[2])
         rules.append(
             Rule(
                 cand["column"],
                 list(cand["of"]),
                 "linear",
                 slope=float(cand["slope"]),
-                intercept=float(cand["intercept"]),
-                lower=b[0],
-                upper=b[1],
+                intercept=intercept,
+                lower=lower,
+                upper=upper,
+                step=b[2],
             )
         )
     pos = {c: i for i, c in enumerate(schema.order)}
@@ -1672,22 +1720,42 @@ def detect_near_linear(
 
 def _residual_bounds(
     ask: Ask, sites: Sequence[str], kept: Sequence[Candidate]
-) -> list[tuple[float, float] | None]:
+) -> list[tuple[float, float, float | None] | None]:
     """The ``residuals`` stage for ``kept``: per pair the smallest minimum and the
-    largest maximum of its residual over the sites; None where no row holds it or the
-    residual is constant (the pair is then dropped)."""
+    largest maximum of its residual over the sites, and the durations' step (the
+    smallest unit a site holding rows reports; None for numbers, or where a site's
+    durations are on no unit of :data:`DURATION_STEPS`); None where no row holds it or
+    the residual is constant (the pair is then dropped)."""
     asked = [{k: c[k] for k in ("kind", "column", "of", "slope", "intercept")} for c in kept]
     extremes = ask("residuals", asked)
-    _check_lengths(extremes, 2 * len(asked), sites, "residuals")
-    both = np.stack([np.asarray(e, dtype=float).reshape(-1, 2) for e in extremes])
-    out: list[tuple[float, float] | None] = []
+    _check_lengths(extremes, 3 * len(asked), sites, "residuals")
+    both = np.stack([np.asarray(e, dtype=float).reshape(-1, 3) for e in extremes])
+    out: list[tuple[float, float, float | None] | None] = []
     for k in range(len(asked)):
-        lows, highs = both[:, k, 0], both[:, k, 1]
+        lows, highs, steps = both[:, k, 0], both[:, k, 1], both[:, k, 2]
         held = ~np.isnan(lows)
         if not held.any():
             out.append(None)
             continue
         lo, hi = float(lows[held].min()), float(highs[held].max())
         ok = math.isfinite(lo) and math.isfinite(hi) and lo < hi
-        out.append((lo, hi) if ok else None)
+        told = steps[held & ~np.isnan(steps)]
+        step = float(told.min()) if told.size and told.min() > 0 else None
+        out.append((lo, hi, step) if ok else None)
     return out
+
+
+def _on_step(
+    intercept: float, lower: float, upper: float, step: float | None
+) -> tuple[float, float, float]:
+    """A datetime pair's intercept rounded to a whole multiple of its durations'
+    ``step``, and the residual's bounds moved with it: the real durations
+    ``intercept + lower`` and ``intercept + upper`` (whole multiples of the step, up to
+    float64 rounding, which the rounding here removes) stay what they are.  No step:
+    unchanged."""
+    if step is None:
+        return intercept, lower, upper
+    snapped = round(intercept / step) * step
+    shortest = round((intercept + lower) / step) * step
+    longest = round((intercept + upper) / step) * step
+    return float(snapped), float(shortest - snapped), float(longest - snapped)

@@ -704,6 +704,12 @@ class Rule:
         ``"linear"`` only: the bounds of the residual ``column - (slope x + intercept)``
         over every real row holding ``column`` (each site's minimum and maximum,
         merged): the range of the residual the chain draws.
+    step : float, optional
+        ``"linear"`` between two datetime columns only: every real duration
+        ``column - of[0]`` is a whole multiple of this many seconds (a week, a day, an
+        hour, a minute or a second: :data:`fits.core.rules.DURATION_STEPS`), and so are
+        ``intercept``, ``intercept + lower`` and ``intercept + upper``; synthetic
+        durations are drawn on it.  None: no such unit (or two number columns).
     """
 
     column: str
@@ -716,6 +722,7 @@ class Rule:
     tolerance: float | None = None
     lower: float | None = None
     upper: float | None = None
+    step: float | None = None
 
     def __post_init__(self) -> None:
         where = f"rule for column {self.column!r}"
@@ -736,8 +743,8 @@ class Rule:
                 f'{where}: "slope", "intercept", "decimals" and "tolerance" belong to '
                 '"affine" rules only'
             )
-        if self.lower is not None or self.upper is not None:
-            raise SchemaError(f'{where}: "lower" and "upper" belong to "linear" rules only')
+        if self.lower is not None or self.upper is not None or self.step is not None:
+            raise SchemaError(f'{where}: "lower", "upper" and "step" belong to "linear" rules only')
         if self.kind == "sum":
             if self.mapping is not None:
                 raise SchemaError(f'{where}: a "sum" rule has no "mapping"')
@@ -782,10 +789,21 @@ class Rule:
                 f'{where}: the residual\'s "lower" ({self.lower:g}) must be below its '
                 f'"upper" ({self.upper:g})'
             )
+        step = self.step
+        if step is not None:
+            if (
+                isinstance(step, bool)
+                or not isinstance(step, (int, float))
+                or not 0 < step < math.inf
+            ):
+                raise SchemaError(
+                    f'{where}: "step" must be a number of seconds > 0, or null, got {step!r}'
+                )
+            self.step = float(step)
 
     def _check_affine(self, where: str) -> None:
-        if self.lower is not None or self.upper is not None:
-            raise SchemaError(f'{where}: "lower" and "upper" belong to "linear" rules only')
+        if self.lower is not None or self.upper is not None or self.step is not None:
+            raise SchemaError(f'{where}: "lower", "upper" and "step" belong to "linear" rules only')
         if self.mapping is not None:
             raise SchemaError(f'{where}: an "affine" rule has no "mapping"')
         if len(self.of) != 1:
@@ -835,7 +853,8 @@ class Rule:
         if self.kind == "linear" and clock:  # slope 1: intercept + R is the duration
             b = float(self.intercept or 0.0)
             lo, hi = (duration_text(b + float(v or 0.0)) for v in (self.lower, self.upper))
-            return f"{self.column} = {self.of[0]} + duration in [{lo}, {hi}] (near-linear)"
+            steps = "" if self.step is None else f" in steps of {duration_text(self.step)}"
+            return f"{self.column} = {self.of[0]} + duration in [{lo}, {hi}]{steps} (near-linear)"
         if self.kind == "linear":
             a, b = float(self.slope or 0.0), float(self.intercept or 0.0)
             sign = "-" if b < 0 else "+"
@@ -858,6 +877,8 @@ class Rule:
             out.update(
                 slope=self.slope, intercept=self.intercept, lower=self.lower, upper=self.upper
             )
+            if self.step is not None:
+                out["step"] = self.step
         return out
 
     @classmethod
@@ -887,6 +908,7 @@ class Rule:
             tolerance=d.get("tolerance"),
             lower=d.get("lower"),
             upper=d.get("upper"),
+            step=d.get("step"),
         )
 
 
@@ -1071,6 +1093,11 @@ class Schema:
             raise SchemaError(
                 f"{where}: a near-linear rule relates two datetime columns or two number "
                 f"columns; {rule.column!r} and {src.name!r} are one of each; remove the rule"
+            )
+        if rule.step is not None and src.dtype != "datetime":
+            raise SchemaError(
+                f'{where}: "step" is the unit of a pair of datetime columns\' durations; '
+                f'{src.name!r} holds numbers; remove "step" from the rule'
             )
         linear = [r for r in self.rules or [] if r.kind == "linear"]
         if src.name in self.derived or any(r.column == src.name for r in linear):

@@ -1041,7 +1041,13 @@ class Coordinator:
         point of Y's interval nearest R's bounds.  A row whose CDF has no mass in the
         interval is drawn from R's marginal CDF truncated alike; where that has none
         either, uniformly on the interval.  Such rows are counted in
-        :attr:`truncation_fallbacks` (per column: marginal, uniform)."""
+        :attr:`truncation_fallbacks` (per column: marginal, uniform).  A pair of
+        datetime columns with a ``step`` (every real duration a whole number of days,
+        say) then has its duration, intercept + R, rounded to the nearest whole
+        multiple of the step within the interval (:func:`_durations_on_step`); its R
+        is drawn within half a step beyond the rule's bounds, so that the shortest
+        and longest durations take the whole of their step's mass, as the others do
+        (truncated to the bounds themselves, they would take half)."""
         assert self.schema is not None
         rule = self.schema.near_linear[column]
         y_lo, y_hi = self.user_schema[column].bounds
@@ -1050,6 +1056,8 @@ class Coordinator:
         lo_y = residuals(np.full(x.shape, y_lo), x, slope, intercept)
         hi_y = residuals(np.full(x.shape, y_hi), x, slope, intercept)
         r_lo, r_hi = float(rule.lower or 0.0), float(rule.upper or 0.0)
+        if rule.step is not None:  # each duration k step takes [k - 1/2, k + 1/2) steps
+            r_lo, r_hi = r_lo - 0.5 * float(rule.step), r_hi + 0.5 * float(rule.step)
         lo, hi = np.maximum(lo_y, r_lo), np.minimum(hi_y, r_hi)
         apart = lo > hi  # Y's interval wholly below or above R's bounds: its nearest end
         nearest = np.where(hi_y < r_lo, hi_y, lo_y)
@@ -1065,6 +1073,8 @@ class Coordinator:
             counts = self.truncation_fallbacks.setdefault(column, [0, 0])
             counts[0] += rows - int(none.sum())
             counts[1] += int(none.sum())
+        if rule.step is not None:  # two datetimes whose real durations share a unit
+            r = _durations_on_step(r, intercept, float(rule.step), lo, hi)
         return r
 
     def _line_plus(self, column: str, x: np.ndarray, r: np.ndarray) -> np.ndarray:
@@ -2540,3 +2550,21 @@ def fallback_message(column: str, marginal: int, uniform: int) -> str:
         f"within its bounds; {marginal} drawn from the residual's marginal there, "
         f"{uniform} uniformly within the bounds"
     )
+
+
+def _durations_on_step(
+    r: np.ndarray, intercept: float, step: float, lo: np.ndarray, hi: np.ndarray
+) -> np.ndarray:
+    """Residuals ``r`` of a datetime pair moved so that each duration ``intercept + r``
+    is the nearest whole multiple of ``step`` (seconds) within ``[intercept + lo,
+    intercept + hi]`` (the row's truncation interval); a row whose interval holds no
+    multiple keeps its ``r``.  The rule's own bounds are multiples (the shortest and
+    longest real durations: :func:`fits.core.rules.detect_near_linear`), so only an
+    interval cut by the column's own bounds can hold none.  Rounding a continuous draw
+    to the step's grid moves each value by at most half a step, as a column's own
+    rounding to its decimals does (docs/method.md, "Near-linear columns")."""
+    eps = 1e-9  # float noise of bounds that are multiples already
+    first = np.ceil((intercept + lo) / step - eps) * step
+    last = np.floor((intercept + hi) / step + eps) * step
+    on = np.clip(np.round((intercept + r) / step) * step, first, last) - intercept
+    return np.where(first <= last, on, r)

@@ -61,12 +61,16 @@ rules        config ``stage`` (``check`` / ``map`` /     ``holds`` (n,) uint8 0/
                                                          ``totals`` (size,) float64
                                                          (totals): per numeric column,
                                                          the sum of its scaled values;
-                                                         or ``residuals`` (2 n,) float64
+                                                         or ``residuals`` (3 n,) float64
                                                          (residuals, ``linear``
                                                          candidates): per candidate the
                                                          min and max here of its
-                                                         residual (NaN: no row), in the
-                                                         clear
+                                                         residual (NaN: no row) and, two
+                                                         datetime columns, the coarsest
+                                                         unit (a week, day, hour, minute,
+                                                         second; 0: none) its durations
+                                                         are whole multiples of (NaN:
+                                                         numbers), in the clear
 ===========  ==========================================  ===================================
 
 ``rules`` comes between setup and configure, when rule detection is on
@@ -533,8 +537,8 @@ def check_reply(request: Message, reply: Message) -> None:
             else:
                 _expect(reply, {key: (size,)}, set(), {key: "float64"})
             return
-        if stage == "residuals":  # per candidate a site's min and max residual
-            n = 2 * len(json.loads(str(request.config["candidates"])))
+        if stage == "residuals":  # per candidate a site's min and max residual, and step
+            n = 3 * len(json.loads(str(request.config["candidates"])))
             _expect(reply, {"residuals": (n,)}, set(), {"residuals": "float64"})
             return
         if request.config.get("stage") == "map":
