@@ -499,7 +499,12 @@ def test_one_pass_default_rounds_too_few_says_how_many_would_do():
     with pytest.raises(FedLSAError, match=r"only \d+ rounds were asked for"):
         fedlsa_arrays(xs, ys, regime="one_pass", n_bootstrap=3, rounds=enough - 1)
     assert fedlsa_arrays(xs, ys, regime="one_pass", n_bootstrap=3, rounds=enough).rounds > 0
-    with pytest.raises(FedLSAError, match=r"too few rows for this regime; use regime='paper'"):
+    # the site that is too small is named (was: 'the smallest site', which one unsaid)
+    with pytest.raises(
+        FedLSAError,
+        match=r"the smallest site, 'site1' \(8 rows\), has too few rows for this regime; "
+        r"use regime='paper'",
+    ):
         fedlsa_arrays([xs[0][:8], xs[1]], [ys[0][:8], ys[1]], regime="one_pass", n_bootstrap=3)
 
 

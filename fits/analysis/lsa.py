@@ -1188,6 +1188,8 @@ def run_fedlsa(
                 "rows in batches of d + 2)"
             )
             fix = "ask for more rounds"
+            low = int(np.argmin(n_rows))
+            smallest = f"{transport.client_names[low]!r} ({int(n_rows[low])} rows)"
             if built:
                 enough = _one_pass_rounds(
                     schedule, int(n_rows.min()), d, s1, s2, step_size if explicit_step else None
@@ -1195,7 +1197,7 @@ def run_fedlsa(
                 fix = (
                     f"ask for at least {enough} rounds (rounds={enough}; fits analyze -R {enough})"
                     if enough is not None
-                    else "the smallest site has too few rows for this regime; use "
+                    else f"the smallest site, {smallest}, has too few rows for this regime; use "
                     "regime='paper' with sampling='with_replacement' (fits analyze --regime "
                     f"paper --sampling with_replacement), or without replacement at most "
                     f"{int(n_rows.min())} rounds x local steps (-R, -H)"
