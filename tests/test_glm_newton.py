@@ -271,6 +271,23 @@ def test_inference_on_the_features_own_scale_is_statsmodels_on_raw_features(fami
     assert private.to_dict()["original_bse"] is None
 
 
+def test_target_labels_written_differently_at_a_site_are_named_with_the_fix() -> None:
+    """'yes'/'no' at two sites and 'Yes'/'no ' at a third: four labels, refused; the
+    message named them but not that they are two labels written two ways."""
+    coded = _tables("logistic")
+    labelled = [t.assign(y=t.y.map({0: "no", 1: "yes"})) for t in coded]
+    labelled[-1] = coded[-1].assign(y=coded[-1].y.map({0: "no ", 1: "Yes"}))
+    with pytest.raises(glm.DesignError, match="has 4 labels") as err:
+        fit_glm(labelled, "y")
+    assert "'Yes' and 'yes', 'no' and 'no ' differ only in case or in spaces" in str(err.value)
+    assert "write each label the same way at every site" in str(err.value)
+    three = [t.assign(y=t.y.map({0: "no", 1: "yes"})) for t in coded]
+    three[-1] = coded[-1].assign(y=coded[-1].y.map({0: "no", 1: "maybe"}))
+    with pytest.raises(glm.DesignError, match="has 3 labels") as err:
+        fit_glm(three, "y")
+    assert "differ only" not in str(err.value)  # three labels indeed: no such hint
+
+
 def test_a_logistic_target_of_two_text_labels_is_coded_second_label_one(tmp_path) -> None:
     """Adult's income as written (``<=50K`` / ``>50K``): the sorted second label is 1,
     the fit equals the 0/1 target's, and the result says which label is 1."""

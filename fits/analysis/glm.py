@@ -1914,9 +1914,27 @@ def _label_target(spec: DesignSpec, schema: Schema, family: str) -> DesignSpec:
         raise DesignError(
             f"target {spec.target!r} has {len(labels)} labels ({labels[:6]}); logistic "
             "regression needs two: merge the labels into two classes, or code the target "
-            "as 0/1"
+            "as 0/1" + _alike_labels(labels)
         )
     return dataclasses.replace(spec, target_levels=tuple(labels))
+
+
+def _alike_labels(labels: Sequence[Any]) -> str:
+    """A hint for labels that differ only in case or in spaces around them (``'Yes'``
+    and ``'yes'``, ``'no'`` and ``'no '``: a site writes them its own way); "" when none
+    do."""
+    groups: dict[str, list[str]] = {}
+    for label in labels:
+        if isinstance(label, str):
+            groups.setdefault(label.strip().casefold(), []).append(label)
+    alike = [g for g in groups.values() if len(g) > 1]
+    if not alike:
+        return ""
+    named = ", ".join(" and ".join(repr(x) for x in g) for g in alike)
+    return (
+        f"; {named} differ only in case or in spaces around them: write each label the "
+        "same way at every site (e.g. lower case, without surrounding spaces)"
+    )
 
 
 def _fit(
