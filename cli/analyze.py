@@ -621,7 +621,9 @@ def analyze(
         try:
             for path in site_files:
                 name = path.stem if path.stem not in tables else f"{path.stem} ({len(tables) + 1})"
-                tables[name] = read_table(path)
+                tables[name] = read_table(path, empty_ok=True)
+                if tables[name].empty:
+                    _fail(_no_rows(path, name))
             spec = _spec(opts, list(next(iter(tables.values())).columns))
             bar, on_round = _round_progress(method, quiet)
             # the bar stops (its last state, one line) before any error, warning or
@@ -726,6 +728,14 @@ def _check_files(site_files: list[Path], out: Path) -> None:
         _fail(str(exc), 2)
 
 
+def _no_rows(path: Path, site: str) -> str:
+    """The refusal of a site table of a header alone (exit 1), with its fix."""
+    return (
+        f"{path}: the table has a header but no rows; every site needs at least one row "
+        f"(site {site!r}): leave the file out, or give it its rows"
+    )
+
+
 def _spec(opts: AnalyzeOptions, columns: list[str]) -> dict[str, Any]:
     """The method's spec, with ``--target`` and ``--features`` resolved to the headers of
     the (first) site table (:func:`~fits.cli.options.match_columns`; exit 2 for a name
@@ -816,12 +826,16 @@ def _analyze_on_flower(
         remove_temporary_outputs,
         report_failure,
         run_local_federation,
+        table_has_rows,
     )
 
     launch = launch_module()
     names = [p.stem for p in site_files]
     if len(set(names)) != len(names):
         _fail("site files need different names with --flower (a site is named by its file)", 2)
+    for name, path in zip(names, site_files, strict=True):  # at once, not from its site
+        if not table_has_rows(path):
+            _fail(_no_rows(path, name))
     import warnings
 
     from fits.io import DataFileError, read_columns  # the paths were checked (_check_files)

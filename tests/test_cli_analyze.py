@@ -373,3 +373,28 @@ def test_a_feature_that_is_text_at_one_site_is_named_with_the_fix() -> None:
         res = fit_glm(frames, "y")
     assert list(res.params.index) == ["(intercept)", "x2"]
     assert any(fix in str(w.message) for w in caught)
+
+
+@pytest.mark.parametrize("flower", [False, True])
+def test_a_site_table_of_a_header_alone_is_refused_with_the_fix(
+    sites: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, flower: bool
+) -> None:
+    """A site file with a header and no rows said only 'the table has a header but no
+    rows' (in process), or started the Flower federation for its site to fail there;
+    now at once, naming the site and what to do, as fits federate local does."""
+    from fits.cli import federate
+
+    empty = tmp_path / "clinic.csv"
+    empty.write_text(Path(sites[0]).read_text().splitlines()[0] + "\n\n")
+    started: list[object] = []
+    monkeypatch.setattr(federate, "_launch", lambda: None)
+    monkeypatch.setattr(federate, "run_local_federation", lambda *a, **k: started.append(a))
+    out = tmp_path / "r.json"
+    res = run("analyze", sites[0], empty, "--target", "y", "--out", out,
+              *(["--flower"] if flower else []))  # fmt: skip
+    assert res.returncode == 1, res.stderr
+    assert res.stderr.strip() == (
+        f"error: {empty}: the table has a header but no rows; every site needs at least one "
+        "row (site 'clinic'): leave the file out, or give it its rows"
+    )
+    assert not started and not out.exists()
