@@ -797,6 +797,8 @@ def _report(result: Any, out: Path, staging: Path | None = None) -> None:
         None,
     )
     typer.echo(f"run {result.run_id} finished in {result.seconds:.1f} s")
+    for note in (summary or {}).get("notes", []):  # what the fit inferred (DataNote)
+        typer.echo(f"note: {note}", err=True)
     if summary:
         typer.echo(f"sites: {summary['sites']}")
     typer.echo(f"synthetic table: {out} (on the SuperLink's machine)")

@@ -132,5 +132,6 @@ def check_known_for_sites(
     kind_map = dict(parse_kind(item) for item in kinds)
     ids: list[str] = []
     if schema is not None:  # read before (a usable schema file)
-        ids = list(Schema.from_json(schema.read_text(encoding="utf-8-sig")).unmodelled)
+        user = Schema.from_json(schema.read_text(encoding="utf-8-sig"))
+        ids = [c.name for c in user.columns if c.kind == "id"]
     read_known(path, columns, dropped=drop, kinds=kind_map, identifiers=ids)

@@ -601,7 +601,7 @@ def synthesize(
                 _fail(f"{schema}: not a usable schema file ({exc}); write one with `fits schema`")
             _check_schema_columns(schema, user_schema, columns, next(iter(tables)), bool(drop))
         chain = chain_order or (list(user_schema.order) if user_schema else columns)
-        ids = set(user_schema.unmodelled if user_schema else [])
+        ids = {c.name for c in user_schema.columns if c.kind == "id"} if user_schema else set()
         ids |= {c for c, k in kinds.items() if k == "id"}
         for name in sorted(ids & set(column_designs)):
             _fail(
@@ -1123,6 +1123,7 @@ def schema_command(
         f"wrote the schema of {len(kinds)} columns ({counts['continuous']} continuous, "
         f"{counts['ordinal']} ordinal, {counts['nominal']} nominal"
         + (f", {counts['id']} id" if counts["id"] else "")
+        + (f", {counts['constant']} constant" if counts["constant"] else "")
         + f") to {out}"
     )
     exact = [r for r in merged.rules or [] if r.kind != "linear"]

@@ -18,6 +18,7 @@ at the level of the pandas facade, adds what runs on it, chosen by the run confi
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,7 @@ import pandas as pd
 from flwr.app import Context
 from flwr.serverapp import Grid, ServerApp
 
-from fits.core.schema import Schema
+from fits.core.schema import DataNote, Schema
 from fits.deploy.flower import SITE_MEMORY_BUDGET, FlowerTransport, run_coordinator
 from fits.federation.protocol import Message
 from fits.synthesizer import FITSSynthesizer
@@ -95,7 +96,14 @@ def synthesize(transport: FlowerTransport, cfg: Mapping[str, Any]) -> Path:
         known = read_known_table(cfg["known"])
         rows = int(known.shape[0])
         transport.observers.append(_known_header_check(cfg, known, schema))
-    synth.fit(transport, rows=rows)  # rows declared at configure: one round less
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        synth.fit(transport, rows=rows)  # rows declared at configure: one round less
+    notes = []
+    for w in caught:  # what fits inferred (DataNote): in the summary, for the command
+        if issubclass(w.category, DataNote):
+            notes.append(str(w.message))
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     if not cfg["batch_size"]:  # each site is its own machine: budget per site
         synth.coordinator.batch_size = int(
             np.clip(SITE_MEMORY_BUDGET // max(max(synth.n_rows_), 1), 64, max(rows, 1))
@@ -126,6 +134,7 @@ def synthesize(transport: FlowerTransport, cfg: Mapping[str, Any]) -> Path:
         "rows": rows,
         "sites": dict(zip(synth.client_names_, synth.n_rows_, strict=True)),
         "uploaded_bytes": dict(zip(synth.client_names_, synth.uploaded_bytes_, strict=True)),
+        **({"notes": notes} if notes else {}),
     }
     print(json.dumps(summary))  # noqa: T201 - shows in the ServerApp's log (flwr log)
     return path
@@ -152,7 +161,7 @@ def _known_header_check(
         done = True
         description = json.loads(str(reply.config["description"]))
         columns = [str(c) for c in description["order"]]  # the site's, less its drop
-        ids = list(schema.unmodelled) if schema is not None else []
+        ids = [c.name for c in schema.columns if c.kind == "id"] if schema is not None else []
         check_known_columns(
             cfg["known"],
             [str(c) for c in known.columns],

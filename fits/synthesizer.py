@@ -27,6 +27,7 @@ import os
 import pickle
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -1396,6 +1397,7 @@ class FITSSynthesizer(BaseEstimator):
         known.columns = resolve_columns(
             [str(c) for c in known.columns], self.schema_.names, "known_columns", "the fit"
         )
+        known = self._known_constants(known)
         known = self._fill_by_rules(known)
         prefix, later = self._known_split(known)
         for name in known.columns:  # the markers the sites read as missing ('?'), alike
@@ -1441,6 +1443,45 @@ class FITSSynthesizer(BaseEstimator):
             else:
                 matched = (later, codes.astype(np.int64))
         return known, given, matched
+
+    def _known_constants(self, known: pd.DataFrame) -> pd.DataFrame:
+        """The known table without its ``"constant"`` columns, each checked to hold the
+        column's value (or a missing value) in every row: the output writes them so
+        (:meth:`_decode`).  Refused: another value, and a constant with missing values
+        (its missingness is drawn, not given)."""
+        for name in [str(c) for c in known.columns]:
+            spec = self.schema_[name] if name in self.schema_.names else None
+            if spec is None or spec.kind != "constant":
+                continue
+            if spec.missing and not spec.all_missing:
+                raise ValueError(
+                    f"column {name!r} holds one value where it is not missing, and which "
+                    "rows are missing is drawn, so it cannot be given; leave it out of "
+                    "known_columns (the output holds its value or a missing value)"
+                )
+            expected = constant_column(spec, known.shape[0])
+            given = known[name].astype(object).to_numpy()
+            want = expected.astype(object).to_numpy()
+            odd = [
+                k
+                for k, (a, b) in enumerate(zip(given, want, strict=True))
+                if not (pd.isna(a) and pd.isna(b)) and (pd.isna(a) or pd.isna(b) or bool(a != b))
+            ]
+            if odd:
+                what = "missing in every row" if spec.all_missing else f"{want[0]!r} in every row"
+                raise ValueError(
+                    f"column {name!r} is {what} at every site (kind 'constant', not "
+                    f"modelled), but known_columns gives {given[odd[0]]!r} in its row "
+                    f"{odd[0] + 1} ({len(odd)} row(s) differ); leave "
+                    "the column out of known_columns: the output holds its value"
+                )
+            known = known.drop(columns=[name])
+        if known.shape[1] == 0:
+            raise ValueError(
+                "known_columns gives only constant columns, which the output holds anyway; "
+                "give a modelled column, or draw rows with sample(n)"
+            )
+        return known
 
     def _known_residuals(self, numbers: pd.DataFrame) -> pd.DataFrame:
         """The known values with each known near-linear column replaced by its residual
@@ -1661,6 +1702,14 @@ class FITSSynthesizer(BaseEstimator):
         cols = {}
         for spec in self.schema_.columns:
             name = spec.name
+            if spec.kind == "constant":  # its value in every row (or missing), or
+                # missing where its drawn indicator says so (a value and missing values)
+                flag = missing_flag(name)
+                absent = None
+                if flag in order and coord.encoders[flag].spec.indicates == name:
+                    absent = coord.encoders[flag].ceil(values[:, order.index(flag)]) == 1
+                cols[name] = constant_column(spec, values.shape[0], absent)
+                continue
             if not spec.is_modelled:  # an identifier: never a real value
                 ids = surrogate_ids(values.shape[0], start, total=total)
                 # dtype=str: text's dtype however many rows, none included (pandas 3: str)
@@ -1988,6 +2037,53 @@ _NULLABLE = {
     **{f"uint{b}": f"UInt{b}" for b in (8, 16, 32, 64)},
     "bool": "boolean",
 }
+
+
+def constant_column(spec: ColumnSpec, n: int, absent: np.ndarray | None = None) -> pd.Series:
+    """The output column of a ``"constant"`` column: its value in each of ``n`` rows
+    (missing where ``absent``), or missing in every row (a column with no value), in the
+    input's dtype (:func:`restore_dtype`), decoded as a draw of that value would be.
+
+    Parameters
+    ----------
+    spec : ColumnSpec
+        The column's schema entry (kind ``"constant"``).
+    n : int
+        Rows.
+    absent : ndarray of bool, optional
+        Rows where the column is missing (its drawn missingness indicator's).
+
+    Returns
+    -------
+    Series
+    """
+    name = spec.name
+    if spec.all_missing:
+        if spec.dtype == "datetime":
+            try:
+                dtype: Any = pd.api.types.pandas_dtype(spec.pandas_dtype or "datetime64[ns]")
+            except TypeError:
+                dtype = "datetime64[ns]"
+            if getattr(dtype, "kind", None) != "M":
+                dtype = "datetime64[ns]"
+            return pd.Series(pd.NaT, index=range(n), dtype=dtype, name=name)
+        if spec.dtype in ("int", "float"):
+            col = pd.Series(np.full(n, np.nan), name=name)
+        else:
+            col = pd.Series([None] * n, name=name, dtype=object)
+        return restore_dtype(col, spec)
+    drawn = replace(spec, kind="nominal" if spec.categories is not None else "continuous")
+    enc = Encoder(drawn)
+    if drawn.is_discrete:
+        col = enc.decode(np.full(n, enc.midpoints[0]))
+    else:
+        col = enc.decode(np.full(n, float(spec.lower)))  # type: ignore[arg-type]
+    col = col.reset_index(drop=True)
+    if absent is not None:
+        if spec.dtype == "int" and col.dtype != np.float64:
+            col = col.astype("UInt64" if col.dtype == np.uint64 else "Int64")
+        col = col.mask(pd.Series(np.asarray(absent, dtype=bool)))
+    return restore_dtype(col, spec)
 
 
 def restore_dtype(col: pd.Series, spec: ColumnSpec) -> pd.Series:

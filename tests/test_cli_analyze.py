@@ -175,8 +175,9 @@ def test_analyze_checks_its_paths_before_reading(sites: list[str], tmp_path: Pat
 def test_a_column_the_model_does_not_use_does_not_stop_it(sites: list[str], tmp_path: Path) -> None:
     """A constant or all-missing column outside --features stopped every analysis with
     synthesis advice ("drop it ... add it back to the synthetic table") although fits
-    analyze has no --drop; now only the named columns are merged, and a constant column
-    the model would use is refused with advice that fits an analysis."""
+    analyze has no --drop; now only the named columns are merged, a constant column
+    named for the model is refused with advice that fits an analysis, and without
+    --features constant and all-missing columns are left out, with a warning."""
     from fits.analysis.glm import fit_glm
 
     paths = []
@@ -191,11 +192,16 @@ def test_a_column_the_model_does_not_use_does_not_stop_it(sites: list[str], tmp_
     ref = fit_glm(tables, "y", features=["x1", "x2"], seed=0)
     np.testing.assert_allclose(list(json.loads(out.read_text())["params"].values()), ref.params)
     out.unlink()
-    proc = run("analyze", *paths, "--target", "y", "--out", out)
+    proc = run("analyze", *paths, "--target", "y", "--features", "x1,unit", "--out", out)
     assert proc.returncode == 1, proc.stderr
-    assert "column 'unit' takes one value at every site" in proc.stderr
+    assert "'unit' takes one value at every site" in proc.stderr
     assert "--features" in proc.stderr and "synthetic table" not in proc.stderr
     assert not out.exists()
+    proc = run("analyze", *paths, "--target", "y", "--out", out)
+    assert proc.returncode == 0, proc.stderr
+    assert "'unit' takes one value at every site" in proc.stderr
+    assert "'empty' is missing in every row at every site" in proc.stderr
+    assert "left out of the model" in proc.stderr and "synthetic table" not in proc.stderr
 
 
 def test_analyze_prints_warnings_as_one_line_each(sites: list[str], tmp_path: Path) -> None:

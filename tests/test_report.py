@@ -163,7 +163,8 @@ def test_input_errors_name_the_problem(setup) -> None:
 def test_a_constant_real_column_is_compared_and_an_empty_one_named() -> None:
     """A real column with one value stopped the report with the synthesizer's advice
     ("constant across all clients ... add it back to the synthetic table"); it is
-    compared as a nominal column. A column with no value says so, for the report."""
+    compared as a nominal column, with a note. A column with no value (which a fit now
+    writes as missing) is left out of the evaluation, with a note."""
     rng = np.random.default_rng(0)
     real = pd.DataFrame({"x": rng.normal(size=60), "unit": "mg", "k": 3.0})
     synthetic = real.assign(x=rng.normal(size=60))
@@ -171,9 +172,16 @@ def test_a_constant_real_column_is_compared_and_an_empty_one_named() -> None:
     assert rep.data["kinds"]["unit"] == rep.data["kinds"]["k"] == "nominal"
     scores = {s["column"]: s["score"] for s in rep.data["columns"]["scores"]}
     assert scores["unit"] == scores["k"] == 1.0
+    assert any("['unit', 'k'] hold one value in every row" in n for n in rep.data["notes"])
     empty = real.assign(e=np.nan)
-    with pytest.raises(ValueError, match=r"'e' has no value in any row of the real table"):
-        evaluate(empty, synthetic.assign(e=np.nan))
+    rep = evaluate(empty, synthetic.assign(e=np.nan), max_rows=60)
+    assert "e" not in rep.data["kinds"]
+    assert any(
+        "['e'] have no value in any row of the real table" in n and "left out" in n
+        for n in rep.data["notes"]
+    )
+    with pytest.raises(ValueError, match=r"target 'e' has no value in any row"):
+        evaluate(empty, synthetic.assign(e=np.nan), target="e")
 
 
 # -- the command line ----------------------------------------------------------------------

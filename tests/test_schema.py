@@ -110,13 +110,14 @@ def test_continuous_columns_report_no_values():
 def test_bad_tables():
     with pytest.raises(SchemaError, match="site 1: the table is empty"):
         describe_table(pd.DataFrame({"v": []}), client="site 1")
-    with pytest.raises(SchemaError, match="'v' is missing in every row at every client"):
-        _merge([pd.DataFrame({"v": [None, None]}), pd.DataFrame({"v": [np.nan]})])
-    # the command line's fix is named: --drop, the name quoted for a shell
-    with pytest.raises(SchemaError, match=r"every client; drop it \(.*: --drop 'my v'\)$"):
-        _merge([pd.DataFrame({"my v": [None, None]}), pd.DataFrame({"my v": [np.nan]})])
-    with pytest.raises(SchemaError, match=r"constant across all clients.*: --drop 'my v'\)"):
-        Schema.detect([pd.DataFrame({"my v": [3, 3], "x": [1.0, 2.0]})] * 2)
+    # a column missing everywhere, or of one value, is kept as kind "constant" (written
+    # as missing / as its value, not modelled), with a note naming --drop for a shell
+    with pytest.warns(DataNote, match=r"'v' is missing in every row at every site"):
+        empty = _merge([pd.DataFrame({"v": [None, None]}), pd.DataFrame({"v": [np.nan]})])
+    assert empty["v"].kind == "constant" and empty["v"].all_missing
+    with pytest.warns(DataNote, match=r"instead: --drop 'my v'$"):
+        schema = Schema.detect([pd.DataFrame({"my v": [3, 3], "x": [1.0, 2.0]})] * 2)
+    assert schema["my v"].kind == "constant" and schema["my v"].constant_value == 3
     with pytest.raises(SchemaError, match="infinite"):
         describe_table(pd.DataFrame({"v": [1.0, np.inf]}))
     with pytest.raises(SchemaError, match="extra: \\['w'\\]"):

@@ -181,10 +181,14 @@ def test_category_present_at_one_client_only(mixed_clients):
     assert 0.05 < share < 0.3  # true share 150 / 1000
 
 
-def test_globally_constant_column_is_a_clear_error(mixed_clients):
+def test_globally_constant_column_is_written_as_its_value(mixed_clients):
+    """It stopped the fit ("'k' is constant"); it is written as its value, with a note
+    (tests/test_constant_columns.py has the rest)."""
     frames = [t.assign(k=1.0) for t in mixed_clients]
-    with pytest.raises(SchemaError, match="'k' is constant"):
-        FITSSynthesizer().fit(frames)
+    with pytest.warns(UserWarning, match="'k' holds 1.0 in every row at every site"):
+        synth = FITSSynthesizer(seed=0).fit(frames)
+    out = synth.sample(20)
+    assert (out["k"] == 1.0).all() and out["k"].dtype == np.float64
 
 
 def test_columns_missing_at_a_client_name_the_client(mixed_clients):

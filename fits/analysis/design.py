@@ -49,7 +49,7 @@ import pandas as pd
 from fits._json import jsonable
 from fits.core.schema import (
     ColumnSpec,
-    EmptyColumnError,
+    ConstantNote,
     IdentifierColumnError,
     NumericIdentifierWarning,
     Schema,
@@ -158,8 +158,10 @@ class DesignSpec:
             raise TypeError(
                 f"features must be a list of column names, e.g. [{features!r}], got {features!r}"
             )
-        if features is None:  # identifiers (kind "id") are never features
-            features = [n for n in names if n != target and schema[n].kind != "id"]
+        if features is None:  # identifiers (kind "id") and constants are never features
+            features = [
+                n for n in names if n != target and schema[n].kind not in ("id", "constant")
+            ]
         features = list(features)
         ids = [f for f in [*features, target] if f in names and schema[f].kind == "id"]
         if ids:
@@ -171,6 +173,9 @@ class DesignSpec:
         unknown = [f for f in features if f not in names]
         if unknown:
             raise SchemaError(f"feature(s) {unknown} not in the tables; columns: {names}")
+        constants = [f for f in [*features, target] if f in names and schema[f].kind == "constant"]
+        if constants:
+            raise SchemaError(_constant_problem(schema, constants))
         if target is not None and target in features:
             raise SchemaError(f"the target {target!r} cannot also be a feature")
         if len(set(features)) != len(features):
@@ -592,8 +597,11 @@ def _merge(
     columns: Sequence[str] | None,
 ) -> Schema:
     """:func:`merge_descriptions` for an analysis: identifiers and free text become kind
-    ``"id"`` (no feature), a column empty or constant everywhere an analysis error."""
-    try:
+    ``"id"`` (no feature); a column empty or constant everywhere (kind ``"constant"``)
+    is an analysis error where named, else left out of the features with a warning."""
+    with warnings.catch_warnings():  # the synthesis's note on constant columns does
+        # not fit an analysis: said below, in an analysis's words
+        warnings.simplefilter("ignore", ConstantNote)
         try:
             schema = merge_descriptions(descriptions, clients, kinds=kinds)
         except IdentifierColumnError as exc:  # identifiers, free text: kind "id", no feature
@@ -613,13 +621,37 @@ def _merge(
                 UserWarning,
                 stacklevel=2,
             )
-    except EmptyColumnError as exc:  # the synthesis wording ("add it back") does not fit
-        raise SchemaError(
-            f"column {exc.column!r} {exc.problem}: a model can neither be fitted to it nor "
-            "learn from it; choose another target, or name the features without it "
-            "(features=[...]; fits analyze --features a,b)"
-        ) from None
+    constants = schema.constants  # one value, or none, at every site (kind "constant")
+    if constants and columns is not None:
+        raise SchemaError(_constant_problem(schema, constants))
+    if constants:
+        warnings.warn(  # never left out without a word
+            f"{_constant_problem(schema, constants, fix=False)}; left out of the model",
+            UserWarning,
+            stacklevel=2,
+        )
     return schema
+
+
+def _constant_problem(schema: Schema, names: Sequence[str], fix: bool = True) -> str:
+    """What is wrong with ``names``, columns of kind ``"constant"``, for an analysis
+    (the synthesis's note, "written as that value", does not fit here)."""
+    parts = [
+        f"{n!r} is missing in every row at every site"
+        if schema[n].all_missing
+        else f"{n!r} takes one value at every site"
+        + (" (and is missing elsewhere)" if schema[n].missing else "")
+        for n in names
+    ]
+    text = (
+        f"column(s) {', '.join(parts)}: a model can neither be fitted to them nor learn from them"
+    )
+    if fix:
+        text += (
+            "; choose another target, or name the features without them (features=[...]; "
+            "fits analyze --features a,b)"
+        )
+    return text
 
 
 def _why_identifier(name: str, descriptions: list[dict[str, Any]], clients: Sequence[str]) -> str:

@@ -74,6 +74,7 @@ __all__ = [
     "UNIQUE_TEXT_ROWS",
     "PARSE_SHARE",
     "SURROGATE_PREFIX",
+    "ConstantNote",
     "DataNote",
     "EmptyColumnError",
     "IdentifierColumnError",
@@ -95,6 +96,7 @@ __all__ = [
     "describe_table",
     "description_digest",
     "lookalike_names",
+    "check_constants",
     "coarser_than_sites",
     "merge_descriptions",
     "missing_flag",
@@ -105,7 +107,9 @@ __all__ = [
 ]
 
 #: Column kinds.  ``"id"`` columns are not modelled: the output holds fresh surrogates.
-KINDS = ("continuous", "ordinal", "nominal", "id")
+#: ``"constant"`` columns (one value, or none, at every site) are not modelled either:
+#: the output holds that value (or is missing) in every row.
+KINDS = ("continuous", "ordinal", "nominal", "id", "constant")
 #: The pandas dtype families a :class:`ColumnSpec` restores (its ``dtype``).
 DTYPES = ("float", "int", "bool", "category", "string", "object", "datetime")
 #: Numeric columns with at most this many distinct values are ordinal (non-integer ones
@@ -241,6 +245,11 @@ class DataNote(UserWarning):
     missing, a separator or a date format it chose); the command line prints it."""
 
 
+class ConstantNote(DataNote):
+    """The columns written as a constant or as missing and not modelled (kind
+    ``"constant"``), said by :func:`merge_descriptions` with how to drop them."""
+
+
 class NumericIdentifierWarning(UserWarning):
     """A whole-number column with a different value in every row (it looks like a
     numeric identifier) is modelled as continuous.  ``column`` names it, so that a
@@ -259,9 +268,18 @@ class ColumnSpec:
     ----------
     name : str
         Column name.
-    kind : {"continuous", "ordinal", "nominal", "id"}
+    kind : {"continuous", "ordinal", "nominal", "id", "constant"}
         How the column is modelled; ``"id"`` columns are not modelled, the output holds
-        fresh surrogate values (:func:`surrogate_ids`).
+        fresh surrogate values (:func:`surrogate_ids`).  ``"constant"`` columns hold one
+        value in every row at every site, or none: they are not modelled (no site is
+        asked about them), the output holds that value in every row -- given as
+        ``categories`` (a one-value list) or as ``lower`` equal to ``upper`` (numbers,
+        datetimes: seconds since 1970-01-01 UTC) -- or is missing in every row (neither
+        given, ``missing`` true).  A constant with ``missing`` true *and* a value (a
+        datetime column of one value and some missing values) gets its missingness
+        indicator drawn in the chain, and the value where the indicator says present
+        (:meth:`Schema.expanded`).  Set by the setup round's merge
+        (:func:`merge_descriptions`), not declared.
     dtype : str
         The pandas dtype family to restore: ``"float"``, ``"int"``, ``"bool"``,
         ``"category"``, ``"string"`` or ``"object"``.
@@ -384,6 +402,8 @@ class ColumnSpec:
                 f'"float"), or null (not a column of Decimal objects), got '
                 f"{self.decimal_scale!r} (dtype {self.dtype!r})"
             )
+        if self.kind == "constant":
+            self._check_constant_value()
         if self.kind in ("ordinal", "nominal"):
             if not self.categories:
                 an = "an" if self.kind == "ordinal" else "a"
@@ -403,6 +423,52 @@ class ColumnSpec:
                     "categories if the column has no missing values"
                 )
         self._check_bounds_and_types()
+
+    def _check_constant_value(self) -> None:
+        """A ``"constant"`` column holds one value (a one-value ``categories`` list, or
+        ``lower`` equal to ``upper``), or none (``missing`` true and neither given)."""
+        where = f"column {self.name!r}: a constant column"
+        if self.categories is not None:
+            if (
+                len(self.categories) != 1
+                or self.categories[0] is None
+                or self.lower is not None
+                or self.upper is not None
+            ):
+                raise SchemaError(
+                    f'{where} holds one value: a "categories" list of exactly one value '
+                    f'(not null), or "lower" equal to "upper", not both; got categories '
+                    f"{self.categories!r}"
+                )
+            return
+        if self.lower is None and self.upper is None:
+            if not self.missing:
+                raise SchemaError(
+                    f'{where} with no value ("categories" or "lower"/"upper") is missing in '
+                    'every row: set "missing": true, or give its value'
+                )
+            return
+        if self.lower is None or self.upper is None or self.lower != self.upper:
+            raise SchemaError(
+                f'{where} holds one value: "lower" must equal "upper" (got {self.lower!r} '
+                f"and {self.upper!r}); a column of several values needs another kind: detect "
+                "the schema again (fits schema ...)"
+            )
+
+    @property
+    def constant_value(self) -> Any:
+        """A ``"constant"`` column's value (a datetime's: seconds since 1970-01-01 UTC);
+        None for a column missing in every row, and for other kinds."""
+        if self.kind != "constant":
+            return None
+        if self.categories is not None:
+            return self.categories[0]
+        return self.lower
+
+    @property
+    def all_missing(self) -> bool:
+        """Whether the column is missing in every row (a ``"constant"`` with no value)."""
+        return self.kind == "constant" and self.categories is None and self.lower is None
 
     def _check_bounds_and_types(self) -> None:
         """Hand-edited fields a fit would fail on deep inside, or silently ignore: bounds
@@ -484,7 +550,7 @@ class ColumnSpec:
         if self.decimal_scale is None:
             return None
         scale = int(self.decimal_scale)
-        if self.is_discrete:
+        if self.is_discrete or self.categories is not None:
             ends = [float(c) for c in self.categories or [] if _is_number(c)]
         else:
             ends = [b for b in (self.lower, self.upper) if b is not None]
@@ -515,8 +581,9 @@ class ColumnSpec:
 
     @property
     def is_modelled(self) -> bool:
-        """Whether the engine draws the column (every kind but ``"id"``)."""
-        return self.kind != "id"
+        """Whether the engine draws the column (every kind but ``"id"`` and
+        ``"constant"``)."""
+        return self.kind not in ("id", "constant")
 
     @property
     def n_levels(self) -> int:
@@ -526,9 +593,9 @@ class ColumnSpec:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready description."""
         out: dict[str, Any] = {"name": self.name, "kind": self.kind, "dtype": self.dtype}
-        if self.is_discrete:
+        if self.is_discrete or (self.kind == "constant" and self.categories is not None):
             out["categories"] = [plain(c) for c in self.categories or []]
-        elif self.kind == "continuous":
+        elif self.kind == "continuous" or (self.kind == "constant" and self.lower is not None):
             out["lower"] = self.lower
             out["upper"] = self.upper
         if self.missing:
@@ -986,7 +1053,9 @@ class Schema:
             seen.add(rule.column)
             specs = [self[c] for c in [rule.column, *rule.of]]
             if any(not c.is_modelled or c.indicates is not None for c in specs):
-                raise SchemaError(f"{where}: identifier columns cannot take part in a rule")
+                raise SchemaError(
+                    f"{where}: identifier and constant columns cannot take part in a rule"
+                )
             wide = [c.name for c in specs if c.past_float]
             if rule.kind in ("sum", "affine", "linear") and wide:
                 raise SchemaError(
@@ -1151,8 +1220,14 @@ class Schema:
 
     @property
     def unmodelled(self) -> list[str]:
-        """Columns of kind ``"id"``: in the tables, not drawn by the engine."""
+        """Columns of kind ``"id"`` and ``"constant"``: in the tables, not drawn by the
+        engine (a constant's missingness indicator may be)."""
         return [c.name for c in self.columns if not c.is_modelled]
+
+    @property
+    def constants(self) -> list[str]:
+        """Columns of kind ``"constant"``: written as their value, or as missing."""
+        return [c.name for c in self.columns if c.kind == "constant"]
 
     @property
     def derived(self) -> list[str]:
@@ -1164,6 +1239,10 @@ class Schema:
         preceded in the chain by its missingness indicator (a nominal bool column named
         ``"<column> (missing)"``), and one with a point mass by a point-mass indicator
         (``"<column> (at point mass)"``).
+
+        A ``"constant"`` column is left out of the chain (nothing to draw), but one with
+        a value and missing values keeps its missingness indicator there, in its place:
+        which rows are missing is drawn like any column's, the value is the constant.
 
         A column an ``"affine"`` rule sets (:attr:`derived`) is left out of the chain:
         it is computed from its source when the rows are decoded, and later columns are
@@ -1186,6 +1265,18 @@ class Schema:
         order: list[str] = []
         for name in self.order:
             spec = self[name]
+            if spec.kind == "constant" and spec.missing and not spec.all_missing:
+                # a value and missing values: only whether it is missing is drawn
+                flag = missing_flag(name)
+                if flag in self.names:
+                    raise SchemaError(
+                        f"column name {flag!r} is reserved for the indicator fits adds for "
+                        f"the missing values of {name!r}: rename the column {flag!r} in the "
+                        "site tables (and back in the synthetic table)"
+                    )
+                columns.append(ColumnSpec(flag, "nominal", "bool", [False, True], indicates=name))
+                order.append(flag)
+                continue
             if not spec.is_modelled or name in derived:
                 continue
             flags = []
@@ -2292,6 +2383,62 @@ def lookalike_names(missing: Sequence[Any], extra: Sequence[Any]) -> str:
     )
 
 
+def check_constants(
+    schema: Schema, descriptions: Sequence[Mapping[str, Any]], clients: Sequence[str]
+) -> None:
+    """Refuse a user's schema whose ``"constant"`` column a site's table does not hold
+    as stated: another value, a missing value where the schema has none, or a value
+    where the schema has none (the output would invent or drop values).  Judged from
+    the sites' setup descriptions (their value lists, or their min / max; nothing
+    beyond what they already sent).
+
+    Raises
+    ------
+    SchemaError
+        Naming every such column, with its sites, and the fix.
+    """
+    problems = []
+    for spec in schema.columns:
+        if spec.kind != "constant":
+            continue
+        bad = []
+        for desc, client in zip(descriptions, clients, strict=True):
+            info = desc["columns"].get(spec.name)
+            if info is None:
+                continue  # the sites' columns are checked against the schema at configure
+            if info.get("all_missing"):
+                if not spec.missing:
+                    bad.append(f"{client}: missing in every row")
+                continue
+            if spec.all_missing:
+                bad.append(f"{client}: holds values")
+                continue
+            if info.get("n_missing") and not spec.missing:
+                bad.append(f"{client}: {info['n_missing']} missing value(s)")
+            value = spec.constant_value
+            if "values" in info:
+                seen = [plain(v) for v in info["values"]]
+                if spec.dtype in ("int", "float") and all(_is_number(v) for v in seen):
+                    same = all(float(v) == float(value) for v in seen)
+                else:
+                    same = seen == [plain(value)]
+            elif "min" in info and _is_number(value):
+                same = float(info["min"]) == float(info["max"]) == float(value)
+            else:
+                same = False
+            if not same:
+                bad.append(f"{client}: holds other values")
+        if bad:
+            problems.append(f"{spec.name!r} ({'; '.join(bad)})")
+    if problems:
+        raise SchemaError(
+            f"the schema's constant column(s) {', '.join(problems)} do not hold at the "
+            "sites what the schema says (fits writes a constant column's value, or a "
+            "missing value, in every synthetic row); make the schema again for these "
+            "tables (fits schema ...) or drop the column(s) (--drop)"
+        )
+
+
 def coarser_than_sites(
     schema: Schema, descriptions: Sequence[Mapping[str, Any]], clients: Sequence[str]
 ) -> list[str]:
@@ -2427,18 +2574,15 @@ def merge_descriptions(
                 str(info["fix"]),
             )
         if all(i.get("all_missing") for i in infos):
-            raise EmptyColumnError(
-                f"column {name!r} is missing in every row at every client; drop it (fits "
-                f"synthesize, fits schema and fits federate: --drop {shlex.quote(name)})",
-                name,
-                "is missing in every row at every site",
-            )
+            specs.append(_merge_all_missing(name, infos, kind))
+            continue
         why = _identifier_counts(infos, clients) if kind != "nominal" else None
         if why is not None:
             refused[name] = why
             continue
         present = [(i, c) for i, c in zip(infos, clients, strict=True) if not i.get("all_missing")]
-        spec = _merge_column(name, [i for i, _ in present], [c for _, c in present], kind)
+        merge_kind = None if kind == "constant" else kind  # fits' to set: checked below
+        spec = _merge_column(name, [i for i, _ in present], [c for _, c in present], merge_kind)
         if any(i.get("n_missing") for i in infos):
             spec.missing = True
             if spec.is_discrete and None not in (spec.categories or []):
@@ -2451,9 +2595,10 @@ def merge_descriptions(
                 refused[name] = why
                 numbers.append(name)
                 continue
-        specs.append(_check_constant(spec))
+        specs.append(_check_constant(spec, kind))
     if refused:
         raise _identifier_error(refused, numbers)
+    _constant_note(specs)
     return Schema(specs, list(order) if order else list(first))
 
 
@@ -3084,6 +3229,81 @@ def _merge_continuous(
     return spec
 
 
+def _merge_all_missing(
+    name: str, infos: Sequence[Mapping[str, Any]], kind: str | None
+) -> ColumnSpec:
+    """A column missing in every row at every site: kind ``"constant"`` with no value,
+    written as missing in the sites' dtype (their pandas dtype where they share one)."""
+    if kind not in (None, "constant"):
+        warnings.warn(
+            f"column {name!r} is declared {kind} but is missing in every row at every "
+            "site: it is written as missing, not modelled",
+            DataNote,
+            stacklevel=4,
+        )
+    fams = {str(i["dtype"]) for i in infos}
+    fam = fams.pop() if len(fams) == 1 else ("float" if fams <= {"int", "float"} else "object")
+    dtypes = {i.get("pandas_dtype") for i in infos}
+    spec = ColumnSpec(name, "constant", fam, missing=True)
+    spec.pandas_dtype = dtypes.pop() if len(dtypes) == 1 and None not in dtypes else None
+    cats = [i["dtype_categories"] for i in infos if i.get("dtype_categories") is not None]
+    if cats and fam == "category":
+        levels: list[Any] = []
+        for c in cats:
+            levels += [v for v in c if v not in levels]
+        spec.dtype_categories = levels
+        spec.dtype_ordered = any(i.get("dtype_ordered") for i in infos)
+    return spec
+
+
+def _constant_text(spec: ColumnSpec) -> str:
+    """A constant column's value as a note names it (a datetime: ISO 8601)."""
+    value = spec.constant_value
+    if spec.dtype == "datetime" and value is not None:
+        stamp = pd.Timestamp(float(value), unit="s", tz="UTC")
+        if spec.tz is not None:
+            stamp = stamp.tz_convert(spec.tz)
+        else:
+            stamp = stamp.tz_localize(None)
+        return stamp.date().isoformat() if spec.date_only else stamp.isoformat()
+    if isinstance(value, float) and value.is_integer() and spec.dtype == "int":
+        return str(int(value))
+    if spec.dtype == "float" and _is_number(value) and float(value) == value:
+        return repr(float(value))  # a float column's whole number, as its values read
+    return repr(plain(value))
+
+
+def _constant_note(specs: Sequence[ColumnSpec]) -> None:
+    """Say (a :class:`DataNote`) which columns are written as a constant or as missing
+    and not modelled, with how to leave them out instead."""
+    constants = [c for c in specs if c.kind == "constant"]
+    if not constants:
+        return
+    parts = []
+    for c in constants:
+        if c.all_missing:
+            parts.append(f"{c.name!r} is missing in every row at every site (written as missing)")
+        elif c.missing:
+            value = _constant_text(c)
+            parts.append(
+                f"{c.name!r} holds only {value} where it is not missing (written as {value}, "
+                "or as missing where its drawn missingness indicator says so)"
+            )
+        else:
+            value = _constant_text(c)
+            parts.append(
+                f"{c.name!r} holds {value} in every row at every site (written as {value})"
+            )
+    drop = " ".join(f"--drop {shlex.quote(c.name)}" for c in constants)
+    warnings.warn(
+        "fits writes these columns in every synthetic row as their one value, in the "
+        f"input's dtype, and does not model them (no site is asked about them): "
+        f"{'; '.join(parts)}. To leave them out of the synthetic table instead: {drop}",
+        ConstantNote,
+        stacklevel=3,
+    )
+
+
 def _exact_bound(value: int) -> float:
     """A whole-number bound as a float where float64 holds it exactly, else as the
     Python ``int`` itself (the schema's ``lower`` / ``upper`` of an integer column past
@@ -3091,19 +3311,44 @@ def _exact_bound(value: int) -> float:
     return float(value) if float(value) == value else value
 
 
-def _check_constant(spec: ColumnSpec) -> ColumnSpec:
+def _check_constant(spec: ColumnSpec, declared: str | None = None) -> ColumnSpec:
+    """A merged column of one value at every site (one category, or ``lower`` equal to
+    ``upper``) becomes kind ``"constant"``: not modelled, written as that value.  One of
+    one value and missing values is not constant: a discrete one has two categories
+    (the value and missing) and is modelled as such; a continuous one (a datetime of
+    one value) stays ``"constant"`` with ``missing`` set, and the chain draws its
+    missingness indicator (:meth:`Schema.expanded`).  ``declared``: the user's kind;
+    ``"constant"`` is refused on a column of several values."""
     constant = (
         spec.n_levels == 1
         if spec.is_discrete
         else spec.lower is not None and spec.upper is not None and spec.lower == spec.upper
     )
     if constant:
-        raise EmptyColumnError(
-            f"column {spec.name!r} is constant across all clients; it carries no information: "
-            "drop it before fitting (fits synthesize, fits schema and fits federate: --drop "
-            f"{shlex.quote(spec.name)}) and add it back to the synthetic table",
+        return ColumnSpec(
             spec.name,
-            "takes one value at every site",
+            "constant",
+            spec.dtype,
+            categories=list(spec.categories or []) if spec.is_discrete else None,
+            lower=None if spec.is_discrete else spec.lower,
+            upper=None if spec.is_discrete else spec.upper,
+            missing=spec.missing,
+            tz=spec.tz,
+            date_only=spec.date_only,
+            resolution=spec.resolution,
+            decimals=spec.decimals,
+            pandas_dtype=spec.pandas_dtype,
+            dtype_categories=spec.dtype_categories,
+            dtype_ordered=spec.dtype_ordered,
+            markers=spec.markers,
+            parsed=spec.parsed,
+            decimal_scale=spec.decimal_scale,
+        )
+    if declared == "constant":
+        raise SchemaError(
+            f"column {spec.name!r} is declared constant but takes several values at the "
+            "sites; fits sets kind 'constant' itself for a column of one value: leave its "
+            "kind to fits or declare another"
         )
     if spec.kind == "continuous" and not (
         math.isfinite(spec.lower or 0.0) and math.isfinite(spec.upper or 0.0)

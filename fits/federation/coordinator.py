@@ -70,6 +70,7 @@ from fits.core.schema import (
     Schema,
     SchemaError,
     SparseColumnError,
+    check_constants,
     coarser_than_sites,
     description_digest,
     merge_descriptions,
@@ -574,6 +575,7 @@ class Coordinator:
                 order=order,
             )
         else:
+            check_constants(schema, descriptions, self.transport.client_names)
             for note in coarser_than_sites(schema, descriptions, self.transport.client_names):
                 warnings.warn(note, DataNote, stacklevel=3)
             if order is not None:

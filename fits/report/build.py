@@ -46,7 +46,7 @@ import pandas as pd
 from fits._dates import duration_text
 from fits._json import jsonable
 from fits.core.names import header_hint
-from fits.core.schema import EmptyColumnError, IdentifierColumnError, Schema
+from fits.core.schema import ConstantNote, IdentifierColumnError, Schema
 from fits.io import write_text
 from fits.report.render import TOP_LEVELS, fmt_number, fmt_percent, gap_text, utility_headline
 
@@ -159,30 +159,25 @@ def _infer_kinds(real: pd.DataFrame, overrides: Mapping[str, str] | None) -> dic
     unknown = sorted(set(overrides) - set(map(str, real.columns)))
     if unknown:
         raise ValueError(f"kinds given for column(s) {unknown} that the real table lacks")
-    constant: list[str] = []  # one value in the real table: compared as a nominal column
-    while True:
-        kept = real.drop(columns=constant)
+    with warnings.catch_warnings():  # the fit's note on constant columns ("--drop"
+        # them to leave them out of the synthetic table) does not fit here
+        warnings.simplefilter("ignore", ConstantNote)
         try:
-            try:
-                schema = Schema.detect(
-                    {"real table": kept}, kinds=overrides, parse_text=False, rules=False
-                )
-            except IdentifierColumnError as exc:  # identifiers / free text: kind "id"
-                overrides.update({c: "id" for c in exc.columns})
-                schema = Schema.detect(
-                    {"real table": kept}, kinds=overrides, parse_text=False, rules=False
-                )
-        except EmptyColumnError as exc:  # the synthesis advice ("drop it") does not fit here
-            if exc.problem.startswith("is missing"):
-                raise ValueError(
-                    f"column {exc.column!r} has no value in any row of the real table; "
-                    "there is nothing to compare: drop it from the real and synthetic tables"
-                ) from None
-            constant.append(exc.column)
-            overrides.pop(exc.column, None)
-            continue
-        kinds = schema.kinds()
-        return {str(c): kinds.get(str(c), "nominal") for c in real.columns}
+            schema = Schema.detect(
+                {"real table": real}, kinds=overrides, parse_text=False, rules=False
+            )
+        except IdentifierColumnError as exc:  # identifiers / free text: kind "id"
+            overrides.update({c: "id" for c in exc.columns})
+            schema = Schema.detect(
+                {"real table": real}, kinds=overrides, parse_text=False, rules=False
+            )
+    # a column of one value (kind "constant"): compared as a nominal column; one of no
+    # value stays "constant", left out of the evaluation (evaluate says so)
+    kinds = {
+        c: "nominal" if k == "constant" and not schema[c].all_missing else k
+        for c, k in schema.kinds().items()
+    }
+    return {str(c): kinds.get(str(c), "nominal") for c in real.columns}
 
 
 def _as_list(value: str | Sequence[str] | None) -> list[str]:
@@ -737,6 +732,37 @@ def _check_inputs(
         kinds = {c: kinds[c] for c in columns}
     else:
         kinds = _infer_kinds(real, kinds)
+    # kind "constant" (a fit's schema's, or a real column of no value): one of one value
+    # is compared as a nominal column (its fidelity is exact where the synthetic table
+    # holds that value); one missing in every real row is left out, with a note
+    empty = [c for c in columns if kinds[c] == "constant" and real[c].isna().all()]
+    kinds = {c: "nominal" if k == "constant" and c not in empty else k for c, k in kinds.items()}
+    if empty:
+        held = [c for c in empty if synthetic[c].notna().any()]
+        notes.append(
+            f"column(s) {empty} have no value in any row of the real table (fits writes "
+            "such a column as missing and does not model it); left out of the evaluation"
+            + (f"; the synthetic table holds values in {held}" if held else "")
+        )
+        if len(empty) == len(columns):
+            raise ValueError("every column of the real table is missing in every row")
+        for t in _as_list(target):
+            if t in empty:
+                raise ValueError(
+                    f"target {t!r} has no value in any row of the real table; choose another"
+                )
+        columns = [c for c in columns if c not in empty]
+        real, synthetic = real[columns], synthetic[columns]
+        kinds = {c: kinds[c] for c in columns}
+    single = [c for c in columns if kinds[c] != "id" and real[c].nunique(dropna=False) == 1]
+    if single:
+        notes.append(
+            f"column(s) {single} hold one value in every row of the real table (a fit "
+            "writes a column of one value at every site as that value and does not model "
+            "it); compared as nominal "
+            "columns, their fidelity is exact where the synthetic table holds the value in "
+            "every row"
+        )
     unmodelled = [c for c in columns if kinds[c] == "id"]
     if unmodelled:  # identifiers and free text have no distribution to compare
         notes.append(
