@@ -286,3 +286,31 @@ def test_fits_analyze_says_a_time_of_day_column_holds_times_of_day(sites, tmp_pa
 def test_size_options_must_be_whole_numbers_in_range(sites, option, value, error, message):
     with pytest.raises(error, match=message):
         FITSSynthesizer(seed=0, **{option: value}).fit(sites)
+
+
+def test_several_unsupported_columns_are_named_in_one_error(sites, tmp_path):
+    """A table with several columns fits cannot model (durations, times of day) was
+    refused one column per run; every one is named at once, with one --drop for all."""
+    import datetime
+
+    from conftest import fits_in_process
+
+    files = []
+    for k, site in enumerate(sites[:2]):
+        n = len(site)
+        files.append(tmp_path / f"s{k}.parquet")
+        site.assign(
+            wait=pd.to_timedelta(np.arange(n), unit="s"),
+            clock=[datetime.time(k % 24) for k in range(n)],
+        ).to_parquet(files[-1])
+    tables = [pd.read_parquet(f) for f in files]
+    with pytest.raises(SchemaError, match=r"client 1: 2 columns hold values fits cannot") as e:
+        FITSSynthesizer(seed=0).fit(tables)
+    text = str(e.value)
+    assert "'wait' holds durations (timedelta): convert it" in text
+    assert "'clock' holds times of day: convert it" in text
+    assert text.endswith("(fits synthesize and fits federate: --drop wait --drop clock)")
+    res = fits_in_process("synthesize", *files, "--rows", "20", "--out", tmp_path / "o.csv")
+    assert res.returncode == 1 and "Traceback" not in res.stderr, res.stderr
+    assert "s0: 2 columns hold values fits cannot model" in res.stderr
+    assert "--drop wait --drop clock" in res.stderr

@@ -2002,7 +2002,8 @@ def check_columns(data: pd.DataFrame, name: str) -> None:
     """Refuse tables fits cannot model faithfully, naming the column and the fix.
 
     Duplicate column names (a second ``age`` would be read as the first), and columns
-    of durations, periods, complex numbers or intervals (no kind models them).
+    of durations, periods, complex numbers or intervals (no kind models them): every
+    such column of the table in one message, with one fix for them all.
 
     Raises
     ------
@@ -2015,14 +2016,28 @@ def check_columns(data: pd.DataFrame, name: str) -> None:
             f"{name}: column name(s) {duplicated} appear more than once; give every column "
             "a unique name (rename or drop the copies) before fitting"
         )
+    found = []
     for column in data.columns:
         problem = _unsupported(data[column])
         if problem is not None:
-            what, fix = problem
-            raise SchemaError(
-                f"{name}: column {column!r} holds {what}, which fits cannot model; "
-                + fix.replace("df[c]", f"df[{column!r}]")
-            )
+            found.append((column, *problem))
+    if len(found) == 1:
+        column, what, fix = found[0]
+        raise SchemaError(
+            f"{name}: column {column!r} holds {what}, which fits cannot model; "
+            + fix.replace("df[c]", f"df[{column!r}]")
+        )
+    if found:  # every one in one message, with one fix for them all
+        each = "; ".join(
+            f"{column!r} holds {what}: "
+            + re.sub(r",? or drop the column.*$", "", fix).replace("df[c]", f"df[{column!r}]")
+            for column, what, fix in found
+        )
+        drop = " ".join(f"--drop {shlex.quote(str(c))}" for c, _, _ in found)
+        raise SchemaError(
+            f"{name}: {len(found)} columns hold values fits cannot model ({each}); fix "
+            f"them so, or drop them (fits synthesize and fits federate: {drop})"
+        )
 
 
 def output_decimals(values: np.ndarray) -> int | None:
