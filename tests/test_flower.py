@@ -606,6 +606,39 @@ def test_drop_in_the_run_config_leaves_the_column_at_every_site(site_files, tmp_
     fl._SITES.clear()
 
 
+def test_constant_columns_through_flower_equal_in_process(site_files, tmp_path, capsys):
+    """Columns of one value (or none) at every site (kind "constant") are written by the
+    ServerApp as in process, bit for bit, a datetime of one value with missing values
+    with its drawn missingness; the fit's note reaches the run's summary (which fits
+    federate prints as a note: line)."""
+    import fits.deploy.flower as fl
+
+    paths, kinds, order = site_files
+    folder = tmp_path / "constants"
+    folder.mkdir()
+    odd = {}
+    for k, (name, path) in enumerate(paths.items()):
+        frame = read_table(path)
+        day = pd.Series(["2021-03-04"] * len(frame)).mask(np.arange(len(frame)) % (3 + k) == 0)
+        odd[name] = folder / f"{name}.csv"
+        frame.assign(const=7, unit="mg", empty=np.nan, day=day).to_csv(odd[name], index=False)
+    out = tmp_path / "synthetic.csv"
+    config = {"output": str(out), "rows": 150, "seed": 4, "kinds": format_kinds(kinds)}
+    fl._SITES.clear()
+    run_synthesis(FakeGrid(_node_configs(odd)), config)
+    fl._SITES.clear()
+    with pytest.warns(UserWarning, match="fits writes these columns"):
+        expected = _in_process(odd, kinds, None, 150, 4)
+    written = read_table(out)
+    pd.testing.assert_frame_equal(written, expected, check_exact=True)
+    assert (written["const"] == 7).all() and written["empty"].isna().all()
+    assert written["day"].isna().any() and written["day"].notna().any()
+    summary = next(
+        json.loads(line) for line in capsys.readouterr().out.splitlines() if '"output"' in line
+    )
+    assert any("'const' holds 7 in every row at every site" in n for n in summary["notes"])
+
+
 def test_missing_data_path_is_a_clear_error():
     grid = FakeGrid([{"name": "x"}])
     transport = FlowerTransport(grid, grid.get_node_ids())
@@ -802,6 +835,39 @@ def test_fits_federate_local_drop_is_fits_synthesize_drop(tmp_path):
         assert res.returncode == 0, res.stderr[-3000:]
         tables[command[-1]] = read_table(out)
     assert list(tables["local"].columns) == ["g", "x"] and len(tables["local"]) == 150
+    pd.testing.assert_frame_equal(tables["local"], tables["synthesize"], check_exact=True)
+
+
+@pytest.mark.flower
+@pytest.mark.slow  # 55 s; the ServerApp's constants are checked in CI through Flower's
+# messages (test_constant_columns_through_flower_equal_in_process)
+def test_fits_federate_local_writes_constant_columns_as_fits_synthesize(tmp_path):
+    """Columns of one value (or none) at every site: fits federate local writes them as
+    fits synthesize does (same table, same seed) and prints the fit's note."""
+    import subprocess
+    import sys
+
+    rng = np.random.default_rng(6)
+    n = 300
+    g = rng.choice(["u", "v", "w"], n)
+    frame = pd.DataFrame({"g": g, "x": rng.normal(size=n) + (g == "u"), "const": 7})
+    frame = frame.assign(empty=np.nan, day="2021-03-04")
+    files = [tmp_path / "a.csv", tmp_path / "b.csv"]
+    frame.iloc[:180].to_csv(files[0], index=False)
+    frame.iloc[180:].to_csv(files[1], index=False)
+    fits = Path(sys.executable).with_name("fits")
+    tables = {}
+    for command in (["federate", "local"], ["synthesize"]):
+        out = tmp_path / f"{command[-1]}.csv"
+        res = subprocess.run(
+            [str(fits), *command, *map(str, files), "--rows", "100", "--seed", "4",
+             "--out", str(out)],
+            capture_output=True, text=True, timeout=400, check=False,
+        )  # fmt: skip
+        assert res.returncode == 0, res.stderr[-3000:]
+        assert "note: fits writes these columns" in res.stderr, res.stderr[-3000:]
+        tables[command[-1]] = read_table(out)
+    assert (tables["local"]["const"] == 7).all() and tables["local"]["empty"].isna().all()
     pd.testing.assert_frame_equal(tables["local"], tables["synthesize"], check_exact=True)
 
 
