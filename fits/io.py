@@ -131,7 +131,9 @@ def read_table(path: str | os.PathLike[str], *, empty_ok: bool = False) -> pd.Da
     if frame.shape[1] == 0:
         raise DataFileError(f"{path}: the table has no columns")
     if frame.shape[0] == 0 and not empty_ok:
-        raise DataFileError(f"{path}: the table has a header but no rows")
+        raise DataFileError(
+            f"{path}: the table has a header but no rows; add its rows, or leave the file out"
+        )
     return _parse_dates(frame, path)
 
 
