@@ -32,8 +32,8 @@ import pandas as pd
 from fits.core.schema import KINDS as SCHEMA_KINDS
 
 #: The column kinds a :class:`Dataset` may use: every kind of the schema but ``"id"``
-#: (a data set's columns are all modelled).
-KINDS: tuple[str, ...] = tuple(k for k in SCHEMA_KINDS if k != "id")
+#: and ``"constant"`` (a data set's columns are all modelled).
+KINDS: tuple[str, ...] = tuple(k for k in SCHEMA_KINDS if k not in ("id", "constant"))
 
 __all__ = [
     "DATASET_NAMES",
