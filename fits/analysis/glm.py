@@ -105,6 +105,8 @@ __all__ = [
     "glm_settings",
     "noise_scales",
     "planned_rounds",
+    "variance_inflation",
+    "VIF_WARN",
 ]
 
 FAMILIES = ("linear", "logistic", "poisson")
@@ -1029,6 +1031,61 @@ PRIVATE_NOTE = (
 #: A fit whose estimate lies farther than this many standard errors (in the Fisher
 #: metric) from the pooled maximum-likelihood estimate gets a :class:`GLMWarning`.
 MLE_DISTANCE_WARN = 0.1
+
+
+#: A feature whose variance inflation factor (below) reaches this gets a
+#: :class:`GLMWarning`: R^2 >= 0.999 on the other features, its standard error at least
+#: 31.6 times what it would be alone (statsmodels' summary warns on the design's
+#: condition number above 1000 in the same spirit).
+VIF_WARN = 1000.0
+
+
+def variance_inflation(info: np.ndarray, names: Sequence[str]) -> pd.Series:
+    """Each feature's variance inflation factor from the pooled Fisher information
+    I = X'WX (W the family's Hessian weights at the estimate): VIF_j = 1 / (1 - R_j^2),
+    R_j^2 of the W-weighted regression of feature j on the others and the intercept.
+
+    With the intercept (column 0 named :data:`~fits.analysis.design.INTERCEPT`) the
+    features are centred by the weighted means, C = I_xx - I_x0 I_0x / I_00 (the Schur
+    complement; without an intercept C = I), and VIF_j = C_jj (C^-1)_jj, the classical
+    identity for least squares (the diagonal of the inverse correlation matrix).  It
+    uses only the information the coordinator already sums for the standard errors.
+    Returns the factors indexed by feature (the intercept left out); inf where C is
+    singular.
+    """
+    names = list(names)
+    keep = [j for j, n in enumerate(names) if n != INTERCEPT]
+    if not keep:
+        return pd.Series(dtype=float)
+    c = info[np.ix_(keep, keep)].astype(float)
+    if INTERCEPT in names:
+        k = names.index(INTERCEPT)
+        cross = info[keep, k]
+        c = c - np.outer(cross, cross) / info[k, k]
+    d = np.sqrt(np.clip(np.diag(c), 1e-300, None))
+    corr = c / np.outer(d, d)
+    try:
+        vif = np.diag(np.linalg.inv(corr))
+    except np.linalg.LinAlgError:
+        vif = np.full(len(keep), np.inf)
+    return pd.Series(np.maximum(vif, 1.0), index=[names[j] for j in keep], name="vif")
+
+
+def _inflation_note(info: np.ndarray, names: Sequence[str]) -> str | None:
+    """The warning for features whose :func:`variance_inflation` reaches
+    :data:`VIF_WARN` (None when none does)."""
+    vif = variance_inflation(info, names)
+    high = vif[vif >= VIF_WARN].sort_values(ascending=False)
+    if high.empty:
+        return None
+    listed = ", ".join(f"{n!r} ({v:,.0f})" for n, v in high.items())
+    return (
+        f"nearly collinear features: {listed} are almost a linear function of the other "
+        f"features (variance inflation factor >= {VIF_WARN:,.0f}: R^2 >= 0.999 on them), "
+        "so their coefficients are poorly determined and their standard errors large; "
+        "if they measure the same thing (a value in two units, a near copy), leave all "
+        "but one of them out and fit again"
+    )
 
 
 def _covariance(
@@ -2063,6 +2120,12 @@ def _fit(
         fisher = transport.broadcast(request)
         rounds += 1
         cov, scale, why, distance = _covariance(fisher, p, int(n_rows.sum()), linear, robust)
+        if cov is not None:
+            info = sum(unpack_symmetric(r.arrays["info"], p) for r in fisher)
+            inflated = _inflation_note(np.asarray(info), spec.feature_names)
+            if inflated is not None:
+                warnings.warn(inflated, GLMWarning, stacklevel=3)
+                notes = [*notes, inflated]
         rss = float(sum(float(r.arrays["rss"][0]) for r in fisher)) if linear else math.nan
         if linear and rss <= PERFECT_FIT * 2.0 * float(run.extra.get("loss0", math.nan)):
             # newton's first round gave sum y^2 / 2: the residuals are rounding error
