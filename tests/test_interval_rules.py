@@ -466,3 +466,15 @@ def test_fits_schema_and_synthesize_on_csv_files(frames, tmp_path):
     # switched off: none found, and the flag drawn by the chain
     off = run("schema", *paths, "--out", tmp_path / "off.json", "--no-rules")
     assert off.returncode == 0 and "by age" not in off.stdout
+    # an edited schema whose interval some site's rows break stops the run (exit 1)
+    doc = json.loads((tmp_path / "schema.json").read_text())
+    for rule in doc["rules"]:
+        if rule["column"] == "senior":
+            rule["intervals"] = [[18, 66, "no"], [67, 89, "yes"]]
+    (tmp_path / "edited.json").write_text(json.dumps(doc))
+    args = ("--schema", tmp_path / "edited.json", "--rows", 10, "--out", tmp_path / "e.csv")
+    refused = run("synthesize", *paths, *args)
+    assert refused.returncode == 1
+    said = " ".join(refused.stderr.split())
+    assert "interval rule for column 'senior'" in said and '"intervals"' in said
+    assert not (tmp_path / "e.csv").exists()
