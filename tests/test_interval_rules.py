@@ -149,6 +149,34 @@ def test_a_sites_check_bit_says_whether_its_own_intervals_are_disjoint(frames):
     assert answer_rules(tie, schema, cands[:1], "check").tolist() == [0]
 
 
+def test_the_check_by_runs_is_the_check_by_ranges():
+    """The site's check bit (runs of Y along X sorted, X rising where Y changes) is the
+    disjointness of its per-value ranges, on random tables with ties and on steps."""
+    from fits.core.rules import _category_ranges, _steps
+
+    def disjoint(ranges):  # sorted by their minima, each maximum below the next minimum
+        held = ranges[ranges[:, 0] > 0]
+        held = held[np.argsort(held[:, 1], kind="stable")]
+        return bool(np.all(held[:-1, 2] < held[1:, 1]))
+
+    rng = np.random.default_rng(9)
+    seen = set()
+    for trial in range(400):
+        n, levels = int(rng.integers(1, 40)), int(rng.integers(1, 5))
+        x = rng.integers(0, 12, n).astype(float)
+        if trial % 2:  # a step function of x, sometimes with one row off
+            y = np.searchsorted(np.sort(rng.choice(12, levels - 1, replace=False)), x)
+            if trial % 4 == 1:
+                y[rng.integers(n)] = rng.integers(levels)
+        else:
+            y = rng.integers(0, levels, n)
+        y = np.asarray(y, dtype=np.int64)
+        want = disjoint(_category_ranges(y, x, levels))
+        assert _steps(y, x, np.argsort(x, kind="stable")) == want, (x, y)
+        seen.add(want)
+    assert seen == {True, False}
+
+
 def test_each_site_disjoint_but_not_pooled_is_no_rule():
     """Each site's own intervals are disjoint (so every check bit is 1), but the
     thresholds differ (65 at one site, 60 at the other): the merged intervals overlap,

@@ -838,6 +838,7 @@ def answer_rules(
         )
     codes: dict[str, np.ndarray] = {}
     numbers: dict[str, np.ndarray] = {}
+    sorted_by: dict[str, np.ndarray] = {}  # an interval source's stable argsort
 
     def code(name: str) -> np.ndarray:
         if name not in codes:
@@ -889,8 +890,9 @@ def answer_rules(
             if "intervals" in cand:  # a user's rule: X within its value's interval
                 holds = _within_intervals(cand["intervals"], schema[column].n_levels, y, x)
             else:  # this site's own intervals disjoint
-                ranges = _category_ranges(y, x, schema[column].n_levels)
-                holds = _disjoint(ranges)
+                if of[0] not in sorted_by:
+                    sorted_by[of[0]] = np.argsort(x, kind="stable")
+                holds = _steps(y, x, sorted_by[of[0]])
             out.append(np.array([holds], dtype=np.uint8))
             continue
         dims = tuple(schema[a].n_levels for a in of)
@@ -931,12 +933,19 @@ def _category_ranges(codes: np.ndarray, x: np.ndarray, levels: int) -> np.ndarra
     return out
 
 
-def _disjoint(ranges: np.ndarray) -> bool:
-    """Whether the intervals ``[min, max]`` of the values held (count > 0), sorted by
-    their minima, are strictly disjoint: each maximum below the next minimum."""
-    held = ranges[ranges[:, 0] > 0]
-    held = held[np.argsort(held[:, 1], kind="stable")]
-    return bool(np.all(held[:-1, 2] < held[1:, 1]))
+def _steps(codes: np.ndarray, x: np.ndarray, order: np.ndarray) -> bool:
+    """Whether the site's intervals are disjoint -- the values of Y held, sorted by
+    their least X (:func:`_category_ranges`), each with its greatest X below the next
+    one's least -- in O(n) given X's sort ``order`` (shared by every candidate of
+    that X): with the rows sorted by X, every value of Y held must form one run (as
+    many runs as values), and X must rise strictly where the value changes (a tie
+    across two values is no step).  The intervals are then disjoint in order of the
+    runs, and conversely disjoint intervals give exactly such runs."""
+    c, xs = codes[order], x[order]
+    change = c[1:] != c[:-1]
+    runs = int(np.count_nonzero(change)) + 1 if c.size else 0
+    held = int(np.count_nonzero(np.bincount(c))) if c.size else 0
+    return runs == held and bool(np.all(xs[1:][change] > xs[:-1][change]))
 
 
 def _within_intervals(
