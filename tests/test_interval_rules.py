@@ -244,10 +244,14 @@ def test_the_planted_rules_are_kept_in_every_synthetic_row(frames, fitted):
     assert rules_kept(drawn, fitted.schema_.rules)["kept"].lt(1.0).all()
 
 
-def test_a_saved_synthesizer_keeps_its_interval_rules(fitted, tmp_path):
+def test_a_saved_synthesizer_keeps_its_interval_rules(frames, fitted, tmp_path):
     path = fitted.save(tmp_path / "s.fits")
     loaded = FITSSynthesizer.load(path)
     assert loaded.schema_.rules == fitted.schema_.rules
+    # reconnected (its rules checked at every site again), it samples what the
+    # original does, bit for bit
+    loaded.connect(frames)
+    pd.testing.assert_frame_equal(loaded.sample(200, seed=5), fitted.sample(200, seed=5))
 
 
 def test_a_column_its_interval_rule_sets_is_not_tuned():
