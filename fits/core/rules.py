@@ -184,7 +184,8 @@ MAX_INTERVAL_LEVELS = 64
 MAX_INTERVAL_PAIRS = 5000
 
 #: One candidate, as sent to the sites: ``{"kind", "column", "of"}`` (and, to verify a
-#: user's rule, ``"mapping"``: entries of codes ``[a_1, ..., a_k, b]``).
+#: user's rule, ``"mapping"``: entries of codes ``[a_1, ..., a_k, b]``; an interval
+#: rule's ``"intervals"``: entries ``[low, high, code]``).
 Candidate = dict[str, Any]
 #: ``ask(stage, candidates)`` -> one answer array per site (see :func:`answer_rules`).
 Ask = Callable[[str, list[Candidate]], list[np.ndarray]]
