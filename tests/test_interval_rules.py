@@ -280,6 +280,29 @@ def test_a_decimal_source_and_a_boolean_flag():
     assert out["fever"].dtype == bool
 
 
+def test_a_source_drawn_as_a_near_linear_residual():
+    """The source is itself a near-linear column (drawn as its residual, the line added
+    back): the flag follows the written source in every row."""
+    rng = np.random.default_rng(0)
+    frames = []
+    for _ in range(2):
+        income = rng.lognormal(10, 0.5, 150).round(0)
+        income2 = (income + rng.normal(0, 500, 150)).round(2)
+        rich = np.where(income2 >= 30000, "y", "n")
+        frames.append(pd.DataFrame({"income": income, "income2": income2, "rich": rich}))
+    synth = FITSSynthesizer(seed=0).fit(frames)
+    assert {r.column: r.kind for r in synth.schema_.rules} == {
+        "income2": "linear",
+        "rich": "interval",
+    }
+    out = synth.sample(600, seed=1)
+    (rule,) = (r for r in synth.schema_.rules if r.kind == "interval")
+    cut = (rule.intervals[0][1] + rule.intervals[1][0]) / 2  # in the gap about 30,000
+    assert ((out["income2"] > cut) == (out["rich"] == "y")).all()
+    assert rules_kept(out, [rule])["kept"].iloc[0] == 1.0
+    assert set(out["rich"]) == {"y", "n"}
+
+
 def test_a_noisy_flag_is_not_found():
     frames = people(seed=1, noise=0.015)
     assert sum(int((f["senior"] != np.where(f["age"] >= 65, "yes", "no")).sum()) for f in frames)
