@@ -9,6 +9,10 @@ about 1e-15 of the magnitude: no real difference passes it).
 
 :func:`affine_match` does the same for an affine rule ``y = slope x + intercept``
 (:mod:`fits.core.rules`), where the rule's rounding, not float64, sets the tolerance.
+
+:func:`interval_cuts` and :func:`interval_cells` give an ``"interval"`` rule's cells
+(a discrete column that is a step function of a numeric one): the one formula the
+coordinator, the synthesizer, the known values and the evaluation use.
 """
 
 from __future__ import annotations
@@ -17,7 +21,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["AFFINE_RTOL", "affine_match", "affine_tolerance", "sums_match"]
+__all__ = [
+    "AFFINE_RTOL",
+    "affine_match",
+    "affine_tolerance",
+    "interval_cells",
+    "interval_cuts",
+    "sums_match",
+]
 
 #: Relative float64 slack of an affine rule: a row keeps ``y = a x + b`` when
 #: ``|y - (a x + b)| <= t + AFFINE_RTOL * max(|y|, |a x|, |b|)`` (t: the rule's
@@ -97,3 +108,35 @@ def affine_match(
     with np.errstate(invalid="ignore"):
         ok = np.abs(y - (ax + intercept)) <= tol
     return ok & np.isfinite(y) & np.isfinite(ax)
+
+
+def interval_cuts(
+    lows: Sequence[float] | np.ndarray, highs: Sequence[float] | np.ndarray
+) -> np.ndarray:
+    """An ``"interval"`` rule's cut points: one in each gap between consecutive
+    intervals, the midpoint ``(high_k + low_(k+1)) / 2``.
+
+    The intervals ``[low_k, high_k]`` are sorted and disjoint (``high_k < low_(k+1)``).
+    Each cut c_k is at least ``high_k`` and below ``low_(k+1)`` (where the float64
+    midpoint of two adjacent numbers rounds up to ``low_(k+1)``, c_k is ``high_k``),
+    so every value of interval k lies in cell k of :func:`interval_cells`.  For whole
+    numbers (18-64 and 65-89) the cut is 64.5: any cut in (64, 65) splits the written
+    values alike.
+
+    Returns
+    -------
+    ndarray of float64, shape (K - 1,)
+    """
+    lo = np.asarray(lows, dtype=float)
+    hi = np.asarray(highs, dtype=float)
+    cuts = 0.5 * hi[:-1] + 0.5 * lo[1:]  # halves first: no overflow near the float64 max
+    return np.where(cuts >= lo[1:], hi[:-1], cuts)
+
+
+def interval_cells(cuts: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """The cell of each value ``x`` among the K cells of the cut points ``cuts``
+    (:func:`interval_cuts`): cell 0 is ``x <= c_0``, cell k is ``c_(k-1) < x <= c_k``,
+    cell K - 1 is ``x > c_(K-2)``.  So a value in no interval (in a gap, or beyond the
+    first or last) gets the nearest interval's cell (a tie, on a cut: the lower one).
+    NaN gets cell K - 1; callers leave missing values out."""
+    return np.searchsorted(np.asarray(cuts, dtype=float), np.asarray(x, dtype=float), side="left")

@@ -45,7 +45,7 @@ from fits.core.cdf import COLLINEARITY_THRESHOLD
 from fits.core.continualization import Encoder, continualize
 from fits.core.kernels import GaussianKernel, Kernel, check_kernel_settings
 from fits.core.names import resolve_columns, resolve_keys
-from fits.core.rules import affine_values, residuals
+from fits.core.rules import affine_values, interval_codes, residuals
 from fits.core.schema import (
     ColumnSpec,
     DataNote,
@@ -226,7 +226,9 @@ class FITSSynthesizer(BaseEstimator):
     rules : bool
         Detect exact rules between columns at setup -- a discrete column that is a
         function of one or two discrete columns, a continuous column that is the sum of
-        two or three others, in every row at every site -- and generate each such
+        two or three others (or an affine function of one), a discrete column that is a
+        step function of an earlier continuous one (``"interval"``: ``senior`` = "yes"
+        where ``age`` >= 65), in every row at every site -- and generate each such
         column by its rule, so every synthetic row keeps it (:mod:`fits.core.rules`;
         they are listed in ``schema_.rules``).  A ``schema`` with a ``rules`` entry
         brings its own rules (checked at every site).  Default True; False draws
@@ -728,7 +730,8 @@ class FITSSynthesizer(BaseEstimator):
         if value is None:
             return []
         chain = list(coordinator.schema.order)  # type: ignore[union-attr]
-        summed = {r.column for r in schema.rules or [] if r.kind == "sum"}
+        # set by their rule in every row (a sum's, an interval rule's): no kernel to weigh
+        summed = {r.column for r in schema.rules or [] if r.kind in ("sum", "interval")}
         drawn = [
             c
             for c in chain[1:]
@@ -1527,9 +1530,11 @@ class FITSSynthesizer(BaseEstimator):
         return numbers
 
     def _fill_by_rules(self, known: pd.DataFrame) -> pd.DataFrame:
-        """The known table with each column a function or sum rule sets from known
-        columns added, where it lies among them in the chain (``education-num`` between
-        ``education`` and a later known column need not be given: its rule gives it)."""
+        """The known table with each column a function, sum or interval rule sets from
+        known columns added, where it lies among them in the chain (``education-num``
+        between ``education`` and a later known column need not be given: its rule
+        gives it; nor ``senior`` between ``age`` and a later known column: its interval
+        rule gives it from the known ``age``, the cell holding it)."""
         schema = self.schema_
         derived = set(schema.derived)
         chain = [c for c in schema.order if schema[c].is_modelled and c not in derived]
@@ -1537,7 +1542,9 @@ class FITSSynthesizer(BaseEstimator):
         if not names or not names <= set(chain):
             return known  # refused, with the reason, by _known_split
         last = max(chain.index(c) for c in names)
-        rules = {r.column: r for r in schema.rules or [] if r.kind in ("function", "sum")}
+        rules = {
+            r.column: r for r in schema.rules or [] if r.kind in ("function", "sum", "interval")
+        }
         for column in chain[:last]:
             rule = rules.get(column)
             if column in known.columns or rule is None or not set(rule.of) <= set(known.columns):
@@ -1547,6 +1554,13 @@ class FITSSynthesizer(BaseEstimator):
                 values: Any = sum(parts[1:], parts[0])
                 if values.isna().any():
                     continue  # a part missing or not a number: refused by the prefix check
+            elif rule.kind == "interval":
+                x = pd.to_numeric(known[rule.of[0]], errors="coerce")
+                if x.isna().any():
+                    continue  # missing or not a number: refused by the prefix check
+                codes = interval_codes(schema, rule, x.to_numpy(dtype=float))
+                cats = schema[column].categories or []
+                values = [plain(cats[int(c)]) for c in codes]
             else:
                 table = rule.lookup()
                 keys = zip(*(known[p].map(plain) for p in rule.of), strict=True)
@@ -1629,9 +1643,14 @@ class FITSSynthesizer(BaseEstimator):
 
                 kept = float(rules_kept(known, [rule])["kept"].iloc[0])
                 if kept < 1.0:
+                    told = (
+                        rule.describe()
+                        if rule.kind == "interval"
+                        else f"{rule.column} = "
+                        f"{'f' if rule.kind == 'function' else 'sum'}({', '.join(rule.of)})"
+                    )
                     raise ValueError(
-                        f"known_columns break the exact rule {rule.column} = "
-                        f"{'f' if rule.kind == 'function' else 'sum'}({', '.join(rule.of)}) "
+                        f"known_columns break the exact rule {told} "
                         f"in {1.0 - kept:.1%} of their rows; every real row keeps it"
                     )
         engine = self.coordinator.schema.order  # type: ignore[union-attr]

@@ -150,6 +150,34 @@ def test_flower_transport_equals_in_process_engine(site_files, tmp_path, design)
         assert not read_table(out).equals(paper)
 
 
+def test_an_interval_rule_through_flower_is_the_in_process_one(tmp_path):
+    """A flag that is a step function of age (docs/method.md, "Interval rules"): found
+    through Flower's records (the check bits, then the ranges stage's floats), kept in
+    every written row, bit for bit the in-process table."""
+    rng = np.random.default_rng(0)
+    paths = {}
+    for name in KERNELS:
+        age = rng.integers(18, 90, 120)
+        frame = pd.DataFrame(
+            {"age": age, "senior": np.where(age >= 65, "yes", "no"), "x": rng.normal(0, 1, 120)}
+        )
+        paths[name] = tmp_path / f"{name}.csv"
+        frame.to_csv(paths[name], index=False)
+    out = tmp_path / "synthetic.csv"
+    grid = FakeGrid(_node_configs(paths))
+    run_synthesis(grid, {"output": str(out), "rows": 300, "seed": 4})
+    got = read_table(out)
+    assert (got["senior"] == np.where(got["age"] >= 65, "yes", "no")).all()
+    expected = _in_process(paths, None, None, 300, 4)
+    pd.testing.assert_frame_equal(got, expected, check_exact=True)
+    asked = [
+        m.content.config_records["config"]["stage"]
+        for m in grid.pushed
+        if m.metadata.message_type.endswith("rules")
+    ]
+    assert "ranges" in asked
+
+
 def _known_run(site_files, known_path, out):
     """Run config ``known`` through Flower's ServerApp into ``out``, and the same known
     table completed in process: (the run config, the output, the in-process table)."""

@@ -49,12 +49,16 @@ def _sites(frame: pd.DataFrame, k: int = 3) -> list[pd.DataFrame]:
 
 
 def _detect(frames: list[pd.DataFrame]) -> tuple[Schema, dict[str, int]]:
-    """Schema.detect, counting the candidates each stage asked (per site)."""
+    """Schema.detect, counting the candidates each stage asked (per site); interval
+    candidates apart, as ``"interval <stage>"``."""
     asked: dict[str, int] = {}
     original = rules.answer_rules
 
     def counting(frame, schema, cands, stage, *, site="site"):
-        asked[stage] = asked.get(stage, 0) + len(cands)
+        steps = sum(c["kind"] == "interval" for c in cands)
+        asked[stage] = asked.get(stage, 0) + len(cands) - steps
+        if steps:
+            asked[f"interval {stage}"] = asked.get(f"interval {stage}", 0) + steps
         return original(frame, schema, cands, stage, site=site)
 
     rules.answer_rules = counting
@@ -80,6 +84,9 @@ def test_planted_sums_on_a_wide_table_are_found_with_far_fewer_checks():
     # what is checked: the function candidates of 'cat' (none: one discrete column)
     # and the sums the totals allow
     assert asked["check"] < 10 < by_bounds // 1000
+    # and, apart, whether 'cat' steps with each lab column before it (one bit each;
+    # sums' totals and columns with missing values are no sources); none does
+    assert asked["interval check"] == 80 and "interval ranges" not in asked
 
 
 def test_a_wide_table_without_a_rule_has_none():
@@ -174,7 +181,10 @@ def test_the_federation_finds_them_and_keeps_them_in_every_synthetic_row(secure)
     synth.fit({f"site {k}": f for k, f in enumerate(_sites(frame))})
     assert _sums(synth.schema_) == ["tot = lab3 + lab7", "tot3 = lab1 + lab2 + lab9"]
     asked = synth.coordinator.rule_candidates
-    assert asked["totals"] == 26 and asked["check"] < 10
+    # the check round also asks whether 'cat' steps with each of the 24 lab columns
+    # (docs/method.md, "Interval rules"): one bit each
+    assert asked["totals"] == 26 and asked["check"] - 24 < 10
+    assert "ranges" not in asked
     out = synth.sample(200, seed=1)
     a, b, c = (out[n].to_numpy(float) for n in ("lab3", "lab7", "tot"))
     assert np.all(sums_match(c, [a, b]))

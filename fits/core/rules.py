@@ -66,6 +66,17 @@ summed, maskable answer as the affine stage's) for the pairs of
 minimum and maximum of the residual over its rows holding Y, merged into the residual's
 bounds (:func:`detect_near_linear`).
 
+**Interval rules** (``"interval"`` rules; docs/method.md, "Interval rules"): a discrete
+column Y that is a step function of an earlier continuous column X (``senior`` = "yes"
+where ``age`` >= 65), each value of Y occupying one interval of X, the intervals
+disjoint.  After the function rounds (a column a function rule sets is not asked
+again), two stages find them for the pairs of :func:`interval_candidates`: **check**
+(the same one-bit answer, ``stage="check"``): are the site's own intervals disjoint
+(:func:`answer_rules`); then, for the pairs every site said yes to, **ranges**
+(``stage="ranges"``): per value of Y, the site's row count and minimum and maximum of X
+over its rows of that value.  The coordinator merges them (:func:`interval_rules`): the
+rule holds in every row of every site exactly when the merged intervals are disjoint.
+
 Everything here is a function of a schema and arrays; the federation layer carries the
 questions and answers (:mod:`fits.federation.protocol`, message ``rules``).
 """
@@ -81,12 +92,26 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from fits._exact import AFFINE_RTOL, affine_match, affine_tolerance, sums_match
+from fits._exact import (
+    AFFINE_RTOL,
+    affine_match,
+    affine_tolerance,
+    interval_cells,
+    interval_cuts,
+    sums_match,
+)
 from fits._json import plain
 from fits.core.schema import ColumnSpec, DataNote, Rule, Schema, SchemaError
 
 __all__ = [
     "AFFINE_RTOL",
+    "MAX_INTERVAL_LEVELS",
+    "MAX_INTERVAL_PAIRS",
+    "detect_intervals",
+    "interval_candidates",
+    "interval_codes",
+    "interval_rules",
+    "ranges_size",
     "extremes_agree",
     "MAX_AFFINE_PAIRS",
     "MAX_DECIMALS",
@@ -155,8 +180,17 @@ NEAR_LINEAR_R2 = 0.95
 #: order, as :data:`MAX_AFFINE_PAIRS`).
 MAX_NEAR_LINEAR_PAIRS = 50_000
 
+#: An interval rule's column has at most this many values (categories): a step
+#: function with more steps than this is rarely a rule, and each value costs a site
+#: three numbers in the ``ranges`` answer.
+MAX_INTERVAL_LEVELS = 64
+#: Most (X, Y) pairs an interval check asks in one detection (the first in chain
+#: order, by Y then X, as :data:`MAX_NEAR_LINEAR_PAIRS`).
+MAX_INTERVAL_PAIRS = 5000
+
 #: One candidate, as sent to the sites: ``{"kind", "column", "of"}`` (and, to verify a
-#: user's rule, ``"mapping"``: entries of codes ``[a_1, ..., a_k, b]``).
+#: user's rule, ``"mapping"``: entries of codes ``[a_1, ..., a_k, b]``; an interval
+#: rule's ``"intervals"``: entries ``[low, high, code]``).
 Candidate = dict[str, Any]
 #: ``ask(stage, candidates)`` -> one answer array per site (see :func:`answer_rules`).
 Ask = Callable[[str, list[Candidate]], list[np.ndarray]]
@@ -815,7 +849,7 @@ def answer_rules(
         The merged schema (categories give the codes).
     cands : sequence of dict
         The candidates (:func:`candidates`).
-    stage : {"check", "map", "moments", "totals", "residuals"}
+    stage : {"check", "map", "moments", "totals", "residuals", "ranges"}
         ``"check"``: an array (n,) of 0/1, 1 where the candidate holds in every row
         (a function: no two rows with the same determinant values and different
         values of the column -- or, with a ``"mapping"``, no row that contradicts it;
@@ -846,17 +880,28 @@ def answer_rules(
         every such residual within the candidate's ``lower`` and ``upper`` (a row
         holding Y but not X fails) and, with a ``step``, every duration a whole
         multiple of it.
+        An ``"interval"`` check (Y of X): without ``"intervals"``, whether the site's
+        own intervals are disjoint -- the values of Y present here, sorted by their
+        least X, each have their greatest X below the next one's least; with
+        ``"intervals"`` (a user's rule, entries ``[low, high, code]``), whether every
+        row's X lies within the interval of its value of Y (a value not listed
+        fails).  ``"ranges"`` (``"interval"`` candidates): float64, length
+        :func:`ranges_size` -- per candidate, per value of Y (its code), the row count
+        here and the minimum and maximum of X over those rows (NaN, NaN: no row).
 
     Returns
     -------
-    ndarray of uint8 (float64 for ``"moments"``, ``"totals"`` and ``"residuals"``)
+    ndarray of uint8 (float64 for ``"moments"``, ``"totals"``, ``"residuals"`` and
+    ``"ranges"``)
     """
-    if stage not in ("check", "map", "moments", "totals", "residuals"):
+    if stage not in ("check", "map", "moments", "totals", "residuals", "ranges"):
         raise ValueError(
-            f"unknown rules stage {stage!r}; use 'check', 'map', 'moments', 'totals' or 'residuals'"
+            f"unknown rules stage {stage!r}; use 'check', 'map', 'moments', 'totals', "
+            "'residuals' or 'ranges'"
         )
     codes: dict[str, np.ndarray] = {}
     numbers: dict[str, np.ndarray] = {}
+    sorted_by: dict[str, np.ndarray] = {}  # an interval source's stable argsort
 
     def code(name: str) -> np.ndarray:
         if name not in codes:
@@ -872,6 +917,12 @@ def answer_rules(
         return _moments(frame, schema, cands, number)
     if stage == "residuals":
         return _residual_extremes(cands, number, schema)
+    if stage == "ranges":
+        parts = [
+            _category_ranges(code(c["column"]), number(c["of"][0]), schema[c["column"]].n_levels)
+            for c in cands
+        ]
+        return np.concatenate([np.zeros(0)] + [p.ravel() for p in parts])
     if stage == "totals":
         return np.array(
             [np.nansum(number(c["column"]) / _magnitude(schema[c["column"]])) for c in cands],
@@ -901,6 +952,16 @@ def answer_rules(
         if kind == "sum":
             out.append(np.array([sums[i]], dtype=np.uint8))
             continue
+        if kind == "interval":
+            y, x = code(column), number(of[0])
+            if "intervals" in cand:  # a user's rule: X within its value's interval
+                holds = _within_intervals(cand["intervals"], schema[column].n_levels, y, x)
+            else:  # this site's own intervals disjoint
+                if of[0] not in sorted_by:
+                    sorted_by[of[0]] = np.argsort(x, kind="stable")
+                holds = _steps(y, x, sorted_by[of[0]])
+            out.append(np.array([holds], dtype=np.uint8))
+            continue
         dims = tuple(schema[a].n_levels for a in of)
         levels = schema[column].n_levels
         key = np.ravel_multi_index(tuple(code(a) for a in of), dims)
@@ -922,6 +983,48 @@ def answer_rules(
     if not out:
         return np.zeros(0, dtype=np.uint8)
     return np.concatenate(out).astype(np.uint8)
+
+
+def _category_ranges(codes: np.ndarray, x: np.ndarray, levels: int) -> np.ndarray:
+    """(levels, 3): per code of Y its row count and the minimum and maximum of X over
+    those rows (NaN, NaN where none)."""
+    out = np.full((levels, 3), np.nan)
+    out[:, 0] = np.bincount(codes, minlength=levels)[:levels]
+    order = np.lexsort((x, codes))  # by code, then X: each code's first and last
+    sorted_codes, sorted_x = codes[order], x[order]
+    starts = np.searchsorted(sorted_codes, np.arange(levels), side="left")
+    stops = np.searchsorted(sorted_codes, np.arange(levels), side="right")
+    held = stops > starts
+    out[held, 1] = sorted_x[starts[held]]
+    out[held, 2] = sorted_x[stops[held] - 1]
+    return out
+
+
+def _steps(codes: np.ndarray, x: np.ndarray, order: np.ndarray) -> bool:
+    """Whether the site's intervals are disjoint -- the values of Y held, sorted by
+    their least X (:func:`_category_ranges`), each with its greatest X below the next
+    one's least -- in O(n) given X's sort ``order`` (shared by every candidate of
+    that X): with the rows sorted by X, every value of Y held must form one run (as
+    many runs as values), and X must rise strictly where the value changes (a tie
+    across two values is no step).  The intervals are then disjoint in order of the
+    runs, and conversely disjoint intervals give exactly such runs."""
+    c, xs = codes[order], x[order]
+    change = c[1:] != c[:-1]
+    runs = int(np.count_nonzero(change)) + 1 if c.size else 0
+    held = int(np.count_nonzero(np.bincount(c))) if c.size else 0
+    return runs == held and bool(np.all(xs[1:][change] > xs[:-1][change]))
+
+
+def _within_intervals(
+    entries: Sequence[Sequence[float]], levels: int, codes: np.ndarray, x: np.ndarray
+) -> bool:
+    """Whether every row's X lies in ``[low, high]`` of the entry of its code (a user's
+    interval rule, entries ``[low, high, code]``; a code with no entry: no)."""
+    low = np.full(levels, np.inf)  # no entry: no X is within
+    high = np.full(levels, -np.inf)
+    for lo, hi, c in entries:
+        low[int(c)], high[int(c)] = float(lo), float(hi)
+    return bool(np.all((x >= low[codes]) & (x <= high[codes])))
 
 
 #: Values per block of sum candidates checked at once (rows x candidates).
@@ -1143,8 +1246,9 @@ def detect_rules(
     near_linear: bool = False,
     exclude: set[str] | frozenset[str] = frozenset(),
 ) -> list[Rule]:
-    """Run detection (affine moments and check; check, check, map; with
-    ``near_linear``, moments and residuals) through ``ask``; the rules to use.
+    """Run detection (affine moments and check; check, check, map; interval check and
+    ranges; with ``near_linear``, moments and residuals) through ``ask``; the rules to
+    use.
 
     Parameters
     ----------
@@ -1170,8 +1274,9 @@ def detect_rules(
     Returns
     -------
     list of Rule
-        :func:`select_rules` of the rules every site confirmed, and the ``"linear"``
-        ones, in chain order.
+        :func:`select_rules` of the rules every site confirmed, the ``"interval"``
+        ones (:func:`detect_intervals`, for discrete columns no other rule sets), and
+        the ``"linear"`` ones, in chain order.
     """
     found: list[tuple[Candidate, list[list[Any]] | None]] = []
     holding: list[Candidate] = []
@@ -1201,6 +1306,15 @@ def detect_rules(
     derived = {r.column for r in rules if r.kind == "affine"}  # each one is selected
     rules = [r for r in rules if r.kind != "sum" or derived.isdisjoint(r.of)]
     chosen = select_rules(schema, rules)
+    pos = {c: i for i, c in enumerate(schema.order)}
+    # interval rules for the discrete columns no function rule sets, from continuous
+    # sources the chain draws as themselves (not set after it by an affine or sum rule)
+    after_chain = {r.column for r in chosen if r.kind in ("affine", "sum")}
+    steps = detect_intervals(
+        schema, ask, sites, n_total, skip={r.column for r in chosen}, sources_skip=after_chain
+    )
+    if steps:
+        chosen = sorted([*chosen, *steps], key=lambda r: pos[r.column])
     if not near_linear:
         return chosen
     taken = {r.column for r in chosen} | {p for r in chosen if r.kind == "sum" for p in r.of}
@@ -1208,7 +1322,6 @@ def detect_rules(
     linear = detect_near_linear(
         schema, ask, sites, n_total, skip=taken | set(exclude), sources_skip=affine
     )
-    pos = {c: i for i, c in enumerate(schema.order)}
     return sorted([*chosen, *linear], key=lambda r: pos[r.column])
 
 
@@ -1360,6 +1473,8 @@ def verify_rules(schema: Schema, ask: Ask, sites: Sequence[str]) -> None:
         cand: Candidate = {"kind": rule.kind, "column": rule.column, "of": list(rule.of)}
         if rule.kind == "function":
             cand["mapping"] = _code_mapping(schema, rule)
+        if rule.kind == "interval":
+            cand["intervals"] = _interval_entries(schema, rule)
         if rule.kind == "linear":
             cand.update(
                 slope=rule.slope, intercept=rule.intercept, lower=rule.lower, upper=rule.upper
@@ -1397,6 +1512,16 @@ def verify_rules(schema: Schema, ask: Ask, sites: Sequence[str]) -> None:
                     + (' or remove its "step"' if rule.step is not None else "")
                     + ', remove it from "rules" in the schema, or switch near-linear '
                     "columns off"
+                )
+            if rule.kind == "interval":
+                raise SchemaError(
+                    f"the schema's interval rule for column {rule.column!r} "
+                    f"({rule.describe()}) does not hold in every row at "
+                    f"{', '.join(against)}: some row there has {rule.of[0]!r} outside the "
+                    f"interval of its value of {rule.column!r} (or a value the rule does not "
+                    'list); fix that value\'s [low, high] in "intervals" (detect the schema '
+                    'again to see the real ones), remove the rule from "rules" in the schema, '
+                    "or switch rules off"
                 )
             raise SchemaError(
                 f"the schema's rule for column {rule.column!r} ({rule.describe()}) does not "
@@ -1759,3 +1884,204 @@ def _on_step(
     shortest = round((intercept + lower) / step) * step
     longest = round((intercept + upper) / step) * step
     return float(snapped), float(shortest - snapped), float(longest - snapped)
+
+
+# ------------------------------------------------------------ interval rules
+def _interval_source(spec: ColumnSpec) -> bool:
+    """A column an interval rule can start from: continuous numbers (not datetimes)
+    with a value in every row, not constant, not whole numbers past 2**53 (their
+    float64 values would tie distinct numbers).  An ordinal column is discrete: a
+    step function of it is a ``"function"`` rule, found by the function rounds."""
+    return (
+        spec.kind == "continuous"
+        and spec.is_modelled
+        and spec.indicates is None
+        and spec.dtype != "datetime"
+        and not spec.past_float
+        and not spec.missing
+        and _bounds(spec)[0] < _bounds(spec)[1]
+    )
+
+
+def _interval_dependent(spec: ColumnSpec) -> bool:
+    """A column an interval rule can set: discrete (nominal or ordinal: booleans, text
+    flags, numbered groups) with 2 to :data:`MAX_INTERVAL_LEVELS` values and no
+    missing value (a missing Y would need X's interval of the missing rows: not
+    looked for)."""
+    return (
+        spec.is_discrete
+        and spec.is_modelled
+        and spec.indicates is None
+        and not spec.missing
+        and 2 <= spec.n_levels <= MAX_INTERVAL_LEVELS
+    )
+
+
+def interval_candidates(
+    schema: Schema,
+    n_total: int,
+    *,
+    skip: set[str] | frozenset[str] = frozenset(),
+    sources_skip: set[str] | frozenset[str] = frozenset(),
+) -> list[Candidate]:
+    """The (X, Y) pairs an interval check asks: Y discrete (:func:`_interval_dependent`),
+    not in ``skip`` (columns another rule sets), X continuous numbers in every row
+    (:func:`_interval_source`), earlier in the chain, not in ``sources_skip`` (columns
+    an affine or a sum rule sets after the chain is drawn).  None with fewer than
+    :data:`MIN_SUM_ROWS` rows, and no Y with fewer than :data:`MIN_ROWS_PER_CELL` rows
+    per value in the federation.  At most :data:`MAX_INTERVAL_PAIRS`, the first in
+    chain order (by Y, then X), with a :class:`~fits.core.schema.DataNote` when the cap
+    leaves pairs out.
+
+    Returns
+    -------
+    list of dict
+        ``{"kind": "interval", "column": Y, "of": [X]}``.
+    """
+    if n_total < MIN_SUM_ROWS:
+        return []
+    cols = {c.name: c for c in schema.columns}
+    sources = [x for x in schema.order if x not in sources_skip and _interval_source(cols[x])]
+    pos = {c: i for i, c in enumerate(schema.order)}
+    out: list[Candidate] = []
+    total = 0
+    for y in schema.order:
+        spec = cols[y]
+        if y in skip or not _interval_dependent(spec):
+            continue
+        if n_total < MIN_ROWS_PER_CELL * spec.n_levels:
+            continue
+        for x in sources:
+            if pos[x] >= pos[y]:
+                break
+            total += 1
+            if len(out) < MAX_INTERVAL_PAIRS:
+                out.append({"kind": "interval", "column": y, "of": [x]})
+    if total > MAX_INTERVAL_PAIRS:
+        last = out[-1]["column"]
+        warnings.warn(
+            f"interval rules: of {total:,} candidate pairs the search looks at the first "
+            f"{MAX_INTERVAL_PAIRS:,} in chain order (through column {last!r}), so a later "
+            "discrete column that is a step function of a number column is drawn by the "
+            "chain, not by a rule; to have a pair looked at, put its two columns earlier "
+            "in the chain (--order; Python: order=[...])",
+            DataNote,
+            stacklevel=2,
+        )
+    return out
+
+
+def ranges_size(schema: Schema, cands: Sequence[Candidate]) -> int:
+    """Length of a site's ``ranges`` answer: 3 per value of each candidate's Y (its row
+    count, the minimum and the maximum of X)."""
+    return int(sum(3 * schema[c["column"]].n_levels for c in cands))
+
+
+def _bound_value(spec: ColumnSpec, v: float) -> float | int:
+    """An interval's end as the schema writes it: a whole number for an integer
+    column (``18``, not ``18.0``), else the float."""
+    if spec.dtype == "int" and float(v).is_integer():
+        return int(v)
+    return float(v)
+
+
+def interval_rules(
+    schema: Schema, cands: Sequence[Candidate], answers: Sequence[np.ndarray]
+) -> list[Rule | None]:
+    """Per candidate, the interval rule the sites' ``ranges`` answers give, or None.
+
+    Per value of Y the answers merge into the pooled row count (the sum), the least
+    minimum and the greatest maximum of X.  A rule needs at least
+    :data:`MIN_ROWS_PER_CELL` rows of every value of Y in the federation (a rare value
+    alone in a gap of X is no evidence of a step); then the values, sorted by their
+    minima, must have strictly disjoint intervals, each maximum below the next
+    minimum.  That is the rule, and it holds in every row of every site with no
+    further check: each row's X lies within its own value's merged interval (the
+    interval holds every site's minimum and maximum of that value), and the intervals
+    are disjoint, so the row lies in no other value's interval, and in the cell
+    (:func:`fits._exact.interval_cuts`) of its own value.  Conversely, if Y is a step
+    function of X in every row, the merged intervals are disjoint: nothing true is
+    lost.
+    """
+    blocks = [np.asarray(a, dtype=float) for a in answers]
+    out: list[Rule | None] = []
+    start = 0
+    for cand in cands:
+        dep, src = schema[cand["column"]], schema[cand["of"][0]]
+        n = dep.n_levels
+        parts = np.stack([b[start : start + 3 * n].reshape(n, 3) for b in blocks])
+        start += 3 * n
+        counts = parts[:, :, 0].sum(axis=0)
+        with warnings.catch_warnings():  # an all-NaN slice: a value no site holds
+            warnings.simplefilter("ignore", RuntimeWarning)
+            lows = np.nanmin(parts[:, :, 1], axis=0)
+            highs = np.nanmax(parts[:, :, 2], axis=0)
+        if np.any(counts < MIN_ROWS_PER_CELL) or not np.all(np.isfinite(lows) & np.isfinite(highs)):
+            out.append(None)
+            continue
+        order = np.argsort(lows, kind="stable")
+        lows, highs = lows[order], highs[order]
+        if not np.all(highs[:-1] < lows[1:]):
+            out.append(None)
+            continue
+        cats = dep.categories or []
+        entries = [
+            [_bound_value(src, lo), _bound_value(src, hi), plain(cats[int(c)])]
+            for lo, hi, c in zip(lows.tolist(), highs.tolist(), order.tolist(), strict=True)
+        ]
+        out.append(Rule(dep.name, [src.name], "interval", intervals=entries))
+    return out
+
+
+def detect_intervals(
+    schema: Schema,
+    ask: Ask,
+    sites: Sequence[str],
+    n_total: int,
+    *,
+    skip: set[str] | frozenset[str] = frozenset(),
+    sources_skip: set[str] | frozenset[str] = frozenset(),
+) -> list[Rule]:
+    """The interval stages: ``check`` of :func:`interval_candidates` (one bit per pair
+    and site: are the site's own intervals disjoint -- necessary for the merged ones to
+    be), then ``ranges`` for the pairs every site said yes to, merged by
+    :func:`interval_rules`.  Of several sources X for one Y, the earliest in the chain
+    is kept (as :func:`select_rules` keeps the earliest determinants).
+
+    Returns
+    -------
+    list of Rule
+        ``"interval"`` rules, at most one per column, in chain order of their columns.
+    """
+    cands = interval_candidates(schema, n_total, skip=skip, sources_skip=sources_skip)
+    if not cands:
+        return []
+    checks = ask("check", cands)
+    _check_lengths(checks, len(cands), sites, "check")
+    ok = np.all(np.stack(checks) == 1, axis=0)
+    holding = [c for c, good in zip(cands, ok, strict=True) if good]
+    if not holding:
+        return []
+    answers = ask("ranges", holding)
+    _check_lengths(answers, ranges_size(schema, holding), sites, "ranges")
+    found: dict[str, Rule] = {}
+    for rule in interval_rules(schema, holding, answers):  # chain order: Y, then X
+        if rule is not None and rule.column not in found:
+            found[rule.column] = rule
+    return list(found.values())
+
+
+def _interval_entries(schema: Schema, rule: Rule) -> list[list[Any]]:
+    """An interval rule's entries with its values as codes (for the sites to verify)."""
+    index = {plain(v): i for i, v in enumerate(schema[rule.column].categories or [])}
+    return [[float(lo), float(hi), index[plain(v)]] for lo, hi, v in rule.intervals or []]
+
+
+def interval_codes(schema: Schema, rule: Rule, x: np.ndarray) -> np.ndarray:
+    """An interval rule's column as codes, from its source's values ``x`` (as written):
+    the code of the value whose cell holds x (:func:`fits._exact.interval_cells`: the
+    nearest interval)."""
+    entries = _interval_entries(schema, rule)
+    cuts = interval_cuts([e[0] for e in entries], [e[1] for e in entries])
+    codes = np.asarray([e[2] for e in entries], dtype=np.int64)
+    return codes[interval_cells(cuts, x)]

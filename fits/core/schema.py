@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import itertools
 import json
 import math
 import os
@@ -716,7 +717,7 @@ def _check_keys(d: Mapping[str, Any], allowed: Sequence[str], where: str) -> Non
 
 #: Kinds of rules (:class:`Rule`): the exact ones, and ``"linear"`` (a near-linear
 #: column drawn as its residual; docs/method.md, "Near-linear columns").
-RULE_KINDS = ("function", "sum", "affine", "linear")
+RULE_KINDS = ("function", "sum", "affine", "linear", "interval")
 
 
 @dataclass
@@ -737,8 +738,9 @@ class Rule:
         The columns it is a function of (``"function"``: one or two discrete columns),
         or the parts it is the sum of (``"sum"``), or the one column it is an affine
         function of (``"affine"``), or the one continuous column it is near-linear in
-        (``"linear"``).
-    kind : {"function", "sum", "affine", "linear"}
+        (``"linear"``), or the one continuous column whose intervals it follows
+        (``"interval"``).
+    kind : {"function", "sum", "affine", "linear", "interval"}
         ``"function"``: ``column`` (discrete) takes one value per combination of the
         ``of`` columns' values (discrete), given by ``mapping``.  ``"sum"``: ``column``
         (continuous) equals the sum of the ``of`` columns (numeric) in every row.
@@ -747,7 +749,9 @@ class Rule:
         is ``slope * of[0] + intercept + R``, the residual R not 0 but drawn by the
         chain in ``column``'s place, within ``[lower, upper]`` (not an exact rule: the
         pooled least-squares line of a pair with R^2 >=
-        :data:`fits.core.rules.NEAR_LINEAR_R2`).
+        :data:`fits.core.rules.NEAR_LINEAR_R2`).  ``"interval"``: ``column`` (discrete)
+        is a step function of ``of[0]`` (continuous numbers): each of its values
+        occupies one interval of ``of[0]``, given by ``intervals``.
     mapping : list of list, optional
         ``"function"`` only: one entry ``[a_1, ..., a_k, b]`` per combination of the
         ``of`` columns seen in the real rows, ``b`` the value of ``column`` there.  A
@@ -777,6 +781,14 @@ class Rule:
         hour, a minute or a second: :data:`fits.core.rules.DURATION_STEPS`), and so are
         ``intercept``, ``intercept + lower`` and ``intercept + upper``; synthetic
         durations are drawn on it.  None: no such unit (or two number columns).
+    intervals : list of list, optional
+        ``"interval"`` only: entries ``[low, high, value]``, sorted by ``low``, with
+        ``low <= high`` and each ``high`` below the next entry's ``low`` (disjoint), each
+        value of ``column`` at most once: every real row whose ``column`` is ``value``
+        has ``of[0]`` within ``[low, high]`` (each site's minimum and maximum over its
+        rows of that value, merged).  Generated rows take the value whose cell holds
+        ``of[0]`` as written, the cells split at the midpoints of the gaps
+        (:func:`fits._exact.interval_cuts`): the nearest interval.
     """
 
     column: str
@@ -790,6 +802,7 @@ class Rule:
     lower: float | None = None
     upper: float | None = None
     step: float | None = None
+    intervals: list[list[Any]] | None = None
 
     def __post_init__(self) -> None:
         where = f"rule for column {self.column!r}"
@@ -799,6 +812,11 @@ class Rule:
             raise SchemaError(f'{where}: "of" must be a non-empty list of distinct columns')
         if self.column in self.of:
             raise SchemaError(f'{where}: the column cannot be among its own "of" columns')
+        if self.kind == "interval":
+            self._check_interval(where)
+            return
+        if self.intervals is not None:
+            raise SchemaError(f'{where}: "intervals" belong to "interval" rules only')
         if self.kind == "affine":
             self._check_affine(where)
             return
@@ -834,6 +852,66 @@ class Rule:
             if key in keys:
                 raise SchemaError(f"{where}: the mapping lists {list(key)!r} twice")
             keys.add(key)
+
+    def _check_interval(self, where: str) -> None:
+        """An ``"interval"`` rule: one column in ``of``; ``intervals`` a list of at least
+        two ``[low, high, value]`` entries, finite numbers with ``low <= high``, sorted
+        and disjoint (``high`` below the next ``low``), each value once; nothing else."""
+        extra = [
+            name
+            for name in (
+                "mapping",
+                "slope",
+                "intercept",
+                "decimals",
+                "tolerance",
+                "lower",
+                "upper",
+                "step",
+            )
+            if getattr(self, name) is not None
+        ]
+        if extra:
+            raise SchemaError(f'{where}: an "interval" rule has no {", ".join(extra)}')
+        if len(self.of) != 1:
+            raise SchemaError(f'{where}: an "interval" rule has exactly one column in "of"')
+        entries = self.intervals
+        shape = (
+            f'write "intervals" as [[low, high, value], ...]: one entry per value of '
+            f"{self.column!r}, with the range of {self.of[0]!r} it occupies"
+        )
+        if not isinstance(entries, list) or len(entries) < 2:
+            raise SchemaError(f"{where}: needs at least two intervals; {shape}")
+        seen: set[Any] = set()
+        out: list[list[Any]] = []
+        for entry in entries:
+            if not isinstance(entry, (list, tuple)) or len(entry) != 3:
+                raise SchemaError(
+                    f"{where}: interval entry {entry!r} is not [low, high, value]; {shape}"
+                )
+            low, high, value = entry
+            for v in (low, high):
+                if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                    raise SchemaError(
+                        f"{where}: interval entry {list(entry)!r} has {v!r}, not a finite "
+                        f"number, for a bound of {self.of[0]!r}"
+                    )
+            if not low <= high:
+                raise SchemaError(
+                    f"{where}: interval entry {list(entry)!r} has its low above its high"
+                )
+            key = plain(value)
+            if key in seen:
+                raise SchemaError(f"{where}: the intervals list value {value!r} twice; keep one")
+            seen.add(key)
+            out.append([low, high, value])
+        for a, b in itertools.pairwise(out):
+            if not a[1] < b[0]:
+                raise SchemaError(
+                    f"{where}: the intervals must be sorted by their low end and disjoint, "
+                    f"each high below the next low; {a!r} and {b!r} are not"
+                )
+        self.intervals = out
 
     def _check_linear(self, where: str) -> None:
         if self.mapping is not None or self.decimals is not None or self.tolerance is not None:
@@ -929,6 +1007,12 @@ class Rule:
                 f"{self.column} = {a:.6g} * {self.of[0]} {sign} {abs(b):.6g} + residual in "
                 f"[{float(self.lower or 0.0):.6g}, {float(self.upper or 0.0):.6g}] (near-linear)"
             )
+        if self.kind == "interval":
+            cells = ", ".join(
+                f"{plain(v)} for [{float(lo):.15g}, {float(hi):.15g}]"
+                for lo, hi, v in self.intervals or []
+            )
+            return f"{self.column} = by {self.of[0]}: {cells}"
         return f"{self.column} = f({', '.join(self.of)}) ({len(self.mapping or [])} values)"
 
     def to_dict(self) -> dict[str, Any]:
@@ -946,6 +1030,8 @@ class Rule:
             )
             if self.step is not None:
                 out["step"] = self.step
+        if self.kind == "interval":
+            out["intervals"] = [[plain(v) for v in e] for e in self.intervals or []]
         return out
 
     @classmethod
@@ -976,6 +1062,7 @@ class Rule:
             lower=d.get("lower"),
             upper=d.get("upper"),
             step=d.get("step"),
+            intervals=d.get("intervals"),
         )
 
 
@@ -1057,7 +1144,7 @@ class Schema:
                     f"{where}: identifier and constant columns cannot take part in a rule"
                 )
             wide = [c.name for c in specs if c.past_float]
-            if rule.kind in ("sum", "affine", "linear") and wide:
+            if rule.kind in ("sum", "affine", "linear", "interval") and wide:
                 raise SchemaError(
                     f"{where}: column(s) {wide} hold whole numbers past 2**53, which the "
                     f"float64 arithmetic of a {rule.kind} rule rounds (its values would "
@@ -1098,6 +1185,9 @@ class Schema:
                 continue
             if rule.kind == "linear":
                 self._check_linear_rule(rule, specs[0], specs[1], where)
+                continue
+            if rule.kind == "interval":
+                self._check_interval_rule(rule, specs[0], specs[1], where)
                 continue
             if rule.kind == "affine":
                 dep, src = specs
@@ -1140,6 +1230,41 @@ class Schema:
                             f"{where}: mapping entry {entry!r} has {v!r} for column "
                             f"{col!r}, which is not among its categories"
                         )
+
+    def _check_interval_rule(
+        self, rule: Rule, dep: ColumnSpec, src: ColumnSpec, where: str
+    ) -> None:
+        """An ``"interval"`` rule: its column discrete with no missing values, every
+        value it lists among the column's categories; its source continuous numbers
+        (not datetimes) with a value in every row, drawn by the chain as itself (not
+        set by an affine or a sum rule, whose written values are computed after the
+        chain: the rule is taken at the source's value as written)."""
+        if not dep.is_discrete or dep.missing:
+            raise SchemaError(
+                f"{where}: an interval rule's column must be discrete (nominal or ordinal) "
+                "with no missing values; remove the rule"
+            )
+        if src.kind != "continuous" or src.dtype == "datetime" or src.missing:
+            raise SchemaError(
+                f"{where}: {src.name!r} is not a continuous column of numbers with a value "
+                "in every row; remove the rule"
+            )
+        set_by = [
+            r.kind for r in self.rules or [] if r.column == src.name and r.kind in ("affine", "sum")
+        ]
+        if set_by:
+            raise SchemaError(
+                f"{where}: {src.name!r} is set by its {set_by[0]} rule after the chain is "
+                "drawn, so an interval rule cannot be taken at its value; remove one of the "
+                "rules"
+            )
+        levels = {plain(v) for v in dep.categories or []}
+        for entry in rule.intervals or []:
+            if plain(entry[2]) not in levels:
+                raise SchemaError(
+                    f"{where}: interval entry {entry!r} has {entry[2]!r} for column "
+                    f"{rule.column!r}, which is not among its categories"
+                )
 
     def _check_linear_rule(self, rule: Rule, dep: ColumnSpec, src: ColumnSpec, where: str) -> None:
         """A ``"linear"`` rule: Y continuous numbers with no point mass; X continuous

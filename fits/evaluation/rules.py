@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from fits._exact import AFFINE_RTOL, affine_match, sums_match
+from fits._exact import AFFINE_RTOL, affine_match, interval_cells, interval_cuts, sums_match
 from fits._json import plain
 
 __all__ = ["NEAR_LINEAR_COLUMNS", "near_linear_kept", "rules_kept"]
@@ -55,6 +55,12 @@ def _describe(rule: Mapping[str, Any]) -> str:
         if rule.get("tolerance") is not None:
             text = f"{text} (within {float(rule['tolerance']):.3g})"
         return f"{rule['column']} = {text}"
+    if rule.get("kind") == "interval":
+        cells = ", ".join(
+            f"{_value(v)} for [{float(lo):.15g}, {float(hi):.15g}]"
+            for lo, hi, v in rule.get("intervals") or []
+        )
+        return f"{rule['column']} = by {of[0]}: {cells}"
     return f"{rule['column']} = f({', '.join(of)})"
 
 
@@ -73,6 +79,29 @@ def _affine_kept(table: pd.DataFrame, rule: Mapping[str, Any]) -> int:
         None if t is None else float(t),
     )
     return int(np.sum(match | (np.isnan(x) & np.isnan(y))))  # missing together: kept
+
+
+def _interval_kept(table: pd.DataFrame, rule: Mapping[str, Any]) -> tuple[int, int]:
+    """Rows whose column has the value of the cell holding their source (the value the
+    rule generates: :func:`fits._exact.interval_cells`, the nearest interval), and rows
+    whose source lies in no interval (in a gap or beyond the ends: no real row is
+    there, so the cell's value is the rule's extension; counted in ``kept`` when it
+    matches).  A missing or non-numeric source, or a missing column: not kept."""
+    entries = list(rule.get("intervals") or [])
+    x = pd.to_numeric(table[rule["of"][0]], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+    lows = np.array([float(e[0]) for e in entries])
+    highs = np.array([float(e[1]) for e in entries])
+    cells = interval_cells(interval_cuts(lows, highs), x)
+    wanted = [_value(e[2]) for e in entries]
+    values = [_value(v) for v in table[rule["column"]].astype(object).tolist()]
+    present = ~np.isnan(x)
+    kept = sum(
+        bool(ok) and v is not None and v == wanted[int(c)]
+        for ok, c, v in zip(present, cells, values, strict=True)
+    )
+    inside = (x[:, None] >= lows) & (x[:, None] <= highs)
+    uncovered = int(np.sum(present & ~inside.any(axis=1)))
+    return int(kept), uncovered
 
 
 def rules_kept(table: pd.DataFrame, rules: Sequence[Any]) -> pd.DataFrame:
@@ -94,9 +123,13 @@ def rules_kept(table: pd.DataFrame, rules: Sequence[Any]) -> pd.DataFrame:
         and the column has the mapped value; a sum rule: the column equals the
         sum of the parts up to float64 rounding (:func:`fits._exact.sums_match`), none
         missing; an affine rule: the column is within the rule's tolerance of
-        ``slope * x + intercept``); and
+        ``slope * x + intercept``; an interval rule: the column has the value of the
+        cell holding its source, the nearest interval); and
         ``uncovered``, the share of rows whose determinant combination is not in the
-        mapping (no real row has it, so the rule says nothing there; 0 for sums).
+        mapping (no real row has it, so the rule says nothing there; 0 for sums), or,
+        for an interval rule, whose source lies in no interval (a gap between two, or
+        beyond the first or last; such a row counts as kept when it has its cell's
+        value, the one the rule generates).
         A ``"linear"`` rule (a near-linear column drawn as its residual) is no exact
         rule and is left out: no row "keeps" it (:func:`near_linear_kept` compares it).
 
@@ -119,6 +152,8 @@ def rules_kept(table: pd.DataFrame, rules: Sequence[Any]) -> pd.DataFrame:
         uncovered = 0
         if kind == "affine":
             kept = _affine_kept(table, rule)
+        elif kind == "interval":
+            kept, uncovered = _interval_kept(table, rule)
         elif kind == "sum":
             parts = [pd.to_numeric(table[c], errors="coerce").to_numpy(dtype=float) for c in of]
             value = pd.to_numeric(table[column], errors="coerce").to_numpy(dtype=float)

@@ -527,7 +527,10 @@ class FITSClient:
         """Rule detection (:func:`fits.core.rules.answer_rules`): one bit per candidate
         rule (``check``), which value pairs occur here (``map``), or the sums of the
         candidate pairs' centred moments (``moments``) or of its numeric columns
-        (``totals``), masked with secure aggregation; never a row."""
+        (``totals``), masked with secure aggregation; or, in the clear, per candidate
+        its residual's minimum and maximum (``residuals``), or per value of an interval
+        candidate's column its row count and minimum and maximum of the source
+        (``ranges``); never a row."""
         schema = Schema.from_json(str(msg.config["schema"]))
         candidates = json.loads(str(msg.config["candidates"]))
         stage = str(msg.config.get("stage", "check"))
@@ -549,6 +552,8 @@ class FITSClient:
             return Message("rules", {stage: answer})
         if stage == "residuals":  # per candidate its min and max here, in the clear
             return Message("rules", {"residuals": answer})
+        if stage == "ranges":  # per candidate and value its count, min and max X, in the clear
+            return Message("rules", {"ranges": answer})
         return Message("rules", {"pairs" if stage == "map" else "holds": answer})
 
     def _check_bounds(self, spec: ColumnSpec, values: np.ndarray) -> None:

@@ -59,8 +59,10 @@ from fits.core.names import resolve_columns, resolve_keys
 from fits.core.rules import (
     dependent_codes,
     detect_rules,
+    interval_codes,
     map_size,
     moments_size,
+    ranges_size,
     residuals,
     verify_rules,
 )
@@ -822,6 +824,8 @@ class Coordinator:
             arrays: dict[str, np.ndarray] = {}
             if stage == "map":
                 config["size"] = map_size(schema, candidates)
+            if stage == "ranges":
+                config["size"] = ranges_size(schema, candidates)
             summed = stage in ("moments", "totals")
             if summed:  # summed over the sites: masked with secure aggregation
                 config["size"] = moments_size(candidates) if stage == "moments" else len(candidates)
@@ -835,6 +839,8 @@ class Coordinator:
                 return [r.arrays[stage] for r in replies]
             if stage == "residuals":  # each site's min and max residual, in the clear
                 return [r.arrays["residuals"] for r in replies]
+            if stage == "ranges":  # per value its count, min and max X, in the clear
+                return [r.arrays["ranges"] for r in replies]
             return [r.arrays["pairs" if stage == "map" else "holds"] for r in replies]
 
         return ask
@@ -1091,13 +1097,15 @@ class Coordinator:
         return float(rule.slope or 0.0) * x + float(rule.intercept or 0.0) + r
 
     def _source_written(self, rule: Rule, x: np.ndarray) -> np.ndarray:
-        """A near-linear rule's source X at its chain values ``x`` as the output writes
-        it (clipped to its bounds, rounded to its decimals, whole numbers or datetime
-        unit: :meth:`Encoder.written <fits.core.continualization.Encoder.written>`), so
-        that the written pair's residual is the drawn R up to Y's own rounding: with X
-        taken unrounded, X's rounding would move the written residual by up to slope
-        times half X's step beyond the real residuals' range (a whole day for two date
-        columns)."""
+        """A near-linear or interval rule's source X at its chain values ``x`` as the
+        output writes it (clipped to its bounds, rounded to its decimals, whole numbers
+        or datetime unit: :meth:`Encoder.written
+        <fits.core.continualization.Encoder.written>`), so that the written pair's
+        residual is the drawn R up to Y's own rounding: with X taken unrounded, X's
+        rounding would move the written residual by up to slope times half X's step
+        beyond the real residuals' range (a whole day for two date columns); and an
+        interval rule's value is that of the written X's cell (a chain value 64.6 of a
+        whole-number age is written 65)."""
         return Encoder(self.user_schema[rule.of[0]]).written(x)
 
     def _declare(self, rows: int) -> None:
@@ -1318,8 +1326,8 @@ class Coordinator:
         from its child of ``seed``) and uploads only the per-candidate sums; the
         coordinator takes, per column, the candidate with the smallest sum over the
         sites (ties: the earlier candidate) and uses it for every later request of that
-        column (:attr:`smoothing`).  Columns generated entirely by a sum rule and the
-        first chain column (a marginal) are not tuned.
+        column (:attr:`smoothing`).  Columns generated entirely by a sum or an
+        interval rule and the first chain column (a marginal) are not tuned.
 
         Parameters
         ----------
@@ -1351,7 +1359,8 @@ class Coordinator:
         if rows < 1:
             raise ValueError(f"rows must be at least 1, got {rows!r}")
         order = self.schema.order
-        summed = {r.column for r in (self.schema.rules or []) if r.kind == "sum"}
+        # columns their rule sets in every row (a sum's, an interval rule's): no kernel
+        summed = {r.column for r in (self.schema.rules or []) if r.kind in ("sum", "interval")}
         if columns is None:
             columns = [c for c in order[1:] if c not in summed]
         else:
@@ -1493,7 +1502,8 @@ class Coordinator:
         if self.schema is None or not self.grids:
             raise RuntimeError("run setup() and configure() before tune_relevance()")
         order = self.schema.order
-        summed = {r.column for r in (self.schema.rules or []) if r.kind == "sum"}
+        # columns their rule sets in every row (a sum's, an interval rule's): no kernel
+        summed = {r.column for r in (self.schema.rules or []) if r.kind in ("sum", "interval")}
         base_seed = int(np.random.SeedSequence(seed).generate_state(1)[0])
         chosen: dict[str, Smoothing] = {}
         for k, column in enumerate(columns):
@@ -2326,14 +2336,24 @@ class Coordinator:
         determinants map to (they come before it in the chain, so they are drawn);
         rows whose combination no real row has are left to the chain.  A sum rule's
         column gets the sum of its parts' values (a discrete part: its category's
-        value) in every row.  (An affine rule's column is not in the chain:
-        :meth:`Schema.expanded`.)  Returns the mask of rows set.
+        value) in every row.  An interval rule's column gets, in every row, the
+        midpoint of the continualized interval of the value whose cell holds its
+        source as written
+        (:meth:`_source_written`: clipped and rounded as the output writes it, so the
+        written table keeps the rule in every row;
+        :func:`~fits.core.rules.interval_codes`).  (An affine rule's column is not in
+        the chain: :meth:`Schema.expanded`.)  Returns the mask of rows set.
         """
         n = out.shape[0]
         rule = {r.column: r for r in (self.schema.rules or [])}.get(column)  # type: ignore[union-attr]
         if rule is None or rule.kind == "linear":  # a near-linear column: drawn (_truncated)
             return np.zeros(n, dtype=bool)
         j = order.index(column)
+        if rule.kind == "interval":
+            x = self._source_written(rule, out[:, order.index(rule.of[0])])
+            codes = interval_codes(self.schema, rule, x)  # type: ignore[arg-type]
+            out[:, j] = self.encoders[column].midpoints[codes]
+            return np.ones(n, dtype=bool)
         parts = [(self.encoders[a], out[:, order.index(a)]) for a in rule.of]
         if rule.kind == "sum":
             total = np.zeros(n)

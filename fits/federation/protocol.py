@@ -51,11 +51,12 @@ boost        config ``column``, ``request``,             ``H`` (2^level, W, 2K +
              ``validation_seed``                        (zeros under the site's floor)
 rules        config ``stage`` (``check`` / ``map`` /     ``holds`` (n,) uint8 0/1 (check):
              ``moments`` / ``totals`` /                  does candidate i hold in every
-             ``residuals``), ``schema``                  row here; or ``pairs`` (size,)
+             ``residuals`` / ``ranges``),                row here; or ``pairs`` (size,)
+             ``schema``
              (JSON, the merged schema),
              ``candidates`` (JSON, n candidate rules;    uint8 0/1 (map): which (a, b)
              totals: n columns), ``size`` (map,          value pairs occur here; or
-             moments, totals)                            ``moments`` (size,) float64
+             moments, totals, ranges)                    ``moments`` (size,) float64
                                                          (moments): summed moments of
                                                          the affine candidates; or
                                                          ``totals`` (size,) float64
@@ -70,7 +71,14 @@ rules        config ``stage`` (``check`` / ``map`` /     ``holds`` (n,) uint8 0/
                                                          unit (a week, day, hour, minute,
                                                          second; 0: none) its durations
                                                          are whole multiples of (NaN:
-                                                         numbers), in the clear
+                                                         numbers), in the clear; or
+                                                         ``ranges`` (size,) float64
+                                                         (ranges, ``interval``
+                                                         candidates): per candidate and
+                                                         value of its column, the row
+                                                         count here and the min and max
+                                                         of its source (NaN: no row),
+                                                         in the clear
 ===========  ==========================================  ===================================
 
 ``rules`` comes between setup and configure, when rule detection is on
@@ -540,6 +548,10 @@ def check_reply(request: Message, reply: Message) -> None:
         if stage == "residuals":  # per candidate a site's min and max residual, and step
             n = 3 * len(json.loads(str(request.config["candidates"])))
             _expect(reply, {"residuals": (n,)}, set(), {"residuals": "float64"})
+            return
+        if stage == "ranges":  # per interval candidate and value: count, min, max
+            n = int(request.config["size"])
+            _expect(reply, {"ranges": (n,)}, set(), {"ranges": "float64"})
             return
         if request.config.get("stage") == "map":
             name, n = "pairs", int(request.config["size"])
