@@ -7,9 +7,12 @@ rewrites them after every repeat so an interrupted run keeps what it finished.
 
 from __future__ import annotations
 
+import contextlib
 import shlex
 import sys
 import time
+import warnings
+from collections.abc import Iterator
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -276,7 +279,7 @@ def benchmark(
     from .errors import interruptible
 
     stopped = f"only finished repeats are kept ({str(base)}.md and .json are written after each)"
-    with interruptible(stopped):
+    with interruptible(stopped), _constant_notes(rows):
         try:
             result = run_benchmark(
                 name,
@@ -349,6 +352,31 @@ def benchmark(
     typer.echo(result.headline_text())
     typer.echo(f"wrote {md}")
     typer.echo(f"wrote {js}")
+
+
+@contextlib.contextmanager
+def _constant_notes(rows: int | None) -> Iterator[None]:
+    """Say once, as a ``note:`` line, which columns the benchmark's fits wrote as a
+    constant (one value, or none, at every site of a split: a small ``--rows``
+    subsample), instead of each fit's raw warning with synthesis advice (``--drop``)
+    that the benchmark does not take; every other warning is passed on as it was."""
+    from fits.core.schema import ConstantNote
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConstantNote)
+        try:
+            yield
+        finally:
+            said: set[str] = set()
+            for w in caught:
+                if not issubclass(w.category, ConstantNote):
+                    warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+                    continue
+                text = str(w.message).split(" To leave them out", 1)[0]
+                if text not in said:
+                    said.add(text)
+                    hint = f" (--rows {rows} subsamples the data set)" if rows else ""
+                    typer.echo(f"note: {text}{hint}", err=True)
 
 
 def _write_failed(out: Path, exc: OSError) -> None:
