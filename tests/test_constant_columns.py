@@ -254,3 +254,20 @@ def test_fits_schema_then_synthesize_with_it_and_an_edited_one(tmp_path: Path) -
     assert res.returncode == 1
     assert "constant column(s) 'const' (site0: holds other values" in res.stderr
     assert "Traceback" not in res.stderr
+
+
+def test_schema_validate_checks_the_constant() -> None:
+    tables = _sites(1)
+    table = tables["site0"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataNote)
+        schema = Schema.detect(tables)
+    schema.validate(table)
+    with pytest.raises(SchemaError, match=r"site a: column 'const' has value\(s\) \[8\]"):
+        schema.validate(table.assign(const=8), name="site a")
+    with pytest.raises(SchemaError, match="'day' holds another value than the schema's"):
+        schema.validate(table.assign(day=pd.Timestamp("2021-03-05")), name="site a")
+    with pytest.raises(SchemaError, match=r"'empty' holds \d+ value\(s\), but the schema says"):
+        schema.validate(table.assign(empty=1.0), name="site a")
+    with pytest.raises(SchemaError, match=r"'unit' has 1 missing value\(s\), but the schema"):
+        schema.validate(table.assign(unit=table["unit"].mask(table.index == 0)), name="a")

@@ -1614,7 +1614,8 @@ class Schema:
         numeric (datetime columns: dates) within the schema's bounds, and that missing
         values occur only in columns marked ``missing``.  Text that is really numbers or
         dates is read first, as a site does (:func:`parse_text_columns`); ``"id"``
-        columns are only required to be there.
+        columns are only required to be there; a ``"constant"`` column must hold its
+        value in every row (missing values only where ``missing``), or no value.
 
         Parameters
         ----------
@@ -1643,6 +1644,9 @@ class Schema:
                 f"{name}: column(s) {extra} are not in the schema; drop them or add them"
             )
         for spec in specs:
+            if spec.kind == "constant":
+                _validate_constant(spec, table[spec.name], name)
+                continue
             if not spec.is_modelled:
                 continue
             enc = Encoder(spec)
@@ -1659,6 +1663,48 @@ class Schema:
                     f'schema\'s bounds [{lo:g}, {hi:g}]; widen "lower" / "upper" in the '
                     "schema or fix the values"
                 )
+
+
+def _validate_constant(spec: ColumnSpec, column: pd.Series, name: str) -> None:
+    """:meth:`Schema.validate` of a ``"constant"`` column: missing in every row (a
+    column with no value), or its value in every row (missing where ``missing``)."""
+    from fits.core.continualization import Encoder  # continualization imports schema
+
+    present = column.notna()
+    where = f"{name}: column {spec.name!r}"
+    if spec.all_missing:
+        if present.any():
+            raise SchemaError(
+                f"{where} holds {int(present.sum())} value(s), but the schema says it is "
+                'missing in every row (kind "constant"); make the schema again for this table'
+            )
+        return
+    if not spec.missing and not present.all():
+        raise SchemaError(
+            f"{where} has {int((~present).sum())} missing value(s), but the schema's "
+            'constant has none; set "missing": true, or make the schema again'
+        )
+    drawn = ColumnSpec(
+        spec.name,
+        "nominal" if spec.categories is not None else "continuous",
+        spec.dtype,
+        categories=None if spec.categories is None else [*spec.categories, None],
+        lower=spec.lower,
+        upper=spec.upper,
+        missing=True,
+        tz=spec.tz,
+    )
+    enc = Encoder(drawn)
+    if drawn.is_discrete:
+        odd = int(np.sum(enc.to_codes(column, client=name)[present.to_numpy()] != 0))
+    else:
+        values = enc.to_numeric(column, client=name)
+        odd = int(np.sum(values[~np.isnan(values)] != float(spec.lower or 0.0)))
+    if odd:
+        raise SchemaError(
+            f"{where} holds another value than the schema's constant in {odd} row(s); make "
+            "the schema again for this table, or fix the values"
+        )
 
 
 # ---------------------------------------------------------------------------------------
