@@ -637,7 +637,8 @@ def test_drop_in_the_run_config_leaves_the_column_at_every_site(site_files, tmp_
 def test_constant_columns_through_flower_equal_in_process(site_files, tmp_path, capsys):
     """Columns of one value (or none) at every site (kind "constant") are written by the
     ServerApp as in process, bit for bit, a datetime of one value with missing values
-    with its drawn missingness; the fit's note reaches the run's summary (which fits
+    with its drawn missingness (its markers, '?', read as missing by the site rebuilt
+    for configure as at setup); the fit's note reaches the run's summary (which fits
     federate prints as a note: line)."""
     import fits.deploy.flower as fl
 
@@ -648,6 +649,7 @@ def test_constant_columns_through_flower_equal_in_process(site_files, tmp_path, 
     for k, (name, path) in enumerate(paths.items()):
         frame = read_table(path)
         day = pd.Series(["2021-03-04"] * len(frame)).mask(np.arange(len(frame)) % (3 + k) == 0)
+        day.iloc[1] = "?"  # a marker, read as missing at setup and by the rebuilt site
         odd[name] = folder / f"{name}.csv"
         frame.assign(const=7, unit="mg", empty=np.nan, day=day).to_csv(odd[name], index=False)
     out = tmp_path / "synthetic.csv"

@@ -578,8 +578,11 @@ class FITSClient:
         if self._notes is None:  # rebuilt from its file after setup (Flower): parse as
             # setup did, so text numbers and dates with markers read the same
             declared = {c.name: {"kind": c.kind} for c in schema.columns}
+            marked = {c.indicates for c in schema.columns if c.indicates is not None}
             for name in json.loads(str(msg.config.get("unmodelled", "[]"))):
-                declared[name] = {"kind": "id"}
+                if name not in marked:  # a constant whose missingness is drawn: its
+                    # markers ('?') read as missing as at setup, not kept as an id's text
+                    declared[name] = {"kind": "id"}
             self.data, self._notes = parse_text_columns(self.data, declared)
         self._check_schema(schema, msg)
         self._check_kernel(schema, msg)
