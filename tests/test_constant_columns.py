@@ -271,3 +271,43 @@ def test_schema_validate_checks_the_constant() -> None:
         schema.validate(table.assign(empty=1.0), name="site a")
     with pytest.raises(SchemaError, match=r"'unit' has 1 missing value\(s\), but the schema"):
         schema.validate(table.assign(unit=table["unit"].mask(table.index == 0)), name="a")
+
+
+def test_constants_keep_every_input_dtype(tmp_path: Path) -> None:
+    """A categorical (its unused categories too), Decimal objects, a nullable integer,
+    a time zone, a whole number past 2**53, a column of None and one of NaT: each
+    written as the input's value in the input's dtype, also through a Parquet file."""
+    import decimal
+
+    rng = np.random.default_rng(1)
+
+    def site(n: int) -> pd.DataFrame:
+        return pd.DataFrame(
+            {
+                "x": rng.normal(size=n).round(2),
+                "cat": pd.Categorical(["a"] * n, categories=["a", "b"]),
+                "dec": [decimal.Decimal("12.30")] * n,
+                "none": pd.Series([None] * n, dtype=object),
+                "nat": pd.Series(pd.NaT, index=range(n), dtype="datetime64[ns, UTC]"),
+                "tz": pd.Series(pd.Timestamp("2021-01-01 10:00", tz="Europe/Paris"), range(n)),
+                "i64": pd.array([5] * n, dtype="Int64"),
+                "big": np.full(n, 2**60 + 1, dtype=np.int64),
+            }
+        )
+
+    tables = {"a": site(40), "b": site(50)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataNote)
+        synth = _fit(tables)
+    assert synth.schema_.constants == list(tables["a"].columns[1:])
+    out = synth.sample(25, seed=1)
+    pd.testing.assert_series_equal(out.dtypes, tables["a"].dtypes)
+    assert list(out["cat"].cat.categories) == ["a", "b"] and (out["cat"] == "a").all()
+    assert all(repr(v) == "Decimal('12.30')" for v in out["dec"])
+    assert out["none"].isna().all() and out["nat"].isna().all()
+    assert (out["tz"] == tables["a"]["tz"].iloc[0]).all() and (out["i64"] == 5).all()
+    assert (out["big"] == 2**60 + 1).all()
+    path = synth.sample_to_file(tmp_path / "o.parquet", 25, seed=1, chunk_rows=7)
+    back = pd.read_parquet(path)
+    for c in ("cat", "nat", "tz", "i64", "big"):
+        pd.testing.assert_series_equal(back[c], out[c], check_exact=True)
