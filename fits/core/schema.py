@@ -167,6 +167,10 @@ class SchemaError(ValueError):
 class EmptyColumnError(SchemaError):
     """A column carries no information: it holds one value, or no value, at every site.
 
+    No longer raised by fits itself: the setup round's merge keeps such a column as
+    kind ``"constant"`` (written as its value, or as missing; not modelled).  Kept so
+    that code catching it still imports.
+
     Attributes
     ----------
     column : str
