@@ -291,3 +291,23 @@ def test_known_values_written_with_the_unit_are_refused_with_the_fix():
     plain = shown.apply(lambda c: pd.to_numeric(c.str.replace(r"[$,%]", "", regex=True)))
     out = syn.sample_remaining_columns(plain)
     assert out[first].tolist() == plain[first].tolist()
+
+
+def test_the_release_check_compares_the_numbers_the_sites_read(tmp_path):
+    """The exact-copy check compared the sites' raw text ("$1,000.50") with the written
+    plain numbers (1000.5): no synthetic row ever equalled a real one, and a table of
+    copies passed as 0% copies."""
+    rng = np.random.default_rng(7)
+    files = [tmp_path / "a.csv", tmp_path / "b.csv"]
+    for path in files:
+        pd.DataFrame(
+            {
+                "money": rng.choice(["$1,000.50", "$2,000.25", "$3,500.75"], 100),
+                "pct": rng.choice(["5%", "10%", "15%"], 100),
+            }
+        ).to_csv(path, index=False)
+    out = tmp_path / "out.csv"
+    res = run("synthesize", *map(str, files), "--rows", "200", "--out", str(out))
+    assert res.returncode == 0, res.stderr
+    # 9 possible rows, every one at the sites: each synthetic row is a copy
+    assert "exact copies: 200 of 200 synthetic rows (100.00%)" in res.stdout
