@@ -311,3 +311,32 @@ def test_the_release_check_compares_the_numbers_the_sites_read(tmp_path):
     assert res.returncode == 0, res.stderr
     # 9 possible rows, every one at the sites: each synthetic row is a copy
     assert "exact copies: 200 of 200 synthetic rows (100.00%)" in res.stdout
+
+
+def test_the_report_reads_the_real_text_as_numbers(tmp_path):
+    """fits report compared a real "$1,000.50" with a synthetic 1000.5 as two labels:
+    the column's fidelity was 0 ('a different coding') and no row a copy."""
+    rng = np.random.default_rng(8)
+    real = pd.DataFrame(
+        {
+            "money": rng.choice(["$1,000.50", "$2,000.25", "$3,500.75"], 200),
+            "pct": rng.choice(["5%", "10%", "15%"], 200),
+        }
+    )
+    synthetic = real.sample(frac=1.0, random_state=1).apply(
+        lambda c: pd.to_numeric(c.str.replace(r"[$,%]", "", regex=True))
+    )
+    real.to_csv(tmp_path / "real.csv", index=False)
+    synthetic.to_csv(tmp_path / "synthetic.csv", index=False)
+    res = run(
+        "report",
+        "--real",
+        str(tmp_path / "real.csv"),
+        "--synthetic",
+        str(tmp_path / "synthetic.csv"),
+        "--out",
+        str(tmp_path / "r.html"),
+    )
+    assert res.returncode == 0, res.stderr
+    assert "a different coding" not in res.stderr
+    assert "Privacy: 100.00% of synthetic rows copy a training row" in res.stdout + res.stderr

@@ -2327,9 +2327,10 @@ def _unit_like(present: pd.Series) -> dict[str, Any] | None:
     held by at least :data:`_UNIT_NAMED` of those values (a unit fits reads, ``%`` or a
     currency symbol, by one), most frequent first, at most 3 (so that no row's own
     value is named), and how many other units there are; else None."""
-    uniq = pd.Series(pd.unique(present.astype(str).str.strip().to_numpy()))
+    uniq = pd.Series(pd.unique(present.to_numpy(dtype=object)), dtype=object)
     if uniq.size > _PARSE_SAMPLE:
         uniq = uniq.iloc[np.linspace(0, uniq.size - 1, _PARSE_SAMPLE).astype(np.int64)]
+    uniq = pd.Series(pd.unique(uniq.astype(str).str.strip().to_numpy()), dtype=object)
     share = float(uniq.str.match(_UNIT_LIKE).mean())
     if share < 0.5:
         return None
