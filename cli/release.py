@@ -56,7 +56,9 @@ def start_release_check(
         if not kinds:
             return None
         declared = {c: {"kind": k} for c, k in kinds.items()}
-        parsed = {name: parse_text_columns(t, declared)[0] for name, t in tables.items()}
+        parsed = {
+            name: parse_text_columns(t, declared, text_only=True)[0] for name, t in tables.items()
+        }
         return ReleaseCheck(parsed, kinds, max_rows=RELEASE_CHECK_ROWS, seed=seed)
     except Exception as exc:  # noqa: BLE001 - the check must never cost the user the output
         typer.echo(f"warning: the exact-copy check cannot run on this table ({exc})", err=True)

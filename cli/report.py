@@ -607,7 +607,7 @@ def _parsed_tables(tables: dict[str, Any], kinds: dict[str, str] | None) -> dict
     declared = {c: {"kind": k} for c, k in (kinds or {}).items()}
 
     def parse(frame: pd.DataFrame | None) -> pd.DataFrame | None:
-        return None if frame is None else parse_text_columns(frame, declared)[0]
+        return None if frame is None else parse_text_columns(frame, declared, text_only=True)[0]
 
     out = {k: parse(v) for k, v in tables.items() if k not in ("clients", "synthetic")}
     out["synthetic"] = tables["synthetic"]

@@ -1820,7 +1820,10 @@ def to_decimals(col: pd.Series, scale: int) -> pd.Series:
 
 
 def parse_text_columns(
-    frame: pd.DataFrame, declared: Mapping[str, Mapping[str, Any]] | None = None
+    frame: pd.DataFrame,
+    declared: Mapping[str, Mapping[str, Any]] | None = None,
+    *,
+    text_only: bool = False,
 ) -> tuple[pd.DataFrame, dict[str, dict[str, Any]]]:
     """Read text columns that are really numbers or dates as numbers or dates.
 
@@ -1848,6 +1851,10 @@ def parse_text_columns(
         One client's table (not changed).
     declared : mapping, optional
         Column -> ``{"kind": ...}`` declarations.
+    text_only : bool
+        Read text alone: columns of ``Decimal`` or ``datetime.date`` objects are left as
+        they are (a table compared with a synthetic one read back from its file, which
+        holds them so too).
 
     Returns
     -------
@@ -1875,6 +1882,8 @@ def parse_text_columns(
         if present.empty:
             continue
         decimal = decimal_values(s)
+        if decimal is not None and text_only:
+            continue
         if decimal is not None:  # Decimal objects: numbers already, restored on output
             notes[name] = {
                 "as": "decimal",
@@ -1889,6 +1898,8 @@ def parse_text_columns(
             out[name] = decimal[0]
             continue
         if present.map(lambda v: isinstance(v, date) and not isinstance(v, datetime)).all():
+            if text_only:
+                continue
             # datetime.date objects (a Parquet date32 column): dates already, not text;
             # restored as dates on output (ColumnSpec.pandas_dtype "object")
             notes[name] = {
