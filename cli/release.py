@@ -44,13 +44,22 @@ def start_release_check(
 ) -> Any:
     """The :class:`~fits.evaluation.copies.ReleaseCheck` of the site ``tables`` for the
     columns of ``kinds``, or None: with no column to compare, or (after a warning on
-    stderr) when it cannot be set up on these tables."""
+    stderr) when it cannot be set up on these tables.  Text the sites read as numbers or
+    dates (``"$1,234.56"``, ``"12.5"`` with markers, ``"03/15/2021"``) is read so here
+    too (:func:`~fits.core.schema.parse_text_columns`, nominal columns left as text),
+    as the synthetic table writes it: a synthetic 1234.56 is a copy of a real
+    ``"$1,234.56"``."""
+    from fits.core.schema import parse_text_columns
     from fits.evaluation.copies import ReleaseCheck
 
     try:
         if not kinds:
             return None
-        return ReleaseCheck(tables, kinds, max_rows=RELEASE_CHECK_ROWS, seed=seed)
+        declared = {c: {"kind": k} for c, k in kinds.items()}
+        parsed = {
+            name: parse_text_columns(t, declared, text_only=True)[0] for name, t in tables.items()
+        }
+        return ReleaseCheck(parsed, kinds, max_rows=RELEASE_CHECK_ROWS, seed=seed)
     except Exception as exc:  # noqa: BLE001 - the check must never cost the user the output
         typer.echo(f"warning: the exact-copy check cannot run on this table ({exc})", err=True)
         return None

@@ -297,6 +297,7 @@ def report(
             tables = _read_tables(files)
             options = _match_targets(options, tables["real"], real)
             kinds = _schema_kinds(schema, tables["real"], real) if schema is not None else None
+            tables = _parsed_tables(tables, kinds)
             settings_data = _settings_json(settings) if settings is not None else None
             say(
                 f"evaluating {len(tables['synthetic']):,} synthetic rows against "
@@ -592,6 +593,26 @@ def _read_tables(files: _Files) -> dict[str, Any]:
         name: read_table(path, "--clients") for name, path in _client_names(files.clients).items()
     }
     return tables
+
+
+def _parsed_tables(tables: dict[str, Any], kinds: dict[str, str] | None) -> dict[str, Any]:
+    """The real tables (``real``, ``train``, ``test``, ``clients``; not ``synthetic``,
+    which fits writes with plain numbers and ISO dates) with the text the sites read as
+    numbers or dates read so (:func:`~fits.core.schema.parse_text_columns`:
+    "$1,234.56", "12.5" beside a "?" marker, "03/15/2021"; columns ``kinds`` says are
+    nominal left as text), as a synthetic table writes them: else a real "$1,234.56"
+    and a synthetic 1234.56 would be two labels, never equal."""
+    from fits.core.schema import parse_text_columns
+
+    declared = {c: {"kind": k} for c, k in (kinds or {}).items()}
+
+    def parse(frame: pd.DataFrame | None) -> pd.DataFrame | None:
+        return None if frame is None else parse_text_columns(frame, declared, text_only=True)[0]
+
+    out = {k: parse(v) for k, v in tables.items() if k not in ("clients", "synthetic")}
+    out["synthetic"] = tables["synthetic"]
+    out["clients"] = {name: parse(frame) for name, frame in tables["clients"].items()}
+    return out
 
 
 def _schema_kinds(schema: Path, real_frame: pd.DataFrame, real: Path) -> dict[str, str]:

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from fits._dates import iso_datetimes
-from fits.core.schema import DataNote
+from fits.core.schema import DECIMAL_MARK_ATTR, DataNote
 
 __all__ = [
     "TABLE_SUFFIXES",
@@ -104,7 +104,9 @@ def read_table(path: str | os.PathLike[str], *, empty_ok: bool = False) -> pd.Da
 
     CSV files: the separator is found from the first lines (``,``, ``;``, tab or ``|``:
     the one that splits every line into the same number of fields, more than one; a
-    comma when it does), and with ``;`` a decimal comma is recognised; a
+    comma when it does), and with ``;`` a decimal comma is recognised (and kept in
+    the table's ``attrs``, :data:`~fits.core.schema.DECIMAL_MARK_ATTR`, for the text
+    numbers :func:`~fits.core.schema.parse_text_columns` reads: "1.234,56 €"); a
     :class:`~fits.core.schema.DataNote` says when the separator is not a comma.  Whole
     numbers with blanks come back as ``Int64`` (not floats); numbers written with leading
     zeros (ZIP codes "02134") stay text.  Text columns whose every
@@ -296,8 +298,11 @@ def _not_utf8(path: Path, exc: UnicodeDecodeError) -> str:
 CSV_SEPARATORS = (",", ";", "\t", "|")
 _SNIFF_BYTES = 1 << 16
 _SNIFF_LINES = 50
-_DECIMAL_COMMA = re.compile(r"^[+-]?\d+,\d+$")
-_DECIMAL_POINT = re.compile(r"^[+-]?\d+\.\d+$")
+_DECIMAL_COMMA = re.compile(r"^[+-]?(?:\d+|\d{1,3}(?:\.\d{3})+),\d+$")
+_DECIMAL_POINT = re.compile(r"^[+-]?(?:\d+|\d{1,3}(?:,\d{3})+)\.\d+$")
+#: A unit around a number, left out when judging a file's decimal mark ("12,5 %",
+#: "1.234,56 €"; the units :func:`~fits.core.schema.parse_text_columns` reads).
+_UNIT_AROUND = re.compile(r"^[(]?[$€£¥]?\s*|\s*[%$€£¥]?[)]?$")
 
 
 def _sniff(path: Path) -> tuple[str, str, list[str]]:
@@ -327,7 +332,7 @@ def _sniff(path: Path) -> tuple[str, str, list[str]]:
         rows = parsed[sep]
     decimal = "."
     if sep == ";":
-        fields = [f.strip() for r in rows[1:] for f in r]
+        fields = [_UNIT_AROUND.sub("", f.strip()) for r in rows[1:] for f in r]
         comma = any(_DECIMAL_COMMA.match(f) for f in fields)
         point = any(_DECIMAL_POINT.match(f) for f in fields)
         if comma and not point:
@@ -615,6 +620,8 @@ def _read_csv(path: Path) -> pd.DataFrame:
     _blank_note(path, blanks)
     frame = _whole_numbers(frame, path, sep, decimal, blanks.options)
     frame.columns = _empty_names(list(frame.columns), header)
+    if decimal == ",":  # text numbers ("1.234,56 €") are read with it too
+        frame.attrs[DECIMAL_MARK_ATTR] = decimal
     return frame
 
 
@@ -962,6 +969,8 @@ def _iter_csv(path: Path, chunk_rows: int, empty_ok: bool) -> Iterator[pd.DataFr
                 elif chunk[col].dtype != kind:
                     chunk[col] = chunk[col].astype(kind)
             chunk.columns = _empty_names(list(chunk.columns), header)
+            if decimal == ",":  # as read_table's
+                chunk.attrs[DECIMAL_MARK_ATTR] = decimal
             yield chunk
 
 

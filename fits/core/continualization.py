@@ -155,9 +155,16 @@ class Encoder:
                 # na_value: pandas < 2.2 refuses to turn a nullable column's NA into NaN
                 out = numeric.to_numpy(dtype=float, na_value=np.nan, copy=True)
             except (ValueError, TypeError) as exc:
+                written = (spec.parsed or "").removeprefix("number")
                 raise SchemaError(
                     f"{client}: column {spec.name!r} is continuous in the schema but holds "
                     f"non-numeric values ({exc}); fix the values or declare the column nominal"
+                    + (
+                        f" (the sites' text was read as numbers{written}: give plain "
+                        "numbers, as the synthetic values are written)"
+                        if written.startswith(" written with")
+                        else ""
+                    )
                 ) from None
         if np.any(np.isinf(out)):
             raise SchemaError(f"{client}: column {spec.name!r} has infinite values")

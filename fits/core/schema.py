@@ -74,6 +74,8 @@ __all__ = [
     "NEAR_UNIQUE_SHARE",
     "UNIQUE_TEXT_ROWS",
     "PARSE_SHARE",
+    "CURRENCY_SYMBOLS",
+    "DECIMAL_MARK_ATTR",
     "SURROGATE_PREFIX",
     "ConstantNote",
     "DataNote",
@@ -122,6 +124,11 @@ LATTICE_MIN_COUNT = 2
 #: A text column is read as numbers (dates) when at least this share of its present
 #: values parse; the others are markers read as missing.
 PARSE_SHARE = 0.95
+#: The key of :attr:`pandas.DataFrame.attrs` that holds the decimal mark of the file a
+#: table was read from (``","``: :func:`fits.io.read_table` read it with a decimal
+#: comma), which :func:`parse_text_columns` reads numbers in text columns with
+#: ("1.234,56 €"); a table without it has a decimal point.
+DECIMAL_MARK_ATTR = "fits_decimal_mark"
 #: A text column with more distinct values than this share of its present values (and
 #: more than :data:`MAX_ORDINAL_LEVELS`) is near-unique: an identifier; refused.
 NEAR_UNIQUE_SHARE = 0.5
@@ -1847,18 +1854,147 @@ def _parse_dates(text: pd.Series) -> tuple[pd.Series, str] | None:
     return got, fmt
 
 
+#: Currency symbols read as the unit of a text column of numbers, before or after the
+#: number ("$1,234.56", "12 €"); with "%" after it ("45.3%") the units fits reads.
+CURRENCY_SYMBOLS = "$€£¥"
+#: Thousands separators of a file read with a decimal comma: a point or a space (also
+#: the no-break spaces spreadsheets write); with a decimal point, a comma.
+_COMMA_FILE_GROUPS = ".\u0020\u00a0\u202f"
+_MINUS = "-\u2212"  # the hyphen-minus and the minus sign
+
+
+def _unit_number_pattern(decimal: str) -> re.Pattern[str]:
+    """A number written with an optional unit (``%`` after it, or one of
+    :data:`CURRENCY_SYMBOLS` before or after it), thousands separators, a sign, or
+    parentheses (an accounting negative, with a currency symbol only)."""
+    group, mark = (f"[{_COMMA_FILE_GROUPS}]", ",") if decimal == "," else (",", r"\.")
+    number = rf"(?P<num>\d{{1,3}}(?:{group}\d{{3}})+(?:{mark}\d+)?|\d+(?:{mark}\d+)?|{mark}\d+)"
+    cur = f"[{re.escape(CURRENCY_SYMBOLS)}]"
+    sign = f"[+{re.escape(_MINUS)}]"
+    return re.compile(
+        rf"^(?P<open>\(\s*)?(?P<sign>{sign})?\s*(?P<pre>{cur})?\s*"
+        rf"(?P<sign2>{sign})?{number}\s*(?P<post>%|{cur})?(?P<close>\s*\))?$"
+    )
+
+
+_UNIT_PATTERNS = {d: _unit_number_pattern(d) for d in ".,"}
+
+
+def _unit_numbers(text: pd.Series, decimal: str) -> pd.DataFrame:
+    """Read (stripped, unique) text values as numbers written with a unit or separators.
+
+    Parameters
+    ----------
+    text : Series of str
+    decimal : {".", ","}
+        The decimal mark of the file the values come from.
+
+    Returns
+    -------
+    DataFrame
+        Indexed as ``text``: ``value`` (float, NaN where the text is no such number),
+        ``unit`` (the ``%`` or currency symbol, None without), ``thousands`` (the
+        thousands separator used, None without), ``negative_parens`` (an accounting
+        negative), ``leading_zero`` (a code such as "$05": not read as a number).
+    """
+    found = text.str.extract(_UNIT_PATTERNS["," if decimal == "," else "."])
+    num = found["num"]
+    paren = found["open"].notna() & found["close"].notna()
+    sign = found["sign"].fillna(found["sign2"])
+    unit = found["pre"].fillna(found["post"])
+    currency = unit.isin(list(CURRENCY_SYMBOLS))
+    ok = (
+        num.notna()
+        & ~(found["pre"].notna() & found["post"].notna())  # "$5$"
+        & ~(found["sign"].notna() & found["sign2"].notna())  # "-$-5"
+        & (found["open"].isna() == found["close"].isna())  # "(5" or "5)"
+        & ~(paren & (sign.notna() | ~currency))  # "(-$5)", "(5)", "(5%)"
+    )
+    groups = _COMMA_FILE_GROUPS if decimal == "," else ","
+    digits = num.fillna("")
+    thousands = pd.Series(
+        [next((c for c in v if c in groups), None) for v in digits], index=text.index, dtype=object
+    )
+    for c in groups:
+        digits = digits.str.replace(c, "", regex=False)
+    if decimal == ",":
+        digits = digits.str.replace(",", ".", regex=False)
+    value = pd.to_numeric(digits.where(ok), errors="coerce").astype(float)
+    negative = (sign.isin(list(_MINUS)) | paren).to_numpy()
+    value = value.where(~negative, -value)
+    return pd.DataFrame(
+        {
+            "value": value.where(ok),
+            "unit": unit.where(ok),
+            "thousands": thousands.where(ok),
+            "negative_parens": paren & ok,
+            "leading_zero": num.fillna("").str.match(r"^0\d") & ok,
+        },
+        index=text.index,
+    )
+
+
+def _read_units(
+    text: pd.Series, numbers: pd.Series, n_values: np.ndarray, decimal: str
+) -> tuple[pd.Series, dict[str, Any]] | None:
+    """A text column's (stripped, unique) values as numbers when some are written with
+    one unit or with separators (:func:`_unit_numbers`) and, with the plain numbers
+    among them, at least :data:`PARSE_SHARE` of its values (``n_values``: each text's
+    count) are numbers, none with a leading zero; else None (also when its numbers are
+    written with several units: "5%" and "$5").
+
+    Returns
+    -------
+    (numbers, written) or None
+        The numbers (NaN where a value is a marker), and how they were written, for the
+        column's note: ``{"unit": "%" | a currency symbol | None, "thousands":
+        [separators], "decimal_comma": bool, "negative_parentheses": bool}``.
+    """
+    found = _unit_numbers(text, decimal)
+    value = found["value"]
+    if decimal == ",":  # a point is a thousands separator there: "1.500" is 1500, and
+        # "1.5" no number of the file's (a marker), as pandas read neither
+        kept = numbers.where(numbers.notna() & ~text.str.contains(".", regex=False))
+        combined = value.where(value.notna(), kept)
+        by_units = value.notna()
+    else:
+        combined = numbers.where(numbers.notna(), value)
+        by_units = numbers.isna() & value.notna()
+    ok = combined.notna().to_numpy()
+    if int(n_values[ok].sum()) / int(n_values.sum()) < PARSE_SHARE:
+        return None
+    if found["leading_zero"].any() or text[ok].str.match(_LEADING_ZERO).any():
+        return None  # codes ("02134", "$05"), as plain text numbers
+    used = found[by_units.to_numpy()]
+    units = sorted(used["unit"].dropna().unique())
+    if len(units) > 1:
+        return None  # "5%" and "$5": not one quantity
+    written = {
+        "unit": units[0] if units else None,
+        "thousands": sorted(used["thousands"].dropna().unique()),
+        "decimal_comma": bool(decimal == "," and text[by_units].str.contains(",").any()),
+        "negative_parentheses": bool(used["negative_parens"].any()),
+    }
+    if not (written["unit"] or written["thousands"] or written["decimal_comma"]):
+        return None  # nothing but plain numbers: read as such (or not) without units
+    return combined, written
+
+
 #: Long columns are first tried on this many evenly spaced values.
 _PARSE_SAMPLE = 2000
 
 
-def _may_parse(present: pd.Series) -> bool:
+def _may_parse(present: pd.Series, decimal: str = ".") -> bool:
     """Whether an evenly spaced sample of the values could reach :data:`PARSE_SHARE`
-    (a quick test that spares long text columns the full parse)."""
+    (a quick test that spares long text columns the full parse), as numbers (also
+    written with a unit or separators, the file's ``decimal`` mark's) or dates."""
     idx = np.linspace(0, present.size - 1, _PARSE_SAMPLE).astype(np.int64)
     text = pd.Series(present.iloc[idx].astype(str).str.strip().to_numpy())
     numbers = pd.to_numeric(text, errors="coerce")
-    share = float(np.isfinite(numbers.to_numpy(dtype=float)).mean())
-    if share >= 0.9 * PARSE_SHARE:
+    good = np.isfinite(numbers.to_numpy(dtype=float))
+    if float(good.mean()) < 0.9 * PARSE_SHARE:
+        good |= _unit_numbers(text, decimal)["value"].notna().to_numpy()
+    if float(good.mean()) >= 0.9 * PARSE_SHARE:
         return True
     unique = pd.Series(pd.unique(text.to_numpy()))
     dates = _parse_dates(unique)
@@ -1950,7 +2086,10 @@ def to_decimals(col: pd.Series, scale: int) -> pd.Series:
 
 
 def parse_text_columns(
-    frame: pd.DataFrame, declared: Mapping[str, Mapping[str, Any]] | None = None
+    frame: pd.DataFrame,
+    declared: Mapping[str, Mapping[str, Any]] | None = None,
+    *,
+    text_only: bool = False,
 ) -> tuple[pd.DataFrame, dict[str, dict[str, Any]]]:
     """Read text columns that are really numbers or dates as numbers or dates.
 
@@ -1958,7 +2097,13 @@ def parse_text_columns(
     :data:`PARSE_SHARE` of its present values are finite numbers and none is written
     with a leading zero ("02134", "00501": codes, which stay text); else as dates when
     at least that share are dates of one format (:data:`DATE_FORMATS`: ISO 8601 first,
-    then slashes month-first, dots and dashes day-first, month names).  The values that
+    then slashes month-first, dots and dashes day-first, month names).  Numbers written
+    with one unit count as numbers (:func:`_read_units`): a percent sign ("45.3%" is
+    45.3, the number the user sees), a currency symbol of :data:`CURRENCY_SYMBOLS`
+    before or after ("$1,234.56", "12 €", "-$5", "($5.00)"), thousands separators ("," ;
+    "." or a space in a table read with a decimal comma, ``frame.attrs`` holding
+    :data:`DECIMAL_MARK_ATTR`, where "1.234,56 €" is 1234.56); a column mixing units
+    ("5%", "$5") is not.  The values that
     do not parse are *markers* ("?", "unknown", "n/a"): they become missing values.
     Numbers that are all whole become ``Int64``.  A column of Python ``Decimal``
     objects (:func:`decimal_values`) is read as numbers too, with a note
@@ -1972,6 +2117,10 @@ def parse_text_columns(
         One client's table (not changed).
     declared : mapping, optional
         Column -> ``{"kind": ...}`` declarations.
+    text_only : bool
+        Read text alone: columns of ``Decimal`` or ``datetime.date`` objects are left as
+        they are (a table compared with a synthetic one read back from its file, which
+        holds them so too).
 
     Returns
     -------
@@ -1979,9 +2128,12 @@ def parse_text_columns(
         The table with those columns parsed (the same object when none is).
     notes : dict
         Column -> ``{"as": "number" | "date", "format": str, "markers": {value: count},
-        "n_markers": int, "n_present": int}`` for every parsed column.
+        "n_markers": int, "n_present": int}`` for every parsed column; numbers written
+        with a unit or separators also say how (``"unit"``, ``"thousands"``,
+        ``"decimal_comma"``, ``"negative_parentheses"``: :func:`_read_units`).
     """
     declared = declared or {}
+    mark = "," if frame.attrs.get(DECIMAL_MARK_ATTR) == "," else "."  # the file's
     out: pd.DataFrame | None = None
     notes: dict[str, dict[str, Any]] = {}
     for name in frame.columns:
@@ -1996,6 +2148,8 @@ def parse_text_columns(
         if present.empty:
             continue
         decimal = decimal_values(s)
+        if decimal is not None and text_only:
+            continue
         if decimal is not None:  # Decimal objects: numbers already, restored on output
             notes[name] = {
                 "as": "decimal",
@@ -2010,6 +2164,8 @@ def parse_text_columns(
             out[name] = decimal[0]
             continue
         if present.map(lambda v: isinstance(v, date) and not isinstance(v, datetime)).all():
+            if text_only:
+                continue
             # datetime.date objects (a Parquet date32 column): dates already, not text;
             # restored as dates on output (ColumnSpec.pandas_dtype "object")
             notes[name] = {
@@ -2023,7 +2179,7 @@ def parse_text_columns(
                 out = frame.copy()
             out[name] = pd.to_datetime(s)
             continue
-        if present.size > _PARSE_SAMPLE and not _may_parse(present):
+        if present.size > _PARSE_SAMPLE and not _may_parse(present, mark):
             continue
         counts = present.astype(str).value_counts(sort=False)
         text = pd.Series(counts.index.str.strip(), index=counts.index)
@@ -2032,13 +2188,23 @@ def parse_text_columns(
         n_values = counts.to_numpy()
         total = int(n_values.sum())
         parsed: pd.Series | None = None
+        written: dict[str, Any] = {}
         numbers = pd.to_numeric(text, errors="coerce")
         numbers = numbers.where(np.isfinite(numbers.to_numpy(dtype=float)))
         ok = numbers.notna().to_numpy()
-        if (
+        plain = (
             int(n_values[ok].sum()) / total >= PARSE_SHARE
             and not text[ok].str.match(_LEADING_ZERO).any()
-        ):
+        )
+        if not ok.all():  # numbers written with a unit or separators ("$1,234.56")?
+            units = _read_units(text, numbers, n_values, mark)
+            more = units is not None and (
+                not plain or int(n_values[units[0].notna().to_numpy()].sum()) > n_values[ok].sum()
+            )
+            if units is not None and more:
+                numbers, written = units
+                ok, plain = numbers.notna().to_numpy(), True
+        if plain:
             parsed, what, fmt = numbers, "number", "number"
         else:
             dates = _parse_dates(text)
@@ -2068,6 +2234,7 @@ def parse_text_columns(
             "markers": {str(k): int(v) for k, v in bad.iloc[:_MAX_MARKERS].items()},
             "n_markers": int(bad.sum()),
             "n_present": int(counts.sum()),
+            **written,
         }
         if out is None:
             out = frame.copy()
@@ -2433,6 +2600,47 @@ def _looks_like_identifier(present: pd.Series) -> dict[str, Any] | None:
     return None
 
 
+#: A number with something before it that may be a unit (a symbol: "₹5"; not a letter,
+#: as codes are written: "u123"), or after it ("12 kg").
+_UNIT_LIKE = re.compile(
+    r"^(?P<pre>[^\w\s+\-\u2212.,(][^\w\s]{0,2})?\s*[+\-\u2212]?\s*\d(?:[\d.,'\s]*\d)?"
+    r"\s*(?P<post>[^\d\s][^\d]{0,11})?$"
+)
+#: A unit is named (:func:`_unit_like`) when at least this many distinct values hold it.
+_UNIT_NAMED = 2
+
+
+def _unit_like(present: pd.Series) -> dict[str, Any] | None:
+    """Whether a text column that is not read as numbers looks like numbers written with
+    a unit: at least :data:`PARSE_SHARE` of its distinct values (or of an evenly spaced
+    sample of them) a number with text before or after it, one at least, and one unit
+    held by at least that share of them; or, the units all ones fits reads (``%``, a
+    currency symbol: too few such values, or several units), half of them.  Then the units
+    held by at least :data:`_UNIT_NAMED` of those values (a unit fits reads, ``%`` or a
+    currency symbol, by one), most frequent first, at most 3 (so that no row's own
+    value is named), and how many other units there are; else None."""
+    uniq = pd.Series(pd.unique(present.to_numpy(dtype=object)), dtype=object)
+    if uniq.size > _PARSE_SAMPLE:
+        uniq = uniq.iloc[np.linspace(0, uniq.size - 1, _PARSE_SAMPLE).astype(np.int64)]
+    uniq = pd.Series(pd.unique(uniq.astype(str).str.strip().to_numpy()), dtype=object)
+    share = float(uniq.str.match(_UNIT_LIKE).mean())
+    if share < 0.5:
+        return None
+    found = uniq.str.extract(_UNIT_LIKE)
+    unit = found["pre"].fillna(found["post"]).str.strip()
+    unit = unit[(unit != "") & unit.notna()]
+    if unit.empty:
+        return None
+    counts = unit.value_counts()
+    known = ("%", *CURRENCY_SYMBOLS)  # fits's own units: named however few hold them
+    if not all(u in known for u in counts.index) and (
+        share < PARSE_SHARE or counts.iloc[0] < PARSE_SHARE * unit.size
+    ):
+        return None  # several units, not all fits's: labels ("12a", "12b"), not numbers
+    named = [str(u) for u, n in counts.items() if n >= _UNIT_NAMED or u in known][:3]
+    return {"units": named, "n_other": int(counts.size - len(named))}
+
+
 def _describe_column(
     s: pd.Series, name: str, declared: Mapping[str, Mapping[str, Any]], client: str
 ) -> dict[str, Any]:
@@ -2489,6 +2697,9 @@ def _describe_column(
             return info
         if kind != "nominal" and fam != "bool":
             looks = _looks_like_identifier(present)
+            units = _unit_like(present) if fam != "category" else None
+            if units is not None:  # numbers with a unit fits does not read ("12 kg")
+                info["unit_like"] = units
             if looks is not None:  # its values are never reported
                 info["identifier"] = looks
                 return info
@@ -2745,6 +2956,7 @@ def merge_descriptions(
     specs = []
     refused: dict[str, str] = {}
     numbers: list[str] = []  # refused columns of whole numbers (row numbers)
+    units: dict[str, str] = {}  # refused columns of numbers with a unit: the fix
     for name in first:
         infos = [d["columns"][name] for d in descriptions]
         kind = kinds.get(name)
@@ -2769,6 +2981,9 @@ def merge_descriptions(
         why = _identifier_counts(infos, clients) if kind != "nominal" else None
         if why is not None:
             refused[name] = why
+            advice = _unit_advice(name, infos, clients)
+            if advice is not None:
+                units[name] = advice
             continue
         present = [(i, c) for i, c in zip(infos, clients, strict=True) if not i.get("all_missing")]
         merge_kind = None if kind == "constant" else kind  # fits' to set: checked below
@@ -2779,6 +2994,14 @@ def merge_descriptions(
                 spec.categories = [*(spec.categories or []), None]
         _merge_dtype(spec, infos, clients)
         _merge_markers(spec, infos, clients)
+        advice = _unit_advice(name, infos, clients) if kind is None else None
+        if advice is not None and spec.dtype in ("string", "object", "category"):
+            warnings.warn(
+                f"{advice}. Until then it is text: a {spec.kind} column of "
+                f"{len([c for c in spec.categories or [] if c is not None])} categories",
+                DataNote,
+                stacklevel=3,
+            )
         if kind is None and spec.is_discrete and spec.dtype in ("int", "float"):
             why = _row_number([i for i, _ in present], [c for _, c in present])
             if why is not None:
@@ -2787,7 +3010,7 @@ def merge_descriptions(
                 continue
         specs.append(_check_constant(spec, kind))
     if refused:
-        raise _identifier_error(refused, numbers)
+        raise _identifier_error(refused, numbers, units)
     _constant_note(specs)
     return Schema(specs, list(order) if order else list(first))
 
@@ -2861,13 +3084,19 @@ def _row_number(infos: Sequence[Mapping[str, Any]], clients: Sequence[str]) -> s
 
 
 def _identifier_error(
-    refused: Mapping[str, str], numbers: Sequence[str] = ()
+    refused: Mapping[str, str],
+    numbers: Sequence[str] = (),
+    units: Mapping[str, str] | None = None,
 ) -> IdentifierColumnError:
-    """``numbers``: the refused columns of whole numbers (kept by declaring their kind)."""
+    """``numbers``: the refused columns of whole numbers (kept by declaring their kind);
+    ``units``: the refused columns that look like numbers with a unit, and their fix
+    (:func:`_unit_advice`), said first."""
     lines = [
         f"column {name!r} looks like an identifier or free text ({why})"
         for name, why in refused.items()
     ]
+    if units:
+        lines[-1] += ". " + "; ".join(units.values())
     names = list(refused)
     drop = " ".join(f"--drop {shlex.quote(n)}" for n in names)
     declare = " ".join(f"--kind {shlex.quote(f'{n}=id')}" for n in names)
@@ -3053,10 +3282,11 @@ def _merge_markers(
         n_present += int(p.get("n_present", 0))
     formats = sorted({str(p["format"]) for p, _ in parsed})
     what = "numbers" if parsed[0][0]["as"] == "number" else "dates (" + ", ".join(formats) + ")"
-    spec.parsed = "number" if what == "numbers" else ", ".join(formats)
+    written = _written_with(spec.name, parsed) if what == "numbers" else ""
+    spec.parsed = f"number{written}" if what == "numbers" else ", ".join(formats)
     spec.markers = dict(sorted(markers.items(), key=lambda kv: -kv[1])) or None
     sites = ", ".join(c for _, c in parsed)
-    msg = f"column {spec.name!r} is text read as {what} (at {sites})"
+    msg = f"column {spec.name!r} is text read as {what}{written} (at {sites})"
     if n_markers:
         named = ", ".join(f"{k!r} ({v})" for k, v in (spec.markers or {}).items())
         rest = n_markers - sum(markers.values())
@@ -3064,7 +3294,85 @@ def _merge_markers(
             f"; {n_markers} of its {n_present} values are not {what.split(' ')[0]} and are "
             f"read as missing: {named}" + (f" and {rest} others" if rest else "")
         )
+    if written:
+        msg += "; its synthetic values are written as plain numbers"
     warnings.warn(msg, DataNote, stacklevel=4)
+
+
+def _unit_advice(
+    name: str, infos: Sequence[Mapping[str, Any]], clients: Sequence[str]
+) -> str | None:
+    """What a text column that looks like numbers written with a unit is, and the fix
+    (from its sites' ``unit_like``, :func:`_unit_like`), else None."""
+    like = [(i["unit_like"], c) for i, c in zip(infos, clients, strict=True) if "unit_like" in i]
+    if not like:
+        return None
+    units = list(dict.fromkeys(str(u) for w, _ in like for u in w["units"]))
+    other = max(int(w.get("n_other", 0)) for w, _ in like)
+    at = ", ".join(c for _, c in like)
+    known = ("%", *CURRENCY_SYMBOLS)
+    reads = (
+        f"fits reads '%' and the currency symbols {' '.join(CURRENCY_SYMBOLS)} as units, "
+        "one unit per column"
+    )
+    if len(units) + (other > 0) > 1:
+        named = [repr(u) for u in units] + ([f"{other} other(s)"] if other else [])
+        shown = ", ".join(named[:-1]) + " and " + named[-1]
+        return (
+            f"column {name!r} looks like numbers written with several units ({shown} at "
+            f"{at}); {reads}: convert it to numbers in one unit before fitting (pandas: "
+            f"df[{name!r}] = pd.to_numeric(...) on the values of each unit, converted)"
+        )
+    if units and units[0] in known:  # its unit is read, but too many values are not numbers
+        return (
+            f"column {name!r} looks like numbers written with {units[0]!r} (at {at}), but "
+            f"fewer than {PARSE_SHARE:.0%} of its values are such numbers, so it stays "
+            "text: fix or blank the other values (they are read as missing when the rest "
+            "reach that share)"
+        )
+    unit = units[0] if units else "UNIT"
+    what = f"{unit!r} at {at}" if units else f"at {at}"
+    return (
+        f"column {name!r} looks like numbers written with a unit ({what}), which fits "
+        f"does not read ({reads}): convert it to numbers before fitting, e.g. with "
+        f"pandas df[{name!r}] = pd.to_numeric(df[{name!r}].str.replace({unit!r}, '')"
+        ".str.strip()), and save the table again"
+    )
+
+
+def _written_with(name: str, parsed: Sequence[tuple[Mapping[str, Any], str]]) -> str:
+    """How the sites wrote a text column read as numbers, for its note and the schema's
+    ``parsed`` (" written with '$' and ',' thousands separators"; "" for plain
+    numbers), from their :func:`parse_text_columns` notes.
+
+    Raises
+    ------
+    SchemaError
+        The sites write it with different units ("%" at one, "$" at another).
+    """
+    units = {str(p["unit"]): c for p, c in parsed if p.get("unit")}
+    if len(units) > 1:
+        at = "; ".join(
+            f"{u!r} at " + ", ".join(c for p, c in parsed if p.get("unit") == u) for u in units
+        )
+        raise SchemaError(
+            f"column {name!r} is text written with different units at the sites ({at}), so "
+            "its numbers are not one quantity; write it with one unit at every site "
+            "(convert the others' values), or declare it nominal to keep it as text"
+        )
+    parts = [repr(u) for u in units]
+    thousands = sorted({t for p, _ in parsed for t in p.get("thousands") or ()})
+    if thousands:
+        shown = " or ".join("space" if t.isspace() else repr(t) for t in thousands)
+        parts.append(f"{shown} thousands separators")
+    if any(p.get("decimal_comma") for p, _ in parsed):
+        parts.append("a decimal comma")
+    if any(p.get("negative_parentheses") for p, _ in parsed):
+        parts.append("parentheses for negatives")
+    if not parts:
+        return ""
+    shown = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    return f" written with {shown}"
 
 
 def _merge_column(
@@ -3080,11 +3388,12 @@ def _merge_column(
     _check_flags_and_numbers(name, infos, clients)
     if any(f in numeric for f in fams) and any(f in textual for f in fams):
         who = ", ".join(f"{c}: {f}" for c, f in zip(clients, fams, strict=True))
+        advice = _unit_advice(name, infos, clients)
         raise SchemaError(
             f"column {name!r} is numeric at some clients and text at others ({who}); "
             "make its type the same everywhere (text is read as numbers where at least "
             f"{PARSE_SHARE:.0%} of its values are numbers: fix or blank the other values "
-            "where it stays text)"
+            "where it stays text)" + (f". The text: {advice}" if advice else "")
         )
     if kind is not None and kind not in KINDS:
         raise SchemaError(f"column {name!r}: unknown kind {kind!r}; use one of {', '.join(KINDS)}")
