@@ -46,15 +46,25 @@ def test_the_inference_checks_notes_give_fits_reports_advice(tmp_path):
 
 
 def test_the_skip_reason_gives_fits_reports_advice():
-    from fits.cli.report import inference_figures
+    from fits.cli.report import in_report_words, inference_figures
 
     rng = np.random.default_rng(1)
     sites = {k: _table(100, j, rng)[["x", "y"]].assign(c=1.0) for j, k in enumerate("ab")}
     notes: list[str] = []
     done = inference_figures(sites, sites["a"], "y", None, 0, notes=notes)
-    assert "takes one value at every site" in done["skipped"]
-    assert '--schema that declares it an identifier ("kind": "id")' in done["skipped"]
-    assert "fits analyze" not in done["skipped"] + "".join(notes)
+    # a column of one value at every site (kind "constant") stopped the check; it is
+    # left out of the model, which a note says (with no fits analyze advice)
+    assert "skipped" not in done
+    said = "".join(notes)
+    assert "'c' takes one value at every site" in said and "left out of the model" in said
+    assert "fits analyze" not in said and "--features" not in said
+    # a column no model can use, named in the analysis's error: fits report's advice
+    text = in_report_words(
+        "column(s) 'c' takes one value at every site: a model can neither be fitted to "
+        "them nor learn from them; choose another target, or name the features without "
+        "it (features=[...]; fits analyze --features a,b)"
+    )
+    assert "fits analyze" not in text and "--schema that declares it an identifier" in text
 
 
 def test_other_advice_keeps_its_python_words_alone():

@@ -648,7 +648,7 @@ def _constant_problem(schema: Schema, names: Sequence[str], fix: bool = True) ->
     )
     if fix:
         text += (
-            "; choose another target, or name the features without them (features=[...]; "
+            "; choose another target, or name the features without it (features=[...]; "
             "fits analyze --features a,b)"
         )
     return text
