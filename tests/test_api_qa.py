@@ -314,3 +314,12 @@ def test_several_unsupported_columns_are_named_in_one_error(sites, tmp_path):
     assert res.returncode == 1 and "Traceback" not in res.stderr, res.stderr
     assert "s0: 2 columns hold values fits cannot model" in res.stderr
     assert "--drop wait --drop clock" in res.stderr
+    # a text column that looks like an identifier at the site is named in the same
+    # error (the setup round would refuse it next unless declared), in one --drop
+    uid = [t.assign(uid=[f"person-{k:05d}" for k in range(len(t))]) for t in tables]
+    with pytest.raises(SchemaError, match="hold values fits cannot model") as e:
+        FITSSynthesizer(seed=0).fit(uid)
+    text = str(e.value)
+    assert "Also, 'uid' (" in text and "look(s) like identifiers or free text here" in text
+    assert text.endswith("--drop wait --drop clock --drop uid; or declare those identifiers "
+                         "(--kind uid=id)")  # fmt: skip

@@ -2363,23 +2363,52 @@ def check_columns(data: pd.DataFrame, name: str) -> None:
         problem = _unsupported(data[column])
         if problem is not None:
             found.append((column, *problem))
+    if not found:
+        return
     if len(found) == 1:
         column, what, fix = found[0]
-        raise SchemaError(
-            f"{name}: column {column!r} holds {what}, which fits cannot model; "
-            + fix.replace("df[c]", f"df[{column!r}]")
+        text = f"{name}: column {column!r} holds {what}, which fits cannot model; " + fix.replace(
+            "df[c]", f"df[{column!r}]"
         )
-    if found:  # every one in one message, with one fix for them all
+    else:  # every one in one message, with one fix for them all
         each = "; ".join(
             f"{column!r} holds {what}: "
             + re.sub(r",? or drop the column.*$", "", fix).replace("df[c]", f"df[{column!r}]")
             for column, what, fix in found
         )
         drop = " ".join(f"--drop {shlex.quote(str(c))}" for c, _, _ in found)
-        raise SchemaError(
+        text = (
             f"{name}: {len(found)} columns hold values fits cannot model ({each}); fix "
             f"them so, or drop them (fits synthesize and fits federate: {drop})"
         )
+    raise SchemaError(text + _identifier_hint(data, name, [c for c, _, _ in found]))
+
+
+def _identifier_hint(data: pd.DataFrame, name: str, refused: Sequence[Any]) -> str:
+    """With a table refused for columns no kind models: the text columns of it that
+    look like identifiers or free text at this site, which the setup round would refuse
+    next unless declared (``--kind COL=id`` or ``nominal``; not known at this check),
+    so that one run names every column to drop; empty when there are none."""
+    hits = []
+    for column in data.columns:
+        if column in refused or _dtype_family(data[column]) not in ("string", "object", "category"):
+            continue
+        present = data[column].dropna()
+        looks = _looks_like_identifier(present) if len(present) else None
+        if looks is not None:
+            hits.append((column, looks))
+    if not hits:
+        return ""
+    named = ", ".join(
+        f"{c!r} ({f['n_distinct']} distinct values in {f['n_present']} rows)" for c, f in hits
+    )
+    drop = " ".join(f"--drop {shlex.quote(str(c))}" for c in [*refused, *(c for c, _ in hits)])
+    declare = " ".join(f"--kind {shlex.quote(f'{c}=id')}" for c, _ in hits)
+    return (
+        f". Also, {named} look(s) like identifiers or free text here, which fits refuses "
+        f"unless declared: to drop every column named here: {drop}; or declare those "
+        f"identifiers ({declare})"
+    )
 
 
 def output_decimals(values: np.ndarray) -> int | None:
