@@ -641,7 +641,7 @@ class FITSClient:
                 f"{self.name}: column(s) {missing} of the schema are missing here; every "
                 "client must hold every column"
             )
-        unmodelled = set(json.loads(str(msg.config.get("unmodelled", "[]"))))  # "id" columns
+        unmodelled = set(json.loads(str(msg.config.get("unmodelled", "[]"))))  # id, constant
         extra = [c for c in self.data.columns if c not in schema.names and c not in unmodelled]
         if extra:
             raise SchemaError(

@@ -904,7 +904,8 @@ class Coordinator:
         config: dict[str, ConfigValue] = {
             **({"secure_neighbours": self.mask_neighbours or 0} if self.secure else {}),
             "schema": self.schema.without_rules().to_json(),  # the sites need no rule
-            # "id" columns and the columns affine rules set: in the tables, not drawn
+            # "id" and "constant" columns and the columns affine rules set: in the
+            # tables, not drawn
             "unmodelled": json.dumps(self._not_drawn()),
             **self._residual_config(),
             "n_total": self.n_total,
@@ -969,7 +970,8 @@ class Coordinator:
         return float(spec.lower or 0.0)
 
     def _not_drawn(self) -> list[str]:
-        """The tables' columns the engine does not draw: "id" columns and the columns
+        """The tables' columns the engine does not draw: "id" and "constant" columns
+        (a constant's missingness indicator may be drawn) and the columns
         affine rules set (:attr:`Schema.derived`)."""
         user = getattr(self, "user_schema", self.schema)
         assert user is not None
