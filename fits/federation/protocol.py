@@ -13,7 +13,7 @@ setup        config ``declared`` (JSON kinds)            ``n_rows`` (1,); config
                                                          ``name`` (the site's name)
 configure    config ``schema``, ``n_total``, ``seed``,   ``n_rows`` (1,); config ``policy``
              ``rows`` (declared synthetic rows),         (JSON: the bandwidths, M, rows
-             ``unmodelled`` (JSON: "id", "constant"),   and query budget the site
+             ``unmodelled`` (JSON: "id", "constant"),    and query budget the site
              bandwidths; arrays ``grid:<column>``,       applies, and what it adjusted)
              optional ``scale_mean`` / ``scale_sd``;
              optional ``residuals`` (JSON: the
