@@ -214,6 +214,8 @@ def _glm_spec(opts: AnalyzeOptions) -> dict[str, Any]:
         options["cov_type"] = None if cov_type == "none" else cov_type
     if opts.extra.get("kinds"):
         options["kinds"] = dict(opts.extra["kinds"])
+    if opts.extra.get("missing", "raise") != "raise":
+        options["missing"] = opts.extra["missing"]
     return {"method": opts.method, "options": options, "ci": opts.extra.get("ci", 0.95)}
 
 
@@ -335,6 +337,8 @@ def _fedlsa_spec(opts: AnalyzeOptions) -> dict[str, Any]:
     }
     if opts.extra.get("kinds"):
         options["kinds"] = dict(opts.extra["kinds"])
+    if opts.extra.get("missing", "raise") != "raise":
+        options["missing"] = opts.extra["missing"]
     return {"method": "fedlsa", "options": options, "ci": opts.extra["ci"]}
 
 
@@ -509,6 +513,15 @@ def analyze(
             show_default=False,
         ),
     ] = None,
+    missing: Annotated[
+        str,
+        typer.Option(
+            "--missing",
+            help="Rows missing a value of the target or a numeric feature: raise (an error "
+            "naming the site and the column) or drop (each site leaves them out and "
+            "reports how many: complete cases, as R's na.omit).",
+        ),
+    ] = "raise",
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> None:
     """Fit a model directly across the site tables, optionally differentially private.
@@ -542,6 +555,8 @@ def analyze(
         )
     if out.suffix.lower() != ".json":
         raise typer.BadParameter(f"{out}: the result is written as .json", param_hint="--out")
+    if missing not in ("raise", "drop"):
+        raise typer.BadParameter(f"use raise or drop, got {missing!r}", param_hint="--missing")
     for path in site_files:
         if path.suffix.lower() not in (".csv", ".parquet"):
             raise typer.BadParameter(f"{path}: use a .csv or .parquet file", param_hint="SITE_FILE")
@@ -579,6 +594,7 @@ def analyze(
             "check_separation": check_separation,
             "cov_type": cov_type,
             "kinds": _parse_kinds(kind),
+            "missing": missing,
         },
     )
     if method == "fedhybrid":  # FedHybrid's steps are eta1 / eta2

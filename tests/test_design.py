@@ -94,7 +94,10 @@ def test_ordinal_text_levels_are_positions_and_spec_roundtrips() -> None:
 
 def test_moments_reply_is_checked() -> None:
     request = Message("moments", config={"design": "{}", "n_numeric": 2})
-    good = Message("moments", {"n": np.array([3]), "sum": np.zeros(2), "sumsq": np.zeros(2)})
+    good = Message(
+        "moments",
+        {"n": np.array([3]), "sum": np.zeros(2), "sumsq": np.zeros(2), "dropped": np.zeros(1)},
+    )
     check_reply(request, good)
     with pytest.raises(ProtocolError, match="allows exactly"):
         check_reply(request, Message("moments", {**good.arrays, "rows": np.zeros((3, 2))}))

@@ -69,13 +69,19 @@ __all__ = [
     "DesignSpec",
     "DesignBuilder",
     "DesignSite",
+    "MISSING_POLICIES",
     "Standardization",
     "check_seed",
+    "dropped_note",
     "pool_moments",
     "schema_round",
     "site_items",
     "standardization_round",
 ]
+
+#: :attr:`DesignSpec.missing`: refuse rows missing a value the model needs, or leave
+#: them out (complete cases).
+MISSING_POLICIES = ("raise", "drop")
 
 #: Name of the intercept column in :attr:`DesignSpec.feature_names`.
 INTERCEPT = "(intercept)"
@@ -124,6 +130,13 @@ class DesignSpec:
     target_levels : tuple
         For a target of two text labels (logistic regression): the label coded 0 and
         the label coded 1, in that order (empty: the target is used as a number).
+    missing : {"raise", "drop"}
+        A site's rows missing a value of the target or of a numeric feature (continuous,
+        ordinal, datetime): ``"raise"`` refuses them (the site's error names the column
+        and the count); ``"drop"`` leaves them out of the fit (complete cases, as R's
+        ``na.omit`` and statsmodels' ``missing="drop"``) and each site reports how many
+        it left out.  A nominal feature's missing values are never dropped: they are
+        the level ``<missing>`` when the schema lists one.
     """
 
     target: str | None
@@ -133,6 +146,13 @@ class DesignSpec:
     nominal: Mapping[str, list[Any]] = field(default_factory=dict)
     intercept: bool = True
     target_levels: tuple[Any, ...] = ()
+    missing: str = "raise"
+
+    def __post_init__(self) -> None:
+        if self.missing not in MISSING_POLICIES:
+            raise ValueError(
+                f"missing={self.missing!r}: use one of {', '.join(map(repr, MISSING_POLICIES))}"
+            )
 
     @classmethod
     def from_schema(
@@ -142,6 +162,7 @@ class DesignSpec:
         features: Sequence[str] | None = None,
         *,
         intercept: bool = True,
+        missing: str = "raise",
     ) -> DesignSpec:
         """The design of ``features`` (default: every column but the target).
 
@@ -150,7 +171,13 @@ class DesignSpec:
         SchemaError
             The target or a feature is not a column of the schema, or the target is
             among the features.
+        ValueError
+            ``missing`` is not one of :data:`MISSING_POLICIES`.
         """
+        if missing not in MISSING_POLICIES:
+            raise ValueError(
+                f"missing={missing!r}: use one of {', '.join(map(repr, MISSING_POLICIES))}"
+            )
         names = schema.names
         if target is not None and target not in names:
             raise SchemaError(f"target column {target!r} is not in the tables; columns: {names}")
@@ -200,6 +227,7 @@ class DesignSpec:
             datetimes=tuple(datetimes),
             nominal=nominal,
             intercept=intercept,
+            missing=missing,
         )
         names = design.feature_names
         clash = sorted({n for n in names if names.count(n) > 1})
@@ -242,6 +270,7 @@ class DesignSpec:
                 "nominal": dict(self.nominal),
                 "intercept": self.intercept,
                 "target_levels": list(self.target_levels),
+                "missing": self.missing,
             },
             default=_native,
         )
@@ -258,6 +287,7 @@ class DesignSpec:
             nominal=dict(d["nominal"]),
             intercept=bool(d["intercept"]),
             target_levels=tuple(d.get("target_levels", ())),
+            missing=str(d.get("missing", "raise")),
         )
 
 
@@ -271,12 +301,16 @@ class Standardization:
         Mean and population standard deviation of each numeric feature over all rows
         of all sites.
     n_rows : ndarray of shape (K,)
-        Rows per site.
+        Rows per site (those the fit uses).
+    n_dropped : ndarray of shape (K,) or None
+        Per site, the rows it left out for a missing value (``DesignSpec.missing ==
+        "drop"``); None where the replies did not say (a design that drops nothing).
     """
 
     means: np.ndarray
     sds: np.ndarray
     n_rows: np.ndarray
+    n_dropped: np.ndarray | None = None
 
 
 class DesignBuilder:
@@ -301,6 +335,10 @@ class DesignBuilder:
         missing = [c for c in wanted if c not in frame.columns]
         if missing:
             raise DesignError(f"{site}: column(s) {missing} missing from the site's table")
+        #: Rows left out for a missing value (``spec.missing == "drop"``).
+        self.n_dropped = 0
+        if spec.missing == "drop":
+            frame = self._complete_rows(frame)
         self.n_rows = int(frame.shape[0])
         self._numeric = np.empty((self.n_rows, spec.n_numeric), dtype=np.float64)
         for j, name in enumerate(spec.numeric):
@@ -311,12 +349,30 @@ class DesignBuilder:
         }
         self._target = frame[spec.target] if spec.target is not None else None
 
+    def _complete_rows(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """The rows holding a value of the target and of every numeric feature
+        (``missing="drop"``); an error naming the site if none does."""
+        used = [*self.spec.numeric, *([self.spec.target] if self.spec.target else [])]
+        incomplete = frame[used].isna().any(axis=1).to_numpy() if used else None
+        if incomplete is None or not incomplete.any():
+            return frame
+        self.n_dropped = int(incomplete.sum())
+        if incomplete.all():
+            counts = {c: int(frame[c].isna().sum()) for c in used if frame[c].isna().any()}
+            raise DesignError(
+                f"{self.site}: every one of its {len(frame)} rows misses a value the model "
+                f"needs (missing values per column: {counts}), so missing='drop' leaves "
+                "it no row: leave those columns out of the features, or leave the site out"
+            )
+        return frame.loc[~incomplete]
+
     # -------------------------------------------------------------- column coding
     def _numeric_column(self, s: pd.Series, name: str) -> np.ndarray:
         if s.isna().any():
             raise DesignError(
                 f"{self.site}: column {name!r} has {int(s.isna().sum())} missing value(s); "
-                "a numeric feature must be complete: impute or drop those rows, leave the "
+                "a numeric feature must be complete: leave those rows out with "
+                "missing='drop' (fits analyze --missing drop), impute them, leave the "
                 "column out of the features, or declare it nominal"
             )
         if name in self.spec.ordinal_levels:
@@ -387,6 +443,7 @@ class DesignBuilder:
             "n": np.array([self.n_rows], dtype=np.int64),
             "sum": x.sum(axis=0),
             "sumsq": np.einsum("ij,ij->j", x, x),
+            "dropped": np.array([self.n_dropped], dtype=np.int64),
         }
 
     def matrix(self, standardization: Standardization) -> np.ndarray:
@@ -418,7 +475,8 @@ class DesignBuilder:
         if s.isna().any():
             raise DesignError(
                 f"{self.site}: target {name!r} has {int(s.isna().sum())} missing value(s); "
-                "drop those rows"
+                "leave those rows out with missing='drop' (fits analyze --missing drop), "
+                "or drop them from the site's table"
             )
         if self.spec.target_levels:  # two labels: the second is 1
             codes = self._nominal_codes(s, str(name), list(self.spec.target_levels))
@@ -444,13 +502,18 @@ def pool_moments(replies: Sequence[Message]) -> Standardization:
         A feature is constant over the federation (its sd is 0).
     """
     n_rows = np.array([int(r.arrays["n"][0]) for r in replies], dtype=np.int64)
+    dropped = (
+        np.array([int(r.arrays["dropped"][0]) for r in replies], dtype=np.int64)
+        if all("dropped" in r.arrays for r in replies)
+        else None
+    )
     n = float(n_rows.sum())
     s = np.sum([r.arrays["sum"] for r in replies], axis=0)
     ss = np.sum([r.arrays["sumsq"] for r in replies], axis=0)
     means = s / n
     var = np.maximum(ss / n - means**2, 0.0)
     sds = np.sqrt(var)
-    return Standardization(means=means, sds=sds, n_rows=n_rows)
+    return Standardization(means=means, sds=sds, n_rows=n_rows, n_dropped=dropped)
 
 
 def schema_round(
@@ -717,6 +780,23 @@ def _restrict(
     return out, {c: k for c, k in (kinds or {}).items() if c in wanted}
 
 
+def dropped_note(st: Standardization, sites: Sequence[str]) -> str | None:
+    """The warning that names the rows each site left out for a missing value
+    (``missing="drop"``); None when no site left out any."""
+    if st.n_dropped is None or not st.n_dropped.any():
+        return None
+    total = int(st.n_dropped.sum())
+    per = ", ".join(
+        f"{name!r} {int(k)} of {int(k + n)}"
+        for name, k, n in zip(sites, st.n_dropped, st.n_rows, strict=True)
+        if k
+    )
+    return (
+        f"missing='drop': {total} row(s) missing a value of the target or a numeric "
+        f"feature were left out ({per}); the fit uses the other {int(st.n_rows.sum())}"
+    )
+
+
 def standardization_round(transport: Transport, spec: DesignSpec) -> Standardization:
     """One round of sums: federation-wide means and sds of the numeric features.
 
@@ -797,7 +877,10 @@ class DesignSite:
 
     @property
     def n_rows(self) -> int:
-        """Rows the site holds."""
+        """Rows the site's fit uses: after the ``moments`` round, those its design
+        keeps (``missing="drop"`` leaves out incomplete rows); before it, every row."""
+        if self.builder is not None:
+            return self.builder.n_rows
         return int(self.data.shape[0])
 
     def handlers(self) -> dict[str, Callable[[Message], Message]]:

@@ -71,12 +71,14 @@ from scipy.special import expit, gammaln
 
 from fits.analysis.design import (
     INTERCEPT,
+    MISSING_POLICIES,
     DesignBuilder,
     DesignError,
     DesignSite,
     DesignSpec,
     Standardization,
     check_seed,
+    dropped_note,
     schema_round,
     site_items,
     standardization_round,
@@ -1399,6 +1401,13 @@ class GLMResults:
     #: Whether the separation check (``glm_check``) ran.
     separation_checked: bool = False
 
+    @property
+    def n_dropped(self) -> list[int] | None:
+        """Per site, the rows the fit left out for a missing value (``missing="drop"``;
+        None with ``missing="raise"``, which leaves out none)."""
+        d = self.standardization.n_dropped
+        return None if self.spec.missing != "drop" or d is None else [int(v) for v in d]
+
     # -------------------------------------------------------------- inference
     def cov_params(self) -> pd.DataFrame:
         """The coefficients' estimated covariance (design scale), as statsmodels'
@@ -1507,7 +1516,8 @@ class GLMResults:
 
     def design(self, frame: pd.DataFrame) -> np.ndarray:
         """The design matrix of new rows, with the fit's coding and standardization."""
-        spec = dataclasses.replace(self.spec, target=None)
+        # a prediction per row: no row is left out (missing values are an error)
+        spec = dataclasses.replace(self.spec, target=None, missing="raise")
         return DesignBuilder(frame, spec, site="predict").matrix(self.standardization)
 
     def predict(self, frame: pd.DataFrame, *, linear: bool = False) -> np.ndarray:
@@ -1524,7 +1534,8 @@ class GLMResults:
             return None
         exact = [
             "the setup round (row counts, categories, min/max)",
-            "the standardization sums",
+            "the standardization sums"
+            + (" and the rows each site left out" if self.spec.missing == "drop" else ""),
             "each site's design null space",
         ]
         if self.clip_data_driven:
@@ -1558,6 +1569,8 @@ class GLMResults:
             "settings": self.settings,
             "n_obs": self.n_obs,
             "n_rows": self.n_rows,
+            "missing": self.spec.missing,
+            "n_dropped": self.n_dropped,
             "standardization": {
                 "columns": list(self.spec.numeric),
                 "means": self.standardization.means.tolist(),
@@ -1757,6 +1770,7 @@ def fit_glm(
     eta2: float | None = None,
     R: int | None = None,
     on_round: Callable[[int, int], None] | None = None,
+    missing: str = "raise",
 ) -> GLMResults:
     """Fit a GLM across sites, optionally with mu-GDP (Algorithms 1-4 of the paper).
 
@@ -1836,6 +1850,15 @@ def fit_glm(
         ends with the rounds it ran as the total).  Called every round: throttle a
         display in the callback.  It does not change the fit (the same coefficients,
         bit for bit); an exception it raises ends the fit.
+    missing : {"raise", "drop"}
+        A row missing a value of the target or of a numeric feature: ``"raise"`` (the
+        default) stops the fit with an error naming the site and the column;
+        ``"drop"`` fits the complete cases (R's ``na.omit``, statsmodels'
+        ``missing="drop"``): each site leaves such rows out before any sum and reports
+        how many (:attr:`GLMResults.n_dropped`, a warning names them).  A nominal
+        feature's missing values stay their own level either way.  With privacy the
+        guarantee is for each site's complete rows, their count public as a site's row
+        count always is.
 
     Returns
     -------
@@ -1894,6 +1917,10 @@ def fit_glm(
         raise ValueError(f"clip must be a positive number, 'auto' or None, got {clip!r}")
     if clip is None and budget is not None:
         raise ValueError("a private fit needs a clipping bound: clip='auto' or a number")
+    if missing not in MISSING_POLICIES:
+        raise ValueError(
+            f"missing must be one of {', '.join(map(repr, MISSING_POLICIES))}, got {missing!r}"
+        )
     if isinstance(clip, int | float) and not (math.isfinite(float(clip)) and clip > 0):
         raise ValueError(f"clip must be a positive finite number, got {clip!r}")
 
@@ -1925,6 +1952,7 @@ def fit_glm(
             (budget is None) if check_separation is None else bool(check_separation),
             cov_type,
             on_round,
+            missing,
         )
     finally:
         if own and isinstance(transport, InProcessTransport):
@@ -2009,6 +2037,7 @@ def _fit(
     check_separation: bool = False,
     cov_type: str | None = None,
     on_round: Callable[[int, int], None] | None = None,
+    missing: str = "raise",
 ) -> GLMResults:
     up0, down0 = sum(transport.uploaded_bytes), sum(transport.downloaded_bytes)
     rounds = 0
@@ -2016,9 +2045,13 @@ def _fit(
         used = None if features is None else [target, *features]
         schema, _ = schema_round(transport, kinds=kinds, columns=used, target=target)
         rounds += 1
-    spec = _label_target(DesignSpec.from_schema(schema, target, features), schema, family)
+    spec = DesignSpec.from_schema(schema, target, features, missing=missing)
+    spec = _label_target(spec, schema, family)
     p = spec.n_columns
     st = standardization_round(transport, spec)
+    dropped = dropped_note(st, transport.client_names)
+    if dropped:
+        warnings.warn(dropped, GLMWarning, stacklevel=3)
     n_rows = st.n_rows
     if method == "fednewton":
         small = [
@@ -2053,6 +2086,8 @@ def _fit(
     )
     for note in notes:
         warnings.warn(note, LocalSingularityWarning, stacklevel=3)
+    if dropped:
+        notes = [dropped, *notes]
     weights = n_rows / n_rows.sum()
     theta0 = np.zeros(p)
     data_driven = False

@@ -190,10 +190,12 @@ import numpy as np
 import pandas as pd
 
 from fits.analysis.design import (
+    MISSING_POLICIES,
     DesignSite,
     DesignSpec,
     Standardization,
     check_seed,
+    dropped_note,
     schema_round,
     site_items,
     standardization_round,
@@ -785,6 +787,9 @@ class FedLSAResults:
     target : str
     multipliers : str
         ``"site"`` or ``"shared"`` bootstrap weights.
+    n_dropped : ndarray of shape (K,) or None
+        Per site, the rows left out for a missing value (:func:`fedlsa` with
+        ``missing="drop"``); None otherwise.
     """
 
     params: pd.Series
@@ -800,6 +805,7 @@ class FedLSAResults:
     target: str = "y"
     multipliers: str = "site"
     extra: dict = field(default_factory=dict)
+    n_dropped: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         values = self.params.to_numpy() if isinstance(self.params, pd.Series) else self.params
@@ -951,6 +957,7 @@ class FedLSAResults:
             "sampling": self.sampling,
             "site_weights": [float(v) for v in self.site_weights],
             "n_rows": [int(v) for v in self.n_rows],
+            "n_dropped": None if self.n_dropped is None else [int(v) for v in self.n_dropped],
             "rounds": int(self.rounds),
             "bytes_up": int(self.bytes_up),
             "bytes_down": int(self.bytes_down),
@@ -980,6 +987,11 @@ class FedLSAResults:
             )
         if not self.converged:
             lines.append("WARNING: not converged (the start is not forgotten); see converged")
+        if self.n_dropped is not None and self.n_dropped.any():
+            lines.append(
+                f"rows left out for a missing value (missing='drop'): "
+                f"{int(self.n_dropped.sum())}, per site {[int(v) for v in self.n_dropped]}"
+            )
         lines.append(
             f"messages: {self.rounds} rounds, {self.bytes_up} bytes up, "
             f"{self.bytes_down} bytes down"
@@ -1461,6 +1473,7 @@ def fedlsa(
     transport: Transport | None = None,
     kinds: Mapping[str, str] | None = None,
     on_round: Callable[[int, int], None] | None = None,
+    missing: str = "raise",
 ) -> FedLSAResults:
     """Linear regression across sites by FedLSA, with multiplier-bootstrap intervals.
 
@@ -1499,6 +1512,11 @@ def fedlsa(
     on_round : callable, optional
         Progress: ``on_round(t, T)`` with the rounds of Algorithm 1 done and their
         number T (:func:`run_fedlsa`; the setup rounds before them are not counted).
+    missing : {"raise", "drop"}
+        Rows missing a value of the target or of a numeric feature: an error naming the
+        site and the column (``"raise"``, the default), or left out by each site before
+        any sum (``"drop"``: complete cases; :attr:`FedLSAResults.n_dropped` and a
+        warning give the counts per site), as in :func:`fits.analysis.glm.fit_glm`.
 
     Returns
     -------
@@ -1517,6 +1535,10 @@ def fedlsa(
         check_seed(seed)
     except (TypeError, ValueError) as exc:
         raise FedLSAError(str(exc)) from None
+    if missing not in MISSING_POLICIES:
+        raise ValueError(
+            f"missing must be one of {', '.join(map(repr, MISSING_POLICIES))}, got {missing!r}"
+        )
     own = transport is None
     if own:
         if tables is None:
@@ -1541,8 +1563,11 @@ def fedlsa(
                 f"target {target!r} is not numeric (its values are {tspec.dtype}); FedLSA "
                 "fits a linear regression of a numeric target: code it as numbers"
             )
-        spec = DesignSpec.from_schema(schema, target, features)
+        spec = DesignSpec.from_schema(schema, target, features, missing=missing)
         st = standardization_round(transport, spec)
+        dropped = dropped_note(st, transport.client_names)
+        if dropped:
+            warnings.warn(dropped, UserWarning, stacklevel=2)
         if regime == "paper" and sampling == "without_replacement":
             _check_site_rows(
                 transport.client_names, st.n_rows, rounds, local_steps, gamma_eta, gamma_h
@@ -1571,6 +1596,10 @@ def fedlsa(
         res.bytes_up = sum(transport.uploaded_bytes) - up0
         res.bytes_down = sum(transport.downloaded_bytes) - down0
         res.extra.update({"design": spec, "standardization": st, "schema": schema})
+        if missing == "drop":
+            res.n_dropped = (
+                np.zeros(len(st.n_rows), np.int64) if st.n_dropped is None else st.n_dropped
+            )
         return res
     finally:
         if own:

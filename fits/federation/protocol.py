@@ -141,7 +141,9 @@ parameter):
 type            request (coordinator -> site)           reply (site -> coordinator)
 ==============  ======================================  ====================================
 moments         config ``design`` (JSON),               ``n`` (1,), ``sum`` (q,),
-                ``n_numeric`` (q)                       ``sumsq`` (q,)
+                ``n_numeric`` (q)                       ``sumsq`` (q,), ``dropped`` (1,):
+                                                        rows left out for a missing value
+                                                        (the design's ``missing`` "drop")
 glm_configure   arrays ``means``, ``sds``; config       ``n_rows`` (1,); with ``null_space``
                 ``family``, ``method``, ``settings``    = p > 0 also ``null`` (p, p): the
                 (JSON), ``tau1``, ``mu`` (0: none),     projector onto the null space of the
@@ -381,7 +383,7 @@ def packed_size(p: int) -> int:
 
 def _moments_shapes(request: Message) -> dict[str, tuple[int, ...]]:
     q = int(request.config["n_numeric"])
-    return {"n": (1,), "sum": (q,), "sumsq": (q,)}
+    return {"n": (1,), "sum": (q,), "sumsq": (q,), "dropped": (1,)}
 
 
 def _theta_shape(request: Message) -> tuple[int, ...]:
