@@ -1555,10 +1555,10 @@ class FITSSynthesizer(BaseEstimator):
                 if values.isna().any():
                     continue  # a part missing or not a number: refused by the prefix check
             elif rule.kind == "interval":
-                x = pd.to_numeric(known[rule.of[0]], errors="coerce")
-                if x.isna().any():
+                x = _known_source(known[rule.of[0]], schema[rule.of[0]])
+                if x is None or np.isnan(x).any():
                     continue  # missing or not a number: refused by the prefix check
-                codes = interval_codes(schema, rule, x.to_numpy(dtype=float))
+                codes = interval_codes(schema, rule, x)
                 cats = schema[column].categories or []
                 values = [plain(cats[int(c)]) for c in codes]
             else:
@@ -1777,6 +1777,21 @@ class FITSSynthesizer(BaseEstimator):
                     col = col.astype(np.int64)
                 cols[rule.column] = restore_dtype(col, spec)
         return pd.DataFrame(cols)[[c for c in self._columns if c in cols]]
+
+
+def _known_source(values: pd.Series, spec: ColumnSpec) -> np.ndarray | None:
+    """An interval rule's known source as the numbers its rule is written in: a number
+    column's numbers (NaN where not one), a datetime column's seconds since 1970 UTC as
+    the sites read them (:meth:`Encoder.to_numeric
+    <fits.core.continualization.Encoder.to_numeric>`; None where they do not read:
+    refused, with the reason, by the later checks)."""
+    if spec.dtype != "datetime":
+        numbers = pd.to_numeric(values, errors="coerce")
+        return np.asarray(numbers.to_numpy(dtype=float, na_value=np.nan), dtype=float)
+    try:
+        return Encoder(spec).to_numeric(values, client="the known values")
+    except (SchemaError, ValueError, TypeError):
+        return None
 
 
 def _clock(synth: FITSSynthesizer, column: str) -> bool:
