@@ -1790,7 +1790,7 @@ def _known_source(values: pd.Series, spec: ColumnSpec) -> np.ndarray | None:
         return np.asarray(numbers.to_numpy(dtype=float, na_value=np.nan), dtype=float)
     try:
         return Encoder(spec).to_numeric(values, client="the known values")
-    except (SchemaError, ValueError, TypeError):
+    except (ValueError, TypeError):  # a SchemaError is a ValueError
         return None
 
 

@@ -437,7 +437,7 @@ def test_the_schema_json_round_trip_and_a_users_rule_verified(frames, fitted):
         ({"intervals": [[18, 64], [65, 89, "yes"]]}, r"not \[low, high, value\]"),
         ({"intervals": [[18, "x", "no"], [65, 89, "yes"]]}, "not a finite number"),
         ({"intervals": [[64, 18, "no"], [65, 89, "yes"]]}, "low above its high"),
-        ({"column": "band", "of": ["senior"]}, "not a continuous column of numbers"),
+        ({"column": "band", "of": ["senior"]}, "not a continuous column"),
         ({"column": "income", "of": ["age"]}, "must be discrete"),
         ({"of": ["age", "income"]}, "exactly one column"),
         ({"mapping": [["a", "b"]]}, "has no mapping"),

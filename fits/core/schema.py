@@ -912,18 +912,24 @@ class Rule:
                         bound_number(v)
                     except ValueError as exc:
                         raise SchemaError(
-                            f"{where}: interval entry {list(entry)!r} has {v!r} for a bound "
-                            f"of {self.of[0]!r}: {exc}; write a date-time as "
-                            '"2020-01-01" or "2020-01-01T06:30:00" (with its offset, '
-                            '"+01:00", for a column with a time zone)'
+                            f"{where}: interval entry {list(entry)!r} has {v!r}, not a finite "
+                            f"number nor a date-time ({exc}), for a bound of {self.of[0]!r}; "
+                            'write a date-time as "2020-01-01" or "2020-01-01T06:30:00" (with '
+                            'its offset, "+01:00", for a column with a time zone)'
                         ) from None
-                elif (
-                    isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)
-                ):
+                elif isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
                     raise SchemaError(
                         f"{where}: interval entry {list(entry)!r} has {v!r}, not a finite "
                         f"number or a date-time, for a bound of {self.of[0]!r}"
                     )
+            if isinstance(low, str) != isinstance(entries[0][0], str) or isinstance(
+                high, str
+            ) != isinstance(low, str):
+                raise SchemaError(
+                    f"{where}: the intervals mix numbers and date-time text ({list(entry)!r}); "
+                    "write every bound as a number (a number column) or every one as "
+                    "date-time text (a datetime column)"
+                )
             lo, hi = bound_number(low), bound_number(high)
             if not lo <= hi:
                 raise SchemaError(
@@ -935,13 +941,6 @@ class Rule:
             seen.add(key)
             out.append([low, high, value])
             numbers.append((lo, hi))
-        texts = {isinstance(v, str) for e in out for v in e[:2]}
-        if len(texts) > 1:
-            raise SchemaError(
-                f"{where}: the intervals mix numbers and date-time text; write every bound "
-                f"as a number (a number column) or every one as date-time text (a datetime "
-                "column)"
-            )
         for (a, b), (ea, eb) in zip(
             itertools.pairwise(numbers), itertools.pairwise(out), strict=True
         ):
