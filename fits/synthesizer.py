@@ -227,12 +227,14 @@ class FITSSynthesizer(BaseEstimator):
         Detect exact rules between columns at setup -- a discrete column that is a
         function of one or two discrete columns, a continuous column that is the sum of
         two or three others (or an affine function of one), a discrete column that is a
-        step function of an earlier continuous one (``"interval"``: ``senior`` = "yes"
-        where ``age`` >= 65), in every row at every site -- and generate each such
-        column by its rule, so every synthetic row keeps it (:mod:`fits.core.rules`;
-        they are listed in ``schema_.rules``).  A ``schema`` with a ``rules`` entry
-        brings its own rules (checked at every site).  Default True; False draws
-        every column from the chain (and finds no near-linear column either).
+        step function of an earlier continuous one, numbers or datetimes
+        (``"interval"``: ``senior`` = "yes" where ``age`` >= 65; missing, too, if its
+        missing rows occupy one range of ages of their own), in every row at every site
+        -- and generate each such column by its rule, so every synthetic row keeps it
+        (:mod:`fits.core.rules`; they are listed in ``schema_.rules``).  A ``schema``
+        with a ``rules`` entry brings its own rules (checked at every site).  Default
+        True; False draws every column from the chain (and finds no near-linear column
+        either).
     near_linear : bool
         With ``rules``, also find at setup the continuous columns near-linear in an
         earlier continuous column (pooled least-squares R^2 >=

@@ -345,7 +345,7 @@ def test_a_value_too_rare_is_no_rule():
 
 
 def test_candidates_and_what_wins():
-    """Y discrete with no missing values, X continuous in every row and earlier in the
+    """Y discrete, X continuous (numbers or datetimes) in every row and earlier in the
     chain; a column a function rule sets is not asked; an ordinal source is left to the
     function rules."""
     frames = people(k=2)

@@ -67,15 +67,17 @@ minimum and maximum of the residual over its rows holding Y, merged into the res
 bounds (:func:`detect_near_linear`).
 
 **Interval rules** (``"interval"`` rules; docs/method.md, "Interval rules"): a discrete
-column Y that is a step function of an earlier continuous column X (``senior`` = "yes"
-where ``age`` >= 65), each value of Y occupying one interval of X, the intervals
-disjoint.  After the function rounds (a column a function rule sets is not asked
-again), two stages find them for the pairs of :func:`interval_candidates`: **check**
-(the same one-bit answer, ``stage="check"``): are the site's own intervals disjoint
-(:func:`answer_rules`); then, for the pairs every site said yes to, **ranges**
-(``stage="ranges"``): per value of Y, the site's row count and minimum and maximum of X
-over its rows of that value.  The coordinator merges them (:func:`interval_rules`): the
-rule holds in every row of every site exactly when the merged intervals are disjoint.
+column Y that is a step function of an earlier continuous column X of numbers or
+datetimes (``senior`` = "yes" where ``age`` >= 65; ``era`` by a date), each value of Y
+occupying one interval of X, the intervals disjoint; where Y has missing values, missing
+is one of its values, with an interval of its own.  After the function rounds (a column
+a function rule sets is not asked again), two stages find them for the pairs of
+:func:`interval_candidates`: **check** (the same one-bit answer, ``stage="check"``): are
+the site's own intervals disjoint (:func:`answer_rules`); then, for the pairs every site
+said yes to, **ranges** (``stage="ranges"``): per value of Y, the site's row count and
+minimum and maximum of X over its rows of that value.  The coordinator merges them
+(:func:`interval_rules`): the rule holds in every row of every site exactly when the
+merged intervals are disjoint.
 
 Everything here is a function of a schema and arrays; the federation layer carries the
 questions and answers (:mod:`fits.federation.protocol`, message ``rules``).
@@ -879,7 +881,8 @@ def answer_rules(
         every such residual within the candidate's ``lower`` and ``upper`` (a row
         holding Y but not X fails) and, with a ``step``, every duration a whole
         multiple of it.
-        An ``"interval"`` check (Y of X): without ``"intervals"``, whether the site's
+        An ``"interval"`` check (Y of X; Y's missing value one of its values, a
+        datetime X in seconds since 1970 UTC): without ``"intervals"``, whether the site's
         own intervals are disjoint -- the values of Y present here, sorted by their
         least X, each have their greatest X below the next one's least; with
         ``"intervals"`` (a user's rule, entries ``[low, high, code]``), whether every

@@ -762,8 +762,9 @@ class Rule:
         chain in ``column``'s place, within ``[lower, upper]`` (not an exact rule: the
         pooled least-squares line of a pair with R^2 >=
         :data:`fits.core.rules.NEAR_LINEAR_R2`).  ``"interval"``: ``column`` (discrete)
-        is a step function of ``of[0]`` (continuous numbers): each of its values
-        occupies one interval of ``of[0]``, given by ``intervals``.
+        is a step function of ``of[0]`` (continuous numbers or datetimes): each of its
+        values (its missing value one of them, where it has missing values) occupies
+        one interval of ``of[0]``, given by ``intervals``.
     mapping : list of list, optional
         ``"function"`` only: one entry ``[a_1, ..., a_k, b]`` per combination of the
         ``of`` columns seen in the real rows, ``b`` the value of ``column`` there.  A
@@ -796,7 +797,11 @@ class Rule:
     intervals : list of list, optional
         ``"interval"`` only: entries ``[low, high, value]``, sorted by ``low``, with
         ``low <= high`` and each ``high`` below the next entry's ``low`` (disjoint), each
-        value of ``column`` at most once: every real row whose ``column`` is ``value``
+        value of ``column`` at most once (None: its missing value; null in JSON); the
+        bounds numbers, or for a datetime ``of[0]`` ISO 8601 text (``"2019-12-31"``,
+        ``"2021-06-15T12:00:00+02:00"``: with its UTC offset exactly when the column
+        has a time zone), read as seconds since 1970 UTC
+        (:func:`fits._dates.text_seconds`): every real row whose ``column`` is ``value``
         has ``of[0]`` within ``[low, high]`` (each site's minimum and maximum over its
         rows of that value, merged).  Generated rows take the value whose cell holds
         ``of[0]`` as written, the cells split at the midpoints of the gaps
