@@ -387,6 +387,30 @@ def test_a_source_with_a_time_zone():
         Schema.from_dict(d)
 
 
+def test_a_datetime_source_drawn_as_a_near_linear_residual():
+    """The source is itself a near-linear datetime column (``end`` = ``start`` + a
+    duration, drawn as its residual, the engine's spec a float): the rule's date
+    bounds are checked against the user's schema, and the flag follows the written
+    ``end`` in every row."""
+    rng = np.random.default_rng(3)
+    frames = []
+    for _ in range(2):
+        start = pd.Timestamp("2018-01-01") + pd.to_timedelta(rng.integers(0, 1500, 150), unit="D")
+        end = start + pd.to_timedelta(rng.integers(1, 30, 150), unit="D")
+        late = np.where(end >= CUT, "y", "n")
+        frames.append(pd.DataFrame({"start": start, "end": end, "late": late}))
+    synth = FITSSynthesizer(seed=0).fit(frames)
+    assert {r.column: (r.kind, r.of) for r in synth.schema_.rules} == {
+        "end": ("linear", ["start"]),
+        "late": ("interval", ["end"]),
+    }
+    out = synth.sample(400, seed=0)
+    (rule,) = (r for r in synth.schema_.rules if r.kind == "interval")
+    cut = (text_seconds(rule.intervals[0][1]) + text_seconds(rule.intervals[1][0])) / 2
+    assert ((datetime_seconds(out["end"]) > cut) == (out["late"] == "y")).all()
+    assert rules_kept(out, [rule])["kept"].iloc[0] == 1.0
+
+
 def test_bounds_text_round_trips_to_the_sites_seconds():
     stamps = pd.Series(
         pd.to_datetime(
