@@ -500,3 +500,8 @@ def test_fits_schema_and_synthesize_on_csv_files(frames, tmp_path):
     assert (out["senior"].isna() == (out["age"] < 25)).all()
     assert rules_kept(out, rules)["kept"].eq(1.0).all()
     assert rules_kept(pd.read_csv(tmp_path / "s.csv"), rules)["kept"].eq(1.0).all()  # dates as text
+    # detected in the run itself (no --schema): the same rules, the same table
+    args = ("--rows", 400, "--out", tmp_path / "d.csv", "--seed", 0)
+    detected = run("synthesize", *paths, *args)
+    assert detected.returncode == 0, detected.stderr
+    pd.testing.assert_frame_equal(read_table(tmp_path / "d.csv"), out)
