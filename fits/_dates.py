@@ -6,6 +6,11 @@ column of ``datetime`` objects (dtype object, with a FutureWarning) under pandas
 the declared floor.  fits reads such a column in UTC either way, so the first attempt
 must fail alike: :func:`iso_datetimes` raises where pandas 2.x gives objects.
 
+An ``"interval"`` rule on a datetime column writes its bounds as ISO 8601 text
+(:func:`seconds_text`: ``"2019-12-31"``, ``"2020-01-01T06:30:00+01:00"``) and reads
+them back to the seconds since 1970 UTC that fits computes with (:func:`text_seconds`),
+exactly: both go through whole microseconds, as the sites' values do.
+
 A duration told to people (a near-linear rule between two datetime columns, its
 bounds, a known value off them, the report's figures) is worded by
 :func:`duration_text` (``"-9 days"``, ``"3 hours 15 minutes"``), never as a
@@ -16,11 +21,19 @@ from __future__ import annotations
 
 import math
 import warnings
+from fractions import Fraction
 from typing import Any
 
 import pandas as pd
 
-__all__ = ["duration_text", "iso_datetimes"]
+__all__ = [
+    "bound_number",
+    "duration_text",
+    "has_offset",
+    "iso_datetimes",
+    "seconds_text",
+    "text_seconds",
+]
 
 #: The units :func:`duration_text` words a duration in, largest first, in microseconds.
 _UNITS = (("day", 86_400_000_000), ("hour", 3_600_000_000), ("minute", 60_000_000))
@@ -93,3 +106,75 @@ def iso_datetimes(values: Any, *, utc: bool = False) -> Any:
     if dtype is not None and not pd.api.types.is_datetime64_any_dtype(dtype):
         raise ValueError("date-times with several UTC offsets; parse them with utc=True")
     return parsed
+
+
+def seconds_text(seconds: float, *, tz: str | None = None, date_only: bool = False) -> str:
+    """Seconds since 1970-01-01 UTC (a datetime column's number in fits) as ISO 8601
+    text, to the microsecond: ``"2019-12-31T23:59:59.500000"`` for a column without a
+    time zone (its wall time, which fits reads as UTC), with the offset of ``tz`` for
+    one with (``"2020-01-01T00:00:00+01:00"``), and the date alone (``"2019-12-31"``)
+    for a whole-day column without a time zone at midnight.  :func:`text_seconds`
+    gives the same number back, bit for bit.
+
+    Parameters
+    ----------
+    seconds : float
+        Finite seconds since 1970-01-01 UTC (as :func:`fits.core.schema.datetime_seconds`).
+    tz : str, optional
+        The column's time zone (:attr:`ColumnSpec.tz <fits.core.schema.ColumnSpec.tz>`).
+    date_only : bool, default False
+        The column's values are whole days.
+
+    Returns
+    -------
+    str
+    """
+    us = round(Fraction(seconds) * 1_000_000)  # exact: the nearest whole microsecond
+    stamp = pd.Timestamp(us, unit="us")
+    if tz is not None:
+        return str(stamp.tz_localize("UTC").tz_convert(tz).isoformat())
+    if date_only and stamp == stamp.normalize():
+        return str(stamp.date().isoformat())
+    return str(stamp.isoformat())
+
+
+def text_seconds(text: str) -> float:
+    """ISO 8601 date-time text as seconds since 1970-01-01 UTC: with an offset, the
+    instant it names; without, its wall time read as UTC (as fits reads a column with
+    no time zone).  Whole microseconds divided by 10^6, the arithmetic of
+    :func:`fits.core.schema.datetime_seconds`, so a bound written by
+    :func:`seconds_text` compares with the sites' values exactly.
+
+    Raises
+    ------
+    ValueError
+        The text is not an ISO 8601 date-time (``"2020-01-01"``,
+        ``"2020-01-01T06:30:00"``, ``"2020-01-01 06:30:00+01:00"``), or it is finer
+        than a microsecond.
+    """
+    try:
+        stamp = pd.Timestamp(iso_datetimes(pd.Series([str(text)]), utc=False)[0])
+    except (ValueError, TypeError, OverflowError) as exc:
+        raise ValueError(f"{text!r} is not an ISO 8601 date-time") from exc
+    if stamp is pd.NaT or pd.isna(stamp):
+        raise ValueError(f"{text!r} is not an ISO 8601 date-time")
+    if stamp.tzinfo is not None:
+        stamp = stamp.tz_convert("UTC").tz_localize(None)
+    ns = int(stamp.value)
+    if ns % 1000:
+        raise ValueError(f"{text!r} is finer than a microsecond, the finest fits holds")
+    return float(ns // 1000) / 1e6
+
+
+def has_offset(text: str) -> bool:
+    """Whether ISO 8601 date-time text names its UTC offset (``Z``, ``+01:00``)."""
+    return pd.Timestamp(iso_datetimes(pd.Series([str(text)]), utc=False)[0]).tzinfo is not None
+
+
+def bound_number(value: Any) -> float:
+    """An ``"interval"`` rule's bound as the number fits compares with: a number as
+    is (a number column's value), ISO 8601 text as :func:`text_seconds` (a datetime
+    column's, in seconds since 1970 UTC)."""
+    if isinstance(value, str):
+        return text_seconds(value)
+    return float(value)

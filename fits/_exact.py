@@ -12,21 +12,29 @@ about 1e-15 of the magnitude: no real difference passes it).
 
 :func:`interval_cuts` and :func:`interval_cells` give an ``"interval"`` rule's cells
 (a discrete column that is a step function of a numeric one): the one formula the
-coordinator, the synthesizer, the known values and the evaluation use.
+coordinator, the synthesizer, the known values and the evaluation use;
+:func:`interval_bounds` reads its bounds (numbers, or a datetime column's ISO 8601
+text as seconds since 1970 UTC) and :func:`interval_text` words it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
+
+from fits._dates import bound_number
+from fits._json import plain
 
 __all__ = [
     "AFFINE_RTOL",
     "affine_match",
     "affine_tolerance",
+    "interval_bounds",
     "interval_cells",
     "interval_cuts",
+    "interval_text",
     "sums_match",
 ]
 
@@ -140,3 +148,26 @@ def interval_cells(cuts: np.ndarray, x: np.ndarray) -> np.ndarray:
     first or last) gets the nearest interval's cell (a tie, on a cut: the lower one).
     NaN gets cell K - 1; callers leave missing values out."""
     return np.searchsorted(np.asarray(cuts, dtype=float), np.asarray(x, dtype=float), side="left")
+
+
+def interval_bounds(entries: Sequence[Sequence[Any]]) -> tuple[np.ndarray, np.ndarray]:
+    """An ``"interval"`` rule's lows and highs (its entries ``[low, high, value]``) as
+    float64: numbers as they are, a datetime column's ISO 8601 text as seconds since
+    1970 UTC (:func:`fits._dates.text_seconds`, exactly the sites' numbers)."""
+    lows = np.array([bound_number(e[0]) for e in entries], dtype=float)
+    highs = np.array([bound_number(e[1]) for e in entries], dtype=float)
+    return lows, highs
+
+
+def interval_text(entries: Sequence[Sequence[Any]] | None) -> str:
+    """An ``"interval"`` rule's entries for people: ``"no for [18, 64], yes for [65,
+    89]"``; date-time bounds as written (``"pre for [2015-01-01, 2019-12-31]"``), the
+    missing value (null) as ``(missing)``."""
+
+    def bound(v: Any) -> str:
+        return v if isinstance(v, str) else f"{float(v):.15g}"
+
+    return ", ".join(
+        f"{'(missing)' if plain(v) is None else plain(v)} for [{bound(lo)}, {bound(hi)}]"
+        for lo, hi, v in entries or []
+    )

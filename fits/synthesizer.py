@@ -227,12 +227,14 @@ class FITSSynthesizer(BaseEstimator):
         Detect exact rules between columns at setup -- a discrete column that is a
         function of one or two discrete columns, a continuous column that is the sum of
         two or three others (or an affine function of one), a discrete column that is a
-        step function of an earlier continuous one (``"interval"``: ``senior`` = "yes"
-        where ``age`` >= 65), in every row at every site -- and generate each such
-        column by its rule, so every synthetic row keeps it (:mod:`fits.core.rules`;
-        they are listed in ``schema_.rules``).  A ``schema`` with a ``rules`` entry
-        brings its own rules (checked at every site).  Default True; False draws
-        every column from the chain (and finds no near-linear column either).
+        step function of an earlier continuous one, numbers or datetimes
+        (``"interval"``: ``senior`` = "yes" where ``age`` >= 65; missing, too, if its
+        missing rows occupy one range of ages of their own), in every row at every site
+        -- and generate each such column by its rule, so every synthetic row keeps it
+        (:mod:`fits.core.rules`; they are listed in ``schema_.rules``).  A ``schema``
+        with a ``rules`` entry brings its own rules (checked at every site).  Default
+        True; False draws every column from the chain (and finds no near-linear column
+        either).
     near_linear : bool
         With ``rules``, also find at setup the continuous columns near-linear in an
         earlier continuous column (pooled least-squares R^2 >=
@@ -1555,10 +1557,10 @@ class FITSSynthesizer(BaseEstimator):
                 if values.isna().any():
                     continue  # a part missing or not a number: refused by the prefix check
             elif rule.kind == "interval":
-                x = pd.to_numeric(known[rule.of[0]], errors="coerce")
-                if x.isna().any():
+                x = _known_source(known[rule.of[0]], schema[rule.of[0]])
+                if x is None or np.isnan(x).any():
                     continue  # missing or not a number: refused by the prefix check
-                codes = interval_codes(schema, rule, x.to_numpy(dtype=float))
+                codes = interval_codes(schema, rule, x)
                 cats = schema[column].categories or []
                 values = [plain(cats[int(c)]) for c in codes]
             else:
@@ -1777,6 +1779,21 @@ class FITSSynthesizer(BaseEstimator):
                     col = col.astype(np.int64)
                 cols[rule.column] = restore_dtype(col, spec)
         return pd.DataFrame(cols)[[c for c in self._columns if c in cols]]
+
+
+def _known_source(values: pd.Series, spec: ColumnSpec) -> np.ndarray | None:
+    """An interval rule's known source as the numbers its rule is written in: a number
+    column's numbers (NaN where not one), a datetime column's seconds since 1970 UTC as
+    the sites read them (:meth:`Encoder.to_numeric
+    <fits.core.continualization.Encoder.to_numeric>`; None where they do not read:
+    refused, with the reason, by the later checks)."""
+    if spec.dtype != "datetime":
+        numbers = pd.to_numeric(values, errors="coerce")
+        return np.asarray(numbers.to_numpy(dtype=float, na_value=np.nan), dtype=float)
+    try:
+        return Encoder(spec).to_numeric(values, client="the known values")
+    except (ValueError, TypeError):  # a SchemaError is a ValueError
+        return None
 
 
 def _clock(synth: FITSSynthesizer, column: str) -> bool:

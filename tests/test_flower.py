@@ -33,6 +33,7 @@ from fits.deploy.flower import (  # noqa: E402
     from_records,
     to_records,
 )
+from fits.evaluation import rules_kept  # noqa: E402
 from fits.federation.protocol import packed_size  # noqa: E402
 from fits.federation.transport import ClientError  # noqa: E402
 from fits.flower_app import run_synthesis  # noqa: E402
@@ -176,6 +177,46 @@ def test_an_interval_rule_through_flower_is_the_in_process_one(tmp_path):
         if m.metadata.message_type.endswith("rules")
     ]
     assert "ranges" in asked
+
+
+def test_interval_rules_of_a_date_and_with_missing_values_through_flower(tmp_path):
+    """A flag that is a step function of a date column, and one missing exactly for
+    the young (docs/method.md, "Interval rules"): the ranges answers carry the date's
+    seconds and the missing value's own count and ages through Flower's records; the
+    rules (date bounds as ISO text, the missing value as null) are kept in every
+    written row, bit for bit the in-process table."""
+    rng = np.random.default_rng(1)
+    paths = {}
+    for name in KERNELS:
+        day = pd.Timestamp("2018-01-01") + pd.to_timedelta(rng.integers(0, 1400, 120), unit="D")
+        age = rng.integers(18, 90, 120)
+        senior = np.where(age >= 65, "yes", "no").astype(object)
+        senior[age < 25] = None
+        frame = pd.DataFrame(
+            {
+                "day": day,
+                "era": np.where(day >= pd.Timestamp("2020-01-01"), "new", "old"),
+                "age": age,
+                "senior": senior,
+                "x": rng.normal(0, 1, 120),
+            }
+        )
+        paths[name] = tmp_path / f"{name}.csv"
+        frame.to_csv(paths[name], index=False)
+    out = tmp_path / "synthetic.csv"
+    grid = FakeGrid(_node_configs(paths))
+    run_synthesis(grid, {"output": str(out), "rows": 300, "seed": 4})
+    got = read_table(out)
+    tables = {name: read_table(path) for name, path in sorted(paths.items())}
+    synth = FITSSynthesizer({n: KERNELS[n] for n in tables}, seed=4).fit(tables)
+    assert {r.column: (r.kind, r.of[0]) for r in synth.schema_.rules} == {
+        "era": ("interval", "day"),
+        "senior": ("interval", "age"),
+    }
+    assert rules_kept(got, synth.schema_.rules)["kept"].eq(1.0).all()
+    assert (got["senior"].isna() == (got["age"] < 25)).all()
+    expected = _in_process(paths, None, None, 300, 4)
+    pd.testing.assert_frame_equal(got, expected, check_exact=True)
 
 
 def _known_run(site_files, known_path, out):

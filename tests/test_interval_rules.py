@@ -345,7 +345,7 @@ def test_a_value_too_rare_is_no_rule():
 
 
 def test_candidates_and_what_wins():
-    """Y discrete with no missing values, X continuous in every row and earlier in the
+    """Y discrete, X continuous (numbers or datetimes) in every row and earlier in the
     chain; a column a function rule sets is not asked; an ordinal source is left to the
     function rules."""
     frames = people(k=2)
@@ -437,7 +437,7 @@ def test_the_schema_json_round_trip_and_a_users_rule_verified(frames, fitted):
         ({"intervals": [[18, 64], [65, 89, "yes"]]}, r"not \[low, high, value\]"),
         ({"intervals": [[18, "x", "no"], [65, 89, "yes"]]}, "not a finite number"),
         ({"intervals": [[64, 18, "no"], [65, 89, "yes"]]}, "low above its high"),
-        ({"column": "band", "of": ["senior"]}, "not a continuous column of numbers"),
+        ({"column": "band", "of": ["senior"]}, "not a continuous column"),
         ({"column": "income", "of": ["age"]}, "must be discrete"),
         ({"of": ["age", "income"]}, "exactly one column"),
         ({"mapping": [["a", "b"]]}, "has no mapping"),

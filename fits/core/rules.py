@@ -67,15 +67,17 @@ minimum and maximum of the residual over its rows holding Y, merged into the res
 bounds (:func:`detect_near_linear`).
 
 **Interval rules** (``"interval"`` rules; docs/method.md, "Interval rules"): a discrete
-column Y that is a step function of an earlier continuous column X (``senior`` = "yes"
-where ``age`` >= 65), each value of Y occupying one interval of X, the intervals
-disjoint.  After the function rounds (a column a function rule sets is not asked
-again), two stages find them for the pairs of :func:`interval_candidates`: **check**
-(the same one-bit answer, ``stage="check"``): are the site's own intervals disjoint
-(:func:`answer_rules`); then, for the pairs every site said yes to, **ranges**
-(``stage="ranges"``): per value of Y, the site's row count and minimum and maximum of X
-over its rows of that value.  The coordinator merges them (:func:`interval_rules`): the
-rule holds in every row of every site exactly when the merged intervals are disjoint.
+column Y that is a step function of an earlier continuous column X of numbers or
+datetimes (``senior`` = "yes" where ``age`` >= 65; ``era`` by a date), each value of Y
+occupying one interval of X, the intervals disjoint; where Y has missing values, missing
+is one of its values, with an interval of its own.  After the function rounds (a column
+a function rule sets is not asked again), two stages find them for the pairs of
+:func:`interval_candidates`: **check** (the same one-bit answer, ``stage="check"``): are
+the site's own intervals disjoint (:func:`answer_rules`); then, for the pairs every site
+said yes to, **ranges** (``stage="ranges"``): per value of Y, the site's row count and
+minimum and maximum of X over its rows of that value.  The coordinator merges them
+(:func:`interval_rules`): the rule holds in every row of every site exactly when the
+merged intervals are disjoint.
 
 Everything here is a function of a schema and arrays; the federation layer carries the
 questions and answers (:mod:`fits.federation.protocol`, message ``rules``).
@@ -92,6 +94,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from fits._dates import bound_number, seconds_text
 from fits._exact import (
     AFFINE_RTOL,
     affine_match,
@@ -878,7 +881,8 @@ def answer_rules(
         every such residual within the candidate's ``lower`` and ``upper`` (a row
         holding Y but not X fails) and, with a ``step``, every duration a whole
         multiple of it.
-        An ``"interval"`` check (Y of X): without ``"intervals"``, whether the site's
+        An ``"interval"`` check (Y of X; Y's missing value one of its values, a
+        datetime X in seconds since 1970 UTC): without ``"intervals"``, whether the site's
         own intervals are disjoint -- the values of Y present here, sorted by their
         least X, each have their greatest X below the next one's least; with
         ``"intervals"`` (a user's rule, entries ``[low, high, code]``), whether every
@@ -1884,15 +1888,15 @@ def _on_step(
 
 # ------------------------------------------------------------ interval rules
 def _interval_source(spec: ColumnSpec) -> bool:
-    """A column an interval rule can start from: continuous numbers (not datetimes)
-    with a value in every row, not constant, not whole numbers past 2**53 (their
-    float64 values would tie distinct numbers).  An ordinal column is discrete: a
-    step function of it is a ``"function"`` rule, found by the function rounds."""
+    """A column an interval rule can start from: continuous numbers or datetimes (read
+    as seconds since 1970 UTC, as every stage reads them) with a value in every row,
+    not constant, not whole numbers past 2**53 (their float64 values would tie distinct
+    numbers).  An ordinal column is discrete: a step function of it is a
+    ``"function"`` rule, found by the function rounds."""
     return (
         spec.kind == "continuous"
         and spec.is_modelled
         and spec.indicates is None
-        and spec.dtype != "datetime"
         and not spec.past_float
         and not spec.missing
         and _bounds(spec)[0] < _bounds(spec)[1]
@@ -1901,14 +1905,14 @@ def _interval_source(spec: ColumnSpec) -> bool:
 
 def _interval_dependent(spec: ColumnSpec) -> bool:
     """A column an interval rule can set: discrete (nominal or ordinal: booleans, text
-    flags, numbered groups) with 2 to :data:`MAX_INTERVAL_LEVELS` values and no
-    missing value (a missing Y would need X's interval of the missing rows: not
-    looked for)."""
+    flags, numbered groups) with 2 to :data:`MAX_INTERVAL_LEVELS` values.  Missing is
+    one of them (``None`` among the categories, its own code): a column with missing
+    values qualifies only where its missing rows, too, occupy one interval of X of
+    their own, as every other value's rows must."""
     return (
         spec.is_discrete
         and spec.is_modelled
         and spec.indicates is None
-        and not spec.missing
         and 2 <= spec.n_levels <= MAX_INTERVAL_LEVELS
     )
 
@@ -1984,9 +1988,14 @@ def ranges_size(schema: Schema, cands: Sequence[Candidate]) -> int:
     return int(sum(3 * schema[c["column"]].n_levels for c in cands))
 
 
-def _bound_value(spec: ColumnSpec, v: float) -> float | int:
+def _bound_value(spec: ColumnSpec, v: float) -> float | int | str:
     """An interval's end as the schema writes it: a whole number for an integer
-    column (``18``, not ``18.0``), else the float."""
+    column (``18``, not ``18.0``), ISO 8601 text for a datetime column
+    (:func:`fits._dates.seconds_text`: ``"2019-12-31"`` for whole days, the offset of
+    its time zone where it has one; read back to the same seconds exactly), else the
+    float."""
+    if spec.dtype == "datetime":
+        return seconds_text(v, tz=spec.tz, date_only=spec.date_only)
     if spec.dtype == "int" and float(v).is_integer():
         return int(v)
     return float(v)
@@ -2079,9 +2088,13 @@ def detect_intervals(
 
 
 def _interval_entries(schema: Schema, rule: Rule) -> list[list[Any]]:
-    """An interval rule's entries with its values as codes (for the sites to verify)."""
+    """An interval rule's entries with its values as codes and its bounds as numbers
+    (a datetime's text as seconds since 1970 UTC: :func:`fits._dates.bound_number`),
+    for the sites to verify and for generation."""
     index = {plain(v): i for i, v in enumerate(schema[rule.column].categories or [])}
-    return [[float(lo), float(hi), index[plain(v)]] for lo, hi, v in rule.intervals or []]
+    return [
+        [bound_number(lo), bound_number(hi), index[plain(v)]] for lo, hi, v in rule.intervals or []
+    ]
 
 
 def interval_codes(schema: Schema, rule: Rule, x: np.ndarray) -> np.ndarray:

@@ -58,7 +58,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from fits._dates import duration_text, iso_datetimes
+from fits._dates import bound_number, duration_text, has_offset, iso_datetimes
+from fits._exact import interval_text
 from fits._json import plain
 from fits.core.names import resolve_columns, resolve_keys
 
@@ -761,8 +762,9 @@ class Rule:
         chain in ``column``'s place, within ``[lower, upper]`` (not an exact rule: the
         pooled least-squares line of a pair with R^2 >=
         :data:`fits.core.rules.NEAR_LINEAR_R2`).  ``"interval"``: ``column`` (discrete)
-        is a step function of ``of[0]`` (continuous numbers): each of its values
-        occupies one interval of ``of[0]``, given by ``intervals``.
+        is a step function of ``of[0]`` (continuous numbers or datetimes): each of its
+        values (its missing value one of them, where it has missing values) occupies
+        one interval of ``of[0]``, given by ``intervals``.
     mapping : list of list, optional
         ``"function"`` only: one entry ``[a_1, ..., a_k, b]`` per combination of the
         ``of`` columns seen in the real rows, ``b`` the value of ``column`` there.  A
@@ -795,7 +797,11 @@ class Rule:
     intervals : list of list, optional
         ``"interval"`` only: entries ``[low, high, value]``, sorted by ``low``, with
         ``low <= high`` and each ``high`` below the next entry's ``low`` (disjoint), each
-        value of ``column`` at most once: every real row whose ``column`` is ``value``
+        value of ``column`` at most once (None: its missing value; null in JSON); the
+        bounds numbers, or for a datetime ``of[0]`` ISO 8601 text (``"2019-12-31"``,
+        ``"2021-06-15T12:00:00+02:00"``: with its UTC offset exactly when the column
+        has a time zone), read as seconds since 1970 UTC
+        (:func:`fits._dates.text_seconds`): every real row whose ``column`` is ``value``
         has ``of[0]`` within ``[low, high]`` (each site's minimum and maximum over its
         rows of that value, merged).  Generated rows take the value whose cell holds
         ``of[0]`` as written, the cells split at the midpoints of the gaps
@@ -866,8 +872,10 @@ class Rule:
 
     def _check_interval(self, where: str) -> None:
         """An ``"interval"`` rule: one column in ``of``; ``intervals`` a list of at least
-        two ``[low, high, value]`` entries, finite numbers with ``low <= high``, sorted
-        and disjoint (``high`` below the next ``low``), each value once; nothing else."""
+        two ``[low, high, value]`` entries, finite numbers (or, for a datetime column,
+        ISO 8601 date-time text, all bounds alike) with ``low <= high``, sorted and
+        disjoint (``high`` below the next ``low``), each value once (null: the
+        missing value); nothing else."""
         extra = [
             name
             for name in (
@@ -889,12 +897,16 @@ class Rule:
         entries = self.intervals
         shape = (
             f'write "intervals" as [[low, high, value], ...]: one entry per value of '
-            f"{self.column!r}, with the range of {self.of[0]!r} it occupies"
+            f"{self.column!r} (null: its missing value), with the range of {self.of[0]!r} "
+            "it occupies (numbers, or ISO 8601 date-time text for a datetime column)"
         )
         if not isinstance(entries, list) or len(entries) < 2:
             raise SchemaError(f"{where}: needs at least two intervals; {shape}")
         seen: set[Any] = set()
         out: list[list[Any]] = []
+        numbers: list[tuple[float, float]] = []
+        first = entries[0]
+        clock = isinstance(first, (list, tuple)) and bool(first) and isinstance(first[0], str)
         for entry in entries:
             if not isinstance(entry, (list, tuple)) or len(entry) != 3:
                 raise SchemaError(
@@ -902,12 +914,29 @@ class Rule:
                 )
             low, high, value = entry
             for v in (low, high):
-                if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                if isinstance(v, str):
+                    try:
+                        bound_number(v)
+                    except ValueError as exc:
+                        raise SchemaError(
+                            f"{where}: interval entry {list(entry)!r} has {v!r}, not a finite "
+                            f"number nor a date-time ({exc}), for a bound of {self.of[0]!r}; "
+                            'write a date-time as "2020-01-01" or "2020-01-01T06:30:00" (with '
+                            'its offset, "+01:00", for a column with a time zone)'
+                        ) from None
+                elif isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
                     raise SchemaError(
                         f"{where}: interval entry {list(entry)!r} has {v!r}, not a finite "
-                        f"number, for a bound of {self.of[0]!r}"
+                        f"number or a date-time, for a bound of {self.of[0]!r}"
                     )
-            if not low <= high:
+            if isinstance(low, str) != clock or isinstance(high, str) != clock:
+                raise SchemaError(
+                    f"{where}: the intervals mix numbers and date-time text ({list(entry)!r}); "
+                    "write every bound as a number (a number column) or every one as "
+                    "date-time text (a datetime column)"
+                )
+            lo, hi = bound_number(low), bound_number(high)
+            if not lo <= hi:
                 raise SchemaError(
                     f"{where}: interval entry {list(entry)!r} has its low above its high"
                 )
@@ -916,11 +945,14 @@ class Rule:
                 raise SchemaError(f"{where}: the intervals list value {value!r} twice; keep one")
             seen.add(key)
             out.append([low, high, value])
-        for a, b in itertools.pairwise(out):
+            numbers.append((lo, hi))
+        for (a, b), (ea, eb) in zip(
+            itertools.pairwise(numbers), itertools.pairwise(out), strict=True
+        ):
             if not a[1] < b[0]:
                 raise SchemaError(
                     f"{where}: the intervals must be sorted by their low end and disjoint, "
-                    f"each high below the next low; {a!r} and {b!r} are not"
+                    f"each high below the next low; {ea!r} and {eb!r} are not"
                 )
         self.intervals = out
 
@@ -1019,11 +1051,7 @@ class Rule:
                 f"[{float(self.lower or 0.0):.6g}, {float(self.upper or 0.0):.6g}] (near-linear)"
             )
         if self.kind == "interval":
-            cells = ", ".join(
-                f"{plain(v)} for [{float(lo):.15g}, {float(hi):.15g}]"
-                for lo, hi, v in self.intervals or []
-            )
-            return f"{self.column} = by {self.of[0]}: {cells}"
+            return f"{self.column} = by {self.of[0]}: {interval_text(self.intervals)}"
         return f"{self.column} = f({', '.join(self.of)}) ({len(self.mapping or [])} values)"
 
     def to_dict(self) -> dict[str, Any]:
@@ -1245,21 +1273,50 @@ class Schema:
     def _check_interval_rule(
         self, rule: Rule, dep: ColumnSpec, src: ColumnSpec, where: str
     ) -> None:
-        """An ``"interval"`` rule: its column discrete with no missing values, every
-        value it lists among the column's categories; its source continuous numbers
-        (not datetimes) with a value in every row, drawn by the chain as itself (not
-        set by an affine or a sum rule, whose written values are computed after the
-        chain: the rule is taken at the source's value as written)."""
-        if not dep.is_discrete or dep.missing:
+        """An ``"interval"`` rule: its column discrete, every value it lists among the
+        column's categories (null: the missing value, for a column with missing
+        values); its source continuous numbers or datetimes with a value in every row
+        (a datetime's bounds ISO 8601 text, with an offset exactly when the column has
+        a time zone; a number column's bounds numbers), drawn by the chain as itself
+        (not set by an affine or a sum rule, whose written values are computed after
+        the chain: the rule is taken at the source's value as written)."""
+        if not dep.is_discrete:
             raise SchemaError(
-                f"{where}: an interval rule's column must be discrete (nominal or ordinal) "
-                "with no missing values; remove the rule"
+                f"{where}: an interval rule's column must be discrete (nominal or ordinal); "
+                "remove the rule"
             )
-        if src.kind != "continuous" or src.dtype == "datetime" or src.missing:
+        if src.kind != "continuous" or src.missing:
             raise SchemaError(
-                f"{where}: {src.name!r} is not a continuous column of numbers with a value "
-                "in every row; remove the rule"
+                f"{where}: {src.name!r} is not a continuous column (numbers or datetimes) "
+                "with a value in every row; remove the rule"
             )
+        clock = src.dtype == "datetime"
+        # the engine's schema holds a near-linear source's residual spec, a float also
+        # for a datetime: the bounds' kind was checked against the user's schema
+        for entry in [] if self._engine else rule.intervals or []:
+            for v in entry[:2]:
+                if isinstance(v, str) != clock:
+                    raise SchemaError(
+                        f"{where}: interval entry {entry!r} has {v!r} for a bound of "
+                        f"{src.name!r}, a {'datetime' if clock else 'number'} column; write "
+                        + (
+                            'its bounds as ISO 8601 date-time text ("2020-01-01")'
+                            if clock
+                            else "its bounds as numbers"
+                        )
+                    )
+                if clock and has_offset(v) != (src.tz is not None):
+                    raise SchemaError(
+                        f"{where}: interval entry {entry!r} has {v!r} for a bound of "
+                        f"{src.name!r}, "
+                        + (
+                            f"whose times are in {src.tz}: give the bound its UTC offset "
+                            '("2020-01-01T00:00:00+01:00")'
+                            if src.tz is not None
+                            else "whose times have no time zone: give the bound without "
+                            "a UTC offset"
+                        )
+                    )
         set_by = [
             r.kind for r in self.rules or [] if r.column == src.name and r.kind in ("affine", "sum")
         ]
@@ -1275,6 +1332,7 @@ class Schema:
                 raise SchemaError(
                     f"{where}: interval entry {entry!r} has {entry[2]!r} for column "
                     f"{rule.column!r}, which is not among its categories"
+                    + ("" if entry[2] is not None else " (it has no missing values)")
                 )
 
     def _check_linear_rule(self, rule: Rule, dep: ColumnSpec, src: ColumnSpec, where: str) -> None:

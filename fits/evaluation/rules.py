@@ -21,7 +21,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from fits._exact import AFFINE_RTOL, affine_match, interval_cells, interval_cuts, sums_match
+from fits._exact import (
+    AFFINE_RTOL,
+    affine_match,
+    interval_bounds,
+    interval_cells,
+    interval_cuts,
+    interval_text,
+    sums_match,
+)
 from fits._json import plain
 
 __all__ = ["NEAR_LINEAR_COLUMNS", "near_linear_kept", "rules_kept"]
@@ -56,11 +64,7 @@ def _describe(rule: Mapping[str, Any]) -> str:
             text = f"{text} (within {float(rule['tolerance']):.3g})"
         return f"{rule['column']} = {text}"
     if rule.get("kind") == "interval":
-        cells = ", ".join(
-            f"{_value(v)} for [{float(lo):.15g}, {float(hi):.15g}]"
-            for lo, hi, v in rule.get("intervals") or []
-        )
-        return f"{rule['column']} = by {of[0]}: {cells}"
+        return f"{rule['column']} = by {of[0]}: {interval_text(rule.get('intervals'))}"
     return f"{rule['column']} = f({', '.join(of)})"
 
 
@@ -81,23 +85,44 @@ def _affine_kept(table: pd.DataFrame, rule: Mapping[str, Any]) -> int:
     return int(np.sum(match | (np.isnan(x) & np.isnan(y))))  # missing together: kept
 
 
+def _source_numbers(values: pd.Series, clock: bool) -> np.ndarray:
+    """An interval rule's source column as float64, NaN where missing or unreadable: a
+    number column's numbers; a datetime column's (``clock``: the rule's bounds are
+    date-time text) seconds since 1970 UTC, the numbers the rule's bounds stand for --
+    from datetimes (with a time zone: the instant; without: the wall time read as UTC)
+    or from ISO 8601 text (a table read from a CSV file without parsing its dates)."""
+    if not clock:
+        numbers = pd.to_numeric(values, errors="coerce")
+        return np.asarray(numbers.to_numpy(dtype=float, na_value=np.nan), dtype=float)
+    if not pd.api.types.is_datetime64_any_dtype(values.dtype):
+        # utc=True: text with an offset as its instant, text without as UTC wall time
+        values = pd.to_datetime(values.astype(object), errors="coerce", format="ISO8601", utc=True)
+    if getattr(values.dt, "tz", None) is not None:
+        values = values.dt.tz_convert("UTC").dt.tz_localize(None)
+    stamps = values.to_numpy(dtype="datetime64[ns]")
+    out = stamps.astype("datetime64[us]").astype(np.int64).astype(float) / 1e6
+    out[np.isnat(stamps)] = np.nan
+    return np.asarray(out, dtype=float)
+
+
 def _interval_kept(table: pd.DataFrame, rule: Mapping[str, Any]) -> tuple[int, int]:
     """Rows whose column has the value of the cell holding their source (the value the
-    rule generates: :func:`fits._exact.interval_cells`, the nearest interval), and rows
-    whose source lies in no interval (in a gap or beyond the ends: no real row is
-    there, so the cell's value is the rule's extension; counted in ``kept`` when it
-    matches).  A missing or non-numeric source, or a missing column: not kept."""
+    rule generates: :func:`fits._exact.interval_cells`, the nearest interval; a
+    missing value, where the rule gives missing its interval, too), and rows whose
+    source lies in no interval (in a gap or beyond the ends: no real row is there, so
+    the cell's value is the rule's extension; counted in ``kept`` when it matches).  A
+    missing or unreadable source, or a column missing where the rule gives it no
+    interval: not kept."""
     entries = list(rule.get("intervals") or [])
-    x = pd.to_numeric(table[rule["of"][0]], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
-    lows = np.array([float(e[0]) for e in entries])
-    highs = np.array([float(e[1]) for e in entries])
+    clock = any(isinstance(v, str) for e in entries for v in e[:2])
+    x = _source_numbers(table[rule["of"][0]], clock)
+    lows, highs = interval_bounds(entries)
     cells = interval_cells(interval_cuts(lows, highs), x)
     wanted = [_value(e[2]) for e in entries]
     values = [_value(v) for v in table[rule["column"]].astype(object).tolist()]
     present = ~np.isnan(x)
     kept = sum(
-        bool(ok) and v is not None and v == wanted[int(c)]
-        for ok, c, v in zip(present, cells, values, strict=True)
+        bool(ok) and v == wanted[int(c)] for ok, c, v in zip(present, cells, values, strict=True)
     )
     inside = (x[:, None] >= lows) & (x[:, None] <= highs)
     uncovered = int(np.sum(present & ~inside.any(axis=1)))

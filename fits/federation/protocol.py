@@ -75,10 +75,12 @@ rules        config ``stage`` (``check`` / ``map`` /     ``holds`` (n,) uint8 0/
                                                          ``ranges`` (size,) float64
                                                          (ranges, ``interval``
                                                          candidates): per candidate and
-                                                         value of its column, the row
-                                                         count here and the min and max
-                                                         of its source (NaN: no row),
-                                                         in the clear
+                                                         value of its column (missing:
+                                                         one of them), the row count
+                                                         here and the min and max of
+                                                         its source (a datetime's in
+                                                         seconds since 1970 UTC; NaN:
+                                                         no row), in the clear
 ===========  ==========================================  ===================================
 
 ``rules`` comes between setup and configure, when rule detection is on
