@@ -78,6 +78,7 @@ __all__ = [
     "DECIMAL_MARK_ATTR",
     "SURROGATE_PREFIX",
     "ConstantNote",
+    "DeclaredKindError",
     "DataNote",
     "EmptyColumnError",
     "IdentifierColumnError",
@@ -204,6 +205,25 @@ class IdentifierColumnError(SchemaError):
     def __init__(self, message: str, columns: Sequence[str]) -> None:
         super().__init__(message)
         self.columns = list(columns)
+
+
+class DeclaredKindError(SchemaError):
+    """A declared kind the column's values cannot take: ``"constant"`` on a column of
+    several values.  A usage error (the declaration is the user's to change), not a
+    data error.
+
+    Attributes
+    ----------
+    column : str
+        The column.
+    kind : str
+        Its declared kind.
+    """
+
+    def __init__(self, message: str, column: str, kind: str) -> None:
+        super().__init__(message)
+        self.column = column
+        self.kind = kind
 
 
 class SparseColumnError(SchemaError):
@@ -2675,6 +2695,8 @@ def _describe_column(
 ) -> dict[str, Any]:
     fam = _dtype_family(s)
     kind = declared.get(name, {}).get("kind")
+    if kind == "constant":  # described as undeclared: the merge checks it holds one value
+        kind = None
     missing = s.isna().to_numpy()
     info: dict[str, Any] = {
         "dtype": fam,
@@ -3008,6 +3030,17 @@ def merge_descriptions(
             specs.append(_merge_all_missing(name, infos, kind))
             continue
         why = _identifier_counts(infos, clients) if kind != "nominal" else None
+        if why is not None and kind == "constant":  # its declaration first: many values
+            raise DeclaredKindError(
+                f"column {name!r} is declared constant but takes many values at the sites "
+                f"({why}): it looks like an identifier or free text. Leave out the "
+                f"declaration (--kind {shlex.quote(f'{name}=constant')}; Python: "
+                f"kinds={{{name!r}: 'constant'}}) and declare it an identifier (--kind "
+                f"{shlex.quote(f'{name}=id')}), or leave the column out of the synthetic "
+                f"table (--drop {shlex.quote(name)})",
+                name,
+                "constant",
+            )
         if why is not None:
             refused[name] = why
             advice = _unit_advice(name, infos, clients)
@@ -3037,10 +3070,10 @@ def merge_descriptions(
                 refused[name] = why
                 numbers.append(name)
                 continue
-        specs.append(_check_constant(spec, kind))
+        specs.append(_check_constant(spec, kind, [i for i, _ in present]))
     if refused:
         raise _identifier_error(refused, numbers, units)
-    _constant_note(specs)
+    _constant_note(specs, kinds)
     return Schema(specs, list(order) if order else list(first))
 
 
@@ -3801,27 +3834,34 @@ def _constant_text(spec: ColumnSpec) -> str:
     return repr(plain(value))
 
 
-def _constant_note(specs: Sequence[ColumnSpec]) -> None:
+def _constant_note(specs: Sequence[ColumnSpec], kinds: Mapping[str, str] | None = None) -> None:
     """Say (a :class:`DataNote`) which columns are written as a constant or as missing
-    and not modelled, with how to leave them out instead."""
+    and not modelled, with how to leave them out instead; a column among them declared
+    another kind (``kinds``: ``--kind COL=ordinal``) is said to be, and that the
+    declaration is not used."""
     constants = [c for c in specs if c.kind == "constant"]
     if not constants:
         return
     parts = []
     for c in constants:
         if c.all_missing:
-            parts.append(f"{c.name!r} is missing in every row at every site (written as missing)")
+            part = f"{c.name!r} is missing in every row at every site (written as missing)"
         elif c.missing:
             value = _constant_text(c)
-            parts.append(
+            part = (
                 f"{c.name!r} holds only {value} where it is not missing (written as {value}, "
                 "or as missing where its drawn missingness indicator says so)"
             )
         else:
             value = _constant_text(c)
-            parts.append(
-                f"{c.name!r} holds {value} in every row at every site (written as {value})"
+            part = f"{c.name!r} holds {value} in every row at every site (written as {value})"
+        declared = (kinds or {}).get(c.name)
+        if declared not in (None, "constant"):
+            part += (
+                f"; it is declared {declared} (--kind {shlex.quote(f'{c.name}={declared}')}), "
+                "a declaration fits does not use for a column of one value"
             )
+        parts.append(part)
     drop = " ".join(f"--drop {shlex.quote(c.name)}" for c in constants)
     warnings.warn(
         "fits writes these columns in every synthetic row as their one value, in the "
@@ -3839,14 +3879,44 @@ def _exact_bound(value: int) -> float:
     return float(value) if float(value) == value else value
 
 
-def _check_constant(spec: ColumnSpec, declared: str | None = None) -> ColumnSpec:
+def _how_many_values(spec: ColumnSpec, infos: Sequence[Mapping[str, Any]]) -> str:
+    """How many distinct values a merged column of several takes at the sites, for a
+    message, from their descriptions: "5 distinct values at the sites" where every site
+    listed its values (missing not counted), else "more than 20 distinct values at the
+    sites" (a site holds more than :data:`MAX_ORDINAL_LEVELS` and sends its bounds, not
+    its values), with the bounds where the spec has them ("(from 0.5 to 9.25)")."""
+    if infos and all("values" in i for i in infos):
+        keys = {
+            _value_key(v) if _is_number(v) else ("text", str(v))
+            for i in infos
+            for v in i["values"]
+            if v is not None
+        }
+        return f"{len(keys)} distinct values at the sites"
+    lower, upper = spec.lower, spec.upper
+    if lower is None or upper is None:
+        return "several values at the sites"
+    if spec.dtype == "datetime":
+        first, last = (pd.Timestamp(float(v), unit="s").isoformat() for v in (lower, upper))
+        return f"several values at the sites (from {first} to {last})"
+    shown = [f"{int(v)}" if spec.dtype == "int" else f"{float(v):.6g}" for v in (lower, upper)]
+    return (
+        f"more than {MAX_ORDINAL_LEVELS} distinct values at the sites "
+        f"(from {shown[0]} to {shown[1]})"
+    )
+
+
+def _check_constant(
+    spec: ColumnSpec, declared: str | None = None, infos: Sequence[Mapping[str, Any]] = ()
+) -> ColumnSpec:
     """A merged column of one value at every site (one category, or ``lower`` equal to
     ``upper``) becomes kind ``"constant"``: not modelled, written as that value.  One of
     one value and missing values is not constant: a discrete one has two categories
     (the value and missing) and is modelled as such; a continuous one (a datetime of
     one value) stays ``"constant"`` with ``missing`` set, and the chain draws its
     missingness indicator (:meth:`Schema.expanded`).  ``declared``: the user's kind;
-    ``"constant"`` is refused on a column of several values."""
+    ``"constant"`` is refused on a column of several values (:class:`DeclaredKindError`,
+    saying how many from the sites' ``infos``)."""
     constant = (
         spec.n_levels == 1
         if spec.is_discrete
@@ -3873,10 +3943,15 @@ def _check_constant(spec: ColumnSpec, declared: str | None = None) -> ColumnSpec
             decimal_scale=spec.decimal_scale,
         )
     if declared == "constant":
-        raise SchemaError(
-            f"column {spec.name!r} is declared constant but takes several values at the "
-            "sites; fits sets kind 'constant' itself for a column of one value: leave its "
-            "kind to fits or declare another"
+        raise DeclaredKindError(
+            f"column {spec.name!r} is declared constant but takes "
+            f"{_how_many_values(spec, infos)}; fits sets kind 'constant' itself for a column "
+            "of one value: leave out the declaration (--kind "
+            f"{shlex.quote(f'{spec.name}=constant')}; Python: "
+            f"kinds={{{spec.name!r}: 'constant'}}) to model it, or leave the column out of the "
+            f"synthetic table (--drop {shlex.quote(spec.name)})",
+            spec.name,
+            "constant",
         )
     if spec.kind == "continuous" and not (
         math.isfinite(spec.lower or 0.0) and math.isfinite(spec.upper or 0.0)
