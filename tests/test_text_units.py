@@ -529,6 +529,12 @@ def test_a_semicolon_file_s_decimal_mark_and_how_sure_it_is(tmp_path):
     assert frame.attrs[DECIMAL_MARK_ATTR] == "," and frame.attrs[DECIMAL_SOURCE_ATTR] == "guess"
     out, notes = parse_text_columns(frame)
     assert "m" not in notes and out["m"].iloc[0] == "1,000 €"
+    from fits.io import iter_table
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataNote)
+        chunks = list(iter_table(tmp_path / "guess.csv", 15))
+    assert [c.attrs for c in chunks] == [frame.attrs] * 3  # read in chunks: the same
     # a comma-separated file: no attribute, a decimal point for sure
     frame = _csv(tmp_path, "plain.csv", ["k,m"] + [f'{i},"${i + 1},000"' for i in range(40)])
     assert DECIMAL_SOURCE_ATTR not in frame.attrs and DECIMAL_MARK_ATTR not in frame.attrs

@@ -2829,6 +2829,8 @@ def _two_readings(present: pd.Series, mark: str, source: str) -> dict[str, Any] 
     if uniq.size > _PARSE_SAMPLE:
         uniq = uniq.iloc[np.linspace(0, uniq.size - 1, _PARSE_SAMPLE).astype(np.int64)]
     text = pd.Series(pd.unique(uniq.astype(str).str.strip().to_numpy()), dtype=object)
+    if not text.str.contains(r"\d[.,]\d{3}").any():
+        return None  # no value reads two ways ("1,234"): a quick no, most text columns'
     numbers = pd.to_numeric(text, errors="coerce")
     numbers = numbers.where(np.isfinite(numbers.to_numpy(dtype=float)))
     read = numbers.notna().to_numpy().copy()
