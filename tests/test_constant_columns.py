@@ -151,11 +151,13 @@ def test_fits_synthesize_refuses_constant_on_several_values_with_exit_2(tmp_path
     paths = _write_sites(tmp_path, _sites(2))
     out = tmp_path / "o.csv"
     schema = ["schema", "--out", tmp_path / "s.json"]
-    for command in (["synthesize", "--rows", "10", "--out", out], schema):
+    analyze = ["analyze", "--target", "x", "--out", tmp_path / "r.json"]
+    for command in (["synthesize", "--rows", "10", "--out", out], schema, analyze):
         res = run(command[0], *paths, "--kind", "age=constant", *command[1:])
         assert res.returncode == 2, res.stderr
         assert "Traceback" not in res.stderr
         assert not out.exists() and not (tmp_path / "s.json").exists()
+        assert not (tmp_path / "r.json").exists()
         text = " ".join(res.stderr.split())
         assert "error: column 'age' is declared constant but takes " in text
         assert "leave out the declaration (--kind age=constant; " in text
