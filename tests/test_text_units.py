@@ -558,3 +558,20 @@ def test_synthesize_reads_codes_written_before_at_one_site_and_after_at_another(
     ) in " ".join(res.stderr.split())
     back = pd.read_csv(out)
     assert pd.api.types.is_float_dtype(back["money"].dtype) and back["money"].notna().all()
+
+
+def test_sites_of_a_decimal_comma_and_of_a_decimal_point_read_the_same_amounts(tmp_path):
+    """Each site reads its own file's decimal mark: "1.234,56 €" in a ';' file of
+    decimal commas and "€1,234.56" in a comma-separated file are both 1234.56, and the
+    note says where the decimal comma is."""
+    berlin = _csv(tmp_path, "berlin.csv", ["k;m"] + [f"{k};{k + 1}.234,56 €" for k in range(40)])
+    dublin = pd.DataFrame({"m": [f"€{k + 1},234.56" for k in range(40)]})
+    for frame in (berlin, dublin):
+        out, _ = parse_text_columns(frame)
+        assert out["m"].tolist() == [(k + 1) * 1000 + 234.56 for k in range(40)]
+    with pytest.warns(DataNote) as caught:
+        _merge([berlin[["m"]], dublin], ["berlin", "dublin"])
+    assert (
+        "column 'm' is text read as numbers written with '€', ',' or '.' thousands "
+        "separators and a decimal comma at berlin (at berlin, dublin)"
+    ) in " ".join(str(w.message) for w in caught)

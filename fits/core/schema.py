@@ -3622,8 +3622,10 @@ def _written_with(name: str, parsed: Sequence[tuple[Mapping[str, Any], str]]) ->
         names = {" ": "space", "\u00a0": "no-break space", "\u202f": "narrow no-break space"}
         shown = " or ".join(names.get(t, repr(t)) for t in thousands)
         parts.append(f"{shown} thousands separators")
-    if any(p.get("decimal_comma") for p, _ in parsed):
-        parts.append("a decimal comma")
+    comma = [c for p, c in parsed if p.get("decimal_comma")]
+    if comma:  # each site reads its own file's mark: say where, when not at every site
+        where = f" at {', '.join(comma)}" if len(comma) < len(parsed) else ""
+        parts.append(f"a decimal comma{where}")
     if any(p.get("negative_parentheses") for p, _ in parsed):
         parts.append("parentheses for negatives")
     if not parts:
