@@ -74,6 +74,7 @@ __all__ = [
     "NEAR_UNIQUE_SHARE",
     "UNIQUE_TEXT_ROWS",
     "PARSE_SHARE",
+    "CURRENCY_CODES",
     "CURRENCY_SYMBOLS",
     "DECIMAL_MARK_ATTR",
     "DECIMAL_SOURCE_ATTR",
@@ -135,10 +136,11 @@ DECIMAL_MARK_ATTR = "fits_decimal_mark"
 #: :data:`DECIMAL_MARK_ATTR` is, for a table :func:`fits.io.read_table` read from a file
 #: not separated by commas: ``"settled"`` (a number of the file's first lines is written
 #: with it one way only: "12,5", "1.234,56", "3.14") or ``"guess"`` (none is: "1,234"
-#: alone reads as 1234 or as 1.234).  A table without it (a comma-separated file, whose
-#: numbers have a decimal point, or a DataFrame) has a decimal point, and no text
-#: number of it is read with a decimal comma.  :func:`parse_text_columns` decides each
-#: column's decimal mark with it (:func:`_column_mark`).
+#: alone reads as 1234 or as 1.234).  A table without it is sure of its mark: a decimal
+#: comma (:data:`DECIMAL_MARK_ATTR`) as ``"settled"``; else a decimal point, *fixed* (a
+#: comma-separated file, whose numbers cannot hold a decimal comma, or a DataFrame): no
+#: text number of it is read with a decimal comma.  :func:`parse_text_columns` decides
+#: each column's decimal mark with it (:func:`_column_mark`).
 DECIMAL_SOURCE_ATTR = "fits_decimal_mark_source"
 #: A text column with more distinct values than this share of its present values (and
 #: more than :data:`MAX_ORDINAL_LEVELS`) is near-unique: an identifier; refused.
@@ -2042,6 +2044,12 @@ def _column_mark(text: pd.Series, numbers: pd.Series, decimal: str, source: str)
         ``text`` as plain numbers (:func:`pandas.to_numeric`; NaN where none).
     decimal, source : str
         The table's mark and how sure it is (:func:`_table_mark`).
+
+    Returns
+    -------
+    _ColumnMark
+        The column's mark, its values read with it, and the conflict (None when the
+        column may be read as numbers with that mark).
     """
     point, comma = _unit_numbers(text, "."), _unit_numbers(text, ",")
     as_point = point["value"].where(point["value"].notna(), numbers)
@@ -2341,9 +2349,9 @@ def parse_text_columns(
             # numbers written with a unit or separators ("$1,234.56"), or with the
             # file's decimal comma ("1.234" is 1234 there)?
             how = _column_mark(text, numbers, mark, source)
-            if how.conflict is not None:
-                continue  # "1,234" and "12,5": read two ways, text (describe_table says)
-            units = _read_units(text, n_values, how)
+            if how.conflict is not None:  # "1,234" and "12,5": numbers that read two
+                plain = False  # ways are no numbers (describe_table says why); dates?
+            units = _read_units(text, n_values, how) if how.conflict is None else None
             more = units is not None and (
                 not plain
                 or int(n_values[units[0].notna().to_numpy()].sum()) > n_values[ok].sum()
