@@ -428,13 +428,23 @@ _ROUND_TRIP: dict[str, str] = (
 )
 
 
-def _separator_note(path: Path, sep: str, decimal: str, n_columns: int) -> None:
+def _separator_note(
+    path: Path, sep: str, decimal: str, n_columns: int, source: str = "settled"
+) -> None:
     """The note that a CSV file was read with another separator than ',' (and maybe ','
-    as the decimal mark), for the caller of the reading function."""
+    as the decimal mark, said to be a guess when its numbers did not settle it:
+    :func:`_sniff`), for the caller of the reading function."""
     mark = " and ',' as the decimal mark" if decimal == "," else ""
+    guess = ""
+    if decimal == "," and source == "guess":
+        guess = (
+            "; the decimal mark is a guess: every number with a comma in the first lines "
+            "reads either way ('1,234' as 1234 or 1.234), so check its numeric columns; "
+            "a text column of such numbers ('1,234 €') stays text"
+        )
     shown = "a tab" if sep == "\t" else repr(sep)
     warnings.warn(
-        f"{path}: read with {shown} as the separator{mark} ({n_columns} columns)",
+        f"{path}: read with {shown} as the separator{mark} ({n_columns} columns{guess})",
         DataNote,
         stacklevel=4,
     )
@@ -638,7 +648,7 @@ def _read_csv(path: Path) -> pd.DataFrame:
     blanks = _blank_lines(path, sep)
     frame = pd.read_csv(path, sep=sep, decimal=decimal, **blanks.options, **_ROUND_TRIP)
     if sep != ",":
-        _separator_note(path, sep, decimal, frame.shape[1])
+        _separator_note(path, sep, decimal, frame.shape[1], source)
     elif frame.shape[1] == 1 and any(d in str(frame.columns[0]) for d in CSV_SEPARATORS[1:]):
         raise DataFileError(
             f"{path}: the table has one column named {str(frame.columns[0])!r}, whose name "
@@ -985,7 +995,7 @@ def _iter_csv(path: Path, chunk_rows: int, empty_ok: bool) -> Iterator[pd.DataFr
         yield read_table(path, empty_ok=empty_ok)
         return
     if sep != ",":
-        _separator_note(path, sep, decimal, len(names))
+        _separator_note(path, sep, decimal, len(names), source)
     _blank_note(path, blanks)
     plans = {c: f.plan() for c, f in facts.items()}
     dates = {c: facts[c].dates.final() for c, (_, kind) in plans.items() if kind == "text"}

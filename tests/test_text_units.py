@@ -525,7 +525,9 @@ def test_a_semicolon_file_s_decimal_mark_and_how_sure_it_is(tmp_path):
     assert np.allclose(out["m"].to_numpy(dtype=float), want) and notes["m"]["unit"] == "CHF"
     # only numbers that read two ways: a decimal comma, but a guess; the column stays text
     lines = ["k;m"] + [f"{i};{(i % 9) + 1},{i % 7}00 €" for i in range(40)]
-    frame = _csv(tmp_path, "guess.csv", lines)
+    (tmp_path / "guess.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.warns(DataNote, match=r"the decimal mark is a guess: every number with a"):
+        frame = read_table(tmp_path / "guess.csv")
     assert frame.attrs[DECIMAL_MARK_ATTR] == "," and frame.attrs[DECIMAL_SOURCE_ATTR] == "guess"
     out, notes = parse_text_columns(frame)
     assert "m" not in notes and out["m"].iloc[0] == "1,000 €"
