@@ -543,7 +543,7 @@ def analyze(
       --flower --out result.json
     """
     from fits.analysis.design import DesignError
-    from fits.core.schema import SchemaError
+    from fits.core.schema import DeclaredKindError, SchemaError
     from fits.federation.protocol import ProtocolError
     from fits.io import DataFileError, read_table, write_text
 
@@ -646,6 +646,9 @@ def analyze(
             # interruption is printed below it
             with bar if bar is not None else nullcontext():
                 result, summary = run_analysis(spec, tables, on_round=on_round)
+        except DeclaredKindError as exc:  # a usage error: --kind COL=constant
+            _echo_warnings(caught)
+            _fail(str(exc), 2)
         except (DataFileError, SchemaError, DesignError, ProtocolError, FedLSAError) as exc:
             _echo_warnings(caught)
             _fail(str(exc))

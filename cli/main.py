@@ -104,13 +104,14 @@ class KernelChoice(StrEnum):
 @contextmanager
 def _data_errors() -> Iterator[None]:
     """Turn data problems into exit code 1 with the library's message."""
-    from fits.core.schema import IdentifierColumnError, SchemaError
+    from fits.core.schema import DeclaredKindError, IdentifierColumnError, SchemaError
     from fits.federation.protocol import ProtocolError
     from fits.io import DataFileError
 
     try:
         yield
-    except (IdentifierColumnError, ColumnNameError) as exc:  # usage: the user must decide
+    except (IdentifierColumnError, DeclaredKindError, ColumnNameError) as exc:  # usage: the
+        # user must decide (a column to drop or declare; a declaration to change)
         _fail(str(exc), 2)
     except (DataFileError, SchemaError, ProtocolError) as exc:
         _fail(str(exc))
@@ -539,7 +540,7 @@ def synthesize(
       fits synthesize site_a.csv site_b.csv --order age,sex --known people.csv --out s.csv
     """
     from fits import FITSSynthesizer
-    from fits.core.schema import IdentifierColumnError, Schema, SchemaError
+    from fits.core.schema import DeclaredKindError, IdentifierColumnError, Schema, SchemaError
 
     if (rows is None) == (known is None):
         _fail("give either --rows N (rows to draw) or --known FILE (rows to complete)", 2)
@@ -677,7 +678,7 @@ def synthesize(
                 if str(exc).startswith("learning relevance weights"):  # the budget
                     _fail(f"--relevance-budget: {exc}", 2)
                 if schema is not None and isinstance(exc, SchemaError):
-                    if not isinstance(exc, IdentifierColumnError):  # (a usage error)
+                    if not isinstance(exc, (IdentifierColumnError, DeclaredKindError)):  # usage
                         # the sites' values against the edited file: name the file
                         _fail(f"--schema {str(schema)!r}: {exc}")
                 raise

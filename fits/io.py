@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from fits._dates import iso_datetimes
-from fits.core.schema import DECIMAL_MARK_ATTR, DataNote
+from fits.core.schema import DECIMAL_MARK_ATTR, DECIMAL_SOURCE_ATTR, DataNote
 
 __all__ = [
     "TABLE_SUFFIXES",
@@ -152,7 +152,7 @@ def read_columns(path: str | os.PathLike[str]) -> list[str]:
     path, suffix = _table_file(path)
     with _read_errors(path, suffix):
         if suffix == ".csv":
-            sep, decimal, header = _sniff(path)
+            sep, decimal, header, _ = _sniff(path)
             _check_header(path, [h.strip() for h in header] if sep != "," else header)
             names = pd.read_csv(path, sep=sep, decimal=decimal, nrows=0).columns
             names = pd.Index(_empty_names(list(names), header), dtype=object)
@@ -298,15 +298,27 @@ def _not_utf8(path: Path, exc: UnicodeDecodeError) -> str:
 CSV_SEPARATORS = (",", ";", "\t", "|")
 _SNIFF_BYTES = 1 << 16
 _SNIFF_LINES = 50
-_DECIMAL_COMMA = re.compile(r"^[+-]?(?:\d+|\d{1,3}(?:\.\d{3})+),\d+$")
-_DECIMAL_POINT = re.compile(r"^[+-]?(?:\d+|\d{1,3}(?:,\d{3})+)\.\d+$")
+#: A number with a decimal comma or point, and thousands separators (the other mark, an
+#: apostrophe, a space or a no-break space: one of them throughout), as
+#: :func:`~fits.core.schema.parse_text_columns` reads them.
+_DECIMAL_COMMA = re.compile(r"^[+-]?(?:\d+|[1-9]\d{0,2}([.'\u2019\s])\d{3}(?:\1\d{3})*),\d+$")
+_DECIMAL_POINT = re.compile(r"^[+-]?(?:\d+|[1-9]\d{0,2}([,'\u2019\s])\d{3}(?:\1\d{3})*)\.\d+$")
+#: A number that reads as two ("1,234": 1234 with a decimal point, 1.234 with a decimal
+#: comma): it says nothing sure of the file's decimal mark.
+_TWO_WAYS = re.compile(r"^[+-]?[1-9]\d{0,2}[.,]\d{3}$")
 #: A unit around a number, left out when judging a file's decimal mark ("12,5 %",
-#: "1.234,56 €"; the units :func:`~fits.core.schema.parse_text_columns` reads).
-_UNIT_AROUND = re.compile(r"^[(]?[$€£¥]?\s*|\s*[%$€£¥]?[)]?$")
+#: "1.234,56 €", "EUR 12,50"; the units :func:`~fits.core.schema.parse_text_columns`
+#: reads).
+_UNIT_AROUND = re.compile(r"^[(]?(?:[$€£¥]|[A-Z]{3}\s)?\s*|(?:\s*[%$€£¥]|\s+[A-Z]{3})?\s*[)]?$")
 
 
-def _sniff(path: Path) -> tuple[str, str, list[str]]:
-    """The separator and decimal mark of a CSV file, and its header's raw names."""
+def _sniff(path: Path) -> tuple[str, str, list[str], str]:
+    """The separator and decimal mark of a CSV file, its header's raw names, and how
+    sure the mark is (:data:`~fits.core.schema.DECIMAL_SOURCE_ATTR`): ``"fixed"`` (a
+    file not separated by ';': a decimal point, never a comma), ``"settled"`` (a number
+    of a ';'-separated file is written with the mark one way only: "12,5", "3.14",
+    "1.234,56"; none with the other) or ``"guess"`` (only numbers that read two ways,
+    "1,234", or both marks, or none)."""
     with open(path, encoding="utf-8-sig", errors="replace", newline="") as fh:
         sample = fh.read(_SNIFF_BYTES)
         complete = len(sample) < _SNIFF_BYTES
@@ -317,7 +329,7 @@ def _sniff(path: Path) -> tuple[str, str, list[str]]:
     more = not complete or len(lines) > _SNIFF_LINES  # lines past those looked at here
     lines = lines[:_SNIFF_LINES]
     if not lines:
-        return ",", ".", []
+        return ",", ".", [], "fixed"
     parsed = {}
     for sep in CSV_SEPARATORS:
         rows = list(csv.reader(lines, delimiter=sep))
@@ -330,30 +342,49 @@ def _sniff(path: Path) -> tuple[str, str, list[str]]:
     else:
         sep = max(parsed, key=lambda d: len(parsed[d][0]))
         rows = parsed[sep]
-    decimal = "."
+    decimal, source = ".", "fixed"
     if sep == ";":
         fields = [_UNIT_AROUND.sub("", f.strip()) for r in rows[1:] for f in r]
-        comma = any(_DECIMAL_COMMA.match(f) for f in fields)
-        point = any(_DECIMAL_POINT.match(f) for f in fields)
+        commas = [f for f in fields if _DECIMAL_COMMA.match(f)]
+        points = [f for f in fields if _DECIMAL_POINT.match(f)]
+        comma, point = bool(commas), bool(points)
+        sure_comma = any(not _TWO_WAYS.match(f) for f in commas)
+        sure_point = any(not _TWO_WAYS.match(f) for f in points)
+        source = "guess"
         if comma and not point:
             decimal = ","
-        elif not comma and not point and more:
+            source = "settled" if sure_comma else "guess"
+        elif point:
+            source = "settled" if sure_point and not sure_comma else "guess"
+        elif more:
             # no number with a decimal mark in the first lines (a column of decimals
             # blank there, or whole there): the first one further on says which
-            decimal = _later_decimal_mark(path)
-    return sep, decimal, rows[0]
+            decimal, sure = _later_decimal_mark(path)
+            source = "settled" if sure else "guess"
+    return sep, decimal, rows[0], source
 
 
 #: A field of a ';'-separated file that is a number with a decimal mark (group 1).
 _MARKED_NUMBER = re.compile(
-    rb'(?:^|;|\r)[ \t]*"?[ \t]*[+-]?\d+([.,])\d+[ \t]*"?[ \t]*(?=;|\r|\n|\Z)', re.M
+    rb'(?:^|;|\r)[ \t]*"?[ \t]*[+-]?(\d+)([.,])(\d+)[ \t]*"?[ \t]*(?=;|\r|\n|\Z)', re.M
 )
 
 
-def _later_decimal_mark(path: Path) -> str:
+def _mark_of(found: re.Match[bytes] | None) -> tuple[str, bool]:
+    """The decimal mark of a :data:`_MARKED_NUMBER` match, and whether it is sure (not a
+    number that reads two ways: "1,234"); ``"."``, not sure, for no match."""
+    if found is None:
+        return ".", False
+    before, mark, after = found.group(1), found.group(2), found.group(3)
+    two_ways = len(after) == 3 and 1 <= len(before) <= 3 and not before.startswith(b"0")
+    return ("," if mark == b"," else "."), not two_ways
+
+
+def _later_decimal_mark(path: Path) -> tuple[str, bool]:
     """The decimal mark of the first number written with one in a ';'-separated file
     (``","`` for ``12,30``, else ``"."``, also when there is none), read as bytes in
-    blocks, each looked at with the unfinished line before it."""
+    blocks, each looked at with the unfinished line before it; and whether that number
+    says so surely (:func:`_mark_of`)."""
     carry = b""
     with open(path, "rb") as fh:
         while block := fh.read(1 << 20):
@@ -362,9 +393,8 @@ def _later_decimal_mark(path: Path) -> str:
             whole, carry = (data[: cut + 1], data[cut + 1 :]) if cut >= 0 else (b"", data)
             found = _MARKED_NUMBER.search(whole)
             if found:
-                return "," if found.group(1) == b"," else "."
-    found = _MARKED_NUMBER.search(carry)
-    return "," if found is not None and found.group(1) == b"," else "."
+                return _mark_of(found)
+    return _mark_of(_MARKED_NUMBER.search(carry))
 
 
 def _check_header(path: Path, names: list[str]) -> None:
@@ -398,13 +428,23 @@ _ROUND_TRIP: dict[str, str] = (
 )
 
 
-def _separator_note(path: Path, sep: str, decimal: str, n_columns: int) -> None:
+def _separator_note(
+    path: Path, sep: str, decimal: str, n_columns: int, source: str = "settled"
+) -> None:
     """The note that a CSV file was read with another separator than ',' (and maybe ','
-    as the decimal mark), for the caller of the reading function."""
+    as the decimal mark, said to be a guess when its numbers did not settle it:
+    :func:`_sniff`), for the caller of the reading function."""
     mark = " and ',' as the decimal mark" if decimal == "," else ""
+    guess = ""
+    if decimal == "," and source == "guess":
+        guess = (
+            "; the decimal mark is a guess: every number with a comma in the first lines "
+            "reads either way ('1,234' as 1234 or 1.234), so check its numeric columns; "
+            "a text column of such numbers ('1,234 €') stays text"
+        )
     shown = "a tab" if sep == "\t" else repr(sep)
     warnings.warn(
-        f"{path}: read with {shown} as the separator{mark} ({n_columns} columns)",
+        f"{path}: read with {shown} as the separator{mark} ({n_columns} columns{guess})",
         DataNote,
         stacklevel=4,
     )
@@ -603,12 +643,12 @@ def _blank_note(path: Path, blanks: _Blanks) -> None:
 
 
 def _read_csv(path: Path) -> pd.DataFrame:
-    sep, decimal, header = _sniff(path)
+    sep, decimal, header, source = _sniff(path)
     _check_header(path, [h.strip() for h in header] if sep != "," else header)
     blanks = _blank_lines(path, sep)
     frame = pd.read_csv(path, sep=sep, decimal=decimal, **blanks.options, **_ROUND_TRIP)
     if sep != ",":
-        _separator_note(path, sep, decimal, frame.shape[1])
+        _separator_note(path, sep, decimal, frame.shape[1], source)
     elif frame.shape[1] == 1 and any(d in str(frame.columns[0]) for d in CSV_SEPARATORS[1:]):
         raise DataFileError(
             f"{path}: the table has one column named {str(frame.columns[0])!r}, whose name "
@@ -622,6 +662,8 @@ def _read_csv(path: Path) -> pd.DataFrame:
     frame.columns = _empty_names(list(frame.columns), header)
     if decimal == ",":  # text numbers ("1.234,56 €") are read with it too
         frame.attrs[DECIMAL_MARK_ATTR] = decimal
+    if source != "fixed":  # and with how sure it is ("1,234 €" alone: a guess)
+        frame.attrs[DECIMAL_SOURCE_ATTR] = source
     return frame
 
 
@@ -932,7 +974,7 @@ class _CsvFacts:
 
 
 def _iter_csv(path: Path, chunk_rows: int, empty_ok: bool) -> Iterator[pd.DataFrame]:
-    sep, decimal, header = _sniff(path)
+    sep, decimal, header, source = _sniff(path)
     _check_header(path, [h.strip() for h in header] if sep != "," else header)
     names = list(pd.read_csv(path, sep=sep, decimal=decimal, nrows=0).columns)
     if sep == "," and len(names) == 1 and any(d in str(names[0]) for d in CSV_SEPARATORS[1:]):
@@ -953,7 +995,7 @@ def _iter_csv(path: Path, chunk_rows: int, empty_ok: bool) -> Iterator[pd.DataFr
         yield read_table(path, empty_ok=empty_ok)
         return
     if sep != ",":
-        _separator_note(path, sep, decimal, len(names))
+        _separator_note(path, sep, decimal, len(names), source)
     _blank_note(path, blanks)
     plans = {c: f.plan() for c, f in facts.items()}
     dates = {c: facts[c].dates.final() for c, (_, kind) in plans.items() if kind == "text"}
@@ -971,6 +1013,8 @@ def _iter_csv(path: Path, chunk_rows: int, empty_ok: bool) -> Iterator[pd.DataFr
             chunk.columns = _empty_names(list(chunk.columns), header)
             if decimal == ",":  # as read_table's
                 chunk.attrs[DECIMAL_MARK_ATTR] = decimal
+            if source != "fixed":
+                chunk.attrs[DECIMAL_SOURCE_ATTR] = source
             yield chunk
 
 

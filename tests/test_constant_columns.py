@@ -21,7 +21,14 @@ import pandas as pd
 import pytest
 
 from fits import FITSSynthesizer
-from fits.core.schema import ConstantNote, DataNote, Schema, SchemaError, missing_flag
+from fits.core.schema import (
+    ConstantNote,
+    DataNote,
+    DeclaredKindError,
+    Schema,
+    SchemaError,
+    missing_flag,
+)
 
 from conftest import fits_in_process as run
 
@@ -105,8 +112,77 @@ def test_a_hand_written_constant_is_checked() -> None:
         Schema.from_dict({"columns": [{"name": "c", "kind": "constant", "lower": 1, "upper": 2}]})
     with pytest.raises(SchemaError, match='set "missing": true'):
         Schema.from_dict({"columns": [{"name": "c", "kind": "constant"}]})
-    with pytest.raises(SchemaError, match="declared constant but takes several values"):
+    with pytest.raises(DeclaredKindError, match="declared constant but takes 3 distinct values"):
         Schema.detect([pd.DataFrame({"v": [1, 2, 3]})], kinds={"v": "constant"})
+
+
+def test_declaring_a_column_of_several_values_constant_is_a_usage_error() -> None:
+    """The Python API raises a ValueError (a SchemaError, DeclaredKindError) naming the
+    column, how many distinct values it takes, and both fixes."""
+    tables = _sites(2)
+    with pytest.raises(ValueError) as err:
+        _fit(tables, kinds={"g": "constant"})
+    assert isinstance(err.value, DeclaredKindError) and err.value.column == "g"
+    assert str(err.value) == (
+        "column 'g' is declared constant but takes 3 distinct values at the sites; fits "
+        "sets kind 'constant' itself for a column of one value: leave out the declaration "
+        "(--kind g=constant; Python: kinds={'g': 'constant'}) to model it, or leave the "
+        "column out of the synthetic table (--drop g)"
+    )
+    # a continuous column: its sites send bounds, not values
+    with pytest.raises(
+        DeclaredKindError,
+        match=r"takes more than 20 distinct values at the "
+        r"sites \(from -?\d",
+    ):
+        _fit(tables, kinds={"x": "constant"})
+    # a text column of a different value in every row: said, not refused as an identifier
+    ids = {n: t.assign(g=[f"patient {k}" for k in range(len(t))]) for n, t in tables.items()}
+    with pytest.raises(DeclaredKindError, match=r"takes many values at the sites \(50 distinct"):
+        _fit(ids, kinds={"g": "constant"})
+    # a column that is constant: the declaration is accepted
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataNote)
+        schema = Schema.detect(list(tables.values()), kinds={"const": "constant"})
+    assert schema["const"].kind == "constant"
+
+
+def test_fits_synthesize_refuses_constant_on_several_values_with_exit_2(tmp_path: Path) -> None:
+    paths = _write_sites(tmp_path, _sites(2))
+    out = tmp_path / "o.csv"
+    schema = ["schema", "--out", tmp_path / "s.json"]
+    analyze = ["analyze", "--target", "x", "--out", tmp_path / "r.json"]
+    for command in (["synthesize", "--rows", "10", "--out", out], schema, analyze):
+        res = run(command[0], *paths, "--kind", "age=constant", *command[1:])
+        assert res.returncode == 2, res.stderr
+        assert "Traceback" not in res.stderr
+        assert not out.exists() and not (tmp_path / "s.json").exists()
+        assert not (tmp_path / "r.json").exists()
+        text = " ".join(res.stderr.split())
+        assert "error: column 'age' is declared constant but takes " in text
+        assert "leave out the declaration (--kind age=constant; " in text
+        assert "(--drop age)" in text
+
+
+def test_a_kind_declared_on_a_constant_column_is_named_in_the_note(tmp_path: Path) -> None:
+    tables = _sites(2)
+    with pytest.warns(ConstantNote) as caught:
+        Schema.detect(list(tables.values()), kinds={"const": "ordinal", "unit": "nominal"})
+    note = " ".join(str(w.message) for w in caught if isinstance(w.message, ConstantNote))
+    assert (
+        "'const' holds 7 in every row at every site (written as 7); it is declared ordinal "
+        "(--kind const=ordinal), a declaration fits does not use for a column of one value"
+    ) in note
+    assert "'unit' holds 'mg' in every row at every site (written as 'mg'); it is declared " in note
+    assert "'flag' holds True in every row at every site (written as True); 'day'" in note
+    paths = _write_sites(tmp_path, tables)
+    res = run(
+        "synthesize", *paths, "--kind", "const=ordinal", "--rows", "10", "--out", tmp_path / "o.csv"
+    )
+    assert res.returncode == 0, res.stderr
+    assert "it is declared ordinal (--kind const=ordinal), a declaration fits does not use" in (
+        " ".join(res.stderr.split())
+    )
 
 
 def test_python_api_writes_the_constants_and_leaves_the_chain_unchanged() -> None:

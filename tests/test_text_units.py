@@ -17,6 +17,7 @@ import pytest
 
 from fits.core.schema import (
     DECIMAL_MARK_ATTR,
+    DECIMAL_SOURCE_ATTR,
     DataNote,
     IdentifierColumnError,
     SchemaError,
@@ -340,3 +341,239 @@ def test_the_report_reads_the_real_text_as_numbers(tmp_path):
     assert res.returncode == 0, res.stderr
     assert "a different coding" not in res.stderr
     assert "Privacy: 100.00% of synthetic rows copy a training row" in res.stdout + res.stderr
+
+
+def _table(values, mark=None, source=None) -> pd.DataFrame:
+    """One column ``m`` of ``values``, as read from a file of decimal ``mark`` (None: a
+    comma-separated file, or a DataFrame) and ``source`` (how sure the mark is)."""
+    frame = pd.DataFrame({"m": values})
+    if mark is not None:
+        frame.attrs[DECIMAL_MARK_ATTR] = mark
+    if source is not None:
+        frame.attrs[DECIMAL_SOURCE_ATTR] = source
+    return frame
+
+
+def _read(values, mark=None, source=None):
+    """``m`` read: (its numbers, its note), or (None, None) where it stays text."""
+    out, notes = parse_text_columns(_table(values, mark, source))
+    if "m" not in notes:
+        assert out["m"].tolist() == list(values)  # the site's text, unchanged
+        return None, None
+    return out["m"].tolist(), notes["m"]
+
+
+def test_currency_codes_before_or_after_the_number_are_read_as_the_symbols_are():
+    got, note = _read(["USD 5", "5 USD", "USD 1,234.50", "(USD 3.00)", "USD -2", "7.5 USD"])
+    assert got == [5.0, 5.0, 1234.5, -3.0, -2.0, 7.5]
+    assert note["unit"] == "USD" and note["thousands"] == [","] and note["negative_parentheses"]
+    got, note = _read(["EUR 1.234,56", "12 EUR", "EUR 3,5", "EUR 1 000"], ",")
+    assert got == [1234.56, 12.0, 3.5, 1000.0]
+    assert note["unit"] == "EUR" and note["decimal_comma"]
+    got, note = _read(["CHF 12.50", "CHF 1'234.50", "CHF 1\u2019000", "CHF 0.05"])
+    assert got == [12.5, 1234.5, 1000.0, 0.05] and note["unit"] == "CHF"
+    assert note["thousands"] == ["'", "\u2019"]
+
+
+def test_what_is_not_a_currency_code_stays_text():
+    # not ISO 4217, lower case, no space, more beside it: text, not numbers
+    for values in (
+        ["ABC 5", "ABC 7"],
+        ["usd 5", "usd 7"],
+        ["USD5", "USD7"],
+        ["5USD", "7USD"],
+        ["paid 5 USD", "paid 7 USD"],
+        ["USD 5 USD", "USD 7"],
+    ):
+        assert _read(values * 10) == (None, None), values
+    # several codes, or a code and a symbol: not one quantity, as several units
+    assert _read(["USD 5", "EUR 7"] * 10) == (None, None)
+    assert _read(["USD 5", "$7"] * 10) == (None, None)
+
+
+def test_a_currency_code_is_read_only_where_every_number_has_it():
+    """A code is told from free text by being on every number of its column: one
+    "TOP 10" among plain numbers is a marker (not 10 Tongan pa'anga), and a column of
+    "5 USD" with a plain "7" among them stays text, with the fix at setup."""
+    got, note = _read([str(k) for k in range(60)] + ["TOP 10"])
+    assert got[:60] == list(range(60)) and pd.isna(got[60])
+    assert note["markers"] == {"TOP 10": 1} and "unit" not in note
+    some = ["5 USD", "12 USD", "7.25 USD"] * 20 + ["7"]
+    assert _read(some) == (None, None)
+    with pytest.warns(DataNote) as caught:
+        _merge([pd.DataFrame({"m": some})], ["zurich"])
+    assert (
+        "column 'm' looks like numbers written with 'USD' (at zurich), but fits reads a "
+        "currency code only on a column whose every number has it"
+    ) in " ".join(str(w.message) for w in caught)
+    # markers beside them are read as missing, as with a symbol
+    got, note = _read(["5 USD", "12 USD", "7.25 USD"] * 20 + ["n/a"])
+    assert got[:3] == [5.0, 12.0, 7.25] and note["markers"] == {"n/a": 1}
+
+
+def test_sites_writing_the_code_before_or_after_agree_and_other_units_do_not():
+    a = pd.DataFrame({"m": [f"USD {k % 9 + 1},000.50" for k in range(40)]})
+    b = pd.DataFrame({"m": [f"{k % 9 + 1}.25 USD" for k in range(40)]})
+    with pytest.warns(DataNote) as caught:
+        schema = _merge([a, b], ["boston", "denver"])
+    assert (
+        "column 'm' is text read as numbers written with 'USD' and ',' thousands separators "
+        "(at boston, denver)"
+    ) in " ".join(str(w.message) for w in caught)
+    assert schema["m"].kind == "ordinal" and schema["m"].dtype == "float"
+    assert min(schema["m"].categories) == 1.25 and max(schema["m"].categories) == 9000.5
+    # '$' is not 'USD' (it may be Canadian): the sites must write one unit
+    c = pd.DataFrame({"m": [f"${k % 9 + 1}.25" for k in range(40)]})
+    with pytest.raises(SchemaError, match="different units at the sites") as err:
+        _merge([a, c], ["boston", "toronto"])
+    assert "'USD' at boston; '$' at toronto" in str(err.value)
+
+
+def test_apostrophes_and_spaces_are_thousands_separators_with_either_mark():
+    nb, nnb = "\u00a0", "\u202f"
+    got, note = _read(["1'234.50", "12.5", "3'000", f"1{nb}234.5", f"2{nnb}000{nnb}000", "4 500"])
+    assert got == [1234.5, 12.5, 3000.0, 1234.5, 2_000_000.0, 4500.0]
+    assert note["thousands"] == [" ", "'", nb, nnb] and not note["decimal_comma"]
+    got, note = _read(["1 234,56", "12,5", f"1{nnb}234,5", f"1{nb}000", "7'500,25"], ",")
+    assert got == [1234.56, 12.5, 1234.5, 1000.0, 7500.25]
+    assert note["decimal_comma"] and note["thousands"] == [" ", "'", nb, nnb]
+    with pytest.warns(DataNote) as caught:
+        _merge([_table(["1 234,56", "12,5", f"1{nnb}234,5", f"1{nb}000"] * 10, ",")], ["lyon"])
+    assert (
+        "column 'm' is text read as numbers written with space or no-break space or narrow "
+        "no-break space thousands separators and a decimal comma (at lyon)"
+    ) in " ".join(str(w.message) for w in caught)
+
+
+def test_a_number_is_grouped_one_way_in_threes():
+    """One separator throughout a number, groups of three digits, a first group that is
+    not 0: "1,234 567", "1'23" and "0,125" are no thousands-grouped numbers."""
+    for bad in ("1,234 567.5", "1'234,567", "1'23", "12'3456", "1 23"):
+        assert _read([bad] * 20 + ["5"]) == (None, None), bad
+    # "0,125" is no 125 (it was): with a decimal point it is no number, so a marker
+    got, note = _read(["1,234.5", "2,000.25"] * 20 + ["0,125"])
+    assert got[:2] == [1234.5, 2000.25] and note["markers"] == {"0,125": 1}
+    # beside "2,000" (2000, or 2.0 with a decimal comma as in "0,125"): read neither way
+    assert _read(["1,234.5", "2,000"] * 20 + ["0,125"]) == (None, None)
+
+
+def test_a_column_whose_numbers_read_two_ways_stays_text_with_the_reason():
+    """'1,234' is 1234 with a decimal point and 1.234 with a decimal comma: it is read
+    only where the column's other values, or the file, settle which."""
+    # a comma-separated file (or a DataFrame): its numbers have a decimal point
+    got, note = _read(["1,234", "2,500", "12,000"] * 10)
+    assert got[:3] == [1234, 2500, 12000] and note["thousands"] == [","]
+    # ... unless the column itself holds decimal commas: read neither way
+    mixed = ["1,234", "2,500", "12,5", "0,75"] * 10
+    assert _read(mixed) == (None, None)
+    with pytest.warns(DataNote) as caught:
+        schema = _merge([pd.DataFrame({"m": mixed})], ["a"])
+    assert (
+        "column 'm' holds numbers that read two ways: values written like '1,234' (2 "
+        "distinct at a) are 1234 with ',' as a thousands separator or 1.234 with ',' as the "
+        "decimal mark, and others are written with a decimal comma (like '12,5'), so the "
+        "column does not say which; it stays text: convert it to plain numbers"
+    ) in " ".join(str(w.message) for w in caught)
+    assert schema["m"].kind == "nominal"
+    # a file of decimal commas: "1.234" is 1234 (pandas' plain reading gave 1.234) ...
+    got, note = _read(["1.234", "2.500", "n/a"] + ["12.000"] * 30, ",")
+    assert got[:2] == [1234, 2500] and pd.isna(got[2])
+    assert note["thousands"] == ["."]
+    # ... unless the column is written with decimal points: its own values settle it
+    got, note = _read(["1.234", "2.5", "0.75"] * 10, ",", "settled")
+    assert got[:3] == [1.234, 2.5, 0.75]
+    # both ways in one column: text
+    assert _read(["1.234", "2.5", "3,25"] * 10, ",", "settled") == (None, None)
+    # a ';' file whose decimal comma is a guess (its only such numbers read two ways)
+    guess = ["1,234 €", "2,500 €", "12,000 €"] * 10
+    assert _read(guess, ",", "guess") == (None, None)
+    with pytest.warns(DataNote) as caught:
+        _merge([_table(guess, ",", "guess")], ["b"])
+    assert (
+        "are 1234 with ',' as a thousands separator or 1.234 with ',' as the decimal mark, "
+        "and neither its other values nor the file's other numbers say which"
+    ) in " ".join(str(w.message) for w in caught)
+    # the same column with one value that reads one way is read
+    got, note = _read([*guess, "1,25 €"], ",", "guess")
+    assert got[:3] == [1.234, 2.5, 12.0] and note["decimal_comma"]
+
+
+def _csv(tmp_path, name: str, lines: list[str]):
+    path = tmp_path / name
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataNote)  # the ';' separator's
+        return read_table(path)
+
+
+def test_a_semicolon_file_s_decimal_mark_and_how_sure_it_is(tmp_path):
+    rng = np.random.default_rng(9)
+    amounts = [f"{x:,.2f}" for x in rng.gamma(2, 900, 60)]
+    # French: narrow no-break spaces and a decimal comma, and the code after
+    french = [a.replace(",", "\u202f").replace(".", ",") + " EUR" for a in amounts]
+    frame = _csv(tmp_path, "paris.csv", ["k;m"] + [f"{i};{v}" for i, v in enumerate(french)])
+    assert frame.attrs[DECIMAL_MARK_ATTR] == "," and frame.attrs[DECIMAL_SOURCE_ATTR] == "settled"
+    out, notes = parse_text_columns(frame)
+    want = [float(a.replace(",", "")) for a in amounts]
+    assert np.allclose(out["m"].to_numpy(dtype=float), want) and notes["m"]["unit"] == "EUR"
+    # Swiss: apostrophes and a decimal point
+    swiss = ["CHF " + a.replace(",", "'") for a in amounts]
+    frame = _csv(tmp_path, "bern.csv", ["k;m"] + [f"{i};{v}" for i, v in enumerate(swiss)])
+    assert DECIMAL_MARK_ATTR not in frame.attrs
+    assert frame.attrs[DECIMAL_SOURCE_ATTR] == "settled"
+    out, notes = parse_text_columns(frame)
+    assert np.allclose(out["m"].to_numpy(dtype=float), want) and notes["m"]["unit"] == "CHF"
+    # only numbers that read two ways: a decimal comma, but a guess; the column stays text
+    lines = ["k;m"] + [f"{i};{(i % 9) + 1},{i % 7}00 €" for i in range(40)]
+    (tmp_path / "guess.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.warns(DataNote, match=r"the decimal mark is a guess: every number with a"):
+        frame = read_table(tmp_path / "guess.csv")
+    assert frame.attrs[DECIMAL_MARK_ATTR] == "," and frame.attrs[DECIMAL_SOURCE_ATTR] == "guess"
+    out, notes = parse_text_columns(frame)
+    assert "m" not in notes and out["m"].iloc[0] == "1,000 €"
+    from fits.io import iter_table
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataNote)
+        chunks = list(iter_table(tmp_path / "guess.csv", 15))
+    assert [c.attrs for c in chunks] == [frame.attrs] * 3  # read in chunks: the same
+    # a comma-separated file: no attribute, a decimal point for sure
+    frame = _csv(tmp_path, "plain.csv", ["k,m"] + [f'{i},"${i + 1},000"' for i in range(40)])
+    assert DECIMAL_SOURCE_ATTR not in frame.attrs and DECIMAL_MARK_ATTR not in frame.attrs
+    out, notes = parse_text_columns(frame)
+    assert out["m"].iloc[1] == 2000 and notes["m"]["unit"] == "$"
+
+
+def test_synthesize_reads_codes_written_before_at_one_site_and_after_at_another(tmp_path):
+    rng = np.random.default_rng(10)
+    files = [tmp_path / "zurich.csv", tmp_path / "geneva.csv"]
+    for k, path in enumerate(files):
+        v = rng.gamma(2, 900, 150)
+        money = [f"CHF {x:,.2f}".replace(",", "'") if k == 0 else f"{x:.2f} CHF" for x in v]
+        pd.DataFrame({"money": money, "y": rng.normal(size=150).round(2)}).to_csv(path, index=False)
+    out = tmp_path / "out.csv"
+    res = run("synthesize", *map(str, files), "--rows", "100", "--out", str(out))
+    assert res.returncode == 0, res.stderr
+    assert (
+        "note: column 'money' is text read as numbers written with 'CHF' and \"'\" thousands "
+        "separators (at zurich, geneva); its synthetic values are written as plain numbers"
+    ) in " ".join(res.stderr.split())
+    back = pd.read_csv(out)
+    assert pd.api.types.is_float_dtype(back["money"].dtype) and back["money"].notna().all()
+
+
+def test_sites_of_a_decimal_comma_and_of_a_decimal_point_read_the_same_amounts(tmp_path):
+    """Each site reads its own file's decimal mark: "1.234,56 €" in a ';' file of
+    decimal commas and "€1,234.56" in a comma-separated file are both 1234.56, and the
+    note says where the decimal comma is."""
+    berlin = _csv(tmp_path, "berlin.csv", ["k;m"] + [f"{k};{k + 1}.234,56 €" for k in range(40)])
+    dublin = pd.DataFrame({"m": [f"€{k + 1},234.56" for k in range(40)]})
+    for frame in (berlin, dublin):
+        out, _ = parse_text_columns(frame)
+        assert out["m"].tolist() == [(k + 1) * 1000 + 234.56 for k in range(40)]
+    with pytest.warns(DataNote) as caught:
+        _merge([berlin[["m"]], dublin], ["berlin", "dublin"])
+    assert (
+        "column 'm' is text read as numbers written with '€', ',' or '.' thousands "
+        "separators and a decimal comma at berlin (at berlin, dublin)"
+    ) in " ".join(str(w.message) for w in caught)

@@ -53,7 +53,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import date, datetime, time, timedelta
 from decimal import Decimal
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -75,10 +75,13 @@ __all__ = [
     "NEAR_UNIQUE_SHARE",
     "UNIQUE_TEXT_ROWS",
     "PARSE_SHARE",
+    "CURRENCY_CODES",
     "CURRENCY_SYMBOLS",
     "DECIMAL_MARK_ATTR",
+    "DECIMAL_SOURCE_ATTR",
     "SURROGATE_PREFIX",
     "ConstantNote",
+    "DeclaredKindError",
     "DataNote",
     "EmptyColumnError",
     "IdentifierColumnError",
@@ -130,6 +133,16 @@ PARSE_SHARE = 0.95
 #: comma), which :func:`parse_text_columns` reads numbers in text columns with
 #: ("1.234,56 €"); a table without it has a decimal point.
 DECIMAL_MARK_ATTR = "fits_decimal_mark"
+#: The key of :attr:`pandas.DataFrame.attrs` that says how sure the decimal mark of
+#: :data:`DECIMAL_MARK_ATTR` is, for a table :func:`fits.io.read_table` read from a file
+#: not separated by commas: ``"settled"`` (a number of the file's first lines is written
+#: with it one way only: "12,5", "1.234,56", "3.14") or ``"guess"`` (none is: "1,234"
+#: alone reads as 1234 or as 1.234).  A table without it is sure of its mark: a decimal
+#: comma (:data:`DECIMAL_MARK_ATTR`) as ``"settled"``; else a decimal point, *fixed* (a
+#: comma-separated file, whose numbers cannot hold a decimal comma, or a DataFrame): no
+#: text number of it is read with a decimal comma.  :func:`parse_text_columns` decides
+#: each column's decimal mark with it (:func:`_column_mark`).
+DECIMAL_SOURCE_ATTR = "fits_decimal_mark_source"
 #: A text column with more distinct values than this share of its present values (and
 #: more than :data:`MAX_ORDINAL_LEVELS`) is near-unique: an identifier; refused.
 NEAR_UNIQUE_SHARE = 0.5
@@ -205,6 +218,25 @@ class IdentifierColumnError(SchemaError):
     def __init__(self, message: str, columns: Sequence[str]) -> None:
         super().__init__(message)
         self.columns = list(columns)
+
+
+class DeclaredKindError(SchemaError):
+    """A declared kind the column's values cannot take: ``"constant"`` on a column of
+    several values.  A usage error (the declaration is the user's to change), not a
+    data error.
+
+    Attributes
+    ----------
+    column : str
+        The column.
+    kind : str
+        Its declared kind.
+    """
+
+    def __init__(self, message: str, column: str, kind: str) -> None:
+        super().__init__(message)
+        self.column = column
+        self.kind = kind
 
 
 class SparseColumnError(SchemaError):
@@ -1913,25 +1945,53 @@ def _parse_dates(text: pd.Series) -> tuple[pd.Series, str] | None:
 
 
 #: Currency symbols read as the unit of a text column of numbers, before or after the
-#: number ("$1,234.56", "12 €"); with "%" after it ("45.3%") the units fits reads.
+#: number ("$1,234.56", "12 €"); with "%" after it ("45.3%") and the codes of
+#: :data:`CURRENCY_CODES` the units fits reads.
 CURRENCY_SYMBOLS = "$€£¥"
-#: Thousands separators of a file read with a decimal comma: a point or a space (also
-#: the no-break spaces spreadsheets write); with a decimal point, a comma.
-_COMMA_FILE_GROUPS = ".\u0020\u00a0\u202f"
+#: ISO 4217 currency codes (those in use) read as the unit of a text column of numbers:
+#: upper case, before or after the number with a space between ("USD 5", "5 EUR",
+#: "CHF 1'234.50", "EUR 1.234,56").  A code is told from text by standing alone beside
+#: the number (three letters of this list, nothing else in the value) and by being on
+#: every number of its column (:func:`_read_units`): in a column of plain numbers, one
+#: "TOP 10" is a marker, not 10 Tongan pa'anga; "5 USD" and "USD 5" are one unit.
+CURRENCY_CODES = (
+    "AED AFN ALL AMD ANG AOA ARS AUD AWG AZN BAM BBD BDT BGN BHD BIF BMD BND BOB BOV BRL "
+    "BSD BTN BWP BYN BZD CAD CDF CHE CHF CHW CLF CLP CNY COP COU CRC CUC CUP CVE CZK DJF "
+    "DKK DOP DZD EGP ERN ETB EUR FJD FKP GBP GEL GHS GIP GMD GNF GTQ GYD HKD HNL HTG HUF "
+    "IDR ILS INR IQD IRR ISK JMD JOD JPY KES KGS KHR KMF KPW KRW KWD KYD KZT LAK LBP LKR "
+    "LRD LSL LYD MAD MDL MGA MKD MMK MNT MOP MRU MUR MVR MWK MXN MXV MYR MZN NAD NGN NIO "
+    "NOK NPR NZD OMR PAB PEN PGK PHP PKR PLN PYG QAR RON RSD RUB RWF SAR SBD SCR SDG SEK "
+    "SGD SHP SLE SLL SOS SRD SSP STN SVC SYP SZL THB TJS TMT TND TOP TRY TTD TWD TZS UAH "
+    "UGX USD USN UYI UYU UYW UZS VED VES VND VUV WST XAF XCD XCG XOF XPF YER ZAR ZMW ZWG "
+    "ZWL"
+).split()
+#: Thousands separators of numbers written with a decimal point, and with a decimal
+#: comma: the other mark, an apostrophe (Swiss "1'234.50"; also the typographic "’"),
+#: a space, a no-break space or a narrow no-break space (French "1 234,56", as
+#: spreadsheets write it); one of them throughout a number.
+_GROUPS = {".": ",'\u2019 \u00a0\u202f", ",": ".'\u2019 \u00a0\u202f"}
 _MINUS = "-\u2212"  # the hyphen-minus and the minus sign
 
 
 def _unit_number_pattern(decimal: str) -> re.Pattern[str]:
-    """A number written with an optional unit (``%`` after it, or one of
-    :data:`CURRENCY_SYMBOLS` before or after it), thousands separators, a sign, or
-    parentheses (an accounting negative, with a currency symbol only)."""
-    group, mark = (f"[{_COMMA_FILE_GROUPS}]", ",") if decimal == "," else (",", r"\.")
-    number = rf"(?P<num>\d{{1,3}}(?:{group}\d{{3}})+(?:{mark}\d+)?|\d+(?:{mark}\d+)?|{mark}\d+)"
+    """A number written with an optional unit (``%`` after it, one of
+    :data:`CURRENCY_SYMBOLS` before or after it, a three-letter code before or after it
+    with a space between), thousands separators (one of :data:`_GROUPS` throughout,
+    every group of three digits, the first of one to three not 0: "0,125" is no
+    thousands-grouped 125), a sign, or parentheses (an accounting negative, with a
+    currency only), with ``decimal`` as its decimal mark."""
+    group = "[" + re.escape(_GROUPS[decimal]) + "]"
+    mark = re.escape(decimal)
+    number = (
+        rf"(?P<num>[1-9]\d{{0,2}}(?P<g>{group})\d{{3}}(?:(?P=g)\d{{3}})*(?:{mark}\d+)?"
+        rf"|\d+(?:{mark}\d+)?|{mark}\d+)"
+    )
     cur = f"[{re.escape(CURRENCY_SYMBOLS)}]"
     sign = f"[+{re.escape(_MINUS)}]"
     return re.compile(
-        rf"^(?P<open>\(\s*)?(?P<sign>{sign})?\s*(?P<pre>{cur})?\s*"
-        rf"(?P<sign2>{sign})?{number}\s*(?P<post>%|{cur})?(?P<close>\s*\))?$"
+        rf"^(?P<open>\(\s*)?(?P<sign>{sign})?\s*(?:(?P<pre>{cur})|(?P<precode>[A-Z]{{3}})\s)?"
+        rf"\s*(?P<sign2>{sign})?{number}"
+        rf"(?:\s*(?P<post>%|{cur})|\s+(?P<postcode>[A-Z]{{3}}))?(?P<close>\s*\))?$"
     )
 
 
@@ -1945,35 +2005,34 @@ def _unit_numbers(text: pd.Series, decimal: str) -> pd.DataFrame:
     ----------
     text : Series of str
     decimal : {".", ","}
-        The decimal mark of the file the values come from.
+        The decimal mark to read them with.
 
     Returns
     -------
     DataFrame
         Indexed as ``text``: ``value`` (float, NaN where the text is no such number),
-        ``unit`` (the ``%`` or currency symbol, None without), ``thousands`` (the
-        thousands separator used, None without), ``negative_parens`` (an accounting
-        negative), ``leading_zero`` (a code such as "$05": not read as a number).
+        ``unit`` (the ``%``, currency symbol or currency code, None without),
+        ``thousands`` (the thousands separator used, None without), ``negative_parens``
+        (an accounting negative), ``leading_zero`` (a code such as "$05": not read as a
+        number).
     """
     found = text.str.extract(_UNIT_PATTERNS["," if decimal == "," else "."])
     num = found["num"]
     paren = found["open"].notna() & found["close"].notna()
     sign = found["sign"].fillna(found["sign2"])
-    unit = found["pre"].fillna(found["post"])
-    currency = unit.isin(list(CURRENCY_SYMBOLS))
+    code = found["precode"].fillna(found["postcode"])
+    unit = found["pre"].fillna(found["post"]).fillna(code)
+    currency = unit.isin(list(CURRENCY_SYMBOLS)) | code.notna()
     ok = (
         num.notna()
-        & ~(found["pre"].notna() & found["post"].notna())  # "$5$"
+        & (found[["pre", "post", "precode", "postcode"]].notna().sum(axis=1) <= 1)  # "$5$"
+        & (code.isna() | code.isin(CURRENCY_CODES))  # "ABC 5": no currency
         & ~(found["sign"].notna() & found["sign2"].notna())  # "-$-5"
         & (found["open"].isna() == found["close"].isna())  # "(5" or "5)"
         & ~(paren & (sign.notna() | ~currency))  # "(-$5)", "(5)", "(5%)"
     )
-    groups = _COMMA_FILE_GROUPS if decimal == "," else ","
     digits = num.fillna("")
-    thousands = pd.Series(
-        [next((c for c in v if c in groups), None) for v in digits], index=text.index, dtype=object
-    )
-    for c in groups:
+    for c in _GROUPS["," if decimal == "," else "."]:
         digits = digits.str.replace(c, "", regex=False)
     if decimal == ",":
         digits = digits.str.replace(",", ".", regex=False)
@@ -1984,7 +2043,7 @@ def _unit_numbers(text: pd.Series, decimal: str) -> pd.DataFrame:
         {
             "value": value.where(ok),
             "unit": unit.where(ok),
-            "thousands": thousands.where(ok),
+            "thousands": found["g"].where(ok),
             "negative_parens": paren & ok,
             "leading_zero": num.fillna("").str.match(r"^0\d") & ok,
         },
@@ -1992,45 +2051,127 @@ def _unit_numbers(text: pd.Series, decimal: str) -> pd.DataFrame:
     )
 
 
+class _ColumnMark(NamedTuple):
+    """A text column's decimal mark (:func:`_column_mark`)."""
+
+    #: "." or ",".
+    mark: str
+    #: :func:`_unit_numbers` of the values with it.
+    found: pd.DataFrame
+    #: The values as numbers with it (plain numbers too), NaN where none.
+    value: pd.Series
+    #: Why the column stays text, None when it need not: ``{"why": "mixed" |
+    #: "unsettled", "ambiguous": "," | ".", "n_ambiguous": int, "other": "," | "." |
+    #: None, "n_other": int}`` (the shapes of its values and how many, never a value).
+    conflict: dict[str, Any] | None
+
+
+def _table_mark(frame: pd.DataFrame) -> tuple[str, str]:
+    """A table's decimal mark and how sure it is: ``"fixed"`` (a decimal point, a table
+    without :data:`DECIMAL_MARK_ATTR`: a comma-separated file or a DataFrame), or
+    :data:`DECIMAL_SOURCE_ATTR`'s ``"settled"`` or ``"guess"`` (a file read with a
+    decimal comma without it: ``"settled"``)."""
+    mark = "," if frame.attrs.get(DECIMAL_MARK_ATTR) == "," else "."
+    source = frame.attrs.get(DECIMAL_SOURCE_ATTR)
+    if source not in ("settled", "guess"):
+        source = "settled" if mark == "," else "fixed"
+    return mark, str(source)
+
+
+def _column_mark(text: pd.Series, numbers: pd.Series, decimal: str, source: str) -> _ColumnMark:
+    """The decimal mark a text column's numbers are read with, decided per column.
+
+    Each (stripped, unique) value is read with either mark: "12.5" and "1,234.56" read
+    with a decimal point only, "12,5" and "1.234,56" with a decimal comma only, "1234"
+    and "1 234" the same with both, and "1,234" or "1.234" as two numbers (1234, or
+    1.234): *ambiguous*.  The column's mark is the table's (:func:`_table_mark`), but
+    in a table whose mark is not ``"fixed"`` (a file not separated by commas) the
+    column's own values overrule it where they read with one mark only, all the same
+    one (a column written with decimal points in a file of decimal commas).  A table of
+    ``"fixed"`` decimal point never reads a decimal comma ("1,5" is no number there:
+    it may be a list).  Ambiguous values are read with the column's mark when its other
+    values do not contradict it; the column stays text (``conflict``) when some of its
+    values read with the other mark only (its numbers are written both ways), or when
+    none settles the mark and neither does the file (``"guess"``).
+
+    Parameters
+    ----------
+    text : Series of str
+        The column's stripped unique values.
+    numbers : Series of float
+        ``text`` as plain numbers (:func:`pandas.to_numeric`; NaN where none).
+    decimal, source : str
+        The table's mark and how sure it is (:func:`_table_mark`).
+
+    Returns
+    -------
+    _ColumnMark
+        The column's mark, its values read with it, and the conflict (None when the
+        column may be read as numbers with that mark).
+    """
+    point, comma = _unit_numbers(text, "."), _unit_numbers(text, ",")
+    as_point = point["value"].where(point["value"].notna(), numbers)
+    with_point = text.str.contains(".", regex=False)
+    as_comma = comma["value"].where(comma["value"].notna(), numbers.where(~with_point))
+    p_ok, c_ok = as_point.notna().to_numpy(), as_comma.notna().to_numpy()
+    p_val, c_val = as_point.to_numpy(dtype=float), as_comma.to_numpy(dtype=float)
+    ambiguous = p_ok & c_ok & (p_val != c_val)
+    only_point, only_comma = p_ok & ~c_ok, c_ok & ~p_ok
+    mark = decimal if source == "fixed" else "."
+    if source != "fixed":
+        if only_point.any() != only_comma.any():  # the column's values say which
+            mark = "." if only_point.any() else ","
+        else:
+            mark = decimal
+    against, settles = (only_comma, only_point) if mark == "." else (only_point, only_comma)
+    conflict = None
+    if ambiguous.any() and (against.any() or (not settles.any() and source == "guess")):
+        shapes = text[ambiguous]
+        conflict = {
+            "why": "mixed" if against.any() else "unsettled",
+            "ambiguous": "," if shapes.str.contains(",", regex=False).any() else ".",
+            "n_ambiguous": int(ambiguous.sum()),
+            "other": ("," if mark == "." else ".") if against.any() else None,
+            "n_other": int(against.sum()),
+        }
+    if mark == ".":
+        return _ColumnMark(".", point, as_point, conflict)
+    return _ColumnMark(",", comma, as_comma, conflict)
+
+
 def _read_units(
-    text: pd.Series, numbers: pd.Series, n_values: np.ndarray, decimal: str
+    text: pd.Series, n_values: np.ndarray, column: _ColumnMark
 ) -> tuple[pd.Series, dict[str, Any]] | None:
-    """A text column's (stripped, unique) values as numbers when some are written with
-    one unit or with separators (:func:`_unit_numbers`) and, with the plain numbers
-    among them, at least :data:`PARSE_SHARE` of its values (``n_values``: each text's
-    count) are numbers, none with a leading zero; else None (also when its numbers are
-    written with several units: "5%" and "$5").
+    """A text column's (stripped, unique) values as numbers, with the column's decimal
+    mark (:func:`_column_mark`), when some are written with one unit or with separators
+    (:func:`_unit_numbers`) and, with the plain numbers among them, at least
+    :data:`PARSE_SHARE` of its values (``n_values``: each text's count) are numbers,
+    none with a leading zero; else None (also when its numbers are written with several
+    units: "5%" and "$5"; or with a currency code on some only: "USD 5" and "7").
 
     Returns
     -------
     (numbers, written) or None
         The numbers (NaN where a value is a marker), and how they were written, for the
-        column's note: ``{"unit": "%" | a currency symbol | None, "thousands":
+        column's note: ``{"unit": "%" | a currency symbol or code | None, "thousands":
         [separators], "decimal_comma": bool, "negative_parentheses": bool}``.
     """
-    found = _unit_numbers(text, decimal)
-    value = found["value"]
-    if decimal == ",":  # a point is a thousands separator there: "1.500" is 1500, and
-        # "1.5" no number of the file's (a marker), as pandas read neither
-        kept = numbers.where(numbers.notna() & ~text.str.contains(".", regex=False))
-        combined = value.where(value.notna(), kept)
-        by_units = value.notna()
-    else:
-        combined = numbers.where(numbers.notna(), value)
-        by_units = numbers.isna() & value.notna()
+    found, combined = column.found, column.value
     ok = combined.notna().to_numpy()
     if int(n_values[ok].sum()) / int(n_values.sum()) < PARSE_SHARE:
         return None
     if found["leading_zero"].any() or text[ok].str.match(_LEADING_ZERO).any():
         return None  # codes ("02134", "$05"), as plain text numbers
-    used = found[by_units.to_numpy()]
+    used = found[found["value"].notna().to_numpy()]
     units = sorted(used["unit"].dropna().unique())
     if len(units) > 1:
         return None  # "5%" and "$5": not one quantity
+    if units and units[0] in CURRENCY_CODES and not (found["unit"][ok] == units[0]).all():
+        return None  # a code on some numbers only: text ("TOP 10" among numbers)
     written = {
         "unit": units[0] if units else None,
         "thousands": sorted(used["thousands"].dropna().unique()),
-        "decimal_comma": bool(decimal == "," and text[by_units].str.contains(",").any()),
+        "decimal_comma": bool(column.mark == "," and text[ok].str.contains(",").any()),
         "negative_parentheses": bool(used["negative_parens"].any()),
     }
     if not (written["unit"] or written["thousands"] or written["decimal_comma"]):
@@ -2050,8 +2191,9 @@ def _may_parse(present: pd.Series, decimal: str = ".") -> bool:
     text = pd.Series(present.iloc[idx].astype(str).str.strip().to_numpy())
     numbers = pd.to_numeric(text, errors="coerce")
     good = np.isfinite(numbers.to_numpy(dtype=float))
-    if float(good.mean()) < 0.9 * PARSE_SHARE:
-        good |= _unit_numbers(text, decimal)["value"].notna().to_numpy()
+    if float(good.mean()) < 0.9 * PARSE_SHARE:  # with either mark (:func:`_column_mark`)
+        for mark in ".,":
+            good |= _unit_numbers(text, mark)["value"].notna().to_numpy()
     if float(good.mean()) >= 0.9 * PARSE_SHARE:
         return True
     unique = pd.Series(pd.unique(text.to_numpy()))
@@ -2158,10 +2300,17 @@ def parse_text_columns(
     then slashes month-first, dots and dashes day-first, month names).  Numbers written
     with one unit count as numbers (:func:`_read_units`): a percent sign ("45.3%" is
     45.3, the number the user sees), a currency symbol of :data:`CURRENCY_SYMBOLS`
-    before or after ("$1,234.56", "12 €", "-$5", "($5.00)"), thousands separators ("," ;
-    "." or a space in a table read with a decimal comma, ``frame.attrs`` holding
-    :data:`DECIMAL_MARK_ATTR`, where "1.234,56 €" is 1234.56); a column mixing units
-    ("5%", "$5") is not.  The values that
+    before or after ("$1,234.56", "12 €", "-$5", "($5.00)"), a currency code of
+    :data:`CURRENCY_CODES` before or after with a space ("USD 5", "5 EUR": only when
+    every number of the column has it), thousands separators (:data:`_GROUPS`: ",",
+    an apostrophe or a space, "1'234.50", "1 234.50"; with a decimal comma ".", an
+    apostrophe or a space, "1.234,56 €", "1 234,56"); a column mixing units ("5%",
+    "$5") is not.  The decimal mark is decided per column (:func:`_column_mark`): the
+    table's (``frame.attrs``' :data:`DECIMAL_MARK_ATTR` and
+    :data:`DECIMAL_SOURCE_ATTR`, set by :func:`fits.io.read_table`; a point without
+    them), or in a ';'-separated file the one its values are written with; a column
+    whose numbers read two ways ("1,234" beside "12,5") stays text, and
+    :func:`describe_table` says why.  The values that
     do not parse are *markers* ("?", "unknown", "n/a"): they become missing values.
     Numbers that are all whole become ``Int64``.  A column of Python ``Decimal``
     objects (:func:`decimal_values`) is read as numbers too, with a note
@@ -2191,7 +2340,7 @@ def parse_text_columns(
         ``"decimal_comma"``, ``"negative_parentheses"``: :func:`_read_units`).
     """
     declared = declared or {}
-    mark = "," if frame.attrs.get(DECIMAL_MARK_ATTR) == "," else "."  # the file's
+    mark, source = _table_mark(frame)  # the file's decimal mark, and how sure
     out: pd.DataFrame | None = None
     notes: dict[str, dict[str, Any]] = {}
     for name in frame.columns:
@@ -2254,10 +2403,17 @@ def parse_text_columns(
             int(n_values[ok].sum()) / total >= PARSE_SHARE
             and not text[ok].str.match(_LEADING_ZERO).any()
         )
-        if not ok.all():  # numbers written with a unit or separators ("$1,234.56")?
-            units = _read_units(text, numbers, n_values, mark)
+        if not ok.all() or (source != "fixed" and text[ok].str.contains(r"[.,]").any()):
+            # numbers written with a unit or separators ("$1,234.56"), or with the
+            # file's decimal comma ("1.234" is 1234 there)?
+            how = _column_mark(text, numbers, mark, source)
+            if how.conflict is not None:  # "1,234" and "12,5": numbers that read two
+                plain = False  # ways are no numbers (describe_table says why); dates?
+            units = _read_units(text, n_values, how) if how.conflict is None else None
             more = units is not None and (
-                not plain or int(n_values[units[0].notna().to_numpy()].sum()) > n_values[ok].sum()
+                not plain
+                or int(n_values[units[0].notna().to_numpy()].sum()) > n_values[ok].sum()
+                or bool((units[0][ok] != numbers[ok]).any())  # "1.234": 1234, not 1.234
             )
             if units is not None and more:
                 numbers, written = units
@@ -2582,6 +2738,7 @@ def describe_table(
         raise SchemaError(f"{client}: the table is empty; every client needs rows")
     out: dict[str, Any] = {"n_rows": int(frame.shape[0]), "columns": {}, "order": []}
     check_names(frame.columns, client)
+    mark = _table_mark(frame)  # its text numbers' decimal mark (:func:`_two_readings`)
     for name in frame.columns:
         problem = _unsupported(frame[name])
         if problem is not None:  # fit refuses it (check_columns); an analysis leaves it
@@ -2594,7 +2751,7 @@ def describe_table(
             }
             out["order"].append(name)
             continue
-        info = _describe_column(frame[name], name, declared, client)
+        info = _describe_column(frame[name], name, declared, client, mark)
         if notes.get(name, {}).get("as") == "decimal":  # Decimal objects, not text
             if info.get("dtype") in ("int", "float"):
                 scale = int(notes[name]["scale"])
@@ -2688,10 +2845,11 @@ def _looks_like_identifier(present: pd.Series) -> dict[str, Any] | None:
 
 
 #: A number with something before it that may be a unit (a symbol: "₹5"; not a letter,
-#: as codes are written: "u123"), or after it ("12 kg").
+#: as codes are written: "u123", but a currency code of :data:`CURRENCY_CODES` and a
+#: space: "USD 5"), or after it ("12 kg").
 _UNIT_LIKE = re.compile(
-    r"^(?P<pre>[^\w\s+\-\u2212.,(][^\w\s]{0,2})?\s*[+\-\u2212]?\s*\d(?:[\d.,'\s]*\d)?"
-    r"\s*(?P<post>[^\d\s][^\d]{0,11})?$"
+    r"^(?P<pre>[^\w\s+\-\u2212.,(][^\w\s]{0,2}|(?:" + "|".join(CURRENCY_CODES) + r")(?=\s))?"
+    r"\s*[+\-\u2212]?\s*\d(?:[\d.,'\u2019\s]*\d)?\s*(?P<post>[^\d\s][^\d]{0,11})?$"
 )
 #: A unit is named (:func:`_unit_like`) when at least this many distinct values hold it.
 _UNIT_NAMED = 2
@@ -2719,7 +2877,7 @@ def _unit_like(present: pd.Series) -> dict[str, Any] | None:
     if unit.empty:
         return None
     counts = unit.value_counts()
-    known = ("%", *CURRENCY_SYMBOLS)  # fits's own units: named however few hold them
+    known = ("%", *CURRENCY_SYMBOLS, *CURRENCY_CODES)  # fits's: named however few hold them
     if not all(u in known for u in counts.index) and (
         share < PARSE_SHARE or counts.iloc[0] < PARSE_SHARE * unit.size
     ):
@@ -2728,11 +2886,38 @@ def _unit_like(present: pd.Series) -> dict[str, Any] | None:
     return {"units": named, "n_other": int(counts.size - len(named))}
 
 
+def _two_readings(present: pd.Series, mark: str, source: str) -> dict[str, Any] | None:
+    """Whether a text column that is not read as numbers is numbers that read two ways
+    (:func:`_column_mark`'s ``conflict``: "1,234" beside "12,5"), judged on its distinct
+    values (or an evenly spaced sample of them), at least half of them numbers with
+    either decimal mark: the conflict (shapes and counts, no value), else None."""
+    uniq = pd.Series(pd.unique(present.to_numpy(dtype=object)), dtype=object)
+    if uniq.size > _PARSE_SAMPLE:
+        uniq = uniq.iloc[np.linspace(0, uniq.size - 1, _PARSE_SAMPLE).astype(np.int64)]
+    text = pd.Series(pd.unique(uniq.astype(str).str.strip().to_numpy()), dtype=object)
+    if not text.str.contains(r"\d[.,]\d{3}").any():
+        return None  # no value reads two ways ("1,234"): a quick no, most text columns'
+    numbers = pd.to_numeric(text, errors="coerce")
+    numbers = numbers.where(np.isfinite(numbers.to_numpy(dtype=float)))
+    read = numbers.notna().to_numpy().copy()
+    for d in ".,":
+        read |= _unit_numbers(text, d)["value"].notna().to_numpy()
+    if float(read.mean()) < 0.5:
+        return None
+    return _column_mark(text, numbers, mark, source).conflict
+
+
 def _describe_column(
-    s: pd.Series, name: str, declared: Mapping[str, Mapping[str, Any]], client: str
+    s: pd.Series,
+    name: str,
+    declared: Mapping[str, Mapping[str, Any]],
+    client: str,
+    decimal: tuple[str, str] = (".", "fixed"),
 ) -> dict[str, Any]:
     fam = _dtype_family(s)
     kind = declared.get(name, {}).get("kind")
+    if kind == "constant":  # described as undeclared: the merge checks it holds one value
+        kind = None
     missing = s.isna().to_numpy()
     info: dict[str, Any] = {
         "dtype": fam,
@@ -2787,6 +2972,9 @@ def _describe_column(
             units = _unit_like(present) if fam != "category" else None
             if units is not None:  # numbers with a unit fits does not read ("12 kg")
                 info["unit_like"] = units
+            two = _two_readings(present, *decimal) if fam != "category" else None
+            if two is not None:  # "1,234" and "12,5": numbers fits does not read
+                info["two_readings"] = two
             if looks is not None:  # its values are never reported
                 info["identifier"] = looks
                 return info
@@ -3066,6 +3254,17 @@ def merge_descriptions(
             specs.append(_merge_all_missing(name, infos, kind))
             continue
         why = _identifier_counts(infos, clients) if kind != "nominal" else None
+        if why is not None and kind == "constant":  # its declaration first: many values
+            raise DeclaredKindError(
+                f"column {name!r} is declared constant but takes many values at the sites "
+                f"({why}): it looks like an identifier or free text. Leave out the "
+                f"declaration (--kind {shlex.quote(f'{name}=constant')}; Python: "
+                f"kinds={{{name!r}: 'constant'}}) and declare it an identifier (--kind "
+                f"{shlex.quote(f'{name}=id')}), or leave the column out of the synthetic "
+                f"table (--drop {shlex.quote(name)})",
+                name,
+                "constant",
+            )
         if why is not None:
             refused[name] = why
             advice = _unit_advice(name, infos, clients)
@@ -3095,10 +3294,10 @@ def merge_descriptions(
                 refused[name] = why
                 numbers.append(name)
                 continue
-        specs.append(_check_constant(spec, kind))
+        specs.append(_check_constant(spec, kind, [i for i, _ in present]))
     if refused:
         raise _identifier_error(refused, numbers, units)
-    _constant_note(specs)
+    _constant_note(specs, kinds)
     return Schema(specs, list(order) if order else list(first))
 
 
@@ -3391,16 +3590,21 @@ def _unit_advice(
 ) -> str | None:
     """What a text column that looks like numbers written with a unit is, and the fix
     (from its sites' ``unit_like``, :func:`_unit_like`), else None."""
+    two = [
+        (i["two_readings"], c) for i, c in zip(infos, clients, strict=True) if "two_readings" in i
+    ]
+    if two:
+        return _two_readings_advice(name, two)
     like = [(i["unit_like"], c) for i, c in zip(infos, clients, strict=True) if "unit_like" in i]
     if not like:
         return None
     units = list(dict.fromkeys(str(u) for w, _ in like for u in w["units"]))
     other = max(int(w.get("n_other", 0)) for w, _ in like)
     at = ", ".join(c for _, c in like)
-    known = ("%", *CURRENCY_SYMBOLS)
+    known = ("%", *CURRENCY_SYMBOLS, *CURRENCY_CODES)
     reads = (
-        f"fits reads '%' and the currency symbols {' '.join(CURRENCY_SYMBOLS)} as units, "
-        "one unit per column"
+        f"fits reads '%', the currency symbols {' '.join(CURRENCY_SYMBOLS)} and ISO 4217 "
+        "currency codes ('USD 5', '5 EUR') as units, one unit per column"
     )
     if len(units) + (other > 0) > 1:
         named = [repr(u) for u in units] + ([f"{other} other(s)"] if other else [])
@@ -3409,6 +3613,14 @@ def _unit_advice(
             f"column {name!r} looks like numbers written with several units ({shown} at "
             f"{at}); {reads}: convert it to numbers in one unit before fitting (pandas: "
             f"df[{name!r}] = pd.to_numeric(...) on the values of each unit, converted)"
+        )
+    if units and units[0] in CURRENCY_CODES:  # read only when every number has it
+        return (
+            f"column {name!r} looks like numbers written with {units[0]!r} (at {at}), but "
+            "fits reads a currency code only on a column whose every number has it and "
+            f"where at least {PARSE_SHARE:.0%} of the values are such numbers, so it stays "
+            f"text: write {units[0]!r} on every number, and fix or blank the other values "
+            "(they are read as missing when the rest reach that share)"
         )
     if units and units[0] in known:  # its unit is read, but too many values are not numbers
         return (
@@ -3424,6 +3636,29 @@ def _unit_advice(
         f"does not read ({reads}): convert it to numbers before fitting, e.g. with "
         f"pandas df[{name!r}] = pd.to_numeric(df[{name!r}].str.replace({unit!r}, '')"
         ".str.strip()), and save the table again"
+    )
+
+
+def _two_readings_advice(name: str, two: Sequence[tuple[Mapping[str, Any], str]]) -> str:
+    """What a text column whose numbers read two ways is (its sites' ``two_readings``,
+    :func:`_column_mark`'s ``conflict``: shapes and counts, never a value), and the fix."""
+    what, _ = two[0]
+    sep = str(what.get("ambiguous", ","))
+    counts = ", ".join(f"{int(w.get('n_ambiguous', 0))} distinct at {c}" for w, c in two)
+    mixed = [w for w, _ in two if w.get("why") == "mixed"]
+    if mixed:
+        comma = mixed[0].get("other") == ","
+        other = "a decimal comma (like '12,5')" if comma else "a decimal point (like '12.5')"
+        why = f"others are written with {other}, so the column does not say which"
+    else:
+        why = "neither its other values nor the file's other numbers say which"
+    return (
+        f"column {name!r} holds numbers that read two ways: values written like "
+        f"'1{sep}234' ({counts}) are 1234 with {sep!r} as a thousands separator or 1.234 "
+        f"with {sep!r} as the decimal mark, and {why}; it stays text: convert it to plain "
+        "numbers (a decimal point, no thousands separators) before fitting, or write every "
+        "number so that it reads one way ('1,234.00', or '1.234,00' in a file with a "
+        "decimal comma)"
     )
 
 
@@ -3450,10 +3685,13 @@ def _written_with(name: str, parsed: Sequence[tuple[Mapping[str, Any], str]]) ->
     parts = [repr(u) for u in units]
     thousands = sorted({t for p, _ in parsed for t in p.get("thousands") or ()})
     if thousands:
-        shown = " or ".join("space" if t.isspace() else repr(t) for t in thousands)
+        names = {" ": "space", "\u00a0": "no-break space", "\u202f": "narrow no-break space"}
+        shown = " or ".join(names.get(t, repr(t)) for t in thousands)
         parts.append(f"{shown} thousands separators")
-    if any(p.get("decimal_comma") for p, _ in parsed):
-        parts.append("a decimal comma")
+    comma = [c for p, c in parsed if p.get("decimal_comma")]
+    if comma:  # each site reads its own file's mark: say where, when not at every site
+        where = f" at {', '.join(comma)}" if len(comma) < len(parsed) else ""
+        parts.append(f"a decimal comma{where}")
     if any(p.get("negative_parentheses") for p, _ in parsed):
         parts.append("parentheses for negatives")
     if not parts:
@@ -3859,27 +4097,34 @@ def _constant_text(spec: ColumnSpec) -> str:
     return repr(plain(value))
 
 
-def _constant_note(specs: Sequence[ColumnSpec]) -> None:
+def _constant_note(specs: Sequence[ColumnSpec], kinds: Mapping[str, str] | None = None) -> None:
     """Say (a :class:`DataNote`) which columns are written as a constant or as missing
-    and not modelled, with how to leave them out instead."""
+    and not modelled, with how to leave them out instead; a column among them declared
+    another kind (``kinds``: ``--kind COL=ordinal``) is said to be, and that the
+    declaration is not used."""
     constants = [c for c in specs if c.kind == "constant"]
     if not constants:
         return
     parts = []
     for c in constants:
         if c.all_missing:
-            parts.append(f"{c.name!r} is missing in every row at every site (written as missing)")
+            part = f"{c.name!r} is missing in every row at every site (written as missing)"
         elif c.missing:
             value = _constant_text(c)
-            parts.append(
+            part = (
                 f"{c.name!r} holds only {value} where it is not missing (written as {value}, "
                 "or as missing where its drawn missingness indicator says so)"
             )
         else:
             value = _constant_text(c)
-            parts.append(
-                f"{c.name!r} holds {value} in every row at every site (written as {value})"
+            part = f"{c.name!r} holds {value} in every row at every site (written as {value})"
+        declared = (kinds or {}).get(c.name)
+        if declared not in (None, "constant"):
+            part += (
+                f"; it is declared {declared} (--kind {shlex.quote(f'{c.name}={declared}')}), "
+                "a declaration fits does not use for a column of one value"
             )
+        parts.append(part)
     drop = " ".join(f"--drop {shlex.quote(c.name)}" for c in constants)
     warnings.warn(
         "fits writes these columns in every synthetic row as their one value, in the "
@@ -3897,14 +4142,44 @@ def _exact_bound(value: int) -> float:
     return float(value) if float(value) == value else value
 
 
-def _check_constant(spec: ColumnSpec, declared: str | None = None) -> ColumnSpec:
+def _how_many_values(spec: ColumnSpec, infos: Sequence[Mapping[str, Any]]) -> str:
+    """How many distinct values a merged column of several takes at the sites, for a
+    message, from their descriptions: "5 distinct values at the sites" where every site
+    listed its values (missing not counted), else "more than 20 distinct values at the
+    sites" (a site holds more than :data:`MAX_ORDINAL_LEVELS` and sends its bounds, not
+    its values), with the bounds where the spec has them ("(from 0.5 to 9.25)")."""
+    if infos and all("values" in i for i in infos):
+        keys = {
+            _value_key(v) if _is_number(v) else ("text", str(v))
+            for i in infos
+            for v in i["values"]
+            if v is not None
+        }
+        return f"{len(keys)} distinct values at the sites"
+    lower, upper = spec.lower, spec.upper
+    if lower is None or upper is None:
+        return "several values at the sites"
+    if spec.dtype == "datetime":
+        first, last = (pd.Timestamp(float(v), unit="s").isoformat() for v in (lower, upper))
+        return f"several values at the sites (from {first} to {last})"
+    shown = [f"{int(v)}" if spec.dtype == "int" else f"{float(v):.6g}" for v in (lower, upper)]
+    return (
+        f"more than {MAX_ORDINAL_LEVELS} distinct values at the sites "
+        f"(from {shown[0]} to {shown[1]})"
+    )
+
+
+def _check_constant(
+    spec: ColumnSpec, declared: str | None = None, infos: Sequence[Mapping[str, Any]] = ()
+) -> ColumnSpec:
     """A merged column of one value at every site (one category, or ``lower`` equal to
     ``upper``) becomes kind ``"constant"``: not modelled, written as that value.  One of
     one value and missing values is not constant: a discrete one has two categories
     (the value and missing) and is modelled as such; a continuous one (a datetime of
     one value) stays ``"constant"`` with ``missing`` set, and the chain draws its
     missingness indicator (:meth:`Schema.expanded`).  ``declared``: the user's kind;
-    ``"constant"`` is refused on a column of several values."""
+    ``"constant"`` is refused on a column of several values (:class:`DeclaredKindError`,
+    saying how many from the sites' ``infos``)."""
     constant = (
         spec.n_levels == 1
         if spec.is_discrete
@@ -3931,10 +4206,15 @@ def _check_constant(spec: ColumnSpec, declared: str | None = None) -> ColumnSpec
             decimal_scale=spec.decimal_scale,
         )
     if declared == "constant":
-        raise SchemaError(
-            f"column {spec.name!r} is declared constant but takes several values at the "
-            "sites; fits sets kind 'constant' itself for a column of one value: leave its "
-            "kind to fits or declare another"
+        raise DeclaredKindError(
+            f"column {spec.name!r} is declared constant but takes "
+            f"{_how_many_values(spec, infos)}; fits sets kind 'constant' itself for a column "
+            "of one value: leave out the declaration (--kind "
+            f"{shlex.quote(f'{spec.name}=constant')}; Python: "
+            f"kinds={{{spec.name!r}: 'constant'}}) to model it, or leave the column out of the "
+            f"synthetic table (--drop {shlex.quote(spec.name)})",
+            spec.name,
+            "constant",
         )
     if spec.kind == "continuous" and not (
         math.isfinite(spec.lower or 0.0) and math.isfinite(spec.upper or 0.0)
