@@ -625,6 +625,28 @@ def test_release_check_counts_copies_like_a_join():
     assert result.n_synthetic == 500
 
 
+def test_near_copy_warning_names_what_lowers_it():
+    """Synthetic rows a hair from real ones (no exact copy) trip the near-copy warning,
+    which names the remedies measured in benchmarks.md; a fresh sample does not."""
+    from fits.evaluation.copies import ReleaseCheck
+
+    rng = np.random.default_rng(7)
+    real = pd.DataFrame({"x": rng.normal(size=600), "y": rng.normal(size=600)})
+    sites = {"one": real.iloc[:400], "two": real.iloc[400:]}
+    kinds = {"x": "continuous", "y": "continuous"}
+    near = real + rng.normal(scale=1e-4, size=real.shape)
+    check = ReleaseCheck(sites, kinds)
+    check.update(near)
+    result = check.result()
+    assert result.copies == 0 and result.close_share > 0.9
+    (line,) = result.warnings
+    assert "nearly verbatim" in line
+    assert "--order" in line and "--smoothing auto" in line
+    fresh = ReleaseCheck(sites, kinds)
+    fresh.update(pd.DataFrame({"x": rng.normal(size=600), "y": rng.normal(size=600)}))
+    assert fresh.result().warnings == []
+
+
 # ---------------------------------------------------------------------------------------
 # 6. Smaller mends
 # ---------------------------------------------------------------------------------------
