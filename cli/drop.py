@@ -1,5 +1,6 @@
-"""``--drop`` of a column only some sites have, for ``fits federate local`` (``fits
-synthesize`` leaves such a column out where it is: :func:`fits.cli.main._drop_columns`).
+"""``--drop``: leaving columns out of the sites' tables (:func:`drop_columns`, for ``fits
+synthesize``, ``fits schema`` and ``fits report``), and the refusal of a column only
+some sites have in ``fits federate local`` (:func:`partial_drop_message`).
 
 ``fits federate`` sends one ``drop`` to every site in the run config, and each site,
 alone, refuses a name its table lacks (a site cannot tell a column another site has
@@ -12,9 +13,38 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from fits.core.names import ColumnNameError, header_for, show_columns
+import pandas as pd
 
-__all__ = ["partial_drop_message"]
+from fits.core.names import ColumnNameError, header_for, match_columns, show_columns
+
+__all__ = ["drop_columns", "partial_drop_message"]
+
+
+def drop_columns(
+    tables: dict[str, pd.DataFrame], drop: list[str] | None
+) -> dict[str, pd.DataFrame]:
+    """Remove the ``--drop`` columns from every site's table that has them (names
+    resolved as :func:`~fits.core.names.match_columns` resolves them, per site).
+
+    A column only some sites have is left out where it is: that is what makes sites
+    whose columns differ by it hold the same columns, which the merge of their
+    descriptions demands (``columns differ ... rename, add or drop them``). A name no
+    site has is refused (a misspelt name must not go unnoticed)."""
+    if not drop:
+        return tables
+    headers = {site: [str(c) for c in frame.columns] for site, frame in tables.items()}
+    found = {
+        site: [header_for(name, columns, "--drop", f"{site}'s table") for name in drop]
+        for site, columns in headers.items()
+    }
+    nowhere = [n for k, n in enumerate(drop) if all(f[k] is None for f in found.values())]
+    if nowhere:
+        first = next(iter(headers))
+        match_columns(nowhere, headers[first], "--drop", f"{first}'s table")  # raises
+    return {
+        site: frame.drop(columns=list(dict.fromkeys(h for h in found[site] if h is not None)))
+        for site, frame in tables.items()
+    }
 
 
 def partial_drop_message(

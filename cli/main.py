@@ -25,10 +25,9 @@ import pandas as pd
 import typer
 from typer.core import TyperGroup
 
-from fits.core.names import header_for
-
 from .analyze import analyze
 from .benchmark import benchmark
+from .drop import drop_columns
 from .errors import closed_stdout_ends_quietly, interruptible
 from .errors import fail as _fail
 from .federate import federate
@@ -48,7 +47,6 @@ from .options import (
     TuneRelevanceOpt,
     check_nominal_penalty,
     check_smoothing,
-    match_columns,
     match_keys,
     match_relevance,
     parse_boosting,
@@ -207,33 +205,6 @@ def _parse_kinds(kind: list[str] | None, schema: Path | None = None) -> dict[str
             param_hint="--kind",
         )
     return out
-
-
-def _drop_columns(
-    tables: dict[str, pd.DataFrame], drop: list[str] | None
-) -> dict[str, pd.DataFrame]:
-    """Remove the ``--drop`` columns from every site's table that has them (names
-    resolved as :func:`~fits.cli.options.match_columns` resolves them, per site).
-
-    A column only some sites have is left out where it is: that is what makes sites
-    whose columns differ by it hold the same columns, which the merge of their
-    descriptions demands (``columns differ ... rename, add or drop them``). A name no
-    site has is refused (a misspelt name must not go unnoticed)."""
-    if not drop:
-        return tables
-    headers = {site: [str(c) for c in frame.columns] for site, frame in tables.items()}
-    found = {
-        site: [header_for(name, columns, "--drop", f"{site}'s table") for name in drop]
-        for site, columns in headers.items()
-    }
-    nowhere = [n for k, n in enumerate(drop) if all(f[k] is None for f in found.values())]
-    if nowhere:
-        first = next(iter(headers))
-        match_columns(nowhere, headers[first], "--drop", f"{first}'s table")  # raises
-    return {
-        site: frame.drop(columns=list(dict.fromkeys(h for h in found[site] if h is not None)))
-        for site, frame in tables.items()
-    }
 
 
 def _check_inputs(paths: Sequence[tuple[str, Path]]) -> None:
@@ -573,7 +544,7 @@ def synthesize(
     if problem:
         _fail(problem, 2)
     with interruptible("no output was written (its temporary file was removed)"), _data_errors():
-        tables = _drop_columns(_load_sites(site_files, simulate_clients, shares, seed, quiet), drop)
+        tables = drop_columns(_load_sites(site_files, simulate_clients, shares, seed, quiet), drop)
         if secure_aggregation and len(tables) < 2:
             _fail(
                 "--secure-aggregation needs at least two sites (with one, the sum is that "
@@ -1098,7 +1069,7 @@ def schema_command(
         )
     kinds = _parse_kinds(kind)
     with interruptible("no schema was written"), _data_errors():
-        tables = _drop_columns(_load_sites(site_files, simulate_clients, shares, seed), drop)
+        tables = drop_columns(_load_sites(site_files, simulate_clients, shares, seed), drop)
         columns = [str(c) for c in next(iter(tables.values())).columns]
         kinds = match_keys(kinds, columns, "--kind")
         chain_order = _order(order, columns)

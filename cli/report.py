@@ -128,10 +128,12 @@ def _parse_numbers(values: list[str] | None, option: str, default: tuple[float, 
 
 
 Real = Annotated[
-    Path,
+    list[Path] | None,
     typer.Option(
         "--real",
-        help="The real reference table (.csv or .parquet): the full real data.",
+        help="The real reference table (.csv or .parquet): the full real data. Repeat it "
+        "for several files (one per site): their rows are pooled, in the order given. "
+        "Without it, the --clients files' rows pooled.",
         show_default=False,
     ),
 ]
@@ -235,14 +237,24 @@ Direct = Annotated[
     bool,
     typer.Option("--direct/--no-direct", help="Fit directly across sites (see --direct-mu)."),
 ]
+Drop = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--drop",
+        metavar="COL",
+        help="Leave a column out of the real tables (--real, --train, --test, --clients), "
+        "as fits synthesize --drop left it out of the synthetic table; repeat for several.",
+        show_default=False,
+    ),
+]
 MoreClients = Annotated[
     list[Path] | None, typer.Argument(hidden=True, show_default=False, metavar="SITE_FILE")
 ]
 
 
 def report(
-    real: Real,
     synthetic: Synthetic,
+    real: Real = None,
     out: Out = Path("report.html"),
     json: Json = None,
     target: Target = None,
@@ -260,6 +272,7 @@ def report(
     inference: Inference = True,
     direct: Direct = True,
     direct_mu: DirectMu = None,
+    drop: Drop = None,
     more_clients: MoreClients = None,
 ) -> None:
     """Write the fidelity report of a synthetic table: one self-contained HTML page.
@@ -278,6 +291,7 @@ def report(
     do not match), 2 for a usage problem (unknown option value or file type).
     """
     from fits.cli.errors import interruptible
+    from fits.core.names import ColumnNameError
     from fits.core.schema import SchemaError
     from fits.report import evaluate
 
@@ -290,13 +304,23 @@ def report(
         interruptible("no report was written (temporary files were removed)"),
     ):
         try:
-            files = _Files(real, synthetic, train, test, _client_files(clients, more_clients))
+            client_files = _client_files(clients, more_clients)
+            files = _Files(_real_files(real, client_files), synthetic, train, test, client_files)
+            if not real:
+                say(
+                    f"the real table: the rows of the {len(client_files)} --clients files, "
+                    "pooled (no --real given)"
+                )
             options = _check_options(task, target, ratio, lam, out, json)
             _check_outputs(out, json, files, schema, settings)
             _check_clients(files.clients)
-            tables = _read_tables(files)
-            options = _match_targets(options, tables["real"], real)
-            kinds = _schema_kinds(schema, tables["real"], real) if schema is not None else None
+            tables = _without_dropped(_read_tables(files), drop)
+            options = _match_targets(options, tables["real"], files.real_label)
+            kinds = (
+                _schema_kinds(schema, tables["real"], files.real_label)
+                if schema is not None
+                else None
+            )
             tables = _parsed_tables(tables, kinds)
             settings_data = _settings_json(settings) if settings is not None else None
             say(
@@ -341,7 +365,7 @@ def report(
             for line in inference_notes:
                 typer.echo(line, err=True)
             result.save(out, json)
-        except UsageError as err:
+        except (UsageError, ColumnNameError) as err:
             raise _fail(str(err), 2) from None
         except (DataError, SchemaError, ValueError, TypeError) as err:
             raise _fail(_name_files(str(err), files), 1) from None
@@ -456,11 +480,17 @@ def in_report_words(text: str) -> str:
 class _Files:
     """The input files of one report."""
 
-    real: Path
+    #: The real table's files (several: their rows pooled, in this order).
+    real: tuple[Path, ...]
     synthetic: Path
     train: Path | None
     test: Path | None
     clients: list[Path]
+
+    @property
+    def real_label(self) -> str:
+        """The real table's file, or its files joined by " + ", for messages."""
+        return " + ".join(str(p) for p in self.real)
 
 
 @dataclass(frozen=True)
@@ -471,6 +501,29 @@ class _Options:
     tasks: list[str]
     ratios: tuple[float, ...]
     lambdas: tuple[float, ...]
+
+
+def _real_files(real: list[Path] | None, clients: list[Path]) -> tuple[Path, ...]:
+    """The real table's files: ``--real`` as given (each once: a file given twice, or
+    two files of the same bytes, would count its rows twice), else the client files."""
+    from fits.io import find_duplicate_files
+
+    if not real:
+        if not clients:
+            raise UsageError(
+                "give the real table: --real FILE (repeat it for several files, e.g. one "
+                "per site; their rows are pooled), or the sites' files with --clients, "
+                "whose rows are then pooled as the real table"
+            )
+        return tuple(clients)
+    twice = find_duplicate_files(real)
+    if twice is not None:
+        first, second = twice
+        raise UsageError(
+            f"--real {str(first)!r} and {str(second)!r} are the same file (or hold the "
+            "same bytes); give each real table once"
+        )
+    return tuple(real)
 
 
 def _client_files(clients: list[Path] | None, more: list[Path] | None) -> list[Path]:
@@ -523,14 +576,14 @@ def _check_options(
     return _Options(targets, tasks, ratios, lambdas)
 
 
-def _match_targets(options: _Options, real_frame: pd.DataFrame, real: Path) -> _Options:
+def _match_targets(options: _Options, real_frame: pd.DataFrame, real: str) -> _Options:
     """``options`` with each ``--target`` resolved to its header in ``--real``
     (:func:`~fits.cli.options.match_columns`); a name no header matches is a usage error."""
     from .options import ColumnNameError, match_columns
 
     try:
         targets = match_columns(
-            options.targets, list(real_frame.columns), "--target", f"--real {str(real)!r}"
+            options.targets, list(real_frame.columns), "--target", f"--real {real!r}"
         )
     except ColumnNameError as err:
         raise UsageError(str(err)) from None
@@ -547,7 +600,7 @@ def _check_outputs(
     inputs = [
         (label, path)
         for label, path in (
-            ("--real", files.real),
+            *(("--real", r) for r in files.real),
             ("--synthetic", files.synthetic),
             ("--train", files.train),
             ("--test", files.test),
@@ -584,7 +637,7 @@ def _check_clients(clients: list[Path]) -> None:
 def _read_tables(files: _Files) -> dict[str, Any]:
     """Every input table; clients by file name (the path where two names collide)."""
     tables: dict[str, Any] = {
-        "real": read_table(files.real, "--real"),
+        "real": _pooled_real(files.real),
         "synthetic": read_table(files.synthetic, "--synthetic"),
         "train": read_table(files.train, "--train") if files.train is not None else None,
         "test": read_table(files.test, "--test") if files.test is not None else None,
@@ -593,6 +646,41 @@ def _read_tables(files: _Files) -> dict[str, Any]:
         name: read_table(path, "--clients") for name, path in _client_names(files.clients).items()
     }
     return tables
+
+
+def _without_dropped(tables: dict[str, Any], drop: list[str] | None) -> dict[str, Any]:
+    """The real tables without the ``--drop`` columns, where they hold them (the
+    synthetic table is left as it is); a name no real table holds is refused as a
+    misspelt one (:func:`fits.cli.drop.drop_columns`)."""
+    if not drop:
+        return tables
+    from .drop import drop_columns
+
+    real = {k: tables[k] for k in ("real", "train", "test") if tables[k] is not None}
+    clients = {f"client {n}": t for n, t in tables["clients"].items()}
+    kept = drop_columns({**real, **clients}, drop)
+    out = {**tables, **{k: kept[k] for k in real}}
+    out["clients"] = {n: kept[f"client {n}"] for n in tables["clients"]}
+    return out
+
+
+def _pooled_real(paths: tuple[Path, ...]) -> pd.DataFrame:
+    """The real table: one file, or several files' rows one after the other (each must
+    hold the same columns; the first file's order is kept)."""
+    frames = [read_table(p, "--real") for p in paths]
+    if len(frames) == 1:
+        return frames[0]
+    first = list(frames[0].columns)
+    for path, frame in zip(paths[1:], frames[1:], strict=True):
+        if set(frame.columns) != set(first) or frame.columns.duplicated().any():
+            lacks = [c for c in first if c not in frame.columns]
+            extra = [c for c in frame.columns if c not in first]
+            raise DataError(
+                f"--real {str(path)!r} does not hold the columns of --real "
+                f"{str(paths[0])!r} (it lacks {lacks}, and has {extra} besides): the real "
+                "files are pooled into one table, so each must hold the same columns"
+            )
+    return pd.concat([f[first] for f in frames], ignore_index=True)
 
 
 def _parsed_tables(tables: dict[str, Any], kinds: dict[str, str] | None) -> dict[str, Any]:
@@ -615,7 +703,7 @@ def _parsed_tables(tables: dict[str, Any], kinds: dict[str, str] | None) -> dict
     return out
 
 
-def _schema_kinds(schema: Path, real_frame: pd.DataFrame, real: Path) -> dict[str, str]:
+def _schema_kinds(schema: Path, real_frame: pd.DataFrame, real: str) -> dict[str, str]:
     """The column kinds of a ``fits schema`` file, checked against the real table."""
     from fits.core.schema import Schema
 
@@ -632,14 +720,14 @@ def _schema_kinds(schema: Path, real_frame: pd.DataFrame, real: Path) -> dict[st
     unknown = sorted(set(kinds) - set(real_frame.columns))
     if unknown:
         raise DataError(
-            f"--schema {str(schema)!r} names column(s) {unknown} that --real {str(real)!r} lacks"
+            f"--schema {str(schema)!r} names column(s) {unknown} that --real {real!r} lacks"
         )
     named = {c.name for c in parsed.columns if c.indicates is None}  # not its indicators
     unnamed = [str(c) for c in real_frame.columns if c not in named]
     if unnamed:  # their kinds would be inferred silently, not the file's: refused, as
         # fits synthesize --schema refuses a table column the schema lacks (exit 1)
         raise DataError(
-            f"--schema {str(schema)!r} does not match --real {str(real)!r}: column(s) "
+            f"--schema {str(schema)!r} does not match --real {real!r}: column(s) "
             f"{unnamed} of --real are not in the schema, so their kinds are not the file's. "
             "Add them to the schema (`fits schema` writes one that matches), or leave them "
             "out of the tables"
@@ -666,7 +754,7 @@ def _name_files(message: str, files: _Files) -> str:
     from fits.report.build import client_label
 
     for role in ("real", "synthetic", "train", "test"):
-        path = getattr(files, role)
+        path = files.real_label if role == "real" else getattr(files, role)
         phrase = f"the {role} table"
         if path is not None and phrase in message:
             message = message.replace(phrase, f"{phrase} (--{role} {str(path)!r})", 1)
@@ -690,7 +778,7 @@ def _sources(
     files: _Files, clients: dict[str, pd.DataFrame], schema: Path | None, settings: Path | None
 ) -> dict[str, str]:
     """Where each table came from, as the page's "Inputs" table shows it."""
-    sources = {"real": str(files.real), "synthetic": str(files.synthetic)}
+    sources = {"real": files.real_label, "synthetic": str(files.synthetic)}
     if files.train is not None:
         sources["train"] = str(files.train)
     if files.test is not None:

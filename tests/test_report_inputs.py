@@ -216,3 +216,83 @@ def test_a_bad_client_file_is_named_without_the_inference_checks_advice(tmp_path
     assert f"the client 'b' table (--clients '{tmp_path / 'b.csv'}')" in res.stderr
     assert "write it as numbers" in res.stderr
     assert "inference check" not in res.stderr and "fits analyze" not in res.stderr
+
+
+def _sites_on_disk(tmp_path):
+    paths = []
+    for k, n in enumerate((120, 80, 60)):
+        t = _table(n, 10 + k).assign(pid=np.arange(n) + 1000 * k)
+        paths.append(tmp_path / f"site{k}.csv")
+        t.to_csv(paths[-1], index=False)
+    _table(150, 1).to_csv(tmp_path / "syn.csv", index=False)  # made with --drop pid
+    return paths
+
+
+def _energy(path):
+    return json.loads(path.read_text())["energy"]
+
+
+def test_cli_several_real_files_are_pooled_and_clients_alone_are_the_real_table(tmp_path):
+    """Three sites' files as --real were read as the last one alone (typer keeps the
+    last of a repeated option); the report now pools them, in the order given, as it
+    pools the --clients files when no --real is given. --drop leaves the column a
+    synthesis dropped out of the real tables."""
+    paths = _sites_on_disk(tmp_path)
+    pd.concat([pd.read_csv(p) for p in paths], ignore_index=True).to_csv(
+        tmp_path / "all.csv", index=False
+    )
+    common = ["--synthetic", tmp_path / "syn.csv", "--drop", "pid", "--no-inference", "--quiet"]
+    one = fits_in_process(
+        "report", "--real", tmp_path / "all.csv", *common,
+        "--out", tmp_path / "1.html", "--json", tmp_path / "1.json",
+    )  # fmt: skip
+    assert one.returncode == 0, one.stderr
+    many = fits_in_process(
+        "report", "--real", paths[0], "--real", paths[1], "--real", paths[2], *common,
+        "--out", tmp_path / "2.html", "--json", tmp_path / "2.json",
+    )  # fmt: skip
+    assert many.returncode == 0, many.stderr
+    assert _energy(tmp_path / "2.json") == _energy(tmp_path / "1.json")
+    meta = json.loads((tmp_path / "2.json").read_text())["meta"]
+    assert meta["rows"]["real"] == 260
+    clients = fits_in_process(
+        "report", "--clients", *paths, *common,
+        "--out", tmp_path / "3.html", "--json", tmp_path / "3.json",
+    )  # fmt: skip
+    assert clients.returncode == 0, clients.stderr
+    pooled, given = _energy(tmp_path / "3.json"), _energy(tmp_path / "1.json")
+    # the independent-columns baseline is drawn from the client files: the same rows
+    assert pooled.pop("independent_source") == "training rows"
+    assert given.pop("independent_source") == "real table"
+    assert pooled == given
+
+
+def test_cli_real_table_usage_errors(tmp_path):
+    paths = _sites_on_disk(tmp_path)
+    out = ["--synthetic", tmp_path / "syn.csv", "--out", tmp_path / "r.html", "--quiet"]
+    none = fits_in_process("report", *out)
+    assert none.returncode == 2 and "give the real table: --real FILE" in none.stderr
+    twice = fits_in_process("report", "--real", paths[0], "--real", paths[0], *out)
+    assert twice.returncode == 2 and "give each real table once" in twice.stderr
+    typo = fits_in_process("report", "--real", paths[0], "--drop", "pidd", *out)
+    assert typo.returncode == 2 and "did you mean 'pid'" in typo.stderr
+    pd.read_csv(paths[1]).drop(columns="g").to_csv(tmp_path / "nog.csv", index=False)
+    apart = fits_in_process(
+        "report", "--real", paths[0], "--real", tmp_path / "nog.csv", "--drop", "pid", *out
+    )
+    assert apart.returncode == 1 and "lacks ['g']" in apart.stderr
+    assert "Traceback" not in none.stderr + twice.stderr + typo.stderr + apart.stderr
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_an_interval_rule_on_dates_is_told_in_dates():
+    """The report compares dates as days since 1970; the rule it found on them was
+    told in those days ('pre for [18050, 18261]')."""
+    rng = np.random.default_rng(3)
+    day = pd.Timestamp("2019-06-01") + pd.to_timedelta(rng.integers(0, 900, 400), unit="D")
+    era = np.where(day < pd.Timestamp("2020-01-01"), "pre", "post")
+    real = pd.DataFrame({"day": day, "era": era, "x": rng.normal(size=400)})
+    report = evaluate(real, real.sample(200, random_state=0), seed=0)
+    (rule,) = [r["rule"] for r in report.data["rules"] if r["column"] == "era"]
+    first = day[era == "pre"].min().strftime("%Y-%m-%d")
+    assert rule.startswith(f"era = by day: pre for [{first}, 2019-12-31], post for [2020-01-0")

@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from fits._dates import duration_text
+from fits._dates import duration_text, seconds_text
 from fits._json import jsonable
 from fits.core.names import header_hint
 from fits.core.schema import ConstantNote, IdentifierColumnError, Schema
@@ -1176,6 +1176,7 @@ def _rules_step(
         rules = [*exact, *linear]
     usable = [r for r in rules if all(c in inputs.synthetic.columns for c in _rule_columns(r))]
     table = rules_kept(inputs.synthetic, usable)
+    table["rule"] = table["rule"].replace(_interval_dates(usable, inputs.dates))
     linear = [
         _in_days(r, inputs, fitted=not any(r is d for d in detected))
         for r in usable
@@ -1201,6 +1202,32 @@ def _rules_step(
                 "synthetic_sd": duration_text(float(row["synthetic_sd"]) * 86400.0, parts=2),
             }
     return jsonable(table.to_dict(orient="records")), jsonable(records)
+
+
+def _interval_dates(rules: Sequence[Any], dates: Sequence[str]) -> dict[str, str]:
+    """An interval rule's words with a datetime source, whose bounds the report holds
+    as days since 1970: its words with the bounds as dates (date-times where a bound
+    is not a whole day), as ``fits schema`` writes them."""
+    from fits._exact import interval_text
+
+    out = {}
+    for raw in rules:
+        d = dict(raw.to_dict() if hasattr(raw, "to_dict") else raw)
+        source = str(d["of"][0]) if d.get("of") else ""
+        if d.get("kind") != "interval" or source not in dates:
+            continue
+        entries = d.get("intervals") or []
+        if any(isinstance(b, str) for lo, hi, _ in entries for b in (lo, hi)):
+            continue  # a fitted synthesizer's rule: its bounds are written as dates
+        whole = all(float(b) == int(float(b)) for lo, hi, _ in entries for b in (lo, hi))
+
+        def text(days: Any, whole: bool = whole) -> str:
+            return seconds_text(float(days) * 86400.0, date_only=whole)
+
+        head = f"{d['column']} = by {source}: "
+        words = [[text(lo), text(hi), v] for lo, hi, v in entries]
+        out[head + interval_text(entries)] = head + interval_text(words)
+    return out
 
 
 def _in_days(rule: Any, inputs: _Inputs, *, fitted: bool) -> dict[str, Any]:
