@@ -10,6 +10,7 @@ import hashlib
 import io
 import os
 import re
+import stat
 import tempfile
 import warnings
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
@@ -1088,13 +1089,16 @@ def find_duplicate_files(
     paths: Sequence[str | os.PathLike[str]],
 ) -> tuple[Path, Path] | None:
     """The first two of ``paths`` that are the same file (the same path, a link to it,
-    or the same bytes), else None."""
+    or the same bytes), else None.  A path that is no regular file (missing, a folder)
+    is passed over: the reading of it says what is wrong."""
     seen: dict[tuple[int, int], Path] = {}
     sizes: dict[int, list[Path]] = {}
     for p in map(Path, paths):
         try:
             st = p.stat()
         except OSError:
+            continue
+        if not stat.S_ISREG(st.st_mode):
             continue
         key = (st.st_dev, st.st_ino)
         if key in seen:
