@@ -2268,6 +2268,8 @@ def _unsupported(series: pd.Series) -> tuple[str, str] | None:
     """(what the column holds, how to fix it) for column types fits cannot model."""
     dt = series.dtype
     sample = None
+    if isinstance(dt, pd.CategoricalDtype):
+        return _unsupported_categories(dt)
     if pd.api.types.is_object_dtype(dt):
         present = series.dropna()
         sample = present.iloc[0] if len(present) else None
@@ -2314,6 +2316,51 @@ def _unsupported(series: pd.Series) -> tuple[str, str] | None:
             "--drop)",
         )
     return None
+
+
+def _label(value: Any) -> bool:
+    """Whether ``value`` can be a category label: text, a number or a bool (Python or
+    numpy), the values a site's description carries as they are."""
+    return isinstance(value, (str, bool, int, float, np.bool_, np.integer, np.floating))
+
+
+def _unsupported_categories(dt: pd.CategoricalDtype) -> tuple[str, str] | None:
+    """(what, fix) for a pandas categorical whose categories are no labels fits can
+    send (intervals from ``pd.cut``, datetimes, durations, periods, bytes, ``Decimal``,
+    dates, tuples): the description would carry their text, which the site's own values
+    never equal, so the fit stopped on a wrong diagnosis (or a TypeError); else None."""
+    cats = dt.categories
+    if pd.api.types.is_string_dtype(cats.dtype) and not pd.api.types.is_object_dtype(cats.dtype):
+        return None  # a text dtype: labels
+    if cats.dtype.kind in "biuf":  # numbers and bools
+        return None
+    odd = next((c for c in cats if not _label(c)), None)
+    if odd is None:
+        return None
+    as_text = "keep its labels as text with df[c] = df[c].cat.rename_categories(str)"
+    if pd.api.types.is_datetime64_any_dtype(cats.dtype) or isinstance(odd, datetime):
+        return (
+            "pandas categories that are datetimes",
+            "make it a datetime column with df[c] = df[c].astype(df[c].cat.categories.dtype), "
+            f"or {as_text}",
+        )
+    what = {
+        pd.Interval: "intervals (as pd.cut makes)",
+        pd.Timedelta: "durations",
+        timedelta: "durations",
+        pd.Period: "periods",
+        bytes: "bytes",
+        Decimal: "Decimal numbers",
+        date: "dates",
+        tuple: "tuples",
+    }
+    name = next((w for t, w in what.items() if isinstance(odd, t)), type(odd).__name__)
+    if isinstance(odd, bytes):
+        as_text = "decode its labels with df[c] = df[c].cat.rename_categories(bytes.decode)"
+    elif isinstance(odd, Decimal):
+        as_text = f"make it a number column with df[c] = df[c].astype(float), or {as_text}"
+    order = " (its order and the ordered flag stay)" if dt.ordered else ""
+    return f"pandas categories that are {name}", as_text + order
 
 
 def check_names(columns: Iterable[Any], client: str) -> None:

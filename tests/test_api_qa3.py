@@ -1,0 +1,111 @@
+"""The pandas API on tables nobody designed for it (third pass; see tests/test_api_qa.py
+and tests/test_api_qa2.py): pandas categoricals of odd labels, ordered categoricals
+ordered apart, and saved synthesizers from another version of fits."""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fits import FITSSynthesizer, SchemaError
+
+N = 120
+
+
+def _sites(make) -> dict[str, pd.DataFrame]:
+    """Sites north and south: a continuous ``x`` and the column ``c`` that
+    ``make(rng)`` gives."""
+    out = {}
+    for k, name in enumerate(("north", "south")):
+        rng = np.random.default_rng(k)
+        out[name] = pd.DataFrame({"x": rng.normal(size=N), "c": make(rng)})
+    return out
+
+
+def _fit(sites) -> FITSSynthesizer:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return FITSSynthesizer(seed=0).fit(sites)
+
+
+def _pick(values):
+    return lambda rng: pd.Categorical(rng.choice(np.array(values, dtype=object), N))
+
+
+@pytest.mark.parametrize(
+    ("make", "what", "fix"),
+    [
+        (lambda rng: pd.cut(rng.normal(size=N), [-10, 0, 10]), "intervals",
+         "df['c'].cat.rename_categories(str)"),
+        (_pick(pd.to_datetime(["2020-01-01", "2021-01-01"])), "datetimes",
+         "df['c'].astype(df['c'].cat.categories.dtype)"),
+        (_pick(pd.to_datetime(["2020-01-01", "2021-01-01"]).tz_localize("UTC")), "datetimes",
+         "df['c'].astype(df['c'].cat.categories.dtype)"),
+        (_pick(pd.to_timedelta([1, 2], unit="D")), "durations", "rename_categories(str)"),
+        (_pick(pd.period_range("2020-01", periods=2, freq="M")), "periods",
+         "rename_categories(str)"),
+        (_pick([b"a", b"b"]), "bytes", "rename_categories(bytes.decode)"),
+        (_pick([decimal.Decimal("1.5"), decimal.Decimal("2.5")]), "Decimal",
+         "df['c'].astype(float)"),
+        (_pick([dt.date(2020, 1, 1), dt.date(2020, 2, 1)]), "dates", "rename_categories(str)"),
+        (lambda rng: pd.Categorical([(1, 2), (3, 4)] * (N // 2)), "tuples",
+         "rename_categories(str)"),
+    ],
+    ids=["pd.cut", "datetimes", "tz-datetimes", "timedeltas", "periods", "bytes", "decimals",
+         "dates", "tuples"],
+)  # fmt: skip
+def test_categories_that_are_no_labels_are_refused_naming_site_column_and_fix(make, what, fix):
+    """A categorical of intervals (``pd.cut``), datetimes, durations, periods, bytes,
+    Decimals, dates or tuples: the site described its categories as their text, which
+    its own values never equal, so the fit stopped on "the schema's categories are
+    text, the column's values numbers: write them in the schema as numbers" (tuples: a
+    TypeError, unhashable type 'list'). It is refused at the site, naming what the
+    categories are and the fix."""
+    with pytest.raises(SchemaError) as info:
+        _fit(_sites(make))
+    message = str(info.value)
+    assert message.startswith("north: column 'c' holds pandas categories that are ")
+    assert what in message and fix in message
+
+
+def test_the_fixes_the_refusal_names_work():
+    """pd.cut's bins renamed to text keep their order; datetime categories made a
+    datetime column are a datetime column; bytes labels decoded are text."""
+    bins = _sites(lambda rng: pd.cut(rng.normal(size=N), [-10, -1, 0, 1, 10]))
+    for df in bins.values():
+        df["c"] = df["c"].cat.rename_categories(str)
+    out = _fit(bins).sample(50)
+    assert out["c"].dtype == bins["north"]["c"].dtype and out["c"].cat.ordered
+
+    days = _sites(_pick(pd.to_datetime(["2020-01-01", "2021-01-01"])))
+    for df in days.values():
+        df["c"] = df["c"].astype(df["c"].cat.categories.dtype)
+    assert pd.api.types.is_datetime64_dtype(_fit(days).sample(5)["c"])
+
+    raw = _sites(_pick([b"a", b"b"]))
+    for df in raw.values():
+        df["c"] = df["c"].cat.rename_categories(bytes.decode)
+    assert set(_fit(raw).sample(50)["c"]) == {"a", "b"}
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        _pick(["a", "b"]),
+        _pick([1, 2, 3]),
+        _pick([0.5, 1.5]),
+        _pick([True, False]),
+        lambda rng: pd.Categorical(rng.choice(["a", "b"], N), categories=["a", "b", "zz"]),
+    ],
+    ids=["text", "ints", "floats", "bools", "unused"],
+)
+def test_categories_of_labels_are_kept_with_their_dtype(make):
+    sites = _sites(make)
+    out = _fit(sites).sample(60)
+    assert out["c"].dtype == sites["north"]["c"].dtype
+    assert set(out["c"].dropna()) <= set(sites["north"]["c"].cat.categories)
