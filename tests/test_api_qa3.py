@@ -109,3 +109,26 @@ def test_categories_of_labels_are_kept_with_their_dtype(make):
     out = _fit(sites).sample(60)
     assert out["c"].dtype == sites["north"]["c"].dtype
     assert set(out["c"].dropna()) <= set(sites["north"]["c"].cat.categories)
+
+
+def test_ordered_categoricals_ordered_apart_say_both_orders_and_the_fix():
+    """``astype('category').cat.as_ordered()`` at each site orders the labels each site
+    holds: a site without 'hi' has another list. The error said only "south orders its
+    categories differently from north"; it shows both orders and the call that gives
+    every site one, which then fits."""
+    levels = {"north": ["lo", "mid", "hi"], "south": ["lo", "mid"]}
+    sites = {}
+    for k, (name, held) in enumerate(levels.items()):
+        rng = np.random.default_rng(k)
+        c = pd.Series(rng.choice(held, N)).astype("category").cat.as_ordered()
+        sites[name] = pd.DataFrame({"x": rng.normal(size=N), "c": c})
+    with pytest.raises(SchemaError) as info:
+        _fit(sites)
+    message = str(info.value)
+    assert "north: 'hi' < 'lo' < 'mid'; south: 'lo' < 'mid')" in message
+    fix = "df['c'] = df['c'].cat.set_categories(['hi', 'lo', 'mid'], ordered=True)"
+    assert fix in message
+    for df in sites.values():
+        df["c"] = df["c"].cat.set_categories(["lo", "mid", "hi"], ordered=True)
+    out = _fit(sites).sample(40)
+    assert out["c"].dtype == sites["north"]["c"].dtype

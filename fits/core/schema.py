@@ -3713,8 +3713,14 @@ def _merge_ordered(
     cats = list(infos[0]["categories"])
     for i, c in zip(infos, clients, strict=True):
         if list(i.get("categories", [])) != cats:
+            every = list(dict.fromkeys(v for j in infos for v in j.get("categories", [])))
             raise SchemaError(
-                f"column {name!r}: {c} orders its categories differently from {clients[0]}"
+                f"column {name!r}: {c} orders its categories differently from "
+                f"{clients[0]} ({clients[0]}: {' < '.join(map(repr, cats))}; {c}: "
+                f"{' < '.join(map(repr, i.get('categories', [])))}); give it the same "
+                "categories in the same order at every site, e.g. "
+                f"df[{name!r}] = df[{name!r}].cat.set_categories({every!r}, ordered=True) "
+                "in the order you mean (a category a site does not hold may stay in its list)"
             )
     used = {v for i in infos for v in i["present"]}
     cats = [c for c in cats if c in used] or cats
