@@ -22,9 +22,11 @@ samples again once :meth:`FITSSynthesizer.connect` has reconnected it to its sit
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import os
 import pickle
+import re
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
@@ -92,6 +94,45 @@ SAMPLE_CHUNK_ROWS = 65_536
 #: that many draws each on average: for values the synthesizer draws together, given
 #: the earlier known columns, in less than about 1% of its rows.
 DEFAULT_MAX_TRIES = 100
+
+
+class SavedByNewerFitsError(ValueError):
+    """:meth:`FITSSynthesizer.load` of a file saved by a newer version of fits."""
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    """``"0.10.2"`` as ``(0, 10, 2)``, for comparing versions (a suffix such as
+    ``.dev1`` or ``rc1`` is left out)."""
+    key = []
+    for part in str(version).split("."):
+        digits = re.match(r"\d+", part)
+        if digits is None:
+            break
+        key.append(int(digits.group()))
+        if digits.group() != part:
+            break
+    return tuple(key)
+
+
+def _restore(cls: type[FITSSynthesizer], version: str) -> FITSSynthesizer:
+    """The first step of unpickling a :class:`FITSSynthesizer` (its state follows):
+    an empty instance, after refusing one saved by a newer fits, whose state may hold
+    what this version cannot read or would misread.
+
+    Raises
+    ------
+    SavedByNewerFitsError
+    """
+    from fits import __version__
+
+    if _version_key(version) > _version_key(__version__):
+        raise SavedByNewerFitsError(
+            f"saved by fits {version}, newer than this fits {__version__}, whose "
+            "settings and schema it may not read right: upgrade fits to "
+            f"{version} or later (pip install --upgrade fits) to load it, or fit the "
+            "synthesizer again with this version"
+        )
+    return cls.__new__(cls)
 
 
 class NotConnectedError(RuntimeError):
@@ -865,6 +906,23 @@ class FITSSynthesizer(BaseEstimator):
         state["_owns_transport"] = False
         return state
 
+    def __reduce_ex__(self, protocol: Any) -> tuple[Any, ...]:
+        """Pickle as ``_restore(cls, fits version)`` then the state: unpickling checks
+        the version that saved it (:func:`_restore`) before it reads the state, which
+        a newer fits may fill with classes or fields this one does not know."""
+        from fits import __version__
+
+        return (_restore, (type(self), __version__), self.__getstate__())
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """The saved state; a parameter added to fits after the file was saved takes
+        its default (``get_params`` and ``clone`` need every parameter)."""
+        super().__setstate__(state)
+        signature = inspect.signature(type(self).__init__).parameters
+        for name in self._get_param_names():
+            if name not in self.__dict__:
+                setattr(self, name, signature[name].default)
+
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Save the synthesizer: parameters, fitted schema, seed and random stream.
 
@@ -966,6 +1024,9 @@ class FITSSynthesizer(BaseEstimator):
         ValueError
             ``path`` is no file (missing, or a folder), cannot be read, or is not a
             saved synthesizer; the message names the path and the fix.
+        SavedByNewerFitsError
+            A ``ValueError``: the file was saved by a newer version of fits (upgrade
+            fits, or fit again with this one).
         """
         path = Path(path).expanduser()
         where = repr(str(path)) + ("" if path.is_absolute() else f" (in {str(Path.cwd())!r})")
@@ -987,7 +1048,10 @@ class FITSSynthesizer(BaseEstimator):
                 f"load: {where} cannot be read ({exc.strerror or exc}); make it readable, "
                 "or give another saved synthesizer"
             ) from None
-        except (pickle.UnpicklingError, EOFError, AttributeError, ImportError) as exc:
+        except SavedByNewerFitsError as exc:
+            raise SavedByNewerFitsError(f"load: {where}: {exc}") from None
+        except (pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError) as exc:
+            # ValueError: a pickle protocol newer than this Python's, among others
             raise ValueError(f"{path}: not a saved FITSSynthesizer ({exc})") from exc
         if not isinstance(obj, cls):
             raise ValueError(f"{path}: holds a {type(obj).__name__}, not a saved {cls.__name__}")
