@@ -135,7 +135,9 @@ class Encoder:
                         f"{client}: column {spec.name!r} is a datetime column in the schema "
                         f"but holds values that are not dates ({exc})"
                     ) from None
-            tz = getattr(values.dt, "tz", None)
+            # a column missing in every row has no times to misread, whatever its
+            # dtype (pd.to_datetime of empty cells gives naive NaT): no zone to check
+            tz = getattr(values.dt, "tz", None) if values.notna().any() else spec.tz
             if spec.tz is not None and tz is None:  # would be read as UTC: refused
                 raise SchemaError(
                     f"{client}: column {spec.name!r} holds times without a time zone, but "
