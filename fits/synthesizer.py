@@ -477,6 +477,7 @@ class FITSSynthesizer(BaseEstimator):
         if isinstance(rows, bool) or not isinstance(rows, (int, np.integer)) or rows < 0:
             raise ValueError(f"rows must be an integer >= 0, got {rows!r}")
         tables = _site_tables(tables)
+        _note_index(tables)
         self._close()
         # a refit that fails leaves no earlier fit behind (sample() then says "not
         # fitted", not "reconnect"), and stops the sites it started
@@ -1977,6 +1978,51 @@ def _site_tables(tables: Any) -> Any:
     if isinstance(tables, Iterable):
         return list(tables)
     return tables
+
+
+def _note_index(tables: Any) -> None:
+    """A :class:`DataNote` naming the sites whose DataFrame index holds data (a named
+    index, a MultiIndex, dates or text: what ``set_index`` or a time series leaves
+    there), which fits does not model: the synthetic table has no such column, and it
+    said nothing. An unnamed index of integers (a row number, with gaps after a
+    filter) is no data and draws no note."""
+    if isinstance(tables, Transport) or isinstance(tables, pd.DataFrame):
+        return
+    if isinstance(tables, Mapping):
+        items = [(str(k), v) for k, v in tables.items()]
+    elif isinstance(tables, Sequence):
+        items = [(f"client {k}", v) for k, v in enumerate(tables, 1)]
+    else:
+        return
+    found = []
+    for name, table in items:
+        if not isinstance(table, pd.DataFrame):
+            continue
+        index = table.index
+        names = [n for n in index.names if n is not None]
+        if isinstance(index, pd.MultiIndex):
+            what = f"a MultiIndex of {index.nlevels} levels"
+        elif pd.api.types.is_datetime64_any_dtype(index.dtype):
+            what = "dates"
+        elif not pd.api.types.is_integer_dtype(index.dtype) and len(index):
+            what = {"string": "text", "categorical": "categories"}.get(
+                index.inferred_type, f"{index.inferred_type} values"
+            )
+        elif names:
+            what = "integers"
+        else:
+            continue
+        found.append(
+            f"{name}: {what}" + (f", named {', '.join(map(repr, names))}" if names else "")
+        )
+    if found:
+        warnings.warn(
+            f"the index of the sites' tables holds data ({'; '.join(found)}), which fits "
+            "does not model: it models the columns only, so the synthetic table has no "
+            "such column. To model it, make it a column before fitting: df.reset_index()",
+            DataNote,
+            stacklevel=3,
+        )
 
 
 #: A determinant combination a function rule's mapping does not list.

@@ -211,3 +211,34 @@ def test_a_datetime_column_missing_in_every_row_of_a_site_has_no_zone_to_disagre
     out = _fit(sites).sample(400)
     assert str(getattr(out["c"].dt, "tz", None)) == str(zone)
     assert 0.35 < out["c"].isna().mean() < 0.65
+
+
+def _index_notes(sites) -> list[str]:
+    from fits import DataNote
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        FITSSynthesizer(seed=0).fit(sites)
+    return [str(w.message) for w in caught if issubclass(w.category, DataNote)]
+
+
+def test_an_index_that_holds_data_is_named_in_a_note():
+    """A time series' dates, or a column moved there by set_index, were left out of the
+    synthetic table without a word. The fit says which sites' index holds what, and
+    the fix (reset_index)."""
+    sites = _sites(_pick(["a", "b"]))
+    dated = {
+        "north": sites["north"].set_axis(pd.date_range("2020-01-01", periods=N, name="day")),
+        "south": sites["south"].set_index("c"),
+    }
+    dated["north"] = dated["north"].drop(columns="c")
+    [note] = [n for n in _index_notes(dated) if "index" in n]
+    assert "north: dates, named 'day'; south: categories, named 'c'" in note
+    assert "df.reset_index()" in note
+
+
+def test_a_plain_or_gapped_integer_index_draws_no_note():
+    """Row numbers, with gaps after a filter or repeated after a concat, are no data."""
+    sites = _sites(_pick(["a", "b"]))
+    gapped = {"north": sites["north"].iloc[::2], "south": pd.concat([sites["south"]] * 2)}
+    assert not [n for n in _index_notes(gapped) if "index" in n]
