@@ -460,7 +460,13 @@ class FITSSynthesizer(BaseEstimator):
         if self.kinds is not None and not isinstance(self.kinds, Mapping):
             raise TypeError(f"kinds must be a mapping column -> kind, got {self.kinds!r}")
         if self.schema is not None and not isinstance(self.schema, Schema):
-            raise TypeError(f"schema must be a fits Schema, got {type(self.schema).__name__}")
+            fix = (
+                ": read a schema file with Schema.from_json(Path(path).read_text("
+                "encoding='utf-8-sig')), or detect one with Schema.detect(tables)"
+                if isinstance(self.schema, (str, os.PathLike, Mapping))
+                else ""
+            )
+            raise TypeError(f"schema must be a fits Schema, got {type(self.schema).__name__}{fix}")
         if self.schema is not None and self.kinds:  # the schema's kinds win: say so
             raise ValueError(
                 f"kinds cannot be combined with schema: the schema fixes every column's kind, "

@@ -242,3 +242,13 @@ def test_a_plain_or_gapped_integer_index_draws_no_note():
     sites = _sites(_pick(["a", "b"]))
     gapped = {"north": sites["north"].iloc[::2], "south": pd.concat([sites["south"]] * 2)}
     assert not [n for n in _index_notes(gapped) if "index" in n]
+
+
+@pytest.mark.parametrize("given", ["schema.json", {"x": "continuous"}], ids=["path", "dict"])
+def test_a_schema_given_as_a_path_or_a_dict_says_how_to_make_a_schema(given):
+    """schema='schema.json' (the CLI's --schema takes a path) said only 'schema must be
+    a fits Schema, got str'; it names the two ways to make one."""
+    with pytest.raises(TypeError) as info:
+        FITSSynthesizer(schema=given).fit(_sites(_pick(["a", "b"])))
+    assert "Schema.from_json(Path(path).read_text(" in str(info.value)
+    assert "Schema.detect(tables)" in str(info.value)
