@@ -252,3 +252,27 @@ def test_a_schema_given_as_a_path_or_a_dict_says_how_to_make_a_schema(given):
         FITSSynthesizer(schema=given).fit(_sites(_pick(["a", "b"])))
     assert "Schema.from_json(Path(path).read_text(" in str(info.value)
     assert "Schema.detect(tables)" in str(info.value)
+
+
+def test_a_row_number_held_as_floats_is_warned_of_as_the_integers_are():
+    """1.0, 2.0, ... (an id column read with a missing value, or computed) at every
+    site: the same fresh whole numbers coinciding with real identifiers as int64 gives,
+    which draws NumericIdentifierWarning; as floats it drew nothing."""
+    from fits.core.schema import NumericIdentifierWarning
+
+    sites = {
+        name: pd.DataFrame({"x": np.arange(N) % 7 * 0.5, "id": np.arange(1.0, N + 1) + k * N})
+        for k, name in enumerate(("north", "south"))
+    }
+    with pytest.warns(NumericIdentifierWarning, match="column 'id' holds a different whole"):
+        FITSSynthesizer(seed=0).fit(sites)
+
+
+def test_whole_floats_that_repeat_draw_no_identifier_warning():
+    from fits.core.schema import NumericIdentifierWarning
+
+    sites = _sites(lambda rng: rng.integers(0, 100, N).astype(float))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        FITSSynthesizer(seed=0).fit(sites)
+    assert not [w for w in caught if issubclass(w.category, NumericIdentifierWarning)]

@@ -3771,9 +3771,10 @@ def _merge_continuous(
     if fam != "int":
         spec.decimals = _most_decimals(infos)
     present = sum(int(i.get("n_present", 0)) for i in infos)
+    whole = fam == "int" or all(i.get("integral") for i in infos)  # float64 1.0, 2.0, ...
     if (
         kind is None
-        and fam == "int"
+        and whole
         and (
             (present >= NUMERIC_ID_WARNING and all(i.get("all_distinct") for i in infos))
             or _row_number(infos, [""] * len(infos)) is not None  # a row number, any size
