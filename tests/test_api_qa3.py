@@ -276,3 +276,38 @@ def test_whole_floats_that_repeat_draw_no_identifier_warning():
         warnings.simplefilter("always")
         FITSSynthesizer(seed=0).fit(sites)
     assert not [w for w in caught if issubclass(w.category, NumericIdentifierWarning)]
+
+
+def _glm_sites(y) -> dict[str, pd.DataFrame]:
+    out = {}
+    for k, name in enumerate(("north", "south")):
+        rng = np.random.default_rng(k)
+        out[name] = pd.DataFrame({"x": rng.normal(size=N), "c": 1.0, "y": y(rng)})
+    return out
+
+
+@pytest.mark.parametrize("family", ["logistic", "poisson"])
+def test_a_glm_target_of_one_value_says_choose_another_target_only(family):
+    """A response of one class at every site: the error advised 'or name the features
+    without it', which cannot help a target; it says the model needs two of its values
+    and to choose another target."""
+    from fits.analysis import fit_glm
+
+    with pytest.raises(SchemaError) as info:
+        fit_glm(_glm_sites(lambda rng: np.zeros(N, dtype=int)), "y", ["x"], family=family)
+    message = str(info.value)
+    assert "'y' takes one value at every site" in message
+    assert "needs at least two distinct values of it" in message
+    assert message.endswith("choose another target") and "features" not in message
+
+
+def test_a_constant_feature_named_says_name_the_features_without_it():
+    from fits.analysis import fit_glm
+
+    sites = _glm_sites(lambda rng: rng.integers(0, 2, N))
+    with pytest.raises(SchemaError) as info:
+        fit_glm(sites, "y", ["x", "c"])
+    message = str(info.value)
+    assert "'c' takes one value at every site" in message
+    assert "name the features without it (features=[...]" in message
+    assert "choose another target" not in message
