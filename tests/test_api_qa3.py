@@ -311,3 +311,27 @@ def test_a_constant_feature_named_says_name_the_features_without_it():
     assert "'c' takes one value at every site" in message
     assert "name the features without it (features=[...]" in message
     assert "choose another target" not in message
+
+
+@pytest.mark.parametrize(
+    ("offset", "spread"),
+    [(1.7e9, 0.5), (1e9, 0.01), (1e12, 100.0)],
+    ids=["stopped-the-fit", "stopped-the-fit-2", "collapsed"],
+)
+def test_a_large_column_of_small_spread_is_no_rule_of_another(offset, spread):
+    """A column of large values varying by under 1e-9 of them (seconds since 1970
+    with sub-second jitter; 1e12 +- 100), unrelated to x: every line through it
+    passes the affine check's float slack (AFFINE_RTOL of its magnitude). The slope
+    snapped to 0 stopped the fit on 'rule for column 'c': "slope" 0 makes a constant
+    column; remove the rule' (a rule nobody wrote), or the 'rule' c = 6 x + 1e12 drew
+    c from x with a twentieth of its spread. No rule; c keeps its spread."""
+    sites = {}
+    for k, name in enumerate(("north", "south")):
+        rng = np.random.default_rng(k)
+        x = rng.normal(size=300)
+        sites[name] = pd.DataFrame({"x": x, "c": offset + spread * rng.normal(size=300)})
+    synth = _fit(sites)
+    assert not [r for r in synth.schema_.rules if r.column == "c"]
+    real = pd.concat(sites.values())["c"]
+    ratio = synth.sample(600)["c"].std() / real.std()
+    assert 0.8 < ratio < 1.25
