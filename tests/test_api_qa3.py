@@ -335,3 +335,32 @@ def test_a_large_column_of_small_spread_is_no_rule_of_another(offset, spread):
     real = pd.concat(sites.values())["c"]
     ratio = synth.sample(600)["c"].std() / real.std()
     assert 0.8 < ratio < 1.25
+
+
+@pytest.mark.parametrize(
+    ("scale", "fix"),
+    [(1e104, "* 1e-104"), (1e-200, "* 1e+200"), (1.7e308, "* 1e-308")],
+    ids=["huge", "tiny", "float64-max"],
+)
+def test_a_column_spanning_past_what_the_estimates_hold_is_refused_with_the_rescaling(scale, fix):
+    """Values of +-1e104 (or +-1e-200) drawn given x came out as one value in every
+    synthetic row, without a word; +-1.7e308 stopped the fit on 'a moments answer has
+    shape (34,), not (34,)'. Refused at fit, naming the column, its span and the
+    power of ten that brings it in range."""
+    sites = _sites(lambda rng: rng.uniform(-1, 1, N) * scale)
+    with pytest.raises(SchemaError) as info:
+        _fit(sites)
+    message = str(info.value)
+    assert message.startswith("column 'c' spans ") and f"df['c'] {fix}" in message
+    for df in sites.values():
+        df["c"] *= float(fix.removeprefix("* "))
+    out = _fit(sites).sample(300)["c"]
+    assert out.nunique() > 250
+
+
+@pytest.mark.parametrize("scale", [1e90, 1e-90])
+def test_a_column_spanning_within_the_limits_keeps_its_spread(scale):
+    sites = _sites(lambda rng: rng.uniform(-1, 1, N) * scale)
+    out = _fit(sites).sample(300)["c"]
+    assert out.nunique() > 250
+    assert 0.8 < out.std() / pd.concat(sites.values())["c"].std() < 1.25

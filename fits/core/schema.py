@@ -117,6 +117,14 @@ KINDS = ("continuous", "ordinal", "nominal", "id", "constant")
 DTYPES = ("float", "int", "bool", "category", "string", "object", "datetime")
 #: Numeric columns with at most this many distinct values are ordinal (non-integer ones
 #: only when their values repeat, see :data:`LATTICE_MIN_COUNT`).
+#: The narrowest and widest span (max - min) of a continuous column fits models, with a
+#: margin: a column conditioned on another, spanning 2e104 or 2e-200 (150 rows a site,
+#: either kernel), came out as one value in every synthetic row, 2e103 and 2e-100 as
+#: they should (the float64 range's cube root is 5.6e102: the estimates overflow or
+#: underflow there).
+MIN_SPAN = 1e-100
+MAX_SPAN = 1e100
+
 MAX_ORDINAL_LEVELS = 20
 #: A non-integer numeric column with at most :data:`MAX_ORDINAL_LEVELS` distinct values is
 #: ordinal only when the rows are at least this many times the distinct values.
@@ -3745,6 +3753,33 @@ def _merge_discrete(
             stacklevel=4,
         )
     return spec
+
+
+def check_spans(schema: Schema) -> None:
+    """Refuse a continuous column spanning (max - min) less than :data:`MIN_SPAN` or
+    more than :data:`MAX_SPAN`, which synthesis would draw as one value in every row,
+    naming the column and the power of ten that rescales it. (The fit's check, not
+    :meth:`Schema.detect`'s: an evaluation models no such column.)
+
+    Raises
+    ------
+    SchemaError
+    """
+    for spec in schema.columns:
+        if spec.kind != "continuous" or spec.dtype == "datetime" or spec.lower is None:
+            continue
+        upper = spec.upper if spec.upper is not None else spec.lower
+        name, lo, hi = spec.name, float(spec.lower), float(upper)
+        if 0 < hi - lo and not (MIN_SPAN <= hi - lo <= MAX_SPAN):  # inf past 1.8e308
+            span = f"{hi - lo:.3g}" if math.isfinite(hi - lo) else "more than float64 holds"
+            raise SchemaError(
+                f"column {name!r} spans {span} (from {lo:.6g} to {hi:.6g}): fits "
+                f"models a continuous column spanning {MIN_SPAN:g} to {MAX_SPAN:g} (its "
+                "estimates lose every digit beyond: the synthetic values would all be one); "
+                f"rescale it by a power of ten at every site, e.g. df[{name!r}] * "
+                f"{10.0 ** -round(math.log10(max(abs(lo), abs(hi)))):g}, and the synthetic "
+                "values back"
+            )
 
 
 def _merge_continuous(
