@@ -364,3 +364,24 @@ def test_a_column_spanning_within_the_limits_keeps_its_spread(scale):
     out = _fit(sites).sample(300)["c"]
     assert out.nunique() > 250
     assert 0.8 < out.std() / pd.concat(sites.values())["c"].std() < 1.25
+
+
+@pytest.mark.parametrize(("unit", "zone"), [("s", None), ("us", "Europe/Paris")])
+def test_dates_past_2262_keep_their_range_and_unit(unit, zone):
+    """An 'open end' of 9999-12-31 in a datetime64[s] or [us] column: the sites read
+    every datetime through datetime64[ns] (1677 to 2262), which wrapped 9999 around
+    silently: the synthetic dates reached back to 1816, below every real one, none came
+    after 2029, and the unit became us. They keep the real range, its far end, and the
+    unit."""
+    sites = {}
+    for k, name in enumerate(("north", "south")):
+        rng = np.random.default_rng(k)
+        days = pd.to_timedelta(rng.integers(0, 30 * 365, N), unit="D")
+        end = pd.Series(pd.Timestamp("2000-01-01") + days).astype(f"datetime64[{unit}]")
+        end[rng.random(N) < 0.1] = pd.Timestamp("9999-12-31")
+        sites[name] = pd.DataFrame({"x": rng.normal(size=N), "end": end.dt.tz_localize(zone)})
+    out = _fit(sites).sample(400)["end"]
+    real = pd.concat(sites.values())["end"]
+    assert out.dtype == real.dtype
+    assert real.min() <= out.min() and out.max() <= real.max()
+    assert (out.dt.year == 9999).any()

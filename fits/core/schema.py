@@ -2254,10 +2254,22 @@ def datetime_seconds(s: pd.Series) -> np.ndarray:
     """Seconds since 1970-01-01 UTC of a datetime column (NaN where missing)."""
     if getattr(s.dt, "tz", None) is not None:
         s = s.dt.tz_convert("UTC").dt.tz_localize(None)
-    values = s.to_numpy(dtype="datetime64[ns]")
-    out = values.astype("datetime64[us]").astype(np.int64).astype(float) / 1e6
+    # in microseconds, never nanoseconds: datetime64[ns] holds only 1677-09-21 to
+    # 2262-04-11, and a second- or microsecond-unit column past them (9999-12-31, an
+    # "open end") wrapped around silently into that range
+    values = _as_us(s)
+    out = values.astype(np.int64).astype(float) / 1e6
     out[np.isnat(values)] = np.nan
     return out
+
+
+def _as_us(s: pd.Series) -> np.ndarray:
+    """A tz-naive datetime column as ``datetime64[us]`` (a coarser unit converted
+    exactly; nanoseconds truncated to their microsecond, as fits keeps them)."""
+    values = s.to_numpy()
+    if values.dtype.kind != "M":  # object of Timestamps: pandas picks the unit
+        values = pd.to_datetime(s).to_numpy()
+    return values.astype("datetime64[us]")
 
 
 def _holds_bytes(present: pd.Series) -> bool:
@@ -2512,7 +2524,7 @@ def _wall_clock_us(s: pd.Series) -> np.ndarray:
     aware column: its local wall-clock time, not UTC)."""
     if getattr(s.dt, "tz", None) is not None:
         s = s.dt.tz_localize(None)  # the local wall clock
-    return s.to_numpy(dtype="datetime64[ns]").astype("datetime64[us]").astype(np.int64)
+    return _as_us(s).astype(np.int64)
 
 
 def time_resolution(s: pd.Series) -> str | None:
