@@ -385,3 +385,19 @@ def test_dates_past_2262_keep_their_range_and_unit(unit, zone):
     assert out.dtype == real.dtype
     assert real.min() <= out.min() and out.max() <= real.max()
     assert (out.dt.year == 9999).any()
+
+
+def test_the_release_check_counts_copies_of_rows_dated_past_2262():
+    """fits synthesize's release check read datetimes as datetime64[ns]: a 9999-12-31
+    stopped it on pandas' OutOfBoundsDatetime after the synthesis. It counts the copy."""
+    from fits.evaluation import ReleaseCheck
+
+    rng = np.random.default_rng(0)
+    end = pd.Series(pd.date_range("2000-01-01", periods=N, freq="D")).astype("datetime64[s]")
+    end[::10] = pd.Timestamp("9999-12-31")
+    real = pd.DataFrame({"x": rng.normal(size=N), "end": end})
+    check = ReleaseCheck({"a": real}, {"x": "continuous", "end": "continuous"})
+    synthetic = real.iloc[[0, 1]].assign(x=[real["x"].iloc[0], 99.0])
+    check.update(synthetic)
+    assert check.result().copies == 1
+    assert check.result().copies_by_site == {"a": 1}
