@@ -227,7 +227,9 @@ class Encoder:
         lo, hi = spec.bounds
         x = np.clip(y, lo, hi)
         if spec.dtype == "datetime":
-            t = pd.to_datetime(np.round(x * 1e6).astype(np.int64), unit="us")
+            # datetime64[us] as such: pandas < 3 makes to_datetime(unit="us") ns, which
+            # ends in 2262 (a 9999-12-31 raised OutOfBoundsDatetime)
+            t = pd.DatetimeIndex(np.round(x * 1e6).astype(np.int64).astype("datetime64[us]"))
             if spec.tz is not None:
                 t = t.tz_localize("UTC").tz_convert(spec.tz)
             unit = "D" if spec.date_only else spec.resolution
