@@ -339,8 +339,8 @@ def test_a_large_column_of_small_spread_is_no_rule_of_another(offset, spread):
 
 @pytest.mark.parametrize(
     ("scale", "fix"),
-    [(1e104, "* 1e-104"), (1e-200, "* 1e+200"), (1.7e308, "* 1e-308")],
-    ids=["huge", "tiny", "float64-max"],
+    [(1e104, "* 1e-104"), (1e-200, "* 1e+200"), (1.7e308, "* 1e-300"), (1e-310, "* 1e+300")],
+    ids=["huge", "tiny", "float64-max", "subnormal"],
 )
 def test_a_column_spanning_past_what_the_estimates_hold_is_refused_with_the_rescaling(scale, fix):
     """Values of +-1e104 (or +-1e-200) drawn given x came out as one value in every

@@ -3789,8 +3789,8 @@ def check_spans(schema: Schema) -> None:
                 f"models a continuous column spanning {MIN_SPAN:g} to {MAX_SPAN:g} (its "
                 "estimates lose every digit beyond: the synthetic values would all be one); "
                 f"rescale it by a power of ten at every site, e.g. df[{name!r}] * "
-                f"{10.0 ** -round(math.log10(max(abs(lo), abs(hi)))):g}, and the synthetic "
-                "values back"
+                f"1e{min(max(-round(math.log10(max(abs(lo), abs(hi)))), -300), 300):+d}, "
+                "and the synthetic values back"
             )
 
 
