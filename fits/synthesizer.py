@@ -22,9 +22,11 @@ samples again once :meth:`FITSSynthesizer.connect` has reconnected it to its sit
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import os
 import pickle
+import re
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
@@ -92,6 +94,45 @@ SAMPLE_CHUNK_ROWS = 65_536
 #: that many draws each on average: for values the synthesizer draws together, given
 #: the earlier known columns, in less than about 1% of its rows.
 DEFAULT_MAX_TRIES = 100
+
+
+class SavedByNewerFitsError(ValueError):
+    """:meth:`FITSSynthesizer.load` of a file saved by a newer version of fits."""
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    """``"0.10.2"`` as ``(0, 10, 2)``, for comparing versions (a suffix such as
+    ``.dev1`` or ``rc1`` is left out)."""
+    key = []
+    for part in str(version).split("."):
+        digits = re.match(r"\d+", part)
+        if digits is None:
+            break
+        key.append(int(digits.group()))
+        if digits.group() != part:
+            break
+    return tuple(key)
+
+
+def _restore(cls: type[FITSSynthesizer], version: str) -> FITSSynthesizer:
+    """The first step of unpickling a :class:`FITSSynthesizer` (its state follows):
+    an empty instance, after refusing one saved by a newer fits, whose state may hold
+    what this version cannot read or would misread.
+
+    Raises
+    ------
+    SavedByNewerFitsError
+    """
+    from fits import __version__
+
+    if _version_key(version) > _version_key(__version__):
+        raise SavedByNewerFitsError(
+            f"saved by fits {version}, newer than this fits {__version__}, whose "
+            "settings and schema it may not read right: upgrade fits to "
+            f"{version} or later (pip install --upgrade fits) to load it, or fit the "
+            "synthesizer again with this version"
+        )
+    return cls.__new__(cls)
 
 
 class NotConnectedError(RuntimeError):
@@ -421,7 +462,13 @@ class FITSSynthesizer(BaseEstimator):
         if self.kinds is not None and not isinstance(self.kinds, Mapping):
             raise TypeError(f"kinds must be a mapping column -> kind, got {self.kinds!r}")
         if self.schema is not None and not isinstance(self.schema, Schema):
-            raise TypeError(f"schema must be a fits Schema, got {type(self.schema).__name__}")
+            fix = (
+                ": read a schema file with Schema.from_json(Path(path).read_text("
+                "encoding='utf-8-sig')), or detect one with Schema.detect(tables)"
+                if isinstance(self.schema, (str, os.PathLike, Mapping))
+                else ""
+            )
+            raise TypeError(f"schema must be a fits Schema, got {type(self.schema).__name__}{fix}")
         if self.schema is not None and self.kinds:  # the schema's kinds win: say so
             raise ValueError(
                 f"kinds cannot be combined with schema: the schema fixes every column's kind, "
@@ -438,6 +485,7 @@ class FITSSynthesizer(BaseEstimator):
         if isinstance(rows, bool) or not isinstance(rows, (int, np.integer)) or rows < 0:
             raise ValueError(f"rows must be an integer >= 0, got {rows!r}")
         tables = _site_tables(tables)
+        _note_index(tables)
         self._close()
         # a refit that fails leaves no earlier fit behind (sample() then says "not
         # fitted", not "reconnect"), and stops the sites it started
@@ -867,6 +915,23 @@ class FITSSynthesizer(BaseEstimator):
         state["_owns_transport"] = False
         return state
 
+    def __reduce_ex__(self, protocol: Any) -> tuple[Any, ...]:
+        """Pickle as ``_restore(cls, fits version)`` then the state: unpickling checks
+        the version that saved it (:func:`_restore`) before it reads the state, which
+        a newer fits may fill with classes or fields this one does not know."""
+        from fits import __version__
+
+        return (_restore, (type(self), __version__), self.__getstate__())
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """The saved state; a parameter added to fits after the file was saved takes
+        its default (``get_params`` and ``clone`` need every parameter)."""
+        super().__setstate__(state)
+        signature = inspect.signature(type(self).__init__).parameters
+        for name in self._get_param_names():
+            if name not in self.__dict__:
+                setattr(self, name, signature[name].default)
+
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Save the synthesizer: parameters, fitted schema, seed and random stream.
 
@@ -968,6 +1033,9 @@ class FITSSynthesizer(BaseEstimator):
         ValueError
             ``path`` is no file (missing, or a folder), cannot be read, or is not a
             saved synthesizer; the message names the path and the fix.
+        SavedByNewerFitsError
+            A ``ValueError``: the file was saved by a newer version of fits (upgrade
+            fits, or fit again with this one).
         """
         path = Path(path).expanduser()
         where = repr(str(path)) + ("" if path.is_absolute() else f" (in {str(Path.cwd())!r})")
@@ -989,7 +1057,10 @@ class FITSSynthesizer(BaseEstimator):
                 f"load: {where} cannot be read ({exc.strerror or exc}); make it readable, "
                 "or give another saved synthesizer"
             ) from None
-        except (pickle.UnpicklingError, EOFError, AttributeError, ImportError) as exc:
+        except SavedByNewerFitsError as exc:
+            raise SavedByNewerFitsError(f"load: {where}: {exc}") from None
+        except (pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError) as exc:
+            # ValueError: a pickle protocol newer than this Python's, among others
             raise ValueError(f"{path}: not a saved FITSSynthesizer ({exc})") from exc
         if not isinstance(obj, cls):
             raise ValueError(f"{path}: holds a {type(obj).__name__}, not a saved {cls.__name__}")
@@ -1930,6 +2001,51 @@ def _site_tables(tables: Any) -> Any:
     if isinstance(tables, Iterable):
         return list(tables)
     return tables
+
+
+def _note_index(tables: Any) -> None:
+    """A :class:`DataNote` naming the sites whose DataFrame index holds data (a named
+    index, a MultiIndex, dates or text: what ``set_index`` or a time series leaves
+    there), which fits does not model: the synthetic table has no such column, and it
+    said nothing. An unnamed index of integers (a row number, with gaps after a
+    filter) is no data and draws no note."""
+    if isinstance(tables, Transport) or isinstance(tables, pd.DataFrame):
+        return
+    if isinstance(tables, Mapping):
+        items = [(str(k), v) for k, v in tables.items()]
+    elif isinstance(tables, Sequence):
+        items = [(f"client {k}", v) for k, v in enumerate(tables, 1)]
+    else:
+        return
+    found = []
+    for name, table in items:
+        if not isinstance(table, pd.DataFrame):
+            continue
+        index = table.index
+        names = [n for n in index.names if n is not None]
+        if isinstance(index, pd.MultiIndex):
+            what = f"a MultiIndex of {index.nlevels} levels"
+        elif pd.api.types.is_datetime64_any_dtype(index.dtype):
+            what = "dates"
+        elif not pd.api.types.is_integer_dtype(index.dtype) and len(index):
+            what = {"string": "text", "categorical": "categories"}.get(
+                index.inferred_type, f"{index.inferred_type} values"
+            )
+        elif names:
+            what = "integers"
+        else:
+            continue
+        found.append(
+            f"{name}: {what}" + (f", named {', '.join(map(repr, names))}" if names else "")
+        )
+    if found:
+        warnings.warn(
+            f"the index of the sites' tables holds data ({'; '.join(found)}), which fits "
+            "does not model: it models the columns only, so the synthetic table has no "
+            "such column. To model it, make it a column before fitting: df.reset_index()",
+            DataNote,
+            stacklevel=3,
+        )
 
 
 #: A determinant combination a function rule's mapping does not list.

@@ -202,7 +202,7 @@ class DesignSpec:
             raise SchemaError(f"feature(s) {unknown} not in the tables; columns: {names}")
         constants = [f for f in [*features, target] if f in names and schema[f].kind == "constant"]
         if constants:
-            raise SchemaError(_constant_problem(schema, constants))
+            raise SchemaError(_constant_problem(schema, constants, target=target))
         if target is not None and target in features:
             raise SchemaError(f"the target {target!r} cannot also be a feature")
         if len(set(features)) != len(features):
@@ -634,7 +634,7 @@ def _merge_worded(
     target (a count or an amount: every value its own is no sign of an identifier)."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        schema = _merge(descriptions, clients, kinds, columns)
+        schema = _merge(descriptions, clients, kinds, columns, target)
     for w in caught:
         message = w.message
         if isinstance(message, NumericIdentifierWarning):
@@ -658,6 +658,7 @@ def _merge(
     clients: Sequence[str],
     kinds: Mapping[str, str] | None,
     columns: Sequence[str] | None,
+    target: str | None = None,
 ) -> Schema:
     """:func:`merge_descriptions` for an analysis: identifiers and free text become kind
     ``"id"`` (no feature); a column empty or constant everywhere (kind ``"constant"``)
@@ -686,7 +687,7 @@ def _merge(
             )
     constants = schema.constants  # one value, or none, at every site (kind "constant")
     if constants and columns is not None:
-        raise SchemaError(_constant_problem(schema, constants))
+        raise SchemaError(_constant_problem(schema, constants, target=target))
     if constants:
         warnings.warn(  # never left out without a word
             f"{_constant_problem(schema, constants, fix=False)}; left out of the model",
@@ -696,9 +697,14 @@ def _merge(
     return schema
 
 
-def _constant_problem(schema: Schema, names: Sequence[str], fix: bool = True) -> str:
+def _constant_problem(
+    schema: Schema, names: Sequence[str], fix: bool = True, target: str | None = None
+) -> str:
     """What is wrong with ``names``, columns of kind ``"constant"``, for an analysis
-    (the synthesis's note, "written as that value", does not fit here)."""
+    (the synthesis's note, "written as that value", does not fit here), and the fix:
+    another target where ``target`` is one of them (naming the features cannot help
+    it: a response of one value, a single class, has nothing to fit), naming the
+    features without the others."""
     parts = [
         f"{n!r} is missing in every row at every site"
         if schema[n].all_missing
@@ -709,11 +715,22 @@ def _constant_problem(schema: Schema, names: Sequence[str], fix: bool = True) ->
     text = (
         f"column(s) {', '.join(parts)}: a model can neither be fitted to them nor learn from them"
     )
-    if fix:
-        text += (
+    if not fix:
+        return text
+    if target is None:  # not known here: either fix
+        return text + (
             "; choose another target, or name the features without it (features=[...]; "
             "fits analyze --features a,b)"
         )
+    features = [n for n in names if n != target]
+    if target in names:
+        text += (
+            f"; a model of the target {target!r} needs at least two distinct values of it "
+            "over the sites (a logistic model: both classes): choose another target"
+        )
+    if features:
+        joint = "; and " if target in names else "; "
+        text += joint + "name the features without it (features=[...]; fits analyze --features a,b)"
     return text
 
 

@@ -135,7 +135,9 @@ class Encoder:
                         f"{client}: column {spec.name!r} is a datetime column in the schema "
                         f"but holds values that are not dates ({exc})"
                     ) from None
-            tz = getattr(values.dt, "tz", None)
+            # a column missing in every row has no times to misread, whatever its
+            # dtype (pd.to_datetime of empty cells gives naive NaT): no zone to check
+            tz = getattr(values.dt, "tz", None) if values.notna().any() else spec.tz
             if spec.tz is not None and tz is None:  # would be read as UTC: refused
                 raise SchemaError(
                     f"{client}: column {spec.name!r} holds times without a time zone, but "
@@ -225,7 +227,9 @@ class Encoder:
         lo, hi = spec.bounds
         x = np.clip(y, lo, hi)
         if spec.dtype == "datetime":
-            t = pd.to_datetime(np.round(x * 1e6).astype(np.int64), unit="us")
+            # datetime64[us] as such: pandas < 3 makes to_datetime(unit="us") ns, which
+            # ends in 2262 (a 9999-12-31 raised OutOfBoundsDatetime)
+            t = pd.DatetimeIndex(np.round(x * 1e6).astype(np.int64).astype("datetime64[us]"))
             if spec.tz is not None:
                 t = t.tz_localize("UTC").tz_convert(spec.tz)
             unit = "D" if spec.date_only else spec.resolution

@@ -1188,6 +1188,15 @@ def affine_proposals(
         if rss / n > half**2 + slack:
             out.append([])
             continue
+        lo_x, hi_x = _bounds(schema[cand["of"][0]])
+        if abs(slope) * (hi_x - lo_x) <= 2.0 * (half + AFFINE_RTOL * max(abs(lo_y), abs(hi_y))):
+            # the line rises over X's range by no more than a rule's band (rounding and
+            # AFFINE_RTOL of Y's magnitude): a flat line passes the check as well, Y
+            # being constant to that precision (1e12 +- 100), so the rule would say
+            # nothing of X and draw Y's spread from X's (or, slope snapped to 0, stop
+            # the fit on a rule nobody wrote): no rule, Y is modelled on its own
+            out.append([])
+            continue
         intercept = (my + cy) - slope * (mx + cx)
         sigma = math.sqrt(max(rss / max(n - 2.0, 1.0), half**2 / 3.0, slack))
         se_a = SNAP_SE * sigma / math.sqrt(sxx)
@@ -1206,7 +1215,6 @@ def affine_proposals(
         snapped = {**cand, "slope": a, "intercept": b, "decimals": None if on_grid else d_y}
         # the least-squares line, and the band around it that holds the true line over
         # X's range (SNAP_SE standard errors of the fitted value at the farthest X)
-        lo_x, hi_x = _bounds(schema[cand["of"][0]])
         far = max(abs(lo_x - cx - mx), abs(hi_x - cx - mx))
         band = SNAP_SE * sigma * math.sqrt(1.0 / n + far * far / sxx)
         raw = {
@@ -1216,7 +1224,7 @@ def affine_proposals(
             "decimals": d_y,
             "tolerance": _round_up(half + band),
         }
-        out.append([snapped, raw])
+        out.append([snapped, raw] if a != 0 else [raw])  # slope 0: a constant, no rule
     return out
 
 

@@ -121,6 +121,14 @@ KINDS = ("continuous", "ordinal", "nominal", "id", "constant")
 DTYPES = ("float", "int", "bool", "category", "string", "object", "datetime")
 #: Numeric columns with at most this many distinct values are ordinal (non-integer ones
 #: only when their values repeat, see :data:`LATTICE_MIN_COUNT`).
+#: The narrowest and widest span (max - min) of a continuous column fits models, with a
+#: margin: a column conditioned on another, spanning 2e104 or 2e-200 (150 rows a site,
+#: either kernel), came out as one value in every synthetic row, 2e103 and 2e-100 as
+#: they should (the float64 range's cube root is 5.6e102: the estimates overflow or
+#: underflow there).
+MIN_SPAN = 1e-100
+MAX_SPAN = 1e100
+
 MAX_ORDINAL_LEVELS = 20
 #: A non-integer numeric column with at most :data:`MAX_ORDINAL_LEVELS` distinct values is
 #: ordinal only when the rows are at least this many times the distinct values.
@@ -2460,10 +2468,22 @@ def datetime_seconds(s: pd.Series) -> np.ndarray:
     """Seconds since 1970-01-01 UTC of a datetime column (NaN where missing)."""
     if getattr(s.dt, "tz", None) is not None:
         s = s.dt.tz_convert("UTC").dt.tz_localize(None)
-    values = s.to_numpy(dtype="datetime64[ns]")
-    out = values.astype("datetime64[us]").astype(np.int64).astype(float) / 1e6
+    # in microseconds, never nanoseconds: datetime64[ns] holds only 1677-09-21 to
+    # 2262-04-11, and a second- or microsecond-unit column past them (9999-12-31, an
+    # "open end") wrapped around silently into that range
+    values = _as_us(s)
+    out = values.astype(np.int64).astype(float) / 1e6
     out[np.isnat(values)] = np.nan
     return out
+
+
+def _as_us(s: pd.Series) -> np.ndarray:
+    """A tz-naive datetime column as ``datetime64[us]`` (a coarser unit converted
+    exactly; nanoseconds truncated to their microsecond, as fits keeps them)."""
+    values = s.to_numpy()
+    if values.dtype.kind != "M":  # object of Timestamps: pandas picks the unit
+        values = pd.to_datetime(s).to_numpy()
+    return values.astype("datetime64[us]")
 
 
 def _holds_bytes(present: pd.Series) -> bool:
@@ -2482,6 +2502,8 @@ def _unsupported(series: pd.Series) -> tuple[str, str] | None:
     """(what the column holds, how to fix it) for column types fits cannot model."""
     dt = series.dtype
     sample = None
+    if isinstance(dt, pd.CategoricalDtype):
+        return _unsupported_categories(dt)
     if pd.api.types.is_object_dtype(dt):
         present = series.dropna()
         sample = present.iloc[0] if len(present) else None
@@ -2528,6 +2550,51 @@ def _unsupported(series: pd.Series) -> tuple[str, str] | None:
             "--drop)",
         )
     return None
+
+
+def _label(value: Any) -> bool:
+    """Whether ``value`` can be a category label: text, a number or a bool (Python or
+    numpy), the values a site's description carries as they are."""
+    return isinstance(value, (str, bool, int, float, np.bool_, np.integer, np.floating))
+
+
+def _unsupported_categories(dt: pd.CategoricalDtype) -> tuple[str, str] | None:
+    """(what, fix) for a pandas categorical whose categories are no labels fits can
+    send (intervals from ``pd.cut``, datetimes, durations, periods, bytes, ``Decimal``,
+    dates, tuples): the description would carry their text, which the site's own values
+    never equal, so the fit stopped on a wrong diagnosis (or a TypeError); else None."""
+    cats = dt.categories
+    if pd.api.types.is_string_dtype(cats.dtype) and not pd.api.types.is_object_dtype(cats.dtype):
+        return None  # a text dtype: labels
+    if cats.dtype.kind in "biuf":  # numbers and bools
+        return None
+    odd = next((c for c in cats if not _label(c)), None)
+    if odd is None:
+        return None
+    as_text = "keep its labels as text with df[c] = df[c].cat.rename_categories(str)"
+    if pd.api.types.is_datetime64_any_dtype(cats.dtype) or isinstance(odd, datetime):
+        return (
+            "pandas categories that are datetimes",
+            "make it a datetime column with df[c] = df[c].astype(df[c].cat.categories.dtype), "
+            f"or {as_text}",
+        )
+    what = {
+        pd.Interval: "intervals (as pd.cut makes)",
+        pd.Timedelta: "durations",
+        timedelta: "durations",
+        pd.Period: "periods",
+        bytes: "bytes",
+        Decimal: "Decimal numbers",
+        date: "dates",
+        tuple: "tuples",
+    }
+    name = next((w for t, w in what.items() if isinstance(odd, t)), type(odd).__name__)
+    if isinstance(odd, bytes):
+        as_text = "decode its labels with df[c] = df[c].cat.rename_categories(bytes.decode)"
+    elif isinstance(odd, Decimal):
+        as_text = f"make it a number column with df[c] = df[c].astype(float), or {as_text}"
+    order = " (its order and the ordered flag stay)" if dt.ordered else ""
+    return f"pandas categories that are {name}", as_text + order
 
 
 def check_names(columns: Iterable[Any], client: str) -> None:
@@ -2671,7 +2738,7 @@ def _wall_clock_us(s: pd.Series) -> np.ndarray:
     aware column: its local wall-clock time, not UTC)."""
     if getattr(s.dt, "tz", None) is not None:
         s = s.dt.tz_localize(None)  # the local wall clock
-    return s.to_numpy(dtype="datetime64[ns]").astype("datetime64[us]").astype(np.int64)
+    return _as_us(s).astype(np.int64)
 
 
 def time_resolution(s: pd.Series) -> str | None:
@@ -3962,8 +4029,14 @@ def _merge_ordered(
     cats = list(infos[0]["categories"])
     for i, c in zip(infos, clients, strict=True):
         if list(i.get("categories", [])) != cats:
+            every = list(dict.fromkeys(v for j in infos for v in j.get("categories", [])))
             raise SchemaError(
-                f"column {name!r}: {c} orders its categories differently from {clients[0]}"
+                f"column {name!r}: {c} orders its categories differently from "
+                f"{clients[0]} ({clients[0]}: {' < '.join(map(repr, cats))}; {c}: "
+                f"{' < '.join(map(repr, i.get('categories', [])))}); give it the same "
+                "categories in the same order at every site, e.g. "
+                f"df[{name!r}] = df[{name!r}].cat.set_categories({every!r}, ordered=True) "
+                "in the order you mean (a category a site does not hold may stay in its list)"
             )
     used = {v for i in infos for v in i["present"]}
     cats = [c for c in cats if c in used] or cats
@@ -3990,6 +4063,33 @@ def _merge_discrete(
     return spec
 
 
+def check_spans(schema: Schema) -> None:
+    """Refuse a continuous column spanning (max - min) less than :data:`MIN_SPAN` or
+    more than :data:`MAX_SPAN`, which synthesis would draw as one value in every row,
+    naming the column and the power of ten that rescales it. (The fit's check, not
+    :meth:`Schema.detect`'s: an evaluation models no such column.)
+
+    Raises
+    ------
+    SchemaError
+    """
+    for spec in schema.columns:
+        if spec.kind != "continuous" or spec.dtype == "datetime" or spec.lower is None:
+            continue
+        upper = spec.upper if spec.upper is not None else spec.lower
+        name, lo, hi = spec.name, float(spec.lower), float(upper)
+        if 0 < hi - lo and not (MIN_SPAN <= hi - lo <= MAX_SPAN):  # inf past 1.8e308
+            span = f"{hi - lo:.3g}" if math.isfinite(hi - lo) else "more than float64 holds"
+            raise SchemaError(
+                f"column {name!r} spans {span} (from {lo:.6g} to {hi:.6g}): fits "
+                f"models a continuous column spanning {MIN_SPAN:g} to {MAX_SPAN:g} (its "
+                "estimates lose every digit beyond: the synthetic values would all be one); "
+                f"rescale it by a power of ten at every site, e.g. df[{name!r}] * "
+                f"1e{min(max(-round(math.log10(max(abs(lo), abs(hi)))), -300), 300):+d}, "
+                "and the synthetic values back"
+            )
+
+
 def _merge_continuous(
     name: str,
     infos: Sequence[Mapping[str, Any]],
@@ -4014,9 +4114,10 @@ def _merge_continuous(
     if fam != "int":
         spec.decimals = _most_decimals(infos)
     present = sum(int(i.get("n_present", 0)) for i in infos)
+    whole = fam == "int" or all(i.get("integral") for i in infos)  # float64 1.0, 2.0, ...
     if (
         kind is None
-        and fam == "int"
+        and whole
         and (
             (present >= NUMERIC_ID_WARNING and all(i.get("all_distinct") for i in infos))
             or _row_number(infos, [""] * len(infos)) is not None  # a row number, any size

@@ -74,7 +74,7 @@ _KEYS = ("fits-copies-key1", "fits-copies-key2")  # two 16-byte hash keys
 
 def _normalized(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
     """Each column in a dtype-independent form: numbers (booleans included) as float64
-    with NaN for missing, date-times as int64 nanoseconds (UTC for zone-aware, missing
+    with NaN for missing, date-times as int64 microseconds (UTC for zone-aware, missing
     as the minimum), everything else as text with a marker for missing."""
     out = {}
     for col in columns:
@@ -86,7 +86,8 @@ def _normalized(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
         if pd.api.types.is_datetime64_any_dtype(dt):
             if getattr(dt, "tz", None) is not None:
                 s = s.dt.tz_convert("UTC").dt.tz_localize(None)
-            out[col] = s.astype("datetime64[ns]").to_numpy().view(np.int64)
+            # microseconds: datetime64[ns] ends in 2262 (9999-12-31 raised)
+            out[col] = s.astype("datetime64[us]").to_numpy().view(np.int64)
         elif pd.api.types.is_bool_dtype(dt) or pd.api.types.is_numeric_dtype(dt):
             out[col] = s.astype("Float64").to_numpy(dtype=np.float64, na_value=np.nan) + 0.0
         else:
@@ -138,9 +139,9 @@ class _Encoder:
         if pd.api.types.is_datetime64_any_dtype(s.dtype):
             if getattr(s.dtype, "tz", None) is not None:
                 s = s.dt.tz_convert("UTC").dt.tz_localize(None)
-            ns = s.astype("datetime64[ns]")
-            out = ns.to_numpy().view(np.int64).astype(np.float64) / 1e9
-            out[ns.isna().to_numpy()] = np.nan
+            us = s.astype("datetime64[us]")  # not ns: 9999-12-31 is past 2262
+            out = us.to_numpy().view(np.int64).astype(np.float64) / 1e6
+            out[us.isna().to_numpy()] = np.nan
             return out
         return s.astype("Float64").to_numpy(dtype=np.float64, na_value=np.nan)
 

@@ -73,6 +73,7 @@ from fits.core.schema import (
     SchemaError,
     SparseColumnError,
     check_constants,
+    check_spans,
     coarser_than_sites,
     description_digest,
     merge_descriptions,
@@ -582,6 +583,7 @@ class Coordinator:
                 warnings.warn(note, DataNote, stacklevel=3)
             if order is not None:
                 schema = Schema(schema.columns, list(order), schema.rules)
+        check_spans(schema)
         if not rules:
             schema = Schema(schema.columns, schema.order, [])
         elif schema.rules is not None:
