@@ -104,7 +104,8 @@ def read_table(path: str | os.PathLike[str], *, empty_ok: bool = False) -> pd.Da
 
     CSV files: the separator is found from the first lines (``,``, ``;``, tab or ``|``:
     the one that splits every line into the same number of fields, more than one; a
-    comma when it does), and with ``;`` a decimal comma is recognised (and kept in
+    comma when it does), and with ``;`` (or a tab or ``|``, where "1,500" alone may be
+    thousands) a decimal comma is recognised (and kept in
     the table's ``attrs``, :data:`~fits.core.schema.DECIMAL_MARK_ATTR`, for the text
     numbers :func:`~fits.core.schema.parse_text_columns` reads: "1.234,56 €"); a
     :class:`~fits.core.schema.DataNote` says when the separator is not a comma.  Whole
@@ -331,40 +332,68 @@ def _sniff(path: Path) -> tuple[str, str, list[str]]:
         sep = max(parsed, key=lambda d: len(parsed[d][0]))
         rows = parsed[sep]
     decimal = "."
-    if sep == ";":
+    if sep != ",":
         fields = [_UNIT_AROUND.sub("", f.strip()) for r in rows[1:] for f in r]
-        comma = any(_DECIMAL_COMMA.match(f) for f in fields)
+        # with ';' any "1,5" is a decimal comma; with a tab or '|' a comma may group
+        # thousands ("1,500" in a file written with decimal points), so only a number a
+        # thousands comma cannot write ("1,5", "1500,25", "1.500,25") counts
+        comma = any(
+            _DECIMAL_COMMA.match(f) and (sep == ";" or not _THOUSANDS_COMMA.match(f))
+            for f in fields
+        )
         point = any(_DECIMAL_POINT.match(f) for f in fields)
         if comma and not point:
             decimal = ","
         elif not comma and not point and more:
             # no number with a decimal mark in the first lines (a column of decimals
             # blank there, or whole there): the first one further on says which
-            decimal = _later_decimal_mark(path)
+            decimal = _later_decimal_mark(path, sep)
     return sep, decimal, rows[0]
 
 
-#: A field of a ';'-separated file that is a number with a decimal mark (group 1).
-_MARKED_NUMBER = re.compile(
-    rb'(?:^|;|\r)[ \t]*"?[ \t]*[+-]?\d+([.,])\d+[ \t]*"?[ \t]*(?=;|\r|\n|\Z)', re.M
-)
+#: A number whose one comma may group thousands: "1,500", "-12,000".
+_THOUSANDS_COMMA = re.compile(r"^[+-]?\d{1,3},\d{3}$")
 
 
-def _later_decimal_mark(path: Path) -> str:
-    """The decimal mark of the first number written with one in a ';'-separated file
-    (``","`` for ``12,30``, else ``"."``, also when there is none), read as bytes in
-    blocks, each looked at with the unfinished line before it."""
+def _marked_number(sep: str) -> re.Pattern[bytes]:
+    """A field of a ``sep``-separated file that is a number (group 1) with a decimal
+    mark (group 2)."""
+    s = re.escape(sep.encode())
+    return re.compile(
+        rb"(?:^|"
+        + s
+        + rb'|\r)[ \t]*"?[ \t]*([+-]?\d+([.,])\d+)[ \t]*"?[ \t]*(?='
+        + s
+        + rb"|\r|\n|\Z)",
+        re.M,
+    )
+
+
+def _later_decimal_mark(path: Path, sep: str) -> str:
+    """The decimal mark of the first number written with one in a ``sep``-separated
+    file (``","`` for ``12,30``, else ``"."``, also when there is none; with a tab or
+    ``|``, numbers a thousands comma may write, "1,500", are passed over), read as bytes
+    in blocks, each looked at with the unfinished line before it."""
+    pattern = _marked_number(sep)
+
+    def mark(text: bytes) -> str | None:
+        for found in pattern.finditer(text):
+            if found.group(2) == b".":
+                return "."
+            if sep == ";" or not _THOUSANDS_COMMA.match(found.group(1).decode("ascii")):
+                return ","
+        return None
+
     carry = b""
     with open(path, "rb") as fh:
         while block := fh.read(1 << 20):
             data = carry + block
             cut = max(data.rfind(b"\n"), data.rfind(b"\r"))
             whole, carry = (data[: cut + 1], data[cut + 1 :]) if cut >= 0 else (b"", data)
-            found = _MARKED_NUMBER.search(whole)
-            if found:
-                return "," if found.group(1) == b"," else "."
-    found = _MARKED_NUMBER.search(carry)
-    return "," if found is not None and found.group(1) == b"," else "."
+            found = mark(whole)
+            if found is not None:
+                return found
+    return mark(carry) or "."
 
 
 def _check_header(path: Path, names: list[str]) -> None:

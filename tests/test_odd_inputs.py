@@ -9,9 +9,12 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 from typer.testing import CliRunner
 
 from fits.cli.main import app
+from fits.core.schema import DataNote
+from fits.io import _sniff, read_table
 
 
 def _fits(*args: object):
@@ -63,3 +66,70 @@ def test_the_identifier_advice_for_an_empty_header_works(tmp_path) -> None:
     assert res.exit_code == 2, res.output
     assert "--kind: no column ['']" in _flat(res.output), res.output
     assert not (tmp_path / "t.csv").exists()
+
+
+def _comma_sites(tmp_path: Path, sep: str) -> list[Path]:
+    """Two sites written as a spreadsheet in a decimal-comma locale writes them."""
+    rng = np.random.default_rng(1)
+    paths = []
+    for k in range(2):
+        frame = pd.DataFrame(
+            {
+                "age": rng.integers(18, 90, 80),
+                "income": rng.normal(1500, 300, 80).round(2),
+                "score": rng.choice([1.5, 2.5, 3.0], 80),
+                "c": rng.choice(["x", "y"], 80),
+            }
+        )
+        paths.append(tmp_path / f"site{k}.csv")
+        frame.to_csv(paths[-1], sep=sep, decimal=",", index=False)
+    return paths
+
+
+@pytest.mark.parametrize("sep", ["\t", "|"])
+def test_decimal_commas_in_tab_and_pipe_files_are_numbers(tmp_path, sep) -> None:
+    """A decimal comma was recognised only in ';'-separated files: in a tab- or
+    '|'-separated one (a spreadsheet's tab export in a decimal-comma locale) a column of
+    "1500,25" was text, refused as free text, and one of "2,5" and "3,0" became three
+    categories. Now they are numbers, said in the separator note, and written back as
+    numbers."""
+    a, b = _comma_sites(tmp_path, sep)
+    with pytest.warns(DataNote, match="as the decimal mark"):
+        frame = read_table(a)
+    assert frame["income"].dtype == np.float64 and frame["score"].dtype == np.float64
+    assert frame["income"].tolist() == pd.read_csv(a, sep=sep, decimal=",")["income"].tolist()
+    out = tmp_path / "s.csv"
+    res = _fits("synthesize", a, b, "--rows", 20, "--out", out, "-q")
+    assert res.exit_code == 0, res.output
+    assert "',' as the decimal mark" in res.output, res.output
+    synthetic = pd.read_csv(out)
+    assert synthetic["income"].dtype == np.float64
+    assert set(synthetic["score"]) <= {1.5, 2.5, 3.0}
+
+
+@pytest.mark.parametrize("sep", ["\t", "|"])
+def test_thousands_commas_in_tab_and_pipe_files_stay_thousands(tmp_path, sep) -> None:
+    """In a tab- or '|'-separated file a comma may group thousands: "1,500" and
+    "12,000" alone do not make the comma the decimal mark (they are 1500 and 12000),
+    in the first lines or further on; "1,500" next to "2,5" does (a decimal comma)."""
+    path = tmp_path / "t.csv"
+    path.write_text(f"a{sep}b\n1,500{sep}x\n12,000{sep}y\n")
+    assert _sniff(path)[1] == "."
+    path.write_text(f"a{sep}b\n1,500{sep}x\n12,000{sep}y\n2,5{sep}z\n")
+    assert _sniff(path)[1] == ","
+    head = f"a{sep}b\n" + "".join(f"{i}{sep}x\n" for i in range(60))
+    path.write_text(head + f"1,500{sep}y\n2.25{sep}z\n")
+    assert _sniff(path)[1] == "."
+    path.write_text(head + f"1,500{sep}y\n2,25{sep}z\n")
+    assert _sniff(path)[1] == ","
+    path.write_text(head + f"1,500{sep}y\n")
+    assert _sniff(path)[1] == "."
+
+
+def test_semicolon_files_keep_their_decimal_comma_rule(tmp_path) -> None:
+    """With ';' any "1,500" is a decimal comma, as before (in the first lines or later)."""
+    path = tmp_path / "t.csv"
+    path.write_text("a;b\n1,500;x\n")
+    assert _sniff(path)[1] == ","
+    path.write_text("a;b\n" + "".join(f"{i};x\n" for i in range(60)) + "1,500;y\n")
+    assert _sniff(path)[1] == ","
