@@ -130,7 +130,7 @@ def read_table(path: str | os.PathLike[str], *, empty_ok: bool = False) -> pd.Da
             frame = _read_csv(path)
         else:
             _check_header(path, _parquet_names(path))
-            frame = pd.read_parquet(path)
+            frame = _index_as_columns(pd.read_parquet(path))
     if frame.shape[1] == 0:
         raise DataFileError(f"{path}: the table has no columns")
     if frame.shape[0] == 0 and not empty_ok:
@@ -410,12 +410,65 @@ def _check_header(path: Path, names: list[str]) -> None:
 
 
 def _parquet_names(path: Path) -> list[str]:
+    """The columns :func:`read_table` gives a Parquet file: its named index levels
+    first (:func:`_named_index`), then its other fields (not the unnamed index levels
+    pandas stores as ``__index_level_0__``); ``[]`` for a file pyarrow cannot read."""
     import pyarrow.parquet as pq
 
     try:
-        return list(pq.read_schema(path).names)
+        schema = pq.read_schema(path)
     except Exception:  # noqa: BLE001 - read_parquet reports an unreadable file
         return []
+    named, _ = _named_index(schema)
+    meta = schema.pandas_metadata or {}
+    stored = {e for e in meta.get("index_columns", []) if isinstance(e, str)}
+    return named + [n for n in schema.names if n not in stored]
+
+
+def _named_index(schema: Any) -> tuple[list[str], dict[str, Any] | None]:
+    """The named index levels in a Parquet file's pandas metadata (the keys of
+    ``set_index`` or ``groupby`` left in the index of the frame ``to_parquet`` wrote),
+    and the one pandas stored as a range (start, stop, step), not as a field (None when
+    none).
+
+    pandas reads them back as the index, which fits does not read; they are the table's
+    columns (a CSV file written from the same frame holds them), read first, as
+    :func:`_index_as_columns` puts them.  Unnamed levels are row labels, not data.
+    """
+    meta = schema.pandas_metadata or {}
+    field_names = {c.get("field_name"): c.get("name") for c in meta.get("columns", [])}
+    named: list[str] = []
+    stored_range = None
+    for entry in meta.get("index_columns", []):
+        if isinstance(entry, dict):
+            if entry.get("kind") == "range" and entry.get("name") is not None:
+                named.append(str(entry["name"]))
+                stored_range = entry
+        elif field_names.get(entry) is not None:
+            named.append(str(field_names[entry]))
+    return named, stored_range
+
+
+def _index_as_columns(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with its named index levels (a Parquet file's, :func:`_named_index`)
+    as its first columns, in their order; its unnamed levels stay its index."""
+    named = [n for n in frame.index.names if n is not None]
+    return frame.reset_index(level=named) if named else frame
+
+
+def _range_column(
+    chunk: pd.DataFrame, stored_range: Mapping[str, Any] | None, start: int
+) -> pd.DataFrame:
+    """``chunk`` (rows ``start`` on of a Parquet file) with the named index pandas
+    stored as a range as its first column, where pyarrow left it out (it restores the
+    range only for a batch of the whole file's length)."""
+    if stored_range is None or str(stored_range["name"]) in map(str, chunk.columns):
+        return chunk
+    first, step = int(stored_range["start"]), int(stored_range["step"])
+    values = first + step * np.arange(start, start + len(chunk), dtype=np.int64)
+    chunk = chunk.copy()
+    chunk.insert(0, str(stored_range["name"]), values)
+    return chunk
 
 
 #: pandas before 3.0 parses floats with a fast parser that can be an ulp off the float64
@@ -1021,7 +1074,9 @@ def _iter_parquet(path: Path, chunk_rows: int, empty_ok: bool) -> Iterator[pd.Da
 
     _check_header(path, _parquet_names(path))
     pf = pq.ParquetFile(path)
-    base = pf.schema_arrow.empty_table().to_pandas()
+    _, stored_range = _named_index(pf.schema_arrow)
+    base = _index_as_columns(pf.schema_arrow.empty_table().to_pandas())
+    base = _range_column(base, stored_range, 0)
     if pf.metadata.num_rows == 0 or base.shape[1] == 0:
         yield read_table(path, empty_ok=empty_ok)  # its table of no rows, or its error
         return
@@ -1030,7 +1085,9 @@ def _iter_parquet(path: Path, chunk_rows: int, empty_ok: bool) -> Iterator[pd.Da
     nulls = {
         c: False
         for c in base.columns
-        if isinstance(base[c].dtype, np.dtype) and base[c].dtype.kind in "iub"
+        if isinstance(base[c].dtype, np.dtype)
+        and base[c].dtype.kind in "iub"
+        and c in pf.schema_arrow.names  # not a range index: no nulls
     }
     texts = {
         c: _DateFacts()
@@ -1043,7 +1100,7 @@ def _iter_parquet(path: Path, chunk_rows: int, empty_ok: bool) -> Iterator[pd.Da
     wanted = [c for c in [*nulls, *texts, *categories] if c in pf.schema_arrow.names]
     if wanted:
         for batch in pf.iter_batches(batch_size=chunk_rows, columns=wanted):
-            frame = pa.Table.from_batches([batch]).to_pandas()
+            frame = _index_as_columns(pa.Table.from_batches([batch]).to_pandas())
             for c in nulls:
                 nulls[c] |= bool(frame[c].isna().any())
             for c, facts in texts.items():
@@ -1055,7 +1112,8 @@ def _iter_parquet(path: Path, chunk_rows: int, empty_ok: bool) -> Iterator[pd.Da
     _note_utc(path, dates)
     start = 0
     for batch in pf.iter_batches(batch_size=chunk_rows):
-        chunk = pa.Table.from_batches([batch]).to_pandas()
+        chunk = _index_as_columns(pa.Table.from_batches([batch]).to_pandas())
+        chunk = _range_column(chunk, stored_range, start)
         for c, has_nulls in nulls.items():
             if has_nulls:  # as pyarrow gives the whole column: floats, or objects
                 chunk[c] = chunk[c].astype(object if base[c].dtype == bool else "float64")

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from fits.cli.main import app
 from fits.core.schema import DataNote
-from fits.io import _sniff, read_table
+from fits.io import _sniff, iter_table, read_columns, read_table
 
 
 def _fits(*args: object):
@@ -133,3 +133,70 @@ def test_semicolon_files_keep_their_decimal_comma_rule(tmp_path) -> None:
     assert _sniff(path)[1] == ","
     path.write_text("a;b\n" + "".join(f"{i};x\n" for i in range(60)) + "1,500;y\n")
     assert _sniff(path)[1] == ","
+
+
+def _keyed(n: int = 40, start: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(start)
+    return pd.DataFrame(
+        {
+            "pid": np.arange(n) + start,
+            "ward": pd.Categorical(rng.choice(["a", "b", "c"], n)),
+            "age": pd.array(rng.integers(18, 90, n), dtype="Int64"),
+            "x": rng.normal(size=n).round(3),
+        }
+    )
+
+
+#: Frames whose columns pandas' ``to_parquet`` keeps in the index: set_index's keys
+#: (stored as fields, or as a range when they count 0, 1, 2, ...), a groupby's keys.
+INDEXED = {
+    "set_index": lambda d: d.set_index("pid"),
+    "range": lambda d: d.assign(pid=np.arange(len(d))).set_index("pid"),
+    "stepped range": lambda d: d.drop(columns="pid").set_index(
+        pd.RangeIndex(5, 5 + 3 * len(d), 3, name="pid")
+    ),
+    "two keys": lambda d: d.set_index(["pid", "ward"]),
+    "groupby": lambda d: d.groupby(["ward", "pid"], observed=True).agg(
+        age=("age", "first"), x=("x", "mean")
+    ),
+}
+
+
+@pytest.mark.parametrize("how", list(INDEXED))
+def test_parquet_index_levels_are_read_as_columns(tmp_path, how) -> None:
+    """pandas keeps set_index's or groupby's keys in a Parquet file's index, and read
+    it back there, where fits does not look: the columns vanished from the table (a
+    'ward' key, its synthetic column). Now the named levels are its first columns, in
+    read_table, read_columns (its header) and iter_table (any chunk size) alike; an
+    unnamed index (row labels) is still no column."""
+    frame = INDEXED[how](_keyed())
+    path = tmp_path / "t.parquet"
+    frame.to_parquet(path)
+    expected = frame.reset_index()
+    table = read_table(path)
+    assert list(table.columns) == list(expected.columns)
+    for col in expected.columns:
+        assert table[col].tolist() == expected[col].tolist(), col
+    assert read_columns(path) == [str(c) for c in expected.columns]
+    for size in (1, 7, 40, 100):
+        chunks = pd.concat(list(iter_table(path, size)), ignore_index=True)
+        pd.testing.assert_frame_equal(chunks, table.reset_index(drop=True))
+    unnamed = tmp_path / "u.parquet"
+    _keyed().iloc[::2].to_parquet(unnamed)  # an index of 0, 2, 4, ...: row labels
+    assert list(read_table(unnamed).columns) == ["pid", "ward", "age", "x"]
+    assert read_columns(unnamed) == ["pid", "ward", "age", "x"]
+
+
+def test_a_key_in_the_parquet_index_is_synthesized(tmp_path) -> None:
+    """The synthetic table of sites saved with ``set_index(["pid", "ward"])`` lacked
+    'pid' and 'ward'; now it holds them, 'ward' of the sites' categories."""
+    paths = []
+    for k in range(2):
+        paths.append(tmp_path / f"site{k}.parquet")
+        _keyed(60, 100 * k).set_index(["pid", "ward"]).to_parquet(paths[-1])
+    out = tmp_path / "s.parquet"
+    res = _fits("synthesize", *paths, "--rows", 20, "--out", out, "-q", "--kind", "pid=id")
+    assert res.exit_code == 0, res.output
+    synthetic = pd.read_parquet(out)
+    assert list(synthetic.columns) == ["pid", "ward", "age", "x"]
+    assert set(synthetic["ward"]) <= {"a", "b", "c"}
