@@ -113,7 +113,8 @@ def read_table(path: str | os.PathLike[str], *, empty_ok: bool = False) -> pd.Da
     zeros (ZIP codes "02134") stay text.  Text columns whose every
     value is an ISO 8601 date or date-time become datetime columns; date-times written
     with one UTC offset (``+02:00``) keep it, several offsets (summer time) are read
-    as UTC with a note.
+    as UTC with a note.  Parquet files: the named levels of the pandas index a frame
+    was written with (``set_index`` or ``groupby`` keys) are the first columns.
 
     With ``empty_ok``, a table of no rows (a header alone: a ``--known`` table of no
     rows to complete) is returned, not refused.
