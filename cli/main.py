@@ -29,7 +29,7 @@ from fits.core.names import header_for
 
 from .analyze import analyze
 from .benchmark import benchmark
-from .errors import closed_stdout_ends_quietly, interruptible
+from .errors import closed_stdout_ends_quietly, echo_warnings, interruptible
 from .errors import fail as _fail
 from .federate import federate
 from .options import (
@@ -165,12 +165,8 @@ def _check_suffix(path: Path, what: str) -> None:
 
 def _echo_warnings(caught: list[warnings.WarningMessage]) -> None:
     """Print caught warnings: notes (what fits inferred) as ``note:``, the rest as
-    ``warning:``."""
-    from fits.core.schema import DataNote
-
-    for w in caught:
-        label = "note" if issubclass(w.category, DataNote) else "warning"
-        typer.echo(f"{label}: {w.message}", err=True)
+    ``warning:`` (:func:`~fits.cli.errors.echo_warnings`)."""
+    echo_warnings(caught)
 
 
 def _echo_draw_warnings(

@@ -200,3 +200,29 @@ def test_a_key_in_the_parquet_index_is_synthesized(tmp_path) -> None:
     synthetic = pd.read_parquet(out)
     assert list(synthetic.columns) == ["pid", "ward", "age", "x"]
     assert set(synthetic["ward"]) <= {"a", "b", "c"}
+
+
+def test_the_known_tables_notes_are_note_lines(tmp_path) -> None:
+    """A ``--known`` table read with another separator (or a byte-order mark and ';')
+    gave its note as a raw Python warning, with fits' source line under it
+    (``.../fits/known.py:87: DataNote: ...``); now it is a ``note:`` line, as the site
+    tables' notes are."""
+    rng = np.random.default_rng(2)
+    sites = []
+    for k in range(2):
+        sites.append(tmp_path / f"site{k}.csv")
+        pd.DataFrame(
+            {
+                "sex": rng.choice(["F", "M"], 60),
+                "age": rng.integers(18, 90, 60),
+                "x": rng.normal(size=60).round(2),
+            }
+        ).to_csv(sites[-1], index=False)
+    known = tmp_path / "known.csv"
+    known.write_bytes("\ufeffsex;age\nM;30\nF;45\n".encode())
+    out = tmp_path / "s.csv"
+    res = _fits("synthesize", *sites, "--known", known, "--out", out, "-q")
+    assert res.exit_code == 0, res.output
+    assert f"note: {known}: read with ';' as the separator (2 columns)" in res.output
+    assert "DataNote" not in res.output and "known.py" not in res.output
+    assert pd.read_csv(out)["sex"].tolist() == ["M", "F"]
