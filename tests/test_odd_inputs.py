@@ -226,3 +226,66 @@ def test_the_known_tables_notes_are_note_lines(tmp_path) -> None:
     assert f"note: {known}: read with ';' as the separator (2 columns)" in res.output
     assert "DataNote" not in res.output and "known.py" not in res.output
     assert pd.read_csv(out)["sex"].tolist() == ["M", "F"]
+
+
+def _ordered_site(levels: list[str], seed: int) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame(
+        {
+            "x": rng.normal(size=60).round(2),
+            "grade": pd.Categorical(rng.choice(levels, 60), categories=levels, ordered=True),
+        }
+    )
+
+
+@pytest.mark.parametrize("first", [0, 1])
+def test_ordered_categories_that_differ_but_agree_are_merged(first) -> None:
+    """Two sites' ordered categoricals, one built from its own values (['lo', 'hi'])
+    and one with a category more (['lo', 'mid', 'hi']), were refused: "site1 orders
+    its categories differently from site0", which they do not. Now the order both
+    agree with is the column's, and the synthetic column's dtype (not ['lo', 'hi',
+    'mid'], the first site's then the new)."""
+    from fits import FITSSynthesizer
+
+    sites = {
+        "site0": _ordered_site(["lo", "hi"], 0),
+        "site1": _ordered_site(["lo", "mid", "hi"], 1),
+    }
+    if first:
+        sites = dict(reversed(sites.items()))
+    synth = FITSSynthesizer(seed=0).fit(sites)
+    spec = synth.schema_["grade"]
+    assert spec.kind == "ordinal" and list(spec.categories) == ["lo", "mid", "hi"]
+    synthetic = synth.sample(30)
+    dtype = synthetic["grade"].dtype
+    assert dtype.ordered and list(dtype.categories) == ["lo", "mid", "hi"]
+
+
+@pytest.mark.parametrize(
+    ("orders", "message"),
+    [
+        (
+            [["lo", "hi"], ["hi", "mid", "lo"]],
+            "column 'grade': site1 orders its categories differently from site0 ('hi' < "
+            "'mid' < 'lo' at site1, 'lo' < 'hi' at site0); write them in one order",
+        ),
+        (
+            [["a", "c"], ["b", "c"]],
+            "do not say whether 'a' or 'b' comes first; give every site all the categories",
+        ),
+        (
+            [["a", "b"], ["b", "c"], ["c", "a"]],
+            "no one order of its categories agrees with every site's ('a' < 'b' at site0; "
+            "'b' < 'c' at site1; 'c' < 'a' at site2)",
+        ),
+    ],
+)
+def test_ordered_categories_that_disagree_are_refused_with_the_orders(orders, message) -> None:
+    """Orders no one order agrees with, or that leave one open, are refused, the
+    message showing each site's order and how to write one."""
+    from fits.core.schema import Schema, SchemaError
+
+    sites = {f"site{k}": _ordered_site(levels, k) for k, levels in enumerate(orders)}
+    with pytest.raises(SchemaError) as info:
+        Schema.detect(sites)
+    assert message in str(info.value)

@@ -3175,13 +3175,21 @@ def _merge_dtype(
         spec.pandas_dtype = next(iter(dtypes))
     elif len(dtypes) > 1 and None not in dtypes:
         _common_output(spec, [i for i, _ in present], [c for _, c in present])
-    cats = [i["dtype_categories"] for i in infos if i.get("dtype_categories") is not None]
-    if cats and spec.dtype == "category":
+    listed = [
+        (list(i["dtype_categories"]), c)
+        for i, c in zip(infos, clients, strict=True)
+        if i.get("dtype_categories") is not None
+    ]
+    if listed and spec.dtype == "category":
+        spec.dtype_ordered = any(i.get("dtype_ordered") for i in infos)
         levels: list[Any] = []
-        for c in cats:  # the first client's order, then new categories as they come
+        if spec.dtype_ordered:  # the one order they all agree with (checked at the merge)
+            levels = _merged_order(
+                spec.name, [cats for cats, _ in listed], [site for _, site in listed]
+            )
+        for c, _ in listed:  # the first client's order, then new categories as they come
             levels += [v for v in c if v not in levels]
         spec.dtype_categories = levels
-        spec.dtype_ordered = any(i.get("dtype_ordered") for i in infos)
     if spec.dtype == "datetime":  # restored from tz and date_only; as date objects
         # where every site's are (a Parquet date32 column: one again, CSV: dates); in
         # the sites' time unit where they share one (their dtype, kept: its unit)
@@ -3663,15 +3671,71 @@ def _merge_ordered(
             "ordered categorical in a Parquet file, or as numbers (e.g. 0, 1, 2 in that "
             "order)"
         )
-    cats = list(infos[0]["categories"])
-    for i, c in zip(infos, clients, strict=True):
-        if list(i.get("categories", [])) != cats:
-            raise SchemaError(
-                f"column {name!r}: {c} orders its categories differently from {clients[0]}"
-            )
+    lists = [list(i.get("categories", [])) for i in infos]
+    cats = _merged_order(name, lists, clients)
     used = {v for i in infos for v in i["present"]}
     cats = [c for c in cats if c in used] or cats
     return ColumnSpec(name, kind or "ordinal", "category", cats)
+
+
+def _merged_order(name: str, lists: Sequence[list[Any]], clients: Sequence[str]) -> list[Any]:
+    """The one order of the categories every site's ordered categorical agrees with (a
+    site whose dtype lacks some categories, ``['low', 'high']`` next to ``['low',
+    'medium', 'high']``, fits in the longer order).
+
+    Raises
+    ------
+    SchemaError
+        Two sites order two categories oppositely, or the sites' orders leave where a
+        category goes open (``['a', 'c']`` and ``['b', 'c']``); the message shows the
+        orders and how to write one.
+    """
+
+    def shown(order: Sequence[Any]) -> str:
+        return " < ".join(repr(c) for c in order)
+
+    for (first, one), (client, order) in itertools.combinations(
+        zip(clients, lists, strict=True), 2
+    ):
+        rank = {c: k for k, c in enumerate(one)}
+        common = [c for c in order if c in rank]
+        if common != sorted(common, key=rank.__getitem__):
+            raise SchemaError(
+                f"column {name!r}: {client} orders its categories differently from "
+                f"{first} ({shown(order)} at {client}, {shown(one)} at {first}); write "
+                f"them in one order at every site (e.g. df[{name!r}].cat."
+                "reorder_categories([...], ordered=True))"
+            )
+    after: dict[Any, dict[Any, None]] = {c: {} for order in lists for c in order}
+    for order in lists:
+        for a, b in itertools.pairwise(order):
+            after[a][b] = None
+    before = {c: sum(c in later for later in after.values()) for c in after}
+    merged: list[Any] = []
+    ready = [c for c in after if before[c] == 0]
+    while ready:
+        if len(ready) > 1:
+            raise SchemaError(
+                f"column {name!r}: the sites' ordered categories ("
+                + "; ".join(f"{shown(o)} at {c}" for o, c in zip(lists, clients, strict=True))
+                + f") do not say whether {ready[0]!r} or {ready[1]!r} comes first; give every "
+                f"site all the categories in order (e.g. df[{name!r}].cat.set_categories"
+                "([...], ordered=True))"
+            )
+        c = ready.pop()
+        merged.append(c)
+        for b in after[c]:
+            before[b] -= 1
+            if before[b] == 0:
+                ready.append(b)
+    if len(merged) < len(after):  # a cycle through three sites or more
+        raise SchemaError(
+            f"column {name!r}: no one order of its categories agrees with every site's ("
+            + "; ".join(f"{shown(o)} at {c}" for o, c in zip(lists, clients, strict=True))
+            + f"); write them in one order at every site (e.g. df[{name!r}].cat."
+            "reorder_categories([...], ordered=True))"
+        )
+    return merged
 
 
 def _merge_discrete(
