@@ -15,6 +15,7 @@ import warnings
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from pathlib import Path
 from typing import Any
 
@@ -685,6 +686,98 @@ def _blank_note(path: Path, blanks: _Blanks) -> None:
         )
 
 
+#: The texts pandas reads as missing values by default (its ``na_values``), less the
+#: empty field. In a column of labels fits keeps them as written (:class:`_NaTexts`).
+NA_TEXTS = frozenset(
+    {
+        "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND",
+        "1.#QNAN", "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null",
+    }
+)  # fmt: skip
+
+
+@dataclass
+class _NaTexts:
+    """The fields of one text column that pandas would read as missing values
+    (:data:`NA_TEXTS`), learnt chunk by chunk, and whether to keep them as written.
+
+    They are kept in a column of labels: one whose other values are text without a
+    digit (``"NA"`` for North America or Namibia, ``"None"`` for "no alley" in a
+    housing table), where reading them as missing values would take a category out of
+    the table and write its rows back empty; as written, the synthetic table writes
+    them as the input does (a reader that takes ``"NA"`` for missing takes both so). In
+    a column of numbers, dates or codes (its values hold digits) they stay missing
+    values, as pandas reads them.
+    """
+
+    counts: dict[str, int] = dataclass_field(default_factory=dict)
+    labels: bool = False
+    digits: bool = False
+
+    def update(self, raw: pd.Series) -> None:
+        """Learn from ``raw``: the column's fields as text, only empty and white fields
+        missing."""
+        present = raw.dropna().astype(str)
+        token = present.isin(NA_TEXTS)
+        for text, n in present[token].value_counts().items():
+            self.counts[str(text)] = self.counts.get(str(text), 0) + int(n)
+        others = present[~token]
+        self.labels |= not others.empty
+        self.digits = self.digits or bool(others.str.contains(r"\d").any())
+
+    def keep(self) -> bool:
+        """Whether the column keeps these fields as written."""
+        return bool(self.counts) and self.labels and not self.digits
+
+
+def _na_text_note(path: Path, col: Any, texts: _NaTexts) -> None:
+    shown = ", ".join(f"{t!r} ({n} field{'s' if n > 1 else ''})" for t, n in texts.counts.items())
+    warnings.warn(
+        f"{path}: column {col!r}: {shown} read as written, a value of the column (pandas "
+        "would read it as a missing value; leave the fields empty where they mean that)",
+        DataNote,
+        stacklevel=4,
+    )
+
+
+def _keep_na_texts(
+    frame: pd.DataFrame, path: Path, sep: str, decimal: str, options: Mapping[str, Any]
+) -> pd.DataFrame:
+    """Put back, as written, the :data:`NA_TEXTS` fields that pandas read as missing
+    values in the columns of labels of ``frame`` (:class:`_NaTexts`), with a note."""
+    text = [
+        col
+        for col in frame.columns
+        if (pd.api.types.is_object_dtype(frame[col]) or pd.api.types.is_string_dtype(frame[col]))
+        and frame[col].dropna().map(lambda v: isinstance(v, str)).all()
+    ]
+    if not text:
+        return frame
+    raw = pd.read_csv(path, usecols=text, **_raw_options(sep, decimal, options))
+    for col in text:
+        texts = _NaTexts()
+        texts.update(raw[col])
+        if texts.keep():
+            kept = raw[col].where(raw[col].isin(NA_TEXTS))
+            frame[col] = frame[col].where(kept.isna(), kept)
+            _na_text_note(path, col, texts)
+    return frame
+
+
+def _raw_options(sep: str, decimal: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """``pd.read_csv``'s options to read a file's fields as text, as written: only
+    empty and white fields are missing values (not :data:`NA_TEXTS`)."""
+    white = list(options.get("na_values", []))
+    return {
+        **options,
+        "sep": sep,
+        "decimal": decimal,
+        "dtype": str,
+        "keep_default_na": False,
+        "na_values": ["", *white],
+    }
+
+
 def _read_csv(path: Path) -> pd.DataFrame:
     sep, decimal, header = _sniff(path)
     _check_header(path, [h.strip() for h in header] if sep != "," else header)
@@ -702,6 +795,7 @@ def _read_csv(path: Path) -> pd.DataFrame:
         _check_short_rows(path, sep, frame.shape[1])
     _blank_note(path, blanks)
     frame = _whole_numbers(frame, path, sep, decimal, blanks.options)
+    frame = _keep_na_texts(frame, path, sep, decimal, blanks.options)
     frame.columns = _empty_names(list(frame.columns), header)
     if decimal == ",":  # text numbers ("1.234,56 €") are read with it too
         frame.attrs[DECIMAL_MARK_ATTR] = decimal
@@ -1022,16 +1116,19 @@ def _iter_csv(path: Path, chunk_rows: int, empty_ok: bool) -> Iterator[pd.DataFr
         yield read_table(path, empty_ok=empty_ok)  # its error
         return
     facts = {c: _CsvFacts({}, _DateFacts()) for c in names}
+    texts = {c: _NaTexts() for c in names}
     rows = 0
     blanks = _blank_lines(path, sep)
     options = {"sep": sep, "decimal": decimal, "chunksize": chunk_rows, **blanks.options}
     typed_chunks = pd.read_csv(path, **options, **_ROUND_TRIP)
-    raw_chunks = pd.read_csv(path, **options, dtype=str)
+    raw_chunks = pd.read_csv(path, **_raw_options(sep, decimal, options))
     with typed_chunks, raw_chunks:
         for typed, raw in zip(typed_chunks, raw_chunks, strict=True):
             rows += len(typed)
             for col in names:
-                facts[col].update(typed[col], raw[col])
+                texts[col].update(raw[col])
+                # the fields as pandas reads them by default: NA_TEXTS missing too
+                facts[col].update(typed[col], raw[col].mask(raw[col].isin(NA_TEXTS)))
     if rows == 0:
         yield read_table(path, empty_ok=empty_ok)
         return
@@ -1039,9 +1136,16 @@ def _iter_csv(path: Path, chunk_rows: int, empty_ok: bool) -> Iterator[pd.DataFr
         _separator_note(path, sep, decimal, len(names))
     _blank_note(path, blanks)
     plans = {c: f.plan() for c, f in facts.items()}
+    kept = [c for c, (_, kind) in plans.items() if kind == "text" and texts[c].keep()]
+    for col in kept:
+        _na_text_note(path, col, texts[col])
     dates = {c: facts[c].dates.final() for c, (_, kind) in plans.items() if kind == "text"}
     _note_utc(path, {c: d for c, d in dates.items() if d is not None})
     read_as = {c: how for c, (how, _) in plans.items() if how is not None}
+    if kept:  # pandas' missing texts everywhere but in the columns that keep them
+        white = ["", *options.get("na_values", [])]
+        options["keep_default_na"] = False
+        options["na_values"] = {c: white if c in kept else [*white, *NA_TEXTS] for c in names}
     with pd.read_csv(path, **options, dtype=read_as, **_ROUND_TRIP) as chunks:
         for chunk in chunks:
             for col, (_, kind) in plans.items():

@@ -289,3 +289,60 @@ def test_ordered_categories_that_disagree_are_refused_with_the_orders(orders, me
     with pytest.raises(SchemaError) as info:
         Schema.detect(sites)
     assert message in str(info.value)
+
+
+def _na_table(path: Path, n: int = 60, seed: int = 0) -> None:
+    """A table whose fields pandas would read as missing: 'NA' (North America) and
+    'None' as labels, an empty field, 'NA' in a column of numbers, of dates and of
+    labels with digits."""
+    rng = np.random.default_rng(seed)
+    lines = ["x,region,alley,n,day,unit"]
+    for k in range(n):
+        region = ["EU", "NA", "AS", ""][k % 4] if k < 8 else rng.choice(["EU", "NA", "AS"])
+        n_field = "NA" if k % 5 == 0 else str(rng.integers(0, 9))
+        day = "NA" if k % 6 == 0 else f"2024-01-{1 + k % 28:02d}"
+        unit = "NA" if k % 7 == 0 else rng.choice(["Type 1", "Type 2"])
+        alley = rng.choice(["Grvl", "Pave", "None"])
+        lines.append(f"{rng.normal():.2f},{region},{alley},{n_field},{day},{unit}")
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_na_texts_in_a_column_of_labels_are_values(tmp_path) -> None:
+    """pandas reads 'NA', 'None', 'null', ... as missing values: a region 'NA' (North
+    America) or an alley 'None' left the table's categories and came back as empty
+    fields. In a column of labels (text without digits) they are now values, as
+    written, with a note; in columns of numbers, dates or labels with digits they stay
+    missing values. read_table and iter_table (any chunk size) agree."""
+    path = tmp_path / "t.csv"
+    _na_table(path)
+    with pytest.warns(DataNote) as notes:
+        table = read_table(path)
+    said = " ".join(str(w.message) for w in notes)
+    assert "column 'region': 'NA' (" in said and "column 'alley': 'None' (" in said
+    assert "'n'" not in said and "'day'" not in said and "'unit'" not in said
+    assert "NA" in set(table["region"]) and table["region"].isna().sum() == 2  # the empty fields
+    assert "None" in set(table["alley"]) and not table["alley"].isna().any()
+    assert table["n"].dtype == "Int64" and table["n"].isna().sum() == 12
+    assert pd.api.types.is_datetime64_any_dtype(table["day"]) and table["day"].isna().sum() == 10
+    assert table["unit"].isna().sum() == 9 and "NA" not in set(table["unit"].dropna())
+    for size in (1, 7, 1000):
+        with pytest.warns(DataNote):
+            chunks = pd.concat(list(iter_table(path, size)), ignore_index=True)
+        pd.testing.assert_frame_equal(chunks, table)
+
+
+def test_na_labels_are_synthesized_as_written(tmp_path) -> None:
+    """The synthetic table of sites whose region is 'NA' for North America draws 'NA'
+    and writes it so, not as an empty field."""
+    sites = []
+    for k in range(2):
+        sites.append(tmp_path / f"site{k}.csv")
+        _na_table(sites[-1], 120, k)
+    out = tmp_path / "s.csv"
+    res = _fits("synthesize", *sites, "--rows", 200, "--out", out, "-q")
+    assert res.exit_code == 0, res.output
+    assert "column 'region': 'NA' (" in res.output
+    synthetic = pd.read_csv(out, keep_default_na=False, dtype=str)
+    assert "NA" in set(synthetic["region"])
+    assert set(synthetic["region"]) <= {"EU", "NA", "AS", ""}
+    assert set(synthetic["alley"]) <= {"Grvl", "Pave", "None"}
