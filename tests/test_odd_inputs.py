@@ -346,3 +346,24 @@ def test_na_labels_are_synthesized_as_written(tmp_path) -> None:
     assert "NA" in set(synthetic["region"])
     assert set(synthetic["region"]) <= {"EU", "NA", "AS", ""}
     assert set(synthetic["alley"]) <= {"Grvl", "Pave", "None"}
+
+
+def test_infinite_values_are_refused_with_the_fix(tmp_path) -> None:
+    """A column holding inf and -inf (as 'inf' in a CSV file) is refused; the error
+    said only "remove them": it now counts them and says what to put instead."""
+    rng = np.random.default_rng(3)
+    sites = []
+    for k in range(2):
+        frame = pd.DataFrame({"x": rng.normal(size=40).round(2), "g": rng.choice(["a", "b"], 40)})
+        if k:
+            frame.loc[[3, 5, 8], "x"] = [np.inf, -np.inf, np.inf]
+        sites.append(tmp_path / f"site{k}.csv")
+        frame.to_csv(sites[-1], index=False)
+    out = tmp_path / "s.csv"
+    res = _fits("synthesize", *sites, "--rows", 5, "--out", out, "-q")
+    assert res.exit_code == 1, res.output
+    assert (
+        "error: site1: column 'x' has infinite values (2 inf and 1 -inf), which fits cannot "
+        "model; replace them with finite numbers, or with missing values" in _flat(res.output)
+    )
+    assert not out.exists()

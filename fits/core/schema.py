@@ -2737,7 +2737,14 @@ def _describe_column(
         return info
     values = present.to_numpy(dtype=float)
     if not np.all(np.isfinite(values)):
-        raise SchemaError(f"{client}: column {name!r} has infinite values; remove them")
+        infinite = values[~np.isfinite(values)]
+        counts = ((int((infinite > 0).sum()), "inf"), (int((infinite < 0).sum()), "-inf"))
+        shown = " and ".join(f"{n} {t}" for n, t in counts if n)
+        raise SchemaError(
+            f"{client}: column {name!r} has infinite values ({shown}), "
+            "which fits cannot model; replace them with finite numbers, or with missing "
+            "values (an empty field in a CSV file)"
+        )
     info["min"] = float(values.min())
     info["max"] = float(values.max())
     exact = fam == "int" and max(abs(info["min"]), abs(info["max"])) > EXACT_FLOAT_INT
