@@ -23,11 +23,13 @@ import numpy as np
 import pandas as pd
 
 from fits._dates import iso_datetimes
-from fits.core.schema import DECIMAL_MARK_ATTR, DataNote
+from fits.core.schema import CODE_COLUMNS_ATTR, DECIMAL_MARK_ATTR, DataNote
 
 __all__ = [
     "TABLE_SUFFIXES",
     "DataFileError",
+    "align_codes",
+    "known_codes",
     "ISO_DATE",
     "OutputError",
     "OutputTooLarge",
@@ -895,6 +897,106 @@ def _parse_dates(frame: pd.DataFrame, path: Path | None = None) -> pd.DataFrame:
                 stacklevel=3,
             )
     return frame
+
+
+_DIGITS = re.compile(r"^\d+$")
+
+
+def align_codes(tables: Mapping[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    """Site tables read alike where one column holds codes: a column of digits that
+    keeps its leading zeros as text at some sites ("02139", "00501": ZIP codes, as
+    :func:`read_table` reads them) and is whole numbers at the others (the same codes,
+    none of which starts with a 0 there: "10001") becomes text at every site, each
+    number as written ("10001"), with a note; the table's ``attrs`` name the column
+    (:data:`~fits.core.schema.CODE_COLUMNS_ATTR`), so that
+    :func:`~fits.core.schema.parse_text_columns` leaves it text.
+
+    The sites' types would differ otherwise (text at some, numbers at others), which
+    the schema refuses, and no file written as CSV can make pandas read "10001" as
+    text. A column of whole numbers with a negative value, or text that is not digits
+    alone, is left as it is (and refused there, as before).
+
+    Parameters
+    ----------
+    tables : mapping
+        Site name -> table, as read.
+
+    Returns
+    -------
+    dict
+        The tables, the columns so read replaced (copies; the others as given).
+    """
+    out = dict(tables)
+    if len(out) < 2:
+        return out
+    first = next(iter(out.values()))
+    for col in first.columns:
+        if not all(col in t.columns for t in out.values()):
+            continue
+        codes, numbers = [], []
+        for site, table in out.items():
+            s = table[col]
+            present = s.dropna()
+            if pd.api.types.is_integer_dtype(s.dtype) and not pd.api.types.is_bool_dtype(s.dtype):
+                if present.empty or (present < 0).any():
+                    break
+                numbers.append(site)
+            elif (
+                (pd.api.types.is_object_dtype(s.dtype) or pd.api.types.is_string_dtype(s.dtype))
+                and not present.empty
+                and present.map(lambda v: isinstance(v, str) and bool(_DIGITS.match(v))).all()
+                and present.str.match(r"^0\d").any()
+            ):
+                codes.append((site, present[present.str.match(r"^0\d")].iloc[0]))
+            else:
+                break
+        else:
+            if not (codes and numbers):
+                continue
+            dtype = out[codes[0][0]][col].dtype
+            for site in numbers:
+                table = out[site].copy()
+                table[col] = table[col].map(lambda v: str(int(v)), na_action="ignore").astype(dtype)
+                table.attrs[CODE_COLUMNS_ATTR] = [*table.attrs.get(CODE_COLUMNS_ATTR, []), col]
+                out[site] = table
+            example = out[numbers[0]][col].dropna().iloc[0]
+            warnings.warn(
+                f"column {col!r} holds codes with leading zeros at "
+                f"{', '.join(site for site, _ in codes)} (e.g. {codes[0][1]!r}), so its whole "
+                f"numbers at {', '.join(numbers)} are read as codes too, as written (e.g. "
+                f"{example!r})",
+                DataNote,
+                stacklevel=2,
+            )
+    return out
+
+
+def known_codes(known: pd.DataFrame, tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """A ``--known`` table whose columns of whole numbers are codes at every site (text
+    of digits alone, :func:`align_codes`) read as the codes they are ("10001" for
+    10001), as the site tables read them; the table as given otherwise."""
+    out = known
+    for col in known.columns:
+        s = known[col]
+        sites = [t[col] for t in tables.values() if col in t.columns]
+        if (
+            not sites
+            or not pd.api.types.is_integer_dtype(s.dtype)
+            or pd.api.types.is_bool_dtype(s.dtype)
+            or (s.dropna() < 0).any()
+        ):
+            continue
+        if all(
+            (pd.api.types.is_object_dtype(t.dtype) or pd.api.types.is_string_dtype(t.dtype))
+            and not t.dropna().empty
+            and t.dropna().map(lambda v: isinstance(v, str) and bool(_DIGITS.match(v))).all()
+            for t in sites
+        ):
+            if out is known:
+                out = known.copy()
+            out[col] = s.map(lambda v: str(int(v)), na_action="ignore").astype(sites[0].dtype)
+            out.attrs[CODE_COLUMNS_ATTR] = [*out.attrs.get(CODE_COLUMNS_ATTR, []), col]
+    return out
 
 
 def iter_table(

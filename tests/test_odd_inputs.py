@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from fits.cli.main import app
 from fits.core.schema import DataNote
-from fits.io import _sniff, iter_table, read_columns, read_table
+from fits.io import _sniff, align_codes, iter_table, read_columns, read_table
 
 
 def _fits(*args: object):
@@ -367,3 +367,56 @@ def test_infinite_values_are_refused_with_the_fix(tmp_path) -> None:
         "model; replace them with finite numbers, or with missing values" in _flat(res.output)
     )
     assert not out.exists()
+
+
+def _zip_sites(tmp_path: Path) -> list[Path]:
+    """A site of ZIP codes with leading zeros (read as text) and one whose codes
+    happen to have none (read as whole numbers)."""
+    rng = np.random.default_rng(4)
+    paths = []
+    for k, zips in enumerate((["02139", "00501", "10001"], ["10001", "94105"])):
+        paths.append(tmp_path / f"site{k}.csv")
+        pd.DataFrame({"x": rng.normal(size=60).round(2), "zip": rng.choice(zips, 60)}).to_csv(
+            paths[-1], index=False
+        )
+    return paths
+
+
+@pytest.mark.parametrize("first", [0, 1])
+def test_zip_codes_with_leading_zeros_at_one_site_only(tmp_path, first) -> None:
+    """ZIP codes read as text at the site that writes some with a leading zero and as
+    numbers at the site whose codes have none were refused ("numeric at some clients
+    and text at others ... fix or blank the other values"), which no edit of a CSV
+    file fixes. Now they are codes at both sites, with a note, and the synthetic
+    table writes them as written ("02139", "10001"); a --known table of such codes
+    written without leading zeros is read as codes too."""
+    sites = _zip_sites(tmp_path)
+    if first:
+        sites.reverse()
+    out = tmp_path / "s.csv"
+    res = _fits("synthesize", *sites, "--rows", 60, "--out", out, "-q")
+    assert res.exit_code == 0, res.output
+    assert "note: column 'zip' holds codes with leading zeros at site0 (e.g. " in res.output
+    assert "so its whole numbers at site1 are read as codes too" in res.output
+    synthetic = pd.read_csv(out, dtype=str)
+    assert set(synthetic["zip"]) <= {"02139", "00501", "10001", "94105"}
+    assert {"10001", "94105"} & set(synthetic["zip"])
+    known = tmp_path / "known.csv"
+    known.write_text("zip\n10001\n94105\n")
+    completed = tmp_path / "c.csv"
+    res = _fits("synthesize", *sites, "--known", known, "--out", completed, "-q")
+    assert res.exit_code == 0, res.output
+    assert pd.read_csv(completed, dtype=str)["zip"].tolist() == ["10001", "94105"]
+
+
+def test_align_codes_leaves_other_columns_alone() -> None:
+    """Only a column of digits with leading zeros at some sites and whole numbers of no
+    sign at the others is read as codes; negative numbers or text with other
+    characters leave the tables as they are."""
+    codes = pd.DataFrame({"z": ["02139", "10001"], "t": ["0a", "b"], "n": ["01", "02"]})
+    numbers = pd.DataFrame({"z": [10001, 94105], "t": [1, 2], "n": [-1, 3]})
+    with pytest.warns(DataNote, match="column 'z' holds codes"):
+        out = align_codes({"a": codes, "b": numbers})
+    assert out["b"]["z"].tolist() == ["10001", "94105"]
+    assert out["b"]["t"].tolist() == [1, 2] and out["b"]["n"].tolist() == [-1, 3]
+    assert out["a"] is codes

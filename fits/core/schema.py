@@ -75,6 +75,7 @@ __all__ = [
     "UNIQUE_TEXT_ROWS",
     "PARSE_SHARE",
     "CURRENCY_SYMBOLS",
+    "CODE_COLUMNS_ATTR",
     "DECIMAL_MARK_ATTR",
     "SURROGATE_PREFIX",
     "ConstantNote",
@@ -129,6 +130,11 @@ PARSE_SHARE = 0.95
 #: comma), which :func:`parse_text_columns` reads numbers in text columns with
 #: ("1.234,56 €"); a table without it has a decimal point.
 DECIMAL_MARK_ATTR = "fits_decimal_mark"
+#: The key of :attr:`pandas.DataFrame.attrs` that lists a table's columns of codes
+#: written with digits alone, read as text because another site's table writes them
+#: with leading zeros (:func:`fits.io.align_codes`): :func:`parse_text_columns` leaves
+#: them text, as it does the codes with leading zeros themselves.
+CODE_COLUMNS_ATTR = "fits_code_columns"
 #: A text column with more distinct values than this share of its present values (and
 #: more than :data:`MAX_ORDINAL_LEVELS`) is near-unique: an identifier; refused.
 NEAR_UNIQUE_SHARE = 0.5
@@ -2134,11 +2140,12 @@ def parse_text_columns(
     """
     declared = declared or {}
     mark = "," if frame.attrs.get(DECIMAL_MARK_ATTR) == "," else "."  # the file's
+    codes = set(frame.attrs.get(CODE_COLUMNS_ATTR, ()))  # codes, as another site's
     out: pd.DataFrame | None = None
     notes: dict[str, dict[str, Any]] = {}
     for name in frame.columns:
         s = frame[name]
-        if declared.get(name, {}).get("kind") in ("nominal", "id"):
+        if declared.get(name, {}).get("kind") in ("nominal", "id") or name in codes:
             continue
         if isinstance(s.dtype, pd.CategoricalDtype) or not (
             pd.api.types.is_object_dtype(s.dtype) or pd.api.types.is_string_dtype(s.dtype)
