@@ -2745,8 +2745,8 @@ def _describe_column(
     values = present.to_numpy(dtype=float)
     if not np.all(np.isfinite(values)):
         infinite = values[~np.isfinite(values)]
-        counts = ((int((infinite > 0).sum()), "inf"), (int((infinite < 0).sum()), "-inf"))
-        shown = " and ".join(f"{n} {t}" for n, t in counts if n)
+        signs = ((int((infinite > 0).sum()), "inf"), (int((infinite < 0).sum()), "-inf"))
+        shown = " and ".join(f"{n} {t}" for n, t in signs if n)
         raise SchemaError(
             f"{client}: column {name!r} has infinite values ({shown}), "
             "which fits cannot model; replace them with finite numbers, or with missing "
