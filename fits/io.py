@@ -310,6 +310,10 @@ _DECIMAL_POINT = re.compile(r"^[+-]?(?:\d+|\d{1,3}(?:,\d{3})+)\.\d+$")
 _UNIT_AROUND = re.compile(r"^[(]?[$€£¥]?\s*|\s*[%$€£¥]?[)]?$")
 
 
+#: The first line Excel writes, or reads, to name a CSV file's separator ("sep=;").
+_SEP_HINT = re.compile(r'^"?sep=.?"?[,;\t|]*$', re.IGNORECASE)
+
+
 def _sniff(path: Path) -> tuple[str, str, list[str]]:
     """The separator and decimal mark of a CSV file, and its header's raw names."""
     with open(path, encoding="utf-8-sig", errors="replace", newline="") as fh:
@@ -323,6 +327,12 @@ def _sniff(path: Path) -> tuple[str, str, list[str]]:
     lines = lines[:_SNIFF_LINES]
     if not lines:
         return ",", ".", []
+    hint = _SEP_HINT.match(lines[0].strip())
+    if hint:
+        raise DataFileError(
+            f"{path}: its first line {lines[0].strip()!r} is a spreadsheet's separator hint, "
+            "not the header; delete that line (fits finds the separator itself)"
+        )
     parsed = {}
     for sep in CSV_SEPARATORS:
         rows = list(csv.reader(lines, delimiter=sep))

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from fits.cli.main import app
 from fits.core.schema import DataNote
-from fits.io import _sniff, align_codes, iter_table, read_columns, read_table
+from fits.io import DataFileError, _sniff, align_codes, iter_table, read_columns, read_table
 
 
 def _fits(*args: object):
@@ -420,3 +420,22 @@ def test_align_codes_leaves_other_columns_alone() -> None:
     assert out["b"]["z"].tolist() == ["10001", "94105"]
     assert out["b"]["t"].tolist() == [1, 2] and out["b"]["n"].tolist() == [-1, 3]
     assert out["a"] is codes
+
+
+@pytest.mark.parametrize("hint", ["sep=;", '"sep=;"', "SEP=;;;"])
+def test_a_spreadsheets_separator_hint_line_is_named(tmp_path, hint) -> None:
+    """A CSV file that Excel wrote with its first line 'sep=;' was refused as "line 3
+    has 2 fields, the header 1; fix that row", pointing at a row that was right. Now
+    the error names the hint line and says to delete it."""
+    sites = []
+    for k in range(2):
+        sites.append(tmp_path / f"site{k}.csv")
+        sites[-1].write_text(f"{hint}\nage;income\n3{k};1,5\n40;2,5\n50;3,5\n")
+    with pytest.raises(DataFileError, match="is a spreadsheet's separator hint"):
+        read_table(sites[0])
+    res = _fits("synthesize", *sites, "--rows", 5, "--out", tmp_path / "s.csv")
+    assert res.exit_code == 1, res.output
+    assert (
+        f"error: {sites[0]}: its first line {hint!r} is a spreadsheet's separator hint, not "
+        "the header; delete that line (fits finds the separator itself)" in _flat(res.output)
+    )
