@@ -757,10 +757,11 @@ def _keep_na_texts(
 ) -> pd.DataFrame:
     """Put back, as written, the :data:`NA_TEXTS` fields that pandas read as missing
     values in the columns of labels of ``frame`` (:class:`_NaTexts`), with a note."""
-    text = [
+    text = [  # (a column of no missing value holds none of them)
         col
         for col in frame.columns
         if (pd.api.types.is_object_dtype(frame[col]) or pd.api.types.is_string_dtype(frame[col]))
+        and frame[col].isna().any()
         and frame[col].dropna().map(lambda v: isinstance(v, str)).all()
     ]
     if not text:
