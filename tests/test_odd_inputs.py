@@ -439,3 +439,31 @@ def test_a_spreadsheets_separator_hint_line_is_named(tmp_path, hint) -> None:
         f"error: {sites[0]}: its first line {hint!r} is a spreadsheet's separator hint, not "
         "the header; delete that line (fits finds the separator itself)" in _flat(res.output)
     )
+
+
+def test_an_identifier_repeated_over_rows_draws_a_warning(tmp_path) -> None:
+    """A patient id over visits (120 ids, 3 rows each) is no near-unique column, so it
+    was modelled as a category and its real values copied into the synthetic table
+    without a word. Now it draws a warning with the fix; declared an identifier, its
+    values are surrogates; declared nominal, it is kept without a warning."""
+    sites = []
+    rng = np.random.default_rng(5)
+    for k in range(2):
+        ids = [f"P{1000 * k + j:05d}" for j in range(60)]
+        sites.append(tmp_path / f"site{k}.csv")
+        pd.DataFrame({"patient": np.repeat(ids, 3), "x": rng.normal(size=180).round(2)}).to_csv(
+            sites[-1], index=False
+        )
+    out = tmp_path / "s.csv"
+    res = _fits("synthesize", *sites, "--rows", 5, "--out", out, "-q")
+    assert res.exit_code == 0, res.output
+    flat = _flat(res.output)
+    assert "warning: column 'patient' has 120 distinct values in 360 rows (each in 3.0 rows" in flat
+    assert "--drop patient" in flat and "--kind patient=id" in flat
+    out.unlink()
+    res = _fits("synthesize", *sites, "--rows", 5, "--out", out, "-q", "--kind", "patient=id")
+    assert res.exit_code == 0 and "warning" not in res.output, res.output
+    assert pd.read_csv(out)["patient"].str.startswith("synthetic-").all()
+    out.unlink()
+    res = _fits("synthesize", *sites, "--rows", 5, "--out", out, "-q", "--kind", "patient=nominal")
+    assert res.exit_code == 0 and "warning" not in res.output, res.output

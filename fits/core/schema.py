@@ -153,6 +153,10 @@ SURROGATE_PREFIX = "synthetic-"
 NUMERIC_ID_WARNING = 50
 #: A nominal column with more levels than this draws a warning (it is probably an id).
 MANY_LEVELS_WARNING = 1000
+#: A text column of more than :data:`MAX_ORDINAL_LEVELS` values, not declared, whose
+#: values hold fewer than this many rows each on average draws a warning: it may be an
+#: identifier that repeats over rows (a patient id over visits), copied verbatim.
+REPEATED_ID_ROWS = 5
 #: A continuous column whose most frequent value holds at least this share of the
 #: (present) values gets a point-mass indicator (zero-inflated columns, e.g. capital-gain).
 POINT_MASS_SHARE = 0.1
@@ -3769,6 +3773,20 @@ def _merge_discrete(
             ),
             stacklevel=4,
         )
+    elif kind is None and not numeric and spec.n_levels > MAX_ORDINAL_LEVELS:
+        rows = sum(int(i.get("n_present", 0)) for i in infos)
+        if rows < REPEATED_ID_ROWS * spec.n_levels:
+            warnings.warn(
+                f"column {name!r} has {spec.n_levels} distinct values in {rows} rows (each in "
+                f"{rows / spec.n_levels:.1f} rows on average): it may be an identifier that "
+                "repeats over rows (one person's visits, say), whose values a synthetic "
+                "table copies verbatim. Drop it (fits synthesize and fits federate: --drop "
+                f"{shlex.quote(name)}) or declare it an identifier (--kind "
+                f"{shlex.quote(name + '=id')}; Python: kinds={{{name!r}: 'id'}}) to get "
+                f"surrogate values instead; declare it nominal (--kind "
+                f"{shlex.quote(name + '=nominal')}) to keep its values and silence this.",
+                stacklevel=4,
+            )
     return spec
 
 
