@@ -545,7 +545,7 @@ def analyze(
     from fits.analysis.design import DesignError
     from fits.core.schema import DeclaredKindError, SchemaError
     from fits.federation.protocol import ProtocolError
-    from fits.io import DataFileError, read_table, write_text
+    from fits.io import DataFileError, align_codes, read_table, write_text
 
     if method is None:
         method = "fednewton" if mu is not None or epsilon is not None else "newton"
@@ -640,6 +640,7 @@ def analyze(
                 tables[name] = read_table(path, empty_ok=True)
                 if tables[name].empty:
                     _fail(_no_rows(path, name))
+            tables = align_codes(tables)  # ZIP codes with leading zeros at one site only
             spec = _spec(opts, list(next(iter(tables.values())).columns))
             bar, on_round = _round_progress(method, quiet)
             # the bar stops (its last state, one line) before any error, warning or

@@ -16,7 +16,8 @@ import errno
 import os
 import signal
 import sys
-from collections.abc import Iterator
+import warnings
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 import typer
@@ -41,6 +42,16 @@ def fail(message: str, code: int = 1) -> None:
     """Print ``error: message`` to stderr and exit with ``code`` (1: data, 2: usage)."""
     typer.echo(f"error: {message}", err=True)
     raise typer.Exit(code)
+
+
+def echo_warnings(caught: Sequence[warnings.WarningMessage]) -> None:
+    """Print caught warnings, one line each on stderr: notes (what fits inferred, a
+    :class:`~fits.core.schema.DataNote`) as ``note:``, the rest as ``warning:``."""
+    from fits.core.schema import DataNote
+
+    for w in caught:
+        label = "note" if issubclass(w.category, DataNote) else "warning"
+        typer.echo(f"{label}: {w.message}", err=True)
 
 
 class Interrupted(BaseException):

@@ -12,6 +12,7 @@ between them, or take one out of the chain).
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ import pandas as pd
 
 from fits.core.names import header_for
 
-from .errors import fail
+from .errors import echo_warnings, fail
 
 __all__ = ["known_values_advice", "near_categories", "read_known"]
 
@@ -98,7 +99,10 @@ def read_known(
     from fits.known import KnownTableError, check_known_columns, read_known_table
 
     try:
-        table = read_known_table(path)
+        with warnings.catch_warnings(record=True) as caught:  # its notes, one line each
+            warnings.simplefilter("always")
+            table = read_known_table(path)
+        echo_warnings(caught)
         check_known_columns(
             path,
             [str(c) for c in table.columns],

@@ -28,7 +28,7 @@ from typer.core import TyperGroup
 from .analyze import analyze
 from .benchmark import benchmark
 from .drop import drop_columns
-from .errors import closed_stdout_ends_quietly, interruptible
+from .errors import closed_stdout_ends_quietly, echo_warnings, interruptible
 from .errors import fail as _fail
 from .federate import federate
 from .options import (
@@ -164,12 +164,8 @@ def _check_suffix(path: Path, what: str) -> None:
 
 def _echo_warnings(caught: list[warnings.WarningMessage]) -> None:
     """Print caught warnings: notes (what fits inferred) as ``note:``, the rest as
-    ``warning:``."""
-    from fits.core.schema import DataNote
-
-    for w in caught:
-        label = "note" if issubclass(w.category, DataNote) else "warning"
-        typer.echo(f"{label}: {w.message}", err=True)
+    ``warning:`` (:func:`~fits.cli.errors.echo_warnings`)."""
+    echo_warnings(caught)
 
 
 def _echo_draw_warnings(
@@ -257,7 +253,7 @@ def _read_sites(
 ) -> dict[str, pd.DataFrame]:
     from fits.datasets import PAPER_SHARES, federated_split
     from fits.federation.client import MIN_CLIENT_ROWS
-    from fits.io import human_bytes
+    from fits.io import align_codes, human_bytes
     from fits.io import read_table as read_whole
 
     def read_table(path: Path) -> pd.DataFrame:
@@ -279,7 +275,7 @@ def _read_sites(
         for path in site_files:
             name = path.stem if path.stem not in tables else f"{path.stem} ({len(tables) + 1})"
             tables[name] = read_table(path)
-        return tables
+        return align_codes(tables)  # ZIP codes with leading zeros at one site only
     if len(site_files) != 1:
         raise typer.BadParameter(
             f"--simulate-clients splits ONE pooled table; got {len(site_files)} files",
@@ -584,6 +580,8 @@ def synthesize(
         chain = [c for c in chain if c not in ids]  # the identifiers are not drawn
         known_table = None
         if known is not None:  # read and checked against the header before the fit
+            from fits.io import known_codes
+
             from .known import read_known
 
             known_table = read_known(
@@ -593,6 +591,7 @@ def synthesize(
                 kinds=kinds,
                 identifiers=list(ids),
             )
+            known_table = known_codes(known_table, tables)  # read as the sites read them
         if chain and chain[0] in column_designs:
             _fail(
                 f"--column-design {chain[0]}={column_designs[chain[0]]}: {chain[0]!r} is the "

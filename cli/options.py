@@ -162,16 +162,20 @@ def parse_kind(item: str) -> tuple[str, str]:
     """One ``--kind`` item, ``COLUMN=KIND`` or ``COLUMN:KIND`` (split at the last ``=``
     or ``:``, so a column name may hold either), as (column, kind).
 
+    The column may be empty: ``=id`` names the column whose header field is empty (a
+    row index pandas saved), as the identifier warnings spell it; a table with no such
+    column refuses it as it refuses any unknown column.
+
     Raises
     ------
     ValueError
-        No separator, no column, or a kind that is not one of the schema's kinds.
+        No separator, or a kind that is not one of the schema's kinds.
     """
     from fits.core.schema import KINDS
 
     cut = max(item.rfind("="), item.rfind(":"))
     name, value = item[: max(cut, 0)], item[cut + 1 :].strip()
-    if cut < 0 or not name.strip() or value not in KINDS:
+    if cut < 0 or value not in KINDS:
         raise ValueError(
             f"expected COLUMN=KIND (or COLUMN:KIND) with KIND one of {', '.join(KINDS)}, "
             f"got {item!r}"

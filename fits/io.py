@@ -16,6 +16,7 @@ import warnings
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from pathlib import Path
 from typing import Any
 
@@ -23,11 +24,18 @@ import numpy as np
 import pandas as pd
 
 from fits._dates import iso_datetimes
-from fits.core.schema import DECIMAL_MARK_ATTR, DECIMAL_SOURCE_ATTR, DataNote
+from fits.core.schema import (
+    CODE_COLUMNS_ATTR,
+    DECIMAL_MARK_ATTR,
+    DECIMAL_SOURCE_ATTR,
+    DataNote,
+)
 
 __all__ = [
     "TABLE_SUFFIXES",
     "DataFileError",
+    "align_codes",
+    "known_codes",
     "ISO_DATE",
     "OutputError",
     "OutputTooLarge",
@@ -105,7 +113,8 @@ def read_table(path: str | os.PathLike[str], *, empty_ok: bool = False) -> pd.Da
 
     CSV files: the separator is found from the first lines (``,``, ``;``, tab or ``|``:
     the one that splits every line into the same number of fields, more than one; a
-    comma when it does), and with ``;`` a decimal comma is recognised (and kept in
+    comma when it does), and with ``;`` (or a tab or ``|``, where "1,500" alone may be
+    thousands) a decimal comma is recognised (and kept in
     the table's ``attrs``, :data:`~fits.core.schema.DECIMAL_MARK_ATTR`, for the text
     numbers :func:`~fits.core.schema.parse_text_columns` reads: "1.234,56 €"); a
     :class:`~fits.core.schema.DataNote` says when the separator is not a comma.  Whole
@@ -113,7 +122,8 @@ def read_table(path: str | os.PathLike[str], *, empty_ok: bool = False) -> pd.Da
     zeros (ZIP codes "02134") stay text.  Text columns whose every
     value is an ISO 8601 date or date-time become datetime columns; date-times written
     with one UTC offset (``+02:00``) keep it, several offsets (summer time) are read
-    as UTC with a note.
+    as UTC with a note.  Parquet files: the named levels of the pandas index a frame
+    was written with (``set_index`` or ``groupby`` keys) are the first columns.
 
     With ``empty_ok``, a table of no rows (a header alone: a ``--known`` table of no
     rows to complete) is returned, not refused.
@@ -130,7 +140,7 @@ def read_table(path: str | os.PathLike[str], *, empty_ok: bool = False) -> pd.Da
             frame = _read_csv(path)
         else:
             _check_header(path, _parquet_names(path))
-            frame = pd.read_parquet(path)
+            frame = _index_as_columns(pd.read_parquet(path))
     if frame.shape[1] == 0:
         raise DataFileError(f"{path}: the table has no columns")
     if frame.shape[0] == 0 and not empty_ok:
@@ -313,13 +323,19 @@ _TWO_WAYS = re.compile(r"^[+-]?[1-9]\d{0,2}[.,]\d{3}$")
 _UNIT_AROUND = re.compile(r"^[(]?(?:[$€£¥]|[A-Z]{3}\s)?\s*|(?:\s*[%$€£¥]|\s+[A-Z]{3})?\s*[)]?$")
 
 
+#: The first line Excel writes, or reads, to name a CSV file's separator ("sep=;").
+_SEP_HINT = re.compile(r'^"?sep=.?"?[,;\t|]*$', re.IGNORECASE)
+
+
 def _sniff(path: Path) -> tuple[str, str, list[str], str]:
     """The separator and decimal mark of a CSV file, its header's raw names, and how
     sure the mark is (:data:`~fits.core.schema.DECIMAL_SOURCE_ATTR`): ``"fixed"`` (a
-    file not separated by ';': a decimal point, never a comma), ``"settled"`` (a number
-    of a ';'-separated file is written with the mark one way only: "12,5", "3.14",
-    "1.234,56"; none with the other) or ``"guess"`` (only numbers that read two ways,
-    "1,234", or both marks, or none)."""
+    ','-separated file, or a tab- or '|'-separated one without a decimal comma: a
+    decimal point, never a comma), ``"settled"`` (a number of a ';'-separated file is
+    written with the mark one way only: "12,5", "3.14", "1.234,56", none with the
+    other; a tab- or '|'-separated file with a decimal comma a thousands comma cannot
+    write: "1,5", "1500,25") or ``"guess"`` (a ';'-separated file with only numbers
+    that read two ways, "1,234", or both marks, or none)."""
     with open(path, encoding="utf-8-sig", errors="replace", newline="") as fh:
         sample = fh.read(_SNIFF_BYTES)
         complete = len(sample) < _SNIFF_BYTES
@@ -331,6 +347,12 @@ def _sniff(path: Path) -> tuple[str, str, list[str], str]:
     lines = lines[:_SNIFF_LINES]
     if not lines:
         return ",", ".", [], "fixed"
+    hint = _SEP_HINT.match(lines[0].strip())
+    if hint:
+        raise DataFileError(
+            f"{path}: its first line {lines[0].strip()!r} is a spreadsheet's separator hint, "
+            "not the header; delete that line (fits finds the separator itself)"
+        )
     parsed = {}
     for sep in CSV_SEPARATORS:
         rows = list(csv.reader(lines, delimiter=sep))
@@ -344,9 +366,16 @@ def _sniff(path: Path) -> tuple[str, str, list[str], str]:
         sep = max(parsed, key=lambda d: len(parsed[d][0]))
         rows = parsed[sep]
     decimal, source = ".", "fixed"
-    if sep == ";":
+    if sep != ",":
         fields = [_UNIT_AROUND.sub("", f.strip()) for r in rows[1:] for f in r]
-        commas = [f for f in fields if _DECIMAL_COMMA.match(f)]
+        # with ';' any "1,5" is a decimal comma; with a tab or '|' a comma may group
+        # thousands ("1,500" in a file written with decimal points), so only a number a
+        # thousands comma cannot write ("1,5", "1500,25", "1.500,25") counts
+        commas = [
+            f
+            for f in fields
+            if _DECIMAL_COMMA.match(f) and (sep == ";" or not _THOUSANDS_COMMA.match(f))
+        ]
         points = [f for f in fields if _DECIMAL_POINT.match(f)]
         comma, point = bool(commas), bool(points)
         sure_comma = any(not _TWO_WAYS.match(f) for f in commas)
@@ -360,42 +389,66 @@ def _sniff(path: Path) -> tuple[str, str, list[str], str]:
         elif more:
             # no number with a decimal mark in the first lines (a column of decimals
             # blank there, or whole there): the first one further on says which
-            decimal, sure = _later_decimal_mark(path)
+            decimal, sure = _later_decimal_mark(path, sep)
             source = "settled" if sure else "guess"
+    if sep != ";":  # a tab or '|': a decimal point unless a sure decimal comma was seen
+        source = "settled" if decimal == "," else "fixed"
     return sep, decimal, rows[0], source
 
 
-#: A field of a ';'-separated file that is a number with a decimal mark (group 1).
-_MARKED_NUMBER = re.compile(
-    rb'(?:^|;|\r)[ \t]*"?[ \t]*[+-]?(\d+)([.,])(\d+)[ \t]*"?[ \t]*(?=;|\r|\n|\Z)', re.M
-)
+#: A number whose one comma may group thousands: "1,500", "-12,000".
+_THOUSANDS_COMMA = re.compile(r"^[+-]?\d{1,3},\d{3}$")
 
 
-def _mark_of(found: re.Match[bytes] | None) -> tuple[str, bool]:
-    """The decimal mark of a :data:`_MARKED_NUMBER` match, and whether it is sure (not a
-    number that reads two ways: "1,234"); ``"."``, not sure, for no match."""
-    if found is None:
-        return ".", False
-    before, mark, after = found.group(1), found.group(2), found.group(3)
-    two_ways = len(after) == 3 and 1 <= len(before) <= 3 and not before.startswith(b"0")
-    return ("," if mark == b"," else "."), not two_ways
+def _marked_number(sep: str) -> re.Pattern[bytes]:
+    """A field of a ``sep``-separated file that is a number (group 1) with a decimal
+    mark (group 2)."""
+    s = re.escape(sep.encode())
+    return re.compile(
+        rb"(?:^|"
+        + s
+        + rb'|\r)[ \t]*"?[ \t]*([+-]?\d+([.,])\d+)[ \t]*"?[ \t]*(?='
+        + s
+        + rb"|\r|\n|\Z)",
+        re.M,
+    )
 
 
-def _later_decimal_mark(path: Path) -> tuple[str, bool]:
-    """The decimal mark of the first number written with one in a ';'-separated file
-    (``","`` for ``12,30``, else ``"."``, also when there is none), read as bytes in
-    blocks, each looked at with the unfinished line before it; and whether that number
-    says so surely (:func:`_mark_of`)."""
+def _mark_of(number: str) -> tuple[str, bool]:
+    """The decimal mark of a number written with one (``"12,30"``, ``"1.5"``), and
+    whether it is sure (not a number that reads two ways: "1,234")."""
+    mark = "," if "," in number else "."
+    before, after = number.lstrip("+-").split(mark)
+    two_ways = len(after) == 3 and 1 <= len(before) <= 3 and not before.startswith("0")
+    return mark, not two_ways
+
+
+def _later_decimal_mark(path: Path, sep: str) -> tuple[str, bool]:
+    """The decimal mark of the first number written with one in a ``sep``-separated
+    file (``","`` for ``12,30``, else ``"."``, also when there is none; with a tab or
+    ``|``, numbers a thousands comma may write, "1,500", are passed over), read as bytes
+    in blocks, each looked at with the unfinished line before it; and whether that
+    number says so surely (:func:`_mark_of`; none: not sure)."""
+    pattern = _marked_number(sep)
+
+    def mark(text: bytes) -> tuple[str, bool] | None:
+        for found in pattern.finditer(text):
+            number = found.group(1).decode("ascii")
+            if found.group(2) == b"," and sep != ";" and _THOUSANDS_COMMA.match(number):
+                continue
+            return _mark_of(number)
+        return None
+
     carry = b""
     with open(path, "rb") as fh:
         while block := fh.read(1 << 20):
             data = carry + block
             cut = max(data.rfind(b"\n"), data.rfind(b"\r"))
             whole, carry = (data[: cut + 1], data[cut + 1 :]) if cut >= 0 else (b"", data)
-            found = _MARKED_NUMBER.search(whole)
-            if found:
-                return _mark_of(found)
-    return _mark_of(_MARKED_NUMBER.search(carry))
+            found = mark(whole)
+            if found is not None:
+                return found
+    return mark(carry) or (".", False)
 
 
 def _check_header(path: Path, names: list[str]) -> None:
@@ -412,12 +465,65 @@ def _check_header(path: Path, names: list[str]) -> None:
 
 
 def _parquet_names(path: Path) -> list[str]:
+    """The columns :func:`read_table` gives a Parquet file: its named index levels
+    first (:func:`_named_index`), then its other fields (not the unnamed index levels
+    pandas stores as ``__index_level_0__``); ``[]`` for a file pyarrow cannot read."""
     import pyarrow.parquet as pq
 
     try:
-        return list(pq.read_schema(path).names)
+        schema = pq.read_schema(path)
     except Exception:  # noqa: BLE001 - read_parquet reports an unreadable file
         return []
+    named, _ = _named_index(schema)
+    meta = schema.pandas_metadata or {}
+    stored = {e for e in meta.get("index_columns", []) if isinstance(e, str)}
+    return named + [n for n in schema.names if n not in stored]
+
+
+def _named_index(schema: Any) -> tuple[list[str], dict[str, Any] | None]:
+    """The named index levels in a Parquet file's pandas metadata (the keys of
+    ``set_index`` or ``groupby`` left in the index of the frame ``to_parquet`` wrote),
+    and the one pandas stored as a range (start, stop, step), not as a field (None when
+    none).
+
+    pandas reads them back as the index, which fits does not read; they are the table's
+    columns (a CSV file written from the same frame holds them), read first, as
+    :func:`_index_as_columns` puts them.  Unnamed levels are row labels, not data.
+    """
+    meta = schema.pandas_metadata or {}
+    field_names = {c.get("field_name"): c.get("name") for c in meta.get("columns", [])}
+    named: list[str] = []
+    stored_range = None
+    for entry in meta.get("index_columns", []):
+        if isinstance(entry, dict):
+            if entry.get("kind") == "range" and entry.get("name") is not None:
+                named.append(str(entry["name"]))
+                stored_range = entry
+        elif field_names.get(entry) is not None:
+            named.append(str(field_names[entry]))
+    return named, stored_range
+
+
+def _index_as_columns(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with its named index levels (a Parquet file's, :func:`_named_index`)
+    as its first columns, in their order; its unnamed levels stay its index."""
+    named = [n for n in frame.index.names if n is not None]
+    return frame.reset_index(level=named) if named else frame
+
+
+def _range_column(
+    chunk: pd.DataFrame, stored_range: Mapping[str, Any] | None, start: int
+) -> pd.DataFrame:
+    """``chunk`` (rows ``start`` on of a Parquet file) with the named index pandas
+    stored as a range as its first column, where pyarrow left it out (it restores the
+    range only for a batch of the whole file's length)."""
+    if stored_range is None or str(stored_range["name"]) in map(str, chunk.columns):
+        return chunk
+    first, step = int(stored_range["start"]), int(stored_range["step"])
+    values = first + step * np.arange(start, start + len(chunk), dtype=np.int64)
+    chunk = chunk.copy()
+    chunk.insert(0, str(stored_range["name"]), values)
+    return chunk
 
 
 #: pandas before 3.0 parses floats with a fast parser that can be an ulp off the float64
@@ -643,6 +749,99 @@ def _blank_note(path: Path, blanks: _Blanks) -> None:
         )
 
 
+#: The texts pandas reads as missing values by default (its ``na_values``), less the
+#: empty field. In a column of labels fits keeps them as written (:class:`_NaTexts`).
+NA_TEXTS = frozenset(
+    {
+        "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND",
+        "1.#QNAN", "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null",
+    }
+)  # fmt: skip
+
+
+@dataclass
+class _NaTexts:
+    """The fields of one text column that pandas would read as missing values
+    (:data:`NA_TEXTS`), learnt chunk by chunk, and whether to keep them as written.
+
+    They are kept in a column of labels: one whose other values are text without a
+    digit (``"NA"`` for North America or Namibia, ``"None"`` for "no alley" in a
+    housing table), where reading them as missing values would take a category out of
+    the table and write its rows back empty; as written, the synthetic table writes
+    them as the input does (a reader that takes ``"NA"`` for missing takes both so). In
+    a column of numbers, dates or codes (its values hold digits) they stay missing
+    values, as pandas reads them.
+    """
+
+    counts: dict[str, int] = dataclass_field(default_factory=dict)
+    labels: bool = False
+    digits: bool = False
+
+    def update(self, raw: pd.Series) -> None:
+        """Learn from ``raw``: the column's fields as text, only empty and white fields
+        missing."""
+        present = raw.dropna().astype(str)
+        token = present.isin(NA_TEXTS)
+        for text, n in present[token].value_counts().items():
+            self.counts[str(text)] = self.counts.get(str(text), 0) + int(n)
+        others = present[~token]
+        self.labels |= not others.empty
+        self.digits = self.digits or bool(others.str.contains(r"\d").any())
+
+    def keep(self) -> bool:
+        """Whether the column keeps these fields as written."""
+        return bool(self.counts) and self.labels and not self.digits
+
+
+def _na_text_note(path: Path, col: Any, texts: _NaTexts) -> None:
+    shown = ", ".join(f"{t!r} ({n} field{'s' if n > 1 else ''})" for t, n in texts.counts.items())
+    warnings.warn(
+        f"{path}: column {col!r}: {shown} read as written, a value of the column (pandas "
+        "would read it as a missing value; leave the fields empty where they mean that)",
+        DataNote,
+        stacklevel=4,
+    )
+
+
+def _keep_na_texts(
+    frame: pd.DataFrame, path: Path, sep: str, decimal: str, options: Mapping[str, Any]
+) -> pd.DataFrame:
+    """Put back, as written, the :data:`NA_TEXTS` fields that pandas read as missing
+    values in the columns of labels of ``frame`` (:class:`_NaTexts`), with a note."""
+    text = [  # (a column of no missing value holds none of them)
+        col
+        for col in frame.columns
+        if (pd.api.types.is_object_dtype(frame[col]) or pd.api.types.is_string_dtype(frame[col]))
+        and frame[col].isna().any()
+        and frame[col].dropna().map(lambda v: isinstance(v, str)).all()
+    ]
+    if not text:
+        return frame
+    raw = pd.read_csv(path, usecols=text, **_raw_options(sep, decimal, options))
+    for col in text:
+        texts = _NaTexts()
+        texts.update(raw[col])
+        if texts.keep():
+            kept = raw[col].where(raw[col].isin(NA_TEXTS))
+            frame[col] = frame[col].where(kept.isna(), kept)
+            _na_text_note(path, col, texts)
+    return frame
+
+
+def _raw_options(sep: str, decimal: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """``pd.read_csv``'s options to read a file's fields as text, as written: only
+    empty and white fields are missing values (not :data:`NA_TEXTS`)."""
+    white = list(options.get("na_values", []))
+    return {
+        **options,
+        "sep": sep,
+        "decimal": decimal,
+        "dtype": str,
+        "keep_default_na": False,
+        "na_values": ["", *white],
+    }
+
+
 def _read_csv(path: Path) -> pd.DataFrame:
     sep, decimal, header, source = _sniff(path)
     _check_header(path, [h.strip() for h in header] if sep != "," else header)
@@ -660,6 +859,7 @@ def _read_csv(path: Path) -> pd.DataFrame:
         _check_short_rows(path, sep, frame.shape[1])
     _blank_note(path, blanks)
     frame = _whole_numbers(frame, path, sep, decimal, blanks.options)
+    frame = _keep_na_texts(frame, path, sep, decimal, blanks.options)
     frame.columns = _empty_names(list(frame.columns), header)
     if decimal == ",":  # text numbers ("1.234,56 €") are read with it too
         frame.attrs[DECIMAL_MARK_ATTR] = decimal
@@ -761,6 +961,106 @@ def _parse_dates(frame: pd.DataFrame, path: Path | None = None) -> pd.DataFrame:
                 stacklevel=3,
             )
     return frame
+
+
+_DIGITS = re.compile(r"^\d+$")
+
+
+def align_codes(tables: Mapping[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    """Site tables read alike where one column holds codes: a column of digits that
+    keeps its leading zeros as text at some sites ("02139", "00501": ZIP codes, as
+    :func:`read_table` reads them) and is whole numbers at the others (the same codes,
+    none of which starts with a 0 there: "10001") becomes text at every site, each
+    number as written ("10001"), with a note; the table's ``attrs`` name the column
+    (:data:`~fits.core.schema.CODE_COLUMNS_ATTR`), so that
+    :func:`~fits.core.schema.parse_text_columns` leaves it text.
+
+    The sites' types would differ otherwise (text at some, numbers at others), which
+    the schema refuses, and no file written as CSV can make pandas read "10001" as
+    text. A column of whole numbers with a negative value, or text that is not digits
+    alone, is left as it is (and refused there, as before).
+
+    Parameters
+    ----------
+    tables : mapping
+        Site name -> table, as read.
+
+    Returns
+    -------
+    dict
+        The tables, the columns so read replaced (copies; the others as given).
+    """
+    out = dict(tables)
+    if len(out) < 2:
+        return out
+    first = next(iter(out.values()))
+    for col in first.columns:
+        if not all(col in t.columns for t in out.values()):
+            continue
+        codes, numbers = [], []
+        for site, table in out.items():
+            s = table[col]
+            present = s.dropna()
+            if pd.api.types.is_integer_dtype(s.dtype) and not pd.api.types.is_bool_dtype(s.dtype):
+                if present.empty or (present < 0).any():
+                    break
+                numbers.append(site)
+            elif (
+                (pd.api.types.is_object_dtype(s.dtype) or pd.api.types.is_string_dtype(s.dtype))
+                and not present.empty
+                and present.map(lambda v: isinstance(v, str) and bool(_DIGITS.match(v))).all()
+                and present.str.match(r"^0\d").any()
+            ):
+                codes.append((site, present[present.str.match(r"^0\d")].iloc[0]))
+            else:
+                break
+        else:
+            if not (codes and numbers):
+                continue
+            dtype = out[codes[0][0]][col].dtype
+            for site in numbers:
+                table = out[site].copy()
+                table[col] = table[col].map(lambda v: str(int(v)), na_action="ignore").astype(dtype)
+                table.attrs[CODE_COLUMNS_ATTR] = [*table.attrs.get(CODE_COLUMNS_ATTR, []), col]
+                out[site] = table
+            example = out[numbers[0]][col].dropna().iloc[0]
+            warnings.warn(
+                f"column {col!r} holds codes with leading zeros at "
+                f"{', '.join(site for site, _ in codes)} (e.g. {codes[0][1]!r}), so its whole "
+                f"numbers at {', '.join(numbers)} are read as codes too, as written (e.g. "
+                f"{example!r})",
+                DataNote,
+                stacklevel=2,
+            )
+    return out
+
+
+def known_codes(known: pd.DataFrame, tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """A ``--known`` table whose columns of whole numbers are codes at every site (text
+    of digits alone, :func:`align_codes`) read as the codes they are ("10001" for
+    10001), as the site tables read them; the table as given otherwise."""
+    out = known
+    for col in known.columns:
+        s = known[col]
+        sites = [t[col] for t in tables.values() if col in t.columns]
+        if (
+            not sites
+            or not pd.api.types.is_integer_dtype(s.dtype)
+            or pd.api.types.is_bool_dtype(s.dtype)
+            or (s.dropna() < 0).any()
+        ):
+            continue
+        if all(
+            (pd.api.types.is_object_dtype(t.dtype) or pd.api.types.is_string_dtype(t.dtype))
+            and not t.dropna().empty
+            and t.dropna().map(lambda v: isinstance(v, str) and bool(_DIGITS.match(v))).all()
+            for t in sites
+        ):
+            if out is known:
+                out = known.copy()
+            out[col] = s.map(lambda v: str(int(v)), na_action="ignore").astype(sites[0].dtype)
+            out.attrs[CODE_COLUMNS_ATTR] = [*out.attrs.get(CODE_COLUMNS_ATTR, []), col]
+    return out
 
 
 def iter_table(
@@ -982,16 +1282,19 @@ def _iter_csv(path: Path, chunk_rows: int, empty_ok: bool) -> Iterator[pd.DataFr
         yield read_table(path, empty_ok=empty_ok)  # its error
         return
     facts = {c: _CsvFacts({}, _DateFacts()) for c in names}
+    texts = {c: _NaTexts() for c in names}
     rows = 0
     blanks = _blank_lines(path, sep)
     options = {"sep": sep, "decimal": decimal, "chunksize": chunk_rows, **blanks.options}
     typed_chunks = pd.read_csv(path, **options, **_ROUND_TRIP)
-    raw_chunks = pd.read_csv(path, **options, dtype=str)
+    raw_chunks = pd.read_csv(path, **_raw_options(sep, decimal, options))
     with typed_chunks, raw_chunks:
         for typed, raw in zip(typed_chunks, raw_chunks, strict=True):
             rows += len(typed)
             for col in names:
-                facts[col].update(typed[col], raw[col])
+                texts[col].update(raw[col])
+                # the fields as pandas reads them by default: NA_TEXTS missing too
+                facts[col].update(typed[col], raw[col].mask(raw[col].isin(NA_TEXTS)))
     if rows == 0:
         yield read_table(path, empty_ok=empty_ok)
         return
@@ -999,9 +1302,16 @@ def _iter_csv(path: Path, chunk_rows: int, empty_ok: bool) -> Iterator[pd.DataFr
         _separator_note(path, sep, decimal, len(names), source)
     _blank_note(path, blanks)
     plans = {c: f.plan() for c, f in facts.items()}
+    kept = [c for c, (_, kind) in plans.items() if kind == "text" and texts[c].keep()]
+    for col in kept:
+        _na_text_note(path, col, texts[col])
     dates = {c: facts[c].dates.final() for c, (_, kind) in plans.items() if kind == "text"}
     _note_utc(path, {c: d for c, d in dates.items() if d is not None})
     read_as = {c: how for c, (how, _) in plans.items() if how is not None}
+    if kept:  # pandas' missing texts everywhere but in the columns that keep them
+        white = ["", *options.get("na_values", [])]
+        options["keep_default_na"] = False
+        options["na_values"] = {c: white if c in kept else [*white, *NA_TEXTS] for c in names}
     with pd.read_csv(path, **options, dtype=read_as, **_ROUND_TRIP) as chunks:
         for chunk in chunks:
             for col, (_, kind) in plans.items():
@@ -1037,7 +1347,9 @@ def _iter_parquet(path: Path, chunk_rows: int, empty_ok: bool) -> Iterator[pd.Da
 
     _check_header(path, _parquet_names(path))
     pf = pq.ParquetFile(path)
-    base = pf.schema_arrow.empty_table().to_pandas()
+    _, stored_range = _named_index(pf.schema_arrow)
+    base = _index_as_columns(pf.schema_arrow.empty_table().to_pandas())
+    base = _range_column(base, stored_range, 0)
     if pf.metadata.num_rows == 0 or base.shape[1] == 0:
         yield read_table(path, empty_ok=empty_ok)  # its table of no rows, or its error
         return
@@ -1046,7 +1358,9 @@ def _iter_parquet(path: Path, chunk_rows: int, empty_ok: bool) -> Iterator[pd.Da
     nulls = {
         c: False
         for c in base.columns
-        if isinstance(base[c].dtype, np.dtype) and base[c].dtype.kind in "iub"
+        if isinstance(base[c].dtype, np.dtype)
+        and base[c].dtype.kind in "iub"
+        and c in pf.schema_arrow.names  # not a range index: no nulls
     }
     texts = {
         c: _DateFacts()
@@ -1059,7 +1373,7 @@ def _iter_parquet(path: Path, chunk_rows: int, empty_ok: bool) -> Iterator[pd.Da
     wanted = [c for c in [*nulls, *texts, *categories] if c in pf.schema_arrow.names]
     if wanted:
         for batch in pf.iter_batches(batch_size=chunk_rows, columns=wanted):
-            frame = pa.Table.from_batches([batch]).to_pandas()
+            frame = _index_as_columns(pa.Table.from_batches([batch]).to_pandas())
             for c in nulls:
                 nulls[c] |= bool(frame[c].isna().any())
             for c, facts in texts.items():
@@ -1071,7 +1385,8 @@ def _iter_parquet(path: Path, chunk_rows: int, empty_ok: bool) -> Iterator[pd.Da
     _note_utc(path, dates)
     start = 0
     for batch in pf.iter_batches(batch_size=chunk_rows):
-        chunk = pa.Table.from_batches([batch]).to_pandas()
+        chunk = _index_as_columns(pa.Table.from_batches([batch]).to_pandas())
+        chunk = _range_column(chunk, stored_range, start)
         for c, has_nulls in nulls.items():
             if has_nulls:  # as pyarrow gives the whole column: floats, or objects
                 chunk[c] = chunk[c].astype(object if base[c].dtype == bool else "float64")

@@ -363,7 +363,8 @@ def test_kind_takes_either_separator_in_every_command(sites, tmp_path) -> None:
     assert parse_kind("age=continuous") == parse_kind("age:continuous") == ("age", "continuous")
     assert parse_kind("t:utc=ordinal") == ("t:utc", "ordinal")
     assert parse_kind("a=b:nominal") == ("a=b", "nominal")
-    for bad in ("age", "=nominal", "age=discrete", "age:"):
+    assert parse_kind("=id") == ("", "id")  # the column of an empty header field
+    for bad in ("age", "age=discrete", "age:"):
         with pytest.raises(ValueError, match="expected COLUMN=KIND"):
             parse_kind(bad)
     a, b = sites

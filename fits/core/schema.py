@@ -77,6 +77,7 @@ __all__ = [
     "PARSE_SHARE",
     "CURRENCY_CODES",
     "CURRENCY_SYMBOLS",
+    "CODE_COLUMNS_ATTR",
     "DECIMAL_MARK_ATTR",
     "DECIMAL_SOURCE_ATTR",
     "SURROGATE_PREFIX",
@@ -151,6 +152,11 @@ DECIMAL_MARK_ATTR = "fits_decimal_mark"
 #: text number of it is read with a decimal comma.  :func:`parse_text_columns` decides
 #: each column's decimal mark with it (:func:`_column_mark`).
 DECIMAL_SOURCE_ATTR = "fits_decimal_mark_source"
+#: The key of :attr:`pandas.DataFrame.attrs` that lists a table's columns of codes
+#: written with digits alone, read as text because another site's table writes them
+#: with leading zeros (:func:`fits.io.align_codes`): :func:`parse_text_columns` leaves
+#: them text, as it does the codes with leading zeros themselves.
+CODE_COLUMNS_ATTR = "fits_code_columns"
 #: A text column with more distinct values than this share of its present values (and
 #: more than :data:`MAX_ORDINAL_LEVELS`) is near-unique: an identifier; refused.
 NEAR_UNIQUE_SHARE = 0.5
@@ -169,6 +175,10 @@ SURROGATE_PREFIX = "synthetic-"
 NUMERIC_ID_WARNING = 50
 #: A nominal column with more levels than this draws a warning (it is probably an id).
 MANY_LEVELS_WARNING = 1000
+#: A text column of more than :data:`MAX_ORDINAL_LEVELS` values, not declared, whose
+#: values hold fewer than this many rows each on average draws a warning: it may be an
+#: identifier that repeats over rows (a patient id over visits), copied verbatim.
+REPEATED_ID_ROWS = 5
 #: A continuous column whose most frequent value holds at least this share of the
 #: (present) values gets a point-mass indicator (zero-inflated columns, e.g. capital-gain).
 POINT_MASS_SHARE = 0.1
@@ -2349,11 +2359,12 @@ def parse_text_columns(
     """
     declared = declared or {}
     mark, source = _table_mark(frame)  # the file's decimal mark, and how sure
+    codes = set(frame.attrs.get(CODE_COLUMNS_ATTR, ()))  # codes, as another site's
     out: pd.DataFrame | None = None
     notes: dict[str, dict[str, Any]] = {}
     for name in frame.columns:
         s = frame[name]
-        if declared.get(name, {}).get("kind") in ("nominal", "id"):
+        if declared.get(name, {}).get("kind") in ("nominal", "id") or name in codes:
             continue
         if isinstance(s.dtype, pd.CategoricalDtype) or not (
             pd.api.types.is_object_dtype(s.dtype) or pd.api.types.is_string_dtype(s.dtype)
@@ -3050,7 +3061,14 @@ def _describe_column(
         return info
     values = present.to_numpy(dtype=float)
     if not np.all(np.isfinite(values)):
-        raise SchemaError(f"{client}: column {name!r} has infinite values; remove them")
+        infinite = values[~np.isfinite(values)]
+        signs = ((int((infinite > 0).sum()), "inf"), (int((infinite < 0).sum()), "-inf"))
+        shown = " and ".join(f"{n} {t}" for n, t in signs if n)
+        raise SchemaError(
+            f"{client}: column {name!r} has infinite values ({shown}), "
+            "which fits cannot model; replace them with finite numbers, or with missing "
+            "values (an empty field in a CSV file)"
+        )
     info["min"] = float(values.min())
     info["max"] = float(values.max())
     exact = fam == "int" and max(abs(info["min"]), abs(info["max"])) > EXACT_FLOAT_INT
@@ -3499,13 +3517,21 @@ def _merge_dtype(
         spec.pandas_dtype = next(iter(dtypes))
     elif len(dtypes) > 1 and None not in dtypes:
         _common_output(spec, [i for i, _ in present], [c for _, c in present])
-    cats = [i["dtype_categories"] for i in infos if i.get("dtype_categories") is not None]
-    if cats and spec.dtype == "category":
+    listed = [
+        (list(i["dtype_categories"]), c)
+        for i, c in zip(infos, clients, strict=True)
+        if i.get("dtype_categories") is not None
+    ]
+    if listed and spec.dtype == "category":
+        spec.dtype_ordered = any(i.get("dtype_ordered") for i in infos)
         levels: list[Any] = []
-        for c in cats:  # the first client's order, then new categories as they come
+        if spec.dtype_ordered:  # the one order they all agree with (checked at the merge)
+            levels = _merged_order(
+                spec.name, [cats for cats, _ in listed], [site for _, site in listed]
+            )
+        for c, _ in listed:  # the first client's order, then new categories as they come
             levels += [v for v in c if v not in levels]
         spec.dtype_categories = levels
-        spec.dtype_ordered = any(i.get("dtype_ordered") for i in infos)
     if spec.dtype == "datetime":  # restored from tz and date_only; as date objects
         # where every site's are (a Parquet date32 column: one again, CSV: dates); in
         # the sites' time unit where they share one (their dtype, kept: its unit)
@@ -4026,21 +4052,71 @@ def _merge_ordered(
             "ordered categorical in a Parquet file, or as numbers (e.g. 0, 1, 2 in that "
             "order)"
         )
-    cats = list(infos[0]["categories"])
-    for i, c in zip(infos, clients, strict=True):
-        if list(i.get("categories", [])) != cats:
-            every = list(dict.fromkeys(v for j in infos for v in j.get("categories", [])))
-            raise SchemaError(
-                f"column {name!r}: {c} orders its categories differently from "
-                f"{clients[0]} ({clients[0]}: {' < '.join(map(repr, cats))}; {c}: "
-                f"{' < '.join(map(repr, i.get('categories', [])))}); give it the same "
-                "categories in the same order at every site, e.g. "
-                f"df[{name!r}] = df[{name!r}].cat.set_categories({every!r}, ordered=True) "
-                "in the order you mean (a category a site does not hold may stay in its list)"
-            )
+    lists = [list(i.get("categories", [])) for i in infos]
+    cats = _merged_order(name, lists, clients)
     used = {v for i in infos for v in i["present"]}
     cats = [c for c in cats if c in used] or cats
     return ColumnSpec(name, kind or "ordinal", "category", cats)
+
+
+def _merged_order(name: str, lists: Sequence[list[Any]], clients: Sequence[str]) -> list[Any]:
+    """The one order of the categories every site's ordered categorical agrees with (a
+    site whose dtype lacks some categories, ``['low', 'high']`` next to ``['low',
+    'medium', 'high']``, fits in the longer order).
+
+    Raises
+    ------
+    SchemaError
+        Two sites order two categories oppositely, or the sites' orders leave where a
+        category goes open (``['a', 'c']`` and ``['b', 'c']``); the message shows the
+        orders and how to write one.
+    """
+
+    def shown(order: Sequence[Any]) -> str:
+        return " < ".join(repr(c) for c in order)
+
+    for (first, one), (client, order) in itertools.combinations(
+        zip(clients, lists, strict=True), 2
+    ):
+        rank = {c: k for k, c in enumerate(one)}
+        common = [c for c in order if c in rank]
+        if common != sorted(common, key=rank.__getitem__):
+            raise SchemaError(
+                f"column {name!r}: {client} orders its categories differently from "
+                f"{first} ({shown(order)} at {client}, {shown(one)} at {first}); write "
+                f"them in one order at every site (e.g. df[{name!r}].cat."
+                "reorder_categories([...], ordered=True))"
+            )
+    after: dict[Any, dict[Any, None]] = {c: {} for order in lists for c in order}
+    for order in lists:
+        for a, b in itertools.pairwise(order):
+            after[a][b] = None
+    before = {c: sum(c in later for later in after.values()) for c in after}
+    merged: list[Any] = []
+    ready = [c for c in after if before[c] == 0]
+    while ready:
+        if len(ready) > 1:
+            raise SchemaError(
+                f"column {name!r}: the sites' ordered categories ("
+                + "; ".join(f"{shown(o)} at {c}" for o, c in zip(lists, clients, strict=True))
+                + f") do not say whether {ready[0]!r} or {ready[1]!r} comes first; give every "
+                f"site all the categories in order (e.g. df[{name!r}].cat.set_categories"
+                "([...], ordered=True))"
+            )
+        c = ready.pop()
+        merged.append(c)
+        for b in after[c]:
+            before[b] -= 1
+            if before[b] == 0:
+                ready.append(b)
+    if len(merged) < len(after):  # a cycle through three sites or more
+        raise SchemaError(
+            f"column {name!r}: no one order of its categories agrees with every site's ("
+            + "; ".join(f"{shown(o)} at {c}" for o, c in zip(lists, clients, strict=True))
+            + f"); write them in one order at every site (e.g. df[{name!r}].cat."
+            "reorder_categories([...], ordered=True))"
+        )
+    return merged
 
 
 def _merge_discrete(
@@ -4060,6 +4136,20 @@ def _merge_discrete(
             ),
             stacklevel=4,
         )
+    elif kind is None and not numeric and spec.n_levels > MAX_ORDINAL_LEVELS:
+        rows = sum(int(i.get("n_present", 0)) for i in infos)
+        if rows < REPEATED_ID_ROWS * spec.n_levels:
+            warnings.warn(
+                f"column {name!r} has {spec.n_levels} distinct values in {rows} rows (each in "
+                f"{rows / spec.n_levels:.1f} rows on average): it may be an identifier that "
+                "repeats over rows (one person's visits, say), whose values a synthetic "
+                "table copies verbatim. Drop it (fits synthesize and fits federate: --drop "
+                f"{shlex.quote(name)}) or declare it an identifier (--kind "
+                f"{shlex.quote(name + '=id')}; Python: kinds={{{name!r}: 'id'}}) to get "
+                f"surrogate values instead; declare it nominal (--kind "
+                f"{shlex.quote(name + '=nominal')}) to keep its values and silence this.",
+                stacklevel=4,
+            )
     return spec
 
 
