@@ -267,7 +267,9 @@ def test_ordered_categories_that_differ_but_agree_are_merged(first) -> None:
         (
             [["lo", "hi"], ["hi", "mid", "lo"]],
             "column 'grade': site1 orders its categories differently from site0 ('hi' < "
-            "'mid' < 'lo' at site1, 'lo' < 'hi' at site0); write them in one order",
+            "'mid' < 'lo' at site1, 'lo' < 'hi' at site0); give it the same categories "
+            "in the same order at every site, e.g. df['grade'] = df['grade'].cat."
+            "set_categories(['lo', 'hi', 'mid'], ordered=True)",
         ),
         (
             [["a", "c"], ["b", "c"]],

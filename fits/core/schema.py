@@ -4081,11 +4081,13 @@ def _merged_order(name: str, lists: Sequence[list[Any]], clients: Sequence[str])
         rank = {c: k for k, c in enumerate(one)}
         common = [c for c in order if c in rank]
         if common != sorted(common, key=rank.__getitem__):
+            every = list(dict.fromkeys(v for lst in lists for v in lst))
             raise SchemaError(
                 f"column {name!r}: {client} orders its categories differently from "
-                f"{first} ({shown(order)} at {client}, {shown(one)} at {first}); write "
-                f"them in one order at every site (e.g. df[{name!r}].cat."
-                "reorder_categories([...], ordered=True))"
+                f"{first} ({shown(order)} at {client}, {shown(one)} at {first}); give it "
+                "the same categories in the same order at every site, e.g. "
+                f"df[{name!r}] = df[{name!r}].cat.set_categories({every!r}, ordered=True) "
+                "in the order you mean (a category a site does not hold may stay in its list)"
             )
     after: dict[Any, dict[Any, None]] = {c: {} for order in lists for c in order}
     for order in lists:
