@@ -28,6 +28,7 @@ from fits.core.schema import (
     CODE_COLUMNS_ATTR,
     DECIMAL_MARK_ATTR,
     DECIMAL_SOURCE_ATTR,
+    NA_TEXTS,
     DataNote,
 )
 
@@ -747,16 +748,6 @@ def _blank_note(path: Path, blanks: _Blanks) -> None:
             DataNote,
             stacklevel=4,
         )
-
-
-#: The texts pandas reads as missing values by default (its ``na_values``), less the
-#: empty field. In a column of labels fits keeps them as written (:class:`_NaTexts`).
-NA_TEXTS = frozenset(
-    {
-        "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND",
-        "1.#QNAN", "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null",
-    }
-)  # fmt: skip
 
 
 @dataclass

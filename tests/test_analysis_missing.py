@@ -207,3 +207,31 @@ def test_cli_missing_drop(tables: dict[str, pd.DataFrame], tmp_path) -> None:
     assert json.loads((tmp_path / "r3.json").read_text())["n_dropped"] == [
         len(t) - len(_complete(t, ["y", "age", "bmi"])) for t in tables.values()
     ]
+
+
+def test_na_written_in_a_label_target_names_the_way_to_leave_it_out(tmp_path) -> None:
+    """A CSV column of labels keeps 'NA' as written (fits.io.read_table); as a logistic
+    target it makes a third label, and the error says how to treat it as missing."""
+    rng = np.random.default_rng(0)
+    for name, n in (("a", 120), ("b", 90)):
+        lines = ["age,died"] + [
+            f"{rng.integers(20, 90)},{rng.choice(['yes', 'no', 'NA'], p=[0.3, 0.6, 0.1])}"
+            for _ in range(n)
+        ]
+        (tmp_path / f"{name}.csv").write_text("\n".join(lines) + "\n")
+    res = CliRunner().invoke(
+        app,
+        [
+            "analyze",
+            str(tmp_path / "a.csv"),
+            str(tmp_path / "b.csv"),
+            "--target",
+            "died",
+            "--quiet",
+            "--out",
+            str(tmp_path / "r.json"),
+        ],
+    )
+    assert res.exit_code == 1
+    assert "'NA' is read as a label, as written" in res.output
+    assert "--missing drop" in res.output

@@ -83,7 +83,7 @@ from fits.analysis.design import (
     site_items,
     standardization_round,
 )
-from fits.core.schema import ColumnSpec, Schema
+from fits.core.schema import NA_TEXTS, ColumnSpec, Schema
 from fits.federation.protocol import Message, ProtocolError
 from fits.federation.transport import InProcessTransport, Transport
 
@@ -2013,6 +2013,13 @@ def _alike_labels(labels: Sequence[Any]) -> str:
         if isinstance(label, str):
             groups.setdefault(label.strip().casefold(), []).append(label)
     alike = [g for g in groups.values() if len(g) > 1]
+    written = [x for x in labels if isinstance(x, str) and x in NA_TEXTS]
+    if written:  # "NA" kept as written in a CSV column of labels (fits.io.read_table)
+        return (
+            f"; {', '.join(map(repr, written))} is read as a label, as written: where it "
+            "marks a missing value, leave those fields empty, and missing='drop' "
+            "(fits analyze --missing drop) leaves their rows out"
+        )
     if not alike:
         return ""
     named = ", ".join(" and ".join(repr(x) for x in g) for g in alike)

@@ -64,6 +64,7 @@ from fits._json import plain
 from fits.core.names import resolve_columns, resolve_keys
 
 __all__ = [
+    "NA_TEXTS",
     "NumericIdentifierWarning",
     "FREE_TEXT_LENGTH",
     "DTYPES",
@@ -157,6 +158,14 @@ DECIMAL_SOURCE_ATTR = "fits_decimal_mark_source"
 #: with leading zeros (:func:`fits.io.align_codes`): :func:`parse_text_columns` leaves
 #: them text, as it does the codes with leading zeros themselves.
 CODE_COLUMNS_ATTR = "fits_code_columns"
+#: The texts pandas reads as missing values by default (its ``na_values``), less the
+#: empty field. In a CSV column of labels :func:`fits.io.read_table` keeps them as written.
+NA_TEXTS = frozenset(
+    {
+        "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND",
+        "1.#QNAN", "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null",
+    }
+)  # fmt: skip
 #: A text column with more distinct values than this share of its present values (and
 #: more than :data:`MAX_ORDINAL_LEVELS`) is near-unique: an identifier; refused.
 NEAR_UNIQUE_SHARE = 0.5
