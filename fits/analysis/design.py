@@ -172,12 +172,9 @@ class DesignSpec:
             The target or a feature is not a column of the schema, or the target is
             among the features.
         ValueError
-            ``missing`` is not one of :data:`MISSING_POLICIES`.
+            ``missing`` is not one of :data:`MISSING_POLICIES` (checked when the spec
+            is made, :meth:`__post_init__`).
         """
-        if missing not in MISSING_POLICIES:
-            raise ValueError(
-                f"missing={missing!r}: use one of {', '.join(map(repr, MISSING_POLICIES))}"
-            )
         names = schema.names
         if target is not None and target not in names:
             raise SchemaError(f"target column {target!r} is not in the tables; columns: {names}")
