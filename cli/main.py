@@ -857,6 +857,7 @@ def _complete_rows(
         check,
         quiet,
         decimal_types=known_decimal_types(synth.schema_.decimal_types(), table),
+        date_formats=synth.schema_.date_formats(),
     )
 
 
@@ -927,6 +928,7 @@ def _stream_rows(
         check,
         quiet,
         decimal_types=synth.schema_.decimal_types(),
+        date_formats=synth.schema_.date_formats(),
     )
 
 
@@ -941,6 +943,7 @@ def _write_stream(
     quiet: bool,
     *,
     decimal_types: Mapping[str, tuple[int, int]] | None = None,
+    date_formats: Mapping[str, str] | None = None,
 ) -> tuple[int, Any]:
     """Stream the chunks of a draw of ``rows`` rows into ``out`` atomically
     (:func:`fits.io.write_stream`, which the Flower ServerApp uses too), with this
@@ -954,7 +957,8 @@ def _write_stream(
     file system is refused (exit 2; the message starts with ``request`` and ends with
     ``advice``). Every chunk goes through the release check ``check`` before it is
     written; ``decimal_types`` fixes the Parquet type of the ``Decimal`` columns for
-    the whole file (:func:`fits.io.write_table_chunks`). Returns the rows written and
+    the whole file, ``date_formats`` the CSV's date formats
+    (:func:`fits.io.write_table_chunks`). Returns the rows written and
     the release check (None if it failed).
     """
     from fits import io as fits_io
@@ -1010,6 +1014,7 @@ def _write_stream(
             advice=advice,
             where=f"--out {str(out)!r}",
             decimal_types=decimal_types,
+            date_formats=date_formats,
             on_estimate=estimated,
         )
     except fits_io.OutputTooLarge as exc:

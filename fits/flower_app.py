@@ -119,6 +119,7 @@ def synthesize(transport: FlowerTransport, cfg: Mapping[str, Any]) -> Path:
             f"known={cfg['known']!r} ({rows} rows)",
             "split the known table or write elsewhere",
             known_decimal_types(synth.schema_.decimal_types(), known),
+            synth.schema_.date_formats(),
         )
     else:
         path = _stream_to_file(
@@ -128,6 +129,7 @@ def synthesize(transport: FlowerTransport, cfg: Mapping[str, Any]) -> Path:
             f"rows={rows}",
             "ask for fewer rows or write elsewhere",
             synth.schema_.decimal_types(),
+            synth.schema_.date_formats(),
         )
     summary = {
         "output": str(path),
@@ -243,6 +245,7 @@ def _stream_to_file(
     request: str,
     advice: str,
     decimal_types: Mapping[str, tuple[int, int]] | None = None,
+    date_formats: Mapping[str, str] | None = None,
 ) -> Path:
     """Write the chunks ``stream(first_chunk_rows)`` gives (a draw of ``rows`` rows whose
     rows do not depend on where the chunks are cut) to ``out`` atomically, as
@@ -251,8 +254,8 @@ def _stream_to_file(
     ``out``'s file system stops the run (:class:`fits.io.OutputTooLarge`, a ValueError;
     nothing written; the message starts with ``request`` and ends with ``advice``), and
     the estimate of one that fits shows in the ServerApp's log.  ``decimal_types`` fixes
-    the Parquet type of the ``Decimal`` columns for the whole file
-    (:func:`fits.io.write_table_chunks`)."""
+    the Parquet type of the ``Decimal`` columns for the whole file, and ``date_formats``
+    the CSV's date formats (:func:`fits.io.write_table_chunks`)."""
     from fits import io as fits_io
 
     def estimated(estimate: fits_io.StreamEstimate) -> None:
@@ -268,6 +271,7 @@ def _stream_to_file(
         request=request,
         advice=advice,
         decimal_types=decimal_types,
+        date_formats=date_formats,
         on_estimate=estimated,
     )
     return written

@@ -1624,6 +1624,7 @@ def write_table_chunks(
     path: str | os.PathLike[str],
     *,
     decimal_types: Mapping[str, tuple[int, int]] | None = None,
+    date_formats: Mapping[str, str] | None = None,
 ) -> tuple[Path, int]:
     """Stream a table to ``path`` chunk by chunk, atomically (CSV or Parquet).
 
@@ -1652,6 +1653,11 @@ def write_table_chunks(
         A ``.csv`` or ``.parquet`` file.
     decimal_types : mapping, optional
         Column -> (precision, scale) of its Parquet decimal type (ignored for CSV).
+    date_formats : mapping, optional
+        Column -> ``strftime`` format its dates are written in, in a CSV (a fit's
+        :meth:`~fits.core.schema.Schema.date_formats`: the format the sites' text dates
+        were read with; missing dates stay empty fields). Ignored for Parquet, which
+        keeps datetimes, and for a column that holds no datetimes.
 
     Returns
     -------
@@ -1684,7 +1690,7 @@ def write_table_chunks(
         if suffix == ".csv":
             with open(tmp, "w", encoding="utf-8", newline="") as fh:
                 for k, chunk in enumerate(chunks):
-                    chunk.to_csv(fh, index=False, header=k == 0)
+                    _dates_as_text(chunk, date_formats or {}).to_csv(fh, index=False, header=k == 0)
                     rows += len(chunk)
             return
         import pyarrow as pa
@@ -1846,6 +1852,7 @@ def write_stream(
     advice: str,
     where: str | None = None,
     decimal_types: Mapping[str, tuple[int, int]] | None = None,
+    date_formats: Mapping[str, str] | None = None,
     on_estimate: Callable[[StreamEstimate], None] | None = None,
 ) -> tuple[Path, int]:
     """Stream a draw of ``rows`` rows into ``path`` atomically, refusing one that would
@@ -1861,8 +1868,8 @@ def write_stream(
     raised before anything is written (the message starts with ``request``, names the
     output as ``where``, default its quoted path, and ends with ``advice``); else
     ``on_estimate`` gets the estimate.  The chunks are then written by
-    :func:`write_table_chunks` (``decimal_types`` as there): the bytes are those of the
-    whole draw written at once.
+    :func:`write_table_chunks` (``decimal_types`` and ``date_formats`` as there): the
+    bytes are those of the whole draw written at once.
 
     Returns
     -------
@@ -1891,7 +1898,28 @@ def write_stream(
             )
         if on_estimate is not None:
             on_estimate(StreamEstimate(rows, estimate_rows, size, free))
-    return write_table_chunks(itertools.chain(first, chunks), path, decimal_types=decimal_types)
+    return write_table_chunks(
+        itertools.chain(first, chunks),
+        path,
+        decimal_types=decimal_types,
+        date_formats=date_formats,
+    )
+
+
+def _dates_as_text(frame: pd.DataFrame, date_formats: Mapping[str, str]) -> pd.DataFrame:
+    """``frame`` with the datetime columns ``date_formats`` names as text in their
+    format (missing dates stay missing); ``frame`` itself when it names none."""
+    named = [
+        c
+        for c, _ in date_formats.items()
+        if c in frame.columns and pd.api.types.is_datetime64_any_dtype(frame[c].dtype)
+    ]
+    if not named:
+        return frame
+    out = frame.copy(deep=False)
+    for c in named:
+        out[c] = frame[c].dt.strftime(date_formats[c])
+    return out
 
 
 def encoded_size(frame: pd.DataFrame, suffix: str) -> int:
