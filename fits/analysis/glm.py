@@ -97,6 +97,7 @@ __all__ = [
     "GLMResults",
     "GLMWarning",
     "LocalSingularityWarning",
+    "NearCollinearityWarning",
     "SeparationWarning",
     "BatchTransport",
     "GLMSite",
@@ -108,7 +109,9 @@ __all__ = [
     "noise_scales",
     "planned_rounds",
     "variance_inflation",
+    "near_projector",
     "VIF_WARN",
+    "PRIVATE_VIF_WARN",
 ]
 
 FAMILIES = ("linear", "logistic", "poisson")
@@ -147,6 +150,18 @@ CLIP_QUANTILE = 0.9
 #: A site's design has a null direction where an eigenvalue of its X'X / n is at most
 #: this fraction of the largest (the standardized columns make the scales comparable).
 NULL_TOL = 1e-10
+#: A private fit has no standard errors to show a poorly determined coefficient, so its
+#: near-collinearity check (:func:`near_projector`) warns from this variance inflation
+#: factor on, at every site: R^2 >= 0.99 on the other features (a pair correlated
+#: 0.995 or more), ten times below :data:`VIF_WARN` of the standard errors' check.
+PRIVATE_VIF_WARN = 100.0
+#: Sites' nearly collinear directions are one direction when the sum of their
+#: projectors has an eigenvalue of at least this share of the sites counted (mean
+#: squared cosine 0.9: within about 18 degrees).
+NEAR_AGREE = 0.9
+#: A design column is part of a near relation when its weight in it is at least this
+#: share of the largest weight.
+NEAR_MEMBER = 0.05
 
 
 class GLMInferenceError(ValueError):
@@ -155,6 +170,14 @@ class GLMInferenceError(ValueError):
 
 class GLMWarning(UserWarning):
     """A federated GLM fit ran, but its coefficients need care (the message says why)."""
+
+
+class NearCollinearityWarning(GLMWarning):
+    """A private fit whose features are nearly collinear at every site: no standard
+    errors show it, and their coefficients are not determined by the data.  Raised
+    after ``glm_configure``, before any noisy round: turn it into an error
+    (``warnings.simplefilter("error", NearCollinearityWarning)``) to stop there,
+    before any budget is spent."""
 
 
 class SeparationWarning(GLMWarning):
@@ -362,6 +385,43 @@ def null_projector(x: np.ndarray) -> np.ndarray:
     return v @ v.T
 
 
+def near_projector(
+    x: np.ndarray, intercept: bool, threshold: float = PRIVATE_VIF_WARN
+) -> np.ndarray:
+    """The projector onto a site's nearly collinear directions (the ``near`` part of a
+    private fit's ``glm_configure`` reply; zeros when there are none).
+
+    On the site's own rows, its design columns (but the intercept) centred and scaled
+    to unit variance give the correlation matrix R = V diag(lambda) V'; an eigenvector v
+    is nearly collinear when max_j v_j^2 / lambda >= ``threshold``, so that the variance
+    inflation factor (R^-1)_jj = sum_k v_kj^2 / lambda_k of its largest column reaches
+    the threshold (R^2 >= 1 - 1/threshold on the others).  The directions are sent as
+    coefficients on the design columns (v_j / sd_j, the same relation at every site
+    whatever its spread), orthonormalized.  Only these directions leave the site, not
+    R or the factors.  A column constant at the site, and a site with fewer rows than
+    the p design columns, are left out (zeros), as in :func:`null_projector`.
+    """
+    n, p = x.shape
+    out = np.zeros((p, p))
+    if n < p:
+        return out
+    cols = np.arange(1 if intercept else 0, p)
+    xc = x[:, cols] - x[:, cols].mean(axis=0) if intercept else x[:, cols]
+    sd = np.sqrt(np.einsum("ij,ij->j", xc, xc) / n)
+    live = sd > 1e-8
+    if live.sum() < 2:
+        return out
+    z = xc[:, live] / sd[live]
+    vals, vecs = np.linalg.eigh(z.T @ z / n)
+    pick = (vecs**2).max(axis=0) >= threshold * np.maximum(vals, 0.0)
+    if not pick.any():
+        return out
+    u = np.zeros((p, int(pick.sum())))
+    u[cols[live]] = vecs[:, pick] / sd[live][:, None]
+    q, _ = np.linalg.qr(u)
+    return q @ q.T
+
+
 def class_extremes(
     family: str, x: np.ndarray, y: np.ndarray, theta: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -521,6 +581,13 @@ class GLMSite(DesignSite):
                     f"coordinator fits {p}"
                 )
             reply["null"] = null_projector(x)
+        if int(msg.config.get("near_space", 0)) > 0:  # a private fit's near-collinearity check
+            if self.mu is None:
+                raise ProtocolError(
+                    f"{self.name}: the near-collinearity directions are a private fit's check "
+                    "(without privacy the standard errors' round has it)"
+                )
+            reply["near"] = near_projector(x, self.builder.spec.intercept)
         return Message("glm_configure", reply)
 
     def _parts_names(self) -> list[str]:
@@ -1132,7 +1199,9 @@ def _source(spec: DesignSpec, column: str) -> str:
     return column
 
 
-def _relations(basis: np.ndarray, tol: float = 1e-8) -> list[tuple[list[int], int]]:
+def _relations(
+    basis: np.ndarray, tol: float = 1e-8, member: float = math.sqrt(NULL_TOL)
+) -> list[tuple[list[int], int]]:
     """A basis (p, d) of null vectors in reduced row echelon form, pivots on the last
     columns: per relation, the design columns it involves and its pivot.  Leaving out
     the pivot columns leaves a design of full rank (every null vector has a non-zero
@@ -1156,7 +1225,7 @@ def _relations(basis: np.ndarray, tol: float = 1e-8) -> list[tuple[list[int], in
     # part of it: without that column the relation still holds to NULL_TOL (was: x2 named
     # with x1 and x3 = x1 + 1e-5 noise, its weight there 1e-7, of rounding)
     for r in range(row):
-        nz = np.flatnonzero(np.abs(a[r]) > math.sqrt(NULL_TOL) * np.abs(a[r]).max())
+        nz = np.flatnonzero(np.abs(a[r]) > member * np.abs(a[r]).max())
         involved = sorted(p - 1 - j for j in nz)
         out.append((involved, p - 1 - int(nz[0])))
     return out
@@ -1215,6 +1284,46 @@ def _rank_check(
         "site's rows, whose Hessian is singular along those directions, so it leaves their "
         "coefficients where its FedAvg round put them; fedsgd or fedhybrid estimate them "
         "from the pooled gradient"
+    ]
+
+
+def _near_check(
+    nears: Sequence[np.ndarray], n_rows: np.ndarray, spec: DesignSpec, method: str
+) -> list[str]:
+    """A private fit's near-collinearity check, from the sites' ``near`` projectors
+    (:func:`near_projector`): a warning for each group of design columns that is nearly
+    collinear at every site with at least p rows (their projectors share a direction:
+    an eigenvalue of their sum of at least :data:`NEAR_AGREE` times their number).
+    Returns the warnings' texts (empty when there is none)."""
+    names = spec.feature_names
+    p = len(names)
+    used = [k for k, n in enumerate(n_rows) if n >= p]
+    if not used:
+        return []
+    vals, vecs = np.linalg.eigh(np.sum([nears[k] for k in used], axis=0))
+    common = vecs[:, vals >= NEAR_AGREE * len(used)]
+    if not common.shape[1]:
+        return []
+    groups, drop = [], []
+    for involved, pivot in _relations(common, member=NEAR_MEMBER):
+        groups.append([names[j] for j in involved if names[j] != INTERCEPT])
+        drop.append(_source(spec, names[pivot]))
+    where = "every site" if len(used) == len(n_rows) else "every site of at least p rows"
+    how = {
+        "fednewton": "its FedAvg round's few steps and the Hessian floor tau1",
+        "fedavg": "its few local steps",
+    }.get(method, "its few gradient steps")
+    listed = "; ".join(map(str, groups))
+    return [
+        f"nearly collinear features at {where}: {listed} are almost linearly dependent in "
+        f"each site's rows (a variance inflation factor of at least {PRIVATE_VIF_WARN:,.0f}"
+        f" there: R^2 >= {1 - 1 / PRIVATE_VIF_WARN:g} on the other features). A private "
+        "fit has no standard errors to show it: the coefficients of these columns are set "
+        f"by the privacy noise and by {how}, not by the data, and only their combination is "
+        "estimated. If they measure the same thing (a value in two units, a near copy), "
+        f"leave all but one of each group out (e.g. {sorted(set(drop))}) and fit again. "
+        "(Checked before any noisy round, from each site's nearly collinear directions, "
+        "which the privacy guarantee does not cover.)"
     ]
 
 
@@ -1536,7 +1645,7 @@ class GLMResults:
             "the setup round (row counts, categories, min/max)",
             "the standardization sums"
             + (" and the rows each site left out" if self.spec.missing == "drop" else ""),
-            "each site's design null space",
+            "each site's design null space and nearly collinear directions",
         ]
         if self.clip_data_driven:
             exact.append("the clipping percentile")
@@ -2083,6 +2192,7 @@ def _fit(
             "tau1": tau1,
             "mu": mu_value,
             "null_space": p,
+            "near_space": p if budget is not None else 0,
             "separation_check": int(separation),
         },
     )
@@ -2093,6 +2203,11 @@ def _fit(
     )
     for note in notes:
         warnings.warn(note, LocalSingularityWarning, stacklevel=3)
+    if budget is not None:  # no standard errors to show it: the sites' near directions
+        near = _near_check([r.arrays["near"] for r in replies], n_rows, spec, method)
+        for note in near:
+            warnings.warn(note, NearCollinearityWarning, stacklevel=3)
+        notes += near
     if dropped:
         notes = [dropped, *notes]
     weights = n_rows / n_rows.sum()
