@@ -107,6 +107,7 @@ __all__ = [
     "fit_glm",
     "glm_settings",
     "noise_scales",
+    "noise_floor",
     "planned_rounds",
     "variance_inflation",
     "near_projector",
@@ -470,6 +471,70 @@ def noise_scales(
             "newton": 2 * b_new / (mu * n_even),
         }
     raise ValueError(f"unknown method {method!r}")
+
+
+#: Each private method's last noisy release: its stage and the setting (None: 1) by which
+#: its noise enters the estimate (FedSGD's and FedHybrid's server step size).
+_LAST_RELEASE = {
+    "fedsgd": ("fedsgd", "eta"),
+    "fedhybrid": ("hybrid2", "eta2"),
+    "fedavg": ("fedavg", None),
+    "fednewton": ("newton", None),
+}
+
+
+def noise_floor(
+    method: str,
+    settings: Mapping[str, float],
+    clip: float,
+    mu: float,
+    n_rows: Sequence[int] | np.ndarray,
+    tau1: float,
+) -> float:
+    """A lower bound on the standard deviation of the privacy noise in each coefficient
+    of a private fit (design scale), from public quantities only (the plan, B, mu, the
+    row counts): the noise of the last noisy release alone.
+
+    That release's Gaussian noise enters the estimate linearly and independently of
+    everything before it: FedSGD's (FedHybrid's) last server step adds
+    -eta sum_i w_i sigma_i Z_i, FedAvg's last round and FedNewton's Newton step add
+    sum_i w_i sigma_i Z_i (w_i = n_i / N, sigma_i from :func:`noise_scales`), so each
+    coefficient's variance is at least sum_i (f w_i sigma_i)^2, f the step size or 1.
+    The earlier releases' noise adds to it (after contraction by the later steps).
+    """
+    stage, factor = _LAST_RELEASE[method]
+    n = np.asarray(n_rows, dtype=np.float64)
+    w = n / n.sum()
+    sig = np.array([noise_scales(method, settings, clip, mu, int(k), tau1)[stage] for k in n])
+    f = 1.0 if factor is None else float(settings[factor])
+    return float(f * np.sqrt(np.sum((w * sig) ** 2)))
+
+
+def _noise_note(floor: float, family: str, target_range: float | None) -> str | None:
+    """The warning of a private fit whose noise floor (:func:`noise_floor`) reaches the
+    size of a large effect: 1 on the design scale for logistic and Poisson (a feature's
+    standard deviation moving the log-odds or the log-mean by 1), a quarter of the
+    target's range (about its standard deviation) for linear; None below it."""
+    if family == "linear":
+        if target_range is None or not target_range > 0:
+            return None
+        scale, what = target_range / 4.0, f"a quarter of the target's range ({target_range:.4g})"
+    else:
+        scale, what = (
+            1.0,
+            "1 (a change of one standard deviation of a feature moving the "
+            + ("log-odds" if family == "logistic" else "log of the mean")
+            + " by 1)",
+        )
+    if not floor >= scale:
+        return None
+    return (
+        f"the privacy noise dominates the estimate: each coefficient carries noise of "
+        f"standard deviation at least {floor:.3g} (design scale; the last noisy release "
+        f"alone), at or above {what}, so the coefficients say little about the data; give "
+        "a larger budget (mu, epsilon), pool small sites into larger ones (the noise falls "
+        "as 1 / rows per site), or a smaller clip"
+    )
 
 
 #: Releases each site allows per stage: settings -> count.
@@ -1509,6 +1574,13 @@ class GLMResults:
     mle_distance: float | None = None
     #: Whether the separation check (``glm_check``) ran.
     separation_checked: bool = False
+    #: A private fit: a lower bound on each coefficient's privacy-noise standard
+    #: deviation (:func:`noise_floor`); None without privacy.
+    noise_floor: float | None = None
+
+    def __str__(self) -> str:
+        """The :meth:`summary` (``print(res)``), as :class:`FedLSAResults` prints."""
+        return self.summary()
 
     @property
     def n_dropped(self) -> list[int] | None:
@@ -1685,6 +1757,7 @@ class GLMResults:
                 "means": self.standardization.means.tolist(),
                 "sds": self.standardization.sds.tolist(),
             },
+            "noise_floor": self.noise_floor,
             "warnings": list(self.warnings),
             **self._inference_dict(alpha),
         }
@@ -1739,6 +1812,11 @@ class GLMResults:
                 + (" (data-driven, not covered)" if self.clip_data_driven else "")
             )
             lines.append(f"privacy covers {self.privacy_scope}")
+            if self.noise_floor is not None:
+                lines.append(
+                    f"privacy noise: each coefficient's standard deviation from it is at "
+                    f"least {self.noise_floor:.4g} (design scale; the last noisy release alone)"
+                )
         width = max(len(n) for n in self.params.index)
         if self.cov is None:
             lines += [f"  {n:<{width}}  {_fixed(v, 0)}" for n, v in self.params.items()]
@@ -2310,6 +2388,13 @@ def _fit(
             )
             warnings.warn(far, GLMWarning, stacklevel=3)
             notes = [*notes, far]
+    floor = None
+    if budget is not None:
+        floor = noise_floor(method, settings, clip_value, budget.mu, n_rows, tau1)
+        noisy = _noise_note(floor, family, _target_range(schema, str(spec.target)))
+        if noisy is not None:
+            warnings.warn(noisy, GLMWarning, stacklevel=3)
+            notes = [*notes, noisy]
     from fits.analysis.accounting import PrivacySpent
 
     # FedNewton's noise uses 2 floor(n_i / 2) rows and its weights n_i: for an odd n_i
@@ -2344,4 +2429,19 @@ def _fit(
         bse_note=why,
         mle_distance=distance,
         separation_checked=separation,
+        noise_floor=floor,
     )
+
+
+def _target_range(schema: Schema, target: str) -> float | None:
+    """The target's range from the setup round's schema (max - min; None when it has
+    none as numbers)."""
+    column = schema[target]
+    if column.lower is not None and column.upper is not None:
+        return float(column.upper) - float(column.lower)
+    values = [c for c in column.categories or [] if _is_real(c)]
+    return float(max(values) - min(values)) if values else None
+
+
+def _is_real(v: Any) -> bool:
+    return isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(float(v))

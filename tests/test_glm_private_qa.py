@@ -1,0 +1,113 @@
+"""A new user's private GLM fits (fits.analysis.fit_glm with mu): the noise the
+coefficients carry, said from public quantities only, and results that print."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fits.analysis.glm import GLMWarning, fit_glm, noise_floor
+
+
+def _tables(sizes=(400, 301, 500), seed: int = 0) -> list[pd.DataFrame]:
+    rng = np.random.default_rng(seed)
+    out = []
+    for n in sizes:
+        x = rng.normal(size=n)
+        y = (rng.random(n) < 1 / (1 + np.exp(-x))).astype(int)
+        out.append(pd.DataFrame({"x": x, "z": rng.normal(size=n), "y": y}))
+    return out
+
+
+def _expected(method: str, n: list[int], b: float, mu: float, tau1: float = 0.1) -> float:
+    """The last noisy release's noise in the estimate, from docs/analysis.md's table
+    (an independent derivation: noise sd per site, weights n_i / N)."""
+    w = np.array(n) / sum(n)
+    if method == "fedsgd":  # K = 50 steps of eta = 0.5 on the mean gradient
+        sig, f = [2 * b * math.sqrt(50) / (mu * k) for k in n], 0.5
+    elif method == "fedhybrid":  # stage II: K2 = 20, eta2 = 0.5
+        sig, f = [2 * b * math.sqrt(2 * 20) / (mu * k) for k in n], 0.5
+    elif method == "fedavg":  # each local step: eta = 0.5, R = 2, K = 50
+        sig, f = [2 * b * 0.5 * math.sqrt(2 * 50) / (mu * k) for k in n], 1.0
+    else:  # the Newton step's output, on 2 floor(n / 2) rows
+        sig, f = [2 * (4 * math.sqrt(2) * b / tau1) / (mu * 2 * (k // 2)) for k in n], 1.0
+    return f * math.sqrt(sum((wi * s) ** 2 for wi, s in zip(w, sig, strict=True)))
+
+
+@pytest.mark.parametrize("method", ["fedsgd", "fedhybrid", "fedavg", "fednewton"])
+def test_the_noise_floor_is_the_last_releases_noise(method: str) -> None:
+    tables = _tables()
+    res = fit_glm(tables, "y", method=method, mu=2.0, clip=1.0)
+    assert res.noise_floor == pytest.approx(_expected(method, res.n_rows, 1.0, 2.0), rel=1e-12)
+    assert res.to_dict()["noise_floor"] == res.noise_floor
+    assert f"at least {res.noise_floor:.4g} (design scale" in res.summary()
+    assert fit_glm(tables, "y").noise_floor is None  # no privacy, no noise
+    assert noise_floor(method, res.settings, 1.0, 2.0, res.n_rows, 0.1) == res.noise_floor
+
+
+def test_the_noise_floor_bounds_the_spread_of_the_estimates_over_seeds() -> None:
+    """Refitting with other seeds (other noise, the same rows): each coefficient's spread
+    is at least the floor; for FedNewton, whose Newton step undoes most of its first
+    round's noise, about equal to it."""
+    tables = _tables()
+    for method, seeds, high in (("fednewton", 40, 1.5), ("fedsgd", 25, math.inf)):
+        fits = [fit_glm(tables, "y", method=method, mu=2.0, clip=1.0, seed=s) for s in range(seeds)]
+        spread = np.std([f.params.to_numpy() for f in fits], axis=0, ddof=1) / fits[0].noise_floor
+        assert (spread > 0.75).all() and (spread < high).all(), (method, spread)
+
+
+@pytest.mark.parametrize("method", ["fedsgd", "fednewton"])
+def test_noise_beyond_a_large_effect_is_warned(method: str) -> None:
+    tables = _tables()
+    with pytest.warns(GLMWarning, match="the privacy noise dominates the estimate") as rec:
+        res = fit_glm(tables, "y", method=method, mu=1e-6)
+    [text] = [str(w.message) for w in rec if "noise dominates" in str(w.message)]
+    assert f"at least {res.noise_floor:.3g}" in text and "larger budget" in text
+    assert text in res.warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", GLMWarning)
+        calm = fit_glm(tables, "y", method=method, mu=4.0)
+    assert calm.noise_floor < 1.0
+
+
+def test_a_linear_fit_measures_the_noise_against_the_targets_range() -> None:
+    rng = np.random.default_rng(1)
+    tables = [
+        pd.DataFrame({"x": (x := rng.normal(size=200)), "y": 100 + 10 * x + rng.normal(size=200)})
+        for _ in range(3)
+    ]
+    span = max(t.y.max() for t in tables) - min(t.y.min() for t in tables)
+    with pytest.warns(GLMWarning, match=r"a quarter of the target's range \(") as rec:
+        res = fit_glm(tables, "y", family="linear", method="fedsgd", mu=0.01)
+    assert f"({span:.4g})" in str(rec[0].message) and res.noise_floor >= span / 4
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", GLMWarning)
+        fit_glm(tables, "y", family="linear", method="fedsgd", mu=100.0)
+
+
+def test_print_of_a_result_is_its_summary() -> None:
+    res = fit_glm(_tables(), "y", mu=1.0)
+    assert str(res) == res.summary()
+    assert str(fit_glm(_tables(), "y")) == fit_glm(_tables(), "y").summary()
+
+
+def test_features_given_as_separate_words_get_the_comma_form(tmp_path) -> None:
+    from conftest import fits_in_process as run
+
+    paths = []
+    for k, t in enumerate(_tables(sizes=(60, 60))):
+        paths.append(str(tmp_path / f"site{k}.csv"))
+        t.rename(columns={"z": "blood pressure"}).to_csv(paths[-1], index=False)
+    out = tmp_path / "r.json"
+    proc = run("analyze", *paths, "--target", "y", "--features", "x", "blood pressure",
+               "--out", str(out))  # fmt: skip
+    assert proc.returncode == 2 and not out.exists()
+    said = " ".join(proc.stderr.replace("│", " ").split())
+    assert "--features 'x,blood pressure'" in said, said
+    proc = run("analyze", *paths, "--target", "y", "--features", "x,blood pressure",
+               "--out", str(out))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
