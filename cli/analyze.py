@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import math
+import shlex
 import sys
 import time
 from collections.abc import Callable
@@ -559,7 +560,18 @@ def analyze(
         raise typer.BadParameter(f"use raise or drop, got {missing!r}", param_hint="--missing")
     for path in site_files:
         if path.suffix.lower() not in (".csv", ".parquet"):
-            raise typer.BadParameter(f"{path}: use a .csv or .parquet file", param_hint="SITE_FILE")
+            hint = ""
+            strays = [str(q) for q in site_files if not q.suffix and not q.exists()]
+            if features is not None and str(path) in strays:
+                # `--features a b c`: b and c land among the site files
+                hint = (
+                    f"; if {', '.join(map(repr, strays))} are features, --features takes one "
+                    f"value, the names separated by commas: --features "
+                    f"{shlex.quote(','.join([features, *strays]))}"
+                )
+            raise typer.BadParameter(
+                f"{path}: use a .csv or .parquet file{hint}", param_hint="SITE_FILE"
+            )
     fedlsa_given = {
         "bootstrap": bootstrap,
         "gamma_eta": gamma_eta,
