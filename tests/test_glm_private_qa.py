@@ -67,6 +67,7 @@ def test_noise_beyond_a_large_effect_is_warned(method: str) -> None:
         res = fit_glm(tables, "y", method=method, mu=1e-6)
     [text] = [str(w.message) for w in rec if "noise dominates" in str(w.message)]
     assert f"at least {res.noise_floor:.3g}" in text and "larger budget" in text
+    assert ("a larger tau1, or method fedsgd" in text) == (method == "fednewton")
     assert text in res.warnings
     with warnings.catch_warnings():
         warnings.simplefilter("error", GLMWarning)
@@ -83,7 +84,8 @@ def test_a_linear_fit_measures_the_noise_against_the_targets_range() -> None:
     span = max(t.y.max() for t in tables) - min(t.y.min() for t in tables)
     with pytest.warns(GLMWarning, match=r"a quarter of the target's range \(") as rec:
         res = fit_glm(tables, "y", family="linear", method="fedsgd", mu=0.01)
-    assert f"({span:.4g})" in str(rec[0].message) and res.noise_floor >= span / 4
+    assert f"({span:.4g} / 4 = {span / 4:.4g})" in str(rec[0].message)
+    assert res.noise_floor >= span / 4
     with warnings.catch_warnings():
         warnings.simplefilter("error", GLMWarning)
         fit_glm(tables, "y", family="linear", method="fedsgd", mu=100.0)
@@ -111,3 +113,53 @@ def test_features_given_as_separate_words_get_the_comma_form(tmp_path) -> None:
     proc = run("analyze", *paths, "--target", "y", "--features", "x,blood pressure",
                "--out", str(out))  # fmt: skip
     assert proc.returncode == 0, proc.stderr
+
+
+def _raw_tables(seed: int = 3) -> list[pd.DataFrame]:
+    rng = np.random.default_rng(seed)
+    out = []
+    for n in (300, 200, 250):
+        age, w = rng.uniform(20, 80, n), rng.normal(70, 10, n)
+        y = 5 + 0.3 * age - 0.1 * w + rng.normal(0, 2, n)
+        out.append(pd.DataFrame({"age": age, "w": w, "g": rng.choice(["a", "b"], n), "y": y}))
+    return out
+
+
+def test_the_summaries_say_the_coefficients_are_per_standard_deviation() -> None:
+    from fits.analysis import fedlsa
+
+    tables = _raw_tables()
+    glm = fit_glm(tables, "y", family="linear")
+    lsa = fedlsa(tables, "y", regime="one_pass", n_bootstrap=40, seed=1)
+    for text in (glm.summary(), lsa.summary()):
+        assert "so their coefficients are per standard deviation" in text
+        assert "res.original_params" in text
+    only_nominal = [t[["g", "y"]] for t in tables]
+    assert "per standard deviation" not in fit_glm(only_nominal, "y", family="linear").summary()
+
+
+def test_fedlsa_gives_its_coefficients_and_intervals_per_unit() -> None:
+    """Oracle: the fitted values of the raw features times original_params are those of
+    the design times params, row by row; statsmodels' OLS on the pooled raw rows lies
+    within a few bootstrap standard errors of them."""
+    import statsmodels.api as sm
+
+    from fits.analysis import fedlsa
+
+    tables = _raw_tables()
+    res = fedlsa(tables, "y", regime="one_pass", n_bootstrap=40, seed=1)
+    pooled = pd.concat(tables)
+    raw = np.column_stack([np.ones(len(pooled)), pooled.age, pooled.w, pooled.g == "b"])
+    st = res.extra["standardization"]
+    design = raw.copy()
+    design[:, 1:3] = (raw[:, 1:3] - st.means) / st.sds
+    np.testing.assert_allclose(raw @ res.original_params, design @ res.params, rtol=1e-10)
+    ci, raw_ci = res.conf_int(0.1), res.original_conf_int(0.1)
+    np.testing.assert_allclose(raw_ci.loc["age"], ci.loc["age"] / st.sds[0], rtol=1e-10)
+    assert raw_ci.loc["g=b"].tolist() == pytest.approx(ci.loc["g=b"].tolist(), rel=1e-12)
+    assert (raw_ci[0] <= res.original_params).all() and (res.original_params <= raw_ci[1]).all()
+    ols = sm.OLS(pooled.y.to_numpy(), raw.astype(float)).fit()
+    assert (np.abs(ols.params - res.original_params) < 4 * res.original_bse).all()
+    coef = res.to_dict(0.1)["coefficients"][1]
+    assert coef["original_coef"] == res.original_params["age"]
+    assert coef["original_lower"] == raw_ci.loc["age", 0]

@@ -73,6 +73,8 @@ __all__ = [
     "Standardization",
     "check_seed",
     "dropped_note",
+    "original_map",
+    "scale_note",
     "pool_moments",
     "schema_round",
     "site_items",
@@ -488,6 +490,35 @@ class DesignBuilder:
             ) from None
         self._check_magnitude(values, f"target {name!r}")
         return values
+
+
+def original_map(spec: DesignSpec, standardization: Standardization) -> np.ndarray:
+    """The matrix A (p x p) with A theta = the coefficients with the numeric features
+    on their own scale: the identity but 1 / sd_j for numeric feature j and
+    -mean_j / sd_j in the intercept's row, so that ``raw @ (A theta)`` equals
+    ``design @ theta`` row by row (the same fitted values)."""
+    names = spec.feature_names
+    a = np.eye(len(names))
+    st = standardization
+    for j, name in enumerate(spec.numeric):
+        k = names.index(name)
+        a[k, k] = 1.0 / st.sds[j]
+        if spec.intercept:
+            a[0, k] = -st.means[j] / st.sds[j]
+    return a
+
+
+def scale_note(spec: DesignSpec, json_key: str = "original_params") -> str | None:
+    """The summaries' line saying that the numeric features' coefficients are per
+    standard deviation, and where they are per unit (``json_key`` in the result JSON);
+    None for a design without numeric features."""
+    if not spec.numeric:
+        return None
+    return (
+        "numeric features enter standardized, (value - mean) / sd over all sites, so their "
+        "coefficients are per standard deviation; per unit of each feature: "
+        f"res.original_params (the result JSON's {json_key})"
+    )
 
 
 def pool_moments(replies: Sequence[Message]) -> Standardization:

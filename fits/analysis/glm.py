@@ -79,6 +79,8 @@ from fits.analysis.design import (
     Standardization,
     check_seed,
     dropped_note,
+    original_map,
+    scale_note,
     schema_round,
     site_items,
     standardization_round,
@@ -510,7 +512,9 @@ def noise_floor(
     return float(f * np.sqrt(np.sum((w * sig) ** 2)))
 
 
-def _noise_note(floor: float, family: str, target_range: float | None) -> str | None:
+def _noise_note(
+    floor: float, family: str, target_range: float | None, method: str = ""
+) -> str | None:
     """The warning of a private fit whose noise floor (:func:`noise_floor`) reaches the
     size of a large effect: 1 on the design scale for logistic and Poisson (a feature's
     standard deviation moving the log-odds or the log-mean by 1), a quarter of the
@@ -518,7 +522,8 @@ def _noise_note(floor: float, family: str, target_range: float | None) -> str | 
     if family == "linear":
         if target_range is None or not target_range > 0:
             return None
-        scale, what = target_range / 4.0, f"a quarter of the target's range ({target_range:.4g})"
+        scale = target_range / 4.0
+        what = f"a quarter of the target's range ({target_range:.4g} / 4 = {scale:.4g})"
     else:
         scale, what = (
             1.0,
@@ -534,6 +539,11 @@ def _noise_note(floor: float, family: str, target_range: float | None) -> str | 
         f"alone), at or above {what}, so the coefficients say little about the data; give "
         "a larger budget (mu, epsilon), pool small sites into larger ones (the noise falls "
         "as 1 / rows per site), or a smaller clip"
+        + (
+            "; FedNewton's Newton-step noise grows as 1 / tau1: a larger tau1, or method fedsgd"
+            if method == "fednewton"
+            else ""
+        )
     )
 
 
@@ -1660,15 +1670,7 @@ class GLMResults:
 
     def _to_original(self) -> np.ndarray:
         """A with original_params = A params: the linear map of :attr:`original_params`."""
-        names = list(self.params.index)
-        a = np.eye(len(names))
-        st = self.standardization
-        for j, name in enumerate(self.spec.numeric):
-            k = names.index(name)
-            a[k, k] = 1.0 / st.sds[j]
-            if self.spec.intercept:
-                a[0, k] = -st.means[j] / st.sds[j]
-        return a
+        return original_map(self.spec, self.standardization)
 
     def original_cov_params(self) -> pd.DataFrame:
         """:meth:`cov_params` with the numeric features on their own scale (as
@@ -1817,6 +1819,9 @@ class GLMResults:
                     f"privacy noise: each coefficient's standard deviation from it is at "
                     f"least {self.noise_floor:.4g} (design scale; the last noisy release alone)"
                 )
+        scale = scale_note(self.spec)
+        if scale is not None:
+            lines.append(scale)
         width = max(len(n) for n in self.params.index)
         if self.cov is None:
             lines += [f"  {n:<{width}}  {_fixed(v, 0)}" for n, v in self.params.items()]
@@ -2391,7 +2396,7 @@ def _fit(
     floor = None
     if budget is not None:
         floor = noise_floor(method, settings, clip_value, budget.mu, n_rows, tau1)
-        noisy = _noise_note(floor, family, _target_range(schema, str(spec.target)))
+        noisy = _noise_note(floor, family, _target_range(schema, str(spec.target)), method)
         if noisy is not None:
             warnings.warn(noisy, GLMWarning, stacklevel=3)
             notes = [*notes, noisy]
