@@ -1,5 +1,6 @@
-"""A new user's private GLM fits (fits.analysis.fit_glm with mu): the noise the
-coefficients carry, said from public quantities only, and results that print."""
+"""A new user's federated fits (fits analyze, fit_glm, fedlsa): the noise a private
+fit's coefficients carry, said from public quantities only; results that print and say
+their scale; FedLSA per unit; a constant target; --features given as separate words."""
 
 from __future__ import annotations
 
@@ -163,3 +164,15 @@ def test_fedlsa_gives_its_coefficients_and_intervals_per_unit() -> None:
     coef = res.to_dict(0.1)["coefficients"][1]
     assert coef["original_coef"] == res.original_params["age"]
     assert coef["original_lower"] == raw_ci.loc["age", 0]
+
+
+def test_a_constant_target_is_an_error_and_not_said_left_out() -> None:
+    from fits.core.schema import SchemaError
+
+    tables = [t.assign(c=5.0) for t in _tables(sizes=(50, 50))]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "'c' ... left out of the model" first
+        with pytest.raises(SchemaError, match="a model of the target 'c' needs at least two"):
+            fit_glm(tables, "c", family="linear")
+    with pytest.warns(UserWarning, match="'c' takes one value .* left out of the model"):
+        fit_glm(tables, "y")  # a constant feature: left out, with a word

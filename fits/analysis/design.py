@@ -716,6 +716,9 @@ def _merge(
     constants = schema.constants  # one value, or none, at every site (kind "constant")
     if constants and columns is not None:
         raise SchemaError(_constant_problem(schema, constants, target=target))
+    if target in constants:  # the target is never "left out of the model" (was: said so,
+        # then the error): one value has nothing to fit, whatever the features
+        raise SchemaError(_constant_problem(schema, [target], target=target))
     if constants:
         warnings.warn(  # never left out without a word
             f"{_constant_problem(schema, constants, fix=False)}; left out of the model",
