@@ -176,3 +176,37 @@ def test_a_constant_target_is_an_error_and_not_said_left_out() -> None:
             fit_glm(tables, "c", family="linear")
     with pytest.warns(UserWarning, match="'c' takes one value .* left out of the model"):
         fit_glm(tables, "y")  # a constant feature: left out, with a word
+
+
+@pytest.mark.parametrize(
+    ("rows", "said"),
+    [
+        ({"x": [0.1]}, "the new rows lack column(s) ['g'] of the model"),
+        ({"x": [0.1], "g": ["c"]}, "holds categor(ies) ['c'] the fit never saw"),
+        ({"x": [np.nan], "g": ["a"]}, "column 'x' has 1 missing value(s) (row(s) [0])"),
+        ({"x": ["high"], "g": ["a"]}, "column 'x' is not numeric (values like ['high'])"),
+        ({"x": [0.1], "g": [None]}, "the fit saw none, so the model has no coefficient"),
+    ],
+)
+def test_predict_refuses_rows_in_a_predictions_words(rows, said) -> None:
+    """Not the site's wording ('the site's table', 'rebuild the schema', 'missing=drop',
+    'declare it nominal'), which names fixes of a fit."""
+    from fits.analysis.design import DesignError
+
+    rng = np.random.default_rng(0)
+    tables = [
+        pd.DataFrame({"x": rng.normal(size=60), "g": rng.choice(["a", "b"], 60),
+                      "y": rng.integers(0, 2, 60)})
+        for _ in range(2)
+    ]  # fmt: skip
+    res = fit_glm(tables, "y")
+    with pytest.raises(DesignError) as err:
+        res.predict(pd.DataFrame(rows))
+    text = str(err.value)
+    assert text.startswith("predict: ") and said in text
+    for site_words in ("site's table", "rebuild the schema", "missing='drop'", "nominal"):
+        assert site_words not in text
+    ok = res.predict(pd.DataFrame({"x": [0.1, -1.0], "g": ["b", "a"]}))
+    z = (np.array([0.1, -1.0]) - res.standardization.means[0]) / res.standardization.sds[0]
+    x = np.column_stack([np.ones(2), z, [1.0, 0.0]])
+    np.testing.assert_allclose(ok, 1 / (1 + np.exp(-x @ res.params.to_numpy())), rtol=1e-12)

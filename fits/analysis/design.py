@@ -73,6 +73,7 @@ __all__ = [
     "Standardization",
     "check_seed",
     "dropped_note",
+    "check_new_rows",
     "original_map",
     "scale_note",
     "pool_moments",
@@ -490,6 +491,75 @@ class DesignBuilder:
             ) from None
         self._check_magnitude(values, f"target {name!r}")
         return values
+
+
+def check_new_rows(frame: pd.DataFrame, spec: DesignSpec) -> None:
+    """Refuse new rows a fitted model cannot score (``predict``), in a prediction's
+    words: the site-side :class:`DesignBuilder`'s errors name a site and a fit's fixes
+    (``missing='drop'``, rebuilding the schema, declaring a kind), which do not apply.
+
+    Raises
+    ------
+    DesignError
+        A column the model uses is absent; a numeric one holds text or a missing value;
+        a nominal one holds a category the fit never saw, or a missing value where the
+        fit saw none.
+    """
+    if not isinstance(frame, pd.DataFrame):
+        raise DesignError(f"predict: give the new rows as a DataFrame, got {type(frame).__name__}")
+    used = [*spec.numeric, *spec.nominal]
+    absent = [c for c in used if c not in frame.columns]
+    if absent:
+        raise DesignError(
+            f"predict: the new rows lack column(s) {absent} of the model (it uses {used}); add them"
+        )
+    for name in spec.numeric:
+        s = frame[name]
+        if s.isna().any():
+            raise DesignError(
+                f"predict: column {name!r} has {int(s.isna().sum())} missing value(s) (row(s) "
+                f"{list(s.index[s.isna()][:5])}); the model needs a value in every row: fill "
+                "them in, or leave those rows out"
+            )
+        levels = spec.ordinal_levels.get(name)
+        if levels is not None:
+            bad = sorted({str(v) for v in s if v not in levels})
+            if bad:
+                raise DesignError(
+                    f"predict: column {name!r} holds value(s) {bad[:5]} the fit never saw "
+                    f"(its values: {list(levels)[:10]}); map them to one of those, or leave "
+                    "those rows out"
+                )
+        elif name not in spec.datetimes and not (
+            pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s)
+        ):
+            try:
+                s.to_numpy(dtype=np.float64)
+            except (TypeError, ValueError):
+                raise DesignError(
+                    f"predict: column {name!r} is not numeric (values like "
+                    f"{sorted({str(v) for v in s.iloc[:50]})[:3]}), as it was in the fit: "
+                    "convert it to numbers"
+                ) from None
+    for name, levels in spec.nominal.items():
+        s = frame[name]
+        known = [v for v in levels if v is not None]
+        na = s.isna().to_numpy()
+        if na.any() and None not in levels:
+            raise DesignError(
+                f"predict: column {name!r} has {int(na.sum())} missing value(s); the fit saw "
+                "none, so the model has no coefficient for them: fill them in, or leave "
+                "those rows out"
+            )
+        codes = pd.Categorical(s.astype(object).where(~na, None), categories=known).codes
+        unseen = (np.asarray(codes) < 0) & ~na
+        if unseen.any():
+            bad = sorted({str(v) for v in s[unseen]})[:5]
+            raise DesignError(
+                f"predict: column {name!r} holds categor(ies) {bad} the fit never saw (its "
+                f"categories: {[str(v) for v in known][:10]}), so the model has no "
+                "coefficient for them: map them to a category it knows, or leave those rows out"
+            )
 
 
 def original_map(spec: DesignSpec, standardization: Standardization) -> np.ndarray:

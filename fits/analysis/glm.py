@@ -77,6 +77,7 @@ from fits.analysis.design import (
     DesignSite,
     DesignSpec,
     Standardization,
+    check_new_rows,
     check_seed,
     dropped_note,
     original_map,
@@ -1701,6 +1702,7 @@ class GLMResults:
         """The design matrix of new rows, with the fit's coding and standardization."""
         # a prediction per row: no row is left out (missing values are an error)
         spec = dataclasses.replace(self.spec, target=None, missing="raise")
+        check_new_rows(frame, spec)  # errors in a prediction's words, not a site's
         return DesignBuilder(frame, spec, site="predict").matrix(self.standardization)
 
     def predict(self, frame: pd.DataFrame, *, linear: bool = False) -> np.ndarray:
