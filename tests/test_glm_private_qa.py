@@ -76,6 +76,15 @@ def test_noise_beyond_a_large_effect_is_warned(method: str) -> None:
     assert calm.noise_floor < 1.0
 
 
+def test_the_floor_of_a_budget_near_the_end_of_floating_point_is_finite() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # was: overflow in its square
+        floor = noise_floor("fednewton", {"K": 50, "eta": 0.5}, 1.0, 1e-300, [200, 300], 0.1)
+    assert math.isfinite(floor)
+    expected = _expected("fednewton", [200, 300], 1e150, 1.0)  # B / mu scales it
+    assert floor == pytest.approx(expected * 1e150, rel=1e-12)
+
+
 def test_a_linear_fit_measures_the_noise_against_the_targets_range() -> None:
     rng = np.random.default_rng(1)
     tables = [

@@ -510,7 +510,11 @@ def noise_floor(
     w = n / n.sum()
     sig = np.array([noise_scales(method, settings, clip, mu, int(k), tau1)[stage] for k in n])
     f = 1.0 if factor is None else float(settings[factor])
-    return float(f * np.sqrt(np.sum((w * sig) ** 2)))
+    v = np.abs(w * sig)
+    top = float(v.max())
+    if not (math.isfinite(top) and top > 0):
+        return f * top
+    return float(f * top * np.sqrt(np.sum((v / top) ** 2)))  # scaled: mu = 1e-300 overflowed
 
 
 def _noise_note(
