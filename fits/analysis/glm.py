@@ -1725,7 +1725,7 @@ class GLMResults:
             "the setup round (row counts, categories, min/max)",
             "the standardization sums"
             + (" and the rows each site left out" if self.spec.missing == "drop" else ""),
-            "each site's design null space and nearly collinear directions",
+            "each site's design null space with its nearly collinear directions",
         ]
         if self.clip_data_driven:
             exact.append("the clipping percentile")
