@@ -150,6 +150,12 @@ def _check_glm(opts: AnalyzeOptions) -> None:
             "a private fit has no confidence intervals; drop --ci, or fit without --mu/--epsilon",
             param_hint="--ci",
         )
+    if opts.extra.get("positive") is not None and opts.family != "logistic":
+        raise typer.BadParameter(
+            f"--positive names the label coded 1 of a logistic target; --family "
+            f"{opts.family} takes the target's numbers as they are: drop --positive",
+            param_hint="--positive",
+        )
     if opts.family == "linear" and opts.extra.get("check_separation"):
         raise typer.BadParameter(
             "separation is a logistic and Poisson matter: a linear fit has no such check; "
@@ -217,6 +223,8 @@ def _glm_spec(opts: AnalyzeOptions) -> dict[str, Any]:
         options["kinds"] = dict(opts.extra["kinds"])
     if opts.extra.get("missing", "raise") != "raise":
         options["missing"] = opts.extra["missing"]
+    if opts.extra.get("positive") is not None:
+        options["positive"] = opts.extra["positive"]
     return {"method": opts.method, "options": options, "ci": opts.extra.get("ci", 0.95)}
 
 
@@ -254,6 +262,7 @@ def _check_fedlsa(opts: AnalyzeOptions) -> None:
         "--tau1": opts.tau1,
         "--check-separation": opts.extra.get("check_separation"),
         "--cov-type": opts.extra.get("cov_type"),
+        "--positive": opts.extra.get("positive"),
     }
     unused.update({f"--{k.lower()}": v for k, v in opts.iterations.items() if k in ("K1", "K2")})
     unused["--iterations"] = opts.iterations.get("K")
@@ -514,6 +523,15 @@ def analyze(
             show_default=False,
         ),
     ] = None,
+    positive: Annotated[
+        str | None,
+        typer.Option(
+            "--positive",
+            help="Logistic, a target of two text labels: the label coded 1 (default: the "
+            "second in sorted order, e.g. yes of no/yes).",
+            show_default=False,
+        ),
+    ] = None,
     missing: Annotated[
         str,
         typer.Option(
@@ -607,6 +625,7 @@ def analyze(
             "cov_type": cov_type,
             "kinds": _parse_kinds(kind),
             "missing": missing,
+            "positive": positive,
         },
     )
     if method == "fedhybrid":  # FedHybrid's steps are eta1 / eta2

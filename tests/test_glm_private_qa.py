@@ -219,3 +219,64 @@ def test_predict_refuses_rows_in_a_predictions_words(rows, said) -> None:
     z = (np.array([0.1, -1.0]) - res.standardization.means[0]) / res.standardization.sds[0]
     x = np.column_stack([np.ones(2), z, [1.0, 0.0]])
     np.testing.assert_allclose(ok, 1 / (1 + np.exp(-x @ res.params.to_numpy())), rtol=1e-12)
+
+
+def _labelled(seed: int = 4) -> list[pd.DataFrame]:
+    rng = np.random.default_rng(seed)
+    out = []
+    for n in (120, 90):
+        x = rng.normal(size=n)
+        buy = np.where(rng.random(n) < 1 / (1 + np.exp(-x)), "yes", "no")
+        out.append(pd.DataFrame({"x": x, "g": rng.choice(["a", "b"], n), "buy": buy}))
+    return out
+
+
+def test_positive_names_the_label_coded_one() -> None:
+    """Oracle: statsmodels' GLM on the pooled rows with y = (buy == "no")."""
+    import statsmodels.api as sm
+
+    tables = _labelled()
+    default = fit_glm(tables, "buy")
+    flipped = fit_glm(tables, "buy", positive="no")
+    assert "target 'buy' coded 1 = 'yes', 0 = 'no'" in default.summary()
+    assert "target 'buy' coded 1 = 'no', 0 = 'yes'" in flipped.summary()
+    pooled = pd.concat(tables)
+    x = np.column_stack([np.ones(len(pooled)), pooled.x, pooled.g == "b"]).astype(float)
+    ref = sm.GLM((pooled.buy == "no").to_numpy(float), x, family=sm.families.Binomial()).fit()
+    np.testing.assert_allclose(flipped.original_params.to_numpy(), ref.params, rtol=1e-8)
+    np.testing.assert_allclose(flipped.params, -default.params, rtol=1e-8)
+    assert flipped.to_dict()["target_levels"] == ["yes", "no"]
+
+
+def test_positive_that_does_not_apply_is_refused() -> None:
+    from fits.analysis.design import DesignError
+
+    tables = _labelled()
+    with pytest.raises(DesignError, match=r"'maybe' is not a label .* \['no', 'yes'\]"):
+        fit_glm(tables, "buy", positive="maybe")
+    with pytest.raises(ValueError, match="family 'linear' takes the target's numbers"):
+        fit_glm(tables, "x", family="linear", positive="no")
+    numeric = [t.assign(buy=(t.buy == "yes").astype(int)) for t in tables]
+    with pytest.raises(DesignError, match="holds numbers, not two text labels"):
+        fit_glm(numeric, "buy", positive="0")
+    assert fit_glm(numeric, "buy", positive="1").params.equals(fit_glm(numeric, "buy").params)
+
+
+def test_fits_analyze_takes_positive(tmp_path) -> None:
+    import json
+
+    from conftest import fits_in_process as run
+
+    paths = []
+    for k, t in enumerate(_labelled()):
+        paths.append(str(tmp_path / f"site{k}.csv"))
+        t.to_csv(paths[-1], index=False)
+    out = tmp_path / "r.json"
+    proc = run("analyze", *paths, "--target", "buy", "--positive", "no", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(out.read_text())["target_levels"] == ["yes", "no"]
+    bad = run("analyze", *paths, "--target", "buy", "--positive", "maybe", "--out", str(out))
+    assert bad.returncode == 1 and "'maybe' is not a label" in bad.stderr
+    usage = run("analyze", *paths, "--target", "x", "--method", "fedlsa", "--positive", "no",
+                "--out", str(out))  # fmt: skip
+    assert usage.returncode == 2 and "--positive is not used by fedlsa" in usage.stderr

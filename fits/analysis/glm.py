@@ -1969,6 +1969,7 @@ def fit_glm(
     R: int | None = None,
     on_round: Callable[[int, int], None] | None = None,
     missing: str = "raise",
+    positive: str | None = None,
 ) -> GLMResults:
     """Fit a GLM across sites, optionally with mu-GDP (Algorithms 1-4 of the paper).
 
@@ -2057,6 +2058,11 @@ def fit_glm(
         feature's missing values stay their own level either way.  With privacy the
         guarantee is for each site's complete rows, their count public as a site's row
         count always is.
+    positive : str, optional
+        Logistic regression of a target of two text labels: the label coded 1 (the
+        event whose log-odds the coefficients describe).  Default: the second label in
+        sorted order (``"yes"`` of ``"no"`` / ``"yes"``, ``">50K"`` of Adult's
+        ``"<=50K"`` / ``">50K"``); the summary says which.
 
     Returns
     -------
@@ -2121,6 +2127,14 @@ def fit_glm(
         )
     if isinstance(clip, int | float) and not (math.isfinite(float(clip)) and clip > 0):
         raise ValueError(f"clip must be a positive finite number, got {clip!r}")
+    if positive is not None:
+        if not isinstance(positive, str):
+            raise ValueError(f"positive must be a label (a str), got {positive!r}")
+        if family != "logistic":
+            raise ValueError(
+                f"positive names the label coded 1 of a logistic target; family {family!r} "
+                "takes the target's numbers as they are: leave positive out"
+            )
 
     own = transport is None
     if own:
@@ -2151,6 +2165,7 @@ def fit_glm(
             cov_type,
             on_round,
             missing,
+            positive,
         )
     finally:
         if own and isinstance(transport, InProcessTransport):
@@ -2183,22 +2198,39 @@ def _newton_stop_note(extra: Mapping[str, Any], settings: Mapping[str, float]) -
     return None
 
 
-def _label_target(spec: DesignSpec, schema: Schema, family: str) -> DesignSpec:
+def _label_target(
+    spec: DesignSpec, schema: Schema, family: str, positive: str | None = None
+) -> DesignSpec:
     """A logistic target of two text labels (``"<=50K"`` / ``">50K"``, ``"no"`` /
     ``"yes"``) is coded at the sites as 0 for the schema's first label (sorted, as a
-    nominal feature's reference level) and 1 for the second; the spec carries them."""
+    nominal feature's reference level) and 1 for the second, or 1 for ``positive``
+    where given; the spec carries them (0's label first)."""
     column = schema[str(spec.target)]
     labels = [c for c in column.categories or [] if c is not None]
-    if family != "logistic" or column.kind not in ("nominal", "ordinal") or not labels:
+    text = bool(labels) and not all(
+        isinstance(c, numbers.Number) and not isinstance(c, bool) for c in labels
+    )
+    if family != "logistic" or column.kind not in ("nominal", "ordinal") or not text:
+        if positive not in (None, "1"):  # numbers (0/1): used as they are
+            raise DesignError(
+                f"positive={positive!r}: target {spec.target!r} holds numbers, not two text "
+                "labels; 1 is the event as it stands: leave positive out (or recode the target)"
+            )
         return spec
-    if all(isinstance(c, numbers.Number) and not isinstance(c, bool) for c in labels):
-        return spec  # numbers: used as they are (0/1 checked at the site)
     if len(labels) != 2:
         raise DesignError(
             f"target {spec.target!r} has {len(labels)} labels ({labels[:6]}); logistic "
             "regression needs two: merge the labels into two classes, or code the target "
             "as 0/1" + _alike_labels(labels)
         )
+    if positive is not None:
+        named = [c for c in labels if str(c) == positive]
+        if not named:
+            raise DesignError(
+                f"positive={positive!r} is not a label of target {spec.target!r} (its labels: "
+                f"{[str(c) for c in labels]}); name one of them"
+            )
+        labels = [c for c in labels if c is not named[0]] + named
     return dataclasses.replace(spec, target_levels=tuple(labels))
 
 
@@ -2243,6 +2275,7 @@ def _fit(
     cov_type: str | None = None,
     on_round: Callable[[int, int], None] | None = None,
     missing: str = "raise",
+    positive: str | None = None,
 ) -> GLMResults:
     up0, down0 = sum(transport.uploaded_bytes), sum(transport.downloaded_bytes)
     rounds = 0
@@ -2251,7 +2284,7 @@ def _fit(
         schema, _ = schema_round(transport, kinds=kinds, columns=used, target=target)
         rounds += 1
     spec = DesignSpec.from_schema(schema, target, features, missing=missing)
-    spec = _label_target(spec, schema, family)
+    spec = _label_target(spec, schema, family, positive)
     p = spec.n_columns
     st = standardization_round(transport, spec)
     dropped = dropped_note(st, transport.client_names)
