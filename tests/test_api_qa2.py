@@ -57,9 +57,11 @@ def test_integers_past_2_53_next_to_floats_stay_integers_with_a_note():
     floats = (2**60 + rng.integers(0, 10**6, N)).astype(float)
     synth, notes = _fit_notes(_sites(big, floats))
     assert synth.sample(20)["c"].dtype == np.int64
-    [note] = [n for n in notes if "'c'" in n]
+    [note] = [n for n in notes if "'c'" in n and "north" in n]
     assert "north: int64" in note and "south: float64" in note
     assert "2**53" in note and "output is int64" in note
+    [steps] = [n for n in notes if "'c'" in n and "north" not in n]  # 1e6 / 256 steps
+    assert "every 256th whole number" in steps and "fall on those steps (3,880 across" in steps
 
 
 def test_int64_and_uint64_stay_integers_with_a_note():

@@ -469,3 +469,40 @@ def test_an_identifier_repeated_over_rows_draws_a_warning(tmp_path) -> None:
     out.unlink()
     res = _fits("synthesize", *sites, "--rows", 5, "--out", out, "-q", "--kind", "patient=nominal")
     assert res.exit_code == 0 and "warning" not in res.output, res.output
+
+
+@pytest.mark.parametrize("dtype", ["uint64", "int64", "Int64"])
+def test_whole_numbers_past_2_53_in_a_narrow_range_are_refused_not_collapsed(dtype) -> None:
+    """2**63 + 0 ... 2**63 + 999 (or -2**62 - ...) are one float64: every synthetic value
+    came out as the smallest, without a word. Now refused, naming the range, the fix
+    and the base; declared an identifier it is synthesized; less the base it is modelled
+    with its spread; a range past 2**53 wide (random 64-bit numbers) is modelled."""
+    from fits import FITSSynthesizer
+    from fits.core.schema import SchemaError
+
+    rng = np.random.default_rng(0)
+    base = 2**63 if dtype == "uint64" else -(2**62)
+    offsets = rng.integers(0, 1000, 120)
+    big = pd.Series([base + int(k) for k in offsets], dtype=dtype)
+    table = pd.DataFrame({"n": big, "x": rng.normal(size=120)})
+    sites = {"a": table.iloc[:60], "b": table.iloc[60:]}
+    with pytest.raises(SchemaError) as err:
+        FITSSynthesizer(seed=0).fit(sites)
+    lo = base + int(offsets.min())
+    said = str(err.value)
+    assert f"column 'n' holds whole numbers from {lo} to " in said
+    shift = f"- {lo}" if lo >= 0 else f"+ {-lo}"
+    spacing = 2048 if dtype == "uint64" else 1024  # float64's, near 2**63 and 2**62
+    assert f"df['n'] {shift}," in said and "--kind n=id" in said
+    assert f"every {spacing:,}th whole number" in said
+    ids = FITSSynthesizer(seed=0, kinds={"n": "id"}).fit(sites).sample(20)
+    assert ids["n"].str.startswith("synthetic-").all()
+    less = {k: t.assign(n=(t["n"] - lo).astype("int64")) for k, t in sites.items()}
+    drawn = FITSSynthesizer(seed=0).fit(less).sample(300)["n"]
+    assert drawn.nunique() > 100 and drawn.min() >= 0 and drawn.max() <= 999
+    wide = pd.Series(rng.integers(0, 2**63, 120, dtype=np.int64), dtype="int64")
+    wide_sites = {
+        "a": table.iloc[:60].assign(n=wide[:60]),
+        "b": table.iloc[60:].assign(n=wide[60:].to_numpy()),
+    }
+    assert FITSSynthesizer(seed=0).fit(wide_sites).sample(50)["n"].nunique() > 25

@@ -193,10 +193,13 @@ REPEATED_ID_ROWS = 5
 POINT_MASS_SHARE = 0.1
 #: Clients report their most frequent value of a continuous column only from this share.
 _POINT_MASS_REPORT = 0.05
-#: Most decimals of a float column kept in the schema (more: full precision, no rounding).
 EXACT_FLOAT_INT = 2**53
 """float64 holds every whole number up to this magnitude exactly; past it an integer
 column's description also carries its exact bounds (``int_min`` / ``int_max``)."""
+#: A continuous column of whole numbers past 2**53 is refused when float64 holds fewer
+#: than this many of its whole numbers across its range (:func:`_check_whole_span`).
+MIN_FLOAT_STEPS = 1000
+#: Most decimals of a float column kept in the schema (more: full precision, no rounding).
 MAX_DECIMALS = 12
 #: Most digits after the point of a column of ``Decimal`` objects (its scale), the most a
 #: Parquet ``decimal256`` holds; a site whose values have more refuses the column (it was
@@ -4246,6 +4249,7 @@ def _merge_continuous(
         # the exact observed bounds (a float site's whole numbers are exact as they are)
         lo = _exact_bound(min(int(i.get("int_min", i["min"])) for i in infos))
         hi = _exact_bound(max(int(i.get("int_max", i["max"])) for i in infos))
+        _check_whole_span(name, int(lo), int(hi))
     spec = ColumnSpec(name, "continuous", fam, None, lo, hi)
     if fam != "int":
         spec.decimals = _most_decimals(infos)
@@ -4369,6 +4373,43 @@ def _constant_note(specs: Sequence[ColumnSpec], kinds: Mapping[str, str] | None 
         f"{'; '.join(parts)}. To leave them out of the synthetic table instead: {drop}",
         ConstantNote,
         stacklevel=3,
+    )
+
+
+def _check_whole_span(name: str, lo: int, hi: int) -> None:
+    """Say what float64 does to a continuous column of whole numbers past 2**53 whose
+    range is narrower than 2**53 (so that the numbers less a base value would be exact):
+    float64, in which fits models numbers, holds only every ``spacing``-th whole number
+    there (2,048 near 2**63), so the synthetic values fall on those steps. Fewer than
+    :data:`MIN_FLOAT_STEPS` steps across the range (2**63 + 0 ... 2**63 + 999 is one
+    float, and every synthetic value was the smallest) are refused; more get a
+    :class:`DataNote`. Both name the base value that keeps every digit."""
+    top = max(abs(lo), abs(hi))
+    if top <= EXACT_FLOAT_INT or hi - lo >= EXACT_FLOAT_INT:
+        return
+    spacing = int(np.spacing(float(top)))
+    steps = (hi - lo) // spacing + 1
+    shift = f"- {lo}" if lo >= 0 else f"+ {-lo}"
+    fix = (
+        f"if it is a quantity, subtract one base value at every site, e.g. "
+        f"df[{name!r}] {shift}, and add it back to the synthetic values"
+    )
+    said = (
+        f"column {name!r} holds whole numbers from {lo} to {hi}: past 2**53 float64, in "
+        f"which fits models numbers, holds only every {spacing:,}th whole number"
+    )
+    if steps >= MIN_FLOAT_STEPS:
+        warnings.warn(
+            f"{said}, so its synthetic values fall on those steps ({steps:,} across its "
+            f"range); to keep every digit, {fix}",
+            DataNote,
+            stacklevel=5,
+        )
+        return
+    raise SchemaError(
+        f"{said}, so its synthetic values would take about {steps:,} value(s). If it is "
+        f"an identifier, declare it one (--kind {shlex.quote(name + '=id')}; Python: "
+        f"kinds={{{name!r}: 'id'}}) or drop it (--drop {shlex.quote(name)}); {fix}"
     )
 
 
