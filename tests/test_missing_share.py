@@ -71,3 +71,20 @@ def test_gaussian_sites_answer_an_indicator_as_knn_sites(federation, gaussian):
     x = np.column_stack([queries[:50], np.ones(50)])  # the indicator says: present
     own = gaussian.coordinator.conditional_cdf(f"x{D - 1}", x)
     assert not np.array_equal(own, knn.coordinator.conditional_cdf(f"x{D - 1}", x))
+
+
+def test_tuning_scores_an_indicator_under_the_knn_scheme():
+    """``smoothing="auto"`` scores the indicator's candidates with the kernel it is drawn
+    with: a Gaussian federation's scores for it are a KNN federation's, bit for bit,
+    while the column itself is scored under each site's own kernel."""
+    rng = np.random.default_rng(3)
+    table = pd.DataFrame(rng.normal(size=(240, 3)), columns=["a", "b", "c"])
+    table["c"] += table["a"]
+    table.loc[rng.random(240) < 0.15, "c"] = np.nan
+    sites = [table.iloc[k::2].reset_index(drop=True) for k in range(2)]
+    tuned = {
+        kernel: FITSSynthesizer(kernel=kernel, smoothing="auto", seed=0).fit(sites).tuning_
+        for kernel in ("gaussian", "knn")
+    }
+    assert tuned["gaussian"]["c (missing)"] == tuned["knn"]["c (missing)"]
+    assert tuned["gaussian"]["c"]["scores"] != tuned["knn"]["c"]["scores"]

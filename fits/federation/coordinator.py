@@ -1407,6 +1407,9 @@ class Coordinator:
         designs = [self.design_covariates(c) for c in columns]
         if any(d.size != order.index(c) for d, c in zip(designs, columns, strict=True)):
             config["designs"] = json.dumps([[int(j) for j in d] for d in designs])
+        schemes = [self.scheme(c) for c in columns]
+        if any(v != "own" for v in schemes):  # a missingness indicator's: "knn"
+            config["schemes"] = json.dumps(schemes)
         messages = [
             Message("tune", config={**config, "seed": int(child.generate_state(1)[0])})
             for child in seq.spawn(self.transport.n_clients)
@@ -1958,7 +1961,8 @@ class Coordinator:
         so missingness that depends on a covariate keeps that dependence (a
         local-constant fit instead flattened it: 29.8% missing in the top third of the
         covariate became 25.5-26.7%).  A federation of KNN sites draws exactly what it
-        drew before; a point-mass indicator and every other column keep ``"own"``."""
+        drew before; a point-mass indicator and every other column keep ``"own"``.
+        The tune round (:meth:`tune`) scores each column under its scheme."""
         spec = self.schema[column] if self.schema is not None else None
         if spec is not None and spec.indicates is not None and spec.indicator == "missing":
             return MISSING_INDICATOR_SCHEME
