@@ -956,7 +956,12 @@ class FITSClient:
         return x, qcodes
 
     def _scheme(self, msg: Message) -> Kernel:
-        if msg.config.get("scheme", "own") == "knn" and not isinstance(self.kernel, KNNKernel):
+        return self._kernel_of(str(msg.config.get("scheme", "own")))
+
+    def _kernel_of(self, scheme: str) -> Kernel:
+        """The kernel of a request's ``scheme``: ``"own"``, or ``"knn"``, this site's
+        KNN kernel (its own, or one with its own penalties and relevance weights)."""
+        if scheme == "knn" and not isinstance(self.kernel, KNNKernel):
             k = self.kernel
             return KNNKernel(
                 k.ordinal_penalty, k.nominal_penalty, k.column_penalties, relevance=k.relevance
@@ -1007,7 +1012,10 @@ class FITSClient:
         Config: ``columns`` and ``scores`` (JSON lists, one score name per column),
         ``candidates`` (JSON list of [sharpness, reach]), ``folds``, ``rows`` (held-out
         rows over the federation: this site scores its share, ``ceil(rows m_k / M)``),
-        ``seed`` (this site's fold split), ``mass_offset``, ``ridge``, ``collinearity``.
+        ``seed`` (this site's fold split), ``mass_offset``, ``ridge``, ``collinearity``;
+        optional, per column, ``designs`` (its local-linear design's covariates) and
+        ``schemes`` (``"own"`` or ``"knn"``: the scheme its draws ask for, so a
+        missingness indicator is scored under the KNN kernel it is drawn with).
         Replies the per-candidate sums ``scores`` (columns x candidates) and the rows
         scored per column; a column with fewer scored rows than the policy's
         effective-rows floor k is abstained from (zeros).  Each column may be scored
@@ -1034,6 +1042,14 @@ class FITSClient:
                 raise ProtocolError(f"{self.name}: bad tune designs ({exc})") from None
             if len(designs) != len(columns):
                 raise ProtocolError(f"{self.name}: tune needs one design per column")
+        schemes = ["own"] * len(columns)
+        if "schemes" in c:  # per column: the kernel scheme its draws ask for
+            try:
+                schemes = [str(v) for v in json.loads(str(c["schemes"]))]
+            except (TypeError, ValueError) as exc:
+                raise ProtocolError(f"{self.name}: bad tune schemes ({exc})") from None
+            if len(schemes) != len(columns) or any(v not in ("own", "knn") for v in schemes):
+                raise ProtocolError(f"{self.name}: tune needs one scheme, own or knn, per column")
         if len(names) != len(columns) or any(n not in SCORES for n in names):
             raise ProtocolError(f"{self.name}: tune needs one score of {SCORES} per column")
         if folds < 2 or rows < 1 or not candidates:
@@ -1056,7 +1072,6 @@ class FITSClient:
         fold_of = np.empty(m, dtype=np.int64)
         fold_of[perm] = np.arange(m) % folds
         share = math.ceil(rows * m / max(self.n_total, m))
-        kernel = self.kernel
         scores = np.zeros((len(columns), len(candidates)))
         counted = np.zeros(len(columns))
         abstained = 0
@@ -1068,6 +1083,7 @@ class FITSClient:
             usable = self.valid[:, j]
             order = perm[usable[perm]]
             take = share
+            kernel = self._kernel_of(schemes[k])
             if isinstance(kernel, GaussianKernel):  # dense weights: bounded work
                 floor = math.ceil(max(self.policy.min_effective_rows, 1))
                 take = min(share, max(floor, GAUSSIAN_PAIRS // max(order.size, 1)))

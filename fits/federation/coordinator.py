@@ -115,10 +115,15 @@ __all__ = [
     "Coordinator",
     "FallbackNote",
     "MAX_BATCH",
+    "MISSING_INDICATOR_SCHEME",
     "ROUNDS",
     "fallback_message",
 ]
 
+#: The kernel scheme every site weighs its rows with for a missingness indicator's
+#: conditional (``"<column> (missing)"``): the KNN scheme of eqs. 12-13, whatever the
+#: site's own (:meth:`Coordinator.scheme`).
+MISSING_INDICATOR_SCHEME = "knn"
 #: Total kernel weight at or below which a query is "far from all data" (degenerate).
 DEGENERATE_WEIGHT = 1e-250
 #: Secure aggregation: a summed weight below this is re-asked with scaled weights.
@@ -1402,6 +1407,9 @@ class Coordinator:
         designs = [self.design_covariates(c) for c in columns]
         if any(d.size != order.index(c) for d, c in zip(designs, columns, strict=True)):
             config["designs"] = json.dumps([[int(j) for j in d] for d in designs])
+        schemes = [self.scheme(c) for c in columns]
+        if any(v != "own" for v in schemes):  # a missingness indicator's: "knn"
+            config["schemes"] = json.dumps(schemes)
         messages = [
             Message("tune", config={**config, "seed": int(child.generate_state(1)[0])})
             for child in seq.spawn(self.transport.n_clients)
@@ -1929,9 +1937,40 @@ class Coordinator:
     def _by_mass(self, column: str) -> bool:
         return self.discrete_sampling == "mass" and self.encoders[column].spec.is_discrete
 
+    def scheme(self, column: str) -> str:
+        """The kernel scheme the sites are asked to weigh their rows with for
+        ``column``'s conditional: ``"own"`` (each site's own kernel, sec. 3.2), or, for
+        a missingness indicator ``"<column> (missing)"`` (:meth:`Schema.expanded`),
+        :data:`MISSING_INDICATOR_SCHEME`: the KNN scheme (eqs. 12-13; a KNN site's own
+        kernel, a Gaussian site's KNN kernel with its own penalties and relevance
+        weights, as in the degenerate-query fallback).
+
+        fits' choice; the paper drops incomplete rows (sec. 6.3.1) and has no
+        indicator.  Why: the indicator is drawn by its category masses (Corollary 5.4),
+        ``p_l`` from the local-linear fit, clipped at 0 and normalized
+        (:func:`~fits.core.cdf.masses_from_cdf`).  The fit's weights alpha_i (eq. 4)
+        can be negative, so ``p_l`` is a nearly unbiased but noisy estimate that falls
+        below 0 at some queries, and clipping a noisy estimate of a small share at 0
+        raises its mean by about E[max(0, -p_l)].  With the fixed Gaussian bandwidth
+        M^(-1/(d+4)) (sec. 6.1.2) the noise grows with the covariates: about 20-50
+        effective rows for d + 1 coefficients at d = 8-13 on a few thousand rows, and
+        the synthetic missing share drifted from 11.0% to 13.8% (FITS-G, 12
+        covariates before the indicator; docs/benchmarks.md, "Missing shares with many
+        covariates").  The KNN scheme keeps c_k neighbours per site at any d, and its
+        share stayed within sampling noise (11.2%).  The local-linear slopes are kept,
+        so missingness that depends on a covariate keeps that dependence (a
+        local-constant fit instead flattened it: 29.8% missing in the top third of the
+        covariate became 25.5-26.7%).  A federation of KNN sites draws exactly what it
+        drew before; a point-mass indicator and every other column keep ``"own"``.
+        The tune round (:meth:`tune`) scores each column under its scheme."""
+        spec = self.schema[column] if self.schema is not None else None
+        if spec is not None and spec.indicates is not None and spec.indicator == "missing":
+            return MISSING_INDICATOR_SCHEME
+        return "own"
+
     def _raw_batch(self, column: str, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Raw F for a batch, with the KNN fallback for degenerate queries."""
-        f, degenerate = self._two_step(column, x, "own")
+        f, degenerate = self._two_step(column, x, self.scheme(column))
         if np.any(degenerate):
             # far from every row under the clients' own kernels: ask for KNN weights,
             # which always find neighbours (documented fallback)
@@ -1992,7 +2031,7 @@ class Coordinator:
         bad |= degenerate
         if np.any(bad):
             self.fallbacks += int(bad.sum())
-            scheme = "own" if not np.any(degenerate[bad]) else "knn"
+            scheme = self.scheme(column) if not np.any(degenerate[bad]) else "knn"
             rows = np.flatnonzero(bad)
             out[bad], still = convert(self._local_constant(column, x[bad], scheme, rows))
             if np.any(still):  # nothing local at all: the marginal
