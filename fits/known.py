@@ -441,11 +441,12 @@ def known_dates(known: pd.DataFrame, schema: Schema, index: pd.Index) -> pd.Data
     """The known table with each datetime column as the synthetic rows hold theirs
     (:func:`fits.synthesizer.restore_dtype`: the sites' dtype and time unit, date
     objects for a Parquet date column, the schema's time zone), where that keeps every
-    known value; a column of text is read first, as :func:`pandas.to_datetime` reads it
-    (ISO 8601, or the one format it infers from the first value).  A format whose day
-    and month could be swapped in every row (``06/01/2011``) is read month first, as
-    pandas reads it, with one note (:class:`~fits.core.schema.DataNote`) saying how the
-    first value was read.
+    known value; a column of text is read first: with the format the sites' text dates
+    were read with where it reads every value (:func:`_in_sites_format`), else as
+    :func:`pandas.to_datetime` reads it (ISO 8601, or the one format it infers from the
+    first value; a format whose day and month could be swapped in every row,
+    ``06/01/2011``, is then read month first, as pandas reads it, with one note
+    (:class:`~fits.core.schema.DataNote`) saying how the first value was read).
 
     Raises
     ------
@@ -455,7 +456,6 @@ def known_dates(known: pd.DataFrame, schema: Schema, index: pd.Index) -> pd.Data
         A time of day given for a column of whole days (naming the column, the first
         such row, ``known_columns.loc[...]`` of ``index``, and the fix).
     """
-    from fits.core.schema import SchemaError
     from fits.synthesizer import restore_dtype
 
     for name in known.columns:
@@ -466,20 +466,11 @@ def known_dates(known: pd.DataFrame, schema: Schema, index: pd.Index) -> pd.Data
         if not pd.api.types.is_datetime64_any_dtype(col.dtype):
             if not col.notna().any():
                 continue  # all missing: the encoding's checks say what to do
-            try:
-                with warnings.catch_warnings():  # pandas' note on the format it inferred
-                    warnings.simplefilter("ignore", UserWarning)
-                    # ISO 8601 as fits.io reads the sites' files (a date, or a date and
-                    # time, in one column), else the one format pandas infers
-                    iso = "ISO8601" if _all_iso(col) else None
-                    parsed = pd.to_datetime(col, utc=spec.tz is not None, format=iso)
-            except (ValueError, TypeError) as exc:
-                raise SchemaError(
-                    f"the known values: column {name!r} is a datetime column in the schema "
-                    f"but holds values that are not dates ({exc})"
-                ) from None
-            _note_day_first(name, col, parsed)
-            col = parsed
+            sites = _in_sites_format(col, spec)
+            if sites is not None:  # as the sites wrote them: no fresh day/month guess
+                col = sites
+            else:
+                col = _as_dates(name, col, spec)
         if spec.tz is not None and getattr(col.dt, "tz", None) is not None:
             col = col.dt.tz_convert(spec.tz)
         elif spec.tz is not None or getattr(col.dt, "tz", None) is not None:
@@ -506,6 +497,39 @@ def known_dates(known: pd.DataFrame, schema: Schema, index: pd.Index) -> pd.Data
             out = col
         known[name] = out
     return known
+
+
+def _in_sites_format(col: pd.Series, spec: Any) -> pd.Series | None:
+    """A known text date column read with the format the sites read theirs with
+    (:attr:`~fits.core.schema.ColumnSpec.text_date_format`, e.g. ``"%d/%m/%Y"``: the
+    synthetic rows are written in it) where it reads every present value, else None."""
+    fmt = spec.text_date_format
+    if fmt is None or spec.tz is not None:
+        return None
+    parsed = pd.to_datetime(col, format=fmt, errors="coerce")
+    return parsed if bool(parsed[col.notna()].notna().all()) else None
+
+
+def _as_dates(name: str, col: pd.Series, spec: Any) -> pd.Series:
+    """A known text date column read as :func:`pandas.to_datetime` reads it (ISO 8601,
+    or the one format it infers from the first value), with a note where day and month
+    could be swapped in every row (:func:`_note_day_first`)."""
+    from fits.core.schema import SchemaError
+
+    try:
+        with warnings.catch_warnings():  # pandas' note on the format it inferred
+            warnings.simplefilter("ignore", UserWarning)
+            # ISO 8601 as fits.io reads the sites' files (a date, or a date and
+            # time, in one column), else the one format pandas infers
+            iso = "ISO8601" if _all_iso(col) else None
+            parsed = pd.to_datetime(col, utc=spec.tz is not None, format=iso)
+    except (ValueError, TypeError) as exc:
+        raise SchemaError(
+            f"the known values: column {name!r} is a datetime column in the schema "
+            f"but holds values that are not dates ({exc})"
+        ) from None
+    _note_day_first(name, col, parsed)
+    return parsed
 
 
 def _all_iso(values: pd.Series) -> bool:

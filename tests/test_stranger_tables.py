@@ -470,3 +470,16 @@ def test_report_reads_synthetic_dates_in_the_real_tables_format(tmp_path):
     res = run("report", *real, "--synthetic", str(out), "--out", str(html))
     assert res.returncode == 0, res.stderr
     assert html.is_file()
+
+
+def test_known_text_dates_are_read_in_the_sites_format():
+    """Known dates written as the sites wrote theirs (day first) whose days are all
+    <= 12 were read month first by a fresh guess: 12/03/2024 became December 3,
+    outside the range, and the request was refused. Now the sites' format reads them."""
+    rng = np.random.default_rng(0)
+    when = pd.Timestamp("2024-01-01") + pd.to_timedelta(rng.integers(0, 160, 300), unit="D")
+    table = pd.DataFrame({"d": when.strftime("%d/%m/%Y"), "x": rng.normal(size=300)})
+    synth = FITSSynthesizer(seed=0).fit({"a": table.iloc[:150], "b": table.iloc[150:]})
+    known = pd.DataFrame({"d": ["01/06/2024", "02/01/2024", "12/03/2024"]})  # 12/03: Dec 3
+    out = synth.sample_remaining_columns(known)  # month first, outside the range
+    assert list(out["d"]) == [pd.Timestamp(s) for s in ("2024-06-01", "2024-01-02", "2024-03-12")]
