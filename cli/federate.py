@@ -771,17 +771,23 @@ NearLinear = Annotated[
 #: so the log adds nothing. The same text as ``fits.deploy.flower.STOPPED`` (a test
 #: holds them equal; this module must not import Flower).
 STOPPED = "the run stopped and no output was written"
+#: What a site says when it refused a run whose --out (or --audit) is its own table
+#: (the coordinator cannot see the sites' paths; each site compares salted marks of
+#: the files). The same text as ``fits.deploy.flower.OUTPUT_IS_INPUT`` (a test holds
+#: them equal).
+OUTPUT_IS_INPUT = "is this site's own table"
 
 
 def report_failure(result: Any) -> None:
     """Exit 1 with why a Flower run failed (and the end of its log when it was not
-    fits' coordinator that stopped it on purpose)."""
+    fits' coordinator that stopped it on purpose); exit 2 when a site refused because
+    the run's --out or --audit is its own table (a usage error)."""
     details = str(result.details)
     if STOPPED in details:
         details = details.removeprefix("ServerApp failed with exception: ")
     else:  # an unexpected failure: show the end of the run's log
         typer.echo(result.log[-4000:], err=True)
-    _fail(f"run {result.run_id} {result.status}: {details}")
+    _fail(f"run {result.run_id} {result.status}: {details}", 2 if OUTPUT_IS_INPUT in details else 1)
 
 
 def _report(result: Any, out: Path, staging: Path | None = None) -> None:

@@ -976,6 +976,76 @@ def test_a_site_failing_before_setup_is_named_by_its_node(site_files, tmp_path):
     assert not list(tmp_path.iterdir())
 
 
+@pytest.mark.parametrize("how", ["output", "audit", "link"])
+def test_a_site_refuses_a_run_whose_output_is_its_table(site_files, tmp_path, how):
+    """The coordinator never sees the sites' paths: each site compares the salted mark
+    of every file the run will write with its own table's, and refuses at setup."""
+    paths, kinds, _ = site_files
+    target = paths["site-b"]
+    before = target.read_bytes()
+    if how == "link":
+        out = tmp_path / "link.csv"
+        out.symlink_to(target)
+    config = {"output": str(out if how == "link" else tmp_path / "s.csv"), "rows": 5}
+    if how == "output":
+        config["output"] = str(target)
+    if how == "audit":
+        config["audit"] = str(target)
+    grid = FakeGrid(_node_configs(paths))
+    what = "audit log" if how == "audit" else "output"
+    with pytest.raises(RunStopped, match=f"site 'site-b': the run's {what} .*own table.*no output"):
+        run_synthesis(grid, config)
+    assert target.read_bytes() == before  # the audit log, written at every end, too
+    assert {p.name for p in tmp_path.iterdir()} == ({"link.csv"} if how == "link" else set())
+    assert all(m.metadata.message_type.endswith("setup") for m in grid.pushed)  # no more rounds
+
+
+def test_output_marks_reach_only_the_setup_and_say_nothing_of_a_new_file(site_files, tmp_path):
+    """A run whose output exists but is no site's table runs as before: the marks go
+    with the setup request only, each site takes them out before its client sees it."""
+    from fits.deploy.flower import OUTPUTS_KEY, check_not_output, file_mark, output_marks
+
+    paths, kinds, _ = site_files
+    assert output_marks({"output": str(tmp_path / "new.csv"), "audit": ""}) == ""
+    out = tmp_path / "old.csv"
+    out.write_text("a\n1\n")
+    marks = json.loads(output_marks({"output": str(out), "audit": ""}))
+    assert set(marks["marks"]) == {"output"} and len(bytes.fromhex(marks["salt"])) == 16
+    assert file_mark(out, b"1") != file_mark(out, b"2")  # salted: no mark to compare across runs
+    check_not_output(json.dumps(marks), paths["site-a"], "site-a")  # another file: fine
+    grid = FakeGrid(_node_configs(paths))
+    run_synthesis(grid, {"output": str(out), "rows": 5, "kinds": format_kinds(kinds)})
+    assert len(read_table(out)) == 5
+    # each site took the marks out of its setup request (its client never sees them)
+    assert all(OUTPUTS_KEY not in m.content.config_records["config"] for m in grid.pushed)
+    transport = FlowerTransport(grid, grid.get_node_ids(), outputs="M")
+    assert transport._with_outputs(Message("setup")).config == {OUTPUTS_KEY: "M"}
+    assert transport._with_outputs(Message("rules")).config == {}
+
+
+def test_fits_federate_run_exits_2_when_a_site_refuses_its_out(capsys):
+    import typer
+
+    from fits.cli.federate import OUTPUT_IS_INPUT as said_by_the_cli
+    from fits.cli.federate import report_failure
+    from fits.deploy.flower import OUTPUT_IS_INPUT
+
+    assert said_by_the_cli == OUTPUT_IS_INPUT
+    details = (
+        "ServerApp failed with exception: SuperNode 5 failed during the setup round: site "
+        f"'a': the run's output (...) {OUTPUT_IS_INPUT} (node config data-path); {STOPPED}"
+    )
+    result = type("R", (), {"run_id": 7, "status": "failed", "details": details, "log": ""})
+    with pytest.raises(typer.Exit) as end:
+        report_failure(result)
+    assert end.value.exit_code == 2
+    assert OUTPUT_IS_INPUT in capsys.readouterr().err
+    result.details = f"a site failed; {STOPPED}"
+    with pytest.raises(typer.Exit) as end:
+        report_failure(result)
+    assert end.value.exit_code == 1
+
+
 def test_a_silent_site_stops_the_round_at_its_timeout(site_files):
     paths, _, _ = site_files
     grid = FakeGrid(_node_configs(paths), silent={1014})
