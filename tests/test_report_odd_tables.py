@@ -285,3 +285,59 @@ def test_a_header_with_spaces_is_named_where_a_table_lacks_the_column(tmp_path):
     assert "lacks column(s) ['income'] (the header has ' income ', with spaces) of the" in (
         done.stderr
     )
+
+
+def _zoned(n: int, seed: int, tz: str | None) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    when = pd.Timestamp("2024-03-01") + pd.to_timedelta(rng.integers(0, 30 * 86400, n), "s")
+    return pd.DataFrame({"when": when.tz_localize(tz) if tz else when, "x": rng.normal(size=n)})
+
+
+@pytest.mark.parametrize("naive", ["synthetic", "real", "client 'b'"])
+def test_report_refuses_a_time_zone_in_one_table_and_none_in_another(naive):
+    """A zone-aware column against a naive one was compared silently, the naive times
+    read as UTC: every value shifted by the zone's offset (a KS of 0.97 for a table
+    against itself with the zone dropped).  Refused, naming the column, both tables,
+    the zone and the fix."""
+    real = _zoned(40, 1, "Europe/Zurich")
+    synthetic, clients = real.copy(), {"a": real.iloc[:20], "b": real.iloc[20:].copy()}
+    if naive == "synthetic":
+        synthetic["when"] = synthetic["when"].dt.tz_localize(None)
+    elif naive == "real":
+        real = real.assign(when=real["when"].dt.tz_localize(None))
+    else:
+        clients["b"]["when"] = clients["b"]["when"].dt.tz_localize(None)
+    name = naive.split(" ")[0] if naive != "client 'b'" else naive
+    with pytest.raises(ValueError, match="column 'when' holds date-times with a time zone") as e:
+        evaluate(real, synthetic, clients=clients, utility=False, privacy=False)
+    assert f"without one in the {name} table" in str(e.value)
+    assert "tz_localize('Europe/Zurich')" in str(e.value) and "UTC offset" in str(e.value)
+
+
+def test_report_compares_two_zones_as_the_same_instants():
+    """Times in two zones are instants: compared in UTC (a table against itself in
+    another zone scores 1), with a note saying so; clients in two zones pool as
+    instants too (they were pooled as text and refused)."""
+    real = _zoned(40, 1, "Europe/Zurich")
+    other = real.assign(when=real["when"].dt.tz_convert("America/New_York"))
+    clients = {"a": real.iloc[:20], "b": other.iloc[20:]}
+    report = evaluate(real, other, clients=clients, utility=False, privacy=False)
+    assert report.column_scores.set_index("column")["score"]["when"] == 1.0
+    note = next(n for n in report.data["notes"] if "different zones" in n)
+    assert "America/New_York in the synthetic table" in note
+    assert "Europe/Zurich in the client" in note and "same instants in UTC" in note
+
+
+def test_cli_report_names_the_files_of_a_zone_and_a_naive_column(tmp_path):
+    real = _zoned(30, 1, "Europe/Zurich")
+    real.to_csv(tmp_path / "real.csv", index=False)  # times with their UTC offsets
+    real.assign(when=real["when"].dt.tz_localize(None)).to_csv(tmp_path / "s.csv", index=False)
+    out = tmp_path / "r.html"
+    done = fits_in_process(
+        "report", "--real", tmp_path / "real.csv", "--synthetic", tmp_path / "s.csv",
+        "--out", out, "--quiet",
+    )  # fmt: skip
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert f"in the real table (--real '{tmp_path / 'real.csv'}')" in done.stderr
+    assert f"without one in the synthetic table (--synthetic '{tmp_path / 's.csv'}')" in done.stderr
+    assert not out.exists()

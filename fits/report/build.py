@@ -833,6 +833,14 @@ def _check_inputs(
                     f"(dtype {frame[c].dtype}, values like {frame[c].dropna().iloc[:2].tolist()}); "
                     "write it as numbers"
                 )
+    zoned = _same_zone(
+        {"real": real, "synthetic": synthetic, "train": train, "test": test}
+        | {labels[n]: f for n, f in client_frames.items()},
+        columns,
+        notes,
+    )  # before the clients' rows are pooled: naive and aware rows would pool as text
+    real, synthetic, train, test = (zoned[k] for k in ("real", "synthetic", "train", "test"))
+    client_frames = {n: zoned[labels[n]] for n in client_frames}
     pooled = train is None and bool(client_frames)  # the training rows: the clients'
     if pooled:
         train = pd.concat(list(client_frames.values()), ignore_index=True)
@@ -873,6 +881,60 @@ def _check_inputs(
         real, synthetic, columns, kinds, targets, tasks, covariates, train, test, client_frames,
         notes, present, dates,
     )  # fmt: skip
+
+
+def _same_zone(
+    tables: Mapping[str, pd.DataFrame | None], columns: Sequence[str], notes: list[str]
+) -> dict[str, pd.DataFrame | None]:
+    """``tables`` with every datetime column in one zone: refused
+    (:class:`ValueError`) where its values carry a time zone in one table and none in
+    another, since naive times are no instants and comparing them as UTC against the
+    other table's instants shifts every value by the zone's offset; in UTC, with a
+    note, where the tables hold it in different zones (the same instants).  A table
+    where the column holds no value is not looked at."""
+    out = dict(tables)
+    for column in columns:
+        zones: dict[str, str | None] = {}
+        for name, frame in tables.items():
+            if frame is None or column not in frame.columns:
+                continue
+            values = frame[column]
+            if pd.api.types.is_datetime64_any_dtype(values.dtype) and values.notna().any():
+                tz = getattr(values.dtype, "tz", None)
+                zones[name] = None if tz is None else str(tz)
+        if _check_zones(column, zones, notes):
+            for name in zones:  # every one aware: the same instants in UTC
+                frame = out[name]
+                assert frame is not None
+                out[name] = frame.assign(**{column: frame[column].dt.tz_convert("UTC")})
+    return out
+
+
+def _check_zones(column: str, zones: Mapping[str, str | None], notes: list[str]) -> bool:
+    """Refuse ``column`` when ``zones`` (table -> the column's time zone, None: naive)
+    holds a zone and None; True (with a note) when it holds different zones."""
+    aware = {n: z for n, z in zones.items() if z is not None}
+    naive = [n for n, z in zones.items() if z is None]
+    if aware and naive:
+        first, zone = next(iter(aware.items()))
+        other = naive[0]
+        raise ValueError(
+            f"column {column!r} holds date-times with a time zone ({zone}) in the {first} "
+            f"table but without one in the {other} table, so their instants cannot be "
+            f"compared (fits would not guess the {other} table's zone): give both tables "
+            f"the same zone (in pandas, e.g. {other}[{column!r}] = "
+            f"{other}[{column!r}].dt.tz_localize({zone!r}) if those are {zone} times; in a "
+            "CSV file, write each time with its UTC offset, such as "
+            "2021-03-15 08:30:00+01:00), or leave the zone out of both"
+        )
+    if len(set(aware.values())) > 1:
+        held = ", ".join(f"{z} in the {n} table" for n, z in aware.items())
+        notes.append(
+            f"datetime column {column!r} holds times in different zones ({held}): compared "
+            "as the same instants in UTC"
+        )
+        return True
+    return False
 
 
 def _comparable(
