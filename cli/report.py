@@ -215,7 +215,7 @@ MaxRows = Annotated[
 Seed = Annotated[
     int, typer.Option("--seed", min=0, help="Seed of every random draw (an integer >= 0).")
 ]
-Quiet = Annotated[bool, typer.Option("--quiet", help="Print only where the outputs are.")]
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="Print only where the outputs are.")]
 Inference = Annotated[
     bool,
     typer.Option(

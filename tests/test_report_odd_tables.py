@@ -335,7 +335,7 @@ def test_cli_report_names_the_files_of_a_zone_and_a_naive_column(tmp_path):
     out = tmp_path / "r.html"
     done = fits_in_process(
         "report", "--real", tmp_path / "real.csv", "--synthetic", tmp_path / "s.csv",
-        "--out", out, "--quiet",
+        "--out", out, "-q",  # -q as fits synthesize's
     )  # fmt: skip
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert f"in the real table (--real '{tmp_path / 'real.csv'}')" in done.stderr
