@@ -341,3 +341,28 @@ def test_cli_report_names_the_files_of_a_zone_and_a_naive_column(tmp_path):
     assert f"in the real table (--real '{tmp_path / 'real.csv'}')" in done.stderr
     assert f"without one in the synthetic table (--synthetic '{tmp_path / 's.csv'}')" in done.stderr
     assert not out.exists()
+
+
+def test_report_refuses_clients_with_numbers_at_one_and_text_at_another(tmp_path):
+    """Client tables pooled as the real table, 'age' numbers at one and '31 years' at
+    another, gave a report (exit 0) comparing 'age' as one nominal column of numbers and
+    labels; a fit refuses such sites.  A client where the column is empty, and money
+    written as text ('$4,260.0', read as numbers as a site reads it), still pass."""
+    from fits.report.build import _check_client_types
+
+    rng = np.random.default_rng(0)
+    a = pd.DataFrame({"age": rng.integers(20, 70, 12), "g": rng.choice(["u", "v"], 12)})
+    b = a.assign(age=[f"{v} years" for v in a["age"]])
+    with pytest.raises(ValueError, match=r"'age' holds numbers in the client 'a' table but text"):
+        evaluate(a, a, clients={"a": a, "b": b}, utility=False, privacy=False)
+    _check_client_types({"a": a, "b": a.assign(age=np.nan), "c": a.assign(g=np.nan)})
+    _check_client_types({"a": a, "b": a.assign(age=[f"${v:,.1f}" for v in a["age"] * 100])})
+    a.to_csv(tmp_path / "a.csv", index=False)
+    b.to_csv(tmp_path / "b.csv", index=False)
+    done = fits_in_process(
+        "report", "--clients", tmp_path / "a.csv", tmp_path / "b.csv", "--synthetic",
+        tmp_path / "a.csv", "--out", tmp_path / "r.html", "-q",
+    )  # fmt: skip
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert f"text in the client 'b' table (--clients '{tmp_path / 'b.csv'}')" in done.stderr
+    assert not (tmp_path / "r.html").exists()

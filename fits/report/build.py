@@ -671,6 +671,40 @@ def client_label(name: str) -> str:
     return name if re.fullmatch(r"client \d+", name) else f"client {name!r}"
 
 
+def _check_client_types(clients: Mapping[str, pd.DataFrame]) -> None:
+    """Refuse a column of numbers in one client's table and of text in another's that
+    no site would read as numbers (``31 years``; :func:`fits.core.schema.parse_text_columns`):
+    a fit refuses such sites ("numeric at some clients and text at others"), and pooled
+    as the real table its numbers and labels were compared as one nominal column of
+    both."""
+    from fits.core.schema import parse_text_columns
+
+    frames = {client_label(n): f for n, f in clients.items()}
+    columns = list(dict.fromkeys(c for f in frames.values() for c in f.columns))
+    for c in columns:
+        numeric = [
+            n for n, f in frames.items() if c in f.columns and _numeric(f[c]) and f[c].notna().any()
+        ]
+        if not numeric:
+            continue
+        for name, frame in frames.items():
+            if c not in frame.columns or _numeric(frame[c]) or not frame[c].notna().any():
+                continue
+            if pd.api.types.is_datetime64_any_dtype(frame[c].dtype):
+                continue  # dates: compared (or refused) with the other dates
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                parsed, _ = parse_text_columns(frame[[c]], text_only=True)
+            if _numeric(parsed[c]):
+                continue  # '$1,234': read as numbers, as a site reads it
+            values = frame[c].dropna().iloc[:2].tolist()
+            raise ValueError(
+                f"column {c!r} holds numbers in the {numeric[0]} table but text in the "
+                f"{name} table (values like {values}), which a fit refuses (numeric at some "
+                "clients and text at others): write it as numbers in every client's table"
+            )
+
+
 def _numeric(s: pd.Series) -> bool:
     return pd.api.types.is_numeric_dtype(s.dtype) or pd.api.types.is_bool_dtype(s.dtype)
 
@@ -713,6 +747,7 @@ def _check_inputs(
     test = None if test is None else _decimals_as_floats(test)
     if clients is not None:  # checked, named ("client 1", ... for a list)
         clients = {k: _decimals_as_floats(v) for k, v in _client_frames(clients).items()}
+        _check_client_types(clients)
     columns = list(real.columns)
     missing = [c for c in columns if c not in synthetic.columns]
     if missing:
