@@ -1046,6 +1046,33 @@ def test_fits_federate_run_exits_2_when_a_site_refuses_its_out(capsys):
     assert end.value.exit_code == 1
 
 
+@pytest.mark.flower
+@pytest.mark.slow  # about 80 s of Flower for one refused setup round
+def test_a_real_site_refuses_a_run_whose_output_is_its_table(tmp_path):
+    """Through real SuperNodes: the marks reach the site's ClientApp, which refuses at
+    setup; the table is untouched and fits federate run would exit 2."""
+    import typer
+
+    from fits.cli.federate import report_failure
+    from fits.deploy.flower_launch import LocalFederation
+
+    rng = np.random.default_rng(0)
+    paths = {}
+    for name in ("a", "b"):
+        paths[name] = tmp_path / f"{name}.csv"
+        pd.DataFrame({"x": rng.normal(size=30), "g": rng.choice(["u", "v"], 30)}).to_csv(
+            paths[name], index=False
+        )
+    before = paths["b"].read_bytes()
+    with LocalFederation(paths, workdir=tmp_path / "fed") as fed:
+        result = fed.run({"output": str(paths["b"]), "rows": 5, "timeout": 60.0}, timeout=300)
+    assert not result.ok and "site 'b': the run's output" in result.details, result.details
+    assert paths["b"].read_bytes() == before
+    with pytest.raises(typer.Exit) as end:
+        report_failure(result)
+    assert end.value.exit_code == 2
+
+
 def test_a_silent_site_stops_the_round_at_its_timeout(site_files):
     paths, _, _ = site_files
     grid = FakeGrid(_node_configs(paths), silent={1014})
