@@ -772,10 +772,11 @@ NearLinear = Annotated[
 #: holds them equal; this module must not import Flower).
 STOPPED = "the run stopped and no output was written"
 #: What a site says when it refused a run whose --out (or --audit) is its own table
+#: (or its policy file or audit log)
 #: (the coordinator cannot see the sites' paths; each site compares salted marks of
 #: the files). The same text as ``fits.deploy.flower.OUTPUT_IS_INPUT`` (a test holds
 #: them equal).
-OUTPUT_IS_INPUT = "is this site's own table"
+OUTPUT_IS_INPUT = "is this site's own"
 
 
 def report_failure(result: Any) -> None:

@@ -976,27 +976,33 @@ def test_a_site_failing_before_setup_is_named_by_its_node(site_files, tmp_path):
     assert not list(tmp_path.iterdir())
 
 
-@pytest.mark.parametrize("how", ["output", "audit", "link"])
+@pytest.mark.parametrize("how", ["output", "audit", "link", "policy"])
 def test_a_site_refuses_a_run_whose_output_is_its_table(site_files, tmp_path, how):
     """The coordinator never sees the sites' paths: each site compares the salted mark
-    of every file the run will write with its own table's, and refuses at setup."""
+    of every file the run will write with its own table's (and its policy file's and
+    audit log's), and refuses at setup."""
     paths, kinds, _ = site_files
+    configs = _node_configs(paths)
     target = paths["site-b"]
+    if how == "policy":  # site-b's own policy file, given as the run's output
+        target = tmp_path / "policy.json"
+        target.write_text('{"min_effective_rows": 5}')
+        configs[1]["policy"] = str(target)
     before = target.read_bytes()
+    config = {"output": str(target), "rows": 5}
     if how == "link":
-        out = tmp_path / "link.csv"
-        out.symlink_to(target)
-    config = {"output": str(out if how == "link" else tmp_path / "s.csv"), "rows": 5}
-    if how == "output":
-        config["output"] = str(target)
+        config["output"] = str(tmp_path / "link.csv")
+        (tmp_path / "link.csv").symlink_to(target)
     if how == "audit":
-        config["audit"] = str(target)
-    grid = FakeGrid(_node_configs(paths))
+        config = {"output": str(tmp_path / "s.csv"), "audit": str(target), "rows": 5}
+    grid = FakeGrid(configs)
     what = "audit log" if how == "audit" else "output"
-    with pytest.raises(RunStopped, match=f"site 'site-b': the run's {what} .*own table.*no output"):
+    own = "policy file" if how == "policy" else "table"
+    with pytest.raises(RunStopped, match=f"site 'site-b': the run's {what} .*own {own}.*no output"):
         run_synthesis(grid, config)
     assert target.read_bytes() == before  # the audit log, written at every end, too
-    assert {p.name for p in tmp_path.iterdir()} == ({"link.csv"} if how == "link" else set())
+    left = {p.name for p in tmp_path.iterdir()}
+    assert left == {"link": {"link.csv"}, "policy": {"policy.json"}}.get(how, set())
     assert all(m.metadata.message_type.endswith("setup") for m in grid.pushed)  # no more rounds
 
 
@@ -1012,7 +1018,7 @@ def test_output_marks_reach_only_the_setup_and_say_nothing_of_a_new_file(site_fi
     marks = json.loads(output_marks({"output": str(out), "audit": ""}))
     assert set(marks["marks"]) == {"output"} and len(bytes.fromhex(marks["salt"])) == 16
     assert file_mark(out, b"1") != file_mark(out, b"2")  # salted: no mark to compare across runs
-    check_not_output(json.dumps(marks), paths["site-a"], "site-a")  # another file: fine
+    check_not_output(json.dumps(marks), {"table": paths["site-a"], "audit": ""}, "a")  # fine
     grid = FakeGrid(_node_configs(paths))
     run_synthesis(grid, {"output": str(out), "rows": 5, "kinds": format_kinds(kinds)})
     assert len(read_table(out)) == 5

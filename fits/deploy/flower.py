@@ -621,7 +621,7 @@ OUTPUTS_KEY = "fits-outputs"
 #: How a site's refusal to answer a run that would write over its table reads (``fits
 #: federate run`` exits 2 on it). The same text as ``cli.federate.OUTPUT_IS_INPUT`` (a
 #: test holds them equal; that module must not import Flower).
-OUTPUT_IS_INPUT = "is this site's own table"
+OUTPUT_IS_INPUT = "is this site's own"
 
 
 class OutputIsInputError(ValueError):
@@ -662,11 +662,12 @@ def output_marks(cfg: Mapping[str, Any]) -> str:
     return json.dumps({"salt": salt.hex(), "marks": marks}) if marks else ""
 
 
-def check_not_output(marks: str, data_path: str | os.PathLike[str], name: str) -> None:
-    """Refuse (:class:`OutputIsInputError`) when the site's table ``data_path`` is one
-    of the files the coordinator will write, as its setup request's marks
-    (:func:`output_marks`) say: a site's input is never written over, and only the site
-    knows where its table lies.  Nothing when ``marks`` is empty or cannot be read."""
+def check_not_output(marks: str, files: Mapping[str, str | os.PathLike[str]], name: str) -> None:
+    """Refuse (:class:`OutputIsInputError`) when one of the site's own ``files``
+    (what it is -> its path: the table, the policy file, the audit log) is one of the
+    files the coordinator will write, as its setup request's marks
+    (:func:`output_marks`) say: a site's files are never written over, and only the
+    site knows where they lie.  Nothing when ``marks`` is empty or cannot be read."""
     try:
         sent = json.loads(marks) if marks else {}
         salt = bytes.fromhex(str(sent.get("salt", "")))
@@ -675,9 +676,13 @@ def check_not_output(marks: str, data_path: str | os.PathLike[str], name: str) -
         return
     if not wanted or not salt:
         return
-    own = file_mark(data_path, salt)
-    hit = sorted(k for k, v in wanted.items() if own is not None and secrets.compare_digest(v, own))
-    if hit:
+    for own, path in files.items():
+        mark = file_mark(path, salt) if str(path) else None
+        hit = sorted(
+            k for k, v in wanted.items() if mark is not None and secrets.compare_digest(v, mark)
+        )
+        if not hit:
+            continue
         what = " and ".join(
             {"output": "output (run config output, fits federate run --out)"}.get(
                 k, f"{k} log (run config {k}, fits federate run --{k})"
@@ -685,9 +690,9 @@ def check_not_output(marks: str, data_path: str | os.PathLike[str], name: str) -
             for k in hit
         )
         raise OutputIsInputError(
-            f"site {name!r}: the run's {what} {OUTPUT_IS_INPUT} (node config data-path); "
-            f"fits never writes over an input, so this site does not take part: run again "
-            f"with another --{'out' if 'output' in hit else hit[0]} path"
+            f"site {name!r}: the run's {what} {OUTPUT_IS_INPUT} {own}; fits never writes "
+            "over a site's file, so this site does not take part: run again with another "
+            f"--{'out' if 'output' in hit else hit[0]} path"
         )
 
 
@@ -970,7 +975,13 @@ def _handle(msg: FlowerMessage, context: Context) -> FlowerMessage:
             marks = str(config[OUTPUTS_KEY])
             del config[OUTPUTS_KEY]  # not part of the fits message (nor of its replay)
             path, name = _site_file(context.node_config)
-            check_not_output(marks, path, name)
+            node = context.node_config
+            own = {
+                "table (node config data-path)": path,
+                "policy file (node config policy)": str(node.get("policy", "")),
+                "audit log (node config audit)": str(node.get("audit", "")),
+            }
+            check_not_output(marks, own, name)
     analysis = str(context.run_config.get("task", "")).strip().lower() == "analyze"
     if fits_type in ANALYSIS_REPLIES or (fits_type == "setup" and analysis):
         return _handle_analysis(msg, fits_type, context)
