@@ -976,7 +976,7 @@ def _handle(msg: FlowerMessage, context: Context) -> FlowerMessage:
             del config[OUTPUTS_KEY]  # not part of the fits message (nor of its replay)
             path, name = _site_file(context.node_config)
             node = context.node_config
-            own = {
+            own: dict[str, str | os.PathLike[str]] = {
                 "table (node config data-path)": path,
                 "policy file (node config policy)": str(node.get("policy", "")),
                 "audit log (node config audit)": str(node.get("audit", "")),
