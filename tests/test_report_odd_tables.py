@@ -366,3 +366,14 @@ def test_report_refuses_clients_with_numbers_at_one_and_text_at_another(tmp_path
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
     assert f"text in the client 'b' table (--clients '{tmp_path / 'b.csv'}')" in done.stderr
     assert not (tmp_path / "r.html").exists()
+
+
+def test_a_synthetic_column_with_no_value_scores_0_with_a_note():
+    """A numeric column missing in every synthetic row scored 1/n (KS of the real values
+    against the filled-in lowest value: 0.083 for 12 rows), as if partly faithful."""
+    rng = np.random.default_rng(0)
+    real = pd.DataFrame({"x": rng.normal(size=12), "y": rng.normal(size=12)})
+    report = evaluate(real, real.assign(x=np.nan), utility=False, privacy=False)
+    scores = report.column_scores.set_index("column")["score"]
+    assert scores["x"] == 0.0 and scores["x (missing)"] == 0.0 and scores["y"] == 1.0
+    assert any("holds no value of numeric column(s) ['x']" in n for n in report.data["notes"])

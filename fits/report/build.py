@@ -1130,12 +1130,22 @@ def _fidelity_step(inputs: _Inputs, independent: pd.DataFrame) -> _Fidelity:
     real, synthetic, kinds, columns = inputs.real, inputs.synthetic, inputs.kinds, inputs.columns
     column_scores = column_fidelity(real, synthetic, kinds, columns)
     marginals = {c: _marginal(real[c], synthetic[c], kinds[c], c) for c in columns}
+    empty = []
     for c, (_, in_real, in_synthetic) in inputs.present.items():  # their values alone
         if in_synthetic.any():
             r, s = real.loc[in_real, [c]], synthetic.loc[in_synthetic, [c]]
             score = column_fidelity(r, s, kinds, [c])["score"].iloc[0]
             column_scores.loc[column_scores["column"] == c, "score"] = score
             marginals[c] = _marginal(r[c], s[c], kinds[c], c)
+        else:  # no value to compare: not the score of the filled-in values (1/n for KS)
+            column_scores.loc[column_scores["column"] == c, "score"] = 0.0
+            empty.append(c)
+    if empty:
+        inputs.notes.append(
+            f"the synthetic table holds no value of numeric column(s) {empty} (missing in "
+            "every row): their score is 0, and their charts show the missing values at the "
+            "real table's lowest value, where they are filled in for the other measures"
+        )
     return _Fidelity(
         column_scores=column_scores,
         pair_scores=pair_fidelity(real, synthetic, kinds, columns=columns),
