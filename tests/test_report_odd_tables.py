@@ -321,7 +321,9 @@ def test_report_compares_two_zones_as_the_same_instants():
     real = _zoned(40, 1, "Europe/Zurich")
     other = real.assign(when=real["when"].dt.tz_convert("America/New_York"))
     clients = {"a": real.iloc[:20], "b": other.iloc[20:]}
-    report = evaluate(real, other, clients=clients, utility=False, privacy=False)
+    pooled = pd.concat(clients.values(), ignore_index=True)  # Timestamp objects, two zones
+    assert pooled["when"].dtype == object
+    report = evaluate(pooled, other, clients=clients, utility=False, privacy=False)
     assert report.column_scores.set_index("column")["score"]["when"] == 1.0
     note = next(n for n in report.data["notes"] if "different zones" in n)
     assert "America/New_York in the synthetic table" in note
@@ -377,3 +379,23 @@ def test_a_synthetic_column_with_no_value_scores_0_with_a_note():
     scores = report.column_scores.set_index("column")["score"]
     assert scores["x"] == 0.0 and scores["x (missing)"] == 0.0 and scores["y"] == 1.0
     assert any("holds no value of numeric column(s) ['x']" in n for n in report.data["notes"])
+
+
+def test_cli_report_refuses_files_pooled_with_and_without_a_zone(tmp_path):
+    """Two --real files, one with UTC offsets and one without (or two such --clients
+    files, pooled as the real table), pooled as Timestamp objects: the column was taken
+    for free text and left out with a note saying so."""
+    real = _zoned(30, 1, "Europe/Zurich")
+    real.iloc[:15].to_csv(tmp_path / "r1.csv", index=False)
+    naive = real.iloc[15:].assign(when=real["when"].iloc[15:].dt.tz_localize(None))
+    naive.to_csv(tmp_path / "r2.csv", index=False)
+    real.to_csv(tmp_path / "s.csv", index=False)
+    files = [tmp_path / "r1.csv", tmp_path / "r2.csv"]
+    out = ["--synthetic", tmp_path / "s.csv", "--out", tmp_path / "r.html", "-q"]
+    done = fits_in_process("report", "--real", files[0], "--real", files[1], *out)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert "a time zone in some rows of the real table" in done.stderr
+    done = fits_in_process("report", "--clients", *files, *out)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert f"in the client 'r1' table (--clients '{files[0]}') but without one" in done.stderr
+    assert not (tmp_path / "r.html").exists()

@@ -740,7 +740,7 @@ def _check_inputs(
 ) -> _Inputs:
     """Check the tables and options of :func:`evaluate`; align every table on ``real``."""
     _check_frames(real, synthetic)
-    notes = []
+    notes: list[str] = []
     real = _decimals_as_floats(real.reset_index(drop=True))
     synthetic = _decimals_as_floats(synthetic.reset_index(drop=True))
     train = None if train is None else _decimals_as_floats(train)
@@ -748,6 +748,17 @@ def _check_inputs(
     if clients is not None:  # checked, named ("client 1", ... for a list)
         clients = {k: _decimals_as_floats(v) for k, v in _client_frames(clients).items()}
         _check_client_types(clients)
+    # before kinds are inferred (a column of aware and naive times pooled reads as text)
+    # and before the clients' rows are pooled
+    zoned = _same_zone(
+        {client_label(n): f for n, f in (clients or {}).items()}
+        | {"real": real, "synthetic": synthetic, "train": train, "test": test},
+        [str(c) for c in real.columns],
+        notes,
+    )
+    real, synthetic, train, test = (zoned[k] for k in ("real", "synthetic", "train", "test"))
+    if clients is not None:
+        clients = {n: zoned[client_label(n)] for n in clients}
     columns = list(real.columns)
     missing = [c for c in columns if c not in synthetic.columns]
     if missing:
@@ -868,14 +879,6 @@ def _check_inputs(
                     f"(dtype {frame[c].dtype}, values like {frame[c].dropna().iloc[:2].tolist()}); "
                     "write it as numbers"
                 )
-    zoned = _same_zone(
-        {"real": real, "synthetic": synthetic, "train": train, "test": test}
-        | {labels[n]: f for n, f in client_frames.items()},
-        columns,
-        notes,
-    )  # before the clients' rows are pooled: naive and aware rows would pool as text
-    real, synthetic, train, test = (zoned[k] for k in ("real", "synthetic", "train", "test"))
-    client_frames = {n: zoned[labels[n]] for n in client_frames}
     pooled = train is None and bool(client_frames)  # the training rows: the clients'
     if pooled:
         train = pd.concat(list(client_frames.values()), ignore_index=True)
@@ -918,52 +921,79 @@ def _check_inputs(
     )  # fmt: skip
 
 
+def _zones(values: pd.Series) -> set[str | None]:
+    """The time zones of a column's date-times (None: naive), also of ``Timestamp``
+    objects in a text column (aware and naive rows pooled); empty when it holds none."""
+    if pd.api.types.is_datetime64_any_dtype(values.dtype):
+        tz = getattr(values.dtype, "tz", None)
+        return {None if tz is None else str(tz)} if values.notna().any() else set()
+    if values.dtype != object:
+        return set()
+    present = values.dropna()
+    if present.empty or not isinstance(present.iloc[0], _dt.datetime):
+        return set()
+    return {
+        None if v.tzinfo is None else str(getattr(v, "tz", None) or v.tzinfo)
+        for v in present
+        if isinstance(v, _dt.datetime)
+    }
+
+
 def _same_zone(
     tables: Mapping[str, pd.DataFrame | None], columns: Sequence[str], notes: list[str]
 ) -> dict[str, pd.DataFrame | None]:
     """``tables`` with every datetime column in one zone: refused
     (:class:`ValueError`) where its values carry a time zone in one table and none in
-    another, since naive times are no instants and comparing them as UTC against the
-    other table's instants shifts every value by the zone's offset; in UTC, with a
-    note, where the tables hold it in different zones (the same instants).  A table
-    where the column holds no value is not looked at."""
+    another (or in some rows of one table and not in others), since naive times are no
+    instants and comparing them as UTC against the other table's instants shifts every
+    value by the zone's offset; in UTC, with a note, where the tables hold it in
+    different zones (the same instants).  A table where the column holds no value is
+    not looked at."""
     out = dict(tables)
     for column in columns:
-        zones: dict[str, str | None] = {}
+        zones: dict[str, set[str | None]] = {}
         for name, frame in tables.items():
-            if frame is None or column not in frame.columns:
-                continue
-            values = frame[column]
-            if pd.api.types.is_datetime64_any_dtype(values.dtype) and values.notna().any():
-                tz = getattr(values.dtype, "tz", None)
-                zones[name] = None if tz is None else str(tz)
+            if frame is not None and column in frame.columns:
+                held = _zones(frame[column])
+                if held:
+                    zones[name] = held
         if _check_zones(column, zones, notes):
             for name in zones:  # every one aware: the same instants in UTC
                 frame = out[name]
                 assert frame is not None
-                out[name] = frame.assign(**{column: frame[column].dt.tz_convert("UTC")})
+                out[name] = frame.assign(**{column: pd.to_datetime(frame[column], utc=True)})
     return out
 
 
-def _check_zones(column: str, zones: Mapping[str, str | None], notes: list[str]) -> bool:
-    """Refuse ``column`` when ``zones`` (table -> the column's time zone, None: naive)
+def _check_zones(column: str, zones: Mapping[str, set[str | None]], notes: list[str]) -> bool:
+    """Refuse ``column`` when ``zones`` (table -> the column's time zones, None: naive)
     holds a zone and None; True (with a note) when it holds different zones."""
-    aware = {n: z for n, z in zones.items() if z is not None}
-    naive = [n for n, z in zones.items() if z is None]
-    if aware and naive:
-        first, zone = next(iter(aware.items()))
+    aware = {n: sorted(map(str, z)) for n, z in zones.items() if None not in z}
+    naive = [n for n, z in zones.items() if z == {None}]
+    if aware and naive:  # first between tables of one kind of rows: the clients' files
+        first, (zone, *_) = next(iter(aware.items()))
         other = naive[0]
+        code = other if other in ("real", "synthetic", "train", "test") else "table"
         raise ValueError(
             f"column {column!r} holds date-times with a time zone ({zone}) in the {first} "
             f"table but without one in the {other} table, so their instants cannot be "
             f"compared (fits would not guess the {other} table's zone): give both tables "
-            f"the same zone (in pandas, e.g. {other}[{column!r}] = "
-            f"{other}[{column!r}].dt.tz_localize({zone!r}) if those are {zone} times; in a "
+            f"the same zone (in pandas, e.g. {code}[{column!r}] = "
+            f"{code}[{column!r}].dt.tz_localize({zone!r}) if those are {zone} times; in a "
             "CSV file, write each time with its UTC offset, such as "
             "2021-03-15 08:30:00+01:00), or leave the zone out of both"
         )
-    if len(set(aware.values())) > 1:
-        held = ", ".join(f"{z} in the {n} table" for n, z in aware.items())
+    mixed = [n for n, z in zones.items() if None in z and len(z) > 1]
+    if mixed:
+        raise ValueError(
+            f"column {column!r} holds date-times with a time zone in some rows of the "
+            f"{mixed[0]} table and without one in others (files pooled into it that "
+            "differ?), so their instants cannot be compared: give every row the same "
+            "zone (in a CSV file, write each time with its UTC offset, such as "
+            "2021-03-15 08:30:00+01:00), or leave the zone out of all"
+        )
+    if len({z for held in aware.values() for z in held}) > 1:
+        held = ", ".join(f"{', '.join(z)} in the {n} table" for n, z in aware.items())
         notes.append(
             f"datetime column {column!r} holds times in different zones ({held}): compared "
             "as the same instants in UTC"
