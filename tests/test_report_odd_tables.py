@@ -148,6 +148,7 @@ def test_cli_report_data_errors_name_the_file(tmp_path):
     assert done.returncode == 1
     assert f"the synthetic table (--synthetic '{tmp_path / 'fewer.csv'}') lacks" in done.stderr
     assert "leave those columns out of the real table" in done.stderr  # and says the fix
+    assert done.stderr.rstrip().endswith(". Here: --drop g")  # in the command's words
     done = fits_in_process(
         "report", "--real", tmp_path / "real.csv", "--synthetic", tmp_path / "text.csv",
         "--out", out, "--quiet",
@@ -285,6 +286,7 @@ def test_a_header_with_spaces_is_named_where_a_table_lacks_the_column(tmp_path):
     assert "lacks column(s) ['income'] (the header has ' income ', with spaces) of the" in (
         done.stderr
     )
+    assert "Here: --drop" not in done.stderr  # the header is the fix here
 
 
 def _zoned(n: int, seed: int, tz: str | None) -> pd.DataFrame:
