@@ -771,17 +771,24 @@ NearLinear = Annotated[
 #: so the log adds nothing. The same text as ``fits.deploy.flower.STOPPED`` (a test
 #: holds them equal; this module must not import Flower).
 STOPPED = "the run stopped and no output was written"
+#: What a site says when it refused a run whose --out (or --audit) is its own table
+#: (or its policy file or audit log)
+#: (the coordinator cannot see the sites' paths; each site compares salted marks of
+#: the files). The same text as ``fits.deploy.flower.OUTPUT_IS_INPUT`` (a test holds
+#: them equal).
+OUTPUT_IS_INPUT = "is this site's own"
 
 
 def report_failure(result: Any) -> None:
     """Exit 1 with why a Flower run failed (and the end of its log when it was not
-    fits' coordinator that stopped it on purpose)."""
+    fits' coordinator that stopped it on purpose); exit 2 when a site refused because
+    the run's --out or --audit is its own table (a usage error)."""
     details = str(result.details)
     if STOPPED in details:
         details = details.removeprefix("ServerApp failed with exception: ")
     else:  # an unexpected failure: show the end of the run's log
         typer.echo(result.log[-4000:], err=True)
-    _fail(f"run {result.run_id} {result.status}: {details}")
+    _fail(f"run {result.run_id} {result.status}: {details}", 2 if OUTPUT_IS_INPUT in details else 1)
 
 
 def _report(result: Any, out: Path, staging: Path | None = None) -> None:
@@ -1039,6 +1046,74 @@ def check_site_tables(
                 + lookalike_names(missing, extra)
             )
     _check_row_floor(sites, policy)
+
+
+def check_site_setup(sites: dict[str, Path], config: dict) -> None:
+    """Exit 1 before any Flower process starts when the run's setup round would refuse
+    the sites' tables: each table described as its site describes it (its file, less
+    the run's ``drop``, text read as numbers or dates as there,
+    :func:`~fits.core.schema.describe_table`) and the descriptions merged as the
+    coordinator merges them (:func:`~fits.core.schema.merge_descriptions`, with the
+    run's kinds and order): a column numeric at one site and text at another, a kind
+    its values cannot take.  The run said the same after starting Flower (a minute or
+    more).  One table is held at a time.  With a schema file the sites check their
+    tables against it at configure, and nothing is checked here."""
+    import warnings
+
+    from fits.core.names import resolve_columns, resolve_keys
+    from fits.core.schema import describe_table, merge_descriptions, parse_text_columns
+    from fits.io import DataFileError, read_table
+
+    if config.get("schema"):
+        return
+    kinds = {c: str(k) for c, k in _run_kinds(str(config.get("kinds", ""))).items()}
+    order = [c for c in str(config.get("order", "")).split(",") if c] or None
+    names = sorted(sites)  # the coordinator's order: by name
+    descriptions = []
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # notes on the tables: the run says them
+            for name in names:
+                frame = read_table(sites[name])
+                gone = _run_drop([str(c) for c in frame.columns], name, config)
+                if gone:
+                    frame = frame.drop(columns=gone)
+                header = [str(c) for c in frame.columns]
+                declared = resolve_keys(
+                    {c: {"kind": k} for c, k in kinds.items()}, header, "kinds", f"{name}'s table"
+                )
+                parsed, notes = parse_text_columns(frame, declared)
+                del frame
+                descriptions.append(describe_table(parsed, declared, client=name, notes=notes))
+                del parsed
+            headers = [str(c) for c in descriptions[0]["order"]]
+            merge_descriptions(
+                descriptions,
+                names,
+                kinds=resolve_keys(kinds, headers, "kinds"),
+                order=resolve_columns(order, headers, "order") if order else None,
+            )
+    except (DataFileError, ValueError) as exc:  # SchemaError, ColumnNameError: ValueErrors
+        _fail(str(exc))
+
+
+def _run_kinds(text: str) -> dict[str, str]:
+    """Run config ``kinds`` as :func:`_run_config` writes it (``"age:continuous"`` or a
+    JSON object), without importing Flower."""
+    if text.strip().startswith("{"):
+        return {str(c): str(k) for c, k in json.loads(text).items()}
+    return {c: k for c, _, k in (t.strip().rpartition(":") for t in text.split(",") if t.strip())}
+
+
+def _run_drop(columns: list[str], name: str, config: dict) -> list[str]:
+    """The headers of ``columns`` that the run config's ``drop`` leaves out at site
+    ``name`` (as :func:`fits.deploy.flower.site_drop` resolves them)."""
+    from fits.core.names import parse_column_list
+
+    names = parse_column_list(str(config.get("drop", "")), "run config drop")
+    if not names:
+        return []
+    return list(dict.fromkeys(match_columns(names, columns, "--drop", f"{name}'s table")))
 
 
 def remove_temporary_outputs(out: Path, since: float) -> None:
@@ -1391,6 +1466,7 @@ def local(
     # differ stop the command now: the run's setup round said so only after ~20 s of
     # starting Flower
     check_site_tables(dict(zip(names, data, strict=True)), drop, policy)
+    check_site_setup(dict(zip(names, data, strict=True)), config)
     kernels = dict(zip(names, kernel, strict=True)) if kernel else {}
     if settings:
         _check_kernel_settings(dict(zip(names, data, strict=True)), kernels, settings, config)

@@ -215,7 +215,7 @@ MaxRows = Annotated[
 Seed = Annotated[
     int, typer.Option("--seed", min=0, help="Seed of every random draw (an integer >= 0).")
 ]
-Quiet = Annotated[bool, typer.Option("--quiet", help="Print only where the outputs are.")]
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="Print only where the outputs are.")]
 Inference = Annotated[
     bool,
     typer.Option(
@@ -303,6 +303,7 @@ def report(
         _warnings_as_lines(),
         interruptible("no report was written (temporary files were removed)"),
     ):
+        tables: dict[str, Any] = {}
         try:
             client_files = _client_files(clients, more_clients)
             files = _Files(_real_files(real, client_files), synthetic, train, test, client_files)
@@ -368,7 +369,11 @@ def report(
         except (UsageError, ColumnNameError) as err:
             raise _fail(str(err), 2) from None
         except (DataError, SchemaError, ValueError, TypeError) as err:
-            raise _fail(_name_files(str(err), files), 1) from None
+            message = _name_files(str(err), files)
+            lacks = str(err).startswith("the synthetic table lacks column(s)")
+            if lacks and "did you mean" not in message and "(the header has" not in message:
+                message += _drop_hint(tables)
+            raise _fail(message, 1) from None
         except OSError as err:
             raise _fail(f"cannot write the report: {err}", 1) from None
     if not quiet:
@@ -779,6 +784,20 @@ def _settings_json(settings: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise DataError(f"--settings {str(settings)!r}: expected a JSON object")
     return data
+
+
+def _drop_hint(tables: dict[str, Any]) -> str:
+    """The ``--drop`` options that leave out of the real tables the columns the
+    synthetic table lacks (``fits synthesize --drop`` left them out), as a sentence."""
+    import shlex
+
+    if tables.get("real") is None or tables.get("synthetic") is None:
+        return ""
+    lacking = [c for c in tables["real"].columns if c not in tables["synthetic"].columns]
+    if not lacking:
+        return ""
+    drops = " ".join(f"--drop {shlex.quote(str(c))}" for c in lacking)
+    return f". Here: {drops}"
 
 
 def _name_files(message: str, files: _Files) -> str:

@@ -176,3 +176,23 @@ def test_count_rows_counts_a_one_column_table_s_blank_values(tmp_path):
     path.write_text("sex\nFemale\n\nMale\n")
     assert count_rows(path, 10) == 3 == len(read_table(path))
     assert count_rows(tmp_path / "missing.csv", 7) == 7  # the site says what is wrong
+
+
+def test_sites_whose_column_types_differ_are_refused_at_once(tmp_path, no_flower):
+    """A column of numbers at one site and of text at another ('31 years') stopped the
+    run only at its setup round, after a minute or two of Flower: the setup's own
+    description and merge now run here, one table at a time, with the same words."""
+    a, b = _site(tmp_path / "a.csv", columns=("x", "g", "age")), tmp_path / "b.csv"
+    frame = pd.read_csv(a)
+    frame.assign(age=[f"{v:.0f} years" for v in frame["age"] * 10 + 40]).to_csv(b, index=False)
+    res = _local(a, b, "--out", tmp_path / "o.csv")
+    assert res.returncode == 1 and "Traceback" not in res.stderr, res.stderr
+    assert "column 'age' is numeric at some clients and text at others" in res.stderr
+    assert "(a: float, b: string)" in res.stderr and "'years' at b" in res.stderr
+    assert no_flower == [] and not (tmp_path / "o.csv").exists()
+    # the run's --drop is the setup's: without the column the run starts
+    res = _local(a, b, "--out", tmp_path / "o.csv", "--drop", "age")
+    assert "Flower was started" in res.stderr and "numeric at some" not in res.stderr
+    res = _local(a, b, "--out", tmp_path / "o.csv", "--kind", "g=ordinal")
+    assert res.returncode == 1 and "numeric at some clients" in res.stderr
+    assert len(no_flower) == 1

@@ -976,6 +976,109 @@ def test_a_site_failing_before_setup_is_named_by_its_node(site_files, tmp_path):
     assert not list(tmp_path.iterdir())
 
 
+@pytest.mark.parametrize("how", ["output", "audit", "link", "policy"])
+def test_a_site_refuses_a_run_whose_output_is_its_table(site_files, tmp_path, how):
+    """The coordinator never sees the sites' paths: each site compares the salted mark
+    of every file the run will write with its own table's (and its policy file's and
+    audit log's), and refuses at setup."""
+    paths, kinds, _ = site_files
+    configs = _node_configs(paths)
+    target = paths["site-b"]
+    if how == "policy":  # site-b's own policy file, given as the run's output
+        target = tmp_path / "policy.json"
+        target.write_text('{"min_effective_rows": 5}')
+        configs[1]["policy"] = str(target)
+    before = target.read_bytes()
+    config = {"output": str(target), "rows": 5}
+    if how == "link":
+        config["output"] = str(tmp_path / "link.csv")
+        (tmp_path / "link.csv").symlink_to(target)
+    if how == "audit":
+        config = {"output": str(tmp_path / "s.csv"), "audit": str(target), "rows": 5}
+    grid = FakeGrid(configs)
+    what = "audit log" if how == "audit" else "output"
+    own = "policy file" if how == "policy" else "table"
+    with pytest.raises(RunStopped, match=f"site 'site-b': the run's {what} .*own {own}.*no output"):
+        run_synthesis(grid, config)
+    assert target.read_bytes() == before  # the audit log, written at every end, too
+    left = {p.name for p in tmp_path.iterdir()}
+    assert left == {"link": {"link.csv"}, "policy": {"policy.json"}}.get(how, set())
+    assert all(m.metadata.message_type.endswith("setup") for m in grid.pushed)  # no more rounds
+
+
+def test_output_marks_reach_only_the_setup_and_say_nothing_of_a_new_file(site_files, tmp_path):
+    """A run whose output exists but is no site's table runs as before: the marks go
+    with the setup request only, each site takes them out before its client sees it."""
+    from fits.deploy.flower import OUTPUTS_KEY, check_not_output, file_mark, output_marks
+
+    paths, kinds, _ = site_files
+    assert output_marks({"output": str(tmp_path / "new.csv"), "audit": ""}) == ""
+    out = tmp_path / "old.csv"
+    out.write_text("a\n1\n")
+    marks = json.loads(output_marks({"output": str(out), "audit": ""}))
+    assert set(marks["marks"]) == {"output"} and len(bytes.fromhex(marks["salt"])) == 16
+    assert file_mark(out, b"1") != file_mark(out, b"2")  # salted: no mark to compare across runs
+    check_not_output(json.dumps(marks), {"table": paths["site-a"], "audit": ""}, "a")  # fine
+    grid = FakeGrid(_node_configs(paths))
+    run_synthesis(grid, {"output": str(out), "rows": 5, "kinds": format_kinds(kinds)})
+    assert len(read_table(out)) == 5
+    # each site took the marks out of its setup request (its client never sees them)
+    assert all(OUTPUTS_KEY not in m.content.config_records["config"] for m in grid.pushed)
+    transport = FlowerTransport(grid, grid.get_node_ids(), outputs="M")
+    assert transport._with_outputs(Message("setup")).config == {OUTPUTS_KEY: "M"}
+    assert transport._with_outputs(Message("rules")).config == {}
+
+
+def test_fits_federate_run_exits_2_when_a_site_refuses_its_out(capsys):
+    import typer
+
+    from fits.cli.federate import OUTPUT_IS_INPUT as said_by_the_cli
+    from fits.cli.federate import report_failure
+    from fits.deploy.flower import OUTPUT_IS_INPUT
+
+    assert said_by_the_cli == OUTPUT_IS_INPUT
+    details = (
+        "ServerApp failed with exception: SuperNode 5 failed during the setup round: site "
+        f"'a': the run's output (...) {OUTPUT_IS_INPUT} (node config data-path); {STOPPED}"
+    )
+    result = type("R", (), {"run_id": 7, "status": "failed", "details": details, "log": ""})
+    with pytest.raises(typer.Exit) as end:
+        report_failure(result)
+    assert end.value.exit_code == 2
+    assert OUTPUT_IS_INPUT in capsys.readouterr().err
+    result.details = f"a site failed; {STOPPED}"
+    with pytest.raises(typer.Exit) as end:
+        report_failure(result)
+    assert end.value.exit_code == 1
+
+
+@pytest.mark.flower
+@pytest.mark.slow  # about 80 s of Flower for one refused setup round
+def test_a_real_site_refuses_a_run_whose_output_is_its_table(tmp_path):
+    """Through real SuperNodes: the marks reach the site's ClientApp, which refuses at
+    setup; the table is untouched and fits federate run would exit 2."""
+    import typer
+
+    from fits.cli.federate import report_failure
+    from fits.deploy.flower_launch import LocalFederation
+
+    rng = np.random.default_rng(0)
+    paths = {}
+    for name in ("a", "b"):
+        paths[name] = tmp_path / f"{name}.csv"
+        pd.DataFrame({"x": rng.normal(size=30), "g": rng.choice(["u", "v"], 30)}).to_csv(
+            paths[name], index=False
+        )
+    before = paths["b"].read_bytes()
+    with LocalFederation(paths, workdir=tmp_path / "fed") as fed:
+        result = fed.run({"output": str(paths["b"]), "rows": 5, "timeout": 60.0}, timeout=300)
+    assert not result.ok and "site 'b': the run's output" in result.details, result.details
+    assert paths["b"].read_bytes() == before
+    with pytest.raises(typer.Exit) as end:
+        report_failure(result)
+    assert end.value.exit_code == 2
+
+
 def test_a_silent_site_stops_the_round_at_its_timeout(site_files):
     paths, _, _ = site_files
     grid = FakeGrid(_node_configs(paths), silent={1014})

@@ -148,6 +148,7 @@ def test_cli_report_data_errors_name_the_file(tmp_path):
     assert done.returncode == 1
     assert f"the synthetic table (--synthetic '{tmp_path / 'fewer.csv'}') lacks" in done.stderr
     assert "leave those columns out of the real table" in done.stderr  # and says the fix
+    assert done.stderr.rstrip().endswith(". Here: --drop g")  # in the command's words
     done = fits_in_process(
         "report", "--real", tmp_path / "real.csv", "--synthetic", tmp_path / "text.csv",
         "--out", out, "--quiet",
@@ -285,3 +286,118 @@ def test_a_header_with_spaces_is_named_where_a_table_lacks_the_column(tmp_path):
     assert "lacks column(s) ['income'] (the header has ' income ', with spaces) of the" in (
         done.stderr
     )
+    assert "Here: --drop" not in done.stderr  # the header is the fix here
+
+
+def _zoned(n: int, seed: int, tz: str | None) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    when = pd.Timestamp("2024-03-01") + pd.to_timedelta(rng.integers(0, 30 * 86400, n), "s")
+    return pd.DataFrame({"when": when.tz_localize(tz) if tz else when, "x": rng.normal(size=n)})
+
+
+@pytest.mark.parametrize("naive", ["synthetic", "real", "client 'b'"])
+def test_report_refuses_a_time_zone_in_one_table_and_none_in_another(naive):
+    """A zone-aware column against a naive one was compared silently, the naive times
+    read as UTC: every value shifted by the zone's offset (a KS of 0.97 for a table
+    against itself with the zone dropped).  Refused, naming the column, both tables,
+    the zone and the fix."""
+    real = _zoned(40, 1, "Europe/Zurich")
+    synthetic, clients = real.copy(), {"a": real.iloc[:20], "b": real.iloc[20:].copy()}
+    if naive == "synthetic":
+        synthetic["when"] = synthetic["when"].dt.tz_localize(None)
+    elif naive == "real":
+        real = real.assign(when=real["when"].dt.tz_localize(None))
+    else:
+        clients["b"]["when"] = clients["b"]["when"].dt.tz_localize(None)
+    name = naive.split(" ")[0] if naive != "client 'b'" else naive
+    with pytest.raises(ValueError, match="column 'when' holds date-times with a time zone") as e:
+        evaluate(real, synthetic, clients=clients, utility=False, privacy=False)
+    assert f"without one in the {name} table" in str(e.value)
+    assert "tz_localize('Europe/Zurich')" in str(e.value) and "UTC offset" in str(e.value)
+
+
+def test_report_compares_two_zones_as_the_same_instants():
+    """Times in two zones are instants: compared in UTC (a table against itself in
+    another zone scores 1), with a note saying so; clients in two zones pool as
+    instants too (they were pooled as text and refused)."""
+    real = _zoned(40, 1, "Europe/Zurich")
+    other = real.assign(when=real["when"].dt.tz_convert("America/New_York"))
+    clients = {"a": real.iloc[:20], "b": other.iloc[20:]}
+    pooled = pd.concat(clients.values(), ignore_index=True)  # Timestamp objects, two zones
+    assert pooled["when"].dtype == object
+    report = evaluate(pooled, other, clients=clients, utility=False, privacy=False)
+    assert report.column_scores.set_index("column")["score"]["when"] == 1.0
+    note = next(n for n in report.data["notes"] if "different zones" in n)
+    assert "America/New_York in the synthetic table" in note
+    assert "Europe/Zurich in the client" in note and "same instants in UTC" in note
+
+
+def test_cli_report_names_the_files_of_a_zone_and_a_naive_column(tmp_path):
+    real = _zoned(30, 1, "Europe/Zurich")
+    real.to_csv(tmp_path / "real.csv", index=False)  # times with their UTC offsets
+    real.assign(when=real["when"].dt.tz_localize(None)).to_csv(tmp_path / "s.csv", index=False)
+    out = tmp_path / "r.html"
+    done = fits_in_process(
+        "report", "--real", tmp_path / "real.csv", "--synthetic", tmp_path / "s.csv",
+        "--out", out, "-q",  # -q as fits synthesize's
+    )  # fmt: skip
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert f"in the real table (--real '{tmp_path / 'real.csv'}')" in done.stderr
+    assert f"without one in the synthetic table (--synthetic '{tmp_path / 's.csv'}')" in done.stderr
+    assert not out.exists()
+
+
+def test_report_refuses_clients_with_numbers_at_one_and_text_at_another(tmp_path):
+    """Client tables pooled as the real table, 'age' numbers at one and '31 years' at
+    another, gave a report (exit 0) comparing 'age' as one nominal column of numbers and
+    labels; a fit refuses such sites.  A client where the column is empty, and money
+    written as text ('$4,260.0', read as numbers as a site reads it), still pass."""
+    from fits.report.build import _check_client_types
+
+    rng = np.random.default_rng(0)
+    a = pd.DataFrame({"age": rng.integers(20, 70, 12), "g": rng.choice(["u", "v"], 12)})
+    b = a.assign(age=[f"{v} years" for v in a["age"]])
+    with pytest.raises(ValueError, match=r"'age' holds numbers in the client 'a' table but text"):
+        evaluate(a, a, clients={"a": a, "b": b}, utility=False, privacy=False)
+    _check_client_types({"a": a, "b": a.assign(age=np.nan), "c": a.assign(g=np.nan)})
+    _check_client_types({"a": a, "b": a.assign(age=[f"${v:,.1f}" for v in a["age"] * 100])})
+    a.to_csv(tmp_path / "a.csv", index=False)
+    b.to_csv(tmp_path / "b.csv", index=False)
+    done = fits_in_process(
+        "report", "--clients", tmp_path / "a.csv", tmp_path / "b.csv", "--synthetic",
+        tmp_path / "a.csv", "--out", tmp_path / "r.html", "-q",
+    )  # fmt: skip
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert f"text in the client 'b' table (--clients '{tmp_path / 'b.csv'}')" in done.stderr
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_a_synthetic_column_with_no_value_scores_0_with_a_note():
+    """A numeric column missing in every synthetic row scored 1/n (KS of the real values
+    against the filled-in lowest value: 0.083 for 12 rows), as if partly faithful."""
+    rng = np.random.default_rng(0)
+    real = pd.DataFrame({"x": rng.normal(size=12), "y": rng.normal(size=12)})
+    report = evaluate(real, real.assign(x=np.nan), utility=False, privacy=False)
+    scores = report.column_scores.set_index("column")["score"]
+    assert scores["x"] == 0.0 and scores["x (missing)"] == 0.0 and scores["y"] == 1.0
+    assert any("holds no value of numeric column(s) ['x']" in n for n in report.data["notes"])
+
+
+def test_cli_report_refuses_files_pooled_with_and_without_a_zone(tmp_path):
+    """Two --real files, one with UTC offsets and one without (or two such --clients
+    files, pooled as the real table), pooled as Timestamp objects: the column was taken
+    for free text and left out with a note saying so."""
+    real = _zoned(30, 1, "Europe/Zurich")
+    real.iloc[:15].to_csv(tmp_path / "r1.csv", index=False)
+    naive = real.iloc[15:].assign(when=real["when"].iloc[15:].dt.tz_localize(None))
+    naive.to_csv(tmp_path / "r2.csv", index=False)
+    real.to_csv(tmp_path / "s.csv", index=False)
+    files = [tmp_path / "r1.csv", tmp_path / "r2.csv"]
+    out = ["--synthetic", tmp_path / "s.csv", "--out", tmp_path / "r.html", "-q"]
+    done = fits_in_process("report", "--real", files[0], "--real", files[1], *out)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert "a time zone in some rows of the real table" in done.stderr
+    done = fits_in_process("report", "--clients", *files, *out)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert f"in the client 'r1' table (--clients '{files[0]}') but without one" in done.stderr
+    assert not (tmp_path / "r.html").exists()

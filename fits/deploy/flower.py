@@ -119,8 +119,12 @@ analysis message and kept in its ``context.state``; the coordinator never learns
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import re
+import secrets
+import stat
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -152,7 +156,9 @@ __all__ = [
     "FlowerTransport",
     "RunStopped",
     "RunConfigStopped",
+    "OutputIsInputError",
     "check_outputs",
+    "file_mark",
     "wait_for_sites",
     "client_app",
     "to_records",
@@ -243,6 +249,11 @@ class FlowerTransport(Transport):
         Seconds between checks for replies (each an HTTP request to the SuperLink,
         which it serves on the same machine; default 0.2 s, against rounds of 3 s or
         more).
+    outputs : str
+        What the setup requests carry besides the fits message: the salted marks of
+        the files the coordinator will write (:func:`output_marks`, config key
+        :data:`OUTPUTS_KEY`), so that a site whose table is one of them refuses
+        (:func:`check_not_output`); ``""``: nothing.
     """
 
     def __init__(
@@ -253,6 +264,7 @@ class FlowerTransport(Transport):
         timeout: float = 600.0,
         poll: float = 0.2,
         validate: bool = True,
+        outputs: str = "",
     ) -> None:
         if not node_ids:
             raise ValueError("no SuperNode is connected to the SuperLink")
@@ -260,6 +272,7 @@ class FlowerTransport(Transport):
         self.node_ids = [int(n) for n in node_ids]
         self.timeout = float(timeout)
         self.poll = float(poll)
+        self.outputs = str(outputs)
         super().__init__([f"SuperNode {n}" for n in self.node_ids], validate=validate)
 
     def _who(self, k: int) -> str:
@@ -309,7 +322,7 @@ class FlowerTransport(Transport):
 
         outgoing = {
             key: FlowerMessage(
-                to_records(m),
+                to_records(self._with_outputs(m)),
                 dst_node_id=self.node_ids[site(key)],
                 message_type=message_type(m.type),
             )
@@ -344,6 +357,13 @@ class FlowerTransport(Transport):
             if waiting:
                 time.sleep(self.poll)
         return replies
+
+    def _with_outputs(self, message: Message) -> Message:
+        """A setup request with the marks of the coordinator's output files added
+        (:attr:`outputs`); any other message as it is."""
+        if message.type != "setup" or not self.outputs:
+            return message
+        return Message(message.type, message.arrays, {**message.config, OUTPUTS_KEY: self.outputs})
 
 
 _FLOWER_REASON = re.compile(r"<class '([\w.]+)'>:<(['\"])(.*)\2>", re.DOTALL)
@@ -550,7 +570,9 @@ def run_coordinator(grid: Grid, config: Mapping[str, Any], synthesize: Synthesiz
     except ValueError as exc:  # before any site is waited for
         raise RunConfigStopped(f"{exc}; {STOPPED}") from None
     nodes = wait_for_sites(grid, max(cfg["min_sites"], 1), cfg["timeout"])
-    transport = FlowerTransport(grid, sorted(nodes), timeout=cfg["timeout"])
+    transport = FlowerTransport(
+        grid, sorted(nodes), timeout=cfg["timeout"], outputs=output_marks(cfg)
+    )
     audit: list[str] = []
     if cfg["audit"]:
         transport.observers.append(
@@ -558,16 +580,18 @@ def run_coordinator(grid: Grid, config: Mapping[str, Any], synthesize: Synthesiz
                 json.dumps(_describe_reply(transport.client_names[k], reply))
             )
         )
+    refused = False  # a site refused: a file the run writes is its table
     try:
         return synthesize(transport, cfg)
-    except (ValueError, ProtocolError) as exc:
-        if STOPPED in str(exc):
+    except Exception as exc:
+        refused = OUTPUT_IS_INPUT in str(exc)
+        if not isinstance(exc, (ValueError, ProtocolError)) or STOPPED in str(exc):
             raise
         # fits refused what the run config asks of these sites (a usage or data error, a
         # site's policy): the message says why and what to change; no traceback to read
         raise RunStopped(f"{exc}; {STOPPED}") from None
     finally:
-        if cfg["audit"]:
+        if cfg["audit"] and not refused:  # never over the table of the site that refused
             from fits.io import write_text
 
             write_text("".join(line + "\n" for line in audit), cfg["audit"])
@@ -589,6 +613,87 @@ def check_outputs(cfg: Mapping[str, Any]) -> None:
     check_output(cfg["output"], inputs, option="run config output (--out)")
     if cfg["audit"]:
         check_output(cfg["audit"], inputs, option="run config audit (--audit)")
+
+
+#: Setup config key of the salted marks of the files the coordinator will write
+#: (:func:`output_marks`); the site's ClientApp reads it and takes it out of the request.
+OUTPUTS_KEY = "fits-outputs"
+#: How a site's refusal to answer a run that would write over its table reads (``fits
+#: federate run`` exits 2 on it). The same text as ``cli.federate.OUTPUT_IS_INPUT`` (a
+#: test holds them equal; that module must not import Flower).
+OUTPUT_IS_INPUT = "is this site's own"
+
+
+class OutputIsInputError(ValueError):
+    """A site refuses a run whose output (or audit log) is the site's own table."""
+
+
+def file_mark(path: str | os.PathLike[str], salt: bytes) -> str | None:
+    """A salted SHA-256 of the identity of the file at ``path``: its inode number, size
+    and modification time (ns), which a file shares with its symbolic and hard links,
+    with itself through a bind mount and, through a network file system, on another
+    machine; None when no regular file is there (a file still to be written is no
+    site's table).
+
+    The salt is fresh for each run, so a mark says nothing without it; what one site's
+    comparison tells the coordinator is one bit: whether a file it would write is that
+    site's table, which it could read already if it were."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    identity = f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}".encode()
+    return hashlib.sha256(salt + identity).hexdigest()
+
+
+def output_marks(cfg: Mapping[str, Any]) -> str:
+    """The setup config value (:data:`OUTPUTS_KEY`) that lets each site check that the
+    files this coordinator will write (run config ``output`` and ``audit``) are not its
+    own table: a fresh salt and the :func:`file_mark` of each that exists already, as
+    JSON; ``""`` when none exists (then none can be a site's table)."""
+    salt = secrets.token_bytes(16)
+    marks = {
+        key: mark
+        for key in ("output", "audit")
+        if cfg.get(key) and (mark := file_mark(str(cfg[key]), salt)) is not None
+    }
+    return json.dumps({"salt": salt.hex(), "marks": marks}) if marks else ""
+
+
+def check_not_output(marks: str, files: Mapping[str, str | os.PathLike[str]], name: str) -> None:
+    """Refuse (:class:`OutputIsInputError`) when one of the site's own ``files``
+    (what it is -> its path: the table, the policy file, the audit log) is one of the
+    files the coordinator will write, as its setup request's marks
+    (:func:`output_marks`) say: a site's files are never written over, and only the
+    site knows where they lie.  Nothing when ``marks`` is empty or cannot be read."""
+    try:
+        sent = json.loads(marks) if marks else {}
+        salt = bytes.fromhex(str(sent.get("salt", "")))
+        wanted = {str(k): str(v) for k, v in dict(sent.get("marks", {})).items()}
+    except (ValueError, TypeError, AttributeError):
+        return
+    if not wanted or not salt:
+        return
+    for own, path in files.items():
+        mark = file_mark(path, salt) if str(path) else None
+        hit = sorted(
+            k for k, v in wanted.items() if mark is not None and secrets.compare_digest(v, mark)
+        )
+        if not hit:
+            continue
+        what = " and ".join(
+            {"output": "output (run config output, fits federate run --out)"}.get(
+                k, f"{k} log (run config {k}, fits federate run --{k})"
+            )
+            for k in hit
+        )
+        raise OutputIsInputError(
+            f"site {name!r}: the run's {what} {OUTPUT_IS_INPUT} {own}; fits never writes "
+            "over a site's file, so this site does not take part: run again with another "
+            f"--{'out' if 'output' in hit else hit[0]} path"
+        )
 
 
 def wait_for_sites(grid: Grid, wanted: int, timeout: float) -> list[int]:
@@ -864,6 +969,19 @@ def _keep_site(site: FITSClient, context: Context) -> None:
 
 def _handle(msg: FlowerMessage, context: Context) -> FlowerMessage:
     fits_type = _fits_type(msg.metadata.message_type)
+    if fits_type == "setup":  # the coordinator's output files: never this site's table
+        config = msg.content.config_records.get("config")
+        if config is not None and OUTPUTS_KEY in config:
+            marks = str(config[OUTPUTS_KEY])
+            del config[OUTPUTS_KEY]  # not part of the fits message (nor of its replay)
+            path, name = _site_file(context.node_config)
+            node = context.node_config
+            own: dict[str, str | os.PathLike[str]] = {
+                "table (node config data-path)": path,
+                "policy file (node config policy)": str(node.get("policy", "")),
+                "audit log (node config audit)": str(node.get("audit", "")),
+            }
+            check_not_output(marks, own, name)
     analysis = str(context.run_config.get("task", "")).strip().lower() == "analyze"
     if fits_type in ANALYSIS_REPLIES or (fits_type == "setup" and analysis):
         return _handle_analysis(msg, fits_type, context)

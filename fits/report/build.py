@@ -671,6 +671,40 @@ def client_label(name: str) -> str:
     return name if re.fullmatch(r"client \d+", name) else f"client {name!r}"
 
 
+def _check_client_types(clients: Mapping[str, pd.DataFrame]) -> None:
+    """Refuse a column of numbers in one client's table and of text in another's that
+    no site would read as numbers (``31 years``; :func:`fits.core.schema.parse_text_columns`):
+    a fit refuses such sites ("numeric at some clients and text at others"), and pooled
+    as the real table its numbers and labels were compared as one nominal column of
+    both."""
+    from fits.core.schema import parse_text_columns
+
+    frames = {client_label(n): f for n, f in clients.items()}
+    columns = list(dict.fromkeys(c for f in frames.values() for c in f.columns))
+    for c in columns:
+        numeric = [
+            n for n, f in frames.items() if c in f.columns and _numeric(f[c]) and f[c].notna().any()
+        ]
+        if not numeric:
+            continue
+        for name, frame in frames.items():
+            if c not in frame.columns or _numeric(frame[c]) or not frame[c].notna().any():
+                continue
+            if pd.api.types.is_datetime64_any_dtype(frame[c].dtype):
+                continue  # dates: compared (or refused) with the other dates
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                parsed, _ = parse_text_columns(frame[[c]], text_only=True)
+            if _numeric(parsed[c]):
+                continue  # '$1,234': read as numbers, as a site reads it
+            values = frame[c].dropna().iloc[:2].tolist()
+            raise ValueError(
+                f"column {c!r} holds numbers in the {numeric[0]} table but text in the "
+                f"{name} table (values like {values}), which a fit refuses (numeric at some "
+                "clients and text at others): write it as numbers in every client's table"
+            )
+
+
 def _numeric(s: pd.Series) -> bool:
     return pd.api.types.is_numeric_dtype(s.dtype) or pd.api.types.is_bool_dtype(s.dtype)
 
@@ -706,13 +740,25 @@ def _check_inputs(
 ) -> _Inputs:
     """Check the tables and options of :func:`evaluate`; align every table on ``real``."""
     _check_frames(real, synthetic)
-    notes = []
+    notes: list[str] = []
     real = _decimals_as_floats(real.reset_index(drop=True))
     synthetic = _decimals_as_floats(synthetic.reset_index(drop=True))
     train = None if train is None else _decimals_as_floats(train)
     test = None if test is None else _decimals_as_floats(test)
     if clients is not None:  # checked, named ("client 1", ... for a list)
         clients = {k: _decimals_as_floats(v) for k, v in _client_frames(clients).items()}
+        _check_client_types(clients)
+    # before kinds are inferred (a column of aware and naive times pooled reads as text)
+    # and before the clients' rows are pooled
+    zoned = _same_zone(
+        {client_label(n): f for n, f in (clients or {}).items()}
+        | {"real": real, "synthetic": synthetic, "train": train, "test": test},
+        [str(c) for c in real.columns],
+        notes,
+    )
+    real, synthetic, train, test = (zoned[k] for k in ("real", "synthetic", "train", "test"))
+    if clients is not None:
+        clients = {n: zoned[client_label(n)] for n in clients}
     columns = list(real.columns)
     missing = [c for c in columns if c not in synthetic.columns]
     if missing:
@@ -875,6 +921,87 @@ def _check_inputs(
     )  # fmt: skip
 
 
+def _zones(values: pd.Series) -> set[str | None]:
+    """The time zones of a column's date-times (None: naive), also of ``Timestamp``
+    objects in a text column (aware and naive rows pooled); empty when it holds none."""
+    if pd.api.types.is_datetime64_any_dtype(values.dtype):
+        tz = getattr(values.dtype, "tz", None)
+        return {None if tz is None else str(tz)} if values.notna().any() else set()
+    if values.dtype != object:
+        return set()
+    present = values.dropna()
+    if present.empty or not isinstance(present.iloc[0], _dt.datetime):
+        return set()
+    return {
+        None if v.tzinfo is None else str(getattr(v, "tz", None) or v.tzinfo)
+        for v in present
+        if isinstance(v, _dt.datetime)
+    }
+
+
+def _same_zone(
+    tables: Mapping[str, pd.DataFrame | None], columns: Sequence[str], notes: list[str]
+) -> dict[str, pd.DataFrame | None]:
+    """``tables`` with every datetime column in one zone: refused
+    (:class:`ValueError`) where its values carry a time zone in one table and none in
+    another (or in some rows of one table and not in others), since naive times are no
+    instants and comparing them as UTC against the other table's instants shifts every
+    value by the zone's offset; in UTC, with a note, where the tables hold it in
+    different zones (the same instants).  A table where the column holds no value is
+    not looked at."""
+    out = dict(tables)
+    for column in columns:
+        zones: dict[str, set[str | None]] = {}
+        for name, frame in tables.items():
+            if frame is not None and column in frame.columns:
+                held = _zones(frame[column])
+                if held:
+                    zones[name] = held
+        if _check_zones(column, zones, notes):
+            for name in zones:  # every one aware: the same instants in UTC
+                frame = out[name]
+                assert frame is not None
+                out[name] = frame.assign(**{column: pd.to_datetime(frame[column], utc=True)})
+    return out
+
+
+def _check_zones(column: str, zones: Mapping[str, set[str | None]], notes: list[str]) -> bool:
+    """Refuse ``column`` when ``zones`` (table -> the column's time zones, None: naive)
+    holds a zone and None; True (with a note) when it holds different zones."""
+    aware = {n: sorted(map(str, z)) for n, z in zones.items() if None not in z}
+    naive = [n for n, z in zones.items() if z == {None}]
+    if aware and naive:  # first between tables of one kind of rows: the clients' files
+        first, (zone, *_) = next(iter(aware.items()))
+        other = naive[0]
+        code = other if other in ("real", "synthetic", "train", "test") else "table"
+        raise ValueError(
+            f"column {column!r} holds date-times with a time zone ({zone}) in the {first} "
+            f"table but without one in the {other} table, so their instants cannot be "
+            f"compared (fits would not guess the {other} table's zone): give both tables "
+            f"the same zone (in pandas, e.g. {code}[{column!r}] = "
+            f"{code}[{column!r}].dt.tz_localize({zone!r}) if those are {zone} times; in a "
+            "CSV file, write each time with its UTC offset, such as "
+            "2021-03-15 08:30:00+01:00), or leave the zone out of both"
+        )
+    mixed = [n for n, z in zones.items() if None in z and len(z) > 1]
+    if mixed:
+        raise ValueError(
+            f"column {column!r} holds date-times with a time zone in some rows of the "
+            f"{mixed[0]} table and without one in others (files pooled into it that "
+            "differ?), so their instants cannot be compared: give every row the same "
+            "zone (in a CSV file, write each time with its UTC offset, such as "
+            "2021-03-15 08:30:00+01:00), or leave the zone out of all"
+        )
+    if len({z for held in aware.values() for z in held}) > 1:
+        held = ", ".join(f"{', '.join(z)} in the {n} table" for n, z in aware.items())
+        notes.append(
+            f"datetime column {column!r} holds times in different zones ({held}): compared "
+            "as the same instants in UTC"
+        )
+        return True
+    return False
+
+
 def _comparable(
     tables: dict[str, pd.DataFrame],
     columns: list[str],
@@ -1033,12 +1160,22 @@ def _fidelity_step(inputs: _Inputs, independent: pd.DataFrame) -> _Fidelity:
     real, synthetic, kinds, columns = inputs.real, inputs.synthetic, inputs.kinds, inputs.columns
     column_scores = column_fidelity(real, synthetic, kinds, columns)
     marginals = {c: _marginal(real[c], synthetic[c], kinds[c], c) for c in columns}
+    empty = []
     for c, (_, in_real, in_synthetic) in inputs.present.items():  # their values alone
         if in_synthetic.any():
             r, s = real.loc[in_real, [c]], synthetic.loc[in_synthetic, [c]]
             score = column_fidelity(r, s, kinds, [c])["score"].iloc[0]
             column_scores.loc[column_scores["column"] == c, "score"] = score
             marginals[c] = _marginal(r[c], s[c], kinds[c], c)
+        else:  # no value to compare: not the score of the filled-in values (1/n for KS)
+            column_scores.loc[column_scores["column"] == c, "score"] = 0.0
+            empty.append(c)
+    if empty:
+        inputs.notes.append(
+            f"the synthetic table holds no value of numeric column(s) {empty} (missing in "
+            "every row): their score is 0, and their charts show the missing values at the "
+            "real table's lowest value, where they are filled in for the other measures"
+        )
     return _Fidelity(
         column_scores=column_scores,
         pair_scores=pair_fidelity(real, synthetic, kinds, columns=columns),
