@@ -167,14 +167,26 @@ def _check_glm(opts: AnalyzeOptions) -> None:
             f"{opts.family} takes an offset on its own scale: use --offset",
             param_hint="--exposure",
         )
-    if private and opts.extra.get("weights") is not None:
+    max_weight = opts.extra.get("max_weight")
+    if private and opts.extra.get("weights") is not None and max_weight is None:
         raise typer.BadParameter(
-            "prior weights are not supported in a private fit (a row's weight would scale "
-            "its gradient beyond the sensitivity the noise is calibrated to; "
-            "docs/analysis.md, 'Offsets and weights'); drop --weights, or fit without "
-            "--mu/--epsilon",
+            "prior weights in a private fit need --max-weight, the largest weight (public): "
+            "a row's weight scales its clipped gradient, so the noise is calibrated to "
+            "max-weight x clip (docs/analysis.md, 'Offsets and weights'); declare it, drop "
+            "--weights, or fit without --mu/--epsilon",
             param_hint="--weights",
         )
+    if max_weight is not None:
+        if opts.extra.get("weights") is None or not private:
+            raise typer.BadParameter(
+                "--max-weight bounds the --weights of a private fit (--mu/--epsilon); "
+                "without both it has no use: drop it",
+                param_hint="--max-weight",
+            )
+        if not (math.isfinite(max_weight) and max_weight > 0):
+            raise typer.BadParameter(
+                f"must be a positive number, got {max_weight}", param_hint="--max-weight"
+            )
     if opts.family == "linear" and opts.extra.get("check_separation"):
         raise typer.BadParameter(
             "separation is a logistic and Poisson matter: a linear fit has no such check; "
@@ -244,7 +256,7 @@ def _glm_spec(opts: AnalyzeOptions) -> dict[str, Any]:
         options["missing"] = opts.extra["missing"]
     if opts.extra.get("positive") is not None:
         options["positive"] = opts.extra["positive"]
-    for key in ("offset", "exposure", "weights"):
+    for key in ("offset", "exposure", "weights", "max_weight"):
         if opts.extra.get(key) is not None:
             options[key] = opts.extra[key]
     return {"method": opts.method, "options": options, "ci": opts.extra.get("ci", 0.95)}
@@ -286,13 +298,14 @@ def _check_fedlsa(opts: AnalyzeOptions) -> None:
         "--cov-type": opts.extra.get("cov_type"),
         "--positive": opts.extra.get("positive"),
     }
-    for key in ("offset", "exposure", "weights"):
+    for key in ("offset", "exposure", "weights", "max_weight"):
         if opts.extra.get(key) is not None:  # FedLSA's bootstrap has no row weights
+            option = "--" + key.replace("_", "-")
             raise typer.BadParameter(
-                f"--{key} is an option of the GLM methods; FedLSA fits unweighted least "
+                f"{option} is an option of the GLM methods; FedLSA fits unweighted least "
                 "squares without an offset: drop it, or fit with --method newton --family "
                 "linear",
-                param_hint=f"--{key}",
+                param_hint=option,
             )
     unused.update({f"--{k.lower()}": v for k, v in opts.iterations.items() if k in ("K1", "K2")})
     unused["--iterations"] = opts.iterations.get("K")
@@ -593,8 +606,17 @@ def analyze(
         str | None,
         typer.Option(
             "--weights",
-            help="A column of non-negative prior weights (statsmodels' var_weights); "
-            "without --mu/--epsilon only.",
+            help="A column of non-negative prior weights (statsmodels' var_weights); with "
+            "--mu/--epsilon also --max-weight.",
+            show_default=False,
+        ),
+    ] = None,
+    max_weight: Annotated[
+        float | None,
+        typer.Option(
+            "--max-weight",
+            help="Private fits with --weights: the largest weight (public); the noise is "
+            "calibrated to max-weight x clip.",
             show_default=False,
         ),
     ] = None,
@@ -686,6 +708,7 @@ def analyze(
             "offset": offset,
             "exposure": exposure,
             "weights": weights,
+            "max_weight": max_weight,
         },
     )
     if method == "fedhybrid":  # FedHybrid's steps are eta1 / eta2

@@ -165,13 +165,17 @@ def test_option_errors_before_any_round() -> None:
         fit_glm(TABLES, "b", ["a"], family="logistic", exposure="e")
     with pytest.raises(ValueError, match="offset or exposure, not both"):
         fit_glm(TABLES, "y", ["a"], family="poisson", exposure="e", offset="a")
-    with pytest.raises(ValueError, match="weights are not supported in a private fit"):
+    with pytest.raises(ValueError, match="need a declared largest weight, max_weight="):
         fit_glm(TABLES, "z", ["a"], family="linear", weights="w", mu=1.0, clip=1.0)
+    with pytest.raises(ValueError, match="max_weight bounds the prior weights of a private"):
+        fit_glm(TABLES, "z", ["a"], family="linear", weights="w", max_weight=3.0)
+    with pytest.raises(ValueError, match="max_weight must be a positive finite number"):
+        fit_glm(TABLES, "z", ["a"], family="linear", weights="w", mu=1, max_weight=math.inf)
 
 
-def test_a_site_refuses_weights_in_a_private_fit() -> None:
+def test_a_site_refuses_weights_in_a_private_fit_without_a_bound() -> None:
     """Even a coordinator that skips fit_glm's check gets no private release with
-    weights: the site refuses at glm_configure."""
+    weights and no declared largest weight: the site refuses at glm_configure."""
     from fits.analysis.design import DesignSpec, Standardization, standardization_round
 
     spec = DesignSpec(target="z", numeric=("a",), weights="w")
@@ -183,9 +187,9 @@ def test_a_site_refuses_weights_in_a_private_fit() -> None:
             "glm_configure",
             {"means": st.means, "sds": st.sds},
             {"family": "linear", "method": "fedsgd", "settings": json.dumps({"K": 5, "eta": 0.5}),
-             "tau1": 0.1, "mu": 1.0, "weight_sum": 1},
+             "tau1": 0.1, "mu": 1.0},
         )  # fmt: skip
-        with pytest.raises(ProtocolError, match="prior weights are not supported in a private"):
+        with pytest.raises(ProtocolError, match="need a declared largest weight"):
             transport.broadcast(msg)
     finally:
         transport.close()
@@ -261,7 +265,8 @@ def test_cli_exposure_and_weights(site_files: list[str], tmp_path: Path) -> None
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (["--weights", "w", "--mu", "1"], "not supported in a private fit"),
+        (["--weights", "w", "--mu", "1"], "need --max-weight"),
+        (["--weights", "w", "--max-weight", "3"], "--max-weight bounds the --weights"),
         (["--exposure", "e", "--family", "logistic"], "--exposure is for --family poisson"),
         (["--offset", "a", "--method", "fedlsa", "--family", "linear"], "--offset is an option"),
         (["--offset", "nope"], "nope"),
@@ -286,3 +291,39 @@ def test_cli_exposure_of_zero_is_a_data_error(site_files: list[str], tmp_path: P
     )  # fmt: skip
     assert proc.returncode == 1 and "bad: exposure column 'e' has 300 value(s) <= 0" in proc.stderr
     assert not out.exists()
+
+
+def test_private_weights_scale_the_noise_by_the_declared_max_weight() -> None:
+    """Each row's gradient is clipped to B, then weighted: norm <= w_max B, so every
+    noise sd is w_max times the unweighted fit's; doubling w_max doubles it."""
+    kw = dict(family="linear", weights="w", mu=1.0, clip=2.0, cov_type=None)
+    sig = {}
+    for method, stage in (("fedsgd", "fedsgd"), ("fednewton", "newton")):
+        for wmax in (3.0, 6.0, None):
+            sites = make_sites(TABLES, 0)
+            args = dict(kw, max_weight=wmax) if wmax else dict(kw, weights=None)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                res = fit_glm(None, "z", ["a"], method=method,
+                              transport=InProcessTransport(sites), **args)  # type: ignore[arg-type]  # fmt: skip
+            sig[method, wmax] = np.array([s.sigmas[stage] for s in sites])
+            if wmax:
+                assert res.settings["max_weight"] == wmax
+                assert f"max_weight {wmax:g}" in res.summary()
+        np.testing.assert_allclose(sig[method, 3.0], 3.0 * sig[method, None], rtol=1e-12)
+        np.testing.assert_allclose(sig[method, 6.0], 2.0 * sig[method, 3.0], rtol=1e-12)
+    # a weight above the declared bound: the site refuses, naming itself and the column
+    with pytest.raises(DesignError, match=r"s\d: weights column 'w' has \d+ value\(s\) above"):
+        fit_glm(TABLES, "z", ["a"], max_weight=2.0, **kw)  # type: ignore[arg-type]
+
+
+def test_private_weighted_fit_goes_to_the_weighted_mle_as_mu_grows() -> None:
+    exact = fit_glm(TABLES, "y", ["a", "g"], family="poisson", exposure="e", weights="w")
+    gaps = []
+    for mu in (0.3, 1e7):
+        res = fit_glm(
+            TABLES, "y", ["a", "g"], family="poisson", exposure="e", weights="w",
+            max_weight=3.0, mu=mu, clip=50.0, method="fedsgd", K=1500, eta=0.05, seed=3,
+        )  # fmt: skip
+        gaps.append(float(np.max(np.abs(res.params - exact.params))))
+    assert gaps[1] < 1e-4 < gaps[0]

@@ -257,17 +257,17 @@ def clipped_gradients(
     off: np.ndarray | None = None,
     w: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Per-row gradients w (mu(x'theta + offset) - y) x (``off``: the offsets, None
-    for none; ``w``: the prior weights, None for 1), each scaled to norm at most
-    ``clip``."""
+    """Per-row gradients (mu(x'theta + offset) - y) x (``off``: the offsets, None
+    for none), each scaled to norm at most ``clip``, then times the row's prior weight
+    (``w``, None for 1): a weighted row's gradient has norm at most w ``clip``."""
     r = _mean(family, _eta(x, theta, off)) - y
-    if w is not None:
-        r = r * w
     g = r[:, None] * x
     if math.isfinite(clip):
         norms = np.abs(r) * np.sqrt(np.einsum("ij,ij->i", x, x))
         scale = np.minimum(1.0, clip / np.maximum(norms, 1e-300))
         g *= scale[:, None]
+    if w is not None:
+        g *= w[:, None]
     return g
 
 
@@ -289,15 +289,16 @@ def site_gradient(
     off: np.ndarray | None = None,
     w: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Sum over a site's rows of the per-row gradients w (mu(x'theta + off) - y) x
-    clipped at ``clip``, divided by n (``xnorm``: the rows' Euclidean norms; ``n``: the
-    row count, or with weights the weights' sum; ``off``, ``w``: None for none)."""
+    """Sum over a site's rows of the per-row gradients (mu(x'theta + off) - y) x
+    clipped at ``clip``, each then times its prior weight ``w``, divided by n
+    (``xnorm``: the rows' Euclidean norms; ``n``: the row count, or in a fit with
+    weights but no privacy the weights' sum; ``off``, ``w``: None for none)."""
     r = _mean(family, _eta(x, theta, off)) - y
-    if w is not None:
-        r = r * w
     if math.isfinite(clip):
         norms = np.abs(r) * xnorm
         r = r * np.minimum(1.0, clip / np.maximum(norms, 1e-300))
+    if w is not None:
+        r = r * w
     g = (r[..., None, :] @ x)[..., 0, :]
     return g / np.asarray(n, dtype=np.float64)[..., None]
 
@@ -659,6 +660,10 @@ class GLMSite(DesignSite):
         #: Whether to keep :attr:`noise_log` (off by default: it grows with the rounds).
         self.log_noise = False
         self._clip_fixed = False
+        #: The declared largest prior weight w_max of a private fit with weights (1
+        #: otherwise): a row's clipped gradient times its weight has norm at most
+        #: w_max B, so every noise scale is that of the clip w_max B.
+        self.weight_bound = 1.0
 
     def handlers(self) -> dict[str, Callable[[Message], Message]]:
         """Message type -> method answering it."""
@@ -693,21 +698,36 @@ class GLMSite(DesignSite):
         y = self.builder.target()
         check_target(self.family, y, self.name, str(self.builder.spec.target))
         off, pw = self.builder.offset(), self.builder.weights()
+        declared = float(msg.config.get("max_weight", 0.0))
+        self.weight_bound = 1.0
         if pw is not None and self.mu is not None:
-            raise ProtocolError(
-                f"{self.name}: prior weights are not supported in a private fit (a row's "
-                "weight would scale its contribution beyond the sensitivity the noise is "
-                "calibrated to); fit without weights, or without privacy"
-            )
+            if not (math.isfinite(declared) and declared > 0):
+                raise ProtocolError(
+                    f"{self.name}: prior weights in a private fit need a declared largest "
+                    "weight (max_weight): a row's weight scales its gradient, and the noise "
+                    "is calibrated to the largest"
+                )
+            over = pw > declared
+            if over.any():
+                raise DesignError(
+                    f"{self.name}: weights column {self.builder.spec.weights!r} has "
+                    f"{int(over.sum())} value(s) above the declared max weight {declared:g} "
+                    "the privacy noise is calibrated to: declare a larger max_weight "
+                    "(--max-weight), or cap those weights"
+                )
+            self.weight_bound = declared
         xnorm = np.sqrt(np.einsum("ij,ij->i", x, x))
-        total = float(self.n_rows) if pw is None else float(pw.sum())
+        # with privacy the sites' means are over their row counts (public); the
+        # weights' sums would be an exact release outside the guarantee
+        exact = pw is not None and self.mu is None
+        total = float(pw.sum()) if exact and pw is not None else float(self.n_rows)
         self._parts = {"all": (x, y, xnorm, total)}
         self._extras = {"all": (off, pw)}
         if self.method == "fednewton":
             perm = self._rng.permutation(self.n_rows)
             half = self.n_rows // 2
             for part, idx in (("first", perm[:half]), ("second", perm[half:])):
-                size = float(len(idx)) if pw is None else float(pw[idx].sum())
+                size = float(pw[idx].sum()) if exact and pw is not None else float(len(idx))
                 self._parts[part] = (np.ascontiguousarray(x[idx]), y[idx], xnorm[idx], size)
                 self._extras[part] = (
                     None if off is None else off[idx],
@@ -721,12 +741,12 @@ class GLMSite(DesignSite):
         self._clip_fixed = False
         self.noise_log = {k: [] for k in self.releases_left}
         reply = {"n_rows": np.array([self.n_rows], dtype=np.int64)}
-        if int(msg.config.get("weight_sum", 0)) != int(pw is not None):
+        if int(msg.config.get("weight_sum", 0)) != int(exact):
             raise ProtocolError(
                 f"{self.name}: glm_configure must ask for the weights' sum exactly when the "
-                "design has prior weights"
+                "design has prior weights and the fit no privacy"
             )
-        if pw is not None:  # the server averages the sites by their weights' sums
+        if exact:  # the server averages the sites by their weights' sums
             reply["weight_sum"] = np.array([total])
         p = int(msg.config.get("null_space", 0))
         if p > 0:
@@ -780,8 +800,9 @@ class GLMSite(DesignSite):
     def _set_clip(self, clip: float) -> None:
         self.clip = float(clip)
         if self.mu is not None:
+            bound = self.clip * self.weight_bound  # a row's gradient: norm <= w_max B
             self.sigmas = noise_scales(
-                self.method, self.settings, self.clip, self.mu, self.n_rows, self.tau1
+                self.method, self.settings, bound, self.mu, self.n_rows, self.tau1
             )
 
     def _clip(self, msg: Message) -> Message:
@@ -789,7 +810,8 @@ class GLMSite(DesignSite):
         its per-row gradient norms at theta (sec. 4.1)."""
         x, y, _, _ = self._data()
         theta = msg.arrays["theta"]
-        grads = clipped_gradients(self.family, x, y, theta, math.inf, *self._extra())
+        off, _ = self._extra()  # B bounds the gradient before its weight
+        grads = clipped_gradients(self.family, x, y, theta, math.inf, off)
         norms = np.linalg.norm(grads, axis=1)
         q = float(np.quantile(norms, float(msg.config["quantile"])))
         return Message("glm_clip", {"b": np.array([q])})
@@ -1956,6 +1978,12 @@ class GLMResults:
                 f"delta={p.delta:g}); third party {p.mu_third_party:.4g}-GDP "
                 f"(eps={p.epsilon_third_party:.4g}); clip B={self.clip:.4g}"
                 + (" (data-driven, not covered)" if self.clip_data_driven else "")
+                + (
+                    f"; weights <= max_weight {self.settings['max_weight']:.4g}, noise as for "
+                    f"a clip of {self.clip * self.settings['max_weight']:.4g}"
+                    if "max_weight" in self.settings
+                    else ""
+                )
             )
             lines.append(f"privacy covers {self.privacy_scope}")
             if self.noise_floor is not None:
@@ -2111,6 +2139,7 @@ def fit_glm(
     offset: str | None = None,
     exposure: str | None = None,
     weights: str | None = None,
+    max_weight: float | None = None,
 ) -> GLMResults:
     """Fit a GLM across sites, optionally with mu-GDP (Algorithms 1-4 of the paper).
 
@@ -2220,10 +2249,20 @@ def fit_glm(
         weight, so the coefficients equal statsmodels' with ``var_weights`` or
         ``freq_weights``; the standard errors equal ``var_weights``' (a linear fit's
         residual variance is sum w r^2 / (N - p), N the rows; for logistic and Poisson
-        they equal ``freq_weights``' too).  Without privacy only: a weight scales its
-        row's contribution beyond the sensitivity the noise is calibrated to, so a
-        private fit with weights is refused.  The paper's methods then average the
-        sites by their weights' sums (each site sends it in ``glm_configure``).
+        they equal ``freq_weights``' too).  Without privacy the paper's methods
+        average each site's weighted gradients over its weights' sum and the sites by
+        those sums (each site sends its sum in ``glm_configure``).  A private fit needs
+        ``max_weight``.
+    max_weight : float, optional
+        Private fits with ``weights`` only: the declared largest weight w_max, public.
+        Each row's gradient is clipped to norm B and then multiplied by its weight, so
+        it has norm at most w_max B, and every noise scale of the lemmas is computed
+        with w_max B in place of B (the noise sd is w_max times that of the fit
+        without weights).  A site holding a weight above it refuses the fit (an error
+        naming the site, the column and the count).  The sites' means stay over their
+        row counts (n_i, public; the weights' sums are never sent), so the fixed point
+        is the weighted MLE and the steps scale with the mean weight: weights near 1
+        (divide them by their largest) keep the paper's step sizes.
 
     Returns
     -------
@@ -2298,12 +2337,24 @@ def fit_glm(
             f"exposure is for family 'poisson' (its log is the offset of a rate); family "
             f"{family!r} takes an offset on its own scale: give offset= instead"
         )
-    if weights is not None and budget is not None:
+    if max_weight is not None:
+        if weights is None or budget is None:
+            raise ValueError(
+                "max_weight bounds the prior weights of a private fit (the noise is "
+                "calibrated to it); without weights= and mu/epsilon it has no use: drop it"
+            )
+        if isinstance(max_weight, bool) or not (
+            isinstance(max_weight, numbers.Real)
+            and math.isfinite(float(max_weight))
+            and max_weight > 0
+        ):
+            raise ValueError(f"max_weight must be a positive finite number, got {max_weight!r}")
+    if weights is not None and budget is not None and max_weight is None:
         raise ValueError(
-            "weights are not supported in a private fit: a row's weight scales its "
-            "gradient, so one row could move a release by more than the sensitivity 2B/n_i "
-            "the noise is calibrated to; fit without weights (e.g. repeat a row w times for "
-            "an integer frequency weight), or without mu/epsilon"
+            "prior weights in a private fit need a declared largest weight, max_weight= "
+            "(fits analyze --max-weight): a row's weight scales its clipped gradient, so "
+            "the noise is calibrated to max_weight B in place of B; declare it, or fit "
+            "without weights or without mu/epsilon"
         )
     if positive is not None:
         if not isinstance(positive, str):
@@ -2345,6 +2396,7 @@ def fit_glm(
             missing,
             positive,
             (offset, exposure, weights),
+            None if max_weight is None else float(max_weight),
         )
     finally:
         if own and isinstance(transport, InProcessTransport):
@@ -2456,6 +2508,7 @@ def _fit(
     missing: str = "raise",
     positive: str | None = None,
     extra: tuple[str | None, str | None, str | None] = (None, None, None),
+    max_weight: float | None = None,
 ) -> GLMResults:
     up0, down0 = sum(transport.uploaded_bytes), sum(transport.downloaded_bytes)
     rounds = 0
@@ -2506,7 +2559,8 @@ def _fit(
             "null_space": p,
             "near_space": p if budget is not None else 0,
             "separation_check": int(separation),
-            "weight_sum": int(spec.weights is not None),
+            "weight_sum": int(spec.weights is not None and budget is None),
+            "max_weight": 0.0 if max_weight is None else max_weight,
         },
     )
     replies = transport.broadcast(configure)
@@ -2523,7 +2577,7 @@ def _fit(
         notes += near
     if dropped:
         notes = [dropped, *notes]
-    if spec.weights is not None:  # the sites' weights' sums (a fit without privacy)
+    if spec.weights is not None and budget is None:  # the sites' weights' sums
         totals = np.array([float(r.arrays["weight_sum"][0]) for r in replies])
         weights = totals / totals.sum()
     else:
@@ -2629,7 +2683,8 @@ def _fit(
             notes = [*notes, far]
     floor = None
     if budget is not None:
-        floor = noise_floor(method, settings, clip_value, budget.mu, n_rows, tau1)
+        bound = clip_value * (1.0 if max_weight is None else max_weight)
+        floor = noise_floor(method, settings, bound, budget.mu, n_rows, tau1)
         noisy = _noise_note(floor, family, _target_range(schema, str(spec.target)), method)
         if noisy is not None:
             warnings.warn(noisy, GLMWarning, stacklevel=3)
@@ -2643,6 +2698,8 @@ def _fit(
     out_settings = dict(settings)
     if method == "fednewton":
         out_settings["tau1"] = tau1
+    if max_weight is not None:
+        out_settings["max_weight"] = max_weight
     return GLMResults(
         params=pd.Series(theta, index=spec.feature_names, name="coef"),
         family=family,

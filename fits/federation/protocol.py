@@ -153,9 +153,9 @@ glm_configure   arrays ``means``, ``sds``; config       ``n_rows`` (1,); with ``
                 ``near_space`` (p, or 0; private        full column rank or fewer than p
                 fits only), ``separation_check``        rows); with ``near_space`` = p > 0
                 (0/1), ``weight_sum`` (0/1: a design    also ``near`` (p, p): the projector
-                with prior weights, no privacy)         onto its nearly collinear
-                                                        directions; with ``weight_sum``
-                                                        also ``weight_sum`` (1,): the sum
+                with prior weights, no privacy),        onto its nearly collinear
+                ``max_weight`` (a private fit's         directions; with ``weight_sum``
+                declared largest weight, or 0)          also ``weight_sum`` (1,): the sum
                                                         of the site's prior weights
 glm_clip        ``theta`` (p,); config ``quantile``     ``b`` (1,): that quantile of the
                                                         site's per-row gradient norms
