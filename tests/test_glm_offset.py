@@ -327,3 +327,29 @@ def test_private_weighted_fit_goes_to_the_weighted_mle_as_mu_grows() -> None:
         )  # fmt: skip
         gaps.append(float(np.max(np.abs(res.params - exact.params))))
     assert gaps[1] < 1e-4 < gaps[0]
+
+
+def test_an_offset_that_separates_the_classes_is_no_separation() -> None:
+    """The MLE exists when only the (fixed) offset separates the classes: no warning,
+    and the fit is statsmodels'; zero-weight rows are left out of the check."""
+    from fits.analysis.glm import SeparationWarning
+
+    rng = np.random.default_rng(5)
+    tables = {}
+    for k in range(2):
+        y = rng.integers(0, 2, 150).astype(float)
+        tables[f"s{k}"] = pd.DataFrame(
+            {"x": rng.normal(size=150), "o": np.where(y == 1, 3.0, -3.0), "y": y}
+        )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SeparationWarning)
+        res = fit_glm(tables, "y", ["x"], offset="o")
+    pooled = pd.concat(tables.values(), ignore_index=True)
+    ref = sm.GLM(
+        pooled.y, sm.add_constant(pooled[["x"]]), family=sm.families.Binomial(), offset=pooled.o
+    ).fit()
+    _close(res, ref)
+    # a feature separating the classes in the weighted rows only: the check sees it
+    sep = {k: t.assign(w=np.where((t.x > 0) == (t.y == 1), 1.0, 0.0)) for k, t in tables.items()}
+    with pytest.warns(SeparationWarning, match="separation by 'x'"):
+        fit_glm(sep, "y", ["x"], weights="w")

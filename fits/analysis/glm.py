@@ -481,10 +481,13 @@ def class_extremes(
     pw: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The ``glm_check`` reply: per class (row 0: y = 0; row 1: y = 1, Poisson y > 0)
-    the least and the greatest value of each design column and of the linear predictor
-    x'theta (+ ``off``) (p + 1 columns), over the rows of positive prior weight ``pw``
-    (all rows without); +inf / -inf for a class without rows at the site."""
-    z = np.column_stack([x, _eta(x, theta, off)])
+    the least and the greatest value of each design column and of x'theta (p + 1
+    columns), over the rows of positive prior weight ``pw`` (all rows without); +inf /
+    -inf for a class without rows at the site.  ``off`` is not added: a fixed offset
+    can separate the classes while the MLE exists, whereas x'theta separating them
+    means the loss falls without bound along theta whatever the (finite) offsets."""
+    del off  # the same signature as the other site computations
+    z = np.column_stack([x, x @ theta])
     lo = np.full((2, z.shape[1]), np.inf)
     hi = np.full((2, z.shape[1]), -np.inf)
     counted = np.ones(len(y), dtype=bool) if pw is None else pw > 0
