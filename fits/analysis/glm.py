@@ -34,6 +34,12 @@ The four estimators, exactly as Algorithms 1-4 state them (weights w_i = n_i / N
   Newton step theta_i = theta - H(theta; X1)^-1 g(theta; X2) + 2 B_new / (mu n_i) Z
   with B_new = 4 sqrt(2) B / tau1 (Lemma 3.8); the server averages.
 
+With an offset o (``offset=``, ``exposure=``) eta = x'theta + o in every formula; each
+per-row gradient is still clipped to B, so the noise scales do not change.  With prior
+weights w (``weights=``) each row's loss, clipped gradient and Hessian are multiplied
+by w; a private fit needs a declared ``max_weight`` W and calibrates every noise scale
+to W B in place of B (``docs/analysis.md``, "Offsets, exposure and prior weights").
+
 ``mu=None`` runs the same algorithms without noise and without clipping.  The choices
 the paper leaves open (the clipping bound, tau1, odd site sizes, the FedAvg step size,
 ...) are listed in ``docs/analysis.md``.
@@ -510,6 +516,8 @@ def noise_scales(
     first half, and the Newton step's output).  For FedNewton with an odd ``n_rows``
     the formulas use ``2 * floor(n_rows / 2)`` in place of n_i: the smaller half has
     floor(n_i / 2) rows, and the lemma's sensitivity 2B / (n_i / 2) must hold for it.
+    A fit with prior weights bounded by ``max_weight`` W passes ``clip`` = W B: a
+    row's clipped gradient times its weight has norm at most W B.
     """
     b, n = float(clip), float(n_rows)
     s = settings
