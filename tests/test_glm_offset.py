@@ -353,3 +353,22 @@ def test_an_offset_that_separates_the_classes_is_no_separation() -> None:
     sep = {k: t.assign(w=np.where((t.x > 0) == (t.y == 1), 1.0, 0.0)) for k, t in tables.items()}
     with pytest.warns(SeparationWarning, match="separation by 'x'"):
         fit_glm(sep, "y", ["x"], weights="w")
+
+
+def test_constant_or_identifier_like_offset_columns_are_not_features() -> None:
+    """The offset and weights columns are read as numbers, never modelled: constant
+    (a weight of 1 everywhere) or unique (an exposure per row) they are neither refused
+    nor warned about as features, and never become one by default."""
+    tables = {
+        k: t.assign(w=1.0, e=np.arange(1.0, len(t) + 1.0)).drop(columns=["b", "z"])
+        for k, t in TABLES.items()
+    }
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        res = fit_glm(tables, "y", family="poisson", exposure="e", weights="w")
+    assert list(res.params.index) == ["(intercept)", "a", "g=v", "g=w"]
+    pooled = pd.concat(tables.values(), ignore_index=True)
+    ref = sm.GLM(pooled.y, X, family=sm.families.Poisson(), exposure=pooled.e).fit()
+    _close(res, ref)
+    with pytest.raises(DesignError, match=r"s1: column\(s\) \['nope'\] missing"):
+        fit_glm(tables, "y", family="poisson", offset="nope")

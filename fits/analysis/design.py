@@ -216,8 +216,6 @@ class DesignSpec:
                 continue
             if not isinstance(col, str):
                 raise TypeError(f"{what} must be a column name (a str), got {col!r}")
-            if col not in names:
-                raise SchemaError(f"{what} column {col!r} is not in the tables; columns: {names}")
             if col == target:
                 raise SchemaError(f"the target {target!r} cannot also be the {what} column")
         used = [c for c in extra.values() if c is not None]
@@ -744,6 +742,7 @@ def schema_round(
     kinds: Mapping[str, str] | None = None,
     columns: Sequence[str] | None = None,
     target: str | None = None,
+    exclude: Sequence[str] = (),
 ) -> tuple[Schema, np.ndarray]:
     """The setup round: each site describes its table; the coordinator merges.
 
@@ -762,6 +761,10 @@ def schema_round(
         The target, when ``columns`` is not given: a column of values no kind models
         (times of day, durations) is then refused if it is the target, and otherwise
         left out of the model with a warning.
+    exclude : sequence of str
+        Columns the fit reads at each site as numbers but never models (an offset,
+        exposure or weights column): left out of the schema, so that a constant or
+        identifier-like one is neither refused nor warned about as a feature.
 
     Returns
     -------
@@ -772,6 +775,8 @@ def schema_round(
     declared = {k: {"kind": v} for k, v in (kinds or {}).items()}
     replies = transport.broadcast(Message("setup", config={"declared": json.dumps(declared)}))
     descriptions = [json.loads(str(r.config["description"])) for r in replies]
+    for column in exclude:
+        descriptions = _without(descriptions, column)
     if columns is not None:
         descriptions, kinds = _restrict(descriptions, kinds, columns, transport.client_names)
     elif any(set(d["order"]) != set(descriptions[0]["order"]) for d in descriptions):

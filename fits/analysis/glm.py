@@ -2525,9 +2525,15 @@ def _fit(
     rounds = 0
     offset, exposure, prior = extra
     if schema is None:
-        more = [c for c in extra if c is not None]
-        used = None if features is None else [target, *features, *more]
-        schema, _ = schema_round(transport, kinds=kinds, columns=used, target=target)
+        more = [c for c in extra if c is not None]  # read as numbers, never modelled
+        used = None if features is None else [target, *features]
+        schema, _ = schema_round(
+            transport,
+            kinds=kinds,
+            columns=used,
+            target=target,
+            exclude=[c for c in more if c not in (used or [])],
+        )
         rounds += 1
     spec = DesignSpec.from_schema(
         schema,
