@@ -156,6 +156,37 @@ def _check_glm(opts: AnalyzeOptions) -> None:
             f"{opts.family} takes the target's numbers as they are: drop --positive",
             param_hint="--positive",
         )
+    if opts.extra.get("offset") is not None and opts.extra.get("exposure") is not None:
+        raise typer.BadParameter(
+            "give --offset or --exposure, not both (an exposure E is the offset log(E))",
+            param_hint="--exposure",
+        )
+    if opts.extra.get("exposure") is not None and opts.family != "poisson":
+        raise typer.BadParameter(
+            f"--exposure is for --family poisson (its log is a rate's offset); --family "
+            f"{opts.family} takes an offset on its own scale: use --offset",
+            param_hint="--exposure",
+        )
+    max_weight = opts.extra.get("max_weight")
+    if private and opts.extra.get("weights") is not None and max_weight is None:
+        raise typer.BadParameter(
+            "prior weights in a private fit need --max-weight, the largest weight (public): "
+            "a row's weight scales its clipped gradient, so the noise is calibrated to "
+            "max-weight x clip (docs/analysis.md, 'Offsets and weights'); declare it, drop "
+            "--weights, or fit without --mu/--epsilon",
+            param_hint="--weights",
+        )
+    if max_weight is not None:
+        if opts.extra.get("weights") is None or not private:
+            raise typer.BadParameter(
+                "--max-weight bounds the --weights of a private fit (--mu/--epsilon); "
+                "without both it has no use: drop it",
+                param_hint="--max-weight",
+            )
+        if not (math.isfinite(max_weight) and max_weight > 0):
+            raise typer.BadParameter(
+                f"must be a positive number, got {max_weight}", param_hint="--max-weight"
+            )
     if opts.family == "linear" and opts.extra.get("check_separation"):
         raise typer.BadParameter(
             "separation is a logistic and Poisson matter: a linear fit has no such check; "
@@ -225,6 +256,9 @@ def _glm_spec(opts: AnalyzeOptions) -> dict[str, Any]:
         options["missing"] = opts.extra["missing"]
     if opts.extra.get("positive") is not None:
         options["positive"] = opts.extra["positive"]
+    for key in ("offset", "exposure", "weights", "max_weight"):
+        if opts.extra.get(key) is not None:
+            options[key] = opts.extra[key]
     return {"method": opts.method, "options": options, "ci": opts.extra.get("ci", 0.95)}
 
 
@@ -264,6 +298,15 @@ def _check_fedlsa(opts: AnalyzeOptions) -> None:
         "--cov-type": opts.extra.get("cov_type"),
         "--positive": opts.extra.get("positive"),
     }
+    for key in ("offset", "exposure", "weights", "max_weight"):
+        if opts.extra.get(key) is not None:  # FedLSA's bootstrap has no row weights
+            option = "--" + key.replace("_", "-")
+            raise typer.BadParameter(
+                f"{option} is an option of the GLM methods; FedLSA fits unweighted least "
+                "squares without an offset: drop it, or fit with --method newton --family "
+                "linear",
+                param_hint=option,
+            )
     unused.update({f"--{k.lower()}": v for k, v in opts.iterations.items() if k in ("K1", "K2")})
     unused["--iterations"] = opts.iterations.get("K")
     for name, value in unused.items():
@@ -541,6 +584,42 @@ def analyze(
             "reports how many: complete cases, as R's na.omit).",
         ),
     ] = "raise",
+    offset: Annotated[
+        str | None,
+        typer.Option(
+            "--offset",
+            help="A column added to the linear predictor with coefficient 1 (not a "
+            "feature); private fits too (clipping bounds its rows).",
+            show_default=False,
+        ),
+    ] = None,
+    exposure: Annotated[
+        str | None,
+        typer.Option(
+            "--exposure",
+            help="Poisson: a column of positive exposures (person-years...); the offset is "
+            "its log.",
+            show_default=False,
+        ),
+    ] = None,
+    weights: Annotated[
+        str | None,
+        typer.Option(
+            "--weights",
+            help="A column of non-negative prior weights (statsmodels' var_weights); with "
+            "--mu/--epsilon also --max-weight.",
+            show_default=False,
+        ),
+    ] = None,
+    max_weight: Annotated[
+        float | None,
+        typer.Option(
+            "--max-weight",
+            help="Private fits with --weights: the largest weight (public); the noise is "
+            "calibrated to max-weight x clip.",
+            show_default=False,
+        ),
+    ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> None:
     """Fit a model directly across the site tables, optionally differentially private.
@@ -626,6 +705,10 @@ def analyze(
             "kinds": _parse_kinds(kind),
             "missing": missing,
             "positive": positive,
+            "offset": offset,
+            "exposure": exposure,
+            "weights": weights,
+            "max_weight": max_weight,
         },
     )
     if method == "fedhybrid":  # FedHybrid's steps are eta1 / eta2
@@ -802,6 +885,12 @@ def _spec(opts: AnalyzeOptions, columns: list[str]) -> dict[str, Any]:
     except ColumnNameError as exc:
         _fail(str(exc), 2)
     opts.extra["kinds"] = dict(zip(names, kinds.values(), strict=True))
+    for key in ("offset", "exposure", "weights"):
+        if opts.extra.get(key) is not None:
+            try:
+                opts.extra[key] = match_columns([opts.extra[key]], columns, f"--{key}")[0]
+            except ColumnNameError as exc:
+                _fail(str(exc), 2)
     used = [opts.target, *(opts.features or [])]
     ids = [n for n, k in opts.extra["kinds"].items() if k == "id" and n in used]
     if ids:  # was: exit 1 from the design, without the fix

@@ -351,3 +351,39 @@ def test_fits_analyze_on_flower_names_a_failing_site(tmp_path):
     last = res.stderr.strip().splitlines()[-1]
     assert last.startswith("error:") and "site-b" in last and "Traceback" not in res.stderr
     assert not out.exists()
+
+
+@pytest.fixture(scope="module")
+def weighted_files(tmp_path_factory):
+    from test_glm_offset import TABLES
+
+    folder = tmp_path_factory.mktemp("weighted-sites")
+    paths = {}
+    for name, frame in TABLES.items():
+        paths[name] = folder / f"{name}.csv"
+        frame.to_csv(paths[name], index=False)
+    return paths
+
+
+@pytest.mark.parametrize(
+    ("method", "extra"),
+    [
+        ("newton", {"family": "poisson", "exposure": "e", "weights": "w"}),
+        ("fedsgd", {"family": "poisson", "offset": "a", "mu": 2.0, "K": 6, "clip": 3.0}),
+        ("fednewton", {"family": "linear", "weights": "w", "max_weight": 3.0, "mu": 1.0}),
+    ],
+)
+def test_offsets_and_weights_over_flower_equal_in_process(weighted_files, tmp_path, method, extra):
+    """The offsets and weights reach each ClientApp, which rebuilds its site from its
+    file and kept state: the same numbers as in process, bit for bit."""
+    import warnings
+
+    target = "z" if extra["family"] == "linear" else "y"
+    options = {"target": target, "features": ["a", "g"], "seed": 7, **extra}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        spec = {"method": method, "options": options}
+        got, _ = _flower_result(weighted_files, spec, tmp_path, seed=7)
+        expected = fit_glm(_tables(weighted_files), method=method, **options).to_dict()
+    assert got["params"] == expected["params"] and got["bse"] == expected["bse"]
+    assert got["weights"] == extra.get("weights") and got["offset"] == extra.get("offset")

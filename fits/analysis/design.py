@@ -139,7 +139,18 @@ class DesignSpec:
         and the count); ``"drop"`` leaves them out of the fit (complete cases, as R's
         ``na.omit`` and statsmodels' ``missing="drop"``) and each site reports how many
         it left out.  A nominal feature's missing values are never dropped: they are
-        the level ``<missing>`` when the schema lists one.
+        the level ``<missing>`` when the schema lists one.  The offset, exposure and
+        weights columns follow the same policy.
+    offset : str or None
+        A column entering the linear predictor with its coefficient fixed to 1
+        (statsmodels' ``offset``): eta = x'theta + offset.
+    exposure : str or None
+        A column of positive values whose log is the offset (statsmodels'
+        ``exposure``, for Poisson rates); not together with ``offset``.
+    weights : str or None
+        A column of non-negative prior weights (statsmodels' ``var_weights``, R's
+        ``glm(weights=)``): each row's loss, score and Hessian are multiplied by its
+        weight.
     """
 
     target: str | None
@@ -150,12 +161,22 @@ class DesignSpec:
     intercept: bool = True
     target_levels: tuple[Any, ...] = ()
     missing: str = "raise"
+    offset: str | None = None
+    exposure: str | None = None
+    weights: str | None = None
 
     def __post_init__(self) -> None:
         if self.missing not in MISSING_POLICIES:
             raise ValueError(
                 f"missing={self.missing!r}: use one of {', '.join(map(repr, MISSING_POLICIES))}"
             )
+        if self.offset is not None and self.exposure is not None:
+            raise ValueError("give offset or exposure, not both (exposure E is the offset log(E))")
+
+    @property
+    def extra_columns(self) -> list[str]:
+        """The offset (or exposure) and weights columns: used by the fit, not features."""
+        return [c for c in (self.offset, self.exposure, self.weights) if c is not None]
 
     @classmethod
     def from_schema(
@@ -166,8 +187,12 @@ class DesignSpec:
         *,
         intercept: bool = True,
         missing: str = "raise",
+        offset: str | None = None,
+        exposure: str | None = None,
+        weights: str | None = None,
     ) -> DesignSpec:
-        """The design of ``features`` (default: every column but the target).
+        """The design of ``features`` (default: every column but the target and the
+        ``offset``, ``exposure`` and ``weights`` columns).
 
         Raises
         ------
@@ -185,9 +210,22 @@ class DesignSpec:
             raise TypeError(
                 f"features must be a list of column names, e.g. [{features!r}], got {features!r}"
             )
+        extra = {"offset": offset, "exposure": exposure, "weights": weights}
+        for what, col in extra.items():
+            if col is None:
+                continue
+            if not isinstance(col, str):
+                raise TypeError(f"{what} must be a column name (a str), got {col!r}")
+            if col == target:
+                raise SchemaError(f"the target {target!r} cannot also be the {what} column")
+        used = [c for c in extra.values() if c is not None]
+        if len(set(used)) != len(used):
+            raise SchemaError(f"one column cannot be two of offset/exposure/weights: {extra}")
         if features is None:  # identifiers (kind "id") and constants are never features
             features = [
-                n for n in names if n != target and schema[n].kind not in ("id", "constant")
+                n
+                for n in names
+                if n != target and n not in used and schema[n].kind not in ("id", "constant")
             ]
         features = list(features)
         ids = [f for f in [*features, target] if f in names and schema[f].kind == "id"]
@@ -228,6 +266,9 @@ class DesignSpec:
             nominal=nominal,
             intercept=intercept,
             missing=missing,
+            offset=offset,
+            exposure=exposure,
+            weights=weights,
         )
         names = design.feature_names
         clash = sorted({n for n in names if names.count(n) > 1})
@@ -271,6 +312,9 @@ class DesignSpec:
                 "intercept": self.intercept,
                 "target_levels": list(self.target_levels),
                 "missing": self.missing,
+                "offset": self.offset,
+                "exposure": self.exposure,
+                "weights": self.weights,
             },
             default=_native,
         )
@@ -288,6 +332,9 @@ class DesignSpec:
             intercept=bool(d["intercept"]),
             target_levels=tuple(d.get("target_levels", ())),
             missing=str(d.get("missing", "raise")),
+            offset=d.get("offset"),
+            exposure=d.get("exposure"),
+            weights=d.get("weights"),
         )
 
 
@@ -329,7 +376,7 @@ class DesignBuilder:
     def __init__(self, frame: pd.DataFrame, spec: DesignSpec, *, site: str = "site") -> None:
         self.spec = spec
         self.site = site
-        wanted = list(spec.numeric) + list(spec.nominal)
+        wanted = list(spec.numeric) + list(spec.nominal) + spec.extra_columns
         if spec.target is not None:
             wanted.append(spec.target)
         missing = [c for c in wanted if c not in frame.columns]
@@ -348,11 +395,13 @@ class DesignBuilder:
             for name, levels in spec.nominal.items()
         }
         self._target = frame[spec.target] if spec.target is not None else None
+        self._extra = {c: frame[c] for c in spec.extra_columns}
 
     def _complete_rows(self, frame: pd.DataFrame) -> pd.DataFrame:
         """The rows holding a value of the target and of every numeric feature
         (``missing="drop"``); an error naming the site if none does."""
         used = [*self.spec.numeric, *([self.spec.target] if self.spec.target else [])]
+        used += self.spec.extra_columns
         incomplete = frame[used].isna().any(axis=1).to_numpy() if used else None
         if incomplete is None or not incomplete.any():
             return frame
@@ -492,6 +541,79 @@ class DesignBuilder:
         self._check_magnitude(values, f"target {name!r}")
         return values
 
+    def _extra_values(self, name: str, what: str) -> np.ndarray:
+        """The float64 values of the offset, exposure or weights column ``name``: an
+        error naming the site and the column for a missing, non-numeric or non-finite
+        value."""
+        s = self._extra[name]
+        if s.isna().any():
+            raise DesignError(
+                f"{self.site}: {what} column {name!r} has {int(s.isna().sum())} missing "
+                "value(s); leave those rows out with missing='drop' (fits analyze --missing "
+                "drop), or fill them in the site's table"
+            )
+        try:
+            values = s.to_numpy(dtype=np.float64)
+        except (TypeError, ValueError):
+            raise DesignError(
+                f"{self.site}: {what} column {name!r} is not numeric (values like "
+                f"{sorted({str(v) for v in s.iloc[:50]})[:3]})"
+            ) from None
+        self._check_magnitude(values, f"{what} column {name!r}")
+        return values
+
+    def offset(self) -> np.ndarray | None:
+        """The offset of each row (the offset column, or the log of the exposure
+        column), None without either.
+
+        Raises
+        ------
+        DesignError
+            A missing or non-numeric value, or an exposure of 0 or less (naming the
+            site, the column and how many rows).
+        """
+        if self.spec.offset is not None:
+            return self._extra_values(self.spec.offset, "offset")
+        if self.spec.exposure is None:
+            return None
+        name = self.spec.exposure
+        values = self._extra_values(name, "exposure")
+        bad = ~(values > 0)
+        if bad.any():
+            raise DesignError(
+                f"{self.site}: exposure column {name!r} has {int(bad.sum())} value(s) <= 0 "
+                f"(the least: {float(values.min()):g}); an exposure must be positive (the "
+                "offset is its log): drop those rows, or correct them"
+            )
+        return np.log(values)
+
+    def weights(self) -> np.ndarray | None:
+        """Each row's prior weight (the weights column), None without one.
+
+        Raises
+        ------
+        DesignError
+            A missing, non-numeric or negative weight, or a site whose weights are all
+            0 (naming the site, the column and how many rows).
+        """
+        name = self.spec.weights
+        if name is None:
+            return None
+        values = self._extra_values(name, "weights")
+        bad = values < 0
+        if bad.any():
+            raise DesignError(
+                f"{self.site}: weights column {name!r} has {int(bad.sum())} negative "
+                f"value(s) (the least: {float(values.min()):g}); weights must be >= 0: "
+                "drop those rows, or correct them"
+            )
+        if not values.sum() > 0:
+            raise DesignError(
+                f"{self.site}: weights column {name!r} is 0 in all of its {len(values)} "
+                "rows, so the site adds nothing to the fit: leave the site out"
+            )
+        return values
+
 
 def check_new_rows(frame: pd.DataFrame, spec: DesignSpec) -> None:
     """Refuse new rows a fitted model cannot score (``predict``), in a prediction's
@@ -620,6 +742,7 @@ def schema_round(
     kinds: Mapping[str, str] | None = None,
     columns: Sequence[str] | None = None,
     target: str | None = None,
+    exclude: Sequence[str] = (),
 ) -> tuple[Schema, np.ndarray]:
     """The setup round: each site describes its table; the coordinator merges.
 
@@ -638,6 +761,10 @@ def schema_round(
         The target, when ``columns`` is not given: a column of values no kind models
         (times of day, durations) is then refused if it is the target, and otherwise
         left out of the model with a warning.
+    exclude : sequence of str
+        Columns the fit reads at each site as numbers but never models (an offset,
+        exposure or weights column): left out of the schema, so that a constant or
+        identifier-like one is neither refused nor warned about as a feature.
 
     Returns
     -------
@@ -648,6 +775,8 @@ def schema_round(
     declared = {k: {"kind": v} for k, v in (kinds or {}).items()}
     replies = transport.broadcast(Message("setup", config={"declared": json.dumps(declared)}))
     descriptions = [json.loads(str(r.config["description"])) for r in replies]
+    for column in exclude:
+        descriptions = _without(descriptions, column)
     if columns is not None:
         descriptions, kinds = _restrict(descriptions, kinds, columns, transport.client_names)
     elif any(set(d["order"]) != set(descriptions[0]["order"]) for d in descriptions):

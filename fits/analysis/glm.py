@@ -34,6 +34,12 @@ The four estimators, exactly as Algorithms 1-4 state them (weights w_i = n_i / N
   Newton step theta_i = theta - H(theta; X1)^-1 g(theta; X2) + 2 B_new / (mu n_i) Z
   with B_new = 4 sqrt(2) B / tau1 (Lemma 3.8); the server averages.
 
+With an offset o (``offset=``, ``exposure=``) eta = x'theta + o in every formula; each
+per-row gradient is still clipped to B, so the noise scales do not change.  With prior
+weights w (``weights=``) each row's loss, clipped gradient and Hessian are multiplied
+by w; a private fit needs a declared ``max_weight`` W and calibrates every noise scale
+to W B in place of B (``docs/analysis.md``, "Offsets, exposure and prior weights").
+
 ``mu=None`` runs the same algorithms without noise and without clipping.  The choices
 the paper leaves open (the clipping bound, tau1, odd site sizes, the FedAvg step size,
 ...) are listed in ``docs/analysis.md``.
@@ -242,16 +248,32 @@ def check_target(family: str, y: np.ndarray, site: str, target: str) -> None:
         )
 
 
+def _eta(x: np.ndarray, theta: np.ndarray, off: np.ndarray | None) -> np.ndarray:
+    """The linear predictor x'theta (+ the offset), for one site or a stack of them."""
+    eta = (x @ theta[..., None])[..., 0]
+    return eta if off is None else eta + off
+
+
 def clipped_gradients(
-    family: str, x: np.ndarray, y: np.ndarray, theta: np.ndarray, clip: float
+    family: str,
+    x: np.ndarray,
+    y: np.ndarray,
+    theta: np.ndarray,
+    clip: float,
+    off: np.ndarray | None = None,
+    w: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Per-row gradients (mu(x'theta) - y) x, each scaled to norm at most ``clip``."""
-    r = _mean(family, x @ theta) - y
+    """Per-row gradients (mu(x'theta + offset) - y) x (``off``: the offsets, None
+    for none), each scaled to norm at most ``clip``, then times the row's prior weight
+    (``w``, None for 1): a weighted row's gradient has norm at most w ``clip``."""
+    r = _mean(family, _eta(x, theta, off)) - y
     g = r[:, None] * x
     if math.isfinite(clip):
         norms = np.abs(r) * np.sqrt(np.einsum("ij,ij->i", x, x))
         scale = np.minimum(1.0, clip / np.maximum(norms, 1e-300))
         g *= scale[:, None]
+    if w is not None:
+        g *= w[:, None]
     return g
 
 
@@ -267,16 +289,22 @@ def site_gradient(
     x: np.ndarray,
     y: np.ndarray,
     xnorm: np.ndarray,
-    n: np.ndarray | int,
+    n: np.ndarray | float,
     theta: np.ndarray,
     clip: float,
+    off: np.ndarray | None = None,
+    w: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Mean over a site's n rows of the per-row gradients clipped at ``clip``
-    (``xnorm``: the rows' Euclidean norms)."""
-    r = _mean(family, (x @ theta[..., None])[..., 0]) - y
+    """Sum over a site's rows of the per-row gradients (mu(x'theta + off) - y) x
+    clipped at ``clip``, each then times its prior weight ``w``, divided by n
+    (``xnorm``: the rows' Euclidean norms; ``n``: the row count, or in a fit with
+    weights but no privacy the weights' sum; ``off``, ``w``: None for none)."""
+    r = _mean(family, _eta(x, theta, off)) - y
     if math.isfinite(clip):
         norms = np.abs(r) * xnorm
         r = r * np.minimum(1.0, clip / np.maximum(norms, 1e-300))
+    if w is not None:
+        r = r * w
     g = (r[..., None, :] @ x)[..., 0, :]
     return g / np.asarray(n, dtype=np.float64)[..., None]
 
@@ -286,18 +314,20 @@ def site_descent(
     x: np.ndarray,
     y: np.ndarray,
     xnorm: np.ndarray,
-    n: np.ndarray | int,
+    n: np.ndarray | float,
     theta: np.ndarray,
     clip: float,
     steps: int,
     eta: float,
     noise: Callable[[], np.ndarray],
+    off: np.ndarray | None = None,
+    w: np.ndarray | None = None,
 ) -> np.ndarray:
     """``steps`` private local steps theta <- theta - eta g(theta) + noise() (Algorithm
     2 stage I, Algorithm 3, Algorithm 4's FedAvg round)."""
     theta = np.array(theta, dtype=np.float64)
     for _ in range(steps):
-        theta = theta - eta * site_gradient(family, x, y, xnorm, n, theta, clip)
+        theta = theta - eta * site_gradient(family, x, y, xnorm, n, theta, clip, off, w)
         theta = theta + noise()
     return theta
 
@@ -305,15 +335,20 @@ def site_descent(
 def site_newton_step(
     family: str,
     x1: np.ndarray,
-    n1: np.ndarray | int,
+    n1: np.ndarray | float,
     g2: np.ndarray,
     theta: np.ndarray,
     floor: float | None,
+    off1: np.ndarray | None = None,
+    w1: np.ndarray | None = None,
 ) -> np.ndarray:
-    """H(theta; X1)^-1 g2 (Algorithm 4): the first half's Hessian, its eigenvalues
-    floored at ``floor`` (tau1, when private); without a floor the minimum-norm
-    solution (pseudo-inverse)."""
-    w = _hessian_weight(family, np.einsum("...rp,...p->...r", x1, theta))
+    """H(theta; X1)^-1 g2 (Algorithm 4): the first half's Hessian (its rows' offsets
+    ``off1`` and prior weights ``w1``, None for none; ``n1`` their count, or the
+    weights' sum), its eigenvalues floored at ``floor`` (tau1, when private); without a
+    floor the minimum-norm solution (pseudo-inverse)."""
+    w = _hessian_weight(family, _eta(x1, theta, off1))
+    if w1 is not None:
+        w = w * w1
     h = np.einsum("...r,...rp,...rq->...pq", w, x1, x1)
     h = h / np.asarray(n1, dtype=np.float64)[..., None, None]
     if floor is None:
@@ -331,6 +366,8 @@ def site_fisher(
     *,
     dispersion: bool = False,
     robust: bool = False,
+    off: np.ndarray | None = None,
+    pw: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
     """The ``glm_fisher`` reply: ``info``, the upper triangle (row by row) of the
     site's Fisher information X'W(theta)X (W the Hessian weights of the family);
@@ -338,33 +375,48 @@ def site_fisher(
     the pooled maximum-likelihood estimate); with
     ``dispersion`` also ``rss`` (1,), the residual sum of squares sum (y - mu)^2; with
     ``robust`` also ``meat``, the upper triangle of sum_r (mu_r - y_r)^2 x_r x_r' (the
-    per-row scores' outer products)."""
-    eta = x @ theta
+    per-row scores' outer products).  With offsets ``off`` and prior weights ``pw``
+    (statsmodels' ``var_weights``): eta = x'theta + off, X'(pw W)X, the score
+    X'(pw (mu - y)), rss sum pw (y - mu)^2, the meat sum (pw (mu - y))^2 x x'."""
+    eta = _eta(x, theta, off)
     iu = np.triu_indices(x.shape[1])
     w = _hessian_weight(family, eta)
+    if pw is not None:
+        w = w * pw
     out = {"info": ((x * w[:, None]).T @ x)[iu]}
     r = _mean(family, eta) - y
-    out["score"] = r @ x
+    s = r if pw is None else pw * r
+    out["score"] = s @ x
     if dispersion:
-        out["rss"] = np.array([float(r @ r)])
+        out["rss"] = np.array([float(s @ r)])
     if robust:
-        out["meat"] = ((x * (r**2)[:, None]).T @ x)[iu]
+        out["meat"] = ((x * (s**2)[:, None]).T @ x)[iu]
     return out
 
 
 def site_sums(
-    family: str, x: np.ndarray, y: np.ndarray, theta: np.ndarray
+    family: str,
+    x: np.ndarray,
+    y: np.ndarray,
+    theta: np.ndarray,
+    off: np.ndarray | None = None,
+    pw: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
     """The ``glm_sums`` reply (method ``newton``, no privacy): at theta, the site's
     summed loss ``loss`` (1,), summed gradient ``score`` X'(mu - y) (p,) and the upper
-    triangle ``info`` of its Hessian X'W(theta)X (as :func:`site_fisher`)."""
-    eta = x @ theta
+    triangle ``info`` of its Hessian X'W(theta)X (as :func:`site_fisher`; with offsets
+    ``off`` and prior weights ``pw``, each row's terms times its weight)."""
+    eta = _eta(x, theta, off)
     w = _hessian_weight(family, eta)
+    r = _mean(family, eta) - y
     with np.errstate(over="ignore"):  # a trial step too far: an infinite loss, halved
-        value = float(loss(family, eta, y).sum())
+        rho = loss(family, eta, y)
+        value = float(rho.sum() if pw is None else (pw * rho).sum())
+    if pw is not None:
+        w, r = w * pw, r * pw
     return {
         "loss": np.array([value]),
-        "score": (_mean(family, eta) - y) @ x,
+        "score": r @ x,
         "info": ((x * w[:, None]).T @ x)[np.triu_indices(x.shape[1])],
     }
 
@@ -427,15 +479,25 @@ def near_projector(
 
 
 def class_extremes(
-    family: str, x: np.ndarray, y: np.ndarray, theta: np.ndarray
+    family: str,
+    x: np.ndarray,
+    y: np.ndarray,
+    theta: np.ndarray,
+    off: np.ndarray | None = None,
+    pw: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The ``glm_check`` reply: per class (row 0: y = 0; row 1: y = 1, Poisson y > 0)
     the least and the greatest value of each design column and of x'theta (p + 1
-    columns); +inf / -inf for a class without rows at the site."""
+    columns), over the rows of positive prior weight ``pw`` (all rows without); +inf /
+    -inf for a class without rows at the site.  ``off`` is not added: a fixed offset
+    can separate the classes while the MLE exists, whereas x'theta separating them
+    means the loss falls without bound along theta whatever the (finite) offsets."""
+    del off  # the same signature as the other site computations
     z = np.column_stack([x, x @ theta])
     lo = np.full((2, z.shape[1]), np.inf)
     hi = np.full((2, z.shape[1]), -np.inf)
-    for k, rows in enumerate((y == 0, y > 0)):
+    counted = np.ones(len(y), dtype=bool) if pw is None else pw > 0
+    for k, rows in enumerate((counted & (y == 0), counted & (y > 0))):
         if rows.any():
             lo[k], hi[k] = z[rows].min(axis=0), z[rows].max(axis=0)
     return lo, hi
@@ -454,6 +516,8 @@ def noise_scales(
     first half, and the Newton step's output).  For FedNewton with an odd ``n_rows``
     the formulas use ``2 * floor(n_rows / 2)`` in place of n_i: the smaller half has
     floor(n_i / 2) rows, and the lemma's sensitivity 2B / (n_i / 2) must hold for it.
+    A fit with prior weights bounded by ``max_weight`` W passes ``clip`` = W B: a
+    row's clipped gradient times its weight has norm at most W B.
     """
     b, n = float(clip), float(n_rows)
     s = settings
@@ -589,7 +653,9 @@ class GLMSite(DesignSite):
     ) -> None:
         super().__init__(data, name)
         self._rng = np.random.default_rng(seed)
-        self._parts: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, int]] = {}
+        self._parts: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, float]] = {}
+        #: Per part, the rows' offsets and prior weights (None where the fit has none).
+        self._extras: dict[str, tuple[np.ndarray | None, np.ndarray | None]] = {}
         self.family = ""
         self.method = ""
         self.clip = math.inf
@@ -605,6 +671,10 @@ class GLMSite(DesignSite):
         #: Whether to keep :attr:`noise_log` (off by default: it grows with the rounds).
         self.log_noise = False
         self._clip_fixed = False
+        #: The declared largest prior weight w_max of a private fit with weights (1
+        #: otherwise): a row's clipped gradient times its weight has norm at most
+        #: w_max B, so every noise scale is that of the clip w_max B.
+        self.weight_bound = 1.0
 
     def handlers(self) -> dict[str, Callable[[Message], Message]]:
         """Message type -> method answering it."""
@@ -638,13 +708,42 @@ class GLMSite(DesignSite):
         x = self.builder.matrix(st)
         y = self.builder.target()
         check_target(self.family, y, self.name, str(self.builder.spec.target))
+        off, pw = self.builder.offset(), self.builder.weights()
+        declared = float(msg.config.get("max_weight", 0.0))
+        self.weight_bound = 1.0
+        if pw is not None and self.mu is not None:
+            if not (math.isfinite(declared) and declared > 0):
+                raise ProtocolError(
+                    f"{self.name}: prior weights in a private fit need a declared largest "
+                    "weight (max_weight): a row's weight scales its gradient, and the noise "
+                    "is calibrated to the largest"
+                )
+            over = pw > declared
+            if over.any():
+                raise DesignError(
+                    f"{self.name}: weights column {self.builder.spec.weights!r} has "
+                    f"{int(over.sum())} value(s) above the declared max weight {declared:g} "
+                    "the privacy noise is calibrated to: declare a larger max_weight "
+                    "(--max-weight), or cap those weights"
+                )
+            self.weight_bound = declared
         xnorm = np.sqrt(np.einsum("ij,ij->i", x, x))
-        self._parts = {"all": (x, y, xnorm, self.n_rows)}
+        # with privacy the sites' means are over their row counts (public); the
+        # weights' sums would be an exact release outside the guarantee
+        exact = pw is not None and self.mu is None
+        total = float(pw.sum()) if exact and pw is not None else float(self.n_rows)
+        self._parts = {"all": (x, y, xnorm, total)}
+        self._extras = {"all": (off, pw)}
         if self.method == "fednewton":
             perm = self._rng.permutation(self.n_rows)
             half = self.n_rows // 2
             for part, idx in (("first", perm[:half]), ("second", perm[half:])):
-                self._parts[part] = (np.ascontiguousarray(x[idx]), y[idx], xnorm[idx], len(idx))
+                size = float(pw[idx].sum()) if exact and pw is not None else float(len(idx))
+                self._parts[part] = (np.ascontiguousarray(x[idx]), y[idx], xnorm[idx], size)
+                self._extras[part] = (
+                    None if off is None else off[idx],
+                    None if pw is None else pw[idx],
+                )
         self.releases_left = _release_plan(self.method, self.settings)
         if int(msg.config.get("separation_check", 0)):
             self.releases_left["check"] = 1
@@ -653,6 +752,13 @@ class GLMSite(DesignSite):
         self._clip_fixed = False
         self.noise_log = {k: [] for k in self.releases_left}
         reply = {"n_rows": np.array([self.n_rows], dtype=np.int64)}
+        if int(msg.config.get("weight_sum", 0)) != int(exact):
+            raise ProtocolError(
+                f"{self.name}: glm_configure must ask for the weights' sum exactly when the "
+                "design has prior weights and the fit no privacy"
+            )
+        if exact:  # the server averages the sites by their weights' sums
+            reply["weight_sum"] = np.array([total])
         p = int(msg.config.get("null_space", 0))
         if p > 0:
             if p != x.shape[1]:
@@ -705,8 +811,9 @@ class GLMSite(DesignSite):
     def _set_clip(self, clip: float) -> None:
         self.clip = float(clip)
         if self.mu is not None:
+            bound = self.clip * self.weight_bound  # a row's gradient: norm <= w_max B
             self.sigmas = noise_scales(
-                self.method, self.settings, self.clip, self.mu, self.n_rows, self.tau1
+                self.method, self.settings, bound, self.mu, self.n_rows, self.tau1
             )
 
     def _clip(self, msg: Message) -> Message:
@@ -714,15 +821,23 @@ class GLMSite(DesignSite):
         its per-row gradient norms at theta (sec. 4.1)."""
         x, y, _, _ = self._data()
         theta = msg.arrays["theta"]
-        norms = np.linalg.norm(clipped_gradients(self.family, x, y, theta, math.inf), axis=1)
+        off, _ = self._extra()  # B bounds the gradient before its weight
+        grads = clipped_gradients(self.family, x, y, theta, math.inf, off)
+        norms = np.linalg.norm(grads, axis=1)
         q = float(np.quantile(norms, float(msg.config["quantile"])))
         return Message("glm_clip", {"b": np.array([q])})
 
-    def _data(self, part: str = "all") -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-        """Design, target, row norms and row count of all rows or of one half."""
+    def _data(self, part: str = "all") -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+        """Design, target, row norms and row count (with weights: the weights' sum) of
+        all rows or of one half."""
         if part not in self._parts:
             raise ProtocolError(f"{self.name}: GLM request before glm_configure")
         return self._parts[part]
+
+    def _extra(self, part: str = "all") -> tuple[np.ndarray | None, np.ndarray | None]:
+        """Offsets and prior weights of all rows or of one half (None: none)."""
+        self._data(part)
+        return self._extras[part]
 
     def _release(self, msg: Message, stage: str) -> None:
         """Accept one release of ``stage``: within the plan, at the fit's one clipping
@@ -769,7 +884,7 @@ class GLMSite(DesignSite):
         stage = str(msg.config["stage"])
         self._release(msg, stage)
         theta = np.asarray(msg.arrays["theta"], dtype=np.float64)
-        g = site_gradient(self.family, *self._data(), theta, self.clip)
+        g = site_gradient(self.family, *self._data(), theta, self.clip, *self._extra())
         return Message("glm_gradient", {"g": g + self._noise(stage, g.size)})
 
     def _local(self, msg: Message) -> Message:
@@ -787,6 +902,7 @@ class GLMSite(DesignSite):
             k,
             eta,
             lambda: self._noise(stage, theta.size),
+            *self._extra(part),
         )
         return Message("glm_local", {"theta": out})
 
@@ -796,9 +912,11 @@ class GLMSite(DesignSite):
         self._release(msg, "newton")
         theta = np.asarray(msg.arrays["theta"], dtype=np.float64)
         x1, _, _, n1 = self._data("first")
-        g2 = site_gradient(self.family, *self._data("second"), theta, self.clip)
+        g2 = site_gradient(
+            self.family, *self._data("second"), theta, self.clip, *self._extra("second")
+        )
         floor = self.tau1 if self.mu is not None else None
-        step = site_newton_step(self.family, x1, n1, g2, theta, floor)
+        step = site_newton_step(self.family, x1, n1, g2, theta, floor, *self._extra("first"))
         return Message("glm_newton", {"theta": theta - step + self._noise("newton", theta.size)})
 
     def _check(self, msg: Message) -> Message:
@@ -813,7 +931,7 @@ class GLMSite(DesignSite):
         self.releases_left["check"] -= 1
         x, y, _, _ = self._data()
         theta = np.asarray(msg.arrays["theta"], dtype=np.float64)
-        lo, hi = class_extremes(self.family, x, y, theta)
+        lo, hi = class_extremes(self.family, x, y, theta, *self._extra())
         return Message("glm_check", {"lo": lo, "hi": hi})
 
     def _fisher(self, msg: Message) -> Message:
@@ -830,6 +948,7 @@ class GLMSite(DesignSite):
             raise ProtocolError(f"{self.name}: the Fisher information was sent already")
         self.releases_left["fisher"] -= 1
         x, y, _, _ = self._data()
+        off, pw = self._extra()
         theta = np.asarray(msg.arrays["theta"], dtype=np.float64)
         out = site_fisher(
             self.family,
@@ -838,6 +957,8 @@ class GLMSite(DesignSite):
             theta,
             dispersion=bool(int(msg.config.get("dispersion", 0))),
             robust=bool(int(msg.config.get("robust", 0))),
+            off=off,
+            pw=pw,
         )
         return Message("glm_fisher", out)
 
@@ -853,7 +974,7 @@ class GLMSite(DesignSite):
         self._release(msg, "sums")
         x, y, _, _ = self._data()
         theta = np.asarray(msg.arrays["theta"], dtype=np.float64)
-        return Message("glm_sums", site_sums(self.family, x, y, theta))
+        return Message("glm_sums", site_sums(self.family, x, y, theta, *self._extra()))
 
 
 class GLMSiteBatch:
@@ -874,6 +995,8 @@ class GLMSiteBatch:
     def __init__(self, sites: Sequence[GLMSite]) -> None:
         self.sites = list(sites)
         self._stacks: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
+        #: Per part, the stacked offsets and prior weights (zero-padded; None: none).
+        self._extras: dict[str, tuple[np.ndarray | None, np.ndarray | None]] = {}
 
     def _stack(self) -> None:
         self._stacks = {}
@@ -888,6 +1011,18 @@ class GLMSiteBatch:
                 x[i, : len(yi)], y[i, : len(yi)], xn[i, : len(yi)] = xi, yi, ni
             n = np.array([d[3] for d in data], dtype=np.float64)
             self._stacks[part] = (x, y, xn, n)
+            extras: list[np.ndarray | None] = []
+            for k in range(2):  # offsets, weights: padded rows 0 (a zero row adds nothing)
+                cols = [s._extra(part)[k] for s in self.sites]
+                if any(c is None for c in cols):
+                    extras.append(None)
+                    continue
+                z = np.zeros((len(data), r))
+                for i, c in enumerate(cols):
+                    assert c is not None
+                    z[i, : len(c)] = c
+                extras.append(z)
+            self._extras[part] = (extras[0], extras[1])
 
     def handle_all(self, messages: Sequence[Message]) -> list[Message]:
         """Answer one round: message k to site k."""
@@ -909,16 +1044,20 @@ class GLMSiteBatch:
             return np.vstack([s._noise(stage, p) for s in sites])
 
         if mtype == "glm_gradient":
-            out = site_gradient(family, *self._stacks["all"], theta, clip) + noise()
+            out = site_gradient(family, *self._stacks["all"], theta, clip, *self._extras["all"])
+            out = out + noise()
             return [Message(mtype, {"g": g}) for g in out]
         if mtype == "glm_local":
             part, k, eta = sites[0].local_plan(stage)
-            out = site_descent(family, *self._stacks[part], theta, clip, k, eta, noise)
+            out = site_descent(
+                family, *self._stacks[part], theta, clip, k, eta, noise, *self._extras[part]
+            )
             return [Message(mtype, {"theta": t}) for t in out]
         x1, _, _, n1 = self._stacks["first"]
-        g2 = site_gradient(family, *self._stacks["second"], theta, clip)
+        g2 = site_gradient(family, *self._stacks["second"], theta, clip, *self._extras["second"])
         floor = sites[0].tau1 if sites[0].mu is not None else None
-        out = theta - site_newton_step(family, x1, n1, g2, theta, floor) + noise()
+        step = site_newton_step(family, x1, n1, g2, theta, floor, *self._extras["first"])
+        out = theta - step + noise()
         return [Message(mtype, {"theta": t}) for t in out]
 
 
@@ -1705,14 +1844,34 @@ class GLMResults:
     def design(self, frame: pd.DataFrame) -> np.ndarray:
         """The design matrix of new rows, with the fit's coding and standardization."""
         # a prediction per row: no row is left out (missing values are an error)
-        spec = dataclasses.replace(self.spec, target=None, missing="raise")
+        spec = dataclasses.replace(
+            self.spec, target=None, missing="raise", offset=None, exposure=None, weights=None
+        )
         check_new_rows(frame, spec)  # errors in a prediction's words, not a site's
         return DesignBuilder(frame, spec, site="predict").matrix(self.standardization)
 
     def predict(self, frame: pd.DataFrame, *, linear: bool = False) -> np.ndarray:
         """Predicted means (probabilities for logistic) of new rows; ``linear=True``
-        gives x'theta."""
+        gives the linear predictor x'theta.  A model fitted with an offset (or
+        exposure) column adds the new rows' own offset (log exposure), which they must
+        hold: a Poisson model with exposure predicts the count over each row's
+        exposure, as statsmodels' ``predict(exog, exposure=...)``."""
         eta = self.design(frame) @ self.params.to_numpy()
+        column = self.spec.offset or self.spec.exposure
+        if column is not None:
+            if column not in frame.columns:
+                what = "offset" if self.spec.offset is not None else "exposure"
+                raise ValueError(
+                    f"the model was fitted with the {what} column {column!r}, which the new "
+                    "rows lack: add it (the linear predictor adds each row's "
+                    f"{'offset' if what == 'offset' else 'log exposure'})"
+                )
+            only = DesignSpec(
+                target=None, intercept=False, offset=self.spec.offset, exposure=self.spec.exposure
+            )
+            off = DesignBuilder(frame, only, site="predict").offset()
+            assert off is not None
+            eta = eta + off
         return eta if linear else _mean(self.family, eta)
 
     @property
@@ -1760,6 +1919,9 @@ class GLMResults:
             "n_rows": self.n_rows,
             "missing": self.spec.missing,
             "n_dropped": self.n_dropped,
+            "offset": self.spec.offset,
+            "exposure": self.spec.exposure,
+            "weights": self.spec.weights,
             "standardization": {
                 "columns": list(self.spec.numeric),
                 "means": self.standardization.means.tolist(),
@@ -1809,6 +1971,15 @@ class GLMResults:
         if self.spec.target_levels:
             zero, one = self.spec.target_levels
             lines.append(f"target {self.target!r} coded 1 = {one!r}, 0 = {zero!r}")
+        if self.spec.offset is not None:
+            lines.append(f"offset: column {self.spec.offset!r} (coefficient fixed to 1)")
+        if self.spec.exposure is not None:
+            lines.append(
+                f"exposure: column {self.spec.exposure!r} (offset log({self.spec.exposure}), "
+                "coefficient fixed to 1)"
+            )
+        if self.spec.weights is not None:
+            lines.append(f"prior weights: column {self.spec.weights!r}")
         if self.privacy is None:
             lines.append("privacy: none (non-private run)")
         else:
@@ -1818,6 +1989,12 @@ class GLMResults:
                 f"delta={p.delta:g}); third party {p.mu_third_party:.4g}-GDP "
                 f"(eps={p.epsilon_third_party:.4g}); clip B={self.clip:.4g}"
                 + (" (data-driven, not covered)" if self.clip_data_driven else "")
+                + (
+                    f"; weights <= max_weight {self.settings['max_weight']:.4g}, noise as for "
+                    f"a clip of {self.clip * self.settings['max_weight']:.4g}"
+                    if "max_weight" in self.settings
+                    else ""
+                )
             )
             lines.append(f"privacy covers {self.privacy_scope}")
             if self.noise_floor is not None:
@@ -1970,6 +2147,10 @@ def fit_glm(
     on_round: Callable[[int, int], None] | None = None,
     missing: str = "raise",
     positive: str | None = None,
+    offset: str | None = None,
+    exposure: str | None = None,
+    weights: str | None = None,
+    max_weight: float | None = None,
 ) -> GLMResults:
     """Fit a GLM across sites, optionally with mu-GDP (Algorithms 1-4 of the paper).
 
@@ -2063,6 +2244,36 @@ def fit_glm(
         event whose log-odds the coefficients describe).  Default: the second label in
         sorted order (``"yes"`` of ``"no"`` / ``"yes"``, ``">50K"`` of Adult's
         ``"<=50K"`` / ``">50K"``); the summary says which.
+    offset : str, optional
+        A column added to the linear predictor with its coefficient fixed to 1, eta =
+        x'theta + offset (statsmodels' ``offset``); not a feature.  Its missing values
+        follow ``missing``.  Allowed in private fits: every per-row gradient is clipped
+        to norm B whatever its offset, so the noise scales do not change (docs/
+        analysis.md, "Offsets and weights").
+    exposure : str, optional
+        Poisson only: a column of positive values (person-years, trips...) whose log is
+        the offset (statsmodels' ``exposure``); a value <= 0 is an error naming the site,
+        the column and the count.  Not together with ``offset``.
+    weights : str, optional
+        A column of non-negative prior weights (statsmodels' ``var_weights``, R's
+        ``glm(weights=)``): each row's loss, score and Hessian are multiplied by its
+        weight, so the coefficients equal statsmodels' with ``var_weights`` or
+        ``freq_weights``; the standard errors equal ``var_weights``' (a linear fit's
+        residual variance is sum w r^2 / (N - p), N the rows; for logistic and Poisson
+        they equal ``freq_weights``' too).  Without privacy the paper's methods
+        average each site's weighted gradients over its weights' sum and the sites by
+        those sums (each site sends its sum in ``glm_configure``).  A private fit needs
+        ``max_weight``.
+    max_weight : float, optional
+        Private fits with ``weights`` only: the declared largest weight w_max, public.
+        Each row's gradient is clipped to norm B and then multiplied by its weight, so
+        it has norm at most w_max B, and every noise scale of the lemmas is computed
+        with w_max B in place of B (the noise sd is w_max times that of the fit
+        without weights).  A site holding a weight above it refuses the fit (an error
+        naming the site, the column and the count).  The sites' means stay over their
+        row counts (n_i, public; the weights' sums are never sent), so the fixed point
+        is the weighted MLE and the steps scale with the mean weight: weights near 1
+        (divide them by their largest) keep the paper's step sizes.
 
     Returns
     -------
@@ -2127,6 +2338,35 @@ def fit_glm(
         )
     if isinstance(clip, int | float) and not (math.isfinite(float(clip)) and clip > 0):
         raise ValueError(f"clip must be a positive finite number, got {clip!r}")
+    for what, col in (("offset", offset), ("exposure", exposure), ("weights", weights)):
+        if col is not None and not isinstance(col, str):
+            raise ValueError(f"{what} must be a column name (a str), got {col!r}")
+    if offset is not None and exposure is not None:
+        raise ValueError("give offset or exposure, not both (exposure E is the offset log(E))")
+    if exposure is not None and family != "poisson":
+        raise ValueError(
+            f"exposure is for family 'poisson' (its log is the offset of a rate); family "
+            f"{family!r} takes an offset on its own scale: give offset= instead"
+        )
+    if max_weight is not None:
+        if weights is None or budget is None:
+            raise ValueError(
+                "max_weight bounds the prior weights of a private fit (the noise is "
+                "calibrated to it); without weights= and mu/epsilon it has no use: drop it"
+            )
+        if isinstance(max_weight, bool) or not (
+            isinstance(max_weight, numbers.Real)
+            and math.isfinite(float(max_weight))
+            and max_weight > 0
+        ):
+            raise ValueError(f"max_weight must be a positive finite number, got {max_weight!r}")
+    if weights is not None and budget is not None and max_weight is None:
+        raise ValueError(
+            "prior weights in a private fit need a declared largest weight, max_weight= "
+            "(fits analyze --max-weight): a row's weight scales its clipped gradient, so "
+            "the noise is calibrated to max_weight B in place of B; declare it, or fit "
+            "without weights or without mu/epsilon"
+        )
     if positive is not None:
         if not isinstance(positive, str):
             raise ValueError(f"positive must be a label (a str), got {positive!r}")
@@ -2166,6 +2406,8 @@ def fit_glm(
             on_round,
             missing,
             positive,
+            (offset, exposure, weights),
+            None if max_weight is None else float(max_weight),
         )
     finally:
         if own and isinstance(transport, InProcessTransport):
@@ -2276,14 +2518,32 @@ def _fit(
     on_round: Callable[[int, int], None] | None = None,
     missing: str = "raise",
     positive: str | None = None,
+    extra: tuple[str | None, str | None, str | None] = (None, None, None),
+    max_weight: float | None = None,
 ) -> GLMResults:
     up0, down0 = sum(transport.uploaded_bytes), sum(transport.downloaded_bytes)
     rounds = 0
+    offset, exposure, prior = extra
     if schema is None:
+        more = [c for c in extra if c is not None]  # read as numbers, never modelled
         used = None if features is None else [target, *features]
-        schema, _ = schema_round(transport, kinds=kinds, columns=used, target=target)
+        schema, _ = schema_round(
+            transport,
+            kinds=kinds,
+            columns=used,
+            target=target,
+            exclude=[c for c in more if c not in (used or [])],
+        )
         rounds += 1
-    spec = DesignSpec.from_schema(schema, target, features, missing=missing)
+    spec = DesignSpec.from_schema(
+        schema,
+        target,
+        features,
+        missing=missing,
+        offset=offset,
+        exposure=exposure,
+        weights=prior,
+    )
     spec = _label_target(spec, schema, family, positive)
     p = spec.n_columns
     st = standardization_round(transport, spec)
@@ -2316,6 +2576,8 @@ def _fit(
             "null_space": p,
             "near_space": p if budget is not None else 0,
             "separation_check": int(separation),
+            "weight_sum": int(spec.weights is not None and budget is None),
+            "max_weight": 0.0 if max_weight is None else max_weight,
         },
     )
     replies = transport.broadcast(configure)
@@ -2332,7 +2594,11 @@ def _fit(
         notes += near
     if dropped:
         notes = [dropped, *notes]
-    weights = n_rows / n_rows.sum()
+    if spec.weights is not None and budget is None:  # the sites' weights' sums
+        totals = np.array([float(r.arrays["weight_sum"][0]) for r in replies])
+        weights = totals / totals.sum()
+    else:
+        weights = n_rows / n_rows.sum()
     theta0 = np.zeros(p)
     data_driven = False
     if clip == "auto" and budget is not None:
@@ -2434,7 +2700,8 @@ def _fit(
             notes = [*notes, far]
     floor = None
     if budget is not None:
-        floor = noise_floor(method, settings, clip_value, budget.mu, n_rows, tau1)
+        bound = clip_value * (1.0 if max_weight is None else max_weight)
+        floor = noise_floor(method, settings, bound, budget.mu, n_rows, tau1)
         noisy = _noise_note(floor, family, _target_range(schema, str(spec.target)), method)
         if noisy is not None:
             warnings.warn(noisy, GLMWarning, stacklevel=3)
@@ -2448,6 +2715,8 @@ def _fit(
     out_settings = dict(settings)
     if method == "fednewton":
         out_settings["tau1"] = tau1
+    if max_weight is not None:
+        out_settings["max_weight"] = max_weight
     return GLMResults(
         params=pd.Series(theta, index=spec.feature_names, name="coef"),
         family=family,

@@ -152,8 +152,11 @@ glm_configure   arrays ``means``, ``sds``; config       ``n_rows`` (1,); with ``
                 ``null_space`` (p, or 0),               site's design (zeros when it has
                 ``near_space`` (p, or 0; private        full column rank or fewer than p
                 fits only), ``separation_check``        rows); with ``near_space`` = p > 0
-                (0/1)                                   also ``near`` (p, p): the projector
-                                                        onto its nearly collinear directions
+                (0/1), ``weight_sum`` (0/1: a design    also ``near`` (p, p): the projector
+                with prior weights, no privacy),        onto its nearly collinear
+                ``max_weight`` (a private fit's         directions; with ``weight_sum``
+                declared largest weight, or 0)          also ``weight_sum`` (1,): the sum
+                                                        of the site's prior weights
 glm_clip        ``theta`` (p,); config ``quantile``     ``b`` (1,): that quantile of the
                                                         site's per-row gradient norms
 glm_gradient    ``theta`` (p,); config ``stage``,       ``g`` (p,): noisy mean clipped
@@ -402,6 +405,7 @@ def _glm_configure_shapes(request: Message) -> dict[str, tuple[int, ...]]:
         "n_rows": (1,),
         **({"null": (p, p)} if p > 0 else {}),
         **({"near": (q, q)} if q > 0 else {}),
+        **({"weight_sum": (1,)} if int(request.config.get("weight_sum", 0)) else {}),
     }
 
 
