@@ -126,7 +126,10 @@ def test_paper_methods_without_privacy_reach_the_weighted_offset_mle() -> None:
 
 @pytest.mark.filterwarnings("ignore::fits.analysis.glm.GLMWarning")
 def test_vectorized_sites_answer_as_each_site_alone() -> None:
-    opts = dict(family="poisson", exposure="e", weights="w", method="fednewton", cov_type=None)
+    # fedsgd at a small step: fednewton from 0 runs off on these counts (the divergence
+    # error, test_a_fedsgd_poisson_fit_that_blows_up_is_an_error_not_coefficients)
+    opts = dict(family="poisson", exposure="e", weights="w", method="fedsgd", eta=0.01, K=50)
+    opts["cov_type"] = None
     alone = fit_glm(TABLES, "y", ["a", "g"], **opts)  # type: ignore[arg-type]
     batch = fit_glm(TABLES, "y", ["a", "g"], vectorized=True, **opts)  # type: ignore[arg-type]
     np.testing.assert_allclose(batch.params, alone.params, rtol=1e-10, atol=1e-12)
@@ -372,3 +375,25 @@ def test_constant_or_identifier_like_offset_columns_are_not_features() -> None:
     _close(res, ref)
     with pytest.raises(DesignError, match=r"s1: column\(s\) \['nope'\] missing"):
         fit_glm(tables, "y", family="poisson", offset="nope")
+
+
+def test_a_fedsgd_poisson_fit_that_blows_up_is_an_error_not_coefficients() -> None:
+    """fedsgd at its default step on large counts oscillated at +-1e303, finite, and
+    returned that as coefficients (with exposure or without). A coefficient past
+    MAX_EXP_COEFFICIENT of a Poisson fit without privacy is now the divergence error;
+    a smaller step (counts of about 300 per row) reaches the Newton estimate."""
+    from fits.analysis.glm import MAX_EXP_COEFFICIENT
+
+    rng = np.random.default_rng(0)
+    tables = {}
+    for k in range(2):
+        x, e = rng.normal(size=300), rng.uniform(50, 500, 300)
+        tables[f"s{k}"] = pd.DataFrame(
+            {"x": x, "e": e, "y": rng.poisson(e * np.exp(0.3 + 0.5 * x))}
+        )
+    with pytest.raises(DesignError, match=r"fedsgd iterate has a coefficient of .*smaller step"):
+        fit_glm(tables, "y", family="poisson", exposure="e", method="fedsgd", K=300)
+    slow = fit_glm(tables, "y", family="poisson", exposure="e", method="fedsgd", K=300, eta=0.001)
+    exact = fit_glm(tables, "y", family="poisson", exposure="e")
+    assert np.allclose(slow.params, exact.params, atol=1e-3)
+    assert np.abs(exact.params).max() < MAX_EXP_COEFFICIENT

@@ -149,6 +149,14 @@ NEWTON_FLAT = 1e-13
 #: A linear fit by ``newton`` whose residual sum of squares is at most this fraction of
 #: the target's sum of squares is an exact fit (its standard errors are rounding noise).
 PERFECT_FIT = 1e-20
+#: A Poisson fit without privacy whose estimate has a coefficient (standardized design)
+#: past this has diverged, finite or not: its mean would change by a factor e^1000, past
+#: float64, within one standard deviation of a feature (fedsgd, fedavg, fedhybrid and
+#: fednewton from 0 on counts in the hundreds oscillated at +-1e303 and returned that). A
+#: logistic fit's gradient is bounded, so its iterate cannot run off so; its estimate
+#: grows large only under separation, which SeparationWarning names. Private fits are
+#: noisy by design; their noise floor says so (``GLMResults.noise_floor``).
+MAX_EXP_COEFFICIENT = 1000.0
 #: ``newton`` halves a step that raises the pooled loss, at most this many times.
 NEWTON_HALVINGS = 30
 #: Default tau1, the strong-convexity constant of Assumption 2 that calibrates the
@@ -1121,13 +1129,22 @@ class _Run:
             raise self.diverged()
         return out
 
-    def diverged(self) -> DesignError:
-        """The error of an iterate that is no longer a finite number (never returned as
-        coefficients)."""
+    def diverged(self, size: float | None = None) -> DesignError:
+        """The error of an iterate that is no longer a finite number, or (``size``, a
+        Poisson fit's) whose largest coefficient is past :data:`MAX_EXP_COEFFICIENT`
+        (never returned as coefficients)."""
         head = (
             f"the {self.method} iterate is no longer a finite number after {self.rounds} "
             "fitting round(s), so there are no coefficients to report"
         )
+        if size is not None:
+            head = (
+                f"the {self.method} iterate has a coefficient of {size:.3g} (standardized "
+                f"design) after {self.rounds} fitting round(s); past "
+                f"{MAX_EXP_COEFFICIENT:g} a {self.family} model's mean changes by more "
+                "than float64 holds within one standard deviation of a feature, so there "
+                "are no coefficients to report"
+            )
         if self.mu is not None:
             newton = self.method == "fednewton"
             return DesignError(
@@ -2628,6 +2645,9 @@ def _fit(
         theta = METHODS[method](run, theta0, settings)
     if not np.all(np.isfinite(theta)):
         raise run.diverged()
+    size = float(np.max(np.abs(theta), initial=0.0))
+    if budget is None and family == "poisson" and size > MAX_EXP_COEFFICIENT:
+        raise run.diverged(size)  # e.g. fedsgd at too large a step: +-1e303, finite
     if on_round is not None and run.rounds < run.planned:  # newton, converged early
         on_round(run.rounds, run.rounds)
     stop = _newton_stop_note(run.extra, settings) if method == "newton" else None
