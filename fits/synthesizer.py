@@ -47,7 +47,7 @@ from fits.core.cdf import COLLINEARITY_THRESHOLD
 from fits.core.continualization import Encoder, continualize
 from fits.core.kernels import GaussianKernel, Kernel, check_kernel_settings
 from fits.core.names import resolve_columns, resolve_keys
-from fits.core.rules import affine_values, interval_codes, residuals
+from fits.core.rules import affine_values, interval_codes, residuals, sets_every_row
 from fits.core.schema import (
     ColumnSpec,
     DataNote,
@@ -780,8 +780,9 @@ class FITSSynthesizer(BaseEstimator):
         if value is None:
             return []
         chain = list(coordinator.schema.order)  # type: ignore[union-attr]
-        # set by their rule in every row (a sum's, an interval rule's): no kernel to weigh
-        summed = {r.column for r in schema.rules or [] if r.kind in ("sum", "interval")}
+        # set by their rule in every row (a sum's, an interval rule's of a source with no
+        # missing values): no kernel to weigh
+        summed = {r.column for r in schema.rules or [] if sets_every_row(schema, r)}
         drawn = [
             c
             for c in chain[1:]
@@ -1607,7 +1608,8 @@ class FITSSynthesizer(BaseEstimator):
         known columns added, where it lies among them in the chain (``education-num``
         between ``education`` and a later known column need not be given: its rule
         gives it; nor ``senior`` between ``age`` and a later known column: its interval
-        rule gives it from the known ``age``, the cell holding it)."""
+        rule gives it from the known ``age``, the cell holding it; a known row without
+        ``age``, where the rule says nothing: refused, asking for the column)."""
         schema = self.schema_
         derived = set(schema.derived)
         chain = [c for c in schema.order if schema[c].is_modelled and c not in derived]
@@ -1628,9 +1630,20 @@ class FITSSynthesizer(BaseEstimator):
                 if values.isna().any():
                     continue  # a part missing or not a number: refused by the prefix check
             elif rule.kind == "interval":
-                x = _known_source(known[rule.of[0]], schema[rule.of[0]])
-                if x is None or np.isnan(x).any():
-                    continue  # missing or not a number: refused by the prefix check
+                source = rule.of[0]
+                given = known[source].notna().to_numpy()
+                x = _known_source(known[source], schema[source])
+                if x is None or np.isnan(x[given]).any():
+                    continue  # not a number: refused by the prefix check
+                if not given.all():
+                    if not schema[source].missing:
+                        continue  # missing, as no real row is: refused by the prefix check
+                    raise ValueError(
+                        f"column {column!r} lies among the known columns and is set by its "
+                        f"interval rule from {source!r}, but {int(np.sum(~given))} known "
+                        f"row(s) have no {source!r}, where the rule says nothing; give the "
+                        "column too"
+                    )
                 codes = interval_codes(schema, rule, x)
                 cats = schema[column].categories or []
                 values = [plain(cats[int(c)]) for c in codes]

@@ -463,9 +463,10 @@ def test_rules_kept_with_dates_and_missing_values():
         row = rules_kept(pd.DataFrame({"day": day, "era": values}), [era]).iloc[0]
         # kept: 2016 pre, 2020 post, 2030 post (beyond: the last cell), and 23:00 on
         # the last pre day post (in no interval, nearer post's); not kept: pre on
-        # 2020-01-01, a missing day
-        assert row["kept"] == pytest.approx(4 / 6)
-        assert row["uncovered"] == pytest.approx(2 / 6)
+        # 2020-01-01; a missing day: left out (the rule says nothing there)
+        assert row["rows"] == 5
+        assert row["kept"] == pytest.approx(4 / 5)
+        assert row["uncovered"] == pytest.approx(2 / 5)
     senior = Rule(
         "senior", ["age"], "interval", intervals=[[18, 24, None], [25, 64, "no"], [65, 89, "yes"]]
     )

@@ -488,8 +488,9 @@ def test_rules_kept_of_an_interval_rule():
     )
     row = rules_kept(table, [rule]).iloc[0]
     assert row["kind"] == "interval"
-    assert row["kept"] == pytest.approx(5 / 7)  # 30 -> yes is off; a missing age is too
-    assert row["uncovered"] == pytest.approx(2 / 7)  # 90 and 10: beyond the intervals
+    assert row["rows"] == 6  # a missing age: left out, the rule says nothing there
+    assert row["kept"] == pytest.approx(5 / 6)  # 30 -> yes is off
+    assert row["uncovered"] == pytest.approx(2 / 6)  # 90 and 10: beyond the intervals
     assert row["rule"] == "senior = by age: no for [18, 64], yes for [65, 89]"
     assert rules_kept(table, [rule.to_dict()]).iloc[0]["kept"] == row["kept"]
 

@@ -84,9 +84,10 @@ def test_planted_sums_on_a_wide_table_are_found_with_far_fewer_checks():
     # what is checked: the function candidates of 'cat' (none: one discrete column)
     # and the sums the totals allow
     assert asked["check"] < 10 < by_bounds // 1000
-    # and, apart, whether 'cat' steps with each lab column before it (one bit each;
-    # sums' totals and columns with missing values are no sources); none does
-    assert asked["interval check"] == 80 and "interval ranges" not in asked
+    # and, apart, whether 'cat' steps with each lab column before it and with gappy and
+    # gappy_tot, over their rows with a value (one bit each; sums' totals are no
+    # sources); none does
+    assert asked["interval check"] == 82 and "interval ranges" not in asked
 
 
 def test_a_wide_table_without_a_rule_has_none():

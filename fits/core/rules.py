@@ -70,7 +70,9 @@ bounds (:func:`detect_near_linear`).
 column Y that is a step function of an earlier continuous column X of numbers or
 datetimes (``senior`` = "yes" where ``age`` >= 65; ``era`` by a date), each value of Y
 occupying one interval of X, the intervals disjoint; where Y has missing values, missing
-is one of its values, with an interval of its own.  After the function rounds (a column
+is one of its values, with an interval of its own; where X has missing values, the rule
+holds where X is present and says nothing where it is missing (every stage leaves those
+rows out, and the chain draws Y there).  After the function rounds (a column
 a function rule sets is not asked again), two stages find them for the pairs of
 :func:`interval_candidates`: **check** (the same one-bit answer, ``stage="check"``): are
 the site's own intervals disjoint (:func:`answer_rules`); then, for the pairs every site
@@ -115,6 +117,7 @@ __all__ = [
     "interval_codes",
     "interval_rules",
     "ranges_size",
+    "sets_every_row",
     "extremes_agree",
     "MAX_AFFINE_PAIRS",
     "MAX_DECIMALS",
@@ -882,7 +885,8 @@ def answer_rules(
         holding Y but not X fails) and, with a ``step``, every duration a whole
         multiple of it.
         An ``"interval"`` check (Y of X; Y's missing value one of its values, a
-        datetime X in seconds since 1970 UTC): without ``"intervals"``, whether the site's
+        datetime X in seconds since 1970 UTC; the rows without X left out, here and
+        in ``"ranges"``): without ``"intervals"``, whether the site's
         own intervals are disjoint -- the values of Y present here, sorted by their
         least X, each have their greatest X below the next one's least; with
         ``"intervals"`` (a user's rule, entries ``[low, high, code]``), whether every
@@ -920,10 +924,11 @@ def answer_rules(
     if stage == "residuals":
         return _residual_extremes(cands, number, schema)
     if stage == "ranges":
-        parts = [
-            _category_ranges(code(c["column"]), number(c["of"][0]), schema[c["column"]].n_levels)
-            for c in cands
-        ]
+        parts = []
+        for c in cands:
+            y, x = code(c["column"]), number(c["of"][0])
+            held = ~np.isnan(x)  # a row without X: the rule says nothing there
+            parts.append(_category_ranges(y[held], x[held], schema[c["column"]].n_levels))
         return np.concatenate([np.zeros(0)] + [p.ravel() for p in parts])
     if stage == "totals":
         return np.array(
@@ -959,8 +964,9 @@ def answer_rules(
             if "intervals" in cand:  # a user's rule: X within its value's interval
                 holds = _within_intervals(cand["intervals"], schema[column].n_levels, y, x)
             else:  # this site's own intervals disjoint
-                if of[0] not in sorted_by:
-                    sorted_by[of[0]] = np.argsort(x, kind="stable")
+                if of[0] not in sorted_by:  # the rows holding X, by X (NaN sorts last)
+                    by_x = np.argsort(x, kind="stable")
+                    sorted_by[of[0]] = by_x[: int(np.count_nonzero(~np.isnan(x)))]
                 holds = _steps(y, x, sorted_by[of[0]])
             out.append(np.array([holds], dtype=np.uint8))
             continue
@@ -1020,13 +1026,14 @@ def _steps(codes: np.ndarray, x: np.ndarray, order: np.ndarray) -> bool:
 def _within_intervals(
     entries: Sequence[Sequence[float]], levels: int, codes: np.ndarray, x: np.ndarray
 ) -> bool:
-    """Whether every row's X lies in ``[low, high]`` of the entry of its code (a user's
-    interval rule, entries ``[low, high, code]``; a code with no entry: no)."""
+    """Whether every row holding X has it in ``[low, high]`` of the entry of its code (a
+    user's interval rule, entries ``[low, high, code]``; a code with no entry: no; a row
+    without X: yes, the rule says nothing there)."""
     low = np.full(levels, np.inf)  # no entry: no X is within
     high = np.full(levels, -np.inf)
     for lo, hi, c in entries:
         low[int(c)], high[int(c)] = float(lo), float(hi)
-    return bool(np.all((x >= low[codes]) & (x <= high[codes])))
+    return bool(np.all(np.isnan(x) | ((x >= low[codes]) & (x <= high[codes]))))
 
 
 #: Values per block of sum candidates checked at once (rows x candidates).
@@ -1897,18 +1904,28 @@ def _on_step(
 # ------------------------------------------------------------ interval rules
 def _interval_source(spec: ColumnSpec) -> bool:
     """A column an interval rule can start from: continuous numbers or datetimes (read
-    as seconds since 1970 UTC, as every stage reads them) with a value in every row,
-    not constant, not whole numbers past 2**53 (their float64 values would tie distinct
-    numbers).  An ordinal column is discrete: a step function of it is a
-    ``"function"`` rule, found by the function rounds."""
+    as seconds since 1970 UTC, as every stage reads them), not constant, not whole
+    numbers past 2**53 (their float64 values would tie distinct numbers).  Missing
+    values are allowed: the rule holds in the rows holding X and says nothing where X
+    is missing (every stage leaves those rows out; the chain draws Y there).  An
+    ordinal column is discrete: a step function of it is a ``"function"`` rule, found
+    by the function rounds."""
     return (
         spec.kind == "continuous"
         and spec.is_modelled
         and spec.indicates is None
         and not spec.past_float
-        and not spec.missing
         and _bounds(spec)[0] < _bounds(spec)[1]
     )
+
+
+def sets_every_row(schema: Schema, rule: Rule) -> bool:
+    """Whether ``rule`` sets its column in every row, so the column needs no kernel (no
+    tuning, no relevance search): a sum rule, or an interval rule whose source has no
+    missing values (where the source is missing, the chain draws the column)."""
+    if rule.kind == "sum":
+        return True
+    return rule.kind == "interval" and not schema[rule.of[0]].missing
 
 
 def _interval_dependent(spec: ColumnSpec) -> bool:
@@ -2025,7 +2042,9 @@ def interval_rules(
     are disjoint, so the row lies in no other value's interval, and in the cell
     (:func:`fits._exact.interval_cuts`) of its own value.  Conversely, if Y is a step
     function of X in every row, the merged intervals are disjoint: nothing true is
-    lost.
+    lost.  Where X has missing values the answers count the rows holding X only, the
+    rule holds in those, and a value of Y held only where X is missing is left out of
+    the rule (at least two values must remain).
     """
     blocks = [np.asarray(a, dtype=float) for a in answers]
     out: list[Rule | None] = []
@@ -2040,6 +2059,15 @@ def interval_rules(
             warnings.simplefilter("ignore", RuntimeWarning)
             lows = np.nanmin(parts[:, :, 1], axis=0)
             highs = np.nanmax(parts[:, :, 2], axis=0)
+        if src.missing:  # a value held only where X is missing: not in the rule
+            seen = counts > 0
+            if np.count_nonzero(seen) < 2:  # one value (or none) where X is held
+                out.append(None)
+                continue
+            counts, lows, highs = counts[seen], lows[seen], highs[seen]
+            codes = np.flatnonzero(seen)
+        else:
+            codes = np.arange(n)
         if np.any(counts < MIN_ROWS_PER_CELL) or not np.all(np.isfinite(lows) & np.isfinite(highs)):
             out.append(None)
             continue
@@ -2051,7 +2079,7 @@ def interval_rules(
         cats = dep.categories or []
         entries = [
             [_bound_value(src, lo), _bound_value(src, hi), plain(cats[int(c)])]
-            for lo, hi, c in zip(lows.tolist(), highs.tolist(), order.tolist(), strict=True)
+            for lo, hi, c in zip(lows.tolist(), highs.tolist(), codes[order].tolist(), strict=True)
         ]
         out.append(Rule(dep.name, [src.name], "interval", intervals=entries))
     return out

@@ -1358,9 +1358,10 @@ class Schema:
     ) -> None:
         """An ``"interval"`` rule: its column discrete, every value it lists among the
         column's categories (null: the missing value, for a column with missing
-        values); its source continuous numbers or datetimes with a value in every row
-        (a datetime's bounds ISO 8601 text, with an offset exactly when the column has
-        a time zone; a number column's bounds numbers), drawn by the chain as itself
+        values); its source continuous numbers or datetimes (a datetime's bounds ISO
+        8601 text, with an offset exactly when the column has a time zone; a number
+        column's bounds numbers; missing values allowed: the rule says nothing where
+        the source is missing), drawn by the chain as itself
         (not set by an affine or a sum rule, whose written values are computed after
         the chain: the rule is taken at the source's value as written)."""
         if not dep.is_discrete:
@@ -1368,10 +1369,10 @@ class Schema:
                 f"{where}: an interval rule's column must be discrete (nominal or ordinal); "
                 "remove the rule"
             )
-        if src.kind != "continuous" or src.missing:
+        if src.kind != "continuous":
             raise SchemaError(
-                f"{where}: {src.name!r} is not a continuous column (numbers or datetimes) "
-                "with a value in every row; remove the rule"
+                f"{where}: {src.name!r} is not a continuous column (numbers or datetimes); "
+                "remove the rule"
             )
         clock = src.dtype == "datetime"
         # the engine's schema holds a near-linear source's residual spec, a float also

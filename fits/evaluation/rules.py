@@ -105,16 +105,19 @@ def _source_numbers(values: pd.Series, clock: bool) -> np.ndarray:
     return np.asarray(out, dtype=float)
 
 
-def _interval_kept(table: pd.DataFrame, rule: Mapping[str, Any]) -> tuple[int, int]:
+def _interval_kept(table: pd.DataFrame, rule: Mapping[str, Any]) -> tuple[int, int, int]:
     """Rows whose column has the value of the cell holding their source (the value the
     rule generates: :func:`fits._exact.interval_cells`, the nearest interval; a
-    missing value, where the rule gives missing its interval, too), and rows whose
+    missing value, where the rule gives missing its interval, too), rows whose
     source lies in no interval (in a gap or beyond the ends: no real row is there, so
-    the cell's value is the rule's extension; counted in ``kept`` when it matches).  A
-    missing or unreadable source, or a column missing where the rule gives it no
-    interval: not kept."""
+    the cell's value is the rule's extension; counted in ``kept`` when it matches),
+    and the rows counted: those with a source (a missing source is left out: the rule
+    says nothing there).  An unreadable source, or a column missing where the rule
+    gives it no interval: not kept."""
     entries = list(rule.get("intervals") or [])
     clock = any(isinstance(v, str) for e in entries for v in e[:2])
+    given = table[rule["of"][0]].notna().to_numpy()
+    table = table.loc[given]
     x = _source_numbers(table[rule["of"][0]], clock)
     lows, highs = interval_bounds(entries)
     cells = interval_cells(interval_cuts(lows, highs), x)
@@ -126,7 +129,7 @@ def _interval_kept(table: pd.DataFrame, rule: Mapping[str, Any]) -> tuple[int, i
     )
     inside = (x[:, None] >= lows) & (x[:, None] <= highs)
     uncovered = int(np.sum(present & ~inside.any(axis=1)))
-    return int(kept), uncovered
+    return int(kept), uncovered, len(table)
 
 
 def rules_kept(table: pd.DataFrame, rules: Sequence[Any]) -> pd.DataFrame:
@@ -143,7 +146,9 @@ def rules_kept(table: pd.DataFrame, rules: Sequence[Any]) -> pd.DataFrame:
     -------
     DataFrame
         One row per rule: ``rule`` (e.g. ``"workingday = f(holiday, weekday)"``),
-        ``column``, ``kind``, ``rows``; ``kept``, the share of all rows that keep it
+        ``column``, ``kind``, ``rows`` (the rows counted: all of them, but for an
+        interval rule those with a source, the rule saying nothing where it is
+        missing); ``kept``, the share of those rows that keep it
         (a function rule: the determinants' values are a combination of the mapping
         and the column has the mapped value; a sum rule: the column equals the
         sum of the parts up to float64 rounding (:func:`fits._exact.sums_match`), none
@@ -174,11 +179,11 @@ def rules_kept(table: pd.DataFrame, rules: Sequence[Any]) -> pd.DataFrame:
         if missing:
             raise KeyError(f"rule {_describe(rule)}: the table has no column(s) {missing}")
         kind = str(rule.get("kind", "function"))
-        uncovered = 0
+        uncovered, rows = 0, n
         if kind == "affine":
             kept = _affine_kept(table, rule)
         elif kind == "interval":
-            kept, uncovered = _interval_kept(table, rule)
+            kept, uncovered, rows = _interval_kept(table, rule)
         elif kind == "sum":
             parts = [pd.to_numeric(table[c], errors="coerce").to_numpy(dtype=float) for c in of]
             value = pd.to_numeric(table[column], errors="coerce").to_numpy(dtype=float)
@@ -201,9 +206,9 @@ def rules_kept(table: pd.DataFrame, rules: Sequence[Any]) -> pd.DataFrame:
                 "rule": _describe(rule),
                 "column": column,
                 "kind": kind,
-                "rows": n,
-                "kept": kept / n if n else float("nan"),
-                "uncovered": uncovered / n if n else float("nan"),
+                "rows": rows,
+                "kept": kept / rows if rows else float("nan"),
+                "uncovered": uncovered / rows if rows else float("nan"),
             }
         )
     columns = ["rule", "column", "kind", "rows", "kept", "uncovered"]

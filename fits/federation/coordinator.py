@@ -64,6 +64,7 @@ from fits.core.rules import (
     moments_size,
     ranges_size,
     residuals,
+    sets_every_row,
     verify_rules,
 )
 from fits.core.schema import (
@@ -1336,7 +1337,8 @@ class Coordinator:
         coordinator takes, per column, the candidate with the smallest sum over the
         sites (ties: the earlier candidate) and uses it for every later request of that
         column (:attr:`smoothing`).  Columns generated entirely by a sum or an
-        interval rule and the first chain column (a marginal) are not tuned.
+        interval rule (:func:`~fits.core.rules.sets_every_row`) and the first chain
+        column (a marginal) are not tuned.
 
         Parameters
         ----------
@@ -1368,8 +1370,9 @@ class Coordinator:
         if rows < 1:
             raise ValueError(f"rows must be at least 1, got {rows!r}")
         order = self.schema.order
-        # columns their rule sets in every row (a sum's, an interval rule's): no kernel
-        summed = {r.column for r in (self.schema.rules or []) if r.kind in ("sum", "interval")}
+        # columns their rule sets in every row (a sum's, an interval rule's of a source
+        # with no missing values): no kernel
+        summed = {r.column for r in self.schema.rules or [] if sets_every_row(self.schema, r)}
         if columns is None:
             columns = [c for c in order[1:] if c not in summed]
         else:
@@ -1514,8 +1517,9 @@ class Coordinator:
         if self.schema is None or not self.grids:
             raise RuntimeError("run setup() and configure() before tune_relevance()")
         order = self.schema.order
-        # columns their rule sets in every row (a sum's, an interval rule's): no kernel
-        summed = {r.column for r in (self.schema.rules or []) if r.kind in ("sum", "interval")}
+        # columns their rule sets in every row (a sum's, an interval rule's of a source
+        # with no missing values): no kernel
+        summed = {r.column for r in self.schema.rules or [] if sets_every_row(self.schema, r)}
         base_seed = int(np.random.SeedSequence(seed).generate_state(1)[0])
         chosen: dict[str, Smoothing] = {}
         for k, column in enumerate(columns):
@@ -2379,9 +2383,10 @@ class Coordinator:
         determinants map to (they come before it in the chain, so they are drawn);
         rows whose combination no real row has are left to the chain.  A sum rule's
         column gets the sum of its parts' values (a discrete part: its category's
-        value) in every row.  An interval rule's column gets, in every row, the
-        midpoint of the continualized interval of the value whose cell holds its
-        source as written
+        value) in every row.  An interval rule's column gets, in every row holding its
+        source (the rest, where the source's indicator says missing, are left to the
+        chain), the midpoint of the continualized interval of the value whose cell holds
+        its source as written
         (:meth:`_source_written`: clipped and rounded as the output writes it, so the
         written table keeps the rule in every row;
         :func:`~fits.core.rules.interval_codes`).  (An affine rule's column is not in
@@ -2393,10 +2398,15 @@ class Coordinator:
             return np.zeros(n, dtype=bool)
         j = order.index(column)
         if rule.kind == "interval":
-            x = self._source_written(rule, out[:, order.index(rule.of[0])])
+            source = rule.of[0]
+            held = np.ones(n, dtype=bool)  # rows holding the source: where X is missing
+            flag = missing_flag(source)  # the rule says nothing, and the chain draws Y
+            if flag in self.encoders and self.encoders[flag].spec.indicates == source:
+                held = self.encoders[flag].ceil(out[:, order.index(flag)]) == 0
+            x = self._source_written(rule, out[held, order.index(source)])
             codes = interval_codes(self.schema, rule, x)  # type: ignore[arg-type]
-            out[:, j] = self.encoders[column].midpoints[codes]
-            return np.ones(n, dtype=bool)
+            out[held, j] = self.encoders[column].midpoints[codes]
+            return held
         parts = [(self.encoders[a], out[:, order.index(a)]) for a in rule.of]
         if rule.kind == "sum":
             total = np.zeros(n)
