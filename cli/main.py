@@ -38,6 +38,7 @@ from .options import (
     ColumnNameError,
     ColumnPenaltyOpt,
     DesignOpt,
+    NaValuesOpt,
     NominalPenaltyOpt,
     OrdinalPenaltyOpt,
     RelevanceBudgetOpt,
@@ -54,6 +55,7 @@ from .options import (
     parse_column_models,
     parse_column_penalties,
     parse_kinds,
+    parse_na_values,
     parse_order,
     parse_relevance,
     penalized_kernel,
@@ -234,12 +236,14 @@ def _load_sites(
     shares: str | None,
     seed: int,
     quiet: bool = False,
+    na_values: list[str | tuple[str, str]] | None = None,
 ) -> dict[str, pd.DataFrame]:
     """Read the site tables, or split one pooled table into simulated sites (saying on
-    stderr which file is read when it is large, unless ``quiet``)."""
+    stderr which file is read when it is large, unless ``quiet``), each field written
+    as one of ``na_values`` (``--na-values``) a missing value."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        tables = _read_sites(site_files, simulate_clients, shares, seed, quiet)
+        tables = _read_sites(site_files, simulate_clients, shares, seed, quiet, na_values)
     _echo_warnings(caught)
     return tables
 
@@ -250,6 +254,7 @@ def _read_sites(
     shares: str | None,
     seed: int,
     quiet: bool = False,
+    na_values: list[str | tuple[str, str]] | None = None,
 ) -> dict[str, pd.DataFrame]:
     from fits.datasets import PAPER_SHARES, federated_split
     from fits.federation.client import MIN_CLIENT_ROWS
@@ -260,7 +265,7 @@ def _read_sites(
         size = path.stat().st_size
         if size >= LARGE_SITE_FILE_BYTES and not quiet:  # a minute a gigabyte, unsaid
             typer.echo(f"reading {path} ({human_bytes(size)}) ...", err=True)
-        return read_whole(path)
+        return read_whole(path, na_values=na_values)
 
     for path in site_files:
         _check_suffix(path, "site table")
@@ -487,6 +492,7 @@ def synthesize(
     tune_relevance: TuneRelevanceOpt = None,
     relevance_budget: RelevanceBudgetOpt = None,
     secure_aggregation: Secure = False,
+    na_values: NaValuesOpt = None,
 ) -> None:
     """Synthesize one table from several sites' tables.
 
@@ -535,12 +541,15 @@ def synthesize(
     except ValueError as exc:
         _fail(str(exc), 2)
     kinds = _parse_kinds(kind, schema)
+    missing = parse_na_values(na_values)
     site_policy = _read_policy(policy)
     problem = pooled_without_secure(site_policy, secure_aggregation)
     if problem:
         _fail(problem, 2)
     with interruptible("no output was written (its temporary file was removed)"), _data_errors():
-        tables = drop_columns(_load_sites(site_files, simulate_clients, shares, seed, quiet), drop)
+        tables = drop_columns(
+            _load_sites(site_files, simulate_clients, shares, seed, quiet, missing), drop
+        )
         if secure_aggregation and len(tables) < 2:
             _fail(
                 "--secure-aggregation needs at least two sites (with one, the sum is that "
@@ -590,6 +599,7 @@ def synthesize(
                 dropped=drop or [],
                 kinds=kinds,
                 identifiers=list(ids),
+                na_values=missing,
             )
             known_table = known_codes(known_table, tables)  # read as the sites read them
         if chain and chain[0] in column_designs:
@@ -1043,6 +1053,7 @@ def schema_command(
     kind: Kind = None,
     no_rules: NoRules = False,
     near_linear: NearLinear = True,
+    na_values: NaValuesOpt = None,
 ) -> None:
     """Write the inferred schema (kinds, categories, bounds, chain order) as JSON.
 
@@ -1067,8 +1078,11 @@ def schema_command(
             2,
         )
     kinds = _parse_kinds(kind)
+    missing = parse_na_values(na_values)
     with interruptible("no schema was written"), _data_errors():
-        tables = drop_columns(_load_sites(site_files, simulate_clients, shares, seed), drop)
+        tables = drop_columns(
+            _load_sites(site_files, simulate_clients, shares, seed, na_values=missing), drop
+        )
         columns = [str(c) for c in next(iter(tables.values())).columns]
         kinds = match_keys(kinds, columns, "--kind")
         chain_order = _order(order, columns)

@@ -93,7 +93,7 @@ def synthesize(transport: FlowerTransport, cfg: Mapping[str, Any]) -> Path:
 
         # read before any round (no rows: the header alone); its header is checked on
         # the sites' first replies, before the rounds of the fit
-        known = read_known_table(cfg["known"])
+        known = read_known_table(cfg["known"], cfg.get("na_values") or None)
         rows = int(known.shape[0])
         transport.observers.append(_known_header_check(cfg, known, schema))
     with warnings.catch_warnings(record=True) as caught:
