@@ -867,6 +867,7 @@ def _complete_rows(
         check,
         quiet,
         decimal_types=known_decimal_types(synth.schema_.decimal_types(), table),
+        bool_texts=synth.coordinator.bool_texts,
     )
 
 
@@ -937,6 +938,7 @@ def _stream_rows(
         check,
         quiet,
         decimal_types=synth.schema_.decimal_types(),
+        bool_texts=synth.coordinator.bool_texts,
     )
 
 
@@ -951,6 +953,7 @@ def _write_stream(
     quiet: bool,
     *,
     decimal_types: Mapping[str, tuple[int, int]] | None = None,
+    bool_texts: Mapping[str, tuple[str, str]] | None = None,
 ) -> tuple[int, Any]:
     """Stream the chunks of a draw of ``rows`` rows into ``out`` atomically
     (:func:`fits.io.write_stream`, which the Flower ServerApp uses too), with this
@@ -964,7 +967,8 @@ def _write_stream(
     file system is refused (exit 2; the message starts with ``request`` and ends with
     ``advice``). Every chunk goes through the release check ``check`` before it is
     written; ``decimal_types`` fixes the Parquet type of the ``Decimal`` columns for
-    the whole file (:func:`fits.io.write_table_chunks`). Returns the rows written and
+    the whole file (:func:`fits.io.write_table_chunks`), ``bool_texts`` a CSV file's
+    spelling of booleans (the sites' ``true``/``false``). Returns the rows written and
     the release check (None if it failed).
     """
     from fits import io as fits_io
@@ -1021,6 +1025,7 @@ def _write_stream(
             where=f"--out {str(out)!r}",
             decimal_types=decimal_types,
             on_estimate=estimated,
+            bool_texts=bool_texts,
         )
     except fits_io.OutputTooLarge as exc:
         _fail(str(exc), 2)

@@ -119,6 +119,7 @@ def synthesize(transport: FlowerTransport, cfg: Mapping[str, Any]) -> Path:
             f"known={cfg['known']!r} ({rows} rows)",
             "split the known table or write elsewhere",
             known_decimal_types(synth.schema_.decimal_types(), known),
+            synth.coordinator.bool_texts,
         )
     else:
         path = _stream_to_file(
@@ -128,6 +129,7 @@ def synthesize(transport: FlowerTransport, cfg: Mapping[str, Any]) -> Path:
             f"rows={rows}",
             "ask for fewer rows or write elsewhere",
             synth.schema_.decimal_types(),
+            synth.coordinator.bool_texts,
         )
     summary = {
         "output": str(path),
@@ -243,6 +245,7 @@ def _stream_to_file(
     request: str,
     advice: str,
     decimal_types: Mapping[str, tuple[int, int]] | None = None,
+    bool_texts: Mapping[str, tuple[str, str]] | None = None,
 ) -> Path:
     """Write the chunks ``stream(first_chunk_rows)`` gives (a draw of ``rows`` rows whose
     rows do not depend on where the chunks are cut) to ``out`` atomically, as
@@ -252,7 +255,8 @@ def _stream_to_file(
     nothing written; the message starts with ``request`` and ends with ``advice``), and
     the estimate of one that fits shows in the ServerApp's log.  ``decimal_types`` fixes
     the Parquet type of the ``Decimal`` columns for the whole file
-    (:func:`fits.io.write_table_chunks`)."""
+    (:func:`fits.io.write_table_chunks`), ``bool_texts`` a CSV file's spelling of
+    booleans (the sites' ``true``/``false``)."""
     from fits import io as fits_io
 
     def estimated(estimate: fits_io.StreamEstimate) -> None:
@@ -269,6 +273,7 @@ def _stream_to_file(
         advice=advice,
         decimal_types=decimal_types,
         on_estimate=estimated,
+        bool_texts=bool_texts,
     )
     return written
 

@@ -26,6 +26,7 @@ import pandas as pd
 from fits._dates import iso_datetimes
 from fits.core.names import ColumnNameError
 from fits.core.schema import (
+    BOOL_TEXTS_ATTR,
     CODE_COLUMNS_ATTR,
     DECIMAL_MARK_ATTR,
     DECIMAL_SOURCE_ATTR,
@@ -1138,12 +1139,57 @@ def _read_csv(path: Path, spec: _NaSpec | None = None) -> pd.DataFrame:
     _blank_note(path, blanks)
     frame = _whole_numbers(frame, path, sep, decimal, options)
     frame = _keep_na_texts(frame, path, sep, decimal, options)
-    frame.columns = _empty_names(list(frame.columns), header)
+    spelt = _bool_spellings(frame, path, sep, decimal, options)
+    read_as = list(frame.columns)
+    frame.columns = _empty_names(read_as, header)
+    if spelt:  # by the columns' final names
+        renamed = dict(zip(read_as, frame.columns, strict=True))
+        frame.attrs[BOOL_TEXTS_ATTR] = {renamed[c]: list(t) for c, t in spelt.items()}
     if decimal == ",":  # text numbers ("1.234,56 €") are read with it too
         frame.attrs[DECIMAL_MARK_ATTR] = decimal
     if source != "fixed":  # and with how sure it is ("1,234 €" alone: a guess)
         frame.attrs[DECIMAL_SOURCE_ATTR] = source
     return frame
+
+
+def _spelling(texts: Iterable[str]) -> tuple[str, str] | None:
+    """How a CSV column of booleans writes them, from its fields (pandas reads
+    ``true``, ``True`` and ``TRUE`` alike): ``("true", "false")`` or ``("TRUE",
+    "FALSE")`` when every field is so written; None for Python's ``True``/``False``
+    (how pandas writes booleans back) or several spellings."""
+    seen = {str(t).strip() for t in texts}
+    for pair in (("true", "false"), ("TRUE", "FALSE")):
+        if seen and seen <= set(pair):
+            return pair
+    return None
+
+
+def _is_boolean(s: pd.Series) -> bool:
+    """Whether ``s`` holds booleans alone (a ``bool`` column, or Python booleans with
+    missing values: how pandas reads true/false with blanks)."""
+    if pd.api.types.is_bool_dtype(s.dtype):
+        return True
+    if not pd.api.types.is_object_dtype(s.dtype):
+        return False
+    present = s.dropna()
+    return not present.empty and bool(present.map(lambda v: isinstance(v, (bool, np.bool_))).all())
+
+
+def _bool_spellings(
+    frame: pd.DataFrame, path: Path, sep: str, decimal: str, options: Mapping[str, Any]
+) -> dict[Any, tuple[str, str]]:
+    """The columns of booleans of ``frame`` that the file writes one way other than
+    Python's (:func:`_spelling`), with their spelling (:data:`BOOL_TEXTS_ATTR`)."""
+    cols = [c for c in frame.columns if _is_boolean(frame[c])]
+    if not cols:
+        return {}
+    raw = pd.read_csv(path, usecols=cols, **_raw_options(sep, decimal, options))
+    out = {}
+    for col in cols:
+        spelt = _spelling(raw[col].dropna().unique())
+        if spelt is not None:
+            out[col] = spelt
+    return out
 
 
 def _check_short_rows(path: Path, sep: str, n_columns: int) -> None:
@@ -1572,6 +1618,7 @@ def _iter_csv(
     missing = _missing(spec, names, path)
     facts = {c: _CsvFacts({}, _DateFacts()) for c in names}
     texts = {c: _NaTexts() for c in names}
+    bool_fields: dict[Any, set[str]] = {c: set() for c in names}  # while it may be one
     rows = 0
     blanks = _blank_lines(path, sep)
     options = {"sep": sep, "decimal": decimal, "chunksize": chunk_rows}
@@ -1586,6 +1633,8 @@ def _iter_csv(
                 texts[col].update(raw[col])
                 # the fields as pandas reads them by default: NA_TEXTS missing too
                 facts[col].update(typed[col], raw[col].mask(raw[col].isin(NA_TEXTS)))
+                if facts[col].boolish or pd.api.types.is_bool_dtype(typed[col].dtype):
+                    bool_fields[col].update(raw[col].dropna().unique())
     if rows == 0:
         yield read_table(path, empty_ok=empty_ok, na_values=_spec_values(spec))
         return
@@ -1599,6 +1648,12 @@ def _iter_csv(
     dates = {c: facts[c].dates.final() for c, (_, kind) in plans.items() if kind == "text"}
     _note_utc(path, {c: d for c, d in dates.items() if d is not None})
     read_as = {c: how for c, (how, _) in plans.items() if how is not None}
+    final = dict(zip(names, _empty_names(names, header), strict=True))
+    spelt = {  # as read_table's attrs
+        final[c]: list(s)
+        for c in names
+        if facts[c].boolish and (s := _spelling(bool_fields[c])) is not None
+    }
     if kept:  # pandas' missing texts everywhere but in the columns that keep them
         options["keep_default_na"] = False
         options["na_values"] = {
@@ -1618,6 +1673,8 @@ def _iter_csv(
                 chunk.attrs[DECIMAL_MARK_ATTR] = decimal
             if source != "fixed":
                 chunk.attrs[DECIMAL_SOURCE_ATTR] = source
+            if spelt:
+                chunk.attrs[BOOL_TEXTS_ATTR] = spelt
             yield chunk
 
 
@@ -1943,6 +2000,7 @@ def write_table_chunks(
     path: str | os.PathLike[str],
     *,
     decimal_types: Mapping[str, tuple[int, int]] | None = None,
+    bool_texts: Mapping[str, tuple[str, str]] | None = None,
 ) -> tuple[Path, int]:
     """Stream a table to ``path`` chunk by chunk, atomically (CSV or Parquet).
 
@@ -1971,6 +2029,10 @@ def write_table_chunks(
         A ``.csv`` or ``.parquet`` file.
     decimal_types : mapping, optional
         Column -> (precision, scale) of its Parquet decimal type (ignored for CSV).
+    bool_texts : mapping, optional
+        Column of booleans -> (true text, false text) a CSV file writes them as (the
+        input's spelling, ``("true", "false")``; a missing value stays an empty field;
+        ignored for Parquet, whose booleans have no spelling).
 
     Returns
     -------
@@ -2003,7 +2065,7 @@ def write_table_chunks(
         if suffix == ".csv":
             with open(tmp, "w", encoding="utf-8", newline="") as fh:
                 for k, chunk in enumerate(chunks):
-                    chunk.to_csv(fh, index=False, header=k == 0)
+                    _spelt(chunk, bool_texts or {}).to_csv(fh, index=False, header=k == 0)
                     rows += len(chunk)
             return
         import pyarrow as pa
@@ -2036,6 +2098,19 @@ def write_table_chunks(
 
     _atomic(path, write)
     return path, rows
+
+
+def _spelt(chunk: pd.DataFrame, bool_texts: Mapping[str, tuple[str, str]]) -> pd.DataFrame:
+    """``chunk`` with its columns of booleans named in ``bool_texts`` written as text in
+    that spelling (missing values kept)."""
+    cols = [c for c in chunk.columns if str(c) in bool_texts and _is_boolean(chunk[c])]
+    if not cols:
+        return chunk
+    out = chunk.copy()
+    for c in cols:
+        true, false = bool_texts[str(c)]
+        out[c] = chunk[c].map(lambda v, t=true, f=false: v if pd.isna(v) else (t if v else f))
+    return out
 
 
 def known_decimal_types(
@@ -2166,6 +2241,7 @@ def write_stream(
     where: str | None = None,
     decimal_types: Mapping[str, tuple[int, int]] | None = None,
     on_estimate: Callable[[StreamEstimate], None] | None = None,
+    bool_texts: Mapping[str, tuple[str, str]] | None = None,
 ) -> tuple[Path, int]:
     """Stream a draw of ``rows`` rows into ``path`` atomically, refusing one that would
     not fit on the disk: the core of ``fits synthesize --rows/--known`` and of the
@@ -2180,8 +2256,8 @@ def write_stream(
     raised before anything is written (the message starts with ``request``, names the
     output as ``where``, default its quoted path, and ends with ``advice``); else
     ``on_estimate`` gets the estimate.  The chunks are then written by
-    :func:`write_table_chunks` (``decimal_types`` as there): the bytes are those of the
-    whole draw written at once.
+    :func:`write_table_chunks` (``decimal_types`` and ``bool_texts`` as there): the
+    bytes are those of the whole draw written at once.
 
     Returns
     -------
@@ -2210,7 +2286,9 @@ def write_stream(
             )
         if on_estimate is not None:
             on_estimate(StreamEstimate(rows, estimate_rows, size, free))
-    return write_table_chunks(itertools.chain(first, chunks), path, decimal_types=decimal_types)
+    return write_table_chunks(
+        itertools.chain(first, chunks), path, decimal_types=decimal_types, bool_texts=bool_texts
+    )
 
 
 def encoded_size(frame: pd.DataFrame, suffix: str) -> int:

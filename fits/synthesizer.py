@@ -1768,7 +1768,12 @@ class FITSSynthesizer(BaseEstimator):
         # fits cannot write in (the draw would be lost at the end)
         check_output(path, option="sample_to_file: path", create_parent=True)
         chunks = self.iter_sample(num_rows, chunk_rows=chunk_rows, seed=seed, progress=progress)
-        written, _ = write_table_chunks(chunks, path, decimal_types=self.schema_.decimal_types())
+        written, _ = write_table_chunks(
+            chunks,
+            path,
+            decimal_types=self.schema_.decimal_types(),
+            bool_texts=self.coordinator.bool_texts,  # the sites' files' true/false
+        )
         return written
 
     def _empty(self) -> pd.DataFrame:

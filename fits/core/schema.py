@@ -64,6 +64,8 @@ from fits._json import plain
 from fits.core.names import resolve_columns, resolve_keys
 
 __all__ = [
+    "BOOL_TEXTS_ATTR",
+    "agreed_bool_texts",
     "NA_TEXTS",
     "NumericIdentifierWarning",
     "FREE_TEXT_LENGTH",
@@ -158,6 +160,12 @@ DECIMAL_SOURCE_ATTR = "fits_decimal_mark_source"
 #: with leading zeros (:func:`fits.io.align_codes`): :func:`parse_text_columns` leaves
 #: them text, as it does the codes with leading zeros themselves.
 CODE_COLUMNS_ATTR = "fits_code_columns"
+#: The key of :attr:`pandas.DataFrame.attrs` that maps a CSV column of booleans written
+#: one way other than Python's (``true``/``false``, ``TRUE``/``FALSE``) to its
+#: ``[true text, false text]``, set by :func:`fits.io.read_table`: a site reports it at
+#: setup (:func:`describe_table`, ``"bool_texts"``) and a CSV output writes the column
+#: so where every site agrees (:func:`agreed_bool_texts`).
+BOOL_TEXTS_ATTR = "fits_bool_texts"
 #: The texts pandas reads as missing values by default (its ``na_values``), less the
 #: empty field. In a CSV column of labels :func:`fits.io.read_table` keeps them as written.
 NA_TEXTS = frozenset(
@@ -2859,6 +2867,43 @@ def describe_table(
             info["parsed"] = dict(notes[name])
         out["columns"][name] = info
         out["order"].append(name)
+    spelt = _bool_texts(frame)
+    if spelt:
+        out["bool_texts"] = spelt
+    return out
+
+
+def _bool_texts(frame: pd.DataFrame) -> dict[str, list[str]]:
+    """The spelling of ``frame``'s columns of booleans (:data:`BOOL_TEXTS_ATTR`), for
+    the columns that still hold booleans alone."""
+    attr = frame.attrs.get(BOOL_TEXTS_ATTR)
+    if not isinstance(attr, Mapping):
+        return {}
+    out: dict[str, list[str]] = {}
+    for col, texts in attr.items():
+        if col not in frame.columns or not isinstance(texts, (list, tuple)) or len(texts) != 2:
+            continue
+        present = frame[col].dropna()
+        if pd.api.types.is_bool_dtype(frame[col].dtype) or (
+            not present.empty and present.map(lambda v: isinstance(v, (bool, np.bool_))).all()
+        ):
+            out[str(col)] = [str(texts[0]), str(texts[1])]
+    return out
+
+
+def agreed_bool_texts(descriptions: Sequence[Mapping[str, Any]]) -> dict[str, tuple[str, str]]:
+    """The columns of booleans every site's setup description spells one way
+    (``"bool_texts"``, :data:`BOOL_TEXTS_ATTR`: ``true``/``false`` at every site), with
+    that spelling: how a CSV output writes them.  A column one site spells otherwise,
+    or holds in a Parquet file (which has no spelling), is written as pandas writes
+    booleans (``True``/``False``)."""
+    if not descriptions:
+        return {}
+    first = descriptions[0].get("bool_texts") or {}
+    out: dict[str, tuple[str, str]] = {}
+    for col, texts in first.items():
+        if all((d.get("bool_texts") or {}).get(col) == texts for d in descriptions[1:]):
+            out[str(col)] = (str(texts[0]), str(texts[1]))
     return out
 
 
@@ -2870,7 +2915,8 @@ def description_digest(description: Mapping[str, Any]) -> str:
     by their exact shortest ``repr`` (``NaN`` and ``Infinity`` as the setup message
     writes them), so the same answer gives the same digest in every process and on
     every platform.  The columns' order (``"order"``) is left out: a site may reorder
-    its table's columns without changing its data.  A hash of what the site already
+    its table's columns without changing its data; so is how its file spells booleans
+    (``"bool_texts"``).  A hash of what the site already
     sent in the clear: it tells nothing beyond that answer.
 
     Parameters
@@ -2890,7 +2936,8 @@ def description_digest(description: Mapping[str, Any]) -> str:
     >>> a == b, len(a)
     (True, 64)
     """
-    kept = {k: v for k, v in description.items() if k != "order"}
+    # the order and the spelling of booleans ("true" or "True") are no data
+    kept = {k: v for k, v in description.items() if k not in ("order", "bool_texts")}
     text = json.dumps(kept, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     return hashlib.sha256(text.encode("ascii")).hexdigest()
 
