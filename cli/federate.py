@@ -1049,7 +1049,7 @@ def check_site_tables(
                 + (f"; missing: {missing}" if missing else "")
                 + (f"; extra: {extra}" if extra else "")
                 + ". Every site must hold the same columns: rename, add or drop them."
-                + lookalike_names(missing, extra)
+                + lookalike_names(missing, extra, (repr(str(sites[first])), repr(str(sites[name]))))
             )
     _check_row_floor(sites, policy)
 

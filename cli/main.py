@@ -313,6 +313,33 @@ def _read_sites(
     return {f"site {k + 1}": frame for k, frame in enumerate(clients)}
 
 
+def _check_same_columns(tables: Mapping[str, pd.DataFrame], site_files: Sequence[Path]) -> None:
+    """Exit 1 when the site tables (read from ``site_files``, in order; after ``--drop``)
+    do not hold the same columns, naming both files, the columns, and, for headers that
+    differ only in case or surrounding spaces ('Age' and 'age '), both spellings and the
+    rename that makes them one (:func:`~fits.core.schema.lookalike_names`)."""
+    from fits.core.schema import lookalike_names
+
+    if len(tables) != len(site_files) or len(tables) < 2:
+        return
+    files = dict(zip(tables, site_files, strict=True))
+    first, *others = tables
+    head = list(tables[first].columns)
+    for name in others:
+        cols = list(tables[name].columns)
+        missing = [c for c in head if c not in cols]
+        extra = [c for c in cols if c not in head]
+        if missing or extra:
+            _fail(
+                f"{str(files[name])!r} (site {name!r}): columns differ from those of "
+                f"{str(files[first])!r} (site {first!r})"
+                + (f"; missing: {missing}" if missing else "")
+                + (f"; extra: {extra}" if extra else "")
+                + ". Every site must hold the same columns: rename, add or drop them."
+                + lookalike_names(missing, extra, (repr(str(files[first])), repr(str(files[name]))))
+            )
+
+
 def _progress(quiet: bool) -> tuple[Any, Callable[[str, int, int], None] | None]:
     """A rich progress bar per chain column, on stderr, only for a terminal."""
     if quiet or not sys.stderr.isatty():
@@ -550,6 +577,8 @@ def synthesize(
         tables = drop_columns(
             _load_sites(site_files, simulate_clients, shares, seed, quiet, missing), drop
         )
+        if simulate_clients is None:  # the files: named in the message
+            _check_same_columns(tables, site_files)
         if secure_aggregation and len(tables) < 2:
             _fail(
                 "--secure-aggregation needs at least two sites (with one, the sum is that "
@@ -1088,6 +1117,8 @@ def schema_command(
         tables = drop_columns(
             _load_sites(site_files, simulate_clients, shares, seed, na_values=missing), drop
         )
+        if simulate_clients is None:  # the files: named in the message
+            _check_same_columns(tables, site_files)
         columns = [str(c) for c in next(iter(tables.values())).columns]
         kinds = match_keys(kinds, columns, "--kind")
         chain_order = _order(order, columns)

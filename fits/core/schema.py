@@ -3180,23 +3180,70 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def lookalike_names(missing: Sequence[Any], extra: Sequence[Any]) -> str:
-    """A hint for columns that two clients name alike but with different Unicode code
-    points ('é' as one character, or as 'e' and a combining accent): their names print
-    the same, so the message must say how they differ ("" when none do)."""
+def lookalike_names(
+    missing: Sequence[Any], extra: Sequence[Any], where: tuple[str, str] | None = None
+) -> str:
+    """A hint for columns that two clients name alike: with different Unicode code
+    points ('é' as one character, or as 'e' and a combining accent), whose names print
+    the same, or in another case or with other surrounding spaces (``'Age'`` at one,
+    ``'age '`` at the other), which fits does not take for one column; "" when none.
+
+    Parameters
+    ----------
+    missing : sequence
+        The first table's names the other lacks.
+    extra : sequence
+        The other table's names the first lacks.
+    where : (str, str), optional
+        How to name the first table and the other in the hint (``"'a.csv' (site
+        'a')"``); default "the first table" and "the other".
+    """
 
     def nfc(name: Any) -> Any:
         return unicodedata.normalize("NFC", name) if isinstance(name, str) else name
 
+    def loose(name: Any) -> Any:
+        return nfc(name).strip().casefold() if isinstance(name, str) else name
+
     others = {nfc(e) for e in extra}
     alike = [m for m in missing if nfc(m) in others]
-    if not alike:
-        return ""
+    hints = []
+    if alike:
+        hints.append(
+            f" The names {alike} look the same in both tables but are written with "
+            "different Unicode code points (e.g. 'é' as one character, or as 'e' and a "
+            "combining accent): save the tables with the same Unicode normalization "
+            "(NFC), or rename the columns"
+        )
+    first, other = where or ("the first table", "the other")
+    pairs = []
+    for m in missing:
+        if m in alike:
+            continue
+        match = [e for e in extra if loose(e) == loose(m) and nfc(e) != nfc(m)]
+        if len(match) == 1:
+            pairs.append((m, match[0]))
+    if pairs:
+        said = "; ".join(
+            f"{m!r} in {first} and {e!r} in {other} differ only in " + _how_differ(str(m), str(e))
+            for m, e in pairs
+        )
+        m, e = pairs[0]
+        hints.append(
+            f" {said}. fits matches headers exactly: rename the column at one site so both "
+            f"headers read the same (e.g. {e!r} to {m!r} in {other})"
+        )
+    return ".".join(hints)
+
+
+def _how_differ(a: str, b: str) -> str:
+    """How two names equal up to case and surrounding spaces differ."""
+    case = a.strip() != b.strip()
+    space = a.strip() != a or b.strip() != b
     return (
-        f" The names {alike} look the same in both tables but are written with different "
-        "Unicode code points (e.g. 'é' as one character, or as 'e' and a combining "
-        "accent): save the tables with the same Unicode normalization (NFC), or rename "
-        "the columns"
+        "case and surrounding spaces"
+        if case and space
+        else ("case" if case else "surrounding spaces")
     )
 
 
@@ -3364,7 +3411,7 @@ def merge_descriptions(
                 + (f"; missing: {missing}" if missing else "")
                 + (f"; extra: {extra}" if extra else "")
                 + ". Every client must hold the same columns: rename, add or drop them."
-                + lookalike_names(missing, extra)
+                + lookalike_names(missing, extra, (clients[0], client))
             )
     unknown = sorted(set(kinds) - set(first))
     if unknown:
