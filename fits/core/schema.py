@@ -68,6 +68,7 @@ __all__ = [
     "agreed_bool_texts",
     "NA_TEXTS",
     "NumericIdentifierWarning",
+    "EMAIL",
     "FREE_TEXT_LENGTH",
     "DTYPES",
     "KINDS",
@@ -185,6 +186,12 @@ FREE_TEXT_LENGTH = 30
 #: column of whole numbers that is a row number, at every site of this many rows or
 #: more (sites all smaller: the product of their rows' factorials reaches this one's).
 UNIQUE_TEXT_ROWS = 10
+#: An e-mail address (``name@example.org``).  A text column of which at least
+#: :data:`PARSE_SHARE` of the distinct values are e-mail addresses is an identifier
+#: however few its values and however often each repeats (a customer's orders, an
+#: account manager's clients): personal data a synthetic table would copy verbatim;
+#: refused unless declared (``"id"``: surrogates; ``"nominal"``: copied on purpose).
+EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s.]+$")
 #: Surrogate values of an ``"id"`` column: this prefix and a zero-padded row number.
 SURROGATE_PREFIX = "synthetic-"
 #: An integer column whose values are all distinct at every site, with at least this many
@@ -2967,9 +2974,19 @@ def _flag_and_number(values: Any) -> tuple[Any, Any] | None:
 
 
 def _looks_like_identifier(present: pd.Series) -> dict[str, Any] | None:
-    """Counts of a text column that is near-unique or free text, else None."""
+    """Counts of a text column that is near-unique or free text, or holds e-mail
+    addresses (:data:`EMAIL`, ``"emails"``: how many distinct ones), else None."""
     uniq = pd.unique(present.to_numpy(dtype=object))
     n_distinct, n_present = len(uniq), int(present.size)
+    emails = sum(1 for v in uniq if isinstance(v, str) and EMAIL.match(v.strip()))
+    if n_distinct and emails >= PARSE_SHARE * n_distinct:
+        length = float(np.mean([len(str(v)) for v in uniq]))
+        return {
+            "n_distinct": n_distinct,
+            "n_present": n_present,
+            "mean_length": length,
+            "emails": emails,
+        }
     if n_distinct <= MAX_ORDINAL_LEVELS:
         return None
     length = float(np.mean([len(str(v)) for v in uniq]))
@@ -3498,6 +3515,7 @@ def _identifier_counts(infos: Sequence[Mapping[str, Any]], clients: Sequence[str
     if flagged:
         return "; ".join(
             f"{f['n_distinct']} distinct values in {f['n_present']} rows at {c}"
+            + (", e-mail addresses" if f.get("emails") else "")
             + (
                 f", {f['mean_length']:.0f} characters long on average"
                 if f.get("mean_length", 0) > FREE_TEXT_LENGTH
