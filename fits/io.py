@@ -1185,8 +1185,8 @@ def _bool_spellings(
         return {}
     raw = pd.read_csv(path, usecols=cols, **_raw_options(sep, decimal, options))
     out = {}
-    for col in cols:
-        spelt = _spelling(raw[col].dropna().unique())
+    for col in cols:  # the fields read as booleans (not 'NA', read as missing)
+        spelt = _spelling(raw[col][frame[col].notna().to_numpy()].dropna().unique())
         if spelt is not None:
             out[col] = spelt
     return out
@@ -1634,7 +1634,9 @@ def _iter_csv(
                 # the fields as pandas reads them by default: NA_TEXTS missing too
                 facts[col].update(typed[col], raw[col].mask(raw[col].isin(NA_TEXTS)))
                 if facts[col].boolish or pd.api.types.is_bool_dtype(typed[col].dtype):
-                    bool_fields[col].update(raw[col].dropna().unique())
+                    # the fields read as booleans (not 'NA', read as missing)
+                    read = raw[col][typed[col].notna().to_numpy()]
+                    bool_fields[col].update(read.dropna().unique())
     if rows == 0:
         yield read_table(path, empty_ok=empty_ok, na_values=_spec_values(spec))
         return

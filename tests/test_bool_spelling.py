@@ -19,12 +19,12 @@ from fits.io import iter_table, read_table
 from conftest import fits_in_process
 
 
-def _write(path: Path, true: str, false: str, seed: int, blanks: bool = False) -> Path:
+def _write(path: Path, true: str, false: str, seed: int, blank: str | None = None) -> Path:
     rng = np.random.default_rng(seed)
     n = 40
     flag = np.where(rng.random(n) < 0.5, true, false).astype(object)
-    if blanks:
-        flag[rng.random(n) < 0.2] = ""
+    if blank is not None:  # a missing value so written
+        flag[rng.random(n) < 0.2] = blank
     pd.DataFrame(
         {
             "flag": flag,
@@ -44,18 +44,19 @@ def _quiet_read(path: Path) -> pd.DataFrame:
 
 
 @pytest.mark.parametrize(
-    ("true", "false", "blanks", "spelt"),
+    ("true", "false", "blank", "spelt"),
     [
-        ("true", "false", False, ["true", "false"]),
-        ("TRUE", "FALSE", True, ["TRUE", "FALSE"]),
-        ("True", "False", False, None),  # pandas' own: nothing to keep
-        ("true", "False", False, None),  # two spellings: none kept
+        ("true", "false", None, ["true", "false"]),
+        ("TRUE", "FALSE", "", ["TRUE", "FALSE"]),
+        ("true", "false", "NA", ["true", "false"]),  # 'NA': a missing value
+        ("True", "False", None, None),  # pandas' own: nothing to keep
+        ("true", "False", None, None),  # two spellings: none kept
     ],
 )
 def test_read_table_keeps_the_spelling(
-    tmp_path: Path, true: str, false: str, blanks: bool, spelt: list[str] | None
+    tmp_path: Path, true: str, false: str, blank: str | None, spelt: list[str] | None
 ) -> None:
-    path = _write(tmp_path / "a.csv", true, false, 0, blanks)
+    path = _write(tmp_path / "a.csv", true, false, 0, blank)
     frame = _quiet_read(path)
     assert frame["flag"].dropna().map(lambda v: isinstance(v, (bool, np.bool_))).all()
     assert frame.attrs.get(BOOL_TEXTS_ATTR, {}).get("flag") == spelt
@@ -88,7 +89,7 @@ def test_a_csv_output_writes_the_sites_spelling(tmp_path: Path) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         lower = [
-            _quiet_read(_write(tmp_path / f"l{k}.csv", "true", "false", k, True)) for k in (1, 2)
+            _quiet_read(_write(tmp_path / f"l{k}.csv", "true", "false", k, "")) for k in (1, 2)
         ]
         out = _synthetic_csv(lower, tmp_path / "l.csv")
         assert set(out["flag"]) == {"true", "false", ""}  # missing: an empty field

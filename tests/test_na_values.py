@@ -199,3 +199,23 @@ def test_a_federated_site_reads_as_fits_synthesize(tmp_path: Path) -> None:
             plain, _ = site_table({"data-path": str(path)}, {})
             assert not plain.equals(by_run)
     assert local["s0"]["age"].isna().any() and (local["s0"]["region"] != "NA").all()
+
+
+def test_numbers_with_too_many_codes_say_to_name_them(tmp_path: Path) -> None:
+    """A column of numbers with more '-', '?' and '.' than the 5% the text-number
+    parser reads as markers stays text and is refused as near-unique: the message
+    says it is mostly numbers and names --na-values; with the codes named it is
+    numbers."""
+    from fits.core.schema import IdentifierColumnError, Schema
+
+    rng = np.random.default_rng(1)
+    values = rng.normal(40, 5, 50).round(1).astype(object)
+    values[:2], values[2:4], values[4] = "-", "?", "."
+    path = tmp_path / "b.csv"
+    pd.DataFrame({"v": values, "g": rng.choice(["a", "b"], 50)}).to_csv(path, index=False)
+    with pytest.raises(
+        IdentifierColumnError, match=r"45 of them numbers; mostly numbers.*--na-values"
+    ):
+        Schema.detect([read_table(path)])
+    named = read_table(path, na_values=["-", "?", "."])
+    assert Schema.detect([named]).kinds()["v"] == "continuous"

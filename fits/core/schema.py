@@ -2991,7 +2991,11 @@ def _looks_like_identifier(present: pd.Series) -> dict[str, Any] | None:
         return None
     length = float(np.mean([len(str(v)) for v in uniq]))
     if n_distinct > NEAR_UNIQUE_SHARE * n_present or length > FREE_TEXT_LENGTH:
-        return {"n_distinct": n_distinct, "n_present": n_present, "mean_length": length}
+        # how many are numbers (a count): a column of numbers with more markers ("-",
+        # "?", ".") than parse_text_columns reads as missing is refused as near-unique
+        numbers = int(pd.to_numeric(present.astype(str).str.strip(), errors="coerce").notna().sum())
+        out = {"n_distinct": n_distinct, "n_present": n_present, "mean_length": length}
+        return {**out, "numbers": numbers} if numbers else out
     return None
 
 
@@ -3513,9 +3517,14 @@ def _identifier_counts(infos: Sequence[Mapping[str, Any]], clients: Sequence[str
         (i["identifier"], c) for i, c in zip(infos, clients, strict=True) if "identifier" in i
     ]
     if flagged:
-        return "; ".join(
+        said = "; ".join(
             f"{f['n_distinct']} distinct values in {f['n_present']} rows at {c}"
             + (", e-mail addresses" if f.get("emails") else "")
+            + (
+                f", {f['numbers']} of them numbers"
+                if f.get("numbers", 0) >= NEAR_UNIQUE_SHARE * f["n_present"]
+                else ""
+            )
             + (
                 f", {f['mean_length']:.0f} characters long on average"
                 if f.get("mean_length", 0) > FREE_TEXT_LENGTH
@@ -3523,6 +3532,13 @@ def _identifier_counts(infos: Sequence[Mapping[str, Any]], clients: Sequence[str
             )
             for f, c in flagged
         )
+        if any(f.get("numbers", 0) >= NEAR_UNIQUE_SHARE * f["n_present"] for f, _ in flagged):
+            said += (
+                "; mostly numbers: if its other values are codes for a missing value "
+                "('-', '?', '.'), name them so (--na-values TEXT, repeatable; Python: "
+                "fits.io.read_table(path, na_values=[...])) or leave those fields empty"
+            )
+        return said
     used = [i for i in infos if not i.get("all_missing")]
     if not used or not all(
         "values" in i and i["dtype"] in ("string", "object", "category") for i in used
@@ -3932,7 +3948,8 @@ def _merge_column(
             f"column {name!r} is numeric at some clients and text at others ({who}); "
             "make its type the same everywhere (text is read as numbers where at least "
             f"{PARSE_SHARE:.0%} of its values are numbers: fix or blank the other values "
-            "where it stays text)" + (f". The text: {advice}" if advice else "")
+            "where it stays text, or name the codes for a missing value among them: "
+            "--na-values TEXT)" + (f". The text: {advice}" if advice else "")
         )
     if kind is not None and kind not in KINDS:
         raise SchemaError(f"column {name!r}: unknown kind {kind!r}; use one of {', '.join(KINDS)}")
