@@ -175,6 +175,7 @@ def test_the_commands_refuse_a_column_text_of_no_column(tmp_path: Path) -> None:
 def test_a_federated_site_reads_as_fits_synthesize(tmp_path: Path) -> None:
     """The run config's and the node config's na-values reach the site's reader (the
     ClientApp's, in process), which reads its file as fits synthesize reads it."""
+    pytest.importorskip("flwr", reason="needs the flower extra: pip install 'fits[flower]'")
     from fits.cli.federate import _run_config
     from fits.cli.main import _load_sites
     from fits.deploy.flower import read_run_config, site_table
