@@ -220,3 +220,38 @@ def test_numbers_with_too_many_codes_say_to_name_them(tmp_path: Path) -> None:
         Schema.detect([read_table(path)])
     named = read_table(path, na_values=["-", "?", "."])
     assert Schema.detect([named]).kinds()["v"] == "continuous"
+
+
+def test_fits_analyze_reads_the_codes_as_missing(tmp_path: Path) -> None:
+    import json
+
+    rng = np.random.default_rng(0)
+    paths = []
+    for k in range(2):
+        x = rng.normal(size=40).round(3)
+        y = (2 * x + rng.normal(size=40)).round(3).astype(object)
+        y[:3] = -999
+        paths.append(tmp_path / f"s{k}.csv")
+        pd.DataFrame({"x": x, "y": y}).to_csv(paths[-1], index=False)
+    common = ["--target", "y", "--family", "linear", "--missing", "drop"]
+    for na, rows in (([], 80), (["--na-values", "-999"], 74)):
+        out = tmp_path / f"r{len(na)}.json"
+        res = fits_in_process("analyze", *paths, *common, "--out", out, *na)
+        assert res.returncode == 0, res.stderr
+        assert json.loads(out.read_text())["n_obs"] == rows
+
+
+def test_fits_report_reads_each_table_with_them(tmp_path: Path) -> None:
+    """The real tables resolve COLUMN=TEXT strictly; the synthetic table, which lacks
+    the columns the synthesis dropped, passes a pair of a column it lacks over."""
+    from fits.cli.report import UsageError
+    from fits.cli.report import read_table as report_read
+
+    real, synthetic = tmp_path / "real.csv", tmp_path / "syn.csv"
+    real.write_text("age,uid\n-999,a\n30,b\n")
+    synthetic.write_text("uid\nsynthetic-000001\n")
+    pairs = [("age", "-999")]
+    assert report_read(real, "--real", pairs)["age"].isna().sum() == 1
+    assert len(report_read(synthetic, "--synthetic", pairs, lenient=True)) == 1
+    with pytest.raises(UsageError, match="no column"):
+        report_read(synthetic, "--real", pairs)
