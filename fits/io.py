@@ -247,13 +247,15 @@ def _na_of(options: Mapping[str, Any], col: Any) -> list[str]:
     return list(na.get(col, [])) if isinstance(na, Mapping) else list(na)
 
 
-def _mask_codes(raw: pd.DataFrame, options: Mapping[str, Any]) -> pd.DataFrame:
+def _mask_codes(raw: pd.DataFrame, options: Mapping[str, Any], decimal: str = ".") -> pd.DataFrame:
     """``raw`` (fields as text) with the fields that are a number equal to a missing
-    code of their column (``options``' texts: "-999" for "-999.00" or " -999", which
-    pandas reads as missing when it parses numbers, not as text) missing too."""
+    code of their column (``options``' texts: "-999" for "-999.00", " -999" or, with a
+    decimal comma, "-999,0", which pandas reads as missing when it parses numbers, not
+    as text) missing too."""
     na = options.get("na_values")
     if not isinstance(na, Mapping):
         return raw
+    decimal = str(options.get("decimal", decimal))
     for col in raw.columns:
         codes = _codes(na.get(col, ()))
         if not codes:
@@ -261,7 +263,10 @@ def _mask_codes(raw: pd.DataFrame, options: Mapping[str, Any]) -> pd.DataFrame:
         present = raw[col].dropna()
         if present.empty:
             continue
-        numbers = pd.to_numeric(present.str.strip(), errors="coerce")
+        text = present.str.strip()
+        if decimal != ".":
+            text = text.str.replace(decimal, ".", regex=False)
+        numbers = pd.to_numeric(text, errors="coerce")
         hit = numbers.isin(list(codes))
         if hit.any():
             raw[col] = raw[col].mask(hit.reindex(raw.index, fill_value=False))
@@ -1090,7 +1095,7 @@ def _keep_na_texts(
     if not text:
         return frame
     raw = pd.read_csv(path, usecols=text, **_raw_options(sep, decimal, options))
-    raw = _mask_codes(raw, options)
+    raw = _mask_codes(raw, options, decimal)
     for col in text:
         texts = _NaTexts()
         texts.update(raw[col])
@@ -1238,7 +1243,7 @@ def _whole_numbers(
     if not numeric:
         return frame
     raw = pd.read_csv(path, sep=sep, decimal=decimal, usecols=numeric, dtype=str, **options)
-    raw = _mask_codes(raw, options)
+    raw = _mask_codes(raw, options, decimal)
     for col in numeric:
         tokens = raw[col].dropna().str.strip()
         if tokens.str.match(r"^[+-]?0\d").any():

@@ -255,3 +255,17 @@ def test_fits_report_reads_each_table_with_them(tmp_path: Path) -> None:
     assert len(report_read(synthetic, "--synthetic", pairs, lenient=True)) == 1
     with pytest.raises(UsageError, match="no column"):
         report_read(synthetic, "--real", pairs)
+
+
+def test_a_code_written_with_a_decimal_comma(tmp_path: Path) -> None:
+    """';'-separated with a decimal comma: '-999,0' is the code -999 too, and a column
+    whose other values are whole numbers comes back as integers, as without it."""
+    path = tmp_path / "semi.csv"
+    path.write_text("a;b\n1,5;-999\n2,5;-999,0\n3,25;7\n-999,00;8\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        frame = read_table(path, na_values=["-999"])
+        chunks = pd.concat(list(iter_table(path, 2, na_values=["-999"])))
+    assert frame["a"].isna().sum() == 1 and frame["b"].isna().sum() == 2
+    assert str(frame["b"].dtype) == "Int64" and frame["b"].dropna().tolist() == [7, 8]
+    pd.testing.assert_frame_equal(frame, chunks)
