@@ -269,3 +269,40 @@ def test_a_code_written_with_a_decimal_comma(tmp_path: Path) -> None:
     assert frame["a"].isna().sum() == 1 and frame["b"].isna().sum() == 2
     assert str(frame["b"].dtype) == "Int64" and frame["b"].dropna().tolist() == [7, 8]
     pd.testing.assert_frame_equal(frame, chunks)
+
+
+def test_fits_federate_site_gives_its_node_config_the_texts(tmp_path: Path, monkeypatch) -> None:
+    """fits federate site --na-values: checked against this site's table (an unknown
+    column: exit 2 before Flower starts) and written into the SuperNode's node config,
+    which Flower's parser of --node-config hands the site as given."""
+    pytest.importorskip("flwr", reason="needs the flower extra: pip install 'fits[flower]'")
+    from types import SimpleNamespace
+
+    from flwr.common.config import parse_config_args
+
+    from fits.cli import federate
+    from fits.deploy.flower import site_na_values
+    from fits.deploy.flower_launch import supernode_command
+
+    data = _sites(tmp_path)[0]
+    given: dict = {}
+
+    def command(superlink, path, **options):
+        given.update(options)
+        return ["flower-supernode"]
+
+    launch = SimpleNamespace(FederationError=RuntimeError, supernode_command=command)
+    monkeypatch.setattr(federate, "_launch", lambda: launch)
+    monkeypatch.setattr(federate, "_port_problem", lambda host, port: None)
+    monkeypatch.setattr(federate, "_exec", lambda cmd, home: None)
+    site = ["federate", "site", "--data", data, "--superlink", "x:1", "--insecure"]
+    res = fits_in_process(*site, "--na-values", "agee=-999")
+    assert res.returncode == 2 and not given and "agee" in res.stderr
+    res = fits_in_process(
+        *site, "--na-values", "NA", "--na-values", "a,b", "--na-values", "age=-999"
+    )
+    assert res.returncode == 0, res.stderr
+    assert given["na_values"] == ["NA", "a,b", "age=-999"]
+    cmd = supernode_command("127.0.0.1:9093", data, insecure=True, na_values=given["na_values"])
+    config = parse_config_args([cmd[cmd.index("--node-config") + 1]])
+    assert site_na_values(config) == ["NA", "a,b", ("age", "-999")]
