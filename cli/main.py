@@ -896,7 +896,7 @@ def _complete_rows(
         check,
         quiet,
         decimal_types=known_decimal_types(synth.schema_.decimal_types(), table),
-        bool_texts=synth.coordinator.bool_texts,
+        bool_texts=_bool_texts(synth),
     )
 
 
@@ -967,8 +967,14 @@ def _stream_rows(
         check,
         quiet,
         decimal_types=synth.schema_.decimal_types(),
-        bool_texts=synth.coordinator.bool_texts,
+        bool_texts=_bool_texts(synth),
     )
+
+
+def _bool_texts(synth: Any) -> Mapping[str, tuple[str, str]] | None:
+    """How the sites' CSV files spell their booleans, where they agree (the coordinator's
+    :attr:`~fits.federation.coordinator.Coordinator.bool_texts`); None when unknown."""
+    return getattr(getattr(synth, "coordinator", None), "bool_texts", None)
 
 
 def _write_stream(

@@ -1772,7 +1772,8 @@ class FITSSynthesizer(BaseEstimator):
             chunks,
             path,
             decimal_types=self.schema_.decimal_types(),
-            bool_texts=self.coordinator.bool_texts,  # the sites' files' true/false
+            # the sites' files' true/false (a coordinator once connected)
+            bool_texts=getattr(getattr(self, "coordinator", None), "bool_texts", None),
         )
         return written
 
