@@ -17,6 +17,7 @@ from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Se
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -323,8 +324,17 @@ def _missing_values(frame: pd.DataFrame, missing: _Missing, integers: set[Any]) 
             new = s.astype("Int64") if col in integers else s
             new = new.mask(new.isin(list(codes)))
         elif pd.api.types.is_object_dtype(dtype) or pd.api.types.is_string_dtype(dtype):
-            words = _stringified(texts)
-            hit = s.map(lambda v, w=words: isinstance(v, str) and v in w).astype(bool)
+            words, codes = _stringified(texts), missing.codes(col)
+            hit = s.map(  # texts, and numbers among them (a Parquet decimal's Decimal)
+                lambda v, w=words, c=codes: (
+                    (isinstance(v, str) and v in w)
+                    or (
+                        isinstance(v, (int, float, np.number, Decimal))
+                        and not isinstance(v, (bool, np.bool_))
+                        and float(v) in c
+                    )
+                )
+            ).astype(bool)
             if not hit.any():
                 continue
             new = s.mask(hit)

@@ -6,6 +6,7 @@ that in-process and Flower runs read alike.  Tiny tables, in process."""
 from __future__ import annotations
 
 import warnings
+from decimal import Decimal
 from pathlib import Path
 
 import numpy as np
@@ -104,6 +105,7 @@ def test_parquet_numbers_texts_and_categories(tmp_path: Path) -> None:
             "f": [1.5, np.nan, -999.0, 2.0, 3.0, 4.0],
             "c": pd.Categorical(["a", "NA", "b", "a", "a", "b"]),
             "s": ["x", "-999", "NA", "y", "x", "."],
+            "d": [Decimal(v) for v in ("1.50", "-999", "2.25", "-999.00", "3", "4")],
         }
     ).to_parquet(path)
     plain = read_table(path)
@@ -113,6 +115,7 @@ def test_parquet_numbers_texts_and_categories(tmp_path: Path) -> None:
     assert frame["f"].isna().sum() == 2
     assert list(frame["c"].cat.categories) == ["a", "b"] and frame["c"].isna().sum() == 1
     assert frame["s"].isna().sum() == 3
+    assert frame["d"].isna().sum() == 2  # a Parquet decimal column's Decimal values
     for rows in (1, 2, 4):
         chunks = pd.concat(list(iter_table(path, rows, na_values=["NA", "-999", "."])))
         pd.testing.assert_frame_equal(frame, chunks)
