@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import math
+import shlex
 import sys
 import time
 from collections.abc import Callable
@@ -152,6 +153,12 @@ def _check_glm(opts: AnalyzeOptions) -> None:
             "a private fit has no confidence intervals; drop --ci, or fit without --mu/--epsilon",
             param_hint="--ci",
         )
+    if opts.extra.get("positive") is not None and opts.family != "logistic":
+        raise typer.BadParameter(
+            f"--positive names the label coded 1 of a logistic target; --family "
+            f"{opts.family} takes the target's numbers as they are: drop --positive",
+            param_hint="--positive",
+        )
     if opts.family == "linear" and opts.extra.get("check_separation"):
         raise typer.BadParameter(
             "separation is a logistic and Poisson matter: a linear fit has no such check; "
@@ -219,6 +226,8 @@ def _glm_spec(opts: AnalyzeOptions) -> dict[str, Any]:
         options["kinds"] = dict(opts.extra["kinds"])
     if opts.extra.get("missing", "raise") != "raise":
         options["missing"] = opts.extra["missing"]
+    if opts.extra.get("positive") is not None:
+        options["positive"] = opts.extra["positive"]
     return {"method": opts.method, "options": options, "ci": opts.extra.get("ci", 0.95)}
 
 
@@ -256,6 +265,7 @@ def _check_fedlsa(opts: AnalyzeOptions) -> None:
         "--tau1": opts.tau1,
         "--check-separation": opts.extra.get("check_separation"),
         "--cov-type": opts.extra.get("cov_type"),
+        "--positive": opts.extra.get("positive"),
     }
     unused.update({f"--{k.lower()}": v for k, v in opts.iterations.items() if k in ("K1", "K2")})
     unused["--iterations"] = opts.iterations.get("K")
@@ -516,6 +526,15 @@ def analyze(
             show_default=False,
         ),
     ] = None,
+    positive: Annotated[
+        str | None,
+        typer.Option(
+            "--positive",
+            help="Logistic, a target of two text labels: the label coded 1 (default: the "
+            "second in sorted order, e.g. yes of no/yes).",
+            show_default=False,
+        ),
+    ] = None,
     missing: Annotated[
         str,
         typer.Option(
@@ -564,7 +583,18 @@ def analyze(
     na_texts = parse_na_values(na_values)
     for path in site_files:
         if path.suffix.lower() not in (".csv", ".parquet"):
-            raise typer.BadParameter(f"{path}: use a .csv or .parquet file", param_hint="SITE_FILE")
+            hint = ""
+            strays = [str(q) for q in site_files if not q.suffix and not q.exists()]
+            if features is not None and str(path) in strays:
+                # `--features a b c`: b and c land among the site files
+                hint = (
+                    f"; if {', '.join(map(repr, strays))} are features, --features takes one "
+                    f"value, the names separated by commas: --features "
+                    f"{shlex.quote(','.join([features, *strays]))}"
+                )
+            raise typer.BadParameter(
+                f"{path}: use a .csv or .parquet file{hint}", param_hint="SITE_FILE"
+            )
     fedlsa_given = {
         "bootstrap": bootstrap,
         "gamma_eta": gamma_eta,
@@ -600,6 +630,7 @@ def analyze(
             "cov_type": cov_type,
             "kinds": _parse_kinds(kind),
             "missing": missing,
+            "positive": positive,
         },
     )
     if method == "fedhybrid":  # FedHybrid's steps are eta1 / eta2

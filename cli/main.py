@@ -896,6 +896,7 @@ def _complete_rows(
         check,
         quiet,
         decimal_types=known_decimal_types(synth.schema_.decimal_types(), table),
+        date_formats=synth.schema_.date_formats(),
         bool_texts=_bool_texts(synth),
     )
 
@@ -967,6 +968,7 @@ def _stream_rows(
         check,
         quiet,
         decimal_types=synth.schema_.decimal_types(),
+        date_formats=synth.schema_.date_formats(),
         bool_texts=_bool_texts(synth),
     )
 
@@ -988,6 +990,7 @@ def _write_stream(
     quiet: bool,
     *,
     decimal_types: Mapping[str, tuple[int, int]] | None = None,
+    date_formats: Mapping[str, str] | None = None,
     bool_texts: Mapping[str, tuple[str, str]] | None = None,
 ) -> tuple[int, Any]:
     """Stream the chunks of a draw of ``rows`` rows into ``out`` atomically
@@ -1002,8 +1005,9 @@ def _write_stream(
     file system is refused (exit 2; the message starts with ``request`` and ends with
     ``advice``). Every chunk goes through the release check ``check`` before it is
     written; ``decimal_types`` fixes the Parquet type of the ``Decimal`` columns for
-    the whole file (:func:`fits.io.write_table_chunks`), ``bool_texts`` a CSV file's
-    spelling of booleans (the sites' ``true``/``false``). Returns the rows written and
+    the whole file, ``date_formats`` the CSV's date formats
+    (:func:`fits.io.write_table_chunks`), ``bool_texts`` a CSV file's spelling of
+    booleans (the sites' ``true``/``false``). Returns the rows written and
     the release check (None if it failed).
     """
     from fits import io as fits_io
@@ -1059,6 +1063,7 @@ def _write_stream(
             advice=advice,
             where=f"--out {str(out)!r}",
             decimal_types=decimal_types,
+            date_formats=date_formats,
             on_estimate=estimated,
             bool_texts=bool_texts,
         )

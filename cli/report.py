@@ -707,22 +707,55 @@ def _pooled_real(
 
 
 def _parsed_tables(tables: dict[str, Any], kinds: dict[str, str] | None) -> dict[str, Any]:
-    """The real tables (``real``, ``train``, ``test``, ``clients``; not ``synthetic``,
-    which fits writes with plain numbers and ISO dates) with the text the sites read as
-    numbers or dates read so (:func:`~fits.core.schema.parse_text_columns`:
+    """The real tables (``real``, ``train``, ``test``, ``clients``) with the text the
+    sites read as numbers or dates read so (:func:`~fits.core.schema.parse_text_columns`:
     "$1,234.56", "12.5" beside a "?" marker, "03/15/2021"; columns ``kinds`` says are
-    nominal left as text), as a synthetic table writes them: else a real "$1,234.56"
-    and a synthetic 1234.56 would be two labels, never equal."""
+    nominal left as text), as a synthetic table holds them: else a real "$1,234.56"
+    and a synthetic 1234.56 would be two labels, never equal. The ``synthetic`` table
+    (which fits writes with plain numbers, and dates in the sites' format) has the
+    columns the real tables read as dates of a format read with that format
+    (:func:`_synthetic_dates`): never guessed anew, since a small synthetic table may
+    hold no day above 12 to tell day from month."""
     from fits.core.schema import parse_text_columns
 
     declared = {c: {"kind": k} for c, k in (kinds or {}).items()}
+    formats: dict[str, list[str]] = {}
 
     def parse(frame: pd.DataFrame | None) -> pd.DataFrame | None:
-        return None if frame is None else parse_text_columns(frame, declared, text_only=True)[0]
+        if frame is None:
+            return None
+        parsed, notes = parse_text_columns(frame, declared, text_only=True)
+        for col, note in notes.items():
+            if note.get("as") == "date" and note["format"] not in formats.setdefault(col, []):
+                formats[col].append(note["format"])
+        return parsed
 
     out = {k: parse(v) for k, v in tables.items() if k not in ("clients", "synthetic")}
-    out["synthetic"] = tables["synthetic"]
     out["clients"] = {name: parse(frame) for name, frame in tables["clients"].items()}
+    out["synthetic"] = _synthetic_dates(tables["synthetic"], formats)
+    return out
+
+
+def _synthetic_dates(frame: pd.DataFrame, formats: dict[str, list[str]]) -> pd.DataFrame:
+    """``frame`` with each text column ``formats`` names read as dates with the first of
+    its formats (``strftime`` formats, an ambiguous day noted or not) that reads every
+    present value; a column none reads wholly is left as text (the report then says it
+    holds no dates)."""
+    from fits.core.schema import AMBIGUOUS_DAY, DATE_FORMATS
+
+    out = frame
+    for col, fmts in formats.items():
+        if col not in frame.columns or pd.api.types.is_datetime64_any_dtype(frame[col].dtype):
+            continue
+        present = frame[col].dropna()
+        for fmt in (f.removesuffix(AMBIGUOUS_DAY) for f in fmts):
+            if fmt not in DATE_FORMATS[1:]:
+                continue  # ISO 8601: fits.io.read_table has read it already
+            dates = pd.to_datetime(frame[col], format=fmt, errors="coerce")
+            if dates[present.index].notna().all():
+                out = out.copy(deep=False) if out is frame else out
+                out[col] = dates
+                break
     return out
 
 

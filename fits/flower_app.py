@@ -119,7 +119,8 @@ def synthesize(transport: FlowerTransport, cfg: Mapping[str, Any]) -> Path:
             f"known={cfg['known']!r} ({rows} rows)",
             "split the known table or write elsewhere",
             known_decimal_types(synth.schema_.decimal_types(), known),
-            synth.coordinator.bool_texts,
+            synth.schema_.date_formats(),
+            bool_texts=synth.coordinator.bool_texts,
         )
     else:
         path = _stream_to_file(
@@ -129,7 +130,8 @@ def synthesize(transport: FlowerTransport, cfg: Mapping[str, Any]) -> Path:
             f"rows={rows}",
             "ask for fewer rows or write elsewhere",
             synth.schema_.decimal_types(),
-            synth.coordinator.bool_texts,
+            synth.schema_.date_formats(),
+            bool_texts=synth.coordinator.bool_texts,
         )
     summary = {
         "output": str(path),
@@ -245,6 +247,7 @@ def _stream_to_file(
     request: str,
     advice: str,
     decimal_types: Mapping[str, tuple[int, int]] | None = None,
+    date_formats: Mapping[str, str] | None = None,
     bool_texts: Mapping[str, tuple[str, str]] | None = None,
 ) -> Path:
     """Write the chunks ``stream(first_chunk_rows)`` gives (a draw of ``rows`` rows whose
@@ -254,9 +257,9 @@ def _stream_to_file(
     ``out``'s file system stops the run (:class:`fits.io.OutputTooLarge`, a ValueError;
     nothing written; the message starts with ``request`` and ends with ``advice``), and
     the estimate of one that fits shows in the ServerApp's log.  ``decimal_types`` fixes
-    the Parquet type of the ``Decimal`` columns for the whole file
-    (:func:`fits.io.write_table_chunks`), ``bool_texts`` a CSV file's spelling of
-    booleans (the sites' ``true``/``false``)."""
+    the Parquet type of the ``Decimal`` columns for the whole file, ``date_formats``
+    the CSV's date formats (:func:`fits.io.write_table_chunks`), and ``bool_texts`` a
+    CSV file's spelling of booleans (the sites' ``true``/``false``)."""
     from fits import io as fits_io
 
     def estimated(estimate: fits_io.StreamEstimate) -> None:
@@ -272,6 +275,7 @@ def _stream_to_file(
         request=request,
         advice=advice,
         decimal_types=decimal_types,
+        date_formats=date_formats,
         on_estimate=estimated,
         bool_texts=bool_texts,
     )

@@ -2017,6 +2017,7 @@ def write_table_chunks(
     path: str | os.PathLike[str],
     *,
     decimal_types: Mapping[str, tuple[int, int]] | None = None,
+    date_formats: Mapping[str, str] | None = None,
     bool_texts: Mapping[str, tuple[str, str]] | None = None,
 ) -> tuple[Path, int]:
     """Stream a table to ``path`` chunk by chunk, atomically (CSV or Parquet).
@@ -2046,6 +2047,11 @@ def write_table_chunks(
         A ``.csv`` or ``.parquet`` file.
     decimal_types : mapping, optional
         Column -> (precision, scale) of its Parquet decimal type (ignored for CSV).
+    date_formats : mapping, optional
+        Column -> ``strftime`` format its dates are written in, in a CSV (a fit's
+        :meth:`~fits.core.schema.Schema.date_formats`: the format the sites' text dates
+        were read with; missing dates stay empty fields). Ignored for Parquet, which
+        keeps datetimes, and for a column that holds no datetimes.
     bool_texts : mapping, optional
         Column of booleans -> (true text, false text) a CSV file writes them as (the
         input's spelling, ``("true", "false")``; a missing value stays an empty field;
@@ -2082,7 +2088,8 @@ def write_table_chunks(
         if suffix == ".csv":
             with open(tmp, "w", encoding="utf-8", newline="") as fh:
                 for k, chunk in enumerate(chunks):
-                    _spelt(chunk, bool_texts or {}).to_csv(fh, index=False, header=k == 0)
+                    out = _dates_as_text(_spelt(chunk, bool_texts or {}), date_formats or {})
+                    out.to_csv(fh, index=False, header=k == 0)
                     rows += len(chunk)
             return
         import pyarrow as pa
@@ -2257,6 +2264,7 @@ def write_stream(
     advice: str,
     where: str | None = None,
     decimal_types: Mapping[str, tuple[int, int]] | None = None,
+    date_formats: Mapping[str, str] | None = None,
     on_estimate: Callable[[StreamEstimate], None] | None = None,
     bool_texts: Mapping[str, tuple[str, str]] | None = None,
 ) -> tuple[Path, int]:
@@ -2273,8 +2281,8 @@ def write_stream(
     raised before anything is written (the message starts with ``request``, names the
     output as ``where``, default its quoted path, and ends with ``advice``); else
     ``on_estimate`` gets the estimate.  The chunks are then written by
-    :func:`write_table_chunks` (``decimal_types`` and ``bool_texts`` as there): the
-    bytes are those of the whole draw written at once.
+    :func:`write_table_chunks` (``decimal_types``, ``date_formats`` and ``bool_texts``
+    as there): the bytes are those of the whole draw written at once.
 
     Returns
     -------
@@ -2304,8 +2312,28 @@ def write_stream(
         if on_estimate is not None:
             on_estimate(StreamEstimate(rows, estimate_rows, size, free))
     return write_table_chunks(
-        itertools.chain(first, chunks), path, decimal_types=decimal_types, bool_texts=bool_texts
+        itertools.chain(first, chunks),
+        path,
+        decimal_types=decimal_types,
+        date_formats=date_formats,
+        bool_texts=bool_texts,
     )
+
+
+def _dates_as_text(frame: pd.DataFrame, date_formats: Mapping[str, str]) -> pd.DataFrame:
+    """``frame`` with the datetime columns ``date_formats`` names as text in their
+    format (missing dates stay missing); ``frame`` itself when it names none."""
+    named = [
+        c
+        for c, _ in date_formats.items()
+        if c in frame.columns and pd.api.types.is_datetime64_any_dtype(frame[c].dtype)
+    ]
+    if not named:
+        return frame
+    out = frame.copy(deep=False)
+    for c in named:
+        out[c] = frame[c].dt.strftime(date_formats[c])
+    return out
 
 
 def encoded_size(frame: pd.DataFrame, suffix: str) -> int:

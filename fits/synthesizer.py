@@ -1772,6 +1772,7 @@ class FITSSynthesizer(BaseEstimator):
             chunks,
             path,
             decimal_types=self.schema_.decimal_types(),
+            date_formats=self.schema_.date_formats(),
             # the sites' files' true/false (a coordinator once connected)
             bool_texts=getattr(getattr(self, "coordinator", None), "bool_texts", None),
         )

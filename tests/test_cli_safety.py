@@ -826,8 +826,11 @@ def test_the_estimate_pays_the_boosted_models_once(tmp_path, capsys):
         def decimal_types(self):
             return {}
 
+        def date_formats(self):
+            return {}
+
     class Boosted:
-        schema_ = NoDecimals()  # no Decimal column (the Parquet writer asks)
+        schema_ = NoDecimals()  # no Decimal or text-date column (the writers ask)
 
         def iter_sample(self, n, *, first_chunk_rows=None, progress=None):
             time.sleep(0.5)

@@ -17,6 +17,7 @@ import pytest
 
 from fits import FITSSynthesizer
 from fits.core.schema import (
+    ColumnSpec,
     DataNote,
     IdentifierColumnError,
     describe_table,
@@ -175,8 +176,64 @@ def test_cli_reads_markers_and_dates_and_writes_numbers_and_dates(tmp_path):
     back = pd.read_csv(out, dtype={"zip": str})
     assert str(back["age"].dtype) in ("int64", "float64")  # numbers, blanks where missing
     assert back["age"].notna().all() or back["age"].isna().mean() < 0.15
-    assert pd.to_datetime(back["visit"], format="%Y-%m-%d").notna().all()
+    # written as the sites wrote them: month/day/year
+    assert back["visit"].str.fullmatch(r"\d\d/\d\d/\d{4}").all()
+    dates = pd.to_datetime(back["visit"], format="%m/%d/%Y")
+    assert dates.min() >= days.min() and dates.max() <= days.max()
     assert set(back["zip"]) <= {"02134", "00501", "10001"}
+
+
+def _dated(n: int, fmt: str, seed: int) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    when = pd.Timestamp("1995-01-01") + pd.to_timedelta(rng.integers(0, 9000, n), unit="D")
+    return pd.DataFrame({"d": when.strftime(fmt), "x": rng.normal(size=n)})
+
+
+def test_text_dates_are_written_back_in_the_sites_format(tmp_path):
+    """A CSV output writes a text date column in the one format every site wrote it in
+    (here two-digit years, day first); missing dates stay empty; a Parquet output keeps
+    datetimes; sites that wrote different formats get ISO 8601, and the note says which."""
+    a, b = _dated(200, "%d/%m/%y", 0), _dated(200, "%d/%m/%y", 1)
+    a.loc[:9, "d"] = ""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        synth = FITSSynthesizer(seed=0).fit({"a": a, "b": b})
+    notes = " ".join(str(w.message) for w in caught)
+    assert "a CSV output writes its synthetic dates in that format" in notes
+    assert synth.schema_.date_formats() == {"d": "%d/%m/%y"}
+    csv = synth.sample_to_file(tmp_path / "s.csv", 300, seed=1)
+    parquet = synth.sample_to_file(tmp_path / "s.parquet", 300, seed=1)
+    text = pd.read_csv(csv, dtype={"d": str}, keep_default_na=False)["d"]
+    typed = pd.read_parquet(parquet)["d"]
+    assert pd.api.types.is_datetime64_any_dtype(typed.dtype)
+    # the same draw: the text is the Parquet file's dates in the input's format
+    expected = typed.dt.strftime("%d/%m/%y").fillna("")
+    assert (text == expected).all() and (text == "").any()
+    assert text[text != ""].str.fullmatch(r"\d\d/\d\d/\d\d").all()
+    # read back with the input's format, the years are the synthetic ones (no century lost)
+    back = pd.to_datetime(text[text != ""], format="%d/%m/%y")
+    assert (back.dt.year.to_numpy() == typed.dropna().dt.year.to_numpy()).all()
+
+    c = _dated(200, "%Y-%m-%d", 2)  # ISO at one site: no one format, ISO 8601 written
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        mixed = FITSSynthesizer(seed=0).fit({"a": a, "c": c})
+    assert "writes its synthetic dates as ISO 8601" in " ".join(str(w.message) for w in caught)
+    assert mixed.schema_.date_formats() == {}
+    out = pd.read_csv(mixed.sample_to_file(tmp_path / "m.csv", 50), dtype={"d": str})
+    assert out["d"].dropna().str.fullmatch(r"\d{4}-\d\d-\d\d").all()
+
+
+def test_one_format_read_ambiguously_at_one_site_is_still_one_format():
+    spec = ColumnSpec("d", "continuous", dtype="datetime")
+    spec.parsed = "%m/%d/%Y, %m/%d/%Y (ambiguous: no day above 12)"
+    assert spec.text_date_format == "%m/%d/%Y"
+    spec.parsed = "%d/%m/%Y, %m/%d/%Y (ambiguous: no day above 12)"
+    assert spec.text_date_format is None
+    spec.parsed = "%b %d, %Y"  # a format holding ', '
+    assert spec.text_date_format == "%b %d, %Y"
+    spec.parsed = "number written with '%'"
+    assert spec.text_date_format is None
 
 
 # ---------------------------------------------------------------------- file problems
@@ -384,3 +441,32 @@ def test_restore_dtype_follows_the_schema_not_the_draw():
     assert str(restore_dtype(pd.Series([True, False]), flag).dtype) == "boolean"
     spec = ColumnSpec("c", "ordinal", "int", [1, 2], pandas_dtype="int32")
     assert str(restore_dtype(pd.Series([1, 2]), spec).dtype) == "int32"
+
+
+def test_report_reads_synthetic_dates_in_the_real_tables_format(tmp_path):
+    """`fits report` reads the synthetic table's text dates with the format the real
+    tables were read with (day first here), not a fresh guess: a synthetic table whose
+    days are all <= 12 would be read month first."""
+    from fits.cli.report import _synthetic_dates
+
+    synthetic = pd.DataFrame({"d": ["03/04/2021", "11/12/2020", None], "n": ["1/2", "x", "y"]})
+    got = _synthetic_dates(
+        synthetic, {"d": ["%d/%m/%Y (ambiguous: no day above 12)"], "n": ["%d/%m/%Y"]}
+    )
+    assert list(got["d"][:2]) == [pd.Timestamp("2021-04-03"), pd.Timestamp("2020-12-11")]
+    assert pd.isna(got["d"][2])
+    assert list(got["n"]) == ["1/2", "x", "y"]  # not every value a date: left as text
+    assert list(synthetic["d"][:1]) == ["03/04/2021"]  # the caller's frame is not changed
+
+    files = [tmp_path / "a.csv", tmp_path / "b.csv"]
+    _dated(150, "%d/%m/%Y", 4).to_csv(files[0], index=False)
+    _dated(150, "%d/%m/%Y", 5).to_csv(files[1], index=False)
+    out = tmp_path / "s.csv"
+    res = run("synthesize", *map(str, files), "--rows", "60", "--out", str(out), "--quiet")
+    assert res.returncode == 0, res.stderr
+    assert pd.read_csv(out)["d"].str.fullmatch(r"\d\d/\d\d/\d{4}").all()
+    real = [a for f in files for a in ("--real", str(f))]
+    html = tmp_path / "r.html"
+    res = run("report", *real, "--synthetic", str(out), "--out", str(html))
+    assert res.returncode == 0, res.stderr
+    assert html.is_file()

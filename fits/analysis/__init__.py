@@ -27,6 +27,7 @@ _EXPORTS = {
     "GLMResults": "fits.analysis.glm",
     "GLMWarning": "fits.analysis.glm",
     "LocalSingularityWarning": "fits.analysis.glm",
+    "NearCollinearityWarning": "fits.analysis.glm",
     "SeparationWarning": "fits.analysis.glm",
     "GLMSite": "fits.analysis.glm",
     "fit_glm": "fits.analysis.glm",

@@ -73,6 +73,9 @@ __all__ = [
     "Standardization",
     "check_seed",
     "dropped_note",
+    "check_new_rows",
+    "original_map",
+    "scale_note",
     "pool_moments",
     "schema_round",
     "site_items",
@@ -490,6 +493,104 @@ class DesignBuilder:
         return values
 
 
+def check_new_rows(frame: pd.DataFrame, spec: DesignSpec) -> None:
+    """Refuse new rows a fitted model cannot score (``predict``), in a prediction's
+    words: the site-side :class:`DesignBuilder`'s errors name a site and a fit's fixes
+    (``missing='drop'``, rebuilding the schema, declaring a kind), which do not apply.
+
+    Raises
+    ------
+    DesignError
+        A column the model uses is absent; a numeric one holds text or a missing value;
+        a nominal one holds a category the fit never saw, or a missing value where the
+        fit saw none.
+    """
+    if not isinstance(frame, pd.DataFrame):
+        raise DesignError(f"predict: give the new rows as a DataFrame, got {type(frame).__name__}")
+    used = [*spec.numeric, *spec.nominal]
+    absent = [c for c in used if c not in frame.columns]
+    if absent:
+        raise DesignError(
+            f"predict: the new rows lack column(s) {absent} of the model (it uses {used}); add them"
+        )
+    for name in spec.numeric:
+        s = frame[name]
+        if s.isna().any():
+            raise DesignError(
+                f"predict: column {name!r} has {int(s.isna().sum())} missing value(s) (row(s) "
+                f"{list(s.index[s.isna()][:5])}); the model needs a value in every row: fill "
+                "them in, or leave those rows out"
+            )
+        levels = spec.ordinal_levels.get(name)
+        if levels is not None:
+            bad = sorted({str(v) for v in s if v not in levels})
+            if bad:
+                raise DesignError(
+                    f"predict: column {name!r} holds value(s) {bad[:5]} the fit never saw "
+                    f"(its values: {list(levels)[:10]}); map them to one of those, or leave "
+                    "those rows out"
+                )
+        elif name not in spec.datetimes and not (
+            pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s)
+        ):
+            try:
+                s.to_numpy(dtype=np.float64)
+            except (TypeError, ValueError):
+                raise DesignError(
+                    f"predict: column {name!r} is not numeric (values like "
+                    f"{sorted({str(v) for v in s.iloc[:50]})[:3]}), as it was in the fit: "
+                    "convert it to numbers"
+                ) from None
+    for name, levels in spec.nominal.items():
+        s = frame[name]
+        known = [v for v in levels if v is not None]
+        na = s.isna().to_numpy()
+        if na.any() and None not in levels:
+            raise DesignError(
+                f"predict: column {name!r} has {int(na.sum())} missing value(s); the fit saw "
+                "none, so the model has no coefficient for them: fill them in, or leave "
+                "those rows out"
+            )
+        codes = pd.Categorical(s.astype(object).where(~na, None), categories=known).codes
+        unseen = (np.asarray(codes) < 0) & ~na
+        if unseen.any():
+            bad = sorted({str(v) for v in s[unseen]})[:5]
+            raise DesignError(
+                f"predict: column {name!r} holds categor(ies) {bad} the fit never saw (its "
+                f"categories: {[str(v) for v in known][:10]}), so the model has no "
+                "coefficient for them: map them to a category it knows, or leave those rows out"
+            )
+
+
+def original_map(spec: DesignSpec, standardization: Standardization) -> np.ndarray:
+    """The matrix A (p x p) with A theta = the coefficients with the numeric features
+    on their own scale: the identity but 1 / sd_j for numeric feature j and
+    -mean_j / sd_j in the intercept's row, so that ``raw @ (A theta)`` equals
+    ``design @ theta`` row by row (the same fitted values)."""
+    names = spec.feature_names
+    a = np.eye(len(names))
+    st = standardization
+    for j, name in enumerate(spec.numeric):
+        k = names.index(name)
+        a[k, k] = 1.0 / st.sds[j]
+        if spec.intercept:
+            a[0, k] = -st.means[j] / st.sds[j]
+    return a
+
+
+def scale_note(spec: DesignSpec, json_key: str = "original_params") -> str | None:
+    """The summaries' line saying that the numeric features' coefficients are per
+    standard deviation, and where they are per unit (``json_key`` in the result JSON);
+    None for a design without numeric features."""
+    if not spec.numeric:
+        return None
+    return (
+        "numeric features enter standardized, (value - mean) / sd over all sites, so their "
+        "coefficients are per standard deviation; per unit of each feature: "
+        f"res.original_params (the result JSON's {json_key})"
+    )
+
+
 def pool_moments(replies: Sequence[Message]) -> Standardization:
     """Federation-wide means and sds from the sites' ``moments`` replies (coordinator).
 
@@ -685,6 +786,9 @@ def _merge(
     constants = schema.constants  # one value, or none, at every site (kind "constant")
     if constants and columns is not None:
         raise SchemaError(_constant_problem(schema, constants, target=target))
+    if target in constants:  # the target is never "left out of the model" (was: said so,
+        # then the error): one value has nothing to fit, whatever the features
+        raise SchemaError(_constant_problem(schema, [target], target=target))
     if constants:
         warnings.warn(  # never left out without a word
             f"{_constant_problem(schema, constants, fix=False)}; left out of the model",

@@ -77,8 +77,11 @@ from fits.analysis.design import (
     DesignSite,
     DesignSpec,
     Standardization,
+    check_new_rows,
     check_seed,
     dropped_note,
+    original_map,
+    scale_note,
     schema_round,
     site_items,
     standardization_round,
@@ -97,6 +100,7 @@ __all__ = [
     "GLMResults",
     "GLMWarning",
     "LocalSingularityWarning",
+    "NearCollinearityWarning",
     "SeparationWarning",
     "BatchTransport",
     "GLMSite",
@@ -106,9 +110,12 @@ __all__ = [
     "fit_glm",
     "glm_settings",
     "noise_scales",
+    "noise_floor",
     "planned_rounds",
     "variance_inflation",
+    "near_projector",
     "VIF_WARN",
+    "PRIVATE_VIF_WARN",
 ]
 
 FAMILIES = ("linear", "logistic", "poisson")
@@ -147,6 +154,18 @@ CLIP_QUANTILE = 0.9
 #: A site's design has a null direction where an eigenvalue of its X'X / n is at most
 #: this fraction of the largest (the standardized columns make the scales comparable).
 NULL_TOL = 1e-10
+#: A private fit has no standard errors to show a poorly determined coefficient, so its
+#: near-collinearity check (:func:`near_projector`) warns from this variance inflation
+#: factor on, at every site: R^2 >= 0.99 on the other features (a pair correlated
+#: 0.995 or more), ten times below :data:`VIF_WARN` of the standard errors' check.
+PRIVATE_VIF_WARN = 100.0
+#: Sites' nearly collinear directions are one direction when the sum of their
+#: projectors has an eigenvalue of at least this share of the sites counted (mean
+#: squared cosine 0.9: within about 18 degrees).
+NEAR_AGREE = 0.9
+#: A design column is part of a near relation when its weight in it is at least this
+#: share of the largest weight.
+NEAR_MEMBER = 0.05
 
 
 class GLMInferenceError(ValueError):
@@ -155,6 +174,14 @@ class GLMInferenceError(ValueError):
 
 class GLMWarning(UserWarning):
     """A federated GLM fit ran, but its coefficients need care (the message says why)."""
+
+
+class NearCollinearityWarning(GLMWarning):
+    """A private fit whose features are nearly collinear at every site: no standard
+    errors show it, and their coefficients are not determined by the data.  Raised
+    after ``glm_configure``, before any noisy round: turn it into an error
+    (``warnings.simplefilter("error", NearCollinearityWarning)``) to stop there,
+    before any budget is spent."""
 
 
 class SeparationWarning(GLMWarning):
@@ -362,6 +389,43 @@ def null_projector(x: np.ndarray) -> np.ndarray:
     return v @ v.T
 
 
+def near_projector(
+    x: np.ndarray, intercept: bool, threshold: float = PRIVATE_VIF_WARN
+) -> np.ndarray:
+    """The projector onto a site's nearly collinear directions (the ``near`` part of a
+    private fit's ``glm_configure`` reply; zeros when there are none).
+
+    On the site's own rows, its design columns (but the intercept) centred and scaled
+    to unit variance give the correlation matrix R = V diag(lambda) V'; an eigenvector v
+    is nearly collinear when max_j v_j^2 / lambda >= ``threshold``, so that the variance
+    inflation factor (R^-1)_jj = sum_k v_kj^2 / lambda_k of its largest column reaches
+    the threshold (R^2 >= 1 - 1/threshold on the others).  The directions are sent as
+    coefficients on the design columns (v_j / sd_j, the same relation at every site
+    whatever its spread), orthonormalized.  Only these directions leave the site, not
+    R or the factors.  A column constant at the site, and a site with fewer rows than
+    the p design columns, are left out (zeros), as in :func:`null_projector`.
+    """
+    n, p = x.shape
+    out = np.zeros((p, p))
+    if n < p:
+        return out
+    cols = np.arange(1 if intercept else 0, p)
+    xc = x[:, cols] - x[:, cols].mean(axis=0) if intercept else x[:, cols]
+    sd = np.sqrt(np.einsum("ij,ij->j", xc, xc) / n)
+    live = sd > 1e-8
+    if live.sum() < 2:
+        return out
+    z = xc[:, live] / sd[live]
+    vals, vecs = np.linalg.eigh(z.T @ z / n)
+    pick = (vecs**2).max(axis=0) >= threshold * np.maximum(vals, 0.0)
+    if not pick.any():
+        return out
+    u = np.zeros((p, int(pick.sum())))
+    u[cols[live]] = vecs[:, pick] / sd[live][:, None]
+    q, _ = np.linalg.qr(u)
+    return q @ q.T
+
+
 def class_extremes(
     family: str, x: np.ndarray, y: np.ndarray, theta: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -410,6 +474,82 @@ def noise_scales(
             "newton": 2 * b_new / (mu * n_even),
         }
     raise ValueError(f"unknown method {method!r}")
+
+
+#: Each private method's last noisy release: its stage and the setting (None: 1) by which
+#: its noise enters the estimate (FedSGD's and FedHybrid's server step size).
+_LAST_RELEASE = {
+    "fedsgd": ("fedsgd", "eta"),
+    "fedhybrid": ("hybrid2", "eta2"),
+    "fedavg": ("fedavg", None),
+    "fednewton": ("newton", None),
+}
+
+
+def noise_floor(
+    method: str,
+    settings: Mapping[str, float],
+    clip: float,
+    mu: float,
+    n_rows: Sequence[int] | np.ndarray,
+    tau1: float,
+) -> float:
+    """A lower bound on the standard deviation of the privacy noise in each coefficient
+    of a private fit (design scale), from public quantities only (the plan, B, mu, the
+    row counts): the noise of the last noisy release alone.
+
+    That release's Gaussian noise enters the estimate linearly and independently of
+    everything before it: FedSGD's (FedHybrid's) last server step adds
+    -eta sum_i w_i sigma_i Z_i, FedAvg's last round and FedNewton's Newton step add
+    sum_i w_i sigma_i Z_i (w_i = n_i / N, sigma_i from :func:`noise_scales`), so each
+    coefficient's variance is at least sum_i (f w_i sigma_i)^2, f the step size or 1.
+    The earlier releases' noise adds to it (after contraction by the later steps).
+    """
+    stage, factor = _LAST_RELEASE[method]
+    n = np.asarray(n_rows, dtype=np.float64)
+    w = n / n.sum()
+    sig = np.array([noise_scales(method, settings, clip, mu, int(k), tau1)[stage] for k in n])
+    f = 1.0 if factor is None else float(settings[factor])
+    v = np.abs(w * sig)
+    top = float(v.max())
+    if not (math.isfinite(top) and top > 0):
+        return f * top
+    return float(f * top * np.sqrt(np.sum((v / top) ** 2)))  # scaled: mu = 1e-300 overflowed
+
+
+def _noise_note(
+    floor: float, family: str, target_range: float | None, method: str = ""
+) -> str | None:
+    """The warning of a private fit whose noise floor (:func:`noise_floor`) reaches the
+    size of a large effect: 1 on the design scale for logistic and Poisson (a feature's
+    standard deviation moving the log-odds or the log-mean by 1), a quarter of the
+    target's range (about its standard deviation) for linear; None below it."""
+    if family == "linear":
+        if target_range is None or not target_range > 0:
+            return None
+        scale = target_range / 4.0
+        what = f"a quarter of the target's range ({target_range:.4g} / 4 = {scale:.4g})"
+    else:
+        scale, what = (
+            1.0,
+            "1 (a change of one standard deviation of a feature moving the "
+            + ("log-odds" if family == "logistic" else "log of the mean")
+            + " by 1)",
+        )
+    if not floor >= scale:
+        return None
+    return (
+        f"the privacy noise dominates the estimate: each coefficient carries noise of "
+        f"standard deviation at least {floor:.3g} (design scale; the last noisy release "
+        f"alone), at or above {what}, so the coefficients say little about the data; give "
+        "a larger budget (mu, epsilon), pool small sites into larger ones (the noise falls "
+        "as 1 / rows per site), or a smaller clip"
+        + (
+            "; FedNewton's Newton-step noise grows as 1 / tau1: a larger tau1, or method fedsgd"
+            if method == "fednewton"
+            else ""
+        )
+    )
 
 
 #: Releases each site allows per stage: settings -> count.
@@ -521,6 +661,13 @@ class GLMSite(DesignSite):
                     f"coordinator fits {p}"
                 )
             reply["null"] = null_projector(x)
+        if int(msg.config.get("near_space", 0)) > 0:  # a private fit's near-collinearity check
+            if self.mu is None:
+                raise ProtocolError(
+                    f"{self.name}: the near-collinearity directions are a private fit's check "
+                    "(without privacy the standard errors' round has it)"
+                )
+            reply["near"] = near_projector(x, self.builder.spec.intercept)
         return Message("glm_configure", reply)
 
     def _parts_names(self) -> list[str]:
@@ -1132,7 +1279,9 @@ def _source(spec: DesignSpec, column: str) -> str:
     return column
 
 
-def _relations(basis: np.ndarray, tol: float = 1e-8) -> list[tuple[list[int], int]]:
+def _relations(
+    basis: np.ndarray, tol: float = 1e-8, member: float = math.sqrt(NULL_TOL)
+) -> list[tuple[list[int], int]]:
     """A basis (p, d) of null vectors in reduced row echelon form, pivots on the last
     columns: per relation, the design columns it involves and its pivot.  Leaving out
     the pivot columns leaves a design of full rank (every null vector has a non-zero
@@ -1156,7 +1305,7 @@ def _relations(basis: np.ndarray, tol: float = 1e-8) -> list[tuple[list[int], in
     # part of it: without that column the relation still holds to NULL_TOL (was: x2 named
     # with x1 and x3 = x1 + 1e-5 noise, its weight there 1e-7, of rounding)
     for r in range(row):
-        nz = np.flatnonzero(np.abs(a[r]) > math.sqrt(NULL_TOL) * np.abs(a[r]).max())
+        nz = np.flatnonzero(np.abs(a[r]) > member * np.abs(a[r]).max())
         involved = sorted(p - 1 - j for j in nz)
         out.append((involved, p - 1 - int(nz[0])))
     return out
@@ -1215,6 +1364,46 @@ def _rank_check(
         "site's rows, whose Hessian is singular along those directions, so it leaves their "
         "coefficients where its FedAvg round put them; fedsgd or fedhybrid estimate them "
         "from the pooled gradient"
+    ]
+
+
+def _near_check(
+    nears: Sequence[np.ndarray], n_rows: np.ndarray, spec: DesignSpec, method: str
+) -> list[str]:
+    """A private fit's near-collinearity check, from the sites' ``near`` projectors
+    (:func:`near_projector`): a warning for each group of design columns that is nearly
+    collinear at every site with at least p rows (their projectors share a direction:
+    an eigenvalue of their sum of at least :data:`NEAR_AGREE` times their number).
+    Returns the warnings' texts (empty when there is none)."""
+    names = spec.feature_names
+    p = len(names)
+    used = [k for k, n in enumerate(n_rows) if n >= p]
+    if not used:
+        return []
+    vals, vecs = np.linalg.eigh(np.sum([nears[k] for k in used], axis=0))
+    common = vecs[:, vals >= NEAR_AGREE * len(used)]
+    if not common.shape[1]:
+        return []
+    groups, drop = [], []
+    for involved, pivot in _relations(common, member=NEAR_MEMBER):
+        groups.append([names[j] for j in involved if names[j] != INTERCEPT])
+        drop.append(_source(spec, names[pivot]))
+    where = "every site" if len(used) == len(n_rows) else "every site of at least p rows"
+    how = {
+        "fednewton": "its FedAvg round's few steps and the Hessian floor tau1",
+        "fedavg": "its few local steps",
+    }.get(method, "its few gradient steps")
+    listed = "; ".join(map(str, groups))
+    return [
+        f"nearly collinear features at {where}: {listed} are almost linearly dependent in "
+        f"each site's rows (a variance inflation factor of at least {PRIVATE_VIF_WARN:,.0f}"
+        f" there: R^2 >= {1 - 1 / PRIVATE_VIF_WARN:g} on the other features). A private "
+        "fit has no standard errors to show it: the coefficients of these columns are set "
+        f"by the privacy noise and by {how}, not by the data, and only their combination is "
+        "estimated. If they measure the same thing (a value in two units, a near copy), "
+        f"leave all but one of each group out (e.g. {sorted(set(drop))}) and fit again. "
+        "(Checked before any noisy round, from each site's nearly collinear directions, "
+        "which the privacy guarantee does not cover.)"
     ]
 
 
@@ -1400,6 +1589,13 @@ class GLMResults:
     mle_distance: float | None = None
     #: Whether the separation check (``glm_check``) ran.
     separation_checked: bool = False
+    #: A private fit: a lower bound on each coefficient's privacy-noise standard
+    #: deviation (:func:`noise_floor`); None without privacy.
+    noise_floor: float | None = None
+
+    def __str__(self) -> str:
+        """The :meth:`summary` (``print(res)``), as :class:`FedLSAResults` prints."""
+        return self.summary()
 
     @property
     def n_dropped(self) -> list[int] | None:
@@ -1479,15 +1675,7 @@ class GLMResults:
 
     def _to_original(self) -> np.ndarray:
         """A with original_params = A params: the linear map of :attr:`original_params`."""
-        names = list(self.params.index)
-        a = np.eye(len(names))
-        st = self.standardization
-        for j, name in enumerate(self.spec.numeric):
-            k = names.index(name)
-            a[k, k] = 1.0 / st.sds[j]
-            if self.spec.intercept:
-                a[0, k] = -st.means[j] / st.sds[j]
-        return a
+        return original_map(self.spec, self.standardization)
 
     def original_cov_params(self) -> pd.DataFrame:
         """:meth:`cov_params` with the numeric features on their own scale (as
@@ -1518,6 +1706,7 @@ class GLMResults:
         """The design matrix of new rows, with the fit's coding and standardization."""
         # a prediction per row: no row is left out (missing values are an error)
         spec = dataclasses.replace(self.spec, target=None, missing="raise")
+        check_new_rows(frame, spec)  # errors in a prediction's words, not a site's
         return DesignBuilder(frame, spec, site="predict").matrix(self.standardization)
 
     def predict(self, frame: pd.DataFrame, *, linear: bool = False) -> np.ndarray:
@@ -1536,7 +1725,7 @@ class GLMResults:
             "the setup round (row counts, categories, min/max)",
             "the standardization sums"
             + (" and the rows each site left out" if self.spec.missing == "drop" else ""),
-            "each site's design null space",
+            "each site's design null space with its nearly collinear directions",
         ]
         if self.clip_data_driven:
             exact.append("the clipping percentile")
@@ -1576,6 +1765,7 @@ class GLMResults:
                 "means": self.standardization.means.tolist(),
                 "sds": self.standardization.sds.tolist(),
             },
+            "noise_floor": self.noise_floor,
             "warnings": list(self.warnings),
             **self._inference_dict(alpha),
         }
@@ -1630,6 +1820,14 @@ class GLMResults:
                 + (" (data-driven, not covered)" if self.clip_data_driven else "")
             )
             lines.append(f"privacy covers {self.privacy_scope}")
+            if self.noise_floor is not None:
+                lines.append(
+                    f"privacy noise: each coefficient's standard deviation from it is at "
+                    f"least {self.noise_floor:.4g} (design scale; the last noisy release alone)"
+                )
+        scale = scale_note(self.spec)
+        if scale is not None:
+            lines.append(scale)
         width = max(len(n) for n in self.params.index)
         if self.cov is None:
             lines += [f"  {n:<{width}}  {_fixed(v, 0)}" for n, v in self.params.items()]
@@ -1771,6 +1969,7 @@ def fit_glm(
     R: int | None = None,
     on_round: Callable[[int, int], None] | None = None,
     missing: str = "raise",
+    positive: str | None = None,
 ) -> GLMResults:
     """Fit a GLM across sites, optionally with mu-GDP (Algorithms 1-4 of the paper).
 
@@ -1859,6 +2058,11 @@ def fit_glm(
         feature's missing values stay their own level either way.  With privacy the
         guarantee is for each site's complete rows, their count public as a site's row
         count always is.
+    positive : str, optional
+        Logistic regression of a target of two text labels: the label coded 1 (the
+        event whose log-odds the coefficients describe).  Default: the second label in
+        sorted order (``"yes"`` of ``"no"`` / ``"yes"``, ``">50K"`` of Adult's
+        ``"<=50K"`` / ``">50K"``); the summary says which.
 
     Returns
     -------
@@ -1923,6 +2127,14 @@ def fit_glm(
         )
     if isinstance(clip, int | float) and not (math.isfinite(float(clip)) and clip > 0):
         raise ValueError(f"clip must be a positive finite number, got {clip!r}")
+    if positive is not None:
+        if not isinstance(positive, str):
+            raise ValueError(f"positive must be a label (a str), got {positive!r}")
+        if family != "logistic":
+            raise ValueError(
+                f"positive names the label coded 1 of a logistic target; family {family!r} "
+                "takes the target's numbers as they are: leave positive out"
+            )
 
     own = transport is None
     if own:
@@ -1953,6 +2165,7 @@ def fit_glm(
             cov_type,
             on_round,
             missing,
+            positive,
         )
     finally:
         if own and isinstance(transport, InProcessTransport):
@@ -1985,22 +2198,39 @@ def _newton_stop_note(extra: Mapping[str, Any], settings: Mapping[str, float]) -
     return None
 
 
-def _label_target(spec: DesignSpec, schema: Schema, family: str) -> DesignSpec:
+def _label_target(
+    spec: DesignSpec, schema: Schema, family: str, positive: str | None = None
+) -> DesignSpec:
     """A logistic target of two text labels (``"<=50K"`` / ``">50K"``, ``"no"`` /
     ``"yes"``) is coded at the sites as 0 for the schema's first label (sorted, as a
-    nominal feature's reference level) and 1 for the second; the spec carries them."""
+    nominal feature's reference level) and 1 for the second, or 1 for ``positive``
+    where given; the spec carries them (0's label first)."""
     column = schema[str(spec.target)]
     labels = [c for c in column.categories or [] if c is not None]
-    if family != "logistic" or column.kind not in ("nominal", "ordinal") or not labels:
+    text = bool(labels) and not all(
+        isinstance(c, numbers.Number) and not isinstance(c, bool) for c in labels
+    )
+    if family != "logistic" or column.kind not in ("nominal", "ordinal") or not text:
+        if positive not in (None, "1"):  # numbers (0/1): used as they are
+            raise DesignError(
+                f"positive={positive!r}: target {spec.target!r} holds numbers, not two text "
+                "labels; 1 is the event as it stands: leave positive out (or recode the target)"
+            )
         return spec
-    if all(isinstance(c, numbers.Number) and not isinstance(c, bool) for c in labels):
-        return spec  # numbers: used as they are (0/1 checked at the site)
     if len(labels) != 2:
         raise DesignError(
             f"target {spec.target!r} has {len(labels)} labels ({labels[:6]}); logistic "
             "regression needs two: merge the labels into two classes, or code the target "
             "as 0/1" + _alike_labels(labels)
         )
+    if positive is not None:
+        named = [c for c in labels if str(c) == positive]
+        if not named:
+            raise DesignError(
+                f"positive={positive!r} is not a label of target {spec.target!r} (its labels: "
+                f"{[str(c) for c in labels]}); name one of them"
+            )
+        labels = [c for c in labels if c is not named[0]] + named
     return dataclasses.replace(spec, target_levels=tuple(labels))
 
 
@@ -2045,6 +2275,7 @@ def _fit(
     cov_type: str | None = None,
     on_round: Callable[[int, int], None] | None = None,
     missing: str = "raise",
+    positive: str | None = None,
 ) -> GLMResults:
     up0, down0 = sum(transport.uploaded_bytes), sum(transport.downloaded_bytes)
     rounds = 0
@@ -2053,7 +2284,7 @@ def _fit(
         schema, _ = schema_round(transport, kinds=kinds, columns=used, target=target)
         rounds += 1
     spec = DesignSpec.from_schema(schema, target, features, missing=missing)
-    spec = _label_target(spec, schema, family)
+    spec = _label_target(spec, schema, family, positive)
     p = spec.n_columns
     st = standardization_round(transport, spec)
     dropped = dropped_note(st, transport.client_names)
@@ -2083,6 +2314,7 @@ def _fit(
             "tau1": tau1,
             "mu": mu_value,
             "null_space": p,
+            "near_space": p if budget is not None else 0,
             "separation_check": int(separation),
         },
     )
@@ -2093,6 +2325,11 @@ def _fit(
     )
     for note in notes:
         warnings.warn(note, LocalSingularityWarning, stacklevel=3)
+    if budget is not None:  # no standard errors to show it: the sites' near directions
+        near = _near_check([r.arrays["near"] for r in replies], n_rows, spec, method)
+        for note in near:
+            warnings.warn(note, NearCollinearityWarning, stacklevel=3)
+        notes += near
     if dropped:
         notes = [dropped, *notes]
     weights = n_rows / n_rows.sum()
@@ -2195,6 +2432,13 @@ def _fit(
             )
             warnings.warn(far, GLMWarning, stacklevel=3)
             notes = [*notes, far]
+    floor = None
+    if budget is not None:
+        floor = noise_floor(method, settings, clip_value, budget.mu, n_rows, tau1)
+        noisy = _noise_note(floor, family, _target_range(schema, str(spec.target)), method)
+        if noisy is not None:
+            warnings.warn(noisy, GLMWarning, stacklevel=3)
+            notes = [*notes, noisy]
     from fits.analysis.accounting import PrivacySpent
 
     # FedNewton's noise uses 2 floor(n_i / 2) rows and its weights n_i: for an odd n_i
@@ -2229,4 +2473,19 @@ def _fit(
         bse_note=why,
         mle_distance=distance,
         separation_checked=separation,
+        noise_floor=floor,
     )
+
+
+def _target_range(schema: Schema, target: str) -> float | None:
+    """The target's range from the setup round's schema (max - min; None when it has
+    none as numbers)."""
+    column = schema[target]
+    if column.lower is not None and column.upper is not None:
+        return float(column.upper) - float(column.lower)
+    values = [c for c in column.categories or [] if _is_real(c)]
+    return float(max(values) - min(values)) if values else None
+
+
+def _is_real(v: Any) -> bool:
+    return isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(float(v))

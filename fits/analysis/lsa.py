@@ -196,6 +196,8 @@ from fits.analysis.design import (
     Standardization,
     check_seed,
     dropped_note,
+    original_map,
+    scale_note,
     schema_round,
     site_items,
     standardization_round,
@@ -752,6 +754,21 @@ class ArraySite(LSASite):
 
 
 # ----------------------------------------------------------------------------- results
+def _intervals(theta: np.ndarray, draws: np.ndarray, alpha: float, joint: bool) -> np.ndarray:
+    """The bootstrap intervals (d, 2) around ``theta`` from the sequences ``draws`` (M, d):
+    per coefficient the paper's empirical-quantile interval ``[theta_j - q_{1-alpha/2},
+    theta_j - q_{alpha/2}]`` of ``theta^b_j - theta_j``, or (``joint``) the rectangle
+    ``theta_j +- c s_j`` from the max-statistic."""
+    dev = draws - theta
+    if not joint:
+        lo, hi = np.quantile(dev, [alpha / 2.0, 1.0 - alpha / 2.0], axis=0)
+        return np.column_stack([theta - hi, theta - lo])
+    s = np.std(dev, axis=0, ddof=1)
+    s = np.where(s > 0, s, np.finfo(float).tiny)
+    c = float(np.quantile(np.max(np.abs(dev) / s, axis=1), 1.0 - alpha))
+    return np.column_stack([theta - c * s, theta + c * s])
+
+
 @dataclass
 class FedLSAResults:
     """FedLSA estimate and its multiplier-bootstrap distribution (statsmodels style).
@@ -880,15 +897,40 @@ class FedLSAResults:
         problem = bootstrap_level_problem(int(self.bootstrap.shape[0]), float(alpha))
         if problem is not None:
             warnings.warn(problem, FedLSABootstrapWarning, stacklevel=3)
-        theta = self.coef_
-        dev = self.bootstrap - theta
-        if not joint:
-            lo, hi = np.quantile(dev, [alpha / 2.0, 1.0 - alpha / 2.0], axis=0)
-            return np.column_stack([theta - hi, theta - lo])
-        s = np.std(dev, axis=0, ddof=1)
-        s = np.where(s > 0, s, np.finfo(float).tiny)
-        c = float(np.quantile(np.max(np.abs(dev) / s, axis=1), 1.0 - alpha))
-        return np.column_stack([theta - c * s, theta + c * s])
+        return _intervals(self.coef_, self.bootstrap, float(alpha), joint)
+
+    def _original_map(self) -> np.ndarray:
+        """A with :attr:`original_params` = A :attr:`params` (the design's standardization)."""
+        spec, st = self.extra.get("design"), self.extra.get("standardization")
+        if spec is None or st is None:
+            raise FedLSAError(
+                "this result records no design (run_fedlsa on arrays): its coefficients "
+                "have no original scale; fit with fedlsa on the sites' tables"
+            )
+        return original_map(spec, st)
+
+    @property
+    def original_params(self) -> pd.Series:
+        """The coefficients with the numeric features on their own scale (per unit, as
+        OLS on the raw features): theta_j / sd_j for a numeric feature, the intercept
+        minus sum_j theta_j mean_j / sd_j (:func:`fits.analysis.design.original_map`)."""
+        return pd.Series(self._original_map() @ self.coef_, index=self.params.index, name="coef")
+
+    @property
+    def original_bse(self) -> pd.Series:
+        """:attr:`bse` on the features' own scale: the bootstrap sd of A theta^b."""
+        a = self._original_map()
+        dev = (self.bootstrap - self.coef_) @ a.T
+        return pd.Series(np.std(dev, axis=0, ddof=1), index=self.params.index, name="bse")
+
+    def original_conf_int(self, alpha: float = 0.05, *, joint: bool = False) -> pd.DataFrame:
+        """:meth:`conf_int` on the features' own scale: the same intervals built from
+        the mapped bootstrap sequences A theta^b around A theta_T (for a numeric
+        feature, the design-scale interval divided by its sd)."""
+        self._conf_int(alpha, joint)  # the checks of alpha, and the level warning
+        a = self._original_map()
+        ci = _intervals(a @ self.coef_, self.bootstrap @ a.T, float(alpha), joint)
+        return pd.DataFrame({0: ci[:, 0], 1: ci[:, 1]}, index=self.params.index)
 
     def conf_int(self, alpha: float = 0.05, *, joint: bool = False) -> pd.DataFrame:
         """Confidence intervals for the coefficients.
@@ -924,6 +966,19 @@ class FedLSAResults:
         ci = self._conf_int(alpha, False)
         joint = self._conf_int(alpha, True)
         theta, bse = self.coef_, self._bse()
+        original: list[dict[str, float]] = [{} for _ in self.feature_names]
+        if "design" in self.extra and "standardization" in self.extra:
+            raw, raw_se = self.original_params, self.original_bse
+            raw_ci = self.original_conf_int(alpha)
+            original = [
+                {
+                    "original_coef": float(raw.iloc[j]),
+                    "original_bootstrap_se": float(raw_se.iloc[j]),
+                    "original_lower": float(raw_ci.iloc[j, 0]),
+                    "original_upper": float(raw_ci.iloc[j, 1]),
+                }
+                for j in range(len(self.feature_names))
+            ]
         return {
             "method": "fedlsa",
             "target": self.target,
@@ -937,6 +992,7 @@ class FedLSAResults:
                     "upper": float(ci[j, 1]),
                     "joint_lower": float(joint[j, 0]),
                     "joint_upper": float(joint[j, 1]),
+                    **original[j],
                 }
                 for j, name in enumerate(self.feature_names)
             ],
@@ -985,6 +1041,10 @@ class FedLSAResults:
                 f"{name:{width}}  {theta[j]:11.5g}  {bse[j]:10.4g}  "
                 f"{ci[j, 0]:11.5g}  {ci[j, 1]:11.5g}"
             )
+        spec = self.extra.get("design")
+        scale = scale_note(spec, "original_coef") if isinstance(spec, DesignSpec) else None
+        if scale is not None:
+            lines.append(scale)
         if not self.converged:
             lines.append("WARNING: not converged (the start is not forgotten); see converged")
         if self.n_dropped is not None and self.n_dropped.any():

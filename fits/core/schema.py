@@ -622,6 +622,27 @@ class ColumnSpec:
         )
 
     @property
+    def text_date_format(self) -> str | None:
+        """The ``strftime`` format of a column read from text dates of one format at
+        every site other than ISO 8601 (:attr:`parsed`, e.g. ``"%d/%m/%Y"``; an
+        ambiguous day and month keep the format they were read with), else None.
+
+        A CSV output writes the column's synthetic dates in it
+        (:meth:`Schema.date_formats`, :func:`fits.io.write_table_chunks`), so that the
+        file reads as the input did; synthetic dates lie within the real ones' bounds,
+        so a two-digit year (``%y``) reads back as the year written.
+        """
+        if self.parsed is None or self.parsed.startswith("number"):
+            return None
+        # the sites' formats, joined: one format read decisively at some sites and
+        # ambiguously at others is still one
+        read = self.parsed.replace(AMBIGUOUS_DAY, "")
+        for fmt in DATE_FORMATS[1:]:
+            if read in (fmt, f"{fmt}, {fmt}"):
+                return fmt
+        return None
+
+    @property
     def decimal_type(self) -> tuple[int, int] | None:
         """(precision, scale) of the fixed-point type that holds every output value of
         a ``Decimal`` column (:attr:`decimal_scale`), else None.
@@ -1478,6 +1499,12 @@ class Schema:
         fixed for the whole file (:func:`fits.io.write_table_chunks`)."""
         return {c.name: t for c in self.columns if (t := c.decimal_type) is not None}
 
+    def date_formats(self) -> dict[str, str]:
+        """Column -> ``strftime`` format of every column read from text dates of one
+        format (:attr:`ColumnSpec.text_date_format`): a CSV output writes its dates in
+        it (:func:`fits.io.write_table_chunks`); a Parquet output keeps datetimes."""
+        return {c.name: f for c in self.columns if (f := c.text_date_format) is not None}
+
     def ordered(self) -> list[ColumnSpec]:
         """Column specs in chain order."""
         return [self[n] for n in self.order]
@@ -1942,6 +1969,8 @@ DATE_FORMATS: tuple[str, ...] = (
     "%d-%b-%Y",
     "%d-%b-%y",
 )
+#: Appended to a date format read where no value tells the day from the month.
+AMBIGUOUS_DAY = " (ambiguous: no day above 12)"
 _ISO = re.compile(r"^\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?(Z|[+-]\d{2}:?\d{2})?$")
 _OFFSET = re.compile(r"(?:Z|[+-]\d{2}:?\d{2})$")
 _LEADING_ZERO = re.compile(r"^[+-]?0\d")
@@ -1982,7 +2011,7 @@ def _parse_dates(text: pd.Series) -> tuple[pd.Series, str] | None:
     if "%d" in fmt and "%m" in fmt:
         other = pd.to_datetime(text, format=_swap_day_month(fmt), errors="coerce")
         if float(other.notna().mean()) == share:
-            fmt += " (ambiguous: no day above 12)"
+            fmt += AMBIGUOUS_DAY
     return got, fmt
 
 
@@ -3812,6 +3841,12 @@ def _merge_markers(
         )
     if written:
         msg += "; its synthetic values are written as plain numbers"
+    elif what != "numbers":
+        msg += (
+            "; a CSV output writes its synthetic dates in that format"
+            if spec.text_date_format is not None
+            else "; a CSV output writes its synthetic dates as ISO 8601 (2021-03-15)"
+        )
     warnings.warn(msg, DataNote, stacklevel=4)
 
 

@@ -150,7 +150,10 @@ glm_configure   arrays ``means``, ``sds``; config       ``n_rows`` (1,); with ``
                 ``family``, ``method``, ``settings``    = p > 0 also ``null`` (p, p): the
                 (JSON), ``tau1``, ``mu`` (0: none),     projector onto the null space of the
                 ``null_space`` (p, or 0),               site's design (zeros when it has
-                ``separation_check`` (0/1)              full column rank or fewer than p rows)
+                ``near_space`` (p, or 0; private        full column rank or fewer than p
+                fits only), ``separation_check``        rows); with ``near_space`` = p > 0
+                (0/1)                                   also ``near`` (p, p): the projector
+                                                        onto its nearly collinear directions
 glm_clip        ``theta`` (p,); config ``quantile``     ``b`` (1,): that quantile of the
                                                         site's per-row gradient norms
 glm_gradient    ``theta`` (p,); config ``stage``,       ``g`` (p,): noisy mean clipped
@@ -394,7 +397,12 @@ def _theta_shape(request: Message) -> tuple[int, ...]:
 
 def _glm_configure_shapes(request: Message) -> dict[str, tuple[int, ...]]:
     p = int(request.config.get("null_space", 0))
-    return {"n_rows": (1,), **({"null": (p, p)} if p > 0 else {})}
+    q = int(request.config.get("near_space", 0))
+    return {
+        "n_rows": (1,),
+        **({"null": (p, p)} if p > 0 else {}),
+        **({"near": (q, q)} if q > 0 else {}),
+    }
 
 
 def _glm_check_shapes(request: Message) -> dict[str, tuple[int, ...]]:
