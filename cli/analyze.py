@@ -35,7 +35,10 @@ from typing import Annotated, Any
 import pandas as pd
 import typer
 
+from fits.core.names import ColumnNameError, format_column_list
+
 from .errors import fail as _fail
+from .options import NaValuesOpt, parse_na_values
 
 __all__ = ["AnalyzeOptions", "METHODS", "analyze"]
 
@@ -621,6 +624,7 @@ def analyze(
         ),
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    na_values: NaValuesOpt = None,
 ) -> None:
     """Fit a model directly across the site tables, optionally differentially private.
 
@@ -655,6 +659,7 @@ def analyze(
         raise typer.BadParameter(f"{out}: the result is written as .json", param_hint="--out")
     if missing not in ("raise", "drop"):
         raise typer.BadParameter(f"use raise or drop, got {missing!r}", param_hint="--missing")
+    na_texts = parse_na_values(na_values)
     for path in site_files:
         if path.suffix.lower() not in (".csv", ".parquet"):
             hint = ""
@@ -736,7 +741,9 @@ def analyze(
             raise _fedlsa_usage(exc) from None
     _check_files(site_files, out)
     if flower:
-        _analyze_on_flower(site_files, opts, out, seed, round_timeout or ROUND_TIMEOUT, quiet)
+        _analyze_on_flower(
+            site_files, opts, out, seed, round_timeout or ROUND_TIMEOUT, quiet, na_values
+        )
         return
     import warnings
 
@@ -751,7 +758,7 @@ def analyze(
         try:
             for path in site_files:
                 name = path.stem if path.stem not in tables else f"{path.stem} ({len(tables) + 1})"
-                tables[name] = read_table(path, empty_ok=True)
+                tables[name] = read_table(path, empty_ok=True, na_values=na_texts)
                 if tables[name].empty:
                     _fail(_no_rows(path, name))
             tables = align_codes(tables)  # ZIP codes with leading zeros at one site only
@@ -761,8 +768,8 @@ def analyze(
             # interruption is printed below it
             with bar if bar is not None else nullcontext():
                 result, summary = run_analysis(spec, tables, on_round=on_round)
-        except DeclaredKindError as exc:  # a usage error: --kind COL=constant
-            _echo_warnings(caught)
+        except (DeclaredKindError, ColumnNameError) as exc:  # usage: --kind COL=constant,
+            _echo_warnings(caught)  # --na-values COLUMN=TEXT of no column
             _fail(str(exc), 2)
         except (DataFileError, SchemaError, DesignError, ProtocolError, FedLSAError) as exc:
             _echo_warnings(caught)
@@ -942,6 +949,7 @@ def _analyze_on_flower(
     seed: int,
     round_timeout: float,
     quiet: bool = False,
+    na_values: list[str] | None = None,
 ) -> None:
     """``--flower``: the same spec on a local Flower federation, one SuperNode per file.
 
@@ -996,6 +1004,8 @@ def _analyze_on_flower(
         "seed": seed,
         "timeout": float(round_timeout),
         "min-sites": len(site_files),
+        # each site reads its file with them (fits.deploy.flower.site_na_values)
+        "na-values": format_column_list(na_values) if na_values else "",
     }
     seeds = {name: f"{seed}/{k}" for k, name in enumerate(names)}
     bar, on_round = _round_progress(opts.method, quiet)

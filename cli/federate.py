@@ -35,6 +35,7 @@ from .options import (
     ColumnNameError,
     ColumnPenaltyOpt,
     DesignOpt,
+    NaValuesOpt,
     NominalPenaltyOpt,
     OrdinalPenaltyOpt,
     RelevanceBudgetOpt,
@@ -53,6 +54,7 @@ from .options import (
     parse_column_models,
     parse_column_penalties,
     parse_kind,
+    parse_na_values,
     parse_order,
     parse_relevance,
     pooled_without_secure,
@@ -340,6 +342,7 @@ def site(
             "whenever the connection is lost, before it stops (exit 1). 0: wait forever.",
         ),
     ] = CONNECT_TIMEOUT,
+    na_values: NaValuesOpt = None,
 ) -> None:
     """Start this site's SuperNode; its rows stay here, only protocol arrays leave.
 
@@ -356,12 +359,15 @@ def site(
     _one_security(insecure, root_certificates is not None, "--ca")
     column_penalties = _kernel_options([kernel], nominal_penalty, column_penalty, relevance)
     _check_site_files([data])
+    missing = parse_na_values(na_values)
     from fits.io import DataFileError, read_table
 
     try:  # check the table here, before the coordinator asks
-        frame = read_table(data)
+        frame = read_table(data, na_values=missing)
     except DataFileError as exc:
         _fail(str(exc))
+    except ColumnNameError as exc:  # --na-values COLUMN=TEXT of no column of the table
+        _fail(str(exc), 2)
     dropped: list[str] = []
     if drop:  # as fits synthesize --drop names them; the SuperNode drops them again
         try:
@@ -412,6 +418,7 @@ def site(
             seed=seed,
             drop=dropped,
             max_wait_time=connect_timeout or None,
+            na_values=na_values or (),
             **settings,
         )
     except launch.FederationError as exc:
@@ -539,6 +546,7 @@ def _run_config(
     relevance_budget: int | None = None,
     max_tries: int | None = None,
     near_linear: bool = True,
+    na_values: list[str] | None = None,
 ) -> dict[str, Any]:
     """The run config of these options.  With ``columns`` (the site tables' headers,
     known to ``fits federate local``), the columns the options name are resolved to
@@ -554,6 +562,7 @@ def _run_config(
     them."""
     if (rows is None) == (known is None):
         _fail("give either --rows N (rows to draw) or --known FILE (rows to complete)", 2)
+    parse_na_values(na_values)  # an item of no text: a usage error here
     problem = check_max_tries(max_tries, known) or check_smoothing(smoothing)
     if problem:
         _fail(problem, 2)
@@ -651,6 +660,8 @@ def _run_config(
         "boosting": json.dumps(boosting_params) if boosting_params else "",
         "round-cost-bytes": int(round_cost_bytes),
         "drop": format_column_list(drop) if drop else "",
+        # the --na-values items, each site reads its file with them (site_na_values)
+        "na-values": format_column_list(na_values) if na_values else "",
         "smoothing": "" if smoothing == "fixed" else smoothing,  # "": the default, fixed
         "tune-relevance": _tune_relevance_text(tune_relevance),
         "relevance-budget": int(relevance_budget or 0),  # 0: the default
@@ -840,6 +851,7 @@ def run(
     smoothing: SmoothingOpt = "fixed",
     tune_relevance: TuneRelevanceOpt = None,
     relevance_budget: RelevanceBudgetOpt = None,
+    na_values: NaValuesOpt = None,
     insecure: Insecure = False,
     root_certificates: Annotated[
         Path | None, typer.Option("--ca", help="The SuperLink's CA certificate (PEM).")
@@ -901,6 +913,7 @@ def run(
         tune_relevance=tune_relevance,
         relevance_budget=relevance_budget,
         max_tries=max_tries,
+        na_values=na_values,
     )
     try:  # SIGTERM / SIGHUP as Ctrl-C: the run is stopped at the SuperLink (flwr stop)
         with launch.exit_on_signals():
@@ -1043,7 +1056,7 @@ def check_site_tables(
                 + (f"; missing: {missing}" if missing else "")
                 + (f"; extra: {extra}" if extra else "")
                 + ". Every site must hold the same columns: rename, add or drop them."
-                + lookalike_names(missing, extra)
+                + lookalike_names(missing, extra, (repr(str(sites[first])), repr(str(sites[name]))))
             )
     _check_row_floor(sites, policy)
 
@@ -1201,7 +1214,7 @@ def _check_kernel_settings(
     other problem is left to the run, which reports it as ``fits synthesize`` would."""
     from fits import FITSSynthesizer
     from fits.core.kernels import GaussianKernel, KNNKernel
-    from fits.deploy.flower import read_run_config, site_drop
+    from fits.deploy.flower import read_run_config, site_drop, site_na_values
     from fits.flower_app import read_schema
     from fits.io import read_table
 
@@ -1210,7 +1223,7 @@ def _check_kernel_settings(
         cfg = read_run_config(config)
         tables = {}
         for name, path in sorted(sites.items()):  # the coordinator's order: by name
-            frame = read_table(path)
+            frame = read_table(path, na_values=site_na_values({}, config))
             gone = site_drop([str(c) for c in frame.columns], name, {}, config)
             tables[name] = frame.drop(columns=gone) if gone else frame
         schemes: dict[str, Any] = {
@@ -1286,6 +1299,7 @@ def local(
     nominal_penalty: NominalPenaltyOpt = None,
     column_penalty: ColumnPenaltyOpt = None,
     relevance: RelevanceOpt = None,
+    na_values: NaValuesOpt = None,
     process_per_message: Annotated[
         bool,
         typer.Option(
@@ -1421,6 +1435,7 @@ def local(
         tune_relevance=tune_relevance,
         relevance_budget=relevance_budget,
         max_tries=max_tries,
+        na_values=na_values,
     )
     settings: dict[str, Any] = {}
     if weighted:  # named as fits synthesize names them: the headers left after --drop

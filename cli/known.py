@@ -83,6 +83,7 @@ def read_known(
     dropped: Sequence[str] = (),
     kinds: Mapping[str, str] | None = None,
     identifiers: Sequence[str] = (),
+    na_values: list[str | tuple[str, str]] | None = None,
 ) -> pd.DataFrame:
     """The ``--known`` table at ``path``, read whole (a table of no rows included: its
     output is the header alone), after checking its header against ``columns`` (the
@@ -101,7 +102,7 @@ def read_known(
     try:
         with warnings.catch_warnings(record=True) as caught:  # its notes, one line each
             warnings.simplefilter("always")
-            table = read_known_table(path)
+            table = read_known_table(path, na_values)
         echo_warnings(caught)
         check_known_columns(
             path,

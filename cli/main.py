@@ -38,6 +38,7 @@ from .options import (
     ColumnNameError,
     ColumnPenaltyOpt,
     DesignOpt,
+    NaValuesOpt,
     NominalPenaltyOpt,
     OrdinalPenaltyOpt,
     RelevanceBudgetOpt,
@@ -54,6 +55,7 @@ from .options import (
     parse_column_models,
     parse_column_penalties,
     parse_kinds,
+    parse_na_values,
     parse_order,
     parse_relevance,
     penalized_kernel,
@@ -234,12 +236,14 @@ def _load_sites(
     shares: str | None,
     seed: int,
     quiet: bool = False,
+    na_values: list[str | tuple[str, str]] | None = None,
 ) -> dict[str, pd.DataFrame]:
     """Read the site tables, or split one pooled table into simulated sites (saying on
-    stderr which file is read when it is large, unless ``quiet``)."""
+    stderr which file is read when it is large, unless ``quiet``), each field written
+    as one of ``na_values`` (``--na-values``) a missing value."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        tables = _read_sites(site_files, simulate_clients, shares, seed, quiet)
+        tables = _read_sites(site_files, simulate_clients, shares, seed, quiet, na_values)
     _echo_warnings(caught)
     return tables
 
@@ -250,6 +254,7 @@ def _read_sites(
     shares: str | None,
     seed: int,
     quiet: bool = False,
+    na_values: list[str | tuple[str, str]] | None = None,
 ) -> dict[str, pd.DataFrame]:
     from fits.datasets import PAPER_SHARES, federated_split
     from fits.federation.client import MIN_CLIENT_ROWS
@@ -260,7 +265,7 @@ def _read_sites(
         size = path.stat().st_size
         if size >= LARGE_SITE_FILE_BYTES and not quiet:  # a minute a gigabyte, unsaid
             typer.echo(f"reading {path} ({human_bytes(size)}) ...", err=True)
-        return read_whole(path)
+        return read_whole(path, na_values=na_values)
 
     for path in site_files:
         _check_suffix(path, "site table")
@@ -306,6 +311,33 @@ def _read_sites(
         pooled, shares=weights, test_size=0.0, seed=seed, min_rows=MIN_CLIENT_ROWS
     )
     return {f"site {k + 1}": frame for k, frame in enumerate(clients)}
+
+
+def _check_same_columns(tables: Mapping[str, pd.DataFrame], site_files: Sequence[Path]) -> None:
+    """Exit 1 when the site tables (read from ``site_files``, in order; after ``--drop``)
+    do not hold the same columns, naming both files, the columns, and, for headers that
+    differ only in case or surrounding spaces ('Age' and 'age '), both spellings and the
+    rename that makes them one (:func:`~fits.core.schema.lookalike_names`)."""
+    from fits.core.schema import lookalike_names
+
+    if len(tables) != len(site_files) or len(tables) < 2:
+        return
+    files = dict(zip(tables, site_files, strict=True))
+    first, *others = tables
+    head = list(tables[first].columns)
+    for name in others:
+        cols = list(tables[name].columns)
+        missing = [c for c in head if c not in cols]
+        extra = [c for c in cols if c not in head]
+        if missing or extra:
+            _fail(
+                f"{str(files[name])!r} (site {name!r}): columns differ from those of "
+                f"{str(files[first])!r} (site {first!r})"
+                + (f"; missing: {missing}" if missing else "")
+                + (f"; extra: {extra}" if extra else "")
+                + ". Every site must hold the same columns: rename, add or drop them."
+                + lookalike_names(missing, extra, (repr(str(files[first])), repr(str(files[name]))))
+            )
 
 
 def _progress(quiet: bool) -> tuple[Any, Callable[[str, int, int], None] | None]:
@@ -487,6 +519,7 @@ def synthesize(
     tune_relevance: TuneRelevanceOpt = None,
     relevance_budget: RelevanceBudgetOpt = None,
     secure_aggregation: Secure = False,
+    na_values: NaValuesOpt = None,
 ) -> None:
     """Synthesize one table from several sites' tables.
 
@@ -535,12 +568,17 @@ def synthesize(
     except ValueError as exc:
         _fail(str(exc), 2)
     kinds = _parse_kinds(kind, schema)
+    missing = parse_na_values(na_values)
     site_policy = _read_policy(policy)
     problem = pooled_without_secure(site_policy, secure_aggregation)
     if problem:
         _fail(problem, 2)
     with interruptible("no output was written (its temporary file was removed)"), _data_errors():
-        tables = drop_columns(_load_sites(site_files, simulate_clients, shares, seed, quiet), drop)
+        tables = drop_columns(
+            _load_sites(site_files, simulate_clients, shares, seed, quiet, missing), drop
+        )
+        if simulate_clients is None:  # the files: named in the message
+            _check_same_columns(tables, site_files)
         if secure_aggregation and len(tables) < 2:
             _fail(
                 "--secure-aggregation needs at least two sites (with one, the sum is that "
@@ -590,6 +628,7 @@ def synthesize(
                 dropped=drop or [],
                 kinds=kinds,
                 identifiers=list(ids),
+                na_values=missing,
             )
             known_table = known_codes(known_table, tables)  # read as the sites read them
         if chain and chain[0] in column_designs:
@@ -858,6 +897,7 @@ def _complete_rows(
         quiet,
         decimal_types=known_decimal_types(synth.schema_.decimal_types(), table),
         date_formats=synth.schema_.date_formats(),
+        bool_texts=_bool_texts(synth),
     )
 
 
@@ -929,7 +969,14 @@ def _stream_rows(
         quiet,
         decimal_types=synth.schema_.decimal_types(),
         date_formats=synth.schema_.date_formats(),
+        bool_texts=_bool_texts(synth),
     )
+
+
+def _bool_texts(synth: Any) -> Mapping[str, tuple[str, str]] | None:
+    """How the sites' CSV files spell their booleans, where they agree (the coordinator's
+    :attr:`~fits.federation.coordinator.Coordinator.bool_texts`); None when unknown."""
+    return getattr(getattr(synth, "coordinator", None), "bool_texts", None)
 
 
 def _write_stream(
@@ -944,6 +991,7 @@ def _write_stream(
     *,
     decimal_types: Mapping[str, tuple[int, int]] | None = None,
     date_formats: Mapping[str, str] | None = None,
+    bool_texts: Mapping[str, tuple[str, str]] | None = None,
 ) -> tuple[int, Any]:
     """Stream the chunks of a draw of ``rows`` rows into ``out`` atomically
     (:func:`fits.io.write_stream`, which the Flower ServerApp uses too), with this
@@ -958,7 +1006,8 @@ def _write_stream(
     ``advice``). Every chunk goes through the release check ``check`` before it is
     written; ``decimal_types`` fixes the Parquet type of the ``Decimal`` columns for
     the whole file, ``date_formats`` the CSV's date formats
-    (:func:`fits.io.write_table_chunks`). Returns the rows written and
+    (:func:`fits.io.write_table_chunks`), ``bool_texts`` a CSV file's spelling of
+    booleans (the sites' ``true``/``false``). Returns the rows written and
     the release check (None if it failed).
     """
     from fits import io as fits_io
@@ -1016,6 +1065,7 @@ def _write_stream(
             decimal_types=decimal_types,
             date_formats=date_formats,
             on_estimate=estimated,
+            bool_texts=bool_texts,
         )
     except fits_io.OutputTooLarge as exc:
         _fail(str(exc), 2)
@@ -1048,6 +1098,7 @@ def schema_command(
     kind: Kind = None,
     no_rules: NoRules = False,
     near_linear: NearLinear = True,
+    na_values: NaValuesOpt = None,
 ) -> None:
     """Write the inferred schema (kinds, categories, bounds, chain order) as JSON.
 
@@ -1072,8 +1123,13 @@ def schema_command(
             2,
         )
     kinds = _parse_kinds(kind)
+    missing = parse_na_values(na_values)
     with interruptible("no schema was written"), _data_errors():
-        tables = drop_columns(_load_sites(site_files, simulate_clients, shares, seed), drop)
+        tables = drop_columns(
+            _load_sites(site_files, simulate_clients, shares, seed, na_values=missing), drop
+        )
+        if simulate_clients is None:  # the files: named in the message
+            _check_same_columns(tables, site_files)
         columns = [str(c) for c in next(iter(tables.values())).columns]
         kinds = match_keys(kinds, columns, "--kind")
         chain_order = _order(order, columns)

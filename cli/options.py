@@ -51,6 +51,8 @@ __all__ = [
     "show_columns",
     "MAX_TRIES",
     "check_max_tries",
+    "NaValuesOpt",
+    "parse_na_values",
 ]
 
 Secure = Annotated[
@@ -61,6 +63,33 @@ Secure = Annotated[
         "(needed by a site policy with floor_scope 'pooled').",
     ),
 ]
+
+
+NaValuesOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--na-values",
+        metavar="TEXT",
+        help="A text that means a missing value in the input tables, read as missing in "
+        "every column (e.g. NA, -999, or . as SAS writes it; a number also matches the "
+        "fields equal to it: -999.0); COLUMN=TEXT for one column only; repeat for "
+        "several. The synthetic table writes missing values as empty fields.",
+        show_default=False,
+    ),
+]
+
+
+def parse_na_values(items: Sequence[str] | None) -> list[str | tuple[str, str]] | None:
+    """``--na-values`` items as :func:`fits.io.read_table`'s ``na_values`` (None: none
+    given); a usage error (exit 2) for an item of no text."""
+    if not items:
+        return None
+    from fits.io import na_value_items
+
+    try:
+        return na_value_items(items)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--na-values") from None
 
 
 SmoothingOpt = Annotated[

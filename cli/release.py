@@ -127,7 +127,7 @@ def check_local_run(sites: Mapping[str, Path], config: Mapping[str, Any]) -> Non
     """
     try:
         from fits.core.schema import Schema
-        from fits.deploy.flower import read_run_config, site_drop
+        from fits.deploy.flower import read_run_config, site_drop, site_na_values
         from fits.io import read_table
 
         cfg = read_run_config(config)
@@ -135,7 +135,7 @@ def check_local_run(sites: Mapping[str, Path], config: Mapping[str, Any]) -> Non
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # notes on the tables: the sites said them
             for name, path in sites.items():
-                frame = read_table(path)
+                frame = read_table(path, na_values=site_na_values({}, config))
                 gone = site_drop([str(c) for c in frame.columns], name, {}, config)
                 tables[name] = frame.drop(columns=gone) if gone else frame
             if cfg["schema"]:

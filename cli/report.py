@@ -18,6 +18,8 @@ from typing import Annotated, Any
 import pandas as pd
 import typer
 
+from .options import NaValuesOpt, parse_na_values
+
 __all__ = ["read_table", "report"]
 
 
@@ -30,7 +32,13 @@ class UsageError(Exception):
     """A problem with the command line itself: exit code 2."""
 
 
-def read_table(path: Path, option: str) -> pd.DataFrame:
+def read_table(
+    path: Path,
+    option: str,
+    na_values: list[str | tuple[str, str]] | None = None,
+    *,
+    lenient: bool = False,
+) -> pd.DataFrame:
     """Read a ``.csv`` or ``.parquet`` file, with errors that name the file.
 
     Parameters
@@ -39,6 +47,11 @@ def read_table(path: Path, option: str) -> pd.DataFrame:
         The file.
     option : str
         The command-line option it came from (for messages), e.g. ``"--real"``.
+    na_values : list, optional
+        The texts read as missing values (``--na-values``, :func:`fits.io.read_table`).
+    lenient : bool
+        Pass over a ``(column, text)`` pair of ``na_values`` whose column the table
+        lacks (the synthetic table, which lacks the dropped columns).
 
     Raises
     ------
@@ -47,7 +60,8 @@ def read_table(path: Path, option: str) -> pd.DataFrame:
     DataError
         The file cannot be parsed or holds no rows.
     """
-    from fits.io import TABLE_SUFFIXES, DataFileError
+    from fits.core.names import ColumnNameError
+    from fits.io import TABLE_SUFFIXES, DataFileError, na_values_within, read_columns
     from fits.io import read_table as _read_table
 
     if path.is_dir():
@@ -62,7 +76,11 @@ def read_table(path: Path, option: str) -> pd.DataFrame:
     if not path.is_file():
         raise UsageError(f"{option} {str(path)!r}: not a file")
     try:
-        return _read_table(path)
+        if lenient and na_values:
+            na_values = na_values_within(na_values, read_columns(path))
+        return _read_table(path, na_values=na_values)
+    except ColumnNameError as err:  # --na-values COLUMN=TEXT of no column of the table
+        raise UsageError(str(err)) from None
     except DataFileError as err:
         raise DataError(f"{option} {err}") from None
 
@@ -274,6 +292,7 @@ def report(
     direct_mu: DirectMu = None,
     drop: Drop = None,
     more_clients: MoreClients = None,
+    na_values: NaValuesOpt = None,
 ) -> None:
     """Write the fidelity report of a synthetic table: one self-contained HTML page.
 
@@ -315,7 +334,7 @@ def report(
             options = _check_options(task, target, ratio, lam, out, json)
             _check_outputs(out, json, files, schema, settings)
             _check_clients(files.clients)
-            tables = _without_dropped(_read_tables(files), drop)
+            tables = _without_dropped(_read_tables(files, parse_na_values(na_values)), drop)
             options = _match_targets(options, tables["real"], files.real_label)
             kinds = (
                 _schema_kinds(schema, tables["real"], files.real_label)
@@ -639,16 +658,18 @@ def _check_clients(clients: list[Path]) -> None:
         )
 
 
-def _read_tables(files: _Files) -> dict[str, Any]:
-    """Every input table; clients by file name (the path where two names collide)."""
+def _read_tables(files: _Files, na: list[str | tuple[str, str]] | None = None) -> dict[str, Any]:
+    """Every input table (``na``: the texts read as missing values, ``--na-values``);
+    clients by file name (the path where two names collide)."""
     tables: dict[str, Any] = {
-        "real": _pooled_real(files.real),
-        "synthetic": read_table(files.synthetic, "--synthetic"),
-        "train": read_table(files.train, "--train") if files.train is not None else None,
-        "test": read_table(files.test, "--test") if files.test is not None else None,
+        "real": _pooled_real(files.real, na),
+        "synthetic": read_table(files.synthetic, "--synthetic", na, lenient=True),
+        "train": read_table(files.train, "--train", na) if files.train is not None else None,
+        "test": read_table(files.test, "--test", na) if files.test is not None else None,
     }
     tables["clients"] = {
-        name: read_table(path, "--clients") for name, path in _client_names(files.clients).items()
+        name: read_table(path, "--clients", na)
+        for name, path in _client_names(files.clients).items()
     }
     return tables
 
@@ -669,10 +690,12 @@ def _without_dropped(tables: dict[str, Any], drop: list[str] | None) -> dict[str
     return out
 
 
-def _pooled_real(paths: tuple[Path, ...]) -> pd.DataFrame:
+def _pooled_real(
+    paths: tuple[Path, ...], na: list[str | tuple[str, str]] | None = None
+) -> pd.DataFrame:
     """The real table: one file, or several files' rows one after the other (each must
     hold the same columns; the first file's order is kept)."""
-    frames = [read_table(p, "--real") for p in paths]
+    frames = [read_table(p, "--real", na) for p in paths]
     if len(frames) == 1:
         return frames[0]
     first = list(frames[0].columns)

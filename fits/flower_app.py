@@ -93,7 +93,7 @@ def synthesize(transport: FlowerTransport, cfg: Mapping[str, Any]) -> Path:
 
         # read before any round (no rows: the header alone); its header is checked on
         # the sites' first replies, before the rounds of the fit
-        known = read_known_table(cfg["known"])
+        known = read_known_table(cfg["known"], cfg.get("na_values") or None)
         rows = int(known.shape[0])
         transport.observers.append(_known_header_check(cfg, known, schema))
     with warnings.catch_warnings(record=True) as caught:
@@ -120,6 +120,7 @@ def synthesize(transport: FlowerTransport, cfg: Mapping[str, Any]) -> Path:
             "split the known table or write elsewhere",
             known_decimal_types(synth.schema_.decimal_types(), known),
             synth.schema_.date_formats(),
+            bool_texts=synth.coordinator.bool_texts,
         )
     else:
         path = _stream_to_file(
@@ -130,6 +131,7 @@ def synthesize(transport: FlowerTransport, cfg: Mapping[str, Any]) -> Path:
             "ask for fewer rows or write elsewhere",
             synth.schema_.decimal_types(),
             synth.schema_.date_formats(),
+            bool_texts=synth.coordinator.bool_texts,
         )
     summary = {
         "output": str(path),
@@ -246,6 +248,7 @@ def _stream_to_file(
     advice: str,
     decimal_types: Mapping[str, tuple[int, int]] | None = None,
     date_formats: Mapping[str, str] | None = None,
+    bool_texts: Mapping[str, tuple[str, str]] | None = None,
 ) -> Path:
     """Write the chunks ``stream(first_chunk_rows)`` gives (a draw of ``rows`` rows whose
     rows do not depend on where the chunks are cut) to ``out`` atomically, as
@@ -254,8 +257,9 @@ def _stream_to_file(
     ``out``'s file system stops the run (:class:`fits.io.OutputTooLarge`, a ValueError;
     nothing written; the message starts with ``request`` and ends with ``advice``), and
     the estimate of one that fits shows in the ServerApp's log.  ``decimal_types`` fixes
-    the Parquet type of the ``Decimal`` columns for the whole file, and ``date_formats``
-    the CSV's date formats (:func:`fits.io.write_table_chunks`)."""
+    the Parquet type of the ``Decimal`` columns for the whole file, ``date_formats``
+    the CSV's date formats (:func:`fits.io.write_table_chunks`), and ``bool_texts`` a
+    CSV file's spelling of booleans (the sites' ``true``/``false``)."""
     from fits import io as fits_io
 
     def estimated(estimate: fits_io.StreamEstimate) -> None:
@@ -273,6 +277,7 @@ def _stream_to_file(
         decimal_types=decimal_types,
         date_formats=date_formats,
         on_estimate=estimated,
+        bool_texts=bool_texts,
     )
     return written
 

@@ -17,6 +17,7 @@ from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Se
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,9 @@ import numpy as np
 import pandas as pd
 
 from fits._dates import iso_datetimes
+from fits.core.names import ColumnNameError
 from fits.core.schema import (
+    BOOL_TEXTS_ATTR,
     CODE_COLUMNS_ATTR,
     DECIMAL_MARK_ATTR,
     DECIMAL_SOURCE_ATTR,
@@ -49,6 +52,9 @@ __all__ = [
     "human_bytes",
     "iter_table",
     "known_decimal_types",
+    "NaValues",
+    "na_value_items",
+    "na_values_within",
     "read_columns",
     "read_table",
     "same_file",
@@ -76,6 +82,268 @@ ISO_DATE = re.compile(
 
 class DataFileError(ValueError):
     """A data file cannot be used; the message names the file and says what to do."""
+
+
+#: The texts that mean a missing value in a file (:func:`read_table`'s ``na_values``):
+#: texts for every column (``["NA", "-999"]``), with ``(column, text)`` pairs for one
+#: column among them (``["NA", ("age", "-999")]``), or a mapping column -> its texts
+#: (``{"age": ["-999"]}``, as pandas takes it).
+NaValues = Iterable[str | tuple[str, str]] | Mapping[str, str | Iterable[str]]
+
+
+def na_value_items(
+    items: Iterable[str], option: str = "--na-values"
+) -> list[str | tuple[str, str]]:
+    """The ``na_values`` of ``--na-values`` items: ``TEXT`` means a missing value in
+    every column, ``COLUMN=TEXT`` in that column only (split at the last ``=``, so a
+    column name may hold one; the column is resolved against each table's header when
+    it is read).
+
+    Raises
+    ------
+    ValueError
+        An empty text (an empty field is always a missing value), naming ``option``.
+    """
+    out: list[str | tuple[str, str]] = []
+    for item in items:
+        column, sep, text = str(item).rpartition("=")
+        if sep and not column.strip():
+            column, sep = "", ""
+            text = str(item)
+        if not text.strip():
+            raise ValueError(
+                f"{option} {item!r}: give a text (an empty field is always a missing "
+                "value): TEXT for every column, or COLUMN=TEXT for one"
+            )
+        out.append((column.strip(), text.strip()) if sep else text.strip())
+    return out
+
+
+def na_values_within(
+    na_values: Sequence[str | tuple[str, str]] | None, columns: Sequence[str]
+) -> list[str | tuple[str, str]] | None:
+    """``na_values`` (texts and ``(column, text)`` pairs) less the pairs whose column
+    none of ``columns`` is (:func:`~fits.core.names.header_for`): for a table that holds
+    some of the sites' columns (a ``--known`` table, a synthetic table without the
+    dropped ones); None for none."""
+    if not na_values:
+        return None
+    from fits.core.names import header_for
+
+    kept = [
+        v
+        for v in na_values
+        if isinstance(v, str) or header_for(v[0], columns, "--na-values") is not None
+    ]
+    return kept or None
+
+
+@dataclass(frozen=True)
+class _NaSpec:
+    """``na_values`` checked: the texts of every column, and (column as given, text)."""
+
+    every: tuple[str, ...]
+    pairs: tuple[tuple[str, str], ...]
+
+
+def _na_spec(na_values: NaValues | None) -> _NaSpec | None:
+    """``na_values`` as a :class:`_NaSpec` (None: none given), or ValueError."""
+    if na_values is None:
+        return None
+    if isinstance(na_values, str):
+        na_values = [na_values]
+    every: list[str] = []
+    pairs: list[tuple[str, str]] = []
+    if isinstance(na_values, Mapping):
+        for col, texts in na_values.items():
+            for text in [texts] if isinstance(texts, str) else list(texts):
+                pairs.append((col, text))
+    else:
+        for item in na_values:
+            if isinstance(item, tuple) and len(item) == 2:
+                pairs.append((item[0], item[1]))
+            elif isinstance(item, str):
+                every.append(item)
+            else:
+                raise ValueError(
+                    f"na_values: {item!r} is neither a text nor a (column, text) pair; "
+                    'give texts, e.g. na_values=["NA", "-999", ("age", "0")]'
+                )
+    for col, text in pairs:
+        if not isinstance(col, str) or not isinstance(text, str):
+            raise ValueError(
+                f"na_values: ({col!r}, {text!r}): give a column name and a text, e.g. "
+                '("age", "-999")'
+            )
+    if not every and not pairs:
+        return None
+    return _NaSpec(tuple(dict.fromkeys(every)), tuple(dict.fromkeys(pairs)))
+
+
+@dataclass(frozen=True)
+class _Missing:
+    """A table's missing texts per column (:func:`_missing`)."""
+
+    texts: Mapping[Any, tuple[str, ...]]
+
+    def codes(self, col: Any) -> frozenset[float]:
+        """The numbers among ``col``'s texts ("-999": -999.0), finite ones only."""
+        return _codes(self.texts.get(col, ()))
+
+
+def _codes(texts: Iterable[str]) -> frozenset[float]:
+    out = set()
+    for text in texts:
+        try:
+            value = float(str(text).strip())
+        except ValueError:
+            continue
+        if np.isfinite(value):
+            out.add(value)
+    return frozenset(out)
+
+
+def _missing(spec: _NaSpec | None, columns: Sequence[Any], path: Path) -> _Missing | None:
+    """The texts of ``spec`` for each of ``columns`` (a table's, as pandas names them),
+    a ``(column, text)`` pair's column resolved to its header
+    (:func:`~fits.core.names.match_columns`: a :class:`ColumnNameError` names the
+    file when none matches)."""
+    if spec is None:
+        return None
+    from fits.core.names import match_columns
+
+    names = [str(c) for c in columns]
+    by_name = dict(zip(names, columns, strict=True))
+    headers = match_columns(
+        [col for col, _ in spec.pairs], names, "--na-values COLUMN=TEXT", str(path)
+    )
+    texts: dict[Any, tuple[str, ...]] = {c: spec.every for c in columns}
+    for header, (_, text) in zip(headers, spec.pairs, strict=True):
+        col = by_name[header]
+        texts[col] = tuple(dict.fromkeys([*texts[col], text]))
+    return _Missing(texts)
+
+
+def _na_options(
+    options: Mapping[str, Any], missing: _Missing | None, names: Sequence[Any]
+) -> dict[str, Any]:
+    """``pd.read_csv``'s ``options`` (a file's white fields as missing values,
+    :class:`_Blanks`) with ``missing``'s texts missing values too, per column."""
+    out = dict(options)
+    if missing is None:
+        return out
+    white = list(options.get("na_values", []))
+    out["na_values"] = {c: [*white, *missing.texts.get(c, ())] for c in names}
+    return out
+
+
+def _spec_values(spec: _NaSpec | None) -> NaValues | None:
+    """:func:`read_table`'s ``na_values`` for a checked ``spec``."""
+    return None if spec is None else [*spec.every, *spec.pairs]
+
+
+def _na_of(options: Mapping[str, Any], col: Any) -> list[str]:
+    """The texts ``options`` read as missing in column ``col`` (beyond pandas' own)."""
+    na = options.get("na_values", [])
+    return list(na.get(col, [])) if isinstance(na, Mapping) else list(na)
+
+
+def _mask_codes(raw: pd.DataFrame, options: Mapping[str, Any], decimal: str = ".") -> pd.DataFrame:
+    """``raw`` (fields as text) with the fields that are a number equal to a missing
+    code of their column (``options``' texts: "-999" for "-999.00", " -999" or, with a
+    decimal comma, "-999,0", which pandas reads as missing when it parses numbers, not
+    as text) missing too."""
+    na = options.get("na_values")
+    if not isinstance(na, Mapping):
+        return raw
+    decimal = str(options.get("decimal", decimal))
+    for col in raw.columns:
+        codes = _codes(na.get(col, ()))
+        if not codes:
+            continue
+        present = raw[col].dropna()
+        if present.empty:
+            continue
+        text = present.str.strip()
+        if decimal != ".":
+            text = text.str.replace(decimal, ".", regex=False)
+        numbers = pd.to_numeric(text, errors="coerce")
+        hit = numbers.isin(list(codes))
+        if hit.any():
+            raw[col] = raw[col].mask(hit.reindex(raw.index, fill_value=False))
+    return raw
+
+
+def _stringified(texts: Iterable[str]) -> set[str]:
+    """``texts`` and, for a whole number, its other spellings ("-999", "-999.0"), as
+    pandas matches a CSV file's fields against ``na_values``."""
+    out = set(texts)
+    for value in _codes(texts):
+        if value == int(value):
+            out.update((str(int(value)), f"{int(value)}.0"))
+        out.add(str(value))
+    return out
+
+
+def _code_columns(frame: pd.DataFrame, missing: _Missing) -> set[Any]:
+    """The integer columns of ``frame`` that hold a value of their missing codes."""
+    out = set()
+    for col in frame.columns:
+        dtype = frame[col].dtype
+        if pd.api.types.is_integer_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype):
+            codes = missing.codes(col)
+            if codes and frame[col].isin([int(v) for v in codes if v == int(v)]).any():
+                out.add(col)
+    return out
+
+
+def _missing_values(frame: pd.DataFrame, missing: _Missing, integers: set[Any]) -> pd.DataFrame:
+    """``frame`` (a Parquet file's rows) with ``missing``'s values missing: in a numeric
+    column the values equal to a code (the integer columns ``integers`` become
+    ``Int64``, as a CSV file's whole numbers with blanks), in a text column the texts
+    (:func:`_stringified`), in a categorical column the categories so written (left
+    out of its categories); dates and booleans are left as they are."""
+    out = frame
+    for col in frame.columns:
+        texts = missing.texts.get(col, ())
+        if not texts:
+            continue
+        s = frame[col]
+        dtype = s.dtype
+        if isinstance(dtype, pd.CategoricalDtype):
+            gone = [c for c in dtype.categories if isinstance(c, str) and c in _stringified(texts)]
+            if not gone:
+                continue
+            new = s.cat.remove_categories(gone)
+        elif pd.api.types.is_bool_dtype(dtype) or pd.api.types.is_datetime64_any_dtype(dtype):
+            continue
+        elif pd.api.types.is_numeric_dtype(dtype):
+            codes = missing.codes(col)
+            if not codes and col not in integers:
+                continue
+            new = s.astype("Int64") if col in integers else s
+            new = new.mask(new.isin(list(codes)))
+        elif pd.api.types.is_object_dtype(dtype) or pd.api.types.is_string_dtype(dtype):
+            words, codes = _stringified(texts), missing.codes(col)
+            hit = s.map(  # texts, and numbers among them (a Parquet decimal's Decimal)
+                lambda v, w=words, c=codes: (
+                    (isinstance(v, str) and v in w)
+                    or (
+                        isinstance(v, (int, float, np.number, Decimal))
+                        and not isinstance(v, (bool, np.bool_))
+                        and float(v) in c
+                    )
+                )
+            ).astype(bool)
+            if not hit.any():
+                continue
+            new = s.mask(hit)
+        else:
+            continue
+        if out is frame:
+            out = frame.copy()
+        out[col] = new
+    return out
 
 
 def check_suffix(path: Path, what: str = "table") -> str:
@@ -109,7 +377,9 @@ _SUFFIX_HINTS = {
 }
 
 
-def read_table(path: str | os.PathLike[str], *, empty_ok: bool = False) -> pd.DataFrame:
+def read_table(
+    path: str | os.PathLike[str], *, empty_ok: bool = False, na_values: NaValues | None = None
+) -> pd.DataFrame:
     """Read a CSV or Parquet table (chosen by extension).
 
     CSV files: the separator is found from the first lines (``,``, ``;``, tab or ``|``:
@@ -129,19 +399,37 @@ def read_table(path: str | os.PathLike[str], *, empty_ok: bool = False) -> pd.Da
     With ``empty_ok``, a table of no rows (a header alone: a ``--known`` table of no
     rows to complete) is returned, not refused.
 
+    ``na_values`` names the texts that mean a missing value in this file, beyond the
+    empty field: a text (``"NA"``, ``"-999"``, ``"."``) for every column, or a pair
+    ``(column, text)`` (or a mapping column -> texts) for one column.  Every field
+    written so is read as missing, in every column it applies to: ``"NA"`` is then no
+    label of a column of labels (without it, such a column keeps pandas' missing texts
+    as written, with a note).  A text that is a number also matches the numbers equal
+    to it: ``"-999"`` matches fields written ``-999``, ``-999.0`` or ``-999.00`` (and
+    the values -999 of a Parquet file's numeric column); a Parquet file's text and
+    categorical columns match the text as written.
+
     Raises
     ------
     DataFileError
         Unknown extension, missing or unreadable file, duplicate column names, or a
         table with no columns, or no rows (unless ``empty_ok``).
+    ~fits.core.names.ColumnNameError
+        ``na_values`` names a column the table does not have.
+    ValueError
+        ``na_values`` holds something other than texts.
     """
     path, suffix = _table_file(path)
+    spec = _na_spec(na_values)
     with _read_errors(path, suffix):
         if suffix == ".csv":
-            frame = _read_csv(path)
+            frame = _read_csv(path, spec)
         else:
             _check_header(path, _parquet_names(path))
             frame = _index_as_columns(pd.read_parquet(path))
+            missing = _missing(spec, list(frame.columns), path)
+            if missing is not None:
+                frame = _missing_values(frame, missing, _code_columns(frame, missing))
     if frame.shape[1] == 0:
         raise DataFileError(f"{path}: the table has no columns")
     if frame.shape[0] == 0 and not empty_ok:
@@ -229,7 +517,7 @@ def _read_errors(path: Path, suffix: str) -> Iterator[None]:
     """Any failure of reading ``path`` as a DataFileError that names the file."""
     try:
         yield
-    except DataFileError:
+    except (DataFileError, ColumnNameError):  # ColumnNameError: na_values' column
         raise
     except pd.errors.EmptyDataError:
         raise DataFileError(f"{path}: the file is empty") from None
@@ -784,11 +1072,19 @@ class _NaTexts:
         return bool(self.counts) and self.labels and not self.digits
 
 
+def _shell_word(text: str) -> str:
+    """``text`` as a shell takes it: as it is, or in single quotes."""
+    return text if re.fullmatch(r"[\w./-]+", text) else "'" + text.replace("'", "'\\''") + "'"
+
+
 def _na_text_note(path: Path, col: Any, texts: _NaTexts) -> None:
     shown = ", ".join(f"{t!r} ({n} field{'s' if n > 1 else ''})" for t, n in texts.counts.items())
+    # the option that says so, quoted for a shell where the text needs it ('#N/A')
+    named = " ".join(f"--na-values {_shell_word(t)}" for t in texts.counts)
     warnings.warn(
         f"{path}: column {col!r}: {shown} read as written, a value of the column (pandas "
-        "would read it as a missing value; leave the fields empty where they mean that)",
+        "would read it as a missing value; where it means that, leave the fields empty or "
+        f"name it a missing value: {named})",
         DataNote,
         stacklevel=4,
     )
@@ -809,6 +1105,7 @@ def _keep_na_texts(
     if not text:
         return frame
     raw = pd.read_csv(path, usecols=text, **_raw_options(sep, decimal, options))
+    raw = _mask_codes(raw, options, decimal)
     for col in text:
         texts = _NaTexts()
         texts.update(raw[col])
@@ -822,22 +1119,28 @@ def _keep_na_texts(
 def _raw_options(sep: str, decimal: str, options: Mapping[str, Any]) -> dict[str, Any]:
     """``pd.read_csv``'s options to read a file's fields as text, as written: only
     empty and white fields are missing values (not :data:`NA_TEXTS`)."""
-    white = list(options.get("na_values", []))
+    white = options.get("na_values", [])
     return {
         **options,
         "sep": sep,
         "decimal": decimal,
         "dtype": str,
         "keep_default_na": False,
-        "na_values": ["", *white],
+        "na_values": (
+            {c: ["", *v] for c, v in white.items()} if isinstance(white, Mapping) else ["", *white]
+        ),
     }
 
 
-def _read_csv(path: Path) -> pd.DataFrame:
+def _read_csv(path: Path, spec: _NaSpec | None = None) -> pd.DataFrame:
     sep, decimal, header, source = _sniff(path)
     _check_header(path, [h.strip() for h in header] if sep != "," else header)
     blanks = _blank_lines(path, sep)
-    frame = pd.read_csv(path, sep=sep, decimal=decimal, **blanks.options, **_ROUND_TRIP)
+    options = blanks.options
+    if spec is not None:
+        names = list(pd.read_csv(path, sep=sep, decimal=decimal, nrows=0).columns)
+        options = _na_options(options, _missing(spec, names, path), names)
+    frame = pd.read_csv(path, sep=sep, decimal=decimal, **options, **_ROUND_TRIP)
     if sep != ",":
         _separator_note(path, sep, decimal, frame.shape[1], source)
     elif frame.shape[1] == 1 and any(d in str(frame.columns[0]) for d in CSV_SEPARATORS[1:]):
@@ -849,14 +1152,59 @@ def _read_csv(path: Path) -> pd.DataFrame:
     if frame.shape[1] > 1 and frame.iloc[:, -1].isna().any():  # pandas fills short rows
         _check_short_rows(path, sep, frame.shape[1])
     _blank_note(path, blanks)
-    frame = _whole_numbers(frame, path, sep, decimal, blanks.options)
-    frame = _keep_na_texts(frame, path, sep, decimal, blanks.options)
-    frame.columns = _empty_names(list(frame.columns), header)
+    frame = _whole_numbers(frame, path, sep, decimal, options)
+    frame = _keep_na_texts(frame, path, sep, decimal, options)
+    spelt = _bool_spellings(frame, path, sep, decimal, options)
+    read_as = list(frame.columns)
+    frame.columns = _empty_names(read_as, header)
+    if spelt:  # by the columns' final names
+        renamed = dict(zip(read_as, frame.columns, strict=True))
+        frame.attrs[BOOL_TEXTS_ATTR] = {renamed[c]: list(t) for c, t in spelt.items()}
     if decimal == ",":  # text numbers ("1.234,56 €") are read with it too
         frame.attrs[DECIMAL_MARK_ATTR] = decimal
     if source != "fixed":  # and with how sure it is ("1,234 €" alone: a guess)
         frame.attrs[DECIMAL_SOURCE_ATTR] = source
     return frame
+
+
+def _spelling(texts: Iterable[str]) -> tuple[str, str] | None:
+    """How a CSV column of booleans writes them, from its fields (pandas reads
+    ``true``, ``True`` and ``TRUE`` alike): ``("true", "false")`` or ``("TRUE",
+    "FALSE")`` when every field is so written; None for Python's ``True``/``False``
+    (how pandas writes booleans back) or several spellings."""
+    seen = {str(t).strip() for t in texts}
+    for pair in (("true", "false"), ("TRUE", "FALSE")):
+        if seen and seen <= set(pair):
+            return pair
+    return None
+
+
+def _is_boolean(s: pd.Series) -> bool:
+    """Whether ``s`` holds booleans alone (a ``bool`` column, or Python booleans with
+    missing values: how pandas reads true/false with blanks)."""
+    if pd.api.types.is_bool_dtype(s.dtype):
+        return True
+    if not pd.api.types.is_object_dtype(s.dtype):
+        return False
+    present = s.dropna()
+    return not present.empty and bool(present.map(lambda v: isinstance(v, (bool, np.bool_))).all())
+
+
+def _bool_spellings(
+    frame: pd.DataFrame, path: Path, sep: str, decimal: str, options: Mapping[str, Any]
+) -> dict[Any, tuple[str, str]]:
+    """The columns of booleans of ``frame`` that the file writes one way other than
+    Python's (:func:`_spelling`), with their spelling (:data:`BOOL_TEXTS_ATTR`)."""
+    cols = [c for c in frame.columns if _is_boolean(frame[c])]
+    if not cols:
+        return {}
+    raw = pd.read_csv(path, usecols=cols, **_raw_options(sep, decimal, options))
+    out = {}
+    for col in cols:  # the fields read as booleans (not 'NA', read as missing)
+        spelt = _spelling(raw[col][frame[col].notna().to_numpy()].dropna().unique())
+        if spelt is not None:
+            out[col] = spelt
+    return out
 
 
 def _check_short_rows(path: Path, sep: str, n_columns: int) -> None:
@@ -905,6 +1253,7 @@ def _whole_numbers(
     if not numeric:
         return frame
     raw = pd.read_csv(path, sep=sep, decimal=decimal, usecols=numeric, dtype=str, **options)
+    raw = _mask_codes(raw, options, decimal)
     for col in numeric:
         tokens = raw[col].dropna().str.strip()
         if tokens.str.match(r"^[+-]?0\d").any():
@@ -1055,7 +1404,11 @@ def known_codes(known: pd.DataFrame, tables: Mapping[str, pd.DataFrame]) -> pd.D
 
 
 def iter_table(
-    path: str | os.PathLike[str], chunk_rows: int, *, empty_ok: bool = False
+    path: str | os.PathLike[str],
+    chunk_rows: int,
+    *,
+    empty_ok: bool = False,
+    na_values: NaValues | None = None,
 ) -> Iterator[pd.DataFrame]:
     """Read a CSV or Parquet table in chunks of at most ``chunk_rows`` rows, parsed as
     :func:`read_table` parses the whole file: memory holds one chunk at a time.
@@ -1079,6 +1432,8 @@ def iter_table(
         Most rows of a chunk (at least 1).
     empty_ok : bool
         As :func:`read_table`.
+    na_values : texts, (column, text) pairs, or mapping column -> texts, optional
+        As :func:`read_table`.
 
     Raises
     ------
@@ -1086,13 +1441,14 @@ def iter_table(
         As :func:`read_table` (the file's name and suffix are checked at once; what
         the file holds, when the chunks are read).
     ValueError
-        ``chunk_rows`` below 1.
+        ``chunk_rows`` below 1, or ``na_values`` as :func:`read_table`.
     """
     if int(chunk_rows) < 1:
         raise ValueError(f"chunk_rows must be at least 1, not {chunk_rows}")
     path, suffix = _table_file(path)
+    spec = _na_spec(na_values)
     reader = _iter_csv if suffix == ".csv" else _iter_parquet
-    return _guarded_chunks(reader(path, int(chunk_rows), empty_ok), path, suffix)
+    return _guarded_chunks(reader(path, int(chunk_rows), empty_ok, spec), path, suffix)
 
 
 def _guarded_chunks(
@@ -1265,29 +1621,39 @@ class _CsvFacts:
         return str, "text"
 
 
-def _iter_csv(path: Path, chunk_rows: int, empty_ok: bool) -> Iterator[pd.DataFrame]:
+def _iter_csv(
+    path: Path, chunk_rows: int, empty_ok: bool, spec: _NaSpec | None = None
+) -> Iterator[pd.DataFrame]:
     sep, decimal, header, source = _sniff(path)
     _check_header(path, [h.strip() for h in header] if sep != "," else header)
     names = list(pd.read_csv(path, sep=sep, decimal=decimal, nrows=0).columns)
     if sep == "," and len(names) == 1 and any(d in str(names[0]) for d in CSV_SEPARATORS[1:]):
-        yield read_table(path, empty_ok=empty_ok)  # its error
+        yield read_table(path, empty_ok=empty_ok, na_values=_spec_values(spec))  # its error
         return
+    missing = _missing(spec, names, path)
     facts = {c: _CsvFacts({}, _DateFacts()) for c in names}
     texts = {c: _NaTexts() for c in names}
+    bool_fields: dict[Any, set[str]] = {c: set() for c in names}  # while it may be one
     rows = 0
     blanks = _blank_lines(path, sep)
-    options = {"sep": sep, "decimal": decimal, "chunksize": chunk_rows, **blanks.options}
+    options = {"sep": sep, "decimal": decimal, "chunksize": chunk_rows}
+    options.update(_na_options(blanks.options, missing, names))
     typed_chunks = pd.read_csv(path, **options, **_ROUND_TRIP)
     raw_chunks = pd.read_csv(path, **_raw_options(sep, decimal, options))
     with typed_chunks, raw_chunks:
         for typed, raw in zip(typed_chunks, raw_chunks, strict=True):
             rows += len(typed)
+            raw = _mask_codes(raw, options)
             for col in names:
                 texts[col].update(raw[col])
                 # the fields as pandas reads them by default: NA_TEXTS missing too
                 facts[col].update(typed[col], raw[col].mask(raw[col].isin(NA_TEXTS)))
+                if facts[col].boolish or pd.api.types.is_bool_dtype(typed[col].dtype):
+                    # the fields read as booleans (not 'NA', read as missing)
+                    read = raw[col][typed[col].notna().to_numpy()]
+                    bool_fields[col].update(read.dropna().unique())
     if rows == 0:
-        yield read_table(path, empty_ok=empty_ok)
+        yield read_table(path, empty_ok=empty_ok, na_values=_spec_values(spec))
         return
     if sep != ",":
         _separator_note(path, sep, decimal, len(names), source)
@@ -1299,10 +1665,17 @@ def _iter_csv(path: Path, chunk_rows: int, empty_ok: bool) -> Iterator[pd.DataFr
     dates = {c: facts[c].dates.final() for c, (_, kind) in plans.items() if kind == "text"}
     _note_utc(path, {c: d for c, d in dates.items() if d is not None})
     read_as = {c: how for c, (how, _) in plans.items() if how is not None}
+    final = dict(zip(names, _empty_names(names, header), strict=True))
+    spelt = {  # as read_table's attrs
+        final[c]: list(s)
+        for c in names
+        if facts[c].boolish and (s := _spelling(bool_fields[c])) is not None
+    }
     if kept:  # pandas' missing texts everywhere but in the columns that keep them
-        white = ["", *options.get("na_values", [])]
         options["keep_default_na"] = False
-        options["na_values"] = {c: white if c in kept else [*white, *NA_TEXTS] for c in names}
+        options["na_values"] = {
+            c: ["", *_na_of(options, c), *([] if c in kept else NA_TEXTS)] for c in names
+        }
     with pd.read_csv(path, **options, dtype=read_as, **_ROUND_TRIP) as chunks:
         for chunk in chunks:
             for col, (_, kind) in plans.items():
@@ -1317,6 +1690,8 @@ def _iter_csv(path: Path, chunk_rows: int, empty_ok: bool) -> Iterator[pd.DataFr
                 chunk.attrs[DECIMAL_MARK_ATTR] = decimal
             if source != "fixed":
                 chunk.attrs[DECIMAL_SOURCE_ATTR] = source
+            if spelt:
+                chunk.attrs[BOOL_TEXTS_ATTR] = spelt
             yield chunk
 
 
@@ -1332,7 +1707,9 @@ def _note_utc(path: Path, dates: Mapping[Any, tuple[bool, Any]]) -> None:
             )
 
 
-def _iter_parquet(path: Path, chunk_rows: int, empty_ok: bool) -> Iterator[pd.DataFrame]:
+def _iter_parquet(
+    path: Path, chunk_rows: int, empty_ok: bool, spec: _NaSpec | None = None
+) -> Iterator[pd.DataFrame]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -1342,8 +1719,19 @@ def _iter_parquet(path: Path, chunk_rows: int, empty_ok: bool) -> Iterator[pd.Da
     base = _index_as_columns(pf.schema_arrow.empty_table().to_pandas())
     base = _range_column(base, stored_range, 0)
     if pf.metadata.num_rows == 0 or base.shape[1] == 0:
-        yield read_table(path, empty_ok=empty_ok)  # its table of no rows, or its error
+        # its table of no rows, or its error
+        yield read_table(path, empty_ok=empty_ok, na_values=_spec_values(spec))
         return
+    missing = _missing(spec, list(base.columns), path)
+    coded: set[Any] = set()  # integer columns (no nulls in the file) with a missing code
+    if missing is not None:
+        wanted_codes = [c for c in base.columns if c in pf.schema_arrow.names]
+        whole = set(wanted_codes)  # integers in every batch (a batch with nulls: floats)
+        for batch in pf.iter_batches(batch_size=chunk_rows, columns=wanted_codes):
+            frame = _index_as_columns(pa.Table.from_batches([batch]).to_pandas())
+            whole &= {c for c in frame.columns if pd.api.types.is_integer_dtype(frame[c].dtype)}
+            coded |= _code_columns(frame, missing)
+        coded &= whole
     # what a batch alone would give otherwise: integers and booleans with nulls
     # elsewhere, date texts, a category first met in a later batch
     nulls = {
@@ -1365,6 +1753,8 @@ def _iter_parquet(path: Path, chunk_rows: int, empty_ok: bool) -> Iterator[pd.Da
     if wanted:
         for batch in pf.iter_batches(batch_size=chunk_rows, columns=wanted):
             frame = _index_as_columns(pa.Table.from_batches([batch]).to_pandas())
+            if missing is not None:
+                frame = _missing_values(frame, missing, coded)
             for c in nulls:
                 nulls[c] |= bool(frame[c].isna().any())
             for c, facts in texts.items():
@@ -1378,8 +1768,11 @@ def _iter_parquet(path: Path, chunk_rows: int, empty_ok: bool) -> Iterator[pd.Da
     for batch in pf.iter_batches(batch_size=chunk_rows):
         chunk = _index_as_columns(pa.Table.from_batches([batch]).to_pandas())
         chunk = _range_column(chunk, stored_range, start)
+        if missing is not None:
+            chunk = _missing_values(chunk, missing, coded)
         for c, has_nulls in nulls.items():
-            if has_nulls:  # as pyarrow gives the whole column: floats, or objects
+            # as pyarrow gives the whole column: floats, or objects (codes: Int64)
+            if has_nulls and c not in coded:
                 chunk[c] = chunk[c].astype(object if base[c].dtype == bool else "float64")
         for c, (utc, dtype) in dates.items():
             chunk[c] = _as_dates(chunk[c], utc, dtype)
@@ -1625,6 +2018,7 @@ def write_table_chunks(
     *,
     decimal_types: Mapping[str, tuple[int, int]] | None = None,
     date_formats: Mapping[str, str] | None = None,
+    bool_texts: Mapping[str, tuple[str, str]] | None = None,
 ) -> tuple[Path, int]:
     """Stream a table to ``path`` chunk by chunk, atomically (CSV or Parquet).
 
@@ -1658,6 +2052,10 @@ def write_table_chunks(
         :meth:`~fits.core.schema.Schema.date_formats`: the format the sites' text dates
         were read with; missing dates stay empty fields). Ignored for Parquet, which
         keeps datetimes, and for a column that holds no datetimes.
+    bool_texts : mapping, optional
+        Column of booleans -> (true text, false text) a CSV file writes them as (the
+        input's spelling, ``("true", "false")``; a missing value stays an empty field;
+        ignored for Parquet, whose booleans have no spelling).
 
     Returns
     -------
@@ -1690,7 +2088,8 @@ def write_table_chunks(
         if suffix == ".csv":
             with open(tmp, "w", encoding="utf-8", newline="") as fh:
                 for k, chunk in enumerate(chunks):
-                    _dates_as_text(chunk, date_formats or {}).to_csv(fh, index=False, header=k == 0)
+                    out = _dates_as_text(_spelt(chunk, bool_texts or {}), date_formats or {})
+                    out.to_csv(fh, index=False, header=k == 0)
                     rows += len(chunk)
             return
         import pyarrow as pa
@@ -1723,6 +2122,19 @@ def write_table_chunks(
 
     _atomic(path, write)
     return path, rows
+
+
+def _spelt(chunk: pd.DataFrame, bool_texts: Mapping[str, tuple[str, str]]) -> pd.DataFrame:
+    """``chunk`` with its columns of booleans named in ``bool_texts`` written as text in
+    that spelling (missing values kept)."""
+    cols = [c for c in chunk.columns if str(c) in bool_texts and _is_boolean(chunk[c])]
+    if not cols:
+        return chunk
+    out = chunk.copy()
+    for c in cols:
+        true, false = bool_texts[str(c)]
+        out[c] = chunk[c].map(lambda v, t=true, f=false: v if pd.isna(v) else (t if v else f))
+    return out
 
 
 def known_decimal_types(
@@ -1854,6 +2266,7 @@ def write_stream(
     decimal_types: Mapping[str, tuple[int, int]] | None = None,
     date_formats: Mapping[str, str] | None = None,
     on_estimate: Callable[[StreamEstimate], None] | None = None,
+    bool_texts: Mapping[str, tuple[str, str]] | None = None,
 ) -> tuple[Path, int]:
     """Stream a draw of ``rows`` rows into ``path`` atomically, refusing one that would
     not fit on the disk: the core of ``fits synthesize --rows/--known`` and of the
@@ -1868,8 +2281,8 @@ def write_stream(
     raised before anything is written (the message starts with ``request``, names the
     output as ``where``, default its quoted path, and ends with ``advice``); else
     ``on_estimate`` gets the estimate.  The chunks are then written by
-    :func:`write_table_chunks` (``decimal_types`` and ``date_formats`` as there): the
-    bytes are those of the whole draw written at once.
+    :func:`write_table_chunks` (``decimal_types``, ``date_formats`` and ``bool_texts``
+    as there): the bytes are those of the whole draw written at once.
 
     Returns
     -------
@@ -1903,6 +2316,7 @@ def write_stream(
         path,
         decimal_types=decimal_types,
         date_formats=date_formats,
+        bool_texts=bool_texts,
     )
 
 

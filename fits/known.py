@@ -62,9 +62,14 @@ class KnownTableError(ValueError):
         return 2 if self.usage else 1
 
 
-def read_known_table(path: str | Path) -> pd.DataFrame:
+def read_known_table(
+    path: str | Path, na_values: Sequence[str | tuple[str, str]] | None = None
+) -> pd.DataFrame:
     """The known table at ``path``, read whole (:func:`fits.io.read_table`; a table of
-    no rows included: its output is the header alone).
+    no rows included: its output is the header alone), each field written as one of
+    ``na_values`` (the sites' missing texts, :func:`fits.io.read_table`) a missing
+    value; a ``(column, text)`` pair for a column the table does not hold is passed
+    over (the known table holds some of the columns).
 
     Raises
     ------
@@ -84,9 +89,20 @@ def read_known_table(path: str | Path) -> pd.DataFrame:
     except DataFileError as exc:
         raise KnownTableError(str(exc), usage=True) from None
     try:
-        return read_table(path, empty_ok=True)
+        return read_table(path, empty_ok=True, na_values=_known_na_values(path, na_values))
     except DataFileError as exc:
         raise KnownTableError(f"--known {exc}") from None  # the message names the file
+
+
+def _known_na_values(
+    path: Path, na_values: Sequence[str | tuple[str, str]] | None
+) -> list[str | tuple[str, str]] | None:
+    """``na_values`` less the pairs whose column the table at ``path`` does not hold."""
+    if not na_values:
+        return None
+    from fits.io import na_values_within, read_columns
+
+    return na_values_within(na_values, read_columns(path))
 
 
 def check_known_columns(

@@ -1786,6 +1786,8 @@ class FITSSynthesizer(BaseEstimator):
             path,
             decimal_types=self.schema_.decimal_types(),
             date_formats=self.schema_.date_formats(),
+            # the sites' files' true/false (a coordinator once connected)
+            bool_texts=getattr(getattr(self, "coordinator", None), "bool_texts", None),
         )
         return written
 

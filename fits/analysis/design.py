@@ -1012,7 +1012,11 @@ def _restrict(
             "every site must hold the model's columns: rename or add them, or name "
             "features that every site holds (features=[...]; fits analyze --features a,b)."
             + "".join(
-                lookalike_names(missing, [c for c in orders[k] if c not in orders[full]])
+                lookalike_names(
+                    missing,
+                    [c for c in orders[k] if c not in orders[full]],
+                    (clients[full], clients[k]),
+                )
                 for k, missing in lacking
             )
         )

@@ -64,8 +64,11 @@ from fits._json import plain
 from fits.core.names import resolve_columns, resolve_keys
 
 __all__ = [
+    "BOOL_TEXTS_ATTR",
+    "agreed_bool_texts",
     "NA_TEXTS",
     "NumericIdentifierWarning",
+    "EMAIL",
     "FREE_TEXT_LENGTH",
     "DTYPES",
     "KINDS",
@@ -158,6 +161,12 @@ DECIMAL_SOURCE_ATTR = "fits_decimal_mark_source"
 #: with leading zeros (:func:`fits.io.align_codes`): :func:`parse_text_columns` leaves
 #: them text, as it does the codes with leading zeros themselves.
 CODE_COLUMNS_ATTR = "fits_code_columns"
+#: The key of :attr:`pandas.DataFrame.attrs` that maps a CSV column of booleans written
+#: one way other than Python's (``true``/``false``, ``TRUE``/``FALSE``) to its
+#: ``[true text, false text]``, set by :func:`fits.io.read_table`: a site reports it at
+#: setup (:func:`describe_table`, ``"bool_texts"``) and a CSV output writes the column
+#: so where every site agrees (:func:`agreed_bool_texts`).
+BOOL_TEXTS_ATTR = "fits_bool_texts"
 #: The texts pandas reads as missing values by default (its ``na_values``), less the
 #: empty field. In a CSV column of labels :func:`fits.io.read_table` keeps them as written.
 NA_TEXTS = frozenset(
@@ -177,6 +186,12 @@ FREE_TEXT_LENGTH = 30
 #: column of whole numbers that is a row number, at every site of this many rows or
 #: more (sites all smaller: the product of their rows' factorials reaches this one's).
 UNIQUE_TEXT_ROWS = 10
+#: An e-mail address (``name@example.org``).  A text column of which at least
+#: :data:`PARSE_SHARE` of the distinct values are e-mail addresses is an identifier
+#: however few its values and however often each repeats (a customer's orders, an
+#: account manager's clients): personal data a synthetic table would copy verbatim;
+#: refused unless declared (``"id"``: surrogates; ``"nominal"``: copied on purpose).
+EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s.]+$")
 #: Surrogate values of an ``"id"`` column: this prefix and a zero-padded row number.
 SURROGATE_PREFIX = "synthetic-"
 #: An integer column whose values are all distinct at every site, with at least this many
@@ -2892,6 +2907,43 @@ def describe_table(
             info["parsed"] = dict(notes[name])
         out["columns"][name] = info
         out["order"].append(name)
+    spelt = _bool_texts(frame)
+    if spelt:
+        out["bool_texts"] = spelt
+    return out
+
+
+def _bool_texts(frame: pd.DataFrame) -> dict[str, list[str]]:
+    """The spelling of ``frame``'s columns of booleans (:data:`BOOL_TEXTS_ATTR`), for
+    the columns that still hold booleans alone."""
+    attr = frame.attrs.get(BOOL_TEXTS_ATTR)
+    if not isinstance(attr, Mapping):
+        return {}
+    out: dict[str, list[str]] = {}
+    for col, texts in attr.items():
+        if col not in frame.columns or not isinstance(texts, (list, tuple)) or len(texts) != 2:
+            continue
+        present = frame[col].dropna()
+        if pd.api.types.is_bool_dtype(frame[col].dtype) or (
+            not present.empty and present.map(lambda v: isinstance(v, (bool, np.bool_))).all()
+        ):
+            out[str(col)] = [str(texts[0]), str(texts[1])]
+    return out
+
+
+def agreed_bool_texts(descriptions: Sequence[Mapping[str, Any]]) -> dict[str, tuple[str, str]]:
+    """The columns of booleans every site's setup description spells one way
+    (``"bool_texts"``, :data:`BOOL_TEXTS_ATTR`: ``true``/``false`` at every site), with
+    that spelling: how a CSV output writes them.  A column one site spells otherwise,
+    or holds in a Parquet file (which has no spelling), is written as pandas writes
+    booleans (``True``/``False``)."""
+    if not descriptions:
+        return {}
+    first = descriptions[0].get("bool_texts") or {}
+    out: dict[str, tuple[str, str]] = {}
+    for col, texts in first.items():
+        if all((d.get("bool_texts") or {}).get(col) == texts for d in descriptions[1:]):
+            out[str(col)] = (str(texts[0]), str(texts[1]))
     return out
 
 
@@ -2903,7 +2955,8 @@ def description_digest(description: Mapping[str, Any]) -> str:
     by their exact shortest ``repr`` (``NaN`` and ``Infinity`` as the setup message
     writes them), so the same answer gives the same digest in every process and on
     every platform.  The columns' order (``"order"``) is left out: a site may reorder
-    its table's columns without changing its data.  A hash of what the site already
+    its table's columns without changing its data; so is how its file spells booleans
+    (``"bool_texts"``).  A hash of what the site already
     sent in the clear: it tells nothing beyond that answer.
 
     Parameters
@@ -2923,7 +2976,8 @@ def description_digest(description: Mapping[str, Any]) -> str:
     >>> a == b, len(a)
     (True, 64)
     """
-    kept = {k: v for k, v in description.items() if k != "order"}
+    # the order and the spelling of booleans ("true" or "True") are no data
+    kept = {k: v for k, v in description.items() if k not in ("order", "bool_texts")}
     text = json.dumps(kept, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     return hashlib.sha256(text.encode("ascii")).hexdigest()
 
@@ -2953,14 +3007,28 @@ def _flag_and_number(values: Any) -> tuple[Any, Any] | None:
 
 
 def _looks_like_identifier(present: pd.Series) -> dict[str, Any] | None:
-    """Counts of a text column that is near-unique or free text, else None."""
+    """Counts of a text column that is near-unique or free text, or holds e-mail
+    addresses (:data:`EMAIL`, ``"emails"``: how many distinct ones), else None."""
     uniq = pd.unique(present.to_numpy(dtype=object))
     n_distinct, n_present = len(uniq), int(present.size)
+    emails = sum(1 for v in uniq if isinstance(v, str) and EMAIL.match(v.strip()))
+    if n_distinct and emails >= PARSE_SHARE * n_distinct:
+        length = float(np.mean([len(str(v)) for v in uniq]))
+        return {
+            "n_distinct": n_distinct,
+            "n_present": n_present,
+            "mean_length": length,
+            "emails": emails,
+        }
     if n_distinct <= MAX_ORDINAL_LEVELS:
         return None
     length = float(np.mean([len(str(v)) for v in uniq]))
     if n_distinct > NEAR_UNIQUE_SHARE * n_present or length > FREE_TEXT_LENGTH:
-        return {"n_distinct": n_distinct, "n_present": n_present, "mean_length": length}
+        # how many are numbers (a count): a column of numbers with more markers ("-",
+        # "?", ".") than parse_text_columns reads as missing is refused as near-unique
+        numbers = int(pd.to_numeric(present.astype(str).str.strip(), errors="coerce").notna().sum())
+        out = {"n_distinct": n_distinct, "n_present": n_present, "mean_length": length}
+        return {**out, "numbers": numbers} if numbers else out
     return None
 
 
@@ -3166,23 +3234,70 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def lookalike_names(missing: Sequence[Any], extra: Sequence[Any]) -> str:
-    """A hint for columns that two clients name alike but with different Unicode code
-    points ('é' as one character, or as 'e' and a combining accent): their names print
-    the same, so the message must say how they differ ("" when none do)."""
+def lookalike_names(
+    missing: Sequence[Any], extra: Sequence[Any], where: tuple[str, str] | None = None
+) -> str:
+    """A hint for columns that two clients name alike: with different Unicode code
+    points ('é' as one character, or as 'e' and a combining accent), whose names print
+    the same, or in another case or with other surrounding spaces (``'Age'`` at one,
+    ``'age '`` at the other), which fits does not take for one column; "" when none.
+
+    Parameters
+    ----------
+    missing : sequence
+        The first table's names the other lacks.
+    extra : sequence
+        The other table's names the first lacks.
+    where : (str, str), optional
+        How to name the first table and the other in the hint (``"'a.csv' (site
+        'a')"``); default "the first table" and "the other".
+    """
 
     def nfc(name: Any) -> Any:
         return unicodedata.normalize("NFC", name) if isinstance(name, str) else name
 
+    def loose(name: Any) -> Any:
+        return nfc(name).strip().casefold() if isinstance(name, str) else name
+
     others = {nfc(e) for e in extra}
     alike = [m for m in missing if nfc(m) in others]
-    if not alike:
-        return ""
+    hints = []
+    if alike:
+        hints.append(
+            f" The names {alike} look the same in both tables but are written with "
+            "different Unicode code points (e.g. 'é' as one character, or as 'e' and a "
+            "combining accent): save the tables with the same Unicode normalization "
+            "(NFC), or rename the columns"
+        )
+    first, other = where or ("the first table", "the other")
+    pairs = []
+    for m in missing:
+        if m in alike:
+            continue
+        match = [e for e in extra if loose(e) == loose(m) and nfc(e) != nfc(m)]
+        if len(match) == 1:
+            pairs.append((m, match[0]))
+    if pairs:
+        said = "; ".join(
+            f"{m!r} in {first} and {e!r} in {other} differ only in " + _how_differ(str(m), str(e))
+            for m, e in pairs
+        )
+        m, e = pairs[0]
+        hints.append(
+            f" {said}. fits matches headers exactly: rename the column at one site so both "
+            f"headers read the same (e.g. {e!r} to {m!r} in {other})"
+        )
+    return ".".join(hints)
+
+
+def _how_differ(a: str, b: str) -> str:
+    """How two names equal up to case and surrounding spaces differ."""
+    case = a.strip() != b.strip()
+    space = a.strip() != a or b.strip() != b
     return (
-        f" The names {alike} look the same in both tables but are written with different "
-        "Unicode code points (e.g. 'é' as one character, or as 'e' and a combining "
-        "accent): save the tables with the same Unicode normalization (NFC), or rename "
-        "the columns"
+        "case and surrounding spaces"
+        if case and space
+        else ("case" if case else "surrounding spaces")
     )
 
 
@@ -3350,7 +3465,7 @@ def merge_descriptions(
                 + (f"; missing: {missing}" if missing else "")
                 + (f"; extra: {extra}" if extra else "")
                 + ". Every client must hold the same columns: rename, add or drop them."
-                + lookalike_names(missing, extra)
+                + lookalike_names(missing, extra, (clients[0], client))
             )
     unknown = sorted(set(kinds) - set(first))
     if unknown:
@@ -3435,8 +3550,14 @@ def _identifier_counts(infos: Sequence[Mapping[str, Any]], clients: Sequence[str
         (i["identifier"], c) for i, c in zip(infos, clients, strict=True) if "identifier" in i
     ]
     if flagged:
-        return "; ".join(
+        said = "; ".join(
             f"{f['n_distinct']} distinct values in {f['n_present']} rows at {c}"
+            + (", e-mail addresses" if f.get("emails") else "")
+            + (
+                f", {f['numbers']} of them numbers"
+                if f.get("numbers", 0) >= NEAR_UNIQUE_SHARE * f["n_present"]
+                else ""
+            )
             + (
                 f", {f['mean_length']:.0f} characters long on average"
                 if f.get("mean_length", 0) > FREE_TEXT_LENGTH
@@ -3444,6 +3565,13 @@ def _identifier_counts(infos: Sequence[Mapping[str, Any]], clients: Sequence[str
             )
             for f, c in flagged
         )
+        if any(f.get("numbers", 0) >= NEAR_UNIQUE_SHARE * f["n_present"] for f, _ in flagged):
+            said += (
+                "; mostly numbers: if its other values are codes for a missing value "
+                "('-', '?', '.'), name them so (--na-values TEXT, repeatable; Python: "
+                "fits.io.read_table(path, na_values=[...])) or leave those fields empty"
+            )
+        return said
     used = [i for i in infos if not i.get("all_missing")]
     if not used or not all(
         "values" in i and i["dtype"] in ("string", "object", "category") for i in used
@@ -3859,7 +3987,8 @@ def _merge_column(
             f"column {name!r} is numeric at some clients and text at others ({who}); "
             "make its type the same everywhere (text is read as numbers where at least "
             f"{PARSE_SHARE:.0%} of its values are numbers: fix or blank the other values "
-            "where it stays text)" + (f". The text: {advice}" if advice else "")
+            "where it stays text, or name the codes for a missing value among them: "
+            "--na-values TEXT)" + (f". The text: {advice}" if advice else "")
         )
     if kind is not None and kind not in KINDS:
         raise SchemaError(f"column {name!r}: unknown kind {kind!r}; use one of {', '.join(KINDS)}")

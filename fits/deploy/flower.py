@@ -31,6 +31,9 @@ Site side (node config of each SuperNode, see ``docs/federation.md``)::
     drop      = ""                   # columns this site leaves out of its table, "uid,notes"
                                      # (a JSON array for names with commas or surrounding
                                      # spaces; "" = none); never described, never sent
+    na-values = ""                   # texts that mean a missing value in this site's
+                                     # file, beside the run's na-values: "NA,-999" or a
+                                     # JSON array, each TEXT (every column) or COLUMN=TEXT
 
 Flower starts a new ClientApp process for every message.  The site rebuilds its
 :class:`~fits.federation.client.FITSClient` from its file each time and replays the coordinator's
@@ -88,6 +91,10 @@ Coordinator side (run config, ``fits federate run`` fills it in)::
                                    # describes it ("uid,notes" or a JSON array; each site
                                    # must have them; "" = none): applied at the sites, so
                                    # their values never leave them
+    na-values  = ""                # texts every site reads as missing values in its file
+                                   # (fits.io.read_table's na_values): "NA,-999" or a JSON
+                                   # array, each TEXT (every column) or COLUMN=TEXT; also
+                                   # the known table's
 
 With ``secure = true`` each site keeps the private key of its secure-aggregation key
 pair (:mod:`fits.federation.secure`) in its ``context.state`` next to ``configure``; only the
@@ -446,7 +453,19 @@ def read_run_config(config: Mapping[str, Any]) -> dict[str, Any]:
         # applied by each site to its own table (site_drop); read here only to refuse a
         # malformed value before any message goes out
         "drop": parse_column_list(str(get("drop", "")), "run config drop"),
+        # each TEXT or COLUMN=TEXT (fits.io.na_value_items); read by every site, and for
+        # the known table
+        "na_values": read_na_values(get("na-values", ""), "run config na-values"),
     }
+
+
+def read_na_values(value: Any, key: str) -> list[str | tuple[str, str]]:
+    """The ``na_values`` (:func:`fits.io.read_table`) of a run or node config's
+    ``na-values`` text (:func:`~fits.core.names.format_column_list` of the
+    ``--na-values`` items); ValueError naming ``key``."""
+    from fits.io import na_value_items
+
+    return na_value_items(parse_column_list(str(value), key), key)
 
 
 def _parse_smoothing(value: Any) -> str:
@@ -856,15 +875,28 @@ def site_drop(
         ) from None
 
 
+def site_na_values(
+    node_config: Mapping[str, Any], run_config: Mapping[str, Any] | None = None
+) -> list[str | tuple[str, str]] | None:
+    """The texts the site reads as missing values in its file: its node config's
+    ``na-values`` (the site's own, ``fits federate site --na-values``) and the run
+    config's (the run's, ``fits federate run --na-values``); None for none."""
+    texts = read_na_values(node_config.get("na-values", ""), "node config na-values")
+    if run_config is not None:
+        texts += read_na_values(run_config.get("na-values", ""), "run config na-values")
+    return texts or None
+
+
 def site_table(
     node_config: Mapping[str, Any], run_config: Mapping[str, Any] | None = None
 ) -> tuple[Any, str]:
-    """The site's table as it takes part (its file without the :func:`site_drop`
-    columns, which never reach its replies) and the site's name."""
+    """The site's table as it takes part (its file, its :func:`site_na_values` read as
+    missing values, without the :func:`site_drop` columns, which never reach its
+    replies) and the site's name."""
     from fits.io import read_table
 
     path, name = _site_file(node_config)
-    frame = read_table(path)
+    frame = read_table(path, na_values=site_na_values(node_config, run_config))
     drop = site_drop([str(c) for c in frame.columns], name, node_config, run_config)
     return (frame.drop(columns=drop) if drop else frame), name
 
@@ -904,7 +936,7 @@ _SITES_KEPT = 4
 
 def _site_key(context: Context) -> tuple[Any, ...] | None:
     """What a configured site is a function of: the run, the node config, the run
-    config's ``drop``, the site's file (path, size, modification time), the stored
+    config's ``drop`` and ``na-values``, the site's file (path, size, modification time), the stored
     ``configure`` request and the secure-aggregation key; None before configure."""
     if _STATE_CONFIG not in context.state.config_records:
         return None
@@ -918,6 +950,7 @@ def _site_key(context: Context) -> tuple[Any, ...] | None:
         context.run_id,
         json.dumps(dict(context.node_config), sort_keys=True, default=str),
         str(context.run_config.get("drop", "")),
+        str(context.run_config.get("na-values", "")),
         str(path.resolve()),
         stat.st_size,
         stat.st_mtime_ns,
@@ -1164,6 +1197,7 @@ RUN_CONFIG_DEFAULTS: dict[str, Any] = {
     "max-tries": 0,
     "round-cost-bytes": 0,
     "drop": "",
+    "na-values": "",
 }
 
 

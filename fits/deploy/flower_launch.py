@@ -314,6 +314,7 @@ def supernode_command(
     column_penalties: Mapping[str, float] | None = None,
     relevance: Mapping[str, Mapping[str, float]] | None = None,
     max_wait_time: float | None = None,
+    na_values: Sequence[str] = (),
 ) -> list[str]:
     """The ``flower-supernode`` command line for one site: Flower's SuperNode, started
     through :mod:`fits.deploy.flower_supernode` (which shortens its fixed 3 s wait for
@@ -327,7 +328,9 @@ def supernode_command(
     The site's data path, name, kernel, policy file, audit file, noise seed (for
     private model fitting; ``""``: the site draws its own) and the columns it leaves out
     of its table (``drop``, resolved by the site as ``fits synthesize --drop`` resolves
-    them) go into the SuperNode's node config; the data never leaves the site.  So do
+    them), and the texts it reads as missing values (``na_values``, ``--na-values``
+    items: TEXT or COLUMN=TEXT) go into the SuperNode's node config; the data never
+    leaves the site.  So do
     the kernel's penalties and relevance weights, when given (node config
     ``ordinal-penalty``, ``nominal-penalty``, ``column-penalties``, ``relevance``:
     :mod:`fits.core.kernel_settings`; None or empty: the kernel's defaults).  A policy
@@ -375,6 +378,10 @@ def supernode_command(
         from fits.core.names import format_column_list
 
         node_config["drop"] = format_column_list(drop)
+    if na_values:
+        from fits.core.names import format_column_list
+
+        node_config["na-values"] = format_column_list(na_values)
     _add_kernel_settings(node_config, ordinal_penalty, nominal_penalty, column_penalties, relevance)
     parts = []
     for k, v in node_config.items():

@@ -73,6 +73,7 @@ from fits.core.schema import (
     Schema,
     SchemaError,
     SparseColumnError,
+    agreed_bool_texts,
     check_constants,
     check_spans,
     coarser_than_sites,
@@ -450,6 +451,10 @@ class Coordinator:
         #: description (:func:`~fits.core.schema.description_digest`): a hash of what it
         #: sent in the clear, kept so that a reconnected synthesizer can tell changed data
         self.site_digests: list[str] = []
+        #: The columns of booleans every site's file spells one way (``true``/``false``),
+        #: with that spelling (:func:`~fits.core.schema.agreed_bool_texts`): how a CSV
+        #: output writes them
+        self.bool_texts: dict[str, tuple[str, str]] = {}
         #: The column declarations the setup round sent the sites (``{column: {"kind":
         #: kind}}``): what their descriptions were made under
         self.declared: dict[str, dict[str, str]] = {}
@@ -560,6 +565,7 @@ class Coordinator:
         # in the clear in every mode (secure aggregation masks later rounds' sums, and
         # the public keys are arrays beside the description): a hash of each answer
         self.site_digests = [description_digest(d) for d in descriptions]
+        self.bool_texts = agreed_bool_texts(descriptions)
         if check_sites is not None:
             check_sites(self)
         #: Rows holding each column over the federation (the setup descriptions' counts)
