@@ -190,6 +190,13 @@ def _check_glm(opts: AnalyzeOptions) -> None:
             raise typer.BadParameter(
                 f"must be a positive number, got {max_weight}", param_hint="--max-weight"
             )
+    if opts.extra.get("check_collinearity") is not None and not private:
+        raise typer.BadParameter(
+            "--check-collinearity / --no-check-collinearity choose what a private fit's sites "
+            "send (--mu/--epsilon); without privacy the standard errors' round checks it and "
+            "nothing more leaves a site: drop the option",
+            param_hint="--check-collinearity",
+        )
     if opts.family == "linear" and opts.extra.get("check_separation"):
         raise typer.BadParameter(
             "separation is a logistic and Poisson matter: a linear fit has no such check; "
@@ -250,6 +257,8 @@ def _glm_spec(opts: AnalyzeOptions) -> dict[str, Any]:
     }
     if opts.extra.get("check_separation") is not None:
         options["check_separation"] = opts.extra["check_separation"]
+    if opts.extra.get("check_collinearity") is not None:
+        options["check_collinearity"] = opts.extra["check_collinearity"]
     cov_type = opts.extra.get("cov_type")
     if cov_type is not None:
         options["cov_type"] = None if cov_type == "none" else cov_type
@@ -298,6 +307,7 @@ def _check_fedlsa(opts: AnalyzeOptions) -> None:
         "--clip": opts.clip,
         "--tau1": opts.tau1,
         "--check-separation": opts.extra.get("check_separation"),
+        "--check-collinearity": opts.extra.get("check_collinearity"),
         "--cov-type": opts.extra.get("cov_type"),
         "--positive": opts.extra.get("positive"),
     }
@@ -569,6 +579,16 @@ def analyze(
             show_default=False,
         ),
     ] = None,
+    check_collinearity: Annotated[
+        bool | None,
+        typer.Option(
+            "--check-collinearity/--no-check-collinearity",
+            help="With --mu/--epsilon: each site sends the directions in which its features "
+            "are nearly collinear (R^2 >= 0.99), outside the guarantee, to warn before any "
+            "noisy round (default: on; --no-check-collinearity keeps them at the sites).",
+            show_default=False,
+        ),
+    ] = None,
     positive: Annotated[
         str | None,
         typer.Option(
@@ -706,6 +726,7 @@ def analyze(
             + (["--local-steps"] if local_steps is not None else []),
             "ci_given": ci is not None,
             "check_separation": check_separation,
+            "check_collinearity": check_collinearity,
             "cov_type": cov_type,
             "kinds": _parse_kinds(kind),
             "missing": missing,

@@ -214,3 +214,36 @@ def test_fits_analyze_prints_the_private_near_collinearity_warning(tmp_path):
     result = json.loads(out.read_text())
     assert result["warnings"][0].startswith("nearly collinear features at every site")
     assert "nearly collinear directions" in result["privacy_scope"]
+
+
+def test_check_collinearity_false_keeps_the_near_directions_at_the_sites(tmp_path, monkeypatch):
+    """A steward who wants every release of a private fit under the guarantee switches the
+    near-collinearity check off: no site computes or sends its near directions, no
+    warning, and privacy_scope no longer lists them; the exact null space still goes."""
+    import fits.analysis.glm as glm
+
+    from conftest import fits_in_process as run
+
+    tables = _pair(0.999)
+
+    def boom(*args, **kwargs):
+        raise AssertionError("near directions computed with check_collinearity=False")
+
+    with monkeypatch.context() as m, warnings.catch_warnings():
+        m.setattr(glm, "near_projector", boom)
+        warnings.simplefilter("error", GLMWarning)
+        res = fit_glm(tables, "y", method="fedsgd", mu=1.0, clip=2.0, check_collinearity=False)
+    assert res.warnings == [] and not res.near_checked
+    assert "each site's design null space" in res.privacy_scope
+    assert "nearly collinear" not in res.privacy_scope
+    paths = []
+    for k, t in enumerate(tables):
+        paths.append(str(tmp_path / f"site{k + 1}.csv"))
+        t.to_csv(paths[-1], index=False)
+    base = ["analyze", *paths, "--target", "y", "--out", str(tmp_path / "r.json")]
+    proc = run(*base, "--mu", "1", "--clip", "2", "--no-check-collinearity")
+    assert proc.returncode == 0, proc.stderr
+    assert "nearly collinear features" not in proc.stdout + proc.stderr
+    proc = run(*base, "--no-check-collinearity")  # no privacy: the option has no use
+    said = " ".join(proc.stderr.replace("│", " ").split())
+    assert proc.returncode == 2 and "without privacy the standard errors' round" in said

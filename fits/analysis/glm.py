@@ -1745,6 +1745,9 @@ class GLMResults:
     mle_distance: float | None = None
     #: Whether the separation check (``glm_check``) ran.
     separation_checked: bool = False
+    #: A private fit: whether the sites sent their nearly collinear directions
+    #: (``check_collinearity``).
+    near_checked: bool = False
     #: A private fit: a lower bound on each coefficient's privacy-noise standard
     #: deviation (:func:`noise_floor`); None without privacy.
     noise_floor: float | None = None
@@ -1901,7 +1904,8 @@ class GLMResults:
             "the setup round (row counts, categories, min/max)",
             "the standardization sums"
             + (" and the rows each site left out" if self.spec.missing == "drop" else ""),
-            "each site's design null space with its nearly collinear directions",
+            "each site's design null space"
+            + (" with its nearly collinear directions" if self.near_checked else ""),
         ]
         if self.clip_data_driven:
             exact.append("the clipping percentile")
@@ -2153,6 +2157,7 @@ def fit_glm(
     schema: Schema | None = None,
     vectorized: bool = False,
     check_separation: bool | None = None,
+    check_collinearity: bool = True,
     cov_type: str | None = "nonrobust",
     K: int | None = None,
     eta: float | None = None,
@@ -2223,6 +2228,15 @@ def fit_glm(
         that separates the classes across the sites gives a :class:`SeparationWarning`.
         Default: on without privacy, off with it (the extremes are exact values of
         single rows, paired with their class, outside the guarantee).
+    check_collinearity : bool
+        A private fit: whether each site sends, with ``glm_configure``, the projector
+        onto its nearly collinear directions (:func:`near_projector`), from which a
+        :class:`NearCollinearityWarning` names features nearly collinear at every site
+        before any noisy round. Those directions are released exactly, outside the
+        guarantee (:attr:`GLMResults.privacy_scope`); ``False`` keeps them at the
+        sites (the exact null space is still sent: a collinear design stays an
+        error). Without privacy it changes nothing: the standard errors' round has
+        the check and nothing more leaves a site.
     cov_type : {"nonrobust", "HC0"} or None
         Without privacy, the standard errors of :attr:`GLMResults.bse` (statsmodels'
         names): ``"nonrobust"``, model-based, from the pooled Fisher information
@@ -2425,6 +2439,7 @@ def fit_glm(
             positive,
             (offset, exposure, weights),
             None if max_weight is None else float(max_weight),
+            bool(check_collinearity),
         )
     finally:
         if own and isinstance(transport, InProcessTransport):
@@ -2537,6 +2552,7 @@ def _fit(
     positive: str | None = None,
     extra: tuple[str | None, str | None, str | None] = (None, None, None),
     max_weight: float | None = None,
+    check_collinearity: bool = True,
 ) -> GLMResults:
     up0, down0 = sum(transport.uploaded_bytes), sum(transport.downloaded_bytes)
     rounds = 0
@@ -2591,7 +2607,7 @@ def _fit(
             "tau1": tau1,
             "mu": mu_value,
             "null_space": p,
-            "near_space": p if budget is not None else 0,
+            "near_space": p if budget is not None and check_collinearity else 0,
             "separation_check": int(separation),
             "weight_sum": int(spec.weights is not None and budget is None),
             "max_weight": 0.0 if max_weight is None else max_weight,
@@ -2604,7 +2620,7 @@ def _fit(
     )
     for note in notes:
         warnings.warn(note, LocalSingularityWarning, stacklevel=3)
-    if budget is not None:  # no standard errors to show it: the sites' near directions
+    if budget is not None and check_collinearity:  # no standard errors: the near directions
         near = _near_check([r.arrays["near"] for r in replies], n_rows, spec, method)
         for note in near:
             warnings.warn(note, NearCollinearityWarning, stacklevel=3)
@@ -2762,6 +2778,7 @@ def _fit(
         bse_note=why,
         mle_distance=distance,
         separation_checked=separation,
+        near_checked=budget is not None and check_collinearity,
         noise_floor=floor,
     )
 
