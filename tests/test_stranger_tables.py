@@ -483,3 +483,23 @@ def test_known_text_dates_are_read_in_the_sites_format():
     known = pd.DataFrame({"d": ["01/06/2024", "02/01/2024", "12/03/2024"]})  # 12/03: Dec 3
     out = synth.sample_remaining_columns(known)  # month first, outside the range
     assert list(out["d"]) == [pd.Timestamp(s) for s in ("2024-06-01", "2024-01-02", "2024-03-12")]
+
+
+def test_labels_that_differ_only_in_case_or_spaces_are_kept_apart_with_a_note():
+    """'Yes', 'yes', 'YES' and 'No', 'no ', ' no' are different values as written: fits
+    keeps each with its own share, and says once that they look alike, with the fix."""
+    rng = np.random.default_rng(2)
+    labels = ["Yes", "yes", "YES", "No", "no ", " no", "maybe"]
+    t = pd.DataFrame({"ans": rng.choice(labels, 400), "v": rng.normal(size=400)})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        synth = FITSSynthesizer(seed=0).fit({"a": t.iloc[:200], "b": t.iloc[200:]})
+    [note] = [str(w.message) for w in caught if "differ only in case" in str(w.message)]
+    assert "(' no', 'No', 'no '; 'YES', 'Yes', 'yes')" in note
+    assert "df['ans'].str.strip().str.lower()" in note and "'maybe'" not in note
+    assert set(synth.sample(500)["ans"]) == set(labels)
+    plain = pd.DataFrame({"ans": rng.choice(["yes", "no"], 200), "v": rng.normal(size=200)})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        FITSSynthesizer(seed=0).fit({"a": plain.iloc[:100], "b": plain.iloc[100:]})
+    assert not [w for w in caught if "differ only in case" in str(w.message)]

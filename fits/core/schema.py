@@ -4329,7 +4329,36 @@ def _merge_discrete(
                 f"{shlex.quote(name + '=nominal')}) to keep its values and silence this.",
                 stacklevel=4,
             )
+    if not numeric:
+        _note_lookalike_labels(name, values)
     return spec
+
+
+def _note_lookalike_labels(name: str, values: Sequence[Any]) -> None:
+    """A :class:`DataNote` for a column's text labels that differ only in case, surrounding
+    spaces or Unicode normalization (``'Yes'``, ``'yes'``, ``' yes'``): fits keeps them
+    apart, as written (they are different values, and a synthetic table has each in its
+    own share), and says so once, naming at most three such groups. The labels are the
+    ones the sites' descriptions list already."""
+    groups: dict[str, list[str]] = {}
+    for v in values:
+        if isinstance(v, str):
+            key = unicodedata.normalize("NFC", v).strip().casefold()
+            groups.setdefault(key, []).append(v)
+    alike = [g for g in groups.values() if len(g) > 1]
+    if not alike:
+        return
+    shown = "; ".join(
+        ", ".join(repr(v) for v in g[:4]) + (", ..." if len(g) > 4 else "") for g in alike[:3]
+    )
+    more = f"; and {len(alike) - 3} more such group(s)" if len(alike) > 3 else ""
+    warnings.warn(
+        f"column {name!r} has labels that differ only in case or surrounding spaces "
+        f"({shown}{more}): fits keeps them apart, as written; if they are one value, make "
+        f"them one at every site, e.g. df[{name!r}].str.strip().str.lower()",
+        DataNote,
+        stacklevel=5,
+    )
 
 
 def check_spans(schema: Schema) -> None:
