@@ -4331,6 +4331,18 @@ def _merge_discrete(
             )
     if not numeric:
         _note_lookalike_labels(name, values)
+        blank = [v for v in values if isinstance(v, str) and not v.strip()]
+        if blank:  # from a Parquet file or a DataFrame: a CSV reads them as missing
+            warnings.warn(
+                f"column {name!r} has label(s) empty or only spaces "
+                f"({', '.join(map(repr, blank))}): fits draws them as values, but a CSV "
+                "output writes them as fields that read back as missing values (fits and "
+                "pandas read an "
+                "empty or white field so); write a Parquet output to keep them, or "
+                "replace them with a visible label at every site",
+                DataNote,
+                stacklevel=4,
+            )
     return spec
 
 
