@@ -1028,7 +1028,7 @@ def check_site_tables(
     file; default: the default policy), see :func:`_check_row_floor`.  Only the
     headers and the first rows of data are read.  The run said the same only once the
     SuperLink and the SuperNodes were up (about 20 s)."""
-    from fits.core.schema import lookalike_names
+    from fits.core.schema import files_columns_differ
 
     headers: dict[str, list[str]] = {}
     for name, path in sites.items():
@@ -1046,18 +1046,11 @@ def check_site_tables(
                 _fail(str(exc), 2)
         headers[name] = [c for c in header if c not in gone]
     first, *others = sites
+    head = (repr(str(sites[first])), first, headers[first])
     for name in others:
-        missing = [c for c in headers[first] if c not in headers[name]]
-        extra = [c for c in headers[name] if c not in headers[first]]
-        if missing or extra:
-            _fail(
-                f"{str(sites[name])!r} (site {name!r}): columns differ from those of "
-                f"{str(sites[first])!r} (site {first!r})"
-                + (f"; missing: {missing}" if missing else "")
-                + (f"; extra: {extra}" if extra else "")
-                + ". Every site must hold the same columns: rename, add or drop them."
-                + lookalike_names(missing, extra, (repr(str(sites[first])), repr(str(sites[name]))))
-            )
+        said = files_columns_differ(head, (repr(str(sites[name])), name, headers[name]))
+        if said is not None:
+            _fail(said)
     _check_row_floor(sites, policy)
 
 

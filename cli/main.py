@@ -318,26 +318,19 @@ def _check_same_columns(tables: Mapping[str, pd.DataFrame], site_files: Sequence
     do not hold the same columns, naming both files, the columns, and, for headers that
     differ only in case or surrounding spaces ('Age' and 'age '), both spellings and the
     rename that makes them one (:func:`~fits.core.schema.lookalike_names`)."""
-    from fits.core.schema import lookalike_names
+    from fits.core.schema import files_columns_differ
 
     if len(tables) != len(site_files) or len(tables) < 2:
         return
     files = dict(zip(tables, site_files, strict=True))
     first, *others = tables
-    head = list(tables[first].columns)
+    head = (repr(str(files[first])), first, list(tables[first].columns))
     for name in others:
-        cols = list(tables[name].columns)
-        missing = [c for c in head if c not in cols]
-        extra = [c for c in cols if c not in head]
-        if missing or extra:
-            _fail(
-                f"{str(files[name])!r} (site {name!r}): columns differ from those of "
-                f"{str(files[first])!r} (site {first!r})"
-                + (f"; missing: {missing}" if missing else "")
-                + (f"; extra: {extra}" if extra else "")
-                + ". Every site must hold the same columns: rename, add or drop them."
-                + lookalike_names(missing, extra, (repr(str(files[first])), repr(str(files[name]))))
-            )
+        said = files_columns_differ(
+            head, (repr(str(files[name])), name, list(tables[name].columns))
+        )
+        if said is not None:
+            _fail(said)
 
 
 def _progress(quiet: bool) -> tuple[Any, Callable[[str, int, int], None] | None]:

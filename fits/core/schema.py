@@ -107,6 +107,7 @@ __all__ = [
     "decimal_values",
     "describe_table",
     "description_digest",
+    "files_columns_differ",
     "lookalike_names",
     "check_constants",
     "coarser_than_sites",
@@ -3232,6 +3233,28 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
             )
         out[key] = value
     return out
+
+
+def files_columns_differ(
+    first: tuple[str, str, Sequence[Any]], other: tuple[str, str, Sequence[Any]]
+) -> str | None:
+    """The message for two site files whose columns differ, each given as ``(file,
+    site, columns)`` (``file`` as the message shows it, e.g. quoted), with
+    :func:`lookalike_names`' hint; None when they hold the same columns. What
+    ``fits synthesize`` and ``fits federate`` say before any site is asked."""
+    (file, site, head), (other_file, other_site, cols) = first, other
+    missing = [c for c in head if c not in cols]
+    extra = [c for c in cols if c not in head]
+    if not (missing or extra):
+        return None
+    return (
+        f"{other_file} (site {other_site!r}): columns differ from those of {file} "
+        f"(site {site!r})"
+        + (f"; missing: {missing}" if missing else "")
+        + (f"; extra: {extra}" if extra else "")
+        + ". Every site must hold the same columns: rename, add or drop them."
+        + lookalike_names(missing, extra, (file, other_file))
+    )
 
 
 def lookalike_names(
