@@ -2325,7 +2325,7 @@ def _dates_as_text(frame: pd.DataFrame, date_formats: Mapping[str, str]) -> pd.D
     format (missing dates stay missing); ``frame`` itself when it names none."""
     named = [
         c
-        for c, _ in date_formats.items()
+        for c in date_formats
         if c in frame.columns and pd.api.types.is_datetime64_any_dtype(frame[c].dtype)
     ]
     if not named:
