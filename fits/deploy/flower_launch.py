@@ -567,6 +567,7 @@ def submit_run(
     poll: float = 0.5,
     progress: Any = None,
     watch: Callable[[], None] | None = None,
+    stop_on_interrupt: bool = True,
 ) -> RunResult:
     """Submit the fits app to a SuperLink and wait until the run ends.
 
@@ -588,6 +589,13 @@ def submit_run(
         Called about once a second while the run goes on; a :class:`FederationError` it
         raises stops the run (``flwr stop``) and ends the wait with that error
         (:meth:`LocalFederation.run`: a site's process that ended).
+    stop_on_interrupt : bool, default True
+        On Ctrl-C or a stop signal, ask the SuperLink to stop the run (``flwr stop``,
+        a Python process that takes a second or more, far more on a loaded machine)
+        before raising.  :meth:`LocalFederation.submit` passes False: it kills its own
+        SuperLink at once after, which ends the run, so the request only delayed the
+        user's exit (a CI run measured 21 s from SIGTERM to exit, against a bound of
+        about ``STOP_GRACE + KILL_WAIT`` = 7 s for the stop itself).
     """
     from fits.deploy.flower import RUN_CONFIG_DEFAULTS, write_app
 
@@ -630,7 +638,16 @@ def submit_run(
         if progress is not None:
             progress("submitted")
         log, status, details = _follow_run(
-            flwr, run_id, env, Path(tmp), start, timeout, poll=poll, progress=progress, watch=watch
+            flwr,
+            run_id,
+            env,
+            Path(tmp),
+            start,
+            timeout,
+            poll=poll,
+            progress=progress,
+            watch=watch,
+            stop_on_interrupt=stop_on_interrupt,
         )
         seconds = time.monotonic() - start
         return RunResult(run_id, status, details, seconds, log)
@@ -705,6 +722,7 @@ def _follow_run(
     poll: float = 0.5,
     progress: Any = None,
     watch: Callable[[], None] | None = None,
+    stop_on_interrupt: bool = True,
 ) -> tuple[str, str, str]:
     """Wait for a run's end; its log, status and status details.
 
@@ -719,6 +737,8 @@ def _follow_run(
     :class:`FederationError` raised; so it is when ``watch`` (called about once a
     second while the stream runs) raises one.  About once a second the log's new
     :data:`PROGRESS` lines (the ServerApp waiting for its sites) go to ``progress``.
+    On Ctrl-C or a stop signal the run is stopped too, unless ``stop_on_interrupt`` is
+    False (the caller ends the SuperLink itself).
     """
     deadline = start + timeout
     late = (
@@ -783,9 +803,10 @@ def _follow_run(
             # waiting for its sites and then writing its output, with nobody watching
             stream.kill()
             _wait_all([stream], time.monotonic() + KILL_WAIT)
-            if progress is not None:
-                progress(f"stopping run {run_id} at the SuperLink (flwr stop)")
-            _stop_run(flwr, run_id, env, cwd)
+            if stop_on_interrupt:
+                if progress is not None:
+                    progress(f"stopping run {run_id} at the SuperLink (flwr stop)")
+                _stop_run(flwr, run_id, env, cwd)
             raise
         finally:  # Ctrl-C, SIGTERM: the stream must not outlive its Flower home
             if stream.poll() is None:
@@ -1241,6 +1262,7 @@ class LocalFederation:
             timeout=timeout,
             progress=progress,
             watch=self.check_processes,
+            stop_on_interrupt=False,  # stop() kills the SuperLink, which ends the run
         )
 
     def check_processes(self) -> None:
