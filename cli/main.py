@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import pandas as pd
 import typer
@@ -65,6 +65,9 @@ from .options import (
 )
 from .release import RELEASE_CHECK_ROWS
 from .report import report
+
+if TYPE_CHECKING:
+    from fits.io import OutputForms
 
 
 class _Commands(TyperGroup):
@@ -860,8 +863,6 @@ def _complete_rows(
     (:meth:`~fits.FITSSynthesizer.sample_remaining_columns` with the same seed).
     Returns the rows written and the release check (None if it failed).
     """
-    from fits.io import known_decimal_types
-
     where = f"--known {str(known)!r}"
 
     def stream(
@@ -888,9 +889,7 @@ def _complete_rows(
         callback,
         check,
         quiet,
-        decimal_types=known_decimal_types(synth.schema_.decimal_types(), table),
-        date_formats=synth.schema_.date_formats(),
-        bool_texts=_bool_texts(synth),
+        forms=synth.output_forms().with_known(table),
     )
 
 
@@ -960,16 +959,8 @@ def _stream_rows(
         callback,
         check,
         quiet,
-        decimal_types=synth.schema_.decimal_types(),
-        date_formats=synth.schema_.date_formats(),
-        bool_texts=_bool_texts(synth),
+        forms=synth.output_forms(),
     )
-
-
-def _bool_texts(synth: Any) -> Mapping[str, tuple[str, str]] | None:
-    """How the sites' CSV files spell their booleans, where they agree (the coordinator's
-    :attr:`~fits.federation.coordinator.Coordinator.bool_texts`); None when unknown."""
-    return getattr(getattr(synth, "coordinator", None), "bool_texts", None)
 
 
 def _write_stream(
@@ -982,9 +973,7 @@ def _write_stream(
     check: Any,
     quiet: bool,
     *,
-    decimal_types: Mapping[str, tuple[int, int]] | None = None,
-    date_formats: Mapping[str, str] | None = None,
-    bool_texts: Mapping[str, tuple[str, str]] | None = None,
+    forms: OutputForms | None = None,
 ) -> tuple[int, Any]:
     """Stream the chunks of a draw of ``rows`` rows into ``out`` atomically
     (:func:`fits.io.write_stream`, which the Flower ServerApp uses too), with this
@@ -997,11 +986,8 @@ def _write_stream(
     (unless ``quiet``); a file that would not fit in the free space of the output's
     file system is refused (exit 2; the message starts with ``request`` and ends with
     ``advice``). Every chunk goes through the release check ``check`` before it is
-    written; ``decimal_types`` fixes the Parquet type of the ``Decimal`` columns for
-    the whole file, ``date_formats`` the CSV's date formats
-    (:func:`fits.io.write_table_chunks`), ``bool_texts`` a CSV file's spelling of
-    booleans (the sites' ``true``/``false``). Returns the rows written and
-    the release check (None if it failed).
+    written, in the sites' ``forms`` of the values (:class:`fits.io.OutputForms`).
+    Returns the rows written and the release check (None if it failed).
     """
     from fits import io as fits_io
     from fits.federation.coordinator import BOOSTING_PROGRESS
@@ -1055,10 +1041,8 @@ def _write_stream(
             request=request,
             advice=advice,
             where=f"--out {str(out)!r}",
-            decimal_types=decimal_types,
-            date_formats=date_formats,
+            forms=forms,
             on_estimate=estimated,
-            bool_texts=bool_texts,
         )
     except fits_io.OutputTooLarge as exc:
         _fail(str(exc), 2)

@@ -31,6 +31,7 @@ from flwr.serverapp import Grid, ServerApp
 from fits.core.schema import DataNote, Schema
 from fits.deploy.flower import SITE_MEMORY_BUDGET, FlowerTransport, run_coordinator
 from fits.federation.protocol import Message
+from fits.io import OutputForms
 from fits.synthesizer import FITSSynthesizer
 
 __all__ = ["server_app", "synthesize", "analyze", "read_schema", "run_synthesis", "run_task"]
@@ -88,7 +89,6 @@ def synthesize(transport: FlowerTransport, cfg: Mapping[str, Any]) -> Path:
     known = None
     rows = int(cfg["rows"])
     if cfg.get("known"):  # conditional sampling: one row per row of the known table
-        from fits.io import known_decimal_types
         from fits.known import read_known_table
 
         # read before any round (no rows: the header alone); its header is checked on
@@ -118,9 +118,7 @@ def synthesize(transport: FlowerTransport, cfg: Mapping[str, Any]) -> Path:
             rows,
             f"known={cfg['known']!r} ({rows} rows)",
             "split the known table or write elsewhere",
-            known_decimal_types(synth.schema_.decimal_types(), known),
-            synth.schema_.date_formats(),
-            bool_texts=synth.coordinator.bool_texts,
+            synth.output_forms().with_known(known),
         )
     else:
         path = _stream_to_file(
@@ -129,9 +127,7 @@ def synthesize(transport: FlowerTransport, cfg: Mapping[str, Any]) -> Path:
             rows,
             f"rows={rows}",
             "ask for fewer rows or write elsewhere",
-            synth.schema_.decimal_types(),
-            synth.schema_.date_formats(),
-            bool_texts=synth.coordinator.bool_texts,
+            synth.output_forms(),
         )
     summary = {
         "output": str(path),
@@ -246,9 +242,7 @@ def _stream_to_file(
     rows: int,
     request: str,
     advice: str,
-    decimal_types: Mapping[str, tuple[int, int]] | None = None,
-    date_formats: Mapping[str, str] | None = None,
-    bool_texts: Mapping[str, tuple[str, str]] | None = None,
+    forms: OutputForms | None = None,
 ) -> Path:
     """Write the chunks ``stream(first_chunk_rows)`` gives (a draw of ``rows`` rows whose
     rows do not depend on where the chunks are cut) to ``out`` atomically, as
@@ -256,10 +250,8 @@ def _stream_to_file(
     :data:`fits.io.LARGE_REQUEST_ROWS` rows that would not fit in the free space of
     ``out``'s file system stops the run (:class:`fits.io.OutputTooLarge`, a ValueError;
     nothing written; the message starts with ``request`` and ends with ``advice``), and
-    the estimate of one that fits shows in the ServerApp's log.  ``decimal_types`` fixes
-    the Parquet type of the ``Decimal`` columns for the whole file, ``date_formats``
-    the CSV's date formats (:func:`fits.io.write_table_chunks`), and ``bool_texts`` a
-    CSV file's spelling of booleans (the sites' ``true``/``false``)."""
+    the estimate of one that fits shows in the ServerApp's log.  ``forms`` are the
+    sites' forms of the values to write them in (:class:`fits.io.OutputForms`)."""
     from fits import io as fits_io
 
     def estimated(estimate: fits_io.StreamEstimate) -> None:
@@ -274,10 +266,8 @@ def _stream_to_file(
         rows,
         request=request,
         advice=advice,
-        decimal_types=decimal_types,
-        date_formats=date_formats,
+        forms=forms,
         on_estimate=estimated,
-        bool_texts=bool_texts,
     )
     return written
 

@@ -53,6 +53,7 @@ __all__ = [
     "iter_table",
     "known_decimal_types",
     "NaValues",
+    "OutputForms",
     "na_value_items",
     "na_values_within",
     "read_columns",
@@ -2012,13 +2013,49 @@ def write_table(frame: pd.DataFrame, path: str | os.PathLike[str]) -> Path:
     return _atomic(path, lambda tmp: frame.to_parquet(tmp, index=False))
 
 
+@dataclass(frozen=True)
+class OutputForms:
+    """The forms the sites' files wrote a table's values in, and a synthetic table's
+    file writes them in again (:func:`write_table_chunks`); each mapping is by column
+    name, and a column it does not name is written as pandas writes it.
+
+    Attributes
+    ----------
+    decimal_types : mapping
+        Column of ``Decimal`` objects -> ``(precision, scale)`` of its Parquet decimal
+        type, fixed for the whole file (:meth:`~fits.core.schema.Schema.decimal_types`:
+        the scale is the column's ``decimal_scale``, the precision that plus the digits
+        before the point of the largest magnitude its bounds allow). Ignored for CSV,
+        which keeps every digit.
+    date_formats : mapping
+        Column -> ``strftime`` format a CSV writes its dates in
+        (:meth:`~fits.core.schema.Schema.date_formats`: the one format the sites' text
+        dates were read with; missing dates stay empty fields). Ignored for Parquet,
+        which keeps datetimes, and for a column that holds no datetimes.
+    bool_texts : mapping
+        Column of booleans -> ``(true text, false text)`` a CSV writes them as (the
+        sites' agreed spelling, such as ``("true", "false")``:
+        :attr:`~fits.federation.coordinator.Coordinator.bool_texts`; a missing value
+        stays an empty field). Ignored for Parquet, whose booleans have no spelling.
+    """
+
+    decimal_types: Mapping[str, tuple[int, int]] = dataclass_field(default_factory=dict)
+    date_formats: Mapping[str, str] = dataclass_field(default_factory=dict)
+    bool_texts: Mapping[str, tuple[str, str]] = dataclass_field(default_factory=dict)
+
+    def with_known(self, known: pd.DataFrame) -> OutputForms:
+        """These forms with the decimal types widened to hold a known table's values as
+        given (:func:`known_decimal_types`)."""
+        from dataclasses import replace
+
+        return replace(self, decimal_types=known_decimal_types(self.decimal_types, known))
+
+
 def write_table_chunks(
     chunks: Iterable[pd.DataFrame],
     path: str | os.PathLike[str],
     *,
-    decimal_types: Mapping[str, tuple[int, int]] | None = None,
-    date_formats: Mapping[str, str] | None = None,
-    bool_texts: Mapping[str, tuple[str, str]] | None = None,
+    forms: OutputForms | None = None,
 ) -> tuple[Path, int]:
     """Stream a table to ``path`` chunk by chunk, atomically (CSV or Parquet).
 
@@ -2033,29 +2070,19 @@ def write_table_chunks(
     Columns of Python ``Decimal`` objects get one Arrow decimal type for the whole
     file, not the one pyarrow infers from the first chunk (the precision and scale of
     its values: a later chunk with a larger value, or a longer fraction, would not fit
-    it): the ``(precision, scale)`` of ``decimal_types`` (a fit's
-    :meth:`~fits.core.schema.Schema.decimal_types`: the scale is the column's
-    ``decimal_scale``, the precision that plus the digits before the point of the
-    largest magnitude its bounds allow), as ``decimal128``, or ``decimal256`` beyond a
-    precision of 38.  A ``Decimal`` column ``decimal_types`` does not name keeps the
-    first chunk's scale at precision 38 (or its scale, if larger).
+    it): the ``(precision, scale)`` of ``forms.decimal_types``, as ``decimal128``, or
+    ``decimal256`` beyond a precision of 38.  A ``Decimal`` column it does not name
+    keeps the first chunk's scale at precision 38 (or its scale, if larger).  A CSV
+    writes dates and booleans as ``forms`` says (:class:`OutputForms`).
 
     Parameters
     ----------
     chunks : iterable of DataFrame
     path : str or PathLike
         A ``.csv`` or ``.parquet`` file.
-    decimal_types : mapping, optional
-        Column -> (precision, scale) of its Parquet decimal type (ignored for CSV).
-    date_formats : mapping, optional
-        Column -> ``strftime`` format its dates are written in, in a CSV (a fit's
-        :meth:`~fits.core.schema.Schema.date_formats`: the format the sites' text dates
-        were read with; missing dates stay empty fields). Ignored for Parquet, which
-        keeps datetimes, and for a column that holds no datetimes.
-    bool_texts : mapping, optional
-        Column of booleans -> (true text, false text) a CSV file writes them as (the
-        input's spelling, ``("true", "false")``; a missing value stays an empty field;
-        ignored for Parquet, whose booleans have no spelling).
+    forms : OutputForms, optional
+        The input's forms to write the values in (a fit's
+        :meth:`fits.FITSSynthesizer.output_forms`); None: pandas' own.
 
     Returns
     -------
@@ -2068,13 +2095,14 @@ def write_table_chunks(
     ValueError
         Parquet: a value of a ``Decimal`` column does not fit the file's decimal type
         (more digits after the point than its scale, or too large); a
-        :class:`DataFileError` before anything is written when ``decimal_types`` asks
+        :class:`DataFileError` before anything is written when ``forms.decimal_types`` asks
         for a precision above 76, the most a Parquet decimal holds.
     """
     path = Path(path)
     suffix = check_suffix(path, "output")
+    forms = forms or OutputForms()
     rows = 0
-    for name, (precision, scale) in (decimal_types or {}).items() if suffix != ".csv" else ():
+    for name, (precision, scale) in forms.decimal_types.items() if suffix != ".csv" else ():
         if precision > 76:  # pyarrow: 'Decimal precision out of range [1, 76]'
             raise DataFileError(
                 f"{str(path)!r}: column {name!r} needs a decimal of {precision} digits "
@@ -2088,7 +2116,7 @@ def write_table_chunks(
         if suffix == ".csv":
             with open(tmp, "w", encoding="utf-8", newline="") as fh:
                 for k, chunk in enumerate(chunks):
-                    out = _dates_as_text(_spelt(chunk, bool_texts or {}), date_formats or {})
+                    out = _dates_as_text(_spelt(chunk, forms.bool_texts), forms.date_formats)
                     out.to_csv(fh, index=False, header=k == 0)
                     rows += len(chunk)
             return
@@ -2101,7 +2129,7 @@ def write_table_chunks(
             for chunk in chunks:
                 if writer is None:
                     table = pa.Table.from_pandas(chunk, preserve_index=False)
-                    schema, fixed = _fixed_decimals(table.schema, decimal_types or {})
+                    schema, fixed = _fixed_decimals(table.schema, forms.decimal_types)
                     texts = _text_fields(schema, chunk)
                     if texts:
                         schema = texts
@@ -2263,10 +2291,8 @@ def write_stream(
     request: str,
     advice: str,
     where: str | None = None,
-    decimal_types: Mapping[str, tuple[int, int]] | None = None,
-    date_formats: Mapping[str, str] | None = None,
+    forms: OutputForms | None = None,
     on_estimate: Callable[[StreamEstimate], None] | None = None,
-    bool_texts: Mapping[str, tuple[str, str]] | None = None,
 ) -> tuple[Path, int]:
     """Stream a draw of ``rows`` rows into ``path`` atomically, refusing one that would
     not fit on the disk: the core of ``fits synthesize --rows/--known`` and of the
@@ -2281,8 +2307,8 @@ def write_stream(
     raised before anything is written (the message starts with ``request``, names the
     output as ``where``, default its quoted path, and ends with ``advice``); else
     ``on_estimate`` gets the estimate.  The chunks are then written by
-    :func:`write_table_chunks` (``decimal_types``, ``date_formats`` and ``bool_texts``
-    as there): the bytes are those of the whole draw written at once.
+    :func:`write_table_chunks` (in the input's ``forms``, as there): the bytes are
+    those of the whole draw written at once.
 
     Returns
     -------
@@ -2311,13 +2337,7 @@ def write_stream(
             )
         if on_estimate is not None:
             on_estimate(StreamEstimate(rows, estimate_rows, size, free))
-    return write_table_chunks(
-        itertools.chain(first, chunks),
-        path,
-        decimal_types=decimal_types,
-        date_formats=date_formats,
-        bool_texts=bool_texts,
-    )
+    return write_table_chunks(itertools.chain(first, chunks), path, forms=forms)
 
 
 def _dates_as_text(frame: pd.DataFrame, date_formats: Mapping[str, str]) -> pd.DataFrame:

@@ -31,7 +31,7 @@ import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -78,6 +78,9 @@ from fits.known import (
     known_dates,
     show_value,
 )
+
+if TYPE_CHECKING:
+    from fits.io import OutputForms
 
 __all__ = ["SAMPLE_CHUNK_ROWS", "FITSSynthesizer", "NotConnectedError", "restore_dtype"]
 
@@ -1781,15 +1784,35 @@ class FITSSynthesizer(BaseEstimator):
         # fits cannot write in (the draw would be lost at the end)
         check_output(path, option="sample_to_file: path", create_parent=True)
         chunks = self.iter_sample(num_rows, chunk_rows=chunk_rows, seed=seed, progress=progress)
-        written, _ = write_table_chunks(
-            chunks,
-            path,
+        written, _ = write_table_chunks(chunks, path, forms=self.output_forms())
+        return written
+
+    def output_forms(self) -> OutputForms:
+        """The forms the sites' files wrote the values in, which a synthetic table's
+        file writes them in again (:meth:`sample_to_file`, ``fits synthesize``): the
+        Parquet decimal type of each ``Decimal`` column, the one date format of columns
+        read from text dates, the sites' agreed spelling of booleans (known once a
+        coordinator has connected to the sites; a loaded synthesizer writes pandas'
+        ``True``/``False``).
+
+        Returns
+        -------
+        fits.io.OutputForms
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            Before :meth:`fit`.
+        """
+        from fits.io import OutputForms
+
+        self._check_fitted()
+        coordinator = getattr(self, "coordinator", None)
+        return OutputForms(
             decimal_types=self.schema_.decimal_types(),
             date_formats=self.schema_.date_formats(),
-            # the sites' files' true/false (a coordinator once connected)
-            bool_texts=getattr(getattr(self, "coordinator", None), "bool_texts", None),
+            bool_texts=dict(getattr(coordinator, "bool_texts", None) or {}),
         )
-        return written
 
     def _empty(self) -> pd.DataFrame:
         """The table of no rows: the input's columns, in order, in the dtypes a draw of

@@ -110,3 +110,32 @@ def test_fits_synthesize_writes_true_false_as_the_input(tmp_path: Path) -> None:
     assert res.returncode == 0, res.stderr
     out = pd.read_csv(tmp_path / "o.csv", dtype=str, keep_default_na=False)
     assert set(out["flag"]) == {"TRUE", "FALSE"}
+
+
+def test_output_forms_say_what_a_csv_writes(tmp_path: Path) -> None:
+    """:meth:`FITSSynthesizer.output_forms`: the sites' agreed spelling and date format,
+    the one object every writer is given (``fits synthesize``, ``sample_to_file``, the
+    Flower ServerApp)."""
+    from sklearn.exceptions import NotFittedError
+
+    from fits.io import OutputForms
+
+    with pytest.raises(NotFittedError):
+        FITSSynthesizer().output_forms()
+    tables = []
+    for k in (1, 2):
+        path = _write(tmp_path / f"s{k}.csv", "true", "false", k)
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False)  # true/false as written
+        frame["day"] = [f"{d % 28 + 1:02d}/03/2021" for d in range(len(frame))]
+        frame.to_csv(path, index=False)
+        tables.append(_quiet_read(path))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        synth = FITSSynthesizer(seed=0).fit(tables)
+    forms = synth.output_forms()
+    assert forms == OutputForms(
+        decimal_types={}, date_formats={"day": "%d/%m/%Y"}, bool_texts={"flag": ("true", "false")}
+    )
+    synth.sample_to_file(tmp_path / "o.csv", 40)
+    out = pd.read_csv(tmp_path / "o.csv", dtype=str, keep_default_na=False)
+    assert set(out["flag"]) <= {"true", "false"} and out["day"].str.match(r"\d\d/03/2021").all()

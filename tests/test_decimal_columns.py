@@ -20,7 +20,7 @@ import pytest
 
 from fits import FITSSynthesizer, Schema, SchemaError
 from fits.core.schema import ColumnSpec, DataNote, decimal_values, to_decimals
-from fits.io import known_decimal_types, write_table_chunks
+from fits.io import OutputForms, known_decimal_types, write_table_chunks
 
 from conftest import fits_in_process
 
@@ -168,7 +168,7 @@ def test_parquet_chunks_with_larger_values_than_the_first(tmp_path) -> None:
     first = pd.DataFrame({"p": [Decimal("1.50"), None]})
     later = pd.DataFrame({"p": [Decimal("12345.75"), Decimal("-99.01")]})
     path = tmp_path / "fixed.parquet"
-    write_table_chunks([first, later], path, decimal_types={"p": (7, 2)})
+    write_table_chunks([first, later], path, forms=OutputForms(decimal_types={"p": (7, 2)}))
     assert pq.read_schema(path).field("p").type == pa.decimal128(7, 2)
     back = pd.read_parquet(path)["p"].tolist()
     assert back[0] == Decimal("1.50") and back[1] is None and back[2] == Decimal("12345.75")
