@@ -31,6 +31,7 @@ from fits.core.schema import (
     CODE_COLUMNS_ATTR,
     DECIMAL_MARK_ATTR,
     DECIMAL_SOURCE_ATTR,
+    NA_ONLY_ATTR,
     NA_TEXTS,
     DataNote,
 )
@@ -1099,14 +1100,18 @@ def _keep_na_texts(
     text = [  # (a column of no missing value holds none of them)
         col
         for col in frame.columns
-        if (pd.api.types.is_object_dtype(frame[col]) or pd.api.types.is_string_dtype(frame[col]))
-        and frame[col].isna().any()
-        and frame[col].dropna().map(lambda v: isinstance(v, str)).all()
+        if (
+            (pd.api.types.is_object_dtype(frame[col]) or pd.api.types.is_string_dtype(frame[col]))
+            and frame[col].isna().any()
+            and frame[col].dropna().map(lambda v: isinstance(v, str)).all()
+        )
+        or (len(frame) > 0 and frame[col].isna().all())  # "NA" in every row: read as float
     ]
     if not text:
         return frame
     raw = pd.read_csv(path, usecols=text, **_raw_options(sep, decimal, options))
     raw = _mask_codes(raw, options, decimal)
+    na_only: dict[Any, dict[str, Any]] = {}
     for col in text:
         texts = _NaTexts()
         texts.update(raw[col])
@@ -1114,6 +1119,13 @@ def _keep_na_texts(
             kept = raw[col].where(raw[col].isin(NA_TEXTS))
             frame[col] = frame[col].where(kept.isna(), kept)
             _na_text_note(path, col, texts)
+        elif len(texts.counts) == 1 and not texts.labels:  # 'NA' and empty fields alone
+            (token,) = texts.counts
+            held = (raw[col] == token).to_numpy()
+            rows = None if held.all() else np.packbits(held).tobytes().hex()
+            na_only[col] = {"text": token, "rows": rows}
+    if na_only:
+        frame.attrs[NA_ONLY_ATTR] = na_only
     return frame
 
 
@@ -1158,9 +1170,11 @@ def _read_csv(path: Path, spec: _NaSpec | None = None) -> pd.DataFrame:
     spelt = _bool_spellings(frame, path, sep, decimal, options)
     read_as = list(frame.columns)
     frame.columns = _empty_names(read_as, header)
+    renamed = dict(zip(read_as, frame.columns, strict=True))
     if spelt:  # by the columns' final names
-        renamed = dict(zip(read_as, frame.columns, strict=True))
         frame.attrs[BOOL_TEXTS_ATTR] = {renamed[c]: list(t) for c, t in spelt.items()}
+    if NA_ONLY_ATTR in frame.attrs:
+        frame.attrs[NA_ONLY_ATTR] = {renamed[c]: v for c, v in frame.attrs[NA_ONLY_ATTR].items()}
     if decimal == ",":  # text numbers ("1.234,56 €") are read with it too
         frame.attrs[DECIMAL_MARK_ATTR] = decimal
     if source != "fixed":  # and with how sure it is ("1,234 €" alone: a guess)

@@ -1385,6 +1385,28 @@ def test_text_numbers_and_dates_with_markers_read_as_in_process(site_files, tmp_
     pd.testing.assert_frame_equal(got, _in_process(marked, kinds, None, 100, 2), check_exact=True)
 
 
+def test_a_site_of_na_alone_reads_it_as_a_label_through_flower(site_files, tmp_path):
+    """A site whose file writes 'NA' in every field of a column, rebuilt from its file for
+    every message, puts the label back where the federation reads it so (another site
+    holds 'NA' as a label): the run gives the in-process table bit for bit, with no
+    missing value in the column."""
+    paths, kinds, order = site_files
+    regions = {}
+    for k, (name, path) in enumerate(paths.items()):
+        frame = read_table(path)
+        rng = np.random.default_rng(k)
+        frame["region"] = "NA" if k == 1 else rng.choice(["NA", "EU", "AS"], len(frame))
+        regions[name] = tmp_path / path.name
+        frame.to_csv(regions[name], index=False)
+    kinds = {**kinds, "region": "nominal"}
+    out = tmp_path / "synthetic.parquet"
+    config = {"output": str(out), "rows": 200, "seed": 3, "kinds": format_kinds(kinds)}
+    run_synthesis(FakeGrid(_node_configs(regions)), config)
+    got = read_table(out)
+    assert got["region"].notna().all() and (got["region"] == "NA").any()
+    pd.testing.assert_frame_equal(got, _in_process(regions, kinds, None, 200, 3), check_exact=True)
+
+
 def test_a_table_too_large_for_the_disk_stops_the_run_before_it_is_written(
     site_files, tmp_path, monkeypatch
 ):

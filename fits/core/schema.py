@@ -65,7 +65,11 @@ from fits.core.names import resolve_columns, resolve_keys
 
 __all__ = [
     "BOOL_TEXTS_ATTR",
+    "NA_ONLY_ATTR",
     "agreed_bool_texts",
+    "labels_of_na_only",
+    "na_labels_at",
+    "na_only_cells",
     "NA_TEXTS",
     "NumericIdentifierWarning",
     "EMAIL",
@@ -168,6 +172,14 @@ CODE_COLUMNS_ATTR = "fits_code_columns"
 #: setup (:func:`describe_table`, ``"bool_texts"``) and a CSV output writes the column
 #: so where every site agrees (:func:`agreed_bool_texts`).
 BOOL_TEXTS_ATTR = "fits_bool_texts"
+#: The key of :attr:`pandas.DataFrame.attrs` that maps a CSV column whose fields are all
+#: one of :data:`NA_TEXTS` (or empty), such as ``"NA"`` in every row, read as missing
+#: values, to ``{"text": T, "rows": R}``: R is None when every field is T, else the
+#: hex of :func:`numpy.packbits` of the rows that hold T.  Alone such a column is
+#: missing (pandas' reading); a site reports it at setup (:func:`describe_table`,
+#: ``"na_only"``, with the column as it reads with T a label), and where another site
+#: holds T as a label of the column, T is a label here too (:func:`labels_of_na_only`).
+NA_ONLY_ATTR = "fits_na_only"
 #: The texts pandas reads as missing values by default (its ``na_values``), less the
 #: empty field. In a CSV column of labels :func:`fits.io.read_table` keeps them as written.
 NA_TEXTS = frozenset(
@@ -2911,7 +2923,106 @@ def describe_table(
     spelt = _bool_texts(frame)
     if spelt:
         out["bool_texts"] = spelt
+    cells = na_only_cells(frame)
+    if cells:  # the column as it reads with its 'NA' a label, for the coordinator
+        labelled = with_na_labels(frame[list(cells)], {c: t for c, (t, _) in cells.items()})
+        labelled.attrs = {}
+        kinds = {c: d for c, d in (declared or {}).items() if c in cells}
+        alt = describe_table(labelled, kinds, client=client)["columns"]
+        out["na_only"] = {c: {"text": t, "column": alt[c]} for c, (t, _) in cells.items()}
     return out
+
+
+def na_only_cells(frame: pd.DataFrame) -> dict[str, tuple[str, np.ndarray]]:
+    """The columns of ``frame`` whose file wrote one of :data:`NA_TEXTS` in every field
+    that is not empty (:data:`NA_ONLY_ATTR`), still all missing there: column -> (that
+    text, the rows that hold it)."""
+    attr = frame.attrs.get(NA_ONLY_ATTR)
+    if not isinstance(attr, Mapping):
+        return {}
+    n = len(frame)
+    out: dict[str, tuple[str, np.ndarray]] = {}
+    for col, entry in attr.items():
+        if col not in frame.columns or not isinstance(entry, Mapping):
+            continue
+        rows = entry.get("rows")
+        if rows is None:
+            held = np.ones(n, dtype=bool)
+        else:
+            packed = np.frombuffer(bytes.fromhex(str(rows)), dtype=np.uint8)
+            if len(packed) != (n + 7) // 8:  # rows added or taken since it was read
+                continue
+            held = np.unpackbits(packed, count=n).astype(bool)
+        if held.any() and frame[col].isna().to_numpy()[held].all():
+            out[str(col)] = (str(entry.get("text")), held)
+    return out
+
+
+def with_na_labels(frame: pd.DataFrame, labels: Mapping[str, str]) -> pd.DataFrame:
+    """``frame`` with the rows of each column of ``labels`` that its file wrote as that
+    text (:func:`na_only_cells`) holding the text, a label, as written; ``frame`` itself
+    when there is none to put back."""
+    cells = {c: v for c, v in na_only_cells(frame).items() if labels.get(c) == v[0]}
+    if not cells:
+        return frame
+    out = frame.copy()
+    for col, (text, held) in cells.items():
+        values = np.full(len(out), None, dtype=object)
+        values[held] = text
+        out[col] = pd.Series(values, index=out.index)  # text as pandas reads it (str)
+    return out
+
+
+def na_labels_at(frame: pd.DataFrame, schema: Schema) -> pd.DataFrame:
+    """``frame`` (a site's table) with the 'NA' fields of its columns of that text alone
+    (:func:`na_only_cells`) put back as the label where the federation's ``schema``
+    holds that text among the column's categories (:func:`labels_of_na_only`)."""
+    labels = {
+        c: t
+        for c, (t, _) in na_only_cells(frame).items()
+        if c in schema.names and t in (schema[c].categories or [])
+    }
+    return with_na_labels(frame, labels) if labels else frame
+
+
+def labels_of_na_only(
+    descriptions: Sequence[Mapping[str, Any]], clients: Sequence[str]
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """The setup descriptions with a site's column of 'NA' alone read as the label
+    'NA' where another site holds 'NA' as a label of that column, and a note for each.
+
+    A site whose file writes one of :data:`NA_TEXTS` (say ``"NA"``) in every field of
+    a column that is not empty reads the column as missing values, as pandas does: on
+    its own it cannot tell North America from a missing value.  It reports the column
+    as it would read with the text a label (``"na_only"``: the text, and the column's
+    description so read; the same counts as its missing values, already reported).
+    Where another site's column holds that text among its values (a label there, kept
+    as written by :func:`fits.io.read_table`), the site's column is taken so read: its
+    description is replaced by that one, and the site puts the label back when the
+    schema names it (:func:`na_labels_at`).  Elsewhere it stays missing.
+    """
+    out = [dict(d) for d in descriptions]
+    notes: list[str] = []
+    for k, desc in enumerate(descriptions):
+        for col, entry in (desc.get("na_only") or {}).items():
+            text = entry.get("text")
+            holders = [
+                clients[j]
+                for j, other in enumerate(descriptions)
+                if j != k and text in (other.get("columns", {}).get(col, {}).get("values") or [])
+            ]
+            if not holders or col not in desc.get("columns", {}):
+                continue
+            out[k]["columns"] = {**out[k]["columns"], col: entry["column"]}
+            held = int(entry["column"].get("n_present", 0))
+            notes.append(
+                f"column {col!r}: site {clients[k]!r} writes {text!r} in {held} of its "
+                f"fields and no other value: read as the label {text!r}, as at "
+                f"{', '.join(map(repr, holders))} (alone, a column of {text!r} reads as "
+                f"missing values; where they are missing values, name them so at that site: "
+                f"--na-values {col}={text})"
+            )
+    return out, notes
 
 
 def _bool_texts(frame: pd.DataFrame) -> dict[str, list[str]]:

@@ -64,6 +64,7 @@ from fits.core.schema import (
     SchemaError,
     check_columns,
     describe_table,
+    na_labels_at,
     parse_text_columns,
 )
 from fits.core.tuning import (
@@ -536,6 +537,7 @@ class FITSClient:
         stage = str(msg.config.get("stage", "check"))
         # a deployment that rebuilds the site per message (Flower) has not parsed yet
         data, _ = parse_text_columns(self.data, {c.name: {"kind": c.kind} for c in schema.columns})
+        data = na_labels_at(data, schema)  # its column of 'NA' alone, a label elsewhere
         answer = answer_rules(data, schema, candidates, stage, site=self.name)
         if stage in ("moments", "totals"):  # summed over the sites: masked when secure
             if msg.config.get("secure", False):
@@ -584,6 +586,9 @@ class FITSClient:
                     # markers ('?') read as missing as at setup, not kept as an id's text
                     declared[name] = {"kind": "id"}
             self.data, self._notes = parse_text_columns(self.data, declared)
+        # a column of 'NA' alone here that the federation reads as a label (another
+        # site's): the label put back (fits.core.schema.labels_of_na_only)
+        self.data = na_labels_at(self.data, schema)
         self._check_schema(schema, msg)
         self._check_kernel(schema, msg)
         grids = self._accept_grids(schema, msg)

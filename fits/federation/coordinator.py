@@ -78,6 +78,7 @@ from fits.core.schema import (
     check_spans,
     coarser_than_sites,
     description_digest,
+    labels_of_na_only,
     merge_descriptions,
     missing_flag,
     point_mass_flag,
@@ -566,6 +567,10 @@ class Coordinator:
         # the public keys are arrays beside the description): a hash of each answer
         self.site_digests = [description_digest(d) for d in descriptions]
         self.bool_texts = agreed_bool_texts(descriptions)
+        # a site's column of 'NA' alone, where another site holds 'NA' as a label
+        descriptions, relabelled = labels_of_na_only(descriptions, self.transport.client_names)
+        for note in relabelled:
+            warnings.warn(note, DataNote, stacklevel=3)
         if check_sites is not None:
             check_sites(self)
         #: Rows holding each column over the federation (the setup descriptions' counts)

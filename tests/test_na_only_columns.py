@@ -1,0 +1,114 @@
+"""A site whose file writes 'NA' in every field of a column (a branch of North America
+in a table split by region) read the column as missing values, as pandas does, while
+another site kept 'NA' as a label: the synthetic table had a missing share where the
+real data had the label.  The sites now settle it at setup
+(:func:`fits.core.schema.labels_of_na_only`)."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fits import FITSSynthesizer
+from fits.core.schema import NA_ONLY_ATTR, describe_table, labels_of_na_only, na_only_cells
+from fits.io import read_table
+
+
+def _site(path: Path, regions: list[str] | str, n: int, seed: int) -> Path:
+    rng = np.random.default_rng(seed)
+    region = (
+        np.full(n, regions, dtype=object) if isinstance(regions, str) else rng.choice(regions, n)
+    )
+    pd.DataFrame({"x": rng.normal(size=n).round(3), "region": region}).to_csv(path, index=False)
+    return path
+
+
+def _read(path: Path) -> pd.DataFrame:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return read_table(path)
+
+
+def test_the_reader_remembers_which_fields_were_the_text(tmp_path):
+    every = _read(_site(tmp_path / "a.csv", "NA", 20, 0))
+    assert every["region"].isna().all()  # pandas' reading, alone
+    assert every.attrs[NA_ONLY_ATTR] == {"region": {"text": "NA", "rows": None}}
+    text, held = na_only_cells(every)["region"]
+    assert text == "NA" and held.all()
+    # 'NA' and empty fields: the rows that held 'NA' (13 rows: a packed bit string)
+    lines = ["x,region", *[f"{k},{'' if k % 3 == 0 else 'NA'}" for k in range(13)]]
+    (tmp_path / "b.csv").write_text("\n".join(lines) + "\n")
+    some = _read(tmp_path / "b.csv")
+    _, held = na_only_cells(some)["region"]
+    assert held.tolist() == [k % 3 != 0 for k in range(13)]
+    # a column with other labels keeps 'NA' as written (no attr); numbers: no attr
+    labels = _read(_site(tmp_path / "c.csv", ["NA", "EU"], 30, 1))
+    assert NA_ONLY_ATTR not in labels.attrs and (labels["region"] == "NA").any()
+    # rows taken since the file was read: not trusted
+    assert na_only_cells(some.iloc[:5]) == {}
+
+
+def test_a_site_of_na_alone_reads_it_as_the_label_another_site_holds(tmp_path):
+    paths = [
+        _site(tmp_path / "mixed.csv", ["NA", "EU", "AS"], 300, 0),
+        _site(tmp_path / "america.csv", "NA", 300, 1),
+    ]
+    tables = {p.stem: _read(p) for p in paths}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        synth = FITSSynthesizer(seed=0).fit(tables)
+    notes = " ".join(str(w.message) for w in caught)
+    assert "site 'america' writes 'NA' in 300 of its fields and no other value" in notes
+    assert "--na-values region=NA" in notes
+    assert "NA" in synth.schema_["region"].categories
+    assert None not in synth.schema_["region"].categories  # no missing category invented
+    out = synth.sample(3000, seed=1)
+    assert out["region"].notna().all()
+    share = (out["region"] == "NA").mean()  # 400 of the 600 real rows
+    assert abs(share - 400 / 600) < 0.05, share
+
+
+def test_without_a_site_that_holds_the_label_it_stays_missing(tmp_path):
+    paths = [
+        _site(tmp_path / "europe.csv", ["EU", "AS"], 200, 0),
+        _site(tmp_path / "america.csv", "NA", 200, 1),
+    ]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        synth = FITSSynthesizer(seed=0).fit({p.stem: _read(p) for p in paths})
+    assert "read as the label" not in " ".join(str(w.message) for w in caught)
+    assert "NA" not in synth.schema_["region"].categories
+    assert synth.sample(2000, seed=1)["region"].isna().mean() == pytest.approx(0.5, abs=0.05)
+
+
+def test_the_merge_rule_on_descriptions(tmp_path):
+    """Only a site whose column is 'NA' alone changes, and only where another site holds
+    'NA' among its values; the description it reports is the column read as the label."""
+    a = describe_table(_read(_site(tmp_path / "a.csv", ["NA", "EU"], 40, 0)))
+    b = describe_table(_read(_site(tmp_path / "b.csv", "NA", 25, 1)))
+    c = describe_table(_read(_site(tmp_path / "c.csv", ["EU"], 10, 2)))
+    assert b["columns"]["region"]["n_missing"] == 25
+    assert b["na_only"]["region"]["column"]["values"] == ["NA"]
+    out, notes = labels_of_na_only([a, b, c], ["a", "b", "c"])
+    assert out[1]["columns"]["region"] == b["na_only"]["region"]["column"]
+    assert out[0] == a and out[2] == c and len(notes) == 1 and "as at 'a'" in notes[0]
+    same, none = labels_of_na_only([b, c], ["b", "c"])
+    assert same == [b, c] and none == []
+
+
+def test_fits_synthesize_writes_the_label(tmp_path):
+    from conftest import fits_in_process
+
+    paths = [
+        _site(tmp_path / "mixed.csv", ["NA", "EU"], 200, 0),
+        _site(tmp_path / "america.csv", "NA", 200, 1),
+    ]
+    res = fits_in_process("synthesize", *paths, "--rows", 500, "--out", tmp_path / "o.csv", "-q")
+    assert res.returncode == 0, res.stderr
+    assert "read as the label 'NA'" in res.stderr
+    out = pd.read_csv(tmp_path / "o.csv", keep_default_na=False)
+    assert set(out["region"]) == {"NA", "EU"}
