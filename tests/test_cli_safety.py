@@ -818,19 +818,13 @@ def test_the_estimate_pays_the_boosted_models_once(tmp_path, capsys):
     synthesizer whose first chunk spends 0.5 s in its boost rounds)."""
     from fits.cli.main import _stream_rows
     from fits.federation.coordinator import BOOSTING_PROGRESS
-    from fits.io import ESTIMATE_ROWS, LARGE_REQUEST_ROWS
+    from fits.io import ESTIMATE_ROWS, LARGE_REQUEST_ROWS, OutputForms
 
     rows = 20 * LARGE_REQUEST_ROWS  # the old estimate: 0.5 s x rows / ESTIMATE_ROWS, 4 min
 
-    class NoDecimals:
-        def decimal_types(self):
-            return {}
-
-        def date_formats(self):
-            return {}
-
     class Boosted:
-        schema_ = NoDecimals()  # no Decimal or text-date column (the writers ask)
+        def output_forms(self):  # no Decimal, text-date or spelt boolean column
+            return OutputForms()
 
         def iter_sample(self, n, *, first_chunk_rows=None, progress=None):
             time.sleep(0.5)
