@@ -661,6 +661,8 @@ def _check_clients(clients: list[Path]) -> None:
 def _read_tables(files: _Files, na: list[str | tuple[str, str]] | None = None) -> dict[str, Any]:
     """Every input table (``na``: the texts read as missing values, ``--na-values``);
     clients by file name (the path where two names collide)."""
+    from fits.core.schema import na_labels_across
+
     tables: dict[str, Any] = {
         "real": _pooled_real(files.real, na),
         "synthetic": read_table(files.synthetic, "--synthetic", na, lenient=True),
@@ -671,6 +673,13 @@ def _read_tables(files: _Files, na: list[str | tuple[str, str]] | None = None) -
         name: read_table(path, "--clients", na)
         for name, path in _client_names(files.clients).items()
     }
+    # a file's column of 'NA' alone, where another real file holds the label 'NA': the
+    # label, as the sites read it at setup (fits.core.schema.labels_of_na_only)
+    real = [k for k in ("real", "train", "test") if tables[k] is not None]
+    clients = list(tables["clients"])
+    frames = na_labels_across([*(tables[k] for k in real), *tables["clients"].values()])
+    tables.update(zip(real, frames[: len(real)], strict=True))
+    tables["clients"] = dict(zip(clients, frames[len(real) :], strict=True))
     return tables
 
 
@@ -695,7 +704,9 @@ def _pooled_real(
 ) -> pd.DataFrame:
     """The real table: one file, or several files' rows one after the other (each must
     hold the same columns; the first file's order is kept)."""
-    frames = [read_table(p, "--real", na) for p in paths]
+    from fits.core.schema import na_labels_across
+
+    frames = na_labels_across([read_table(p, "--real", na) for p in paths])
     if len(frames) == 1:
         return frames[0]
     first = list(frames[0].columns)

@@ -68,6 +68,7 @@ __all__ = [
     "NA_ONLY_ATTR",
     "agreed_bool_texts",
     "labels_of_na_only",
+    "na_labels_across",
     "na_labels_at",
     "na_only_cells",
     "NA_TEXTS",
@@ -2983,6 +2984,27 @@ def na_labels_at(frame: pd.DataFrame, schema: Schema) -> pd.DataFrame:
         if c in schema.names and t in (schema[c].categories or [])
     }
     return with_na_labels(frame, labels) if labels else frame
+
+
+def na_labels_across(frames: Sequence[pd.DataFrame]) -> list[pd.DataFrame]:
+    """Tables read by one process (``fits report``'s real files and clients) with each
+    column of 'NA' alone (:func:`na_only_cells`) read as the label where another of
+    them holds that text as a label of the column: the reading the sites settle on at
+    setup (:func:`labels_of_na_only`), so that the real table compared holds what the
+    synthetic table was drawn from."""
+    out = list(frames)
+    for k, frame in enumerate(frames):
+        labels = {
+            c: t
+            for c, (t, _) in na_only_cells(frame).items()
+            if any(
+                j != k and c in other.columns and bool((other[c] == t).any())
+                for j, other in enumerate(frames)
+            )
+        }
+        if labels:
+            out[k] = with_na_labels(frame, labels)
+    return out
 
 
 def labels_of_na_only(
