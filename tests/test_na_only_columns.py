@@ -139,3 +139,34 @@ def test_fits_report_reads_the_real_files_as_the_sites_did(tmp_path):
     scores = json.loads((tmp_path / "r.json").read_text())["columns"]["scores"]
     region = next(s for s in scores if s["column"] == "region")
     assert region["score"] > 0.9, region  # about 0.5 with half the real rows missing
+
+
+def test_a_glm_reads_the_label_as_the_synthesis_does(tmp_path):
+    """``fit_glm`` over the same files: the North American site's rows enter the model
+    with region 'NA' (a level), as the same rows given as a DataFrame do, not as rows
+    of a missing region."""
+    from fits.analysis import fit_glm
+
+    rng = np.random.default_rng(3)
+    frames = {}
+    for name, regions in (("mixed", ["NA", "EU", "AS"]), ("america", "NA")):
+        n = 400
+        if isinstance(regions, str):
+            region = np.full(n, regions, dtype=object)
+        else:
+            region = rng.choice(regions, n)
+        x = rng.normal(size=n)
+        y = 1.0 + 0.5 * x + np.where(region == "NA", 2.0, 0.0) + rng.normal(size=n)
+        frames[name] = pd.DataFrame({"x": x.round(4), "region": region, "y": y.round(4)})
+        frames[name].to_csv(tmp_path / f"{name}.csv", index=False)
+    files = {name: _read(tmp_path / f"{name}.csv") for name in frames}
+    assert files["america"]["region"].isna().all()  # as read, alone
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = fit_glm(files, "y", family="linear", features=["x", "region"])
+    assert any("read as the label 'NA'" in str(w.message) for w in caught)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = fit_glm(frames, "y", family="linear", features=["x", "region"])
+    assert list(got.params.index) == list(expected.params.index)
+    np.testing.assert_allclose(got.params, expected.params, rtol=1e-10, atol=1e-12)

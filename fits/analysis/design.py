@@ -50,6 +50,7 @@ from fits._json import jsonable
 from fits.core.schema import (
     ColumnSpec,
     ConstantNote,
+    DataNote,
     IdentifierColumnError,
     NumericIdentifierWarning,
     Schema,
@@ -57,9 +58,12 @@ from fits.core.schema import (
     UnsupportedColumnError,
     datetime_seconds,
     describe_table,
+    labels_of_na_only,
     lookalike_names,
     merge_descriptions,
+    na_only_cells,
     parse_text_columns,
+    with_na_labels,
 )
 from fits.federation.protocol import Message, ProtocolError
 from fits.federation.transport import Transport
@@ -382,6 +386,7 @@ class DesignBuilder:
         missing = [c for c in wanted if c not in frame.columns]
         if missing:
             raise DesignError(f"{site}: column(s) {missing} missing from the site's table")
+        frame = _na_labels_of_design(frame, spec)
         #: Rows left out for a missing value (``spec.missing == "drop"``).
         self.n_dropped = 0
         if spec.missing == "drop":
@@ -615,6 +620,21 @@ class DesignBuilder:
         return values
 
 
+def _na_labels_of_design(frame: pd.DataFrame, spec: DesignSpec) -> pd.DataFrame:
+    """``frame`` with a column whose file wrote one text pandas reads as missing in
+    every field (``NA`` for North America) holding that text as a label where the
+    design names it a level of the column (the sites' setup settled it so:
+    :func:`~fits.core.schema.labels_of_na_only`)."""
+    labels = {}
+    for col, (text, _) in na_only_cells(frame).items():
+        levels = [*spec.nominal.get(col, []), *spec.ordinal_levels.get(col, [])]
+        if col == spec.target:
+            levels += list(spec.target_levels)
+        if text in levels:
+            labels[col] = text
+    return with_na_labels(frame, labels) if labels else frame
+
+
 def check_new_rows(frame: pd.DataFrame, spec: DesignSpec) -> None:
     """Refuse new rows a fitted model cannot score (``predict``), in a prediction's
     words: the site-side :class:`DesignBuilder`'s errors name a site and a fit's fixes
@@ -775,6 +795,10 @@ def schema_round(
     declared = {k: {"kind": v} for k, v in (kinds or {}).items()}
     replies = transport.broadcast(Message("setup", config={"declared": json.dumps(declared)}))
     descriptions = [json.loads(str(r.config["description"])) for r in replies]
+    # a site's column of 'NA' alone, where another site holds 'NA' as a label
+    descriptions, relabelled = labels_of_na_only(descriptions, transport.client_names)
+    for note in relabelled:
+        warnings.warn(note, DataNote, stacklevel=2)
     for column in exclude:
         descriptions = _without(descriptions, column)
     if columns is not None:

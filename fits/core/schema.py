@@ -71,6 +71,7 @@ __all__ = [
     "na_labels_across",
     "na_labels_at",
     "na_only_cells",
+    "with_na_labels",
     "NA_TEXTS",
     "NumericIdentifierWarning",
     "EMAIL",
