@@ -170,3 +170,23 @@ def test_a_glm_reads_the_label_as_the_synthesis_does(tmp_path):
         expected = fit_glm(frames, "y", family="linear", features=["x", "region"])
     assert list(got.params.index) == list(expected.params.index)
     np.testing.assert_allclose(got.params, expected.params, rtol=1e-10, atol=1e-12)
+
+
+def test_schema_detect_reads_it_as_a_fit_does(tmp_path):
+    """``Schema.detect`` (``fits schema``) runs the setup's rule: no missing category
+    that the fit would not have, and the schema file given back to a fit works."""
+    from fits.core.schema import Schema
+
+    paths = [
+        _site(tmp_path / "mixed.csv", ["NA", "EU"], 200, 0),
+        _site(tmp_path / "america.csv", "NA", 200, 1),
+    ]
+    tables = {p.stem: _read(p) for p in paths}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        detected = Schema.detect(tables)
+        synth = FITSSynthesizer(seed=0).fit(tables)
+        given = FITSSynthesizer(seed=0, schema=detected).fit(tables)
+    assert detected["region"].categories == ["EU", "NA"]
+    assert synth.schema_["region"].categories == detected["region"].categories
+    assert given.sample(500, seed=2)["region"].notna().all()

@@ -1776,12 +1776,19 @@ class Schema:
         for frame, name in zip(frames, names, strict=True):
             parsed, notes = parse_text_columns(frame, declared) if parse_text else (frame, {})
             descriptions.append(describe_table(parsed, declared, client=name, notes=notes))
+        # a table's column of 'NA' alone, where another table holds 'NA' as a label
+        descriptions, relabelled = labels_of_na_only(descriptions, names)
+        for note in relabelled:
+            warnings.warn(note, DataNote, stacklevel=2)
         schema = merge_descriptions(descriptions, names, kinds=kinds, order=order)
         if not rules:
             return Schema(schema.columns, schema.order, [])
         from fits.core.rules import answer_rules, detect_rules  # they import this module
 
-        parsed_frames = [parse_text_columns(f, declared)[0] if parse_text else f for f in frames]
+        parsed_frames = [
+            na_labels_at(parse_text_columns(f, declared)[0] if parse_text else f, schema)
+            for f in frames
+        ]
         found = detect_rules(
             schema,
             lambda stage, candidates: [
