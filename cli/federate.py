@@ -1067,7 +1067,12 @@ def check_site_setup(sites: dict[str, Path], config: dict) -> None:
     import warnings
 
     from fits.core.names import resolve_columns, resolve_keys
-    from fits.core.schema import describe_table, merge_descriptions, parse_text_columns
+    from fits.core.schema import (
+        describe_table,
+        labels_of_na_only,
+        merge_descriptions,
+        parse_text_columns,
+    )
     from fits.io import DataFileError, read_table
 
     if config.get("schema"):
@@ -1093,6 +1098,7 @@ def check_site_setup(sites: dict[str, Path], config: dict) -> None:
                 descriptions.append(describe_table(parsed, declared, client=name, notes=notes))
                 del parsed
             headers = [str(c) for c in descriptions[0]["order"]]
+            descriptions, _ = labels_of_na_only(descriptions, names)  # as the run's setup
             merge_descriptions(
                 descriptions,
                 names,
