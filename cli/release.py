@@ -49,15 +49,19 @@ def start_release_check(
     too (:func:`~fits.core.schema.parse_text_columns`, nominal columns left as text),
     as the synthetic table writes it: a synthetic 1234.56 is a copy of a real
     ``"$1,234.56"``."""
-    from fits.core.schema import parse_text_columns
+    from fits.core.schema import na_labels_across, parse_text_columns
     from fits.evaluation.copies import ReleaseCheck
 
     try:
         if not kinds:
             return None
         declared = {c: {"kind": k} for c, k in kinds.items()}
+        # a site's column of 'NA' alone is the label where another site holds it, as
+        # the setup read it (fits.core.schema.labels_of_na_only): a synthetic row is
+        # then a copy of such a site's row when it is one
+        labelled = dict(zip(tables, na_labels_across(list(tables.values())), strict=True))
         parsed = {
-            name: parse_text_columns(t, declared, text_only=True)[0] for name, t in tables.items()
+            name: parse_text_columns(t, declared, text_only=True)[0] for name, t in labelled.items()
         }
         return ReleaseCheck(parsed, kinds, max_rows=RELEASE_CHECK_ROWS, seed=seed)
     except Exception as exc:  # noqa: BLE001 - the check must never cost the user the output

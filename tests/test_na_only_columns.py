@@ -190,3 +190,20 @@ def test_schema_detect_reads_it_as_a_fit_does(tmp_path):
     assert detected["region"].categories == ["EU", "NA"]
     assert synth.schema_["region"].categories == detected["region"].categories
     assert given.sample(500, seed=2)["region"].notna().all()
+
+
+def test_the_release_check_counts_a_copy_of_such_a_sites_row(tmp_path):
+    """The exact-copy check compares the synthetic rows with the sites' rows as the
+    setup read them: a synthetic row equal to a North American row, 'NA' and all, is a
+    copy (with the column left missing it would never match)."""
+    from cli.release import start_release_check
+
+    paths = [
+        _site(tmp_path / "mixed.csv", ["NA", "EU"], 200, 0),
+        _site(tmp_path / "america.csv", "NA", 200, 1),
+    ]
+    tables = {p.stem: _read(p) for p in paths}
+    check = start_release_check(tables, {"x": "continuous", "region": "nominal"}, seed=0)
+    copied = pd.read_csv(paths[1], keep_default_na=False).head(5)  # 'NA' as written
+    check.update(copied)
+    assert check.copies == 5 and check.copies_by_site["america"] == 5
