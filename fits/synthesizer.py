@@ -55,6 +55,7 @@ from fits.core.schema import (
     Schema,
     decimal_values,
     missing_flag,
+    na_labels_at,
     point_mass_flag,
     surrogate_ids,
     to_decimals,
@@ -1477,6 +1478,8 @@ class FITSSynthesizer(BaseEstimator):
         known.columns = resolve_columns(
             [str(c) for c in known.columns], self.schema_.names, "known_columns", "the fit"
         )
+        # a file's column of 'NA' alone (read as missing) where the sites hold the label
+        known = na_labels_at(known, self.schema_)
         known = self._known_constants(known)
         known = self._fill_by_rules(known)
         prefix, later = self._known_split(known)

@@ -207,3 +207,21 @@ def test_the_release_check_counts_a_copy_of_such_a_sites_row(tmp_path):
     copied = pd.read_csv(paths[1], keep_default_na=False).head(5)  # 'NA' as written
     check.update(copied)
     assert check.copies == 5 and check.copies_by_site["america"] == 5
+
+
+def test_a_known_file_of_na_alone_asks_for_the_label(tmp_path):
+    """``--known`` with 'NA' in every row of a column whose sites hold the label: the
+    rows are drawn given region 'NA' (it was refused as 'missing values the sites do not
+    have')."""
+    paths = [
+        _site(tmp_path / "mixed.csv", ["NA", "EU"], 200, 0),
+        _site(tmp_path / "america.csv", "NA", 200, 1),
+    ]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        synth = FITSSynthesizer(seed=0).fit({p.stem: _read(p) for p in paths})
+    pd.DataFrame({"region": ["NA"] * 4}).to_csv(tmp_path / "known.csv", index=False)
+    known = _read(tmp_path / "known.csv")
+    assert known["region"].isna().all()
+    out = synth.sample_remaining_columns(known, seed=1)
+    assert (out["region"] == "NA").all() and out["x"].notna().all()
