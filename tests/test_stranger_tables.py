@@ -519,3 +519,26 @@ def test_blank_labels_of_a_dataframe_get_a_note_on_csv_outputs(tmp_path):
     assert "write a Parquet output to keep them" in note
     out = pd.read_parquet(synth.sample_to_file(tmp_path / "s.parquet", 300))
     assert {"", "  "} <= set(out["lab"])
+
+
+def test_a_saved_pandas_index_is_named_as_such(tmp_path):
+    """``df.to_csv(path)`` writes the index as a first column without a name: the
+    warning says so, and how to leave it out (it said 'a numeric identifier' only)."""
+    rng = np.random.default_rng(0)
+    tables = {}
+    for k in range(2):
+        frame = pd.DataFrame({"age": rng.integers(18, 90, 80), "c": rng.choice(["a", "b"], 80)})
+        frame.to_csv(tmp_path / f"s{k}.csv")  # index=True, pandas' default
+        tables[f"s{k}"] = read_table(tmp_path / f"s{k}.csv")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        FITSSynthesizer(seed=0).fit(tables)
+    said = " ".join(str(w.message) for w in caught)
+    assert "column '' holds a different whole number in every row" in said
+    assert "unless index=False" in said
+    named = {k: t.rename(columns={"": "patient"}) for k, t in tables.items()}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        FITSSynthesizer(seed=0).fit(named)  # a named column: an identifier, not an index
+    said = " ".join(str(w.message) for w in caught)
+    assert "'patient' holds a different whole number" in said and "index=False" not in said

@@ -4601,7 +4601,8 @@ def _merge_continuous(
         warnings.warn(
             NumericIdentifierWarning(
                 f"column {name!r} holds a different whole number in every row: it looks like "
-                "a numeric identifier. It is modelled as continuous, so its synthetic values "
+                f"{_saved_index(name, infos)}a numeric identifier. It is modelled as "
+                "continuous, so its synthetic values "
                 "are fresh draws between the real ones, rounded to whole numbers, and can "
                 "coincide with real identifiers. Drop it (fits synthesize and fits federate: "
                 f"--drop {shlex.quote(name)}) or declare it an identifier (--kind "
@@ -4627,6 +4628,20 @@ def _merge_continuous(
         if count >= POINT_MASS_SHARE * present and lo < hi:
             spec.point_mass = value
     return spec
+
+
+def _saved_index(name: str, infos: Sequence[Mapping[str, Any]]) -> str:
+    """``"a table's index written by pandas ... , or "``: for a column without a name
+    (``''``, or pandas' ``'Unnamed: 0'``) whose values are the row numbers at every
+    site (``df.to_csv(path)`` writes the index unless ``index=False``); else ``""``."""
+    unnamed = not name.strip() or re.fullmatch(r"Unnamed: \d+(_level_\d+)?", name)
+    if unnamed and infos and all(i.get("sequence") for i in infos):
+        return (
+            "the row numbers of a table's index, which pandas writes as a first column "
+            "without a name (df.to_csv(path) does unless index=False): if so, leave it "
+            "out; or "
+        )
+    return ""
 
 
 def _merge_all_missing(
