@@ -3041,7 +3041,23 @@ def labels_of_na_only(
                 for j, other in enumerate(descriptions)
                 if j != k and text in (other.get("columns", {}).get(col, {}).get("values") or [])
             ]
-            if not holders or col not in desc.get("columns", {}):
+            if col not in desc.get("columns", {}):
+                continue
+            if not holders:
+                labelled = [
+                    clients[j]
+                    for j, other in enumerate(descriptions)
+                    if j != k and other.get("columns", {}).get(col, {}).get("values")
+                ]
+                if labelled:  # labels elsewhere, none of them the text: said, not guessed
+                    notes.append(
+                        f"column {col!r}: site {clients[k]!r} writes {text!r} in every field "
+                        f"that is not empty and no other value: read as missing values, as "
+                        f"pandas reads them, since no other site holds {text!r} as a label "
+                        f"of the column ({', '.join(map(repr, labelled[:3]))} hold other "
+                        f"labels); if {text!r} is a label there (North America for 'NA'), "
+                        "write it otherwise in that file (e.g. 'N. America')"
+                    )
                 continue
             out[k]["columns"] = {**out[k]["columns"], col: entry["column"]}
             held = int(entry["column"].get("n_present", 0))
