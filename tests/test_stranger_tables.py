@@ -542,3 +542,20 @@ def test_a_saved_pandas_index_is_named_as_such(tmp_path):
         FITSSynthesizer(seed=0).fit(named)  # a named column: an identifier, not an index
     said = " ".join(str(w.message) for w in caught)
     assert "'patient' holds a different whole number" in said and "index=False" not in said
+
+
+def test_fits_analyze_names_a_saved_index_too(tmp_path):
+    from fits.analysis import fit_glm
+
+    rng = np.random.default_rng(1)
+    tables = {}
+    for k in range(2):
+        x = rng.normal(size=120)
+        y = 1 + x + rng.normal(size=120)
+        pd.DataFrame({"x": x.round(3), "y": y.round(3)}).to_csv(tmp_path / f"s{k}.csv")
+        tables[f"s{k}"] = read_table(tmp_path / f"s{k}.csv")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fit_glm(tables, "y", family="linear")
+    said = " ".join(str(w.message) for w in caught)
+    assert "column '' holds a different whole number" in said and "index=False" in said

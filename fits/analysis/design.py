@@ -891,9 +891,15 @@ def _merge_worded(
         if isinstance(message, NumericIdentifierWarning):
             if message.column == target:
                 continue
+            index = (  # fits.core.schema._saved_index said so
+                "the row numbers of a table's index, which pandas writes as a first column "
+                "without a name (df.to_csv(path) does unless index=False), or "
+                if "unless index=False" in str(message)
+                else ""
+            )
             message = NumericIdentifierWarning(
                 f"column {message.column!r} holds a different whole number in every row: it "
-                "looks like a numeric identifier; as a feature it enters the model as a "
+                f"looks like {index}a numeric identifier; as a feature it enters the model as a "
                 "number. If it is one, leave it out: declare it an identifier (kinds="
                 f"{{{message.column!r}: 'id'}}; fits analyze --kind "
                 f"{shlex.quote(message.column + '=id')}) or name the features without it "
