@@ -3066,7 +3066,7 @@ def labels_of_na_only(
                 f"fields and no other value: read as the label {text!r}, as at "
                 f"{', '.join(map(repr, holders))} (alone, a column of {text!r} reads as "
                 f"missing values; where they are missing values, name them so at that site: "
-                f"--na-values {col}={text})"
+                f"--na-values {shlex.quote(f'{col}={text}')})"
             )
     return out, notes
 
