@@ -89,18 +89,53 @@ def test_without_a_site_that_holds_the_label_it_stays_missing(tmp_path):
 
 
 def test_the_merge_rule_on_descriptions(tmp_path):
-    """Only a site whose column is 'NA' alone changes, and only where another site holds
-    'NA' among its values; the description it reports is the column read as the label."""
+    """Only a site whose column is 'NA' alone changes: where another site holds 'NA'
+    among its values, or every other site holds one label of its own (a table split by
+    region); the description it reports is the column read as the label."""
     a = describe_table(_read(_site(tmp_path / "a.csv", ["NA", "EU"], 40, 0)))
     b = describe_table(_read(_site(tmp_path / "b.csv", "NA", 25, 1)))
-    c = describe_table(_read(_site(tmp_path / "c.csv", ["EU"], 10, 2)))
+    c = describe_table(_read(_site(tmp_path / "c.csv", ["EU", "AS"], 30, 2)))
+    europe = describe_table(_read(_site(tmp_path / "e.csv", "EU", 10, 3)))
+    asia = describe_table(_read(_site(tmp_path / "f.csv", "AS", 10, 4)))
     assert b["columns"]["region"]["n_missing"] == 25
     assert b["na_only"]["region"]["column"]["values"] == ["NA"]
     out, notes = labels_of_na_only([a, b, c], ["a", "b", "c"])
     assert out[1]["columns"]["region"] == b["na_only"]["region"]["column"]
     assert out[0] == a and out[2] == c and len(notes) == 1 and "as at 'a'" in notes[0]
+    # labels elsewhere, not 'NA', not one per site: missing values, said
     same, none = labels_of_na_only([b, c], ["b", "c"])
     assert same == [b, c] and len(none) == 1 and "read as missing values" in none[0]
+    # one label per site: the column names the site
+    split, said = labels_of_na_only([europe, b, asia], ["eu", "na", "as"])
+    assert split[1]["columns"]["region"]["values"] == ["NA"] and split[0] == europe
+    assert len(said) == 1 and "every other site holds one label of its own" in said[0]
+    # a site without a value in the column (all empty) is no such site
+    empty = {**asia, "columns": {**asia["columns"], "region": b["columns"]["region"]}}
+    assert labels_of_na_only([europe, b, empty], ["eu", "na", "as"])[0][1] == b
+
+
+def test_a_table_split_by_region(tmp_path):
+    """Three branches, each with its own region in every row; the North American one
+    writes 'NA'.  The synthetic table holds the three regions in their shares."""
+    paths = [
+        _site(tmp_path / "europe.csv", "EU", 300, 0),
+        _site(tmp_path / "asia.csv", "AS", 200, 1),
+        _site(tmp_path / "america.csv", "NA", 100, 2),
+    ]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        synth = FITSSynthesizer(seed=0).fit({p.stem: _read(p) for p in paths})
+    assert sorted(synth.schema_["region"].categories) == ["AS", "EU", "NA"]
+    shares = synth.sample(6000, seed=1)["region"].value_counts(normalize=True, dropna=False)
+    np.testing.assert_allclose(
+        [shares["EU"], shares["AS"], shares["NA"]], [0.5, 1 / 3, 1 / 6], atol=0.03
+    )
+    from cli.report import _pooled_real
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        real = _pooled_real(tuple(paths))  # fits report reads the files alike
+    assert real["region"].value_counts().to_dict() == {"EU": 300, "AS": 200, "NA": 100}
 
 
 def test_fits_synthesize_writes_the_label(tmp_path):

@@ -2994,6 +2994,18 @@ def na_labels_at(frame: pd.DataFrame, schema: Schema) -> pd.DataFrame:
     return with_na_labels(frame, labels) if labels else frame
 
 
+def _one_label(info: Mapping[str, Any] | None) -> bool:
+    """Whether a site's column description is one text label in every row (no missing
+    value): a column that names the site, as a table split by region has."""
+    return bool(
+        info
+        and not info.get("n_missing")
+        and info.get("dtype") in ("string", "object", "category")
+        and len(info.get("values") or []) == 1
+        and isinstance((info.get("values") or [None])[0], str)
+    )
+
+
 def na_labels_across(frames: Sequence[pd.DataFrame]) -> list[pd.DataFrame]:
     """Tables read by one process (``fits report``'s real files and clients) with each
     column of 'NA' alone (:func:`na_only_cells`) read as the label where another of
@@ -3001,15 +3013,18 @@ def na_labels_across(frames: Sequence[pd.DataFrame]) -> list[pd.DataFrame]:
     setup (:func:`labels_of_na_only`), so that the real table compared holds what the
     synthetic table was drawn from."""
     out = list(frames)
+
+    def one_label(s: pd.Series) -> bool:  # as _one_label of a site's description
+        return bool(s.notna().all() and s.nunique() == 1 and isinstance(s.iloc[0], str))
+
     for k, frame in enumerate(frames):
-        labels = {
-            c: t
-            for c, (t, _) in na_only_cells(frame).items()
-            if any(
-                j != k and c in other.columns and bool((other[c] == t).any())
-                for j, other in enumerate(frames)
-            )
-        }
+        labels = {}
+        for c, (t, _) in na_only_cells(frame).items():
+            others = [f[c] for j, f in enumerate(frames) if j != k and c in f.columns]
+            if any(bool((o == t).any()) for o in others) or (
+                others and all(one_label(o) for o in others)
+            ):
+                labels[c] = t
         if labels:
             out[k] = with_na_labels(frame, labels)
     return out
@@ -3027,9 +3042,12 @@ def labels_of_na_only(
     as it would read with the text a label (``"na_only"``: the text, and the column's
     description so read; the same counts as its missing values, already reported).
     Where another site's column holds that text among its values (a label there, kept
-    as written by :func:`fits.io.read_table`), the site's column is taken so read: its
-    description is replaced by that one, and the site puts the label back when the
-    schema names it (:func:`na_labels_at`).  Elsewhere it stays missing.
+    as written by :func:`fits.io.read_table`), or where every other site holds one
+    label of its own in the column and no missing value (a column that names the site:
+    a table split by region, whose North American branch writes ``NA``), the site's
+    column is taken so read: its description is replaced by that one, and the site
+    puts the label back when the schema names it (:func:`na_labels_at`).  Elsewhere it
+    stays missing, with a note.
     """
     out = [dict(d) for d in descriptions]
     notes: list[str] = []
@@ -3043,6 +3061,14 @@ def labels_of_na_only(
             ]
             if col not in desc.get("columns", {}):
                 continue
+            where = "as at " + ", ".join(map(repr, holders))
+            others = [d.get("columns", {}).get(col) for j, d in enumerate(descriptions) if j != k]
+            if not holders and others and all(_one_label(i) for i in others):
+                holders = [clients[j] for j in range(len(descriptions)) if j != k]
+                where = (
+                    "as every other site holds one label of its own in it (a column that "
+                    "names the site, as in a table split by region)"
+                )
             if not holders:
                 labelled = [
                     clients[j]
@@ -3063,8 +3089,8 @@ def labels_of_na_only(
             held = int(entry["column"].get("n_present", 0))
             notes.append(
                 f"column {col!r}: site {clients[k]!r} writes {text!r} in {held} of its "
-                f"fields and no other value: read as the label {text!r}, as at "
-                f"{', '.join(map(repr, holders))} (alone, a column of {text!r} reads as "
+                f"fields and no other value: read as the label {text!r}, {where} "
+                f"(alone, a column of {text!r} reads as "
                 f"missing values; where they are missing values, name them so at that site: "
                 f"--na-values {shlex.quote(f'{col}={text}')})"
             )
