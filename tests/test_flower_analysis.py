@@ -156,6 +156,29 @@ def test_glm_over_flower_equals_in_process_bit_for_bit(glm_files, tmp_path, meth
     assert len(grid.types) == 3 * expected["rounds"]
 
 
+def test_a_site_of_na_alone_enters_a_glm_over_flower_with_its_label(tmp_path):
+    """A site whose file writes 'NA' in every row of a feature, rebuilt from its file
+    for every message: its rows enter the model with region 'NA' (a level, as another
+    site holds it), and the fit equals the in-process one bit for bit."""
+    rng = np.random.default_rng(5)
+    paths = {}
+    for name, n in (("mixed", 300), ("america", 200)):
+        region = (
+            np.full(n, "NA", dtype=object) if name == "america" else rng.choice(["NA", "EU"], n)
+        )
+        x = rng.normal(size=n)
+        y = 0.5 + x + np.where(region == "NA", 1.5, 0.0) + rng.normal(size=n)
+        paths[name] = tmp_path / f"{name}.csv"
+        pd.DataFrame({"x": x.round(4), "region": region, "y": y.round(4)}).to_csv(
+            paths[name], index=False
+        )
+    options = {"target": "y", "family": "linear", "features": ["x", "region"], "seed": 3}
+    got, _ = _flower_result(paths, {"method": "newton", "options": options}, tmp_path, seed=3)
+    expected = fit_glm(_tables(paths), method="newton", **options).to_dict()
+    assert got["params"] == expected["params"]
+    assert "region=NA" in expected["params"] and expected["params"]["region=NA"] > 1  # 1.5
+
+
 def test_the_coordinator_logs_its_rounds_for_the_progress_bar(glm_files, tmp_path, capsys):
     """The ServerApp writes its fitting rounds in its log (``[fits] rounds 0/6`` ...
     ``6/6``), which ``fits analyze --flower`` draws as its bar; the result is the same."""
