@@ -262,3 +262,19 @@ def test_a_known_file_of_na_alone_asks_for_the_label(tmp_path):
     assert known["region"].isna().all()
     out = synth.sample_remaining_columns(known, seed=1)
     assert (out["region"] == "NA").all() and out["x"].notna().all()
+
+
+def test_a_column_of_numbers_elsewhere_draws_no_label_note(tmp_path):
+    """A site that writes 'NA' in every row of a column the others hold as numbers (a
+    score it does not record, written by R's write.csv): missing values, as pandas
+    reads them, and no note about labels."""
+    rng = np.random.default_rng(0)
+    pd.DataFrame({"x": rng.normal(size=50), "score": rng.integers(1, 6, 50)}).to_csv(
+        tmp_path / "a.csv", index=False
+    )
+    pd.DataFrame({"x": rng.normal(size=50), "score": ["NA"] * 50}).to_csv(
+        tmp_path / "b.csv", index=False
+    )
+    descriptions = [describe_table(_read(tmp_path / f"{k}.csv")) for k in "ab"]
+    out, notes = labels_of_na_only(descriptions, ["a", "b"])
+    assert out == descriptions and notes == []

@@ -2994,13 +2994,17 @@ def na_labels_at(frame: pd.DataFrame, schema: Schema) -> pd.DataFrame:
     return with_na_labels(frame, labels) if labels else frame
 
 
+#: The setup description's dtypes of a column of text labels.
+_TEXT_DTYPES = ("string", "object", "category")
+
+
 def _one_label(info: Mapping[str, Any] | None) -> bool:
     """Whether a site's column description is one text label in every row (no missing
     value): a column that names the site, as a table split by region has."""
     return bool(
         info
         and not info.get("n_missing")
-        and info.get("dtype") in ("string", "object", "category")
+        and info.get("dtype") in _TEXT_DTYPES
         and len(info.get("values") or []) == 1
         and isinstance((info.get("values") or [None])[0], str)
     )
@@ -3070,10 +3074,12 @@ def labels_of_na_only(
                     "names the site, as in a table split by region)"
                 )
             if not holders:
-                labelled = [
+                labelled = [  # text labels: a column of numbers is no sign of a label
                     clients[j]
                     for j, other in enumerate(descriptions)
-                    if j != k and other.get("columns", {}).get(col, {}).get("values")
+                    if j != k
+                    and other.get("columns", {}).get(col, {}).get("dtype") in _TEXT_DTYPES
+                    and other.get("columns", {}).get(col, {}).get("values")
                 ]
                 if labelled:  # labels elsewhere, none of them the text: said, not guessed
                     notes.append(
