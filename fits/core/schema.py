@@ -3010,24 +3010,41 @@ def _one_label(info: Mapping[str, Any] | None) -> bool:
     )
 
 
+def _reads_as_label(text: str, others: Sequence[Mapping[str, Any] | None]) -> str | None:
+    """Whether a site's column of ``text`` alone reads as that label, from the other
+    sites' descriptions of the column: ``"held"`` where one of them holds the text
+    among its values, ``"one each"`` where each holds one text label of its own and no
+    missing value (a column that names the site), else None (missing values)."""
+    if any(text in ((i or {}).get("values") or []) for i in others):
+        return "held"
+    if others and all(_one_label(i) for i in others):
+        return "one each"
+    return None
+
+
+def _label_info(column: pd.Series) -> dict[str, Any]:
+    """What :func:`_reads_as_label` reads of a site's description, from the column
+    itself: its missing count and, for a column of text, its values."""
+    present = column.dropna()
+    text = bool(present.map(lambda v: isinstance(v, str)).all())
+    return {
+        "n_missing": int(column.isna().sum()),
+        "dtype": "string" if text and len(present) else "other",
+        "values": sorted(present.unique()) if text else [],
+    }
+
+
 def na_labels_across(frames: Sequence[pd.DataFrame]) -> list[pd.DataFrame]:
-    """Tables read by one process (``fits report``'s real files and clients) with each
-    column of 'NA' alone (:func:`na_only_cells`) read as the label where another of
-    them holds that text as a label of the column: the reading the sites settle on at
-    setup (:func:`labels_of_na_only`), so that the real table compared holds what the
-    synthetic table was drawn from."""
+    """Tables read by one process (``fits report``'s real files and clients, the
+    release check's sites) with each column of 'NA' alone (:func:`na_only_cells`) read
+    as the label by the rule of the sites' setup (:func:`labels_of_na_only`), so that
+    the real table compared holds what the synthetic table was drawn from."""
     out = list(frames)
-
-    def one_label(s: pd.Series) -> bool:  # as _one_label of a site's description
-        return bool(s.notna().all() and s.nunique() == 1 and isinstance(s.iloc[0], str))
-
     for k, frame in enumerate(frames):
         labels = {}
         for c, (t, _) in na_only_cells(frame).items():
-            others = [f[c] for j, f in enumerate(frames) if j != k and c in f.columns]
-            if any(bool((o == t).any()) for o in others) or (
-                others and all(one_label(o) for o in others)
-            ):
+            others = [_label_info(f[c]) for j, f in enumerate(frames) if j != k and c in f]
+            if _reads_as_label(t, others) is not None:
                 labels[c] = t
         if labels:
             out[k] = with_na_labels(frame, labels)
@@ -3057,23 +3074,23 @@ def labels_of_na_only(
     notes: list[str] = []
     for k, desc in enumerate(descriptions):
         for col, entry in (desc.get("na_only") or {}).items():
-            text = entry.get("text")
+            text = str(entry.get("text"))
+            if col not in desc.get("columns", {}):
+                continue
+            others = [d.get("columns", {}).get(col) for j, d in enumerate(descriptions) if j != k]
+            reading = _reads_as_label(text, others)
             holders = [
                 clients[j]
                 for j, other in enumerate(descriptions)
                 if j != k and text in (other.get("columns", {}).get(col, {}).get("values") or [])
             ]
-            if col not in desc.get("columns", {}):
-                continue
             where = "as at " + ", ".join(map(repr, holders))
-            others = [d.get("columns", {}).get(col) for j, d in enumerate(descriptions) if j != k]
-            if not holders and others and all(_one_label(i) for i in others):
-                holders = [clients[j] for j in range(len(descriptions)) if j != k]
+            if reading == "one each":
                 where = (
                     "as every other site holds one label of its own in it (a column that "
                     "names the site, as in a table split by region)"
                 )
-            if not holders:
+            if reading is None:
                 labelled = [  # text labels: a column of numbers is no sign of a label
                     clients[j]
                     for j, other in enumerate(descriptions)
