@@ -311,15 +311,18 @@ def _check_fedlsa(opts: AnalyzeOptions) -> None:
         "--cov-type": opts.extra.get("cov_type"),
         "--positive": opts.extra.get("positive"),
     }
-    for key in ("offset", "exposure", "weights", "max_weight"):
-        if opts.extra.get(key) is not None:  # FedLSA's bootstrap has no row weights
-            option = "--" + key.replace("_", "-")
-            raise typer.BadParameter(
-                f"{option} is an option of the GLM methods; FedLSA fits unweighted least "
-                "squares without an offset: drop it, or fit with --method newton --family "
-                "linear",
-                param_hint=option,
-            )
+    if opts.extra.get("exposure") is not None:
+        raise typer.BadParameter(
+            "--exposure is the offset log(E) of a Poisson rate; FedLSA fits a linear "
+            "regression, which takes an offset on the target's own scale: use --offset",
+            param_hint="--exposure",
+        )
+    if opts.extra.get("max_weight") is not None:
+        raise typer.BadParameter(
+            "--max-weight bounds the --weights of a private GLM fit; FedLSA is not "
+            "private and needs no bound: drop it",
+            param_hint="--max-weight",
+        )
     unused.update({f"--{k.lower()}": v for k, v in opts.iterations.items() if k in ("K1", "K2")})
     unused["--iterations"] = opts.iterations.get("K")
     for name, value in unused.items():
@@ -405,6 +408,9 @@ def _fedlsa_spec(opts: AnalyzeOptions) -> dict[str, Any]:
         options["kinds"] = dict(opts.extra["kinds"])
     if opts.extra.get("missing", "raise") != "raise":
         options["missing"] = opts.extra["missing"]
+    for key in ("offset", "weights"):
+        if opts.extra.get(key) is not None:
+            options[key] = opts.extra[key]
     return {"method": "fedlsa", "options": options, "ci": opts.extra["ci"]}
 
 
@@ -612,7 +618,7 @@ def analyze(
         typer.Option(
             "--offset",
             help="A column added to the linear predictor with coefficient 1 (not a "
-            "feature); private fits too (clipping bounds its rows).",
+            "feature); private fits too (clipping bounds its rows); fedlsa fits y - offset.",
             show_default=False,
         ),
     ] = None,
@@ -629,8 +635,8 @@ def analyze(
         str | None,
         typer.Option(
             "--weights",
-            help="A column of non-negative prior weights (statsmodels' var_weights); with "
-            "--mu/--epsilon also --max-weight.",
+            help="A column of non-negative prior weights (statsmodels' var_weights; fedlsa: "
+            "weighted least squares); with --mu/--epsilon also --max-weight.",
             show_default=False,
         ),
     ] = None,

@@ -313,6 +313,29 @@ def test_fedlsa_over_flower_equals_in_process_bit_for_bit(lsa_files, tmp_path, e
     assert got["rounds"] == 6 + 4
 
 
+def test_weighted_fedlsa_over_flower_equals_in_process_bit_for_bit(tmp_path):
+    """Prior weights and an offset travel in the design spec; each site applies them
+    to its own rows when it replays lsa_setup for every message."""
+    rng = np.random.default_rng(8)
+    paths = {}
+    for name, frame in _linear_tables().items():
+        paths[name] = tmp_path / f"{name}.csv"
+        n = len(frame)
+        frame.assign(w=rng.uniform(0.0, 3.0, n), o=rng.normal(size=n)).to_csv(
+            paths[name], index=False
+        )
+    options = {"target": "y", "rounds": 6, "local_steps": 5, "n_bootstrap": 30, "seed": 3,
+               "features": ["x1", "c"], "weights": "w", "offset": "o"}  # fmt: skip
+    spec = {"method": "fedlsa", "options": options, "ci": 0.9}
+    got, _ = _flower_result(paths, spec, tmp_path, seed=0)
+    res = fedlsa(_tables(paths), **options)
+    assert got == json.loads(json.dumps(res.to_dict(1.0 - 0.9)))
+    assert got["weights"] == "w" and [c["name"] for c in got["coefficients"]] == [
+        "(intercept)", "x1", "c=q"]  # fmt: skip
+    plain = fedlsa(_tables(paths), **{**options, "weights": None, "offset": None})
+    assert np.abs(plain.coef_ - res.coef_).max() > 0.05
+
+
 # ------------------------------------------------------------------ real processes
 FITS = str(Path(sys.executable).with_name("fits"))
 

@@ -78,6 +78,7 @@ __all__ = [
     "check_seed",
     "dropped_note",
     "check_new_rows",
+    "fit_columns",
     "original_map",
     "scale_note",
     "pool_moments",
@@ -181,6 +182,20 @@ class DesignSpec:
     def extra_columns(self) -> list[str]:
         """The offset (or exposure) and weights columns: used by the fit, not features."""
         return [c for c in (self.offset, self.exposure, self.weights) if c is not None]
+
+    def extra_lines(self) -> list[str]:
+        """One summary line per offset, exposure or weights column of the fit."""
+        lines = []
+        if self.offset is not None:
+            lines.append(f"offset: column {self.offset!r} (coefficient fixed to 1)")
+        if self.exposure is not None:
+            lines.append(
+                f"exposure: column {self.exposure!r} (offset log({self.exposure}), "
+                "coefficient fixed to 1)"
+            )
+        if self.weights is not None:
+            lines.append(f"prior weights: column {self.weights!r}")
+        return lines
 
     @classmethod
     def from_schema(
@@ -754,6 +769,17 @@ def pool_moments(replies: Sequence[Message]) -> Standardization:
     var = np.maximum(ss / n - means**2, 0.0)
     sds = np.sqrt(var)
     return Standardization(means=means, sds=sds, n_rows=n_rows, n_dropped=dropped)
+
+
+def fit_columns(
+    target: str, features: Sequence[str] | None, extra: Sequence[str | None]
+) -> tuple[list[str] | None, list[str]]:
+    """The ``columns`` and ``exclude`` of :func:`schema_round` for a fit of ``target``
+    on ``features`` (None: every other column) with the offset, exposure or weights
+    columns ``extra`` (None where not given): read as numbers, never modelled."""
+    used = None if features is None else [target, *features]
+    more = [c for c in extra if c is not None and c not in (used or [])]
+    return used, more
 
 
 def schema_round(

@@ -86,6 +86,7 @@ from fits.analysis.design import (
     check_new_rows,
     check_seed,
     dropped_note,
+    fit_columns,
     original_map,
     scale_note,
     schema_round,
@@ -1992,15 +1993,7 @@ class GLMResults:
         if self.spec.target_levels:
             zero, one = self.spec.target_levels
             lines.append(f"target {self.target!r} coded 1 = {one!r}, 0 = {zero!r}")
-        if self.spec.offset is not None:
-            lines.append(f"offset: column {self.spec.offset!r} (coefficient fixed to 1)")
-        if self.spec.exposure is not None:
-            lines.append(
-                f"exposure: column {self.spec.exposure!r} (offset log({self.spec.exposure}), "
-                "coefficient fixed to 1)"
-            )
-        if self.spec.weights is not None:
-            lines.append(f"prior weights: column {self.spec.weights!r}")
+        lines += self.spec.extra_lines()
         if self.privacy is None:
             lines.append("privacy: none (non-private run)")
         else:
@@ -2558,15 +2551,8 @@ def _fit(
     rounds = 0
     offset, exposure, prior = extra
     if schema is None:
-        more = [c for c in extra if c is not None]  # read as numbers, never modelled
-        used = None if features is None else [target, *features]
-        schema, _ = schema_round(
-            transport,
-            kinds=kinds,
-            columns=used,
-            target=target,
-            exclude=[c for c in more if c not in (used or [])],
-        )
+        used, more = fit_columns(target, features, extra)
+        schema, _ = schema_round(transport, kinds=kinds, columns=used, target=target, exclude=more)
         rounds += 1
     spec = DesignSpec.from_schema(
         schema,

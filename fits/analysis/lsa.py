@@ -84,6 +84,17 @@ Choices the paper leaves open (stated here and in ``docs/analysis.md``)
   convex set, so Theorem 4 covers it.  ``bse`` is the bootstrap standard deviation
   (the paper's "SDB").
 * **Start.** ``theta_0 = 0``.
+* **Prior weights and offsets** (``fedlsa(weights="w", offset="o")``; beyond the
+  paper).  A row with prior weight ``w_r >= 0`` and offset ``o_r`` enters as the row
+  ``(sqrt(w_r) x_r, sqrt(w_r) (y_r - o_r))``: ``A(z) = w x x'`` and
+  ``b(z) = w x (y - o)``.  The rows so transformed are i.i.d. when the rows
+  ``(x, y, w, o)`` are (assumption A2), so Algorithm 1, its analysis and the bootstrap
+  apply to them unchanged, and the target becomes the weighted least-squares
+  coefficients ``E[w x x']^-1 E[w x (y - o)]`` (with size weights, the pooled WLS fit
+  of the tables: statsmodels' ``WLS(y - o, X, weights=w)``, whose HC0 sandwich is the
+  comparison for the intervals).  ``n_c`` in the size weights stays the row count:
+  ``sum_c (n_c / n) Abar^c = sum_r w_r x_r x_r' / n`` over the pooled rows.  A row of
+  weight 0 uses its local step without moving the iterate.
 
 What the intervals are intervals for, and how wide they are
 -----------------------------------------------------------
@@ -196,6 +207,7 @@ from fits.analysis.design import (
     Standardization,
     check_seed,
     dropped_note,
+    fit_columns,
     original_map,
     scale_note,
     schema_round,
@@ -966,6 +978,7 @@ class FedLSAResults:
         ci = self._conf_int(alpha, False)
         joint = self._conf_int(alpha, True)
         theta, bse = self.coef_, self._bse()
+        spec = self.extra.get("design")
         original: list[dict[str, float]] = [{} for _ in self.feature_names]
         if "design" in self.extra and "standardization" in self.extra:
             raw, raw_se = self.original_params, self.original_bse
@@ -1014,6 +1027,8 @@ class FedLSAResults:
             "site_weights": [float(v) for v in self.site_weights],
             "n_rows": [int(v) for v in self.n_rows],
             "n_dropped": None if self.n_dropped is None else [int(v) for v in self.n_dropped],
+            "offset": spec.offset if isinstance(spec, DesignSpec) else None,
+            "weights": spec.weights if isinstance(spec, DesignSpec) else None,
             "rounds": int(self.rounds),
             "bytes_up": int(self.bytes_up),
             "bytes_down": int(self.bytes_down),
@@ -1042,6 +1057,8 @@ class FedLSAResults:
                 f"{ci[j, 0]:11.5g}  {ci[j, 1]:11.5g}"
             )
         spec = self.extra.get("design")
+        if isinstance(spec, DesignSpec):
+            lines += spec.extra_lines()
         scale = scale_note(spec, "original_coef") if isinstance(spec, DesignSpec) else None
         if scale is not None:
             lines.append(scale)
@@ -1500,6 +1517,8 @@ class FedLSASite(DesignSite, LSASite):
         return DesignSite.handle(self, message)
 
     def design_arrays(self, message: Message) -> tuple[np.ndarray, np.ndarray]:
+        """The design and the response, each row ``(sqrt(w) x, sqrt(w) (y - o))`` with
+        the spec's prior weight ``w`` and offset ``o`` (module docstring)."""
         if self.builder is None:
             raise ProtocolError(f"{self.name}: lsa_setup before the moments round")
         st = Standardization(
@@ -1507,7 +1526,14 @@ class FedLSASite(DesignSite, LSASite):
             sds=np.asarray(message.arrays["sds"], dtype=np.float64),
             n_rows=np.zeros(0, dtype=np.int64),
         )
-        return self.design(st), self.builder.target()
+        x, y = self.design(st), self.builder.target()
+        offset, weights = self.builder.offset(), self.builder.weights()
+        if offset is not None:
+            y = y - offset
+        if weights is not None:
+            root = np.sqrt(weights)
+            x, y = x * root[:, None], y * root
+        return x, y
 
 
 NUMERIC_DTYPES = ("float", "int", "bool")
@@ -1534,6 +1560,8 @@ def fedlsa(
     kinds: Mapping[str, str] | None = None,
     on_round: Callable[[int, int], None] | None = None,
     missing: str = "raise",
+    offset: str | None = None,
+    weights: str | None = None,
 ) -> FedLSAResults:
     """Linear regression across sites by FedLSA, with multiplier-bootstrap intervals.
 
@@ -1577,6 +1605,15 @@ def fedlsa(
         site and the column (``"raise"``, the default), or left out by each site before
         any sum (``"drop"``: complete cases; :attr:`FedLSAResults.n_dropped` and a
         warning give the counts per site), as in :func:`fits.analysis.glm.fit_glm`.
+        The offset and weights columns follow the same policy.
+    offset : str, optional
+        A numeric column subtracted from the target (statsmodels' ``offset``): the fit
+        is of ``y - offset``, its coefficient fixed to 1.
+    weights : str, optional
+        A column of non-negative prior weights: weighted least squares (statsmodels'
+        ``WLS(weights=)``), each row entering Algorithm 1 as ``(sqrt(w) x,
+        sqrt(w) (y - offset))`` (module docstring).  A site whose weights are all 0 is
+        an error naming it.
 
     Returns
     -------
@@ -1599,6 +1636,9 @@ def fedlsa(
         raise ValueError(
             f"missing must be one of {', '.join(map(repr, MISSING_POLICIES))}, got {missing!r}"
         )
+    for what, col in (("offset", offset), ("weights", weights)):
+        if col is not None and not isinstance(col, str):
+            raise FedLSAError(f"{what} must be a column name (a str), got {col!r}")
     own = transport is None
     if own:
         if tables is None:
@@ -1611,8 +1651,8 @@ def fedlsa(
     assert transport is not None
     try:
         up0, down0 = sum(transport.uploaded_bytes), sum(transport.downloaded_bytes)
-        used = None if features is None else [target, *features]
-        schema, _ = schema_round(transport, kinds=kinds, columns=used, target=target)
+        used, more = fit_columns(target, features, (offset, weights))
+        schema, _ = schema_round(transport, kinds=kinds, columns=used, target=target, exclude=more)
         if target not in schema.names:
             raise FedLSAError(
                 f"target column {target!r} is not in the tables; columns: {schema.names}"
@@ -1623,7 +1663,9 @@ def fedlsa(
                 f"target {target!r} is not numeric (its values are {tspec.dtype}); FedLSA "
                 "fits a linear regression of a numeric target: code it as numbers"
             )
-        spec = DesignSpec.from_schema(schema, target, features, missing=missing)
+        spec = DesignSpec.from_schema(
+            schema, target, features, missing=missing, offset=offset, weights=weights
+        )
         st = standardization_round(transport, spec)
         dropped = dropped_note(st, transport.client_names)
         if dropped:
