@@ -43,16 +43,21 @@ def _quiet_interrupt_hook(hook: Hook) -> Hook:
 
 
 def _stopped_while_loading(signum: int, frame: FrameType | None) -> None:
-    """SIGTERM or SIGHUP before the command handles them: say so and exit with
-    ``128 + signum`` (SystemExit: Python's own clean-up runs, and it has no traceback).
-    A second signal ends the process at once, as it did before."""
+    """SIGTERM or SIGHUP before the command handles them: say so and end the process
+    with ``128 + signum`` at once (``os._exit``).
+
+    Not by raising SystemExit: an exception raised in a signal handler can be lost when
+    the signal lands in C code that clears errors. Seen: SIGTERM during the ``compile``
+    of a pandas module being imported; the message was printed, the import went on, and
+    the command wrote its output and exited 0. While loading, a command has opened no
+    file to write and holds nothing to clean up, so ending at once loses nothing."""
     end_of_loading()
     name = signal.Signals(signum).name
     try:  # os.write: a signal handler may run in the middle of a write to sys.stderr
         os.write(2, f"\nerror: interrupted by {name}; nothing was written\n".encode())
     except OSError:  # stderr closed: the exit status says it
         pass
-    raise SystemExit(128 + signum)
+    os._exit(128 + signum)
 
 
 def end_of_loading() -> None:

@@ -49,6 +49,25 @@ def test_sigterm_while_the_command_loads_ends_as_a_stopped_command(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["stop_here.py"]  # no marker
 
 
+def test_sigterm_while_loading_ends_even_where_its_exception_would_be_lost(tmp_path):
+    """A SystemExit raised in the handler was lost once: SIGTERM landed in the compile of
+    a pandas module under import, which cleared the error, and the command went on to
+    write its output and exit 0 after printing "nothing was written". Here the import
+    under way swallows what the signal raises; the process must still end, with 143."""
+    swallow = "import os, signal\ntry:\n    os.kill(os.getpid(), signal.SIGTERM)\n"
+    swallow += "except BaseException:\n    pass\n"
+    (tmp_path / "swallow.py").write_text(swallow)
+    marker = tmp_path / "loaded"
+    code = f"import fits.cli\nimport swallow\nopen({str(marker)!r}, 'w').close()"
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    res = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env
+    )
+    assert res.stderr.strip() == "error: interrupted by SIGTERM; nothing was written"
+    assert res.returncode == 128 + signal.SIGTERM
+    assert not marker.exists()
+
+
 def test_a_sigterm_ignored_by_the_caller_stays_ignored(tmp_path):
     (tmp_path / "stop_here.py").write_text(_SIGTERM_ON_IMPORT)
     code = "import signal\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
