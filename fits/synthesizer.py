@@ -139,6 +139,69 @@ def _restore(cls: type[FITSSynthesizer], version: str) -> FITSSynthesizer:
     return cls.__new__(cls)
 
 
+#: What a saved synthesizer's pickle may name besides fits' own classes (dataclasses,
+#: enums, kernels, the synthesizer) and :func:`_restore`: numpy's arrays and random
+#: generators, and plain containers and values (:class:`_SavedUnpickler`).
+_SAFE_GLOBALS = frozenset(
+    {
+        ("numpy", "dtype"),
+        ("numpy", "ndarray"),
+        *(
+            (f"numpy.{core}.multiarray", n)
+            for core in ("core", "_core")
+            for n in ("_reconstruct", "scalar")
+        ),
+        *((f"numpy.{core}.numeric", "_frombuffer") for core in ("core", "_core")),
+        ("numpy.random._pickle", "__bit_generator_ctor"),
+        ("numpy.random._pickle", "__generator_ctor"),
+        ("numpy.random._pickle", "__randomstate_ctor"),
+        ("numpy.random.bit_generator", "SeedSequence"),
+        ("numpy.random.bit_generator", "__pyx_unpickle_SeedSequence"),
+        ("numpy.random._pcg64", "PCG64"),
+        ("numpy.random._pcg64", "PCG64DXSM"),
+        ("numpy.random._mt19937", "MT19937"),
+        ("numpy.random._philox", "Philox"),
+        ("numpy.random._sfc64", "SFC64"),
+        ("numpy.random._generator", "Generator"),
+        ("copyreg", "_reconstructor"),
+        ("collections", "OrderedDict"),
+        ("_codecs", "encode"),
+        ("decimal", "Decimal"),
+        *(("datetime", n) for n in ("date", "datetime", "time", "timedelta", "timezone")),
+        *(
+            ("builtins", n)
+            for n in ("set", "frozenset", "complex", "slice", "range", "bytearray", "object")
+        ),
+    }
+)
+
+
+class _ForeignGlobal(pickle.UnpicklingError):
+    """A saved synthesizer's file names a global no saved synthesizer holds."""
+
+
+class _SavedUnpickler(pickle.Unpickler):
+    """Reads a saved synthesizer, refusing any other global than those a saved one
+    holds (:data:`_SAFE_GLOBALS`, fits' data classes, kernels and synthesizers, and
+    :func:`_restore`): a pickle may name any function and call it as it is read
+    (``os.system``), so a file from elsewhere must not run code by being loaded."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) in _SAFE_GLOBALS or (module, name) == (__name__, "_restore"):
+            return super().find_class(module, name)
+        if module == "fits" or module.startswith("fits."):
+            import dataclasses
+            import enum
+
+            obj = super().find_class(module, name)
+            if isinstance(obj, type) and (
+                dataclasses.is_dataclass(obj)
+                or issubclass(obj, enum.Enum | Kernel | FITSSynthesizer)
+            ):
+                return obj
+        raise _ForeignGlobal(f"{module}.{name}")
+
+
 class NotConnectedError(RuntimeError):
     """A fitted synthesizer was asked to sample while not connected to its sites
     (after :meth:`FITSSynthesizer.load` or unpickling): call
@@ -1020,13 +1083,24 @@ class FITSSynthesizer(BaseEstimator):
         return f"save: this synthesizer cannot be saved (pickle: {exc})"
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> FITSSynthesizer:
+    def load(cls, path: str | os.PathLike[str], *, trusted: bool = False) -> FITSSynthesizer:
         """Load a synthesizer written by :meth:`save` (not yet connected to its sites).
+
+        The file is a pickle, and a pickle can name any function to call as it is
+        read.  ``load`` reads only what a saved synthesizer holds (fits' data classes,
+        kernels and synthesizers, numpy arrays and generators, plain values) and
+        refuses a file that names anything else before calling it; a file from
+        elsewhere cannot run code by being loaded.  ``pickle.load`` on the same file
+        has no such check.
 
         Parameters
         ----------
         path : str or path-like
             A leading ``~`` is the home folder.
+        trusted : bool
+            Read the file with plain ``pickle`` (no check): only for a file you saved
+            yourself that ``load`` refuses (one holding a custom kernel class of
+            yours, say).
 
         Returns
         -------
@@ -1036,8 +1110,9 @@ class FITSSynthesizer(BaseEstimator):
         Raises
         ------
         ValueError
-            ``path`` is no file (missing, or a folder), cannot be read, or is not a
-            saved synthesizer; the message names the path and the fix.
+            ``path`` is no file (missing, or a folder), cannot be read, is not a
+            saved synthesizer, or names a function or class a saved synthesizer never
+            holds; the message names the path and the fix.
         SavedByNewerFitsError
             A ``ValueError``: the file was saved by a newer version of fits (upgrade
             fits, or fit again with this one).
@@ -1051,7 +1126,7 @@ class FITSSynthesizer(BaseEstimator):
             )
         try:
             with open(path, "rb") as fh:
-                obj = pickle.load(fh)
+                obj = pickle.load(fh) if trusted else _SavedUnpickler(fh).load()
         except FileNotFoundError:
             raise ValueError(
                 f"load: no file {where}; give the path that save wrote (save returns it), "
@@ -1064,6 +1139,12 @@ class FITSSynthesizer(BaseEstimator):
             ) from None
         except SavedByNewerFitsError as exc:
             raise SavedByNewerFitsError(f"load: {where}: {exc}") from None
+        except _ForeignGlobal as exc:
+            raise ValueError(
+                f"load: {where} names {exc}, which a saved FITSSynthesizer never holds, so "
+                "it was not read (a pickle may run code as it is read); if you saved it "
+                "yourself and trust it, load it with FITSSynthesizer.load(path, trusted=True)"
+            ) from None
         except (pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError) as exc:
             # ValueError: a pickle protocol newer than this Python's, among others
             raise ValueError(f"{path}: not a saved FITSSynthesizer ({exc})") from exc

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import os
 import warnings
 
 import numpy as np
@@ -179,6 +180,69 @@ def test_a_pickle_of_a_newer_protocol_is_not_a_saved_synthesizer(tmp_path):
     path.write_bytes(b"\x80\x09garbage")
     with pytest.raises(ValueError, match=r"not a saved FITSSynthesizer \(unsupported pickle"):
         FITSSynthesizer.load(path)
+
+
+class _Payload:
+    """Unpickling this calls os.system: what a file from elsewhere could do."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (os.system, (f"echo ran > {self.marker}",))
+
+
+def test_load_runs_no_code_from_a_file_that_is_not_a_saved_synthesizer(tmp_path):
+    """load was a plain pickle.load: a file naming os.system ran it while being read
+    (and only then was refused as "not a saved synthesizer"). It is refused before any
+    call, naming the global and the escape for a trusted file; saved files load."""
+    import pickle
+
+    marker = tmp_path / "ran.txt"
+    evil = tmp_path / "evil.pkl"
+    evil.write_bytes(pickle.dumps(_Payload(marker)))
+    with pytest.raises(ValueError, match=r"names posix\.system|names nt\.system") as info:
+        FITSSynthesizer.load(evil)
+    assert "trusted=True" in str(info.value) and not marker.exists()
+    wrapped = tmp_path / "wrapped.pkl"  # inside a synthesizer's state, too
+    synth = _fitted(tmp_path)
+    synth.payload_ = _Payload(marker)
+    wrapped.write_bytes(pickle.dumps(synth))
+    with pytest.raises(ValueError, match="which a saved FITSSynthesizer never holds"):
+        FITSSynthesizer.load(wrapped)
+    assert not marker.exists()
+    with pytest.raises(ValueError, match="holds a int"):  # trusted: plain pickle, as before
+        FITSSynthesizer.load(evil, trusted=True)
+    assert marker.read_text().strip() == "ran"
+
+
+def test_saved_synthesizers_of_every_kind_load_under_the_check(tmp_path):
+    """What the check lets through covers what saved synthesizers hold: kernels (the
+    Gaussian's instance), tuned smoothing, boosted columns, rules, generators."""
+    from fits.core.kernels import GaussianKernel
+
+    rng = np.random.default_rng(0)
+    n = 300
+    table = pd.DataFrame(
+        {
+            "x": rng.normal(size=n),
+            "d": pd.date_range("2020-01-01", periods=n, tz="Europe/Paris"),
+            "c": pd.Categorical(rng.choice(["u", "v"], n)),
+            "b": rng.random(n) < 0.5,
+            "i": pd.array(rng.integers(0, 5, n), dtype="Int64"),
+        }
+    )
+    table["y"] = 2 * table["x"] + 1 + rng.normal(size=n) * 0.01
+    table["e"] = table["i"].astype(float) * 3
+    for params in (
+        {"kernel": GaussianKernel(0.3)},
+        {"column_models": {"y": "boosting"}},
+        {"smoothing": "auto"},
+    ):
+        synth = FITSSynthesizer(seed=0, **params).fit([table, table.copy()])
+        loaded = FITSSynthesizer.load(synth.save(tmp_path / "s.pkl"))
+        assert loaded.get_params().keys() == synth.get_params().keys()
+        assert loaded.schema_.names == synth.schema_.names
 
 
 def test_copies_and_clones_keep_working(tmp_path):
@@ -401,3 +465,29 @@ def test_the_release_check_counts_copies_of_rows_dated_past_2262():
     check.update(synthetic)
     assert check.result().copies == 1
     assert check.result().copies_by_site == {"a": 1}
+
+
+@pytest.mark.parametrize(
+    ("column", "dtype", "held"),
+    [("flag", "string", "[False, True] (bool)"), ("g", "bool", "['u', 'v'] (str)")],
+)
+def test_a_schema_whose_dtype_cannot_hold_its_labels_is_refused(tmp_path, column, dtype, held):
+    """A bool column's "dtype" edited to "string" gave True in every synthetic row (the
+    labels went out as text, and any text is true); a text column's edited to "bool"
+    too. The schema file is refused, naming the column, the dtype and the labels."""
+    import json
+
+    from fits.core.schema import Schema
+
+    rng = np.random.default_rng(0)
+    table = pd.DataFrame(
+        {"x": rng.normal(size=80), "flag": rng.random(80) < 0.3, "g": rng.choice(["u", "v"], 80)}
+    )
+    d = json.loads(FITSSynthesizer(seed=0).fit([table, table.copy()]).schema_.to_json())
+    Schema.from_dict(d)  # as written: fine
+    for entry in d["columns"]:
+        if entry["name"] == column:
+            entry["dtype"] = dtype
+    with pytest.raises(SchemaError, match=rf'column {column!r}: "dtype" is {dtype!r}') as info:
+        Schema.from_dict(d)
+    assert held in str(info.value)

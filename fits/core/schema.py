@@ -798,6 +798,7 @@ class ColumnSpec:
             value = d.get(key)
             if value is not None and not isinstance(value, str):
                 raise SchemaError(f'column {name!r}: "{key}" must be text (or null), got {value!r}')
+        _check_label_types(name, d.get("dtype"), cats, d.get("parsed") or d.get("markers"))
         return cls(
             name=name,
             kind=str(d["kind"]),
@@ -821,6 +822,40 @@ class ColumnSpec:
             markers=dict(d["markers"]) if d.get("markers") else None,
             parsed=d.get("parsed"),
             decimal_scale=d.get("decimal_scale"),
+        )
+
+
+#: The JSON types of a schema file's categories each dtype reads its labels back as.
+_LABEL_TYPES: dict[str, tuple[type, ...]] = {
+    "bool": (bool,),
+    "int": (int,),
+    "float": (int, float),
+    "string": (str,),
+}
+
+
+def _check_label_types(name: str, dtype: Any, cats: list[Any] | None, parsed: Any) -> None:
+    """Refuse a schema file whose ``dtype`` cannot hold its column's categories: a bool
+    column's ``"dtype"`` edited to ``"string"`` gave True in every synthetic row (its
+    labels False and True went out as text, and any text is true), a text column's
+    edited to ``"bool"`` the same, without a word.  Columns read from text as numbers
+    or dates (``parsed``, ``markers``) keep their own labels and are not checked."""
+    expected = _LABEL_TYPES.get(str(dtype)) if dtype is not None else None
+    if expected is None or not cats or parsed:
+        return
+    wrong = [  # a JSON true is an int to Python: only a bool column holds one
+        c
+        for c in cats
+        if c is not None
+        and (dtype != "bool" if isinstance(c, bool) else not isinstance(c, expected))
+    ]
+    if wrong:
+        kinds = sorted({type(c).__name__ for c in wrong})
+        raise SchemaError(
+            f'column {name!r}: "dtype" is {dtype!r}, but its "categories" hold '
+            f"{wrong[:3]!r} ({', '.join(kinds)}), which a {dtype} column cannot give back "
+            'in the output; set "dtype" back to what `fits schema` wrote, or write the '
+            "schema again"
         )
 
 
