@@ -100,7 +100,9 @@ def test_private_fit_with_drop_is_bit_for_bit_the_predropped_one(
         res = fit_glm(tables, "died", ["age", "bmi"], missing="drop", **kw)
         ref = fit_glm(pre, "died", ["age", "bmi"], **kw)
     np.testing.assert_array_equal(res.params.to_numpy(), ref.params.to_numpy())
-    assert "rows each site left out" in str(res.privacy_scope)
+    scope = str(res.privacy_scope)
+    assert "each site's count of the rows it left out for a missing value" in scope
+    assert "the standardization sums, each site's count" in scope  # a list, not "and ... and"
     assert "left out" not in str(ref.privacy_scope)
 
 

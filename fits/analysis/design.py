@@ -390,9 +390,21 @@ class DesignBuilder:
         Which columns enter the design.
     site : str
         The site's name, for error messages.
+    markers : mapping, optional
+        Column -> ``{text: count}``: the text values that reading the site's table as
+        numbers turned into missing values (the ``"markers"`` of
+        :func:`fits.core.schema.parse_text_columns`).  In the offset, exposure or weights
+        column they are an error whatever the missing policy (:meth:`_check_text`).
     """
 
-    def __init__(self, frame: pd.DataFrame, spec: DesignSpec, *, site: str = "site") -> None:
+    def __init__(
+        self,
+        frame: pd.DataFrame,
+        spec: DesignSpec,
+        *,
+        site: str = "site",
+        markers: Mapping[str, Mapping[str, int]] | None = None,
+    ) -> None:
         self.spec = spec
         self.site = site
         wanted = list(spec.numeric) + list(spec.nominal) + spec.extra_columns
@@ -401,6 +413,7 @@ class DesignBuilder:
         missing = [c for c in wanted if c not in frame.columns]
         if missing:
             raise DesignError(f"{site}: column(s) {missing} missing from the site's table")
+        self._check_text(frame, markers or {})
         frame = _na_labels_of_design(frame, spec)
         #: Rows left out for a missing value (``spec.missing == "drop"``).
         self.n_dropped = 0
@@ -416,6 +429,47 @@ class DesignBuilder:
         }
         self._target = frame[spec.target] if spec.target is not None else None
         self._extra = {c: frame[c] for c in spec.extra_columns}
+
+    def _extra_kind(self, name: str) -> str:
+        """``"offset"``, ``"exposure"`` or ``"weights"``: what the column ``name`` is."""
+        return next(
+            what
+            for what, col in (
+                ("offset", self.spec.offset),
+                ("exposure", self.spec.exposure),
+                ("weights", self.spec.weights),
+            )
+            if col == name
+        )
+
+    def _check_text(self, frame: pd.DataFrame, markers: Mapping[str, Mapping[str, int]]) -> None:
+        """Refuse text in the offset, exposure or weights column, before any row is
+        dropped: a word there ("heavy") is a value that is wrong, not a missing one, so
+        neither policy may leave its row out silently (was: reported as a missing value,
+        and dropped with missing="drop").  ``markers`` are the words that reading the
+        table as numbers made missing; a column still of text holds them itself."""
+        for name in self.spec.extra_columns:
+            found = dict(markers.get(name, {}))
+            s = frame[name]
+            if not found and (
+                pd.api.types.is_object_dtype(s.dtype) or pd.api.types.is_string_dtype(s.dtype)
+            ):
+                present = s.dropna()
+                numbers = pd.to_numeric(present.astype(str).str.strip(), errors="coerce")
+                found = present[numbers.isna().to_numpy()].astype(str).value_counts().to_dict()
+            if not found:
+                continue
+            what, shown = self._extra_kind(name), list(found)[:5]
+            listed = ", ".join(f"{v!r} ({int(found[v])})" for v in shown)
+            more = f" and {len(found) - len(shown)} other(s)" if len(found) > len(shown) else ""
+            raise DesignError(
+                f"{self.site}: {what} column {name!r} holds text where numbers belong: "
+                f"{listed}{more} (text is not a missing value, so missing='drop' does not "
+                "leave those rows out): correct the values in the site's table; if the text "
+                f"marks a missing value, read it as missing (fits analyze --na-values "
+                f"{name}={shown[0]}; in Python, replace it by NaN) and leave those rows out "
+                "with missing='drop' (fits analyze --missing drop)"
+            )
 
     def _complete_rows(self, frame: pd.DataFrame) -> pd.DataFrame:
         """The rows holding a value of the target and of every numeric feature
@@ -1087,11 +1141,27 @@ def _restrict(
     return out, {c: k for c, k in (kinds or {}).items() if c in wanted}
 
 
-def dropped_note(st: Standardization, sites: Sequence[str]) -> str | None:
+def dropped_note(
+    st: Standardization, sites: Sequence[str], spec: DesignSpec | None = None
+) -> str | None:
     """The warning that names the rows each site left out for a missing value
-    (``missing="drop"``); None when no site left out any."""
+    (``missing="drop"``); None when no site left out any.  With ``spec``, its offset,
+    exposure and weights columns are named among the columns whose missing values
+    count."""
     if st.n_dropped is None or not st.n_dropped.any():
         return None
+    columns = "the target or a numeric feature"
+    if spec is not None and spec.extra_columns:
+        extra = " or ".join(
+            f"the {what} column {col!r}"
+            for what, col in (
+                ("offset", spec.offset),
+                ("exposure", spec.exposure),
+                ("weights", spec.weights),
+            )
+            if col is not None
+        )
+        columns = f"the target, a numeric feature or {extra}"
     total = int(st.n_dropped.sum())
     per = ", ".join(
         f"{name!r} {int(k)} of {int(k + n)}"
@@ -1099,8 +1169,8 @@ def dropped_note(st: Standardization, sites: Sequence[str]) -> str | None:
         if k
     )
     return (
-        f"missing='drop': {total} row(s) missing a value of the target or a numeric "
-        f"feature were left out ({per}); the fit uses the other {int(st.n_rows.sum())}"
+        f"missing='drop': {total} row(s) missing a value of {columns} were left out "
+        f"({per}); the fit uses the other {int(st.n_rows.sum())}"
     )
 
 
@@ -1178,6 +1248,14 @@ class DesignSite:
             raise TypeError(f"{name}: expected a pandas DataFrame, got {type(data).__name__}")
         if data.shape[0] == 0:
             raise SchemaError(f"{name}: the table is empty; every site needs rows")
+        counts = pd.Series(data.columns).value_counts(sort=False)
+        if (counts > 1).any():  # was: AttributeError, data[name] a DataFrame
+            which = ", ".join(f"{c!r} ({int(k)} times)" for c, k in counts[counts > 1].items())
+            raise SchemaError(
+                f"{name}: the table names column(s) {which} more than once; every column "
+                "needs its own name: rename or remove the repeated column(s) (e.g. "
+                "df.loc[:, ~df.columns.duplicated()] keeps the first of each)"
+            )
         self.name = name
         self.data = data
         self.builder: DesignBuilder | None = None
@@ -1205,6 +1283,12 @@ class DesignSite:
         declared = json.loads(str(msg.config.get("declared", "{}")))
         # text that is really numbers or dates is read as such, as a synthesis site does
         self.data, notes = parse_text_columns(self.data, declared)
+        #: Per column the text values reading it as numbers made missing.
+        self.text_markers = {
+            name: dict(note.get("markers") or {})
+            for name, note in notes.items()
+            if note.get("as") == "number" and note.get("markers")
+        }
         desc = describe_table(self.data, declared, client=self.name, notes=notes)
         return Message(
             "setup",
@@ -1214,7 +1298,9 @@ class DesignSite:
 
     def _moments(self, msg: Message) -> Message:
         spec = DesignSpec.from_json(str(msg.config["design"]))
-        self.builder = DesignBuilder(self.data, spec, site=self.name)
+        self.builder = DesignBuilder(
+            self.data, spec, site=self.name, markers=getattr(self, "text_markers", None)
+        )
         return Message("moments", self.builder.moments())
 
     def design(self, standardization: Standardization) -> np.ndarray:

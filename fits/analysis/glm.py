@@ -1161,6 +1161,26 @@ class _Run:
             "analyze --step) or fit with method newton"
         )
 
+    def moved_away(self, distance: float, start: float) -> DesignError:
+        """The error of a fit without privacy that ended farther from the pooled
+        maximum-likelihood estimate than its start theta = 0 is (``distance`` and
+        ``start`` in standard errors, :func:`_covariance`): its steps moved it away, so
+        its coefficients are not returned (was: x1 = -3.4e117, exit 0, "run more
+        iterations")."""
+        times = f"{distance / start:.3g} times as far" if start > 0 else "farther"
+        head = (
+            f"the {self.method} estimate ended {times} from the pooled maximum-likelihood "
+            f"estimate (Fisher metric) as its start theta = 0: after {self.rounds} fitting "
+            "round(s) it has moved away from the estimate instead of towards it"
+        )
+        if self.method == "fedhybrid":
+            fix = "give smaller step sizes (eta1=, eta2=; fits analyze --step)"
+        else:
+            fix = "give a smaller step size (eta=; fits analyze --step)"
+        if self.method != "newton":
+            fix += " or fit with method newton"
+        return DesignError(f"{head}: the iterations diverged, the step is too large; {fix}")
+
 
 def _fedsgd(
     run: _Run,
@@ -1339,6 +1359,38 @@ PRIVATE_NOTE = (
 MLE_DISTANCE_WARN = 0.1
 
 
+#: FedAvg and FedNewton without privacy count as diverged only when their estimate is
+#: more than this many times as far from the pooled MLE as the start theta = 0: their
+#: federation bias alone can put them farther than the start (:func:`_moved_away`).
+MOVED_AWAY_BIASED = 1000.0
+
+
+def _moved_away(method: str, distance: float, start: float) -> bool:
+    """Whether a fit without privacy ended farther from the pooled maximum-likelihood
+    estimate than its start theta = 0 (``distance`` and ``start`` in standard errors at
+    the estimate, :func:`_covariance`), i.e. its steps moved it away: its step is too
+    large.
+
+    ``newton``, FedSGD and FedHybrid converge to the MLE without noise, and a stable
+    gradient step of a linear fit never increases the distance in the Fisher metric
+    (each step multiplies the error by I - eta X'X / n, a contraction in that metric): an
+    estimate farther than the start, and more than :data:`MLE_DISTANCE_WARN` standard
+    errors from the MLE (closer it has arrived, whatever the start), has diverged.
+    FedAvg and FedNewton converge to a point off the MLE (the federation bias of the
+    paper's sec. 3, measured at 1.9-3.7 standard errors), which on a target the features
+    hardly explain (the MLE near 0) is farther than the start (FedNewton at its default
+    step: 1.3 times as far on a pure-noise target): for them only a ratio ``distance /
+    start`` above :data:`MOVED_AWAY_BIASED` counts, with ``distance`` above 1 standard
+    error (diverged runs measured 1e13 to 1e15 times).  The ratio is free of the scale:
+    a diverged linear fit's residual variance, hence its standard errors, are
+    astronomically large, and both distances are measured in them.  A choice, not the
+    paper's: the paper runs its methods with privacy, where this check is not made.
+    """
+    if method in ("fedavg", "fednewton"):
+        return distance > 1.0 and distance > MOVED_AWAY_BIASED * start
+    return distance > max(start, MLE_DISTANCE_WARN)
+
+
 #: A feature whose variance inflation factor (below) reaches this gets a
 #: :class:`GLMWarning`: R^2 >= 0.999 on the other features, its standard error at least
 #: 31.6 times what it would be alone (statsmodels' summary warns on the design's
@@ -1395,17 +1447,28 @@ def _inflation_note(info: np.ndarray, names: Sequence[str]) -> str | None:
 
 
 def _covariance(
-    replies: Sequence[Message], p: int, n_obs: int, linear: bool, robust: bool
-) -> tuple[np.ndarray | None, float | None, str | None, float | None]:
-    """The coefficients' covariance from the ``glm_fisher`` replies: (cov, scale,
-    note, distance), cov None and a note saying why when it cannot be computed;
-    distance: sqrt(g' I^-1 g / scale), g the pooled score at the estimate, the length
-    in standard errors of the Newton step to the pooled maximum-likelihood estimate."""
+    replies: Sequence[Message],
+    p: int,
+    n_obs: int,
+    linear: bool,
+    robust: bool,
+    theta: np.ndarray | None = None,
+) -> tuple[np.ndarray | None, float | None, str | None, float | None, float | None]:
+    """The coefficients' covariance from the ``glm_fisher`` replies at the estimate theta:
+    (cov, scale, note, distance, start), cov None and a note saying why when it cannot be
+    computed; distance: sqrt(g' I^-1 g / scale), g the pooled score at the estimate, the
+    length in standard errors of the Newton step to the pooled maximum-likelihood
+    estimate theta_hat = theta - I^-1 g; start: in the same metric, the distance
+    sqrt(theta_hat' I theta_hat / scale) from the start theta = 0 to theta_hat (both
+    exact for the linear family, whose loss is quadratic; for the others, those of the
+    quadratic approximation of the loss at the estimate).  ``distance > start`` says the
+    fit ended farther from the estimate it seeks than it began: it moved away."""
     info = sum(unpack_symmetric(r.arrays["info"], p) for r in replies)
     scale = 1.0
     if linear:
         if n_obs <= p:
-            return None, None, f"no standard errors: {n_obs} rows for {p} coefficients", None
+            why = f"no standard errors: {n_obs} rows for {p} coefficients"
+            return None, None, why, None, None
         scale = float(sum(float(r.arrays["rss"][0]) for r in replies)) / (n_obs - p)
     vals = np.linalg.eigvalsh(info)
     if not (np.all(np.isfinite(vals)) and vals[0] > 1e-12 * max(vals[-1], 1e-300)):
@@ -1413,7 +1476,7 @@ def _covariance(
             "no standard errors: the Fisher information at the estimate is singular or "
             "not finite (e.g. fitted probabilities of 0 or 1 under separation)"
         )
-        return None, None, why, None
+        return None, None, why, None, None
     inv = np.linalg.inv(info)
     inv = (inv + inv.T) / 2.0
     if robust:
@@ -1423,8 +1486,12 @@ def _covariance(
         cov = scale * inv
     g = np.sum([r.arrays["score"] for r in replies], axis=0)
     # scale 0 (linear, residuals exactly 0): no standard error to measure it in (was: inf)
-    distance = math.sqrt(max(float(g @ inv @ g), 0.0) / scale) if scale > 0 else None
-    return (cov + cov.T) / 2.0, scale, None, distance
+    distance = start = None
+    if scale > 0:
+        distance = math.sqrt(max(float(g @ inv @ g), 0.0) / scale)
+        hat = (np.zeros(p) if theta is None else np.asarray(theta, dtype=np.float64)) - inv @ g
+        start = math.sqrt(max(float(hat @ info @ hat), 0.0) / scale)
+    return (cov + cov.T) / 2.0, scale, None, distance, start
 
 
 # ---------------------------------------------------------------------- design checks
@@ -1901,13 +1968,13 @@ class GLMResults:
         (docs/analysis.md, "What is released without noise"); None without privacy."""
         if self.privacy is None:
             return None
-        exact = [
-            "the setup round (row counts, categories, min/max)",
-            "the standardization sums"
-            + (" and the rows each site left out" if self.spec.missing == "drop" else ""),
+        exact = ["the setup round (row counts, categories, min/max)", "the standardization sums"]
+        if self.spec.missing == "drop":  # the count alone: the rows themselves stay
+            exact.append("each site's count of the rows it left out for a missing value")
+        exact.append(
             "each site's design null space"
-            + (" with its nearly collinear directions" if self.near_checked else ""),
-        ]
+            + (" with its nearly collinear directions" if self.near_checked else "")
+        )
         if self.clip_data_driven:
             exact.append("the clipping percentile")
         if self.separation_checked:
@@ -2566,7 +2633,7 @@ def _fit(
     spec = _label_target(spec, schema, family, positive)
     p = spec.n_columns
     st = standardization_round(transport, spec)
-    dropped = dropped_note(st, transport.client_names)
+    dropped = dropped_note(st, transport.client_names, spec)
     if dropped:
         warnings.warn(dropped, GLMWarning, stacklevel=3)
     n_rows = st.n_rows
@@ -2686,7 +2753,11 @@ def _fit(
         )
         fisher = transport.broadcast(request)
         rounds += 1
-        cov, scale, why, distance = _covariance(fisher, p, int(n_rows.sum()), linear, robust)
+        cov, scale, why, distance, start = _covariance(
+            fisher, p, int(n_rows.sum()), linear, robust, theta
+        )
+        if distance is not None and start is not None and _moved_away(method, distance, start):
+            raise run.moved_away(distance, start)
         if cov is not None:
             info = sum(unpack_symmetric(r.arrays["info"], p) for r in fisher)
             inflated = _inflation_note(np.asarray(info), spec.feature_names)

@@ -75,6 +75,24 @@ Choices the paper leaves open (stated here and in ``docs/analysis.md``)
   Gaussian rows and smaller for heavy-tailed ones.  A rule on the largest row (every factor
   non-expansive) was tried first and was far too timid: one rare category (Bike's
   ``holiday``) made ``max s`` 30 times ``E s``.
+* **Steps that are too large** (the paper leaves this open: assumption A1 takes
+  ``eta < eta_{infty,p}`` as given and names no way to compute ``eta_{infty,p}`` from
+  the data).  The same average multiplier is below 1 exactly when
+  ``eta < d / E[s^2] = E[s] / E[s^2]`` (:func:`step_bound`; on the raw design,
+  ``P = I``, the factor is ``1 - 2 eta E[s] / d + 2 eta^2 E[s^2] / d``, the same
+  bound), twice the default; for batches, twice the batch form of
+  :func:`default_step_size`.  A user's step whose first (largest) value ``eta_1`` is at or
+  above it is refused before the first round of Algorithm 1 (:class:`FedLSAError`
+  naming the bound and the default): beyond it the iterates grow in mean square (was: a
+  step of 1 returned an intercept of 2e19 and ``converged: true``).  It is an average over
+  directions: a direction whose rows are much more heavy-tailed than the rest can still
+  be unstable below it, so the run is guarded too: a main iterate whose norm exceeds
+  :data:`DIVERGENCE_FACTOR` ``= 10^6`` times its scale in the first unit of
+  ``sum_t eta_t H_t`` (``||theta_t|| / min(1, sum_{s<=t} eta_s H_s)``, about
+  ``||theta_star||`` while the start is being forgotten) stops the run with the
+  "diverged" error, as a non-finite one does.  The factor is a choice: a stable run from
+  ``theta_0 = 0`` stays within a few times that scale on the preconditioned design, and an
+  unstable one grows geometrically, so a large factor costs only a few rounds.
 * **Intervals.**  Per coefficient: the paper's empirical-quantile interval (section 6,
   "EQ" in section 7) ``[theta_j - q_{1-alpha/2}, theta_j - q_{alpha/2}]`` with ``q`` the
   quantiles of ``theta^b_j - theta_j`` over the M bootstrap sequences.  Joint region
@@ -237,6 +255,7 @@ __all__ = [
     "fedlsa_arrays",
     "local_updates",
     "run_fedlsa",
+    "step_bound",
 ]
 
 #: Beta(a, b) draws, standardized and shifted to mean 1, are the bootstrap weights.
@@ -687,7 +706,8 @@ class LSASite:
                 w = np.ones(self._m + 1)
                 w[1:] = bootstrap_weights(self._wrng, self._m)
                 idx = self._order[self._bounds[k] : self._bounds[k + 1]]
-                out = batch_step(out, self._x[idx], self._y[idx], eta, w, self._z[idx])
+                with np.errstate(over="ignore", invalid="ignore"):  # the coordinator's error
+                    out = batch_step(out, self._x[idx], self._y[idx], eta, w, self._z[idx])
             self._used += h
             return Message("lsa_round", {"theta": out})
         if self._sampling == "without_replacement":
@@ -701,7 +721,10 @@ class LSASite:
         self._used += h
         w = np.ones((h, self._m + 1))
         w[:, 1:] = bootstrap_weights(self._wrng, (h, self._m))
-        out = local_updates(theta, self._x[idx], self._y[idx], eta, w, self._z[idx])
+        # an overflow (a step too large) sends inf or NaN: the coordinator stops with an
+        # error naming the step, without numpy's warnings
+        with np.errstate(over="ignore", invalid="ignore"):
+            out = local_updates(theta, self._x[idx], self._y[idx], eta, w, self._z[idx])
         return Message("lsa_round", {"theta": out})
 
     def export_state(self) -> dict:
@@ -1269,6 +1292,8 @@ def run_fedlsa(
             eta0 = step_size if explicit_step else default_step_size(s1, s2, batch, d)
             schedule = OnePassSchedule(rounds, float(eta0), local_steps)  # type: ignore[arg-type]
         assert isinstance(schedule, OnePassSchedule)
+        if explicit_step:
+            _check_step_size(schedule, s1, s2, batch, d)
         if schedule.rounds <= schedule.burn_in_rounds:
             asked = (
                 f"only {schedule.rounds} rounds were asked for"
@@ -1301,23 +1326,26 @@ def run_fedlsa(
         assert schedule is not None
         schedule = schedule.with_step_size(default_step_size(s1, s2))
     assert schedule is not None
+    if explicit_step and not one_pass:  # one_pass: checked above, before its burn-in
+        _check_step_size(schedule, s1, s2, 1, d)
     horizon = float(np.sum(schedule.etas() * schedule.hs()))
     theta = np.zeros((n_bootstrap + 1, d))  # theta_0 = 0 for every sequence
+    guard = _DivergenceGuard()
     if on_round is not None:
         on_round(0, int(schedule.rounds))
     for t in range(1, schedule.rounds + 1):
-        config_t: dict[str, ConfigValue] = {
-            "round": t,
-            "eta": schedule.eta(t),
-            "local_steps": schedule.h(t),
-        }
+        eta_t, h_t = schedule.eta(t), schedule.h(t)
+        config_t: dict[str, ConfigValue] = {"round": t, "eta": eta_t, "local_steps": h_t}
         out = transport.broadcast(Message("lsa_round", {"theta": theta}, config_t))
-        theta = np.einsum("c,csd->sd", p, np.stack([r.arrays["theta"] for r in out]))
+        with np.errstate(over="ignore", invalid="ignore"):  # not finite: the error below
+            theta = np.einsum("c,csd->sd", p, np.stack([r.arrays["theta"] for r in out]))
         if not np.all(np.isfinite(theta)):
             raise FedLSAError(
-                f"FedLSA diverged in round {t} (eta_t = {schedule.eta(t):.3g}); use a "
-                "smaller step_size"
+                f"FedLSA diverged in round {t} (eta_t = {eta_t:.3g}): the iterates overflowed; "
+                f"the step is too large: use a smaller step_size (fits analyze --step) or "
+                "leave it to the default"
             )
+        guard.check(t, theta[0], eta_t * h_t)
         if on_round is not None:
             on_round(t, int(schedule.rounds))
     names = list(feature_names) if feature_names is not None else [f"x{j}" for j in range(d)]
@@ -1409,6 +1437,92 @@ def default_step_size(
         return mean_s / ((1.0 + 1.0) * mean_s2)
     d = float(n_features) if n_features else 1.0
     return mean_s / (2.0 * (mean_s2 / batch + (1.0 - 1.0 / batch) * mean_s**2 / d))
+
+
+def step_bound(
+    mean_s: float, mean_s2: float, batch: int = 1, n_features: int | None = None
+) -> float:
+    """The mean-square stability bound on the step (module docstring, "Step sizes").
+
+    ``E[s] / E[s^2]`` (``s = x'Px``) for single rows, ``E[s] / (E[s^2] / b + (1 - 1/b)
+    E[s]^2 / d)`` for batches of ``b`` rows: twice :func:`default_step_size`.  Averaged
+    over the rows, the multipliers (``E w^2 = 2``) and the directions, a local step
+    multiplies the squared error by ``1 - 2 eta E[s]/d + 2 eta^2 E[s^2]/d`` (single
+    rows), which is below 1 exactly when ``eta`` is below this bound; at or above it the
+    iterates grow instead of contracting.  ``inf`` when every row is zero (``E[s^2] = 0``).
+    """
+    if not mean_s2 > 0:
+        return math.inf
+    return 2.0 * default_step_size(mean_s, mean_s2, batch, n_features)
+
+
+def _check_step_size(schedule: Schedule, mean_s: float, mean_s2: float, batch: int, d: int) -> None:
+    """A :class:`FedLSAError` before any round of Algorithm 1 when the schedule's largest
+    step, its first ``eta_1`` (the steps never grow: S1, S2 and the one-pass gains), is at or
+    above :func:`step_bound` (was: a step of 1 returned an intercept of 2e19, "converged")."""
+    bound = step_bound(mean_s, mean_s2, batch, d)
+    eta1 = schedule.eta(1)
+    if eta1 < bound:
+        return
+    default = default_step_size(mean_s, mean_s2, batch, d)
+    first = (
+        f"the first step eta_1 = step_size 2^-gamma_eta = {eta1:.3g}"
+        if schedule.gamma_eta
+        else f"step_size {schedule.step_size:.6g}"
+    )
+    rule = (
+        "E[s] / E[s^2]"
+        if batch <= 1
+        else f"E[s] / (E[s^2] / b + (1 - 1/b) E[s]^2 / d) for batches of b = {batch} rows"
+    )
+    raise FedLSAError(
+        f"{first} is at or above the mean-square stability bound {bound:.3g} of this design "
+        f"({rule}, s = x'Px the squared norm of a row, P the preconditioner; see 'Step "
+        "sizes' in fits.analysis.lsa): from such a step the iterates grow instead of "
+        f"contracting. Use a step below {bound:.3g} (step_size=; fits analyze --step), e.g. "
+        f"the default {default:.3g}, which fits takes when no step is given"
+    )
+
+
+#: The run stops with "diverged" when the main iterate's norm exceeds this many times its
+#: scale in the first unit of ``sum_t eta_t H_t`` (:class:`_DivergenceGuard`).
+DIVERGENCE_FACTOR = 1e6
+
+
+class _DivergenceGuard:
+    """Stops a run whose main iterate grows without bound (a choice beyond the paper,
+    whose assumption A1 takes ``eta < eta_{infty,p}`` for granted).
+
+    From ``theta_0 = 0`` a stable run moves towards ``theta_star``: after ``k`` steps of a
+    small step ``eta`` it has covered about ``min(1, eta k)`` of the way, so
+    ``||theta_t|| / min(1, sum_{s<=t} eta_s H_s)`` estimates ``||theta_star||``.  The
+    reference is the largest of these ratios over the rounds that begin before that sum
+    reaches 1 (the first unit of time, while the start is still being forgotten); a later
+    round whose ``||theta_t||`` exceeds :data:`DIVERGENCE_FACTOR` times it is an error.
+    A stable run on the preconditioned design stays within a few times its reference;
+    an unstable one grows geometrically, so the factor costs only a few rounds.
+    """
+
+    def __init__(self) -> None:
+        self.horizon = 0.0
+        self.scale = 0.0
+
+    def check(self, t: int, theta: np.ndarray, eta_h: float) -> None:
+        """After round ``t`` (``eta_h = eta_t H_t``): update the reference, or raise."""
+        big = float(np.max(np.abs(theta), initial=0.0))
+        with np.errstate(over="ignore"):  # scaled: no overflow below float's largest
+            norm = big * float(np.linalg.norm(theta / big)) if big > 0 else 0.0
+        if self.horizon < 1.0 or self.scale == 0.0:
+            self.horizon += eta_h
+            self.scale = max(self.scale, norm / min(1.0, self.horizon))
+            return
+        if norm > DIVERGENCE_FACTOR * self.scale:
+            raise FedLSAError(
+                f"FedLSA diverged in round {t}: the coefficients' norm grew to {norm:.3g}, "
+                f"more than {DIVERGENCE_FACTOR:.0e} times its scale in the first rounds "
+                f"({self.scale:.3g}); the step is too large: use a smaller step_size "
+                "(fits analyze --step) or leave it to the default"
+            )
 
 
 def _check_one_pass(
@@ -1667,7 +1781,7 @@ def fedlsa(
             schema, target, features, missing=missing, offset=offset, weights=weights
         )
         st = standardization_round(transport, spec)
-        dropped = dropped_note(st, transport.client_names)
+        dropped = dropped_note(st, transport.client_names, spec)
         if dropped:
             warnings.warn(dropped, UserWarning, stacklevel=2)
         if regime == "paper" and sampling == "without_replacement":
