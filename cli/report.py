@@ -332,6 +332,8 @@ def report(
                     "pooled (no --real given)"
                 )
             options = _check_options(task, target, ratio, lam, out, json)
+            if direct and direct_mu is not None:
+                _check_direct_mu(direct_mu)
             _check_outputs(out, json, files, schema, settings)
             _check_clients(files.clients)
             tables = _without_dropped(_read_tables(files, parse_na_values(na_values)), drop)
@@ -342,6 +344,8 @@ def report(
                 else None
             )
             tables = _parsed_tables(tables, kinds)
+            if schema is not None and kinds is not None:
+                _check_schema_numbers(schema, kinds, tables["real"], files.real_label)
             settings_data = _settings_json(settings) if settings is not None else None
             say(
                 f"evaluating {len(tables['synthetic']):,} synthetic rows against "
@@ -414,12 +418,40 @@ def direct_fits(mu: float, seed: int) -> dict[str, Any]:
     pooled real data's row but from per-site sums) and FedNewton at ``mu``."""
     from fits.analysis.glm import direct_fit
 
-    if not (mu > 0 and math.isfinite(mu)):
-        raise UsageError(f"--direct-mu must be a positive number, got {mu}")
+    _check_direct_mu(mu)
     return {
         "Newton, non-private": direct_fit("newton", None, seed),
         f"FedNewton, mu={mu:g}": direct_fit("fednewton", mu, seed),
     }
+
+
+def _check_direct_mu(mu: float) -> None:
+    """Refuse a ``--direct-mu`` that is no positive number, or so small that FedNewton's
+    noise is no finite number.
+
+    A mu that still gives finite noise (1e-300) is run: the utility section scores its
+    fit without numpy's overflow warnings, or notes that its parameters are too large to
+    score (:func:`fits.evaluation.utility.downstream_utility`).
+
+    Parameters
+    ----------
+    mu : float
+        The ``--direct-mu`` value.
+
+    Raises
+    ------
+    UsageError
+        ``mu`` is not positive and finite, or below the smallest normal float64 (its
+        ``1 / mu`` overflows): checked before any file is read.
+    """
+    if not (mu > 0 and math.isfinite(mu)):
+        raise UsageError(f"--direct-mu must be a positive number, got {mu}")
+    if mu < sys.float_info.min:  # the noise's sd, clip / mu, is beyond float64
+        raise UsageError(
+            f"--direct-mu {mu!r} is below {sys.float_info.min:.3g}: FedNewton's privacy "
+            "noise (of sd clip / mu) would not be a finite number: give a larger "
+            "--direct-mu, or --no-direct"
+        )
 
 
 def inference_figures(
@@ -436,7 +468,10 @@ def inference_figures(
     Its warnings are ``note: inference check: ...`` lines on stderr, or, with ``notes``,
     appended to it (fits report says them only once the tables passed the report's own
     checks: before, a client file with text in the target column showed the inference
-    check's advice about identifier columns ahead of the error naming the file)."""
+    check's advice about identifier columns ahead of the error naming the file). A
+    check that is skipped says only why: its warnings are about a model that was not
+    fitted (was: "column(s) ['note'] are left out" beside "skipped: target 'income' is
+    not numeric")."""
     import warnings
 
     from fits.analysis import inference_check
@@ -449,6 +484,7 @@ def inference_figures(
         try:
             return inference_check(clients, synthetic, target, seed=seed, kinds=kinds).to_dict()
         except (FedLSAError, DesignError, SchemaError) as exc:
+            caught.clear()
             return {"skipped": in_report_words(str(exc))}
         finally:
             for message in dict.fromkeys(in_report_words(str(w.message)) for w in caught):
@@ -462,6 +498,21 @@ def inference_figures(
 #: own (its inference check models every client column but the target; a column is left
 #: out by a --schema that declares it an identifier), as (pattern, replacement).
 _REPORT_ADVICE = (
+    (  # the one-pass burn-in needs more rounds than fits report runs (its default: the
+        # smallest client file's rows in batches of d + 2), which it cannot be asked for
+        r"ask for at least \d+ rounds \(rounds=\d+; fits analyze -R \d+\)"
+        r"(?= \(the smallest site caps rounds x local steps at its row count\))",
+        "the client files are too small for the check, which fits report runs at the "
+        "default rounds: more rows in the smallest client file (e.g. the small sites' "
+        "files merged) give it more rounds",
+    ),
+    (  # too few rows at the smallest site for the one-pass regime at all
+        r"use regime='paper' with sampling='with_replacement' \(fits analyze --regime "
+        r"paper --sampling with_replacement\), or without replacement at most \d+ rounds "
+        r"x local steps \(-R, -H\)",
+        r"the client files are too small for the check, which fits report runs in this "
+        r"regime only: merge the small sites' files into larger ones",
+    ),
     (  # a numeric identifier: declare it one
         r"\(kinds=\{[^}]*\}; fits analyze (--kind [^)]*)\)"
         r"(?: or name the features without it \(features=\[\.\.\.\]; fits analyze "
@@ -805,6 +856,55 @@ def _schema_kinds(schema: Path, real_frame: pd.DataFrame, real: str) -> dict[str
             "out of the tables"
         )
     return kinds
+
+
+def _check_schema_numbers(
+    schema: Path, kinds: dict[str, str], real_frame: pd.DataFrame, real: str
+) -> None:
+    """Refuse a column the schema declares continuous that the real table holds as text.
+
+    Parameters
+    ----------
+    schema : pathlib.Path
+        The ``--schema`` file (for the message).
+    kinds : dict of str to str
+        Its column kinds.
+    real_frame : pandas.DataFrame
+        The real table, its text read as numbers or dates where the sites read it so
+        (:func:`_parsed_tables`).
+    real : str
+        The real table's file(s), for the message.
+
+    Raises
+    ------
+    DataError
+        A ``"continuous"`` column of text (e.g. a schema edited by hand): the message
+        names the schema, the kind it declares and the fix (was: "column 'g' in the real
+        table is not numeric (dtype str)", without a word of the schema).
+    """
+    for col, kind in kinds.items():
+        if kind != "continuous" or col not in real_frame.columns:
+            continue
+        series = real_frame[col]
+        dtype = series.dtype
+        if (
+            pd.api.types.is_numeric_dtype(dtype)
+            or pd.api.types.is_bool_dtype(dtype)
+            or pd.api.types.is_datetime64_any_dtype(dtype)
+            or pd.api.types.is_timedelta64_dtype(dtype)
+        ):
+            continue
+        present = pd.Series(series.dropna().unique())
+        text = present[pd.to_numeric(present, errors="coerce").isna()].tolist()
+        if not text:
+            continue
+        raise DataError(
+            f'--schema {str(schema)!r} declares column {col!r} of kind "continuous", but '
+            f"--real {real!r} holds text in it (values like {text[:3]}): correct the "
+            'column\'s kind in the schema ("nominal" for labels, "ordinal" for ordered '
+            'ones, "id" to leave it out; `fits schema` writes the kinds it infers), or '
+            "write the column as numbers"
+        )
 
 
 def _settings_json(settings: Path) -> dict[str, Any]:

@@ -768,7 +768,11 @@ def downstream_utility(
         row of mode ``"direct"`` (client ``"all clients"``), scored like the pooled row
         (parameter error against the same reference, the same test rows). The caller
         supplies the fits (e.g. :func:`fits.analysis.glm.direct_fit`), so this module
-        needs no federation.
+        needs no federation. A fit's message (the row's note) names the clients and
+        features by their own names where the fit called them ``site1``, ``site2``, ...
+        and ``x0``, ``x1``, ... (the fits of :func:`~fits.analysis.glm.direct_fit`
+        do). Parameters too large for float64 arithmetic (the privacy noise of a tiny
+        ``mu``) leave the row unscored, with a note.
 
     Returns
     -------
@@ -837,7 +841,7 @@ def downstream_utility(
     records = [rec for result in results for rec in result]
     parts = [problem.xy(f, n) for n, f in zip(client_names, client_frames, strict=True)]
     for label, fit in (direct or {}).items():
-        records.append(_run_direct(problem, label, fit, parts))
+        records.append(_run_direct(problem, label, fit, parts, client_names))
     return UtilityResult(
         target=target,
         task=task,
@@ -1300,8 +1304,30 @@ def _run_direct(
     label: str,
     fit: DirectFit,
     parts: list[tuple[np.ndarray, np.ndarray]],
+    client_names: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """The record of one model fitted directly across the clients (``direct=``)."""
+    """The record of one model fitted directly across the clients (``direct=``).
+
+    Parameters
+    ----------
+    problem : _Problem
+        The utility problem (design, reference parameters, test rows).
+    label : str
+        The fit's label (its row's ``setting``).
+    fit : DirectFit
+        The fit: every client's ``(x, y)`` and the task -> parameters.
+    parts : list of (numpy.ndarray, numpy.ndarray)
+        Every client's design matrix and coded response, in the order of
+        ``client_names``.
+    client_names : sequence of str
+        The clients' names, for the fit's messages (:func:`_in_client_names`).
+
+    Returns
+    -------
+    dict
+        The row: ``param_error`` and the test metrics, or a ``note`` saying why the
+        fit gave none (its error, or parameters too large to score).
+    """
     rec = {
         "client": "all clients", "n_local": sum(len(y) for _, y in parts), "mode": "direct",
         "setting": label, "r": math.nan, "lam": math.nan,
@@ -1311,12 +1337,71 @@ def _run_direct(
     try:
         params = np.asarray(fit(parts, problem.task), dtype=np.float64)
     except (ValueError, RuntimeError) as err:  # e.g. a site too small: a note, no row lost
-        rec["note"] = str(err)
+        rec["note"] = _in_client_names(str(err), client_names, problem.design.feature_names)
         return rec
-    rec["param_error"] = float(np.linalg.norm(params - problem.reference))
-    eta = params[0] + problem.x_test @ params[1:]
-    rec.update(problem.metrics(eta if problem.task == "regression" else 1 / (1 + np.exp(-eta))))
+    # The privacy noise of a tiny mu (1e-300) makes parameters of 1e300 and more, whose
+    # squares and exponentials overflow: scored without numpy's overflow warnings, and
+    # a row whose numbers would not be finite gets a note instead (was: "overflow
+    # encountered in exp" on stderr and a parameter error of inf)
+    with np.errstate(over="ignore", invalid="ignore"):
+        diff = params - problem.reference
+        scale = float(np.max(np.abs(diff))) if diff.size else 0.0
+        error = scale * float(np.linalg.norm(diff / scale)) if 0 < scale < math.inf else scale
+        eta = params[0] + problem.x_test @ params[1:]
+        finite = math.isfinite(error) and bool(np.all(np.isfinite(eta)))
+        scores = (
+            problem.metrics(eta if problem.task == "regression" else 1 / (1 + np.exp(-eta)))
+            if finite
+            else {}
+        )
+    if not finite or any(math.isinf(v) for v in scores.values()):  # nan: no score (r2 of
+        # a constant test target, the AUC of one class), as for every other row
+        largest = float(np.max(np.abs(params))) if params.size else math.nan
+        rec["note"] = (
+            f"not scored: its parameters reach {largest:.3g}, beyond what float64 "
+            "arithmetic can score (the privacy noise of a tiny mu?); a larger mu gives a "
+            "usable fit"
+        )
+        return rec
+    rec["param_error"] = error
+    rec.update(scores)
     return rec
+
+
+def _in_client_names(text: str, client_names: Sequence[str], features: Sequence[str]) -> str:
+    """A direct fit's message with the names the fit gave the clients and features
+    (``'site1'``, ``'site2'``, ... in the clients' order, and ``'x0'``, ``'x1'``, ... in
+    the design's, quoted as fits' messages quote names:
+    :func:`fits.analysis.glm.direct_fit` builds its tables so) replaced by their own
+    names (was: "site(s) 'site3' (2 rows) too small" for the client ``c_two``).
+
+    Parameters
+    ----------
+    text : str
+        The message.
+    client_names : sequence of str
+        The clients' names, in the order of the fit's ``parts``.
+    features : sequence of str
+        The design's feature names, in the order of its columns.
+
+    Returns
+    -------
+    str
+        The message in the report's names; a number beyond the clients (or the
+        features) is left as it is.
+    """
+    import re
+
+    def site(match: re.Match[str]) -> str:
+        k = int(match.group(1)) - 1
+        return repr(str(client_names[k])) if k < len(client_names) else match.group(0)
+
+    def feature(match: re.Match[str]) -> str:
+        j = int(match.group(1))
+        return repr(str(features[j])) if j < len(features) else match.group(0)
+
+    text = re.sub(r"'site([1-9]\d*)'", site, text)
+    return re.sub(r"'x(\d+)'", feature, text)
 
 
 def _result_table(records: list[dict[str, Any]], task: str) -> pd.DataFrame:

@@ -705,6 +705,69 @@ def _check_client_types(clients: Mapping[str, pd.DataFrame]) -> None:
             )
 
 
+def _labels(series: pd.Series) -> list[Any]:
+    """The distinct present values of a column as plain Python values, sorted (numbers
+    before text)."""
+    values = {v.item() if isinstance(v, np.generic) else v for v in series.dropna().unique()}
+    return sorted(values, key=lambda v: (isinstance(v, str), str(v)))
+
+
+def _check_target_codings(
+    targets: Sequence[str],
+    tasks: Mapping[str, str | None],
+    kinds: Mapping[str, str],
+    real: pd.DataFrame,
+    tables: Sequence[tuple[str, pd.DataFrame | None]],
+) -> None:
+    """Refuse a two-level target that another table codes with other labels.
+
+    Parameters
+    ----------
+    targets : sequence of str
+        The targets.
+    tasks : mapping of str to str or None
+        Each target's task, None where it is inferred.
+    kinds : mapping of str to str
+        The column kinds.
+    real : pandas.DataFrame
+        The real table, whose labels are the target's coding.
+    tables : sequence of (str, pandas.DataFrame or None)
+        The other tables by the name messages give them (``"synthetic"``, ``"train"``,
+        ``"client 'a'"``); None is passed over, as is a table without the target.
+
+    Raises
+    ------
+    ValueError
+        A table holds labels of a (binary, non-continuous) target that the real table
+        does not hold: a different coding, such as 0/1 against ``<=50K``/``>50K`` (was:
+        "target 'income' is nominal with 4 levels", the two tables' labels pooled).
+    """
+    for t in targets:
+        if kinds.get(t) == "continuous" or tasks.get(t) == "regression":
+            continue
+        coding = _labels(real[t])
+        if len(coding) != 2 and tasks.get(t) != "classification":
+            continue
+        known = set(coding)
+        for name, frame in tables:
+            if frame is None or t not in frame.columns:
+                continue
+            theirs = _labels(frame[t])
+            if set(theirs) <= known:
+                continue
+            shown = theirs if len(theirs) <= 10 else [*theirs[:10], "..."]
+            folded = {str(v).strip().casefold() for v in coding}
+            alike = {str(v).strip().casefold() for v in theirs} <= folded
+            raise ValueError(
+                f"target {t!r} is coded differently in the {name} table and the real "
+                f"table: the real table holds the labels {coding}, the {name} table "
+                f"{shown}"
+                + (" (the same up to letter case or spaces)" if alike else "")
+                + f"; the codings must be the same: code the {name} table's target as the "
+                f"real one's ({' and '.join(map(repr, coding))})"
+            )
+
+
 def _numeric(s: pd.Series) -> bool:
     return pd.api.types.is_numeric_dtype(s.dtype) or pd.api.types.is_bool_dtype(s.dtype)
 
@@ -760,24 +823,38 @@ def _check_inputs(
     if clients is not None:
         clients = {n: zoned[client_label(n)] for n in clients}
     columns = list(real.columns)
+    extra = [str(c) for c in synthetic.columns if c not in columns]
+    kinds = dict(kinds or {})
+    kinds = (
+        {c: kinds[c] for c in columns} if set(kinds) >= set(columns) else _infer_kinds(real, kinds)
+    )
     missing = [c for c in columns if c not in synthetic.columns]
+    # a column the evaluation leaves out anyway (an identifier or free text, e.g. one
+    # `fits synthesize --drop` left out) lacking from the synthetic table changes no
+    # number of the report: a note, not an error (was: the error, whose "did you mean"
+    # offered a column of both tables); as a target, the error below says why it cannot
+    skipped = [c for c in missing if kinds[c] == "id" and c not in _as_list(target)]
+    missing = [c for c in missing if c not in skipped]
     if missing:
         raise ValueError(
             f"the synthetic table lacks column(s) {missing}"
-            f"{header_hint(missing, [str(c) for c in synthetic.columns])} of the real table: "
+            # only a header no real column matches can be the one meant
+            f"{header_hint(missing, extra)} of the real table: "
             "compare a "
             "synthetic table made from these real tables, or leave those columns out of "
             "the real table (e.g. a synthetic table made with --drop lacks them)"
         )
-    extra = [str(c) for c in synthetic.columns if c not in columns]
+    if skipped:
+        notes.append(
+            f"the synthetic table lacks column(s) {skipped}, which look like identifiers or "
+            "free text (or are declared 'id'): the evaluation leaves them out anyway"
+        )
+        columns = [c for c in columns if c not in skipped]
+        real = real[columns]
+        kinds = {c: kinds[c] for c in columns}
     if extra:
         notes.append(f"synthetic column(s) {extra} are not in the real table and were ignored")
     synthetic = synthetic[columns]
-    kinds = dict(kinds or {})
-    if set(kinds) >= set(columns):
-        kinds = {c: kinds[c] for c in columns}
-    else:
-        kinds = _infer_kinds(real, kinds)
     # kind "constant" (a fit's schema's, or a real column of no value): one of one value
     # is compared as a nominal column (its fidelity is exact where the synthetic table
     # holds that value); one missing in every real row is left out, with a note
@@ -843,6 +920,18 @@ def _check_inputs(
         raise ValueError(f"duplicate targets {targets}")
     tasks = _tasks_for(targets, task)
     client_frames = _client_frames(clients)
+    _check_target_codings(
+        targets,
+        tasks,
+        kinds,
+        real,
+        [
+            ("synthetic", synthetic),
+            ("train", train),
+            ("test", test),
+            *((client_label(n), f) for n, f in client_frames.items()),
+        ],
+    )
     for c in columns:  # a numeric column whose synthetic values are text: say which
         numeric = kinds[c] in ("continuous", "ordinal") and _numeric(real[c])
         if numeric and synthetic[c].isna().all():
@@ -865,7 +954,8 @@ def _check_inputs(
         if lacking:
             raise ValueError(
                 f"the {name} table lacks column(s) {lacking}"
-                f"{header_hint(lacking, [str(c) for c in frame.columns])} of the real table: "
+                f"{header_hint(lacking, [str(c) for c in frame.columns if c not in columns])}"
+                " of the real table: "
                 "give it "
                 "the real table's columns, or leave those columns out of the real table"
             )
