@@ -42,22 +42,33 @@ def _quiet_interrupt_hook(hook: Hook) -> Hook:
     return excepthook
 
 
-def _stopped_while_loading(signum: int, frame: FrameType | None) -> None:
-    """SIGTERM or SIGHUP before the command handles them: say so and end the process
-    with ``128 + signum`` at once (``os._exit``).
+def _the_fits_command() -> bool:
+    """Whether this process is the ``fits`` command (its console script is ``__main__``),
+    not a program that imported :mod:`fits.cli` (a test runner, a notebook)."""
+    main = sys.modules.get("__main__")
+    return os.path.basename(getattr(main, "__file__", None) or "") in ("fits", "fits-script.py")
 
-    Not by raising SystemExit: an exception raised in a signal handler can be lost when
-    the signal lands in C code that clears errors. Seen: SIGTERM during the ``compile``
-    of a pandas module being imported; the message was printed, the import went on, and
-    the command wrote its output and exited 0. While loading, a command has opened no
-    file to write and holds nothing to clean up, so ending at once loses nothing."""
+
+def _stopped_while_loading(signum: int, frame: FrameType | None) -> None:
+    """SIGTERM or SIGHUP before the command handles them: say so and end with
+    ``128 + signum``.
+
+    The ``fits`` command ends at once (``os._exit``), not by raising SystemExit: an
+    exception raised in a signal handler can be lost when the signal lands in C code
+    that clears errors. Seen: SIGTERM during the ``compile`` of a pandas module being
+    imported; the message was printed, the import went on, and the command wrote its
+    output and exited 0. While loading, the command has opened no file to write and
+    holds nothing to clean up, so ending at once loses nothing. A program that imported
+    fits.cli gets SystemExit (Python's own clean-up runs), as before."""
     end_of_loading()
     name = signal.Signals(signum).name
     try:  # os.write: a signal handler may run in the middle of a write to sys.stderr
         os.write(2, f"\nerror: interrupted by {name}; nothing was written\n".encode())
     except OSError:  # stderr closed: the exit status says it
         pass
-    os._exit(128 + signum)
+    if _the_fits_command():
+        os._exit(128 + signum)
+    raise SystemExit(128 + signum)
 
 
 def end_of_loading() -> None:

@@ -58,10 +58,11 @@ def test_sigterm_while_loading_ends_even_where_its_exception_would_be_lost(tmp_p
     swallow += "except BaseException:\n    pass\n"
     (tmp_path / "swallow.py").write_text(swallow)
     marker = tmp_path / "loaded"
-    code = f"import fits.cli\nimport swallow\nopen({str(marker)!r}, 'w').close()"
+    command = tmp_path / "fits"  # the process is the fits command (its script is __main__)
+    command.write_text(f"import fits.cli\nimport swallow\nopen({str(marker)!r}, 'w').close()")
     env = {**os.environ, "PYTHONPATH": str(tmp_path)}
     res = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env
+        [sys.executable, str(command)], capture_output=True, text=True, timeout=120, env=env
     )
     assert res.stderr.strip() == "error: interrupted by SIGTERM; nothing was written"
     assert res.returncode == 128 + signal.SIGTERM
