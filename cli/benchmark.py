@@ -360,23 +360,30 @@ def _constant_notes(rows: int | None) -> Iterator[None]:
     constant (one value, or none, at every site of a split: a small ``--rows``
     subsample), instead of each fit's raw warning with synthesis advice (``--drop``)
     that the benchmark does not take; every other warning is passed on as it was."""
-    from fits.core.schema import ConstantNote
+    from fits.core.schema import ConstantNote, DataNote
 
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", ConstantNote)
-        try:
-            yield
-        finally:
-            said: set[str] = set()
-            for w in caught:
-                if not issubclass(w.category, ConstantNote):
-                    warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-                    continue
+    caught: list[warnings.WarningMessage] = []
+    try:
+        with warnings.catch_warnings(record=True) as recorded:
+            warnings.simplefilter("always", ConstantNote)
+            try:
+                yield
+            finally:
+                caught = list(recorded)
+    finally:  # passed on outside the recording: inside, each warning passed on was
+        said: set[str] = set()  # recorded again, and the loop over them never ended
+        for w in caught:
+            if issubclass(w.category, ConstantNote):
                 text = str(w.message).split(" To leave them out", 1)[0]
-                if text not in said:
-                    said.add(text)
-                    hint = f" (--rows {rows} subsamples the data set)" if rows else ""
-                    typer.echo(f"note: {text}{hint}", err=True)
+                hint = f" (--rows {rows} subsamples the data set)" if rows else ""
+            elif issubclass(w.category, DataNote):  # a note on the data, once, as a line
+                text, hint = str(w.message), ""
+            else:
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+                continue
+            if text not in said:
+                said.add(text)
+                typer.echo(f"note: {text}{hint}", err=True)
 
 
 def _write_failed(out: Path, exc: OSError) -> None:

@@ -552,3 +552,20 @@ def test_cli_relevance(tmp_path: Path) -> None:
     proc = run_cli("--dataset", "simulation", *boosted, "--out", str(tmp_path / "x"))
     assert proc.returncode == 2 and "'Y_lin' is drawn from its boosted model" in proc.stderr
     assert not (tmp_path / "x").exists()
+
+
+def test_notes_of_the_fits_are_passed_on_once_and_end(capsys: pytest.CaptureFixture[str]) -> None:
+    """Each warning passed on was recorded again inside the recording, and the loop over
+    them never ended (24 GB, then killed): a warning that is not a ConstantNote ends it
+    now, a DataNote as one ``note:`` line, any other warning passed on."""
+    import warnings
+
+    from fits.cli.benchmark import _constant_notes
+    from fits.core.schema import DataNote
+
+    with pytest.warns(RuntimeWarning, match="other"):
+        with _constant_notes(None):
+            warnings.warn("a site is small", DataNote, stacklevel=1)
+            warnings.warn("a site is small", DataNote, stacklevel=1)
+            warnings.warn("other", RuntimeWarning, stacklevel=1)
+    assert capsys.readouterr().err.count("note: a site is small") == 1
