@@ -1196,7 +1196,10 @@ def _demo(out: Path, rows: int, kernel: KernelChoice, seed: int, quiet: bool) ->
     )
     start = time.perf_counter()
     synth = FITSSynthesizer(kernel.value, seed=seed, kinds=data.kinds, order=data.order)
-    synth.fit(clients)
+    with warnings.catch_warnings(record=True) as caught:  # notes, as one line each
+        warnings.simplefilter("always")
+        synth.fit(clients)
+    _echo_warnings(caught)
     bar, callback = _progress(quiet)
     if bar is not None:
         with bar:

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy.special import ndtr
+from scipy.stats import iqr
 
 from fits import GaussianKernel, KNNKernel, estimate_conditional_cdf
 from fits.federation.policy import DEFAULT_MIN_EFFECTIVE_ROWS, SitePolicy
@@ -79,7 +80,8 @@ def _response_bandwidths(z, codes, encoders, j):
     enc = encoders[j]
     if enc.spec.is_discrete:
         return 0.05 * enc.widths[codes[:, j]]
-    return np.full(len(z), 0.05 * z[:, j].std())
+    y = z[:, j]  # min(sd, IQR / 1.349): Silverman's robust spread (docs/method.md)
+    return np.full(len(z), 0.05 * min(y.std(), iqr(y) / 1.3489795003921634))
 
 
 def _pooled_cdf(zs, codes, weights, x, grid, encoders, d, design=None):

@@ -97,7 +97,10 @@ def test_grid_and_bandwidth_attack_is_refused_then_blunted(tmp_path):
 
     def cells_read(policy):
         site, transport, seen = _federation(policy, audit=tmp_path / "audit.jsonl")
-        coord = Coordinator(transport, response_bandwidth=1e-7, grid_size=1000)
+        # the attack's one marginal request, on its grid (no adaptive grid's requests)
+        coord = Coordinator(
+            transport, response_bandwidth=1e-7, grid_size=1000, adaptive_grids=False
+        )
         coord.setup(order=["salary", "age"])
         coord.configure(0)
         coord.marginal_cdf("salary")
@@ -324,7 +327,7 @@ def test_effective_rows_floor_abstains_and_fallbacks_cover(mixed_clients, tmp_pa
     # no site answers the marginal of a column from fewer than k rows
     tiny = FITSClient(mixed_clients[2].iloc[:4], "tiny", "gaussian")  # 4 rows < k
     big = FITSClient(mixed_clients[0], "big", "gaussian")
-    coord = Coordinator(InProcessTransport([tiny, big], n_jobs=1))
+    coord = Coordinator(InProcessTransport([tiny, big], n_jobs=1), adaptive_grids=False)
     coord.setup()
     coord.configure(0)
     coord.marginal_cdf("x")
@@ -350,3 +353,20 @@ def test_a_malformed_request_is_logged_as_failed(tmp_path):
     entry = json.loads((tmp_path / "a.jsonl").read_text().splitlines()[-1])
     assert entry["outcome"] == "failed" and entry["arrays"] == {"queries": [[3, 2], "float64"]}
     assert "need 1 columns" in entry["reason"]
+
+
+def test_a_site_below_its_floor_is_named_not_dropped_silently():
+    """A site of 3 rows under the default floor k = 5 abstains from every answer; the
+    run went on without a word (its category and range gone from the output). It is
+    named in a DataNote with the fix, once."""
+    from fits import DataNote
+
+    rng = np.random.default_rng(0)
+    tables = [
+        pd.DataFrame({"x": rng.normal(size=n), "k": rng.integers(0, 3, n)}) for n in (300, 200, 3)
+    ]
+    with pytest.warns(DataNote) as caught:
+        FITSSynthesizer(seed=0).fit(tables).sample(20)
+    notes = [str(w.message) for w in caught if "hold fewer rows than" in str(w.message)]
+    assert len(notes) == 1 and "'client 3' (3 rows; k = 5)" in notes[0]
+    assert "min_effective_rows" in notes[0]

@@ -33,6 +33,9 @@ __all__ = [
     "one_blas_thread",
     "masses_from_cdf",
     "postprocess_cdf",
+    "reflected",
+    "refine_grid",
+    "response_scale",
     "solve_first_row",
     "solve_guarded",
     "thin_grid",
@@ -78,6 +81,68 @@ def default_grid(
     # whole numbers past 2**53 whose range spans few float64 steps (2**54 + 0..40; 2**63
     # + 0..1000, one float64 value): the points that float64 tells apart, at least two
     return grid if grid.size >= 2 else np.array([lo, np.nextafter(lo, np.inf)])
+
+
+#: IQR / IQR_PER_SD is the standard deviation of a normal distribution with that IQR.
+IQR_PER_SD = 1.3489795003921634
+
+
+def response_scale(values: np.ndarray) -> float:
+    """A site's scale of a continuous response, ``min(sd, IQR / 1.349)`` (Silverman's
+    robust spread, "Density Estimation", 1986, eq. 3.30): the response bandwidth is
+    ``w_z`` times it (docs/method.md, "Response bandwidth").  For normal data both
+    agree; one outlier or a long tail inflates the sd, not the IQR.  The sd where the
+    IQR is 0 (over half the values equal); 1 where the sd is 0 too, or with no value.
+    """
+    values = np.asarray(values, dtype=float)
+    if not values.size:
+        return 1.0
+    sd = float(values.std())
+    q1, q3 = np.percentile(values, [25.0, 75.0])
+    iqr = float(q3 - q1) / IQR_PER_SD
+    scale = min(sd, iqr) if iqr > 0 else sd
+    return scale if scale > 0 else 1.0
+
+
+#: A cell of a continuous column's grid that holds more than HEAVY_CELL / G of the
+#: marginal's mass is split (:func:`refine_grid`); a normal column's fullest cell of an
+#: equally spaced grid over its range holds about 3 / G, an exponential's about 9 / G.
+HEAVY_CELL = 8.0
+#: Most pieces one refinement splits a cell into: the next round sees where its mass is.
+SPLIT_MAX = 32
+
+
+def refine_grid(grid: np.ndarray, cdf: np.ndarray, grid_size: int, limit: int) -> np.ndarray | None:
+    """``grid`` with its heavy cells split, or None where none is (docs/method.md,
+    "Grids that follow the data").
+
+    A cell whose marginal mass ``F(g_{k+1}) - F(g_k)`` exceeds ``HEAVY_CELL /
+    grid_size`` is split into ``min(ceil(mass * grid_size), SPLIT_MAX)`` equal pieces,
+    so that after a few rounds no cell holds much more than ``1 / grid_size`` of the
+    mass: one outlier (a typo of 1e8 among incomes of 20,000) or a long tail otherwise
+    leaves the whole bulk of the data in one cell of an equally spaced grid, and the
+    draws spread uniformly over it.  The points added stay within ``limit`` points in
+    all, each cell's share scaled down alike; points float64 cannot tell apart merge.
+    """
+    grid = np.asarray(grid, dtype=float)
+    mass = np.diff(np.asarray(cdf, dtype=float))
+    extra = np.where(
+        mass > HEAVY_CELL / grid_size,
+        np.minimum(np.ceil(mass * grid_size), SPLIT_MAX) - 1,
+        0,
+    ).astype(np.int64)
+    room = int(limit) - grid.size
+    if room <= 0 or not extra.any():
+        return None
+    if extra.sum() > room:
+        extra = np.floor(extra * (room / extra.sum())).astype(np.int64)
+    cells = np.flatnonzero(extra)
+    pieces = [
+        grid[k] + (grid[k + 1] - grid[k]) * np.arange(1, extra[k] + 1) / (extra[k] + 1)
+        for k in cells
+    ]
+    out = np.unique(np.concatenate([grid, *pieces]))
+    return out if out.size > grid.size else None
 
 
 def thin_grid(
@@ -456,6 +521,23 @@ def cdf_at(cdf: np.ndarray, grid: np.ndarray, v: np.ndarray) -> np.ndarray:
     f = cdf[rows, k - 1] + t * (cdf[rows, k] - cdf[rows, k - 1])
     f = np.where(v < grid[0], 0.0, f)
     return np.where(v >= grid[-1], 1.0, f)
+
+
+def reflected(v: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    """Draws ``v`` with those beyond ``[lo, hi]`` reflected back in: ``2 lo - v`` below
+    ``lo`` and ``2 hi - v`` above ``hi`` (the reflection method of boundary correction,
+    Silverman 1986, sec. 2.10), then clipped to ``[lo, hi]`` where one reflection is
+    not enough (a draw farther beyond a bound than the range is wide).
+
+    Kernel smoothing of the response spreads the mass of rows near a bound beyond it;
+    reflected, that mass lands as far inside the bound as it had left it, which keeps a
+    column dense at its minimum dense there.  Clipping instead put all of it on the
+    bound itself, an atom the data need not have (half of one column's synthetic
+    values at its minimum, with one outlier; docs/method.md)."""
+    v = np.asarray(v, dtype=float)
+    out = np.where(v < lo, 2.0 * lo - v, v)
+    out = np.where(out > hi, 2.0 * hi - out, out)
+    return np.clip(out, lo, hi)
 
 
 def truncated_inverse_cdf(

@@ -46,6 +46,7 @@ import pandas as pd
 from fits._json import jsonable
 from fits._lazy import lazy_module
 from fits.core import boosting
+from fits.core.cdf import response_scale
 from fits.core.continualization import Encoder, continualize
 from fits.core.kernels import (
     GaussianKernel,
@@ -616,6 +617,7 @@ class FITSClient:
             "below_floor": self.policy.below_floor,
             "floor_scope": self.policy.floor_scope,
             "boosting_trees": self.policy.boosting_trees,
+            "max_grid_size": self.policy.max_grid_size,
             "adjusted": adjusted,
         }
         return Message(
@@ -828,9 +830,7 @@ class FITSClient:
             if enc.spec.is_discrete:
                 self.wz[:, j] = bw_disc * enc.widths[codes[:, j]]
             else:
-                present = self._response(j)[valid[:, j]]
-                sd = present.std() if present.size else 0.0
-                self.wz[:, j] = bw_cont * (sd if sd > 0 else 1.0)
+                self.wz[:, j] = bw_cont * response_scale(self._response(j)[valid[:, j]])
         return bw_cont, bw_disc
 
     def _grid_limit(self, schema: Schema, column: str) -> int:

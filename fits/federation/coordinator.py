@@ -50,6 +50,8 @@ from fits.core.cdf import (
     masses_from_cdf,
     one_blas_thread,
     postprocess_cdf,
+    refine_grid,
+    reflected,
     solve_guarded,
     thin_grid,
     truncated_inverse_cdf,
@@ -157,6 +159,8 @@ MAX_BATCH = 8192
 _VALUE_BYTES = {"float64": 8, "float32": 4, "fixed16": 2}
 #: Points per interval of a thinned grid where draws evaluate the interpolated CDF.
 REFINE = 8
+#: Most rounds that split the heavy cells of continuous columns' grids (refine_grid).
+ADAPT_ROUNDS = 3
 #: Rounds per chain column: "auto" (chosen per column), 1 or 2.
 ROUNDS = ("auto", 1, 2)
 #: How a chain column's conditional is estimated: the kernel of Algorithm 1 (the paper),
@@ -242,6 +246,12 @@ class Coordinator:
         messages; the same estimate up to rounding).  ``"auto"`` (default): per column
         and batch, one round where the bytes it adds are at most ``round_cost_bytes``
         (:meth:`one_round`; docs/benchmarks.md, "Bytes").
+    adaptive_grids : bool
+        Split the heavy cells of continuous columns' default grids before any other
+        use of them (:func:`~fits.core.cdf.refine_grid`; docs/method.md, "Grids that
+        follow the data"), so that one outlier or a long tail does not leave the bulk
+        of a column in one cell.  Default True; False keeps METHOD.md's equally spaced
+        grids (the paper's).
     round_cost_bytes : int
         What one message round costs, in bytes: what the link carries in a round's
         latency.  Default 0 (in process a round costs no latency, so ``"auto"`` always
@@ -327,6 +337,7 @@ class Coordinator:
         rounds: str | int = "auto",
         deduplicate: bool = True,
         grid_points: int | None = None,
+        adaptive_grids: bool = True,
         round_cost_bytes: int = 0,
         design: str = "all",
         column_designs: Mapping[str, str] | None = None,
@@ -420,6 +431,7 @@ class Coordinator:
             raise ValueError(f"round_cost_bytes must be >= 0, got {round_cost_bytes!r}")
         self.round_cost_bytes = int(round_cost_bytes)
         self.grid_points = grid_points
+        self.adaptive_grids = bool(adaptive_grids)
         #: Columns on thinned grids: the points draws interpolate to (see grid_points).
         self.fine_grids: dict[str, np.ndarray] = {}
         self.transport = transport
@@ -940,8 +952,55 @@ class Coordinator:
         self._declare(int(rows))
         self._marginals.clear()
         self.fine_grids = {}
+        if self.adaptive_grids:
+            self._adapted_grids(set(grids or {}), int(rows))
         if self.grid_points is not None:
             self._thinned_grids(set(grids or {}), int(rows))
+
+    def _adapted_grids(self, given: set[str], rows: int) -> None:
+        """Split the heavy cells of the continuous columns' grids (:func:`refine_grid`),
+        at most :data:`ADAPT_ROUNDS` times: each round asks the marginals of the columns
+        whose grids changed (one request), and sends the new grids in another configure
+        round.  A column whose marginal fills its grid's cells evenly costs one marginal
+        request, which grid thinning would have asked anyway."""
+        assert self.schema is not None
+        limit = self._grid_limit()
+        targets = [
+            c
+            for c in self.schema.order
+            if c not in given
+            and not self.encoders[c].spec.is_discrete
+            and not self._by_mass(c)
+            and not self._boosted(c)
+        ]
+        for _ in range(ADAPT_ROUNDS):
+            if not targets:
+                return
+            self._prefetch_marginals(targets)
+            new = {}
+            for column in targets:
+                grid = refine_grid(
+                    self.grids[column], self._marginals[column], self.grid_size, limit
+                )
+                if grid is not None:
+                    new[column] = grid
+            if not new:
+                return
+            self.grids.update(new)
+            self._configure_messages = [
+                Message(m.type, {**m.arrays, **{f"grid:{c}": g for c, g in new.items()}}, m.config)
+                for m in self._configure_messages
+            ]
+            self._declare(rows)
+            for column in new:
+                self._marginals.pop(column, None)
+            targets = list(new)
+
+    def _grid_limit(self) -> int:
+        """Most points an adapted grid may hold: twice ``grid_size``, within the sites'
+        policies' ``max_grid_size``."""
+        limits = [int(p["max_grid_size"]) for p in self.site_policies if "max_grid_size" in p]
+        return min([2 * self.grid_size, *limits])
 
     def _residual_config(self) -> dict[str, ConfigValue]:
         """Configure's ``residuals``: the near-linear rules (column, of, slope,
@@ -1043,8 +1102,17 @@ class Coordinator:
 
     def _draw(self, column: str, cdf: np.ndarray, u: np.ndarray) -> np.ndarray:
         """Inverse-CDF draws (eq. 17) from CDFs on the column's grid; on a thinned grid,
-        from their monotone (PCHIP) interpolation on the refined grid."""
-        return inverse_cdf(*self._drawn_cdf(column, cdf), u)
+        from their monotone (PCHIP) interpolation on the refined grid.  A continuous
+        column's draw beyond a bound is reflected back in (docs/method.md, "Draws within
+        the bounds"): ``lo + (lo - v)`` below ``lo``, ``hi - (v - hi)`` above ``hi``, the
+        boundary reflection of kernel smoothing, so the smoothed mass beyond a bound
+        stays near it instead of piling on it; what a reflection would carry past the
+        other bound (a range narrower than the smoothing) is clipped to it."""
+        v = inverse_cdf(*self._drawn_cdf(column, cdf), u)
+        spec = self.encoders[column].spec
+        if spec.is_discrete or spec.lower is None or spec.upper is None:
+            return v
+        return reflected(v, float(spec.lower), float(spec.upper))
 
     def _drawn_cdf(self, column: str, cdf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The CDFs draws invert, and their grid: on a thinned grid, the monotone
@@ -1195,6 +1263,22 @@ class Coordinator:
                 f"the sites hold {rows} rows, and none holds as many as {floor}, so "
                 f"every site would abstain from every request and nothing can be drawn; "
                 f"add rows, or {fix}"
+            )
+        few = [
+            f"{n!r} ({m} rows; k = {k:g})"
+            for n, m, k in zip(names, self.n_rows, floors, strict=True)
+            if m < k
+        ]
+        if few and self._pooled_k is None and not getattr(self, "_told_few", False):
+            self._told_few = True  # once per fit, not at every configure round
+            warnings.warn(
+                f"site(s) {', '.join(few)} hold fewer rows than their policy's floor "
+                "(min_effective_rows), so they abstain from every answer: their rows take "
+                "no part in the estimates the synthetic rows are drawn from. Merge such a "
+                "site's table with another's, "
+                f"or {fix}",
+                DataNote,
+                stacklevel=4,
             )
         for column in self.schema.order:
             spec = self.schema[column]
@@ -2539,7 +2623,7 @@ class Coordinator:
                     out[:, 0] = inverse_masses(p, bounds, u[:, 0])
                 else:
                     cdf = np.broadcast_to(self.marginal_cdf(column), (n, grid.size))
-                    out[:, 0] = inverse_cdf(cdf, grid, u[:, 0])
+                    out[:, 0] = self._draw(column, cdf, u[:, 0])
                 if progress:
                     progress(column, n, n)
                 continue

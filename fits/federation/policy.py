@@ -137,8 +137,9 @@ class SitePolicy:
         per query chosen by the coordinator from the pooled n_eff (``"pooled"``: the
         site then refuses requests without secure aggregation; see the module notes).
     min_response_bandwidth : float
-        Floor of a continuous response's bandwidth, in units of the site's own sd of
-        that column (default 0.02).
+        Floor of a continuous response's bandwidth, in units of the site's own scale
+        of that column, min(sd, IQR / 1.349) (:func:`fits.core.cdf.response_scale`;
+        default 0.02).
     min_discrete_response_bandwidth : float
         Floor of a discrete response's bandwidth, in interval widths (default 0).
     max_federation_ratio : float
