@@ -491,3 +491,26 @@ def test_a_schema_whose_dtype_cannot_hold_its_labels_is_refused(tmp_path, column
     with pytest.raises(SchemaError, match=rf'column {column!r}: "dtype" is {dtype!r}') as info:
         Schema.from_dict(d)
     assert held in str(info.value)
+
+
+def test_int64_and_uint64_past_int64_are_refused_not_written_as_floats():
+    """A column int64 with negatives at one site and uint64 past 2**63 at another: the
+    note promised int64, the output was float64 and its values collapsed. No integer
+    type holds both; the fit is refused, naming the column, both dtypes and the fixes."""
+    rng = np.random.default_rng(0)
+    a = pd.DataFrame({"x": rng.normal(size=60), "c": rng.integers(-100, 100, 60)})
+    b = pd.DataFrame(
+        {
+            "x": rng.normal(size=40),
+            "c": rng.integers(0, 100, 40).astype("uint64") + np.uint64(2**63),
+        }
+    )
+    with pytest.raises(
+        SchemaError, match=r"column 'c' holds whole numbers from -\d+ to 92233"
+    ) as info:
+        FITSSynthesizer(seed=0).fit([a, b])
+    assert (
+        "int64" in str(info.value) and "uint64" in str(info.value) and "--drop" in str(info.value)
+    )
+    b["c"] = rng.integers(0, 100, 40).astype("uint64")  # small uint64: one integer output
+    FITSSynthesizer(seed=0).fit([a, b])

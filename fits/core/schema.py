@@ -849,6 +849,17 @@ def _check_label_types(name: str, dtype: Any, cats: list[Any] | None, parsed: An
         if c is not None
         and (dtype != "bool" if isinstance(c, bool) else not isinstance(c, expected))
     ]
+    if wrong and dtype in ("int", "float") and all(isinstance(c, str) for c in wrong):
+        try:
+            [float(c) for c in wrong]
+        except ValueError:
+            pass
+        else:
+            raise SchemaError(
+                f'column {name!r} holds numbers ("dtype" {dtype!r}), but the schema\'s '
+                f"categories are text ({wrong[:3]!r}): write them as numbers, without "
+                'quotes (1, not "1")'
+            )
     if wrong:
         kinds = sorted({type(c).__name__ for c in wrong})
         raise SchemaError(
@@ -4054,6 +4065,19 @@ def _common_output(
             if "float" in fams and not spec.past_float:  # not int64 + uint64's float64
                 spec.pandas_dtype = common
             elif spec.dtype == "int":
+                lo, hi = spec.lower, spec.upper
+                if lo is not None and hi is not None and lo < 0 and hi > 2**63 - 1:
+                    where = ", ".join(
+                        f"{c}: {i.get('pandas_dtype')}" for i, c in zip(infos, clients, strict=True)
+                    )
+                    raise SchemaError(  # was: a note promising int64, and floats written
+                        f"column {spec.name!r} holds whole numbers from {int(lo)} to "
+                        f"{int(hi)} ({where}): no integer type holds both a negative "
+                        "number and one past 2**63 - 1 (int64 stops there, uint64 at 0), and "
+                        "floats would round them; give "
+                        "the column one integer type at every site, declare it an identifier "
+                        "(kind 'id': --kind COLUMN=id), or drop it (--drop COLUMN)"
+                    )
                 why = (
                     f"{common}, their common type, would round its whole numbers past 2**53"
                     if spec.past_float
@@ -4094,6 +4118,10 @@ def _merge_markers(
         n_markers += int(p.get("n_markers", 0))
         n_present += int(p.get("n_present", 0))
     formats = sorted({str(p["format"]) for p, _ in parsed})
+    if parsed[0][0]["as"] != "number" and any(  # a site whose reader gave datetimes itself
+        "parsed" not in i and i.get("dtype") == "datetime" for i in infos
+    ):  # (ISO 8601 text, or a Parquet datetime): the sites wrote several formats
+        formats = sorted({*formats, "ISO8601"})
     what = "numbers" if parsed[0][0]["as"] == "number" else "dates (" + ", ".join(formats) + ")"
     written = _written_with(spec.name, parsed) if what == "numbers" else ""
     spec.parsed = f"number{written}" if what == "numbers" else ", ".join(formats)
@@ -4629,7 +4657,8 @@ def _note_lookalike_labels(name: str, values: Sequence[Any]) -> None:
     )
     more = f"; and {len(alike) - 3} more such group(s)" if len(alike) > 3 else ""
     warnings.warn(
-        f"column {name!r} has labels that differ only in case or surrounding spaces "
+        f"column {name!r} has labels that differ only in case, surrounding spaces or "
+        "Unicode normalization (an accent as one character or as two) "
         f"({shown}{more}): fits keeps them apart, as written; if they are one value, make "
         f"them one at every site, e.g. df[{name!r}].str.strip().str.lower()",
         DataNote,
