@@ -18,6 +18,8 @@ from fits.analysis.glm import GLMWarning, fit_glm
 from fits.analysis.lsa import FedLSAError, default_step_size, fedlsa, fedlsa_arrays, step_bound
 from fits.core.schema import SchemaError
 
+from conftest import write_sites
+
 FEATURES = ["x1", "x2", "g"]
 
 
@@ -46,15 +48,6 @@ def _tables(seed: int = 0, sizes: tuple[int, ...] = (400, 250, 150)) -> dict[str
             }
         )
     return out
-
-
-def _site_files(tables: dict[str, pd.DataFrame], folder: Path) -> list[str]:
-    paths = []
-    for name, t in tables.items():
-        path = folder / f"{name}.csv"
-        t.to_csv(path, index=False)
-        paths.append(str(path))
-    return paths
 
 
 def _no_numpy_warning(caught: list[warnings.WarningMessage]) -> None:
@@ -144,7 +137,7 @@ def test_fedlsa_guard_leaves_a_stable_run_alone() -> None:
 
 
 def test_cli_fedlsa_step_too_large_exits_1(tmp_path: Path) -> None:
-    sites = _site_files(_tables(), tmp_path)
+    sites = write_sites(_tables(), tmp_path)
     out = tmp_path / "r.json"
     args = ("--target", "ylin", "--features", "x1,x2,g", "--method", "fedlsa", "-R", "10")
     proc = run("analyze", *sites, *args, "--step", "1", "--out", str(out))
@@ -199,7 +192,7 @@ def test_a_private_fit_is_not_compared_with_the_mle() -> None:
 
 
 def test_cli_fedsgd_step_too_large_exits_1(tmp_path: Path) -> None:
-    sites = _site_files(_tables(), tmp_path)
+    sites = write_sites(_tables(), tmp_path)
     out = tmp_path / "r.json"
     args = ("--target", "ylin", "--family", "linear", "--features", "x1,x2,g")
     proc = run("analyze", *sites, *args, "--method", "fedsgd", "-K", "200", "--step", "4",
@@ -270,7 +263,7 @@ def test_a_real_missing_weight_is_still_dropped() -> None:
 
 
 def test_cli_text_in_weights_exits_1_under_drop(tmp_path: Path) -> None:
-    sites = _site_files(_with_text("wt"), tmp_path)
+    sites = write_sites(_with_text("wt"), tmp_path)
     out = tmp_path / "r.json"
     args = ("--target", "ylin", "--family", "linear", "--features", "x1,x2,g")
     for missing in ("raise", "drop"):

@@ -21,6 +21,7 @@ from fits.federation.protocol import Message, ProtocolError
 from fits.federation.transport import InProcessTransport
 
 from conftest import fits_in_process as run
+from conftest import write_sites
 
 sm = pytest.importorskip("statsmodels.api")
 
@@ -243,13 +244,7 @@ def test_batch_transport_keeps_the_weights_round() -> None:
 
 @pytest.fixture(scope="module")
 def site_files(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
-    folder = tmp_path_factory.mktemp("offset")
-    paths = []
-    for name, t in TABLES.items():
-        path = folder / f"{name}.csv"
-        t.to_csv(path, index=False)
-        paths.append(str(path))
-    return paths
+    return write_sites(TABLES, tmp_path_factory.mktemp("offset"))
 
 
 def test_cli_exposure_and_weights(site_files: list[str], tmp_path: Path) -> None:
