@@ -973,10 +973,12 @@ class Coordinator:
             and not self._by_mass(c)
             and not self._boosted(c)
         ]
+        first = [self.schema.order[0]]  # sampling needs it: asked in the same round
         for _ in range(ADAPT_ROUNDS):
             if not targets:
                 return
-            self._prefetch_marginals(targets)
+            self._prefetch_marginals([*targets, *first])
+            first = []
             new = {}
             for column in targets:
                 grid = refine_grid(
