@@ -514,6 +514,14 @@ def _table_file(path: str | os.PathLike[str]) -> tuple[Path, str]:
     return path, suffix
 
 
+def _is_empty(path: Path) -> bool:
+    """Whether ``path`` is a file of 0 bytes (False where it cannot be told)."""
+    try:
+        return path.stat().st_size == 0
+    except OSError:
+        return False
+
+
 @contextmanager
 def _read_errors(path: Path, suffix: str) -> Iterator[None]:
     """Any failure of reading ``path`` as a DataFileError that names the file."""
@@ -533,6 +541,8 @@ def _read_errors(path: Path, suffix: str) -> Iterator[None]:
                 f"{path}: line {line} has {got} fields, the header {want}; fix that row "
                 "(a value that holds the separator must be in double quotes) or the header"
             ) from None
+        if suffix == ".parquet" and _is_empty(path):  # as an empty CSV is told
+            raise DataFileError(f"{path}: the file is empty") from None
         if suffix == ".parquet" and not _starts_as_parquet(path):  # a CSV named .parquet
             raise DataFileError(
                 f"{path}: cannot read it as parquet: the file is no Parquet file (it does not "

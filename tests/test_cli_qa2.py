@@ -394,7 +394,9 @@ def test_a_row_missing_a_field_is_refused_not_read_as_missing(sites, tmp_path):
     assert read_table(empty)["smoker"].isna().sum() == 1
 
 
-@pytest.mark.parametrize("kind", ["parquet as csv", "csv as parquet", "xlsx as csv", "gzip as csv"])
+@pytest.mark.parametrize(
+    "kind", ["parquet as csv", "csv as parquet", "xlsx as csv", "gzip as csv", "empty parquet"]
+)
 def test_a_file_under_the_wrong_extension_says_what_it_is(sites, tmp_path, kind):
     """A Parquet file named .csv was called 'not UTF-8 text' (and before that pandas'
     codec error), a CSV named .parquet got pyarrow's 'magic bytes not found in footer';
@@ -412,6 +414,10 @@ def test_a_file_under_the_wrong_extension_says_what_it_is(sites, tmp_path, kind)
         path = tmp_path / "site.parquet"
         path.write_bytes(sites[0].read_bytes())
         words = "the file is no Parquet file (it does not start as one); if it is CSV"
+    elif kind == "empty parquet":  # told as an empty CSV is (was: "no Parquet file")
+        path = tmp_path / "site.parquet"
+        path.write_bytes(b"")
+        words = ""
     elif kind == "xlsx as csv":
         path = tmp_path / "site.csv"
         with zipfile.ZipFile(path, "w") as archive:
@@ -424,7 +430,10 @@ def test_a_file_under_the_wrong_extension_says_what_it_is(sites, tmp_path, kind)
     res = run("synthesize", path, sites[1], "--rows", 5, "--out", tmp_path / "o.csv")
     assert res.returncode == 1, res.stderr
     message = " ".join(res.stderr.split())
-    assert f"{path}: cannot read it as {path.suffix[1:]}: {words}" in message, res.stderr
+    expected = f"{path}: cannot read it as {path.suffix[1:]}: {words}"
+    if not words:
+        expected = f"{path}: the file is empty"
+    assert expected in message, res.stderr
 
 
 # ---------------------------------------------------------------------------------------

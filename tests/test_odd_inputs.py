@@ -365,8 +365,10 @@ def test_infinite_values_are_refused_with_the_fix(tmp_path) -> None:
     res = _fits("synthesize", *sites, "--rows", 5, "--out", out, "-q")
     assert res.exit_code == 1, res.output
     assert (
-        "error: site1: column 'x' has infinite values (2 inf and 1 -inf), which fits cannot "
-        "model; replace them with finite numbers, or with missing values" in _flat(res.output)
+        "error: site1: column 'x' has infinite values (2 inf and 1 -inf) in row(s) 4, 6, 9 "
+        "(1: the first after the header), which fits cannot model (a number past float64's "
+        "range, such as 1e400, reads as inf too); replace them with finite numbers, or with "
+        "missing values" in _flat(res.output)
     )
     assert not out.exists()
 

@@ -3427,10 +3427,17 @@ def _describe_column(
         infinite = values[~np.isfinite(values)]
         signs = ((int((infinite > 0).sum()), "inf"), (int((infinite < 0).sum()), "-inf"))
         shown = " and ".join(f"{n} {t}" for n, t in signs if n)
+        where = ""
+        if isinstance(present.index, pd.RangeIndex) or pd.api.types.is_integer_dtype(
+            present.index
+        ):  # a table read from a file: its rows, counted from 1 after the header
+            rows = [int(i) + 1 for i in present.index[~np.isfinite(values)][:5]]
+            where = f" in row(s) {', '.join(map(str, rows))} (1: the first after the header)"
         raise SchemaError(
-            f"{client}: column {name!r} has infinite values ({shown}), "
-            "which fits cannot model; replace them with finite numbers, or with missing "
-            "values (an empty field in a CSV file)"
+            f"{client}: column {name!r} has infinite values ({shown}){where}, which fits "
+            "cannot model (a number past float64's range, such as 1e400, reads as inf "
+            "too); replace them with finite numbers, or with missing values (an empty "
+            "field in a CSV file)"
         )
     info["min"] = float(values.min())
     info["max"] = float(values.max())
