@@ -170,7 +170,11 @@ def test_cli_simulation(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     md, js = out / "simulation.md", out / "simulation.json"
     assert f"wrote {md}" in proc.stdout and f"wrote {js}" in proc.stdout
-    assert proc.stderr == ""
+    # --quiet: no progress; the one note is on the data (300 rows over the paper's shares
+    # leave the smallest site 2 rows, under its floor)
+    assert [line.split(" (")[0] for line in proc.stderr.splitlines()] == [
+        "note: site(s) 'client 10'"
+    ], proc.stderr
     obj = json.loads(js.read_text())
     assert obj["config"]["n_rows"] == 300 and len(obj["runs"]) == 1
     text = md.read_text()
