@@ -92,3 +92,16 @@ def test_a_dense_minimum_keeps_no_atom_and_stays_dense():
     assert (got == table["v"].min()).mean() < 0.002
     assert got.quantile(0.01) == pytest.approx(table["v"].quantile(0.01), rel=0.5)
     assert got.quantile(0.5) == pytest.approx(table["v"].quantile(0.5), rel=0.15)
+
+
+def test_adapted_grids_stay_within_the_sites_max_grid_size():
+    """The split grids hold at most 2G points and no more than any site's policy allows
+    (a larger grid would be refused by that site)."""
+    from fits.federation.policy import SitePolicy
+
+    sites = _typo_sites()
+    policy = {"client 1": SitePolicy(max_grid_size=320)}
+    synth = FITSSynthesizer(seed=0, site_policy=policy, grid_points=None).fit(sites)
+    grid = synth.coordinator.grids["income"]
+    assert 300 < grid.size <= 320
+    assert (synth.sample(500)["income"] > 60_000).mean() < 0.1

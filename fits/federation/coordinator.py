@@ -964,7 +964,7 @@ class Coordinator:
         round.  A column whose marginal fills its grid's cells evenly costs one marginal
         request, which grid thinning would have asked anyway."""
         assert self.schema is not None
-        limit = self._grid_limit()
+        limit = self._adapted_grid_limit()
         targets = [
             c
             for c in self.schema.order
@@ -998,7 +998,7 @@ class Coordinator:
                 self._marginals.pop(column, None)
             targets = list(new)
 
-    def _grid_limit(self) -> int:
+    def _adapted_grid_limit(self) -> int:
         """Most points an adapted grid may hold: twice ``grid_size``, within the sites'
         policies' ``max_grid_size``."""
         limits = [int(p["max_grid_size"]) for p in self.site_policies if "max_grid_size" in p]
