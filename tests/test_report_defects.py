@@ -167,6 +167,23 @@ def test_a_schema_that_declares_a_text_column_continuous_is_named_with_the_fix(t
     assert f"--real {str(tmp_path / 'real.csv')!r} holds text in it" in err
 
 
+@pytest.mark.parametrize("table", ["real", "synthetic"])
+def test_kinds_declaring_a_text_column_continuous_in_python_names_kinds_and_the_fix(table):
+    """``evaluate(kinds={"g": "continuous"})`` on labels said only "column 'g' in the
+    real table is not numeric (dtype str)", not that ``kinds=`` declared it so."""
+    from fits.report import evaluate
+
+    real, synthetic = _table(60, 1), _table(60, 2)
+    if table == "synthetic":  # labels in the synthetic table only
+        real = real.assign(g=np.arange(60.0))
+    kinds = {"x1": "continuous", "x2": "continuous", "g": "continuous", "income": "nominal"}
+    with pytest.raises(ValueError) as info:
+        evaluate(real, synthetic, kinds, utility=False, privacy=False)
+    message = str(info.value)
+    assert f"kinds= declares column 'g' \"continuous\", but the {table} table" in message
+    assert "values like [" in message and 'declare it "nominal"' in message
+
+
 # ------------------------------------------------------------- 5. cosmetic
 
 
@@ -211,6 +228,38 @@ def test_a_direct_mu_whose_noise_is_no_number_is_a_usage_error(tmp_path):
     assert res.returncode == 2, res.stderr  # before the (missing) files are read
     assert "--direct-mu 1e-320 is below 2.23e-308" in res.stderr
     assert "Traceback" not in res.stderr
+
+
+def test_a_direct_fits_advice_names_the_reports_options_not_fits_analyzes(tmp_path):
+    """FedNewton's "the privacy noise dominates" warning in ``fits report`` advised "a
+    larger budget (mu, epsilon) ... a larger tau1, or method fedsgd": knobs only ``fits
+    analyze`` has. It now names ``--direct-mu`` and reaches the row's note too."""
+    sites = [_sites(n, 10 + k) for k, n in enumerate((120, 90, 60))]
+    for k, frame in enumerate(sites):
+        frame.to_csv(tmp_path / f"c{k}.csv", index=False)
+    pd.concat(sites).to_csv(tmp_path / "real.csv", index=False)
+    _sites(270, 20).to_csv(tmp_path / "syn.csv", index=False)
+    res = fits_in_process(
+        "report", "--real", tmp_path / "real.csv", "--synthetic", tmp_path / "syn.csv",
+        "--clients", *(tmp_path / f"c{k}.csv" for k in range(3)), "--target", "y",
+        "--direct-mu", "1e-30", "--out", tmp_path / "r.html", "--json", tmp_path / "r.json",
+        "--quiet",
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    assert "the privacy noise dominates" in res.stderr
+    assert "a larger --direct-mu (now 1e-30) lowers the privacy noise" in res.stderr
+    assert "tau1" not in res.stderr and "(mu, epsilon)" not in res.stderr
+    rows = json.loads((tmp_path / "r.json").read_text())["utility"]["y"]["rows"]
+    (direct,) = [r for r in rows if r["mode"] == "direct" and "FedNewton" in r["setting"]]
+    assert "the privacy noise dominates" in direct["note"] and "--direct-mu" in direct["note"]
+
+
+def test_with_advice_replaces_the_fix_from_its_first_give():
+    from fits.analysis.glm import _with_advice
+
+    assert _with_advice("it diverged: give a smaller step (eta=)", "do X") == "it diverged; do X"
+    assert _with_advice("noise; give more; give less", "do X") == "noise; do X"
+    assert _with_advice("no fix here", "do X") == "no fix here; do X"
 
 
 @pytest.mark.parametrize("target", ["income", "x1"])

@@ -65,6 +65,7 @@ import dataclasses
 import json
 import math
 import numbers
+import re
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -2158,6 +2159,8 @@ def direct_fit(
     method: str = "fednewton",
     mu: float | None = None,
     seed: int | None = 0,
+    *,
+    advice: str | None = None,
     **options: Any,
 ) -> Callable[[list[tuple[np.ndarray, np.ndarray]], str], np.ndarray]:
     """A "fit directly across sites" for the fidelity report's utility section.
@@ -2169,6 +2172,11 @@ def direct_fit(
     with federation-wide statistics) and returns the parameters in the design's own
     parametrization (intercept first, :attr:`GLMResults.original_params`).  See
     :func:`fits.evaluation.utility.downstream_utility` (``direct=``).
+
+    ``advice``, when given, replaces the fix that the fit's errors and warnings
+    (:class:`GLMWarning`) propose: theirs names :func:`fit_glm`'s arguments and ``fits
+    analyze``'s options, which a caller with other knobs (``fits report``'s
+    ``--direct-mu``) cannot follow (:func:`_with_advice`).
     """
 
     options.setdefault("check_separation", False)  # the report's rows: as before
@@ -2177,19 +2185,52 @@ def direct_fit(
     def fit(parts: list[tuple[np.ndarray, np.ndarray]], task: str) -> np.ndarray:
         p = parts[0][0].shape[1]
         names = [f"x{j}" for j in range(p)]
-        schema = Schema([ColumnSpec(n, "continuous") for n in [*names, "y"]])
+        # the response's range, as a setup round would merge it from the sites'
+        # bounds: a linear fit's noise warning is relative to it (without it, FedNewton
+        # at mu = 1e-30 gave an R^2 of -1e61 and no warning)
+        ys = [np.asarray(y, dtype=np.float64) for _, y in parts if len(y)]
+        low = min(float(np.min(y)) for y in ys) if ys else None
+        high = max(float(np.max(y)) for y in ys) if ys else None
+        schema = Schema(
+            [ColumnSpec(n, "continuous") for n in names]
+            + [ColumnSpec("y", "continuous", lower=low, upper=high)]
+        )
         tables = {
             f"site{k + 1}": pd.DataFrame(np.column_stack([x, y]), columns=[*names, "y"])
             for k, (x, y) in enumerate(parts)
         }
         family = "logistic" if task == "classification" else "linear"
-        res = fit_glm(
-            tables, "y", family=family, method=method, mu=mu, seed=seed, schema=schema,
-            **options,
-        )  # fmt: skip
+        if advice is None:
+            res = fit_glm(
+                tables, "y", family=family, method=method, mu=mu, seed=seed, schema=schema,
+                **options,
+            )  # fmt: skip
+            return res.original_params.to_numpy()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", GLMWarning)
+            try:
+                res = fit_glm(
+                    tables, "y", family=family, method=method, mu=mu, seed=seed,
+                    schema=schema, **options,
+                )  # fmt: skip
+            except DesignError as err:
+                raise DesignError(_with_advice(str(err), advice)) from err
+        for w in caught:  # outside the recorder: the caller sees them
+            if issubclass(w.category, GLMWarning):
+                warnings.warn(_with_advice(str(w.message), advice), w.category, stacklevel=2)
+            else:
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         return res.original_params.to_numpy()
 
     return fit
+
+
+def _with_advice(message: str, advice: str) -> str:
+    """``message`` with its fix (from its first "; give ..." or ": give ...", the form
+    of every fix this module's messages propose) replaced by ``advice``; a message
+    without such a fix keeps its text, and ``advice`` follows it."""
+    head = re.split(r"[;:] give\b", message, maxsplit=1)[0].rstrip(" ;:,")
+    return f"{head}; {advice}"
 
 
 def make_sites(tables: Mapping[str, pd.DataFrame], seed: int | None) -> list[GLMSite]:

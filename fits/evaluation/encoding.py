@@ -121,6 +121,25 @@ def numeric_values(series: pd.Series, col: str, table: str) -> np.ndarray:
     return values
 
 
+def text_values(series: pd.Series, limit: int = 3) -> list[object]:
+    """Up to ``limit`` distinct values of a column that do not read as numbers.
+
+    Empty for a numeric, boolean, datetime or timedelta column, and for text that reads
+    as numbers throughout (``"1.5"``); used to tell a column declared continuous that
+    holds labels, before any step stumbles on it.
+    """
+    dtype = series.dtype
+    if (
+        pd.api.types.is_numeric_dtype(dtype)
+        or pd.api.types.is_bool_dtype(dtype)
+        or pd.api.types.is_datetime64_any_dtype(dtype)
+        or pd.api.types.is_timedelta64_dtype(dtype)
+    ):
+        return []
+    present = pd.Series(series.dropna().unique())
+    return present[pd.to_numeric(present, errors="coerce").isna()].tolist()[:limit]
+
+
 def category_codes(real: pd.Series, synthetic: pd.Series) -> tuple[np.ndarray, np.ndarray, int]:
     """Code two columns over the union of the categories seen in either of them.
 

@@ -1334,11 +1334,23 @@ def _run_direct(
         "label": f"{_LABELS['direct']} ({label})", "n_train": sum(len(y) for _, y in parts),
         "n_synthetic": 0, "model": problem.parametric, "param_error": math.nan, "note": "",
     }  # fmt: skip
+    names = problem.design.feature_names
     try:
-        params = np.asarray(fit(parts, problem.task), dtype=np.float64)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", UserWarning)
+            params = np.asarray(fit(parts, problem.task), dtype=np.float64)
     except (ValueError, RuntimeError) as err:  # e.g. a site too small: a note, no row lost
-        rec["note"] = _in_client_names(str(err), client_names, problem.design.feature_names)
+        rec["note"] = _in_client_names(str(err), client_names, names)
         return rec
+    finally:  # the fit's warnings (e.g. "the privacy noise dominates") reach the caller
+        # and, in the report's names, the row's note (was: on stderr only)
+        for w in caught:
+            if issubclass(w.category, UserWarning):
+                text = _in_client_names(str(w.message), client_names, names)
+                rec["note"] = f"{rec['note']} {text}".strip()
+                warnings.warn(text, w.category, stacklevel=2)
+            else:
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     # The privacy noise of a tiny mu (1e-300) makes parameters of 1e300 and more, whose
     # squares and exponentials overflow: scored without numpy's overflow warnings, and
     # a row whose numbers would not be finite gets a note instead (was: "overflow
@@ -1360,8 +1372,8 @@ def _run_direct(
         rec["note"] = (
             f"not scored: its parameters reach {largest:.3g}, beyond what float64 "
             "arithmetic can score (the privacy noise of a tiny mu?); a larger mu gives a "
-            "usable fit"
-        )
+            f"usable fit {rec['note']}"
+        ).strip()
         return rec
     rec["param_error"] = error
     rec.update(scores)

@@ -791,6 +791,32 @@ def _decimals_as_floats(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.assign(**{c: frame[c].astype(np.float64) for c in decimal})
 
 
+def _check_declared_numbers(kinds: Mapping[str, str], tables: Mapping[str, pd.DataFrame]) -> None:
+    """Refuse a column ``kinds=`` declares continuous that a table holds as labels.
+
+    Raises
+    ------
+    ValueError
+        Naming the column, the table, values like the labels and the fix (was: "column
+        'g' in the real table is not numeric (dtype str)", without a word of ``kinds``).
+    """
+    from fits.evaluation.encoding import text_values
+
+    for col, kind in kinds.items():
+        if kind != "continuous":
+            continue
+        for name, frame in tables.items():
+            text = text_values(frame[col]) if col in frame.columns else []
+            if text:
+                raise ValueError(
+                    f'kinds= declares column {col!r} "continuous", but the {name} table '
+                    f'holds text in it (values like {text}): declare it "nominal" (labels), '
+                    '"ordinal" (ordered labels) or "id" (left out), or leave it out of '
+                    "kinds= to have its kind inferred, or convert the column to numbers "
+                    "(dates with pandas.to_datetime)"
+                )
+
+
 def _check_inputs(
     real: pd.DataFrame,
     synthetic: pd.DataFrame,
@@ -825,6 +851,7 @@ def _check_inputs(
     columns = list(real.columns)
     extra = [str(c) for c in synthetic.columns if c not in columns]
     kinds = dict(kinds or {})
+    _check_declared_numbers(kinds, {"real": real, "synthetic": synthetic})
     kinds = (
         {c: kinds[c] for c in columns} if set(kinds) >= set(columns) else _infer_kinds(real, kinds)
     )
