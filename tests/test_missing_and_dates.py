@@ -151,6 +151,20 @@ def test_integer_column_with_missing_values_stays_integer():
     assert 0.1 < out["v"].isna().mean() < 0.3
 
 
+def test_a_site_whose_column_is_all_missing_has_no_say_in_its_dtype():
+    """int64 at one site and float64 of nothing but NaN at another (as a CSV reads an
+    empty column) give Int64, the first site's integers with missing values; a site
+    of floats that hold values gives float64, as pd.concat does (docs/cli.md)."""
+    rng = np.random.default_rng(3)
+    a = pd.DataFrame({"k": rng.integers(0, 50, 200), "x": rng.normal(size=200)})
+    empty = pd.DataFrame({"k": np.full(150, np.nan), "x": rng.normal(size=150)})
+    synth = FITSSynthesizer(seed=0).fit([a, empty])
+    out = synth.sample(400)
+    assert str(out["k"].dtype) == "Int64" and out["k"].isna().any()
+    floats = empty.assign(k=rng.normal(20, 5, 150))
+    assert str(FITSSynthesizer(seed=0).fit([a, floats]).sample(50)["k"].dtype) == "float64"
+
+
 def test_column_missing_at_one_client_only(clients):
     frames = [c.copy() for c in clients]
     frames[2]["x"] = np.nan  # entirely missing at one client, present elsewhere
