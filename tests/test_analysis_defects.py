@@ -4,6 +4,7 @@ value, a table naming a column twice, and the wording of the privacy scope."""
 
 from __future__ import annotations
 
+import math
 import warnings
 from pathlib import Path
 
@@ -156,6 +157,26 @@ def test_fedsgd_that_moved_away_from_the_mle_is_an_error(
     """Was: linear FedSGD at step 4 gave x1 = -3.4e117, exit 0, "run more iterations"."""
     with pytest.raises(DesignError, match="moved away.*the step is too large"):
         fit_glm(_tables(), target, FEATURES, family=family, method="fedsgd", K=200, eta=eta)
+
+
+@pytest.mark.parametrize("method", ["fedsgd", "fedhybrid", "fedavg"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_a_logistic_fit_saturated_by_a_huge_step_is_an_error(method: str, weighted: bool) -> None:
+    """Was: logistic FedSGD at step 1e6 ended at coefficients of 2e5 (every fitted
+    probability 0 or 1, the Fisher information singular, so no distance to the MLE
+    could be measured): exit 0 with "no standard errors"."""
+    options: dict[str, object] = {"weights": "wt", "offset": "off"} if weighted else {}
+    options.update({"eta1": 1e6, "eta2": 1e6} if method == "fedhybrid" else {"eta": 1e6})
+    with pytest.raises(DesignError, match="negative log-likelihood of .* against .* at its "
+                       "start theta = 0.*the step is too large"):  # fmt: skip
+        fit_glm(_tables(), "yb", FEATURES, family="logistic", method=method, **options)
+
+
+def test_the_saturated_check_counts_only_a_loss_above_the_start() -> None:
+    from fits.analysis.glm import _saturated_away
+
+    assert _saturated_away(312.0 * 2, 312.0) and _saturated_away(math.inf, 312.0)
+    assert not _saturated_away(100.0, 312.0) and not _saturated_away(312.0, 312.0)
 
 
 def test_fits_that_approach_the_mle_are_not_refused() -> None:

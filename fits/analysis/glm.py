@@ -385,15 +385,22 @@ def site_fisher(
     the pooled maximum-likelihood estimate); with
     ``dispersion`` also ``rss`` (1,), the residual sum of squares sum (y - mu)^2; with
     ``robust`` also ``meat``, the upper triangle of sum_r (mu_r - y_r)^2 x_r x_r' (the
-    per-row scores' outer products).  With offsets ``off`` and prior weights ``pw``
+    per-row scores' outer products); ``loss`` (2,), the summed negative log-likelihood
+    (:func:`loss`) at theta and at the start theta = 0, for the check that a fit
+    whose Fisher information is singular at its end has not moved away
+    (:func:`_saturated_away`).  With offsets ``off`` and prior weights ``pw``
     (statsmodels' ``var_weights``): eta = x'theta + off, X'(pw W)X, the score
-    X'(pw (mu - y)), rss sum pw (y - mu)^2, the meat sum (pw (mu - y))^2 x x'."""
+    X'(pw (mu - y)), rss sum pw (y - mu)^2, the meat sum (pw (mu - y))^2 x x', each
+    row's loss times its weight."""
     eta = _eta(x, theta, off)
     iu = np.triu_indices(x.shape[1])
     w = _hessian_weight(family, eta)
     if pw is not None:
         w = w * pw
     out = {"info": ((x * w[:, None]).T @ x)[iu]}
+    with np.errstate(over="ignore"):  # a diverged Poisson fit: an infinite loss
+        losses = [loss(family, e, y) for e in (eta, _eta(x, np.zeros_like(theta), off))]
+        out["loss"] = np.array([float(r.sum() if pw is None else (pw * r).sum()) for r in losses])
     r = _mean(family, eta) - y
     s = r if pw is None else pw * r
     out["score"] = s @ x
@@ -1162,6 +1169,19 @@ class _Run:
             "analyze --step) or fit with method newton"
         )
 
+    def saturated_away(self, end: float, begin: float) -> DesignError:
+        """The error of a fit without privacy whose Fisher information is singular at
+        its end and whose summed negative log-likelihood ``end`` exceeds ``begin``, the
+        start theta = 0's (:func:`_saturated_away`)."""
+        head = (
+            f"the {self.method} estimate ended with a negative log-likelihood of "
+            f"{end:.6g} (summed over the sites) against {begin:.6g} at its start theta = 0, "
+            f"after {self.rounds} fitting round(s), and a singular Fisher information "
+            "(fitted values saturated at the family's bounds): it has moved away from the "
+            "maximum-likelihood estimate instead of towards it"
+        )
+        return self._diverged(head)
+
     def moved_away(self, distance: float, start: float) -> DesignError:
         """The error of a fit without privacy that ended farther from the pooled
         maximum-likelihood estimate than its start theta = 0 is (``distance`` and
@@ -1174,6 +1194,10 @@ class _Run:
             f"estimate (Fisher metric) as its start theta = 0: after {self.rounds} fitting "
             "round(s) it has moved away from the estimate instead of towards it"
         )
+        return self._diverged(head)
+
+    def _diverged(self, head: str) -> DesignError:
+        """``head`` with the cause (a step too large) and the fix."""
         if self.method == "fedhybrid":
             fix = "give smaller step sizes (eta1=, eta2=; fits analyze --step)"
         else:
@@ -1390,6 +1414,24 @@ def _moved_away(method: str, distance: float, start: float) -> bool:
     if method in ("fedavg", "fednewton"):
         return distance > 1.0 and distance > MOVED_AWAY_BIASED * start
     return distance > max(start, MLE_DISTANCE_WARN)
+
+
+def _saturated_away(end: float, begin: float) -> bool:
+    """Whether a fit without privacy whose Fisher information is singular at its end
+    (:func:`_covariance` gives no metric) ended with a larger summed negative
+    log-likelihood than its start theta = 0 had (``end``, ``begin``: summed over the
+    sites, from the ``glm_fisher`` replies).
+
+    No separation was found (else no ``glm_fisher`` round is run), so the
+    maximum-likelihood estimate is finite and its information nonsingular: an estimate
+    of saturated fitted probabilities (``x'theta`` of 1e5: W = p (1 - p) underflows to
+    0) is far from it, and one whose loss exceeds the start's has moved away (a logistic
+    FedSGD at step 1e6 ended at coefficients of 2e5, with exit 0 and "no standard
+    errors").  Every method's end lies at or near a minimizer, whose loss is below the
+    start's; a relative slack of 1e-9 keeps float rounding of equal losses from
+    counting.  A choice, not the paper's (its methods run with privacy, unchecked).
+    """
+    return not math.isfinite(end) or end > begin + 1e-9 * abs(begin)
 
 
 #: A feature whose variance inflation factor (below) reaches this gets a
@@ -2799,6 +2841,10 @@ def _fit(
         )
         if distance is not None and start is not None and _moved_away(method, distance, start):
             raise run.moved_away(distance, start)
+        if cov is None and scale is None:  # no Fisher metric to measure the distance in
+            end, begin = np.sum([r.arrays["loss"] for r in fisher], axis=0)
+            if _saturated_away(float(end), float(begin)):
+                raise run.saturated_away(float(end), float(begin))
         if cov is not None:
             info = sum(unpack_symmetric(r.arrays["info"], p) for r in fisher)
             inflated = _inflation_note(np.asarray(info), spec.feature_names)

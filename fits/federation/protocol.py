@@ -171,7 +171,9 @@ glm_check       ``theta`` (p,)                          ``lo``, ``hi`` (2, p + 1
                                                         design column and of x'theta
 glm_fisher      ``theta`` (p,); config ``dispersion``   ``info`` (p(p+1)/2,): upper triangle
                 (0/1), ``robust`` (0/1); only in a      of the site's X'W(theta)X; ``score``
-                fit without privacy, once               (p,): X'(mu - y); with
+                fit without privacy, once               (p,): X'(mu - y); ``loss`` (2,):
+                                                        summed negative log-likelihood at
+                                                        theta and at 0; with
                                                         dispersion ``rss`` (1,): residual
                                                         sum of squares; with robust
                                                         ``meat`` (p(p+1)/2,): upper triangle
@@ -419,6 +421,7 @@ def _glm_fisher_shapes(request: Message) -> dict[str, tuple[int, ...]]:
     return {
         "info": (k,),
         "score": _theta_shape(request),
+        "loss": (2,),
         **({"rss": (1,)} if int(request.config.get("dispersion", 0)) else {}),
         **({"meat": (k,)} if int(request.config.get("robust", 0)) else {}),
     }
