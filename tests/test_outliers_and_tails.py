@@ -105,3 +105,57 @@ def test_adapted_grids_stay_within_the_sites_max_grid_size():
     grid = synth.coordinator.grids["income"]
     assert 300 < grid.size <= 320
     assert (synth.sample(500)["income"] > 60_000).mean() < 0.1
+
+
+# ------------------------------------------------------------- outliers in a covariate
+def test_covariate_scale_is_the_normal_consistent_trimmed_sd():
+    """Checked against scipy's truncated normal: the sd of a standard normal cut at its
+    alpha and 1 - alpha quantiles is what the trimmed sd is divided by."""
+    from scipy.stats import norm, truncnorm
+
+    from fits.core.kernels import TRIM_MIN_VALUES, TRIM_SHARE, covariate_scale
+
+    rng = np.random.default_rng(2)
+    x = rng.normal(3.0, 2.0, 3000)
+    k = int(TRIM_SHARE * x.size)  # 15 values cut at each end
+    z = norm.ppf(1 - k / x.size)
+    expected = np.sort(x)[k:-k].std() / truncnorm(-z, z).std()
+    assert covariate_scale(x) == pytest.approx(min(x.std(), expected), rel=1e-12)
+    assert covariate_scale(x) == pytest.approx(2.0, rel=0.05)
+    typo = x.copy()
+    typo[7] = 1e8  # the sd is 1.8 million; the scale stays near 2
+    assert covariate_scale(typo) == pytest.approx(covariate_scale(x), rel=0.01)
+    small = rng.normal(size=TRIM_MIN_VALUES - 1)  # too few to trim: the plain sd
+    assert covariate_scale(small) == small.std()
+    assert covariate_scale(np.full(40, 7.0)) == 1.0
+    spiky = np.append(np.full(600, 40.0), rng.normal(40, 17, 600))  # hours per week
+    assert covariate_scale(spiky) == pytest.approx(spiky.std(), rel=0.05)  # not the IQR's
+
+
+def _spending_sites(typo: bool) -> list[pd.DataFrame]:
+    rng = np.random.default_rng(0)
+    out = []
+    for n in (300, 200):
+        income = rng.lognormal(10, 0.4, n)
+        age = rng.uniform(20, 65, n)
+        spend = 0.3 * income + 200 * age + rng.normal(0, 2000, n)
+        out.append(pd.DataFrame({"income": income, "age": age, "spend": spend}))
+    if typo:
+        out[0].loc[5, "income"] = 1e8
+    return out
+
+
+def test_an_outlier_in_a_covariate_keeps_its_dependence():
+    """The site holding the typo standardized income by an sd of 5.8 million, so income
+    took no part in its kernel distances: the synthetic corr(income, spend) fell from
+    0.62 (without the typo) to 0.55 (real: 0.68). The trimmed scale keeps it."""
+    corrs = []
+    for typo in (False, True):
+        synth = FITSSynthesizer(seed=0).fit(_spending_sites(typo))
+        got = synth.sample(2000)
+        got = got[got["income"] < 1e6]  # the typo's neighbourhood: a handful of rows
+        corrs.append(got["income"].corr(got["spend"]))
+    assert corrs[1] == pytest.approx(corrs[0], abs=0.02)
+    client = synth.coordinator.transport._clients[0]
+    j = client.columns.index("income")
+    assert client.scale[j] < 20_000  # was the sd, 5.8 million

@@ -53,6 +53,7 @@ from fits.core.kernels import (
     Kernel,
     KNNKernel,
     check_kernel_settings,
+    covariate_scale,
     epanechnikov_product,
     resolve_kernel,
     response_cdf_kernel,
@@ -803,6 +804,9 @@ class FITSClient:
         else:
             self.loc = z.mean(axis=0)
             sd = z.std(axis=0)
+            for j, enc in enumerate(self.encoders):  # a trimmed sd: one outlier does not
+                if not enc.spec.is_discrete:  # take the covariate out of the distances
+                    sd[j] = covariate_scale(z[:, j])
             self.scale = np.where(sd > 0, sd, 1.0)  # locally constant column: sd 1
         self.center = z.mean(axis=0)  # numerical centring of the native design
 
