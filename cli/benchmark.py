@@ -99,16 +99,14 @@ def benchmark(
         typer.Option(
             "--rows",
             min=50,
-            hidden=True,
-            help="Rows of the data (simulation size, or a subsample of a real data set: at "
-            "most the rows it has); for quick checks.",
+            help="Rows of the data (simulation size, or a seeded subsample of a real data "
+            "set: at least 50, at most the rows it has); for quick checks.",
         ),
     ] = None,
     no_boosting: Annotated[
         bool,
         typer.Option(
             "--no-boosting",
-            hidden=True,
             help="Skip the gradient-boosting model in the modes M1-M4 (the headline "
             "comparison always runs).",
         ),
