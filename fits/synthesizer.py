@@ -1264,10 +1264,7 @@ class FITSSynthesizer(BaseEstimator):
         DataFrame
             Consecutive chunks of the table (the input's columns and dtypes).
         """
-        if isinstance(num_rows, bool) or not isinstance(num_rows, (int, np.integer)):
-            raise TypeError(f"num_rows must be an integer, got {num_rows!r}")
-        if num_rows < 0:
-            raise ValueError(f"num_rows must be at least 0, got {num_rows}")
+        _check_rows(num_rows)
         starts = _chunk_starts(int(num_rows), chunk_rows, first_chunk_rows)
         _check_seed("seed", seed, sequence=True)
         progress = _check_progress(progress)
@@ -1838,16 +1835,34 @@ class FITSSynthesizer(BaseEstimator):
         chunk_rows: int | None = None,
         seed: int | None = None,
         progress: Callable[[str, int, int], None] | None = None,
+        overwrite: bool = False,
     ) -> Path:
         """Draw ``num_rows`` rows straight into a CSV or Parquet file, in bounded memory.
 
         The chunks of :meth:`iter_sample` are streamed to a temporary file beside
         ``path`` (CSV appends; Parquet row groups) that is put at ``path`` only when
-        complete (:func:`fits.io.write_table_chunks`); on Linux it has no name until
-        then, so not even a killed process leaves a partial file. The table equals
+        complete (:func:`fits.io.write_stream`); on Linux it has no name until then, so
+        not even a killed process leaves a partial file. The table equals
         :meth:`sample` with the same seed; ``num_rows=0`` writes the header alone (a
-        Parquet file: every column with its type).  A leading ``~`` in ``path`` is the
-        home folder; a missing parent folder is created.
+        Parquet file: every column with its type).  A request of more than
+        :data:`fits.io.LARGE_REQUEST_ROWS` rows first estimates the file's size from
+        its first rows and is refused when it exceeds the free space, as ``fits
+        synthesize`` does.  A leading ``~`` in ``path`` is the home folder; a missing
+        parent folder is created.
+
+        Parameters
+        ----------
+        path : str or path-like
+            The output file (``.csv`` or ``.parquet``).
+        num_rows : int
+            Rows to draw.
+        chunk_rows, seed, progress
+            As in :meth:`iter_sample`.
+        overwrite : bool, default False
+            Replace a file already at ``path``.  Without it an existing file (one
+            holding anything: it may be a table the synthesizer was fitted on, which
+            fits cannot tell from here) is refused, as SDV refuses an existing output
+            file.
 
         Returns
         -------
@@ -1858,17 +1873,37 @@ class FITSSynthesizer(BaseEstimator):
         ------
         fits.io.OutputError
             Before any row is drawn: ``path`` is a folder, an existing read-only file,
-            or in a folder that cannot be written.
+            an existing file without ``overwrite=True``, or in a folder that cannot be
+            written.
+        fits.io.OutputTooLarge
+            Before any row is written: the estimated file exceeds the free space.
         """
-        from fits.io import check_output, check_suffix, write_table_chunks
+        from fits.io import OutputError, check_output, check_suffix, write_stream
 
         path = Path(path).expanduser()  # "~/s.csv": the home's, never a folder named "~"
         check_suffix(path, "output")
         # before any row is drawn: a folder named x.csv, a read-only file, a folder
         # fits cannot write in (the draw would be lost at the end)
         check_output(path, option="sample_to_file: path", create_parent=True)
-        chunks = self.iter_sample(num_rows, chunk_rows=chunk_rows, seed=seed, progress=progress)
-        written, _ = write_table_chunks(chunks, path, forms=self.output_forms())
+        if not overwrite and path.is_file() and path.stat().st_size > 0:
+            raise OutputError(  # was: replaced without a word, a site's own table too
+                f"sample_to_file: {str(path)!r} exists; fits does not replace a file "
+                "unless asked (it may be a real table): pass overwrite=True to replace "
+                "it, or choose another path"
+            )
+        _check_rows(num_rows)
+
+        def draw(first: int | None) -> Iterator[pd.DataFrame]:
+            return self.iter_sample(
+                num_rows, chunk_rows=chunk_rows, first_chunk_rows=first, seed=seed,
+                progress=progress,
+            )  # fmt: skip
+
+        written, _ = write_stream(
+            draw, path, num_rows, request=f"sample_to_file({str(path)!r}, {num_rows})",
+            advice="ask for fewer rows, or write to a file system with more free space",
+            forms=self.output_forms(),
+        )  # fmt: skip
         return written
 
     def output_forms(self) -> OutputForms:
@@ -2028,6 +2063,14 @@ def _physical_memory() -> int | None:
         return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
     except (AttributeError, ValueError, OSError):
         return None
+
+
+def _check_rows(num_rows: object) -> None:
+    """A row count: an integer (not a bool) of at least 0."""
+    if isinstance(num_rows, bool) or not isinstance(num_rows, (int, np.integer)):
+        raise TypeError(f"num_rows must be an integer, got {num_rows!r}")
+    if num_rows < 0:
+        raise ValueError(f"num_rows must be at least 0, got {num_rows}")
 
 
 def _chunk_starts(

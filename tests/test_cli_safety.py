@@ -378,7 +378,7 @@ def test_sampling_memory_does_not_grow_with_the_rows(small_sites, tmp_path):
     peaks = []
     for n in (4_000, 32_000):
         tracemalloc.start()
-        synth.sample_to_file(tmp_path / "m.csv", n, chunk_rows=2_000)
+        synth.sample_to_file(tmp_path / "m.csv", n, chunk_rows=2_000, overwrite=True)
         peaks.append(tracemalloc.get_traced_memory()[1])
         tracemalloc.stop()
     assert peaks[1] < 1.3 * peaks[0], peaks  # 8x the rows, about the same peak

@@ -62,3 +62,44 @@ def test_a_progress_that_is_no_switch_or_callable_is_refused(sites, progress):
         synth.sample_remaining_columns(known, progress=progress)
     assert len(synth.sample(5, progress=False)) == 5
     assert len(pd.concat(synth.iter_sample(5, progress=False))) == 5
+
+
+def test_sample_to_file_does_not_replace_a_file_unless_asked(sites, tmp_path):
+    """Was: a site's own table read into pandas and then given as the path was replaced
+    by the synthetic rows without a word (save() refused the same path)."""
+    table = tmp_path / "site_a.csv"
+    sites[0].to_csv(table, index=False)
+    before = table.read_bytes()
+    synth = FITSSynthesizer(seed=0, n_jobs=1).fit(sites)
+    with pytest.raises(OutputError, match=r"site_a\.csv' exists; .* pass overwrite=True"):
+        synth.sample_to_file(table, 10)
+    assert table.read_bytes() == before
+    fresh = FITSSynthesizer(seed=0, n_jobs=1).fit(sites)  # refused before any row is drawn
+    pd.testing.assert_frame_equal(synth.sample(20), fresh.sample(20))
+    assert synth.sample_to_file(table, 10, overwrite=True, seed=3) == table
+    pd.testing.assert_frame_equal(pd.read_csv(table), synth.sample(10, seed=3))
+    empty = tmp_path / "empty.csv"
+    empty.touch()  # an empty file holds nothing to lose (as `touch` before a run)
+    synth.sample_to_file(empty, 5)
+    assert len(pd.read_csv(empty)) == 5
+
+
+def test_sample_to_file_refuses_a_file_larger_than_the_free_space(sites, tmp_path, monkeypatch):
+    """Was: sample_to_file(path, 10**13) started streaming towards hundreds of terabytes;
+    ``fits synthesize`` refused it from an estimate. Now both do, before writing."""
+    import shutil
+    from collections import namedtuple
+
+    from fits.io import LARGE_REQUEST_ROWS, OutputTooLarge
+
+    usage = namedtuple("usage", "total used free")
+    monkeypatch.setattr(shutil, "disk_usage", lambda p: usage(10**6, 0, 10**6))
+    synth = FITSSynthesizer(seed=0, n_jobs=1).fit(sites)
+    out = tmp_path / "huge.csv"
+    with pytest.raises(OutputTooLarge, match=r"sample_to_file\(.*huge\.csv', 10000000000000\):"
+                       r" the output would take about .* 1\.0 MB free; ask for fewer rows"):  # fmt: skip
+        synth.sample_to_file(out, 10**13)
+    assert not out.exists() and list(tmp_path.iterdir()) == []
+    with pytest.raises(TypeError, match="num_rows must be an integer"):
+        synth.sample_to_file(out, "10")
+    assert LARGE_REQUEST_ROWS < 10**13
