@@ -2796,7 +2796,9 @@ def check_columns(data: pd.DataFrame, name: str) -> None:
         drop = " ".join(f"--drop {shlex.quote(str(c))}" for c, _, _ in found)
         text = (
             f"{name}: {len(found)} columns hold values fits cannot model ({each}); fix "
-            f"them so, or drop them (fits synthesize and fits federate: {drop})"
+            f"them so, or drop them: from the tables before fitting (Python: "
+            f"df.drop(columns={[c for c, _, _ in found]!r})), or by the command line's option "
+            f"(fits synthesize and fits federate: {drop})"
         )
     raise SchemaError(text + _identifier_hint(data, name, [c for c, _, _ in found]))
 
@@ -2805,26 +2807,40 @@ def _identifier_hint(data: pd.DataFrame, name: str, refused: Sequence[Any]) -> s
     """With a table refused for columns no kind models: the text columns of it that
     look like identifiers or free text at this site, which the setup round would refuse
     next unless declared (``--kind COL=id`` or ``nominal``; not known at this check),
-    so that one run names every column to drop; empty when there are none."""
+    so that one run names every column to drop; empty when there are none.
+
+    The other columns are read as the setup round reads them (:func:`parse_text_columns`,
+    then :func:`_describe_column`): text that is numbers ("$5,123.45"), dates
+    ("2021-03-04"), ``Decimal`` or ``datetime.date`` objects is numbers or dates there,
+    never an identifier, and so is not named here either (nor its ``--drop``: dropping
+    it would discard data a fit models)."""
+    keep = [k for k, c in enumerate(data.columns) if c not in refused]
+    with warnings.catch_warnings():  # its notes belong to a fit, not to this refusal
+        warnings.simplefilter("ignore")
+        rest, _ = parse_text_columns(data.iloc[:, keep])  # as the setup round reads it
+    mark = _table_mark(rest)
     hits = []
-    for column in data.columns:
-        if column in refused or _dtype_family(data[column]) not in ("string", "object", "category"):
-            continue
-        present = data[column].dropna()
-        looks = _looks_like_identifier(present) if len(present) else None
-        if looks is not None:
-            hits.append((column, looks))
+    for k in range(rest.shape[1]):
+        column, values = rest.columns[k], rest.iloc[:, k]
+        if _dtype_family(values) not in ("string", "object", "category"):
+            continue  # numbers, dates, booleans: no identifier by their text
+        info = _describe_column(values, column, {}, name, mark)
+        if "identifier" in info:  # what merge_descriptions refuses, whatever the others
+            hits.append((column, info["identifier"]))
     if not hits:
         return ""
     named = ", ".join(
         f"{c!r} ({f['n_distinct']} distinct values in {f['n_present']} rows)" for c, f in hits
     )
-    drop = " ".join(f"--drop {shlex.quote(str(c))}" for c in [*refused, *(c for c, _ in hits)])
+    every = [*refused, *(c for c, _ in hits)]
+    drop = " ".join(f"--drop {shlex.quote(str(c))}" for c in every)
     declare = " ".join(f"--kind {shlex.quote(f'{c}=id')}" for c, _ in hits)
+    api = ", ".join(f"{c!r}: 'id'" for c, _ in hits)
     return (
         f". Also, {named} look(s) like identifiers or free text here, which fits refuses "
-        f"unless declared: to drop every column named here: {drop}; or declare those "
-        f"identifiers ({declare})"
+        f"unless declared (Python: kinds={{{api}}}; or drop every column named here before "
+        f"fitting: df.drop(columns={every!r})). On the command line, to drop every column "
+        f"named here: {drop}; or declare those identifiers ({declare})"
     )
 
 
