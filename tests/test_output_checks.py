@@ -96,8 +96,8 @@ def test_sample_to_file_refuses_a_file_larger_than_the_free_space(sites, tmp_pat
     monkeypatch.setattr(shutil, "disk_usage", lambda p: usage(10**6, 0, 10**6))
     synth = FITSSynthesizer(seed=0, n_jobs=1).fit(sites)
     out = tmp_path / "huge.csv"
-    with pytest.raises(OutputTooLarge, match=r"sample_to_file\(.*huge\.csv', 10000000000000\):"
-                       r" the output would take about .* 1\.0 MB free; ask for fewer rows"):  # fmt: skip
+    said = r"huge\.csv', 10000000000000\): the output would take about .* 1\.0 MB free; ask"
+    with pytest.raises(OutputTooLarge, match=said):
         synth.sample_to_file(out, 10**13)
     assert not out.exists() and list(tmp_path.iterdir()) == []
     with pytest.raises(TypeError, match="num_rows must be an integer"):
