@@ -666,7 +666,10 @@ def synthesize(
                 **_design_kwargs(design),
             )
             try:
-                synth.fit(tables, on_phase=phases)
+                declared = len(known_table) if known_table is not None else rows or 0
+                # declared at the fit's configure round: a site whose max_rows is lower
+                # refuses there, before any statistic (the output does not depend on it)
+                synth.fit(tables, rows=declared, on_phase=phases)
             except ValueError as exc:
                 if str(exc).startswith("column_models["):  # a usage error: say the option
                     _fail(f"--column-model {str(exc).removeprefix('column_models')}", 2)

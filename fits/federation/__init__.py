@@ -22,6 +22,7 @@ _EXPORTS = {
     "Transport": "fits.federation.transport",
     "FITSClient": "fits.federation.client",
     "Coordinator": "fits.federation.coordinator",
+    "SecureAggregationError": "fits.federation.coordinator",
 }
 __all__ = list(_EXPORTS)
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -394,11 +394,17 @@ class FITSClient:
         used = self._asked.get(key, 0)
         budget = self.policy.query_budget(self.rows_declared)
         if used + n > budget:
+            limit = self.policy.max_rows
+            rows = (  # what the budget counts: the declared rows, or max_rows below them
+                f"{self.rows_declared} declared rows"
+                if limit is None or self.rows_declared <= limit
+                else f"max_rows={limit} (of {self.rows_declared} declared rows)"
+            )
             raise PolicyError(
                 f"{self.name} refused a {msg.type} request of {n} queries for column "
                 f"{column!r}: {used} of its {budget:g} per column are spent (site policy: "
-                f"queries_per_row={self.policy.queries_per_row:g} x {self.rows_declared} "
-                f"declared rows + extra_queries={self.policy.extra_queries})"
+                f"queries_per_row={self.policy.queries_per_row:g} x {rows} + "
+                f"extra_queries={self.policy.extra_queries})"
             )
         self._asked[key] = used + n
         if msg.type in ("hessian", "block"):
@@ -596,7 +602,7 @@ class FITSClient:
         grids = self._accept_grids(schema, msg)
         adjusted: list[str] = []
         n_total = self._accept_n_total(msg, adjusted)
-        self._accept_rows(msg, adjusted)
+        self._accept_rows(msg)
         self._schema = schema
         self.n_total = n_total
         self._residual_rules = json.loads(str(msg.config.get("residuals", "[]")))
@@ -722,13 +728,23 @@ class FITSClient:
             n_total = int(cap)
         return n_total
 
-    def _accept_rows(self, msg: Message, adjusted: list[str]) -> None:
-        """Set :attr:`rows_declared` (the query budget's base), capped by max_rows."""
+    def _accept_rows(self, msg: Message) -> None:
+        """Set :attr:`rows_declared` (the query budget's base); refuse a declaration
+        above the policy's ``max_rows`` here, at configure, before any query of those
+        rows (a capped budget would refuse the draw's first large request instead,
+        naming neither the limit nor the fix)."""
         declared = int(msg.config.get("rows", 0))
+        limit = self.policy.max_rows
+        if limit is not None and declared > limit:
+            raise PolicyError(
+                f"{self.name} refused the configuration: the coordinator declared "
+                f"{declared} synthetic rows for this run (its draws so far included), more "
+                f"than the {limit} this site's policy serves (max_rows = {limit}). Ask for "
+                f"at most {limit} rows in all (fits synthesize --rows {limit}), or have "
+                f"this site raise max_rows in its policy (its --policy file, e.g. "
+                f"'{{\"max_rows\": {declared}}}'; Python: SitePolicy(max_rows={declared}))"
+            )
         self.rows_declared = declared
-        if self.policy.max_rows is not None and declared > self.policy.max_rows:
-            adjusted.append(f"rows={declared} taken as max_rows={self.policy.max_rows}")
-            self.rows_declared = self.policy.max_rows
 
     def _modelled(self, schema: Schema) -> pd.DataFrame:
         """The table the engine models as responses: each column a near-linear rule

@@ -103,7 +103,12 @@ from fits.federation.codec import (
     decode_hessian,
     decode_histograms,
 )
-from fits.federation.policy import DEFAULT_MIN_EFFECTIVE_ROWS, PolicyError, SitePolicy
+from fits.federation.policy import (
+    DEFAULT_MIN_EFFECTIVE_ROWS,
+    PolicyError,
+    SitePolicy,
+    pooled_floor_shortfall,
+)
 from fits.federation.protocol import (
     DESIGNS,
     WIDENING_LADDER,
@@ -122,6 +127,7 @@ __all__ = [
     "MAX_BATCH",
     "MISSING_INDICATOR_SCHEME",
     "ROUNDS",
+    "SecureAggregationError",
     "fallback_message",
 ]
 
@@ -138,6 +144,30 @@ _SECURE_MIN_WEIGHT = 2.0**-40
 _LADDER_STAGES = ((0, 3), (3, 3), (6, len(WIDENING_LADDER) - 6))
 #: ... up to weights scaled by this power of two (2^-1100 is below every float64).
 _SECURE_MAX_EXPONENT = 1100
+
+
+class SecureAggregationError(ProtocolError):
+    """Secure aggregation that would hide nothing: fewer than two sites can contribute
+    to the masked sums at all, so every sum the coordinator unmasks is one site's own
+    upload.  Raised by :meth:`Coordinator.configure` (with the sites' row counts and
+    floors k of their configure replies, before any statistic is asked) when, under the
+    sites' own floors (``floor_scope="site"``), only one site holds at least its k rows
+    and every other site would abstain from every answer.  (With one site the
+    coordinator refuses secure aggregation at once, a ``ValueError``.)
+
+    Attributes
+    ----------
+    rows : dict of str to int
+        Per site, its rows.
+    floors : dict of str to float
+        Per site, its k (``min_effective_rows``).
+    """
+
+    def __init__(self, message: str, rows: Mapping[str, int], floors: Mapping[str, float]):
+        super().__init__(message)
+        self.rows = dict(rows)
+        self.floors = dict(floors)
+
 
 ProgressCallback = Callable[[str, int, int], None]
 #: A callback told, in a few words, which phase of the fit starts (:attr:`Coordinator.on_phase`).
@@ -225,7 +255,8 @@ class Coordinator:
     secure : bool
         Secure aggregation (:mod:`fits.federation.secure`): the clients mask every upload that is
         summed, so this coordinator learns only the sums over clients.  Needs at least
-        two clients.  Default False.
+        two clients, and (checked at :meth:`configure`) at least two that can answer
+        under their policies' floors (:class:`SecureAggregationError`).  Default False.
     mask_neighbours : int, optional
         With ``secure``: each client shares masks with the clients up to this many
         places away in the cyclic order (2 * mask_neighbours peers); None: with every
@@ -1212,6 +1243,7 @@ class Coordinator:
             json.loads(str(r.config["policy"])) if "policy" in r.config else {} for r in replies
         ]
         self._pooled_k = self._pooled_floor(self.site_policies)
+        self._check_secure_sites()
         self._check_present()
         self._check_boosting_trees()
         self._check_held_out()
@@ -1249,20 +1281,29 @@ class Coordinator:
             "fits federate site, e.g. '{\"min_effective_rows\": 2}'; Python: "
             "site_policy=SitePolicy(min_effective_rows=2))"
         )
-        if self._pooled_k is not None:
-            floor = f"their pooled floor k = {self._pooled_k:g} (floor_scope='pooled')"
-            small = self.n_total < self._pooled_k
+        pooled_k = self._pooled_k
+        site_floor = (
+            "its policy's floor (min_effective_rows "
+            + ", ".join(f"{n}: {k:g}" for n, k in zip(names, floors, strict=True))
+            + ")"
+        )
+
+        def short(held: Sequence[int], what: str, none: str) -> str:
+            """Why no answer can be given: under a pooled floor the sites together hold
+            too few (:func:`~fits.federation.policy.pooled_floor_shortfall`), under the
+            sites' own floors none holds as many as its k."""
+            if pooled_k is not None:
+                return pooled_floor_shortfall(sum(held), pooled_k, what)
+            return f"{none} holds as many as {site_floor}"
+
+        if pooled_k is not None:
+            small = self.n_total < pooled_k
         else:
-            floor = (
-                "its policy's floor (min_effective_rows "
-                + ", ".join(f"{n}: {k:g}" for n, k in zip(names, floors, strict=True))
-                + ")"
-            )
             small = all(n < k for n, k in zip(self.n_rows, floors, strict=True))
         if small:  # every column alike: say so once, not of the first continuous column
             rows = ", ".join(f"{n}: {m}" for n, m in zip(names, self.n_rows, strict=True))
             raise SchemaError(
-                f"the sites hold {rows} rows, and none holds as many as {floor}, so "
+                f"the sites hold {rows} rows, and {short(self.n_rows, 'rows', 'none')}, so "
                 f"every site would abstain from every request and nothing can be drawn; "
                 f"add rows, or {fix}"
             )
@@ -1271,7 +1312,7 @@ class Coordinator:
             for n, m, k in zip(names, self.n_rows, floors, strict=True)
             if m < k
         ]
-        if few and self._pooled_k is None and not getattr(self, "_told_few", False):
+        if few and pooled_k is None and not getattr(self, "_told_few", False):
             self._told_few = True  # once per fit, not at every configure round
             warnings.warn(
                 f"site(s) {', '.join(few)} hold fewer rows than their policy's floor "
@@ -1287,8 +1328,8 @@ class Coordinator:
             if spec.kind != "continuous":  # a discrete column's missing rows are a level
                 continue
             held = self._usable_rows(column)
-            if self._pooled_k is not None:
-                if sum(held) >= self._pooled_k:
+            if pooled_k is not None:
+                if sum(held) >= pooled_k:
                     continue
             elif any(h > 0 and h >= k for h, k in zip(held, floors, strict=True)):
                 continue
@@ -1298,14 +1339,64 @@ class Coordinator:
                 f"column {column!r} holds too few values to be drawn: the sites hold "
                 f"{counts} rows with a value of it"
                 + (" (not counting its point mass)" if spec.point_mass is not None else "")
-                + f", and no site holds as many as {floor}, so every site would abstain "
-                "from every request on it. Drop the column (fits synthesize and fits "
+                + f", and {short(held, 'rows with a value of it', 'no site')}, so every site "
+                "would abstain from every request on it. Drop the column (fits synthesize and fits "
                 f"federate: --drop {quoted}; Python: drop it from the tables), {fix}, or "
                 "add rows that hold it",
                 column,
                 dict(zip(names, held, strict=True)),
                 dict(zip(names, floors, strict=True)),
             )
+
+    def _check_secure_sites(self) -> None:
+        """Refuse, at configure, secure aggregation that would hide nothing: fewer than
+        two sites can contribute to the masked sums at all.  Under the sites' own floors
+        a site with fewer rows than its k (``min_effective_rows``) abstains from every
+        answer (it sends zeros), so with one site left every sum the coordinator unmasks
+        is that site's own upload, as with one site (which :class:`Coordinator` refuses
+        at once).  Under a pooled floor every site with rows takes part in every masked
+        sum (its part widened by the common factor), so only sites of no rows are out.
+        Judged from the setup round's row counts and the floors of the configure
+        replies, before any statistic is asked; none able to answer is
+        :meth:`_check_present`'s error (every site would abstain).  Sites that answer
+        some queries and abstain from others (sparse regions, ``below_floor="abstain"``,
+        a column few of a site's rows hold) are not judged here (docs/privacy.md)."""
+        if not self.secure:
+            return
+        names = self.transport.client_names
+        floors = [float(p.get("min_effective_rows", 0) or 0) for p in self.site_policies]
+        pooled = self._pooled_k is not None
+        answers = [m > 0 and (pooled or m >= k) for m, k in zip(self.n_rows, floors, strict=True)]
+        if sum(answers) >= 2 or not any(answers):
+            return
+        sites = list(zip(names, self.n_rows, floors, answers, strict=True))
+        (only,) = [(n, m, k) for n, m, k, a in sites if a]
+        out = [(n, m, k) for n, m, k, a in sites if not a]
+        one = len(out) == 1
+        lower = max(m for _, m, _ in out)  # a floor at which one of them would answer
+        listed = ", ".join(f"{n!r} ({m} rows; k = {k:g})" for n, m, k in out)
+        small = (
+            f"site {listed} holds fewer rows than its policy's floor k (min_effective_rows), "
+            "so it abstains"
+            if one
+            else f"sites {listed} hold fewer rows than their policy's floor k "
+            "(min_effective_rows), so they abstain"
+        )
+        raise SecureAggregationError(
+            f"secure aggregation needs at least two sites that answer, and only "
+            f"{only[0]!r} ({only[1]} rows; k = {only[2]:g}) can: {small} from every answer, "
+            "and every masked sum the coordinator unmasks would be the upload of "
+            f"{only[0]!r} alone: secure aggregation would hide nothing. Add a site that "
+            f"holds at least its k rows; let the small {'site' if one else 'sites'} lower "
+            "min_effective_rows where policy allows (a --policy file of fits synthesize and "
+            f"fits federate site, e.g. '{{\"min_effective_rows\": {lower}}}'; Python: "
+            f"site_policy=SitePolicy(min_effective_rows={lower})) or give every site a "
+            'pooled floor (\'{"floor_scope": "pooled"}\': a site under k then takes '
+            'part, masked; docs/privacy.md, "Pooled floor"); or run without secure '
+            "aggregation (leave out --secure-aggregation; Python: secure_aggregation=False)",
+            dict(zip(names, self.n_rows, strict=True)),
+            dict(zip(names, floors, strict=True)),
+        )
 
     def _check_held_out(self) -> None:
         """Refuse, before any boost round, early stopping that no site could score: each

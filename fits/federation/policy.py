@@ -21,7 +21,9 @@ of them, see ``docs/privacy.md``):
   run.  Three per row covers an honest run's worst case: the site's own kernel, the
   KNN fallback and the local-constant fallback each ask a row at most once.  A secure
   aggregation re-ask of the same points with scaled weights (``weight_exponent``) is
-  not counted.  ``max_rows`` caps what the coordinator may declare.
+  not counted.  ``max_rows`` is the most rows the coordinator may declare: a configure
+  message that declares more (the run's draws so far included) is refused, naming the
+  limit, before any query of those rows.
 * **response bandwidth floor** [0.02 sd for a continuous response, none for a discrete
   one]: the site smooths its responses with at least this bandwidth whatever the
   coordinator asks (default 0.05); a discrete response's bandwidth hides only the
@@ -92,6 +94,7 @@ __all__ = [
     "FLOOR_SCOPES",
     "PolicyError",
     "SitePolicy",
+    "pooled_floor_shortfall",
 ]
 
 #: Default k of the effective-rows floor n_eff >= k.
@@ -123,8 +126,9 @@ class SitePolicy:
     extra_queries : int
         Query points per column and message type allowed on top (default 1000).
     max_rows : int, optional
-        Most synthetic rows the site serves: a larger declaration counts as this many.
-        Default None (what the coordinator declares).
+        Most synthetic rows the site serves over the run: a configure message declaring
+        more is refused (:class:`PolicyError`, naming the limit and the fixes).  Default
+        None (what the coordinator declares).
     min_effective_rows : float
         k: no answer rests on weights with n_eff < k (default 5; 0 turns the floor
         off).
@@ -295,6 +299,17 @@ class SitePolicy:
         if not isinstance(values, dict):
             raise ValueError(f"{path}: the site policy must be a JSON object of field: value")
         return cls.from_dict(values, source=str(path))
+
+
+def pooled_floor_shortfall(total: int, k: float, what: str = "rows") -> str:
+    """Why a pooled floor cannot be met, in the words every message about it uses: the
+    sites *together* hold ``total`` (fewer than ``k``), not "none holds as many", since
+    under ``floor_scope="pooled"`` only the sum over the sites counts.  ``what``: what
+    they hold (``"rows"``, ``"rows with a value of it"``)."""
+    return (
+        f"the sites together hold {int(total)} {what}, fewer than the pooled floor "
+        f"k = {float(k):g} (floor_scope='pooled')"
+    )
 
 
 #: Fields whose null in a JSON policy means "no limit".

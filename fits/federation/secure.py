@@ -39,7 +39,10 @@ Threat model: an honest-but-curious coordinator that relays the public keys fait
 and does not collude with all of a client's mask peers.  What still reaches the
 coordinator in the clear: the setup round (row counts and column descriptions, which
 the schema merge needs), each site's count of abstained queries (its policy), and the
-sums themselves.  See ``docs/privacy.md``.
+sums themselves.  A sum over one site is that site's upload: the coordinator refuses
+secure aggregation with one site, and (at configure) with one site able to answer, the
+others holding fewer rows than their effective-rows floor
+(:class:`~fits.federation.coordinator.SecureAggregationError`).  See ``docs/privacy.md``.
 """
 
 from __future__ import annotations
