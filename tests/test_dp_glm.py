@@ -150,7 +150,7 @@ def test_the_site_sends_its_fisher_information_once_and_never_in_a_private_fit()
     request = Message("glm_fisher", {"theta": np.zeros(p)}, {"dispersion": 1, "robust": 1})
     reply = tr.broadcast(request)[0]
     check_reply(request, reply)
-    assert sorted(reply.arrays) == ["info", "meat", "rss", "score"]
+    assert sorted(reply.arrays) == ["info", "loss", "meat", "rss", "score"]
     np.testing.assert_allclose(reply.arrays["score"], (0.5 - y) @ x)
     iu = np.triu_indices(p)
     np.testing.assert_allclose(reply.arrays["info"], (0.25 * x.T @ x)[iu])  # p = 1/2 at 0
