@@ -12,12 +12,13 @@ See ``docs/federation.md``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -637,7 +638,7 @@ def _run_config(
     # "column:kind,..." unless a name has surrounding spaces or a comma (which that text
     # cannot carry): then a JSON object
     plain = all(c == c.strip() and "," not in c for c in kind_map)
-    return {
+    config: dict[str, Any] = {
         "output": str(out.resolve()),
         "rows": rows if rows is not None else 0,  # with known: the known table's rows
         "known": str(known.resolve()) if known is not None else "",
@@ -667,6 +668,8 @@ def _run_config(
         "relevance-budget": int(relevance_budget or 0),  # 0: the default
         "max-tries": int(max_tries or MAX_TRIES) if known is not None else 0,  # 0: unused
     }
+    _check_config_ints(config)
+    return config
 
 
 def _tune_relevance_text(names: list[str] | None) -> str:
@@ -777,6 +780,62 @@ NearLinear = Annotated[
 ]
 
 
+#: ``--run-timeout``'s default (``FITS_RUN_TIMEOUT``): seconds a whole run may take.
+RUN_TIMEOUT = 3600.0
+RunTimeout = Annotated[
+    float,
+    typer.Option(
+        "--run-timeout",
+        envvar="FITS_RUN_TIMEOUT",
+        min=1,
+        help="Seconds the whole run may take; then it is stopped (no output).",
+    ),
+]
+Quiet = Annotated[
+    bool,
+    typer.Option(
+        "--quiet",
+        "-q",
+        help="No estimate of a large request's time and size before the run starts.",
+    ),
+]
+#: The largest whole number a Flower run config carries (a signed 64-bit integer).
+MAX_CONFIG_INT = 2**63 - 1
+#: Run config keys of whole numbers, and the options that set them.
+_INT_OPTIONS = {
+    "rows": "--rows",
+    "seed": "--seed",
+    "min-sites": "--sites",
+    "batch-size": "--batch-size",
+    "round-cost-bytes": "--round-cost-bytes",
+    "relevance-budget": "--relevance-budget",
+    "max-tries": "--max-tries",
+}
+
+
+def _check_config_ints(config: dict[str, Any]) -> None:
+    """Exit 2 for an option whose whole number a Flower run config cannot carry (beyond
+    a signed 64-bit integer): Flower refused it only once the run was submitted, with
+    its own "Value out of range"."""
+    for key, option in _INT_OPTIONS.items():
+        value = config.get(key)
+        if isinstance(value, bool) or not isinstance(value, int):
+            continue
+        if -MAX_CONFIG_INT - 1 <= value <= MAX_CONFIG_INT:
+            continue
+        if key == "rows":
+            _fail(
+                f"--rows {value}: more rows than a run can be asked for (at most "
+                f"{MAX_CONFIG_INT:,}), and far more than any disk holds; ask for fewer rows",
+                2,
+            )
+        _fail(
+            f"{option} {value}: too large for a Flower run config, which carries whole "
+            f"numbers from {-MAX_CONFIG_INT - 1:,} to {MAX_CONFIG_INT:,}; give a smaller value",
+            2,
+        )
+
+
 #: What a fits coordinator says when it stopped a run on purpose (a site failed or
 #: refused, or the run config asks what the sites cannot give): the message says why,
 #: so the log adds nothing. The same text as ``fits.deploy.flower.STOPPED`` (a test
@@ -856,15 +915,7 @@ def run(
     root_certificates: Annotated[
         Path | None, typer.Option("--ca", help="The SuperLink's CA certificate (PEM).")
     ] = None,
-    run_timeout: Annotated[
-        float,
-        typer.Option(
-            "--run-timeout",
-            envvar="FITS_RUN_TIMEOUT",
-            min=1,
-            help="Seconds the whole run may take; then it is stopped (no output).",
-        ),
-    ] = 3600.0,
+    run_timeout: RunTimeout = RUN_TIMEOUT,
 ) -> None:
     """Synthesize on a running federation and wait until the table is written.
 
@@ -1139,6 +1190,13 @@ def remove_temporary_outputs(out: Path, since: float) -> None:
             continue
 
 
+#: ``fits federate local --secure-aggregation`` with one site: ``fits synthesize``'s
+#: refusal (:func:`fits.cli.main.synthesize`, which also offers --simulate-clients).
+SECURE_ONE_SITE = (
+    "--secure-aggregation needs at least two sites (with one, the sum is that site's own "
+    "upload): give more site files"
+)
+
 #: Infix of the file a ``fits federate local`` run writes its table to before the
 #: command puts it in place as ``--out`` (:func:`staging_path`).
 STAGING_INFIX = ".fits-local-"
@@ -1150,7 +1208,10 @@ def staging_path(out: Path) -> Path:
     into place is atomic). The command moves it to ``out`` only once the run, the
     stop of its processes and the release check are done, so a stop signal at any
     point leaves no output and an existing ``out`` untouched, as ``fits synthesize``
-    does. Staging files of processes that no longer run (killed outright) are removed."""
+    does. Staging files beside ``out`` of processes that no longer run (killed
+    outright) are removed here; the command also records its staging file
+    (:func:`fits.deploy.flower_launch.staged_file`), so that any later federation or
+    run of this user removes it, wherever it lies, once this process is dead."""
     out = out.resolve()
     for old in out.parent.glob(f".{out.name}{STAGING_INFIX}*{out.suffix}"):
         pid = old.name.removeprefix(f".{out.name}{STAGING_INFIX}").removesuffix(out.suffix)
@@ -1185,32 +1246,50 @@ def run_local_federation(
     sites: dict[str, Path],
     config: dict,
     progress: Callable[[str], None] | None = None,
+    *,
+    run_timeout: float | None = None,
+    allow_more: str = "FITS_RUN_TIMEOUT=SECONDS",
     **options: Any,
 ) -> Any:
     """Start a :class:`~fits.deploy.flower_launch.LocalFederation` of ``sites`` (with
     ``options``), run ``config`` on it and stop it; a launch error ends the command
-    (exit 1).  The run's time limit is ``FITS_RUN_TIMEOUT`` seconds (default 3600).
-    ``progress`` gets the run's progress lines (``LocalFederation.run``)."""
+    (exit 1).  The run's time limit is ``run_timeout`` seconds (None:
+    ``FITS_RUN_TIMEOUT``, default :data:`RUN_TIMEOUT`); a run stopped at it says that
+    ``allow_more`` (the calling command's way to raise it) allows more.  ``progress``
+    gets the run's progress lines (``LocalFederation.run``)."""
+    if run_timeout is None:
+        run_timeout = float(os.environ.get("FITS_RUN_TIMEOUT", RUN_TIMEOUT))
+    late = getattr(launch, "RunTimeoutError", ())
     try:
         with launch.LocalFederation(sites, **options) as fed:
             typer.echo(f"SuperLink at {fed.superlink}; sites {list(sites)}", err=True)
-            timeout = float(os.environ.get("FITS_RUN_TIMEOUT", 3600))
-            return fed.run(config, timeout=timeout, progress=progress)
+            return fed.run(config, timeout=run_timeout, progress=progress)
     except launch.FederationError as exc:
+        if isinstance(exc, late):  # name the option of the command that is running
+            _fail(
+                f"run {exc.run_id} did not finish within {exc.timeout:g} s, its time "
+                f"limit, and was stopped ({allow_more} allows more)"
+            )
         _fail(str(exc))
 
 
-def _check_kernel_settings(
-    sites: dict[str, Path], kernels: dict[str, str], settings: dict[str, Any], config: dict
-) -> None:
-    """Exit 2 with ``fits synthesize``'s message when it would refuse the sites' kernel
-    settings (``--column-penalty`` of a column that is not discrete or out of its
-    kind's range, ``--relevance`` weights that would do nothing: see
-    :func:`~fits.core.kernels.check_kernel_settings`).  Those checks need the merged
-    schema (kinds, chain order, rules, boosted columns), so the sites' tables are set up
-    here in process, with the run's options, before any process starts (each site runs
-    them again at configure, but knows neither the boosted columns nor the rules).  Any
-    other problem is left to the run, which reports it as ``fits synthesize`` would."""
+@contextlib.contextmanager
+def _fit_in_process(
+    sites: dict[str, Path],
+    kernels: dict[str, str],
+    settings: dict[str, Any],
+    config: dict,
+    policy: Path | None = None,
+) -> Iterator[Any]:
+    """The run's synthesizer fitted here, in process, on the site tables (read as the
+    sites read them, less the run's ``drop``), with the run config's options and every
+    site's kernel (``kernels`` by site name, ``settings`` for all); its in-process
+    sites' threads are stopped on leaving the block.  What the fit raises propagates
+    (a ValueError in the words of :class:`~fits.FITSSynthesizer`); its warnings are
+    not shown (the run gives them).  ``policy``: every site's policy file (read
+    already, so a usage error is no longer possible here)."""
+    import warnings
+
     from fits import FITSSynthesizer
     from fits.core.kernels import GaussianKernel, KNNKernel
     from fits.deploy.flower import read_run_config, site_drop, site_na_values
@@ -1245,9 +1324,48 @@ def _check_kernel_settings(
             column_designs=cfg["column_designs"] or None,
             column_models=cfg["column_models"] or None,
             boosting=cfg["boosting"] or None,
-        )  # smoothing "fixed": a tune round would check nothing more
-        synth.fit(tables)
+            secure_aggregation=cfg["secure"],
+            site_policy=read_site_policy(policy),
+        )  # smoothing "fixed": a tune round would check nothing more, nor take a row
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # notes on the tables: the run says them
+            synth.fit(tables)
+        yield synth
+    finally:
+        if synth is not None and hasattr(synth, "schema_"):
+            synth.coordinator.transport.close()  # the in-process sites' threads
+
+
+def _check_kernel_settings(
+    sites: dict[str, Path],
+    kernels: dict[str, str],
+    settings: dict[str, Any],
+    config: dict,
+    then: Callable[[Any], None] | None = None,
+    policy: Path | None = None,
+) -> None:
+    """Exit 2 with ``fits synthesize``'s message when it would refuse the sites' kernel
+    settings (``--column-penalty`` of a column that is not discrete or out of its
+    kind's range, ``--relevance`` weights that would do nothing: see
+    :func:`~fits.core.kernels.check_kernel_settings`).  Those checks need the merged
+    schema (kinds, chain order, rules, boosted columns), so the sites' tables are set up
+    here in process, with the run's options, before any process starts
+    (:func:`_fit_in_process`; each site runs them again at configure, but knows neither
+    the boosted columns nor the rules).  Any other problem is left to the run, which
+    reports it as ``fits synthesize`` would.  ``then(synth)``, if given, is called
+    with the fitted synthesizer (the estimate of a large request, :func:`_estimate`);
+    where the fit fails it is not called."""
+    fitted: list[Any] = []
+    try:
+        with _fit_in_process(sites, kernels, settings, config, policy) as synth:
+            fitted.append(synth)
+            if then is not None:
+                then(synth)
+    except typer.Exit:  # then's own refusal
+        raise
     except ValueError as exc:
+        if fitted:  # what then's draw raised: the run reports it
+            return
         # "<site>'s kernel: " first where the sites' kernels differ (KNN and Gaussian)
         site, _, text = str(exc).partition("'s kernel: ")
         site = f"{site}'s kernel: " if site in sites else ""
@@ -1258,9 +1376,74 @@ def _check_kernel_settings(
             _fail(f"{site}--relevance {text.removeprefix('relevance')}", 2)
     except Exception:  # noqa: BLE001, S110 - the run reports it, with the sites' words
         pass
-    finally:
-        if synth is not None and hasattr(synth, "schema_"):
-            synth.coordinator.transport.close()  # the in-process sites' threads
+
+
+def _estimate(rows: int, out: Path, run_timeout: float, quiet: bool) -> Callable[[Any], None]:
+    """What :func:`_check_kernel_settings` calls with the synthesizer fitted in process
+    for a request of more than :data:`fits.io.LARGE_REQUEST_ROWS` rows: ``fits
+    synthesize``'s estimate (:func:`fits.cli.main._write_stream` around
+    :func:`fits.io.write_stream`), before any process starts.  The first
+    :data:`fits.io.ESTIMATE_ROWS` rows are drawn and timed; a table that would not fit
+    in the free space of ``out``'s file system is refused with ``fits synthesize``'s
+    message (exit 2); else the estimated time and size are printed on stderr (unless
+    ``quiet``), the time as that of the draw here (Flower's message rounds add to it),
+    with a warning when that alone exceeds ``run_timeout`` (``--run-timeout``), which
+    would stop the run with no output.  (The ServerApp estimates the size again from
+    its own first rows, and stops a run whose table the disk cannot hold.)"""
+    import shutil
+    import warnings
+
+    from fits import io as fits_io
+    from fits.federation.coordinator import BOOSTING_PROGRESS
+
+    from .main import _human_seconds
+
+    def estimate(synth: Any) -> None:
+        one_off = [0.0]  # when the boosted columns' models (fitted once) were done
+
+        def timed(column: str, done: int, total: int) -> None:
+            if column == BOOSTING_PROGRESS:
+                one_off[0] = time.perf_counter()
+
+        sample_rows = fits_io.ESTIMATE_ROWS
+        asked = time.perf_counter()
+        chunks = synth.iter_sample(rows, first_chunk_rows=sample_rows, progress=timed)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # notes on the draw: the run gives them
+                first = next(chunks)
+        finally:
+            chunks.close()
+        came = time.perf_counter()
+        fitted = max(one_off[0], asked)  # the boost rounds are not paid again per chunk
+        seconds = (fitted - asked) + (came - fitted) * rows / sample_rows
+        size = fits_io.encoded_size(first, out.suffix.lower()) * rows / sample_rows
+        free = shutil.disk_usage(out.parent).free
+        if size > free:  # fits.io.write_stream's refusal, before any process starts
+            _fail(
+                f"--rows {rows}: the output would take about {fits_io.human_bytes(size)} "
+                f"(estimated from the first {sample_rows} rows) but the file system of "
+                f"--out {str(out)!r} has {fits_io.human_bytes(free)} free; ask for fewer "
+                "rows or write elsewhere",
+                2,
+            )
+        if not quiet:
+            typer.echo(
+                f"{rows:,} rows: estimated {_human_seconds(seconds)} and "
+                f"{fits_io.human_bytes(size)} (from the first {sample_rows:,} rows, drawn "
+                "in this process: Flower's message rounds add to the time; "
+                f"{fits_io.human_bytes(free)} free)",
+                err=True,
+            )
+        if seconds > run_timeout:
+            typer.echo(
+                f"warning: drawing {rows:,} rows may take longer than the run's time limit, "
+                f"--run-timeout {run_timeout:g} s, which stops it with no output; allow "
+                "more with --run-timeout SECONDS (or FITS_RUN_TIMEOUT=SECONDS)",
+                err=True,
+            )
+
+    return estimate
 
 
 @federate.command()
@@ -1307,6 +1490,8 @@ def local(
             "instead of one warm process per site. Slower; the same table.",
         ),
     ] = False,
+    run_timeout: RunTimeout = RUN_TIMEOUT,
+    quiet: Quiet = False,
 ) -> None:
     """Try a real federation on this machine: a SuperLink and one SuperNode per file.
 
@@ -1318,6 +1503,11 @@ def local(
     --ordinal-penalty, --nominal-penalty, --column-penalty and --relevance set every
     site's kernel, as fits synthesize does; the table equals fits synthesize's with the
     files in name order.
+
+    For more than 100,000 --rows it first fits here and draws the first 8,192 rows, as
+    fits synthesize does: it prints the estimated time and size (not with --quiet),
+    refuses a table the disk cannot hold (exit 2), and warns when the draw alone may
+    outlast --run-timeout (default 3600 s), which stops the run with no output.
 
     Afterwards it prints, as fits synthesize does, the exact-copy rate and the
     distance-to-closest-record check of the table against the site files, with a
@@ -1343,6 +1533,8 @@ def local(
     repeated = repeated_site_files(data)
     if repeated is not None:
         _fail(repeated, 2)
+    if secure_aggregation and len(data) < 2:  # fits synthesize's refusal (its wording)
+        _fail(SECURE_ONE_SITE, 2)
     names = [p.stem for p in data]
     for k, path in enumerate(data):
         if names.index(path.stem) != k:
@@ -1482,9 +1674,28 @@ def local(
     check_site_tables(dict(zip(names, data, strict=True)), drop, policy)
     check_site_setup(dict(zip(names, data, strict=True)), config)
     kernels = dict(zip(names, kernel, strict=True)) if kernel else {}
-    if settings:
-        _check_kernel_settings(dict(zip(names, data, strict=True)), kernels, settings, config)
     from fits.cli.errors import interruptible
+    from fits.io import LARGE_REQUEST_ROWS
+
+    # a large request: fits synthesize's estimate of its time and size (and its refusal
+    # of a table the disk cannot hold), from a fit here and its first rows
+    large = known is None and rows is not None and rows > LARGE_REQUEST_ROWS
+    if settings or large:
+        if large and not quiet:
+            typer.echo(
+                f"--rows {rows:,}: estimating the run's time and size (a fit in this "
+                "process and its first rows) ...",
+                err=True,
+            )
+        with interruptible("nothing was started or written"):
+            _check_kernel_settings(
+                dict(zip(names, data, strict=True)),
+                kernels,
+                settings,
+                config,
+                then=_estimate(rows, out, run_timeout, quiet) if large and rows else None,
+                policy=policy,
+            )
 
     # a stop signal unwinds through LocalFederation.__exit__, which stops the SuperLink
     # and the SuperNodes it started; the ServerApp, stopped mid-write, cannot remove its
@@ -1497,28 +1708,35 @@ def local(
     staging = staging_path(out)
     config["output"] = str(staging)
     started = time.time()
-    try:
-        with interruptible("the local federation was stopped; no output was written"):
-            result = run_local_federation(
-                launch,
-                dict(zip(names, data, strict=True)),
-                config,
-                kernels=kernels,
-                policy=policy,
-                warm=not process_per_message,
-                kernel_settings=settings,
-            )
-            _report(result, out, staging)
-            if not staging.is_file():
-                _fail(f"run {result.run_id} finished, but wrote no table (to {str(out)!r})")
-            check_local_run(dict(zip(names, data, strict=True)), config)
-            try:
-                os.replace(staging, out)
-            except OSError as exc:
-                _fail(f"cannot put the table in place as --out {str(out)!r}: {exc}")
-    finally:
-        remove_temporary_outputs(staging, started)
-        staging.unlink(missing_ok=True)
+    # the staging file is recorded in a working directory of this process for as long
+    # as it may exist: killed outright (SIGKILL), this process leaves it (a complete
+    # table that never passed the release check), and the next federation or run of
+    # this user removes it with that directory (flower_launch.remove_stale_workdirs)
+    with flower_launch.staged_file(staging):
+        try:
+            with interruptible("the local federation was stopped; no output was written"):
+                result = run_local_federation(
+                    launch,
+                    dict(zip(names, data, strict=True)),
+                    config,
+                    run_timeout=run_timeout,
+                    allow_more="--run-timeout SECONDS, or FITS_RUN_TIMEOUT=SECONDS,",
+                    kernels=kernels,
+                    policy=policy,
+                    warm=not process_per_message,
+                    kernel_settings=settings,
+                )
+                _report(result, out, staging)
+                if not staging.is_file():
+                    _fail(f"run {result.run_id} finished, but wrote no table (to {str(out)!r})")
+                check_local_run(dict(zip(names, data, strict=True)), config)
+                try:
+                    os.replace(staging, out)
+                except OSError as exc:
+                    _fail(f"cannot put the table in place as --out {str(out)!r}: {exc}")
+        finally:
+            remove_temporary_outputs(staging, started)
+            staging.unlink(missing_ok=True)
 
 
 if __name__ == "__main__":  # pragma: no cover

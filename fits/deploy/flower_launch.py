@@ -33,6 +33,7 @@ import os
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -60,7 +61,9 @@ __all__ = [
     "PORT_TRIES",
     "PortTakenError",
     "RunResult",
+    "RunTimeoutError",
     "STOP_GRACE",
+    "staged_file",
     "submit_run",
     "superlink_command",
     "supernode_command",
@@ -70,6 +73,22 @@ __all__ = [
 
 class FederationError(RuntimeError):
     """A Flower run failed or could not be started; the message says why."""
+
+
+class RunTimeoutError(FederationError):
+    """A run that did not finish within its time limit, and was stopped.
+
+    Attributes
+    ----------
+    run_id : int
+    timeout : float
+        The limit, in seconds.
+    """
+
+    def __init__(self, message: str, run_id: int, timeout: float) -> None:
+        super().__init__(message)
+        self.run_id = int(run_id)
+        self.timeout = float(timeout)
 
 
 #: prctl option: the signal a process gets when the thread that started it dies (Linux).
@@ -734,17 +753,19 @@ def _follow_run(
     once for the final status; a stream that ends before the run does (the connection
     dropped) is started again.  ``timeout`` seconds after ``start`` (a
     :func:`time.monotonic` time) the run is stopped (``flwr stop``) and
-    :class:`FederationError` raised; so it is when ``watch`` (called about once a
-    second while the stream runs) raises one.  About once a second the log's new
-    :data:`PROGRESS` lines (the ServerApp waiting for its sites) go to ``progress``.
+    :class:`RunTimeoutError` (a :class:`FederationError`) raised; when ``watch``
+    (called about once a second while the stream runs) raises a
+    :class:`FederationError`, the run is stopped and that error raised.  About once a
+    second the log's new :data:`PROGRESS` lines (the ServerApp waiting for its sites)
+    go to ``progress``.
     On Ctrl-C or a stop signal the run is stopped too, unless ``stop_on_interrupt`` is
     False (the caller ends the SuperLink itself).
     """
     deadline = start + timeout
     late = (
         f"run {run_id} did not finish within {timeout:g} s, its time limit, and was "
-        "stopped (fits federate run --run-timeout SECONDS, or FITS_RUN_TIMEOUT=SECONDS, "
-        "allows more)"
+        "stopped (fits federate run/local --run-timeout SECONDS, or "
+        "FITS_RUN_TIMEOUT=SECONDS, allows more)"
     )
     log_path = cwd / f"run-{run_id}.log"
     status, details = "pending", ""
@@ -797,7 +818,7 @@ def _follow_run(
             stream.kill()
             _wait_all([stream], time.monotonic() + KILL_WAIT)
             _stop_run(flwr, run_id, env, cwd)
-            raise FederationError(late) from None
+            raise RunTimeoutError(late, run_id, timeout) from None
         except (KeyboardInterrupt, SystemExit):
             # Ctrl-C, SIGTERM (exit_on_signals): the run would go on at the SuperLink,
             # waiting for its sites and then writing its output, with nobody watching
@@ -824,7 +845,7 @@ def _follow_run(
             time.sleep(poll)
         if time.monotonic() > deadline:
             _stop_run(flwr, run_id, env, cwd)
-            raise FederationError(late)
+            raise RunTimeoutError(late, run_id, timeout)
         time.sleep(poll)
 
 
@@ -1382,6 +1403,10 @@ WORKDIR_PREFIX = "fits-local-"
 RUN_WORKDIR_PREFIX = "fits-flwr-"
 #: File in that directory naming the process that owns it (pid and start time).
 OWNER_FILE = "owner"
+#: File in such a directory naming (one absolute path a line) files its owner writes
+#: outside it: the staged table of ``fits federate local``, beside ``--out``
+#: (:func:`staged_file`).  When the owner is dead they go with the directory.
+STAGED_FILE = "staged"
 
 
 def _process_identity(pid: int) -> str:
@@ -1389,8 +1414,8 @@ def _process_identity(pid: int) -> str:
     ``/proc/PID/stat`` field 22; ``"?"`` elsewhere), so a reused pid is not mistaken
     for the owner."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        start = stat.rsplit(")", 1)[1].split()[19]
+        text = Path(f"/proc/{pid}/stat").read_text()
+        start = text.rsplit(")", 1)[1].split()[19]
     except (OSError, IndexError):
         start = "?"
     return f"{pid} {start}"
@@ -1405,8 +1430,11 @@ def remove_stale_workdirs(root: str | Path | None = None) -> list[Path]:
     folder, :data:`RUN_WORKDIR_PREFIX`).  Each directory names its
     owner (:data:`OWNER_FILE`: pid and start time); the next federation or run started on the
     machine removes every such directory of this user whose owner no longer runs, after
-    killing any process still using it.  Directories without an owner file (or of
-    another user) are left alone.
+    killing any process still using it, and with it the files outside it that its
+    :data:`STAGED_FILE` names (:func:`staged_file`: the staged table of a killed
+    ``fits federate local`` beside its ``--out``, and its writer's hidden temporary
+    files), unless a running owner names the same file.  Directories without an owner
+    file (or of another user) are left alone.
 
     Returns
     -------
@@ -1416,6 +1444,8 @@ def remove_stale_workdirs(root: str | Path | None = None) -> list[Path]:
     base = Path(root) if root is not None else Path(tempfile.gettempdir())
     removed = []
     folders = [*base.glob(f"{WORKDIR_PREFIX}*"), *base.glob(f"{RUN_WORKDIR_PREFIX}*")]
+    dead: list[Path] = []
+    kept: set[str] = set()  # what live owners stage: never removed
     for folder in folders:
         try:
             if folder.is_symlink() or folder.stat().st_uid != os.getuid():
@@ -1424,12 +1454,71 @@ def remove_stale_workdirs(root: str | Path | None = None) -> list[Path]:
             pid = int(owner[0])
         except (OSError, ValueError, IndexError):
             continue
-        if _process_identity(pid).split() == owner:
-            continue  # its owner still runs
+        if _process_identity(pid).split() == owner:  # its owner still runs
+            kept.update(_staged(folder))
+        else:
+            dead.append(folder)
+    for folder in dead:
         _kill_leftovers(folder)
+        for path in _staged(folder):  # what the dead owner staged outside it
+            if path not in kept:
+                _remove_staged(Path(path))
         shutil.rmtree(folder, ignore_errors=True)
         removed.append(folder)
     return removed
+
+
+def _staged(folder: Path) -> list[str]:
+    """The files a working directory's owner stages outside it (:data:`STAGED_FILE`)."""
+    try:
+        lines = (folder / STAGED_FILE).read_text(errors="replace").splitlines()
+    except OSError:
+        return []
+    return [line for line in lines if line and Path(line).is_absolute()]
+
+
+def _remove_staged(path: Path) -> None:
+    """Remove a staged file of a dead owner and the hidden temporary files its writer
+    left beside it (``.<name>.*.tmp``, :func:`fits.io.write_stream`'s where the file
+    system has no unnamed files); only plain files of this user, never a link."""
+    candidates = [path]
+    try:
+        candidates += list(path.parent.glob(f".{path.name}.*.tmp"))
+    except OSError:
+        pass
+    for candidate in candidates:
+        try:
+            info = candidate.lstat()
+        except OSError:
+            continue
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid():
+            continue
+        try:
+            candidate.unlink()
+        except OSError:
+            continue
+
+
+@contextmanager
+def staged_file(path: str | Path) -> Iterator[Path]:
+    """Record ``path`` (absolute) as a file this process stages outside any working
+    directory while the block runs: ``fits federate local`` has its ServerApp write the
+    table to a hidden file beside ``--out`` and puts it in place only at the end.
+
+    A process killed outright (SIGKILL, the OOM killer) leaves that file, a complete
+    table that never passed the release check.  So the record is a working directory
+    of this process (:data:`WORKDIR_PREFIX`, its :data:`OWNER_FILE`) whose
+    :data:`STAGED_FILE` names the file: the next federation or run of this user
+    (:func:`remove_stale_workdirs`) removes it, with the directory, once this process no
+    longer runs.  On leaving the block the directory is removed; the file itself is
+    the caller's to remove or rename.
+    """
+    path = Path(path).absolute()
+    remove_stale_workdirs()
+    with tempfile.TemporaryDirectory(prefix=WORKDIR_PREFIX) as tmp:
+        (Path(tmp) / STAGED_FILE).write_text(f"{path}\n")
+        (Path(tmp) / OWNER_FILE).write_text(_process_identity(os.getpid()))
+        yield path
 
 
 def _kill_leftovers(workdir: Path) -> None:
