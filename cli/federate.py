@@ -1035,12 +1035,16 @@ def count_rows(path: Path, most: int) -> int:
         return most
 
 
-def _check_row_floor(sites: dict[str, Path], policy: Path | None) -> None:
+def _check_row_floor(sites: dict[str, Path], policy: Path | None, secure: bool = False) -> None:
     """Exit 1 when every site would abstain from every column under its effective-rows
     floor k (``min_effective_rows`` of ``policy``, else the default policy's): each site
     holds fewer than k rows (a pooled floor: the sites together), so a site never
     answers, and the run said "every site abstained from its marginal" only after
-    starting Flower (about 40 s).  Only the first k rows of each file are counted."""
+    starting Flower (about 40 s).  With ``secure`` (secure aggregation), also when only
+    one site can answer, with ``fits synthesize``'s message
+    (:func:`~fits.federation.coordinator.secure_sites_error`; the run's configure round
+    said so after starting Flower).  Only the first k rows of each file are counted
+    (every row of each, to name them, where the secure check fails)."""
     import math
 
     from fits.federation.policy import SitePolicy
@@ -1056,6 +1060,15 @@ def _check_row_floor(sites: dict[str, Path], policy: Path | None) -> None:
     else:
         few = all(n < floor for n in counts.values())
     if not few:
+        if secure and not rules.pools_floor:
+            from fits.federation.coordinator import secure_sites_error
+
+            able = [n >= floor for n in counts.values()]
+            if sum(able) == 1:
+                rows = [count_rows(path, 2**62) for path in sites.values()]
+                error = secure_sites_error(list(sites), rows, [floor] * len(sites), False)
+                if error is not None:
+                    _fail(str(error))
         return
     held = ", ".join(f"{name!r} ({str(sites[name])!r}): {n}" for name, n in counts.items())
     whose = "together" if rules.pools_floor else "each"
@@ -1069,14 +1082,18 @@ def _check_row_floor(sites: dict[str, Path], policy: Path | None) -> None:
 
 
 def check_site_tables(
-    sites: dict[str, Path], drop: list[str] | None = None, policy: Path | None = None
+    sites: dict[str, Path],
+    drop: list[str] | None = None,
+    policy: Path | None = None,
+    secure: bool = False,
 ) -> None:
     """Exit 1 before any Flower process starts when a site's table could not take part:
     a file no site could read (empty, not a table: :func:`fits.io.read_columns`'s
     error), a header with no rows, or columns that differ from the first site's (after
     ``--drop``), each with the message ``fits synthesize`` gives, naming the file(s)
     and the columns; and sites too small for any answer under ``policy`` (a site policy
-    file; default: the default policy), see :func:`_check_row_floor`.  Only the
+    file; default: the default policy; with ``secure``, only one site able to answer),
+    see :func:`_check_row_floor`.  Only the
     headers and the first rows of data are read.  The run said the same only once the
     SuperLink and the SuperNodes were up (about 20 s)."""
     from fits.core.schema import files_columns_differ
@@ -1102,7 +1119,7 @@ def check_site_tables(
         said = files_columns_differ(head, (repr(str(sites[name])), name, headers[name]))
         if said is not None:
             _fail(said)
-    _check_row_floor(sites, policy)
+    _check_row_floor(sites, policy, secure)
 
 
 def check_site_setup(sites: dict[str, Path], config: dict) -> None:
@@ -1671,7 +1688,7 @@ def local(
     # a file no site could read (empty, no table, a header alone) or sites whose columns
     # differ stop the command now: the run's setup round said so only after ~20 s of
     # starting Flower
-    check_site_tables(dict(zip(names, data, strict=True)), drop, policy)
+    check_site_tables(dict(zip(names, data, strict=True)), drop, policy, secure_aggregation)
     check_site_setup(dict(zip(names, data, strict=True)), config)
     kernels = dict(zip(names, kernel, strict=True)) if kernel else {}
     from fits.cli.errors import interruptible

@@ -109,6 +109,23 @@ def test_secure_aggregation_with_two_sites_is_not_refused(sites, tmp_path, no_fl
     assert "Flower was started" in res.stderr and len(no_flower) == 1
 
 
+def test_secure_aggregation_with_one_site_able_to_answer_is_refused_before_flower(
+    sites, tmp_path, no_flower
+):
+    """a (60 rows) and c (3 rows, under its floor k = 5): every masked sum would be a's
+    upload. fits synthesize refuses it at configure (exit 1); local did only in the run."""
+    a, c = sites[0], sites[2]
+    res = _local(a, c, "--rows", 5, "--out", tmp_path / "o.csv", "--secure-aggregation")
+    assert res.returncode == 1, res.stderr
+    assert no_flower == [] and "Traceback" not in res.stderr
+    assert "secure aggregation needs at least two sites that answer" in res.stderr
+    ref = fits_in_process(
+        "synthesize", a, c, "--rows", 5, "--out", tmp_path / "s.csv", "--secure-aggregation"
+    )
+    assert ref.returncode == 1 and res.stderr.strip() in ref.stderr
+    assert not (tmp_path / "o.csv").exists()
+
+
 # ------------------------------------------------------ 2. numbers Flower cannot carry
 @pytest.mark.parametrize(
     ("option", "value"),

@@ -129,6 +129,7 @@ __all__ = [
     "ROUNDS",
     "SecureAggregationError",
     "fallback_message",
+    "secure_sites_error",
 ]
 
 #: The kernel scheme every site weighs its rows with for a missingness indicator's
@@ -167,6 +168,47 @@ class SecureAggregationError(ProtocolError):
         super().__init__(message)
         self.rows = dict(rows)
         self.floors = dict(floors)
+
+
+def secure_sites_error(
+    names: Sequence[str], n_rows: Sequence[int], floors: Sequence[float], pooled: bool
+) -> SecureAggregationError | None:
+    """The :class:`SecureAggregationError` of sites of which only one can answer, else
+    None (:meth:`Coordinator._check_secure_sites`; ``fits federate local`` asks it
+    before starting Flower).  A site can answer when it holds rows and, under its own
+    floor (``pooled`` False), at least its k (``floors``) of them; none able to answer
+    is another error (every site would abstain), not this one."""
+    answers = [m > 0 and (pooled or m >= k) for m, k in zip(n_rows, floors, strict=True)]
+    if sum(answers) >= 2 or not any(answers):
+        return None
+    sites = list(zip(names, n_rows, floors, answers, strict=True))
+    (only,) = [(n, m, k) for n, m, k, a in sites if a]
+    out = [(n, m, k) for n, m, k, a in sites if not a]
+    one = len(out) == 1
+    lower = max(m for _, m, _ in out)  # a floor at which one of them would answer
+    listed = ", ".join(f"{n!r} ({m} rows; k = {k:g})" for n, m, k in out)
+    small = (
+        f"site {listed} holds fewer rows than its policy's floor k (min_effective_rows), "
+        "so it abstains"
+        if one
+        else f"sites {listed} hold fewer rows than their policy's floor k "
+        "(min_effective_rows), so they abstain"
+    )
+    return SecureAggregationError(
+        f"secure aggregation needs at least two sites that answer, and only "
+        f"{only[0]!r} ({only[1]} rows; k = {only[2]:g}) can: {small} from every answer, "
+        "and every masked sum the coordinator unmasks would be the upload of "
+        f"{only[0]!r} alone: secure aggregation would hide nothing. Add a site that "
+        f"holds at least its k rows; let the small {'site' if one else 'sites'} lower "
+        "min_effective_rows where policy allows (a --policy file of fits synthesize and "
+        f"fits federate site, e.g. '{{\"min_effective_rows\": {lower}}}'; Python: "
+        f"site_policy=SitePolicy(min_effective_rows={lower})) or give every site a "
+        'pooled floor (\'{"floor_scope": "pooled"}\': a site under k then takes '
+        'part, masked; docs/privacy.md, "Pooled floor"); or run without secure '
+        "aggregation (leave out --secure-aggregation; Python: secure_aggregation=False)",
+        dict(zip(names, n_rows, strict=True)),
+        dict(zip(names, floors, strict=True)),
+    )
 
 
 ProgressCallback = Callable[[str, int, int], None]
@@ -1363,40 +1405,12 @@ class Coordinator:
         a column few of a site's rows hold) are not judged here (docs/privacy.md)."""
         if not self.secure:
             return
-        names = self.transport.client_names
         floors = [float(p.get("min_effective_rows", 0) or 0) for p in self.site_policies]
-        pooled = self._pooled_k is not None
-        answers = [m > 0 and (pooled or m >= k) for m, k in zip(self.n_rows, floors, strict=True)]
-        if sum(answers) >= 2 or not any(answers):
-            return
-        sites = list(zip(names, self.n_rows, floors, answers, strict=True))
-        (only,) = [(n, m, k) for n, m, k, a in sites if a]
-        out = [(n, m, k) for n, m, k, a in sites if not a]
-        one = len(out) == 1
-        lower = max(m for _, m, _ in out)  # a floor at which one of them would answer
-        listed = ", ".join(f"{n!r} ({m} rows; k = {k:g})" for n, m, k in out)
-        small = (
-            f"site {listed} holds fewer rows than its policy's floor k (min_effective_rows), "
-            "so it abstains"
-            if one
-            else f"sites {listed} hold fewer rows than their policy's floor k "
-            "(min_effective_rows), so they abstain"
+        error = secure_sites_error(
+            self.transport.client_names, self.n_rows, floors, self._pooled_k is not None
         )
-        raise SecureAggregationError(
-            f"secure aggregation needs at least two sites that answer, and only "
-            f"{only[0]!r} ({only[1]} rows; k = {only[2]:g}) can: {small} from every answer, "
-            "and every masked sum the coordinator unmasks would be the upload of "
-            f"{only[0]!r} alone: secure aggregation would hide nothing. Add a site that "
-            f"holds at least its k rows; let the small {'site' if one else 'sites'} lower "
-            "min_effective_rows where policy allows (a --policy file of fits synthesize and "
-            f"fits federate site, e.g. '{{\"min_effective_rows\": {lower}}}'; Python: "
-            f"site_policy=SitePolicy(min_effective_rows={lower})) or give every site a "
-            'pooled floor (\'{"floor_scope": "pooled"}\': a site under k then takes '
-            'part, masked; docs/privacy.md, "Pooled floor"); or run without secure '
-            "aggregation (leave out --secure-aggregation; Python: secure_aggregation=False)",
-            dict(zip(names, self.n_rows, strict=True)),
-            dict(zip(names, floors, strict=True)),
-        )
+        if error is not None:
+            raise error
 
     def _check_held_out(self) -> None:
         """Refuse, before any boost round, early stopping that no site could score: each
