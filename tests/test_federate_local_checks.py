@@ -248,16 +248,13 @@ def test_local_has_federate_run_s_run_timeout(sites, tmp_path, no_flower, args, 
     assert no_flower[0]["run_timeout"] == expected
 
 
-def test_a_run_stopped_at_its_time_limit_names_local_s_option(
-    sites, tmp_path, own_tmp, monkeypatch
-):
-    """The message said ``fits federate run --run-timeout``; ``local`` names its own."""
-    from fits.cli import federate
+def _late_launch(limits: list[float], text: str, run_id: int) -> SimpleNamespace:
+    """A stand-in for :mod:`fits.deploy.flower_launch` whose ``LocalFederation`` run
+    reaches its time limit (``RunTimeoutError(text, run_id, timeout)``), recording the
+    limits it was given in ``limits``."""
     from fits.deploy import flower_launch
 
-    limits: list[float] = []
-
-    class Federation:  # LocalFederation, whose run reaches its time limit
+    class Federation:
         superlink = "127.0.0.1:1"
 
         def __init__(self, sites, **options):
@@ -271,13 +268,23 @@ def test_a_run_stopped_at_its_time_limit_names_local_s_option(
 
         def run(self, config, *, timeout, progress=None):
             limits.append(timeout)
-            raise flower_launch.RunTimeoutError("run 7 did not finish (flower_launch's)", 7, 45)
+            raise flower_launch.RunTimeoutError(text, run_id, timeout)
 
-    launch = SimpleNamespace(
+    return SimpleNamespace(
         LocalFederation=Federation,
         FederationError=flower_launch.FederationError,
         RunTimeoutError=flower_launch.RunTimeoutError,
     )
+
+
+def test_a_run_stopped_at_its_time_limit_names_local_s_option(
+    sites, tmp_path, own_tmp, monkeypatch
+):
+    """The message said ``fits federate run --run-timeout``; ``local`` names its own."""
+    from fits.cli import federate
+
+    limits: list[float] = []
+    launch = _late_launch(limits, "run 7 did not finish (flower_launch's)", 7)
     monkeypatch.setattr(federate, "_launch", lambda: launch)
     res = _local(
         *sites[:2], "--rows", 5, "--out", tmp_path / "o.csv", env={"FITS_RUN_TIMEOUT": "45"}
@@ -297,28 +304,8 @@ def test_other_local_federations_name_the_variable_alone(monkeypatch, capsys):
     import typer
 
     from fits.cli.federate import run_local_federation
-    from fits.deploy import flower_launch
 
-    class Federation:
-        superlink = "127.0.0.1:1"
-
-        def __init__(self, sites, **options):
-            pass
-
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *exc):
-            return False
-
-        def run(self, config, *, timeout, progress=None):
-            raise flower_launch.RunTimeoutError("late", 3, timeout)
-
-    launch = SimpleNamespace(
-        LocalFederation=Federation,
-        FederationError=flower_launch.FederationError,
-        RunTimeoutError=flower_launch.RunTimeoutError,
-    )
+    launch = _late_launch([], "late", 3)
     monkeypatch.setenv("FITS_RUN_TIMEOUT", "12")
     with pytest.raises(typer.Exit):
         run_local_federation(launch, {}, {})
