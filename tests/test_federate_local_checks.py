@@ -315,21 +315,6 @@ def test_other_local_federations_name_the_variable_alone(monkeypatch, capsys):
     )
 
 
-@pytest.mark.skipif(sys.platform == "win32", reason="a shell script stands in for flwr")
-def test_a_run_past_its_time_limit_raises_run_timeout_error(tmp_path):
-    from fits.deploy import flower_launch
-
-    flwr = tmp_path / "flwr"
-    flwr.write_text('#!/bin/sh\nif [ "$1" = log ]; then sleep 5; fi\n')
-    flwr.chmod(0o755)
-    with pytest.raises(flower_launch.RunTimeoutError) as info:
-        flower_launch._follow_run(
-            str(flwr), 7, {"PATH": "/usr/bin:/bin"}, tmp_path, 0.0, 1.0, poll=0.1
-        )
-    assert isinstance(info.value, flower_launch.FederationError)
-    assert info.value.run_id == 7 and info.value.timeout == 1.0
-
-
 # ------------------------------------------------------ 4. a killed run's staging file
 def _dead_pid() -> int:
     proc = subprocess.Popen([sys.executable, "-c", "pass"])

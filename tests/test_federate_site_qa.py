@@ -284,11 +284,14 @@ def test_a_run_past_its_time_limit_says_how_to_allow_more(tmp_path):
     flwr = tmp_path / "flwr"
     flwr.write_text('#!/bin/sh\nif [ "$1" = log ]; then sleep 5; fi\n')
     flwr.chmod(0o755)
-    with pytest.raises(flower_launch.FederationError) as info:
+    with pytest.raises(flower_launch.RunTimeoutError) as info:
         flower_launch._follow_run(
             str(flwr), 7, {"PATH": "/usr/bin:/bin"}, tmp_path, time.monotonic(), 1.0, poll=0.1
         )
     assert "--run-timeout" in str(info.value) and "FITS_RUN_TIMEOUT" in str(info.value)
+    # a FederationError, which names the run and its limit for the command's own words
+    assert isinstance(info.value, flower_launch.FederationError)
+    assert info.value.run_id == 7 and info.value.timeout == 1.0
 
 
 @pytest.mark.parametrize(
