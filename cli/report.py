@@ -420,18 +420,15 @@ def direct_fits(mu: float, seed: int) -> dict[str, Any]:
 
     _check_direct_mu(mu)
     # the fits' own advice names fits analyze's options; the report has --direct-mu
-    analyze = (
-        "`fits analyze CLIENT_FILES... --target ...` fits the model with every option, and "
-        "--no-direct leaves the direct fits out of the report"
-    )
+    leave = "--no-direct leaves the direct fits out of the report"
     return {
         "Newton, non-private": direct_fit(
             "newton", None, seed,
-            advice=f"the report fits it with fits' default settings; {analyze}",
+            advice=f"the report fits it with fits' default settings; {leave}",
         ),
         f"FedNewton, mu={mu:g}": direct_fit(
             "fednewton", mu, seed,
-            advice=f"a larger --direct-mu (now {mu:g}) lowers the privacy noise; {analyze}",
+            advice=f"a larger --direct-mu (now {mu:g}) lowers the privacy noise; {leave}",
         ),
     }  # fmt: skip
 

@@ -249,6 +249,7 @@ def test_a_direct_fits_advice_names_the_reports_options_not_fits_analyzes(tmp_pa
     assert "the privacy noise dominates" in res.stderr
     assert "a larger --direct-mu (now 1e-30) lowers the privacy noise" in res.stderr
     assert "tau1" not in res.stderr and "(mu, epsilon)" not in res.stderr
+    assert "fits analyze" not in res.stderr and "--no-direct leaves" in res.stderr
     rows = json.loads((tmp_path / "r.json").read_text())["utility"]["y"]["rows"]
     (direct,) = [r for r in rows if r["mode"] == "direct" and "FedNewton" in r["setting"]]
     assert "the privacy noise dominates" in direct["note"] and "--direct-mu" in direct["note"]
