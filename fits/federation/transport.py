@@ -18,9 +18,16 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
+from fits._warnstate import kept_warning_state
 from fits.federation.protocol import Message, check_reply
 
 __all__ = ["ClientError", "InProcessTransport", "Transport"]
+
+#: Message types whose answer reads a site's table with pandas (the setup and
+#: configure rounds, the rule checks, the analysis design's ``moments``).
+#: :class:`InProcessTransport` answers them one site after another; see
+#: :meth:`InProcessTransport._deliver_all` for why.
+TABLE_ROUNDS = frozenset({"setup", "configure", "rules", "moments"})
 
 
 class ClientError(RuntimeError):
@@ -159,11 +166,27 @@ class InProcessTransport(Transport):
         return self._clients[client].handle(message)
 
     def _deliver_all(self, messages: Sequence[Message]) -> list[Message]:
-        if self.n_jobs == 1:
+        """One round on the worker threads; replies in client order.
+
+        The warning state of the process is one for all threads (see
+        :mod:`fits._warnstate`): pandas' and scikit-learn's own ``catch_warnings``
+        blocks, entered by two sites at once, can leave it changed, the coordinator's
+        record of the sites' notes lost.  Hence, two rules:
+
+        - rounds that read the table with pandas (:data:`TABLE_ROUNDS`: where pandas
+          records warnings, and where the sites' data notes are said) are answered one
+          site after another, as with ``n_jobs=1``;
+        - after any other round, the warning state is put back as it was before the
+          round (:func:`~fits._warnstate.kept_warning_state`).
+        """
+        if self.n_jobs == 1 or messages[0].type in TABLE_ROUNDS:
             return super()._deliver_all(messages)
         if self._pool is None:
             self._pool = ThreadPoolExecutor(self.n_jobs, thread_name_prefix="fits-client")
-        futures = [self._pool.submit(self._deliver, k, m) for k, m in enumerate(messages)]
+        with kept_warning_state():
+            futures = [self._pool.submit(self._deliver, k, m) for k, m in enumerate(messages)]
+            for f in futures:  # every thread done before the state is put back
+                f.exception()
         return [f.result() for f in futures]  # the first failing client, in client order
 
     def close(self) -> None:
