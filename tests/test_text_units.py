@@ -577,3 +577,47 @@ def test_sites_of_a_decimal_comma_and_of_a_decimal_point_read_the_same_amounts(t
         "column 'm' is text read as numbers written with '€', ',' or '.' thousands "
         "separators and a decimal comma at berlin (at berlin, dublin)"
     ) in " ".join(str(w.message) for w in caught)
+
+
+def test_decimal_commas_in_a_comma_separated_file_are_named_with_the_fix(tmp_path):
+    """Numbers written with a decimal comma are read only where the separator is not a
+    comma; in a comma-separated file the refusal says what they are (it said "fewer than
+    95% of its values are such numbers", though every value was one)."""
+    rng = np.random.default_rng(0)
+    euro = [
+        f"{v:,.2f} €".replace(",", "_").replace(".", ",").replace("_", ".")
+        for v in rng.gamma(2, 900, 300)
+    ]
+    path = tmp_path / "eu.csv"
+    pd.DataFrame({"x": rng.normal(size=300), "amount": euro}).to_csv(path, index=False)
+    frame = read_table(path)
+    with pytest.raises(IdentifierColumnError) as err:
+        _merge([frame.iloc[:150], frame.iloc[150:]], ["a", "b"])
+    text = str(err.value)
+    assert (
+        "column 'amount' holds numbers written with a decimal comma (like '1.234,56' or "
+        "'12,5', at a, b), in a comma-separated file or a DataFrame, where fits reads "
+        "decimal points only"
+    ) in text
+    assert "save the file with ';' as the separator" in text
+    assert "fewer than 95%" not in text
+    assert not any(v in text for v in euro)  # shapes, never a value
+    # the same amounts in a ';' file are read as numbers
+    path.write_text(
+        "x;amount\n" + "".join(f"{i / 7:.3f};{v}\n" for i, v in enumerate(euro)), encoding="utf-8"
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataNote)
+        schema = _merge([read_table(path)], ["a"])
+    assert schema["amount"].kind == "continuous"
+    # a DataFrame column of few decimal-comma values: a nominal column, with the reason
+    few = pd.DataFrame({"r": ["12,5", "3,75", "0,5", "7,25"] * 20})
+    with pytest.warns(DataNote, match=r"column 'r' holds numbers written with a decimal comma"):
+        schema = _merge([few], ["a"])
+    assert schema["r"].kind == "nominal"
+    # text with commas that are not decimal commas gets no such note
+    words = pd.DataFrame({"t": ["red, green", "blue, red", "green"] * 20})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _merge([words], ["a"])
+    assert not any("decimal comma" in str(w.message) for w in caught)

@@ -3364,6 +3364,30 @@ def _two_readings(present: pd.Series, mark: str, source: str) -> dict[str, Any] 
     return _column_mark(text, numbers, mark, source).conflict
 
 
+def _comma_numbers(present: pd.Series, mark: str, source: str) -> dict[str, Any] | None:
+    """Whether a text column that is not read as numbers is numbers written with a
+    decimal comma in a table that reads decimal points only (``source == "fixed"``: a
+    comma-separated file or a DataFrame, where "1,5" may be a list): at least
+    :data:`PARSE_SHARE` of its distinct values (or of an evenly spaced sample of them)
+    numbers with a decimal comma ("1.062,85", "12,5 €"), some of them with a decimal
+    comma only.  Then how many distinct values read so (a count, never a value), else
+    None."""
+    if source != "fixed" or mark != ".":
+        return None
+    uniq = pd.Series(pd.unique(present.to_numpy(dtype=object)), dtype=object)
+    if uniq.size > _PARSE_SAMPLE:
+        uniq = uniq.iloc[np.linspace(0, uniq.size - 1, _PARSE_SAMPLE).astype(np.int64)]
+    text = pd.Series(pd.unique(uniq.astype(str).str.strip().to_numpy()), dtype=object)
+    if not text.str.contains(r"\d,\d").any():
+        return None  # no decimal comma: a quick no, most text columns'
+    plain = pd.to_numeric(text, errors="coerce").notna().to_numpy()
+    comma = _unit_numbers(text, ",")["value"].notna().to_numpy() | plain
+    point = _unit_numbers(text, ".")["value"].notna().to_numpy() | plain
+    if float(comma.mean()) < PARSE_SHARE or not (comma & ~point).any():
+        return None
+    return {"n_distinct": int(comma.sum())}
+
+
 def _describe_column(
     s: pd.Series,
     name: str,
@@ -3432,6 +3456,9 @@ def _describe_column(
             two = _two_readings(present, *decimal) if fam != "category" else None
             if two is not None:  # "1,234" and "12,5": numbers fits does not read
                 info["two_readings"] = two
+            comma = _comma_numbers(present, *decimal) if fam != "category" else None
+            if comma is not None:  # "1.062,85" in a comma-separated file
+                info["comma_numbers"] = comma
             if looks is not None:  # its values are never reported
                 info["identifier"] = looks
                 return info
@@ -4179,6 +4206,17 @@ def _unit_advice(
     ]
     if two:
         return _two_readings_advice(name, two)
+    comma = [c for i, c in zip(infos, clients, strict=True) if "comma_numbers" in i]
+    if comma:
+        return (
+            f"column {name!r} holds numbers written with a decimal comma (like '1.234,56' "
+            f"or '12,5', at {', '.join(comma)}), in a comma-separated file or a DataFrame, "
+            "where fits reads decimal points only (a comma there may separate a list): "
+            "save the file with ';' as the separator, where fits reads decimal commas, or "
+            f"convert the column to numbers first (pandas: df[{name!r}] = pd.to_numeric("
+            f"df[{name!r}].str.replace('.', '').str.replace(',', '.')), after removing any "
+            "unit)"
+        )
     like = [(i["unit_like"], c) for i, c in zip(infos, clients, strict=True) if "unit_like" in i]
     if not like:
         return None
