@@ -102,18 +102,24 @@ def _exec(cmd: list[str], home: Path) -> None:
 
     Ctrl-C, SIGTERM and SIGHUP stop it and the helpers it started (its process group);
     if this process is killed outright, the kernel sends it SIGTERM (parent-death
-    signal, Linux).
+    signal, Linux).  Its SuperExec is fits's (``home/.fits-bin/flower-superexec``,
+    removed when it ends), which reaps the app processes it starts
+    (:mod:`fits.deploy.flower_superexec`).
     """
     launch = _launch()
     end_of_loading()  # the stop signals are the foreground process's now, as below
     home.mkdir(parents=True, exist_ok=True)
     typer.echo(" ".join(cmd), err=True)
-    proc = subprocess.Popen(
-        cmd,
-        env=launch.flower_env(home),
-        start_new_session=True,
-        preexec_fn=launch.die_with_parent(),
-    )
+    try:
+        proc = subprocess.Popen(
+            cmd,
+            env=launch.flower_env(home, superexec=True),
+            start_new_session=True,
+            preexec_fn=launch.die_with_parent(),
+        )
+    except BaseException:
+        _remove_superexec(home)
+        raise
     code = 0
     # SIGTERM / SIGHUP: stop the group (a second signal does not cut that short), then
     # end by the signal
@@ -125,7 +131,16 @@ def _exec(cmd: list[str], home: Path) -> None:
         finally:
             with signals.cleaning():
                 launch.stop_process_group(proc)
+                _remove_superexec(home)
     raise typer.Exit(code)
+
+
+def _remove_superexec(home: Path) -> None:
+    """Remove the ``flower-superexec`` that ``flower_env(home, superexec=True)`` wrote."""
+    from fits.deploy.flower_launch import SUPEREXEC_DIR
+    from fits.deploy.flower_superexec import remove_shim
+
+    remove_shim(home / SUPEREXEC_DIR)
 
 
 @federate.command()

@@ -63,6 +63,7 @@ __all__ = [
     "RunResult",
     "RunTimeoutError",
     "STOP_GRACE",
+    "SUPEREXEC_DIR",
     "staged_file",
     "submit_run",
     "superlink_command",
@@ -198,11 +199,22 @@ def _flower_bin(name: str) -> str:
     return found
 
 
-def flower_env(home: str | Path) -> dict[str, str]:
+#: Folder, in a Flower home, of fits's ``flower-superexec``
+#: (:func:`fits.deploy.flower_superexec.write_shim`; ``flower_env(superexec=True)``).
+SUPEREXEC_DIR = ".fits-bin"
+
+
+def flower_env(home: str | Path, *, superexec: bool = False) -> dict[str, str]:
     """Environment for a Flower process: its own FLWR_HOME, no telemetry, no installs.
 
     Flower starts its helper processes (``flower-superexec``, ``flwr-serverapp``,
     ``flwr-clientapp``) from PATH, so the directory of this Python comes first.
+
+    ``superexec=True`` (a SuperLink's or SuperNode's environment) writes fits's
+    ``flower-superexec`` into ``home/.fits-bin`` (:data:`SUPEREXEC_DIR`) and puts that
+    folder first: the SuperExec the process starts is Flower's, reaping the ServerApp
+    and ClientApp processes it starts (:mod:`fits.deploy.flower_superexec`; Flower
+    1.42's left each ended one a zombie until its next start of one).
     """
     env = dict(os.environ)
     env["FLWR_HOME"] = str(home)
@@ -211,6 +223,12 @@ def flower_env(home: str | Path) -> dict[str, str]:
     env["FLWR_DISABLE_RUNTIME_DEPENDENCY_INSTALLATION"] = "1"
     env.setdefault("FLWR_SUPEREXEC_TASK_POLL_INTERVAL", "0.1")  # start a site's work sooner
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    if superexec:
+        from fits.deploy.flower_superexec import write_shim
+
+        folder = write_shim(Path(home) / SUPEREXEC_DIR)
+        if folder is not None:
+            env["PATH"] = str(folder) + os.pathsep + env["PATH"]
     return env
 
 
@@ -1128,7 +1146,7 @@ class LocalFederation:
         log = open(self.workdir / f"{role}.log", "wb")  # noqa: SIM115 - closed with the process
         proc = subprocess.Popen(
             cmd,
-            env=flower_env(home),
+            env=flower_env(home, superexec=True),
             stdout=log,
             stderr=subprocess.STDOUT,
             cwd=self.workdir,
