@@ -681,8 +681,18 @@ def analyze(
         raise typer.BadParameter(
             f"unknown method {method!r}; choose one of {', '.join(METHODS)}", param_hint="--method"
         )
+    if out.is_dir():  # docs/cli.md, "Refusals and checks": the folder's own words
+        raise typer.BadParameter(
+            f"{str(out)!r} is a folder; give a file name inside it, e.g. "
+            f"{str(out / 'result.json')!r}",
+            param_hint="--out",
+        )
     if out.suffix.lower() != ".json":
-        raise typer.BadParameter(f"{out}: the result is written as .json", param_hint="--out")
+        raise typer.BadParameter(
+            f"{str(out)!r}: the result is a JSON file; give a file name ending in .json, "
+            f"e.g. {str(out.with_suffix('.json'))!r}",
+            param_hint="--out",
+        )
     if missing not in ("raise", "drop"):
         raise typer.BadParameter(f"use raise or drop, got {missing!r}", param_hint="--missing")
     na_texts = parse_na_values(na_values)
@@ -783,8 +793,7 @@ def analyze(
     with interruptible("no result was written"), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            for path in site_files:
-                name = path.stem if path.stem not in tables else f"{path.stem} ({len(tables) + 1})"
+            for name, path in zip(site_names(site_files), site_files, strict=True):
                 tables[name] = read_table(path, empty_ok=True, na_values=na_texts)
                 if tables[name].empty:
                     _fail(_no_rows(path, name))
@@ -894,6 +903,27 @@ def _check_files(site_files: list[Path], out: Path) -> None:
         check_output(out, [("the site table", p) for p in site_files])
     except OutputError as exc:
         _fail(str(exc), 2)
+
+
+def site_names(paths: list[Path]) -> list[str]:
+    """Each site table's name in messages and the result: its file name without the
+    extension, or, where two files share it, as many of its last folders as tell them
+    apart (``d1/s.csv`` and ``d2/s.csv`` are ``d1/s`` and ``d2/s``; was: ``s`` and
+    ``s (2)``, so an error of ``s`` did not say which file), else its path as given
+    (``s.csv`` and ``s.parquet``)."""
+    names = [p.stem for p in paths]
+    parts = [p.with_suffix("").parts for p in paths]
+    for k in range(2, max((len(q) for q in parts), default=1) + 1):
+        twice = {n for n in names if names.count(n) > 1}
+        if not twice:
+            break
+        names = ["/".join(q[-k:]) if n in twice else n for n, q in zip(names, parts, strict=True)]
+    twice = {n for n in names if names.count(n) > 1}  # s.csv beside s.parquet
+    names = [str(p) if n in twice else n for n, p in zip(names, paths, strict=True)]
+    twice = {n for n in names if names.count(n) > 1}
+    return [
+        f"{n} ({k + 1})" if n in twice and names.index(n) != k else n for k, n in enumerate(names)
+    ]
 
 
 def _no_rows(path: Path, site: str) -> str:

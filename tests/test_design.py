@@ -96,13 +96,13 @@ def test_moments_reply_is_checked() -> None:
     request = Message("moments", config={"design": "{}", "n_numeric": 2})
     good = Message(
         "moments",
-        {"n": np.array([3]), "sum": np.zeros(2), "sumsq": np.zeros(2), "dropped": np.zeros(1)},
+        {"n": np.array([3]), "mean": np.zeros((2, 2)), "sd": np.zeros(2), "dropped": np.zeros(1)},
     )
     check_reply(request, good)
     with pytest.raises(ProtocolError, match="allows exactly"):
         check_reply(request, Message("moments", {**good.arrays, "rows": np.zeros((3, 2))}))
     with pytest.raises(ProtocolError, match="expected numeric"):
-        check_reply(request, Message("moments", {**good.arrays, "sum": np.zeros(5)}))
+        check_reply(request, Message("moments", {**good.arrays, "sd": np.zeros(5)}))
 
 
 def test_errors_name_site_and_column() -> None:

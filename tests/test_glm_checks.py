@@ -125,23 +125,32 @@ def test_a_relation_at_one_site_only_is_no_error_and_no_warning() -> None:
     assert res.warnings == []
 
 
-def test_a_site_with_fewer_rows_than_columns_sends_no_null_space() -> None:
+def test_a_site_with_fewer_rows_than_columns_sends_its_null_space_only_without_privacy() -> None:
     tables = _sites(lambda n, k, rng: _base(n, rng).assign(x3=lambda d: d.x1), sizes=(3, 150))
-    with pytest.raises(DesignError, match=r"site\(s\) \['site1'\], with fewer rows") as err:
+    # without privacy every site is counted (the pooled X'X is the sum of the sites')
+    with pytest.raises(DesignError, match="collinear across the federation") as err:
         fit_glm(tables, "y", method="fedsgd")
     assert "['x1', 'x3'] are linearly dependent" in str(err.value)
-    # its design is rank deficient whatever the data: it sends zeros (not its rows' span)
+    assert "not counted" not in str(err.value)
+    # a private fit leaves the small site out and says so
+    with pytest.raises(DesignError, match=r"site\(s\) \['site1'\], with fewer rows") as err:
+        fit_glm(tables, "y", method="fedsgd", mu=1.0)
+    assert "['x1', 'x3'] are linearly dependent" in str(err.value)
+    # its design is rank deficient whatever the data: with privacy it sends zeros (not
+    # its rows' span), without it its null space
     site = GLMSite(tables[0], "tiny")
+    other = GLMSite(tables[1].assign(x3=np.random.default_rng(0).normal(size=150)), "big")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # three rows: separated, of course
-        res = fit_glm(None, "y", method="fedsgd", transport=InProcessTransport([site]), K=1)
-    configure = Message(
-        "glm_configure",
-        {"means": res.standardization.means, "sds": res.standardization.sds},
-        {"family": "logistic", "method": "fedsgd", "settings": json.dumps({"K": 1, "eta": 0.5}),
-         "tau1": 0.1, "mu": 0.0, "null_space": 4},
-    )  # fmt: skip
-    assert not site.handle(configure).arrays["null"].any()
+        res = fit_glm(None, "y", method="fedsgd", transport=InProcessTransport([site, other]), K=1)
+    for mu, sent in ((1.0, False), (0.0, True)):
+        configure = Message(
+            "glm_configure",
+            {"means": res.standardization.means, "sds": res.standardization.sds},
+            {"family": "logistic", "method": "fedsgd", "settings": json.dumps({"K": 1, "eta": 0.5}),
+             "tau1": 0.1, "mu": mu, "null_space": 4},
+        )  # fmt: skip
+        assert site.handle(configure).arrays["null"].any() == sent
 
 
 def _complete(n: int, k: int, rng: np.random.Generator) -> pd.DataFrame:

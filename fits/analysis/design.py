@@ -5,8 +5,10 @@ FedLSA) fits a model on a design matrix built *at each site* from its own rows. 
 coordinator never sees a row: it learns the shared :class:`~fits.core.schema.Schema`
 from the setup round (:func:`schema_round`: row counts and column descriptions, as in
 synthesis) and the federation-wide means and standard deviations of the numeric
-features from one round of sums (:func:`standardization_round`: each site uploads its
-row count, the sums and the sums of squares of its numeric features).
+features from one round of moments (:func:`standardization_round`: each site uploads
+its row count and the mean and standard deviation of each of its numeric features,
+computed stably, :func:`site_moments`; the coordinator pools them with the
+parallel-variance formula, :func:`pool_moments`).
 
 Feature coding (the choices are stated in ``docs/analysis.md``):
 
@@ -24,7 +26,10 @@ Feature coding (the choices are stated in ``docs/analysis.md``):
 A missing numeric value, an infinite one or one beyond +-1e150 (:data:`MAX_ABS`: its
 square overflows), a category the schema does not list, or a feature constant across
 the federation is an error naming the site and the column: nothing is dropped or
-invented.
+invented.  So is a feature whose standard deviation across the federation is below
+1e-250 (:data:`MIN_SD`), and a numeric target whose values are all below 1e-100 in
+magnitude (:data:`MIN_TARGET_ABS`): each error names the power of ten to multiply the
+column by.
 
 Sites answer two message types here (see :mod:`fits.federation.protocol`): ``setup``
 (exactly as a synthesis site does) and ``moments``.  :class:`DesignSite` is the base
@@ -82,6 +87,7 @@ __all__ = [
     "original_map",
     "scale_note",
     "pool_moments",
+    "site_moments",
     "schema_round",
     "site_items",
     "standardization_round",
@@ -98,6 +104,23 @@ INTERCEPT = "(intercept)"
 #: over 1e8 rows, stays below float64's largest number (1.8e308), so the standardization
 #: sums and the fits' squared terms stay finite.
 MAX_ABS = 1e150
+
+#: The smallest federation-wide standard deviation a numeric feature may have (the
+#: pooled sd of the standardization round, :func:`standardization_round`): its
+#: coefficient per unit is its coefficient per sd divided by the sd, which overflows
+#: float64 (1.8e308) near float64's smallest normal number (2.2e-308), where the values
+#: also lose digits.  Down to it the round is exact to float rounding (no squares of
+#: the values are formed); below it the feature is refused, with the power of ten to
+#: multiply it by.
+MIN_SD = 1e-250
+
+#: The smallest largest magnitude a numeric target may have (the setup round's range,
+#: :meth:`DesignSpec.from_schema`): the fits sum squares of the target and of its
+#: residuals, and the exact-fit check compares the residual sum of squares with
+#: 1e-20 of the target's; below 1e-100 those squares leave float64's normal range
+#: (2.2e-308) and underflow to 0, and a fit would report an exact fit, scale 0 and
+#: infinite z values.
+MIN_TARGET_ABS = 1e-100
 
 
 class DesignError(ValueError):
@@ -218,6 +241,9 @@ class DesignSpec:
         SchemaError
             The target or a feature is not a column of the schema, or the target is
             among the features.
+        DesignError
+            A numeric target whose every value (the setup round's range) is below
+            :data:`MIN_TARGET_ABS` in magnitude, naming the power of ten to multiply it by.
         ValueError
             ``missing`` is not one of :data:`MISSING_POLICIES` (checked when the spec
             is made, :meth:`__post_init__`).
@@ -262,6 +288,8 @@ class DesignSpec:
             raise SchemaError(_constant_problem(schema, constants, target=target))
         if target is not None and target in features:
             raise SchemaError(f"the target {target!r} cannot also be a feature")
+        if target is not None:
+            _check_target_scale(schema[target])
         if len(set(features)) != len(features):
             raise SchemaError(f"features are listed twice: {features}")
         numeric, nominal, ordinal_levels, datetimes = [], {}, {}, []
@@ -354,6 +382,39 @@ class DesignSpec:
             offset=d.get("offset"),
             exposure=d.get("exposure"),
             weights=d.get("weights"),
+        )
+
+
+def _power_of_ten(largest: float) -> str:
+    """The power of ten that brings ``largest`` (> 0) to about 1, as ``1e200`` (in two
+    steps where that power itself overflows float64)."""
+    k = int(round(-np.log10(largest)))
+    if k > 308:
+        return f"1e{k} (in two steps, e.g. by 1e{k // 2} and then by 1e{k - k // 2})"
+    return f"1e{k}"
+
+
+def _check_target_scale(column: ColumnSpec) -> None:
+    """Refuse a numeric target whose every value is below :data:`MIN_TARGET_ABS` in
+    magnitude (from the setup round's range, or an ordinal's numeric categories): the
+    fits' squares of it underflow.  A target of one value (0 everywhere) is refused
+    elsewhere, as a constant."""
+    if column.kind == "continuous" and column.lower is not None and column.upper is not None:
+        largest = max(abs(float(column.lower)), abs(float(column.upper)))
+    elif column.kind == "ordinal" and column.categories:
+        values = [abs(float(c)) for c in column.categories if _is_number(c)]
+        if len(values) != len([c for c in column.categories if c is not None]):
+            return  # text levels: the target is not used as numbers
+        largest = max(values, default=0.0)
+    else:
+        return
+    if 0 < largest < MIN_TARGET_ABS:
+        raise DesignError(
+            f"target {column.name!r} holds no value beyond {largest:.3g} in magnitude at "
+            f"any site, below {MIN_TARGET_ABS:g}: the fit's sums of squares of the target "
+            "and of its residuals would underflow to 0 (a false exact fit, standard errors "
+            f"of 0): multiply the column by a power of ten at every site, e.g. by "
+            f"{_power_of_ten(largest)} (its coefficients scale by the same factor)"
         )
 
 
@@ -559,13 +620,20 @@ class DesignBuilder:
 
     # -------------------------------------------------------------- uploads and design
     def moments(self) -> dict[str, np.ndarray]:
-        """The ``moments`` reply: row count, sums and sums of squares of the numeric
-        features (the only thing the standardization round uploads)."""
-        x = self._numeric
+        """The ``moments`` reply: row count, means (each as two float64s) and
+        standard deviations of the numeric features (the only thing the
+        standardization round uploads).
+
+        Each mean and sd is the site's own, computed stably (:func:`site_moments`): no
+        sum of squares, which loses every digit of a feature whose spread is small next
+        to its values (timestamps within a minute, about 1.7e9 seconds since 1970) and
+        underflows for values below about 1e-154.  With the row count they tell what
+        the sums and sums of squares would: no more, no less."""
+        mean, sd = site_moments(self._numeric)
         return {
             "n": np.array([self.n_rows], dtype=np.int64),
-            "sum": x.sum(axis=0),
-            "sumsq": np.einsum("ij,ij->j", x, x),
+            "mean": mean,
+            "sd": sd,
             "dropped": np.array([self.n_dropped], dtype=np.int64),
         }
 
@@ -802,13 +870,59 @@ def scale_note(spec: DesignSpec, json_key: str = "original_params") -> str | Non
     )
 
 
+def site_moments(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per column of ``x`` (rows x columns), its mean and population sd (``ddof=0``),
+    computed stably (site side, the ``moments`` reply).
+
+    Returns ``mean`` of shape (2, q) -- the mean rounded to float64, and what that
+    rounding left over (the mean is their sum, to about twice float64's precision: a
+    mean of 1.7e9, a timestamp, is then exact to far below float64's 2.4e-7 there, so
+    that the pooling's differences of means keep their digits) -- and ``sd`` (q,).
+
+    The mean is the first pass's sum / n corrected by a second pass (the mean of the
+    deviations from it); the sd is the corrected two-pass formula on the deviations
+    from the mean divided by their largest magnitude, so that neither a large common
+    value (1e9 + N(0, 1), timestamps) cancels the digits of the spread nor tiny
+    deviations (1e-200) underflow when squared.  A column of one value (one row, or
+    every row alike) gets that value as its mean, exactly, and sd 0.  No rows: zeros
+    (the row count says there are none)."""
+    x = np.asarray(x, dtype=np.float64)
+    n, q = x.shape
+    if n == 0:
+        return np.zeros((2, q)), np.zeros(q)
+    first = x.sum(axis=0) / n
+    rest = (x - first).sum(axis=0) / n
+    hi = first + rest  # TwoSum: hi + lo == first + rest exactly
+    back = hi - first
+    lo = (first - (hi - back)) + (rest - back)
+    d = (x - hi) - lo
+    top = np.max(np.abs(d), axis=0)
+    e = d / np.where(top > 0, top, 1.0)
+    var = np.maximum(np.einsum("ij,ij->j", e, e) / n - (e.sum(axis=0) / n) ** 2, 0.0)
+    sd = top * np.sqrt(var)
+    one = x.min(axis=0) == x.max(axis=0)
+    mean = np.stack([np.where(one, x[0], hi), np.where(one, 0.0, lo)])
+    return mean, np.where(one, 0.0, sd)
+
+
 def pool_moments(replies: Sequence[Message]) -> Standardization:
     """Federation-wide means and sds from the sites' ``moments`` replies (coordinator).
+
+    Each site sends its row count n_k and, per numeric feature, its mean m_k (two
+    float64s: :func:`site_moments`) and its population sd s_k about m_k.  With
+    a_k = m_k - m_r, m_r the largest site's mean, the pooled mean is
+    m = m_r + sum_k (n_k / n) a_k (every site's mean alike gives exactly it), and the
+    pooled sd is the parallel-variance formula (Chan, Golub and LeVeque)
+    sd^2 = sum_k (n_k / n) s_k^2 + sum_k (n_k / n)(m_k - m)^2, evaluated divided by the
+    largest S of the s_k and |m_k - m|: sd = S sqrt(sum_k (n_k / n)((s_k / S)^2 +
+    ((m_k - m) / S)^2)), so that no term underflows or overflows.  A site with no rows
+    adds nothing.  A feature constant across the federation (every s_k 0, every m_k
+    alike) gets sd 0 exactly, which :func:`standardization_round` refuses.
 
     Raises
     ------
     DesignError
-        A feature is constant over the federation (its sd is 0).
+        No site has a row.
     """
     n_rows = np.array([int(r.arrays["n"][0]) for r in replies], dtype=np.int64)
     dropped = (
@@ -816,12 +930,20 @@ def pool_moments(replies: Sequence[Message]) -> Standardization:
         if all("dropped" in r.arrays for r in replies)
         else None
     )
-    n = float(n_rows.sum())
-    s = np.sum([r.arrays["sum"] for r in replies], axis=0)
-    ss = np.sum([r.arrays["sumsq"] for r in replies], axis=0)
-    means = s / n
-    var = np.maximum(ss / n - means**2, 0.0)
-    sds = np.sqrt(var)
+    live = n_rows > 0
+    if not live.any():
+        raise DesignError("no site holds a row the model can use")
+    mean = np.array([r.arrays["mean"] for r in replies], dtype=np.float64)[live]  # (K, 2, q)
+    site_sds = np.array([r.arrays["sd"] for r in replies], dtype=np.float64)[live]
+    w = n_rows[live] / float(n_rows.sum())
+    ref = mean[int(np.argmax(n_rows[live]))]
+    a = (mean[:, 0] - ref[0]) + (mean[:, 1] - ref[1])  # (K, q): m_k - m_r
+    shift = w @ a
+    dev = a - shift
+    top = np.maximum(site_sds.max(axis=0), np.abs(dev).max(axis=0))
+    safe = np.where(top > 0, top, 1.0)
+    sds = top * np.sqrt(w @ ((site_sds / safe) ** 2 + (dev / safe) ** 2))
+    means = ref[0] + (ref[1] + shift)
     return Standardization(means=means, sds=sds, n_rows=n_rows, n_dropped=dropped)
 
 
@@ -1066,7 +1188,7 @@ def _constant_problem(
     if target in names:
         text += (
             f"; a model of the target {target!r} needs at least two distinct values of it "
-            "over the sites (a logistic model: both classes): choose another target"
+            "over the sites: choose another target"
         )
     if features:
         joint = "; and " if target in names else "; "
@@ -1175,12 +1297,14 @@ def dropped_note(
 
 
 def standardization_round(transport: Transport, spec: DesignSpec) -> Standardization:
-    """One round of sums: federation-wide means and sds of the numeric features.
+    """One round of moments: federation-wide means and sds of the numeric features.
 
     Raises
     ------
     DesignError
-        A numeric feature is constant across the federation.
+        A numeric feature is constant across the federation, or its sd across the
+        federation is below :data:`MIN_SD` (naming it and the power of ten to multiply
+        it by at every site).
     """
     request = Message("moments", config={"design": spec.to_json(), "n_numeric": spec.n_numeric})
     st = pool_moments(transport.broadcast(request))
@@ -1188,6 +1312,18 @@ def standardization_round(transport: Transport, spec: DesignSpec) -> Standardiza
     if constant:
         raise DesignError(
             f"feature(s) {constant} take one value across the federation; leave them out"
+        )
+    tiny = [(name, float(sd)) for name, sd in zip(spec.numeric, st.sds, strict=True) if sd < MIN_SD]
+    if tiny:
+        raise DesignError(
+            "feature(s) "
+            + ", ".join(f"{name!r} (sd {sd:.3g})" for name, sd in tiny)
+            + f" vary by less than {MIN_SD:g} across the federation (the standard "
+            "deviation over every site's rows): near float64's smallest number their "
+            "values lose digits and their coefficients per unit (per sd / sd) overflow; "
+            "multiply the column by a power of ten at every site, e.g. "
+            + ", ".join(f"{name!r} by {_power_of_ten(sd)}" for name, sd in tiny)
+            + " (its coefficient per unit scales by the inverse)"
         )
     return st
 

@@ -94,7 +94,7 @@ from fits.analysis.design import (
     site_items,
     standardization_round,
 )
-from fits.core.schema import NA_TEXTS, ColumnSpec, Schema
+from fits.core.schema import NA_TEXTS, ColumnSpec, Schema, parse_text_columns
 from fits.federation.protocol import Message, ProtocolError
 from fits.federation.transport import InProcessTransport, Transport
 
@@ -445,14 +445,18 @@ def unpack_symmetric(packed: np.ndarray, p: int) -> np.ndarray:
     return m + np.triu(m, 1).T
 
 
-def null_projector(x: np.ndarray) -> np.ndarray:
+def null_projector(x: np.ndarray, small: bool = False) -> np.ndarray:
     """The projector onto the null space of a site's design ``x`` (n, p): zeros when
-    ``x`` has full column rank, and zeros when the site has fewer than p rows (its
-    design is then rank deficient whatever the data, and its null space would tell
-    the span of its few rows; the coordinator leaves such a site out of the check)."""
+    ``x`` has full column rank.  A site with fewer than p rows has a rank deficient
+    design whatever the data, and its null space tells the span of its few rows: it
+    sends it only with ``small`` (a fit without privacy, whose ``glm_sums`` and
+    ``glm_fisher`` rounds send the site's X'WX, of the same null space, anyway); else
+    zeros, and the coordinator leaves such a site out of the check."""
     n, p = x.shape
-    if n < p:
+    if n < p and not small:
         return np.zeros((p, p))
+    if n == 0:  # no rows: every direction is null there
+        return np.eye(p)
     vals, vecs = np.linalg.eigh(x.T @ x / n)
     v = vecs[:, vals <= NULL_TOL * max(float(vals[-1]), np.finfo(float).tiny)]
     return v @ v.T
@@ -783,7 +787,7 @@ class GLMSite(DesignSite):
                     f"{self.name}: the site's design has {x.shape[1]} columns, the "
                     f"coordinator fits {p}"
                 )
-            reply["null"] = null_projector(x)
+            reply["null"] = null_projector(x, small=self.mu is None)
         if int(msg.config.get("near_space", 0)) > 0:  # a private fit's near-collinearity check
             if self.mu is None:
                 raise ProtocolError(
@@ -1578,20 +1582,63 @@ def _relations(
     return out
 
 
+def _row_check(n_rows: np.ndarray, spec: DesignSpec, sites: Sequence[str]) -> None:
+    """An error when the federation holds fewer rows in all than the design has
+    columns: the pooled design's rank is then below p whatever the data (was: with
+    every site below p rows, no site could tell, and the fit returned an arbitrary
+    split with exit 0).  From the public row counts alone, before ``glm_configure``."""
+    names = spec.feature_names
+    p, total = len(names), int(np.sum(n_rows))
+    if total >= p:
+        return
+    parts = ["the intercept"] if spec.intercept else []
+    if spec.numeric:
+        parts.append(f"{len(spec.numeric)} numeric feature(s)")
+    wide = sorted(spec.nominal.items(), key=lambda kv: -len(kv[1]))
+    for name, levels in wide:
+        parts.append(f"{len(levels) - 1} one-hot column(s) of nominal {name!r}")
+    many = [name for name, levels in wide if len(levels) - 1 >= total / 2]
+    fix = (
+        f"a nominal feature with a level in nearly every row ({', '.join(map(repr, many))}) "
+        "is likely a number or an identifier: give it a numeric kind (kinds={"
+        f"{many[0]!r}: 'continuous'}}, fits analyze --kind {many[0]}=continuous) or leave "
+        "it out; else "
+        if many
+        else ""
+    )
+    counts = ", ".join(f"{n!r} {int(k)}" for n, k in zip(sites, n_rows, strict=True))
+    raise DesignError(
+        f"the model has more coefficients than the whole federation has rows: p = {p} "
+        f"design columns ({', '.join(parts)}) but {total} row(s) in all ({counts}), so "
+        f"the pooled design has rank at most {total} < {p} and no fit can identify the "
+        f"coefficients; {fix}leave features out (features=, fits analyze --features) or "
+        "fit on more rows"
+    )
+
+
 def _rank_check(
     nulls: Sequence[np.ndarray],
     n_rows: np.ndarray,
     spec: DesignSpec,
     method: str,
     sites: Sequence[str],
+    private: bool = False,
 ) -> list[str]:
     """Collinearity from the sites' null-space projectors (``glm_configure``): an error
-    when the pooled design is rank deficient (a null direction shared by every site
-    with at least p rows); for FedNewton a warning when every site's design is rank
-    deficient but the pooled one is not.  Returns the warnings' texts."""
+    when the pooled design is rank deficient (a null direction shared by every site;
+    in a private fit, by every site with at least p rows, the others sending zeros);
+    for FedNewton a warning when every site's design is rank deficient but the pooled
+    one is not.  Returns the warnings' texts.
+
+    The pooled X'X is the sum of the sites' X_k'X_k, so a direction is null in the
+    pooled design exactly when it is null at every site, whatever their sizes.  Was:
+    the sites with fewer than p rows were left out of every fit, and with every site
+    below p rows nothing was checked (x1 and a copy of it split 0.221 / 0.221, exit 0).
+    Without privacy those sites now send their null space too (see
+    :func:`null_projector`)."""
     names = spec.feature_names
     p = len(names)
-    used = [k for k, n in enumerate(n_rows) if n >= p]
+    used = [k for k, n in enumerate(n_rows) if n >= p or not private]
     if not used:
         return []
     total = np.sum([nulls[k] for k in used], axis=0)
@@ -1612,8 +1659,10 @@ def _rank_check(
             + ", so their coefficients are not identified; leave out one column of each "
             f"group (e.g. {sorted(set(drop))}) and fit again"
             + (
-                f" (site(s) {skipped}, with fewer rows than the {p} design columns, cannot "
-                "tell and were not counted)"
+                f" (site(s) {skipped}, with fewer rows than the {p} design columns, were "
+                "not counted: in a private fit their null space would disclose the span of "
+                "their rows; if their rows are what tells these columns apart, fit without "
+                "privacy, which counts every site)"
                 if skipped
                 else ""
             )
@@ -1632,6 +1681,25 @@ def _rank_check(
         "coefficients where its FedAvg round put them; fedsgd or fedhybrid estimate them "
         "from the pooled gradient"
     ]
+
+
+def _unchecked_rank_note(n_rows: np.ndarray, p: int, private: bool) -> str | None:
+    """A private fit in which every site holds fewer rows than the p design columns:
+    no site can say, without disclosing the span of its rows, whether the features are
+    collinear across the federation, so the rank check (and the near-collinearity
+    check) did not run: the warning's text (None otherwise)."""
+    if not private or len(n_rows) == 0 or int(np.max(n_rows)) >= p:
+        return None
+    return (
+        f"the features' collinearity was not checked: every site holds fewer rows than "
+        f"the p = {p} design columns (at most {int(np.max(n_rows))}), so each site's own "
+        "design is rank deficient whatever the data, and its null space would disclose "
+        "the span of its rows, which a private fit does not send. If some features are "
+        "linearly dependent across the federation (a copy of a column, a sum of others), "
+        "their coefficients are not identified and a private fit sets them by its noise. "
+        "To check: fit the same features once without privacy (no mu/epsilon; its check "
+        "counts every site), or use fewer features (a site of at least p rows is checked)"
+    )
 
 
 def _near_check(
@@ -1757,12 +1825,24 @@ def _separation_check(
 
 
 # ---------------------------------------------------------------------- results
-def _fixed(v: float, width: int = 10, decimals: int = 6) -> str:
-    """A summary's number: ``decimals`` decimals, or in exponent notation from 1e9 on
-    (was: a coefficient of 1e140 printed with its 141 digits)."""
-    if math.isfinite(v) and abs(v) >= 1e9:
-        return f"{v:{width}.4e}" if width else f"{v: .4e}"
-    return f"{v:{width}.{decimals}f}" if width else f"{v: .{decimals}f}"
+def _fixed(v: float, width: int = 12, digits: int = 6) -> str:
+    """A summary's number with ``digits`` significant digits (``g``: exponent notation
+    below 1e-4 and from 10^digits on).  Was: six decimals, so a linear target in units
+    of 1e-12 printed every coefficient, std err and interval as 0.000000 (and, before
+    that, a coefficient of 1e140 with its 141 digits)."""
+    return f"{v:{width}.{digits}g}" if width else f"{v: .{digits}g}"
+
+
+def _digits(*values_and_se: float) -> int:
+    """Significant digits for a coefficient and its interval's ends (the last argument
+    the standard error): six, or as many as show the standard error's first three
+    digits (a coefficient of 287569 with a std err of 0.05 and its interval
+    287569.0 - 287569.1 would all read 287569), at most 15."""
+    *values, se = (abs(float(v)) for v in values_and_se)
+    top = max((v for v in values if math.isfinite(v)), default=0.0)
+    if not (math.isfinite(se) and se > 0 and top > 0):
+        return 6
+    return int(min(15, max(6, math.ceil(math.log10(top / se)) + 3)))
 
 
 def _wald(params: pd.Series, bse: Callable[[], pd.Series], alpha: float) -> pd.DataFrame:
@@ -1862,6 +1942,11 @@ class GLMResults:
     #: A private fit: a lower bound on each coefficient's privacy-noise standard
     #: deviation (:func:`noise_floor`); None without privacy.
     noise_floor: float | None = None
+    #: Datetime feature -> the ``strftime`` format the sites read its text dates with
+    #: (:meth:`fits.core.schema.Schema.date_formats`; ISO 8601 columns are not listed):
+    #: :meth:`predict` reads new rows' text dates with it ("01/02/2024" as the sites read
+    #: it, day first or month first).
+    date_formats: dict[str, str] = field(default_factory=dict)
 
     def __str__(self) -> str:
         """The :meth:`summary` (``print(res)``), as :class:`FedLSAResults` prints."""
@@ -1963,8 +2048,20 @@ class GLMResults:
 
     @property
     def original_bse(self) -> pd.Series:
-        """:attr:`bse` with the numeric features on their own scale."""
-        diag = np.sqrt(np.diag(self.original_cov_params().to_numpy()))
+        """:attr:`bse` with the numeric features on their own scale: the square roots
+        of the diagonal of :meth:`original_cov_params`, computed without forming it
+        (``A cov A'`` overflows for a feature whose sd is below about 1e-154, where the
+        per-unit standard error itself is still a float): per row of ``B = A D``
+        (``D`` the standard errors, ``R`` the correlations), ``|B_i| sqrt(r_i R r_i')``
+        with ``r_i = B_i / max|B_i|``."""
+        cov = self.cov_params().to_numpy()
+        sd = np.sqrt(np.diag(cov))
+        safe = np.where(sd > 0, sd, 1.0)
+        corr = cov / np.outer(safe, safe)
+        b = self._to_original() * sd
+        top = np.abs(b).max(axis=1)
+        r = b / np.where(top > 0, top, 1.0)[:, None]
+        diag = top * np.sqrt(np.maximum(np.einsum("ij,jk,ik->i", r, corr, r), 0.0))
         return pd.Series(diag, index=self.params.index, name="bse")
 
     def original_conf_int(self, alpha: float = 0.05) -> pd.DataFrame:
@@ -1978,6 +2075,7 @@ class GLMResults:
         spec = dataclasses.replace(
             self.spec, target=None, missing="raise", offset=None, exposure=None, weights=None
         )
+        frame = _read_new_rows(frame, spec, self.date_formats)
         check_new_rows(frame, spec)  # errors in a prediction's words, not a site's
         return DesignBuilder(frame, spec, site="predict").matrix(self.standardization)
 
@@ -2136,14 +2234,25 @@ class GLMResults:
         else:
             ci, bse, z, pv = self.conf_int(alpha), self.bse, self.tvalues, self.pvalues
             lo, hi = f"[{alpha / 2:.4g}", f"{1 - alpha / 2:.4g}]"
-            lines.append(
-                f"  {'':<{width}}  {'coef':>10}  {'std err':>10}  {'z':>8}  {'P>|z|':>6}  "
-                f"{lo:>10}  {hi:>10}"
-            )
+            cells = [["", "coef", "std err", "z", "P>|z|", lo, hi]]
+            for n, v in self.params.items():
+                d = _digits(v, ci.loc[n, 0], ci.loc[n, 1], bse[n])
+                cells.append(
+                    [
+                        str(n),
+                        _fixed(v, 0, d),
+                        _fixed(bse[n], 0),
+                        _fixed(z[n], 0, 4),
+                        f"{pv[n]:.3f}",
+                        _fixed(ci.loc[n, 0], 0, d),
+                        _fixed(ci.loc[n, 1], 0, d),
+                    ]
+                )
+            widths = [max(len(row[j].strip()) for row in cells) for j in range(7)]
             lines += [
-                f"  {n:<{width}}  {_fixed(v)}  {_fixed(bse[n])}  {_fixed(z[n], 8, 3)}  "
-                f"{pv[n]:6.3f}  {_fixed(ci.loc[n, 0])}  {_fixed(ci.loc[n, 1])}"
-                for n, v in self.params.items()
+                f"  {row[0]:<{widths[0]}}  "
+                + "  ".join(f"{c.strip():>{w}}" for c, w in zip(row[1:], widths[1:], strict=True))
+                for row in cells
             ]
             what = "model-based" if self.cov_type == "nonrobust" else "sandwich (HC0)"
             lines.append(
@@ -2346,6 +2455,9 @@ def fit_glm(
         ``delta`` only sets where epsilon is reported (default 1e-5).
     seed : int or None
         One seed for every random draw: each site's noise generator is spawned from it.
+        Default 0: the same call gives the same fit (and, with privacy, the same noise).
+        ``None`` draws fresh entropy from the operating system, so two identical calls
+        differ.
     transport : Transport, optional
         Talk to existing sites (:class:`GLMSite` answering the GLM messages).
     clip : float, "auto" or None
@@ -2460,7 +2572,9 @@ def fit_glm(
         option the method does not take), before any round runs;
         :class:`~fits.analysis.design.DesignError` for rows that do not fit (naming
         the site); a site too small for FedNewton's sample splitting; features that are
-        collinear across the federation (naming them), before any fitting round.
+        collinear across the federation (naming them; without privacy every site is
+        counted, whatever its size), or more design columns than the federation has
+        rows, before any fitting round.
 
     Warns
     -----
@@ -2468,7 +2582,9 @@ def fit_glm(
         ``newton`` stopped short of the pooled maximum-likelihood estimate (``K``
         iterations, a flat loss under separation, or no halving that lowered the
         loss); a linear target that is an exact function of the features; an estimate
-        more than 0.1 standard errors from the pooled maximum-likelihood estimate.
+        more than 0.1 standard errors from the pooled maximum-likelihood estimate; a
+        private fit in which every site holds fewer rows than the design has columns
+        (no site can check collinearity without disclosing its rows' span).
     SeparationWarning
         The separation check found a column, or the fitted predictor, that separates
         the target's classes: the maximum-likelihood estimate does not exist.
@@ -2720,6 +2836,7 @@ def _fit(
     if dropped:
         warnings.warn(dropped, GLMWarning, stacklevel=3)
     n_rows = st.n_rows
+    _row_check(n_rows, spec, transport.client_names)
     if method == "fednewton":
         small = [
             (n, int(k)) for n, k in zip(transport.client_names, n_rows, strict=True) if k < 2 * p
@@ -2752,10 +2869,19 @@ def _fit(
     replies = transport.broadcast(configure)
     rounds += 2
     notes = _rank_check(
-        [r.arrays["null"] for r in replies], n_rows, spec, method, transport.client_names
+        [r.arrays["null"] for r in replies],
+        n_rows,
+        spec,
+        method,
+        transport.client_names,
+        private=budget is not None,
     )
     for note in notes:
         warnings.warn(note, LocalSingularityWarning, stacklevel=3)
+    unchecked = _unchecked_rank_note(n_rows, p, budget is not None)
+    if unchecked is not None:  # before any noisy round: an error filter spends no budget
+        warnings.warn(unchecked, GLMWarning, stacklevel=3)
+        notes.append(unchecked)
     if budget is not None and check_collinearity:  # no standard errors: the near directions
         near = _near_check([r.arrays["near"] for r in replies], n_rows, spec, method)
         for note in near:
@@ -2924,7 +3050,67 @@ def _fit(
         separation_checked=separation,
         near_checked=budget is not None and check_collinearity,
         noise_floor=floor,
+        date_formats={c: f for c, f in schema.date_formats().items() if c in spec.datetimes},
     )
+
+
+def _read_new_rows(
+    frame: Any, spec: DesignSpec, date_formats: Mapping[str, str] | None = None
+) -> Any:
+    """New rows' numeric columns read as the sites read theirs at the setup round
+    (:func:`fits.core.schema.parse_text_columns`): text that is numbers ("12 €", "1,5")
+    or dates ("2024-03-01", as read from a CSV) as numbers or dates, a datetime column
+    in ``date_formats`` with the sites' format.  Was: a date column of text, which
+    ``fit_glm`` accepted at the sites, failed in ``predict`` with pandas' "Can only use
+    .dt accessor with datetimelike values".  A datetime column that does not read as
+    dates is a :class:`DesignError` naming it."""
+    if not isinstance(frame, pd.DataFrame):
+        return frame  # check_new_rows says what to give
+    formats = {
+        c: f
+        for c, f in (date_formats or {}).items()
+        if c in spec.datetimes
+        and c in frame.columns
+        and not pd.api.types.is_datetime64_any_dtype(frame[c])
+    }
+    if formats:
+        frame = frame.copy()
+        for c, fmt in formats.items():
+            s = frame[c]
+            read = pd.to_datetime(s.astype(str).str.strip(), format=fmt, errors="coerce")
+            bad = s.notna() & read.isna()
+            if bad.any():
+                raise DesignError(
+                    f"predict: column {c!r} holds value(s) {sorted(map(str, s[bad]))[:3]} "
+                    f"that do not read as dates in the sites' format {fmt!r}: write them "
+                    "so, or convert them with pandas.to_datetime"
+                )
+            frame[c] = read.where(s.notna())
+    text = [
+        c
+        for c in spec.numeric
+        if c in frame.columns
+        and c not in spec.ordinal_levels  # matched by label against the fit's levels
+        and not pd.api.types.is_numeric_dtype(frame[c])
+        and not pd.api.types.is_datetime64_any_dtype(frame[c])
+    ]
+    if text:
+        parsed, _ = parse_text_columns(frame[text])
+        frame = frame.copy()
+        for c in text:
+            frame[c] = parsed[c]
+    for c in spec.datetimes:
+        if c in frame.columns and not pd.api.types.is_datetime64_any_dtype(frame[c]):
+            present = frame[c].dropna()
+            if present.empty:
+                continue  # all missing: check_new_rows says so
+            raise DesignError(
+                f"predict: column {c!r} holds values that do not read as dates (values like "
+                f"{sorted({str(v) for v in present.iloc[:50]})[:3]}), while the fit read it "
+                "as dates (seconds since 1970-01-01 UTC): write them as dates, e.g. "
+                "2024-03-01 or 2024-03-01 12:00, or convert them with pandas.to_datetime"
+            )
+    return frame
 
 
 def _target_range(schema: Schema, target: str) -> float | None:

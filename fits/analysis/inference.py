@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import norm
 
-from fits.analysis.design import DesignBuilder, DesignError
+from fits.analysis.design import DesignBuilder, DesignError, DesignSpec
 from fits.analysis.lsa import FedLSAError, FedLSAResults, fedlsa
 from fits.federation.transport import Transport
 
@@ -76,6 +76,67 @@ def ols_hc1(x: np.ndarray, y: np.ndarray, alpha: float = 0.05) -> tuple[np.ndarr
     se = np.sqrt(np.diag(cov))
     z = norm.ppf(1.0 - alpha / 2.0)
     return beta, se, np.column_stack([beta - z * se, beta + z * se])
+
+
+def _check_synthetic_design(x: np.ndarray, spec: DesignSpec, names: Sequence[str]) -> None:
+    """Name what makes the synthetic table's design rank deficient, where the
+    federation's is not (FedLSA checked it): a level of a nominal feature with no rows
+    in the synthetic table (its one-hot column is all zeros), a numeric feature constant
+    there, or another exact relation among its columns.  Was: "the design is rank
+    deficient (collinear features)", which read as a fault of the sites' data."""
+    n, d = x.shape
+    if n <= d:
+        raise FedLSAError(
+            f"the synthetic table has {n} row(s), not more than the {d} coefficients of the "
+            "federation's design: OLS on it has no intervals; synthesize more rows"
+        )
+    levels = {
+        f"{name}={'<missing>' if v is None else v}": (name, v)
+        for name, vals in spec.nominal.items()
+        for v in vals
+    }
+    empty = [j for j in range(d) if names[j] in levels and not np.any(x[:, j])]
+    if empty:
+        listed = ", ".join(
+            f"{levels[names[j]][0]} = {levels[names[j]][1]!r}"
+            if levels[names[j]][1] is not None
+            else f"{levels[names[j]][0]} missing"
+            for j in empty
+        )
+        feats = sorted({levels[names[j]][0] for j in empty})
+        raise FedLSAError(
+            f"the synthetic table has no rows of {listed} (a level the sites hold), so OLS "
+            "on it cannot estimate that level's coefficient and the intervals cannot be "
+            "compared: synthesize more rows (a rare level may need many), check that the "
+            f"synthesizer keeps the level, or leave the feature(s) {feats} out of the "
+            "check (features=)"
+        )
+    start = 1 if spec.intercept else 0
+    flat = [
+        names[j]
+        for j in range(start, d)
+        if names[j] not in levels and np.ptp(x[:, j]) <= 1e-12 * max(1.0, np.abs(x[:, j]).max())
+    ]
+    if flat and spec.intercept:
+        raise FedLSAError(
+            f"numeric feature(s) {flat} take one value in every row of the synthetic "
+            "table (not at the sites), so OLS on it cannot estimate their coefficients: "
+            "check the synthesizer's output for these columns, or leave them out of the "
+            "check (features=)"
+        )
+    _, sv, vt = np.linalg.svd(x, full_matrices=False)
+    null = vt[sv <= 1e-10 * sv[0]]
+    if len(null):
+        cols = {int(j) for v in null for j in np.flatnonzero(np.abs(v) > 1e-6 * np.abs(v).max())}
+        involved = [names[j] for j in sorted(cols) if not (spec.intercept and j == 0)]
+        with_intercept = " and the intercept" if spec.intercept and 0 in cols else ""
+        raise FedLSAError(
+            f"the synthetic table's design is rank deficient where the sites' pooled design "
+            f"is not: the columns {involved}{with_intercept} are linearly dependent in its "
+            "rows, so OLS on "
+            "it has no intervals to compare; check the synthesizer's output for these "
+            "columns, or leave one of them out of the check (features=)"
+        )
 
 
 @dataclass
@@ -192,6 +253,7 @@ def inference_check(
         y = builder.target()
     except DesignError as exc:
         raise FedLSAError(str(exc)) from None
+    _check_synthetic_design(x, res.extra["design"], res.feature_names)
     beta, _, syn_ci = ols_hc1(x, y, alpha)
     fed_ci = res.conf_int(alpha).to_numpy()
     overlap = ci_overlap(fed_ci, syn_ci)

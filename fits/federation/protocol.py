@@ -142,10 +142,14 @@ parameter):
 ==============  ======================================  ====================================
 type            request (coordinator -> site)           reply (site -> coordinator)
 ==============  ======================================  ====================================
-moments         config ``design`` (JSON),               ``n`` (1,), ``sum`` (q,),
-                ``n_numeric`` (q)                       ``sumsq`` (q,), ``dropped`` (1,):
-                                                        rows left out for a missing value
-                                                        (the design's ``missing`` "drop")
+moments         config ``design`` (JSON),               ``n`` (1,), ``mean`` (2, q): the
+                ``n_numeric`` (q)                       site's mean of each numeric
+                                                        feature, rounded to float64 and
+                                                        the rounding's remainder; ``sd``
+                                                        (q,): its population sd about
+                                                        that mean; ``dropped`` (1,): rows
+                                                        left out for a missing value (the
+                                                        design's ``missing`` "drop")
 glm_configure   arrays ``means``, ``sds``; config       ``n_rows`` (1,); with ``null_space``
                 ``family``, ``method``, ``settings``    = p > 0 also ``null`` (p, p): the
                 (JSON), ``tau1``, ``mu`` (0: none),     projector onto the null space of the
@@ -393,7 +397,7 @@ def packed_size(p: int) -> int:
 
 def _moments_shapes(request: Message) -> dict[str, tuple[int, ...]]:
     q = int(request.config["n_numeric"])
-    return {"n": (1,), "sum": (q,), "sumsq": (q,), "dropped": (1,)}
+    return {"n": (1,), "mean": (2, q), "sd": (q,), "dropped": (1,)}
 
 
 def _theta_shape(request: Message) -> tuple[int, ...]:
