@@ -29,7 +29,8 @@ def drop_columns(
     A column only some sites have is left out where it is: that is what makes sites
     whose columns differ by it hold the same columns, which the merge of their
     descriptions demands (``columns differ ... rename, add or drop them``). A name no
-    site has is refused (a misspelt name must not go unnoticed)."""
+    site has is refused (a misspelt name must not go unnoticed), and so is a ``--drop``
+    that leaves a site's table without a column (:class:`ColumnNameError`, exit 2)."""
     if not drop:
         return tables
     headers = {site: [str(c) for c in frame.columns] for site, frame in tables.items()}
@@ -41,10 +42,18 @@ def drop_columns(
     if nowhere:
         first = next(iter(headers))
         match_columns(nowhere, headers[first], "--drop", f"{first}'s table")  # raises
-    return {
+    kept = {
         site: frame.drop(columns=list(dict.fromkeys(h for h in found[site] if h is not None)))
         for site, frame in tables.items()
     }
+    for site, frame in kept.items():
+        if tables[site].shape[1] and not frame.shape[1]:
+            raise ColumnNameError(
+                f"--drop leaves no column of {site}'s table (it names all "
+                f"{tables[site].shape[1]}: {show_columns(headers[site])}); a table needs at "
+                "least one column: drop fewer"
+            )
+    return kept
 
 
 def partial_drop_message(

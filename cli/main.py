@@ -73,8 +73,9 @@ if TYPE_CHECKING:
 class _Commands(TyperGroup):
     """The ``fits`` group: every command (and every ``--help``) run so that a closed
     stdout ends it quietly (:func:`fits.cli.errors.closed_stdout_ends_quietly`), here
-    once rather than in each command. ``parse_args`` prints ``fits --help``; ``invoke``
-    runs the subcommands, their ``--help`` included."""
+    once rather than in each command, and so that Ctrl-C before a command handles its
+    stop signals says so. ``parse_args`` prints ``fits --help``; ``invoke`` runs the
+    subcommands, their ``--help`` included."""
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         with closed_stdout_ends_quietly():
@@ -82,7 +83,14 @@ class _Commands(TyperGroup):
 
     def invoke(self, ctx: Any) -> Any:
         with closed_stdout_ends_quietly():
-            return super().invoke(ctx)
+            try:
+                return super().invoke(ctx)
+            except KeyboardInterrupt:
+                # Ctrl-C before the command handles its stop signals (its heavy imports,
+                # its checks): Typer would exit 130 without a word. Within
+                # ``interruptible`` a command says what it left itself.
+                typer.echo("\nerror: interrupted by SIGINT; nothing was written", err=True)
+                raise typer.Exit(130) from None
 
 
 app = typer.Typer(

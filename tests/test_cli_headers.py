@@ -389,3 +389,22 @@ def test_help_names_the_flower_extra() -> None:
         res = _fits(*argv)
         flat = " ".join(res.output.replace("│", " ").split())  # wrapped in a box or not
         assert res.exit_code == 0 and "pip install 'fits[flower]'" in flat, res.output
+
+
+def test_a_drop_of_every_column_is_a_usage_error(tmp_path) -> None:
+    """--drop naming every column: fits synthesize said "the table has no columns; check
+    its separator" (exit 1), fits schema wrote an empty schema (exit 0), fits report said
+    every column was a target. Each now names --drop (exit 2) and writes nothing."""
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    a.write_text("p,q\n1,2\n3,4\n5,6\n")
+    b.write_text("p,q\n1,2\n3,5\n5,7\n")
+    drop = ["--drop", "p", "--drop", "q"]
+    for args in (
+        ["synthesize", a, b, "--rows", 5, "--out", tmp_path / "o.csv", *drop],
+        ["schema", a, b, "--out", tmp_path / "o.json", *drop],
+        ["report", "--real", a, "--synthetic", b, "--out", tmp_path / "r.html", *drop],
+    ):
+        res = _fits(*args)
+        assert res.exit_code == 2, res.output
+        assert "--drop leaves no column of" in res.output and "drop fewer" in res.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.csv", "b.csv"]

@@ -94,3 +94,24 @@ def test_a_command_that_handles_its_signals_gives_them_back_to_their_default():
         assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
     finally:
         signal.signal(signal.SIGTERM, before)
+
+
+def test_ctrl_c_inside_a_command_before_it_handles_signals_says_so(tmp_path, monkeypatch):
+    """Ctrl-C during a command's own imports and checks (before its ``interruptible``
+    block) exited 130 without a word: Typer turns the KeyboardInterrupt into a silent
+    exit. It now prints the line every stopped command prints."""
+    from typer.testing import CliRunner
+
+    import fits.cli.main as main
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(main, "_check_inputs", interrupted)
+    site = tmp_path / "a.csv"
+    site.write_text("x,y\n1,2\n3,4\n")
+    out = tmp_path / "o.csv"
+    res = CliRunner().invoke(main.app, ["synthesize", str(site), "--rows", "5", "--out", str(out)])
+    assert res.exit_code == 130
+    assert "error: interrupted by SIGINT; nothing was written" in res.output
+    assert not out.exists()
