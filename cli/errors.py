@@ -84,7 +84,9 @@ def interruptible(what: str = "no output was written") -> Iterator[None]:
 
     On a signal the body is interrupted by :class:`Interrupted` (temporary files are
     removed by the writers' own clean-up), ``error: interrupted by SIGTERM; <what>``
-    is printed and the command exits with ``128 + signum``. The previous handlers are
+    is printed and the command exits with ``128 + signum``. A signal ignored when the
+    block starts (``nohup``'s SIGHUP, the SIGINT of a shell's background job) stays
+    ignored, as it was while the command loaded. The previous handlers are
     restored afterwards (the default ones where they were the loading command's:
     :func:`fits.cli.end_of_loading`).
     """
@@ -92,6 +94,8 @@ def interruptible(what: str = "no output was written") -> Iterator[None]:
     previous = {}
     for sig in SIGNALS:
         try:
+            if signal.getsignal(sig) == signal.SIG_IGN:
+                continue  # ignored by whoever started fits (nohup; SIGINT of a background job)
             previous[sig] = signal.signal(sig, _raise)
         except (ValueError, OSError):  # not the main thread, or not settable here
             continue

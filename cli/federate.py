@@ -721,7 +721,7 @@ MaxTries = Annotated[
         min=1,
         help="With --known: draws per known row that matching its discrete columns "
         "later in the chain may take (pooled over blocks of 8,192 rows) before the run "
-        f"stops saying which values are rare (fits synthesize's) [default: {MAX_TRIES}].",
+        f"stops saying which values are rare (fits synthesize's; default: {MAX_TRIES}).",
         show_default=False,
     ),
 ]

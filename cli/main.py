@@ -490,7 +490,7 @@ def synthesize(
             min=1,
             help="With --known: draws per known row that matching its discrete columns "
             "later in the chain may take (pooled over blocks of 8,192 rows) before the "
-            f"command stops saying which values are rare [default: {MAX_TRIES}].",
+            f"command stops saying which values are rare (default: {MAX_TRIES}).",
             show_default=False,
         ),
     ] = None,

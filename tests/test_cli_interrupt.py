@@ -115,3 +115,20 @@ def test_ctrl_c_inside_a_command_before_it_handles_signals_says_so(tmp_path, mon
     assert res.exit_code == 130
     assert "error: interrupted by SIGINT; nothing was written" in res.output
     assert not out.exists()
+
+
+def test_a_signal_ignored_by_the_caller_stays_ignored_while_a_command_runs():
+    """A shell's background job ignores SIGINT, nohup ignores SIGHUP: fits ignored them
+    while it loaded, then handled them once a command ran (a SIGINT 3 s in did nothing,
+    one 12 s in stopped it). Ignored stays ignored; the others are handled."""
+    from fits.cli.errors import interruptible
+
+    before = signal.getsignal(signal.SIGINT)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        with interruptible():
+            assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+            assert signal.getsignal(signal.SIGTERM) not in (signal.SIG_IGN, signal.SIG_DFL)
+        assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, before)
