@@ -298,7 +298,9 @@ def test_one_seed_reproduces_the_run_and_another_changes_it():
     np.testing.assert_array_equal(a.bootstrap, b.bootstrap)
     np.testing.assert_array_equal(a.coef_, b.coef_)
     assert not np.array_equal(a.coef_, c.coef_)
-    # default step size E[s] / (2 E[s^2]), s = x'Px, over the pooled rows (size weights)
+    # default step size (paper_step_size): 20 rounds of 3 local steps are too few for
+    # 0.04 E[s] / E[s^2] to forget the start (horizon 10), so the step is raised to its
+    # cap, the contraction step E[s] / (2 E[s^2]), s = x'Px over the pooled rows
     pooled = np.vstack(xs)
     p = np.linalg.inv(pooled.T @ pooled / len(pooled))
     s = np.einsum("ij,jk,ik->i", pooled, p, pooled)
@@ -733,7 +735,8 @@ def test_cli_analyze_fedlsa_bad_input(lsa_site_files, tmp_path, args, code, mess
 
 
 def test_default_step_contracts_in_mean_square_on_average_over_directions():
-    # at eta = E[s] / (2 E[s^2]) the averaged factor E u'(I - eta w x x')^2 u is 1 - eta
+    # eta_c = E[s] / (2 E[s^2]) (default_step_size: one_pass's eta_0, the cap of the paper
+    # regime's default): the averaged factor E u'(I - eta w x x')^2 u is 1 - eta
     rng = np.random.default_rng(0)
     x = np.column_stack([np.ones(20000), rng.standard_t(5, size=(20000, 3))])
     p = np.linalg.inv(x.T @ x / len(x))

@@ -62,19 +62,74 @@ Choices the paper leaves open (stated here and in ``docs/analysis.md``)
   ``(0.065, 4.74)``, positive and bounded as assumption A3 requires.
 * **Step sizes.**  Regime S1: ``eta_t = eta``, ``H_t = H``.  Regime S2:
   ``eta_t = eta (1 + t)^-gamma_eta``, ``H_t = ceil(H (1 + t)^gamma_H)`` with
-  ``gamma_eta`` in [1/2, 1) and ``0 <= gamma_H <= gamma_eta``.  The default is
-  ``eta = E[s] / (2 E[s^2])`` with ``s = x' P x`` the squared norm of a whitened row
-  (``E`` over the rows, each site weighted by its averaging weight, so ``E s = d``;
-  each site reports the sums of ``s`` and ``s^2`` in the preconditioning round).
-  Reason: for a unit vector ``u``, ``u'(I - eta w x x')^2 u = 1 - 2 eta w (x'u)^2 +
-  eta^2 w^2 s (x'u)^2``; averaged over the rows, the weights (``E w^2 = 2``) and ``u``
-  uniform on the sphere (``E_u (x'u)^2 = s / d``) this is
-  ``1 - 2 eta + 2 eta^2 E[s^2] / d``, which is at most ``1 - eta`` exactly when
-  ``eta <= d / (2 E[s^2]) = E[s] / (2 E[s^2])``: the mean-square contraction of
-  assumption A1(2), on average over directions.  It is ``1 / (2 (d + 2))`` for
-  Gaussian rows and smaller for heavy-tailed ones.  A rule on the largest row (every factor
-  non-expansive) was tried first and was far too timid: one rare category (Bike's
-  ``holiday``) made ``max s`` 30 times ``E s``.
+  ``gamma_eta`` in [1/2, 1) and ``0 <= gamma_H <= gamma_eta``.  Three quantities of the
+  design enter, with ``s = x' P x`` the squared norm of a whitened row (``E`` over the
+  rows, each site weighted by its averaging weight, so ``E s = d``; each site reports
+  the sums of ``s`` and ``s^2`` in the preconditioning round):
+
+  - *The mean-square contraction step* ``eta_c = E[s] / (2 E[s^2])``
+    (:func:`default_step_size`).  For a unit vector ``u``, ``u'(I - eta w x x')^2 u =
+    1 - 2 eta w (x'u)^2 + eta^2 w^2 s (x'u)^2``; averaged over the rows, the weights
+    (``E w^2 = 2``) and ``u`` uniform on the sphere (``E_u (x'u)^2 = s / d``) this is
+    ``1 - 2 eta + 2 eta^2 E[s^2] / d``, which is at most ``1 - eta`` exactly when
+    ``eta <= d / (2 E[s^2]) = E[s] / (2 E[s^2])``: the mean-square contraction of
+    assumption A1(2), on average over directions, for the bootstrap sequences too.  It
+    is ``1 / (2 (d + 2))`` for Gaussian rows and smaller for heavy-tailed ones.  (A rule
+    on the largest row, every factor non-expansive, was tried first and was far too
+    timid: one rare category, Bike's ``holiday``, made ``max s`` 30 times ``E s``.)  It
+    was the default of regime ``"paper"`` until 2026-12-05; it is now the default's
+    upper end, and still ``eta_0`` of regime ``"one_pass"``.
+  - *The bootstrap's variance inflation* ``x = eta_T E[s^2] / E[s]`` of the last step
+    (``x = 1/2`` at ``eta_c``).  The Lyapunov equation (20),
+    ``Abar Sigma + Sigma Abar' = N^-1 Sigma_*^avg``, is the small-step limit for both the
+    real and the bootstrap sequences; at a finite step the ``eta^2 E[A Sigma A]`` terms
+    it drops differ between them, because the bootstrap multiplies ``A(Z)`` by ``w``
+    with ``E w^2 = 2``.  In one dimension (a row ``z`` with ``E z^2 = 1``,
+    ``E z^4 = E[s^2] / E[s]``, noise variance ``sigma^2`` a row) the stationary variance of
+    constant steps is ``eta^2 sigma^2 / (2 eta - eta^2 E z^4) = eta sigma^2 / (2 - x)``
+    for the real iterate and ``2 eta^2 sigma^2 / (2 eta - 2 eta^2 E z^4) = eta sigma^2 /
+    (1 - x)`` for a bootstrap sequence about ``theta_star``; since
+    ``E[theta^b | data] = theta`` (the product of the update factors is linear in each
+    independent ``w``), the conditional variance of ``theta^b - theta`` is the difference,
+    ``eta sigma^2 / ((1 - x)(2 - x))``: **the bootstrap variance is** ``1 / (1 - x)``
+    **times the real one**, 2 at ``eta_c`` (standard errors 41% too large).  Averaging
+    ``N`` sites lowers it (the fluctuation terms carry ``sum_c p_c^2``), local steps
+    raise it back (one site, or ``H`` large, is the worst case ``1 / (1 - x)``): the exact
+    second-moment recursion of the three-site federation of ``docs/benchmarks.md``
+    (``H = 10``) gives standard-error ratios 1.27-1.32 at ``eta_c = 0.115``, and 1.007-1.009
+    at the default below (measured there: 1.13-1.21 before, 0.94-1.01 after).
+  - *Forgetting the start*: Lemma 1's transient ``exp(-a sum_t eta_t H_t)``, with
+    ``a = 1`` on the preconditioned design (``lambda_min(Abar)`` on the raw one).
+
+  The paper leaves the step's choice open (A1 and Theorem 4 take a small enough step;
+  its error bounds grow with ``eta``).  The default of regime ``"paper"``
+  (:func:`paper_step_size`) is ``eta = min(eta_c, max(eta_x, eta_f))`` with
+  ``g_t = eta_t / eta`` (1 in S1, ``(1 + t)^-gamma_eta`` in S2):
+
+  - ``eta_x = STEP_X E[s] / (E[s^2] g_T)``, :data:`STEP_X` ``= 0.04``: the step whose last
+    value has ``x = 0.04``, a bootstrap variance at most ``1 / 0.96 = 1.042`` times the
+    real one (standard errors at most 2.1% too large, in the worst case);
+  - ``eta_f = FORGET_HORIZON / (a sum_t g_t H_t)``, :data:`FORGET_HORIZON` ``= 10``: the
+    step whose horizon ``a sum_t eta_t H_t`` is 10, leaving ``exp(-10) = 4.5e-5`` of the
+    start.  When the rounds and local steps are too few for ``eta_x`` to get there the
+    step is raised to ``eta_f``, up to ``eta_c`` at most: the intervals are then
+    conservative by ``1 / (1 - x)`` (``x`` up to 1/2) rather than off-centre by an
+    unforgotten start.  Beyond ``eta_c`` more rounds are needed, and
+    :attr:`FedLSAResults.converged` (a quarter of a standard error) still says whether the
+    start is forgotten.
+
+  Arithmetic: Gaussian rows have ``E[s^2] = d (d + 2)``, so ``eta_x = 0.04 / (d + 2)``
+  (S1), against ``eta_c = 0.5 / (d + 2)``, 12.5 times smaller; the default 200 rounds of
+  10 local steps give ``eta_x`` a horizon of ``80 / (d + 2)``, at least 10 up to ``d = 6``;
+  above, the step is ``10 / 2000 = 0.005`` (``x = 0.005 (d + 2)``: 0.11 at ``d = 20``).  On
+  the benchmark federation (intercept and two Gaussian features, ``E s = 3``,
+  ``E s^2 = 13``): ``eta_x = 0.0092``, horizon 18.5.  Smaller steps narrow the intervals
+  (``Var theta_T ~ eta_T Sigma_infty``) as long as the start is forgotten; a smaller
+  ``step_size`` is the user's choice.  In S2 the rule is on the last step, so
+  ``eta_c`` binds once ``(1 + T)^gamma_eta > 12.5`` (e.g. ``gamma_eta = 1/2``,
+  ``T >= 156``).  Regime ``"one_pass"`` keeps ``eta_0 = eta_c`` (batch form): its gain
+  ``1/k`` ends far below ``x = 0.04`` and only the burn-in's share of the variance
+  (about 5.5% on its benchmark federation) carries the inflation.
 * **Steps that are too large** (the paper leaves this open: assumption A1 takes
   ``eta < eta_{infty,p}`` as given and names no way to compute ``eta_{infty,p}`` from
   the data).  The same average multiplier is below 1 exactly when
@@ -249,11 +304,15 @@ __all__ = [
     "OnePassSchedule",
     "Schedule",
     "batch_step",
+    "FORGET_HORIZON",
+    "STEP_X",
+    "bootstrap_variance_inflation",
     "bootstrap_weights",
     "default_step_size",
     "fedlsa",
     "fedlsa_arrays",
     "local_updates",
+    "paper_step_size",
     "run_fedlsa",
     "step_bound",
 ]
@@ -279,6 +338,13 @@ MAX_ROUNDS = 10_000_000
 #: Burn-in length ``L`` of the one-pass schedule: constant steps until
 #: ``exp(-L)`` of the start is left.
 BURN_IN = 5.0
+#: The default step of regime ``"paper"`` keeps ``x = eta_T E[s^2] / E[s]`` of its last
+#: step at this value: a bootstrap variance at most ``1 / (1 - x) = 1.042`` times the real
+#: one (module docstring, "Step sizes"; :func:`paper_step_size`).
+STEP_X = 0.04
+#: ... unless ``a sum_t eta_t H_t`` would then stay below this horizon: the default step
+#: is raised (up to :func:`default_step_size`) until ``exp(-10)`` of the start is left.
+FORGET_HORIZON = 10.0
 
 
 class FedLSAError(ValueError):
@@ -1147,9 +1213,12 @@ def run_fedlsa(
         ``"one_pass"`` ``H = 1`` and as many rounds as keep the smallest site's
         batches at ``d + 2`` rows, ``T = floor(min_c n_c / ((d + 2) H))``.
     step_size : float, optional
-        ``eta`` (``eta_0`` of the burn-in in regime ``"one_pass"``); default
-        ``E[s] / (2 E[s^2])``, ``s = x'Px``, for single rows, its batch form for
-        batches of ``min_c b_c`` rows (module docstring).
+        ``eta`` (``eta_0`` of the burn-in in regime ``"one_pass"``).  Default in regime
+        ``"paper"``: :func:`paper_step_size`, the step whose last value keeps the
+        bootstrap's variance inflation at ``1 / (1 - STEP_X)``, raised (up to
+        ``E[s] / (2 E[s^2])``, ``s = x'Px``) when the run would not forget its start;
+        in regime ``"one_pass"``: ``E[s] / (2 E[s^2])`` in its batch form for batches of
+        ``min_c b_c`` rows (module docstring, "Step sizes").
     n_bootstrap : int
         Bootstrap sequences M.
     seed : int, SeedSequence or None
@@ -1327,7 +1396,7 @@ def run_fedlsa(
             )
     elif not explicit_step:
         assert schedule is not None
-        schedule = schedule.with_step_size(default_step_size(s1, s2))
+        schedule = schedule.with_step_size(paper_step_size(s1, s2, schedule, a))
     assert schedule is not None
     if explicit_step and not one_pass:  # one_pass: checked above, before its burn-in
         _check_step_size(schedule, s1, s2, 1, d)
@@ -1425,10 +1494,52 @@ def _one_pass_rounds(
     return None
 
 
+def bootstrap_variance_inflation(x: float) -> float:
+    """The conditional variance of the bootstrap's ``theta^b - theta`` over the variance of
+    ``theta - theta_star``, stationary, in one dimension, for ``x = eta E[s^2] / E[s]``:
+    ``1 / (1 - x)`` (module docstring, "Step sizes"; ``inf`` for ``x >= 1``, where the
+    bootstrap sequences no longer contract in mean square).
+
+    The real iterate's stationary variance is ``eta sigma^2 / (2 - x)``, a bootstrap
+    sequence's (weights with ``E w^2 = 2``) ``eta sigma^2 / (1 - x)`` about ``theta_star``
+    and ``eta sigma^2 / ((1 - x)(2 - x))`` about ``theta``.  With several sites the
+    averaging lowers it; one site is the worst case.
+    """
+    return math.inf if x >= 1.0 else 1.0 / (1.0 - x)
+
+
+def paper_step_size(mean_s: float, mean_s2: float, schedule: Schedule, a: float = 1.0) -> float:
+    """The default step ``eta`` of regime ``"paper"`` (module docstring, "Step sizes").
+
+    ``min(eta_c, max(eta_x, eta_f))`` with ``eta_c = E[s] / (2 E[s^2])``
+    (:func:`default_step_size`, the mean-square contraction step),
+    ``eta_x = STEP_X E[s] / (E[s^2] g_T)`` (the last step ``eta_T = eta g_T`` has
+    ``x = eta_T E[s^2] / E[s] = STEP_X``: the bootstrap's variance inflation
+    :func:`bootstrap_variance_inflation` stays at most 1.042) and
+    ``eta_f = FORGET_HORIZON / (a sum_t g_t H_t)`` (the horizon ``a sum_t eta_t H_t``
+    reaches :data:`FORGET_HORIZON`), where ``g_t = eta_t / eta`` is the schedule's shape
+    (1 in S1, ``(1 + t)^-gamma_eta`` in S2) and ``a`` the rate of assumption A1 (1 on the
+    preconditioned design).  The step is raised above ``eta_x`` only when the rounds and
+    local steps are too few for it to forget the start, and never above ``eta_c``.
+    """
+    if not mean_s2 > 0:
+        raise FedLSAError("every row of the design is zero; nothing to fit")
+    contraction = default_step_size(mean_s, mean_s2)
+    shape = schedule.with_step_size(1.0)
+    g_last = shape.eta(shape.rounds)
+    inflation = STEP_X * mean_s / (mean_s2 * g_last)
+    horizon = float(np.sum(shape.etas() * shape.hs()))
+    forget = FORGET_HORIZON / (a * horizon) if a > 0 else math.inf
+    return float(min(contraction, max(inflation, forget)))
+
+
 def default_step_size(
     mean_s: float, mean_s2: float, batch: int = 1, n_features: int | None = None
 ) -> float:
-    """The mean-square contraction step (module docstring, "Step sizes").
+    """The mean-square contraction step ``eta_c`` (module docstring, "Step sizes"): the
+    default ``eta_0`` of regime ``"one_pass"``, half of :func:`step_bound`, and the
+    largest default step of regime ``"paper"`` (:func:`paper_step_size`, whose default is
+    usually smaller).
 
     ``eta = E[s] / (E[w^2] E[s^2])`` with ``E w^2 = Var w + (E w)^2 = 2``, ``s = x'Px``,
     for single rows; for batches of ``b`` rows (regime ``"one_pass"``)
@@ -1483,7 +1594,8 @@ def _check_step_size(schedule: Schedule, mean_s: float, mean_s2: float, batch: i
         f"({rule}, s = x'Px the squared norm of a row, P the preconditioner; see 'Step "
         "sizes' in fits.analysis.lsa): from such a step the iterates grow instead of "
         f"contracting. Use a step below {bound:.3g} (step_size=; fits analyze --step), e.g. "
-        f"the default {default:.3g}, which fits takes when no step is given"
+        f"{default:.3g} (half the bound, the mean-square contraction step), or leave it "
+        "unset: the default is at most that"
     )
 
 
