@@ -36,7 +36,9 @@ def test_a_later_column_is_conditioned_on_through_the_earlier_ones(synth) -> Non
     for label, p_x, mean_c in (("one", 0.9, 3.0), ("zero", 0.1, 0.0)):
         out = synth.sample_remaining_columns(pd.DataFrame({"b": [label] * 3000}), seed=1)
         assert (out["b"] == label).all() and len(out) == 3000
-        assert (out["a"] == "x").mean() == pytest.approx(p_x, abs=0.03)
+        # the fit's own error in P(a = x | b) reaches 0.034 over seeds 0-9 (0.04 before
+        # the sites sorted their rows), and 3,000 draws add a standard error of 0.0055
+        assert (out["a"] == "x").mean() == pytest.approx(p_x, abs=0.05)
         assert out["c"].mean() == pytest.approx(mean_c, abs=0.2)
 
 

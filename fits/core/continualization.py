@@ -22,13 +22,14 @@ import pandas as pd
 
 from fits.core.schema import (
     EXACT_FLOAT_INT,
+    NA_ONLY_ATTR,
     ColumnSpec,
     Schema,
     SchemaError,
     datetime_seconds,
 )
 
-__all__ = ["Encoder", "continualize", "interval_boundaries"]
+__all__ = ["Encoder", "canonical_order", "canonical_rows", "continualize", "interval_boundaries"]
 
 
 def interval_boundaries(spec: ColumnSpec) -> np.ndarray:
@@ -381,6 +382,86 @@ def continualize(
             valid[:, j] = ~absent & ~at_value(frame[name], values, spec.point_mass)
             z[:, j] = values
     return z, codes, valid
+
+
+def canonical_order(frame: pd.DataFrame) -> np.ndarray:
+    """The permutation that puts ``frame``'s rows in a canonical order: a function of
+    the rows as a multiset, whatever order they come in (or the columns).
+
+    A stable lexicographic sort (:func:`numpy.lexsort`) on the columns taken in the
+    order of their names, each by a sort key per row (:func:`_sort_key`): a float
+    column by its value (-0.0 before 0.0), any other column by the rank of its value
+    among the column's sorted distinct values; missing values last.  Rows that tie in
+    every column hold equal values, so their order among themselves changes nothing
+    a site computes from them.  A site puts its rows in this order before its
+    first random draw (docs/method.md, "Continualization"), so that the lifts, the
+    folds, the held-out rows, the neighbour searches' ties and every sum over its rows
+    are the same for the same rows in any order.
+
+    Returns
+    -------
+    ndarray of int64, shape (n_rows,)
+        ``frame.iloc[order]`` is the canonical table.
+    """
+    names = [str(c) for c in frame.columns]
+    positions = sorted(
+        range(frame.shape[1]), key=lambda i: (names[i], type(frame.columns[i]).__qualname__)
+    )
+    keys = [_sort_key(frame.iloc[:, i]) for i in positions]
+    if not keys:
+        return np.arange(frame.shape[0], dtype=np.int64)
+    return np.lexsort(keys[::-1]).astype(np.int64)  # lexsort: its last key is the first
+
+
+def _sort_key(column: pd.Series) -> np.ndarray:
+    """One column's sort key per row (int64), missing values last: a float column's
+    values in their order as integers (the IEEE 754 bit pattern with the sign folded,
+    so -0.0 < 0.0 and every NaN alike after +inf), any other column's rank among its
+    sorted distinct values (:func:`pandas.factorize`); a column of values that do not
+    compare with each other (text beside numbers) ranks them by type name and
+    ``repr``."""
+    if getattr(column.dtype, "kind", "") == "f":  # numpy's floats and pandas' Float64
+        x = column.to_numpy(dtype=np.float64, na_value=np.nan, copy=True)
+        x[np.isnan(x)] = np.nan  # one NaN, whatever its payload or sign
+        bits = x.view(np.int64)
+        return bits ^ ((bits >> 63) & np.int64(0x7FFF_FFFF_FFFF_FFFF))
+    try:
+        codes, uniques = pd.factorize(column, sort=True)
+    except TypeError:  # values that do not compare with each other: by type, then repr
+        codes, uniques = pd.factorize(column, sort=False)
+        labels = list(uniques)
+        ranked = sorted(
+            range(len(labels)), key=lambda i: (type(labels[i]).__qualname__, repr(labels[i]))
+        )
+        rank = np.empty(len(labels), dtype=np.int64)
+        rank[ranked] = np.arange(len(labels), dtype=np.int64)
+        codes = np.where(codes < 0, -1, rank[np.maximum(codes, 0)]) if len(labels) else codes
+    codes = np.asarray(codes, dtype=np.int64)
+    return np.where(codes < 0, len(uniques), codes)
+
+
+def canonical_rows(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with its rows in the canonical order (:func:`canonical_order`), each
+    keeping its index label (the user's row), and the rows its ``attrs`` name
+    (:data:`~fits.core.schema.NA_ONLY_ATTR`) moved with them."""
+    order = canonical_order(frame)
+    if np.array_equal(order, np.arange(order.size)):
+        return frame
+    out = frame.iloc[order]
+    attr = frame.attrs.get(NA_ONLY_ATTR)
+    if isinstance(attr, dict):
+        n = frame.shape[0]
+        moved: dict[Any, Any] = {}
+        for col, entry in attr.items():
+            rows = entry.get("rows") if isinstance(entry, dict) else None
+            if rows is not None:
+                packed = np.frombuffer(bytes.fromhex(str(rows)), dtype=np.uint8)
+                if len(packed) == (n + 7) // 8:  # else stale already: na_only_cells skips it
+                    held = np.unpackbits(packed, count=n).astype(bool)[order]
+                    entry = {**entry, "rows": np.packbits(held).tobytes().hex()}
+            moved[col] = entry
+        out.attrs = {**frame.attrs, NA_ONLY_ATTR: moved}
+    return out
 
 
 def at_value(raw: pd.Series, values: np.ndarray, value: float | None) -> np.ndarray:

@@ -47,7 +47,7 @@ from fits._json import jsonable
 from fits._lazy import lazy_module
 from fits.core import boosting
 from fits.core.cdf import response_scale
-from fits.core.continualization import Encoder, continualize
+from fits.core.continualization import Encoder, canonical_rows, continualize
 from fits.core.kernels import (
     GaussianKernel,
     Kernel,
@@ -522,6 +522,12 @@ class FITSClient:
         self.data, notes = parse_text_columns(self.data, declared)
         self._notes = notes
         desc = describe_table(self.data, declared, client=self.name, notes=notes)
+        for info in desc["columns"].values():  # an ordered categorical's values present,
+            # in its categories' order, not the rows': the description, and so its
+            # digest (FITSSynthesizer.connect), is the same for the rows in any order
+            if info.get("ordered") and "present" in info and "categories" in info:
+                rank = {repr(c): i for i, c in enumerate(info["categories"])}
+                info["present"] = sorted(info["present"], key=lambda c: rank.get(repr(c), -1))
         arrays = {"n_rows": np.array([self.n_rows], dtype=np.int64)}
         if msg.config.get("secure", False):
             self._secure = SecureAggregator(self._resume_key)
@@ -546,6 +552,9 @@ class FITSClient:
         # a deployment that rebuilds the site per message (Flower) has not parsed yet
         data, _ = parse_text_columns(self.data, {c.name: {"kind": c.kind} for c in schema.columns})
         data = na_labels_at(data, schema)  # its column of 'NA' alone, a label elsewhere
+        if stage in ("moments", "totals"):  # sums over the rows: in the canonical
+            # order, as configure's (the other stages' answers do not depend on it)
+            data = canonical_rows(data)
         answer = answer_rules(data, schema, candidates, stage, site=self.name)
         if stage in ("moments", "totals"):  # summed over the sites: masked when secure
             if msg.config.get("secure", False):
@@ -597,6 +606,10 @@ class FITSClient:
         # a column of 'NA' alone here that the federation reads as a label (another
         # site's): the label put back (fits.core.schema.labels_of_na_only)
         self.data = na_labels_at(self.data, schema)
+        # the rows in their canonical order before any draw from them (the lifts, the
+        # folds, early stopping's held-out rows) and any sum over them: the same rows
+        # in any order answer alike (docs/method.md, "Continualization")
+        self.data = canonical_rows(self.data)
         self._check_schema(schema, msg)
         self._check_kernel(schema, msg)
         grids = self._accept_grids(schema, msg)
