@@ -5,8 +5,10 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 import traceback
 import warnings
 from collections.abc import Mapping
@@ -83,6 +85,44 @@ def fits_in_process(
 
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
+
+
+def wait_until(predicate, timeout: float, step: float = 0.1) -> bool:
+    """Poll ``predicate`` every ``step`` seconds until it is true or ``timeout`` passed;
+    whether it was true at last (processes that end, files that appear)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(step)
+    return bool(predicate())
+
+
+def marked_processes(marker: str | bytes) -> set[int]:
+    """Live processes (not zombies) whose environment holds ``marker``: everything a
+    test started with it in the environment, and their children (Linux: /proc)."""
+    mark = marker.encode() if isinstance(marker, str) else marker
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if mark in environ and state != "Z":  # zombies hold nothing
+            found.add(int(entry.name))
+    return found
+
+
+def kill_marked(marker: str | bytes) -> None:
+    """SIGKILL every :func:`marked_processes` (a test's clean-up, even on failure)."""
+    for pid in marked_processes(marker):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 def mixed_table(n: int, seed: int = 0) -> pd.DataFrame:

@@ -39,6 +39,8 @@ from fits.federation.transport import ClientError  # noqa: E402
 from fits.flower_app import run_synthesis  # noqa: E402
 from fits.io import read_table, write_table  # noqa: E402
 
+from conftest import kill_marked, marked_processes, wait_until  # noqa: E402
+
 KERNELS = {"site-a": "knn", "site-b": "gaussian", "site-c": "knn"}
 
 
@@ -1121,22 +1123,6 @@ def test_bad_site_and_run_config_values_are_clear_errors():
         read_run_config({"design": "linear"})
 
 
-def _marked(marker: str) -> set[int]:
-    """Processes whose environment holds ``marker`` (all that a run started inherit it)."""
-    found = set()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            environ = (entry / "environ").read_bytes()
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if marker.encode() in environ and state != "Z":  # zombies hold nothing
-            found.add(int(entry.name))
-    return found
-
-
 def _cmdlines(pids: set[int]) -> list[str]:
     out = []
     for pid in pids:
@@ -1145,15 +1131,6 @@ def _cmdlines(pids: set[int]) -> list[str]:
         except OSError:
             pass
     return out
-
-
-def _wait_for(predicate, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.2)
-    return False
 
 
 @pytest.mark.flower
@@ -1183,9 +1160,11 @@ def test_killing_fits_leaves_no_flower_process(tmp_path, how):
     )
     try:
         # wait until the run is under way: the ServerApp process exists
-        started = _wait_for(lambda: any("serverapp" in c for c in _cmdlines(_marked(marker))), 120)
-        assert started, f"the run did not start: {_cmdlines(_marked(marker))}"
-        before = _marked(marker) - {proc.pid}
+        started = wait_until(
+            lambda: any("serverapp" in c for c in _cmdlines(marked_processes(marker))), 120
+        )
+        assert started, f"the run did not start: {_cmdlines(marked_processes(marker))}"
+        before = marked_processes(marker) - {proc.pid}
         roles = " ".join(_cmdlines(before))
         assert "flower-superlink" in roles and "fits-flower-supernode" in roles
         sent = time.monotonic()
@@ -1196,15 +1175,11 @@ def test_killing_fits_leaves_no_flower_process(tmp_path, how):
         # not after the 15 s of before (measured: 17 s to exit); and no `flwr stop` is
         # asked first (stop 40's CI: 21 s to exit; 1.5 s here since)
         assert time.monotonic() - sent < 14, time.monotonic() - sent
-        gone = _wait_for(lambda: not _marked(marker), 40)
-        assert gone, f"survivors: {_cmdlines(_marked(marker))}"
+        gone = wait_until(lambda: not marked_processes(marker), 40)
+        assert gone, f"survivors: {_cmdlines(marked_processes(marker))}"
         assert not (tmp_path / "out.csv").exists()  # and no partial output
     finally:
-        for pid in _marked(marker):  # never leave a process behind, even on failure
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        kill_marked(marker)  # never leave a process behind, even on failure
 
 
 def _three_sites(frame: pd.DataFrame, tmp_path: Path) -> tuple[dict, dict]:

@@ -26,6 +26,8 @@ import pytest
 from fits.deploy import flower_superexec
 from fits.deploy.flower_launch import SUPEREXEC_DIR, flower_env
 
+from conftest import kill_marked, marked_processes, wait_until
+
 pytestmark = pytest.mark.skipif(
     not Path("/proc").is_dir() or os.name != "posix", reason="scans /proc (Linux)"
 )
@@ -40,15 +42,6 @@ def _stat(pid: int) -> tuple[str, int] | None:
     except OSError:
         return None
     return fields[0], int(fields[1])
-
-
-def _until(predicate, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.1)
-    return bool(predicate())
 
 
 # -- the executor patch, without Flower -------------------------------------------------
@@ -86,7 +79,7 @@ def test_the_executor_reaps_an_ended_app_process_at_its_next_poll(patched):
     executor = module.SubprocessExecutor()
     pid = executor.launch([sys.executable, "-c", "pass"])
     try:
-        assert _until(lambda: _ended(pid), 30)
+        assert wait_until(lambda: _ended(pid), 30)
         executor.reconcile()  # the SuperExec's loop, before it asks for the next task
         if patched:
             assert _stat(pid) is None  # reaped
@@ -104,12 +97,12 @@ def test_close_reaps_and_running_processes_are_kept():
     slow = executor.launch([sys.executable, "-c", "import time; time.sleep(60)"])
     quick = executor.launch([sys.executable, "-c", "pass"])
     try:
-        assert _until(lambda: _ended(quick), 30)
+        assert wait_until(lambda: _ended(quick), 30)
         executor.reconcile()
         assert _stat(quick) is None
         assert _stat(slow) is not None and _stat(slow)[0] != "Z"  # untouched
         os.kill(slow, signal.SIGKILL)
-        assert _until(lambda: _ended(slow), 30)
+        assert wait_until(lambda: _ended(slow), 30)
         executor.close()  # the SuperExec's end
         assert _stat(slow) is None
     finally:
@@ -174,20 +167,6 @@ def _listens(port: int) -> bool:
             return True
     except OSError:
         return False
-
-
-def _marked(marker: bytes) -> set[int]:
-    """Live processes whose environment holds ``marker`` (what the test started)."""
-    found = set()
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                environ = (entry / "environ").read_bytes()
-            except OSError:
-                continue
-            if marker in environ and (_stat(int(entry.name)) or ("Z",))[0] != "Z":
-                found.add(int(entry.name))
-    return found
 
 
 def _zombies_under(parents: set[int]) -> list[str]:
@@ -271,7 +250,7 @@ def test_a_run_stopped_by_ctrl_c_leaves_no_zombie_under_superlink_or_sites(tmp_p
             start("superlink", "superlink", "--host", "127.0.0.1", "--port", link,
                   "--insecure", "--home", homes[0])
         )  # fmt: skip
-        assert _until(lambda: _listens(link) or commands[0].poll() is not None, 120)
+        assert wait_until(lambda: _listens(link) or commands[0].poll() is not None, 120)
         assert commands[0].poll() is None, tails()
         for k, (path, port) in enumerate(zip(sites, site_ports, strict=True)):
             commands.append(
@@ -282,9 +261,10 @@ def test_a_run_stopped_by_ctrl_c_leaves_no_zombie_under_superlink_or_sites(tmp_p
             "run", "run", "--superlink", address, "--insecure", "--sites", 2,
             "--rows", 150, "--out", tmp_path / "out.csv", "--seed", 1,
         )  # fmt: skip
-        serverapp = _until(
+        serverapp = wait_until(
             lambda: (
-                run.poll() is not None or any(b"flwr-serverapp" in _cmd(p) for p in _marked(marker))
+                run.poll() is not None
+                or any(b"flwr-serverapp" in _cmd(p) for p in marked_processes(marker))
             ),
             180,
         )
@@ -294,15 +274,18 @@ def test_a_run_stopped_by_ctrl_c_leaves_no_zombie_under_superlink_or_sites(tmp_p
         run.send_signal(signal.SIGINT)
         assert run.wait(timeout=120) == 130, tails()
         # every app process ends, and none stays a zombie of a process the test started
-        settled = _until(
-            lambda: not _apps(_marked(marker)) and not _zombies_under(_marked(marker)), 60
+        settled = wait_until(
+            lambda: (
+                not _apps(marked_processes(marker)) and not _zombies_under(marked_processes(marker))
+            ),
+            60,
         )
         assert settled, (
-            f"zombies: {_zombies_under(_marked(marker))}, "
-            f"apps running: {_apps(_marked(marker))}\n{tails()}"
+            f"zombies: {_zombies_under(marked_processes(marker))}, "
+            f"apps running: {_apps(marked_processes(marker))}\n{tails()}"
         )
         time.sleep(1.5)  # and none comes later
-        assert not _zombies_under(_marked(marker))
+        assert not _zombies_under(marked_processes(marker))
         assert all(c.poll() is None for c in commands), tails()  # the commands still run
         for home in homes:
             assert (home / SUPEREXEC_DIR / "flower-superexec").exists()
@@ -311,17 +294,13 @@ def test_a_run_stopped_by_ctrl_c_leaves_no_zombie_under_superlink_or_sites(tmp_p
             command.send_signal(signal.SIGINT)
         for command in commands:
             assert command.wait(timeout=60) == 130, tails()
-        assert _until(lambda: not _marked(marker), 40), (
-            f"survivors: {[_cmd(p) for p in _marked(marker)]}"
+        assert wait_until(lambda: not marked_processes(marker), 40), (
+            f"survivors: {[_cmd(p) for p in marked_processes(marker)]}"
         )
         for home in homes:
             assert not (home / SUPEREXEC_DIR).exists()
     finally:
-        for pid in _marked(marker):  # never leave a process behind, even on failure
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        kill_marked(marker)  # never leave a process behind, even on failure
         for proc in started:  # and the test leaves no zombie of its own
             if proc.poll() is None:
                 proc.kill()
