@@ -34,13 +34,22 @@ list with the messages a user sees is in docs/cli.md, "What fits does with your 
   long (free text: on average more than :data:`FREE_TEXT_LENGTH` characters), or with a
   different value in every one of at least :data:`UNIQUE_TEXT_ROWS` rows, is refused
   (:class:`IdentifierColumnError`) unless declared: kind ``"id"`` (fresh surrogates, not
-  modelled) or ``"nominal"`` (copied verbatim, the user's choice).
+  modelled) or ``"nominal"`` (copied verbatim, the user's choice);
+* so is, however few its values and however often each repeats, a text column of
+  personal data or free text: values shaped like e-mail addresses, URLs, IP addresses,
+  card, social security, phone or ID numbers (:func:`_value_shape`, judged at each site,
+  which says only the shape's name), a long value (:data:`LONG_TEXT`), or few
+  values averaging over :data:`FREE_TEXT_FEW_LENGTH` characters and
+  :data:`FREE_TEXT_WORDS` words; and a column of more than :data:`MAX_ORDINAL_LEVELS`
+  values whose name says personal data (:func:`personal_name`: ``name``,
+  ``patient_name``, ``phone``, ``ssn``, ``address``, ...; names repeated over visits).
 """
 
 from __future__ import annotations
 
 import difflib
 import hashlib
+import ipaddress
 import itertools
 import json
 import math
@@ -75,6 +84,10 @@ __all__ = [
     "NA_TEXTS",
     "NumericIdentifierWarning",
     "EMAIL",
+    "FREE_TEXT_FEW_LENGTH",
+    "FREE_TEXT_WORDS",
+    "LONG_TEXT",
+    "LONG_VALUE",
     "FREE_TEXT_LENGTH",
     "DTYPES",
     "KINDS",
@@ -119,6 +132,7 @@ __all__ = [
     "coarser_than_sites",
     "merge_descriptions",
     "missing_flag",
+    "personal_name",
     "output_decimals",
     "point_mass_flag",
     "to_decimals",
@@ -207,6 +221,39 @@ UNIQUE_TEXT_ROWS = 10
 #: account manager's clients): personal data a synthetic table would copy verbatim;
 #: refused unless declared (``"id"``: surrogates; ``"nominal"``: copied on purpose).
 EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s.]+$")
+#: A URL (``https://...``, ``www.example.org/...``): a column of them is personal data
+#: as :data:`EMAIL` is (a profile's address), judged as :func:`_value_shape` says.
+URL = re.compile(r"^(?:[a-z][a-z0-9+.\-]*://\S+|www\.[^\s./]+\.\S+)$", re.IGNORECASE)
+#: An IPv4 address (an IPv6 one is what :mod:`ipaddress` reads as one).
+IPV4 = re.compile(
+    r"^(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)$"
+)
+#: A US social security number, ``ddd-dd-dddd``.
+SSN = re.compile(r"^\d{3}-\d{2}-\d{4}$")
+#: Text that may be a phone, card or national ID number: digits, ``+ ( ) - . /`` and
+#: spaces alone (:func:`_value_shape`).
+DIGIT_CODE = re.compile(r"^\+?[\d\s().\-/]+$")
+#: The fewest digits of a phone number, the most; the fewest of an ID-like code.
+PHONE_DIGITS = (7, 15)
+ID_DIGITS = 6
+#: A text column any distinct value of which (two distinct values at least) is longer
+#: than this many characters and holds at least :data:`FREE_TEXT_WORDS` words is free
+#: text, however few its values and however often each repeats (a note pasted into
+#: every visit's row; a 10,000-character document).  A long label of one word (a
+#: 300-character code) is no free text.
+LONG_TEXT = 200
+#: A text column any distinct value of which (two distinct values at least) is longer
+#: than this many characters is free text whatever its words: a document or a blob
+#: (JSON, an encoded file), no category label.
+LONG_VALUE = 1000
+#: A text column of at most :data:`MAX_ORDINAL_LEVELS` distinct values (two at least)
+#: that average more than this many characters and at least :data:`FREE_TEXT_WORDS`
+#: words is free text too (a template note repeated over rows); category labels are
+#: shorter and of fewer words (Adult's longest: 26 characters, one word).
+FREE_TEXT_FEW_LENGTH = 40
+#: The fewest words (runs of text between spaces) the distinct values of a column of
+#: few values average for :data:`FREE_TEXT_FEW_LENGTH` to make it free text.
+FREE_TEXT_WORDS = 6
 #: Surrogate values of an ``"id"`` column: this prefix and a zero-padded row number.
 SURROGATE_PREFIX = "synthetic-"
 #: An integer column whose values are all distinct at every site, with at least this many
@@ -2927,8 +2974,10 @@ def describe_table(
     (discrete candidates: non-numeric columns, and numeric columns with at most
     :data:`MAX_ORDINAL_LEVELS` values) or its min / max.  No rows are reported.  A text
     column that looks like an identifier or free text (more than
-    :data:`MAX_ORDINAL_LEVELS` distinct values, near-unique or long) reports only its
-    counts, never its values, unless declared ``"nominal"``; a column declared ``"id"``
+    :data:`MAX_ORDINAL_LEVELS` distinct values, near-unique or long; personal data or
+    free text however few its values, :func:`_looks_like_identifier`) reports only its
+    counts and why (a shape's name, whether a value is long, its words: no value),
+    never its values, unless declared ``"nominal"``; a column declared ``"id"``
     reports only whether a value starts with :data:`SURROGATE_PREFIX`.
 
     Parameters
@@ -3275,9 +3324,222 @@ def _flag_and_number(values: Any) -> tuple[Any, Any] | None:
     return None
 
 
-def _looks_like_identifier(present: pd.Series) -> dict[str, Any] | None:
+#: Column names that say personal data (:func:`personal_name`): the last words of the
+#: name, as words (``phone``, ``home_phone``, ``PhoneNumber``, ``e-mail``, ``ip_address``,
+#: ``street_address``, ``address_line_1``), not inside another word (``hotel``,
+#: ``filename``) nor before another (``address_type``, ``phone_type``, ``cell_line``: a
+#: kind of address, not one).
+PERSONAL_NAMES = frozenset(
+    {
+        "firstname", "lastname", "fullname", "surname", "surnames", "forename",
+        "forenames", "givenname", "familyname", "middlename", "maidenname", "username",
+        "nickname", "patientname", "customername", "clientname", "ssn", "passport",
+        "phone", "phones", "telephone", "tel", "mobile", "cellphone", "cell", "fax",
+        "email", "emails", "e mail", "address", "addresses", "addr", "address line",
+        "street", "street name", "ip", "ipaddress", "social security",
+        "social security no", "national id", "national identity", "national insurance",
+        "driver license", "drivers license", "driver licence", "drivers licence",
+        "driving licence", "tax id", "phone no", "mobile no", "cell phone",
+    }
+)  # fmt: skip
+#: Words before ``name`` that make it a person's (``patient_name``; not ``product_name``,
+#: ``file_name``); ``name`` alone is one too.
+PERSON_QUALIFIERS = frozenset(
+    {
+        "first", "last", "full", "given", "family", "middle", "maiden", "sur", "birth",
+        "legal", "display", "patient", "customer", "client", "person", "contact",
+        "employee", "user", "member", "applicant", "owner", "holder", "student",
+        "borrower", "guardian", "parent", "mother", "father", "spouse", "doctor",
+        "physician", "account", "street",
+    }
+)  # fmt: skip
+#: Words after a personal noun that leave it personal (``phone_number``, ``ssn_no``,
+#: ``address_2``, ``name_id``).
+_NAME_SUFFIXES = frozenset({"number", "numbers", "num", "no", "nr", "nbr", "id"})
+
+
+def _name_words(name: Any) -> list[str]:
+    """A column name's words, lower case: camelCase, digits, ``_ - .`` and spaces split
+    it (``PatientName`` -> ``patient name``; ``address1`` -> ``address 1``)."""
+    text = unicodedata.normalize("NFKC", str(name))
+    text = re.sub(r"(?<=[^\W_\d])(?=\d)|(?<=\d)(?=[^\W_\d])", " ", text)
+    text = re.sub(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", " ", text)
+    return re.findall(r"[^\W_]+", text.lower())
+
+
+def personal_name(name: Any) -> str | None:
+    """The words of a column name that say it holds personal data (:data:`PERSONAL_NAMES`;
+    ``name`` alone or after a :data:`PERSON_QUALIFIERS` word), else None.  Judged on the
+    name's last words, less trailing numbers and :data:`_NAME_SUFFIXES`
+    (``phone_number``, ``address_line_1``): ``address_type``, ``phone_type``,
+    ``name_length``, ``product_name``, ``filename``, ``hostname`` are not personal."""
+    words = _name_words(name)
+    while words:
+        for k in (3, 2, 1):
+            tail = words[-k:]
+            if len(tail) == k and " ".join(tail) in PERSONAL_NAMES:
+                return " ".join(tail)
+        if words[-1] in ("name", "names") and (len(words) == 1 or words[-2] in PERSON_QUALIFIERS):
+            return " ".join(words[-2:])
+        if words[-1] in _NAME_SUFFIXES or words[-1].isdigit():
+            words = words[:-1]  # phone number, address 2: the noun before
+            continue
+        return None
+    return None
+
+
+def _date_like(text: str) -> bool:
+    """Whether digits in three groups read as a date (``2021-03-04``, ``04.03.2021``,
+    ``3/4/21``): a year of four digits first, then a month and a day; or a day and a
+    month (either order) of one or two digits, then a year of two or four."""
+    parts = re.split(r"[\s\-./]+", text.strip())
+    if len(parts) != 3 or not all(p.isdigit() for p in parts):
+        return False
+    a, b, c = parts
+    if len(a) == 4:
+        return 1 <= int(b) <= 12 and 1 <= int(c) <= 31
+    if len(a) > 2 or len(b) > 2 or len(c) not in (2, 4):
+        return False
+    x, y = int(a), int(b)
+    return (1 <= x <= 31 and 1 <= y <= 12) or (1 <= x <= 12 and 1 <= y <= 31)
+
+
+def _luhn(digits: str) -> bool:
+    """Whether a string of digits ends in its Luhn check digit (card numbers do)."""
+    total = 0
+    for k, ch in enumerate(reversed(digits)):
+        d = int(ch) * (2 if k % 2 else 1)
+        total += d - 9 if d > 9 else d
+    return total % 10 == 0
+
+
+#: Digits grouped by threes with a point, a comma or an apostrophe (``1.234.567``): a
+#: number written with thousands separators, no phone or ID number.
+_THOUSANDS = re.compile(r"^\d{1,3}(?:([.,'\u2019])\d{3})(?:\1\d{3})*$")
+#: A version number (``10.0.19041.1``, ``4.4.2``): dotted groups of digits, the first of
+#: one or two digits without a leading zero; no phone number (``555.010.0031``,
+#: ``01.23.45.67.89``) or ID number.
+_VERSION = re.compile(r"^[1-9]\d?(?:\.\d+){2,}$")
+
+
+def _value_shape(text: str) -> str | None:
+    """The kind of personal data one text value is shaped like, or None.
+
+    ``"e-mail addresses"`` (:data:`EMAIL`), ``"URLs"`` (:data:`URL`), ``"IP addresses"``
+    (:data:`IPV4`, or an IPv6 address), and, for text of digits and separators alone
+    (:data:`DIGIT_CODE`) that is not a date (:func:`_date_like`), a number with
+    thousands separators (``1.234.567``) nor a version (``10.0.19041.1``):
+    ``"card numbers"`` (13 to 19 digits, alone or in groups of at least three, with a
+    right Luhn check digit), ``"social security numbers"`` (:data:`SSN`), ``"phone
+    numbers"`` (:data:`PHONE_DIGITS` digits) and ``"ID numbers"`` (:data:`ID_DIGITS`
+    digits or more).  A phone or ID number is written in at least
+    three groups of digits, or with a leading ``+`` or an area code in parentheses
+    (``(030) 1234567``; not an accounting negative, ``(1234.56)``), or (a
+    phone number) as a trunk prefix and a number (``030 1234567``, ``0171/1234567``):
+    one run of digits is a code (``02139``, a census tract, a barcode), and two groups
+    joined by a hyphen or a slash are a range (``50000-74999``), a ZIP+4 code, an
+    academic year (``2019/20``) or an occupation code (``15-1252``)."""
+    if EMAIL.match(text):
+        return "e-mail addresses"
+    if URL.match(text):
+        return "URLs"
+    if IPV4.match(text):
+        return "IP addresses"
+    if text.count(":") >= 2 and re.fullmatch(r"[0-9A-Fa-f:.]+", text):
+        try:
+            ipaddress.IPv6Address(text)
+        except ValueError:
+            return None
+        return "IP addresses"
+    if not DIGIT_CODE.match(text) or _THOUSANDS.match(text) or _VERSION.match(text):
+        return None  # letters, thousands, a version: no phone, card or ID number
+    if _date_like(text):
+        return None
+    groups = re.findall(r"\d+", text)
+    digits = sum(len(g) for g in groups)
+    if digits < ID_DIGITS:
+        return None
+    plain = re.sub(r"[\s\-]", "", text)
+    if (
+        plain.isdigit()
+        and 13 <= len(plain) <= 19
+        and (len(groups) == 1 or min(len(g) for g in groups) >= 3)
+        and _luhn(plain)
+    ):
+        return "card numbers"
+    if SSN.match(text):
+        return "social security numbers"
+    trunk = len(groups) == 2 and re.fullmatch(r"0\d{1,4}[\s/]\d{4,}", text) is not None
+    area = re.search(r"\(\d{1,5}\)\s?\d", text) is not None  # (030) 1234567, not (1234.56)
+    if len(groups) < 3 and not text.startswith("+") and not area and not trunk:
+        return None
+    if PHONE_DIGITS[0] <= digits <= PHONE_DIGITS[1]:
+        return "phone numbers"
+    return "ID numbers"
+
+
+def _shape_of(texts: pd.Series) -> str | None:
+    """The kind of personal data at least :data:`PARSE_SHARE` of a column's distinct
+    values (stripped text; an evenly spaced sample of at most 2,000 of them) are shaped
+    like (:func:`_value_shape`): its name, or the two most frequent names joined by
+    "and" where values of two kinds are (a contact column of phones and e-mails);
+    else None.  Values that are numbers are of no shape."""
+    if texts.size > _PARSE_SAMPLE:
+        texts = texts.iloc[np.linspace(0, texts.size - 1, _PARSE_SAMPLE).astype(np.int64)]
+    if texts.empty or not texts.str.contains(r"\d|@|://|^www\.", case=False).any():
+        return None  # a quick no: labels without a digit (most category columns)
+    numbers = pd.to_numeric(texts, errors="coerce").notna().to_numpy()
+    shapes = [None if num else _value_shape(t) for t, num in zip(texts, numbers, strict=True)]
+    counts: dict[str, int] = {}
+    for shape in shapes:
+        if shape is not None:
+            counts[shape] = counts.get(shape, 0) + 1
+    if sum(counts.values()) < PARSE_SHARE * texts.size:
+        return None
+    ranked = sorted(counts, key=lambda k: -counts[k])
+    held = [k for k in ranked if counts[k] >= (1 - PARSE_SHARE) * texts.size] or ranked
+    return " and ".join(held[:2])
+
+
+def _personal_text(uniq: Sequence[Any]) -> dict[str, Any] | None:
+    """Why a text column's distinct values are personal data or free text whatever
+    their number (no value, no name): ``{"shape": name}`` (:func:`_shape_of`),
+    ``{"long_values": True}`` (two distinct values at least, one over
+    :data:`LONG_TEXT` characters and of :data:`FREE_TEXT_WORDS` words, or over
+    :data:`LONG_VALUE` characters), ``{"mean_words": w}`` (two to
+    :data:`MAX_ORDINAL_LEVELS` values averaging over :data:`FREE_TEXT_FEW_LENGTH`
+    characters and at least :data:`FREE_TEXT_WORDS` words); else None."""
+    values = pd.Series(np.asarray(uniq, dtype=object), dtype=object)
+    if values.empty:
+        return None
+    sample = values
+    if values.size > _PARSE_SAMPLE:
+        sample = values.iloc[np.linspace(0, values.size - 1, _PARSE_SAMPLE).astype(np.int64)]
+    texts = pd.Series(pd.unique(sample.astype(str).str.strip().to_numpy()), dtype=object)
+    shape = _shape_of(texts)
+    if shape is not None:
+        return {"shape": shape}
+    if values.size < 2:
+        return None
+    lengths = values.astype(str).str.len().to_numpy()
+    if lengths.max() > LONG_VALUE or any(
+        len(str(v).split()) >= FREE_TEXT_WORDS for v in values[lengths > LONG_TEXT]
+    ):
+        return {"long_values": True}
+    if values.size <= MAX_ORDINAL_LEVELS and lengths.mean() > FREE_TEXT_FEW_LENGTH:
+        words = float(np.mean([len(str(v).split()) for v in values]))
+        if words >= FREE_TEXT_WORDS:
+            return {"mean_words": round(words, 1)}
+    return None
+
+
+def _looks_like_identifier(present: pd.Series, name: Any = None) -> dict[str, Any] | None:
     """Counts of a text column that is near-unique or free text, or holds e-mail
-    addresses (:data:`EMAIL`, ``"emails"``: how many distinct ones), else None."""
+    addresses (:data:`EMAIL`, ``"emails"``: how many distinct ones), or values of
+    another shape of personal data, long values or words (:func:`_personal_text`:
+    ``"shape"``, ``"long_values"``, ``"mean_words"``), or, more than
+    :data:`MAX_ORDINAL_LEVELS` distinct values, is named like personal data
+    (:func:`personal_name`), else None."""
     uniq = pd.unique(present.to_numpy(dtype=object))
     n_distinct, n_present = len(uniq), int(present.size)
     emails = sum(1 for v in uniq if isinstance(v, str) and EMAIL.match(v.strip()))
@@ -3289,15 +3551,26 @@ def _looks_like_identifier(present: pd.Series) -> dict[str, Any] | None:
             "mean_length": length,
             "emails": emails,
         }
+    personal = _personal_text(uniq)
+    if personal is not None:
+        length = float(np.mean([len(str(v)) for v in uniq]))
+        return {
+            "n_distinct": n_distinct,
+            "n_present": n_present,
+            "mean_length": length,
+            **personal,
+        }
     if n_distinct <= MAX_ORDINAL_LEVELS:
         return None
     length = float(np.mean([len(str(v)) for v in uniq]))
+    out = {"n_distinct": n_distinct, "n_present": n_present, "mean_length": length}
     if n_distinct > NEAR_UNIQUE_SHARE * n_present or length > FREE_TEXT_LENGTH:
         # how many are numbers (a count): a column of numbers with more markers ("-",
         # "?", ".") than parse_text_columns reads as missing is refused as near-unique
         numbers = int(pd.to_numeric(present.astype(str).str.strip(), errors="coerce").notna().sum())
-        out = {"n_distinct": n_distinct, "n_present": n_present, "mean_length": length}
         return {**out, "numbers": numbers} if numbers else out
+    if name is not None and personal_name(name) is not None:
+        return out  # a personal name of many values (names repeated over visits)
     return None
 
 
@@ -3449,7 +3722,7 @@ def _describe_column(
             info["decimals"] = output_decimals(values)
             return info
         if kind != "nominal" and fam != "bool":
-            looks = _looks_like_identifier(present)
+            looks = _looks_like_identifier(present, name)
             units = _unit_like(present) if fam != "category" else None
             if units is not None:  # numbers with a unit fits does not read ("12 kg")
                 info["unit_like"] = units
@@ -3820,7 +4093,7 @@ def merge_descriptions(
         if all(i.get("all_missing") for i in infos):
             specs.append(_merge_all_missing(name, infos, kind))
             continue
-        why = _identifier_counts(infos, clients) if kind != "nominal" else None
+        why = _identifier_counts(infos, clients, name) if kind != "nominal" else None
         if why is not None and kind == "constant":  # its declaration first: many values
             raise DeclaredKindError(
                 f"column {name!r} is declared constant but takes many values at the sites "
@@ -3868,26 +4141,19 @@ def merge_descriptions(
     return Schema(specs, list(order) if order else list(first))
 
 
-def _identifier_counts(infos: Sequence[Mapping[str, Any]], clients: Sequence[str]) -> str | None:
+def _identifier_counts(
+    infos: Sequence[Mapping[str, Any]], clients: Sequence[str], name: Any = None
+) -> str | None:
     """Why a column looks like an identifier or free text (a client flagged it, or the
-    union of the clients' values does), else None."""
+    union of the clients' values does), else None.  ``name``: the column's, which may
+    say personal data (:func:`personal_name`)."""
+    hint = personal_name(name) if name is not None else None
     flagged = [
         (i["identifier"], c) for i, c in zip(infos, clients, strict=True) if "identifier" in i
     ]
     if flagged:
         said = "; ".join(
-            f"{f['n_distinct']} distinct values in {f['n_present']} rows at {c}"
-            + (", e-mail addresses" if f.get("emails") else "")
-            + (
-                f", {f['numbers']} of them numbers"
-                if f.get("numbers", 0) >= NEAR_UNIQUE_SHARE * f["n_present"]
-                else ""
-            )
-            + (
-                f", {f['mean_length']:.0f} characters long on average"
-                if f.get("mean_length", 0) > FREE_TEXT_LENGTH
-                else ""
-            )
+            f"{f['n_distinct']} distinct values in {f['n_present']} rows at {c}" + _flag_reasons(f)
             for f, c in flagged
         )
         if any(f.get("numbers", 0) >= NEAR_UNIQUE_SHARE * f["n_present"] for f, _ in flagged):
@@ -3896,6 +4162,8 @@ def _identifier_counts(infos: Sequence[Mapping[str, Any]], clients: Sequence[str
                 "('-', '?', '.'), name them so (--na-values TEXT, repeatable; Python: "
                 "fits.io.read_table(path, na_values=[...])) or leave those fields empty"
             )
+        if hint is not None and any(not _flag_reasons(f, counts=True) for f, _ in flagged):
+            said += _named_reason(hint)  # flagged for its name: no other reason
         return said
     used = [i for i in infos if not i.get("all_missing")]
     if not used or not all(
@@ -3912,7 +4180,49 @@ def _identifier_counts(infos: Sequence[Mapping[str, Any]], clients: Sequence[str
         return f"{len(union)} distinct values in {n_present} rows" + (
             f", {length:.0f} characters long on average" if length > FREE_TEXT_LENGTH else ""
         )
+    # the sites' values together, as one site judges its own (each said no alone)
+    personal = _personal_text(sorted(union, key=str))
+    if personal is not None:
+        return f"{len(union)} distinct values in {n_present} rows" + _flag_reasons(
+            {"mean_length": length, **personal}
+        )
+    if hint is not None and len(union) > MAX_ORDINAL_LEVELS:
+        return f"{len(union)} distinct values in {n_present} rows" + _named_reason(hint)
     return None
+
+
+def _flag_reasons(flag: Mapping[str, Any], counts: bool = False) -> str:
+    """What made a site flag a column (its ``"identifier"`` report), to follow its
+    counts in a message: the shape of its values, their length and words; with
+    ``counts``, also being near-unique (empty: its name alone did, :func:`personal_name`)."""
+    n_present = flag.get("n_present", 0)
+    length = float(flag.get("mean_length", 0))
+    said = ", e-mail addresses" if flag.get("emails") else ""
+    if flag.get("shape"):
+        said += f", {flag['shape']}"
+    if flag.get("numbers", 0) >= NEAR_UNIQUE_SHARE * n_present > 0:
+        said += f", {flag['numbers']} of them numbers"
+    if "mean_words" in flag:
+        said += (
+            f", {length:.0f} characters and {flag['mean_words']:.0f} words long on average "
+            "(free text)"
+        )
+    elif length > FREE_TEXT_LENGTH:
+        said += f", {length:.0f} characters long on average"
+    if flag.get("long_values"):
+        said += f", a value over {LONG_TEXT} characters (free text or a document)"
+    if counts and not said and flag.get("n_distinct", 0) > NEAR_UNIQUE_SHARE * n_present:
+        said = "near-unique"
+    return said
+
+
+def _named_reason(hint: str) -> str:
+    """The message's words for a column refused for its name (:func:`personal_name`)."""
+    return (
+        f"; its name ({hint!r}) says personal data, and it has more than "
+        f"{MAX_ORDINAL_LEVELS} distinct values: names, phone numbers or addresses repeated "
+        "over rows"
+    )
 
 
 def _row_number(infos: Sequence[Mapping[str, Any]], clients: Sequence[str]) -> str | None:
