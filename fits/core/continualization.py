@@ -440,11 +440,26 @@ def _sort_key(column: pd.Series) -> np.ndarray:
     return np.where(codes < 0, len(uniques), codes)
 
 
-def canonical_rows(frame: pd.DataFrame) -> pd.DataFrame:
+#: The stream of a site's generator (``[seed, SHUFFLE_STREAM]``) that shuffles its rows
+#: after the canonical sort (:func:`canonical_rows`): independent of the lifts' stream.
+SHUFFLE_STREAM = 0x5EED
+
+
+def canonical_rows(frame: pd.DataFrame, shuffle: int | None = None) -> pd.DataFrame:
     """``frame`` with its rows in the canonical order (:func:`canonical_order`), each
     keeping its index label (the user's row), and the rows its ``attrs`` name
-    (:data:`~fits.core.schema.NA_ONLY_ATTR`) moved with them."""
+    (:data:`~fits.core.schema.NA_ONLY_ATTR`) moved with them.
+
+    ``shuffle`` (a site's seed): the canonical order then shuffled by a permutation
+    drawn from ``numpy.random.default_rng([shuffle, SHUFFLE_STREAM])``, so that the
+    order is still a function of the rows as a multiset (and the seed) but carries no
+    trace of their values.  Sorted rows would hand whatever breaks ties by position
+    (a KD-tree's equally near neighbours, on discrete coordinates above all) the rows
+    first in the sort, systematically: with the sort alone the demo's energy distance
+    rose from 0.0347 to 0.0469."""
     order = canonical_order(frame)
+    if shuffle is not None:
+        order = order[np.random.default_rng([int(shuffle), SHUFFLE_STREAM]).permutation(order.size)]
     if np.array_equal(order, np.arange(order.size)):
         return frame
     out = frame.iloc[order]

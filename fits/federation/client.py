@@ -606,10 +606,11 @@ class FITSClient:
         # a column of 'NA' alone here that the federation reads as a label (another
         # site's): the label put back (fits.core.schema.labels_of_na_only)
         self.data = na_labels_at(self.data, schema)
-        # the rows in their canonical order before any draw from them (the lifts, the
-        # folds, early stopping's held-out rows) and any sum over them: the same rows
-        # in any order answer alike (docs/method.md, "Continualization")
-        self.data = canonical_rows(self.data)
+        # the rows in their canonical order, then shuffled by the site's seed, before
+        # any draw from them (the lifts, the folds, early stopping's held-out rows) and
+        # any sum over them: the same rows in any order answer alike, and no tie is
+        # broken by the rows' values (docs/method.md, "Continualization")
+        self.data = canonical_rows(self.data, shuffle=int(msg.config["seed"]))
         self._check_schema(schema, msg)
         self._check_kernel(schema, msg)
         grids = self._accept_grids(schema, msg)
