@@ -1293,7 +1293,7 @@ def _run_job(problem: _Problem, job: _Job) -> list[dict[str, Any]]:
         else:
             rec["param_error"] = float(np.linalg.norm(params - problem.reference))
             eta = params[0] + problem.x_test @ params[1:]
-            pred = eta if problem.task == "regression" else 1.0 / (1.0 + np.exp(-eta))
+            pred = eta if problem.task == "regression" else scipy.special.expit(eta)  # no overflow
             rec.update(problem.metrics(pred))
             if not converged:
                 rec["note"] = "solver did not fully converge (near-separable data)"
