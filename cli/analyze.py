@@ -38,7 +38,7 @@ import typer
 from fits.core.names import ColumnNameError, format_column_list
 
 from .errors import fail as _fail
-from .options import NaValuesOpt, parse_na_values
+from .options import NaValuesOpt, parse_na_values, site_names
 
 __all__ = ["AnalyzeOptions", "METHODS", "analyze"]
 
@@ -903,27 +903,6 @@ def _check_files(site_files: list[Path], out: Path) -> None:
         check_output(out, [("the site table", p) for p in site_files])
     except OutputError as exc:
         _fail(str(exc), 2)
-
-
-def site_names(paths: list[Path]) -> list[str]:
-    """Each site table's name in messages and the result: its file name without the
-    extension, or, where two files share it, as many of its last folders as tell them
-    apart (``d1/s.csv`` and ``d2/s.csv`` are ``d1/s`` and ``d2/s``; was: ``s`` and
-    ``s (2)``, so an error of ``s`` did not say which file), else its path as given
-    (``s.csv`` and ``s.parquet``)."""
-    names = [p.stem for p in paths]
-    parts = [p.with_suffix("").parts for p in paths]
-    for k in range(2, max((len(q) for q in parts), default=1) + 1):
-        twice = {n for n in names if names.count(n) > 1}
-        if not twice:
-            break
-        names = ["/".join(q[-k:]) if n in twice else n for n, q in zip(names, parts, strict=True)]
-    twice = {n for n in names if names.count(n) > 1}  # s.csv beside s.parquet
-    names = [str(p) if n in twice else n for n, p in zip(names, paths, strict=True)]
-    twice = {n for n in names if names.count(n) > 1}
-    return [
-        f"{n} ({k + 1})" if n in twice and names.index(n) != k else n for k, n in enumerate(names)
-    ]
 
 
 def _no_rows(path: Path, site: str) -> str:

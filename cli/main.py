@@ -61,6 +61,7 @@ from .options import (
     penalized_kernel,
     pooled_without_secure,
     repeated_site_files,
+    site_names,
     tune_relevance_value,
 )
 from .release import RELEASE_CHECK_ROWS
@@ -287,10 +288,9 @@ def _read_sites(
     if simulate_clients is None:
         if shares is not None:
             raise typer.BadParameter("--shares needs --simulate-clients", param_hint="--shares")
-        tables: dict[str, pd.DataFrame] = {}
-        for path in site_files:
-            name = path.stem if path.stem not in tables else f"{path.stem} ({len(tables) + 1})"
-            tables[name] = read_table(path)
+        # files of one name are named by their folders (d1/s, d2/s), as fits analyze's
+        names = site_names(site_files)
+        tables = {n: read_table(p) for n, p in zip(names, site_files, strict=True)}
         return align_codes(tables)  # ZIP codes with leading zeros at one site only
     if len(site_files) != 1:
         raise typer.BadParameter(

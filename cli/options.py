@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from fits.federation.policy import SitePolicy
 
 __all__ = [
+    "site_names",
     "ColumnNameError",
     "ColumnDesignOpt",
     "ColumnPenaltyOpt",
@@ -576,3 +577,24 @@ def match_relevance(
     """
     out = match_keys(dict(relevance), columns, "--relevance")
     return {r: match_keys(dict(w), columns, "--relevance") for r, w in out.items()}
+
+
+def site_names(paths: list[Path]) -> list[str]:
+    """Each site table's name in messages and the result: its file name without the
+    extension, or, where two files share it, as many of its last folders as tell them
+    apart (``d1/s.csv`` and ``d2/s.csv`` are ``d1/s`` and ``d2/s``; was: ``s`` and
+    ``s (2)``, so an error of ``s`` did not say which file), else its path as given
+    (``s.csv`` and ``s.parquet``)."""
+    names = [p.stem for p in paths]
+    parts = [p.with_suffix("").parts for p in paths]
+    for k in range(2, max((len(q) for q in parts), default=1) + 1):
+        twice = {n for n in names if names.count(n) > 1}
+        if not twice:
+            break
+        names = ["/".join(q[-k:]) if n in twice else n for n, q in zip(names, parts, strict=True)]
+    twice = {n for n in names if names.count(n) > 1}  # s.csv beside s.parquet
+    names = [str(p) if n in twice else n for n, p in zip(names, paths, strict=True)]
+    twice = {n for n in names if names.count(n) > 1}
+    return [
+        f"{n} ({k + 1})" if n in twice and names.index(n) != k else n for k, n in enumerate(names)
+    ]

@@ -261,7 +261,7 @@ def test_a_constant_target_of_a_linear_fit_does_not_speak_of_classes():
 
 def test_sites_of_one_file_name_are_named_by_their_folders(tmp_path):
     # was: d1/s.csv and d2/s.csv were 's' and 's (2)': an error of 's' named no file
-    from fits.cli.analyze import site_names
+    from fits.cli.options import site_names
 
     assert site_names([Path("d1/s.csv"), Path("d2/s.csv"), Path("t.csv")]) == ["d1/s", "d2/s", "t"]
     assert site_names([Path("a/x/s.csv"), Path("b/x/s.csv")]) == ["a/x/s", "b/x/s"]

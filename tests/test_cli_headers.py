@@ -408,3 +408,22 @@ def test_a_drop_of_every_column_is_a_usage_error(tmp_path) -> None:
         assert res.exit_code == 2, res.output
         assert "--drop leaves no column of" in res.output and "drop fewer" in res.output
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.csv", "b.csv"]
+
+
+def test_sites_of_one_file_name_are_named_by_their_folders_in_synthesize(tmp_path) -> None:
+    """d1/s.csv and d2/s.csv were sites 's' and 's (2)' in fits synthesize, so a note or
+    an error about 's' named no file; they are 'd1/s' and 'd2/s', as in fits analyze."""
+    for k, folder in enumerate(("d1", "d2")):
+        (tmp_path / folder).mkdir()
+        rows = "".join(f"{i + 30 * k},{(i * 7) % 5}\n" for i in range(30))
+        (tmp_path / folder / "s.csv").write_text("p,q\n" + rows)
+    out = tmp_path / "o.json"
+    res = _fits("schema", tmp_path / "d1" / "s.csv", tmp_path / "d2" / "s.csv", "--out", out)
+    assert res.exit_code == 0, res.output
+    assert "s (2)" not in res.output
+    from fits.cli.main import _load_sites
+
+    tables = _load_sites(
+        [tmp_path / "d1" / "s.csv", tmp_path / "d2" / "s.csv"], None, None, 0, True, None
+    )
+    assert list(tables) == [str(Path("d1") / "s"), str(Path("d2") / "s")]
