@@ -661,14 +661,14 @@ def analyze(
 
       fits analyze site1.csv site2.csv --target income --out result.json
 
-      fits analyze site1.csv site2.csv --target income --family logistic
-      --method fednewton --mu 1 --out result.json
+      fits analyze site1.csv site2.csv --target income --family logistic \\
+          --method fednewton --mu 1 --out result.json
 
-      fits analyze site1.csv site2.csv --target hours --method fedlsa --ci 0.95
-      --rounds 300 --out result.json
+      fits analyze site1.csv site2.csv --target hours --method fedlsa \\
+          --ci 0.95 --rounds 300 --out result.json
 
-      fits analyze site1.csv site2.csv --target income --method fednewton --mu 1
-      --flower --out result.json
+      fits analyze site1.csv site2.csv --target income --method fednewton \\
+          --mu 1 --flower --out result.json
     """
     from fits.analysis.design import DesignError
     from fits.core.schema import DeclaredKindError, SchemaError

@@ -28,6 +28,7 @@ from fits.core.names import format_column_list
 
 from . import end_of_loading
 from .errors import fail as _fail
+from .helptext import ReflowedHelpGroup
 from .options import (
     MAX_TRIES,
     BoostingOpt,
@@ -67,6 +68,7 @@ from .options import (
 __all__ = ["federate"]
 
 federate = typer.Typer(
+    cls=ReflowedHelpGroup,
     help="Run FITS across machines on Flower (pip install 'fits\\[flower]').",
     no_args_is_help=True,
     rich_markup_mode="rich",  # as the app's: the \\[ above is Rich's escape
@@ -157,6 +159,9 @@ def superlink(
     ),
 ) -> None:
     """Start the coordinator's SuperLink (Flower); the synthetic table is written here.
+
+    Sites join it with fits federate site, and fits federate run starts a synthesis on
+    it; it runs until stopped (Ctrl-C).
 
     Example:
 
@@ -368,7 +373,8 @@ def site(
 
     Example:
 
-      fits federate site --data site-a.csv --name site-a --superlink coord:9093 --ca ca.pem \\
+      fits federate site --data site-a.csv --name site-a \\
+          --superlink coord:9093 --ca ca.pem \\
           --policy policy.json --audit site-a-audit.jsonl
     """
     launch = _launch()
@@ -938,8 +944,8 @@ def run(
 
     Example:
 
-      fits federate run --superlink coord:9093 --ca ca.pem --sites 3 --rows 20000 \\
-          --out /data/synthetic.csv
+      fits federate run --superlink coord:9093 --ca ca.pem --sites 3 \\
+          --rows 20000 --out /data/synthetic.csv
     """
     launch = _launch()
     _one_security(insecure, root_certificates is not None, "--ca")
@@ -1527,14 +1533,13 @@ def local(
 ) -> None:
     """Try a real federation on this machine: a SuperLink and one SuperNode per file.
 
-    Every process runs on 127.0.0.1 without TLS and is stopped at the end.  Each site
-    answers its messages in one long-lived process (fits.deploy.flower_worker) unless
-    --process-per-message.  With
-    --policy every site enforces the limits of that file; a site that refuses a
-    request stops the run, and the error names the site and the limit.
-    --ordinal-penalty, --nominal-penalty, --column-penalty and --relevance set every
-    site's kernel, as fits synthesize does; the table equals fits synthesize's with the
-    files in name order.
+    Every process runs on 127.0.0.1 without TLS and is stopped at the end. Each site
+    answers its messages in one long-lived worker process unless
+    --process-per-message. With --policy every site enforces the limits of that file; a
+    site that refuses a request stops the run, and the error names the site and the
+    limit. --ordinal-penalty, --nominal-penalty, --column-penalty and --relevance set
+    every site's kernel, as fits synthesize does; the table equals fits synthesize's
+    with the files in name order.
 
     For more than 100,000 --rows it first fits here and draws the first 8,192 rows, as
     fits synthesize does: it prints the estimated time and size (not with --quiet),
@@ -1547,7 +1552,8 @@ def local(
 
     Example:
 
-      fits federate local a.csv b.csv c.csv --kernel knn --kernel gaussian --kernel knn \\
+      fits federate local a.csv b.csv c.csv \\
+          --kernel knn --kernel gaussian --kernel knn \\
           --rows 5000 --out synthetic.csv
     """
     from fits.deploy import flower_launch  # runs without Flower: the argument checks

@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import pandas as pd
 import typer
-from typer.core import TyperGroup
 
 from .analyze import analyze
 from .benchmark import benchmark
@@ -31,6 +30,7 @@ from .drop import drop_columns
 from .errors import closed_stdout_ends_quietly, echo_warnings, interruptible
 from .errors import fail as _fail
 from .federate import federate
+from .helptext import ReflowedHelpGroup
 from .options import (
     BoostingOpt,
     ColumnDesignOpt,
@@ -71,7 +71,7 @@ if TYPE_CHECKING:
     from fits.io import OutputForms
 
 
-class _Commands(TyperGroup):
+class _Commands(ReflowedHelpGroup):
     """The ``fits`` group: every command (and every ``--help``) run so that a closed
     stdout ends it quietly (:func:`fits.cli.errors.closed_stdout_ends_quietly`), here
     once rather than in each command, and so that Ctrl-C before a command handles its
@@ -535,13 +535,17 @@ def synthesize(
 
     Examples:
 
-      fits synthesize site_a.csv site_b.csv site_c.csv --rows 20000 --out synthetic.csv
+      fits synthesize site_a.csv site_b.csv site_c.csv --rows 20000 \\
+          --out synthetic.csv
 
-      fits synthesize adult.csv --simulate-clients 10 --rows 36000 --out synthetic.parquet
+      fits synthesize adult.csv --simulate-clients 10 --rows 36000 \\
+          --out synthetic.parquet
 
-      fits synthesize site_a.csv site_b.csv --policy policy.json --rows 5000 --out s.csv
+      fits synthesize site_a.csv site_b.csv --policy policy.json --rows 5000 \\
+          --out s.csv
 
-      fits synthesize site_a.csv site_b.csv --order age,sex --known people.csv --out s.csv
+      fits synthesize site_a.csv site_b.csv --order age,sex --known people.csv \\
+          --out s.csv
     """
     from fits import FITSSynthesizer
     from fits.core.schema import DeclaredKindError, IdentifierColumnError, Schema, SchemaError

@@ -302,9 +302,9 @@ def report(
 
     Example:
 
-        fits report --real adult.csv --synthetic synthetic.csv --out report.html
-        --json report.json --target income --train train.csv --test test.csv
-        --clients site1.csv site2.csv site3.csv
+      fits report --real adult.csv --synthetic synthetic.csv --out report.html \\
+          --json report.json --target income --train train.csv --test test.csv \\
+          --clients site1.csv site2.csv site3.csv
 
     Exit status: 0 on success, 1 for a data problem (unreadable file, columns that
     do not match), 2 for a usage problem (unknown option value or file type).

@@ -520,6 +520,39 @@ def test_federate_commands_have_help_with_an_example(command):
     assert "Example" in res.stdout and "fits federate" in res.stdout
 
 
+_COMMANDS = [
+    ("synthesize",),
+    ("schema",),
+    ("demo",),
+    ("report",),
+    ("benchmark",),
+    ("analyze",),
+    ("federate", "superlink"),
+    ("federate", "site"),
+    ("federate", "run"),
+    ("federate", "local"),
+]
+
+
+@pytest.mark.parametrize("command", _COMMANDS, ids=" ".join)
+def test_help_reads_well_on_an_80_column_terminal(command):
+    """Typer keeps a docstring's line breaks: lines wrapped at 88 characters left a word
+    alone on every other line at 80 columns, and examples wrapped mid-command. Prose
+    fills its lines; an example's lines keep their indentation (a wrapped example would
+    go on at the margin)."""
+    res = run(*command, "--help", env={"COLUMNS": "80", "TERMINAL_WIDTH": None})
+    assert res.returncode == 0, res.stderr
+    description = res.stdout.split("\u256d")[0].splitlines()  # up to the first panel
+    body = [line.rstrip() for line in description if not line.lstrip().startswith("Usage:")]
+    for line, following in zip(body, body[1:], strict=False):
+        if not line.strip() or line.startswith("   ") or not following.strip():
+            continue  # a blank line, an example's line, or a paragraph's last line
+        assert len(line) >= 60, f"a short line inside a paragraph: {line!r}"
+    for line, following in zip(body, body[1:], strict=False):
+        if line.startswith("   fits") and following.strip():
+            assert following.startswith("   "), f"an example wraps at the margin: {line!r}"
+
+
 @pytest.mark.skipif(_has_flower(), reason="Flower is installed here")
 def test_federate_without_flower_says_how_to_install(site_files, tmp_path):
     res = run("federate", "local", *map(str, site_files), "--rows", "5", "--out", "x.csv")
