@@ -371,7 +371,10 @@ def test_a_feature_that_is_text_at_one_site_is_named_with_the_fix() -> None:
             {"x1": rng.normal(size=n), "x2": rng.normal(size=n), "y": rng.integers(0, 2, n)}
         )
     frames["b"] = frames["b"].assign(x1=[f"{v:.4f}".replace(".", ",") for v in frames["b"].x1])
-    fix = "'x1' is text at ['b'] where ['a'] hold numbers (a decimal comma"
+    fix = (  # and what the text is, in the synthesis's words (unit_advice)
+        "'x1' is text at ['b'] where ['a'] hold numbers: column 'x1' holds numbers written "
+        "with a decimal comma (like '1.234,56' or '12,5', at b)"
+    )
     with pytest.raises(SchemaError, match="cannot be the target or a feature") as err:
         fit_glm(frames, "y", features=["x1", "x2"])
     assert fix in str(err.value)

@@ -621,3 +621,36 @@ def test_decimal_commas_in_a_comma_separated_file_are_named_with_the_fix(tmp_pat
         warnings.simplefilter("always")
         _merge([words], ["a"])
     assert not any("decimal comma" in str(w.message) for w in caught)
+
+
+def test_analyze_names_decimal_commas_in_a_comma_separated_file_as_synthesize_does(tmp_path):
+    """fits analyze called such a column an identifier or free text ("a value of its own
+    in nearly every row"); it now gives synthesize's words (one function, ``unit_advice``)."""
+    rng = np.random.default_rng(1)
+    files = []
+    for site in ("a", "b"):
+        x = rng.normal(size=120)
+        euro = [
+            f"{v:,.2f}".replace(",", "_").replace(".", ",").replace("_", ".")
+            for v in rng.gamma(2, 900, 120)
+        ]
+        path = tmp_path / f"{site}.csv"
+        pd.DataFrame({"x": x, "amount": euro, "y": 2 * x + rng.normal(size=120)}).to_csv(
+            path, index=False
+        )
+        files.append(str(path))
+    advice = (
+        "column 'amount' holds numbers written with a decimal comma (like '1.234,56' or "
+        "'12,5', at a, b), in a comma-separated file or a DataFrame, where fits reads "
+        "decimal points only (a comma there may separate a list): save the file with ';' "
+        "as the separator"
+    )
+    out = str(tmp_path / "r.json")
+    named = run("analyze", *files, "--target", "y", "--features", "x,amount", "--out", out)
+    said = " ".join(named.stderr.split())
+    assert named.returncode == 1 and advice in said, said
+    assert "identifier" not in said and "value of its own" not in said
+    # not named: left out of the model with the same words, the fit goes on
+    left = run("analyze", *files, "--target", "y", "--family", "linear", "--out", out)
+    said = " ".join(left.stderr.split())
+    assert left.returncode == 0 and advice in said and "left out of the model" in said

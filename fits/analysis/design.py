@@ -68,6 +68,7 @@ from fits.core.schema import (
     merge_descriptions,
     na_only_cells,
     parse_text_columns,
+    unit_advice,
     with_na_labels,
 )
 from fits.federation.protocol import Message, ProtocolError
@@ -1198,17 +1199,27 @@ def _constant_problem(
 
 def _why_identifier(name: str, descriptions: list[dict[str, Any]], clients: Sequence[str]) -> str:
     """Why the merge took ``name`` for an identifier or free text, with the fix: text at
-    some sites where others hold numbers (a decimal comma, a stray word), or a value of
-    its own in nearly every row."""
+    some sites where others hold numbers (a decimal comma, a stray word), numbers fits
+    does not read (:func:`fits.core.schema.unit_advice`, the synthesis's words), or a
+    value of its own in nearly every row."""
+    held = [
+        (d["columns"][name], c)
+        for d, c in zip(descriptions, clients, strict=True)
+        if name in d["columns"]
+    ]
+    advice = unit_advice(name, [i for i, _ in held], [c for _, c in held])
     fams = [str(d["columns"].get(name, {}).get("dtype")) for d in descriptions]
     numbers = [c for c, f in zip(clients, fams, strict=True) if f in ("int", "float")]
     text = [c for c, f in zip(clients, fams, strict=True) if f not in ("int", "float")]
     if numbers and text:
-        return (
-            f"{name!r} is text at {text} where {numbers} hold numbers (a decimal comma, as "
-            "in 0,5, or a word among the numbers makes a column text): write its values as "
-            "numbers at every site"
+        return f"{name!r} is text at {text} where {numbers} hold numbers" + (
+            f": {advice}"
+            if advice is not None
+            else " (a decimal comma, as in 0,5, or a word among the numbers makes a column "
+            "text): write its values as numbers at every site"
         )
+    if advice is not None:  # "1.062,85" in a comma-separated file: not an identifier
+        return advice
     return (
         f"{name!r} holds a value of its own in nearly every row at some site (free text or "
         "an identifier), from which no coefficient can learn"

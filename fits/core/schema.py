@@ -137,6 +137,7 @@ __all__ = [
     "point_mass_flag",
     "to_decimals",
     "time_resolution",
+    "unit_advice",
 ]
 
 #: Column kinds.  ``"id"`` columns are not modelled: the output holds fresh surrogates.
@@ -4107,7 +4108,7 @@ def merge_descriptions(
             )
         if why is not None:
             refused[name] = why
-            advice = _unit_advice(name, infos, clients)
+            advice = unit_advice(name, infos, clients)
             if advice is not None:
                 units[name] = advice
             continue
@@ -4120,7 +4121,7 @@ def merge_descriptions(
                 spec.categories = [*(spec.categories or []), None]
         _merge_dtype(spec, infos, clients)
         _merge_markers(spec, infos, clients)
-        advice = _unit_advice(name, infos, clients) if kind is None else None
+        advice = unit_advice(name, infos, clients) if kind is None else None
         if advice is not None and spec.dtype in ("string", "object", "category"):
             warnings.warn(
                 f"{advice}. Until then it is text: a {spec.kind} column of "
@@ -4266,7 +4267,7 @@ def _identifier_error(
 ) -> IdentifierColumnError:
     """``numbers``: the refused columns of whole numbers (kept by declaring their kind);
     ``units``: the refused columns that look like numbers with a unit, and their fix
-    (:func:`_unit_advice`), said first."""
+    (:func:`unit_advice`), said first."""
     lines = [
         f"column {name!r} looks like an identifier or free text ({why})"
         for name, why in refused.items()
@@ -4506,11 +4507,31 @@ def _merge_markers(
     warnings.warn(msg, DataNote, stacklevel=4)
 
 
-def _unit_advice(
+def unit_advice(
     name: str, infos: Sequence[Mapping[str, Any]], clients: Sequence[str]
 ) -> str | None:
-    """What a text column that looks like numbers written with a unit is, and the fix
-    (from its sites' ``unit_like``, :func:`_unit_like`), else None."""
+    """What a text column that looks like numbers fits does not read is, and the fix.
+
+    Shared by the synthesis's refusals and notes and an analysis's (the same words).
+
+    Parameters
+    ----------
+    name
+        The column.
+    infos
+        Its description at each site (``describe_table(...)["columns"][name]``).
+    clients
+        The sites' names, in the order of ``infos``.
+
+    Returns
+    -------
+    str or None
+        The advice for numbers that read two ways ("1,234" beside "12,5"), numbers
+        written with a decimal comma in a table that reads decimal points only
+        ("1.062,85" in a comma-separated file) or with a unit fits does not read
+        ("12 kg", :func:`_unit_like`); shapes and counts, never a value.  None when it
+        looks like none of them.
+    """
     two = [
         (i["two_readings"], c) for i, c in zip(infos, clients, strict=True) if "two_readings" in i
     ]
@@ -4645,7 +4666,7 @@ def _merge_column(
     _check_flags_and_numbers(name, infos, clients)
     if any(f in numeric for f in fams) and any(f in textual for f in fams):
         who = ", ".join(f"{c}: {f}" for c, f in zip(clients, fams, strict=True))
-        advice = _unit_advice(name, infos, clients)
+        advice = unit_advice(name, infos, clients)
         raise SchemaError(
             f"column {name!r} is numeric at some clients and text at others ({who}); "
             "make its type the same everywhere (text is read as numbers where at least "
