@@ -38,7 +38,7 @@ import typer
 from fits.core.names import ColumnNameError, format_column_list
 
 from .errors import fail as _fail
-from .options import NaValuesOpt, parse_na_values, site_names
+from .options import NaValuesOpt, column_list, parse_na_values, site_names
 
 __all__ = ["AnalyzeOptions", "METHODS", "analyze"]
 
@@ -457,7 +457,13 @@ def analyze(
         float | None, typer.Option("--delta", help="delta of --epsilon (or where to report it).")
     ] = None,
     features: Annotated[
-        str | None, typer.Option("--features", help="Comma-separated feature columns.")
+        list[str] | None,
+        typer.Option(
+            "--features",
+            help="Feature columns: a,b,... (a header that holds a comma in a JSON array: "
+            '\'["x", "y, z"]\'); repeat it to go on with the list.',
+            show_default=False,
+        ),
     ] = None,
     kind: Annotated[
         list[str] | None,
@@ -705,7 +711,7 @@ def analyze(
                 hint = (
                     f"; if {', '.join(map(repr, strays))} are features, --features takes one "
                     f"value, the names separated by commas: --features "
-                    f"{shlex.quote(','.join([features, *strays]))}"
+                    f"{shlex.quote(','.join([*features, *strays]))}"
                 )
             raise typer.BadParameter(
                 f"{path}: use a .csv or .parquet file{hint}", param_hint="SITE_FILE"
@@ -965,17 +971,11 @@ def _parse_kinds(items: list[str] | None) -> dict[str, str]:
         raise typer.BadParameter(str(exc), param_hint="--kind") from None
 
 
-def _parse_features(features: str | None) -> list[str] | None:
-    """``--features a,b`` as a list (None: every column but the target); a value with no
-    name in it (``--features ,`` or ``''``) is a usage error, not an intercept-only fit."""
-    if features is None:
-        return None
-    names = [f.strip() for f in features.split(",") if f.strip()]
-    if not names:
-        raise typer.BadParameter(
-            f"give column names separated by commas, got {features!r}", param_hint="--features"
-        )
-    return names
+def _parse_features(features: list[str] | None) -> list[str] | None:
+    """``--features a,b`` as a list (:func:`~fits.cli.options.column_list`; None: every
+    column but the target); a value with no name in it (``--features ,`` or ``''``) is a
+    usage error, not an intercept-only fit."""
+    return column_list(features, "--features")
 
 
 def _analyze_on_flower(

@@ -165,11 +165,12 @@ def benchmark(
     tune_relevance: TuneRelevanceOpt = None,
     relevance_budget: RelevanceBudgetOpt = None,
     order: Annotated[
-        str | None,
+        list[str] | None,
         typer.Option(
             "--order",
             help="Chain order: col1,col2,... naming every column of the data set once "
-            "(default: the data set's order, see docs/benchmarks.md).",
+            "(default: the data set's order, see docs/benchmarks.md); a header that holds "
+            "a comma in a JSON array. Repeat it to go on with the list.",
         ),
     ] = None,
 ) -> None:

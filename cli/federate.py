@@ -39,6 +39,7 @@ from .options import (
     DesignOpt,
     NaValuesOpt,
     NominalPenaltyOpt,
+    OrderOpt,
     OrdinalPenaltyOpt,
     RelevanceBudgetOpt,
     RelevanceOpt,
@@ -48,6 +49,7 @@ from .options import (
     check_max_tries,
     check_nominal_penalty,
     check_smoothing,
+    column_list,
     match_columns,
     match_keys,
     match_relevance,
@@ -546,7 +548,7 @@ def _run_config(
     rows: int | None,
     seed: int,
     kinds: list[str],
-    order: str,
+    order: list[str] | None,
     schema: Path | None,
     timeout: float,
     sites: int,
@@ -612,6 +614,7 @@ def _run_config(
             "schema file instead",
             2,
         )
+    order_names = column_list(order, "--order")  # a use of no name: a usage error here
     kind_map: dict[str, str] = {}
     for item in kinds:
         try:
@@ -644,7 +647,7 @@ def _run_config(
     if columns is not None:
         try:
             kind_map = match_keys(kind_map, columns, "--kind")
-            order = ",".join(parse_order(order, columns)) if order.replace(",", "").strip() else ""
+            order_names = parse_order(order, columns) if order else None
             column_designs = match_keys(column_designs, columns, "--column-design")
             column_models = match_keys(
                 column_models, columns, "--column-model", is_column=lambda c, _: c != "*"
@@ -667,7 +670,7 @@ def _run_config(
         "kinds": ",".join(f"{c}:{k}" for c, k in kind_map.items())
         if plain
         else json.dumps(kind_map),
-        "order": order,
+        "order": format_column_list(order_names) if order_names else "",
         "schema": str(schema.resolve()) if schema else "",
         "timeout": float(timeout),
         "min-sites": sites,
@@ -736,7 +739,6 @@ Kinds = Annotated[
     list[str],
     typer.Option("--kind", help="COLUMN=KIND (or COLUMN:KIND) override (repeatable)."),
 ]
-Order = Annotated[str, typer.Option("--order", help="Chain order, comma-separated.")]
 SchemaOpt = Annotated[Path | None, typer.Option("--schema", help="Schema JSON file.")]
 Timeout = Annotated[float, typer.Option("--round-timeout", help="Seconds a round may take.")]
 Audit = Annotated[
@@ -911,7 +913,7 @@ def run(
     max_tries: MaxTries = None,
     seed: Seed = 0,
     kind: Kinds = [],  # noqa: B006 - typer needs a list default
-    order: Order = "",
+    order: OrderOpt = None,
     schema: SchemaOpt = None,
     sites: Annotated[
         int, typer.Option("--sites", min=1, help="Wait until this many sites are connected.")
@@ -1155,7 +1157,7 @@ def check_site_setup(sites: dict[str, Path], config: dict) -> None:
     tables against it at configure, and nothing is checked here."""
     import warnings
 
-    from fits.core.names import resolve_columns, resolve_keys
+    from fits.core.names import parse_column_list, resolve_columns, resolve_keys
     from fits.core.schema import (
         describe_table,
         labels_of_na_only,
@@ -1167,7 +1169,7 @@ def check_site_setup(sites: dict[str, Path], config: dict) -> None:
     if config.get("schema"):
         return
     kinds = {c: str(k) for c, k in _run_kinds(str(config.get("kinds", ""))).items()}
-    order = [c for c in str(config.get("order", "")).split(",") if c] or None
+    order = parse_column_list(str(config.get("order", "")), "run config order") or None
     names = sorted(sites)  # the coordinator's order: by name
     descriptions = []
     try:
@@ -1497,7 +1499,7 @@ def local(
     ] = [],  # noqa: B006
     seed: Seed = 0,
     kind: Kinds = [],  # noqa: B006
-    order: Order = "",
+    order: OrderOpt = None,
     schema: SchemaOpt = None,
     round_timeout: Timeout = 600.0,
     audit: Audit = None,
@@ -1624,15 +1626,7 @@ def local(
         except (OSError, ValueError) as exc:
             _fail(f"{schema}: not a usable schema file ({exc}); write one with `fits schema`")
     columns = None
-    if (
-        kind
-        or order.strip()
-        or column_design
-        or column_model
-        or boosting
-        or weighted
-        or tune_relevance
-    ):
+    if kind or order or column_design or column_model or boosting or weighted or tune_relevance:
         columns = _header(data[0])  # the columns these options name
     # --drop: every site's header, checked as fits synthesize checks it (the sites drop
     # the columns from their own tables: run config drop)

@@ -40,6 +40,7 @@ from .options import (
     DesignOpt,
     NaValuesOpt,
     NominalPenaltyOpt,
+    OrderOpt,
     OrdinalPenaltyOpt,
     RelevanceBudgetOpt,
     RelevanceOpt,
@@ -355,13 +356,9 @@ def _progress(quiet: bool) -> tuple[Any, Callable[[str, int, int], None] | None]
     return progress_bar(Console(stderr=True))
 
 
-def _order(order: str | None, columns: list[str]) -> list[str] | None:
-    """``--order col1,col2,...`` as the headers it names (:func:`match_columns`)."""
-    if order is None:
-        return None
-    if not order.replace(",", "").strip():
-        raise typer.BadParameter("--order needs column names separated by commas")
-    return parse_order(order, columns)
+def _order(order: list[str] | None, columns: list[str]) -> list[str] | None:
+    """``--order col1,col2,...`` as the headers it names (:func:`parse_order`)."""
+    return None if order is None else parse_order(order, columns)
 
 
 SiteFiles = Annotated[
@@ -393,9 +390,6 @@ MAX_TRIES = 100
 
 Seed = Annotated[
     int, typer.Option("--seed", min=0, help="Seed of every random draw (an integer >= 0).")
-]
-Order = Annotated[
-    str | None, typer.Option("--order", help="Chain order: col1,col2,... (default: file order).")
 ]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
 Drop = Annotated[
@@ -501,7 +495,7 @@ def synthesize(
     schema: Annotated[
         Path | None, typer.Option("--schema", help="Schema JSON (from `fits schema`).")
     ] = None,
-    order: Order = None,
+    order: OrderOpt = None,
     simulate_clients: SimulateClients = None,
     shares: Shares = None,
     jobs: Jobs = None,
@@ -1082,7 +1076,7 @@ def _write_failed(out: Path, exc: OSError, what: str) -> str:
 def schema_command(
     site_files: SiteFiles,
     out: Annotated[Path, typer.Option("--out", help="Where to write the schema (a .json file).")],
-    order: Order = None,
+    order: OrderOpt = None,
     simulate_clients: SimulateClients = None,
     shares: Shares = None,
     seed: Seed = 0,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping, Sequence
 from enum import StrEnum
 from pathlib import Path
@@ -10,7 +11,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from fits.core.kernel_settings import parse_column_penalties, parse_relevance
-from fits.core.names import ColumnNameError, match_columns, match_keys, show_columns
+from fits.core.names import (
+    ColumnNameError,
+    format_column_list,
+    match_columns,
+    match_keys,
+    parse_column_list,
+    show_columns,
+)
 from fits.core.names import column_items as _column_items
 
 if TYPE_CHECKING:
@@ -35,6 +43,8 @@ __all__ = [
     "parse_boosting",
     "parse_kind",
     "repeated_site_files",
+    "column_list",
+    "OrderOpt",
     "parse_order",
     "BoostingOpt",
     "ColumnModelOpt",
@@ -230,30 +240,74 @@ def parse_kinds(items: Sequence[str] | None) -> dict[str, str]:
     return kinds
 
 
-def parse_order(text: str, columns: Sequence[str], option: str = "--order") -> list[str]:
-    """``col1,col2,...`` as the headers it names (:func:`match_columns`).
+OrderOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--order",
+        help="Chain order: col1,col2,... naming every column once (default: file order); "
+        'a header that holds a comma in a JSON array: \'["x", "y, z"]\'. Repeat it to '
+        "go on with the list.",
+        show_default=False,
+    ),
+]
+
+
+def column_list(values: Sequence[str] | None, option: str) -> list[str] | None:
+    """The names of a list option given once or more (``--order``, ``--features``): each
+    use a comma-separated list, or a JSON array of names for a header that holds a comma
+    (``--order '["x", "y, z"]'``; :func:`fits.core.names.parse_column_list`, the run
+    config's form), the uses in order; None when not given.
 
     Raises
     ------
-    ColumnNameError
-        As :func:`match_columns`; when a header holds a comma (which this list cannot
-        carry), the message says to give the order in a schema file instead.  Also an
-        order that misses a column or names one twice (a usage error, exit 2, rather
-        than the schema's check of the same, a data error).
+    typer.BadParameter
+        A use that names no column (``''``, ``','``), or that starts with ``[`` and is
+        no JSON array of strings (a usage error, exit 2).
     """
-    names = [c for c in text.split(",") if c.strip()]  # ' a ' names the header ' a ' first
-    if not names:
-        raise ColumnNameError(f"{option} needs column names separated by commas")
+    if values is None:
+        return None
+    names: list[str] = []
+    for text in values:
+        try:
+            got = parse_column_list(text, option)
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc), param_hint=option) from None
+        if not got:
+            raise typer.BadParameter(
+                f"give column names separated by commas, got {text!r}", param_hint=option
+            )
+        names += got
+    return names
+
+
+def parse_order(
+    values: Sequence[str], columns: Sequence[str], option: str = "--order"
+) -> list[str]:
+    """``--order`` (:func:`column_list`: ``col1,col2,...``, given once or more) as the
+    headers it names (:func:`match_columns`).
+
+    Raises
+    ------
+    typer.BadParameter
+        As :func:`column_list`.
+    ColumnNameError
+        As :func:`match_columns`; when a header holds a comma,
+        the message gives the order as a JSON array, which can name it.  Also an order
+        that misses a column or names one twice (a usage error, exit 2, rather than the
+        schema's check of the same, a data error).
+    """
+    names = column_list(values, option) or []
     try:
         chain = match_columns(names, columns, option)
     except ColumnNameError as exc:
         commas = [c for c in columns if "," in c]
         if not commas:
             raise
+        end = "" if str(exc).endswith("?") else "."  # after "did you mean 'y, z'?"
         raise ColumnNameError(
-            f"{exc}. {option} separates names by commas, so it cannot name column(s) "
-            f"{show_columns(commas)}: write the schema (fits schema SITE_FILE... --out "
-            "schema.json), reorder its 'order' list, and pass --schema schema.json"
+            f"{exc}{end} A comma separates the names, so name column(s) {show_columns(commas)} "
+            f"in a JSON array: {option} {shlex.quote(format_column_list(columns))} (in "
+            "the order you want)"
         ) from None
     twice = [c for c in dict.fromkeys(chain) if chain.count(c) > 1]
     missing = [c for c in columns if c not in chain]

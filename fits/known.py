@@ -275,10 +275,14 @@ def known_first_order(schema: Schema, known: pd.DataFrame) -> str:
     """
     import shlex
 
-    from fits.core.names import resolve_columns
+    from fits.core.names import format_column_list, resolve_columns
 
     first = resolve_columns([str(c) for c in known.columns], schema.names, "--known", "the fit")
-    return shlex.quote(",".join([*first, *(c for c in schema.order if c not in first)]))
+    order = [*first, *(c for c in schema.order if c not in first)]
+    # a header that holds a comma: a JSON array (fits.cli.options.column_list reads both)
+    return shlex.quote(
+        format_column_list(order) if any("," in c for c in order) else ",".join(order)
+    )
 
 
 def unmatched_known_row(message: str, schema: Schema, known: pd.DataFrame, max_tries: int) -> str:

@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 
 from fits.cli.main import app
 from fits.cli.options import ColumnNameError, match_columns, match_keys
+from fits.core.names import parse_column_list
 
 #: The headers of the spaced tables, all with surrounding spaces.
 SPACED = [" x ", " g ", " h ", " n ", " id "]
@@ -169,12 +170,12 @@ def test_federate_local_resolves_every_column_option(sites, tmp_path, monkeypatc
                 "--column-model", "h=boosting", "--boosting", "h:n_trees=2")  # fmt: skip
     assert res.exit_code == 0, res.output
     assert json.loads(seen["kinds"]) == {" id ": "id"}
-    assert seen["order"] == " g , x , h , n , id "
+    assert parse_column_list(seen["order"], "order") == [" g ", " x ", " h ", " n ", " id "]
     assert json.loads(seen["column-designs"]) == {" x ": "constant"}
     assert json.loads(seen["column-models"]) == {" h ": "boosting"}
     assert json.loads(seen["boosting"]) == {" h ": {"n_trees": 2}}
     # fits federate run (the SuperLink's machine holds no table): names go as given
-    config = federate._run_config(tmp_path / "o.csv", 5, 0, ["age:continuous", "b:id"], "b,age",
+    config = federate._run_config(tmp_path / "o.csv", 5, 0, ["age:continuous", "b:id"], ["b,age"],
                                   None, 60.0, 2, None)  # fmt: skip
     assert config["kinds"] == "age:continuous,b:id" and config["order"] == "b,age"
 
@@ -200,7 +201,8 @@ def test_federate_drop_is_synthesize_drop(sites, tmp_path, monkeypatch) -> None:
     local = ["federate", "local", *sites, "--rows", 5, "--out", out]
     res = _fits(*local, "--drop", "n", "--drop", "id", "--order", "g,x,h", "--kind", "h:nominal")
     assert res.exit_code == 0, res.output
-    assert seen["drop"] == "n,id" and seen["order"] == " g , x , h "
+    assert seen["drop"] == "n,id"
+    assert parse_column_list(seen["order"], "order") == [" g ", " x ", " h "]
     assert json.loads(seen["kinds"]) == {" h ": "nominal"}
     seen.clear()
     res = _fits(*local, "--drop", " n ", "--drop", "x,y")  # as given: a JSON array
@@ -331,10 +333,22 @@ def test_an_unknown_name_is_a_usage_error(sites, tmp_path, case) -> None:
 
 
 @pytest.mark.parametrize("command", ["synthesize", "schema", "federate"])
-def test_order_cannot_name_a_header_with_a_comma(tmp_path, command) -> None:
-    """--order is split at commas, so a header 'y, z' cannot be named there: the usage
-    error quotes that header in the list of columns (it would read as two) and says to
-    reorder a schema file instead."""
+def test_order_names_a_header_with_a_comma_in_a_json_array(tmp_path, command, monkeypatch) -> None:
+    """--order is split at commas, so 'y, z,x' cannot name a header 'y, z': the usage
+    error quotes that header in the list of columns and gives the order as a JSON array
+    (it said to reorder a schema file instead); that array names it, and so does the
+    option repeated (the lists joined). Flower itself is not run."""
+    from fits.cli import federate
+
+    seen: dict = {}
+
+    def run_local_federation(launch, site_files, config, **options):
+        seen.update(config)
+        Path(config["output"]).write_text('x,"y, z"\n1,2\n')  # what the ServerApp writes
+        return SimpleNamespace(ok=True, log="", run_id=1, seconds=0.0)
+
+    monkeypatch.setattr(federate, "_launch", lambda: None)
+    monkeypatch.setattr(federate, "run_local_federation", run_local_federation)
     rng = np.random.default_rng(2)
     path, other = tmp_path / "t.csv", tmp_path / "u.csv"
     for p in (path, other):
@@ -342,7 +356,7 @@ def test_order_cannot_name_a_header_with_a_comma(tmp_path, command) -> None:
         frame.to_csv(p, index=False)
     out = tmp_path / "out"
     argv = {
-        "synthesize": ["synthesize", path, other, "--rows", 5, "--out", f"{out}.csv"],
+        "synthesize": ["synthesize", path, other, "--rows", 5, "--out", f"{out}.csv", "-q"],
         "schema": ["schema", path, other, "--out", f"{out}.json"],
         "federate": ["federate", "local", path, other, "--rows", 5, "--out", f"{out}.csv"],
     }[command]
@@ -350,8 +364,53 @@ def test_order_cannot_name_a_header_with_a_comma(tmp_path, command) -> None:
     assert res.exit_code == 2, res.output
     flat = " ".join(res.output.split())
     assert "no column [' z', 'y'] in the site tables (columns: x, 'y, z')" in flat, flat
-    assert "cannot name column(s) 'y, z'" in flat and "--schema schema.json" in flat, flat
+    assert """name column(s) 'y, z' in a JSON array: --order '["x", "y, z"]'""" in flat, flat
     assert not out.with_suffix(".csv").exists() and not out.with_suffix(".json").exists()
+    for given in (['["y, z", "x"]'], ['["y, z"]', "x"]):
+        res = _fits(*argv, *(a for g in given for a in ("--order", g)))
+        assert res.exit_code == 0, res.output
+        if command == "schema":
+            assert json.loads(out.with_suffix(".json").read_text())["order"] == ["y, z", "x"]
+        if command == "federate":
+            assert parse_column_list(seen["order"], "order") == ["y, z", "x"]
+            assert json.loads(seen["order"]) == ["y, z", "x"]  # a JSON array: one name
+    res = _fits(*argv, "--order", "x", "--order", ",")
+    assert res.exit_code == 2 and "give column names separated by commas, got ','" in res.output
+
+
+def test_the_known_first_order_names_a_header_with_a_comma() -> None:
+    """The --order a --known refusal advises reads back as that order: a JSON array when
+    a header holds a comma ('y, z,x' named no column), else names and commas."""
+    import shlex
+
+    from fits.cli.options import parse_order
+    from fits.core.schema import Schema
+    from fits.known import known_first_order
+
+    rng = np.random.default_rng(4)
+    frame = pd.DataFrame({"x": rng.normal(size=30), "y, z": rng.normal(size=30)})
+    said = known_first_order(Schema.detect(frame, rules=False), frame[["y, z"]])
+    assert parse_order(shlex.split(said), ["x", "y, z"]) == ["y, z", "x"]
+    plain = frame.rename(columns={"y, z": "y"})
+    assert known_first_order(Schema.detect(plain, rules=False), plain[["y"]]) == "y,x"
+
+
+def test_features_name_a_header_with_a_comma_in_a_json_array(tmp_path) -> None:
+    """--features takes the same lists as --order: a JSON array names a header that
+    holds a comma ('y, z' was split into 'y' and ' z', no columns)."""
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=40)
+    path = tmp_path / "t.csv"
+    pd.DataFrame({"x": x, "y, z": x + rng.normal(size=40), "w": rng.normal(size=40)}).to_csv(
+        path, index=False
+    )
+    out = tmp_path / "r.json"
+    base = ["analyze", path, "--target", "x", "--family", "linear", "--out", out]
+    res = _fits(*base, "--features", "y, z")
+    assert res.exit_code == 2 and "--features: no column" in " ".join(res.output.split())
+    res = _fits(*base, "--features", '["y, z"]', "--features", "w")
+    assert res.exit_code == 0, res.output
+    assert set(json.loads(out.read_text())["params"]) == {"(intercept)", "y, z", "w"}
 
 
 def test_kind_takes_either_separator_in_every_command(sites, tmp_path) -> None:

@@ -52,7 +52,8 @@ Coordinator side (run config, ``fits federate run`` fills it in)::
     seed       = 0
     kinds      = ""                # kind overrides, "age:continuous,grade:ordinal" (or
                                    # a JSON object, e.g. '{" age ": "continuous"}')
-    order      = ""                # comma-separated chain order ("" = the tables')
+    order      = ""                # comma-separated chain order ("" = the tables'), or
+                                   # a JSON array, e.g. '["x", "y, z"]'
     schema     = ""                # path of a schema JSON file ("" = inferred)
     timeout    = 600.0             # seconds a round may take before the run stops
     batch-size = 0                 # queries per message (0: as large as memory allows)
@@ -427,7 +428,7 @@ def read_run_config(config: Mapping[str, Any]) -> dict[str, Any]:
         "known": str(get("known", "")),
         "seed": int(get("seed", 0)),
         "kinds": _parse_kinds(str(get("kinds", ""))),
-        "order": [c for c in str(get("order", "")).split(",") if c] or None,
+        "order": parse_column_list(str(get("order", "")), "run config order") or None,
         "schema": str(get("schema", "")),
         "timeout": float(get("timeout", 600.0)),
         "batch_size": int(get("batch-size", 0)),
