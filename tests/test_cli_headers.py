@@ -395,6 +395,15 @@ def test_the_known_first_order_names_a_header_with_a_comma() -> None:
     assert known_first_order(Schema.detect(plain, rules=False), plain[["y"]]) == "y,x"
 
 
+def test_the_run_config_order_reads_a_json_array() -> None:
+    """The ServerApp reads the run config's order as fits federate writes it."""
+    pytest.importorskip("flwr", reason="needs the flower extra: pip install 'fits[flower]'")
+    from fits.deploy.flower import read_run_config
+
+    assert read_run_config({"order": '["y, z", "x"]'})["order"] == ["y, z", "x"]
+    assert read_run_config({"order": "x,y"})["order"] == ["x", "y"]
+
+
 def test_features_name_a_header_with_a_comma_in_a_json_array(tmp_path) -> None:
     """--features takes the same lists as --order: a JSON array names a header that
     holds a comma ('y, z' was split into 'y' and ' z', no columns)."""
