@@ -15,7 +15,13 @@ import pytest
 
 from fits import FITSSynthesizer
 from fits.core.continualization import canonical_order, canonical_rows
-from fits.core.schema import NA_ONLY_ATTR, na_only_cells
+from fits.core.schema import (
+    NA_ONLY_ATTR,
+    describe_table,
+    description_digest,
+    na_only_cells,
+    parse_text_columns,
+)
 
 
 def _site(n: int, rng: np.random.Generator) -> pd.DataFrame:
@@ -125,3 +131,21 @@ def test_canonical_rows_keep_the_users_row_labels_and_move_the_na_texts():
     assert list(out.index) == [1, 3, 2, 0]  # each row keeps the user's label
     text, moved = na_only_cells(out)["code"]
     assert text == "NA" and list(moved) == list(held[out.index])
+
+
+def test_the_markers_kept_of_a_text_column_do_not_depend_on_the_row_order():
+    """parse_text_columns names at most 10 markers; of more that tie in count it kept
+    the first in row order, so the same rows shuffled gave another description digest.
+    Ties are broken by the marker's text."""
+    rng = np.random.default_rng(7)
+    values = [f"{v:.3f}" for v in rng.normal(size=300)] + [f"m{k:02d}" for k in range(12)]
+    values += ["?"] * 3  # the most frequent marker comes first
+    frame = pd.DataFrame({"x": values})
+    seen = set()
+    for seed in range(4):
+        shuffled = frame.sample(frac=1.0, random_state=seed).reset_index(drop=True)
+        parsed, notes = parse_text_columns(shuffled)
+        assert list(notes["x"]["markers"]) == ["?", *(f"m{k:02d}" for k in range(9))]
+        assert notes["x"]["n_markers"] == 15
+        seen.add(description_digest(describe_table(parsed, client="a", notes=notes)))
+    assert len(seen) == 1

@@ -2094,7 +2094,8 @@ AMBIGUOUS_DAY = " (ambiguous: no day above 12)"
 _ISO = re.compile(r"^\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?(Z|[+-]\d{2}:?\d{2})?$")
 _OFFSET = re.compile(r"(?:Z|[+-]\d{2}:?\d{2})$")
 _LEADING_ZERO = re.compile(r"^[+-]?0\d")
-#: Markers named per column in a note (the most frequent; the rest are counted).
+#: Markers named per column in a note (the most frequent, ties by their text; the rest
+#: are counted).
 _MAX_MARKERS = 10
 
 
@@ -2633,7 +2634,9 @@ def parse_text_columns(
             column.index = s.index
         else:
             column = mapped
-        bad = counts[~ok].sort_values(ascending=False, kind="stable")
+        # the most frequent first, ties by their text: the markers named (at most
+        # _MAX_MARKERS) do not depend on the row order
+        bad = counts[~ok].sort_index().sort_values(ascending=False, kind="stable")
         notes[name] = {
             "as": what,
             "format": fmt,
