@@ -291,10 +291,10 @@ def parse_order(
     typer.BadParameter
         As :func:`column_list`.
     ColumnNameError
-        As :func:`match_columns`; when a header holds a comma,
-        the message gives the order as a JSON array, which can name it.  Also an order
-        that misses a column or names one twice (a usage error, exit 2, rather than the
-        schema's check of the same, a data error).
+        As :func:`match_columns`; when a header holds a comma, the message gives the
+        order as a JSON array, which can name it.  Also an order that misses a column or
+        names one twice (a usage error, exit 2, rather than the schema's check of the
+        same, a data error).
     """
     names = column_list(values, option) or []
     try:
