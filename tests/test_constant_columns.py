@@ -387,3 +387,28 @@ def test_constants_keep_every_input_dtype(tmp_path: Path) -> None:
     back = pd.read_parquet(path)
     for c in ("cat", "nat", "tz", "i64", "big"):
         pd.testing.assert_series_equal(back[c], out[c], check_exact=True)
+
+
+def test_a_table_of_only_constants_and_identifiers_is_written(tmp_path: Path) -> None:
+    """No column left for the chain (every one a constant or declared an identifier):
+    the fit stopped with an IndexError (the first chain column of an empty chain) and the
+    draw with "run setup() and configure() first"; the table is the constants and fresh
+    surrogates, through the Python API and the command line."""
+    tables = {n: t[["const", "unit", "empty", "x"]] for n, t in _sites(2).items()}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataNote)
+        synth = _fit(tables, kinds={"x": "id"})
+    out = synth.sample(5, seed=1)
+    assert list(out.columns) == ["const", "unit", "empty", "x"]
+    assert (out["const"] == 7).all() and (out["unit"] == "mg").all()
+    assert out["empty"].isna().all()
+    assert out["x"].nunique() == 5  # surrogates, none of the real values
+    assert not set(out["x"].astype(str)) & set(tables["site0"]["x"].astype(str))
+    paths = []
+    for name, table in tables.items():
+        paths.append(tmp_path / f"{name}.csv")
+        table.to_csv(paths[-1], index=False)
+    res = run("synthesize", *paths, "--kind", "x=id", "--rows", "4", "--out", tmp_path / "o.csv")
+    assert res.returncode == 0, res.stderr
+    written = pd.read_csv(tmp_path / "o.csv")
+    assert len(written) == 4 and (written["const"] == 7).all() and written["empty"].isna().all()

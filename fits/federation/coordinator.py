@@ -949,6 +949,12 @@ class Coordinator:
 
         return ask
 
+    @property
+    def _configured(self) -> bool:
+        """Whether :meth:`configure` has run: every column of the schema has its grid
+        (a schema of no column, every column an identifier or a constant, needs none)."""
+        return self.schema is not None and len(self.grids) == len(self.schema.columns)
+
     def configure(
         self,
         seed: int | np.random.SeedSequence | None = None,
@@ -1046,7 +1052,7 @@ class Coordinator:
             and not self._by_mass(c)
             and not self._boosted(c)
         ]
-        first = [self.schema.order[0]]  # sampling needs it: asked in the same round
+        first = self.schema.order[:1]  # sampling needs it: asked in the same round
         for _ in range(ADAPT_ROUNDS):
             if not targets:
                 return
@@ -1562,7 +1568,7 @@ class Coordinator:
             Column -> the chosen :class:`~fits.core.tuning.Smoothing` (also merged into
             :attr:`smoothing`; the scores are in :attr:`tuning`).
         """
-        if self.schema is None or not self.grids:
+        if not self._configured:
             raise RuntimeError("run setup() and configure() before tune()")
         cands = [Smoothing.from_value(c) for c in candidates]
         if not cands:
@@ -1716,7 +1722,7 @@ class Coordinator:
             Column -> the chosen :class:`~fits.core.tuning.Smoothing` (also in
             :attr:`smoothing`; the candidates and their scores in :attr:`tuning`).
         """
-        if self.schema is None or not self.grids:
+        if not self._configured:
             raise RuntimeError("run setup() and configure() before tune_relevance()")
         order = self.schema.order
         # columns their rule sets in every row (a sum's, an interval rule's of a source
@@ -2318,7 +2324,7 @@ class Coordinator:
         :meth:`boosted_model` fits it on first use, should a drawn row hold
         a combination the rule does not cover.
         """
-        if self.schema is None or not self.grids:
+        if not self._configured:
             raise RuntimeError("run setup() and configure() first")
         order = self.schema.order
         ruled = {r.column for r in self.schema.rules or []}  # drawn by rule: fitted if needed
@@ -2534,7 +2540,7 @@ class Coordinator:
         return found if distinct is x else found[inverse]
 
     def _queries(self, column: str, queries: np.ndarray) -> np.ndarray:
-        if self.schema is None or not self.grids:
+        if not self._configured:
             raise RuntimeError("run setup() and configure() first")
         j = self.schema.order.index(column)
         x = np.atleast_2d(np.asarray(queries, dtype=float))
@@ -2694,7 +2700,7 @@ class Coordinator:
         ndarray of shape (n, P)
             Synthetic values, columns in ``schema.order``.
         """
-        if self.schema is None or not self.grids:
+        if not self._configured:
             raise RuntimeError("run setup() and configure() first")
         if n < 1:
             raise ValueError("the number of rows to sample must be at least 1")
