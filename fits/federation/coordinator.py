@@ -1568,7 +1568,7 @@ class Coordinator:
             Column -> the chosen :class:`~fits.core.tuning.Smoothing` (also merged into
             :attr:`smoothing`; the scores are in :attr:`tuning`).
         """
-        if not self._configured:
+        if self.schema is None or not self._configured:
             raise RuntimeError("run setup() and configure() before tune()")
         cands = [Smoothing.from_value(c) for c in candidates]
         if not cands:
@@ -1722,7 +1722,7 @@ class Coordinator:
             Column -> the chosen :class:`~fits.core.tuning.Smoothing` (also in
             :attr:`smoothing`; the candidates and their scores in :attr:`tuning`).
         """
-        if not self._configured:
+        if self.schema is None or not self._configured:
             raise RuntimeError("run setup() and configure() before tune_relevance()")
         order = self.schema.order
         # columns their rule sets in every row (a sum's, an interval rule's of a source
@@ -2324,7 +2324,7 @@ class Coordinator:
         :meth:`boosted_model` fits it on first use, should a drawn row hold
         a combination the rule does not cover.
         """
-        if not self._configured:
+        if self.schema is None or not self._configured:
             raise RuntimeError("run setup() and configure() first")
         order = self.schema.order
         ruled = {r.column for r in self.schema.rules or []}  # drawn by rule: fitted if needed
@@ -2540,7 +2540,7 @@ class Coordinator:
         return found if distinct is x else found[inverse]
 
     def _queries(self, column: str, queries: np.ndarray) -> np.ndarray:
-        if not self._configured:
+        if self.schema is None or not self._configured:
             raise RuntimeError("run setup() and configure() first")
         j = self.schema.order.index(column)
         x = np.atleast_2d(np.asarray(queries, dtype=float))
@@ -2700,7 +2700,7 @@ class Coordinator:
         ndarray of shape (n, P)
             Synthetic values, columns in ``schema.order``.
         """
-        if not self._configured:
+        if self.schema is None or not self._configured:
             raise RuntimeError("run setup() and configure() first")
         if n < 1:
             raise ValueError("the number of rows to sample must be at least 1")
