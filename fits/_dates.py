@@ -33,6 +33,7 @@ __all__ = [
     "iso_datetimes",
     "seconds_text",
     "text_seconds",
+    "text_times",
 ]
 
 #: The units :func:`duration_text` words a duration in, largest first, in microseconds.
@@ -106,6 +107,44 @@ def iso_datetimes(values: Any, *, utc: bool = False) -> Any:
     if dtype is not None and not pd.api.types.is_datetime64_any_dtype(dtype):
         raise ValueError("date-times with several UTC offsets; parse them with utc=True")
     return parsed
+
+
+def text_times(values: pd.Series, *, aware: bool, format: str | None = None) -> pd.Series:
+    """Times given as text (or objects) parsed as written, for a column with a time zone
+    (``aware``) or without.
+
+    Text without an offset stays local (naive), so that a zoned column's check refuses
+    it rather than reading it as UTC (``pd.to_datetime(..., utc=True)`` read
+    ``"2024-01-01 10:00"`` as 11:00 in Berlin). Text with offsets is read in UTC when
+    the column has a zone and every value carries one (a zoned column's summer and
+    winter times).
+
+    Raises
+    ------
+    ValueError
+        Text that is not dates, or (for a zoned column) some values written with an
+        offset and some without, or (for a column without a zone) several offsets.
+    TypeError
+        As :func:`pandas.to_datetime`.
+    """
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)  # pandas 2.x on several offsets
+            parsed = pd.to_datetime(values, format=format)
+    except ValueError:
+        if not aware:
+            raise
+        parsed = values  # several offsets: in UTC below, where every value has one
+    if pd.api.types.is_datetime64_any_dtype(parsed.dtype):
+        return parsed
+    given = values.dropna().astype(str).str.strip()
+    if aware and bool(given.str.contains(r"(?:Z|[+-]\d{2}:?\d{2})$").all()):
+        return pd.to_datetime(values, format=format, utc=True)
+    raise ValueError(
+        "some are written with an offset from UTC and some without"
+        if aware
+        else "date-times with several UTC offsets"
+    )
 
 
 def seconds_text(seconds: float, *, tz: str | None = None, date_only: bool = False) -> str:

@@ -534,6 +534,7 @@ def _as_dates(name: str, col: pd.Series, spec: Any) -> pd.Series:
     """A known text date column read as :func:`pandas.to_datetime` reads it (ISO 8601,
     or the one format it infers from the first value), with a note where day and month
     could be swapped in every row (:func:`_note_day_first`)."""
+    from fits._dates import text_times
     from fits.core.schema import SchemaError
 
     try:
@@ -542,7 +543,7 @@ def _as_dates(name: str, col: pd.Series, spec: Any) -> pd.Series:
             # ISO 8601 as fits.io reads the sites' files (a date, or a date and
             # time, in one column), else the one format pandas infers
             iso = "ISO8601" if _all_iso(col) else None
-            parsed = pd.to_datetime(col, utc=spec.tz is not None, format=iso)
+            parsed = text_times(col, aware=spec.tz is not None, format=iso)
     except (ValueError, TypeError) as exc:
         raise SchemaError(
             f"the known values: column {name!r} is a datetime column in the schema "

@@ -286,6 +286,22 @@ def test_known_times_without_the_schemas_time_zone_are_refused():
         )
 
 
+def test_known_times_as_text_are_read_as_written_for_a_zoned_column():
+    """The same, for times given as text: "2021-01-01 10:00" for a column in
+    Europe/Paris was read as 10:00 UTC and given back as 11:00 in Paris, silently. Text
+    with its offset is read at that offset; offsets on some values only are refused."""
+    aware = _timed_sites("Europe/Paris")
+    synth = FITSSynthesizer(seed=0).fit(aware)
+    with pytest.raises(SchemaError, match=r"'t' holds times without a time zone"):
+        synth.sample_remaining_columns(pd.DataFrame({"t": ["2021-01-01 10:00"]}))
+    text = ["2021-01-01 10:00+01:00", "2021-01-05T10:00:00+02:00", "2021-01-03 08:00Z"]
+    out = synth.sample_remaining_columns(pd.DataFrame({"t": text}))
+    expected = pd.to_datetime(text, format="ISO8601", utc=True).tz_convert("Europe/Paris")
+    assert list(out["t"]) == list(expected)  # 10:00, 09:00 and 09:00 in Paris
+    with pytest.raises(SchemaError, match="some are written with an offset from UTC and some"):
+        synth.sample_remaining_columns(pd.DataFrame({"t": [text[0], "2021-01-05 10:00"]}))
+
+
 @pytest.mark.parametrize(
     ("columns", "fix"),
     [

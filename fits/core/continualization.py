@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from fits._dates import text_times
 from fits.core.schema import (
     EXACT_FLOAT_INT,
     NA_ONLY_ATTR,
@@ -130,7 +131,7 @@ class Encoder:
         if spec.dtype == "datetime":
             if not pd.api.types.is_datetime64_any_dtype(values.dtype):
                 try:
-                    values = pd.to_datetime(values, utc=spec.tz is not None)
+                    values = text_times(values, aware=spec.tz is not None)
                 except (ValueError, TypeError) as exc:
                     raise SchemaError(
                         f"{client}: column {spec.name!r} is a datetime column in the schema "
