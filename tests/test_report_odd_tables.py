@@ -72,6 +72,9 @@ def test_report_compares_missing_values_and_datetimes():
     assert "['when', 'day'] are compared as days since 1970-01-01 UTC" in notes
     assert "indicator column '<column> (missing)'" in notes
     assert "count (missing)" in report.to_html()
+    # the table's 7 columns, not the indicator added to compare (it said 8)
+    assert report.data["meta"]["n_columns"] == 7
+    assert "7 columns" in report.summary()
 
 
 def test_report_target_with_missing_values_names_table_and_fix():

@@ -1662,7 +1662,8 @@ def _assemble(
                 "test": None if test is None else len(test),
                 "clients": {k: len(v) for k, v in inputs.clients.items()},
             },
-            "n_columns": len(inputs.columns),
+            # the table's columns, not the indicators of missing values added to compare
+            "n_columns": len(inputs.columns) - len(inputs.present),
             "timings_s": {},
         },
         "kinds": inputs.kinds,
