@@ -117,8 +117,18 @@ def test_integers_past_2_53_and_floats_stay_integers():
     ("second", "what"),
     [
         (np.random.default_rng(1).integers(0, 2, N), "numbers"),
-        (pd.Series(np.random.default_rng(1).choice(["True", "False"], N), dtype="str"), "other"),
-        (pd.Series(np.random.default_rng(1).choice(["yes", "no"], N), dtype=object), "other"),
+        (
+            pd.Series(np.random.default_rng(1).choice(["True", "False"], N), dtype="str"),
+            r"other.*map\(\{'True': True, 'False': False\}\)",  # their own words (said yes/no)
+        ),
+        (
+            pd.Series(np.random.default_rng(1).choice(["yes", "no"], N), dtype=object),
+            r"other.*map\(\{'yes': True, 'no': False\}\)",
+        ),
+        (
+            pd.Series(np.random.default_rng(1).choice(["red", "no"], N), dtype=object),
+            r"other.*map\(\{'yes': True, 'no': False\}\)",  # not all words: the example
+        ),
     ],
 )
 def test_true_false_values_and_others_are_refused_naming_the_sites(second, what):

@@ -4801,10 +4801,32 @@ def _check_booleans(name: str, infos: Sequence[Mapping[str, Any]], clients: Sequ
         + (
             f"df[{name!r}].astype(bool) where it holds 0 and 1"
             if numbers
-            else f"df[{name!r}].map({{'yes': True, 'no': False}}) where it holds text"
+            else f"df[{name!r}].map({_truth_map([i for i, _ in others])}) where it holds text"
         )
         + " (fits synthesize and fits federate read true/false text in a CSV as booleans)"
     )
+
+
+#: Words for true and for false, as :func:`_truth_map` recognizes them (lower case).
+_TRUTH_WORDS = {
+    **dict.fromkeys(("true", "t", "yes", "y", "1"), True),
+    **dict.fromkeys(("false", "f", "no", "n", "0"), False),
+}
+
+
+def _truth_map(infos: Sequence[Mapping[str, Any]]) -> str:
+    """The ``map`` argument that turns the text labels of ``infos`` (the sites that hold
+    text where others hold true/false values) into booleans, as Python source: their own
+    labels where every one is a word for true or false ("True", "no"), else the example
+    ``{'yes': True, 'no': False}``."""
+    labels = sorted(
+        {str(v) for i in infos for v in i.get("values", []) if v is not None},
+        key=lambda v: (not _TRUTH_WORDS.get(v.strip().lower(), False), v),
+    )
+    if not labels or any(v.strip().lower() not in _TRUTH_WORDS for v in labels):
+        return "{'yes': True, 'no': False}"
+    pairs = ", ".join(f"{v!r}: {_TRUTH_WORDS[v.strip().lower()]}" for v in labels)
+    return "{" + pairs + "}"
 
 
 def _check_flags_and_numbers(
