@@ -278,16 +278,21 @@ def test_a_step_that_is_no_number_names_the_step(tables, eta) -> None:
 def test_fednewton_reports_the_third_party_mu_of_an_odd_site_size(tables) -> None:
     # was: mu / sqrt(m) = 0.7071 for a 7-row site next to a 150-row one; its noise uses
     # 6 rows and its weight 7, so a record there is hidden less than that
+    # (its Newton step's average; its FedAvg round counts at the site's own mu / sqrt(2),
+    # tests/test_third_party_privacy.py)
     odd = {"a": tables["s0"], "b": tables["s1"].iloc[:7]}
     res = fit_glm(odd, "y", method="fednewton", mu=1.0, clip=1.0, seed=0)
     r = np.array([1.0, 7 / 6])
-    assert res.privacy.mu_third_party == pytest.approx(r.max() / np.sqrt(r @ r))
-    assert res.privacy.epsilon_third_party == pytest.approx(gdp_epsilon(0.7592566, 1e-5), 1e-6)
-    for method in ("fedsgd", "fedavg"):
+    newton = r.max() / np.sqrt(r @ r) / np.sqrt(2)  # 0.7592566 / sqrt(2)
+    assert res.privacy.mu_third_party == pytest.approx(np.sqrt(0.5 + newton**2))
+    assert res.privacy.epsilon_third_party == pytest.approx(
+        gdp_epsilon(float(np.sqrt(0.5 + 0.7592566**2 / 2)), 1e-5), 1e-6
+    )
+    for method, mu3 in (("fedsgd", 1 / np.sqrt(2)), ("fedavg", 1.0)):
         spent = fit_glm(odd, "y", method=method, mu=1.0, clip=1.0, seed=0).privacy
-        assert spent.mu_third_party == pytest.approx(1 / np.sqrt(2))
+        assert spent.mu_third_party == pytest.approx(mu3)
     even = fit_glm(tables, "y", method="fednewton", mu=1.0, clip=1.0, seed=0).privacy
-    assert even.mu_third_party == pytest.approx(1 / np.sqrt(2))
+    assert even.mu_third_party == pytest.approx(np.sqrt(0.75))
 
 
 def test_a_poisson_target_that_is_no_count_says_the_fix(tables) -> None:

@@ -4,7 +4,9 @@ The paper "Statistical Limits and Efficient Algorithms for Differentially Privat
 Federated Learning" (Peng, Paul, Auddy 2026; ``dp-federated-m-estimation.txt``) fits an
 M-estimator theta_0 = argmin E rho(X, theta) over m sites, each site mu-fed-GDP
 (Definition 2.2) towards the server and the whole run mu/sqrt(m)-GDP towards a third
-party (Definition 2.1).  Here the M-estimators are generalized linear models with the
+party (Definition 2.1; fits claims that for FedSGD only, each site's mu for FedAvg and
+their composition for FedHybrid and FedNewton: :func:`fits.analysis.accounting.
+third_party_mu`).  Here the M-estimators are generalized linear models with the
 canonical link, rho = the negative log-likelihood per row (sec. 4):
 
 =========  =========================  ==============  =============================
@@ -2218,6 +2220,7 @@ class GLMResults:
                     else ""
                 )
             )
+            lines.append(f"third party: {p.third_party_note}")
             lines.append(f"privacy covers {self.privacy_scope}")
             if self.noise_floor is not None:
                 lines.append(
@@ -2447,8 +2450,11 @@ def fit_glm(
         the paper's algorithms stop at their own error.  Default: ``"newton"``
         without privacy, ``"fednewton"`` with it.
     mu : float, optional
-        Each site is mu-fed-GDP (Definition 2.2); the run is mu/sqrt(m)-GDP to a third
-        party (Definition 2.1).
+        Each site is mu-fed-GDP (Definition 2.2).  Towards a third party (Definition
+        2.1) the run is mu/sqrt(m)-GDP with FedSGD, mu-GDP with FedAvg, and
+        mu sqrt((1 + 1/m) / 2)-GDP with FedHybrid and FedNewton (even site sizes);
+        ``res.privacy.third_party_note`` says why (docs/analysis.md, "The third-party
+        guarantee").
     epsilon, delta : float, optional
         Instead of mu: mu is the GDP parameter whose (epsilon, delta) curve passes
         through the given point (:func:`fits.analysis.accounting.gdp_mu`).  With ``mu``,
@@ -3015,9 +3021,13 @@ def _fit(
     from fits.analysis.accounting import PrivacySpent
 
     # FedNewton's noise uses 2 floor(n_i / 2) rows and its weights n_i: for an odd n_i
-    # the aggregate hides a record of site i less than mu / sqrt(m) says (was: reported)
+    # the Newton step's average hides a record of site i less than mu / sqrt(2m) says
     ratios = n_rows / (2 * (n_rows // 2)) if method == "fednewton" else None
-    privacy = PrivacySpent.from_budget(budget, len(n_rows), ratios) if budget is not None else None
+    privacy = (
+        PrivacySpent.from_budget(budget, len(n_rows), ratios, method=method)
+        if budget is not None
+        else None
+    )
     out_settings = dict(settings)
     if method == "fednewton":
         out_settings["tau1"] = tau1
