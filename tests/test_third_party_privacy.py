@@ -300,3 +300,22 @@ def test_third_party_mu_composes_the_stages() -> None:
     assert "odd" not in third_party_mu("fednewton", 1.0, 2, np.ones(2))[2]
     with pytest.raises(ValueError, match="unknown private method 'newton'"):
         third_party_mu("newton", 1.0, 2)
+
+
+def test_the_automatic_clip_biases_fedsgd_too_and_the_summary_says_so() -> None:
+    # docs said only FedAvg and FedNewton: FedSGD solves the pooled clipped score, whose
+    # root is not the MLE where clip=auto (a 90th percentile at theta = 0) binds
+    rng = np.random.default_rng(11)
+    tables = {}
+    for i in range(4):
+        x = rng.normal(size=(20_000, 3))
+        y = (rng.random(20_000) < 1 / (1 + np.exp(-0.3 * x.sum(1)))).astype(int)
+        tables[f"s{i}"] = pd.DataFrame({"a": x[:, 0], "b": x[:, 1], "c": x[:, 2], "y": y})
+    mle = fit_glm(tables, "y", cov_type=None).params.to_numpy()[1:]
+    auto = fit_glm(tables, "y", method="fedsgd", mu=1.0, seed=0)
+    wide = fit_glm(tables, "y", method="fedsgd", mu=1.0, clip=5.0, seed=0)
+    assert auto.clip_data_driven and auto.clip < 2
+    assert (auto.params.to_numpy()[1:] - mle).min() > 0.03  # every slope about 0.057 too large
+    assert np.abs(wide.params.to_numpy()[1:] - mle).max() < 0.015
+    assert "clip: B = " in auto.summary() and "clip: B = " not in wide.summary()
+    assert "a bias that more rows do not remove" in auto.summary()
