@@ -178,6 +178,16 @@ def test_fedavg_is_not_mu_over_sqrt_m_even_when_every_site_is_strongly_convex(
     assert 2 / math.sqrt(10) < hybrid <= claimed == pytest.approx(math.sqrt(0.55))
 
 
+def test_fedavg_with_a_site_of_fewer_rows_than_coefficients() -> None:
+    # FedAvg accepts a site of 2 rows for 3 coefficients (FedNewton does not): its loss
+    # is flat along a direction, and a record there is hidden at about 0.9 mu, not 0.316
+    rng = np.random.default_rng(0)
+    xs = _standardized([rng.normal(size=(2 if i == 0 else 200, 2)) for i in range(10)])
+    h, n = [x.T @ x / len(x) for x in xs], [len(x) for x in xs]
+    third = _exact_mu(h, n, 0, "fedavg", FEDAVG, 1.0, 1.0)
+    assert 2.5 / math.sqrt(10) < third <= third_party_mu("fedavg", 1.0, 10)[0]
+
+
 def test_fedavg_with_like_sites_stays_below_the_claim() -> None:
     # the tester's full-rank check: two like sites, 0.185 mu, within any claim
     h = _hessians(2, 200, "normal")
