@@ -50,7 +50,7 @@ def _exact_mu(
     """The exact GDP mu of ``method``'s releases (linear family, see the module
     docstring) for a record of ``site`` whose clipped gradient flips along
     ``direction`` (None: the worst unit direction).  ``view``: ``"third"``, the
-    server's aggregates; ``"server"``, the record's site's own replies.  The noise
+    server's aggregates; ``"site"``, the record's site's own replies alone.  The noise
     scales are the paper's (Algorithms 1-3), weights w_i = n_i / N."""
     m, p = len(hessians), hessians[0].shape[0]
     n = np.asarray(n_rows, dtype=np.float64)
@@ -60,7 +60,7 @@ def _exact_mu(
     )
     cols = [0]
     q = int(m * steps * p)
-    releases: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {"third": [], "server": []}
+    releases: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {"third": [], "site": []}
 
     def add_noise(nz: np.ndarray, sigma: float) -> None:
         nz[:, cols[0] : cols[0] + p] += sigma * np.eye(p)
@@ -76,7 +76,7 @@ def _exact_mu(
 
     def fedavg_round(t, nz, k, eta, sig):
         parts = [local(j, t, nz, k, eta, sig[j]) for j in range(m)]
-        releases["server"].append(parts[site])
+        releases["site"].append(parts[site])
         t = sum(w[j] * parts[j][0] for j in range(m))
         nz = sum(w[j] * parts[j][1] for j in range(m))
         releases["third"].append((t, nz))
@@ -89,7 +89,7 @@ def _exact_mu(
                 nj = hessians[j] @ nz
                 add_noise(nj, sig[j])
                 parts.append((hessians[j] @ t + (np.eye(p) if j == site else 0.0), nj))
-            releases["server"].append(parts[site])
+            releases["site"].append(parts[site])
             t = t - eta * sum(w[j] * parts[j][0] for j in range(m))
             nz = nz - eta * sum(w[j] * parts[j][1] for j in range(m))
             releases["third"].append((t, nz))
@@ -169,8 +169,8 @@ def test_fedavg_is_not_mu_over_sqrt_m_even_when_every_site_is_strongly_convex(
     assert (claimed, basis) == (1.0, "site") and "Lemma 3.6" in note
     assert third <= claimed
     # each site's own releases: at most mu (Lemma 3.6's first part, which fits keeps)
-    server = _exact_mu(h, [200] * 10, 0, "fedavg", FEDAVG, 1.0, 1.0, view="server")
-    assert third <= server <= 1.0 + 1e-9
+    own = _exact_mu(h, [200] * 10, 0, "fedavg", FEDAVG, 1.0, 1.0, view="site")
+    assert third <= own <= 1.0 + 1e-9
     # FedHybrid's first stage is such a FedAvg round: more than mu / sqrt(m), within
     # the composition fits claims (mu / sqrt(2) for stage I, mu / sqrt(2m) for stage II)
     hybrid = _exact_mu(h, [200] * 10, 0, "fedhybrid", FEDHYBRID, 1.0, 1.0)
