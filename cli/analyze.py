@@ -605,8 +605,9 @@ def analyze(
         str | None,
         typer.Option(
             "--positive",
-            help="Logistic, a target of two text labels: the label coded 1 (default: the "
-            "second in sorted order, e.g. yes of no/yes).",
+            help="Logistic: the target's value coded 1 (the event; the other is coded 0), "
+            "of two text labels or two numbers such as 1/2 (default: the second label in "
+            "sorted order, e.g. yes of no/yes; 0/1 as it is).",
             show_default=False,
         ),
     ] = None,
@@ -940,6 +941,7 @@ def _spec(opts: AnalyzeOptions, columns: list[str]) -> dict[str, Any]:
                 opts.extra[key] = match_columns([opts.extra[key]], columns, f"--{key}")[0]
             except ColumnNameError as exc:
                 _fail(str(exc), 2)
+    _check_extra_columns(opts)
     used = [opts.target, *(opts.features or [])]
     ids = [n for n, k in opts.extra["kinds"].items() if k == "id" and n in used]
     if ids:  # was: exit 1 from the design, without the fix
@@ -959,6 +961,35 @@ def _spec(opts: AnalyzeOptions, columns: list[str]) -> dict[str, Any]:
         if twice:
             _fail(f"--features names {twice} more than once; name each feature once", 2)
     return METHODS[opts.method].spec(opts)
+
+
+def _check_extra_columns(opts: AnalyzeOptions) -> None:
+    """Usage errors (exit 2) of ``--offset``, ``--exposure`` and ``--weights`` resolved
+    to the headers: one naming the target, or one column given as two of them (was:
+    exit 1, the second with a Python dict of the three options)."""
+    given = {
+        f"--{key}": opts.extra[key]
+        for key in ("offset", "exposure", "weights")
+        if opts.extra.get(key) is not None
+    }
+    for option, column in given.items():
+        if column == opts.target:
+            _fail(
+                f"{option} {column!r} names the target (--target {opts.target!r}); the "
+                f"{option[2:]} column must be another column",
+                2,
+            )
+    by_column: dict[str, list[str]] = {}
+    for option, column in given.items():
+        by_column.setdefault(column, []).append(option)
+    for column, options in by_column.items():
+        if len(options) > 1:
+            _fail(
+                f"{' and '.join(options)} both name the column {column!r}; a column can be "
+                "one of --offset, --exposure and --weights only: name another column for "
+                "one of them",
+                2,
+            )
 
 
 def _parse_kinds(items: list[str] | None) -> dict[str, str]:

@@ -325,7 +325,7 @@ def test_privacy_scope_lists_the_count_of_dropped_rows() -> None:
         )
     scope = str(res.privacy_scope)
     assert (
-        "the standardization sums, each site's count of the rows it left out for a missing "
-        "value and each site's design null space" in scope
+        "mean and sd of each numeric feature), each site's count of the rows it left out "
+        "for a missing value and each site's design null space" in scope
     )
     assert "the rows each site left out" not in scope

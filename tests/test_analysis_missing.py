@@ -102,7 +102,9 @@ def test_private_fit_with_drop_is_bit_for_bit_the_predropped_one(
     np.testing.assert_array_equal(res.params.to_numpy(), ref.params.to_numpy())
     scope = str(res.privacy_scope)
     assert "each site's count of the rows it left out for a missing value" in scope
-    assert "the standardization sums, each site's count" in scope  # a list, not "and ... and"
+    assert (
+        "mean and sd of each numeric feature), each site's count" in scope
+    )  # a list, not "and ... and"
     assert "left out" not in str(ref.privacy_scope)
 
 

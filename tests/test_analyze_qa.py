@@ -207,7 +207,10 @@ def test_a_private_summary_says_what_the_guarantee_does_not_cover(files, tmp_pat
               "--out", out)  # fmt: skip
     assert res.returncode == 0, res.stderr
     line = next(x for x in res.stdout.splitlines() if x.startswith("privacy covers"))
-    assert "fitting rounds only" in line and "standardization sums" in line
+    assert (
+        "fitting rounds only" in line
+        and "standardization moments (each site's row count and its mean and sd" in line
+    )
     assert "separation check" in line and "clipping percentile" in line
     assert json.loads(out.read_text())["privacy_scope"] == line.removeprefix("privacy covers ")
     res = run("analyze", *files, "--target", "y", "--mu", "1", "--clip", "2", "--out", out)
@@ -224,8 +227,14 @@ def test_a_site_too_small_for_one_pass_is_not_sent_back_and_forth(tables) -> Non
     # was: "use regime='paper'", whose own error (the paper's 2000 rows per site) offered
     # regime='one_pass' back
     tiny = {"big": tables["s0"], "tiny": tables["s1"].iloc[:3]}
-    with pytest.raises(FedLSAError, match="with_replacement.*at most 3 rounds x local steps"):
+    with pytest.raises(FedLSAError, match="regime='paper'.*at most 3 rounds x local steps"):
         fedlsa(tiny, "x1", regime="one_pass")
+    # and the paper regime's error names 3 rounds of 1 local step, not one_pass back
+    # (nor sampling with replacement, whose intervals are not for the population)
+    fewer = r"allow at most 3 rounds of 1 local step \(3 rows\)"
+    with pytest.raises(FedLSAError, match=fewer) as err:
+        fedlsa(tiny, "x1", local_steps=5)
+    assert "one_pass" not in str(err.value) and "--sampling" not in str(err.value)
 
 
 # ------------------------------------------------------------------ options a method does not use

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 import sys
 from pathlib import Path
 
@@ -490,24 +489,34 @@ def test_one_pass_bad_options_are_named():
         fedlsa_arrays(xs, ys, regime="one_pass", rounds=301, n_bootstrap=3)
 
 
-def test_one_pass_default_rounds_too_few_says_how_many_would_do():
+def test_one_pass_default_rounds_too_few_takes_the_rounds_that_outlast_the_burn_in():
     """Small sites: the default T (smallest site's rows over d + 2) is shorter than the
-    burn-in. The error said 'only 13 rounds were asked for: ask for more rounds' although
-    none were asked for, and 18 (the burn-in) still fails; it names a count that runs."""
+    burn-in. The error said 'the default gives only 12 rounds: ask for at least N', and
+    on other data N failed again (the burn-in depends on the data). Without rounds given
+    the run now takes the fewest rounds that outlast it (one more lsa_precondition
+    round tells the sites their batches); with rounds given, the error names a count
+    that runs."""
     xs, ys = hetero_sites([60, 90], seed=1)
-    with pytest.raises(FedLSAError, match=r"the default gives only 12 rounds") as err:
-        fedlsa_arrays(xs, ys, regime="one_pass", n_bootstrap=3)
-    enough = int(re.search(r"ask for at least (\d+) rounds", str(err.value)).group(1))
-    with pytest.raises(FedLSAError, match=r"only \d+ rounds were asked for"):
-        fedlsa_arrays(xs, ys, regime="one_pass", n_bootstrap=3, rounds=enough - 1)
-    assert fedlsa_arrays(xs, ys, regime="one_pass", n_bootstrap=3, rounds=enough).rounds > 0
-    # the site that is too small is named (was: 'the smallest site', which one unsaid)
+    res = fedlsa_arrays(xs, ys, regime="one_pass", n_bootstrap=3)
+    t = res.schedule.rounds
+    assert isinstance(res.schedule, OnePassSchedule)
+    assert res.schedule.burn_in_rounds < t and t > 12  # the default's 12 ran out
+    assert res.rounds == t + 3  # lsa_setup, lsa_precondition twice
+    # the same rounds asked for: the same run, bit for bit (the batches follow T)
+    again = fedlsa_arrays(xs, ys, regime="one_pass", n_bootstrap=3, rounds=t)
+    np.testing.assert_array_equal(res.bootstrap, again.bootstrap)
+    assert again.rounds == t + 2
+    with pytest.raises(FedLSAError, match=rf"only {t - 1} rounds were asked for") as err:
+        fedlsa_arrays(xs, ys, regime="one_pass", n_bootstrap=3, rounds=t - 1)
+    assert f"ask for at least {t} rounds" in str(err.value)
+    # a site too small for any: named, with no advice to sample with replacement
     with pytest.raises(
         FedLSAError,
         match=r"the smallest site, 'site1' \(8 rows\), has too few rows for this regime; "
         r"use regime='paper'",
-    ):
+    ) as err:
         fedlsa_arrays([xs[0][:8], xs[1]], [ys[0][:8], ys[1]], regime="one_pass", n_bootstrap=3)
+    assert "with_replacement" not in str(err.value)
 
 
 def test_one_pass_on_tables_and_seeds():

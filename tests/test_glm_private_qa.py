@@ -257,9 +257,14 @@ def test_positive_that_does_not_apply_is_refused() -> None:
     with pytest.raises(ValueError, match="family 'linear' takes the target's numbers"):
         fit_glm(tables, "x", family="linear", positive="no")
     numeric = [t.assign(buy=(t.buy == "yes").astype(int)) for t in tables]
-    with pytest.raises(DesignError, match="holds numbers, not two text labels"):
-        fit_glm(numeric, "buy", positive="0")
+    # a 0/1 target: positive="0" makes 0 the event (was: refused, "1 is the event as it
+    # stands"); "1" leaves it as it is; another value is named as not one of its values
+    flipped = fit_glm(numeric, "buy", positive="0")
+    np.testing.assert_allclose(flipped.params, -fit_glm(numeric, "buy").params, rtol=1e-8)
+    assert flipped.to_dict()["target_levels"] == ["1", "0"]
     assert fit_glm(numeric, "buy", positive="1").params.equals(fit_glm(numeric, "buy").params)
+    with pytest.raises(DesignError, match=r"'5' is not a value of target 'buy' .*\['0', '1'\]"):
+        fit_glm(numeric, "buy", positive="5")
 
 
 def test_fits_analyze_takes_positive(tmp_path) -> None:

@@ -266,7 +266,12 @@ class DesignSpec:
                 raise SchemaError(f"the target {target!r} cannot also be the {what} column")
         used = [c for c in extra.values() if c is not None]
         if len(set(used)) != len(used):
-            raise SchemaError(f"one column cannot be two of offset/exposure/weights: {extra}")
+            twice = next(c for c in used if used.count(c) > 1)
+            roles = " and ".join(w for w, c in extra.items() if c == twice)
+            raise SchemaError(
+                f"column {twice!r} is given as both the {roles} column; a column can be "
+                "one of offset, exposure and weights only: name another column for one of them"
+            )
         if features is None:  # identifiers (kind "id") and constants are never features
             features = [
                 n
@@ -771,6 +776,46 @@ def _na_labels_of_design(frame: pd.DataFrame, spec: DesignSpec) -> pd.DataFrame:
         if text in levels:
             labels[col] = text
     return with_na_labels(frame, labels) if labels else frame
+
+
+def labels_as_fitted(frame: pd.DataFrame, spec: DesignSpec) -> pd.DataFrame:
+    """New rows whose nominal or ordinal values are the text of a label the fit knows as
+    a number, or the other way round (``"2"`` for the category ``2`` of an integer-coded
+    region, read from a file of text), with those values replaced by the fit's label
+    (``frame`` itself when there are none).  A text form two labels share (``2`` and
+    ``"2"`` both categories) is left as it is; :func:`check_new_rows` then names it."""
+    if not isinstance(frame, pd.DataFrame):
+        return frame
+    out = frame
+    for name, levels in [*spec.nominal.items(), *spec.ordinal_levels.items()]:
+        if name not in frame.columns:
+            continue
+        known = [v for v in levels if v is not None]
+        by_text: dict[str, Any] = {}
+        for v in known:
+            by_text[str(v)] = v if str(v) not in by_text else None  # None: shared
+        s = frame[name]
+        present = s.notna().to_numpy()
+        if not present.any():
+            continue
+        values = s.astype(object)
+        codes = np.asarray(
+            pd.Categorical(values.where(present, None), categories=known).codes, dtype=np.int64
+        )
+        unseen = (codes < 0) & present
+        if not unseen.any():
+            continue
+        arr = values.to_numpy(dtype=object).copy()
+        where = np.flatnonzero(unseen)
+        mapped = [by_text.get(str(v).strip()) for v in arr[where]]
+        hit = np.array([m is not None for m in mapped])
+        if not hit.any():
+            continue
+        if out is frame:
+            out = frame.copy()
+        arr[where[hit]] = [m for m in mapped if m is not None]
+        out[name] = pd.Series(arr, index=frame.index, name=name)
+    return out
 
 
 def check_new_rows(frame: pd.DataFrame, spec: DesignSpec) -> None:

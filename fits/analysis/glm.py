@@ -90,6 +90,7 @@ from fits.analysis.design import (
     check_seed,
     dropped_note,
     fit_columns,
+    labels_as_fitted,
     original_map,
     scale_note,
     schema_round,
@@ -2077,7 +2078,7 @@ class GLMResults:
         spec = dataclasses.replace(
             self.spec, target=None, missing="raise", offset=None, exposure=None, weights=None
         )
-        frame = _read_new_rows(frame, spec, self.date_formats)
+        frame = labels_as_fitted(_read_new_rows(frame, spec, self.date_formats), spec)
         check_new_rows(frame, spec)  # errors in a prediction's words, not a site's
         return DesignBuilder(frame, spec, site="predict").matrix(self.standardization)
 
@@ -2111,7 +2112,11 @@ class GLMResults:
         (docs/analysis.md, "What is released without noise"); None without privacy."""
         if self.privacy is None:
             return None
-        exact = ["the setup round (row counts, categories, min/max)", "the standardization sums"]
+        exact = [
+            "the setup round (row counts, categories, min/max)",
+            "the standardization moments (each site's row count and its mean and sd of each "
+            "numeric feature)",
+        ]
         if self.spec.missing == "drop":  # the count alone: the rows themselves stay
             exact.append("each site's count of the rows it left out for a missing value")
         exact.append(
@@ -2541,10 +2546,12 @@ def fit_glm(
         guarantee is for each site's complete rows, their count public as a site's row
         count always is.
     positive : str, optional
-        Logistic regression of a target of two text labels: the label coded 1 (the
-        event whose log-odds the coefficients describe).  Default: the second label in
-        sorted order (``"yes"`` of ``"no"`` / ``"yes"``, ``">50K"`` of Adult's
-        ``"<=50K"`` / ``">50K"``); the summary says which.
+        Logistic regression of a target of two values: the value coded 1 (the event
+        whose log-odds the coefficients describe; the other value is coded 0).  Default:
+        for two text labels the second in sorted order (``"yes"`` of ``"no"`` /
+        ``"yes"``, ``">50K"`` of Adult's ``"<=50K"`` / ``">50K"``); a 0/1 target as it
+        is; two other numbers (``1`` / ``2``) need it (``positive="2"``).  The summary
+        says which.
     offset : str, optional
         A column added to the linear predictor with its coefficient fixed to 1, eta =
         x'theta + offset (statsmodels' ``offset``); not a feature.  Its missing values
@@ -2673,6 +2680,8 @@ def fit_glm(
             "without weights or without mu/epsilon"
         )
     if positive is not None:
+        if isinstance(positive, numbers.Number) and not isinstance(positive, bool):
+            positive = str(positive)  # a target's value given as a number (2)
         if not isinstance(positive, str):
             raise ValueError(f"positive must be a label (a str), got {positive!r}")
         if family != "logistic":
@@ -2752,34 +2761,64 @@ def _label_target(
     """A logistic target of two text labels (``"<=50K"`` / ``">50K"``, ``"no"`` /
     ``"yes"``) is coded at the sites as 0 for the schema's first label (sorted, as a
     nominal feature's reference level) and 1 for the second, or 1 for ``positive``
-    where given; the spec carries them (0's label first)."""
+    where given; the spec carries them (0's label first).  A target of two numbers
+    other than 0/1 (``1`` / ``2``) is coded so with ``positive`` naming the event (the
+    value coded 1; the other is coded 0), and is an error naming the values without
+    it; 0/1 is used as it is (``positive="0"`` codes 0 as the event)."""
     column = schema[str(spec.target)]
     labels = [c for c in column.categories or [] if c is not None]
-    text = bool(labels) and not all(
+    numeric = bool(labels) and all(
         isinstance(c, numbers.Number) and not isinstance(c, bool) for c in labels
     )
-    if family != "logistic" or column.kind not in ("nominal", "ordinal") or not text:
-        if positive not in (None, "1"):  # numbers (0/1): used as they are
+    if family != "logistic":
+        return spec
+    if column.kind not in ("nominal", "ordinal") or not labels:
+        if positive not in (None, "1"):  # "1": the event of a 0/1 target as it is
             raise DesignError(
-                f"positive={positive!r}: target {spec.target!r} holds numbers, not two text "
-                "labels; 1 is the event as it stands: leave positive out (or recode the target)"
+                f"positive={positive!r}: target {spec.target!r} is a {column.kind} column "
+                "of many values, not two; logistic regression needs a target of two values "
+                "(code it as 0/1, or declare it nominal if it takes two)"
             )
         return spec
+    shown = [str(c) for c in labels]
     if len(labels) != 2:
+        if numeric and positive is None:
+            return spec  # each site names its values other than 0/1 (check_target)
         raise DesignError(
-            f"target {spec.target!r} has {len(labels)} labels ({labels[:6]}); logistic "
-            "regression needs two: merge the labels into two classes, or code the target "
-            "as 0/1" + _alike_labels(labels)
+            f"target {spec.target!r} has {len(labels)} {'values' if numeric else 'labels'} "
+            f"({shown[:6]}); logistic regression needs two: merge them into two classes, or "
+            "code the target as 0/1" + ("" if numeric else _alike_labels(labels))
         )
-    if positive is not None:
-        named = [c for c in labels if str(c) == positive]
-        if not named:
+    if positive is None:
+        if numeric and set(labels) != {0, 1}:
             raise DesignError(
-                f"positive={positive!r} is not a label of target {spec.target!r} (its labels: "
-                f"{[str(c) for c in labels]}); name one of them"
+                f"target {spec.target!r} holds the two values {shown[0]} and {shown[1]}, not "
+                f"0 and 1: name the event, the value coded 1 (the other is coded 0), with "
+                f"positive={shown[1]!r} (fits analyze --positive {shown[1]}), or recode the "
+                "target as 0/1"
             )
-        labels = [c for c in labels if c is not named[0]] + named
+        return spec if numeric else dataclasses.replace(spec, target_levels=tuple(labels))
+    named = [c for c in labels if str(c) == positive or _same_number(c, positive)]
+    if not named:
+        raise DesignError(
+            f"positive={positive!r} is not a {'value' if numeric else 'label'} of target "
+            f"{spec.target!r} (its {'values' if numeric else 'labels'}: {shown}); name one "
+            "of them"
+        )
+    if numeric and set(labels) == {0, 1} and named[0] == 1:
+        return spec  # 0/1 with 1 the event: the numbers as they are
+    labels = [c for c in labels if c is not named[0]] + named
     return dataclasses.replace(spec, target_levels=tuple(labels))
+
+
+def _same_number(value: Any, text: str) -> bool:
+    """Whether ``text`` (``positive`` as given) is the number ``value`` ("2.0" for 2)."""
+    if not isinstance(value, numbers.Number) or isinstance(value, bool):
+        return False
+    try:
+        return float(text) == float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return False
 
 
 def _alike_labels(labels: Sequence[Any]) -> str:

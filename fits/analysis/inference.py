@@ -78,6 +78,52 @@ def ols_hc1(x: np.ndarray, y: np.ndarray, alpha: float = 0.05) -> tuple[np.ndarr
     return beta, se, np.column_stack([beta - z * se, beta + z * se])
 
 
+def _check_synthetic_table(synthetic: pd.DataFrame, spec: DesignSpec) -> None:
+    """Refuse a synthetic table the federation's design cannot code, in its own words
+    (was: the site-side errors, "missing from the site's table" and "leave those rows
+    out with missing='drop' (fits analyze --missing drop)", which name a site and a
+    command that do not apply): a column of the model it lacks, a missing value where
+    the sites' design has none, a category the sites do not hold."""
+    if not isinstance(synthetic, pd.DataFrame):
+        raise FedLSAError(
+            f"give the synthetic table as a DataFrame, got {type(synthetic).__name__}"
+        )
+    used = [*spec.numeric, *spec.nominal, *spec.extra_columns]
+    used += [spec.target] if spec.target is not None else []
+    absent = [c for c in used if c not in synthetic.columns]
+    if absent:
+        raise FedLSAError(
+            f"the synthetic table lacks column(s) {absent} of the federated regression (it "
+            f"uses {used}): compare a synthetic table that holds them (synthesized from the "
+            "same sites' tables), or leave them out of the check (features=)"
+        )
+    holes = {}
+    for c in used:
+        n = int(synthetic[c].isna().sum())
+        if n and not (c in spec.nominal and None in spec.nominal[c]):
+            holes[c] = n
+    if holes and spec.missing != "drop":
+        raise FedLSAError(
+            f"the synthetic table has missing values (column: count {holes}) where the "
+            "sites' design has none, so OLS on it cannot use those rows: leave them out of "
+            "the synthetic table before the check (synthetic.dropna(subset=[...])), or "
+            "pass missing='drop', which leaves such rows out at the sites and in the "
+            "synthetic table alike"
+        )
+    for c, levels in spec.nominal.items():
+        known = [v for v in levels if v is not None]
+        s = synthetic[c]
+        codes = pd.Categorical(s.astype(object).where(s.notna(), None), categories=known).codes
+        new = sorted({str(v) for v in s[(np.asarray(codes) < 0) & s.notna().to_numpy()]})
+        if new:
+            raise FedLSAError(
+                f"the synthetic table's column {c!r} holds categor(ies) {new[:5]} that no "
+                f"site holds (the sites': {[str(v) for v in known][:10]}), so the federated "
+                "design has no coefficient for them: check the synthesizer's output for "
+                "this column, or leave it out of the check (features=)"
+            )
+
+
 def _check_synthetic_design(x: np.ndarray, spec: DesignSpec, names: Sequence[str]) -> None:
     """Name what makes the synthetic table's design rank deficient, where the
     federation's is not (FedLSA checked it): a level of a nominal feature with no rows
@@ -247,8 +293,9 @@ def inference_check(
             kw["rounds"] = max(1, min(250, min(len(f) for f in frames) // kw["local_steps"]))
         res = fedlsa(clients, target, features, **kw)
     alpha = 1.0 - level
-    builder = DesignBuilder(synthetic, res.extra["design"], site="synthetic table")
+    _check_synthetic_table(synthetic, res.extra["design"])
     try:
+        builder = DesignBuilder(synthetic, res.extra["design"], site="synthetic table")
         x = builder.matrix(res.extra["standardization"])
         y = builder.target()
     except DesignError as exc:

@@ -716,7 +716,8 @@ class LSASite:
                 raise FedLSAError(
                     f"site {self.name!r} holds {n} rows, but FedLSA without replacement "
                     f"uses sum_t H_t = {total} rows per site (rounds x local steps); ask "
-                    "for fewer rounds or local steps, or use sampling='with_replacement'"
+                    f"for fewer rounds or local steps (at most {n} rows in all), or "
+                    "regime='one_pass'"
                 )
             self._order = self._rng.permutation(n)
         self._used = 0
@@ -961,6 +962,40 @@ class FedLSAResults:
             )
 
     @property
+    def intervals_for(self) -> str:
+        """What the intervals cover: ``"population"`` (the coefficients of the
+        population the sites' rows were drawn from; sampling without replacement) or
+        ``"tables"`` (the least-squares fit of these very tables; sampling with
+        replacement, :attr:`interval_note`)."""
+        return "tables" if self.sampling == "with_replacement" else "population"
+
+    @property
+    def interval_note(self) -> str | None:
+        """Why intervals from sampling with replacement are not intervals for the
+        population coefficients (None without replacement).
+
+        Theorem 4 of the paper (section 6) reproduces the law of ``theta_T -
+        theta_star``, ``theta_star`` solving ``Abar theta = bbar`` with ``Abar^c =
+        E_{pi_c}[A^c(Z)]`` (eq. 2) for the rows' distribution ``pi_c`` of assumption A2.
+        Rows drawn with replacement from a table are i.i.d. from the table's empirical
+        distribution, so ``theta_star`` is the fit of the tables themselves (with size
+        weights their pooled least-squares fit) and the intervals hold only the
+        algorithm's own noise around it: they shrink to zero as T grows, whatever the
+        data's sampling error (measured: nominal 95% intervals covered the population
+        coefficients about 70% of the time on two sites of 100 and 120 rows)."""
+        if self.sampling != "with_replacement":
+            return None
+        return (
+            "sampling with replacement: the intervals are for the least-squares fit of "
+            "these very tables (the paper's theta_star when each site's rows are drawn from "
+            "its own table, assumption A2 and Theorem 4), not for the population "
+            "coefficients: they hold only the algorithm's own noise around that fit, not "
+            "the data's sampling error, and shrink to zero with more rounds; for "
+            "intervals for the population coefficients, sample without replacement (the "
+            "default) or use regime='one_pass'"
+        )
+
+    @property
     def rows_used(self) -> int | list[int]:
         """Rows each site used: ``sum_t H_t`` (one per local step, regime ``"paper"``),
         or every row of every site (regime ``"one_pass"``, a list by site)."""
@@ -1113,6 +1148,8 @@ class FedLSAResults:
             "multipliers": self.multipliers,
             "n_bootstrap": int(self.bootstrap.shape[0]),
             "sampling": self.sampling,
+            "intervals_for": self.intervals_for,
+            "interval_note": self.interval_note,
             "site_weights": [float(v) for v in self.site_weights],
             "n_rows": [int(v) for v in self.n_rows],
             "n_dropped": None if self.n_dropped is None else [int(v) for v in self.n_dropped],
@@ -1151,6 +1188,8 @@ class FedLSAResults:
         scale = scale_note(spec, "original_coef") if isinstance(spec, DesignSpec) else None
         if scale is not None:
             lines.append(scale)
+        if self.interval_note is not None:
+            lines.append(f"NOTE: {self.interval_note}")
         if not self.converged:
             lines.append("WARNING: not converged (the start is not forgotten); see converged")
         if self.n_dropped is not None and self.n_dropped.any():
@@ -1211,7 +1250,9 @@ def run_fedlsa(
     rounds, local_steps : int, optional
         T and H.  Defaults: 200 and 10 in regime ``"paper"``; in regime
         ``"one_pass"`` ``H = 1`` and as many rounds as keep the smallest site's
-        batches at ``d + 2`` rows, ``T = floor(min_c n_c / ((d + 2) H))``.
+        batches at ``d + 2`` rows, ``T = floor(min_c n_c / ((d + 2) H))``, or, where
+        that is within the burn-in (small sites), the fewest rounds that outlast it
+        (one more ``lsa_precondition`` round sends the sites their batch count).
     step_size : float, optional
         ``eta`` (``eta_0`` of the burn-in in regime ``"one_pass"``).  Default in regime
         ``"paper"``: :func:`paper_step_size`, the step whose last value keeps the
@@ -1357,6 +1398,7 @@ def run_fedlsa(
     s2 = float(sum(p[c] * r.arrays["s2_sum"][0] / n_rows[c] for c, r in enumerate(out)))
     if not explicit_step and not s2 > 0:
         raise FedLSAError("every row of the design is zero; nothing to fit")
+    setup_rounds = 2  # lsa_setup and lsa_precondition
     if one_pass:
         built = schedule is None
         if schedule is None:
@@ -1364,6 +1406,23 @@ def run_fedlsa(
             eta0 = step_size if explicit_step else default_step_size(s1, s2, batch, d)
             schedule = OnePassSchedule(rounds, float(eta0), local_steps)  # type: ignore[arg-type]
         assert isinstance(schedule, OnePassSchedule)
+        if built and not rounds_given and schedule.rounds <= schedule.burn_in_rounds:
+            # the default T (batches of d + 2 rows at the smallest site) is shorter than
+            # the burn-in, which depends on the data (E[s^2]): take the fewest rounds
+            # that outlast it, and tell the sites their new batches (the sums of s do
+            # not depend on them).  Was: an error asking for a count that, on other
+            # data, failed again.
+            enough = _one_pass_rounds(
+                schedule, int(n_rows.min()), d, s1, s2, step_size if explicit_step else None
+            )
+            if enough is not None:
+                h = schedule.local_steps
+                batch = max(1, int(n_rows.min()) // (enough * h))
+                pre_config["batches"] = enough * h
+                transport.broadcast(Message("lsa_precondition", {"precondition": pre}, pre_config))
+                setup_rounds += 1
+                eta0 = step_size if explicit_step else default_step_size(s1, s2, batch, d)
+                schedule = OnePassSchedule(enough, float(eta0), h)  # type: ignore[arg-type]
         if explicit_step:
             _check_step_size(schedule, s1, s2, batch, d)
         if schedule.rounds <= schedule.burn_in_rounds:
@@ -1384,9 +1443,8 @@ def run_fedlsa(
                     f"ask for at least {enough} rounds (rounds={enough}; fits analyze -R {enough})"
                     if enough is not None
                     else f"the smallest site, {smallest}, has too few rows for this regime; use "
-                    "regime='paper' with sampling='with_replacement' (fits analyze --regime "
-                    f"paper --sampling with_replacement), or without replacement at most "
-                    f"{int(n_rows.min())} rounds x local steps (-R, -H)"
+                    "regime='paper' (fits analyze --regime paper) with at most "
+                    f"{int(n_rows.min())} rounds x local steps (-R, -H), or merge small sites"
                 )
             raise FedLSAError(
                 f"the one-pass regime's burn-in takes {schedule.burn_in_rounds} rounds "
@@ -1428,7 +1486,7 @@ def run_fedlsa(
         schedule=schedule,
         site_weights=p,
         n_rows=n_rows,
-        rounds=schedule.rounds + 2,
+        rounds=schedule.rounds + setup_rounds,
         bytes_up=sum(transport.uploaded_bytes) - up0,
         bytes_down=sum(transport.downloaded_bytes) - down0,
         sampling=sampling,
@@ -1466,11 +1524,51 @@ def _check_site_rows(
     if small:
         raise FedLSAError(
             f"site(s) {', '.join(small)} hold fewer rows than FedLSA without replacement "
-            f"uses: sum_t H_t = {total} per site (rounds x local steps); ask for fewer "
-            "rounds or local steps (rounds=, local_steps=; fits analyze -R, -H), use "
-            "sampling='with_replacement' (--sampling with_replacement), or "
-            "regime='one_pass' (--regime one_pass)"
+            f"uses: sum_t H_t = {total} per site (rounds x local steps); "
+            + _fewer_steps(
+                int(min(n_rows)),
+                200 if rounds is None else rounds,
+                10 if local_steps is None else local_steps,
+                gamma_eta,
+                gamma_h,
+            )
+            + (
+                ", or regime='one_pass' (--regime one_pass), which uses every row once"
+                if min(n_rows) > ONE_PASS_MIN_ROWS
+                else ""
+            )
+            + ". (Sampling with replacement runs, but its intervals are for the "
+            "least-squares fit of these very tables, not for the population coefficients.)"
         )
+
+
+#: Rows a site needs, at least, for regime "one_pass": its burn-in takes
+#: ``ceil(BURN_IN / eta_0)`` rounds with ``eta_0 < 1/2`` (the batch form of the default
+#: step tends to 1/2 for large batches), and the run must outlast it, one row a round.
+ONE_PASS_MIN_ROWS = int(math.ceil(BURN_IN / 0.5))
+
+
+def _fewer_steps(
+    n_min: int, rounds: int, local_steps: int, gamma_eta: float, gamma_h: float
+) -> str:
+    """The advice of :func:`_check_site_rows`: the most rounds with the local steps as
+    given (else one local step) whose rows, ``sum_t H_t``, the smallest site holds."""
+    for h in dict.fromkeys((local_steps, 1)):
+        lo, hi = 0, rounds  # the most rounds R <= rounds with sum_t H_t <= n_min
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if Schedule(mid, 1.0, h, gamma_eta, gamma_h).total_local_steps <= n_min:
+                lo = mid
+            else:
+                hi = mid - 1
+        if lo >= 1:
+            used = Schedule(lo, 1.0, h, gamma_eta, gamma_h).total_local_steps
+            return (
+                f"the smallest site's {n_min} rows allow at most {lo} rounds of {h} local "
+                f"step{'' if h == 1 else 's'} ({used} rows): ask for them (rounds={lo}, "
+                f"local_steps={h}; fits analyze -R {lo} -H {h}) or fewer"
+            )
+    return f"the smallest site's {n_min} rows are too few for any round: merge small sites"
 
 
 def _one_pass_rounds(

@@ -2331,6 +2331,22 @@ def _column_mark(text: pd.Series, numbers: pd.Series, decimal: str, source: str)
     return _ColumnMark(",", comma, as_comma, conflict)
 
 
+def _ambiguous_thousands(text: pd.Series, decimal: str, thousands: Sequence[str]) -> int:
+    """How many of a column's (stripped, unique, read) values there are when every one
+    is written with one group of a thousands separator that is the other decimal mark
+    and nothing after it ("7,460" read with a decimal point: 7460, or 7.46 with a decimal
+    comma); 0 when any value is written otherwise ("7", "12,345.5", "1,234,567"),
+    which the column's own values then settle."""
+    seps = [t for t in thousands if t in ".,"]
+    if text.empty or len(seps) != 1 or seps[0] == decimal:
+        return 0
+    num = text.str.extract(_UNIT_PATTERNS[decimal])["num"]
+    shape = rf"[1-9]\d{{0,2}}{re.escape(seps[0])}\d{{3}}"
+    if num.isna().any() or not num.str.fullmatch(shape).all():
+        return 0
+    return int(text.size)
+
+
 def _read_units(
     text: pd.Series, n_values: np.ndarray, column: _ColumnMark
 ) -> tuple[pd.Series, dict[str, Any]] | None:
@@ -2611,6 +2627,9 @@ def parse_text_columns(
             if units is not None and more:
                 numbers, written = units
                 ok, plain = numbers.notna().to_numpy(), True
+                shapes = _ambiguous_thousands(text[ok], how.mark, written["thousands"])
+                if shapes:  # all "7,460": 7460 or 7.46, the merge compares the sites
+                    written = {**written, "ambiguous_thousands": shapes}
         if plain:
             parsed, what, fmt = numbers, "number", "number"
         else:
@@ -4116,6 +4135,7 @@ def merge_descriptions(
                 units[name] = advice
             continue
         present = [(i, c) for i, c in zip(infos, clients, strict=True) if not i.get("all_missing")]
+        _check_ambiguous_thousands(name, [i for i, _ in present], [c for _, c in present])
         merge_kind = None if kind == "constant" else kind  # fits' to set: checked below
         spec = _merge_column(name, [i for i, _ in present], [c for _, c in present], merge_kind)
         if any(i.get("n_missing") for i in infos):
@@ -4143,6 +4163,56 @@ def merge_descriptions(
         raise _identifier_error(refused, numbers, units)
     _constant_note(specs, kinds)
     return Schema(specs, list(order) if order else list(first))
+
+
+def _check_ambiguous_thousands(
+    name: str, infos: Sequence[Mapping[str, Any]], clients: Sequence[str]
+) -> None:
+    """Refuse a column that a site wrote only as "7,460" (one group after a separator
+    that is the other decimal mark: read as 7460, a thousands separator, though it may
+    be 7.46 with a decimal comma) where another site holds it with decimals ("7.46"):
+    the data do not decide the reading, and the wrong one is 1000 times off.  Was: read
+    as 7460, with a note on thousands separators only.
+
+    Raises
+    ------
+    SchemaError
+        Naming the column, the sites of each kind and the fix.
+    """
+    ambiguous = [
+        (c, i["parsed"])
+        for i, c in zip(infos, clients, strict=True)
+        if (i.get("parsed") or {}).get("ambiguous_thousands")
+    ]
+    decimals = [
+        c
+        for i, c in zip(infos, clients, strict=True)
+        if i.get("dtype") in ("int", "float")
+        and i.get("integral") is False
+        and not (i.get("parsed") or {}).get("ambiguous_thousands")
+    ]
+    if not ambiguous or not decimals:
+        return
+    site, parsed = ambiguous[0]
+    sep = str((parsed.get("thousands") or [","])[0])
+    at = ", ".join(repr(c) for c, _ in ambiguous)
+    fix = (
+        f"write the numbers at {at} with a decimal point (7.460, no thousands separator), "
+        "or, where that file writes all its numbers with a decimal comma, save it with ';' "
+        "as the separator (fits then reads its commas as decimal marks)"
+        if sep == ","
+        else f"write the numbers at {at} with a decimal comma and no thousands separator "
+        "(7,460), or without separators at all if they are thousands (7460)"
+    )
+    raise SchemaError(
+        f"column {name!r} at {at}: every value is written like '7{sep}460' "
+        f"({int(parsed['ambiguous_thousands'])} distinct at {site!r}), which reads as 7460 "
+        f"with {sep!r} as a thousands separator or as 7.46 with {sep!r} as the decimal "
+        f"mark, and nothing at that site says which; {', '.join(map(repr, decimals))} "
+        f"hold{'s' if len(decimals) == 1 else ''} the column with decimals, so "
+        f"{sep!r} may well be a decimal mark there, and read as thousands its values "
+        f"would be 1000 times too large. Fix: {fix}"
+    )
 
 
 def _identifier_counts(
