@@ -515,9 +515,8 @@ _REPORT_ADVICE = (
         "files merged) give it more rounds",
     ),
     (  # too few rows at the smallest site for the one-pass regime at all
-        r"use regime='paper' with sampling='with_replacement' \(fits analyze --regime "
-        r"paper --sampling with_replacement\), or without replacement at most \d+ rounds "
-        r"x local steps \(-R, -H\)",
+        r"use regime='paper' \(fits analyze --regime paper\) with at most \d+ rounds "
+        r"x local steps \(-R, -H\), or merge small sites",
         r"the client files are too small for the check, which fits report runs in this "
         r"regime only: merge the small sites' files into larger ones",
     ),
