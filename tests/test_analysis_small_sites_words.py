@@ -213,6 +213,13 @@ def test_numbers_the_data_settle_keep_their_reading(tables, tmp_path) -> None:
     paths = write_sites(settled, tmp_path / "settled")
     proc = run("analyze", *paths, "--target", "y", "--features", "x1", "--out", out, "-q")
     assert proc.returncode == 0, proc.stderr
+    # real thousands ("4,512") beside decimals of the same range (4511.5): the ranges the
+    # sites send at setup settle it; read as decimals (4.512) they would not meet
+    ranged = dict(big, b=tables["b"].assign(x1=rng.uniform(1000, 9999, len(tables["b"]))))
+    (tmp_path / "ranged").mkdir()
+    paths = write_sites(ranged, tmp_path / "ranged")
+    proc = run("analyze", *paths, "--target", "y", "--features", "x1", "--out", out, "-q")
+    assert proc.returncode == 0, proc.stderr
 
 
 # ------------------------------------------------------------------ 6. wording

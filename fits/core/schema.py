@@ -4172,7 +4172,10 @@ def _check_ambiguous_thousands(
     that is the other decimal mark: read as 7460, a thousands separator, though it may
     be 7.46 with a decimal comma) where another site holds it with decimals ("7.46"):
     the data do not decide the reading, and the wrong one is 1000 times off.  Was: read
-    as 7460, with a note on thousands separators only.
+    as 7460, with a note on thousands separators only.  Kept as thousands where the
+    sites' ranges (sent at setup) decide: read so, the site's values fall within the
+    range of the sites with decimals, and read as decimals they would not ("45,000"
+    beside 45000.5).
 
     Raises
     ------
@@ -4193,6 +4196,24 @@ def _check_ambiguous_thousands(
     ]
     if not ambiguous or not decimals:
         return
+    held = [
+        (float(i["min"]), float(i["max"]))
+        for i, c in zip(infos, clients, strict=True)
+        if c in decimals and "min" in i and "max" in i
+    ]
+    spans = [
+        (float(i["min"]), float(i["max"]))
+        for i, c in zip(infos, clients, strict=True)
+        if c in dict(ambiguous) and "min" in i and "max" in i
+    ]
+    if held and len(spans) == len(ambiguous):
+        low, high = min(v for v, _ in held), max(v for _, v in held)
+
+        def meets(a: float, b: float) -> bool:
+            return a <= high and b >= low
+
+        if all(meets(a, b) and not meets(a / 1000, b / 1000) for a, b in spans):
+            return  # read as thousands, the values fall among the others'; as decimals not
     site, parsed = ambiguous[0]
     sep = str((parsed.get("thousands") or [","])[0])
     at = ", ".join(repr(c) for c, _ in ambiguous)
