@@ -47,7 +47,13 @@ from fits.core.cdf import COLLINEARITY_THRESHOLD
 from fits.core.continualization import Encoder, continualize
 from fits.core.kernels import GaussianKernel, Kernel, check_kernel_settings
 from fits.core.names import resolve_columns, resolve_keys
-from fits.core.rules import affine_values, interval_codes, residuals, sets_every_row
+from fits.core.rules import (
+    affine_values,
+    interval_codes,
+    residuals,
+    sets_every_row,
+    shifted_datetimes,
+)
 from fits.core.schema import (
     ColumnSpec,
     DataNote,
@@ -858,7 +864,7 @@ class FITSSynthesizer(BaseEstimator):
         if isinstance(value, str):
             if value == "*":  # not the columns a function rule draws either (its kernel
                 # only serves a combination the rule does not cover)
-                ruled = {r.column for r in schema.rules or [] if r.kind != "linear"}
+                ruled = {r.column for r in schema.rules or [] if r.kind not in ("linear", "order")}
                 return [c for c in drawn if c not in ruled]
             value = [value]
         if not isinstance(value, Sequence):
@@ -1815,7 +1821,7 @@ class FITSSynthesizer(BaseEstimator):
                 if kept < 1.0:
                     told = (
                         rule.describe()
-                        if rule.kind == "interval"
+                        if rule.kind in ("interval", "order")
                         else f"{rule.column} = "
                         f"{'f' if rule.kind == 'function' else 'sum'}({', '.join(rule.of)})"
                     )
@@ -1986,6 +1992,10 @@ class FITSSynthesizer(BaseEstimator):
                 col = col.mask(pd.Series(absent))
             cols[name] = restore_dtype(col, spec)
         for rule in self.schema_.rules or []:
+            if rule.kind == "affine" and self.schema_[rule.column].dtype == "datetime":
+                col = shifted_datetimes(cols[rule.of[0]], self.schema_, rule)  # a shift
+                cols[rule.column] = restore_dtype(col, self.schema_[rule.column])
+                continue
             if rule.kind == "affine":  # of the source as written, so it holds as written
                 spec = self.schema_[rule.column]
                 source = cols[rule.of[0]]

@@ -15,6 +15,7 @@ from fits.core.rules import (
     TOTALS_FROM_CANDIDATES,
     answer_rules,
     candidates,
+    order_candidates,
     sum_candidate_count,
     sum_columns,
     sum_totals,
@@ -48,6 +49,10 @@ def _sites(frame: pd.DataFrame, k: int = 3) -> list[pd.DataFrame]:
     return [frame.iloc[p] for p in np.array_split(np.arange(len(frame)), k)]
 
 
+def _descriptions(frames: list[pd.DataFrame]) -> list[dict]:
+    return [describe_table(f) for f in frames]
+
+
 def _detect(frames: list[pd.DataFrame]) -> tuple[Schema, dict[str, int]]:
     """Schema.detect, counting the candidates each stage asked (per site); interval
     candidates apart, as ``"interval <stage>"``."""
@@ -55,10 +60,12 @@ def _detect(frames: list[pd.DataFrame]) -> tuple[Schema, dict[str, int]]:
     original = rules.answer_rules
 
     def counting(frame, schema, cands, stage, *, site="site"):
-        steps = sum(c["kind"] == "interval" for c in cands)
-        asked[stage] = asked.get(stage, 0) + len(cands) - steps
-        if steps:
-            asked[f"interval {stage}"] = asked.get(f"interval {stage}", 0) + steps
+        for kind in ("interval", "order"):
+            steps = sum(c["kind"] == kind for c in cands)
+            if steps:
+                asked[f"{kind} {stage}"] = asked.get(f"{kind} {stage}", 0) + steps
+        others = sum(c["kind"] not in ("interval", "order") for c in cands)
+        asked[stage] = asked.get(stage, 0) + others
         return original(frame, schema, cands, stage, site=site)
 
     rules.answer_rules = counting
@@ -88,6 +95,13 @@ def test_planted_sums_on_a_wide_table_are_found_with_far_fewer_checks():
     # gappy_tot, over their rows with a value (one bit each; sums' totals are no
     # sources); none does
     assert asked["interval check"] == 82 and "interval ranges" not in asked
+    # and whether a lab column is at least an earlier one, for the pairs whose bounds
+    # and sites' extremes allow it (one bit each; no sum's column or part): gappy is
+    # lab5 where present, gappy_tot (about 20) above the labs (about 10) in every row
+    plausible = len(order_candidates(bare, 150, _descriptions(frames)))
+    assert 0 < asked["order check"] <= 3 * plausible < 3 * 80 * 79 // 10
+    found = [r.describe() for r in schema.rules or [] if r.kind == "order"]
+    assert found == ["gappy >= lab5 (order)", "gappy_tot >= lab78 (order)"]
 
 
 def test_a_wide_table_without_a_rule_has_none():
@@ -183,8 +197,11 @@ def test_the_federation_finds_them_and_keeps_them_in_every_synthetic_row(secure)
     assert _sums(synth.schema_) == ["tot = lab3 + lab7", "tot3 = lab1 + lab2 + lab9"]
     asked = synth.coordinator.rule_candidates
     # the check round also asks whether 'cat' steps with each of the 24 lab columns
-    # (docs/method.md, "Interval rules"): one bit each
-    assert asked["totals"] == 26 and asked["check"] - 24 < 10
+    # (docs/method.md, "Interval rules") and whether a lab column is at least an earlier
+    # one where the extremes allow it ("Order rules"): one bit each
+    frames = _sites(frame)
+    ordered = order_candidates(Schema.detect(frames, rules=False), 150, _descriptions(frames))
+    assert asked["totals"] == 26 and asked["check"] - 24 - len(ordered) < 10
     assert "ranges" not in asked
     out = synth.sample(200, seed=1)
     a, b, c = (out[n].to_numpy(float) for n in ("lab3", "lab7", "tot"))

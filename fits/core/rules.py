@@ -106,7 +106,16 @@ from fits._exact import (
     sums_match,
 )
 from fits._json import plain
-from fits.core.schema import ColumnSpec, DataNote, Rule, Schema, SchemaError
+from fits.core.schema import (
+    ColumnSpec,
+    DataNote,
+    Rule,
+    Schema,
+    SchemaError,
+    datetime_micros,
+    order_grid,
+    shift_grid,
+)
 
 __all__ = [
     "AFFINE_RTOL",
@@ -120,6 +129,12 @@ __all__ = [
     "sets_every_row",
     "extremes_agree",
     "MAX_AFFINE_PAIRS",
+    "MAX_ORDER_PAIRS",
+    "detect_order",
+    "detect_shifts",
+    "order_candidates",
+    "shift_candidates",
+    "shifted_datetimes",
     "MAX_DECIMALS",
     "MAX_DETERMINANT_CELLS",
     "MAX_SUM_CANDIDATES",
@@ -193,6 +208,15 @@ MAX_INTERVAL_LEVELS = 64
 #: Most (X, Y) pairs an interval check asks in one detection (the first in chain
 #: order, by Y then X, as :data:`MAX_NEAR_LINEAR_PAIRS`).
 MAX_INTERVAL_PAIRS = 5000
+
+#: Most (X, Y) pairs an order check asks in one detection (the first in chain order, by
+#: Y then X, as :data:`MAX_AFFINE_PAIRS`): each costs a site a pass over its rows and
+#: one bit in its reply.
+MAX_ORDER_PAIRS = 50_000
+#: Two datetime columns' per-site extremes agree with a shift when their differences
+#: (min Y - min X and max Y - max X, float64 seconds since 1970) are within this many
+#: seconds of one another (float64 noise of microsecond times is below 1e-6 s).
+_SHIFT_SLACK = 1e-5
 
 #: One candidate, as sent to the sites: ``{"kind", "column", "of"}`` (and, to verify a
 #: user's rule, ``"mapping"``: entries of codes ``[a_1, ..., a_k, b]``; an interval
@@ -919,6 +943,12 @@ def answer_rules(
             numbers[name] = _site_numbers(frame, schema[name], site)
         return numbers[name]
 
+    def micros(name: str) -> tuple[np.ndarray, np.ndarray]:
+        values = frame[name]
+        if not pd.api.types.is_datetime64_any_dtype(values.dtype):  # as Encoder reads
+            values = pd.to_datetime(values, utc=schema[name].tz is not None)
+        return datetime_micros(values)
+
     if stage == "moments":
         return _moments(frame, schema, cands, number)
     if stage == "residuals":
@@ -939,6 +969,19 @@ def answer_rules(
     out: list[np.ndarray] = []
     for i, cand in enumerate(cands):
         kind, column, of = cand["kind"], cand["column"], list(cand["of"])
+        if kind == "affine" and schema[column].dtype == "datetime":  # to the microsecond
+            number(column), number(of[0])  # read as every stage reads them (or refused)
+            (y_us, y_na), (x_us, x_na) = micros(column), micros(of[0])
+            shift = round(float(cand["intercept"]) * 1e6)
+            holds = bool(np.all((x_na == y_na) & (x_na | (y_us - x_us == shift))))
+            out.append(np.array([holds], dtype=np.uint8))
+            continue
+        if kind == "order":  # Y >= X wherever Y is, X present there
+            y, x = number(column), number(of[0])
+            held = ~np.isnan(y)
+            holds = bool(np.all(y[held] >= x[held]))  # NaN X: False
+            out.append(np.array([holds], dtype=np.uint8))
+            continue
         if kind == "affine":
             a, b, d = float(cand["slope"]), float(cand["intercept"]), cand.get("decimals")
             y, x = number(column), number(of[0])
@@ -1298,6 +1341,7 @@ def detect_rules(
     found: list[tuple[Candidate, list[list[Any]] | None]] = []
     holding: list[Candidate] = []
     found += [(c, None) for c in _detect_affine(schema, ask, sites, n_total, descriptions)]
+    found += [(c, None) for c in detect_shifts(schema, ask, sites, n_total, descriptions)]
     totals = _ask_totals(schema, ask, sites, n_total, descriptions, {c["column"] for c, _ in found})
     for size in (1, 2):
         skip = {c["column"] for c, _ in found} | {c["column"] for c in holding}
@@ -1332,14 +1376,29 @@ def detect_rules(
     )
     if steps:
         chosen = sorted([*chosen, *steps], key=lambda r: pos[r.column])
-    if not near_linear:
-        return chosen
     taken = {r.column for r in chosen} | {p for r in chosen if r.kind == "sum" for p in r.of}
     affine = {r.column for r in chosen if r.kind == "affine"}  # not in the chain
-    linear = detect_near_linear(
-        schema, ask, sites, n_total, skip=taken | set(exclude), sources_skip=affine
+    linear = (
+        detect_near_linear(
+            schema, ask, sites, n_total, skip=taken | set(exclude), sources_skip=affine
+        )
+        if near_linear
+        else []
     )
-    return sorted([*chosen, *linear], key=lambda r: pos[r.column])
+    # order rules for the continuous columns no rule sets or draws as a residual (a
+    # near-linear pair keeps its real residuals' range, a datetime pair so its order),
+    # from sources the chain draws as themselves
+    residual = {r.column for r in linear}
+    order = detect_order(
+        schema,
+        ask,
+        sites,
+        n_total,
+        descriptions,
+        skip=taken | residual | {r.of[0] for r in linear} | set(exclude),
+        sources_skip=after_chain | residual,
+    )
+    return sorted([*chosen, *linear, *order], key=lambda r: pos[r.column])
 
 
 def _ask_totals(
@@ -1530,6 +1589,14 @@ def verify_rules(schema: Schema, ask: Ask, sites: Sequence[str]) -> None:
                     + ', remove it from "rules" in the schema, or switch near-linear '
                     "columns off"
                 )
+            if rule.kind == "order":
+                raise SchemaError(
+                    f"the schema's order rule {rule.describe()} does not hold in every row "
+                    f"at {', '.join(against)}: some row there has {rule.column!r} below "
+                    f"{rule.of[0]!r} (or {rule.of[0]!r} missing where {rule.column!r} is "
+                    'not); remove the rule from "rules" in the schema (or switch rules '
+                    "off), or fix the data"
+                )
             if rule.kind == "interval":
                 raise SchemaError(
                     f"the schema's interval rule for column {rule.column!r} "
@@ -1540,8 +1607,10 @@ def verify_rules(schema: Schema, ask: Ask, sites: Sequence[str]) -> None:
                     'again to see the real ones), remove the rule from "rules" in the schema, '
                     "or switch rules off"
                 )
+            clock = schema[rule.column].dtype == "datetime"
             raise SchemaError(
-                f"the schema's rule for column {rule.column!r} ({rule.describe()}) does not "
+                f"the schema's rule for column {rule.column!r} "
+                f"({rule.describe(clock=clock)}) does not "
                 f'hold in every row at {", ".join(against)}; remove it from "rules" in the '
                 "schema (or switch rules off), or fix the data"
             )
@@ -1865,13 +1934,14 @@ def _residual_bounds(
     largest maximum of its residual over the sites, and the durations' step (the
     smallest unit a site holding rows reports; None for numbers, or where a site's
     durations are on no unit of :data:`DURATION_STEPS`); None where no row holds it or
-    the residual is constant (the pair is then dropped)."""
+    the residual is constant, also where it is so once on the durations' step (one
+    hour, and one hour and a microsecond in one row: the pair is then dropped)."""
     asked = [{k: c[k] for k in ("kind", "column", "of", "slope", "intercept")} for c in kept]
     extremes = ask("residuals", asked)
     _check_lengths(extremes, 3 * len(asked), sites, "residuals")
     both = np.stack([np.asarray(e, dtype=float).reshape(-1, 3) for e in extremes])
     out: list[tuple[float, float, float | None] | None] = []
-    for k in range(len(asked)):
+    for k, cand in enumerate(asked):
         lows, highs, steps = both[:, k, 0], both[:, k, 1], both[:, k, 2]
         held = ~np.isnan(lows)
         if not held.any():
@@ -1881,6 +1951,9 @@ def _residual_bounds(
         ok = math.isfinite(lo) and math.isfinite(hi) and lo < hi
         told = steps[held & ~np.isnan(steps)]
         step = float(told.min()) if told.size and told.min() > 0 else None
+        if ok and step is not None:  # durations within 1e-6 of one step: constant on it
+            _, low, high = _on_step(float(cand["intercept"]), lo, hi, step)
+            ok = low < high
         out.append((lo, hi, step) if ok else None)
     return out
 
@@ -2141,3 +2214,282 @@ def interval_codes(schema: Schema, rule: Rule, x: np.ndarray) -> np.ndarray:
     cuts = interval_cuts([e[0] for e in entries], [e[1] for e in entries])
     codes = np.asarray([e[2] for e in entries], dtype=np.int64)
     return codes[interval_cells(cuts, x)]
+
+
+# ------------------------------------------------------------ datetime shifts
+def _clock_column(spec: ColumnSpec) -> bool:
+    """A datetime column a shift or order rule can involve: continuous, modelled,
+    with finite bounds, not constant."""
+    lo, hi = spec.bounds
+    return (
+        spec.dtype == "datetime"
+        and spec.kind == "continuous"
+        and spec.is_modelled
+        and spec.indicates is None
+        and math.isfinite(lo)
+        and math.isfinite(hi)
+        and lo < hi
+    )
+
+
+def shift_candidates(
+    schema: Schema,
+    n_total: int,
+    descriptions: Sequence[Mapping[str, Any]] | None = None,
+) -> list[Candidate]:
+    """The affine rules between two datetime columns to check: ``Y = X + c`` (slope 1;
+    docs/method.md, "Affine rules"), Y continuous with no point mass, X earlier in the
+    chain, both missing in the same rows or neither, Y's precision holding X shifted by
+    c (:func:`fits.core.schema.shift_grid`).  No moments are asked: if the rule holds
+    in every row, each site's minimum and maximum of Y (sent at setup) are its
+    minimum and maximum of X plus c, so c is ``min Y - min X`` at any site, and a pair
+    whose sites' differences disagree (:data:`_SHIFT_SLACK`) is no rule.  Without
+    descriptions, the merged bounds give c alike.  At most :data:`MAX_AFFINE_PAIRS`
+    pairs are screened, the first in chain order; none with fewer than
+    :data:`MIN_SUM_ROWS` rows.
+
+    Returns
+    -------
+    list of dict
+        ``{"kind": "affine", "column": Y, "of": [X], "slope": 1.0, "intercept": c,
+        "decimals": None}``, c in seconds rounded to the microsecond.
+    """
+    if n_total < MIN_SUM_ROWS:
+        return []
+    cols = {c.name: c for c in schema.columns}
+    clocks = [n for n in schema.order if _clock_column(cols[n])]
+    out: list[Candidate] = []
+    screened = 0
+    for k, y in enumerate(clocks):
+        dep = cols[y]
+        if dep.point_mass is not None:
+            continue
+        for x in clocks[:k]:
+            src = cols[x]
+            if src.missing != dep.missing or (src.tz is None) != (dep.tz is None):
+                continue
+            screened += 1
+            if screened > MAX_AFFINE_PAIRS:
+                return out
+            shift = _shift_of(dep, src, descriptions)
+            if shift is not None and shift_grid(dep, src, shift):
+                out.append(
+                    {
+                        "kind": "affine",
+                        "column": y,
+                        "of": [x],
+                        "slope": 1.0,
+                        "intercept": shift,
+                        "decimals": None,
+                    }
+                )
+    return out
+
+
+def _shift_of(
+    dep: ColumnSpec, src: ColumnSpec, descriptions: Sequence[Mapping[str, Any]] | None
+) -> float | None:
+    """The shift c of ``dep = src + c`` that the extremes allow (seconds, to the
+    microsecond), or None if they rule every shift out."""
+    diffs = []
+    for desc in descriptions or []:
+        info = desc.get("columns", {})
+        ey, ex = info.get(dep.name, {}), info.get(src.name, {})
+        if not all(k in e for e in (ey, ex) for k in ("min", "max")):
+            continue  # no value here (all missing): this site says nothing
+        diffs += [float(ey["min"]) - float(ex["min"]), float(ey["max"]) - float(ex["max"])]
+    if not diffs:
+        (lo_y, hi_y), (lo_x, hi_x) = dep.bounds, src.bounds
+        diffs = [lo_y - lo_x, hi_y - hi_x]
+    d = np.asarray(diffs, dtype=float)
+    if not np.all(np.isfinite(d)) or float(d.max() - d.min()) > _SHIFT_SLACK:
+        return None
+    return round(float(d[0]) * 1e6) / 1e6
+
+
+def detect_shifts(
+    schema: Schema,
+    ask: Ask,
+    sites: Sequence[str],
+    n_total: int,
+    descriptions: Sequence[Mapping[str, Any]] | None = None,
+) -> list[Candidate]:
+    """The ``check`` of :func:`shift_candidates` (one bit per pair and site: does
+    ``Y - X`` equal the shift, to the microsecond, in every row, both missing in the
+    same rows); the candidates every site confirmed."""
+    cands = shift_candidates(schema, n_total, descriptions)
+    if not cands:
+        return []
+    checks = ask("check", cands)
+    _check_lengths(checks, len(cands), sites, "check")
+    ok = np.all(np.stack(checks) == 1, axis=0)
+    return [c for c, good in zip(cands, ok, strict=True) if good]
+
+
+def shifted_datetimes(source: pd.Series, schema: Schema, rule: Rule) -> pd.Series:
+    """An affine rule's datetime column from its source as written: the source's
+    seconds since 1970 UTC plus the rule's shift, written as the column is (its time
+    zone, whole days or time unit: :meth:`Encoder.decode
+    <fits.core.continualization.Encoder.decode>`), missing where the source is."""
+    from fits.core.continualization import Encoder
+
+    spec = schema[rule.column]
+    x = Encoder(schema[rule.of[0]]).to_numeric(source, client="the synthetic rows")
+    absent = np.isnan(x)
+    y = np.where(absent, float(spec.bounds[0]), x + float(rule.intercept or 0.0))
+    col = Encoder(spec).decode(y).reset_index(drop=True)
+    return col.mask(pd.Series(absent)) if absent.any() else col
+
+
+# ------------------------------------------------------------ order rules
+def _order_source(spec: ColumnSpec) -> bool:
+    """A column an order rule can start from: continuous numbers or datetimes in every
+    row, finite bounds, not constant."""
+    lo, hi = spec.bounds
+    return (
+        spec.kind == "continuous"
+        and spec.is_modelled
+        and spec.indicates is None
+        and not spec.past_float
+        and not spec.missing
+        and math.isfinite(lo)
+        and math.isfinite(hi)
+        and lo < hi
+    )
+
+
+def _order_dependent(spec: ColumnSpec) -> bool:
+    """A column an order rule can draw as its difference from its source: continuous
+    (missing values allowed), no point mass, finite bounds, not constant."""
+    lo, hi = spec.bounds
+    return (
+        spec.kind == "continuous"
+        and spec.is_modelled
+        and spec.indicates is None
+        and not spec.past_float
+        and spec.point_mass is None
+        and math.isfinite(lo)
+        and math.isfinite(hi)
+        and lo < hi
+    )
+
+
+def _order_plausible(
+    dep: ColumnSpec,
+    src: ColumnSpec,
+    descriptions: Sequence[Mapping[str, Any]] | None,
+) -> bool:
+    """Whether ``dep >= src`` can hold in every row and is worth a rule, from what the
+    setup round already gave: the two of one kind (:func:`fits.core.schema.order_grid`);
+    ``src``'s range not above ``dep``'s (lower and upper bounds), and at every site
+    ``dep``'s minimum not below ``src``'s (and, where ``dep`` has no missing values,
+    its maximum not below ``src``'s): necessary; and the ranges overlapping (``dep``'s
+    lower bound below ``src``'s upper), else the bounds alone keep the order, which the
+    chain keeps anyway."""
+    if not order_grid(dep, src):
+        return False
+    (lo_y, hi_y), (lo_x, hi_x) = dep.bounds, src.bounds
+    if not (lo_x <= lo_y < hi_x <= hi_y):
+        return False
+    for desc in descriptions or []:
+        info = desc.get("columns", {})
+        ey, ex = info.get(dep.name, {}), info.get(src.name, {})
+        if "min" in ey and "min" in ex and float(ey["min"]) < float(ex["min"]):
+            return False
+        if not dep.missing and "max" in ey and "max" in ex and float(ey["max"]) < float(ex["max"]):
+            return False
+    return True
+
+
+def order_candidates(
+    schema: Schema,
+    n_total: int,
+    descriptions: Sequence[Mapping[str, Any]] | None = None,
+    *,
+    skip: set[str] | frozenset[str] = frozenset(),
+    sources_skip: set[str] | frozenset[str] = frozenset(),
+) -> list[Candidate]:
+    """The (X, Y) pairs an order check asks: Y continuous (:func:`_order_dependent`),
+    not in ``skip``, X continuous in every row (:func:`_order_source`), earlier in the
+    chain, not in ``sources_skip``, the pair plausible (:func:`_order_plausible`).  At
+    most :data:`MAX_ORDER_PAIRS`, the first in chain order (by Y, then X), with a
+    :class:`~fits.core.schema.DataNote` when the cap leaves pairs out; none with fewer
+    than :data:`MIN_SUM_ROWS` rows.
+
+    Returns
+    -------
+    list of dict
+        ``{"kind": "order", "column": Y, "of": [X]}``.
+    """
+    if n_total < MIN_SUM_ROWS:
+        return []
+    cols = {c.name: c for c in schema.columns}
+    out: list[Candidate] = []
+    total = 0
+    for k, y in enumerate(schema.order):
+        if y in skip or not _order_dependent(cols[y]):
+            continue
+        for x in schema.order[:k]:
+            if x in sources_skip or not _order_source(cols[x]):
+                continue
+            if not _order_plausible(cols[y], cols[x], descriptions):
+                continue
+            total += 1
+            if len(out) < MAX_ORDER_PAIRS:
+                out.append({"kind": "order", "column": y, "of": [x]})
+    if total > MAX_ORDER_PAIRS:
+        _cap_note(
+            "order rules: of {total:,} candidate pairs the search",
+            total,
+            MAX_ORDER_PAIRS,
+            out[-1]["column"],
+            "a later column that is at least an earlier one in every row is drawn by the "
+            "chain, which may put it below",
+        )
+    return out
+
+
+def detect_order(
+    schema: Schema,
+    ask: Ask,
+    sites: Sequence[str],
+    n_total: int,
+    descriptions: Sequence[Mapping[str, Any]] | None = None,
+    *,
+    skip: set[str] | frozenset[str] = frozenset(),
+    sources_skip: set[str] | frozenset[str] = frozenset(),
+) -> list[Rule]:
+    """The order stage: ``check`` of :func:`order_candidates` (one bit per pair and
+    site: is Y >= X in every row holding Y, X present there), then, per Y in chain
+    order, the latest X every site said yes to that is no order rule's column itself
+    (the chain draws such a column as a difference, so it is no source:
+    :meth:`Schema.order_line <fits.core.schema.Schema.order_line>`); a column that is
+    some rule's source is no order rule's column.
+
+    Returns
+    -------
+    list of Rule
+        ``"order"`` rules, at most one per column, in chain order of their columns.
+    """
+    cands = order_candidates(schema, n_total, descriptions, skip=skip, sources_skip=sources_skip)
+    if not cands:
+        return []
+    checks = ask("check", cands)
+    _check_lengths(checks, len(cands), sites, "check")
+    ok = np.all(np.stack(checks) == 1, axis=0)
+    by_column: dict[str, list[str]] = {}
+    for cand, good in zip(cands, ok, strict=True):
+        if good:
+            by_column.setdefault(cand["column"], []).append(cand["of"][0])
+    rules: list[Rule] = []
+    columns: set[str] = set()
+    sources: set[str] = set()
+    for y in schema.order:  # by Y in chain order; each X list is in chain order
+        if y not in by_column or y in sources:
+            continue
+        usable = [x for x in by_column[y] if x not in columns]
+        if usable:
+            rules.append(Rule(y, [usable[-1]], "order"))
+            columns.add(y)
+            sources.add(usable[-1])
+    return rules

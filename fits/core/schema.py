@@ -289,6 +289,54 @@ MAX_DECIMAL_SCALE = 76
 RESOLUTIONS = {"h": 3_600_000_000, "min": 60_000_000, "s": 1_000_000, "ms": 1_000}
 
 
+#: The step (seconds) of an order rule's differences between two datetime columns without
+#: a time zone, by the column's :attr:`ColumnSpec.resolution` (whole days: a day).
+_ORDER_STEPS = {"h": 3_600.0, "min": 60.0, "s": 1.0}
+
+#: A datetime column's grid in microseconds: whole days, its resolution, or 1 us.
+_GRID_US = {"D": 86_400_000_000, **RESOLUTIONS}
+
+
+def order_grid(dep: ColumnSpec, src: ColumnSpec) -> bool:
+    """Whether an order rule ``dep >= src`` survives ``dep``'s rounding: two number
+    columns or two datetime columns (both without a time zone, or both in the same
+    one), every value ``src`` is written as lying on ``dep``'s grid (whole numbers on
+    whole numbers; at most ``dep``'s decimals; a datetime unit a whole multiple of
+    ``dep``'s: days on hours, not hours on days; ``dep`` not rounded: any).  Rounding
+    to a grid is monotone and keeps a value on the grid, so ``src + d`` with ``d >= 0``
+    rounds to at least ``src``."""
+    if (dep.dtype == "datetime") != (src.dtype == "datetime"):
+        return False
+    if dep.dtype == "datetime":
+        if dep.tz != src.tz:
+            return False
+
+        def unit(spec: ColumnSpec) -> int:
+            return _GRID_US["D"] if spec.date_only else _GRID_US.get(spec.resolution or "", 1)
+
+        return unit(src) % unit(dep) == 0
+    if dep.dtype == "int":
+        return src.dtype == "int"
+    if dep.decimals is None or src.dtype == "int":
+        return True
+    return src.decimals is not None and src.decimals <= dep.decimals
+
+
+def shift_grid(dep: ColumnSpec, src: ColumnSpec, seconds: float) -> bool:
+    """Whether an affine rule ``dep = src + seconds`` between two datetime columns
+    survives ``dep``'s rounding: :func:`order_grid` (``src``'s grid on ``dep``'s), the
+    shift a whole multiple of ``dep``'s unit, and, for whole days in a time zone, a
+    copy (a shift of whole days in seconds crosses a daylight-saving change off
+    midnight)."""
+    if dep.dtype != "datetime" or not order_grid(dep, src):
+        return False
+    micros = round(float(seconds) * 1e6)
+    if dep.date_only and dep.tz is not None:
+        return micros == 0
+    unit = _GRID_US["D"] if dep.date_only else _GRID_US.get(dep.resolution or "", 1)
+    return micros % unit == 0
+
+
 class SchemaError(ValueError):
     """Input tables do not fit together, or do not fit the declared schema."""
 
@@ -936,7 +984,7 @@ def _check_keys(d: Mapping[str, Any], allowed: Sequence[str], where: str) -> Non
 
 #: Kinds of rules (:class:`Rule`): the exact ones, and ``"linear"`` (a near-linear
 #: column drawn as its residual; docs/method.md, "Near-linear columns").
-RULE_KINDS = ("function", "sum", "affine", "linear", "interval")
+RULE_KINDS = ("function", "sum", "affine", "linear", "interval", "order")
 
 
 @dataclass
@@ -958,8 +1006,8 @@ class Rule:
         or the parts it is the sum of (``"sum"``), or the one column it is an affine
         function of (``"affine"``), or the one continuous column it is near-linear in
         (``"linear"``), or the one continuous column whose intervals it follows
-        (``"interval"``).
-    kind : {"function", "sum", "affine", "linear", "interval"}
+        (``"interval"``), or the one column it is never below (``"order"``).
+    kind : {"function", "sum", "affine", "linear", "interval", "order"}
         ``"function"``: ``column`` (discrete) takes one value per combination of the
         ``of`` columns' values (discrete), given by ``mapping``.  ``"sum"``: ``column``
         (continuous) equals the sum of the ``of`` columns (numeric) in every row.
@@ -971,7 +1019,11 @@ class Rule:
         :data:`fits.core.rules.NEAR_LINEAR_R2`).  ``"interval"``: ``column`` (discrete)
         is a step function of ``of[0]`` (continuous numbers or datetimes): each of its
         values (its missing value one of them, where it has missing values) occupies
-        one interval of ``of[0]``, given by ``intervals``.
+        one interval of ``of[0]``, given by ``intervals``.  ``"order"``: ``column``
+        (continuous) is at least ``of[0]`` (continuous, present in every row; two
+        number columns or two datetime columns) in every row holding ``column``; the
+        chain draws the difference ``column - of[0]``, which is >= 0, in ``column``'s
+        place (:meth:`order_line`; docs/method.md, "Order rules").
     mapping : list of list, optional
         ``"function"`` only: one entry ``[a_1, ..., a_k, b]`` per combination of the
         ``of`` columns seen in the real rows, ``b`` the value of ``column`` there.  A
@@ -979,7 +1031,9 @@ class Rule:
     slope, intercept : float, optional
         ``"affine"``: ``column`` (continuous) equals ``slope * x + intercept`` for
         the one numeric column ``x`` in ``of``, in every row, up to the rounding that
-        ``decimals`` states.  ``"linear"``: the line the residual is taken about.
+        ``decimals`` states; between two datetime columns the slope is 1 and the
+        intercept a duration in seconds (``column`` is ``x`` shifted by it; 0: a copy),
+        exact to the microsecond.  ``"linear"``: the line the residual is taken about.
     decimals : int, optional
         ``"affine"`` only: ``column`` is ``slope * x + intercept`` rounded to this many
         decimals (it holds within half a unit of the last decimal in every real row, and
@@ -1046,6 +1100,18 @@ class Rule:
             return
         if self.kind == "linear":
             self._check_linear(where)
+            return
+        if self.kind == "order":
+            extra = [
+                name
+                for name in ("mapping", "slope", "intercept", "decimals", "tolerance")
+                + ("lower", "upper", "step")
+                if getattr(self, name) is not None
+            ]
+            if extra:
+                raise SchemaError(f'{where}: an "order" rule has no {", ".join(extra)}')
+            if len(self.of) != 1:
+                raise SchemaError(f'{where}: an "order" rule has exactly one column in "of"')
             return
         if any(v is not None for v in (self.slope, self.intercept, self.decimals, self.tolerance)):
             raise SchemaError(
@@ -1231,11 +1297,19 @@ class Rule:
 
     def describe(self, clock: bool = False) -> str:
         """One line: ``"b = f(a1, a2)"`` or ``"t = p1 + p2"``; ``clock``: a
-        ``"linear"`` rule between two datetime columns, told as the duration from its
-        source (``"end = start + duration in [1 minute, 2 hours]"``, worded by
-        :func:`fits._dates.duration_text`)."""
+        ``"linear"`` or ``"affine"`` rule between two datetime columns, told as the
+        duration from its source (``"end = start + duration in [1 minute, 2 hours]"``,
+        ``"end = start + 1 hour"``, worded by :func:`fits._dates.duration_text`)."""
         if self.kind == "sum":
             return f"{self.column} = {' + '.join(self.of)}"
+        if self.kind == "order":
+            return f"{self.column} >= {self.of[0]} (order)"
+        if self.kind == "affine" and clock:  # slope 1: the column shifted by a duration
+            b = float(self.intercept or 0.0)
+            if b == 0:
+                return f"{self.column} = {self.of[0]} (a copy)"
+            sign = "-" if b < 0 else "+"
+            return f"{self.column} = {self.of[0]} {sign} {duration_text(abs(b))}"
         if self.kind == "affine":
             a, b = float(self.slope or 0.0), float(self.intercept or 0.0)
             sign = "-" if b < 0 else "+"
@@ -1435,6 +1509,12 @@ class Schema:
             if rule.kind == "interval":
                 self._check_interval_rule(rule, specs[0], specs[1], where)
                 continue
+            if rule.kind == "order":
+                self._check_order_rule(rule, specs[0], specs[1], where)
+                continue
+            if rule.kind == "affine" and "datetime" in (specs[0].dtype, specs[1].dtype):
+                self._check_shift_rule(rule, specs[0], specs[1], where)
+                continue
             if rule.kind == "affine":
                 dep, src = specs
                 if (
@@ -1543,6 +1623,125 @@ class Schema:
                     + ("" if entry[2] is not None else " (it has no missing values)")
                 )
 
+    def _check_shift_rule(self, rule: Rule, dep: ColumnSpec, src: ColumnSpec, where: str) -> None:
+        """An ``"affine"`` rule with a datetime column: both columns datetimes (both
+        with a time zone or both without), the column continuous with no point mass,
+        slope 1 (a shift by ``intercept`` seconds), no ``decimals`` or ``tolerance``
+        (exact to the microsecond), missing values in both or neither."""
+        if dep.dtype != "datetime" or src.dtype != "datetime" or src.kind != "continuous":
+            raise SchemaError(
+                f"{where}: an affine rule relates two datetime columns or two number "
+                f"columns; {rule.column!r} and {src.name!r} are not; remove the rule"
+            )
+        if dep.kind != "continuous" or dep.point_mass is not None:
+            raise SchemaError(
+                f"{where}: an affine rule's column must be continuous, with no point mass; "
+                "remove the rule"
+            )
+        if (dep.tz is None) != (src.tz is None):
+            raise SchemaError(
+                f"{where}: {rule.column!r} and {src.name!r} are one with a time zone and one "
+                "without (local times), so no fixed duration relates them; remove the rule"
+            )
+        if rule.slope != 1.0 or rule.decimals is not None or rule.tolerance is not None:
+            raise SchemaError(
+                f"{where}: an affine rule between two datetime columns shifts by a fixed "
+                f'duration: "slope" 1, "intercept" the duration in seconds, no "decimals" or '
+                '"tolerance"; fix or remove the rule'
+            )
+        if src.missing != dep.missing:
+            raise SchemaError(
+                f"{where}: {(src if src.missing else dep).name!r} has missing values "
+                f"and {(dep if src.missing else src).name!r} has none; an affine rule "
+                "needs both missing in the same rows; remove the rule"
+            )
+        if not shift_grid(dep, src, float(rule.intercept or 0.0)):
+            raise SchemaError(
+                f"{where}: {src.name!r} shifted by {rule.intercept!r} seconds is not on "
+                f"{rule.column!r}'s precision (its days or time unit, and time zone), so "
+                "the synthetic values, rounded to it, would not keep the rule; remove it"
+            )
+
+    def _check_order_rule(self, rule: Rule, dep: ColumnSpec, src: ColumnSpec, where: str) -> None:
+        """An ``"order"`` rule: both columns continuous, two datetimes (both with the
+        same time zone or both without) or two number columns; the source present in
+        every row, written on the column's grid (:func:`order_grid`), not above its
+        upper bound, drawn by the chain as itself; the column with no point mass, no
+        part of a sum, no source of another order or near-linear rule."""
+        if dep.kind != "continuous" or dep.point_mass is not None:
+            raise SchemaError(
+                f"{where}: an order rule's column must be continuous (numbers or datetimes) "
+                "with no point mass; remove the rule"
+            )
+        if src.kind != "continuous" or src.missing:
+            raise SchemaError(
+                f"{where}: {src.name!r} is not a continuous column with a value in every "
+                "row; remove the rule"
+            )
+        if not order_grid(dep, src):
+            raise SchemaError(
+                f"{where}: {rule.column!r} and {src.name!r} are not two number columns or two "
+                f"datetime columns with {src.name!r} written on {rule.column!r}'s precision "
+                "(its decimals, whole numbers, days or time unit, and time zone), so a "
+                "synthetic value rounded to that precision could fall below its source; "
+                "remove the rule"
+            )
+        lo_y, hi_y = dep.bounds
+        lo_x, hi_x = src.bounds
+        if not all(math.isfinite(v) for v in (lo_y, hi_y, lo_x, hi_x)):
+            raise SchemaError(
+                f'{where}: an order rule needs "lower" and "upper" of {rule.column!r} and '
+                f"{src.name!r} (the largest difference the chain may draw); give them or "
+                "remove the rule"
+            )
+        if not (hi_x <= hi_y and lo_x < hi_y):
+            raise SchemaError(
+                f"{where}: {src.name!r} reaches {hi_x:.15g}, above {rule.column!r}'s upper "
+                f"bound {hi_y:.15g}, so it cannot stay at most {rule.column!r}; fix the bounds "
+                "or remove the rule"
+            )
+        if src.name in self.derived or any(
+            r.column == src.name and r.kind in ("linear", "order", "sum") for r in self.rules or []
+        ):
+            raise SchemaError(
+                f"{where}: {src.name!r} is set by a rule of its own (affine, sum, order or "
+                "near-linear), so it cannot be an order rule's source; remove one of the rules"
+            )
+        uses = ("sum", "linear", "order")
+        if any(rule.column in r.of for r in self.rules or [] if r.kind in uses):
+            raise SchemaError(
+                f"{where}: {rule.column!r} is a part of a sum or the source of an order or "
+                "near-linear rule, which needs its value, not the difference the chain "
+                "draws in its place; remove one of the rules"
+            )
+
+    def order_line(self, rule: Rule) -> Rule:
+        """The ``"linear"`` rule the engine draws an ``"order"`` rule's column by:
+        slope 1, intercept 0, the residual (the difference ``column - of[0]``) within
+        ``[0, upper(column) - lower(of[0])]`` (the largest difference the bounds
+        allow: nothing beyond the setup round's bounds is used), on a step of the
+        column's time unit for two datetime columns without a time zone (whole days
+        for two date columns).  The chain then draws the difference, truncated to
+        ``[max(0, lower(column) - x), upper(column) - x]`` at the source's written
+        value x (:meth:`Coordinator._truncated
+        <fits.federation.coordinator.Coordinator>`), so every synthetic row keeps
+        ``column >= of[0]`` (docs/method.md, "Order rules")."""
+        dep, src = self[rule.column], self[rule.of[0]]
+        step = None
+        if dep.dtype == "datetime" and dep.tz is None:
+            step = 86_400.0 if dep.date_only else _ORDER_STEPS.get(dep.resolution or "")
+        upper = float(dep.bounds[1]) - float(src.bounds[0])
+        return Rule(
+            rule.column,
+            list(rule.of),
+            "linear",
+            slope=1.0,
+            intercept=0.0,
+            lower=0.0,
+            upper=upper,
+            step=step,
+        )
+
     def _check_linear_rule(self, rule: Rule, dep: ColumnSpec, src: ColumnSpec, where: str) -> None:
         """A ``"linear"`` rule: Y continuous numbers with no point mass; X continuous
         numbers present in every row; neither in another linear rule's other role (X of
@@ -1570,7 +1769,7 @@ class Schema:
                 f'{where}: "step" is the unit of a pair of datetime columns\' durations; '
                 f'{src.name!r} holds numbers; remove "step" from the rule'
             )
-        linear = [r for r in self.rules or [] if r.kind == "linear"]
+        linear = [r for r in self.rules or [] if r.kind in ("linear", "order")]
         if src.name in self.derived or any(r.column == src.name for r in linear):
             raise SchemaError(
                 f"{where}: {src.name!r} is set by a rule of its own (affine, or drawn as a "
@@ -1592,8 +1791,13 @@ class Schema:
     def near_linear(self) -> dict[str, Rule]:
         """The ``"linear"`` rules by their column: columns the chain draws as the
         residual about a line in an earlier column (docs/method.md, "Near-linear
-        columns")."""
-        return {r.column: r for r in self.rules or [] if r.kind == "linear"}
+        columns"); an ``"order"`` rule as its line (:meth:`order_line`: the chain
+        draws the difference from its source)."""
+        return {
+            r.column: self.order_line(r) if r.kind == "order" else r
+            for r in self.rules or []
+            if r.kind in ("linear", "order")
+        }
 
     def __getitem__(self, name: str) -> ColumnSpec:
         for c in self.columns:
@@ -1662,7 +1866,9 @@ class Schema:
         but its spec is the residual's: continuous floats within the rule's ``lower``
         and ``upper``, not rounded, missing where the column is
         (:func:`residual_spec`); the linear rules stay in the engine's ``rules``,
-        checked as the engine's (a pair of dates: a float column on a datetime one)."""
+        checked as the engine's (a pair of dates: a float column on a datetime one).
+        An ``"order"`` rule is drawn so too, as its line (:meth:`order_line`), which
+        the engine's ``rules`` hold in its place."""
         derived = set(self.derived)
         linear = self.near_linear
         columns = [
@@ -1710,7 +1916,11 @@ class Schema:
         engine = Schema(columns, order)  # its rules are checked as the engine's, below
         engine._engine = True
         if self.rules is not None:
-            engine.rules = [r for r in self.rules if r.kind != "affine"]
+            engine.rules = [
+                linear[r.column] if r.kind == "order" else r
+                for r in self.rules
+                if r.kind != "affine"
+            ]
             engine._check_rules()
         return engine
 
@@ -2668,6 +2878,16 @@ def parse_text_columns(
             out = frame.copy()
         out[name] = column.rename(name)
     return (out if out is not None else frame), notes
+
+
+def datetime_micros(s: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Microseconds since 1970-01-01 UTC of a datetime column, exactly (int64; the
+    instant for times with a time zone, the wall time read as UTC for others), and
+    where it is missing (those entries of the first array mean nothing)."""
+    if getattr(s.dt, "tz", None) is not None:
+        s = s.dt.tz_convert("UTC").dt.tz_localize(None)
+    values = _as_us(s)
+    return values.astype(np.int64), np.isnat(values)
 
 
 def datetime_seconds(s: pd.Series) -> np.ndarray:

@@ -65,12 +65,67 @@ def _describe(rule: Mapping[str, Any]) -> str:
         return f"{rule['column']} = {text}"
     if rule.get("kind") == "interval":
         return f"{rule['column']} = by {of[0]}: {interval_text(rule.get('intervals'))}"
+    if rule.get("kind") == "order":
+        return f"{rule['column']} >= {of[0]} (order)"
     return f"{rule['column']} = f({', '.join(of)})"
+
+
+def _clock(table: pd.DataFrame, rule: Mapping[str, Any]) -> bool:
+    """Whether a rule relates two datetime columns: either is a datetime column, or
+    holds text that is not numbers (ISO 8601 dates of a table read from a CSV file
+    without parsing them)."""
+    for c in (rule["column"], rule["of"][0]):
+        values = table[c]
+        if pd.api.types.is_datetime64_any_dtype(values.dtype):
+            return True
+        present = values.dropna()
+        if values.dtype == object and len(present):
+            if pd.to_numeric(present, errors="coerce").isna().all():
+                return True
+    return False
+
+
+def _micros(values: pd.Series) -> np.ndarray:
+    """A datetime column (or ISO 8601 text) as microseconds since 1970 UTC, exactly
+    (float64 holds every whole number of microseconds up to the year 2255); NaN where
+    missing or unreadable."""
+    if not pd.api.types.is_datetime64_any_dtype(values.dtype):
+        values = pd.to_datetime(values.astype(object), errors="coerce", format="ISO8601", utc=True)
+    if getattr(values.dt, "tz", None) is not None:
+        values = values.dt.tz_convert("UTC").dt.tz_localize(None)
+    stamps = values.to_numpy(dtype="datetime64[ns]").astype("datetime64[us]")
+    out = stamps.astype(np.int64).astype(float)
+    out[np.isnat(stamps)] = np.nan
+    return out
+
+
+def _order_kept(table: pd.DataFrame, rule: Mapping[str, Any]) -> tuple[int, int]:
+    """Rows holding the column with it at least its source (a missing source: not
+    kept), and the rows counted: those holding the column (the rule says nothing
+    where it is missing)."""
+    if _clock(table, rule):
+        y, x = (_source_numbers(table[c], True) for c in (rule["column"], rule["of"][0]))
+    else:
+        y, x = (
+            pd.to_numeric(table[c], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+            for c in (rule["column"], rule["of"][0])
+        )
+    held = ~np.isnan(y)
+    with np.errstate(invalid="ignore"):
+        return int(np.sum(y[held] >= x[held])), int(held.sum())
 
 
 def _affine_kept(table: pd.DataFrame, rule: Mapping[str, Any]) -> int:
     """Rows within the rule's tolerance (:func:`fits._exact.affine_match`), or with both
-    values missing (the rule: Y is missing where X is); one missing: not kept."""
+    values missing (the rule: Y is missing where X is); one missing: not kept.  Between
+    two datetime columns (slope 1, the intercept a shift in seconds): the column is
+    its source shifted by the intercept to the microsecond."""
+    if _clock(table, rule):
+        xs, ys = _micros(table[rule["of"][0]]), _micros(table[rule["column"]])
+        shift = round(float(rule["intercept"]) * 1e6)
+        with np.errstate(invalid="ignore"):
+            same = (ys - xs == shift) & (float(rule["slope"]) == 1.0)
+        return int(np.sum(same | (np.isnan(xs) & np.isnan(ys))))
     x = pd.to_numeric(table[rule["of"][0]], errors="coerce").to_numpy(dtype=float)
     y = pd.to_numeric(table[rule["column"]], errors="coerce").to_numpy(dtype=float)
     d, t = rule.get("decimals"), rule.get("tolerance")
@@ -154,7 +209,8 @@ def rules_kept(table: pd.DataFrame, rules: Sequence[Any]) -> pd.DataFrame:
         sum of the parts up to float64 rounding (:func:`fits._exact.sums_match`), none
         missing; an affine rule: the column is within the rule's tolerance of
         ``slope * x + intercept``; an interval rule: the column has the value of the
-        cell holding its source, the nearest interval); and
+        cell holding its source, the nearest interval; an order rule: the column is at
+        least its source, counted over the rows holding the column); and
         ``uncovered``, the share of rows whose determinant combination is not in the
         mapping (no real row has it, so the rule says nothing there; 0 for sums), or,
         for an interval rule, whose source lies in no interval (a gap between two, or
@@ -184,6 +240,8 @@ def rules_kept(table: pd.DataFrame, rules: Sequence[Any]) -> pd.DataFrame:
             kept = _affine_kept(table, rule)
         elif kind == "interval":
             kept, uncovered, rows = _interval_kept(table, rule)
+        elif kind == "order":
+            kept, rows = _order_kept(table, rule)
         elif kind == "sum":
             parts = [pd.to_numeric(table[c], errors="coerce").to_numpy(dtype=float) for c in of]
             value = pd.to_numeric(table[column], errors="coerce").to_numpy(dtype=float)

@@ -843,9 +843,10 @@ class Coordinator:
         assert self.schema is not None
         order = self.schema.order
         rule = next((r for r in self.user_schema.rules or [] if r.column == name), None)
-        if boosting and rule is not None and rule.kind == "linear":
+        if boosting and rule is not None and rule.kind in ("linear", "order"):
             return (
-                f"is drawn as the residual of its near-linear rule {rule.describe()}; to "
+                f"is drawn as the residual of its "
+                f"{'near-linear' if rule.kind == 'linear' else 'order'} rule {rule.describe()}; to "
                 "boost it, drop the rule from the schema's rules (detection never proposes "
                 "one for a boosted column)"
             )

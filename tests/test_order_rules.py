@@ -1,0 +1,241 @@
+"""Exact rules between datetime columns (a copy, a shift by a fixed duration: affine
+rules with slope 1) and order rules (a later column at least an earlier one in every
+row: drawn as the difference; docs/method.md, "Affine rules" and "Order rules")."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fits import FITSSynthesizer
+from fits.core import rules as rules_module
+from fits.core.rules import answer_rules, order_candidates
+from fits.core.schema import DataNote, Rule, Schema, SchemaError
+from fits.evaluation import rules_kept
+
+
+def _clock_sites(
+    tz: str | None = None, date_only: bool = False, shift: str = "0h", n: int = 100
+) -> list[pd.DataFrame]:
+    """Two sites: t (seconds over 12 days), its copy shifted by ``shift``, a number."""
+    out = []
+    for seed in (0, 1):
+        rng = np.random.default_rng(seed)
+        t = pd.Timestamp("2024-01-01") + pd.to_timedelta(rng.integers(0, 10**6, n), unit="s")
+        t = pd.Series(t.normalize() if date_only else t)
+        if tz is not None:
+            t = t.dt.tz_localize(tz)
+        out.append(pd.DataFrame({"t": t, "u": t + pd.Timedelta(shift), "x": rng.normal(size=n)}))
+    return out
+
+
+@pytest.mark.parametrize(
+    ("tz", "date_only", "shift", "told"),
+    [
+        (None, False, "0h", "u = t (a copy)"),
+        (None, False, "1h", "u = t + 1 hour"),
+        ("UTC", False, "-90min", "u = t - 1 hour 30 minutes"),
+        (None, True, "0h", "u = t (a copy)"),
+        (None, True, "2D", "u = t + 2 days"),
+    ],
+)
+def test_a_datetime_copy_or_shift_gets_an_affine_rule(tz, date_only, shift, told):
+    sites = _clock_sites(tz, date_only, shift)
+    schema = Schema.detect(sites)
+    [rule] = schema.rules
+    assert (rule.kind, rule.column, rule.of, rule.slope) == ("affine", "u", ["t"], 1.0)
+    assert rule.intercept == pd.Timedelta(shift).total_seconds()
+    assert rule.describe(clock=True) == told
+
+
+def test_a_shifted_datetime_is_generated_exactly_with_its_zone_and_unit():
+    for tz, date_only in ((None, False), ("UTC", False), (None, True)):
+        sites = _clock_sites(tz, date_only, "1D" if date_only else "1h")
+        synth = FITSSynthesizer(seed=0).fit(sites)
+        out = synth.sample(300)
+        step = pd.Timedelta("1D" if date_only else "1h")
+        assert ((out["u"] - out["t"]) == step).all()
+        assert out["u"].dtype == out["t"].dtype == sites[0]["u"].dtype
+        if date_only:
+            assert (out["u"] == out["u"].dt.normalize()).all()
+        assert rules_kept(out, synth.schema_.rules)["kept"].tolist() == [1.0]
+
+
+def test_stays_of_zero_days_are_a_copy():
+    sites = []
+    for seed in (0, 1):
+        rng = np.random.default_rng(seed)
+        adm = pd.Timestamp("2021-01-01") + pd.to_timedelta(rng.integers(0, 1000, 200), "D")
+        sites.append(pd.DataFrame({"admitted": adm, "discharged": adm, "x": rng.normal(size=200)}))
+    out = FITSSynthesizer(seed=0).fit(sites).sample(300)
+    assert (out["admitted"] == out["discharged"]).all()
+
+
+def test_shifts_with_another_zone_or_off_the_columns_unit_are_no_rule():
+    # a shift of whole hours off a date column: the synthetic date rounded to days would
+    # not keep it; one column in a zone, the other not: no fixed duration
+    sites = _clock_sites(None, True, "1h")
+    for s in sites:
+        s["u"] = s["u"].dt.normalize()  # u whole days again: u = t, no 1 h left
+        s["v"] = s["t"].dt.tz_localize("UTC")
+    assert [r.describe(clock=True) for r in Schema.detect(sites).rules] == ["u = t (a copy)"]
+    schema = Schema.detect(sites, rules=False).to_dict()
+    schema["rules"] = [{"kind": "affine", "column": "u", "of": ["t"], "slope": 1.0,
+                        "intercept": 3600.0, "decimals": None}]  # fmt: skip
+    with pytest.raises(SchemaError, match="not on 'u'"):
+        Schema.from_dict(schema)
+    schema["rules"][0].update(column="v", intercept=0.0)
+    with pytest.raises(SchemaError, match="one with a time zone and one"):
+        Schema.from_dict(schema)
+
+
+def test_a_shift_off_by_a_microsecond_in_one_row_is_no_rule():
+    sites = _clock_sites(shift="1h")
+    sites[1].loc[5, "u"] += pd.Timedelta(microseconds=1)
+    # no shift, no near-linear rule (durations constant on their step of an hour: it
+    # raised a SchemaError before), but u >= t in every row
+    assert [r.describe() for r in Schema.detect(sites).rules] == ["u >= t (order)"]
+
+
+# ------------------------------------------------------------------ order rules
+def _stays(n: int = 100, k: int = 3) -> list[pd.DataFrame]:
+    """The tester's case: admissions over 60 days, stays of 0-14 days, an age."""
+    out = []
+    for seed in range(k):
+        rng = np.random.default_rng(seed)
+        adm = pd.Timestamp("2024-01-01") + pd.to_timedelta(rng.integers(0, 60, n), unit="D")
+        dis = adm + pd.to_timedelta(rng.integers(0, 15, n), unit="D")
+        out.append(
+            pd.DataFrame({"admitted": adm, "discharged": dis, "age": rng.integers(18, 90, n)})
+        )
+    return out
+
+
+def test_discharge_is_never_before_admission():
+    sites = _stays()
+    synth = FITSSynthesizer(seed=0).fit(sites)
+    assert [r.to_dict() for r in synth.schema_.rules] == [
+        {"column": "discharged", "kind": "order", "of": ["admitted"]}
+    ]
+    out = synth.sample(1000)
+    days = (out["discharged"] - out["admitted"]).dt.days
+    assert days.min() >= 0 and days.max() <= 74  # the bounds allow at most 74
+    assert (out["discharged"] == out["discharged"].dt.normalize()).all()  # whole days
+    assert rules_kept(out, synth.schema_.rules)["kept"].tolist() == [1.0]
+    # the rule removed from the schema: the chain draws discharged, out of order
+    plain = FITSSynthesizer(seed=0, schema=Schema(synth.schema_.columns, rules=[])).fit(sites)
+    assert plain.schema_.rules == []
+    off = plain.sample(1000)
+    assert (off["discharged"] < off["admitted"]).mean() > 0.05
+
+
+def test_a_numeric_order_rule_with_missing_values_keeps_the_order():
+    rng = np.random.default_rng(3)
+    n = 600
+    low = rng.normal(50, 10, n).round(1)
+    high = (low + rng.gamma(1.0, 3.0, n)).round(1)
+    high[rng.random(n) < 0.1] = np.nan
+    frame = pd.DataFrame({"low": low, "z": rng.normal(size=n), "high": high})
+    sites = [frame.iloc[i::3].reset_index(drop=True) for i in range(3)]
+    synth = FITSSynthesizer(seed=0).fit(sites)
+    assert [r.describe() for r in synth.schema_.rules] == ["high >= low (order)"]
+    out = synth.sample(1000)
+    held = out["high"].notna()
+    assert (out.loc[held, "high"] >= out.loc[held, "low"]).all()
+    assert out["high"].isna().mean() == pytest.approx(0.1, abs=0.04)
+    assert rules_kept(out, synth.schema_.rules)["kept"].tolist() == [1.0]
+
+
+def test_no_order_rule_where_a_row_breaks_it_or_the_columns_are_unrelated():
+    rng = np.random.default_rng(4)
+    n = 300
+    frame = pd.DataFrame(
+        {
+            "a": rng.normal(0, 1, n),
+            "b": rng.normal(0, 1, n),  # overlaps a, below it in some rows
+            "c": rng.normal(100, 1, n),  # above a and b in every row: the bounds say so
+            "when": pd.Timestamp("2024-01-01") + pd.to_timedelta(rng.integers(0, 99, n), "D"),
+        }
+    )
+    frame["later"] = frame["when"] + pd.to_timedelta(rng.integers(0, 9, n), "D")
+    sites = [frame.iloc[i::3].reset_index(drop=True) for i in range(3)]
+    sites[2].loc[4, "later"] = sites[2].loc[4, "when"] - pd.Timedelta("1D")  # one row
+    schema = Schema.detect(sites, near_linear=False)
+    assert schema.rules == []
+    # c is above a and b by the bounds alone, so no pair with c is even asked
+    bare = Schema.detect(sites, rules=False)
+    pairs = {(c["column"], c["of"][0]) for c in order_candidates(bare, n)}
+    assert ("later", "when") in pairs and pairs <= {("b", "a"), ("later", "when")}
+
+
+def test_a_user_order_rule_is_checked_validated_and_round_trips():
+    sites = _stays()
+    schema = Schema.detect(sites)
+    text = json.dumps(schema.to_dict())
+    assert Schema.from_dict(json.loads(text)) == schema
+    [rule] = schema.rules
+    assert rule == Rule("discharged", ["admitted"], "order")
+    assert rule.describe() == "discharged >= admitted (order)"
+    # the engine draws the difference: slope 1, from 0 to the bounds' widest, whole days
+    line = schema.near_linear["discharged"]
+    assert (line.kind, line.slope, line.intercept, line.lower, line.step) == (
+        "linear",
+        1.0,
+        0.0,
+        0.0,
+        86400.0,
+    )
+    assert line.upper == schema["discharged"].upper - schema["admitted"].lower
+    # a reversed rule: the bounds refuse it
+    reverse = dict(schema.to_dict(), order=["discharged", "admitted", "age"])
+    reverse["rules"] = [{"kind": "order", "column": "admitted", "of": ["discharged"]}]
+    with pytest.raises(SchemaError, match="above 'admitted''s upper bound"):
+        Schema.from_dict(reverse)
+    # a row that breaks it at one site: that site refuses it
+    row = sites[1].index[sites[1]["admitted"] > pd.Timestamp("2024-01-20")][0]
+    sites[1].loc[row, "discharged"] = sites[1].loc[row, "admitted"] - pd.Timedelta("1D")
+    with pytest.raises(SchemaError, match="some row there has 'discharged' below 'admitted'"):
+        FITSSynthesizer(seed=0, schema=schema).fit(sites)
+    bad = schema.to_dict()
+    for wrong, match in (
+        ({"column": "age"}, "two number columns or two"),
+        ({"slope": 1.0}, 'an "order" rule has no slope'),
+        ({"of": ["admitted", "age"]}, "exactly one column"),
+    ):
+        bad["rules"] = [{"kind": "order", "column": "discharged", "of": ["admitted"], **wrong}]
+        with pytest.raises(SchemaError, match=match):
+            Schema.from_dict(bad)
+
+
+def test_a_site_answers_one_bit_per_order_pair():
+    sites = _stays()
+    schema = Schema.detect(sites, rules=False)
+    cands = [
+        {"kind": "order", "column": "discharged", "of": ["admitted"]},
+        {"kind": "order", "column": "age", "of": ["admitted"]},
+    ]
+    answer = answer_rules(sites[0], schema, cands[:1], "check")
+    assert answer.dtype == np.uint8 and answer.tolist() == [1]
+    sites[0].loc[0, "discharged"] = sites[0].loc[0, "admitted"] - pd.Timedelta("1D")
+    assert answer_rules(sites[0], schema, cands[:1], "check").tolist() == [0]
+
+
+def test_the_order_search_stops_at_its_cap_with_a_note(monkeypatch):
+    rng = np.random.default_rng(5)
+    n = 120
+    frame = pd.DataFrame({f"v{k}": rng.uniform(0, 1, n) for k in range(5)})
+    for k in range(5):  # each range a little above the one before: every pair plausible
+        frame.loc[0, f"v{k}"], frame.loc[1, f"v{k}"] = 0.001 * k - 1, 1 + 0.001 * k
+    schema = Schema.detect([frame], rules=False)
+    every = order_candidates(schema, n)
+    monkeypatch.setattr(rules_module, "MAX_ORDER_PAIRS", 2)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        capped = order_candidates(schema, n)
+    assert capped == every[:2] and len(every) > 2
+    [note] = [w for w in caught if issubclass(w.category, DataNote)]
+    assert f"of {len(every):,} candidate pairs" in str(note.message)
