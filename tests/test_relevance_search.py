@@ -284,7 +284,12 @@ def test_star_skips_ruled_columns_and_own_indicators():
     y[rng.random(n) < 0.1] = np.nan
     frame = pd.DataFrame({"x": x, "o": o, "band": np.where(o > 1, "high", "low"), "y": y})
     synth = FITSSynthesizer(seed=0, tune_relevance="*").fit(split(frame, [500, 400]))
-    assert [r.column for r in synth.schema_.rules] == ["band"]
+    # y = x + o + noise, o >= 1: y >= x in every row (an order rule; y is drawn as the
+    # difference, by a kernel whose relevance '*' searches)
+    assert [(r.column, r.kind) for r in synth.schema_.rules] == [
+        ("band", "function"),
+        ("y", "order"),
+    ]
     assert "band" not in synth.tuning_ and {"o", "y"} <= set(synth.tuning_)
     assert "y (missing)" in synth.coordinator.schema.order
     assert synth.coordinator.relevance_covariates("y") == ["x", "o", "band"]

@@ -130,6 +130,7 @@ __all__ = [
     "extremes_agree",
     "MAX_AFFINE_PAIRS",
     "MAX_ORDER_PAIRS",
+    "ORDER_OVERLAP",
     "detect_order",
     "detect_shifts",
     "order_candidates",
@@ -213,6 +214,10 @@ MAX_INTERVAL_PAIRS = 5000
 #: Y then X, as :data:`MAX_AFFINE_PAIRS`): each costs a site a pass over its rows and
 #: one bit in its reply.
 MAX_ORDER_PAIRS = 50_000
+#: An order pair's two ranges must overlap over at least this share of each (the two
+#: columns one quantity on one scale: a start and an end, a minimum and a maximum; not
+#: Fahrenheit above Celsius, or a doubled column above its source).
+ORDER_OVERLAP = 0.5
 #: Two datetime columns' per-site extremes agree with a shift when their differences
 #: (min Y - min X and max Y - max X, float64 seconds since 1970) are within this many
 #: seconds of one another (float64 noise of microsecond times is below 1e-6 s).
@@ -2384,12 +2389,16 @@ def _order_plausible(
     ``src``'s range not above ``dep``'s (lower and upper bounds), and at every site
     ``dep``'s minimum not below ``src``'s (and, where ``dep`` has no missing values,
     its maximum not below ``src``'s): necessary; and the ranges overlapping (``dep``'s
-    lower bound below ``src``'s upper), else the bounds alone keep the order, which the
-    chain keeps anyway."""
+    lower bound below ``src``'s upper; else the bounds alone keep the order, which the
+    chain keeps anyway) over at least :data:`ORDER_OVERLAP` of each range (one quantity
+    on one scale)."""
     if not order_grid(dep, src):
         return False
     (lo_y, hi_y), (lo_x, hi_x) = dep.bounds, src.bounds
     if not (lo_x <= lo_y < hi_x <= hi_y):
+        return False
+    overlap = hi_x - lo_y
+    if overlap < ORDER_OVERLAP * (hi_y - lo_y) or overlap < ORDER_OVERLAP * (hi_x - lo_x):
         return False
     for desc in descriptions or []:
         info = desc.get("columns", {})
