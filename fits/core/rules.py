@@ -10,7 +10,8 @@ of every site:
   row (``cnt = casual + registered``);
 * ``"affine"``: a continuous column Y is ``slope * X + intercept`` for an earlier
   numeric column X in every row, up to Y's rounding (Fahrenheit of Celsius rounded to
-  two decimals; an exact copy of a column).
+  two decimals; an exact copy of a column); between two datetime columns, X shifted by
+  a fixed duration (slope 1; a copy: 0).
 
 The chain of Algorithm 2 draws every column from a smoothed conditional CDF, so it keeps
 such identities only approximately (Adult: 92.5% of synthetic rows, Bike: 91.8%).  fits
@@ -80,6 +81,19 @@ said yes to, **ranges** (``stage="ranges"``): per value of Y, the site's row cou
 minimum and maximum of X over its rows of that value.  The coordinator merges them
 (:func:`interval_rules`): the rule holds in every row of every site exactly when the
 merged intervals are disjoint.
+
+**Datetime shifts** (``"affine"`` rules between two datetime columns; docs/method.md,
+"Two datetime columns"): no moments; the shift is ``min Y - min X`` of the setup
+round's extremes, which must agree at every site (:func:`shift_candidates`), then the
+**check** to the microsecond (:func:`detect_shifts`).
+
+**Order rules** (``"order"`` rules; docs/method.md, "Order rules"): a continuous column
+Y at least an earlier continuous X in every row holding Y (two numbers or two
+datetimes), drawn as the difference ``Y - X >= 0`` by the near-linear machinery
+(:meth:`Schema.order_line <fits.core.schema.Schema.order_line>`).  Last, for the columns
+no other rule sets or draws: the pairs the bounds and the sites' extremes leave
+plausible (:func:`order_candidates`), one **check** bit each, and per Y the latest
+source every site confirmed (:func:`detect_order`).
 
 Everything here is a function of a schema and arrays; the federation layer carries the
 questions and answers (:mod:`fits.federation.protocol`, message ``rules``).
