@@ -118,9 +118,9 @@ def test_one_violating_row_at_one_site_is_no_rule_and_reveals_only_a_bit():
     frames[2].loc[3, "flag"] = "no" if frames[2].loc[3, "flag"] == "yes" else "yes"
     frames[0].loc[5, "t"] += 0.5
     log: list = []
-    # t = p1 + p2 fails in one row, but t >= p2 (p1 >= 0) holds in every row: an order
-    # rule, no exact one
-    assert [r.describe() for r in _detect(frames, log)] == ["t >= p2 (order)"]
+    # t = p1 + p2 fails in one row, but t >= p1 (p2 >= 0) holds in every row: an order
+    # rule, no exact one (p2's range overlaps t's too little to be asked)
+    assert [r.describe() for r in _detect(frames, log)] == ["t >= p1 (order)"]
     # the near-rules were checked (one bit per site), never mapped
     mapped = {col for stage, cands in log if stage == "map" for col, _ in cands}
     assert not ({"grade", "flag"} & mapped)
