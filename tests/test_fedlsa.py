@@ -185,10 +185,10 @@ def test_conf_int_is_the_papers_quantile_interval_and_the_joint_max_statistic():
         "without_replacement",
     )
     dev = boot - params
-    q = np.quantile(dev, [0.05, 0.95], axis=0)
+    q = np.quantile(dev, [0.05, 0.95], axis=0, method="weibull")
     np.testing.assert_allclose(res.conf_int(0.1), np.column_stack([params - q[1], params - q[0]]))
     s = dev.std(axis=0, ddof=1)
-    c = np.quantile(np.max(np.abs(dev) / s, axis=1), 0.9)
+    c = np.quantile(np.max(np.abs(dev) / s, axis=1), 0.9, method="weibull")
     np.testing.assert_allclose(
         res.conf_int(0.1, joint=True), np.column_stack([params - c * s, params + c * s])
     )
@@ -197,6 +197,39 @@ def test_conf_int_is_the_papers_quantile_interval_and_the_joint_max_statistic():
     assert "95% lower" in res.summary() and "b" in res.summary()
     with pytest.raises(FedLSAError, match="alpha"):
         res.conf_int(1.5)
+
+
+def test_bootstrap_intervals_hold_a_further_draw_of_the_same_law_with_the_nominal_level():
+    """The p-quantile of M draws is their p (M + 1)-th smallest (QUANTILE_METHOD): a
+    further draw of the same law lies in the interval with probability 1 - alpha.
+    numpy's default quantile (position 1 + p (M - 1)) gave (M - 1)(1 - alpha) / (M + 1):
+    0.9025 at M = 39, 0.9405 at M = 200."""
+    from fits.analysis.lsa import _intervals
+
+    rng = np.random.default_rng(5)
+    # M = 39, alpha = 0.05: the 1st and 39th smallest, i.e. the range of the draws
+    theta = np.array([0.5, -1.0])
+    draws = theta + rng.normal(size=(39, 2))
+    dev = draws - theta
+    np.testing.assert_array_equal(
+        _intervals(theta, draws, 0.05, False),
+        np.column_stack([theta - dev.max(axis=0), theta - dev.min(axis=0)]),
+    )
+    # joint, M = 199: c is the 190th smallest of the 199 max-statistics
+    draws = theta + rng.normal(size=(199, 2))
+    dev = draws - theta
+    s = dev.std(axis=0, ddof=1)
+    c = np.sort(np.max(np.abs(dev) / s, axis=1))[189]
+    np.testing.assert_allclose(
+        _intervals(theta, draws, 0.05, True), np.column_stack([theta - c * s, theta + c * s])
+    )
+    # coverage, M = 200: each of 20,000 columns is one replication whose error
+    # theta - truth is a further draw of the bootstrap deviations' law
+    err = rng.normal(size=20_000)
+    theta = np.zeros(err.size)
+    ci = _intervals(theta, rng.normal(size=(200, err.size)), 0.05, False)
+    covered = np.mean((ci[:, 0] <= -err) & (-err <= ci[:, 1]))
+    assert abs(covered - 0.95) < 0.006, covered  # 4 standard errors; type 7: 0.9405
 
 
 def test_results_speak_the_pandas_api_of_glm_results_with_the_same_numbers():
@@ -222,9 +255,9 @@ def test_results_speak_the_pandas_api_of_glm_results_with_the_same_numbers():
     np.testing.assert_array_equal(res.bse.to_numpy(), np.std(boot - theta, axis=0, ddof=1))
 
     dev = boot - theta
-    lo, hi = np.quantile(dev, [0.05, 0.95], axis=0)
+    lo, hi = np.quantile(dev, [0.05, 0.95], axis=0, method="weibull")
     s = np.std(dev, axis=0, ddof=1)
-    c = float(np.quantile(np.max(np.abs(dev) / s, axis=1), 0.9))
+    c = float(np.quantile(np.max(np.abs(dev) / s, axis=1), 0.9, method="weibull"))
     old = {
         False: np.column_stack([theta - hi, theta - lo]),
         True: np.column_stack([theta - c * s, theta + c * s]),
