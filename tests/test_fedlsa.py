@@ -19,6 +19,7 @@ from fits.analysis.lsa import (
     FedLSAResults,
     OnePassSchedule,
     Schedule,
+    _intervals,
     batch_step,
     bootstrap_weights,
     fedlsa,
@@ -199,13 +200,41 @@ def test_conf_int_is_the_papers_quantile_interval_and_the_joint_max_statistic():
         res.conf_int(1.5)
 
 
+def test_the_standardization_does_not_change_a_preconditioned_run():
+    """With P = (X'X / n)^-1 Algorithm 1 is equivariant under an invertible linear map of
+    the design (theta -> B^-T theta, P -> B^-T P B^-1, s = x'Px and theta_0 = 0 unchanged),
+    so the per-unit estimate and intervals of fedlsa on tables (standardized with the
+    rows' own means and sds) are those of a run on another standardization: the
+    estimated standardization adds no variability the bootstrap misses."""
+    rng = np.random.default_rng(2)
+    tables, xs, ys = {}, [], []
+    for name, n in (("a", 300), ("b", 250), ("c", 220)):
+        x1, x2 = rng.normal(1.0, 1.0, n), rng.normal(0.0, 2.0, n)
+        y = 1.0 + 2.0 * x1 - 0.5 * x2 + rng.normal(size=n)
+        tables[name] = pd.DataFrame({"x1": x1, "x2": x2, "y": y})
+        xs.append(np.column_stack([np.ones(n), x1 - 1.0, x2 / 2.0]))  # population values
+        ys.append(y)
+    kw = dict(rounds=20, local_steps=5, n_bootstrap=40, seed=4)
+    res = fedlsa(tables, "y", **kw)
+    other = fedlsa_arrays(xs, ys, names=list(tables), **kw)
+    assert other.schedule.step_size == pytest.approx(res.schedule.step_size, rel=1e-12)
+    a = np.array([[1.0, -1.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 0.5]])  # -> per unit
+    np.testing.assert_allclose(res.original_params, a @ other.coef_, rtol=1e-10)
+    np.testing.assert_allclose(res.original_bse, np.std(other.bootstrap @ a.T, 0, ddof=1))
+    np.testing.assert_allclose(
+        res.original_conf_int(),
+        _intervals(a @ other.coef_, other.bootstrap @ a.T, 0.05, False),
+        rtol=1e-10,
+    )
+    # not a tautology: the coefficients on the two designs differ
+    assert np.max(np.abs(res.coef_ - other.coef_)) > 0.01
+
+
 def test_bootstrap_intervals_hold_a_further_draw_of_the_same_law_with_the_nominal_level():
     """The p-quantile of M draws is their p (M + 1)-th smallest (QUANTILE_METHOD): a
     further draw of the same law lies in the interval with probability 1 - alpha.
     numpy's default quantile (position 1 + p (M - 1)) gave (M - 1)(1 - alpha) / (M + 1):
     0.9025 at M = 39, 0.9405 at M = 200."""
-    from fits.analysis.lsa import _intervals
-
     rng = np.random.default_rng(5)
     # M = 39, alpha = 0.05: the 1st and 39th smallest, i.e. the range of the draws
     theta = np.array([0.5, -1.0])
