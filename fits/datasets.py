@@ -432,6 +432,7 @@ def _read_adult_file(path: Path, skiprows: int) -> pd.DataFrame:
         na_values=["?"],
         keep_default_na=False,
         skip_blank_lines=True,
+        index_col=False,  # never a field as the row index
     )
 
 
@@ -542,7 +543,7 @@ def load_bike(data_dir: str | os.PathLike[str] | None = None) -> Dataset:
     """
     directory = resolve_data_dir(data_dir)
     path = _checked_file(directory, "bike_hour.csv", "bike")
-    frame = pd.read_csv(path).drop(columns=list(_BIKE_DROP))
+    frame = pd.read_csv(path, index_col=False).drop(columns=list(_BIKE_DROP))
     cnt = frame["cnt"].to_numpy(dtype=np.float64)
     mean = float(cnt.mean())
     sd = float(cnt.std(ddof=0))
@@ -631,7 +632,9 @@ def load_german(data_dir: str | os.PathLike[str] | None = None) -> Dataset:
     """
     directory = resolve_data_dir(data_dir)
     path = _checked_file(directory, "german.data", "german")
-    frame = pd.read_csv(path, sep=" ", header=None, names=_GERMAN_COLUMNS, keep_default_na=False)
+    frame = pd.read_csv(
+        path, sep=" ", header=None, names=_GERMAN_COLUMNS, keep_default_na=False, index_col=False
+    )
     codes = set(frame["credit_risk"].unique())
     if not codes <= {1, 2}:
         raise ValueError(f"unexpected German credit target codes: {sorted(codes)}")

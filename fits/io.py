@@ -456,7 +456,7 @@ def read_columns(path: str | os.PathLike[str]) -> list[str]:
         if suffix == ".csv":
             sep, decimal, header, _ = _sniff(path)
             _check_header(path, [h.strip() for h in header] if sep != "," else header)
-            names = pd.read_csv(path, sep=sep, decimal=decimal, nrows=0).columns
+            names = pd.read_csv(path, sep=sep, decimal=decimal, nrows=0, index_col=False).columns
             names = pd.Index(_empty_names(list(names), header), dtype=object)
         else:
             names = pd.Index(_parquet_names(path))
@@ -656,7 +656,7 @@ def _sniff(path: Path) -> tuple[str, str, list[str], str]:
         )
     parsed = {}
     for sep in CSV_SEPARATORS:
-        rows = list(csv.reader(lines, delimiter=sep))
+        rows = _past_trailing(list(csv.reader(lines, delimiter=sep)))
         widths = {len(r) for r in rows}
         if len(widths) == 1 and widths.pop() > 1:
             parsed[sep] = rows
@@ -695,6 +695,17 @@ def _sniff(path: Path) -> tuple[str, str, list[str], str]:
     if sep != ";":  # a tab or '|': a decimal point unless a sure decimal comma was seen
         source = "settled" if decimal == "," else "fixed"
     return sep, decimal, rows[0], source
+
+
+def _past_trailing(rows: list[list[str]]) -> list[list[str]]:
+    """``rows`` (a header, then data rows) with the empty field past the header's last
+    left out of every data row that has one (a separator at the end of each row, as
+    database and spreadsheet exports write: :func:`_trailing_separator`), so the rows
+    split as evenly as the header."""
+    if len(rows) < 2:
+        return rows
+    width = len(rows[0])
+    return [rows[0]] + [r[:width] if len(r) == width + 1 and not r[-1] else r for r in rows[1:]]
 
 
 #: A number whose one comma may group thousands: "1,500", "-12,000".
@@ -1158,12 +1169,17 @@ def _raw_options(sep: str, decimal: str, options: Mapping[str, Any]) -> dict[str
 def _read_csv(path: Path, spec: _NaSpec | None = None) -> pd.DataFrame:
     sep, decimal, header, source = _sniff(path)
     _check_header(path, [h.strip() for h in header] if sep != "," else header)
+    trailing = _trailing_separator(path, sep, len(header))
     blanks = _blank_lines(path, sep)
-    options = blanks.options
+    options = {**blanks.options, "index_col": False}  # never a column as the row index
     if spec is not None:
-        names = list(pd.read_csv(path, sep=sep, decimal=decimal, nrows=0).columns)
+        names = list(pd.read_csv(path, sep=sep, decimal=decimal, nrows=0, index_col=False).columns)
         options = _na_options(options, _missing(spec, names, path), names)
-    frame = pd.read_csv(path, sep=sep, decimal=decimal, **options, **_ROUND_TRIP)
+    # the header's columns (pandas warns of a row's empty field past them otherwise)
+    within = {"usecols": range(len(header))} if trailing else {}
+    frame = pd.read_csv(path, sep=sep, decimal=decimal, **options, **within, **_ROUND_TRIP)
+    if trailing:
+        _trailing_note(path, sep, len(header))
     if sep != ",":
         _separator_note(path, sep, decimal, frame.shape[1], source)
     elif frame.shape[1] == 1 and any(d in str(frame.columns[0]) for d in CSV_SEPARATORS[1:]):
@@ -1247,6 +1263,64 @@ def _check_short_rows(path: Path, sep: str, n_columns: int) -> None:
                     "the last column)"
                 )
             line = reader.line_num + 1
+
+
+def _trailing_note(path: Path, sep: str, width: int) -> None:
+    """The note that every row of a CSV file ends with a separator
+    (:func:`_trailing_separator`), read as the header's columns."""
+    shown = "a tab" if sep == "\t" else repr(sep)
+    columns = "1 column" if width == 1 else f"{width} columns"
+    warnings.warn(
+        f"{path}: every row ends with {shown} after its last field (an empty field past "
+        f"the header's {columns}, as database and spreadsheet exports write); read as the "
+        f"header's {columns}",
+        DataNote,
+        stacklevel=4,
+    )
+
+
+def _trailing_separator(path: Path, sep: str, width: int) -> bool:
+    """Whether every data row of ``path`` ends with a separator after its last field:
+    one field more than its header's ``width``, empty, as
+    database and spreadsheet exports write (``a,b,c`` then ``1,2,3,``).  pandas takes
+    the first field of such a file as the row index (every column shifted one to the
+    left, the last one missing); read with ``index_col=False`` it leaves the empty
+    field out, as :func:`_read_csv` does then, with a note.
+
+    Raises
+    ------
+    DataFileError
+        The first data row has more fields than the header and not every row ends so:
+        a row of other fields than the first (fewer, or more), or a value past the
+        header's last column (pandas would drop it, with ``index_col=False``, or shift
+        the columns without).  A first data row as long as the header is left to pandas,
+        which refuses a longer row after it.
+    """
+    seen_header = False
+    first = 0  # the line of the first data row, once it is longer than the header
+    for _, line, blank, _, record in _records(path, sep):
+        if blank or not record:
+            continue
+        if not seen_header:
+            seen_header = True
+            continue
+        if not first:
+            if len(record) <= width:
+                return False
+            first = line
+        if len(record) <= width:
+            raise DataFileError(
+                f"{path}: line {first} has {width + 1} fields, the header {width}, and line "
+                f"{line} has {len(record)}; give every row the header's fields (or every "
+                "row a separator at its end)"
+            )
+        if len(record) > width + 1 or record[-1]:
+            raise DataFileError(
+                f"{path}: line {line} has {len(record)} fields, the header {width}; fix that "
+                "row (a value that holds the separator must be in double quotes) or the "
+                "header (a name for each column)"
+            )
+    return bool(first)
 
 
 def _empty_names(columns: list[Any], header: list[str]) -> list[Any]:
@@ -1651,7 +1725,7 @@ def _iter_csv(
 ) -> Iterator[pd.DataFrame]:
     sep, decimal, header, source = _sniff(path)
     _check_header(path, [h.strip() for h in header] if sep != "," else header)
-    names = list(pd.read_csv(path, sep=sep, decimal=decimal, nrows=0).columns)
+    names = list(pd.read_csv(path, sep=sep, decimal=decimal, nrows=0, index_col=False).columns)
     if sep == "," and len(names) == 1 and any(d in str(names[0]) for d in CSV_SEPARATORS[1:]):
         yield read_table(path, empty_ok=empty_ok, na_values=_spec_values(spec))  # its error
         return
@@ -1660,8 +1734,10 @@ def _iter_csv(
     texts = {c: _NaTexts() for c in names}
     bool_fields: dict[Any, set[str]] = {c: set() for c in names}  # while it may be one
     rows = 0
+    trailing = _trailing_separator(path, sep, len(header))
     blanks = _blank_lines(path, sep)
-    options = {"sep": sep, "decimal": decimal, "chunksize": chunk_rows}
+    # never a column as the row index (a separator at the end of each row: left out)
+    options = {"sep": sep, "decimal": decimal, "chunksize": chunk_rows, "index_col": False}
     options.update(_na_options(blanks.options, missing, names))
     typed_chunks = pd.read_csv(path, **options, **_ROUND_TRIP)
     raw_chunks = pd.read_csv(path, **_raw_options(sep, decimal, options))
@@ -1680,6 +1756,8 @@ def _iter_csv(
     if rows == 0:
         yield read_table(path, empty_ok=empty_ok, na_values=_spec_values(spec))
         return
+    if trailing:
+        _trailing_note(path, sep, len(names))
     if sep != ",":
         _separator_note(path, sep, decimal, len(names), source)
     _blank_note(path, blanks)
