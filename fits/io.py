@@ -1265,6 +1265,17 @@ def _check_short_rows(path: Path, sep: str, n_columns: int) -> None:
             line = reader.line_num + 1
 
 
+def _utf8(path: Path) -> bool:
+    """Whether ``path`` reads as UTF-8 text, read in blocks."""
+    try:
+        with open(path, encoding="utf-8-sig") as fh:
+            while fh.read(1 << 20):
+                pass
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 def _trailing_note(path: Path, sep: str, width: int) -> None:
     """The note that every row of a CSV file ends with a separator
     (:func:`_trailing_separator`), read as the header's columns."""
@@ -1306,6 +1317,8 @@ def _trailing_separator(path: Path, sep: str, width: int) -> bool:
             continue
         if not first:
             if len(record) <= width:
+                return False
+            if not _utf8(path):  # no text (a gzip file named .csv): pandas' error says so
                 return False
             first = line
         if len(record) <= width:
