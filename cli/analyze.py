@@ -38,7 +38,7 @@ import typer
 from fits.core.names import ColumnNameError, format_column_list
 
 from .errors import fail as _fail
-from .options import NaValuesOpt, column_list, parse_na_values, site_names
+from .options import NaValuesOpt, column_list, output_file, parse_na_values, site_names
 
 __all__ = ["AnalyzeOptions", "METHODS", "analyze"]
 
@@ -430,7 +430,12 @@ def analyze(
         typer.Argument(help="One table per site (.csv or .parquet).", show_default=False),
     ],
     target: Annotated[str, typer.Option("--target", help="The response column.")],
-    out: Annotated[Path, typer.Option("--out", help="Where to write the result (.json).")],
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out", help="Where to write the result (.json).", parser=output_file("--out")
+        ),
+    ],
     family: Annotated[
         str | None,
         typer.Option(

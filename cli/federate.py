@@ -53,6 +53,7 @@ from .options import (
     match_columns,
     match_keys,
     match_relevance,
+    output_file,
     parse_boosting,
     parse_column_designs,
     parse_column_models,
@@ -705,7 +706,12 @@ def _tune_relevance_text(names: list[str] | None) -> str:
 
 Out = Annotated[
     Path,
-    typer.Option("--out", "-o", help="Synthetic table (.csv or .parquet), written atomically."),
+    typer.Option(
+        "--out",
+        "-o",
+        help="Synthetic table (.csv or .parquet), written atomically.",
+        parser=output_file("--out"),
+    ),
 ]
 Rows = Annotated[
     int | None,
@@ -743,7 +749,11 @@ SchemaOpt = Annotated[Path | None, typer.Option("--schema", help="Schema JSON fi
 Timeout = Annotated[float, typer.Option("--round-timeout", help="Seconds a round may take.")]
 Audit = Annotated[
     Path | None,
-    typer.Option("--audit", help="Write what each site sent (JSON lines: shapes, no values)."),
+    typer.Option(
+        "--audit",
+        help="Write what each site sent (JSON lines: shapes, no values).",
+        parser=output_file("--audit"),
+    ),
 ]
 PolicyFile = Annotated[
     Path | None,
@@ -1458,7 +1468,7 @@ def _estimate(rows: int, out: Path, run_timeout: float, quiet: bool) -> Callable
         fitted = max(one_off[0], asked)  # the boost rounds are not paid again per chunk
         seconds = (fitted - asked) + (came - fitted) * rows / sample_rows
         size = fits_io.encoded_size(first, out.suffix.lower()) * rows / sample_rows
-        free = shutil.disk_usage(out.parent).free
+        free = shutil.disk_usage(fits_io.through_links(out).parent).free
         if size > free:  # fits.io.write_stream's refusal, before any process starts
             _fail(
                 f"--rows {rows}: the output would take about {fits_io.human_bytes(size)} "
@@ -1762,8 +1772,10 @@ def local(
                 if not staging.is_file():
                     _fail(f"run {result.run_id} finished, but wrote no table (to {str(out)!r})")
                 check_local_run(dict(zip(names, data, strict=True)), config)
-                try:
-                    os.replace(staging, out)
+                from fits.io import through_links
+
+                try:  # through a symbolic link: the file it leads to (as fits synthesize)
+                    os.replace(staging, through_links(out))
                 except OSError as exc:
                     _fail(f"cannot put the table in place as --out {str(out)!r}: {exc}")
         finally:

@@ -51,6 +51,7 @@ from .options import (
     check_smoothing,
     match_keys,
     match_relevance,
+    output_file,
     parse_boosting,
     parse_column_designs,
     parse_column_models,
@@ -457,7 +458,10 @@ def _design_kwargs(design: Any) -> dict[str, Any]:
 @app.command()
 def synthesize(
     site_files: SiteFiles,
-    out: Annotated[Path, typer.Option("--out", help="Output table (.csv or .parquet).")],
+    out: Annotated[
+        Path,
+        typer.Option("--out", help="Output table (.csv or .parquet).", parser=output_file("--out")),
+    ],
     rows: Annotated[
         int | None,
         typer.Option("--rows", min=0, help="Number of synthetic rows (0: the header alone)."),
@@ -1075,7 +1079,12 @@ def _write_failed(out: Path, exc: OSError, what: str) -> str:
 @app.command(name="schema")
 def schema_command(
     site_files: SiteFiles,
-    out: Annotated[Path, typer.Option("--out", help="Where to write the schema (a .json file).")],
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out", help="Where to write the schema (a .json file).", parser=output_file("--out")
+        ),
+    ],
     order: OrderOpt = None,
     simulate_clients: SimulateClients = None,
     shares: Shares = None,

@@ -64,6 +64,7 @@ __all__ = [
     "check_max_tries",
     "NaValuesOpt",
     "parse_na_values",
+    "output_file",
 ]
 
 Secure = Annotated[
@@ -88,6 +89,23 @@ NaValuesOpt = Annotated[
         show_default=False,
     ),
 ]
+
+
+def output_file(option: str) -> Any:
+    """The ``parser`` of an option that names an output file (``--out``, ``--json``,
+    ``--audit``): the path as given, or a usage error (exit 2) for one written as a
+    folder, ending with a slash (``--out o.csv/``: :class:`~pathlib.Path` drops the slash,
+    which wrote a file named ``o.csv``; :func:`fits.io.output_path`)."""
+    from fits.io import OutputError, output_path
+
+    def parse(text: str) -> Path:
+        try:
+            output_path(text, option)
+        except OutputError as exc:
+            raise typer.BadParameter(str(exc).removeprefix(f"{option} ")) from None
+        return Path(text)
+
+    return parse
 
 
 def parse_na_values(items: Sequence[str] | None) -> list[str | tuple[str, str]] | None:

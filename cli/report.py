@@ -18,7 +18,7 @@ from typing import Annotated, Any
 import pandas as pd
 import typer
 
-from .options import NaValuesOpt, parse_na_values
+from .options import NaValuesOpt, output_file, parse_na_values
 
 __all__ = ["read_table", "report"]
 
@@ -159,10 +159,17 @@ Synthetic = Annotated[
     Path,
     typer.Option("--synthetic", help="The synthetic table (.csv or .parquet).", show_default=False),
 ]
-Out = Annotated[Path, typer.Option("--out", help="Where to write the HTML report.")]
+Out = Annotated[
+    Path,
+    typer.Option("--out", help="Where to write the HTML report.", parser=output_file("--out")),
+]
 Json = Annotated[
     Path | None,
-    typer.Option("--json", help="Also write every number of the report as JSON here."),
+    typer.Option(
+        "--json",
+        help="Also write every number of the report as JSON here.",
+        parser=output_file("--json"),
+    ),
 ]
 Target = Annotated[
     list[str] | None,

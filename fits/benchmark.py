@@ -1304,7 +1304,8 @@ def write_result(result: BenchmarkResult, base: str | os.PathLike[str]) -> tuple
     result : BenchmarkResult
         What to write.
     base : str or path-like
-        The path without suffix, e.g. ``out/adult``.
+        The path without suffix, e.g. ``out/adult`` (a missing folder, ``out``, is
+        created).
 
     Returns
     -------
@@ -1314,6 +1315,7 @@ def write_result(result: BenchmarkResult, base: str | os.PathLike[str]) -> tuple
     from fits.io import write_text
 
     base = Path(base)
+    base.parent.mkdir(parents=True, exist_ok=True)  # a results folder (write_text makes none)
     md = write_text(result.to_markdown(), base.with_name(base.name + ".md"))
     js = write_text(result.to_json() + "\n", base.with_name(base.name + ".json"))
     return md, js

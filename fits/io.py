@@ -57,9 +57,11 @@ __all__ = [
     "OutputForms",
     "na_value_items",
     "na_values_within",
+    "output_path",
     "read_columns",
     "read_table",
     "same_file",
+    "through_links",
     "write_table",
     "write_stream",
     "write_table_chunks",
@@ -1982,7 +1984,7 @@ def check_output(
         is not writable (permissions, read-only file system); the output is a folder;
         or it exists and is read-only.
     """
-    path = Path(path)
+    path = output_path(path, option)
     shown = str(path)
     for label, source in inputs:
         if same_file(path, source):
@@ -1992,41 +1994,76 @@ def check_output(
             )
     if path.is_dir():
         raise OutputError(f"{option} {shown!r} is a folder; give a file name inside it")
-    parent = path.parent
+    target = through_links(path)  # a symbolic link is written through: its file's folder
+    link = f" (a link to {str(target)!r})" if target != path else ""
+    parent = target.parent
     if not parent.exists():
         if create_parent:
             try:
                 parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 raise OutputError(
-                    f"{option} {shown!r}: cannot create the folder {str(parent)!r} "
+                    f"{option} {shown!r}{link}: cannot create the folder {str(parent)!r} "
                     f"({exc.strerror or exc})"
                 ) from None
         else:
             raise OutputError(
-                f"{option} {shown!r}: the folder {str(parent)!r} does not exist; create it "
+                f"{option} {shown!r}{link}: the folder {str(parent)!r} does not exist; create it "
                 "first or choose another path"
             )
     if not parent.is_dir():
-        raise OutputError(f"{option} {shown!r}: {str(parent)!r} is not a folder")
-    if path.exists() and (
-        not os.access(path, os.W_OK) or not path.stat().st_mode & 0o222
+        raise OutputError(f"{option} {shown!r}{link}: {str(parent)!r} is not a folder")
+    if target.exists() and (
+        not os.access(target, os.W_OK) or not target.stat().st_mode & 0o222
     ):  # the mode bits too: root may write anywhere, but a read-only file says "keep me"
         raise OutputError(
-            f"{option} {shown!r} exists and is read-only; fits does not replace it. "
+            f"{option} {shown!r}{link} exists and is read-only; fits does not replace it. "
             "Remove it or choose another path"
         )
     # permissions, read-only file systems, quotas: try what the write will do
     try:
-        fd, probe = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=parent)
+        fd, probe = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=parent)
     except OSError as exc:
         raise OutputError(
-            f"{option} {shown!r}: cannot write in the folder {str(parent)!r} "
+            f"{option} {shown!r}{link}: cannot write in the folder {str(parent)!r} "
             f"({exc.strerror or exc}); choose a writable location"
         ) from None
     os.close(fd)
     os.unlink(probe)
     return path
+
+
+def output_path(path: str | os.PathLike[str], option: str = "--out") -> Path:
+    """``path`` as an output file's :class:`~pathlib.Path` (a leading ``~`` is the home
+    folder), refusing a path written as a folder: one that ends with a slash
+    (``"o.csv/"``; :class:`~pathlib.Path` would drop the slash and write a file named
+    ``o.csv``).
+
+    Raises
+    ------
+    OutputError
+        ``path`` ends with a slash, naming ``option``.
+    """
+    text = os.fspath(path)
+    if isinstance(text, bytes):
+        text = os.fsdecode(text)
+    ends = (os.sep, os.altsep) if os.altsep else (os.sep,)
+    if text.rstrip("".join(ends)) and text.endswith(ends):
+        name = text.rstrip("".join(ends))
+        raise OutputError(
+            f"{option} {text!r} ends with {text[-1]!r}, so it names a folder, not a file; "
+            f"give a file name ({name!r}), or a file inside that folder"
+        )
+    return Path(text).expanduser()
+
+
+def through_links(path: str | os.PathLike[str]) -> Path:
+    """The file a write to ``path`` lands in: ``path`` itself, or, where ``path`` is a
+    symbolic link, the file it leads to (through every link; it need not exist yet).
+    fits writes an output through a link, as ``open`` does, rather than put a file in
+    the link's place (:func:`_atomic` writes beside the file the link leads to)."""
+    path = Path(path)
+    return Path(os.path.realpath(path)) if path.is_symlink() else path
 
 
 def _atomic(path: Path, write: Callable[[str], None]) -> Path:
@@ -2041,25 +2078,38 @@ def _atomic(path: Path, write: Callable[[str], None]) -> Path:
     last descriptor.  Where the folder's file system has no unnamed files, a hidden
     ``.<name>.<random>.tmp`` beside ``path`` takes its place (removed on every error
     and signal fits sees; only an outright kill leaves it).
+
+    A ``path`` that is a symbolic link is written through: the file it leads to is
+    replaced, the link stays (:func:`through_links`).  ``path`` is returned as given.
+
+    Raises
+    ------
+    FileNotFoundError
+        The folder of the file is missing (it is not created), naming it.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = _unnamed_file(path.parent)
+    target = through_links(path)
+    if not target.parent.is_dir():
+        raise FileNotFoundError(
+            f"cannot write {str(path)!r}: the folder {str(target.parent)!r} does not exist; "
+            "create it first or choose another path"
+        )
+    fd = _unnamed_file(target.parent)
     if fd is not None:
         try:
             write(f"/proc/self/fd/{fd}")
-            _link_unnamed(fd, path)
+            _link_unnamed(fd, target)
         finally:
             os.close(fd)
         return path
     tmp: str | None = None
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
         os.close(fd)
         write(tmp)
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; give the usual permissions
-        os.replace(tmp, path)
+        os.replace(tmp, target)
     except BaseException:
         if tmp is not None:
             Path(tmp).unlink(missing_ok=True)
@@ -2443,7 +2493,7 @@ def write_stream(
     if large:
         first.append(next(chunks))
         size = encoded_size(first[0], suffix) * rows / estimate_rows
-        free = shutil.disk_usage(path.parent).free
+        free = shutil.disk_usage(through_links(path).parent).free
         if size > free:
             raise OutputTooLarge(
                 f"{request}: the output would take about {human_bytes(size)} (estimated "

@@ -1020,8 +1020,8 @@ class FITSSynthesizer(BaseEstimator):
         Parameters
         ----------
         path : str or path-like
-            Where to write, e.g. ``"synth.pkl"`` (a leading ``~`` is the home folder; a
-            missing parent folder is created).
+            Where to write, e.g. ``"synth.pkl"`` (a leading ``~`` is the home folder; its
+            folder must exist; a symbolic link is written through, the link kept).
 
         Returns
         -------
@@ -1030,14 +1030,16 @@ class FITSSynthesizer(BaseEstimator):
         Raises
         ------
         fits.io.OutputError
-            ``path`` is a folder, an existing read-only file, an existing file that is
-            not a saved synthesizer (a table, a schema: ``save`` replaces only its own
-            files, and empty ones), or in a folder that cannot be written.
+            ``path`` is a folder (or ends with a slash), an existing read-only file, an
+            existing file that is not a saved synthesizer (a table, a schema: ``save``
+            replaces only its own files, and empty ones), or in a folder that does not
+            exist or cannot be written.
         """
-        from fits.io import OutputError, check_output, write_bytes
+        from fits.io import OutputError, check_output, output_path, write_bytes
 
-        path = Path(path).expanduser()  # "~/m.pkl": the home's, never a folder named "~"
-        check_output(path, option="save: path", create_parent=True)
+        # "~/m.pkl": the home's, never a folder named "~"; "m.pkl/" (a folder): refused
+        path = output_path(path, "save: path")
+        check_output(path, option="save: path")
         if not self._replaceable(Path(path)):
             raise OutputError(
                 f"save: path {str(path)!r} exists and is not a saved FITSSynthesizer; fits "
@@ -1853,8 +1855,9 @@ class FITSSynthesizer(BaseEstimator):
         Parquet file: every column with its type).  A request of more than
         :data:`fits.io.LARGE_REQUEST_ROWS` rows first estimates the file's size from
         its first rows and is refused when it exceeds the free space, as ``fits
-        synthesize`` does.  A leading ``~`` in ``path`` is the home folder; a missing
-        parent folder is created.
+        synthesize`` does.  A leading ``~`` in ``path`` is the home folder; its folder
+        must exist (as for ``DataFrame.to_csv``); a symbolic link is written through
+        (the file it leads to is replaced, the link kept).
 
         Parameters
         ----------
@@ -1878,19 +1881,20 @@ class FITSSynthesizer(BaseEstimator):
         Raises
         ------
         fits.io.OutputError
-            Before any row is drawn: ``path`` is a folder, an existing read-only file,
-            an existing file without ``overwrite=True``, or in a folder that cannot be
-            written.
+            Before any row is drawn: ``path`` is a folder (or ends with a slash), an
+            existing read-only file, an existing file without ``overwrite=True``, or in
+            a folder that does not exist or cannot be written.
         fits.io.OutputTooLarge
             Before any row is written: the estimated file exceeds the free space.
         """
-        from fits.io import OutputError, check_output, check_suffix, write_stream
+        from fits.io import OutputError, check_output, check_suffix, output_path, write_stream
 
-        path = Path(path).expanduser()  # "~/s.csv": the home's, never a folder named "~"
+        # "~/s.csv": the home's, never a folder named "~"; "s.csv/" (a folder): refused
+        path = output_path(path, "sample_to_file: path")
         check_suffix(path, "output")
-        # before any row is drawn: a folder named x.csv, a read-only file, a folder
-        # fits cannot write in (the draw would be lost at the end)
-        check_output(path, option="sample_to_file: path", create_parent=True)
+        # before any row is drawn: a folder named x.csv, a read-only file, a missing
+        # folder or one fits cannot write in (the draw would be lost at the end)
+        check_output(path, option="sample_to_file: path")
         if not overwrite and path.is_file() and path.stat().st_size > 0:
             raise OutputError(  # was: replaced without a word, a site's own table too
                 f"sample_to_file: {str(path)!r} exists; fits does not replace a file "

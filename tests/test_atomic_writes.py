@@ -73,14 +73,17 @@ def test_an_error_mid_write_leaves_the_old_file_and_nothing_else(mode, tmp_path)
     assert [p.name for p in tmp_path.iterdir()] == ["t.csv"]
 
 
-def test_a_symlink_at_the_path_is_replaced_not_followed(mode, tmp_path) -> None:
-    target = tmp_path / "target.txt"
-    target.write_text("keep")
+def test_a_symlink_at_the_path_is_written_through(mode, tmp_path) -> None:
+    """The file a link leads to is replaced, atomically, beside itself; the link stays
+    (it was replaced by a regular file, as a rename over it does)."""
+    (tmp_path / "real").mkdir()
+    target = tmp_path / "real" / "target.txt"
+    target.write_text("old")
     link = tmp_path / "out.txt"
     link.symlink_to(target)
-    fio.write_text("new", link)
-    assert target.read_text() == "keep"
-    assert not link.is_symlink() and link.read_text() == "new"
+    assert fio.write_text("new", link) == link
+    assert link.is_symlink() and target.read_text() == "new"
+    assert [p.name for p in (tmp_path / "real").iterdir()] == ["target.txt"]
 
 
 def test_write_stream_estimates_refuses_and_writes_the_same_bytes(tmp_path, monkeypatch) -> None:

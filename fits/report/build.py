@@ -126,17 +126,29 @@ class Report:
         Parameters
         ----------
         html_path : path-like
-            Where to write the HTML page (its folder must exist).
+            Where to write the HTML page (its folder must exist; a symbolic link is
+            written through, the link kept).
         json_path : path-like, optional
             Where to write the JSON.
+
+        Raises
+        ------
+        fits.io.OutputError
+            A path ends with a slash (a folder), before anything is written.
+        FileNotFoundError
+            A path's folder does not exist.
         """
+        from fits.io import output_path
+
+        html_file = output_path(html_path, "save: html_path")
+        json_file = None if json_path is None else output_path(json_path, "save: json_path")
         # both rendered before either is written: a JSON that cannot be made left the
         # new page beside the old JSON, under an error saying no report was written
         html = self.to_html()
-        text = self.to_json() + "\n" if json_path is not None else None
-        _atomic_write(Path(html_path), html)
-        if json_path is not None and text is not None:
-            _atomic_write(Path(json_path), text)
+        text = self.to_json() + "\n" if json_file is not None else None
+        _atomic_write(html_file, html)
+        if json_file is not None and text is not None:
+            _atomic_write(json_file, text)
 
 
 def _atomic_write(path: Path, text: str) -> None:
