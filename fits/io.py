@@ -50,6 +50,7 @@ __all__ = [
     "count_rows",
     "encoded_size",
     "find_duplicate_files",
+    "from_arrow_dtypes",
     "human_bytes",
     "iter_table",
     "known_decimal_types",
@@ -348,6 +349,55 @@ def _missing_values(frame: pd.DataFrame, missing: _Missing, integers: set[Any]) 
             out = frame.copy()
         out[col] = new
     return out
+
+
+def from_arrow_dtypes(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with its pyarrow-backed columns (:class:`pandas.ArrowDtype`:
+    ``pd.read_parquet(..., dtype_backend="pyarrow")``, ``df.convert_dtypes(
+    dtype_backend="pyarrow")``) in the dtypes pandas' default backend gives the same
+    values, which fits models; ``frame`` itself when it has none.
+
+    Each value is kept: Arrow decimals become Python ``Decimal`` objects (exact, with
+    their digits after the point), dates (``date32``, ``date64``) ``datetime.date``
+    objects, timestamps ``datetime64`` of the same unit and time zone, durations
+    ``timedelta64`` (which fits then refuses as durations), dictionary-encoded values a
+    pandas categorical (its order kept), text pandas' text dtype, floats ``float64``
+    (``float32``), and integers and booleans their numpy dtype, or, with missing values,
+    pandas' nullable ``Int64`` (``UInt8``, ...) and ``boolean`` (never floats, which
+    would round integers past 2**53).  Other Arrow types become what pyarrow's
+    ``to_pandas`` gives them (times of day, bytes: Python objects).
+
+    Parameters
+    ----------
+    frame : DataFrame
+
+    Returns
+    -------
+    DataFrame
+        A shallow copy with those columns converted (the others shared), or ``frame``.
+    """
+    arrow = [i for i, dtype in enumerate(frame.dtypes) if isinstance(dtype, pd.ArrowDtype)]
+    if not arrow:
+        return frame
+    out = frame.copy(deep=False)
+    for i in arrow:
+        out.isetitem(i, _from_arrow(frame.iloc[:, i]))
+    return out
+
+
+def _from_arrow(column: pd.Series) -> pd.Series:
+    """One pyarrow-backed column as :func:`from_arrow_dtypes` converts it."""
+    import pyarrow as pa
+
+    values = pa.array(column.array)  # an Array or a ChunkedArray
+    kind = values.type
+    if values.null_count and pa.types.is_integer(kind):
+        unsigned = "U" if pa.types.is_unsigned_integer(kind) else ""
+        return column.astype(f"{unsigned}Int{kind.bit_width}")
+    if values.null_count and pa.types.is_boolean(kind):
+        return column.astype("boolean")
+    out = values.to_pandas()
+    return pd.Series(out.array, index=column.index, name=column.name)
 
 
 def check_suffix(path: Path, what: str = "table") -> str:

@@ -1524,6 +1524,7 @@ class FITSSynthesizer(BaseEstimator):
             )
         if known_columns.shape[1] < 1:
             raise ValueError("known_columns needs at least one column")
+        known_columns = _plain_dtypes(known_columns)  # pyarrow-backed columns, as the sites'
         total = int(known_columns.shape[0])
         starts = _chunk_starts(total, chunk_rows, first_chunk_rows)
         _check_seed("seed", seed, sequence=True)
@@ -2163,7 +2164,8 @@ _FITTED = (
 
 def _site_tables(tables: Any) -> Any:
     """The sites' tables as given, an iterator or generator of tables as a list (it is
-    read more than once: the sites, then the output's column order).  A Series (it
+    read more than once: the sites, then the output's column order), pyarrow-backed
+    columns in pandas' default dtypes (:func:`_plain_dtypes`).  A Series (it
     would be read as a list of sites, one per value) and a mapping whose keys name two
     sites alike (``1`` and ``"1"``) are refused."""
     if isinstance(tables, pd.Series):
@@ -2180,10 +2182,39 @@ def _site_tables(tables: Any) -> Any:
                     f"site names {first!r} and {key!r} are both {str(key)!r} as text, the "
                     "name fits gives a site; give every site a distinct name"
                 )
-    if isinstance(tables, (Transport, Mapping, pd.DataFrame, Sequence)):
+    if isinstance(tables, Transport):
         return tables
-    if isinstance(tables, Iterable):
-        return list(tables)
+    if not isinstance(tables, (Mapping, pd.DataFrame, Sequence)) and isinstance(tables, Iterable):
+        tables = list(tables)
+    return _plain_dtypes(tables)
+
+
+def _plain_dtypes(tables: Any) -> Any:
+    """``tables`` (a DataFrame, a mapping or a sequence of them) with every
+    pyarrow-backed column in the dtype pandas' default backend gives it
+    (:func:`fits.io.from_arrow_dtypes`: Arrow decimals as ``Decimal`` objects, dates as
+    ``datetime.date``, dictionaries as categoricals, ...), which fits models; ``tables``
+    itself when no table has one."""
+    from fits.io import from_arrow_dtypes
+
+    def has_arrow(table: Any) -> bool:
+        return isinstance(table, pd.DataFrame) and any(
+            isinstance(d, pd.ArrowDtype) for d in table.dtypes
+        )
+
+    def plain(table: Any) -> Any:
+        return from_arrow_dtypes(table) if isinstance(table, pd.DataFrame) else table
+
+    if isinstance(tables, pd.DataFrame):
+        return plain(tables)
+    if isinstance(tables, Mapping):
+        if not any(has_arrow(t) for t in tables.values()):
+            return tables
+        return {key: plain(table) for key, table in tables.items()}
+    if isinstance(tables, Sequence) and not isinstance(tables, (str, bytes)):
+        if not any(has_arrow(t) for t in tables):
+            return tables
+        return [plain(table) for table in tables]
     return tables
 
 
