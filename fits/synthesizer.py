@@ -2010,7 +2010,7 @@ class FITSSynthesizer(BaseEstimator):
                 # missing where the source is missing: the rule's check saw just that
                 y = affine_values(x, rule.slope, rule.intercept, rule.decimals)  # type: ignore[arg-type]
                 _affine_bounds(rule, spec, y, rule.slope * x)
-                col = pd.Series(y, name=rule.column)
+                col = pd.Series(y + 0.0, name=rule.column)  # a zero is 0.0, never -0.0
                 if spec.dtype == "int":
                     col = col.round().astype("Int64" if col.isna().any() else np.int64)
                 cols[rule.column] = restore_dtype(col, spec)
@@ -2022,7 +2022,7 @@ class FITSSynthesizer(BaseEstimator):
                 d = _sum_decimals(self.schema_, rule)
                 if d is not None:  # 0.1 + 0.2 written as 0.3, as the real totals are
                     summed = np.round(summed, d)
-                col = pd.Series(summed, name=rule.column)
+                col = pd.Series(summed + 0.0, name=rule.column)  # 0.0, never -0.0
                 if spec.dtype == "int":
                     col = col.astype(np.int64)
                 cols[rule.column] = restore_dtype(col, spec)

@@ -168,6 +168,40 @@ def test_a_value_rounded_to_zero_is_not_negative_zero() -> None:
     assert got.to_csv(index=False).split() == ["v", "0.0", "0.0", "0.0", "0.0", "-0.01"]
 
 
+def test_negative_zeros_at_the_sites_do_not_spread() -> None:
+    """-0.0 equals 0.0, so a site's category or bound could be either: where some of
+    the sites' zeros were -0.0, every synthetic zero came back -0.0 ("-0.0" in a CSV).
+    A category, a bound, a point mass and an affine rule's zero are 0.0 now."""
+    from fits.core.continualization import Encoder
+
+    ordinal = ColumnSpec("z", "ordinal", "float", categories=[-0.0, 1.5])
+    enc = Encoder(ordinal)
+    labels = enc.decode(enc.midpoints[[0, 1, 0]])
+    assert labels.tolist() == [0.0, 1.5, 0.0] and not np.signbit(labels.to_numpy()).any()
+    gaps = ColumnSpec("z", "ordinal", "float", categories=[-0.0, 1.5, None], missing=True)
+    enc = Encoder(gaps)
+    labels = enc.decode(enc.midpoints[[0, 2, 1]])
+    assert labels.iloc[0] == 0.0 and np.isnan(labels.iloc[1]) and labels.iloc[2] == 1.5
+    assert not np.signbit(labels.to_numpy()[[0, 2]]).any()
+    at_bound = ColumnSpec("z", "continuous", "float", lower=-0.0, upper=1.0)  # decimals None
+    values = Encoder(at_bound).decode(np.array([-0.5, -0.0, 0.25]))
+    assert values.tolist() == [0.0, 0.0, 0.25] and not np.signbit(values.to_numpy()).any()
+
+    def site(k: int) -> pd.DataFrame:
+        rng = np.random.default_rng(k)
+        z = np.where(rng.random(60) < 0.6, 0.0, 1.5)
+        z[np.flatnonzero(z == 0)[::2]] = -0.0  # half the zeros, the first among them
+        x = rng.random(60) / 3
+        x[rng.random(60) < 0.4] = -0.0
+        return pd.DataFrame({"a": rng.normal(size=60), "z": z, "x": x})
+
+    out = FITSSynthesizer(seed=0).fit([site(0), site(1)]).sample(200)
+    for col in ("z", "x"):
+        zeros = out[col].to_numpy()[out[col].to_numpy() == 0]
+        assert zeros.size > 20 and not np.signbit(zeros).any(), col
+    assert not re.search(r"(^|,)-0\.0(,|$)", out.to_csv(index=False), re.M)
+
+
 def test_decimals_null_keeps_full_precision(fitted) -> None:
     synth, _ = fitted
     data = synth.schema_.to_dict()

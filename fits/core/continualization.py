@@ -241,9 +241,10 @@ class Encoder:
         if spec.dtype == "int":
             return pd.Series(whole_numbers(np.round(x), spec.lower, spec.upper), name=spec.name)
         if spec.decimals is not None:  # as many decimals as the real values have
-            # (+ 0.0: a value rounded up to zero is 0.0, not -0.0, which prints "-0.0")
-            x = np.clip(np.round(x, spec.decimals), lo, hi) + 0.0
-        return pd.Series(x, name=spec.name)
+            x = np.clip(np.round(x, spec.decimals), lo, hi)
+        # + 0.0: a zero is 0.0, never -0.0 (which prints "-0.0"): a value rounded up to
+        # zero, or the bound or point mass -0.0 of sites that wrote some zeros so
+        return pd.Series(x + 0.0, name=spec.name)
 
     def written(self, y: np.ndarray) -> np.ndarray:
         """The numbers :meth:`decode` writes for a continuous column's values ``y``
@@ -269,9 +270,9 @@ class Encoder:
         if spec.dtype == "int" and _past_float(present):  # whole numbers float64 rounds
             return pd.Series(pd.array(list(labels), dtype=_nullable_int(present)), name=spec.name)
         if has_missing and bool(np.any(labels == None)):  # noqa: E711 (object array)
-            if spec.dtype in ("int", "float"):
+            if spec.dtype in ("int", "float"):  # (+ 0.0: a category -0.0 as 0.0, below)
                 out = np.array([np.nan if v is None else v for v in labels], dtype=float)
-                return pd.Series(out, name=spec.name)
+                return pd.Series(out + 0.0, name=spec.name)
             if spec.dtype == "string":
                 return pd.Series(labels, name=spec.name, dtype="string")
             return pd.Series(labels, name=spec.name, dtype=object)
@@ -279,8 +280,9 @@ class Encoder:
             return pd.Series(labels.astype(bool), name=spec.name)
         if spec.dtype == "int":
             return pd.Series(labels.astype(np.int64), name=spec.name)
-        if spec.dtype == "float":
-            return pd.Series(labels.astype(float), name=spec.name)
+        if spec.dtype == "float":  # + 0.0: the category -0.0 (some sites' zeros were
+            # -0.0, which compares equal to 0.0 and may stand for them all) is 0.0
+            return pd.Series(labels.astype(float) + 0.0, name=spec.name)
         if spec.dtype == "string":
             return pd.Series(labels, name=spec.name, dtype="string")
         return pd.Series(labels, name=spec.name, dtype=object)
