@@ -1361,30 +1361,31 @@ def _trailing_separator(path: Path, sep: str, width: int) -> bool:
     """
     seen_header = False
     first = 0  # the line of the first data row, once it is longer than the header
-    for _, line, blank, _, record in _records(path, sep):
-        if blank or not record:
-            continue
-        if not seen_header:
-            seen_header = True
-            continue
-        if not first:
+    with closing(_records(path, sep)) as records:  # the file closed when left early
+        for _, line, blank, _, record in records:
+            if blank or not record:
+                continue
+            if not seen_header:
+                seen_header = True
+                continue
+            if not first:
+                if len(record) <= width:
+                    return False
+                if not _utf8(path):  # no text (a gzip file named .csv): pandas' error says so
+                    return False
+                first = line
             if len(record) <= width:
-                return False
-            if not _utf8(path):  # no text (a gzip file named .csv): pandas' error says so
-                return False
-            first = line
-        if len(record) <= width:
-            raise DataFileError(
-                f"{path}: line {first} has {width + 1} fields, the header {width}, and line "
-                f"{line} has {len(record)}; give every row the header's fields (or every "
-                "row a separator at its end)"
-            )
-        if len(record) > width + 1 or record[-1]:
-            raise DataFileError(
-                f"{path}: line {line} has {len(record)} fields, the header {width}; fix that "
-                "row (a value that holds the separator must be in double quotes) or the "
-                "header (a name for each column)"
-            )
+                raise DataFileError(
+                    f"{path}: line {first} has {width + 1} fields, the header {width}, and line "
+                    f"{line} has {len(record)}; give every row the header's fields (or every "
+                    "row a separator at its end)"
+                )
+            if len(record) > width + 1 or record[-1]:
+                raise DataFileError(
+                    f"{path}: line {line} has {len(record)} fields, the header {width}; fix that "
+                    "row (a value that holds the separator must be in double quotes) or the "
+                    "header (a name for each column)"
+                )
     return bool(first)
 
 
