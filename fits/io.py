@@ -1803,7 +1803,14 @@ def _iter_csv(
     trailing = _trailing_separator(path, sep, len(header))
     blanks = _blank_lines(path, sep)
     # never a column as the row index (a separator at the end of each row: left out)
-    options = {"sep": sep, "decimal": decimal, "chunksize": chunk_rows, "index_col": False}
+    options: dict[str, Any] = {
+        "sep": sep,
+        "decimal": decimal,
+        "chunksize": chunk_rows,
+        "index_col": False,
+    }
+    if trailing:  # the header's columns (pandas warns of the empty field past them)
+        options["usecols"] = range(len(header))
     options.update(_na_options(blanks.options, missing, names))
     typed_chunks = pd.read_csv(path, **options, **_ROUND_TRIP)
     raw_chunks = pd.read_csv(path, **_raw_options(sep, decimal, options))

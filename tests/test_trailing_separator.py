@@ -30,18 +30,31 @@ def _notes(caught: list[warnings.WarningMessage]) -> str:
 
 
 def test_every_reader_keeps_the_columns_in_place(tmp_path) -> None:
-    path = _write(tmp_path / "t.csv", "a,b,c", _ROWS)
-    expected = {"a": [71, 58, 60, 44], "b": [69.4, 70.1, 65.0, None], "c": [-0.44, 0.3, 1.2, 2.5]}
+    path = _write(
+        tmp_path / "t.csv",
+        "a,b,c,d,e",
+        [
+            f"{r[:-1]},{t},"
+            for r, t in zip(_ROWS, ["true,NA", "false,x", ",y", "true,"], strict=True)
+        ],
+    )
+    expected = {
+        "a": [71, 58, 60, 44],
+        "b": [69.4, 70.1, 65.0, None],
+        "c": [-0.44, 0.3, 1.2, 2.5],
+        "d": [True, False, None, True],
+        "e": ["NA", "x", "y", None],
+    }
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         frame = read_table(path)
         chunks = pd.concat(list(iter_table(path, chunk_rows=2)), ignore_index=True)
     for read in (frame, chunks):
-        assert list(read.columns) == ["a", "b", "c"]
+        assert list(read.columns) == ["a", "b", "c", "d", "e"]
         assert read.astype(object).where(read.notna(), None).to_dict("list") == expected
     assert "every row ends with ',' after its last field" in _notes(caught)
     assert not [w for w in caught if issubclass(w.category, pd.errors.ParserWarning)]
-    assert read_columns(path) == ["a", "b", "c"]
+    assert read_columns(path) == ["a", "b", "c", "d", "e"]
 
 
 def test_a_semicolon_file_with_decimal_commas(tmp_path) -> None:
