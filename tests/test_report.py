@@ -132,6 +132,16 @@ def test_save_is_atomic_and_readable(report, tmp_path: Path) -> None:
     assert html_path.stat().st_mode & 0o777 == 0o666 & ~umask
     with pytest.raises(FileNotFoundError, match="does not exist"):
         report.save(tmp_path / "missing" / "report.html")
+    from fits.io import OutputError
+
+    with pytest.raises(OutputError, match="ends with '/', so it names a folder"):
+        report.save(tmp_path / "r.html", f"{tmp_path / 'r.json'}/")  # nothing written
+    assert not (tmp_path / "r.html").exists()
+    target, link = tmp_path / "sub" / "page.html", tmp_path / "link.html"
+    target.parent.mkdir()
+    link.symlink_to(target)
+    report.save(link)
+    assert link.is_symlink() and target.read_text(encoding="utf-8") == report.to_html()
 
 
 def test_kinds_inferred_without_target_or_split(setup) -> None:
