@@ -354,18 +354,18 @@ def _missing_values(frame: pd.DataFrame, missing: _Missing, integers: set[Any]) 
 def from_arrow_dtypes(frame: pd.DataFrame) -> pd.DataFrame:
     """``frame`` with its pyarrow-backed columns (:class:`pandas.ArrowDtype`:
     ``pd.read_parquet(..., dtype_backend="pyarrow")``, ``df.convert_dtypes(
-    dtype_backend="pyarrow")``) in the dtypes pandas' default backend gives the same
-    values, which fits models; ``frame`` itself when it has none.
+    dtype_backend="pyarrow")``) of the Arrow types fits does not model as they are in
+    the dtypes pandas' default backend gives the same values; ``frame`` itself when it
+    has none.
 
-    Each value is kept: Arrow decimals become Python ``Decimal`` objects (exact, with
-    their digits after the point), dates (``date32``, ``date64``) ``datetime.date``
-    objects, timestamps ``datetime64`` of the same unit and time zone, durations
-    ``timedelta64`` (which fits then refuses as durations), dictionary-encoded values a
-    pandas categorical (its order kept), text pandas' text dtype, floats ``float64``
-    (``float32``), and integers and booleans their numpy dtype, or, with missing values,
-    pandas' nullable ``Int64`` (``UInt8``, ...) and ``boolean`` (never floats, which
-    would round integers past 2**53).  Other Arrow types become what pyarrow's
-    ``to_pandas`` gives them (times of day, bytes: Python objects).
+    Arrow integers, floats, booleans, timestamps and text are left as they are (fits
+    models them, and the synthetic table has their Arrow dtype).  Every other Arrow
+    column becomes what pyarrow's ``to_pandas`` gives it, each value kept: decimals
+    Python ``Decimal`` objects (exact, with their digits after the point, as fits reads a
+    Parquet decimal column), dates (``date32``, ``date64``) ``datetime.date`` objects,
+    dictionary-encoded values a pandas categorical (its order kept), durations
+    ``timedelta64``, times of day and bytes Python objects (the last three refused by the
+    fit with what to do, as in pandas' default dtypes).
 
     Parameters
     ----------
@@ -376,28 +376,37 @@ def from_arrow_dtypes(frame: pd.DataFrame) -> pd.DataFrame:
     DataFrame
         A shallow copy with those columns converted (the others shared), or ``frame``.
     """
-    arrow = [i for i, dtype in enumerate(frame.dtypes) if isinstance(dtype, pd.ArrowDtype)]
+    arrow = [i for i, dtype in enumerate(frame.dtypes) if _foreign_arrow(dtype)]
     if not arrow:
         return frame
+    import pyarrow as pa
+
     out = frame.copy(deep=False)
     for i in arrow:
-        out.isetitem(i, _from_arrow(frame.iloc[:, i]))
+        column = frame.iloc[:, i]
+        values = pa.array(column.array).to_pandas()  # an Array or a ChunkedArray's
+        out.isetitem(i, pd.Series(values.array, index=column.index, name=column.name))
     return out
 
 
-def _from_arrow(column: pd.Series) -> pd.Series:
-    """One pyarrow-backed column as :func:`from_arrow_dtypes` converts it."""
+def _foreign_arrow(dtype: Any) -> bool:
+    """Whether ``dtype`` is an :class:`pandas.ArrowDtype` of a type fits does not model
+    as it is (:func:`from_arrow_dtypes`)."""
+    if not isinstance(dtype, pd.ArrowDtype):
+        return False
     import pyarrow as pa
 
-    values = pa.array(column.array)  # an Array or a ChunkedArray
-    kind = values.type
-    if values.null_count and pa.types.is_integer(kind):
-        unsigned = "U" if pa.types.is_unsigned_integer(kind) else ""
-        return column.astype(f"{unsigned}Int{kind.bit_width}")
-    if values.null_count and pa.types.is_boolean(kind):
-        return column.astype("boolean")
-    out = values.to_pandas()
-    return pd.Series(out.array, index=column.index, name=column.name)
+    kind = dtype.pyarrow_dtype
+    types = pa.types
+    modelled = (
+        types.is_integer(kind)
+        or types.is_floating(kind)
+        or types.is_boolean(kind)
+        or types.is_timestamp(kind)
+        or types.is_string(kind)
+        or types.is_large_string(kind)
+    )
+    return not modelled
 
 
 def check_suffix(path: Path, what: str = "table") -> str:

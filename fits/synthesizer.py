@@ -2191,13 +2191,13 @@ def _site_tables(tables: Any) -> Any:
 
 def _plain_dtypes(tables: Any) -> Any:
     """``tables`` (a DataFrame, a mapping or a sequence of them) with every
-    pyarrow-backed column in the dtype pandas' default backend gives it
-    (:func:`fits.io.from_arrow_dtypes`: Arrow decimals as ``Decimal`` objects, dates as
-    ``datetime.date``, dictionaries as categoricals, ...), which fits models; ``tables``
-    itself when no table has one."""
+    pyarrow-backed column of a type fits does not model as it is in the dtype pandas'
+    default backend gives it (:func:`fits.io.from_arrow_dtypes`: Arrow decimals as
+    ``Decimal`` objects, dates as ``datetime.date``, dictionaries as categoricals, ...);
+    ``tables`` itself when no table has one."""
     from fits.io import from_arrow_dtypes
 
-    def has_arrow(table: Any) -> bool:
+    def has_arrow(table: Any) -> bool:  # (the cheap look: which convert, from_arrow_dtypes)
         return isinstance(table, pd.DataFrame) and any(
             isinstance(d, pd.ArrowDtype) for d in table.dtypes
         )
