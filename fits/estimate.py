@@ -19,6 +19,7 @@ import pandas as pd
 from fits.core.kernels import Kernel
 from fits.deploy.inprocess import PolicySpec, Tables, build_federation
 from fits.federation.coordinator import Coordinator
+from fits.io import from_arrow_dtypes
 
 __all__ = ["ConditionalCDF", "estimate_conditional_cdf"]
 
@@ -124,7 +125,7 @@ def estimate_conditional_cdf(
         missing = [c for c in columns if c not in frame.columns]
         if missing:
             raise ValueError(f"{name}: column(s) {missing} are missing")
-        subset[name] = frame[columns]
+        subset[name] = from_arrow_dtypes(frame[columns])  # Arrow dates, decimals, ...
     _, transport = build_federation(subset, kernel, policy=site_policy)
     coord = Coordinator(transport, ridge=ridge, **options)  # type: ignore[arg-type]
     # no rule detection: rules change how rows are drawn, not a conditional CDF
@@ -136,6 +137,7 @@ def estimate_conditional_cdf(
         scaling = (loc, scale)
     coord.configure(seed, scaling=scaling, grids={response: grid} if grid is not None else None)
     if isinstance(queries, pd.DataFrame):
+        queries = from_arrow_dtypes(queries)
         x = np.column_stack([_raw_to_scale(coord, c, queries[c]) for c in covariates])
     else:
         x = np.atleast_2d(np.asarray(queries, dtype=float))

@@ -109,3 +109,22 @@ def test_pyarrow_durations_get_the_durations_message() -> None:
 
     with pytest.raises(SchemaError, match=r"column 'w' holds durations \(timedelta\)"):
         FITSSynthesizer(seed=0).fit(_sites({"w": waits}))
+
+
+def test_estimate_conditional_cdf_takes_pyarrow_backed_tables() -> None:
+    """fits.estimate_conditional_cdf takes the sites' tables and the queries as fit does:
+    the same estimate from Arrow decimals as from the ``Decimal`` objects of pandas'
+    default backend."""
+    from fits import estimate_conditional_cdf
+
+    rng = np.random.default_rng(3)
+    plain = []
+    for _ in range(2):
+        x = [Decimal(f"{v:.1f}") for v in rng.uniform(0, 10, 40)]
+        plain.append(pd.DataFrame({"x": x, "y": rng.normal(size=40)}))
+    arrow = [t.assign(x=t["x"].astype(pd.ArrowDtype(pa.decimal128(4, 1)))) for t in plain]
+    queries = pd.DataFrame({"x": [Decimal("2.5"), Decimal("7.5")]})
+    arrow_queries = queries.astype({"x": pd.ArrowDtype(pa.decimal128(4, 1))})
+    want = estimate_conditional_cdf(plain, ["x"], "y", queries, seed=0)
+    got = estimate_conditional_cdf(arrow, ["x"], "y", arrow_queries, seed=0)
+    assert np.array_equal(got.values, want.values)
