@@ -2048,10 +2048,12 @@ def check_output(
     ------
     OutputError
         The output is one of the inputs; its folder does not exist, is not a folder or
-        is not writable (permissions, read-only file system); the output is a folder;
-        or it exists and is read-only.
+        is not writable (permissions, read-only file system); the output is a folder,
+        or ends with a slash; or it exists and is read-only.  A symbolic link is
+        checked as the file it leads to (:func:`through_links`), which is written.
     """
-    path = output_path(path, option)
+    output_path(path, option)  # not one ending with a slash (a folder)
+    path = Path(path)
     shown = str(path)
     for label, source in inputs:
         if same_file(path, source):
