@@ -15,7 +15,7 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from fits import FITSSynthesizer
+from fits import FITSSynthesizer, Schema
 from fits.core.schema import SchemaError
 from fits.io import from_arrow_dtypes
 
@@ -99,6 +99,11 @@ def test_a_fit_on_pyarrow_backed_tables() -> None:
     assert all(isinstance(v, Decimal) and v.as_tuple().exponent == -2 for v in out["m"])
     assert set(out["c"]) <= {"p", "q"} and isinstance(out["c"].dtype, pd.CategoricalDtype)
     assert isinstance(sites[0]["d"].dtype, pd.ArrowDtype)  # the caller's frames unchanged
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        detected = Schema.detect(sites)  # it raised pandas' "dt.tz is not supported"
+    assert detected.kinds() == {"a": "continuous", "d": "continuous", "m": "continuous",
+                                "c": "nominal"}  # fmt: skip
 
 
 def test_pyarrow_durations_get_the_durations_message() -> None:

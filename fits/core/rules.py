@@ -121,6 +121,7 @@ from fits._exact import (
 )
 from fits._json import plain
 from fits.core.schema import (
+    MAX_SPAN,
     ColumnSpec,
     DataNote,
     Rule,
@@ -251,7 +252,7 @@ def _numeric(spec: ColumnSpec) -> bool:
     if spec.missing or not spec.is_modelled or spec.dtype == "datetime" or spec.past_float:
         return False
     if spec.kind == "continuous":
-        return True
+        return _summable(spec)
     cats = spec.categories or []
     return spec.kind == "ordinal" and all(
         isinstance(v, (int, float)) and not isinstance(v, bool) for v in cats
@@ -263,6 +264,16 @@ def _bounds(spec: ColumnSpec) -> tuple[float, float]:
         return float(spec.lower or 0.0), float(spec.upper or 0.0)
     values = [float(v) for v in spec.categories or []]
     return min(values), max(values)
+
+
+def _summable(spec: ColumnSpec) -> bool:
+    """Whether sums of a numeric column's squares and products stay finite in float64:
+    its values at most :data:`~fits.core.schema.MAX_SPAN` (1e100) in magnitude.  A
+    column past it (1e299) is no continuous column a fit models
+    (:func:`~fits.core.schema.check_spans`), and its moments overflowed the affine
+    search (an OverflowError from ``fits schema``): no sum, affine or near-linear rule
+    is looked for on it."""
+    return max(abs(v) for v in _bounds(spec)) <= MAX_SPAN
 
 
 def _cells(schema: Schema, of: Sequence[str]) -> int:
@@ -644,6 +655,7 @@ def _affine_source(spec: ColumnSpec) -> bool:
         and spec.is_modelled
         and spec.dtype != "datetime"
         and not spec.past_float
+        and _summable(spec)
     )
     return numeric and _bounds(spec)[0] < _bounds(spec)[1]
 
@@ -1712,6 +1724,7 @@ def _linear_source(spec: ColumnSpec) -> bool:
         and spec.indicates is None
         and not spec.past_float
         and not spec.missing
+        and _summable(spec)
         and _bounds(spec)[0] < _bounds(spec)[1]
     )
 
@@ -1726,6 +1739,7 @@ def _linear_dependent(spec: ColumnSpec) -> bool:
         and spec.indicates is None
         and not spec.past_float
         and spec.point_mass is None
+        and _summable(spec)
         and _bounds(spec)[0] < _bounds(spec)[1]
     )
 

@@ -2069,6 +2069,9 @@ class Schema:
             if not isinstance(frame, pd.DataFrame):
                 raise TypeError(f"{name}: expected a pandas DataFrame, got {type(frame).__name__}")
             check_columns(frame, name)  # what a site refuses at fit, refused here too
+        from fits.io import from_arrow_dtypes  # (fits.io imports this module)
+
+        frames = [from_arrow_dtypes(f) for f in frames]  # pyarrow-backed, as fit takes them
         # names resolved to the first table's headers (fits.core.names: ' age ' may be
         # named 'age'); an unknown name is kept, for merge_descriptions' message
         headers = [str(c) for c in frames[0].columns]
