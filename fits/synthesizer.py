@@ -1783,6 +1783,13 @@ class FITSSynthesizer(BaseEstimator):
                 )
         for c in names:
             rule = schema.near_linear.get(c)
+            if rule is not None and rule.of[0] not in names and _ordered(self, c):
+                raise ValueError(
+                    f"column {c!r} is drawn as its difference from {rule.of[0]!r} (its "
+                    f"order rule {c} >= {rule.of[0]}), so it can be given only with "
+                    f"{rule.of[0]!r}: give {rule.of[0]!r} too, or fit without the rule "
+                    "(delete it from the schema's rules, or rules=False, --no-rules)"
+                )
             if rule is not None and rule.of[0] not in names:
                 told = rule.describe(clock=_clock(self, c))
                 raise ValueError(
@@ -2042,6 +2049,13 @@ def _known_source(values: pd.Series, spec: ColumnSpec) -> np.ndarray | None:
         return Encoder(spec).to_numeric(values, client="the known values")
     except (ValueError, TypeError):  # a SchemaError is a ValueError
         return None
+
+
+def _ordered(synth: FITSSynthesizer, column: str) -> bool:
+    """Whether ``column`` is drawn by an ``"order"`` rule (as its difference from its
+    source: :meth:`Schema.order_line <fits.core.schema.Schema.order_line>`), not by a
+    near-linear one."""
+    return any(r.kind == "order" and r.column == column for r in synth.schema_.rules or [])
 
 
 def _clock(synth: FITSSynthesizer, column: str) -> bool:

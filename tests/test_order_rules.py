@@ -139,6 +139,24 @@ def test_discharge_is_never_before_admission():
     assert (off["discharged"] < off["admitted"]).mean() > 0.05
 
 
+def test_known_values_against_an_order_rule_are_named_as_such():
+    """Known values of an order rule's column without its source spoke of a near-linear
+    rule and advised near_linear=False, which leaves the order rule on; values out of
+    order are refused by the rules' check."""
+    sites = _stays()
+    synth = FITSSynthesizer(seed=0).fit(sites)
+    first = sites[0].iloc[:3]
+    with pytest.raises(ValueError, match=r"drawn as its difference from 'admitted' .*order"):
+        synth.sample_remaining_columns(first[["discharged"]].reset_index(drop=True))
+    early = first[["admitted", "discharged"]].assign(
+        discharged=first["admitted"] - pd.Timedelta(days=2)
+    )
+    with pytest.raises(ValueError, match=r"break the exact rule discharged >= admitted \(order"):
+        synth.sample_remaining_columns(early.reset_index(drop=True))
+    kept = synth.sample_remaining_columns(first[["admitted", "discharged"]].reset_index(drop=True))
+    assert (kept["discharged"] == first["discharged"].to_numpy()).all()
+
+
 def test_a_numeric_order_rule_with_missing_values_keeps_the_order():
     rng = np.random.default_rng(3)
     n = 600
