@@ -62,7 +62,10 @@ def test_a_shifted_datetime_is_generated_exactly_with_its_zone_and_unit():
         assert out["u"].dtype == out["t"].dtype == sites[0]["u"].dtype
         if date_only:
             assert (out["u"] == out["u"].dt.normalize()).all()
-        assert rules_kept(out, synth.schema_.rules)["kept"].tolist() == [1.0]
+        kept = rules_kept(out, synth.schema_.rules)
+        assert kept["kept"].tolist() == [1.0]
+        # told as the schema tells it (it said "u = 1 * t + 3600")
+        assert kept["rule"].tolist() == ["u = t + 1 day" if date_only else "u = t + 1 hour"]
 
 
 def test_stays_of_zero_days_are_a_copy():

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from fits._dates import duration_text
 from fits._exact import (
     AFFINE_RTOL,
     affine_match,
@@ -51,10 +52,17 @@ def _value(v: Any) -> Any:
     return v
 
 
-def _describe(rule: Mapping[str, Any]) -> str:
+def _describe(rule: Mapping[str, Any], *, clock: bool = False) -> str:
+    """The rule in words, as :meth:`fits.core.schema.Rule.describe` tells it; ``clock``:
+    an affine rule between two datetime columns, a shift told as a duration."""
     of = list(rule["of"])
     if rule.get("kind", "function") == "sum":
         return f"{rule['column']} = {' + '.join(of)}"
+    if rule.get("kind") == "affine" and clock:  # slope 1: the column shifted by a duration
+        b = float(rule["intercept"])
+        if b == 0:
+            return f"{rule['column']} = {of[0]} (a copy)"
+        return f"{rule['column']} = {of[0]} {'-' if b < 0 else '+'} {duration_text(abs(b))}"
     if rule.get("kind") == "affine":
         b = float(rule["intercept"])
         text = f"{float(rule['slope']):.15g} * {of[0]} {'-' if b < 0 else '+'} {abs(b):.15g}"
@@ -261,7 +269,7 @@ def rules_kept(table: pd.DataFrame, rules: Sequence[Any]) -> pd.DataFrame:
                     kept += 1
         out.append(
             {
-                "rule": _describe(rule),
+                "rule": _describe(rule, clock=kind == "affine" and _clock(table, rule)),
                 "column": column,
                 "kind": kind,
                 "rows": rows,
