@@ -184,12 +184,12 @@ def test_whole_numbers_past_2_53_in_a_narrow_range_are_drawn_later_in_the_chain(
 
 
 def test_save_load_and_sample_to_file_expand_a_leading_tilde(tables, tmp_path, monkeypatch):
-    """``save("~/models/m.pkl")`` made a folder named '~' in the working folder (a
-    parent folder is created when missing): one ``rm -rf ~`` from losing a home folder.
-    The paths are the user's home's, as pandas reads them."""
+    """``save("~/models/m.pkl")`` made a folder named '~' in the working folder: one
+    ``rm -rf ~`` from losing a home folder. The paths are the user's home's, as pandas
+    reads them (whose folders must exist, as for ``to_csv``)."""
     home, work = tmp_path / "home", tmp_path / "work"
-    home.mkdir()
-    work.mkdir()
+    for folder in (home / "models", home / "out", work):
+        folder.mkdir(parents=True)
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.chdir(work)
     synth = FITSSynthesizer(seed=0, n_jobs=1).fit(tables)
