@@ -494,8 +494,14 @@ def synthesize(
     ] = None,
     seed: Seed = 0,
     kernel: Annotated[
-        KernelChoice, typer.Option("--kernel", help="knn (FITS-K) or gaussian (FITS-G).")
-    ] = KernelChoice.knn,
+        list[KernelChoice],
+        typer.Option(
+            "--kernel",
+            help="knn (FITS-K, the default) or gaussian (FITS-G): once for every site, or "
+            "once per site in the sites' order.",
+            show_default=False,
+        ),
+    ] = [],  # noqa: B006
     schema: Annotated[
         Path | None, typer.Option("--schema", help="Schema JSON (from `fits schema`).")
     ] = None,
@@ -585,6 +591,12 @@ def synthesize(
         )
         if simulate_clients is None:  # the files: named in the message
             _check_same_columns(tables, site_files)
+        if len(kernel) > 1 and len(kernel) != len(tables):
+            _fail(
+                f"--kernel given {len(kernel)} times for {len(tables)} sites: give it once "
+                "(every site's scheme) or once per site, in the sites' order",
+                2,
+            )
         if secure_aggregation and len(tables) < 2:
             _fail(
                 "--secure-aggregation needs at least two sites (with one, the sum is that "
@@ -650,14 +662,15 @@ def synthesize(
         phases = _fit_phases(quiet)  # one line per phase of the fit, on stderr
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            synth = FITSSynthesizer(
+            schemes = [k.value for k in kernel] or ["knn"]
+            kernels = [
                 penalized_kernel(
-                    kernel.value,
-                    ordinal_penalty,
-                    column_penalties,
-                    relevance_weights,
-                    nominal=nominal_penalty,
-                ),
+                    k, ordinal_penalty, column_penalties, relevance_weights, nominal=nominal_penalty
+                )
+                for k in schemes
+            ]
+            synth = FITSSynthesizer(
+                kernels[0] if len(kernels) == 1 else dict(zip(tables, kernels, strict=True)),
                 seed=seed,
                 kinds=kinds,
                 order=chain_order,

@@ -520,6 +520,31 @@ def test_federate_commands_have_help_with_an_example(command):
     assert "Example" in res.stdout and "fits federate" in res.stdout
 
 
+def test_kernel_once_per_site(site_files, tmp_path):
+    """--kernel given once per site took the last one for every site (a table of
+    all-Gaussian sites, exit 0): it is now each site's scheme, as in fits federate local
+    and FITSSynthesizer({site: kernel}); another count is a usage error."""
+    from fits import FITSSynthesizer
+
+    out = tmp_path / "mixed.csv"
+    kernels = ["--kernel", "knn", "--kernel", "gaussian", "--kernel", "knn"]
+    res = run("synthesize", *site_files, "--rows", "40", *kernels, "--out", out, "-q")
+    assert res.returncode == 0, res.stderr
+    tables = {p.stem: pd.read_csv(p) if p.suffix == ".csv" else pd.read_parquet(p)
+              for p in site_files}  # fmt: skip
+    schemes = dict(zip(tables, ["knn", "gaussian", "knn"], strict=True))
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = FITSSynthesizer(schemes, seed=0).fit(tables).sample(40)
+    written = pd.read_csv(out)
+    np.testing.assert_allclose(written["score"], expected["score"], rtol=1e-12)
+    assert (written["g"] == expected["g"]).all()
+    res = run("synthesize", *site_files, "--rows", "5", *kernels[:4], "--out", out)
+    assert res.returncode == 2 and "--kernel given 2 times for 3 sites" in res.stderr
+
+
 _COMMANDS = [
     ("synthesize",),
     ("schema",),
