@@ -1167,8 +1167,10 @@ def check_site_setup(sites: dict[str, Path], config: dict) -> None:
     tables against it at configure, and nothing is checked here."""
     import warnings
 
-    from fits.core.names import parse_column_list, resolve_columns, resolve_keys
+    from fits.core.names import ColumnNameError, parse_column_list, resolve_columns, resolve_keys
     from fits.core.schema import (
+        DeclaredKindError,
+        IdentifierColumnError,
         describe_table,
         labels_of_na_only,
         merge_descriptions,
@@ -1206,7 +1208,9 @@ def check_site_setup(sites: dict[str, Path], config: dict) -> None:
                 kinds=resolve_keys(kinds, headers, "kinds"),
                 order=resolve_columns(order, headers, "order") if order else None,
             )
-    except (DataFileError, ValueError) as exc:  # SchemaError, ColumnNameError: ValueErrors
+    except (IdentifierColumnError, DeclaredKindError, ColumnNameError) as exc:
+        _fail(str(exc), 2)  # the user must decide (a column to drop or declare): as synthesize
+    except (DataFileError, ValueError) as exc:  # SchemaError: a ValueError
         _fail(str(exc))
 
 

@@ -196,3 +196,18 @@ def test_sites_whose_column_types_differ_are_refused_at_once(tmp_path, no_flower
     res = _local(a, b, "--out", tmp_path / "o.csv", "--kind", "g=ordinal")
     assert res.returncode == 1 and "numeric at some clients" in res.stderr
     assert len(no_flower) == 1
+
+
+def test_an_identifier_column_is_a_usage_error_as_in_fits_synthesize(tmp_path, no_flower):
+    """The same refusal as fits synthesize's (a column to drop or declare: the user must
+    decide, exit 2) exited 1 from fits federate local's check."""
+    paths = []
+    for k, n in enumerate((40, 30)):
+        frame = pd.DataFrame({"uid": [f"u{k}x{j:04d}" for j in range(n)], "x": np.arange(n) * 0.5})
+        paths.append(tmp_path / f"s{k}.csv")
+        frame.to_csv(paths[-1], index=False)
+    res = _local(*paths, "--out", tmp_path / "o.csv")
+    assert res.returncode == 2, res.stderr
+    assert "column 'uid' looks like an identifier" in res.stderr and no_flower == []
+    res = fits_in_process("synthesize", *paths, "--rows", "5", "--out", tmp_path / "s.csv")
+    assert res.returncode == 2 and "column 'uid' looks like an identifier" in res.stderr
