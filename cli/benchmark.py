@@ -209,18 +209,22 @@ def benchmark(
 
     name = dataset.value
     if name != "simulation":
+        # a data folder not given, not found, a file, or without the data set's file: a
+        # usage error (exit 2), as a missing input file is to every command; a file that
+        # is there but not the data set (its checksum) is a data error (exit 1)
         try:
             folder = resolve_data_dir(data_dir)
         except FileNotFoundError as exc:
-            _fail(str(exc))
+            _fail(str(exc), 2)
         if not folder.is_dir():
             where = "--data-dir" if data_dir is not None else "FITS_DATA_DIR"
             if folder.exists():  # the data file itself, say
                 _fail(
                     f"{where} {str(folder)!r} is a file, not a folder: give the folder that "
-                    "holds the UCI files, not a file in it"
+                    "holds the UCI files, not a file in it",
+                    2,
                 )
-            _fail(f"{where} {str(folder)!r}: no such directory")
+            _fail(f"{where} {str(folder)!r}: no such directory", 2)
     try:
         column_designs = parse_column_designs(column_design)
         column_penalties = parse_column_penalties(column_penalty)
@@ -234,7 +238,9 @@ def benchmark(
     if named or order is not None:
         try:
             loaded = load_dataset(name, data_dir)
-        except (FileNotFoundError, ChecksumError) as exc:
+        except FileNotFoundError as exc:
+            _fail(str(exc), 2)
+        except ChecksumError as exc:
             _fail(str(exc))
         chain = list(loaded.order or loaded.frame.columns)
         if order is not None:
@@ -321,7 +327,9 @@ def benchmark(
                 }
                 or None,
             )
-        except (FileNotFoundError, ChecksumError) as exc:
+        except FileNotFoundError as exc:
+            _fail(str(exc), 2)
+        except ChecksumError as exc:
             _fail(str(exc))
         except SchemaError as exc:  # what the sites refuse (a tiny --rows subsample)
             hint = f" (--rows {rows} may be too few rows for {name}; ask for more)" if rows else ""

@@ -258,14 +258,14 @@ def test_cli_small_rows_split_keeps_two_rows_per_client(tmp_path: Path) -> None:
 def test_cli_missing_data_dir(tmp_path: Path) -> None:
     missing = tmp_path / "nowhere"
     proc = run_cli("--dataset", "adult", "--data-dir", str(missing), "--out", str(tmp_path))
-    assert proc.returncode == 1
+    assert proc.returncode == 2  # usage, as a missing input file
     assert "error:" in proc.stderr and "nowhere" in proc.stderr
     proc = run_cli("--dataset", "bike", "--out", str(tmp_path), env={"FITS_DATA_DIR": None})
-    assert proc.returncode == 1
+    assert proc.returncode == 2  # usage, as a missing input file
     assert "FITS_DATA_DIR" in proc.stderr
     # a folder without the files: the loader's message names the file
     proc = run_cli("--dataset", "german", "--data-dir", str(tmp_path), "--out", str(tmp_path))
-    assert proc.returncode == 1
+    assert proc.returncode == 2  # usage, as a missing input file
     assert "german.data" in proc.stderr
     assert not (tmp_path / "german.md").exists()
 

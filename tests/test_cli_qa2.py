@@ -248,18 +248,19 @@ def test_benchmark_data_dir_messages_speak_the_command_line(sites, tmp_path):
     """Without --data-dir or FITS_DATA_DIR the command said `pass data_dir=...` (the
     Python argument), a --data-dir that is a file `no such directory`, and a folder
     without the files `point fits at its directory with the data_dir argument`: each
-    now names the option and says what to give."""
+    now names the option and says what to give. Each is a usage error (exit 2), as a
+    missing input file is to every command (they exited 1)."""
     out = tmp_path / "results"
     unset = run("benchmark", "-d", "german", "-o", out, env={"FITS_DATA_DIR": None})
-    assert unset.returncode == 1 and "FITS_DATA_DIR" in unset.stderr, unset.stderr
+    assert unset.returncode == 2 and "FITS_DATA_DIR" in unset.stderr, unset.stderr
     assert "--data-dir DIR" in unset.stderr and "pass data_dir=" not in unset.stderr
     a_file = run("benchmark", "-d", "german", "--data-dir", sites[0], "-o", out)
-    assert a_file.returncode == 1, a_file.stderr
+    assert a_file.returncode == 2, a_file.stderr
     assert f"--data-dir {str(sites[0])!r} is a file, not a folder" in a_file.stderr
     empty = tmp_path / "empty"
     empty.mkdir()
     no_files = run("benchmark", "-d", "german", "--data-dir", empty, "-o", out)
-    assert no_files.returncode == 1 and "german.data" in no_files.stderr, no_files.stderr
+    assert no_files.returncode == 2 and "german.data" in no_files.stderr, no_files.stderr
     assert "--data-dir" in no_files.stderr and "FITS_DATA_DIR" in no_files.stderr
     assert not out.exists()
 
