@@ -18,6 +18,7 @@ import os
 import subprocess
 import sys
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Any
@@ -27,6 +28,7 @@ import typer
 from fits.core.names import format_column_list
 
 from . import end_of_loading
+from .errors import echo_warnings
 from .errors import fail as _fail
 from .helptext import ReflowedHelpGroup
 from .options import (
@@ -113,6 +115,7 @@ def _exec(cmd: list[str], home: Path) -> None:
     """
     launch = _launch()
     end_of_loading()  # the stop signals are the foreground process's now, as below
+    made = [p for p in (home, *home.parents) if not p.exists()]  # deepest first
     home.mkdir(parents=True, exist_ok=True)
     typer.echo(" ".join(cmd), err=True)
     try:
@@ -124,6 +127,7 @@ def _exec(cmd: list[str], home: Path) -> None:
         )
     except BaseException:
         _remove_superexec(home)
+        _remove_empty(made)
         raise
     code = 0
     # SIGTERM / SIGHUP: stop the group (a second signal does not cut that short), then
@@ -137,7 +141,19 @@ def _exec(cmd: list[str], home: Path) -> None:
             with signals.cleaning():
                 launch.stop_process_group(proc)
                 _remove_superexec(home)
+                _remove_empty(made)
     raise typer.Exit(code)
+
+
+def _remove_empty(folders: list[Path]) -> None:
+    """Remove the folders this command made for Flower's state (``--home``, deepest
+    first) that Flower left empty: a SuperNode that never reached its SuperLink left
+    an empty ``.fits-flower/site`` in the working folder."""
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError:  # not empty (Flower's state), or gone: keep the rest
+            return
 
 
 def _remove_superexec(home: Path) -> None:
@@ -388,7 +404,10 @@ def site(
     from fits.io import DataFileError, read_table
 
     try:  # check the table here, before the coordinator asks
-        frame = read_table(data, na_values=missing)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            frame = read_table(data, na_values=missing)
+        echo_warnings(caught)  # "note: ...", as every command says them
     except DataFileError as exc:
         _fail(str(exc))
     except ColumnNameError as exc:  # --na-values COLUMN=TEXT of no column of the table
@@ -910,7 +929,13 @@ def _report(result: Any, out: Path, staging: Path | None = None) -> None:
     for note in (summary or {}).get("notes", []):  # what the fit inferred (DataNote)
         typer.echo(f"note: {note}", err=True)
     if summary:
-        typer.echo(f"sites: {summary['sites']}")
+        sites = summary["sites"]
+        told = (
+            ", ".join(f"{name} ({rows:,} rows)" for name, rows in sites.items())
+            if isinstance(sites, dict)
+            else sites
+        )
+        typer.echo(f"sites: {told}")  # as fits synthesize says them (it printed a dict)
     typer.echo(f"synthetic table: {out} (on the SuperLink's machine)")
 
 
@@ -1184,11 +1209,15 @@ def check_site_setup(sites: dict[str, Path], config: dict) -> None:
     order = parse_column_list(str(config.get("order", "")), "run config order") or None
     names = sorted(sites)  # the coordinator's order: by name
     descriptions = []
+    reading: list[warnings.WarningMessage] = []  # how a file was read: said here, once
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # notes on the tables: the run says them
             for name in names:
-                frame = read_table(sites[name])
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    frame = read_table(sites[name])
+                reading += caught
                 gone = _run_drop([str(c) for c in frame.columns], name, config)
                 if gone:
                     frame = frame.drop(columns=gone)
@@ -1209,9 +1238,12 @@ def check_site_setup(sites: dict[str, Path], config: dict) -> None:
                 order=resolve_columns(order, headers, "order") if order else None,
             )
     except (IdentifierColumnError, DeclaredKindError, ColumnNameError) as exc:
+        echo_warnings(reading)
         _fail(str(exc), 2)  # the user must decide (a column to drop or declare): as synthesize
     except (DataFileError, ValueError) as exc:  # SchemaError: a ValueError
+        echo_warnings(reading)
         _fail(str(exc))
+    echo_warnings(reading)  # the run's notes are the fit's; a site's reading is not among them
 
 
 def _run_kinds(text: str) -> dict[str, str]:
@@ -1316,7 +1348,7 @@ def run_local_federation(
     late = getattr(launch, "RunTimeoutError", ())
     try:
         with launch.LocalFederation(sites, **options) as fed:
-            typer.echo(f"SuperLink at {fed.superlink}; sites {list(sites)}", err=True)
+            typer.echo(f"SuperLink at {fed.superlink}; sites {', '.join(sites)}", err=True)
             return fed.run(config, timeout=run_timeout, progress=progress)
     except launch.FederationError as exc:
         if isinstance(exc, late):  # name the option of the command that is running

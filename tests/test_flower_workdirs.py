@@ -1,4 +1,4 @@
-"""Working directories left by a federation whose process was killed (no Flower needed)."""
+"""Working directories and --home folders a federation leaves (most tests without Flower)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from fits.deploy.flower_launch import (
     OWNER_FILE,
@@ -123,3 +125,55 @@ def test_an_unreachable_superlink_is_not_said_to_refuse_the_run(monkeypatch):
     message = str(caught.value)
     assert message.startswith("cannot reach the SuperLink at 127.0.0.1:1: check that")
     assert "refused" not in message and "\n" not in message
+
+
+def _has_flower() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("flwr") is not None
+
+
+@pytest.mark.skipif(not _has_flower(), reason="needs the flower extra")
+def test_the_home_folders_a_flower_command_made_are_removed_when_left_empty(tmp_path):
+    """A SuperNode that never reached its SuperLink left an empty .fits-flower/site in the
+    working folder: the folders fits made for --home go when Flower left them empty; a
+    folder that was there before stays."""
+    import typer
+
+    from fits.cli.federate import _exec
+
+    (tmp_path / "kept").mkdir()
+    home = tmp_path / "kept" / "made" / "site"
+    with pytest.raises(typer.Exit):
+        _exec([sys.executable, "-c", "pass"], home)
+    assert not (tmp_path / "kept" / "made").exists() and (tmp_path / "kept").is_dir()
+    state = tmp_path / "state" / "site"
+    with pytest.raises(typer.Exit):  # Flower's state in it: kept, with its folders
+        _exec([sys.executable, "-c", f"open({str(state / 'db')!r}, 'w').close()"], state)
+    assert (state / "db").is_file()
+
+
+@pytest.mark.skipif(not _has_flower(), reason="needs the flower extra")
+def test_fits_federate_site_says_how_its_table_was_read_as_notes(tmp_path, monkeypatch):
+    """The reading's notes (date-times at several UTC offsets) came out as a raw Python
+    warning with its source line; they are 'note:' lines, as every command prints them."""
+    import typer
+
+    from fits.cli import federate
+
+    from conftest import fits_in_process
+
+    def no_flower(cmd, home):
+        raise typer.Exit(0)
+
+    monkeypatch.setattr(federate, "_exec", no_flower)
+    table = tmp_path / "s1.csv"
+    rows = [f"2024-03-{20 + k} 10:00:00+0{1 + (k > 5)}:00,{k}.5" for k in range(1, 11)]
+    table.write_text("when,x\n" + "\n".join(rows) + "\n")
+    res = fits_in_process(
+        "federate", "site", "--data", table, "--name", "s1", "--superlink", "127.0.0.1:9",
+        "--insecure", "--home", tmp_path / "h",
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    assert f"note: {table}: column 'when' has date-times with several UTC offsets" in res.stderr
+    assert "DataNote" not in res.stderr and "read_table(" not in res.stderr
