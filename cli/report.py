@@ -333,6 +333,7 @@ def report(
         try:
             client_files = _client_files(clients, more_clients)
             files = _Files(_real_files(real, client_files), synthetic, train, test, client_files)
+            _warn_synthetic_is_real(synthetic, files.real)
             if not real:
                 say(
                     f"the real table: the rows of the {len(client_files)} --clients files, "
@@ -613,6 +614,26 @@ def _real_files(real: list[Path] | None, clients: list[Path]) -> tuple[Path, ...
             "same bytes); give each real table once"
         )
     return tuple(real)
+
+
+def _warn_synthetic_is_real(synthetic: Path, real: tuple[Path, ...]) -> None:
+    """Warn when ``--synthetic`` is a real table's file (the same file, a link to it, or
+    the same bytes): the report then compares the real table with itself, and its
+    scores say nothing of a synthesis (it said only "look closer", from 100% copies)."""
+    import warnings
+
+    from fits.io import find_duplicate_files
+
+    for path in real:
+        if find_duplicate_files([path, synthetic]) is not None:
+            warnings.warn(
+                f"--synthetic {str(synthetic)!r} is the real table's file {str(path)!r} (or "
+                "holds the same bytes): the report compares the real rows with themselves; "
+                "give the synthetic table fits wrote",
+                UserWarning,
+                stacklevel=2,
+            )
+            return
 
 
 def _client_files(clients: list[Path] | None, more: list[Path] | None) -> list[Path]:

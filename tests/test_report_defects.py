@@ -288,3 +288,24 @@ def test_a_direct_fit_of_huge_parameters_is_scored_without_overflow_warnings(tar
     else:  # the squared errors overflow: no score, a note instead of inf
         assert np.isnan(row["param_error"]) and np.isnan(row["mse"])
         assert "beyond what float64 arithmetic can score" in row["note"]
+
+
+def test_the_real_file_given_as_the_synthetic_one_is_named(tmp_path):
+    """The same file as --real and --synthetic ran with exit 0 and only "look closer"
+    (100% copies); a warning now says that the report compares the real rows with
+    themselves. A copy of the file (the same bytes) counts as the same."""
+    real = tmp_path / "real.csv"
+    _table(120, 0).to_csv(real, index=False)
+    copy = tmp_path / "copy.csv"
+    copy.write_bytes(real.read_bytes())
+    for synthetic in (real, copy):
+        res = fits_in_process(
+            "report", "--real", real, "--synthetic", synthetic, "--out", tmp_path / "r.html", "-q"
+        )
+        assert res.returncode == 0, res.stderr
+        assert f"warning: --synthetic {str(synthetic)!r} is the real table's file" in res.stderr
+    _table(120, 1).to_csv(copy, index=False)
+    res = fits_in_process(
+        "report", "--real", real, "--synthetic", copy, "--out", tmp_path / "r.html", "-q"
+    )
+    assert "is the real table's file" not in res.stderr
