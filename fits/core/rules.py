@@ -149,6 +149,7 @@ __all__ = [
     "detect_order",
     "detect_shifts",
     "order_candidates",
+    "order_point_masses",
     "shift_candidates",
     "shifted_datetimes",
     "MAX_DECIMALS",
@@ -229,6 +230,9 @@ MAX_INTERVAL_PAIRS = 5000
 #: Y then X, as :data:`MAX_AFFINE_PAIRS`): each costs a site a pass over its rows and
 #: one bit in its reply.
 MAX_ORDER_PAIRS = 50_000
+#: Rows with Y > X some site must hold for an order rule's difference to be drawn with
+#: a point mass at 0 (:func:`order_point_masses`): its continuous part rests on them.
+ORDER_APART_ROWS = 20
 #: An order pair's two ranges must overlap over at least this share of each (the two
 #: columns one quantity on one scale: a start and an end, a minimum and a maximum; not
 #: Fahrenheit above Celsius, or a doubled column above its source).
@@ -1011,6 +1015,10 @@ def answer_rules(
             y, x = number(column), number(of[0])
             held = ~np.isnan(y)
             holds = bool(np.all(y[held] >= x[held]))  # NaN X: False
+            if cand.get("ties"):  # some row with Y = X (order_point_masses)
+                holds = bool(np.any(y[held] == x[held]))
+            elif cand.get("apart") is not None:  # at least this many rows with Y > X
+                holds = int(np.sum(y[held] > x[held])) >= int(cand["apart"])
             out.append(np.array([holds], dtype=np.uint8))
             continue
         if kind == "affine":
@@ -2484,6 +2492,41 @@ def order_candidates(
             "chain, which may put it below",
         )
     return out
+
+
+def order_point_masses(schema: Schema, ask: Ask, sites: Sequence[str]) -> set[str]:
+    """The order rules' columns whose difference D = Y - X the engine draws with a point
+    mass at 0 (:meth:`Schema.expanded <fits.core.schema.Schema.expanded>`): one
+    ``check`` round of two bits per rule and site -- some row with Y = X (``ties``), at
+    least :data:`ORDER_APART_ROWS` rows with Y > X (``apart``) -- and a point mass
+    where some site has ties and some site that many rows apart (the rows apart are
+    the continuous part's; too few, and every site would abstain from its requests).
+    Ties without enough rows apart (a near-copy): a :class:`DataNote
+    <fits.core.schema.DataNote>`, D drawn as one continuous column (docs/method.md,
+    "Order rules")."""
+    rules = [r for r in schema.rules or [] if r.kind == "order"]
+    if not rules:
+        return set()
+    cands: list[Candidate] = []
+    for rule in rules:
+        base = {"kind": "order", "column": rule.column, "of": list(rule.of)}
+        cands += [{**base, "ties": True}, {**base, "apart": ORDER_APART_ROWS}]
+    answers = ask("check", cands)
+    _check_lengths(answers, len(cands), sites, "check")
+    bits = np.stack(answers).reshape(len(sites), len(rules), 2) == 1
+    ties, apart = bits[:, :, 0].any(axis=0), bits[:, :, 1].any(axis=0)
+    for rule, t, a in zip(rules, ties, apart, strict=True):
+        if t and not a:
+            warnings.warn(
+                f"{rule.column!r} equals {rule.of[0]!r} in some rows and no site holds "
+                f"{ORDER_APART_ROWS} rows where it is above it, too few to draw the "
+                f"differences apart from the equal rows: {rule.column!r} - {rule.of[0]!r} "
+                "is drawn as one continuous difference, so few synthetic rows are equal "
+                '(docs/method.md, "Order rules")',
+                DataNote,
+                stacklevel=3,
+            )
+    return {r.column for r, t, a in zip(rules, ties, apart, strict=True) if t and a}
 
 
 def detect_order(

@@ -58,7 +58,7 @@ import re
 import shlex
 import unicodedata
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import date, datetime, time, timedelta
 from decimal import Decimal
@@ -1386,10 +1386,13 @@ class Rule:
         )
 
 
-def residual_spec(spec: ColumnSpec, rule: Rule) -> ColumnSpec:
+def residual_spec(spec: ColumnSpec, rule: Rule, order: bool = False) -> ColumnSpec:
     """The engine's spec of a column a ``"linear"`` rule draws as its residual: a
     continuous float column named as the column, within the rule's residual bounds, not
-    rounded (``decimals`` None), missing where the column is missing."""
+    rounded (``decimals`` None), missing where the column is missing.  An ``"order"``
+    rule's difference (``order``) has its point mass at 0 (rows where the column equals
+    its source: stays of 0 days, a near-copy), drawn by its indicator as a continuous
+    column's point mass is (docs/method.md, "Order rules")."""
     return ColumnSpec(
         spec.name,
         "continuous",
@@ -1397,6 +1400,7 @@ def residual_spec(spec: ColumnSpec, rule: Rule) -> ColumnSpec:
         lower=rule.lower,
         upper=rule.upper,
         missing=spec.missing,
+        point_mass=0.0 if order else None,
     )
 
 
@@ -1743,10 +1747,12 @@ class Schema:
         )
 
     def _check_linear_rule(self, rule: Rule, dep: ColumnSpec, src: ColumnSpec, where: str) -> None:
-        """A ``"linear"`` rule: Y continuous numbers with no point mass; X continuous
+        """A ``"linear"`` rule: Y continuous numbers with no point mass (the engine's
+        difference of an order rule: at 0, :func:`residual_spec`); X continuous
         numbers present in every row; neither in another linear rule's other role (X of
         one and Y of another), nor X set by an affine rule (not in the chain)."""
-        if dep.kind != "continuous" or dep.point_mass is not None:
+        engine_mass = self._engine and dep.point_mass == 0.0
+        if dep.kind != "continuous" or (dep.point_mass is not None and not engine_mass):
             raise SchemaError(
                 f"{where}: a near-linear rule's column must be continuous (numbers or "
                 "datetimes) with no point mass; remove the rule"
@@ -1846,11 +1852,13 @@ class Schema:
         """Columns an ``"affine"`` rule sets: in the tables, not drawn by the engine."""
         return [r.column for r in self.rules or [] if r.kind == "affine"]
 
-    def expanded(self) -> Schema:
+    def expanded(self, order_masses: Collection[str] = ()) -> Schema:
         """The schema the engine draws: each continuous column with missing values is
         preceded in the chain by its missingness indicator (a nominal bool column named
         ``"<column> (missing)"``), and one with a point mass by a point-mass indicator
-        (``"<column> (at point mass)"``).
+        (``"<column> (at point mass)"``).  An ``"order"`` rule's column in
+        ``order_masses`` (:func:`fits.core.rules.order_point_masses`) has its
+        difference's point mass at 0, with its indicator (:func:`residual_spec`).
 
         A ``"constant"`` column is left out of the chain (nothing to draw), but one with
         a value and missing values keeps its missingness indicator there, in its place:
@@ -1871,8 +1879,9 @@ class Schema:
         the engine's ``rules`` hold in its place."""
         derived = set(self.derived)
         linear = self.near_linear
+        ordered = {r.column for r in self.rules or [] if r.kind == "order"} & set(order_masses)
         columns = [
-            residual_spec(c, linear[c.name]) if c.name in linear else c
+            residual_spec(c, linear[c.name], c.name in ordered) if c.name in linear else c
             for c in self.columns
             if c.is_modelled and c.name not in derived
         ]
@@ -1896,8 +1905,8 @@ class Schema:
             flags = []
             if spec.kind == "continuous" and spec.missing:
                 flags.append((missing_flag(name), "missing"))
-            if spec.kind == "continuous" and spec.point_mass is not None:
-                flags.append((point_mass_flag(name), "point_mass"))
+            if spec.kind == "continuous" and (spec.point_mass is not None or name in ordered):
+                flags.append((point_mass_flag(name), "point_mass"))  # an order rule's: D = 0
             for flag, what in flags:
                 if flag in self.names:
                     held = "missing values" if what == "missing" else "point mass"

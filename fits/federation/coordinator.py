@@ -64,12 +64,15 @@ from fits.core.rules import (
     interval_codes,
     map_size,
     moments_size,
+    order_point_masses,
     ranges_size,
     residuals,
     sets_every_row,
     verify_rules,
 )
 from fits.core.schema import (
+    RESOLUTIONS,
+    ColumnSpec,
     DataNote,
     Rule,
     Schema,
@@ -713,7 +716,13 @@ class Coordinator:
                 f"first column ({schema.order[0]!r} is drawn from its marginal); chain: "
                 f"{', '.join(schema.order)}"
             )
-        self.schema = schema.expanded()  # with missingness indicators in the chain
+        masses: set[str] = set()
+        if rules and any(r.kind == "order" for r in schema.rules or []):
+            # which order differences have a point mass at 0 (stays of 0 days)
+            masses = order_point_masses(
+                schema, self._rules_round(schema), self.transport.client_names
+            )
+        self.schema = schema.expanded(masses)  # with missingness indicators in the chain
         self._check_column_models()
         return schema
 
@@ -1237,6 +1246,10 @@ class Coordinator:
         r_lo, r_hi = float(rule.lower or 0.0), float(rule.upper or 0.0)
         if rule.step is not None:  # each duration k step takes [k - 1/2, k + 1/2) steps
             r_lo, r_hi = r_lo - 0.5 * float(rule.step), r_hi + 0.5 * float(rule.step)
+        if self.schema[column].point_mass is not None:  # an order rule's D: its rows at
+            # D = 0 are its indicator's; the others take at least half of Y's unit, so
+            # that Y's rounding does not write them at D = 0 too
+            r_lo = max(r_lo, 0.5 * _unit(self.user_schema[column], rule.step))
         lo, hi = np.maximum(lo_y, r_lo), np.minimum(hi_y, r_hi)
         apart = lo > hi  # Y's interval wholly below or above R's bounds: its nearest end
         nearest = np.where(hi_y < r_lo, hi_y, lo_y)
@@ -1308,7 +1321,9 @@ class Coordinator:
             d = info.get(column, {})
             held = n - int(d.get("n_missing", 0))
             top = d.get("top_value")
-            if spec.point_mass is not None and top is not None and top == spec.point_mass:
+            mass = spec.point_mass if column not in self.schema.near_linear else None
+            if mass is not None and top is not None and top == mass:  # (an order
+                # rule's difference at 0: not the column's own top value)
                 held -= int(d.get("top_count", 0))
             out.append(max(held, 0))
         return out
@@ -2754,7 +2769,14 @@ class Coordinator:
                 if flag in self.encoders and self.encoders[flag].spec.indicates == column:
                     pos = order.index(flag)  # (not a user's column of that name)
                     hit = ~absent & (self.encoders[flag].ceil(out[:, pos]) == 1)
-                    out[hit, j] = value
+                    if rule is not None and flag == point_mass_flag(column):
+                        # an order rule's D = 0: Y = X as written, where X is within
+                        # Y's bounds (below them, D = 0 cannot be: drawn, truncated)
+                        x = self._source_written(rule, out[:, linear])
+                        hit &= x >= float(self.user_schema[column].bounds[0])
+                        out[hit, j] = x[hit]
+                    else:
+                        out[hit, j] = value
                     absent |= hit
             rows = np.flatnonzero(~absent)
             if not rows.size and progress:
@@ -2834,6 +2856,21 @@ def fallback_message(column: str, marginal: int, uniform: int) -> str:
         f"within its bounds; {marginal} drawn from the residual's marginal there, "
         f"{uniform} uniformly within the bounds"
     )
+
+
+def _unit(spec: ColumnSpec, step: float | None) -> float:
+    """The unit of a column's written values in the engine's numbers: a duration pair's
+    ``step``, 1 for whole numbers, ``10**-decimals``, a datetime's days or time unit in
+    seconds (a microsecond where it has none); 0 for numbers not rounded."""
+    if step is not None:
+        return float(step)
+    if spec.dtype == "datetime":
+        if spec.date_only:
+            return 86_400.0
+        return RESOLUTIONS.get(spec.resolution or "", 1) / 1e6
+    if spec.dtype == "int":
+        return 1.0
+    return 0.0 if spec.decimals is None else 10.0 ** -int(spec.decimals)
 
 
 def _durations_on_step(
