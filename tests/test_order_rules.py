@@ -337,3 +337,17 @@ def test_a_site_answers_ties_and_rows_apart_of_an_order_pair():
     assert answer_rules(frame, schema, cands, "check").tolist() == [1, 1, 1, 0]
     frame["b"] = frame["a"] + 1
     assert answer_rules(frame, schema, cands[:2], "check").tolist() == [1, 0]
+
+
+def test_an_order_with_the_larger_column_first_is_told_with_the_chain_that_finds_it():
+    """``end,start``: only a later column can be an order rule's, so none was found and
+    synthetic rows had end < start, silently; now a note names the chain order."""
+    sites = [s.rename(columns={"admitted": "start", "discharged": "end"}) for s in _stays()]
+    sites = [s[["end", "start", "age"]] for s in sites]
+    with pytest.warns(DataNote, match=r"'start' <= 'end'.*order=\['start', 'end', 'age'\]"):
+        schema = Schema.detect(sites)
+    assert schema.rules == []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DataNote)  # no note once the order finds the rule
+        found = Schema.detect(sites, order=["start", "end", "age"])
+    assert [r.describe() for r in found.rules] == ["end >= start (order)"]

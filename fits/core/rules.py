@@ -93,7 +93,10 @@ datetimes), drawn as the difference ``Y - X >= 0`` by the near-linear machinery
 (:meth:`Schema.order_line <fits.core.schema.Schema.order_line>`).  Last, for the columns
 no other rule sets or draws: the pairs the bounds and the sites' extremes leave
 plausible (:func:`order_candidates`), one **check** bit each, and per Y the latest
-source every site confirmed (:func:`detect_order`).
+source every site confirmed (:func:`detect_order`; a pair confirmed with the larger
+column first in the chain: a note naming the chain order that finds it).  At fit, two
+more bits per rule and site (:func:`order_point_masses`) say whether the difference
+has a point mass at 0 (Y = X in some rows), drawn by an indicator.
 
 Everything here is a function of a schema and arrays; the federation layer carries the
 questions and answers (:mod:`fits.federation.protocol`, message ``rules``).
@@ -103,6 +106,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import shlex
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
@@ -2552,11 +2556,13 @@ def detect_order(
         ``"order"`` rules, at most one per column, in chain order of their columns.
     """
     cands = order_candidates(schema, n_total, descriptions, skip=skip, sources_skip=sources_skip)
-    if not cands:
+    reverse = _reverse_order_candidates(schema, n_total, descriptions, skip, sources_skip)
+    if not cands and not reverse:
         return []
-    checks = ask("check", cands)
-    _check_lengths(checks, len(cands), sites, "check")
-    ok = np.all(np.stack(checks) == 1, axis=0)
+    checks = ask("check", [*cands, *reverse])
+    _check_lengths(checks, len(cands) + len(reverse), sites, "check")
+    every = np.all(np.stack(checks) == 1, axis=0)
+    ok, back = every[: len(cands)], every[len(cands) :]
     by_column: dict[str, list[str]] = {}
     for cand, good in zip(cands, ok, strict=True):
         if good:
@@ -2572,4 +2578,65 @@ def detect_order(
             rules.append(Rule(y, [usable[-1]], "order"))
             columns.add(y)
             sources.add(usable[-1])
+    _note_reverse_orders(schema, [c for c, good in zip(reverse, back, strict=True) if good], rules)
     return rules
+
+
+def _reverse_order_candidates(
+    schema: Schema,
+    n_total: int,
+    descriptions: Sequence[Mapping[str, Any]] | None,
+    skip: set[str] | frozenset[str],
+    sources_skip: set[str] | frozenset[str],
+) -> list[Candidate]:
+    """The pairs an order rule would have with the chain the other way round: an
+    earlier column E at least a later one L (``end`` before ``start``), each plausible
+    as :func:`order_candidates` asks (E as the column, L as its source), as
+    ``{"kind": "order", "column": E, "of": [L]}`` -- a site's check does not depend on
+    the chain.  At most :data:`MAX_ORDER_PAIRS`, the first in chain order; none with
+    fewer than :data:`MIN_SUM_ROWS` rows.  Their answers only give a note
+    (:func:`_note_reverse_orders`): no rule keeps such a pair."""
+    if n_total < MIN_SUM_ROWS:
+        return []
+    cols = {c.name: c for c in schema.columns}
+    out: list[Candidate] = []
+    for k, late in enumerate(schema.order):
+        if late in sources_skip or not _order_source(cols[late]):
+            continue
+        for early in schema.order[:k]:
+            if early in skip or not _order_dependent(cols[early]):
+                continue
+            if _order_plausible(cols[early], cols[late], descriptions):
+                out.append({"kind": "order", "column": early, "of": [late]})
+                if len(out) == MAX_ORDER_PAIRS:
+                    return out
+    return out
+
+
+def _note_reverse_orders(schema: Schema, held: Sequence[Candidate], rules: Sequence[Rule]) -> None:
+    """A :class:`~fits.core.schema.DataNote` naming the pairs every site confirmed with
+    the larger column first in the chain (:func:`_reverse_order_candidates`) whose later
+    column got no order rule: the chain draws it on its own, so synthetic rows can put
+    it above the earlier one; the chain order that has the rule found."""
+    ruled = {r.column for r in rules}
+    pairs = [(c["of"][0], c["column"]) for c in held if c["of"][0] not in ruled]
+    if not pairs:
+        return
+    shown = ", ".join(f"{low!r} <= {high!r}" for low, high in pairs[:5])
+    more = f" (and {len(pairs) - 5} more)" if len(pairs) > 5 else ""
+    low, high = pairs[0]
+    order = [c for c in schema.order if c != low]
+    order.insert(order.index(high), low)
+    warnings.warn(
+        f"in every row at every site {shown}{more}, but the larger column comes first in "
+        "the chain, so no order rule keeps it (an order rule's column is the later one) "
+        f"and synthetic rows can have {low!r} above {high!r}; put {low!r} before "
+        f"{high!r} in the chain to have it drawn so"
+        + (
+            f" (Python: order={order!r}; fits synthesize --order {shlex.quote(','.join(order))})"
+            if len(order) <= 20
+            else " (Python: order=[...]; fits synthesize --order)"
+        ),
+        DataNote,
+        stacklevel=4,
+    )
