@@ -22,8 +22,10 @@ samples again once :meth:`FITSSynthesizer.connect` has reconnected it to its sit
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 import itertools
+import json
 import os
 import pickle
 import re
@@ -408,6 +410,12 @@ class FITSSynthesizer(BaseEstimator):
         category set, decimals, ...; :func:`~fits.core.schema.description_digest`): a
         hash of what the coordinator received anyway, kept (and saved) so that
         :meth:`connect` can tell a site whose data changed since the fit.
+    site_column_digests_ : dict of str to dict of str to str
+        Site name -> column -> the SHA-256 (hex) of that column's part of the same
+        description, less how pandas stores the column (its dtype: ``float64`` or
+        ``double[pyarrow]``, ``int64`` or whole numbers in ``float64``): what
+        :meth:`connect` compares, so that the same values in other dtypes connect and a
+        changed site is refused naming the columns that changed (:func:`column_digests`).
     setup_declared_ : dict
         The column declarations the setup round sent the sites (the ``kinds``, or the
         ``schema``'s kinds, given at fit): :meth:`connect` sends them again, so that an
@@ -636,6 +644,9 @@ class FITSSynthesizer(BaseEstimator):
         self.client_names_ = list(coordinator.transport.client_names)
         self.n_rows_ = list(coordinator.n_rows)
         self.site_digests_ = dict(zip(self.client_names_, coordinator.site_digests, strict=True))
+        self.site_column_digests_ = dict(
+            zip(self.client_names_, self._setup_column_digests, strict=True)
+        )
         self.setup_declared_ = {c: dict(d) for c, d in coordinator.declared.items()}
         # the sample stream is the second child of the seed's first spawn (the first
         # child lifts the discrete columns, in _open); spawning again from `root` would
@@ -661,9 +672,12 @@ class FITSSynthesizer(BaseEstimator):
         The setup round sends the sites the column declarations of the fit
         (:attr:`setup_declared_`), and each site's description of its table is checked
         against the one it gave at fit, by its SHA-256 (:attr:`site_digests_`: a hash
-        of what the site sent in the clear, kept at fit).  A site whose row count, or a
-        column's dtype, minimum, maximum, category set, decimals or count of missing
-        values, differs is refused.  The check sees only that description: an edit
+        of what the site sent in the clear, kept at fit), column by column
+        (:attr:`site_column_digests_`).  A site whose row count, columns, or a
+        column's minimum, maximum, category set, decimals or count of missing values,
+        differs is refused, naming the columns that differ; the same values in other
+        dtypes (``convert_dtypes(dtype_backend="pyarrow")``, whole numbers as ``int64``
+        rather than ``float64``) are the same data.  The check sees only that description: an edit
         that keeps every row count, minimum, maximum, category set and the other
         figures the description holds (a value changed within its column's old range,
         rows swapped for others alike in all of these) is not seen, and the
@@ -705,6 +719,7 @@ class FITSSynthesizer(BaseEstimator):
                 stacklevel=2,
             )
             digests, declared = None, None
+        by_column: dict[str, dict[str, str]] | None = getattr(self, "site_column_digests_", None)
 
         def check_sites(coordinator: Coordinator) -> None:
             names, rows = list(coordinator.transport.client_names), list(coordinator.n_rows)
@@ -717,18 +732,31 @@ class FITSSynthesizer(BaseEstimator):
                 )
             if digests is None:
                 return
-            changed = [
-                n
-                for n, d in zip(names, coordinator.site_digests, strict=True)
-                if digests.get(n) != d
-            ]
+            if by_column is None:  # saved before the per-column digests: the whole one
+                changed = [
+                    repr(n)
+                    for n, d in zip(names, coordinator.site_digests, strict=True)
+                    if digests.get(n) != d
+                ]
+            else:
+                changed = []
+                for n, now in zip(names, self._setup_column_digests, strict=True):
+                    then = by_column.get(n, {})
+                    columns = [c for c in then if now.get(c) != then[c]]
+                    columns += [c for c in now if c not in then]
+                    if columns:
+                        changed.append(
+                            f"{n!r} (column{'s' if len(columns) > 1 else ''} "
+                            f"{', '.join(repr(c) for c in columns)})"
+                        )
             if changed:
-                which = ", ".join(repr(n) for n in changed)
+                which = ", ".join(changed)
                 raise ValueError(
                     f"connect(): the data at site{'s' if len(changed) > 1 else ''} {which} "
-                    "changed since fit (its setup description differs: a row count, or a "
-                    "column's dtype, minimum, maximum, category set, decimals or missing "
-                    "values); to learn from the new data call fit() instead"
+                    "changed since fit (its setup description differs: a column added or "
+                    "missing, or a column's minimum, maximum, category set, decimals or "
+                    "missing values; not its dtype alone); to learn from the new data "
+                    "call fit() instead"
                 )
 
         root = np.random.SeedSequence(self.entropy_)
@@ -798,6 +826,16 @@ class FITSSynthesizer(BaseEstimator):
             column_boosting=column_boosting,
             on_phase=on_phase,
         )
+        # each site's setup description, as the coordinator receives it, for the
+        # per-column digests (fit keeps them, connect compares them)
+        self._setup_column_digests: list[dict[str, str]] = [{}] * transport.n_clients
+
+        def record(client: int, message: Any, reply: Any) -> None:
+            if message.type == "setup" and "description" in reply.config:
+                described = json.loads(str(reply.config["description"]))
+                self._setup_column_digests[client] = column_digests(described)
+
+        transport.observers.append(record)
         try:
             schema = coordinator.setup(
                 kinds=kinds,
@@ -808,10 +846,13 @@ class FITSSynthesizer(BaseEstimator):
                 declare=declare,
                 check_sites=check_sites,
             )
+            transport.observers.remove(record)
             self._check_kernels(schema, coordinator)  # before the sites continualize
             lift_seq, _ = root.spawn(2)
             coordinator.configure(lift_seq, rows=rows)
         except BaseException:
+            if record in transport.observers:
+                transport.observers.remove(record)
             if clients and isinstance(transport, InProcessTransport):
                 transport.close()  # the sites' threads end with the failed setup
             raise
@@ -987,6 +1028,7 @@ class FITSSynthesizer(BaseEstimator):
         state = dict(super().__getstate__())
         state["_coordinator"] = None
         state["_owns_transport"] = False
+        state.pop("_setup_column_digests", None)  # the last setup's (kept by fit)
         return state
 
     def __reduce_ex__(self, protocol: Any) -> tuple[Any, ...]:
@@ -2163,6 +2205,46 @@ def _check_table_fits(num_rows: int, n_columns: int) -> None:
         )
 
 
+#: What a site's setup description says of a column that tells how pandas stores it,
+#: not its values: left out of :func:`column_digests` (``double[pyarrow]`` or
+#: ``float64``; whole numbers in a float column or an integer one; booleans as objects)
+_STORAGE_KEYS = ("pandas_dtype", "dtype", "all_distinct")
+
+
+def column_digests(description: Mapping[str, Any]) -> dict[str, str]:
+    """Per column, the SHA-256 (hex) of what one site's setup description says of it,
+    less how pandas stores the column (:data:`_STORAGE_KEYS`).
+
+    Written canonically as :func:`~fits.core.schema.description_digest` writes the
+    whole description (JSON, sorted keys, no spaces), so the same values give the
+    same digests in any dtype, process or platform; a hash of what the site sent in
+    the clear anyway.
+
+    Parameters
+    ----------
+    description : mapping
+        A site's setup description (``{"n_rows": ..., "columns": {...}, ...}``).
+
+    Returns
+    -------
+    dict of str to str
+        Column name -> 64 hexadecimal digits.
+
+    Examples
+    --------
+    >>> a = column_digests({"columns": {"x": {"pandas_dtype": "float64", "max": 2.0}}})
+    >>> b = column_digests({"columns": {"x": {"pandas_dtype": "double[pyarrow]", "max": 2.0}}})
+    >>> a == b, len(a["x"])
+    (True, 64)
+    """
+    out = {}
+    for name, info in dict(description.get("columns", {})).items():
+        kept = {k: v for k, v in dict(info).items() if k not in _STORAGE_KEYS}
+        text = json.dumps(kept, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+        out[str(name)] = hashlib.sha256(text.encode("ascii")).hexdigest()
+    return out
+
+
 #: What :meth:`FITSSynthesizer.fit` sets (a failed fit leaves none of them).
 _FITTED = (
     "schema_",
@@ -2172,6 +2254,7 @@ _FITTED = (
     "smoothing_",
     "tuning_",
     "site_digests_",
+    "site_column_digests_",
     "setup_declared_",
 )
 

@@ -95,7 +95,9 @@ def test_a_value_beyond_a_column_maximum_is_refused_naming_the_site(sites, fitte
     loaded = _loaded(fitted, tmp_path)
     edited = sites[1].copy()
     edited.loc[5, "x"] = float(edited["x"].max()) + 1.0  # same rows, a new maximum
-    with pytest.raises(ValueError, match=r"data at site 'client 2' changed since fit") as err:
+    with pytest.raises(
+        ValueError, match=r"data at site 'client 2' \(column 'x'\) changed since"
+    ) as err:
         loaded.connect([sites[0], edited, sites[2]])
     assert "call fit() instead" in str(err.value)
     assert "client 1" not in str(err.value) and "client 3" not in str(err.value)
@@ -108,11 +110,13 @@ def test_a_value_beyond_a_column_maximum_is_refused_naming_the_site(sites, fitte
 def test_a_replaced_category_is_refused_naming_every_changed_site(sites, fitted, tmp_path):
     loaded = pickle.loads(pickle.dumps(fitted))
     renamed = [t.assign(c=t["c"].replace("west", "east")) for t in sites]
-    with pytest.raises(ValueError, match=r"sites 'client 1', 'client 2', 'client 3' changed"):
+    with pytest.raises(
+        ValueError, match=r"sites 'client 1' \(column 'c'\), 'client 2' \(column 'c'\), 'client 3'"
+    ):
         loaded.connect(renamed)
     edited = sites[2].copy()
     edited.loc[0, "c"] = "east"  # a category no site had
-    with pytest.raises(ValueError, match=r"site 'client 3' changed since fit"):
+    with pytest.raises(ValueError, match=r"site 'client 3' \(column 'c'\) changed since fit"):
         loaded.connect(dict(zip(NAMES, [sites[0], sites[1], edited], strict=True)))
 
 
@@ -121,7 +125,7 @@ def test_a_changed_site_behind_a_transport_is_refused(sites, fitted):
     edited = sites[0].assign(o=sites[0]["o"].replace(5, 6))
     _, transport = build_federation([edited, sites[1], sites[2]], KERNELS, n_jobs=1)
     try:
-        with pytest.raises(ValueError, match=r"site 'client 1' changed since fit"):
+        with pytest.raises(ValueError, match=r"site 'client 1' \(column 'o'\) changed since"):
             loaded.connect(transport)
     finally:
         transport.close()
@@ -144,6 +148,16 @@ def test_an_edit_within_every_range_is_not_seen(sites, fitted):
         describe_table(sites[0])
     )
     loaded.connect([edited, sites[1], sites[2]])  # accepted: the check cannot see it
+
+
+def test_a_save_with_one_digest_per_site_checks_the_whole_description(sites, fitted):
+    old = pickle.loads(pickle.dumps(fitted))
+    del old.site_column_digests_  # as saved before the per-column digests
+    old.connect(sites)
+    edited = sites[2].copy()
+    edited.loc[0, "c"] = "east"
+    with pytest.raises(ValueError, match=r"data at site 'client 3' changed since fit"):
+        old.connect([sites[0], sites[1], edited])
 
 
 def test_an_old_save_without_digests_connects_with_a_note(sites, fitted, tmp_path):
@@ -188,7 +202,7 @@ def test_the_check_holds_through_a_flower_transport(tmp_path, monkeypatch):
     edited.loc[3, "y"] = float(edited["y"].max()) + 5.0
     changed = {**paths, "site-b": tmp_path / "site-b-edited.csv"}
     edited.to_csv(changed["site-b"], index=False)
-    with pytest.raises(ValueError, match=r"data at site 'site-b' changed since fit"):
+    with pytest.raises(ValueError, match=r"data at site 'site-b' \(column 'y'\) changed since"):
         pickle.loads(pickle.dumps(synth)).connect(transport(changed))
 
 
@@ -204,5 +218,35 @@ def test_under_secure_aggregation_the_descriptions_are_in_the_clear(sites):
     pd.testing.assert_frame_equal(loaded.sample(100, seed=6), synth.sample(100, seed=6))
     edited = sites[0].copy()
     edited.loc[0, "c"] = "east"
-    with pytest.raises(ValueError, match=r"site 'client 1' changed since fit"):
+    with pytest.raises(ValueError, match=r"site 'client 1' \(column 'c'\) changed since fit"):
         pickle.loads(pickle.dumps(synth)).connect([edited, sites[1], sites[2]])
+
+
+def test_the_same_values_in_pyarrow_dtypes_connect_bit_for_bit(sites, fitted):
+    """Only how pandas stores a column differs (double[pyarrow], string[pyarrow], whole
+    numbers with gaps read as int64[pyarrow]): the same data, so connect() accepts it."""
+    arrow = [t.convert_dtypes(dtype_backend="pyarrow") for t in sites]
+    loaded = pickle.loads(pickle.dumps(fitted)).connect(arrow)
+    pd.testing.assert_frame_equal(loaded.sample(200, seed=3), fitted.sample(200, seed=3))
+    one = [sites[0].astype({"x": "double[pyarrow]"}), sites[1], sites[2]]
+    pickle.loads(pickle.dumps(fitted)).connect(one)
+
+
+def test_a_changed_site_is_refused_naming_the_columns_that_changed(sites, fitted):
+    loaded = pickle.loads(pickle.dumps(fitted))
+    edited = sites[1].copy()
+    edited.loc[5, "x"] = float(edited["x"].max()) + 1.0
+    edited["c"] = edited["c"].replace("west", "north")
+    with pytest.raises(ValueError, match=r"site 'client 2' \(columns 'x', 'c'\) changed"):
+        loaded.connect([sites[0], edited, sites[2]])
+    with pytest.raises(ValueError, match=r"site 'client 1' \(column 'x'\) changed"):
+        loaded.connect([sites[0].drop(columns="x").assign(x="a"), sites[1], sites[2]])
+
+
+def test_fit_keeps_a_digest_per_column_and_site(sites, fitted):
+    from fits.synthesizer import column_digests
+
+    assert list(fitted.site_column_digests_) == NAMES
+    desc = json.loads(json.dumps(describe_table(sites[2], {}, client="client 3")))
+    assert fitted.site_column_digests_["client 3"] == column_digests(desc)
+    assert set(column_digests(desc)) == set(sites[2].columns)
