@@ -516,8 +516,11 @@ def read_columns(path: str | os.PathLike[str]) -> list[str]:
     with _read_errors(path, suffix):
         if suffix == ".csv":
             sep, decimal, header, _ = _sniff(path)
+            if _header_ends_with_separator(path, sep, header):
+                header = header[:-1]
             _check_header(path, [h.strip() for h in header] if sep != "," else header)
             names = pd.read_csv(path, sep=sep, decimal=decimal, nrows=0, index_col=False).columns
+            names = names[: len(header)]
             names = pd.Index(_empty_names(list(names), header), dtype=object)
         else:
             names = pd.Index(_parquet_names(path))
@@ -716,17 +719,20 @@ def _sniff(path: Path) -> tuple[str, str, list[str], str]:
             "not the header; delete that line (fits finds the separator itself)"
         )
     parsed = {}
+    headers = {}  # as written (the rows' widths are judged without a trailing separator)
     for sep in CSV_SEPARATORS:
-        rows = _past_trailing(list(csv.reader(lines, delimiter=sep)))
+        split = list(csv.reader(lines, delimiter=sep))
+        rows = _past_trailing(split)
         widths = {len(r) for r in rows}
         if len(widths) == 1 and widths.pop() > 1:
-            parsed[sep] = rows
+            parsed[sep], headers[sep] = rows, split[0]
     if "," in parsed or not parsed:
         sep = ","
         rows = parsed.get(",") or list(csv.reader(lines[:1]))
+        header = headers.get(",") or rows[0]
     else:
         sep = max(parsed, key=lambda d: len(parsed[d][0]))
-        rows = parsed[sep]
+        rows, header = parsed[sep], headers[sep]
     decimal, source = ".", "fixed"
     if sep != ",":
         fields = [_UNIT_AROUND.sub("", f.strip()) for r in rows[1:] for f in r]
@@ -755,17 +761,22 @@ def _sniff(path: Path) -> tuple[str, str, list[str], str]:
             source = "settled" if sure else "guess"
     if sep != ";":  # a tab or '|': a decimal point unless a sure decimal comma was seen
         source = "settled" if decimal == "," else "fixed"
-    return sep, decimal, rows[0], source
+    return sep, decimal, header, source
 
 
 def _past_trailing(rows: list[list[str]]) -> list[list[str]]:
     """``rows`` (a header, then data rows) with the empty field past the header's last
     left out of every data row that has one (a separator at the end of each row, as
     database and spreadsheet exports write: :func:`_trailing_separator`), so the rows
-    split as evenly as the header."""
+    split as evenly as the header; a header that ends with a separator no row fills
+    (:func:`_header_ends_with_separator`) without its empty last field, as well."""
     if len(rows) < 2:
         return rows
     width = len(rows[0])
+    if width > 1 and rows[0][-1] == "":
+        if all(len(r) < width or (len(r) == width and not r[-1]) for r in rows[1:]):
+            rows = [rows[0][:-1]] + [r[: width - 1] for r in rows[1:]]
+            width -= 1
     return [rows[0]] + [r[:width] if len(r) == width + 1 and not r[-1] else r for r in rows[1:]]
 
 
@@ -1229,6 +1240,8 @@ def _raw_options(sep: str, decimal: str, options: Mapping[str, Any]) -> dict[str
 
 def _read_csv(path: Path, spec: _NaSpec | None = None) -> pd.DataFrame:
     sep, decimal, header, source = _sniff(path)
+    ended = _header_ends_with_separator(path, sep, header)
+    header = header[:-1] if ended else header
     _check_header(path, [h.strip() for h in header] if sep != "," else header)
     trailing = _trailing_separator(path, sep, len(header))
     blanks = _blank_lines(path, sep)
@@ -1237,8 +1250,10 @@ def _read_csv(path: Path, spec: _NaSpec | None = None) -> pd.DataFrame:
         names = list(pd.read_csv(path, sep=sep, decimal=decimal, nrows=0, index_col=False).columns)
         options = _na_options(options, _missing(spec, names, path), names)
     # the header's columns (pandas warns of a row's empty field past them otherwise)
-    within = {"usecols": range(len(header))} if trailing else {}
+    within = {"usecols": range(len(header))} if trailing or ended else {}
     frame = pd.read_csv(path, sep=sep, decimal=decimal, **options, **within, **_ROUND_TRIP)
+    if ended:
+        _header_note(path, sep, len(header))
     if trailing:
         _trailing_note(path, sep, len(header))
     if sep != ",":
@@ -1396,6 +1411,44 @@ def _trailing_separator(path: Path, sep: str, width: int) -> bool:
                     "header (a name for each column)"
                 )
     return bool(first)
+
+
+def _header_ends_with_separator(path: Path, sep: str, header: list[str]) -> bool:
+    """Whether the header of ``path`` ends with a separator that no row fills: its last
+    field empty (``a,b,c,``) and every data row without a value there (a row of the
+    header's other fields, ``1,2,x``, or one with an empty field past them, ``1,2,x,``).
+    Such a field is the header's trailing separator, not a column: :func:`_read_csv`
+    and :func:`_iter_csv` read the header's other columns, with a note
+    (:func:`_header_note`).  Reads the whole file only when the header's last field is
+    empty."""
+    if len(header) < 2 or header[-1] != "":
+        return False
+    width = len(header)
+    seen_header = False
+    with closing(_records(path, sep)) as records:
+        for _, _, blank, _, record in records:
+            if blank or not record:
+                continue
+            if not seen_header:
+                seen_header = True
+                continue
+            if len(record) > width or (len(record) == width and record[-1]):
+                return False
+    return True
+
+
+def _header_note(path: Path, sep: str, width: int) -> None:
+    """The note that the header of a CSV file ends with a separator no row fills
+    (:func:`_header_ends_with_separator`), read as the header's named columns."""
+    shown = "a tab" if sep == "\t" else repr(sep)
+    columns = "1 column" if width == 1 else f"{width} columns"
+    warnings.warn(
+        f"{path}: the header ends with {shown} after its last name (an empty field past "
+        f"its {columns} that no row holds a value under); read as the header's "
+        f"{columns}. To silence this, delete that {shown} at the header's end",
+        DataNote,
+        stacklevel=4,
+    )
 
 
 def _empty_names(columns: list[Any], header: list[str]) -> list[Any]:
@@ -1799,8 +1852,11 @@ def _iter_csv(
     path: Path, chunk_rows: int, empty_ok: bool, spec: _NaSpec | None = None
 ) -> Iterator[pd.DataFrame]:
     sep, decimal, header, source = _sniff(path)
+    ended = _header_ends_with_separator(path, sep, header)
+    header = header[:-1] if ended else header
     _check_header(path, [h.strip() for h in header] if sep != "," else header)
     names = list(pd.read_csv(path, sep=sep, decimal=decimal, nrows=0, index_col=False).columns)
+    names = names[: len(header)] if ended else names
     if sep == "," and len(names) == 1 and any(d in str(names[0]) for d in CSV_SEPARATORS[1:]):
         yield read_table(path, empty_ok=empty_ok, na_values=_spec_values(spec))  # its error
         return
@@ -1818,7 +1874,7 @@ def _iter_csv(
         "chunksize": chunk_rows,
         "index_col": False,
     }
-    if trailing:  # the header's columns (pandas warns of the empty field past them)
+    if trailing or ended:  # the header's columns (pandas warns of the field past them)
         options["usecols"] = range(len(header))
     options.update(_na_options(blanks.options, missing, names))
     typed_chunks = pd.read_csv(path, **options, **_ROUND_TRIP)
@@ -1838,6 +1894,8 @@ def _iter_csv(
     if rows == 0:
         yield read_table(path, empty_ok=empty_ok, na_values=_spec_values(spec))
         return
+    if ended:
+        _header_note(path, sep, len(names))
     if trailing:
         _trailing_note(path, sep, len(names))
     if sep != ",":

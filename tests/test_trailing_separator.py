@@ -120,3 +120,44 @@ def test_the_command_line_synthesizes_the_right_columns(tmp_path) -> None:
     assert res.returncode == 1, res.stderr
     assert "bad.csv: line 2 has 4 fields, the header 3" in res.stderr
     assert not (tmp_path / "p.csv").exists()
+
+
+@pytest.mark.parametrize("sep", [",", ";"])
+@pytest.mark.parametrize("every_row", [False, True])
+def test_a_header_that_ends_with_a_separator_no_row_fills(tmp_path, sep, every_row) -> None:
+    """``a,b,c,`` then ``1,2,x`` (only the header ends with one: line 2 was refused as a
+    short row) or ``1,2,x,`` (every line ends with one: a column named '' was modelled
+    and written): the header's three columns, with a note naming the header."""
+    end = sep if every_row else ""
+    rows = [f"1{sep}2.5{sep}x{end}", f"3{sep}{sep}y{end}", f"5{sep}4.5{sep}x{end}"]
+    path = _write(tmp_path / "t.csv", sep.join(["a", "b", "c", ""]), rows)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        frame = read_table(path)
+        chunks = pd.concat(list(iter_table(path, chunk_rows=2)), ignore_index=True)
+    for read in (frame, chunks):
+        assert list(read.columns) == ["a", "b", "c"]
+        assert read["a"].tolist() == [1, 3, 5] and read["c"].tolist() == ["x", "y", "x"]
+        assert read["b"].iloc[[0, 2]].tolist() == [2.5, 4.5] and pd.isna(read["b"].iloc[1])
+    assert f"the header ends with {sep!r} after its last name" in _notes(caught)
+    assert read_columns(path) == ["a", "b", "c"]
+
+
+def test_an_empty_last_header_field_with_values_under_it_stays_a_column(tmp_path) -> None:
+    path = _write(tmp_path / "t.csv", "a,b,", ["1,2,", "3,4,z"])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        frame = read_table(path)
+    assert list(frame.columns) == ["a", "b", ""] and frame[""].tolist()[1] == "z"
+    assert "the header ends with" not in _notes(caught)
+
+
+def test_the_command_line_reads_a_header_that_ends_with_a_separator(tmp_path) -> None:
+    rng = np.random.default_rng(1)
+    rows = [f"{a},{b:.2f},{'xy'[a % 2]}" for a, b in enumerate(rng.normal(size=40))]
+    site = _write(tmp_path / "s.csv", "a,b,c,", rows)
+    out = tmp_path / "o.csv"
+    res = fits_in_process("synthesize", site, "--rows", 5, "--out", out, "--seed", 0)
+    assert res.returncode == 0, res.stderr
+    assert "the header ends with ','" in res.stderr
+    assert list(pd.read_csv(out).columns) == ["a", "b", "c"]
