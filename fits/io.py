@@ -410,8 +410,28 @@ def _foreign_arrow(dtype: Any) -> bool:
 
 
 def check_suffix(path: Path, what: str = "table") -> str:
-    """The file's table format (``".csv"`` or ``".parquet"``), or a clear error."""
+    """The file's table format (``".csv"`` or ``".parquet"``), or a clear error.
+
+    The format is the name's, as given: a symbolic link is refused when its name
+    has no table suffix but the file it leads to has (``out -> t.csv``: give the
+    target, or a link name that ends so), or when the two suffixes disagree
+    (``p.csv -> t.parquet``: CSV text would land in a Parquet file)."""
     suffix = Path(path).suffix.lower()
+    target = through_links(path)
+    if target != Path(path) and target.suffix:
+        real = target.suffix.lower()
+        if suffix not in TABLE_SUFFIXES and real in TABLE_SUFFIXES:
+            raise DataFileError(
+                f"{path}: is a link to {str(target)!r}, and fits takes the file type "
+                f"from the name given, which has {'none' if not suffix else repr(suffix)}; "
+                f"give the {what} as {str(target)!r}, or a link name ending in {real}"
+            )
+        if suffix in TABLE_SUFFIXES and real != suffix:
+            raise DataFileError(
+                f"{path}: is a link to {str(target)!r}: the link's name says {suffix} but "
+                f"the file it leads to ends in {real}; give the {what} as a path whose "
+                "name and file agree (the file itself, or a link of the same suffix)"
+            )
     if suffix not in TABLE_SUFFIXES and Path(path).is_dir():
         raise DataFileError(
             f"{path}: is a folder; give the {what} a file name ending in .csv or .parquet "
@@ -2164,12 +2184,12 @@ def output_path(path: str | os.PathLike[str], option: str = "--out") -> Path:
     """``path`` as an output file's :class:`~pathlib.Path` (a leading ``~`` is the home
     folder), refusing a path written as a folder: one that ends with a slash
     (``"o.csv/"``; :class:`~pathlib.Path` would drop the slash and write a file named
-    ``o.csv``).
+    ``o.csv``) or with ``/.`` or ``/..`` (``"o.csv/."``: the same).
 
     Raises
     ------
     OutputError
-        ``path`` ends with a slash, naming ``option``.
+        ``path`` ends with a slash, ``/.`` or ``/..``, naming ``option``.
     """
     text = os.fspath(path)
     if isinstance(text, bytes):
@@ -2180,6 +2200,15 @@ def output_path(path: str | os.PathLike[str], option: str = "--out") -> Path:
         raise OutputError(
             f"{option} {text!r} ends with {text[-1]!r}, so it names a folder, not a file; "
             f"give a file name ({name!r}), or a file inside that folder"
+        )
+    last = re.split("|".join(re.escape(e) for e in ends), text)[-1]
+    if last in (".", ".."):  # "o.csv/.": Path drops the '.' and writes a file o.csv
+        name = text[: -len(last)].rstrip("".join(ends))
+        shown = f" ({name!r})" if last == "." and name and not Path(name).is_dir() else ""
+        raise OutputError(
+            f"{option} {text!r} ends with {text[-len(last) - 1 :] if text != last else last!r}"
+            f", so it names a folder, not a file; give a file name{shown}, or a file inside "
+            "that folder"
         )
     return Path(text).expanduser()
 

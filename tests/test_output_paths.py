@@ -13,7 +13,14 @@ import pandas as pd
 import pytest
 
 from fits import FITSSynthesizer
-from fits.io import OutputError, check_output, output_path, write_table, write_text
+from fits.io import (
+    DataFileError,
+    OutputError,
+    check_output,
+    output_path,
+    write_table,
+    write_text,
+)
 
 from conftest import fits_in_process
 
@@ -111,3 +118,37 @@ def test_the_python_writers_write_through_a_link(tmp_path, fitted) -> None:
     plink.symlink_to(pkl)
     fitted.save(plink)
     assert plink.is_symlink() and pkl.stat().st_size > 0
+
+
+@pytest.mark.parametrize("tail", [f"{os.sep}.", f"{os.sep}.."])
+def test_out_ending_with_a_dot_component_is_refused(tmp_path, tail) -> None:
+    """``--out o.csv/.`` wrote a file o.csv (Path drops the '.'), exit 0."""
+    sites = _sites(tmp_path)
+    res = fits_in_process("synthesize", *sites, "--rows", 5, "--out", f"o.csv{tail}", cwd=tmp_path)
+    assert res.returncode == 2, res.stderr
+    said = " ".join(res.stderr.replace("\u2502", " ").split())
+    assert f"'o.csv{tail}' ends with '{tail}', so it names a folder" in said
+    assert not (tmp_path / "o.csv").exists()
+    assert "('o.csv')" in str(pytest.raises(OutputError, output_path, "o.csv/.").value)
+    with pytest.raises(OutputError, match=r"ends with '/\.'"):
+        output_path(f"{tmp_path}/.")
+
+
+def test_a_link_whose_name_and_target_disagree_is_refused(tmp_path) -> None:
+    """``p.csv -> t2.parquet`` got CSV text written into t2.parquet; a link with no
+    suffix to ``target.csv`` was refused as "unknown file type '(none)'"."""
+    sites = _sites(tmp_path)
+    parquet = tmp_path / "t2.parquet"
+    parquet.write_bytes(b"keep")
+    (tmp_path / "p.csv").symlink_to(parquet)
+    (tmp_path / "plain").symlink_to(tmp_path / "target.csv")
+    for out, said in (
+        ("p.csv", "the link's name says .csv but the file it leads to ends in .parquet"),
+        ("plain", "fits takes the file type from the name given, which has none; give"),
+    ):
+        res = fits_in_process("synthesize", *sites, "--rows", 5, "--out", out, cwd=tmp_path)
+        assert res.returncode == 2, res.stderr
+        assert said in " ".join(res.stderr.replace("\u2502", " ").split())
+        with pytest.raises(DataFileError, match=said.split(";")[0]):
+            write_table(pd.DataFrame({"a": [1]}), tmp_path / out)
+    assert parquet.read_bytes() == b"keep" and not (tmp_path / "target.csv").exists()
