@@ -270,11 +270,15 @@ OrderOpt = Annotated[
 ]
 
 
-def column_list(values: Sequence[str] | None, option: str) -> list[str] | None:
+def column_list(
+    values: Sequence[str] | None, option: str, columns: Sequence[str] | None = None
+) -> list[str] | None:
     """The names of a list option given once or more (``--order``, ``--features``): each
     use a comma-separated list, or a JSON array of names for a header that holds a comma
     (``--order '["x", "y, z"]'``; :func:`fits.core.names.parse_column_list`, the run
-    config's form), the uses in order; None when not given.
+    config's form), the uses in order; None when not given.  With ``columns`` (the
+    tables' headers), a use that starts with ``[`` but is no JSON array is read as
+    comma-separated names when each is a column (``--order '[br],y'``).
 
     Raises
     ------
@@ -287,7 +291,7 @@ def column_list(values: Sequence[str] | None, option: str) -> list[str] | None:
     names: list[str] = []
     for text in values:
         try:
-            got = parse_column_list(text, option)
+            got = parse_column_list(text, option, columns)
         except ValueError as exc:
             raise typer.BadParameter(str(exc), param_hint=option) from None
         if not got:
@@ -314,7 +318,7 @@ def parse_order(
         names one twice (a usage error, exit 2, rather than the schema's check of the
         same, a data error).
     """
-    names = column_list(values, option) or []
+    names = column_list(values, option, columns) or []
     try:
         chain = match_columns(names, columns, option)
     except ColumnNameError as exc:

@@ -495,3 +495,24 @@ def test_sites_of_one_file_name_are_named_by_their_folders_in_synthesize(tmp_pat
         [tmp_path / "d1" / "s.csv", tmp_path / "d2" / "s.csv"], None, None, 0, True, None
     )
     assert list(tables) == [str(Path("d1") / "s"), str(Path("d2") / "s")]
+
+
+def test_an_order_naming_a_column_that_starts_with_a_bracket(tmp_path) -> None:
+    """``--order '[br],y'`` for a column named ``[br]`` was refused as malformed JSON:
+    read as comma-separated names when each is a column; else the error gives the JSON
+    form."""
+    assert parse_column_list("[br],y", "order", ["y", "[br]"]) == ["[br]", "y"]
+    assert parse_column_list("[br], y", "order", ["y", "[br]"]) == ["[br]", " y"]
+    with pytest.raises(ValueError, match=r"needs the JSON form: \[\"\[br\]\", \"z\"\]"):
+        parse_column_list("[br],z", "order", ["y", "[br]"])
+    with pytest.raises(ValueError, match=r"needs the JSON form: \[\"\[br\]\", \"y\"\]"):
+        parse_column_list("[br],y", "order")  # no headers to tell by
+    rng = np.random.default_rng(2)
+    site = tmp_path / "s.csv"
+    pd.DataFrame({"[br]": rng.normal(size=30).round(2), "y": rng.normal(size=30)}).to_csv(
+        site, index=False
+    )
+    out = tmp_path / "s.json"
+    res = _fits("schema", site, "--order", "[br],y", "--out", out)
+    assert res.exit_code == 0, res.output
+    assert json.loads(out.read_text())["order"] == ["[br]", "y"]

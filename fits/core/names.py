@@ -234,26 +234,40 @@ def format_column_list(names: Iterable[str]) -> str:
     return json.dumps(names).replace("'", "\\u0027")
 
 
-def parse_column_list(text: str, key: str) -> list[str]:
+def parse_column_list(text: str, key: str, columns: Sequence[str] | None = None) -> list[str]:
     """The names of :func:`format_column_list`'s text (``""``: none); a JSON array
     when it starts with ``[``, else names separated by commas.
+
+    A text that starts with ``[`` but is no JSON array is read as names separated by
+    commas when ``columns`` is given and each of them is one (``[br],y`` for a column
+    named ``[br]``; :func:`resolve_columns`' matching: spaces around a name ignored).
 
     Raises
     ------
     ValueError
-        A text that starts with ``[`` but is no JSON array of strings (naming ``key``).
+        A text that starts with ``[`` but is no JSON array of strings (naming ``key``,
+        and the JSON array of its comma-separated names, which names a column whose name
+        starts with ``[``).
     """
     text = str(text)
+    split = [n for n in text.split(",") if n.strip()]
     if not text.strip().startswith("["):
-        return [n for n in text.split(",") if n.strip()]
+        return split
     try:
         names = json.loads(text)
     except json.JSONDecodeError:
         names = None
+        if columns is not None and split:
+            headers = [str(c) for c in columns]
+            stripped = {h.strip() for h in headers}
+            if all(n in headers or n.strip() in stripped for n in split):
+                return split
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        example = json.dumps([n.strip() for n in split]) if names is None and split else ""
         raise ValueError(
             f"{key}={text!r}: write column names separated by commas, or a JSON array "
             'of them, e.g. ["uid", " notes "]'
+            + (f"; a name that starts with '[' needs the JSON form: {example}" if example else "")
         )
     return names
 
