@@ -85,6 +85,7 @@ from fits.known import (
     check_known_flags,
     check_known_whole,
     known_dates,
+    known_row,
     show_value,
 )
 
@@ -1611,7 +1612,7 @@ class FITSSynthesizer(BaseEstimator):
         known = na_labels_at(known, self.schema_)
         known = self._known_constants(known)
         known = self._fill_by_rules(known)
-        prefix, later = self._known_split(known)
+        prefix, later = self._known_split(known, known_columns.index)
         for name in known.columns:  # the markers the sites read as missing ('?'), alike
             markers = self.schema_[name].markers
             col = known[name]
@@ -1796,12 +1797,16 @@ class FITSSynthesizer(BaseEstimator):
             known = known.assign(**{column: values})
         return known
 
-    def _known_split(self, known: pd.DataFrame) -> tuple[list[str], list[str]]:
+    def _known_split(
+        self, known: pd.DataFrame, index: pd.Index | None = None
+    ) -> tuple[list[str], list[str]]:
         """The engine's chain columns the known columns fix exactly (the chain up to the
         last column of the known prefix, with the indicators before each), and the known
         columns after it, matched by draws (:mod:`fits._matching`; discrete only),
-        after checking the known columns and that they keep their rules."""
+        after checking the known columns and that they keep their rules (a refusal
+        names a row by its label in ``index``, the user's, default ``known.index``)."""
         schema = self.schema_
+        labels = known.index if index is None else index
         names = [str(c) for c in known.columns]
         if len(set(names)) != len(names):
             raise ValueError(f"known_columns names a column twice: {names}")
@@ -1877,9 +1882,17 @@ class FITSSynthesizer(BaseEstimator):
                         else f"{rule.column} = "
                         f"{'f' if rule.kind == 'function' else 'sum'}({', '.join(rule.of)})"
                     )
+                    pos = _first_breaking(known, rule)
+                    shown = ", ".join(
+                        f"{c} = {known[c].iloc[pos]}"
+                        for c in dict.fromkeys([*rule.of, rule.column])
+                    )
                     raise ValueError(
                         f"known_columns break the exact rule {told} "
-                        f"in {1.0 - kept:.1%} of their rows; every real row keeps it"
+                        f"in {1.0 - kept:.1%} of their rows (the first: "
+                        f"{known_row(labels, pos)}, {shown}); every real row keeps it: give "
+                        "values that keep the rule in those rows, or fit without it (delete "
+                        "it from the schema's rules, or rules=False; --no-rules)"
                     )
         engine = self.coordinator.schema.order  # type: ignore[union-attr]
         prefix = list(engine[: engine.index(first[-1]) + 1]) if first else []
@@ -2203,6 +2216,27 @@ def _check_table_fits(num_rows: int, n_columns: int) -> None:
             "sample_to_file(path, num_rows), or take them chunk by chunk with "
             "iter_sample(num_rows)"
         )
+
+
+def _first_breaking(table: pd.DataFrame, rule: Any) -> int:
+    """The position of the first row of ``table`` that breaks ``rule`` (one does), found
+    by :func:`~fits.evaluation.rules.rules_kept` on ever shorter heads of the table (the
+    rows that break it can only grow with the rows looked at)."""
+    from fits.evaluation.rules import rules_kept
+
+    def broken(rows: int) -> bool:
+        got = rules_kept(table.iloc[:rows], [rule]).iloc[0]
+        counted = int(got["rows"])
+        return counted > 0 and round(float(got["kept"]) * counted) < counted
+
+    low, high = 0, len(table)  # broken(high); not broken(low)
+    while high - low > 1:
+        middle = (low + high) // 2
+        if broken(middle):
+            high = middle
+        else:
+            low = middle
+    return high - 1
 
 
 #: What a site's setup description says of a column that tells how pandas stores it,

@@ -17,6 +17,8 @@ from fits.core.rules import answer_rules, order_candidates
 from fits.core.schema import DataNote, Rule, Schema, SchemaError, point_mass_flag
 from fits.evaluation import rules_kept
 
+from conftest import fits_in_process
+
 
 def _clock_sites(
     tz: str | None = None, date_only: bool = False, shift: str = "0h", n: int = 100
@@ -158,6 +160,30 @@ def test_known_values_against_an_order_rule_are_named_as_such():
         synth.sample_remaining_columns(early.reset_index(drop=True))
     kept = synth.sample_remaining_columns(first[["admitted", "discharged"]].reset_index(drop=True))
     assert (kept["discharged"] == first["discharged"].to_numpy()).all()
+
+
+def test_known_rows_out_of_order_are_refused_naming_the_first_and_the_fix(tmp_path):
+    """The refusal said only the share of rows that break the rule: it names the first
+    such row (by the user's label; the command line: the file's row) and the fix."""
+    sites = _stays()
+    synth = FITSSynthesizer(seed=0).fit(sites)
+    known = sites[0].iloc[:9][["admitted", "discharged"]].set_index(pd.Index(range(50, 59)))
+    known.loc[[55, 57], "discharged"] = known.loc[[55, 57], "admitted"] - pd.Timedelta(days=1)
+    with pytest.raises(ValueError, match=r"in 22\.2% of their rows") as err:
+        synth.sample_remaining_columns(known)
+    day = known.loc[55, "admitted"]
+    said = str(err.value)
+    assert f"(the first: known_columns.loc[55], admitted = {day}, discharged = " in said
+    assert "give values that keep the rule in those rows, or fit without it" in said
+    assert "delete it from the schema's rules, or rules=False; --no-rules" in said
+    path = tmp_path / "known.csv"
+    known.to_csv(path, index=False)
+    site = tmp_path / "s.csv"
+    sites[0].to_csv(site, index=False)
+    res = fits_in_process("synthesize", site, "--known", path, "--out", tmp_path / "o.csv")
+    assert res.returncode == 1, res.stderr
+    assert "its rows break the exact rule discharged >= admitted" in res.stderr
+    assert "(the first: row 6 of the file, admitted = " in res.stderr
 
 
 def test_a_numeric_order_rule_with_missing_values_keeps_the_order():
