@@ -417,6 +417,8 @@ class FITSSynthesizer(BaseEstimator):
         ``double[pyarrow]``, ``int64`` or whole numbers in ``float64``): what
         :meth:`connect` compares, so that the same values in other dtypes connect and a
         changed site is refused naming the columns that changed (:func:`column_digests`).
+        None where the transport showed its observers no setup reply: :meth:`connect`
+        then compares :attr:`site_digests_`.
     setup_declared_ : dict
         The column declarations the setup round sent the sites (the ``kinds``, or the
         ``schema``'s kinds, given at fit): :meth:`connect` sends them again, so that an
@@ -645,8 +647,9 @@ class FITSSynthesizer(BaseEstimator):
         self.client_names_ = list(coordinator.transport.client_names)
         self.n_rows_ = list(coordinator.n_rows)
         self.site_digests_ = dict(zip(self.client_names_, coordinator.site_digests, strict=True))
-        self.site_column_digests_ = dict(
-            zip(self.client_names_, self._setup_column_digests, strict=True)
+        recorded = self._setup_column_digests  # none where a transport kept no reply
+        self.site_column_digests_ = (
+            dict(zip(self.client_names_, recorded, strict=True)) if all(recorded) else None
         )
         self.setup_declared_ = {c: dict(d) for c, d in coordinator.declared.items()}
         # the sample stream is the second child of the seed's first spawn (the first
@@ -733,7 +736,7 @@ class FITSSynthesizer(BaseEstimator):
                 )
             if digests is None:
                 return
-            if by_column is None:  # saved before the per-column digests: the whole one
+            if by_column is None or not all(self._setup_column_digests):  # the whole one
                 changed = [
                     repr(n)
                     for n, d in zip(names, coordinator.site_digests, strict=True)
