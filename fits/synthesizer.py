@@ -1057,8 +1057,9 @@ class FITSSynthesizer(BaseEstimator):
 
         No site row is written, nor anything computed from rows at a site (the sites'
         continualized data, the coordinator's estimates) beyond the merged schema and,
-        per site, the SHA-256 of its setup description (:attr:`site_digests_`, a hash of
-        what it sent in the clear, for :meth:`connect` to tell changed data): a fitted
+        per site, the SHA-256 of its setup description and one of each column's part of
+        it (:attr:`site_digests_`, :attr:`site_column_digests_`: hashes of what it sent
+        in the clear, for :meth:`connect` to tell changed data): a fitted
         synthesizer is a live handle on its sites, and the saved one must be
         reconnected to them with :meth:`connect` before it samples.  The file is a
         pickle (load only files you trust) and is written atomically.
