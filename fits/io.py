@@ -536,11 +536,11 @@ def read_columns(path: str | os.PathLike[str]) -> list[str]:
     with _read_errors(path, suffix):
         if suffix == ".csv":
             sep, decimal, header, _ = _sniff(path)
-            if _header_ends_with_separator(path, sep, header):
-                header = header[:-1]
+            ended = _header_ends_with_separator(path, sep, header)
+            header = header[:-1] if ended else header
             _check_header(path, [h.strip() for h in header] if sep != "," else header)
             names = pd.read_csv(path, sep=sep, decimal=decimal, nrows=0, index_col=False).columns
-            names = names[: len(header)]
+            names = names[: len(header)] if ended else names
             names = pd.Index(_empty_names(list(names), header), dtype=object)
         else:
             names = pd.Index(_parquet_names(path))
