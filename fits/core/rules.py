@@ -1432,14 +1432,16 @@ def detect_rules(
     # near-linear pair keeps its real residuals' range, a datetime pair so its order),
     # from sources the chain draws as themselves
     residual = {r.column for r in linear}
+    ruled = taken | residual | {r.of[0] for r in linear}
     order = detect_order(
         schema,
         ask,
         sites,
         n_total,
         descriptions,
-        skip=taken | residual | {r.of[0] for r in linear} | set(exclude),
+        skip=ruled | set(exclude),
         sources_skip=after_chain | residual,
+        unkept=set(exclude) - ruled,
     )
     return sorted([*chosen, *linear, *order], key=lambda r: pos[r.column])
 
@@ -2542,13 +2544,17 @@ def detect_order(
     *,
     skip: set[str] | frozenset[str] = frozenset(),
     sources_skip: set[str] | frozenset[str] = frozenset(),
+    unkept: set[str] | frozenset[str] = frozenset(),
 ) -> list[Rule]:
     """The order stage: ``check`` of :func:`order_candidates` (one bit per pair and
     site: is Y >= X in every row holding Y, X present there), then, per Y in chain
     order, the latest X every site said yes to that is no order rule's column itself
     (the chain draws such a column as a difference, so it is no source:
     :meth:`Schema.order_line <fits.core.schema.Schema.order_line>`); a column that is
-    some rule's source is no order rule's column.
+    some rule's source is no order rule's column.  ``unkept``: columns (in ``skip``)
+    that can have no order rule (boosted ones), whose pairs are asked in the same check
+    only to say, in a :class:`~fits.core.schema.DataNote`, an order that every real row
+    keeps and the synthetic rows need not.
 
     Returns
     -------
@@ -2557,12 +2563,21 @@ def detect_order(
     """
     cands = order_candidates(schema, n_total, descriptions, skip=skip, sources_skip=sources_skip)
     reverse = _reverse_order_candidates(schema, n_total, descriptions, skip, sources_skip)
-    if not cands and not reverse:
+    told = [
+        c
+        for c in order_candidates(
+            schema, n_total, descriptions, skip=set(skip) - set(unkept), sources_skip=sources_skip
+        )
+        if c["column"] in unkept
+    ]
+    if not cands and not reverse and not told:
         return []
-    checks = ask("check", [*cands, *reverse])
-    _check_lengths(checks, len(cands) + len(reverse), sites, "check")
+    checks = ask("check", [*cands, *reverse, *told])
+    _check_lengths(checks, len(cands) + len(reverse) + len(told), sites, "check")
     every = np.all(np.stack(checks) == 1, axis=0)
-    ok, back = every[: len(cands)], every[len(cands) :]
+    ok, back = every[: len(cands)], every[len(cands) : len(cands) + len(reverse)]
+    kept_told = every[len(cands) + len(reverse) :]
+    _note_unkept_orders([c for c, good in zip(told, kept_told, strict=True) if good])
     by_column: dict[str, list[str]] = {}
     for cand, good in zip(cands, ok, strict=True):
         if good:
@@ -2611,6 +2626,25 @@ def _reverse_order_candidates(
                 if len(out) == MAX_ORDER_PAIRS:
                     return out
     return out
+
+
+def _note_unkept_orders(held: Sequence[Candidate]) -> None:
+    """A :class:`~fits.core.schema.DataNote` naming the orders every site confirmed for
+    a column that can have no order rule (a boosted column, drawn from its model): the
+    synthetic rows can break them (a boosted ``b`` below ``a`` in 2% of rows, silently)."""
+    if not held:
+        return
+    shown = ", ".join(f"{c['column']!r} >= {c['of'][0]!r}" for c in held[:5])
+    more = f" (and {len(held) - 5} more)" if len(held) > 5 else ""
+    columns = list(dict.fromkeys(c["column"] for c in held))
+    warnings.warn(
+        f"in every row at every site {shown}{more}, but {columns} "
+        f"{'is' if len(columns) == 1 else 'are'} drawn from a boosted model, which does "
+        "not keep that order, so synthetic rows can break it; to keep it, have the "
+        "kernels draw the column (leave it out of column_models, --column-model)",
+        DataNote,
+        stacklevel=4,
+    )
 
 
 def _note_reverse_orders(schema: Schema, held: Sequence[Candidate], rules: Sequence[Rule]) -> None:
