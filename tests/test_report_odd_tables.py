@@ -404,3 +404,13 @@ def test_cli_report_refuses_files_pooled_with_and_without_a_zone(tmp_path):
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
     assert f"in the client 'r1' table (--clients '{files[0]}') but without one" in done.stderr
     assert not (tmp_path / "r.html").exists()
+
+
+def test_a_small_held_out_split_is_noted():
+    """A 5-row test split gave a floor and a privacy baseline resting on 5 rows, without
+    a word; a note now says so (and none for a split of 100 rows or more)."""
+    real, synthetic = _table(300, 1), _table(250, 2)
+    small = evaluate(real, synthetic, test=_table(5, 3), privacy=False, boosting=False)
+    assert any("the held-out rows are only 5" in n for n in small.data["notes"])
+    enough = evaluate(real, synthetic, test=_table(100, 3), privacy=False, boosting=False)
+    assert not any("held-out rows are only" in n for n in enough.data["notes"])
