@@ -414,3 +414,26 @@ def test_a_small_held_out_split_is_noted():
     assert any("the held-out rows are only 5" in n for n in small.data["notes"])
     enough = evaluate(real, synthetic, test=_table(100, 3), privacy=False, boosting=False)
     assert not any("held-out rows are only" in n for n in enough.data["notes"])
+
+
+def test_a_column_of_date_objects_is_compared_as_dates():
+    """A column of datetime.date objects (a Parquet date column, as fits writes one) was
+    left out of the evaluation as an identifier, while a fit models it as dates."""
+    import datetime
+
+    rng = np.random.default_rng(0)
+
+    def table(n):
+        days = rng.integers(0, 300, n)
+        return pd.DataFrame(
+            {
+                "x": rng.normal(size=n),
+                "d": [datetime.date(2020, 1, 1) + datetime.timedelta(int(k)) for k in days],
+            }
+        )
+
+    report = evaluate(table(300), table(250), privacy=False, boosting=False)
+    assert report.data["kinds"]["d"] == "continuous"
+    scores = report.column_scores.set_index("column")["score"]
+    assert 0.8 < scores["d"] <= 1.0
+    assert not any("identifiers" in n for n in report.data["notes"])

@@ -791,16 +791,20 @@ def _share_a_value(real: pd.Series, synthetic: pd.Series) -> bool:
 
 
 def _decimals_as_floats(frame: pd.DataFrame) -> pd.DataFrame:
-    """Columns of ``decimal.Decimal`` objects (Parquet decimals) as float64: numbers, not
-    the identifiers their many distinct object values would look like."""
-    decimal = [
-        c
-        for c in frame.columns
-        if frame[c].dtype == object and pd.api.types.infer_dtype(frame[c]) == "decimal"
-    ]
-    if not decimal:
+    """Columns of ``decimal.Decimal`` objects (Parquet decimals) as float64, and columns of
+    ``datetime.date`` objects (Parquet dates, as fits writes a date column) as datetimes:
+    numbers and dates, as a fit reads them, not the identifiers their many distinct
+    object values would look like (a date column was left out of the evaluation)."""
+    objects = [c for c in frame.columns if frame[c].dtype == object]
+    inferred = {c: pd.api.types.infer_dtype(frame[c]) for c in objects}
+    decimal = [c for c in objects if inferred[c] == "decimal"]
+    dates = [c for c in objects if inferred[c] == "date"]
+    if not decimal and not dates:
         return frame
-    return frame.assign(**{c: frame[c].astype(np.float64) for c in decimal})
+    return frame.assign(
+        **{c: frame[c].astype(np.float64) for c in decimal},
+        **{c: pd.to_datetime(frame[c]) for c in dates},
+    )
 
 
 def _check_declared_numbers(kinds: Mapping[str, str], tables: Mapping[str, pd.DataFrame]) -> None:
