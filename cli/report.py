@@ -549,6 +549,15 @@ _REPORT_ADVICE = (
         r"which every site must hold \(features=\[\.\.\.\]; fits analyze --features a,b\)",
         "",
     ),
+    (  # fits report drops no rows (missing='drop' is an analysis option): the other fix
+        r"leave those rows out with missing='drop'(?: \(fits analyze --missing drop\))?, or ",
+        "",
+    ),
+    (
+        r", or pass missing='drop', which leaves such rows out at the sites and in the "
+        r"synthetic table alike",
+        "",
+    ),
     (r"; fits analyze [^)]*\)", ")"),  # any other: its Python words alone
     (r" ?\(fits analyze [^)]*\)", ""),
 )

@@ -75,3 +75,23 @@ def test_other_advice_keeps_its_python_words_alone():
         "use regime='paper' (fits analyze --regime paper)"
     )
     assert text == "too few rounds: ask for at least 30 rounds (rounds=30); or use regime='paper'"
+
+
+def test_missing_values_get_fits_reports_fix_not_missing_drop():
+    """fits report drops no rows: its skipped-inference note advised missing='drop', an
+    option of the analysis in Python that fits report does not have."""
+    from fits.cli.report import in_report_words
+
+    text = in_report_words(
+        "site1: target 'y' has 3 missing value(s); leave those rows out with "
+        "missing='drop' (fits analyze --missing drop), or drop them from the site's table"
+    )
+    assert text == "site1: target 'y' has 3 missing value(s); drop them from the site's table"
+    text = in_report_words(
+        "the synthetic table has missing values (column: count {'x': 2}) where the sites' "
+        "design has none, so OLS on it cannot use those rows: leave them out of the "
+        "synthetic table before the check (synthetic.dropna(subset=[...])), or pass "
+        "missing='drop', which leaves such rows out at the sites and in the synthetic "
+        "table alike"
+    )
+    assert "missing='drop'" not in text and text.endswith("(synthetic.dropna(subset=[...]))")
