@@ -487,6 +487,6 @@ def test_categories_typed_as_text_in_the_schema_say_so(tmp_path):
 def test_benchmark_dataset_names_take_any_case(tmp_path):
     """`-d Adult` (the UCI page's spelling) was refused as no data set."""
     res = run("benchmark", "-d", "German", "-o", tmp_path / "r", env={"FITS_DATA_DIR": None})
-    assert res.returncode == 1 and "no data directory given" in res.stderr, res.stderr
+    assert res.returncode == 2 and "no data directory given" in res.stderr, res.stderr
     res = run("benchmark", "-d", "census", "-o", tmp_path / "r")
     assert res.returncode == 2 and "census" in res.stderr
