@@ -362,6 +362,7 @@ def report(
             inference_data = None
             inference_notes: list[str] = []  # said once the tables passed evaluate's checks
             if inference and tables["clients"] and options.targets:
+                _check_target_task(tables["real"], options, kinds)  # before the check runs
                 say(
                     f"inference check for {options.targets[0]} (FedLSA across the client files) ..."
                 )
@@ -590,6 +591,24 @@ class _Files:
     def real_label(self) -> str:
         """The real table's file, or its files joined by " + ", for messages."""
         return " + ".join(str(p) for p in self.real)
+
+
+def _check_target_task(real: pd.DataFrame, options: _Options, kinds: dict[str, str] | None) -> None:
+    """Refuse, before the inference check runs, a first target that downstream utility
+    cannot take (a text target of three levels, :func:`fits.evaluation.utility.
+    infer_task`): the refusal came after the check, whose notes followed the error.
+    Kinds as the schema declares them, else text nominal and numbers continuous (a
+    numeric target is never refused here)."""
+    from fits.evaluation.utility import infer_task
+
+    target = options.targets[0]
+    if options.tasks or target not in real.columns:
+        return  # a task given: evaluate checks it; a missing column: evaluate says so
+    numeric = pd.api.types.is_numeric_dtype(real[target]) and not pd.api.types.is_bool_dtype(
+        real[target]
+    )
+    kind = (kinds or {}).get(target) or ("continuous" if numeric else "nominal")
+    infer_task({target: kind}, target, [real])
 
 
 @dataclass(frozen=True)

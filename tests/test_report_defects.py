@@ -309,3 +309,21 @@ def test_the_real_file_given_as_the_synthetic_one_is_named(tmp_path):
         "report", "--real", real, "--synthetic", copy, "--out", tmp_path / "r.html", "-q"
     )
     assert "is the real table's file" not in res.stderr
+
+
+def test_a_target_of_three_labels_is_refused_before_the_inference_check(tmp_path):
+    """A nominal target of three levels was refused only after the inference check
+    had run across the client files (its notes printed after the error)."""
+    rng = np.random.default_rng(0)
+    paths = {}
+    for name, n in (("real", 200), ("syn", 200), ("c1", 100), ("c2", 100)):
+        paths[name] = tmp_path / f"{name}.csv"
+        frame = pd.DataFrame({"x": rng.normal(size=n), "cat": rng.choice(["a", "b", "c"], n)})
+        frame.to_csv(paths[name], index=False)
+    res = fits_in_process(
+        "report", "--real", paths["real"], "--synthetic", paths["syn"], "--target", "cat",
+        "--clients", paths["c1"], paths["c2"], "--out", tmp_path / "r.html",
+    )  # fmt: skip
+    assert res.returncode == 1, res.stderr
+    assert "target 'cat' is nominal with 3 levels" in res.stderr
+    assert "inference check for" not in res.stderr
