@@ -22,10 +22,8 @@ samples again once :meth:`FITSSynthesizer.connect` has reconnected it to its sit
 
 from __future__ import annotations
 
-import hashlib
 import inspect
 import itertools
-import json
 import os
 import pickle
 import re
@@ -416,9 +414,9 @@ class FITSSynthesizer(BaseEstimator):
         description, less how pandas stores the column (its dtype: ``float64`` or
         ``double[pyarrow]``, ``int64`` or whole numbers in ``float64``): what
         :meth:`connect` compares, so that the same values in other dtypes connect and a
-        changed site is refused naming the columns that changed (:func:`column_digests`).
-        None where the transport showed its observers no setup reply: :meth:`connect`
-        then compares :attr:`site_digests_`.
+        changed site is refused naming the columns that changed
+        (:func:`~fits.core.schema.column_digests`; a synthesizer saved before them
+        compares :attr:`site_digests_`).
     setup_declared_ : dict
         The column declarations the setup round sent the sites (the ``kinds``, or the
         ``schema``'s kinds, given at fit): :meth:`connect` sends them again, so that an
@@ -647,9 +645,8 @@ class FITSSynthesizer(BaseEstimator):
         self.client_names_ = list(coordinator.transport.client_names)
         self.n_rows_ = list(coordinator.n_rows)
         self.site_digests_ = dict(zip(self.client_names_, coordinator.site_digests, strict=True))
-        recorded = self._setup_column_digests  # none where a transport kept no reply
-        self.site_column_digests_ = (
-            dict(zip(self.client_names_, recorded, strict=True)) if all(recorded) else None
+        self.site_column_digests_ = dict(
+            zip(self.client_names_, coordinator.site_column_digests, strict=True)
         )
         self.setup_declared_ = {c: dict(d) for c, d in coordinator.declared.items()}
         # the sample stream is the second child of the seed's first spawn (the first
@@ -736,7 +733,7 @@ class FITSSynthesizer(BaseEstimator):
                 )
             if digests is None:
                 return
-            if by_column is None or not all(self._setup_column_digests):  # the whole one
+            if by_column is None:  # saved before the per-column digests: the whole one
                 changed = [
                     repr(n)
                     for n, d in zip(names, coordinator.site_digests, strict=True)
@@ -744,7 +741,7 @@ class FITSSynthesizer(BaseEstimator):
                 ]
             else:
                 changed = []
-                for n, now in zip(names, self._setup_column_digests, strict=True):
+                for n, now in zip(names, coordinator.site_column_digests, strict=True):
                     then = by_column.get(n, {})
                     columns = [c for c in then if now.get(c) != then[c]]
                     columns += [c for c in now if c not in then]
@@ -830,16 +827,6 @@ class FITSSynthesizer(BaseEstimator):
             column_boosting=column_boosting,
             on_phase=on_phase,
         )
-        # each site's setup description, as the coordinator receives it, for the
-        # per-column digests (fit keeps them, connect compares them)
-        self._setup_column_digests: list[dict[str, str]] = [{}] * transport.n_clients
-
-        def record(client: int, message: Any, reply: Any) -> None:
-            if message.type == "setup" and "description" in reply.config:
-                described = json.loads(str(reply.config["description"]))
-                self._setup_column_digests[client] = column_digests(described)
-
-        transport.observers.append(record)
         try:
             schema = coordinator.setup(
                 kinds=kinds,
@@ -850,13 +837,10 @@ class FITSSynthesizer(BaseEstimator):
                 declare=declare,
                 check_sites=check_sites,
             )
-            transport.observers.remove(record)
             self._check_kernels(schema, coordinator)  # before the sites continualize
             lift_seq, _ = root.spawn(2)
             coordinator.configure(lift_seq, rows=rows)
         except BaseException:
-            if record in transport.observers:
-                transport.observers.remove(record)
             if clients and isinstance(transport, InProcessTransport):
                 transport.close()  # the sites' threads end with the failed setup
             raise
@@ -1032,7 +1016,6 @@ class FITSSynthesizer(BaseEstimator):
         state = dict(super().__getstate__())
         state["_coordinator"] = None
         state["_owns_transport"] = False
-        state.pop("_setup_column_digests", None)  # the last setup's (kept by fit)
         return state
 
     def __reduce_ex__(self, protocol: Any) -> tuple[Any, ...]:
@@ -2241,46 +2224,6 @@ def _first_breaking(table: pd.DataFrame, rule: Any) -> int:
         else:
             low = middle
     return high - 1
-
-
-#: What a site's setup description says of a column that tells how pandas stores it,
-#: not its values: left out of :func:`column_digests` (``double[pyarrow]`` or
-#: ``float64``; whole numbers in a float column or an integer one; booleans as objects)
-_STORAGE_KEYS = ("pandas_dtype", "dtype", "all_distinct")
-
-
-def column_digests(description: Mapping[str, Any]) -> dict[str, str]:
-    """Per column, the SHA-256 (hex) of what one site's setup description says of it,
-    less how pandas stores the column (:data:`_STORAGE_KEYS`).
-
-    Written canonically as :func:`~fits.core.schema.description_digest` writes the
-    whole description (JSON, sorted keys, no spaces), so the same values give the
-    same digests in any dtype, process or platform; a hash of what the site sent in
-    the clear anyway.
-
-    Parameters
-    ----------
-    description : mapping
-        A site's setup description (``{"n_rows": ..., "columns": {...}, ...}``).
-
-    Returns
-    -------
-    dict of str to str
-        Column name -> 64 hexadecimal digits.
-
-    Examples
-    --------
-    >>> a = column_digests({"columns": {"x": {"pandas_dtype": "float64", "max": 2.0}}})
-    >>> b = column_digests({"columns": {"x": {"pandas_dtype": "double[pyarrow]", "max": 2.0}}})
-    >>> a == b, len(a["x"])
-    (True, 64)
-    """
-    out = {}
-    for name, info in dict(description.get("columns", {})).items():
-        kept = {k: v for k, v in dict(info).items() if k not in _STORAGE_KEYS}
-        text = json.dumps(kept, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-        out[str(name)] = hashlib.sha256(text.encode("ascii")).hexdigest()
-    return out
 
 
 #: What :meth:`FITSSynthesizer.fit` sets (a failed fit leaves none of them).

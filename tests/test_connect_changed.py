@@ -244,7 +244,7 @@ def test_a_changed_site_is_refused_naming_the_columns_that_changed(sites, fitted
 
 
 def test_fit_keeps_a_digest_per_column_and_site(sites, fitted):
-    from fits.synthesizer import column_digests
+    from fits.core.schema import column_digests
 
     assert list(fitted.site_column_digests_) == NAMES
     desc = json.loads(json.dumps(describe_table(sites[2], {}, client="client 3")))

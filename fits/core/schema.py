@@ -126,6 +126,7 @@ __all__ = [
     "decimal_values",
     "describe_table",
     "description_digest",
+    "column_digests",
     "files_columns_differ",
     "lookalike_names",
     "check_constants",
@@ -3553,6 +3554,46 @@ def description_digest(description: Mapping[str, Any]) -> str:
     kept = {k: v for k, v in description.items() if k not in ("order", "bool_texts")}
     text = json.dumps(kept, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     return hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
+#: What a site's setup description says of a column that tells how pandas stores it,
+#: not its values: left out of :func:`column_digests` (``double[pyarrow]`` or
+#: ``float64``; whole numbers in a float column or an integer one; booleans as objects)
+_STORAGE_KEYS = ("pandas_dtype", "dtype", "all_distinct")
+
+
+def column_digests(description: Mapping[str, Any]) -> dict[str, str]:
+    """Per column, the SHA-256 (hex) of what one site's setup description says of it,
+    less how pandas stores the column (:data:`_STORAGE_KEYS`).
+
+    Written canonically as :func:`description_digest` writes the
+    whole description (JSON, sorted keys, no spaces), so the same values give the
+    same digests in any dtype, process or platform; a hash of what the site sent in
+    the clear anyway.
+
+    Parameters
+    ----------
+    description : mapping
+        A site's setup description (``{"n_rows": ..., "columns": {...}, ...}``).
+
+    Returns
+    -------
+    dict of str to str
+        Column name -> 64 hexadecimal digits.
+
+    Examples
+    --------
+    >>> a = column_digests({"columns": {"x": {"pandas_dtype": "float64", "max": 2.0}}})
+    >>> b = column_digests({"columns": {"x": {"pandas_dtype": "double[pyarrow]", "max": 2.0}}})
+    >>> a == b, len(a["x"])
+    (True, 64)
+    """
+    out = {}
+    for name, info in dict(description.get("columns", {})).items():
+        kept = {k: v for k, v in dict(info).items() if k not in _STORAGE_KEYS}
+        text = json.dumps(kept, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+        out[str(name)] = hashlib.sha256(text.encode("ascii")).hexdigest()
+    return out
 
 
 def _flag_and_number(values: Any) -> tuple[Any, Any] | None:

@@ -82,6 +82,7 @@ from fits.core.schema import (
     check_constants,
     check_spans,
     coarser_than_sites,
+    column_digests,
     description_digest,
     labels_of_na_only,
     merge_descriptions,
@@ -540,6 +541,10 @@ class Coordinator:
         #: description (:func:`~fits.core.schema.description_digest`): a hash of what it
         #: sent in the clear, kept so that a reconnected synthesizer can tell changed data
         self.site_digests: list[str] = []
+        #: Per site, per column, the SHA-256 of that column's part of its setup
+        #: description less how pandas stores it (:func:`~fits.core.schema.
+        #: column_digests`): the same values in another dtype connect, a change is named
+        self.site_column_digests: list[dict[str, str]] = []
         #: The columns of booleans every site's file spells one way (``true``/``false``),
         #: with that spelling (:func:`~fits.core.schema.agreed_bool_texts`): how a CSV
         #: output writes them
@@ -654,6 +659,7 @@ class Coordinator:
         # in the clear in every mode (secure aggregation masks later rounds' sums, and
         # the public keys are arrays beside the description): a hash of each answer
         self.site_digests = [description_digest(d) for d in descriptions]
+        self.site_column_digests = [column_digests(d) for d in descriptions]
         self.bool_texts = agreed_bool_texts(descriptions)
         # a site's column of 'NA' alone, where another site holds 'NA' as a label
         descriptions, relabelled = labels_of_na_only(descriptions, self.transport.client_names)
