@@ -1372,11 +1372,18 @@ def _utf8(path: Path) -> bool:
     return True
 
 
+def _separator_words(sep: str, width: int) -> tuple[str, str]:
+    """The separator and the header's column count in words, for the trailing-separator
+    notes: ``("','", "3 columns")``, ``("a tab", "1 column")``."""
+    return ("a tab" if sep == "\t" else repr(sep)), (
+        "1 column" if width == 1 else f"{width} columns"
+    )
+
+
 def _trailing_note(path: Path, sep: str, width: int) -> None:
     """The note that every row of a CSV file ends with a separator
     (:func:`_trailing_separator`), read as the header's columns."""
-    shown = "a tab" if sep == "\t" else repr(sep)
-    columns = "1 column" if width == 1 else f"{width} columns"
+    shown, columns = _separator_words(sep, width)
     warnings.warn(
         f"{path}: every row ends with {shown} after its last field (an empty field past "
         f"the header's {columns}, as database and spreadsheet exports write); read as the "
@@ -1460,8 +1467,7 @@ def _header_ends_with_separator(path: Path, sep: str, header: list[str]) -> bool
 def _header_note(path: Path, sep: str, width: int) -> None:
     """The note that the header of a CSV file ends with a separator no row fills
     (:func:`_header_ends_with_separator`), read as the header's named columns."""
-    shown = "a tab" if sep == "\t" else repr(sep)
-    columns = "1 column" if width == 1 else f"{width} columns"
+    shown, columns = _separator_words(sep, width)
     warnings.warn(
         f"{path}: the header ends with {shown} after its last name (an empty field past "
         f"its {columns} that no row holds a value under); read as the header's "
