@@ -1859,17 +1859,18 @@ class FITSSynthesizer(BaseEstimator):
             )
         for rule in schema.rules or []:
             if rule.kind not in ("affine", "linear") and {rule.column, *rule.of} <= set(names):
-                from fits.evaluation.rules import rules_kept
+                from fits.evaluation.rules import rule_breaks, rules_kept
 
-                kept = float(rules_kept(known, [rule])["kept"].iloc[0])
-                if kept < 1.0:
+                broken = np.flatnonzero(rule_breaks(known, rule))
+                if broken.size:
+                    kept = float(rules_kept(known, [rule])["kept"].iloc[0])
                     told = (
                         rule.describe()
                         if rule.kind in ("interval", "order")
                         else f"{rule.column} = "
                         f"{'f' if rule.kind == 'function' else 'sum'}({', '.join(rule.of)})"
                     )
-                    pos = _first_breaking(known, rule)
+                    pos = int(broken[0])
                     shown = ", ".join(
                         f"{c} = {known[c].iloc[pos]}"
                         for c in dict.fromkeys([*rule.of, rule.column])
@@ -2203,27 +2204,6 @@ def _check_table_fits(num_rows: int, n_columns: int) -> None:
             "sample_to_file(path, num_rows), or take them chunk by chunk with "
             "iter_sample(num_rows)"
         )
-
-
-def _first_breaking(table: pd.DataFrame, rule: Any) -> int:
-    """The position of the first row of ``table`` that breaks ``rule`` (one does), found
-    by :func:`~fits.evaluation.rules.rules_kept` on ever shorter heads of the table (the
-    rows that break it can only grow with the rows looked at)."""
-    from fits.evaluation.rules import rules_kept
-
-    def broken(rows: int) -> bool:
-        got = rules_kept(table.iloc[:rows], [rule]).iloc[0]
-        counted = int(got["rows"])
-        return counted > 0 and round(float(got["kept"]) * counted) < counted
-
-    low, high = 0, len(table)  # broken(high); not broken(low)
-    while high - low > 1:
-        middle = (low + high) // 2
-        if broken(middle):
-            high = middle
-        else:
-            low = middle
-    return high - 1
 
 
 #: What :meth:`FITSSynthesizer.fit` sets (a failed fit leaves none of them).

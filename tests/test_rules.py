@@ -479,3 +479,33 @@ def test_a_column_past_1e100_is_left_out_of_the_moment_searches() -> None:
     told = {r.column: r.of for r in schema.rules}
     assert told["copy"] == ["x"] and told["y"] in (["x"], ["copy"])
     assert "huge" not in told and all("huge" not in of for of in told.values())
+
+
+def test_rule_breaks_marks_the_rows_rules_kept_counts_as_broken() -> None:
+    """rule_breaks (the rows a known table's refusal names first) agrees with
+    rules_kept, rule by rule, and marks exactly the planted rows."""
+    from fits.evaluation.rules import rule_breaks
+
+    table = pd.DataFrame(
+        {
+            "a": [1.0, 2.0, 3.0, 4.0, np.nan],
+            "b": [1.0, 2.0, 2.5, 4.0, 1.0],  # b >= a broken in rows 2 and 4 (a missing)
+            "t": [2.0, 4.0, 5.5, 9.0, np.nan],  # t = a + b broken in rows 3 and 4
+            "g": ["x", "x", "y", "y", "y"],
+            "h": ["u", "u", "v", "u", "v"],  # h = f(g) broken in row 3
+        }
+    )
+    rules = [
+        {"column": "b", "kind": "order", "of": ["a"]},
+        {"column": "t", "kind": "sum", "of": ["a", "b"]},
+        {"column": "h", "kind": "function", "of": ["g"], "mapping": [["x", "u"], ["y", "v"]]},
+        {"column": "b", "kind": "affine", "of": ["a"], "slope": 1.0, "intercept": 0.0,
+         "decimals": None},
+    ]  # fmt: skip
+    expected = [[2, 4], [3, 4], [3], [2, 4]]
+    kept = rules_kept(table, rules)
+    for rule, rows, (_, row) in zip(rules, expected, kept.iterrows(), strict=True):
+        broken = rule_breaks(table, rule)
+        assert np.flatnonzero(broken).tolist() == rows, rule
+        assert broken.sum() == round((1 - row["kept"]) * row["rows"]), rule
+    assert not rule_breaks(table, {"column": "b", "kind": "linear", "of": ["a"]}).any()

@@ -33,7 +33,7 @@ from fits._exact import (
 )
 from fits._json import plain
 
-__all__ = ["NEAR_LINEAR_COLUMNS", "near_linear_kept", "rules_kept"]
+__all__ = ["NEAR_LINEAR_COLUMNS", "near_linear_kept", "rule_breaks", "rules_kept"]
 
 
 def _as_dict(rule: Any) -> dict[str, Any]:
@@ -107,10 +107,10 @@ def _micros(values: pd.Series) -> np.ndarray:
     return out
 
 
-def _order_kept(table: pd.DataFrame, rule: Mapping[str, Any]) -> tuple[int, int]:
-    """Rows holding the column with it at least its source (a missing source: not
-    kept), and the rows counted: those holding the column (the rule says nothing
-    where it is missing)."""
+def _order_kept(table: pd.DataFrame, rule: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+    """Per row: holding the column with it at least its source (a missing source: not
+    kept), and counted: holding the column (the rule says nothing where it is
+    missing)."""
     if _clock(table, rule):
         y, x = (_source_numbers(table[c], True) for c in (rule["column"], rule["of"][0]))
     else:
@@ -120,11 +120,11 @@ def _order_kept(table: pd.DataFrame, rule: Mapping[str, Any]) -> tuple[int, int]
         )
     held = ~np.isnan(y)
     with np.errstate(invalid="ignore"):
-        return int(np.sum(y[held] >= x[held])), int(held.sum())
+        return held & (y >= x), held
 
 
-def _affine_kept(table: pd.DataFrame, rule: Mapping[str, Any]) -> int:
-    """Rows within the rule's tolerance (:func:`fits._exact.affine_match`), or with both
+def _affine_kept(table: pd.DataFrame, rule: Mapping[str, Any]) -> np.ndarray:
+    """Per row: within the rule's tolerance (:func:`fits._exact.affine_match`), or with both
     values missing (the rule: Y is missing where X is); one missing: not kept.  Between
     two datetime columns (slope 1, the intercept a shift in seconds): the column is
     its source shifted by the intercept to the microsecond."""
@@ -133,7 +133,7 @@ def _affine_kept(table: pd.DataFrame, rule: Mapping[str, Any]) -> int:
         shift = round(float(rule["intercept"]) * 1e6)
         with np.errstate(invalid="ignore"):
             same = (ys - xs == shift) & (float(rule["slope"]) == 1.0)
-        return int(np.sum(same | (np.isnan(xs) & np.isnan(ys))))
+        return np.asarray(same | (np.isnan(xs) & np.isnan(ys)))
     x = pd.to_numeric(table[rule["of"][0]], errors="coerce").to_numpy(dtype=float)
     y = pd.to_numeric(table[rule["column"]], errors="coerce").to_numpy(dtype=float)
     d, t = rule.get("decimals"), rule.get("tolerance")
@@ -145,7 +145,7 @@ def _affine_kept(table: pd.DataFrame, rule: Mapping[str, Any]) -> int:
         None if d is None else int(d),
         None if t is None else float(t),
     )
-    return int(np.sum(match | (np.isnan(x) & np.isnan(y))))  # missing together: kept
+    return np.asarray(match | (np.isnan(x) & np.isnan(y)))  # missing together: kept
 
 
 def _source_numbers(values: pd.Series, clock: bool) -> np.ndarray:
@@ -168,31 +168,33 @@ def _source_numbers(values: pd.Series, clock: bool) -> np.ndarray:
     return np.asarray(out, dtype=float)
 
 
-def _interval_kept(table: pd.DataFrame, rule: Mapping[str, Any]) -> tuple[int, int, int]:
-    """Rows whose column has the value of the cell holding their source (the value the
-    rule generates: :func:`fits._exact.interval_cells`, the nearest interval; a
-    missing value, where the rule gives missing its interval, too), rows whose
+def _interval_kept(
+    table: pd.DataFrame, rule: Mapping[str, Any]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per row: whether its column has the value of the cell holding its source (the
+    value the rule generates: :func:`fits._exact.interval_cells`, the nearest interval;
+    a missing value, where the rule gives missing its interval, too), whether its
     source lies in no interval (in a gap or beyond the ends: no real row is there, so
-    the cell's value is the rule's extension; counted in ``kept`` when it matches),
-    and the rows counted: those with a source (a missing source is left out: the rule
-    says nothing there).  An unreadable source, or a column missing where the rule
-    gives it no interval: not kept."""
+    the cell's value is the rule's extension; kept when it matches), and whether it is
+    counted: it has a source (a missing source is left out: the rule says nothing
+    there).  An unreadable source, or a column missing where the rule gives it no
+    interval: not kept."""
     entries = list(rule.get("intervals") or [])
     clock = any(isinstance(v, str) for e in entries for v in e[:2])
     given = table[rule["of"][0]].notna().to_numpy()
-    table = table.loc[given]
-    x = _source_numbers(table[rule["of"][0]], clock)
+    x = np.full(len(table), np.nan)
+    x[given] = _source_numbers(table.loc[given, rule["of"][0]], clock)
     lows, highs = interval_bounds(entries)
     cells = interval_cells(interval_cuts(lows, highs), x)
     wanted = [_value(e[2]) for e in entries]
     values = [_value(v) for v in table[rule["column"]].astype(object).tolist()]
     present = ~np.isnan(x)
-    kept = sum(
-        bool(ok) and v == wanted[int(c)] for ok, c, v in zip(present, cells, values, strict=True)
+    kept = np.array(
+        [bool(ok) and v == wanted[int(c)] for ok, c, v in zip(present, cells, values, strict=True)],
+        dtype=bool,
     )
     inside = (x[:, None] >= lows) & (x[:, None] <= highs)
-    uncovered = int(np.sum(present & ~inside.any(axis=1)))
-    return int(kept), uncovered, len(table)
+    return kept, present & ~inside.any(axis=1), given
 
 
 def rules_kept(table: pd.DataFrame, rules: Sequence[Any]) -> pd.DataFrame:
@@ -233,7 +235,6 @@ def rules_kept(table: pd.DataFrame, rules: Sequence[Any]) -> pd.DataFrame:
         A rule names a column the table does not have.
     """
     out = []
-    n = len(table)
     for raw in rules:
         rule = _as_dict(raw)
         if rule.get("kind") == "linear":  # a near-linear column: no exact rule to keep
@@ -243,30 +244,9 @@ def rules_kept(table: pd.DataFrame, rules: Sequence[Any]) -> pd.DataFrame:
         if missing:
             raise KeyError(f"rule {_describe(rule)}: the table has no column(s) {missing}")
         kind = str(rule.get("kind", "function"))
-        uncovered, rows = 0, n
-        if kind == "affine":
-            kept = _affine_kept(table, rule)
-        elif kind == "interval":
-            kept, uncovered, rows = _interval_kept(table, rule)
-        elif kind == "order":
-            kept, rows = _order_kept(table, rule)
-        elif kind == "sum":
-            parts = [pd.to_numeric(table[c], errors="coerce").to_numpy(dtype=float) for c in of]
-            value = pd.to_numeric(table[column], errors="coerce").to_numpy(dtype=float)
-            kept = int(np.sum(sums_match(value, parts)))  # NaN anywhere: not kept
-        else:
-            mapping = {
-                tuple(_value(v) for v in e[:-1]): _value(e[-1]) for e in rule.get("mapping") or []
-            }
-            keys = zip(*(table[c].astype(object).tolist() for c in of), strict=True)
-            values = table[column].astype(object).tolist()
-            kept = 0
-            for key, value in zip(keys, values, strict=True):
-                want = mapping.get(tuple(_value(v) for v in key), _NONE)
-                if want is _NONE:
-                    uncovered += 1
-                elif _value(value) == want:
-                    kept += 1
+        kept_rows, uncovered_rows, counted = _rows(table, rule)
+        rows = int(counted.sum())
+        kept, uncovered = int(np.sum(kept_rows & counted)), int(np.sum(uncovered_rows & counted))
         out.append(
             {
                 "rule": _describe(rule, clock=kind == "affine" and _clock(table, rule)),
@@ -282,6 +262,61 @@ def rules_kept(table: pd.DataFrame, rules: Sequence[Any]) -> pd.DataFrame:
 
 
 _NONE = object()
+
+
+def _rows(
+    table: pd.DataFrame, rule: Mapping[str, Any]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per row of ``table``: whether it keeps ``rule`` (a dict), whether the rule says
+    nothing of it beyond its extension (a function rule: a combination no real row
+    has; an interval rule: a source in no interval), and whether it is counted (an
+    interval rule: a source given; an order rule: the column present; else every row)."""
+    column, of = str(rule["column"]), [str(c) for c in rule["of"]]
+    kind = str(rule.get("kind", "function"))
+    every = np.ones(len(table), dtype=bool)
+    if kind == "affine":
+        return _affine_kept(table, rule), ~every, every
+    if kind == "interval":
+        return _interval_kept(table, rule)
+    if kind == "order":
+        kept, counted = _order_kept(table, rule)
+        return kept, ~every, counted
+    if kind == "sum":
+        parts = [pd.to_numeric(table[c], errors="coerce").to_numpy(dtype=float) for c in of]
+        value = pd.to_numeric(table[column], errors="coerce").to_numpy(dtype=float)
+        return np.asarray(sums_match(value, parts)), ~every, every  # NaN anywhere: not kept
+    mapping = {tuple(_value(v) for v in e[:-1]): _value(e[-1]) for e in rule.get("mapping") or []}
+    keys = zip(*(table[c].astype(object).tolist() for c in of), strict=True)
+    wants = [mapping.get(tuple(_value(v) for v in key), _NONE) for key in keys]
+    values = table[column].astype(object).tolist()
+    uncovered = np.array([w is _NONE for w in wants], dtype=bool)
+    kept = np.array(
+        [w is not _NONE and _value(v) == w for w, v in zip(wants, values, strict=True)],
+        dtype=bool,
+    )
+    return kept, uncovered, every
+
+
+def rule_breaks(table: pd.DataFrame, rule: Any) -> np.ndarray:
+    """Per row of ``table``, whether it breaks ``rule`` (a
+    :class:`~fits.core.schema.Rule` or its ``to_dict()`` form): a row :func:`rules_kept`
+    counts that does not keep it. A ``"linear"`` rule (near-linear) breaks no row.
+
+    Parameters
+    ----------
+    table : DataFrame
+        A table with the rule's columns.
+    rule : Rule or dict
+
+    Returns
+    -------
+    ndarray of bool, one per row
+    """
+    rule = _as_dict(rule)
+    if rule.get("kind") == "linear":
+        return np.zeros(len(table), dtype=bool)
+    kept, _, counted = _rows(table, rule)
+    return np.asarray(counted & ~kept)
 
 
 #: The columns of :func:`near_linear_kept`'s table, in order.
